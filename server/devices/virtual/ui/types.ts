@@ -1,0 +1,111 @@
+/**
+ * The boundary between the virtual phone's system side (ADB, shell, packages, files) and
+ * its UI side (the screen model, drawing, input, the UiAutomator2 server). The system side
+ * creates one PhoneUi per phone with createPhoneUi() from ./index.ts and drives it from
+ * shell commands (`input`, `am`, `screencap`, `uiautomator dump`, ...).
+ */
+
+/** What the UI needs from the rest of the phone. */
+export interface PhoneUiHost {
+  /** Installed apps that have a launcher activity, in install order. */
+  launcherApps(): LauncherApp[];
+  /** Writes one logcat line (shown by `adb logcat`). */
+  log(priority: 'V' | 'D' | 'I' | 'W' | 'E', tag: string, message: string): void;
+  /** Reads a system setting (`settings get <namespace> <key>`), null when unset. */
+  setting(namespace: 'system' | 'secure' | 'global', key: string): string | null;
+}
+
+export interface LauncherApp {
+  package: string;
+  label: string;
+  /** Fully qualified launcher activity class. */
+  activity: string;
+}
+
+export interface DeviceIdentity {
+  manufacturer: string;
+  model: string;
+  /** Android release, e.g. "14". */
+  release: string;
+  sdk: number;
+}
+
+export interface PhoneUiOptions {
+  width: number;
+  height: number;
+  /** dpi, e.g. 320 (pixel ratio 2). */
+  density: number;
+  identity: DeviceIdentity;
+  /** Clock for the status bar; injected so screenshots are reproducible in tests. */
+  now?: () => Date;
+}
+
+export interface ForegroundActivity {
+  package: string;
+  /** Fully qualified activity class. */
+  activity: string;
+}
+
+/** Android key codes the UI understands (others are logged and ignored). */
+export const KEYCODE = {
+  HOME: 3,
+  BACK: 4,
+  ENTER: 66,
+  DEL: 67,
+  TAB: 61,
+  MENU: 82,
+  APP_SWITCH: 187,
+  WAKEUP: 224,
+  POWER: 26,
+} as const;
+
+export interface PhoneUi {
+  readonly width: number;
+  readonly height: number;
+  readonly density: number;
+  /** Height of the status bar in pixels. */
+  readonly statusBarHeight: number;
+  /** Increments on every visible change; lets callers cache renders. */
+  readonly version: number;
+
+  /** PNG of the current screen. */
+  renderPng(): Buffer;
+
+  tap(x: number, y: number): void;
+  swipe(x1: number, y1: number, x2: number, y2: number, durationMs: number): void;
+  /** Types into the focused text field (ignored when none has focus). */
+  text(value: string): void;
+  key(keycode: number): void;
+
+  /** Brings an app to the front. Returns false when no such app is known to the UI. */
+  launch(pkg: string, activity?: string): boolean;
+  /** Closes an app's screens and forgets their state; shows the launcher if it was in front. */
+  forceStop(pkg: string): void;
+  /** Forgets an app's data (what `pm clear` does), e.g. the login app's typed fields. */
+  clearData(pkg: string): void;
+  foreground(): ForegroundActivity;
+  /** Call after the set of launcher apps changed (install, uninstall) to redraw. */
+  appsChanged(): void;
+
+  /** The `uiautomator dump` XML of the current screen. */
+  dumpHierarchy(): string;
+
+  /** Subscribe to visible changes. Returns unsubscribe. */
+  onChange(listener: () => void): () => void;
+
+  /** Serialisable state (foreground app, typed text, scroll positions) for profile saves. */
+  saveState(): unknown;
+  restoreState(state: unknown): void;
+}
+
+/**
+ * The UiAutomator2 server of the phone: an HTTP server on device port 6790 while
+ * `am instrument` of io.appium.uiautomator2.server.test runs. The system side hands it
+ * every connection opened to that port (through `adb forward`).
+ */
+export interface UiAutomator2Server {
+  /** Serves one connection (a Duplex) until it closes. */
+  handleConnection(socket: import('node:stream').Duplex): void;
+  /** Closes sessions and open connections (instrumentation stopped). */
+  close(): void;
+}

@@ -1,0 +1,1 @@
+export type { DeviceBackend, DevicePhone, BootRequest, PhoneInput, ScreenSize } from './devices/types.js';
