@@ -1,0 +1,158 @@
+/**
+ * The device end of one ADB TCP connection: answers the host's CNXN (no AUTH: the
+ * gateway in front of the phone guards access), then multiplexes streams.
+ */
+import type { Socket } from 'node:net';
+import {
+  A_AUTH,
+  A_CLSE,
+  A_CNXN,
+  A_OKAY,
+  A_OPEN,
+  A_STLS,
+  A_VERSION,
+  A_WRTE,
+  DEVICE_MAX_PAYLOAD,
+  MessageReader,
+  commandName,
+  encodeHeader,
+} from './protocol.js';
+import type { AdbMessage } from './protocol.js';
+import { AdbStream } from './stream.js';
+import type { StreamTransport } from './stream.js';
+import type { DeviceLogger } from '../../types.js';
+
+export type ServiceHandler = (stream: AdbStream) => void;
+/** Maps an OPEN destination to its handler, or null to refuse the stream (CLSE). */
+export type ServiceResolver = (destination: string) => ServiceHandler | null;
+
+export interface ConnectionOptions {
+  /** `device::ro.product.name=...;features=...` */
+  banner: string;
+  resolve: ServiceResolver;
+  log: DeviceLogger;
+}
+
+export class AdbConnection implements StreamTransport {
+  private readonly streams = new Map<number, AdbStream>();
+  private nextLocalId = 1;
+  private online = false;
+  private hostMaxPayload = DEVICE_MAX_PAYLOAD;
+  private readonly reader: MessageReader;
+  private closed = false;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly options: ConnectionOptions,
+  ) {
+    socket.setNoDelay(true);
+    this.reader = new MessageReader(
+      () => this.maxPayload,
+      (m) => this.onMessage(m),
+    );
+    socket.on('data', (chunk: Buffer) => {
+      try {
+        this.reader.push(chunk);
+      } catch (error) {
+        this.options.log.debug('virtual adb: dropping connection', { error: String(error) });
+        this.close();
+      }
+    });
+    socket.on('error', () => this.close());
+    socket.on('close', () => this.close());
+  }
+
+  get maxPayload(): number {
+    return Math.min(this.hostMaxPayload, DEVICE_MAX_PAYLOAD);
+  }
+
+  send(command: number, arg0: number, arg1: number, payload?: readonly Buffer[]): void {
+    if (this.closed) return;
+    let length = 0;
+    if (payload) for (const p of payload) length += p.length;
+    const header = encodeHeader(command, arg0, arg1, length);
+    if (!payload || payload.length === 0) {
+      this.socket.write(header);
+      return;
+    }
+    // Cork so header and payload pieces leave in one writev, without concatenating them.
+    this.socket.cork();
+    this.socket.write(header);
+    for (const p of payload) this.socket.write(p);
+    this.socket.uncork();
+  }
+
+  release(localId: number): void {
+    this.streams.delete(localId);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const stream of [...this.streams.values()]) {
+      stream.handlePeerClose();
+      stream.destroy();
+    }
+    this.streams.clear();
+    this.socket.destroy();
+  }
+
+  private onMessage(message: AdbMessage): void {
+    switch (message.command) {
+      case A_CNXN: {
+        // A second CNXN restarts the session: forget every stream, as adbd does.
+        for (const stream of [...this.streams.values()]) stream.handlePeerClose();
+        this.hostMaxPayload = message.arg1 > 0 ? message.arg1 : DEVICE_MAX_PAYLOAD;
+        this.online = true;
+        this.send(A_CNXN, A_VERSION, DEVICE_MAX_PAYLOAD, [Buffer.from(this.options.banner, 'utf8')]);
+        return;
+      }
+      case A_AUTH:
+      case A_STLS:
+        // We never challenge, so a host AUTH/STLS is unexpected; ignore it.
+        return;
+      case A_OPEN: {
+        if (!this.online) return;
+        const remoteId = message.arg0;
+        let destination = message.payload.toString('utf8');
+        if (destination.endsWith('\0')) destination = destination.slice(0, -1);
+        let handler: ServiceHandler | null = null;
+        try {
+          handler = this.options.resolve(destination);
+        } catch (error) {
+          this.options.log.debug('virtual adb: service failed to open', { destination, error: String(error) });
+        }
+        if (!handler) {
+          this.options.log.debug('virtual adb: refused stream', { destination });
+          this.send(A_CLSE, 0, remoteId);
+          return;
+        }
+        const localId = this.nextLocalId++;
+        const stream = new AdbStream(this, localId, remoteId, destination);
+        // Streams are full-duplex Node streams; an unhandled 'error' would crash the server.
+        stream.on('error', () => undefined);
+        this.streams.set(localId, stream);
+        this.send(A_OKAY, localId, remoteId);
+        handler(stream);
+        return;
+      }
+      case A_OKAY: {
+        this.streams.get(message.arg1)?.handleOkay();
+        return;
+      }
+      case A_WRTE: {
+        const stream = this.streams.get(message.arg1);
+        if (stream) stream.handleWrite(message.payload);
+        else this.send(A_CLSE, 0, message.arg0);
+        return;
+      }
+      case A_CLSE: {
+        const stream = this.streams.get(message.arg1);
+        if (stream) stream.handlePeerClose();
+        return;
+      }
+      default:
+        this.options.log.debug('virtual adb: unknown message', { command: commandName(message.command) });
+    }
+  }
+}

@@ -1,0 +1,63 @@
+/** The phone's ADB listener: a real TCP port speaking the device side of the protocol. */
+import { createServer } from 'node:net';
+import type { Server, Socket } from 'node:net';
+import type { DeviceLogger } from '../../types.js';
+import { AdbConnection } from './connection.js';
+import type { ServiceResolver } from './connection.js';
+
+export class AdbServer {
+  private readonly server: Server;
+  private readonly connections = new Set<AdbConnection>();
+  private readonly sockets = new Set<Socket>();
+  private closed = false;
+
+  constructor(
+    private readonly options: { banner: string; resolve: ServiceResolver; log: DeviceLogger },
+  ) {
+    this.server = createServer({ noDelay: true }, (socket) => this.accept(socket));
+  }
+
+  async listen(host: string): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      const onError = (error: Error) => reject(error);
+      this.server.once('error', onError);
+      this.server.listen({ host, port: 0 }, () => {
+        this.server.off('error', onError);
+        resolve();
+      });
+    });
+    const address = this.server.address();
+    if (!address || typeof address === 'string') throw new Error('virtual adb: no TCP address');
+    return address.port;
+  }
+
+  /** Stops listening and drops every connection (and with them every stream). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const c of this.connections) c.close();
+    for (const s of this.sockets) s.destroy();
+    this.connections.clear();
+    await new Promise<void>((resolve) => {
+      if (!this.server.listening) {
+        resolve();
+        return;
+      }
+      this.server.close(() => resolve());
+    });
+  }
+
+  private accept(socket: Socket): void {
+    if (this.closed) {
+      socket.destroy();
+      return;
+    }
+    this.sockets.add(socket);
+    const connection = new AdbConnection(socket, this.options);
+    this.connections.add(connection);
+    socket.once('close', () => {
+      this.sockets.delete(socket);
+      this.connections.delete(connection);
+    });
+  }
+}

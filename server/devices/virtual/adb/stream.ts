@@ -1,0 +1,139 @@
+/**
+ * One ADB stream (an OPENed service) as a Node Duplex, so services, pipes and the
+ * UiAutomator2 server's HTTP parser can use ordinary stream code.
+ *
+ * Flow control follows the protocol: at most one WRTE in flight per direction. Outgoing
+ * writes wait for the host's OKAY; queued writes are coalesced into WRTEs of up to the
+ * negotiated payload size (without concatenating buffers). Incoming WRTEs are acknowledged
+ * only once the readable side has room, which throttles the host.
+ */
+import { Duplex } from 'node:stream';
+import { A_CLSE, A_OKAY, A_WRTE } from './protocol.js';
+
+export interface StreamTransport {
+  /** Largest WRTE payload the host accepts. */
+  readonly maxPayload: number;
+  send(command: number, arg0: number, arg1: number, payload?: readonly Buffer[]): void;
+  /** The stream is finished; forget its id. */
+  release(localId: number): void;
+}
+
+export class AdbStream extends Duplex {
+  private okayWaiter: (() => void) | null = null;
+  private owesOkay = false;
+  private peerClosed = false;
+  private closeSent = false;
+  private readonly abort = new AbortController();
+
+  constructor(
+    private readonly transport: StreamTransport,
+    readonly localId: number,
+    readonly remoteId: number,
+    readonly destination: string,
+  ) {
+    // The writable buffer holds what accumulates while a WRTE awaits its OKAY, so the next
+    // _writev can send it as one message.
+    super({ writableHighWaterMark: transport.maxPayload, readableHighWaterMark: 256 * 1024, allowHalfOpen: true });
+  }
+
+  /** Aborted when the host closes the stream or the connection drops. */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  get closedByPeer(): boolean {
+    return this.peerClosed;
+  }
+
+  // ---- called by the connection ----
+
+  handleOkay(): void {
+    const waiter = this.okayWaiter;
+    this.okayWaiter = null;
+    waiter?.();
+  }
+
+  handleWrite(payload: Buffer): void {
+    if (this.peerClosed) return;
+    if (this.push(payload)) this.transport.send(A_OKAY, this.localId, this.remoteId);
+    else this.owesOkay = true;
+  }
+
+  handlePeerClose(): void {
+    if (this.peerClosed) return;
+    this.peerClosed = true;
+    this.closeSent = true; // the host already forgot this stream; never answer with CLSE
+    this.abort.abort();
+    this.handleOkay();
+    this.push(null);
+    this.transport.release(this.localId);
+    // A writer that never ends must not keep the stream alive; readers still get buffered data.
+    if (!this.writableEnded) this.end();
+  }
+
+  // ---- Duplex implementation ----
+
+  override _read(): void {
+    if (this.owesOkay && !this.peerClosed) {
+      this.owesOkay = false;
+      this.transport.send(A_OKAY, this.localId, this.remoteId);
+    }
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    this.sendAll([chunk]).then(() => callback(), callback);
+  }
+
+  override _writev(chunks: { chunk: Buffer }[], callback: (error?: Error | null) => void): void {
+    this.sendAll(chunks.map((c) => c.chunk)).then(() => callback(), callback);
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    this.sendClose();
+    callback();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.sendClose();
+    this.abort.abort();
+    this.handleOkay();
+    callback(error);
+  }
+
+  private sendClose(): void {
+    if (this.closeSent) return;
+    this.closeSent = true;
+    this.transport.send(A_CLSE, this.localId, this.remoteId);
+    this.transport.release(this.localId);
+  }
+
+  private async sendAll(buffers: Buffer[]): Promise<void> {
+    const max = this.transport.maxPayload;
+    let group: Buffer[] = [];
+    let size = 0;
+    for (let buf of buffers) {
+      while (buf.length > 0) {
+        const room = max - size;
+        const piece = buf.length > room ? buf.subarray(0, room) : buf;
+        buf = buf.length > room ? buf.subarray(room) : Buffer.alloc(0);
+        group.push(piece);
+        size += piece.length;
+        if (size === max) {
+          await this.sendOne(group);
+          group = [];
+          size = 0;
+        }
+      }
+    }
+    if (size > 0) await this.sendOne(group);
+  }
+
+  private sendOne(group: Buffer[]): Promise<void> {
+    // Data written after the host closed has nowhere to go; drop it quietly.
+    if (this.peerClosed || this.closeSent) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.okayWaiter = resolve;
+      this.transport.send(A_WRTE, this.localId, this.remoteId, group);
+    });
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * The system state of one virtual phone: filesystem, properties, settings, logs,
+ * processes, packages, device ports and the (lazily created) UI. Shell commands and ADB
+ * services work on this object; phone.ts wraps it in the DevicePhone interface.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Duplex } from 'node:stream';
+import type { DeviceLogger } from '../types.js';
+import { VirtualFs } from './fs.js';
+import type { DirNode } from './fs.js';
+import { DEVICE } from './identity.js';
+import { LogBuffer } from './logcat.js';
+import type { LogPriority } from './logcat.js';
+import { ProcessTable } from './processes.js';
+import { SystemProps } from './props.js';
+import { SettingsStore } from './settings.js';
+import { createPhoneUi } from './ui/index.js';
+import type { LauncherApp, PhoneUi, PhoneUiHost } from './ui/types.js';
+
+export interface DeviceOptions {
+  systemRoot: DirNode;
+  log: DeviceLogger;
+  /** Launcher apps: built-in apps first, then installed ones in install order. */
+  launcherApps: () => LauncherApp[];
+  now?: () => number;
+}
+
+/** Handles one connection to a port inside the phone (what `adb forward` reaches). */
+export type PortHandler = (socket: Duplex) => void;
+
+export class Device {
+  readonly fs: VirtualFs;
+  readonly props = new SystemProps();
+  readonly settings: SettingsStore;
+  readonly logcat: LogBuffer;
+  readonly processes: ProcessTable;
+  readonly log: DeviceLogger;
+  readonly now: () => number;
+  /** Ports inside the phone that accept connections (`tcp:PORT` streams). */
+  readonly ports = new Map<number, PortHandler>();
+  /** Teardown callbacks of long-lived things (instrumentation, listeners). */
+  private readonly closers = new Set<() => void>();
+  private uiInstance: PhoneUi | null = null;
+  private readonly screenListeners = new Set<() => void>();
+  private readonly launcherApps: () => LauncherApp[];
+
+  constructor(options: DeviceOptions) {
+    this.now = options.now ?? (() => Date.now());
+    this.log = options.log;
+    this.fs = new VirtualFs(options.systemRoot, { now: this.now });
+    this.settings = new SettingsStore(randomBytes(8).toString('hex'));
+    this.logcat = new LogBuffer(this.now);
+    this.processes = new ProcessTable(this.now);
+    this.launcherApps = options.launcherApps;
+  }
+
+  /** The UI is created on first use so that booting (and idling) allocates no screen. */
+  get ui(): PhoneUi {
+    if (!this.uiInstance) {
+      const host: PhoneUiHost = {
+        launcherApps: () => this.launcherApps(),
+        log: (priority, tag, message) => this.appLog(priority, tag, message),
+        setting: (ns, key) => this.settings.get(ns, key),
+      };
+      const ui = createPhoneUi(host, {
+        width: DEVICE.width,
+        height: DEVICE.height,
+        density: DEVICE.density,
+        identity: { manufacturer: DEVICE.manufacturer, model: DEVICE.model, release: DEVICE.release, sdk: DEVICE.sdk },
+      });
+      this.uiInstance = ui;
+      const off = ui.onChange(() => {
+        for (const l of this.screenListeners) l();
+      });
+      this.closers.add(off);
+    }
+    return this.uiInstance;
+  }
+
+  get hasUi(): boolean {
+    return this.uiInstance !== null;
+  }
+
+  onScreenChange(listener: () => void): () => void {
+    this.screenListeners.add(listener);
+    return () => this.screenListeners.delete(listener);
+  }
+
+  /** A log line from an app (via the UI) or the system; pid of the app when it runs. */
+  appLog(priority: LogPriority, tag: string, message: string, pid?: number): void {
+    const p = pid ?? 860;
+    this.logcat.add({ pid: p, tid: p, priority, tag, message });
+  }
+
+  /** Registers teardown for something long-lived; returns a function that unregisters it. */
+  onClose(closer: () => void): () => void {
+    this.closers.add(closer);
+    return () => this.closers.delete(closer);
+  }
+
+  close(): void {
+    for (const c of [...this.closers]) {
+      try {
+        c();
+      } catch (error) {
+        this.log.debug('virtual phone: teardown step failed', { error: String(error) });
+      }
+    }
+    this.closers.clear();
+    this.ports.clear();
+    this.screenListeners.clear();
+  }
+}

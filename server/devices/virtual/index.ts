@@ -1,0 +1,82 @@
+/**
+ * The built-in virtual phone backend: simulated Android phones inside the server process,
+ * driven by the stock adb client and Appium over the real ADB protocol.
+ */
+import type { BootRequest, DeviceBackend, DevicePhone } from '../types.js';
+import type { DirNode } from './fs.js';
+import { VirtualPhone } from './phone.js';
+import { buildSystemImage } from './system-image.js';
+
+export interface VirtualBackendOptions {
+  /** Simulated boot time in ms (0 in benchmarks). */
+  bootMs: number;
+  /** Interface the phones' ADB ports listen on; default 127.0.0.1. */
+  host?: string;
+}
+
+export { PHONE_LABEL } from './identity.js';
+export type { VirtualPhone } from './phone.js';
+
+function abortError(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  if (reason instanceof Error && reason.name === 'AbortError') return reason;
+  const error = new Error('virtual phone boot aborted');
+  error.name = 'AbortError';
+  return error;
+}
+
+/** Resolves after ms, or rejects with an AbortError as soon as the signal aborts. */
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(abortError(signal));
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortError(signal));
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export function createVirtualBackend(options: VirtualBackendOptions): DeviceBackend {
+  const host = options.host ?? '127.0.0.1';
+  const phones = new Set<VirtualPhone>();
+  // Built on first boot and shared by every phone of this backend (copy-on-write).
+  let systemRoot: DirNode | null = null;
+  let closed = false;
+
+  return {
+    name: 'virtual',
+    typicalBootMs: options.bootMs,
+    startupSource: 'cold',
+    async boot(request: BootRequest): Promise<DevicePhone> {
+      if (closed) throw new Error('virtual backend is closed');
+      await delay(options.bootMs, request.signal);
+      systemRoot ??= buildSystemImage();
+      const phone = new VirtualPhone({ systemRoot, log: request.log, host, restoreFrom: request.restoreFrom });
+      phones.add(phone);
+      try {
+        await phone.start();
+        if (request.signal.aborted) throw abortError(request.signal);
+      } catch (error) {
+        phones.delete(phone);
+        await phone.shutdown({ saveTo: null });
+        throw error;
+      }
+      phone.onStopped(() => phones.delete(phone));
+      request.log.debug('virtual phone booted', { sessionId: request.sessionId, adbPort: phone.adb.port });
+      return phone;
+    },
+    async close(): Promise<void> {
+      closed = true;
+      await Promise.all([...phones].map((p) => p.shutdown({ saveTo: null })));
+      phones.clear();
+    },
+  };
+}

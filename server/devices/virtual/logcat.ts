@@ -1,0 +1,74 @@
+/** The phone's log buffer: what `logcat` prints and follows. */
+
+export type LogPriority = 'V' | 'D' | 'I' | 'W' | 'E' | 'F';
+
+export interface LogEntry {
+  timeMs: number;
+  pid: number;
+  tid: number;
+  priority: LogPriority;
+  tag: string;
+  message: string;
+}
+
+/** Ring buffer size: enough for a test's worth of events, small enough for idle phones. */
+const CAPACITY = 4000;
+
+export class LogBuffer {
+  private entries: LogEntry[] = [];
+  private readonly followers = new Set<(entry: LogEntry) => void>();
+
+  constructor(private readonly now: () => number = () => Date.now()) {}
+
+  add(entry: Omit<LogEntry, 'timeMs'> & { timeMs?: number }): void {
+    const full: LogEntry = { ...entry, timeMs: entry.timeMs ?? this.now() };
+    this.entries.push(full);
+    if (this.entries.length > CAPACITY) this.entries.splice(0, this.entries.length - CAPACITY);
+    for (const f of this.followers) f(full);
+  }
+
+  snapshot(): readonly LogEntry[] {
+    return this.entries;
+  }
+
+  clear(): void {
+    this.entries = [];
+  }
+
+  follow(listener: (entry: LogEntry) => void): () => void {
+    this.followers.add(listener);
+    return () => this.followers.delete(listener);
+  }
+}
+
+function pad2(n: number): string {
+  return n < 10 ? `0${n}` : String(n);
+}
+
+export function formatLogTime(ms: number, withYear = false): string {
+  const d = new Date(ms);
+  const base = `${pad2(d.getUTCMonth() + 1)}-${pad2(d.getUTCDate())} ${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}:${pad2(d.getUTCSeconds())}.${String(d.getUTCMilliseconds()).padStart(3, '0')}`;
+  return withYear ? `${d.getUTCFullYear()}-${base}` : base;
+}
+
+export type LogFormat = 'threadtime' | 'brief' | 'time' | 'tag' | 'process' | 'raw' | 'long';
+
+/** One entry in logcat's `-v` formats (threadtime is adb logcat's default). */
+export function formatLogEntry(e: LogEntry, format: LogFormat): string {
+  switch (format) {
+    case 'brief':
+      return `${e.priority}/${e.tag.padEnd(8)}(${String(e.pid).padStart(5)}): ${e.message}`;
+    case 'time':
+      return `${formatLogTime(e.timeMs)} ${e.priority}/${e.tag.padEnd(8)}(${String(e.pid).padStart(5)}): ${e.message}`;
+    case 'tag':
+      return `${e.priority}/${e.tag.padEnd(8)}: ${e.message}`;
+    case 'process':
+      return `${e.priority}(${String(e.pid).padStart(5)}) ${e.message}  (${e.tag})`;
+    case 'raw':
+      return e.message;
+    case 'long':
+      return `[ ${formatLogTime(e.timeMs)} ${String(e.pid).padStart(5)}:${String(e.tid).padStart(5)} ${e.priority}/${e.tag} ]\n${e.message}\n`;
+    default:
+      return `${formatLogTime(e.timeMs)} ${String(e.pid).padStart(5)} ${String(e.tid).padStart(5)} ${e.priority} ${e.tag.padEnd(8)}: ${e.message}`;
+  }
+}

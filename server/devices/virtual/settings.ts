@@ -1,0 +1,110 @@
+/** `settings` namespaces (system, secure, global) with Android 14's usual defaults. */
+
+export type SettingsNamespace = 'system' | 'secure' | 'global';
+
+const DEFAULTS: Record<SettingsNamespace, Record<string, string>> = {
+  system: {
+    accelerometer_rotation: '0',
+    dim_screen: '1',
+    font_scale: '1.0',
+    haptic_feedback_enabled: '1',
+    screen_brightness: '102',
+    screen_brightness_mode: '1',
+    screen_off_timeout: '60000',
+    sound_effects_enabled: '1',
+    time_12_24: '24',
+    user_rotation: '0',
+    volume_music: '7',
+    volume_ring: '5',
+  },
+  secure: {
+    accessibility_enabled: '0',
+    android_id: '',
+    default_input_method: 'com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME',
+    enabled_input_methods: 'com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME',
+    install_non_market_apps: '1',
+    location_mode: '3',
+    location_providers_allowed: 'gps,network',
+    lockscreen_disabled: '1',
+    show_ime_with_hard_keyboard: '0',
+    skip_first_use_hints: '1',
+    user_setup_complete: '1',
+  },
+  global: {
+    adb_enabled: '1',
+    airplane_mode_on: '0',
+    animator_duration_scale: '1.0',
+    auto_time: '1',
+    auto_time_zone: '1',
+    bluetooth_on: '0',
+    boot_count: '1',
+    data_roaming: '0',
+    development_settings_enabled: '1',
+    device_name: 'Pixel 8',
+    device_provisioned: '1',
+    mobile_data: '1',
+    package_verifier_user_consent: '-1',
+    stay_on_while_plugged_in: '7',
+    transition_animation_scale: '1.0',
+    verifier_verify_adb_installs: '0',
+    window_animation_scale: '1.0',
+    wifi_on: '1',
+  },
+};
+
+export function isNamespace(value: string): value is SettingsNamespace {
+  return value === 'system' || value === 'secure' || value === 'global';
+}
+
+export class SettingsStore {
+  /** Per-namespace overrides; a null value is a deleted default. */
+  private readonly changed: Record<SettingsNamespace, Map<string, string | null>> = {
+    system: new Map(),
+    secure: new Map(),
+    global: new Map(),
+  };
+
+  constructor(private readonly androidId: string) {}
+
+  get(ns: SettingsNamespace, key: string): string | null {
+    const local = this.changed[ns];
+    if (local.has(key)) return local.get(key) ?? null;
+    if (ns === 'secure' && key === 'android_id') return this.androidId;
+    return DEFAULTS[ns][key] ?? null;
+  }
+
+  put(ns: SettingsNamespace, key: string, value: string): void {
+    this.changed[ns].set(key, value);
+  }
+
+  /** Returns how many rows were deleted (what `settings delete` prints). */
+  delete(ns: SettingsNamespace, key: string): number {
+    const had = this.get(ns, key) !== null;
+    this.changed[ns].set(key, null);
+    return had ? 1 : 0;
+  }
+
+  list(ns: SettingsNamespace): [string, string][] {
+    const out = new Map<string, string>(Object.entries(DEFAULTS[ns]));
+    if (ns === 'secure') out.set('android_id', this.androidId);
+    for (const [k, v] of this.changed[ns]) {
+      if (v === null) out.delete(k);
+      else out.set(k, v);
+    }
+    return [...out].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  save(): Record<SettingsNamespace, [string, string | null][]> {
+    return {
+      system: [...this.changed.system],
+      secure: [...this.changed.secure],
+      global: [...this.changed.global],
+    };
+  }
+
+  restore(state: Partial<Record<SettingsNamespace, [string, string | null][]>>): void {
+    for (const ns of ['system', 'secure', 'global'] as const) {
+      for (const [k, v] of state[ns] ?? []) this.changed[ns].set(k, v);
+    }
+  }
+}

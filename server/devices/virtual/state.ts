@@ -1,0 +1,177 @@
+/**
+ * Profile saves: what a phone keeps between leases of a profile. Layout of a save dir:
+ *   data.bin       file and APK bytes, back to back
+ *   state.json     settings, persist.* props, UI state, file tree, packages (offsets into data.bin)
+ *   manifest.json  written last; names the other files with their sizes, so a save that was
+ *                  cut short (no manifest, or sizes that do not match) is detected on restore.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { FsNode } from './fs.js';
+import type { Device } from './device.js';
+
+export const SAVE_FORMAT = 'phonelease-virtual-phone';
+export const SAVE_VERSION = 1;
+
+/** Trees the shell user can write to; the rest of the filesystem is the system's. */
+export const SAVED_TREES = ['/storage/emulated/0', '/data/local/tmp'];
+
+interface SavedFile {
+  path: string;
+  kind: 'file' | 'dir' | 'link';
+  mode: number;
+  uid: number;
+  gid: number;
+  mtimeMs: number;
+  target?: string;
+  offset?: number;
+  size?: number;
+}
+
+export interface SavedBlob {
+  offset: number;
+  size: number;
+}
+
+export interface SavedState {
+  settings: ReturnType<Device['settings']['save']>;
+  props: Record<string, string>;
+  ui: unknown;
+  files: SavedFile[];
+  /** Owned by the package manager; opaque here. */
+  packages: unknown;
+  system: unknown;
+}
+
+interface Manifest {
+  format: string;
+  version: number;
+  savedAt: string;
+  files: { name: string; size: number; sha256: string }[];
+}
+
+/** Collects blobs into one data file without copying them first. */
+export class BlobWriter {
+  private readonly parts: Buffer[] = [];
+  private size = 0;
+
+  add(data: Buffer): SavedBlob {
+    const blob = { offset: this.size, size: data.length };
+    this.parts.push(data);
+    this.size += data.length;
+    return blob;
+  }
+
+  get buffers(): readonly Buffer[] {
+    return this.parts;
+  }
+}
+
+/** Participants in a save besides the filesystem (packages, system services, UI). */
+export interface StateParts {
+  savePackages(blobs: BlobWriter): unknown;
+  restorePackages(state: unknown, data: Buffer): void;
+  saveSystem(): unknown;
+  restoreSystem(state: unknown): void;
+}
+
+export async function saveDeviceState(device: Device, parts: StateParts, dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const blobs = new BlobWriter();
+  const files: SavedFile[] = [];
+  for (const tree of SAVED_TREES) {
+    for (const { path, node } of device.fs.walkTree(tree)) files.push(describe(path, node, blobs));
+  }
+  const state: SavedState = {
+    settings: device.settings.save(),
+    props: device.props.persistent(),
+    ui: device.hasUi ? device.ui.saveState() : null,
+    files,
+    packages: parts.savePackages(blobs),
+    system: parts.saveSystem(),
+  };
+  const hash = createHash('sha256');
+  for (const b of blobs.buffers) hash.update(b);
+  const dataHash = hash.digest('hex');
+  let dataSize = 0;
+  for (const b of blobs.buffers) dataSize += b.length;
+  await writeFile(join(dir, 'data.bin'), blobs.buffers);
+  const stateJson = Buffer.from(JSON.stringify(state));
+  await writeFile(join(dir, 'state.json'), stateJson);
+  const manifest: Manifest = {
+    format: SAVE_FORMAT,
+    version: SAVE_VERSION,
+    savedAt: new Date(device.now()).toISOString(),
+    files: [
+      { name: 'data.bin', size: dataSize, sha256: dataHash },
+      { name: 'state.json', size: stateJson.length, sha256: createHash('sha256').update(stateJson).digest('hex') },
+    ],
+  };
+  // Last: its presence marks the save as complete.
+  await writeFile(join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2));
+}
+
+function describe(path: string, node: FsNode, blobs: BlobWriter): SavedFile {
+  const base = { path, mode: node.mode, uid: node.uid, gid: node.gid, mtimeMs: node.mtimeMs };
+  if (node.kind === 'dir') return { ...base, kind: 'dir' };
+  if (node.kind === 'link') return { ...base, kind: 'link', target: node.target };
+  if (node.kind === 'file') {
+    const blob = blobs.add(node.data);
+    return { ...base, kind: 'file', offset: blob.offset, size: blob.size };
+  }
+  return { ...base, kind: 'file', offset: 0, size: 0 };
+}
+
+export class DamagedSaveError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DamagedSaveError';
+  }
+}
+
+/** Restores a save; returns false for an absent or empty directory (a fresh profile). */
+export async function restoreDeviceState(device: Device, parts: StateParts, dir: string): Promise<boolean> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+  if (names.length === 0) return false;
+  if (!names.includes('manifest.json')) throw new DamagedSaveError('the saved phone is incomplete (its save was interrupted)');
+  const manifest = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')) as Manifest;
+  if (manifest.format !== SAVE_FORMAT || manifest.version !== SAVE_VERSION) {
+    throw new DamagedSaveError(`unsupported saved phone format ${manifest.format} v${manifest.version}`);
+  }
+  for (const f of manifest.files) {
+    const s = await stat(join(dir, f.name)).catch(() => null);
+    if (!s || s.size !== f.size) throw new DamagedSaveError(`the saved phone is incomplete (${f.name})`);
+  }
+  const data = await readFile(join(dir, 'data.bin'));
+  const state = JSON.parse(await readFile(join(dir, 'state.json'), 'utf8')) as SavedState;
+  device.settings.restore(state.settings);
+  device.props.restore(state.props);
+  for (const tree of SAVED_TREES) device.fs.resetDir(tree);
+  for (const f of state.files) {
+    if (SAVED_TREES.includes(f.path)) {
+      device.fs.chmod(f.path, f.mode & 0o7777, { root: true });
+      continue;
+    }
+    if (f.kind === 'dir') device.fs.mkdir(f.path, { root: true, parents: true, mode: f.mode & 0o7777 });
+    else if (f.kind === 'link') device.fs.symlink(f.target ?? '', f.path, { root: true });
+    else {
+      const bytes = data.subarray(f.offset ?? 0, (f.offset ?? 0) + (f.size ?? 0));
+      device.fs.writeFile(f.path, bytes, { root: true, mode: f.mode & 0o7777, mtimeMs: f.mtimeMs, parents: true });
+    }
+    if (f.kind !== 'link') {
+      device.fs.chown(f.path, f.uid, f.gid);
+      device.fs.utimes(f.path, f.mtimeMs, f.mtimeMs, { root: true });
+    }
+  }
+  parts.restorePackages(state.packages, data);
+  parts.restoreSystem(state.system);
+  if (state.ui !== null && state.ui !== undefined) device.ui.restoreState(state.ui);
+  return true;
+}

@@ -1,0 +1,88 @@
+/**
+ * The read-only system content every virtual phone starts from, built once per backend and
+ * shared (copy-on-write) by all its phones.
+ */
+import { MEDIA_RW_GID, ROOT_UID, SHELL_UID, SystemImageBuilder } from './fs.js';
+import type { DirNode } from './fs.js';
+import { DEVICE } from './identity.js';
+
+/** Programs that exist in /system/bin (toybox applets and Android tools). */
+export const SYSTEM_BIN = [
+  'am', 'appops', 'app_process', 'awk', 'base64', 'basename', 'cat', 'chmod', 'chown', 'cmd', 'cmp', 'content', 'cp', 'cut',
+  'date', 'dd', 'df', 'diff', 'dirname', 'dmesg', 'du', 'dumpsys', 'echo', 'env', 'expr', 'false', 'find', 'getenforce',
+  'getprop', 'grep', 'gzip', 'head', 'hostname', 'id', 'ime', 'input', 'kill', 'ln', 'locksettings', 'log', 'logcat', 'ls',
+  'md5sum', 'mkdir', 'monkey', 'mv', 'nc', 'netstat', 'nohup', 'pgrep', 'pidof', 'pkill', 'pm', 'printf', 'ps', 'pwd',
+  'readlink', 'realpath', 'reboot', 'rm', 'rmdir', 'run-as', 'screencap', 'screenrecord', 'sed', 'service', 'setprop',
+  'settings', 'sh', 'sha1sum', 'sha256sum', 'sleep', 'sort', 'stat', 'svc', 'tail', 'tee', 'test', 'toybox', 'top', 'touch',
+  'tr', 'true', 'uiautomator', 'uname', 'uniq', 'uptime', 'wc', 'which', 'whoami', 'wm', 'xargs', 'yes',
+];
+
+/** Where the built-in packages' APKs live (what `pm path` prints for them). */
+export function systemApkPath(pkg: string, dir: string): string {
+  return `/${dir}/${pkg.split('.').pop() ?? pkg}/${pkg.split('.').pop() ?? pkg}.apk`;
+}
+
+const CPUINFO = `Processor\t: AArch64 Processor rev 0 (aarch64)
+processor\t: 0
+BogoMIPS\t: 49.15
+Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp
+CPU implementer\t: 0x41
+CPU architecture: 8
+CPU variant\t: 0x2
+CPU part\t: 0xd46
+CPU revision\t: 1
+
+Hardware\t: Google Tensor G3
+`;
+
+const MEMINFO = `MemTotal:        7767864 kB
+MemFree:          412140 kB
+MemAvailable:    3604288 kB
+Buffers:            5848 kB
+Cached:          3131344 kB
+SwapCached:        34148 kB
+Active:          2316412 kB
+Inactive:        2631812 kB
+SwapTotal:       4194300 kB
+SwapFree:        3123456 kB
+`;
+
+export function buildSystemImage(): DirNode {
+  const b = new SystemImageBuilder();
+  for (const dir of ['/acct', '/apex', '/config', '/debug_ramdisk', '/mnt', '/odm', '/oem', '/product', '/system_ext', '/vendor']) {
+    b.dir(dir);
+  }
+  b.dir('/system/bin').dir('/system/app').dir('/system/priv-app').dir('/system/framework').dir('/system/lib64').dir('/system/etc');
+  for (const name of SYSTEM_BIN) b.file(`/system/bin/${name}`, '\x7fELF', 0o755, ROOT_UID, 2000);
+  b.file(
+    '/system/build.prop',
+    `# phonelease virtual phone\nro.build.version.sdk=${DEVICE.sdk}\nro.build.version.release=${DEVICE.release}\nro.product.model=${DEVICE.model}\n`,
+  );
+  b.file('/system/framework/framework.jar', 'PK');
+  b.link('/bin', '/system/bin');
+  b.link('/etc', '/system/etc');
+  b.link('/sdcard', '/storage/self/primary');
+  b.link('/d', '/sys/kernel/debug');
+  b.dir('/sys/kernel/debug', 0o755);
+  b.dir('/dev', 0o755).chr('/dev/null', 'null').chr('/dev/zero', 'zero').chr('/dev/tty', 'tty').chr('/dev/random', 'random').chr('/dev/urandom', 'random');
+  b.dir('/proc', 0o555);
+  b.file('/proc/cpuinfo', CPUINFO, 0o444);
+  b.file('/proc/meminfo', MEMINFO, 0o444);
+  b.file('/proc/version', 'Linux version 5.15.110-android14-11 (build-user@build-host) (Android clang version 17.0.2) #1 SMP PREEMPT\n', 0o444);
+  b.file('/proc/net/unix', 'Num       RefCount Protocol Flags    Type St Inode Path\n', 0o444);
+  b.file('/proc/uptime', '1000.00 3000.00\n', 0o444);
+  b.dir('/storage', 0o755);
+  b.link('/storage/self/primary', '/storage/emulated/0');
+  b.dir('/storage/emulated', 0o711, ROOT_UID, 1028);
+  b.dir('/storage/emulated/0', 0o770, ROOT_UID, MEDIA_RW_GID);
+  for (const d of ['Alarms', 'Android', 'Audiobooks', 'DCIM', 'Documents', 'Download', 'Movies', 'Music', 'Notifications', 'Pictures', 'Podcasts', 'Recordings', 'Ringtones']) {
+    b.dir(`/storage/emulated/0/${d}`, 0o770, ROOT_UID, MEDIA_RW_GID);
+  }
+  b.dir('/data', 0o771, 1000, 1000);
+  b.dir('/data/local', 0o751, ROOT_UID, ROOT_UID);
+  b.dir('/data/local/tmp', 0o771, SHELL_UID, SHELL_UID);
+  b.dir('/data/app', 0o771, 1000, 1000);
+  b.dir('/data/data', 0o771, 1000, 1000);
+  b.dir('/data/system', 0o775, 1000, 1000);
+  return b.root;
+}
