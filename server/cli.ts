@@ -1,0 +1,152 @@
+/**
+ * `phonelease server` and `phonelease accounts create`: the exact command lines other
+ * programs and tests depend on (see README, "Server command line").
+ */
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { systemClock } from './clock.js';
+import { createAccount } from './runtime/accounts.js';
+import { SERVER_DEFAULTS, startServer } from './main.js';
+import { cryptoRandom } from './secrets.js';
+import { openDatabase, Store } from './store/store.js';
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+const defaultDataDir = () => join(process.env.XDG_DATA_HOME ?? join(homedir(), '.local', 'share'), 'phonelease');
+
+function int(name: string, value: string | undefined, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`--${name} must be an integer >= ${min} (got "${value}")`);
+  return Number(value);
+}
+
+export const SERVER_USAGE = `Usage: phonelease server [--host 127.0.0.1] [--port 8080] [--data DIR] [--phones N]
+  [--boot-slots N] [--boot-ms MS] [--device virtual|emulator] [--dashboard-origin URL] [--json]
+
+Serves the phone-session API over local phones. --port 0 picks a free port. With --json,
+prints one line {"url": "..."} to stdout once it listens; logs go to stderr.`;
+
+export async function runServerCommand(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      host: { type: 'string' },
+      port: { type: 'string' },
+      data: { type: 'string' },
+      phones: { type: 'string' },
+      'boot-slots': { type: 'string' },
+      'boot-ms': { type: 'string' },
+      device: { type: 'string' },
+      'dashboard-origin': { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(SERVER_USAGE);
+    return;
+  }
+  const device = values.device ?? 'virtual';
+  if (device !== 'virtual' && device !== 'emulator') throw new UsageError(`--device must be virtual or emulator (got "${device}")`);
+  if (values['dashboard-origin'] !== undefined && !/^https?:\/\/[^/\s]+$/.test(values['dashboard-origin'])) {
+    throw new UsageError('--dashboard-origin must be an origin such as https://dashboard.example.com (no path)');
+  }
+  const dataDir = values.data ?? defaultDataDir();
+  mkdirSync(dataDir, { recursive: true });
+
+  // First start on an empty store: create the local account and hand its key over once.
+  const store = new Store(openDatabase(dataDir));
+  let firstKey: string | null = null;
+  if (store.accountCount() === 0) {
+    firstKey = createAccount(store, systemClock, cryptoRandom, { name: 'Local account', billingMode: 'disabled' }).key;
+  }
+  store.close();
+
+  const server = await startServer({
+    host: values.host ?? SERVER_DEFAULTS.host,
+    port: int('port', values.port, 8080, 0),
+    dataDir,
+    phones: int('phones', values.phones, SERVER_DEFAULTS.phones, 1),
+    bootSlots: int('boot-slots', values['boot-slots'], SERVER_DEFAULTS.bootSlots, 1),
+    bootMs: int('boot-ms', values['boot-ms'], SERVER_DEFAULTS.bootMs, 0),
+    device,
+    dashboardOrigin: values['dashboard-origin'] ?? null,
+  });
+
+  if (firstKey) {
+    // The key is shown once, on a terminal only: a captured stderr (CI logs) must never
+    // hold it. Otherwise it is written to a file only its owner can read.
+    if (process.stderr.isTTY) {
+      process.stderr.write(`\nCreated the local account. Its API key, shown only now:\n\n  ${firstKey}\n\n`);
+    } else {
+      const file = join(dataDir, 'first-key.txt');
+      writeFileSync(file, firstKey + '\n', { mode: 0o600 });
+      chmodSync(file, 0o600);
+      process.stderr.write(`Created the local account; its API key is in ${file} (readable only by you).\n`);
+    }
+  }
+  if (values.json) process.stdout.write(JSON.stringify({ url: server.url }) + '\n');
+  else process.stderr.write(`phonelease server listening on ${server.url}\n`);
+
+  await new Promise<void>((resolve) => {
+    const stop = (signal: NodeJS.Signals) => {
+      process.stderr.write(`phonelease server: ${signal}, ending live sessions and stopping\n`);
+      void server.close().then(resolve, resolve);
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+}
+
+export const ACCOUNTS_USAGE = `Usage: phonelease accounts create [--data DIR] [--email E] [--name N] [--balance-cents N]
+  [--price-cents-per-minute N] [--session-limit N] [--billing-mode metered|disabled] [--no-rent] [--json]
+
+Creates an account on the server's data directory (also while the server runs) and prints
+its uid, its first API key (shown once) and its profile id.`;
+
+export function runAccountsCommand(argv: string[]): void {
+  const [sub, ...rest] = argv;
+  if (sub !== 'create') throw new UsageError(ACCOUNTS_USAGE);
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      data: { type: 'string' },
+      email: { type: 'string' },
+      name: { type: 'string' },
+      'balance-cents': { type: 'string' },
+      'price-cents-per-minute': { type: 'string' },
+      'session-limit': { type: 'string' },
+      'billing-mode': { type: 'string' },
+      'no-rent': { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  const mode = values['billing-mode'] ?? 'metered';
+  if (mode !== 'metered' && mode !== 'disabled') throw new UsageError('--billing-mode must be metered or disabled');
+  const store = new Store(openDatabase(values.data ?? defaultDataDir()));
+  try {
+    const created = createAccount(store, systemClock, cryptoRandom, {
+      ...(values.email !== undefined ? { email: values.email } : {}),
+      ...(values.name !== undefined ? { name: values.name } : {}),
+      balanceCents: int('balance-cents', values['balance-cents'], 10_000, 0),
+      priceCentsPerMinute: int('price-cents-per-minute', values['price-cents-per-minute'], 10, 0),
+      sessionLimit: int('session-limit', values['session-limit'], 50, 0),
+      billingMode: mode,
+      canRent: !values['no-rent'],
+    });
+    if (values.json) process.stdout.write(JSON.stringify(created) + '\n');
+    else {
+      process.stdout.write(
+        `Created account ${created.uid}\n  profile: ${created.profile_id}\n  API key (shown only now): ${created.key}\n`,
+      );
+    }
+  } finally {
+    store.close();
+  }
+}

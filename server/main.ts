@@ -1,0 +1,143 @@
+/**
+ * startServer(): the store, the runtime, the device backend, the ADB gateway and the HTTP
+ * API wired together and listening. The CLI's `phonelease server` and the test fixtures'
+ * embedded default both start the server through here.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { buildApp } from './app.js';
+import { systemClock, type Clock } from './clock.js';
+import { AdbGateway } from './adb-gateway.js';
+import type { DeviceBackend } from './devices/types.js';
+import { createLogger, levelFromEnv, type Logger, type LogLevel } from './log.js';
+import { AccountService, createAccount, type CreatedAccount, type NewAccount } from './runtime/accounts.js';
+import { Grants } from './runtime/grants.js';
+import { ProfileSaves } from './runtime/profile-saves.js';
+import { Runtime } from './runtime/runtime.js';
+import { cryptoRandom, type RandomSource } from './secrets.js';
+import { openDatabase, Store } from './store/store.js';
+
+export interface ServerOptions {
+  /** Interface to listen on (default 127.0.0.1). */
+  host?: string;
+  /** HTTP port; 0 (the default here) picks a free one. */
+  port?: number;
+  /** Data directory (SQLite store, profile saves). Default: a temporary directory removed on close. */
+  dataDir?: string;
+  /** Shared phone capacity: creates beyond it get 503 phones_busy (default 20). */
+  phones?: number;
+  /** Phones booting at once; the rest wait as `queued` (default 4). */
+  bootSlots?: number;
+  /** Boot time of the virtual phone in ms (default 1000). */
+  bootMs?: number;
+  /** Which phones to serve (default virtual). */
+  device?: 'virtual' | 'emulator';
+  /** Origin allowed to embed the viewer pages (CSP frame-ancestors). */
+  dashboardOrigin?: string | null;
+  /** Log level, or a logger (default from PHONELEASE_LOG_LEVEL / DEBUG, else info). */
+  log?: LogLevel | Logger;
+  /** Injected time and randomness (tests). */
+  clock?: Clock;
+  random?: RandomSource;
+  /** A device backend instead of `device` (tests, embedding). */
+  backend?: DeviceBackend;
+}
+
+export interface RunningServer {
+  /** Base URL of the API, e.g. http://127.0.0.1:41234 */
+  readonly url: string;
+  readonly dataDir: string;
+  /** Creates an account (with its first key and profile) on this server's store. */
+  createAccount(options?: NewAccount): CreatedAccount;
+  /** Stops the runtime (profile phones are saved, live sessions end), the phones and the listeners. */
+  close(): Promise<void>;
+  /** Operational controls; tests use them to make the runtime unavailable on demand. */
+  readonly runtime: { pause(): void; resume(): void };
+}
+
+export const SERVER_DEFAULTS = { host: '127.0.0.1', phones: 20, bootSlots: 4, bootMs: 1000 } as const;
+
+async function loadBackend(device: 'virtual' | 'emulator', bootMs: number, host: string, log: Logger): Promise<DeviceBackend> {
+  if (device === 'emulator') {
+    const { createEmulatorBackend } = await import('./devices/emulator/index.js');
+    return createEmulatorBackend({ log: log.child({ backend: 'emulator' }) });
+  }
+  const { createVirtualBackend } = await import('./devices/virtual/index.js');
+  return createVirtualBackend({ bootMs, host });
+}
+
+export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
+  const host = options.host ?? SERVER_DEFAULTS.host;
+  const clock = options.clock ?? systemClock;
+  const random = options.random ?? cryptoRandom;
+  const log =
+    typeof options.log === 'object' ? options.log : createLogger({ level: options.log ?? levelFromEnv(), now: () => clock.now() });
+  const ephemeral = options.dataDir === undefined;
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'phonelease-'));
+
+  const store = new Store(openDatabase(dataDir));
+  let secret = store.getMeta('secret');
+  if (!secret) {
+    secret = random(32).toString('hex');
+    store.setMeta('secret', secret);
+  }
+  const backend =
+    options.backend ?? (await loadBackend(options.device ?? 'virtual', options.bootMs ?? SERVER_DEFAULTS.bootMs, host, log));
+  const accounts = new AccountService(store, clock, random);
+  const grants = new Grants(Buffer.from(secret, 'hex'), clock, random);
+  const runtime = new Runtime({
+    store,
+    accounts,
+    backend,
+    saves: new ProfileSaves(join(dataDir, 'profiles')),
+    clock,
+    random,
+    log,
+    phones: options.phones ?? SERVER_DEFAULTS.phones,
+    bootSlots: options.bootSlots ?? SERVER_DEFAULTS.bootSlots,
+  });
+  runtime.setMaxListeners(0);
+  runtime.on('closing', (live) => grants.dropSession(live.row.id));
+
+  const gateway = new AdbGateway(runtime, log);
+  const adbPort = await gateway.listen(host, 0);
+  const publicHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  let url = '';
+  const app = await buildApp({
+    runtime,
+    accounts,
+    grants,
+    store,
+    clock,
+    log,
+    publicUrl: () => url,
+    adbEndpoint: () => ({ host: publicHost, port: adbPort }),
+    dashboardOrigin: options.dashboardOrigin ?? null,
+  });
+  await app.listen({ host, port: options.port ?? 0 });
+  const { port } = app.server.address() as AddressInfo;
+  url = `http://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${port}`;
+  runtime.recover();
+  log.info('phonelease server listening', { url, adb_gateway_port: adbPort, device: backend.name, data: dataDir });
+
+  let closing: Promise<void> | null = null;
+  return {
+    url,
+    dataDir,
+    createAccount: (opts = {}) => createAccount(store, clock, random, opts),
+    runtime: { pause: () => runtime.pause(), resume: () => runtime.resume() },
+    close() {
+      closing ??= (async () => {
+        await runtime.close();
+        await app.close();
+        await gateway.close();
+        await backend.close();
+        store.close();
+        if (ephemeral) rmSync(dataDir, { recursive: true, force: true });
+      })();
+      return closing;
+    },
+  };
+}

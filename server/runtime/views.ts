@@ -1,0 +1,90 @@
+/**
+ * Renders runtime state as the API's resources.
+ */
+import { PHONE_OPS, type CreateReceipt, type HistoryRecord, type Session } from '../../src/api/schemas.js';
+import type { SessionRow } from '../store/store.js';
+import type { LiveSession, Runtime } from './runtime.js';
+
+export interface ViewContext {
+  runtime: Runtime;
+  nowMs: number;
+  watchUrl(sid: string): string;
+  /** Where clients reach the ADB gateway. */
+  adbEndpoint: { host: string; port: number };
+}
+
+const OPS = [...PHONE_OPS];
+
+export function sessionView(live: LiveSession, ctx: ViewContext, opts: { owner: boolean }): Session {
+  const r = live.row;
+  const now = ctx.nowMs / 1000;
+  const view: Session = {
+    id: r.id,
+    state: r.state,
+    provider: r.provider,
+    device: r.device,
+    close_requested: r.close_requested,
+    cleanup_pending: r.cleanup_status === 'pending' || r.cleanup_status === 'allocation_uncertain',
+    cleanup_status: r.cleanup_status,
+    billing_mode: r.billing_mode,
+    phone: null,
+    watch_url: ctx.watchUrl(r.id),
+    screen: r.screen_w !== null && r.screen_h !== null ? { w: r.screen_w, h: r.screen_h } : null,
+    age_s: Math.max(0, Math.round(now - r.created)),
+    ready_age_s: r.ready !== null ? Math.max(0, Math.round((r.close_requested ?? now) - r.ready)) : 0,
+    idle_s: Math.max(0, Math.round((ctx.nowMs - live.activityMs) / 1000)),
+    ops: OPS,
+    expires_at: r.expires_at,
+    timeout_seconds: r.timeout_seconds,
+    profile_id: r.profile_id,
+    platform: 'android',
+    kind: 'emulator',
+  };
+  if (r.request_key) view.request_key = r.request_key;
+  if (r.state === 'provisioning' && live.location) {
+    view.location = live.location;
+    const eta = ctx.runtime.eta(live);
+    if (eta !== undefined) view.eta_seconds = eta;
+  }
+  if (r.failure_code) view.failure = { code: r.failure_code, message: r.failure_message ?? '' };
+  if (r.ready !== null) view.startup = { source: ctx.runtime.startupSource };
+  // ADB is owner-only: a session read with a view grant never carries it.
+  if (opts.owner && r.state === 'ready' && r.adb_enabled && r.adb_code) {
+    view.adb = { host: ctx.adbEndpoint.host, port: ctx.adbEndpoint.port, code: r.adb_code, expires_at: r.expires_at };
+  }
+  return view;
+}
+
+export function receiptView(row: SessionRow, requestKey: string): CreateReceipt {
+  return {
+    id: row.id,
+    request_key: requestKey,
+    provider: row.provider,
+    state: row.state,
+    cleanup_complete: row.done === 1,
+    cleanup_pending: row.done === 0 && row.cleanup_status !== null,
+  };
+}
+
+export function historyView(row: SessionRow, genericDevice: string): HistoryRecord {
+  const ended = row.ended ?? row.last;
+  const usage = row.ready !== null ? Math.ceil(Math.max(0, ended - row.ready) / 60) : 0;
+  return {
+    sid: row.id,
+    uid: row.uid,
+    provider: row.provider,
+    device: row.device ?? genericDevice,
+    phone: null,
+    created: row.created,
+    ready: row.ready,
+    last: row.last,
+    ended,
+    end_reason: row.end_reason ?? 'lost',
+    billing_mode: row.billing_mode,
+    cost_cents: row.cost_cents,
+    usage_minutes: usage,
+    billable_minutes: row.billing_mode === 'metered' ? usage : 0,
+    platform: 'android',
+    kind: 'emulator',
+  };
+}

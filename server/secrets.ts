@@ -1,0 +1,42 @@
+/**
+ * Identifiers and secrets. Randomness is injected (tests may seed it); secrets are compared
+ * in constant time and only their hashes are stored where the server need not show them.
+ */
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export type RandomSource = (bytes: number) => Buffer;
+export const cryptoRandom: RandomSource = (n) => randomBytes(n);
+
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** A base62 string of `length` characters, unbiased. */
+export function randomToken(random: RandomSource, length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const byte of random(length * 2)) {
+      // 62 * 4 = 248: reject the top bytes so every character is equally likely.
+      if (byte < 248 && out.length < length) out += ALPHABET[byte % 62];
+    }
+  }
+  return out;
+}
+
+export const sha256Hex = (value: string): string => createHash('sha256').update(value).digest('hex');
+
+export function hmacB64url(secret: Buffer, value: string): string {
+  return createHmac('sha256', secret).update(value).digest('base64url');
+}
+
+/** Constant-time equality of two strings (false for different lengths, without early exit on content). */
+export function safeEqual(a: string, b: string): boolean {
+  const ab = Buffer.from(a);
+  const bb = Buffer.from(b);
+  if (ab.length !== bb.length) {
+    timingSafeEqual(ab, ab);
+    return false;
+  }
+  return timingSafeEqual(ab, bb);
+}
+
+/** A display hint for a key that cannot authenticate: prefix and last four characters. */
+export const keyHint = (key: string): string => `pck_…${key.slice(-4)}`;

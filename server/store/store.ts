@@ -1,0 +1,289 @@
+/**
+ * The embedded store: SQLite through better-sqlite3 in WAL mode. Every acknowledged
+ * change is committed before the API answers, so a restart (kill -9 included) loses no
+ * acknowledged session, receipt, debit or history record.
+ *
+ * synchronous=NORMAL: in WAL mode a commit survives the process dying at any point; only
+ * an OS crash or power loss can drop the last commits. That trade buys an order of
+ * magnitude in create throughput over FULL, which would fsync every commit.
+ */
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { BillingMode, EndReason, SessionState } from '../../src/api/schemas.js';
+import { MIGRATIONS } from './migrations.js';
+
+export interface AccountRow {
+  uid: string;
+  email: string;
+  name: string;
+  created: number;
+  balance_cents: number;
+  price_cents_per_minute: number;
+  session_limit: number;
+  billing_mode: BillingMode;
+  can_rent: number;
+  rent_blocked_reason: string | null;
+  environment: string;
+}
+
+export interface KeyRow {
+  key_hash: string;
+  uid: string;
+  label: string;
+  hint: string;
+  created: number;
+  revoked: number | null;
+}
+
+export interface ProfileRow {
+  id: string;
+  uid: string;
+  state: 'empty' | 'stored' | 'saving';
+  holder: string | null;
+  exact: number;
+  saved_at: number | null;
+}
+
+export interface SessionRow {
+  id: string;
+  uid: string;
+  seq: number;
+  provider: string;
+  profile_id: string | null;
+  request_key: string | null;
+  state: SessionState;
+  /** 1 once cleanup is confirmed: the session then lives only in history. */
+  done: number;
+  device: string | null;
+  screen_w: number | null;
+  screen_h: number | null;
+  billing_mode: BillingMode;
+  price_cents_per_minute: number;
+  timeout_seconds: number;
+  created: number;
+  expires_at: number;
+  ready: number | null;
+  close_requested: number | null;
+  ended: number | null;
+  end_reason: EndReason | null;
+  cleanup_status: 'complete' | 'allocation_uncertain' | 'pending' | null;
+  last: number;
+  cost_cents: number;
+  minutes_debited: number;
+  failure_code: string | null;
+  failure_message: string | null;
+  adb_code: string | null;
+  adb_enabled: number;
+}
+
+export interface ReceiptRow {
+  uid: string;
+  request_key: string;
+  body_hash: string;
+  sid: string;
+  created: number;
+}
+
+const SESSION_COLUMNS: Array<keyof SessionRow> = [
+  'id',
+  'uid',
+  'seq',
+  'provider',
+  'profile_id',
+  'request_key',
+  'state',
+  'done',
+  'device',
+  'screen_w',
+  'screen_h',
+  'billing_mode',
+  'price_cents_per_minute',
+  'timeout_seconds',
+  'created',
+  'expires_at',
+  'ready',
+  'close_requested',
+  'ended',
+  'end_reason',
+  'cleanup_status',
+  'last',
+  'cost_cents',
+  'minutes_debited',
+  'failure_code',
+  'failure_message',
+  'adb_code',
+  'adb_enabled',
+];
+
+export function openDatabase(dataDir: string): Database.Database {
+  mkdirSync(dataDir, { recursive: true });
+  const db = new Database(join(dataDir, 'phonelease.db'));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  // A second process (`phonelease accounts create`) may write while the server runs.
+  db.pragma('busy_timeout = 5000');
+  migrate(db);
+  return db;
+}
+
+function migrate(db: Database.Database): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > MIGRATIONS.length) {
+    throw new Error(
+      `The data directory was written by a newer phonelease (schema ${current}, this one knows ${MIGRATIONS.length}); upgrade phonelease or use another --data directory.`,
+    );
+  }
+  for (let v = current; v < MIGRATIONS.length; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v]!);
+      db.pragma(`user_version = ${v + 1}`);
+    }).immediate();
+  }
+}
+
+/** Prepared statements over one database; all methods are synchronous. */
+export class Store {
+  private readonly s;
+
+  constructor(readonly db: Database.Database) {
+    const placeholders = SESSION_COLUMNS.map((c) => `@${c}`).join(', ');
+    const updates = SESSION_COLUMNS.filter((c) => c !== 'id')
+      .map((c) => `${c} = @${c}`)
+      .join(', ');
+    this.s = {
+      metaGet: db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?'),
+      metaSet: db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value'),
+      accountInsert: db.prepare(
+        `INSERT INTO accounts (uid, email, name, created, balance_cents, price_cents_per_minute, session_limit, billing_mode, can_rent, rent_blocked_reason, environment)
+         VALUES (@uid, @email, @name, @created, @balance_cents, @price_cents_per_minute, @session_limit, @billing_mode, @can_rent, @rent_blocked_reason, @environment)`,
+      ),
+      accountGet: db.prepare<[string], AccountRow>('SELECT * FROM accounts WHERE uid = ?'),
+      accountCount: db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM accounts'),
+      accountBalance: db.prepare('UPDATE accounts SET balance_cents = ? WHERE uid = ?'),
+      keyInsert: db.prepare(
+        'INSERT INTO api_keys (key_hash, uid, label, hint, created, revoked) VALUES (@key_hash, @uid, @label, @hint, @created, NULL)',
+      ),
+      keyGet: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE key_hash = ?'),
+      keyList: db.prepare<[string], KeyRow>(
+        'SELECT * FROM api_keys WHERE uid = ? AND revoked IS NULL ORDER BY created, key_hash',
+      ),
+      keyRevoke: db.prepare('UPDATE api_keys SET revoked = ? WHERE key_hash = ? AND uid = ? AND revoked IS NULL'),
+      profileInsert: db.prepare(
+        'INSERT INTO profiles (id, uid, state, holder, exact, saved_at) VALUES (@id, @uid, @state, @holder, @exact, @saved_at)',
+      ),
+      profileByUid: db.prepare<[string], ProfileRow>('SELECT * FROM profiles WHERE uid = ?'),
+      profileAll: db.prepare<[], ProfileRow>('SELECT * FROM profiles'),
+      profileSave: db.prepare(
+        'UPDATE profiles SET state = @state, holder = @holder, exact = @exact, saved_at = @saved_at WHERE id = @id',
+      ),
+      sessionInsert: db.prepare(`INSERT INTO sessions (${SESSION_COLUMNS.join(', ')}) VALUES (${placeholders})`),
+      sessionSave: db.prepare(`UPDATE sessions SET ${updates} WHERE id = @id`),
+      sessionGet: db.prepare<[string], SessionRow>('SELECT * FROM sessions WHERE id = ?'),
+      sessionsLive: db.prepare<[], SessionRow>('SELECT * FROM sessions WHERE done = 0 ORDER BY seq'),
+      sessionMaxSeq: db.prepare<[], { n: number | null }>('SELECT MAX(seq) AS n FROM sessions'),
+      historyFirst: db.prepare<[string, number], SessionRow>(
+        'SELECT * FROM sessions WHERE uid = ? AND done = 1 ORDER BY created DESC, id DESC LIMIT ?',
+      ),
+      historyAfter: db.prepare<[string, number, number, string, number], SessionRow>(
+        'SELECT * FROM sessions WHERE uid = ? AND done = 1 AND (created < ? OR (created = ? AND id < ?)) ORDER BY created DESC, id DESC LIMIT ?',
+      ),
+      receiptGet: db.prepare<[string, string], ReceiptRow>('SELECT * FROM receipts WHERE uid = ? AND request_key = ?'),
+      receiptInsert: db.prepare(
+        'INSERT INTO receipts (uid, request_key, body_hash, sid, created) VALUES (@uid, @request_key, @body_hash, @sid, @created)',
+      ),
+      debitInsert: db.prepare('INSERT INTO debits (sid, minute, uid, cents, at) VALUES (?, ?, ?, ?, ?)'),
+      debitSum: db.prepare<[string], { n: number | null }>('SELECT SUM(cents) AS n FROM debits WHERE sid = ?'),
+    };
+  }
+
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  getMeta(key: string): string | undefined {
+    return this.s.metaGet.get(key)?.value;
+  }
+  setMeta(key: string, value: string): void {
+    this.s.metaSet.run(key, value);
+  }
+
+  insertAccount(row: AccountRow): void {
+    this.s.accountInsert.run(row);
+  }
+  account(uid: string): AccountRow | undefined {
+    return this.s.accountGet.get(uid);
+  }
+  accountCount(): number {
+    return this.s.accountCount.get()!.n;
+  }
+  setBalance(uid: string, balance: number): void {
+    this.s.accountBalance.run(balance, uid);
+  }
+
+  insertKey(row: Omit<KeyRow, 'revoked'>): void {
+    this.s.keyInsert.run(row);
+  }
+  key(hash: string): KeyRow | undefined {
+    return this.s.keyGet.get(hash);
+  }
+  activeKeys(uid: string): KeyRow[] {
+    return this.s.keyList.all(uid);
+  }
+  revokeKey(uid: string, hash: string, at: number): boolean {
+    return this.s.keyRevoke.run(at, hash, uid).changes > 0;
+  }
+
+  insertProfile(row: ProfileRow): void {
+    this.s.profileInsert.run(row);
+  }
+  profileOf(uid: string): ProfileRow | undefined {
+    return this.s.profileByUid.get(uid);
+  }
+  profiles(): ProfileRow[] {
+    return this.s.profileAll.all();
+  }
+  saveProfile(row: ProfileRow): void {
+    this.s.profileSave.run(row);
+  }
+
+  insertSession(row: SessionRow): void {
+    this.s.sessionInsert.run(row);
+  }
+  saveSession(row: SessionRow): void {
+    this.s.sessionSave.run(row);
+  }
+  session(id: string): SessionRow | undefined {
+    return this.s.sessionGet.get(id);
+  }
+  liveSessions(): SessionRow[] {
+    return this.s.sessionsLive.all();
+  }
+  maxSeq(): number {
+    return this.s.sessionMaxSeq.get()!.n ?? 0;
+  }
+  history(uid: string, limit: number, after?: { created: number; id: string }): SessionRow[] {
+    return after
+      ? this.s.historyAfter.all(uid, after.created, after.created, after.id, limit)
+      : this.s.historyFirst.all(uid, limit);
+  }
+
+  receipt(uid: string, key: string): ReceiptRow | undefined {
+    return this.s.receiptGet.get(uid, key);
+  }
+  insertReceipt(row: ReceiptRow): void {
+    this.s.receiptInsert.run(row);
+  }
+
+  insertDebit(sid: string, minute: number, uid: string, cents: number, at: number): void {
+    this.s.debitInsert.run(sid, minute, uid, cents, at);
+  }
+  debitedCents(sid: string): number {
+    return this.s.debitSum.get(sid)!.n ?? 0;
+  }
+}

@@ -1,0 +1,191 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../server/clock.js';
+import { slowShutdownBackend } from '../support/backends.js';
+import { newKey, startTestServer, type TestServer } from '../support/server.js';
+
+const servers: TestServer[] = [];
+async function server(opts: Parameters<typeof startTestServer>[0] = {}): Promise<TestServer> {
+  const t = await startTestServer(opts);
+  servers.push(t);
+  return t;
+}
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((t) => t.close()));
+});
+
+describe('provisioning', () => {
+  it('queues phones beyond the boot slots, then boots them in order', async () => {
+    const t = await server({ bootSlots: 1, bootMs: 600 });
+    const a = (await t.api.post('/sessions')).body;
+    const b = (await t.api.post('/sessions')).body;
+    expect(a.location).toBe('booting');
+    expect(b.location).toBe('queued');
+    expect(b.eta_seconds).toBeGreaterThanOrEqual(a.eta_seconds);
+    const listed = (await t.api.get('/sessions')).body;
+    expect(listed.map((s: { id: string; state: string }) => [s.id, s.state])).toEqual([
+      [a.id, 'provisioning'],
+      [b.id, 'provisioning'],
+    ]);
+    await t.api.waitFor(a.id, ['ready']);
+    const bNow = (await t.api.get(`/sessions/${b.id}`)).body;
+    expect(['booting', undefined]).toContain(bNow.location);
+    const bReady = await t.api.waitFor(b.id, ['ready']);
+    expect(bReady.state).toBe('ready');
+  });
+
+  it('long-polls with ?wait= until the state changes', async () => {
+    const t = await server({ bootMs: 300 });
+    const a = (await t.api.post('/sessions')).body;
+    let s = (await t.api.get(`/sessions/${a.id}?wait=10`)).body;
+    while (s.state === 'provisioning') s = (await t.api.get(`/sessions/${a.id}?wait=10`)).body;
+    expect(s.state).toBe('ready');
+    expect((await t.api.get(`/sessions/${a.id}?wait=31`)).status).toBe(400);
+  });
+
+  it('a startup failure gives state error with a public failure, listed until ended', async () => {
+    const saved = process.env.ANDROID_HOME;
+    process.env.ANDROID_HOME = '/nonexistent-sdk';
+    try {
+      const t = await server({ device: 'emulator' });
+      const a = (await t.api.post('/sessions', { body: { timeout_seconds: 60 } })).body;
+      const failed = await t.api.waitFor(a.id, ['error']);
+      expect(failed.failure.code).toBe('emulator_unavailable');
+      expect(failed.failure.message).toMatch(/--device virtual/);
+      expect(failed).not.toHaveProperty('adb');
+      expect((await t.api.get('/sessions')).body.map((s: { state: string }) => s.state)).toEqual(['error']);
+      expect((await t.api.get('/me')).body.active_session_count).toBe(1);
+      expect((await t.api.get(`/sessions/${a.id}/frame.png`)).status).toBe(409);
+      expect((await t.api.delete(`/sessions/${a.id}`)).status).toBe(200);
+      const [h] = (await t.api.get('/history')).body;
+      expect(h).toMatchObject({ sid: a.id, end_reason: 'failed', ready: null, usage_minutes: 0, cost_cents: 0 });
+    } finally {
+      if (saved === undefined) delete process.env.ANDROID_HOME;
+      else process.env.ANDROID_HOME = saved;
+    }
+  });
+});
+
+describe('ending', () => {
+  it('DELETE confirms cleanup with 200, then the session is only in history', async () => {
+    const t = await server();
+    const a = (await t.api.post('/sessions')).body;
+    await t.api.waitFor(a.id, ['ready']);
+    const r = await t.api.delete(`/sessions/${a.id}`);
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ released: true, cleanup_pending: false });
+    expect((await t.api.get(`/sessions/${a.id}`)).status).toBe(404);
+    expect((await t.api.delete(`/sessions/${a.id}`)).status).toBe(404);
+    expect((await t.api.get('/sessions')).body).toEqual([]);
+    const [h] = (await t.api.get('/history')).body;
+    expect(h).toMatchObject({ sid: a.id, end_reason: 'released', uid: t.account.uid, provider: 'shlut' });
+  });
+
+  it('holds the slot while cleanup is pending (202), listing the session as closing', async () => {
+    const t = await server({ backend: slowShutdownBackend(2500), account: { sessionLimit: 1 } });
+    const a = (await t.api.post('/sessions')).body;
+    await t.api.waitFor(a.id, ['ready']);
+    const r = await t.api.delete(`/sessions/${a.id}`);
+    expect(r.status).toBe(202);
+    expect(r.body).toEqual({ released: false, cleanup_pending: true });
+    const closing = (await t.api.get(`/sessions/${a.id}`)).body;
+    expect(closing).toMatchObject({ state: 'closing', cleanup_pending: true, cleanup_status: 'pending' });
+    expect(Number.isInteger(closing.close_requested)).toBe(true);
+    expect(closing).not.toHaveProperty('adb');
+    expect((await t.api.get('/sessions')).body.map((s: { state: string }) => s.state)).toEqual(['closing']);
+    expect((await t.api.get('/me')).body).toMatchObject({ active_session_count: 1, available_session_slots: 0 });
+    expect((await t.api.get(`/sessions/${a.id}/frame.png`)).status).toBe(409);
+    expect((await t.api.get(`/sessions/${a.id}/owner-viewer`)).status).toBe(409);
+    const refused = await t.api.post('/sessions', { headers: { 'idempotency-key': newKey() } });
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({ code: 'session_limit', session_limit: 1, active_session_count: 1, available_session_slots: 0 });
+    await t.api.waitGone(a.id);
+    expect((await t.api.get('/me')).body.active_session_count).toBe(0);
+    expect((await t.api.post('/sessions')).status).toBe(202);
+  });
+
+  it("answers another account's session exactly as an unknown one", async () => {
+    const t = await server();
+    const a = (await t.api.post('/sessions')).body;
+    await t.api.waitFor(a.id, ['ready']);
+    const other = t.other();
+    for (const [method, path] of [
+      ['GET', `/sessions/${a.id}`],
+      ['DELETE', `/sessions/${a.id}`],
+      ['GET', `/sessions/${a.id}/frame.png`],
+      ['GET', `/sessions/${a.id}/owner-viewer`],
+      ['GET', `/sessions/${a.id}/viewer`],
+      ['GET', `/sessions/${a.id}/adb`],
+      ['DELETE', `/sessions/${a.id}/adb`],
+      ['POST', `/sessions/${a.id}/ops/nav.home`],
+    ] as const) {
+      const theirs = await other.api.call(method, path);
+      const unknown = await other.api.call(method, path.replace(a.id, 'ses_doesnotexist000000000'));
+      expect(theirs.status, path).toBe(404);
+      expect(theirs.body, path).toEqual(unknown.body);
+    }
+    expect((await other.api.get('/sessions')).body).toEqual([]);
+    expect((await t.api.get(`/sessions/${a.id}`)).body.state).toBe('ready');
+  });
+});
+
+describe('capacity', () => {
+  it('503 phones_busy beyond the shared capacity, with Retry-After, creating nothing', async () => {
+    const t = await server({ phones: 2 });
+    const other = t.other();
+    await t.api.post('/sessions');
+    await other.api.post('/sessions');
+    const key = newKey();
+    const r = await t.api.post('/sessions', { headers: { 'idempotency-key': key } });
+    expect(r.status).toBe(503);
+    expect(r.body.code).toBe('phones_busy');
+    expect(r.body.retry_after_seconds).toBeGreaterThanOrEqual(1);
+    expect(r.headers['retry-after']).toBe(String(r.body.retry_after_seconds));
+    expect((await t.api.get('/sessions')).body.length).toBe(1);
+    expect((await t.api.get(`/sessions/requests/${key}`)).status).toBe(404);
+    // Once a phone is handed back, the same key succeeds.
+    const [mine] = (await t.api.get('/sessions')).body;
+    await t.api.delete(`/sessions/${mine.id}`);
+    await t.api.waitGone(mine.id);
+    expect((await t.api.post('/sessions', { headers: { 'idempotency-key': key } })).status).toBe(202);
+  });
+
+  it('409 session_limit with the counts at the account limit', async () => {
+    const t = await server({ account: { sessionLimit: 2 } });
+    await t.api.post('/sessions');
+    await t.api.post('/sessions');
+    const r = await t.api.post('/sessions');
+    expect(r.status).toBe(409);
+    expect(r.body).toMatchObject({ code: 'session_limit', session_limit: 2, active_session_count: 2, available_session_slots: 0 });
+    expect((await t.api.get('/sessions')).body.length).toBe(2);
+  });
+});
+
+describe('deadlines (injected clock)', () => {
+  it('a session past expires_at ends with end_reason expired', async () => {
+    const clock = new ManualClock();
+    const t = await server({ clock });
+    const a = (await t.api.post('/sessions', { body: { timeout_seconds: 30 } })).body;
+    await t.api.waitFor(a.id, ['ready']);
+    await clock.advance(29_000);
+    expect((await t.api.get(`/sessions/${a.id}`)).body.state).toBe('ready');
+    await clock.advance(1_000);
+    await t.api.waitGone(a.id);
+    const [h] = (await t.api.get('/history')).body;
+    expect(h).toMatchObject({ sid: a.id, end_reason: 'expired', ended: a.expires_at });
+  });
+
+  it('the deadline includes provisioning: a queued session can expire before it is ready', async () => {
+    const clock = new ManualClock();
+    const t = await server({ clock });
+    t.server.runtime.pause();
+    const key = newKey();
+    const r = await t.api.post('/sessions', { body: { timeout_seconds: 5 }, headers: { 'idempotency-key': key } });
+    expect(r.status).toBe(503);
+    await clock.advance(5_000);
+    await t.api.waitGone(r.body.id);
+    const [h] = (await t.api.get('/history')).body;
+    expect(h).toMatchObject({ sid: r.body.id, end_reason: 'expired', ready: null, usage_minutes: 0 });
+    expect((await t.api.get(`/sessions/requests/${key}`)).body.cleanup_complete).toBe(true);
+    t.server.runtime.resume();
+  });
+});
