@@ -1,0 +1,72 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { slowShutdownBackend } from '../support/backends.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+const servers: TestServer[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((t) => t.close()));
+});
+async function server(opts: Parameters<typeof startTestServer>[0] = {}) {
+  const t = await startTestServer(opts);
+  servers.push(t);
+  return t;
+}
+
+describe('profile phone', () => {
+  it('has one holder at a time, is saved when the session ends, and can be reset when free', async () => {
+    const t = await server();
+    const profileId = t.account.profile_id;
+    const a = await t.api.post('/sessions', { body: { profile_id: profileId } });
+    expect(a.status).toBe(202);
+    expect(a.body.profile_id).toBe(profileId);
+    expect((await t.api.get('/me')).body.profile).toMatchObject({ id: profileId, session: a.body.id, state: 'empty' });
+
+    const second = await t.api.post('/sessions', { body: { profile_id: profileId } });
+    expect(second.status).toBe(409);
+    expect(second.body).toMatchObject({ code: 'profile_running', session: a.body.id });
+    const reset = await t.api.post('/me/profile/reset');
+    expect(reset.status).toBe(409);
+    expect(reset.body).toMatchObject({ code: 'profile_running', session: a.body.id });
+    // A temporary phone is not affected by the profile hold.
+    const temp = await t.api.post('/sessions');
+    expect(temp.status).toBe(202);
+    expect(temp.body.profile_id).toBeNull();
+
+    await t.api.waitFor(a.body.id, ['ready']);
+    expect((await t.api.delete(`/sessions/${a.body.id}`)).status).toBe(200);
+    const saved = (await t.api.get('/me')).body.profile;
+    expect(saved).toMatchObject({ id: profileId, state: 'stored', session: null, exact: true });
+    expect(Number.isInteger(saved.saved_at)).toBe(true);
+
+    const b = await t.api.post('/sessions', { body: { profile_id: profileId } });
+    expect(b.status).toBe(202);
+    await t.api.delete(`/sessions/${b.body.id}`);
+
+    const done = await t.api.post('/me/profile/reset');
+    expect(done.status).toBe(200);
+    expect(done.body).toEqual({ id: profileId, reset: true });
+    expect((await t.api.get('/me')).body.profile).toMatchObject({ state: 'empty', saved_at: null, session: null });
+  });
+
+  it('stays held while its save is still running', async () => {
+    const t = await server({ backend: slowShutdownBackend(2000) });
+    const profileId = t.account.profile_id;
+    const a = (await t.api.post('/sessions', { body: { profile_id: profileId } })).body;
+    await t.api.waitFor(a.id, ['ready']);
+    expect((await t.api.delete(`/sessions/${a.id}`)).status).toBe(202);
+    const during = await t.api.post('/sessions', { body: { profile_id: profileId } });
+    expect(during.status).toBe(409);
+    expect(during.body).toMatchObject({ code: 'profile_running', session: a.id });
+    expect((await t.api.get('/me')).body.profile.session).toBe(a.id);
+    await t.api.waitGone(a.id);
+    expect((await t.api.post('/sessions', { body: { profile_id: profileId } })).status).toBe(202);
+  });
+
+  it("refuses another account's profile id like an unknown one", async () => {
+    const t = await server();
+    const other = t.other();
+    const r = await t.api.post('/sessions', { body: { profile_id: other.account.profile_id } });
+    expect(r.status).toBe(400);
+    expect((await other.api.get('/me')).body.profile.session).toBeNull();
+  });
+});

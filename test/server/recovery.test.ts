@@ -1,0 +1,156 @@
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli, startServerProcess, type ServerProcess } from '../support/cli.js';
+import { Api, newKey, startTestServer } from '../support/server.js';
+
+const dirs: string[] = [];
+const procs: ServerProcess[] = [];
+const tempDir = () => {
+  const d = mkdtempSync(join(tmpdir(), 'phonelease-test-'));
+  dirs.push(d);
+  return d;
+};
+afterAll(async () => {
+  await Promise.all(procs.map((p) => p.stop('SIGKILL')));
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe('runtime unavailable: 503 create_request_recorded', () => {
+  it('records the admission, answers 503 with id and request_key, and provisions it later exactly once', async () => {
+    const t = await startTestServer();
+    try {
+      t.server.runtime.pause();
+      const key = newKey();
+      const r = await t.api.post('/sessions', { body: { timeout_seconds: 120 }, headers: { 'idempotency-key': key } });
+      expect(r.status).toBe(503);
+      expect(r.body).toMatchObject({ code: 'create_request_recorded', request_key: key, id: expect.stringMatching(/^ses_/) });
+      const receipt = await t.api.get(`/sessions/requests/${key}`);
+      expect(receipt.body).toMatchObject({ id: r.body.id, state: 'provisioning', cleanup_complete: false });
+      const listed = (await t.api.get('/sessions')).body;
+      expect(listed).toHaveLength(1);
+      expect(listed[0]).toMatchObject({ id: r.body.id, state: 'provisioning', location: 'queued' });
+      // The retry with the same key and body is a replay, not a second session.
+      const retry = await t.api.post('/sessions', { body: { timeout_seconds: 120 }, headers: { 'idempotency-key': key } });
+      expect(retry.status).toBe(202);
+      expect(retry.body.id).toBe(r.body.id);
+      t.server.runtime.resume();
+      await t.api.waitFor(r.body.id, ['ready']);
+      expect((await t.api.get('/sessions')).body).toHaveLength(1);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('command line', () => {
+  it('server --json prints exactly one URL line; accounts create works while it runs', async () => {
+    const data = tempDir();
+    const srv = await startServerProcess(['--data', data, '--boot-ms', '10']);
+    procs.push(srv);
+    expect(srv.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    // The first key went to an owner-only file, not to the logs.
+    const keyFile = join(data, 'first-key.txt');
+    const firstKey = readFileSync(keyFile, 'utf8').trim();
+    expect(firstKey).toMatch(/^pck_/);
+    expect(statSync(keyFile).mode & 0o077).toBe(0);
+    expect(srv.stderr()).not.toContain(firstKey);
+    expect((await new Api(srv.url, firstKey).get('/me')).body.billing_mode).toBe('disabled');
+
+    const created = await runCli(['accounts', 'create', '--data', data, '--json', '--email', 'ci@example.com', '--balance-cents', '500', '--session-limit', '3']);
+    expect(created.code).toBe(0);
+    const account = JSON.parse(created.stdout);
+    expect(Object.keys(account).sort()).toEqual(['key', 'profile_id', 'uid']);
+    const me = await new Api(srv.url, account.key).get('/me');
+    expect(me.body).toMatchObject({ uid: account.uid, email: 'ci@example.com', balance_cents: 500, session_limit: 3, profile: { id: account.profile_id } });
+
+    expect(srv.stdout().trim().split('\n')).toHaveLength(1);
+    expect(await srv.stop('SIGTERM')).toBe(0);
+  });
+
+  it('rejects bad flags with exit code 2 and a message', async () => {
+    const r = await runCli(['server', '--phones', 'many']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--phones must be an integer');
+    const u = await runCli(['accounts', 'create', '--billing-mode', 'free', '--data', tempDir()]);
+    expect(u.code).toBe(2);
+  });
+});
+
+describe('restart after kill -9', () => {
+  it('loses no acknowledged session, receipt, debit or history record; dead phones end as lost', async () => {
+    const data = tempDir();
+    const first = await startServerProcess(['--data', data, '--boot-ms', '20']);
+    procs.push(first);
+    const acct = JSON.parse(
+      (await runCli(['accounts', 'create', '--data', data, '--json', '--billing-mode', 'metered', '--balance-cents', '1000', '--price-cents-per-minute', '10'])).stdout,
+    );
+    const api = new Api(first.url, acct.key);
+
+    const keys = { ended: newKey(), ready: newKey(), profile: newKey() };
+    const ended = (await api.post('/sessions', { headers: { 'idempotency-key': keys.ended } })).body;
+    await api.waitFor(ended.id, ['ready']);
+    await api.delete(`/sessions/${ended.id}`);
+    const ready = (await api.post('/sessions', { headers: { 'idempotency-key': keys.ready } })).body;
+    const profile = (await api.post('/sessions', { body: { profile_id: acct.profile_id }, headers: { 'idempotency-key': keys.profile } })).body;
+    await api.waitFor(ready.id, ['ready']);
+    await api.waitFor(profile.id, ['ready']);
+    // Let the first minute start so a debit is acknowledged.
+    await new Promise((r) => setTimeout(r, 2200));
+    const before = (await api.get('/me')).body;
+    expect(before.balance_cents).toBeLessThan(1000);
+    const historyBefore = (await api.get('/history')).body;
+    expect(historyBefore).toHaveLength(1);
+
+    first.child.kill('SIGKILL');
+    await first.stop();
+
+    const second = await startServerProcess(['--data', data, '--boot-ms', '20']);
+    procs.push(second);
+    const api2 = new Api(second.url, acct.key);
+    expect((await api2.get('/sessions')).body).toEqual([]);
+    const history = (await api2.get('/history')).body;
+    const bySid = Object.fromEntries(history.map((h: { sid: string }) => [h.sid, h]));
+    expect(bySid[ended.id]).toMatchObject(historyBefore[0]);
+    expect(bySid[ready.id]).toMatchObject({ end_reason: 'lost', billing_mode: 'metered' });
+    expect(bySid[profile.id]).toMatchObject({ end_reason: 'lost' });
+    const after = (await api2.get('/me')).body;
+    // Every acknowledged debit survived; nothing was refunded or billed twice.
+    expect(after.balance_cents).toBeLessThanOrEqual(before.balance_cents);
+    const cost = history.reduce((sum: number, h: { cost_cents: number }) => sum + h.cost_cents, 0);
+    expect(after.balance_cents).toBe(1000 - cost);
+    expect(after).toMatchObject({ active_session_count: 0, profile: { session: null, exact: false } });
+    for (const [name, key] of Object.entries(keys)) {
+      const receipt = await api2.get(`/sessions/requests/${key}`);
+      expect(receipt.status, name).toBe(200);
+      expect(receipt.body.cleanup_complete, name).toBe(true);
+    }
+    // The freed profile starts again.
+    expect((await api2.post('/sessions', { body: { profile_id: acct.profile_id } })).status).toBe(202);
+    await second.stop();
+  });
+
+  it('re-provisions a request that was admitted but not ready when the process died', async () => {
+    const data = tempDir();
+    const first = await startServerProcess(['--data', data, '--boot-ms', '60000']);
+    procs.push(first);
+    const key = readFileSync(join(data, 'first-key.txt'), 'utf8').trim();
+    const api = new Api(first.url, key);
+    const rk = newKey();
+    const s = (await api.post('/sessions', { body: { timeout_seconds: 600 }, headers: { 'idempotency-key': rk } })).body;
+    expect(s.state).toBe('provisioning');
+    first.child.kill('SIGKILL');
+    await first.stop();
+
+    const second = await startServerProcess(['--data', data, '--boot-ms', '20']);
+    procs.push(second);
+    const api2 = new Api(second.url, key);
+    const ready = await api2.waitFor(s.id, ['ready']);
+    expect(ready.expires_at).toBe(s.expires_at);
+    expect((await api2.get('/sessions')).body).toHaveLength(1);
+    const replay = await api2.post('/sessions', { body: { timeout_seconds: 600 }, headers: { 'idempotency-key': rk } });
+    expect(replay.body.id).toBe(s.id);
+    await second.stop();
+  });
+});
