@@ -4,6 +4,7 @@
  * creates one PhoneUi per phone with createPhoneUi() from ./index.ts and drives it from
  * shell commands (`input`, `am`, `screencap`, `uiautomator dump`, ...).
  */
+import type { Duplex } from 'node:stream';
 
 /** What the UI needs from the rest of the phone. */
 export interface PhoneUiHost {
@@ -13,6 +14,12 @@ export interface PhoneUiHost {
   log(priority: 'V' | 'D' | 'I' | 'W' | 'E', tag: string, message: string): void;
   /** Reads a system setting (`settings get <namespace> <key>`), null when unset. */
   setting(namespace: 'system' | 'secure' | 'global', key: string): string | null;
+  /**
+   * Optional: writes a system setting (`settings put`), used when the user flips a toggle in
+   * the Settings app. Without it the UI keeps toggled values to itself (they then show in
+   * the UI but not in `settings get`).
+   */
+  setSetting?(namespace: 'system' | 'secure' | 'global', key: string, value: string): void;
 }
 
 export interface LauncherApp {
@@ -96,6 +103,45 @@ export interface PhoneUi {
   /** Serialisable state (foreground app, typed text, scroll positions) for profile saves. */
   saveState(): unknown;
   restoreState(state: unknown): void;
+
+  /**
+   * Optional: call after something the UI reads through the host changed on its own (e.g.
+   * `settings put global airplane_mode_on 1`), so the status bar and Settings redraw.
+   */
+  settingsChanged?(): void;
+  /** Optional: the current window's view tree (what dumpHierarchy serialises). */
+  viewTree?(): UiNodeInfo;
+  /**
+   * Optional: focuses an editable node and replaces or appends to its text, like
+   * AccessibilityNodeInfo ACTION_SET_TEXT. False when the node is gone or not editable.
+   */
+  setNodeText?(key: string, text: string, mode: 'replace' | 'append'): boolean;
+}
+
+/** One view of the current window, as the accessibility layer sees it. */
+export interface UiNodeInfo {
+  /** Stable while this view exists; a new screen instance gets new keys. */
+  readonly key: string;
+  readonly className: string;
+  readonly packageName: string;
+  readonly resourceId: string;
+  /** What accessibility reports: password fields show one bullet per character. */
+  readonly text: string;
+  readonly contentDesc: string;
+  readonly hint: string;
+  /** Visible bounds in screen pixels, right/bottom exclusive. */
+  readonly bounds: { readonly left: number; readonly top: number; readonly right: number; readonly bottom: number };
+  readonly checkable: boolean;
+  readonly checked: boolean;
+  readonly clickable: boolean;
+  readonly enabled: boolean;
+  readonly focusable: boolean;
+  readonly focused: boolean;
+  readonly scrollable: boolean;
+  readonly longClickable: boolean;
+  readonly password: boolean;
+  readonly selected: boolean;
+  readonly children: readonly UiNodeInfo[];
 }
 
 /**
@@ -105,7 +151,7 @@ export interface PhoneUi {
  */
 export interface UiAutomator2Server {
   /** Serves one connection (a Duplex) until it closes. */
-  handleConnection(socket: import('node:stream').Duplex): void;
+  handleConnection(socket: Duplex): void;
   /** Closes sessions and open connections (instrumentation stopped). */
   close(): void;
 }

@@ -1,0 +1,45 @@
+/**
+ * `uiautomator dump` output: the XML that `adb shell uiautomator dump` writes, generated
+ * from the same view tree the screen is drawn from.
+ */
+import type { UiNodeInfo } from './types.js';
+
+const XML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' };
+
+/**
+ * Escapes text for an XML attribute. Characters XML 1.0 cannot carry at all (most C0
+ * controls) are dropped, as Android's serializer cannot write them either.
+ */
+export function xmlEscape(value: string): string {
+  // eslint-disable-next-line no-control-regex
+  return value.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, '').replace(/[&<>"']|[\n\r\t]/g, (ch) => XML_ESCAPES[ch] ?? `&#${ch.charCodeAt(0)};`);
+}
+
+export function formatBounds(b: UiNodeInfo['bounds']): string {
+  return `[${b.left},${b.top}][${b.right},${b.bottom}]`;
+}
+
+function dumpNode(n: UiNodeInfo, index: number, out: string[]): void {
+  out.push(
+    `<node index="${index}" text="${xmlEscape(n.text)}" resource-id="${xmlEscape(n.resourceId)}" class="${xmlEscape(n.className)}"` +
+      ` package="${xmlEscape(n.packageName)}" content-desc="${xmlEscape(n.contentDesc)}" checkable="${n.checkable}"` +
+      ` checked="${n.checked}" clickable="${n.clickable}" enabled="${n.enabled}" focusable="${n.focusable}"` +
+      ` focused="${n.focused}" scrollable="${n.scrollable}" long-clickable="${n.longClickable}" password="${n.password}"` +
+      ` selected="${n.selected}" bounds="${formatBounds(n.bounds)}"`,
+  );
+  if (n.children.length === 0) {
+    out.push(' />');
+    return;
+  }
+  out.push('>');
+  n.children.forEach((c, i) => dumpNode(c, i, out));
+  out.push('</node>');
+}
+
+/** The whole dump, one line like the real tool writes it. */
+export function dumpUiAutomator(root: UiNodeInfo, rotation = 0): string {
+  const out: string[] = [`<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation="${rotation}">`];
+  dumpNode(root, 0, out);
+  out.push('</hierarchy>');
+  return out.join('');
+}

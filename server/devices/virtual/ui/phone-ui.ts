@@ -1,0 +1,561 @@
+/**
+ * The phone's UI: tasks and their screen stacks, input routing, drawing to PNG and the
+ * hierarchy dump. Every visible change goes through changed(), which bumps the version and
+ * tells listeners; the view tree and the PNG are rebuilt lazily, once per version.
+ */
+import { PNG } from 'pngjs';
+import { TextRenderer } from './font.js';
+import { dumpUiAutomator } from './hierarchy.js';
+import { Canvas } from './raster.js';
+import { buildGeneric } from './screens/generic.js';
+import { LAUNCHER_ACTIVITY, LAUNCHER_PACKAGE, buildLauncher } from './screens/launcher.js';
+import { LOGIN_ACTIVITY, LOGIN_PACKAGE, buildLogin, loginKey, loginText, newLoginState } from './screens/login.js';
+import type { LauncherState, ScreenContext, ScreenState, ScreenView } from './screens/screen.js';
+import {
+  SETTINGS_ACTIVITY,
+  SETTINGS_PACKAGE,
+  airplaneOn,
+  buildSettingsHome,
+  buildSettingsPage,
+  settingsPageForActivity,
+  wifiOn,
+} from './screens/settings.js';
+import { drawNavBar, drawStatusBar, formatClock, navButtonAt } from './system-bars.js';
+import { COLORS, metrics, type Metrics } from './theme.js';
+import type { ForegroundActivity, LauncherApp, PhoneUi, PhoneUiHost, PhoneUiOptions, UiNodeInfo } from './types.js';
+import { KEYCODE } from './types.js';
+import { ViewFactory, findByKey, hitTest, paintTree, walk, type ViewNode } from './views.js';
+
+type Namespace = 'system' | 'secure' | 'global';
+
+interface Task {
+  package: string;
+  stack: ScreenState[];
+}
+
+/** What saveState() returns; versioned so a later format can still read old profiles. */
+interface SavedUi {
+  format: 1;
+  front: string | null;
+  tasks: Task[];
+  launcherScroll: number;
+  nextId: number;
+  settings: Record<string, string>;
+}
+
+interface Built {
+  version: number;
+  view: ScreenView;
+  root: ViewNode;
+}
+
+/** Apps that exist on every phone whether or not the host lists them. */
+const SYSTEM_APPS: readonly LauncherApp[] = [{ package: SETTINGS_PACKAGE, label: 'Settings', activity: SETTINGS_ACTIVITY }];
+
+/** Full class name from a possibly short (".Foo") activity. */
+function qualify(pkg: string, activity: string): string {
+  return activity.startsWith('.') ? pkg + activity : activity;
+}
+
+/** The `cmp=` form Android logs: pkg/.Short when the class is inside the package. */
+function component(pkg: string, activity: string): string {
+  return activity.startsWith(pkg + '.') ? `${pkg}/${activity.slice(pkg.length)}` : `${pkg}/${activity}`;
+}
+
+export class VirtualPhoneUi implements PhoneUi {
+  readonly width: number;
+  readonly height: number;
+  readonly density: number;
+  readonly statusBarHeight: number;
+
+  private readonly m: Metrics;
+  private readonly fonts = new TextRenderer();
+  private readonly canvas: Canvas;
+  private readonly listeners = new Set<() => void>();
+  private readonly ctx: ScreenContext;
+  private readonly now: () => Date;
+
+  private ver = 0;
+  private clock = '';
+  private tasks: Task[] = [];
+  private front: string | null = null;
+  private launcher: LauncherState;
+  private nextId = 1;
+  /** Toggled settings kept here when the host cannot store them. */
+  private localSettings = new Map<string, string>();
+  private built: Built | null = null;
+  private png: { version: number; data: Buffer } | null = null;
+
+  constructor(
+    private readonly host: PhoneUiHost,
+    private readonly options: PhoneUiOptions,
+  ) {
+    this.width = options.width;
+    this.height = options.height;
+    this.density = options.density;
+    this.m = metrics(options.width, options.height, options.density);
+    this.statusBarHeight = this.m.statusBar;
+    this.canvas = new Canvas(options.width, options.height);
+    this.now = options.now ?? (() => new Date());
+    this.launcher = { kind: 'launcher', id: this.newId(), scroll: 0 };
+    this.clock = formatClock(this.now());
+    this.ctx = this.makeContext();
+  }
+
+  get version(): number {
+    this.syncClock();
+    return this.ver;
+  }
+
+  // ---- state helpers ----
+
+  private newId(): number {
+    return this.nextId++;
+  }
+
+  /** The clock is part of the picture: a new minute is a new version (no listener call). */
+  private syncClock(): void {
+    const c = formatClock(this.now());
+    if (c !== this.clock) {
+      this.clock = c;
+      this.ver++;
+    }
+  }
+
+  private changed(): void {
+    this.ver++;
+    for (const l of [...this.listeners]) {
+      try {
+        l();
+      } catch (err) {
+        this.host.log('W', 'PhoneUi', `change listener failed: ${String(err)}`);
+      }
+    }
+  }
+
+  private apps(): LauncherApp[] {
+    return this.host.launcherApps();
+  }
+
+  private findApp(pkg: string): LauncherApp | undefined {
+    return this.apps().find((a) => a.package === pkg) ?? SYSTEM_APPS.find((a) => a.package === pkg);
+  }
+
+  private task(pkg: string): Task | undefined {
+    return this.tasks.find((t) => t.package === pkg);
+  }
+
+  private current(): ScreenState {
+    const t = this.front ? this.task(this.front) : undefined;
+    return t?.stack[t.stack.length - 1] ?? this.launcher;
+  }
+
+  private setting(ns: Namespace, key: string): string | null {
+    if (!this.host.setSetting) {
+      const local = this.localSettings.get(`${ns}/${key}`);
+      if (local !== undefined) return local;
+    }
+    return this.host.setting(ns, key);
+  }
+
+  private makeContext(): ScreenContext {
+    return {
+      m: this.m,
+      fonts: this.fonts,
+      identity: this.options.identity,
+      now: () => this.now(),
+      apps: () => this.apps(),
+      label: (pkg) => this.findApp(pkg)?.label ?? pkg,
+      setting: (ns, key) => this.setting(ns, key),
+      putSetting: (ns, key, value) => {
+        if (this.host.setSetting) this.host.setSetting(ns, key, value);
+        else this.localSettings.set(`${ns}/${key}`, value);
+      },
+      launch: (pkg) => {
+        this.open(pkg, undefined, 'launcher');
+      },
+      forceStop: (pkg) => this.forceStop(pkg),
+      push: (state) => {
+        const t = this.front ? this.task(this.front) : undefined;
+        if (!t) return;
+        t.stack.push(state);
+        this.logStart(t.package, this.activityOf(state), 'app');
+        this.changed();
+      },
+      pop: () => this.back(),
+      log: (p, tag, msg) => this.host.log(p, tag, msg),
+      changed: () => this.changed(),
+      nextId: () => this.newId(),
+    };
+  }
+
+  private activityOf(s: ScreenState): string {
+    switch (s.kind) {
+      case 'launcher':
+        return LAUNCHER_ACTIVITY;
+      case 'login':
+        return LOGIN_ACTIVITY;
+      case 'settings-home':
+      case 'settings-page':
+      case 'generic':
+        return s.activity;
+    }
+  }
+
+  private packageOf(s: ScreenState): string {
+    switch (s.kind) {
+      case 'launcher':
+        return LAUNCHER_PACKAGE;
+      case 'login':
+        return LOGIN_PACKAGE;
+      case 'settings-home':
+      case 'settings-page':
+        return SETTINGS_PACKAGE;
+      case 'generic':
+        return s.package;
+    }
+  }
+
+  /** The first screen of an app, or of one of its activities. */
+  private rootScreen(app: LauncherApp, activity: string | undefined): ScreenState {
+    const id = this.newId();
+    if (app.package === SETTINGS_PACKAGE) {
+      const page = activity ? settingsPageForActivity(activity) : null;
+      if (page && activity) return { kind: 'settings-page', id, activity, page, scroll: 0 };
+      return { kind: 'settings-home', id, activity: SETTINGS_ACTIVITY, scroll: 0 };
+    }
+    if (app.package === LOGIN_PACKAGE) return newLoginState(id);
+    return { kind: 'generic', id, package: app.package, activity: activity ?? app.activity };
+  }
+
+  private logStart(pkg: string, activity: string, from: 'launcher' | 'shell' | 'app'): void {
+    const cmp = component(pkg, activity);
+    const intent =
+      from === 'launcher'
+        ? `act=android.intent.action.MAIN cat=[android.intent.category.LAUNCHER] flg=0x10200000 cmp=${cmp}`
+        : from === 'shell'
+          ? `flg=0x10000000 cmp=${cmp}`
+          : `cmp=${cmp}`;
+    const uid = from === 'shell' ? 2000 : from === 'launcher' ? 10040 : 1000;
+    this.host.log('I', 'ActivityTaskManager', `START u0 {${intent}} from uid ${uid}`);
+  }
+
+  /** Brings an app's task to the front, creating it (or a new activity in it) as needed. */
+  private open(pkg: string, activity: string | undefined, from: 'launcher' | 'shell'): boolean {
+    if (pkg === LAUNCHER_PACKAGE) {
+      this.goHome();
+      return true;
+    }
+    const app = this.findApp(pkg);
+    if (!app) return false;
+    const wanted = activity ? qualify(pkg, activity) : undefined;
+    let t = this.task(pkg);
+    if (t) {
+      const rootActivity = t.stack[0] ? this.activityOf(t.stack[0]) : app.activity;
+      const top = t.stack[t.stack.length - 1];
+      const atTop = top ? this.activityOf(top) : undefined;
+      // Starting the task's own root (or nothing in particular) resumes the task as it was;
+      // another activity of the app opens on top of it.
+      if (wanted && wanted !== rootActivity && wanted !== atTop && wanted !== app.activity) {
+        t.stack.push(this.rootScreen(app, wanted));
+      }
+    } else {
+      t = { package: pkg, stack: [this.rootScreen(app, wanted)] };
+      this.tasks.unshift(t);
+    }
+    this.tasks = [t, ...this.tasks.filter((x) => x !== t)];
+    this.front = pkg;
+    const top = t.stack[t.stack.length - 1];
+    this.logStart(pkg, top ? this.activityOf(top) : app.activity, from);
+    this.changed();
+    return true;
+  }
+
+  private goHome(): void {
+    if (this.front === null) return;
+    this.front = null;
+    this.changed();
+  }
+
+  /** BACK: the previous screen of the app; at its root the task moves behind the launcher. */
+  private back(): void {
+    const t = this.front ? this.task(this.front) : undefined;
+    if (!t) return;
+    if (t.stack.length > 1) t.stack.pop();
+    // Android 12+ keeps a launcher task's root activity alive on BACK (moved to the back),
+    // so reopening the app shows it as it was.
+    else this.front = null;
+    this.changed();
+  }
+
+  // ---- building and drawing ----
+
+  private build(): Built {
+    this.syncClock();
+    if (this.built && this.built.version === this.ver) return this.built;
+    const s = this.current();
+    const view = this.buildScreen(s);
+    const pkg = this.packageOf(s);
+    const f = new ViewFactory(pkg, `decor-${s.kind === 'launcher' ? 'launcher' : s.id}`);
+    const full = { left: 0, top: 0, right: this.width, bottom: this.height };
+    const root = f.root('decor', 'android.widget.FrameLayout', full, {
+      children: [
+        f.root('decor/linear', 'android.widget.LinearLayout', full, {
+          children: [
+            f.root('decor/content', 'android.widget.FrameLayout', view.edgeToEdge ? full : this.m.content, {
+              resourceId: 'android:id/content',
+              children: view.content,
+            }),
+          ],
+        }),
+      ],
+    });
+    this.built = { version: this.ver, view, root };
+    return this.built;
+  }
+
+  private buildScreen(s: ScreenState): ScreenView {
+    switch (s.kind) {
+      case 'launcher':
+        return buildLauncher(s, this.ctx);
+      case 'settings-home':
+        return buildSettingsHome(s, this.ctx);
+      case 'settings-page':
+        return buildSettingsPage(s, this.ctx);
+      case 'login':
+        return buildLogin(s, this.ctx);
+      case 'generic':
+        return buildGeneric(s, this.ctx);
+    }
+  }
+
+  /** Draws the current screen into the phone's canvas and returns it. */
+  renderCanvas(): Canvas {
+    const { view, root } = this.build();
+    const c = this.canvas;
+    if (view.edgeToEdge) c.fillGradient(0, 0, this.width, this.height, COLORS.wallpaperTop, COLORS.wallpaperBottom);
+    else c.fill(view.background);
+    paintTree({ canvas: c, fonts: this.fonts }, root);
+    const ctx = this.ctx;
+    drawStatusBar(
+      c,
+      this.fonts,
+      this.m,
+      view.statusBar,
+      { time: this.clock, wifi: wifiOn(ctx), airplane: airplaneOn(ctx), battery: 100 },
+      !!view.edgeToEdge,
+    );
+    drawNavBar(c, this.m, view.navBar, !!view.edgeToEdge);
+    return c;
+  }
+
+  renderPng(): Buffer {
+    this.syncClock();
+    if (this.png && this.png.version === this.ver) return this.png.data;
+    const c = this.renderCanvas();
+    const png = new PNG({ width: this.width, height: this.height });
+    png.data = Buffer.from(c.data.buffer, c.data.byteOffset, c.data.byteLength);
+    // Measured on a 720x1280 screen: RGBA with the Sub filter and deflate level 1 encodes
+    // in ~20 ms to 40-90 KB. Sub turns flat UI colours into runs of zeros, which the RLE
+    // strategy pngjs uses squeezes well; RGB output costs pngjs a slow per-pixel conversion
+    // (~55 ms) and unfiltered data does not compress under RLE (~750 KB).
+    const data = PNG.sync.write(png, { colorType: 6, inputColorType: 6, inputHasAlpha: true, deflateLevel: 1, filterType: 1 });
+    this.png = { version: this.ver, data };
+    return data;
+  }
+
+  // ---- input ----
+
+  tap(x: number, y: number): void {
+    const nav = navButtonAt(this.m, x, y);
+    if (nav) {
+      this.key(nav === 'back' ? KEYCODE.BACK : nav === 'home' ? KEYCODE.HOME : KEYCODE.APP_SWITCH);
+      return;
+    }
+    if (y < this.m.statusBar) return;
+    const { root } = this.build();
+    const hit = hitTest(root, x, y, (n) => n.enabled && n.clickable && !!n.onClick);
+    hit?.onClick?.();
+  }
+
+  swipe(x1: number, y1: number, x2: number, y2: number, _durationMs: number): void {
+    const dist = Math.hypot(x2 - x1, y2 - y1);
+    if (dist < 8 * this.m.dp) {
+      // A swipe that does not move is a (long) press.
+      this.tap(x1, y1);
+      return;
+    }
+    // Swiping up from the navigation bar is the home gesture.
+    if (y1 >= this.height - this.m.navBar && y1 - y2 > 60 * this.m.dp) {
+      this.goHome();
+      return;
+    }
+    if (Math.abs(y2 - y1) < Math.abs(x2 - x1)) return;
+    const { root } = this.build();
+    const target = hitTest(root, x1, y1, (n) => !!n.onScroll);
+    target?.onScroll?.(y1 - y2);
+  }
+
+  text(value: string): void {
+    const s = this.current();
+    if (s.kind === 'login') loginText(s, value, this.ctx);
+  }
+
+  key(keycode: number): void {
+    const s = this.current();
+    if (s.kind === 'login' && loginKey(s, keycode, this.ctx)) return;
+    switch (keycode) {
+      case KEYCODE.HOME:
+        this.goHome();
+        return;
+      case KEYCODE.BACK:
+        this.back();
+        return;
+      case KEYCODE.WAKEUP:
+      case KEYCODE.POWER:
+      case KEYCODE.MENU:
+      case KEYCODE.ENTER:
+      case KEYCODE.DEL:
+      case KEYCODE.TAB:
+        // The screen never sleeps and these have nothing to act on here.
+        return;
+      case KEYCODE.APP_SWITCH:
+        this.host.log('D', 'PhoneUi', 'recent apps are not shown on this phone; showing the launcher');
+        this.goHome();
+        return;
+      default:
+        this.host.log('D', 'PhoneUi', `ignored key event ${keycode}`);
+    }
+  }
+
+  // ---- apps ----
+
+  launch(pkg: string, activity?: string): boolean {
+    return this.open(pkg, activity, 'shell');
+  }
+
+  forceStop(pkg: string): void {
+    const t = this.task(pkg);
+    if (!t) return;
+    this.tasks = this.tasks.filter((x) => x !== t);
+    this.host.log('I', 'ActivityManager', `Force stopping ${pkg} appid=${pkg === SETTINGS_PACKAGE ? 1000 : 10100} user=0: from pid 0`);
+    if (this.front === pkg) this.front = null;
+    this.changed();
+  }
+
+  clearData(pkg: string): void {
+    // App data here is the in-memory screen state, so clearing it is a force stop.
+    this.forceStop(pkg);
+    this.host.log('I', 'ActivityManager', `Cleared data of ${pkg}`);
+  }
+
+  foreground(): ForegroundActivity {
+    const s = this.current();
+    return { package: this.packageOf(s), activity: this.activityOf(s) };
+  }
+
+  appsChanged(): void {
+    // An uninstalled app takes its task with it.
+    const installed = new Set([...this.apps().map((a) => a.package), ...SYSTEM_APPS.map((a) => a.package)]);
+    this.tasks = this.tasks.filter((t) => installed.has(t.package));
+    if (this.front && !installed.has(this.front)) this.front = null;
+    this.changed();
+  }
+
+  settingsChanged(): void {
+    this.changed();
+  }
+
+  // ---- hierarchy ----
+
+  dumpHierarchy(): string {
+    return dumpUiAutomator(this.build().root);
+  }
+
+  viewTree(): UiNodeInfo {
+    return this.build().root;
+  }
+
+  setNodeText(key: string, text: string, mode: 'replace' | 'append'): boolean {
+    const node = findByKey(this.build().root, key);
+    const edit = node?.edit;
+    if (!node || !edit) return false;
+    if (!node.focused) node.onClick?.();
+    edit.set(mode === 'append' ? edit.value() + text : text);
+    return true;
+  }
+
+  /** Every node of the current tree (tests and the UiAutomator2 server's searches). */
+  nodes(): ViewNode[] {
+    return [...walk(this.build().root)];
+  }
+
+  onChange(listener: () => void): () => void {
+    // Wrapped so the same function subscribed twice gets two independent subscriptions.
+    const entry = () => listener();
+    this.listeners.add(entry);
+    return () => {
+      this.listeners.delete(entry);
+    };
+  }
+
+  // ---- profiles ----
+
+  saveState(): SavedUi {
+    return {
+      format: 1,
+      front: this.front,
+      // Passwords never leave the phone's memory: a restored login screen starts empty there.
+      tasks: this.tasks.map((t) => ({
+        package: t.package,
+        stack: t.stack.map((s) => (s.kind === 'login' ? { ...s, password: '', focus: s.focus } : { ...s })),
+      })),
+      launcherScroll: this.launcher.scroll,
+      nextId: this.nextId,
+      settings: Object.fromEntries(this.localSettings),
+    };
+  }
+
+  restoreState(state: unknown): void {
+    const s = parseSaved(state);
+    if (!s) {
+      this.host.log('W', 'PhoneUi', 'ignored saved UI state in an unknown format');
+      return;
+    }
+    this.nextId = Math.max(this.nextId, s.nextId);
+    this.tasks = s.tasks.filter((t) => this.findApp(t.package));
+    this.front = s.front && this.task(s.front) ? s.front : null;
+    this.launcher = { kind: 'launcher', id: this.newId(), scroll: s.launcherScroll };
+    this.localSettings = new Map(Object.entries(s.settings));
+    this.changed();
+  }
+}
+
+const KINDS = new Set(['settings-home', 'settings-page', 'login', 'generic']);
+
+/** Accepts a saveState() result (after a JSON round trip); null for anything else. */
+function parseSaved(v: unknown): SavedUi | null {
+  if (!v || typeof v !== 'object') return null;
+  const o = v as Partial<SavedUi>;
+  if (o.format !== 1 || !Array.isArray(o.tasks)) return null;
+  const tasks: Task[] = [];
+  for (const t of o.tasks as unknown[]) {
+    const task = t as Partial<Task> | null;
+    if (!task || typeof task.package !== 'string' || !Array.isArray(task.stack)) continue;
+    const stack = task.stack.filter(
+      (s): s is ScreenState => !!s && typeof s === 'object' && KINDS.has((s as ScreenState).kind) && typeof (s as ScreenState).id === 'number',
+    );
+    if (stack.length) tasks.push({ package: task.package, stack: stack.map((s) => ({ ...s })) });
+  }
+  const settings: Record<string, string> = {};
+  if (o.settings && typeof o.settings === 'object')
+    for (const [k, val] of Object.entries(o.settings)) if (typeof val === 'string') settings[k] = val;
+  return {
+    format: 1,
+    front: typeof o.front === 'string' ? o.front : null,
+    tasks,
+    launcherScroll: typeof o.launcherScroll === 'number' ? o.launcherScroll : 0,
+    nextId: typeof o.nextId === 'number' ? o.nextId : 1,
+    settings,
+  };
+}

@@ -1,0 +1,87 @@
+/**
+ * What a screen is: plain JSON state (so a profile save can keep it) plus build and input
+ * functions in the screen's module. The phone keeps a stack of states per app task.
+ */
+import type { TextRenderer } from '../font.js';
+import type { Color } from '../raster.js';
+import type { Metrics } from '../theme.js';
+import type { DeviceIdentity, LauncherApp } from '../types.js';
+import type { ViewNode } from '../views.js';
+
+export interface LauncherState {
+  kind: 'launcher';
+  id: number;
+  scroll: number;
+}
+
+export interface SettingsHomeState {
+  kind: 'settings-home';
+  id: number;
+  activity: string;
+  scroll: number;
+}
+
+export interface SettingsPageState {
+  kind: 'settings-page';
+  id: number;
+  activity: string;
+  page: string;
+  /** For pages about one app (App info). */
+  arg?: string;
+  scroll: number;
+}
+
+export type LoginField = 'username' | 'password';
+
+export interface LoginState {
+  kind: 'login';
+  id: number;
+  username: string;
+  password: string;
+  focus: LoginField | null;
+  result: string;
+}
+
+export interface GenericState {
+  kind: 'generic';
+  id: number;
+  package: string;
+  activity: string;
+}
+
+export type ScreenState = LauncherState | SettingsHomeState | SettingsPageState | LoginState | GenericState;
+
+/** Everything a screen may use while building its views or handling input. */
+export interface ScreenContext {
+  m: Metrics;
+  fonts: TextRenderer;
+  identity: DeviceIdentity;
+  now(): Date;
+  apps(): LauncherApp[];
+  /** The label of a package, from the launcher list, or the package name. */
+  label(pkg: string): string;
+  setting(namespace: 'system' | 'secure' | 'global', key: string): string | null;
+  putSetting(namespace: 'system' | 'secure' | 'global', key: string, value: string): void;
+  /** Opens an app the way the launcher does. */
+  launch(pkg: string): void;
+  forceStop(pkg: string): void;
+  /** Opens a screen on top of the current one in the same task. */
+  push(state: ScreenState): void;
+  /** Leaves the current screen (like BACK). */
+  pop(): void;
+  log(priority: 'V' | 'D' | 'I' | 'W' | 'E', tag: string, message: string): void;
+  /** Call after mutating screen state: bumps the version and notifies listeners. */
+  changed(): void;
+  nextId(): number;
+}
+
+/** A built screen: the app's views plus how the system bars look over it. */
+export interface ScreenView {
+  /** Children of the window's content frame (android:id/content). */
+  content: ViewNode[];
+  background: Color;
+  statusBar: { background: Color; lightIcons: boolean };
+  navBar: { background: Color; lightIcons: boolean };
+  /** Draws under the system bars (the launcher's wallpaper). */
+  edgeToEdge?: boolean;
+}
