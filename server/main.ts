@@ -99,7 +99,6 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     bootSlots: options.bootSlots ?? SERVER_DEFAULTS.bootSlots,
   });
   runtime.setMaxListeners(0);
-  runtime.on('closing', (live) => grants.dropSession(live.row.id));
 
   const gateway = new AdbGateway(runtime, log);
   const adbPort = await gateway.listen(host, 0);

@@ -4,7 +4,8 @@
  * A view grant (pvg_...) is derived from the session id with an HMAC under the server's
  * secret: it needs no storage, survives restarts, and can only ever name its own session.
  * Viewer capability URLs are random, held in memory and expire; they die with the process,
- * as do the phones they show.
+ * as do the phones they show. A grant outlives its session until it expires, so a page can
+ * tell "this session has ended" from "this link has expired".
  */
 import type { Clock } from '../clock.js';
 import { seconds } from '../clock.js';
@@ -53,11 +54,6 @@ export class Grants {
       return null;
     }
     return grant;
-  }
-
-  /** Forgets every viewer of a session (it closed). */
-  dropSession(sid: string): void {
-    for (const [hash, grant] of this.viewers) if (grant.sid === sid) this.viewers.delete(hash);
   }
 
   private sweep(): void {

@@ -15,7 +15,12 @@ import type {
 import { Type } from '@sinclair/typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppDeps } from '../app.js';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { FRAME_INTERVAL_MS, type LiveSession } from '../runtime/runtime.js';
+import { ViewerStreams } from './stream.js';
+import { viewerHtml } from './viewer-page.js';
+import { esc, goneHtml, page, securityHeaders } from './html.js';
 
 type App = FastifyInstance<
   RawServerDefault,
@@ -25,49 +30,13 @@ type App = FastifyInstance<
   TypeBoxTypeProvider
 >;
 
-export function securityHeaders(dashboardOrigin: string | null, nonce?: string): Record<string, string> {
-  const ancestors = dashboardOrigin ? dashboardOrigin : "'none'";
-  const script = nonce ? `'nonce-${nonce}'` : "'none'";
-  return {
-    'cache-control': 'private, no-store',
-    'referrer-policy': 'no-referrer',
-    'x-content-type-options': 'nosniff',
-    'content-security-policy': `default-src 'none'; img-src 'self' blob: data:; style-src 'unsafe-inline'; script-src ${script}; connect-src 'self'; frame-ancestors ${ancestors}; base-uri 'none'; form-action 'none'`,
-  };
-}
-
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-
-function page(title: string, body: string, nonce: string, script = ''): string {
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${esc(title)}</title>
-<style>
-  :root { color-scheme: dark; font-family: system-ui, sans-serif; }
-  body { margin: 0; min-height: 100vh; display: flex; flex-direction: column; align-items: center; background: #111418; color: #e8eaed; }
-  header { width: 100%; box-sizing: border-box; padding: 12px 16px; display: flex; gap: 12px; align-items: center; justify-content: space-between; background: #1b1f24; }
-  header h1 { font-size: 16px; margin: 0; font-weight: 600; }
-  .meta { font-size: 13px; color: #9aa0a6; }
-  main { flex: 1; display: flex; align-items: center; justify-content: center; padding: 16px; }
-  img.phone { max-height: calc(100vh - 110px); max-width: 100%; border-radius: 24px; box-shadow: 0 8px 40px #000a; background: #000; }
-  .notice { max-width: 420px; text-align: center; line-height: 1.5; }
-  .notice h2 { font-size: 20px; }
-</style></head>
-<body>${body}${script ? `<script nonce="${nonce}">${script}</script>` : ''}</body></html>`;
-}
-
-export function goneHtml(nonce: string, reason: 'ended' | 'expired' | 'invalid'): string {
-  const text =
-    reason === 'expired'
-      ? ['This viewer link has expired', 'Viewer links expire with their session. Ask the session owner for a new link.']
-      : reason === 'ended'
-        ? ['This session has ended', 'The phone was handed back. Start a new session to see a phone.']
-        : ['This link is not valid', 'Check that you copied the whole link, or ask the session owner for a new one.'];
-  return page(text[0]!, `<main><div class="notice"><h2>${esc(text[0]!)}</h2><p>${esc(text[1]!)}</p></div></main>`, nonce);
-}
-
 export function registerViewerPages(app: App, deps: AppDeps): void {
   const { runtime, grants } = deps;
+  const streams = new ViewerStreams({ runtime, grants, clock: deps.clock, log: deps.log });
+  app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (!streams.handleUpgrade(req, socket, head)) socket.destroy();
+  });
+  app.addHook('onClose', async () => streams.close());
 
   const send = (reply: FastifyReply, status: number, html: string, nonce: string) =>
     reply
@@ -112,16 +81,20 @@ refresh();`;
     },
   );
 
-  // Viewer capability pages (the live viewer replaces the snapshot loop here).
+  // Viewer capability pages: the live phone over a WebSocket; owner pages also send input.
   app.get('/v/:token', { schema: { params: Type.Object({ token: Type.String({ maxLength: 200 }) }) } }, async (req, reply) => {
     const nonce = randomBytes(16).toString('base64');
     const grant = grants.viewer(req.params.token);
     if (!grant) return send(reply, 404, goneHtml(nonce, 'expired'), nonce);
     const live = liveOrNull(grant.sid);
     if (!live || live.row.state === 'closing') return send(reply, 410, goneHtml(nonce, 'ended'), nonce);
-    const body = `<header><h1>phonelease · ${esc(live.row.device ?? 'phone')}</h1><span class="meta">${grant.mode === 'owner' ? 'interactive' : 'view only'}</span></header>
-<main><img class="phone" id="frame" alt="Phone screen" src="/v/${esc(req.params.token)}/frame.png"></main>`;
-    return send(reply, 200, page('phonelease · viewer', body, nonce), nonce);
+    const config = {
+      mode: grant.mode,
+      stream: `/v/${req.params.token}/stream`,
+      device: live.row.device ?? 'Android phone',
+      expiresAt: Math.min(grant.expiresAt, live.row.expires_at),
+    };
+    return send(reply, 200, viewerHtml(nonce, config), nonce);
   });
 
   app.get('/v/:token/frame.png', { schema: { params: Type.Object({ token: Type.String({ maxLength: 200 }) }) } }, async (req, reply) => {
