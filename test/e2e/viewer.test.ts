@@ -4,7 +4,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { ManualClock } from '../../server/clock.js';
@@ -46,7 +46,7 @@ async function foregroundPackage(sid: string): Promise<string> {
 }
 
 /** Clicks the launcher icon of an app on the page's phone screen, in phone pixels. */
-async function clickPhone(page: import('playwright-core').Page, x: number, y: number) {
+async function clickPhone(page: Page, x: number, y: number) {
   const box = (await page.locator('#screen').boundingBox())!;
   await page.mouse.click(box.x + (x / 720) * box.width, box.y + (y / 1280) * box.height);
 }
