@@ -19,7 +19,7 @@ import type { Logger } from '../log.js';
 import type { Grants, ViewerGrant } from '../runtime/grants.js';
 import type { LiveSession, Runtime } from '../runtime/runtime.js';
 
-const MAX_FPS = 12;
+const MAX_FPS = 20;
 /** Frames are skipped (the newest is sent later) while this much is still queued to the page. */
 const MAX_BUFFERED = 4 * 1024 * 1024;
 const MAX_MESSAGE = 8 * 1024;
@@ -83,22 +83,24 @@ export class ViewerStreams {
     // Frame pump: one capture at a time; a change during a capture schedules one more.
     let dirty = true;
     let capturing = false;
-    let lastSent = 0;
+    // When the last capture started: the frame budget counts from there, so a slow render
+    // eats into the wait instead of adding to it.
+    let lastStart = 0;
     let timer: NodeJS.Timeout | null = null;
     const pump = () => {
       timer = null;
       if (!dirty || capturing || ws.readyState !== ws.OPEN) return;
-      const wait = lastSent + 1000 / MAX_FPS - performance.now();
+      const wait = lastStart + 1000 / MAX_FPS - performance.now();
       if (wait > 0 || ws.bufferedAmount > MAX_BUFFERED) {
         timer = setTimeout(pump, Math.max(wait, 20));
         return;
       }
       dirty = false;
       capturing = true;
+      lastStart = performance.now();
       phone.capture().then(
         (png) => {
           capturing = false;
-          lastSent = performance.now();
           if (ws.readyState === ws.OPEN) ws.send(png, { binary: true });
           if (dirty) pump();
         },
