@@ -1,0 +1,80 @@
+/**
+ * The retry policy, modelled on undici's retry handler: exponential backoff with jitter,
+ * Retry-After honoured but capped, and a bounded total budget so a retrying call can never
+ * outlive its caller's patience. What may be retried is decided by the caller: only
+ * idempotent requests (GET, DELETE) and keyed creates, never a bare POST.
+ */
+import { PhoneleaseError } from './errors.js';
+import { sleep } from './util/time.js';
+
+export interface RetryOptions {
+  /** Retries after the first attempt (default 4). */
+  maxRetries?: number;
+  /** First backoff in ms (default 250). */
+  minDelayMs?: number;
+  /** Longest single wait in ms; also caps a server's Retry-After (default 10 000). */
+  maxDelayMs?: number;
+  /** Growth of the backoff per retry (default 2). */
+  factor?: number;
+  /** Total time for all attempts and waits, in ms (default 30 000). */
+  budgetMs?: number;
+}
+
+export type RetryPolicy = Required<RetryOptions>;
+
+export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 4, minDelayMs: 250, maxDelayMs: 10_000, factor: 2, budgetMs: 30_000 };
+
+export function retryPolicy(options: RetryOptions | false | undefined): RetryPolicy {
+  if (options === false) return { ...DEFAULT_RETRY, maxRetries: 0 };
+  return { ...DEFAULT_RETRY, ...options };
+}
+
+/**
+ * The wait before retry number `retry` (0-based). With a Retry-After, the server's figure
+ * (capped at maxDelayMs) plus up to 10% so that many waiting clients do not return in the
+ * same millisecond. Without, "equal jitter": half the exponential step fixed, half random.
+ */
+export function retryDelay(policy: RetryPolicy, retry: number, retryAfterMs: number | null, random: () => number = Math.random): number {
+  if (retryAfterMs !== null && retryAfterMs >= 0) {
+    const capped = Math.min(retryAfterMs, policy.maxDelayMs);
+    return Math.min(policy.maxDelayMs, capped + capped * 0.1 * random());
+  }
+  const step = Math.min(policy.maxDelayMs, policy.minDelayMs * policy.factor ** retry);
+  return step / 2 + (step / 2) * random();
+}
+
+/** The Retry-After an error carries, if the server sent one. */
+export function retryAfterOf(error: unknown): number | null {
+  if (error instanceof PhoneleaseError && 'retryAfterMs' in error && typeof error.retryAfterMs === 'number') return error.retryAfterMs;
+  const header = error instanceof PhoneleaseError ? error.body?.retry_after_seconds : undefined;
+  return typeof header === 'number' ? header * 1000 : null;
+}
+
+export interface RetryContext {
+  policy: RetryPolicy;
+  /** Whether this error may be retried (the caller knows if the request is idempotent). */
+  shouldRetry(error: unknown): boolean;
+  signal?: AbortSignal | undefined;
+  /** Called before each wait (debug output). */
+  onRetry?(error: unknown, retry: number, delayMs: number): void;
+  random?: () => number;
+  now?: () => number;
+}
+
+/** Runs `attempt` until it succeeds, the error is not retryable, or retries or budget run out. */
+export async function withRetry<T>(attempt: (retry: number) => Promise<T>, ctx: RetryContext): Promise<T> {
+  const now = ctx.now ?? Date.now;
+  const started = now();
+  for (let retry = 0; ; retry++) {
+    try {
+      return await attempt(retry);
+    } catch (error) {
+      if (retry >= ctx.policy.maxRetries || !ctx.shouldRetry(error) || ctx.signal?.aborted) throw error;
+      const delay = retryDelay(ctx.policy, retry, retryAfterOf(error), ctx.random);
+      // Never start a wait that would end past the budget: fail now with the real error.
+      if (now() - started + delay > ctx.policy.budgetMs) throw error;
+      ctx.onRetry?.(error, retry + 1, delay);
+      await sleep(delay, ctx.signal);
+    }
+  }
+}
