@@ -14,16 +14,39 @@ import type { LogPriority } from './logcat.js';
 import { ProcessTable } from './processes.js';
 import { SystemProps } from './props.js';
 import { SettingsStore } from './settings.js';
+import { ActivityManager } from './activity.js';
+import { PackageManager } from './packages.js';
+import type { InstallSession } from './shell/commands/pm.js';
 import { createPhoneUi } from './ui/index.js';
 import type { LauncherApp, PhoneUi, PhoneUiHost } from './ui/types.js';
 
 export interface DeviceOptions {
   systemRoot: DirNode;
   log: DeviceLogger;
-  /** Launcher apps: built-in apps first, then installed ones in install order. */
-  launcherApps: () => LauncherApp[];
   now?: () => number;
 }
+
+/** Small pieces of system service state that `cmd`, `appops`, `wm` and dumpsys report. */
+export interface SystemServiceState {
+  /** package -> op -> mode (allow, deny, ignore, default). */
+  appOps: Map<string, Map<string, string>>;
+  notificationListeners: Set<string>;
+  idleWhitelist: Set<string>;
+  wmSize: { w: number; h: number } | null;
+  wmDensity: number | null;
+  enabledImes: Set<string>;
+  currentIme: string;
+  airplaneMode: boolean;
+  wifi: boolean;
+  data: boolean;
+  locationEnabled: boolean;
+  /** Where an `input motionevent DOWN` started, until its UP. */
+  motionDown: { x: number; y: number } | null;
+  /** `pm install-create` sessions waiting for their commit. */
+  installSessions: Map<number, InstallSession>;
+}
+
+export const DEFAULT_IME = 'com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME';
 
 /** Handles one connection to a port inside the phone (what `adb forward` reaches). */
 export type PortHandler = (socket: Duplex) => void;
@@ -34,6 +57,23 @@ export class Device {
   readonly settings: SettingsStore;
   readonly logcat: LogBuffer;
   readonly processes: ProcessTable;
+  readonly packages: PackageManager;
+  readonly activity: ActivityManager;
+  readonly system: SystemServiceState = {
+    appOps: new Map(),
+    notificationListeners: new Set(),
+    idleWhitelist: new Set(['com.android.shell', 'com.google.android.inputmethod.latin']),
+    wmSize: null,
+    wmDensity: null,
+    enabledImes: new Set([DEFAULT_IME]),
+    currentIme: DEFAULT_IME,
+    airplaneMode: false,
+    wifi: true,
+    data: true,
+    locationEnabled: true,
+    motionDown: null,
+    installSessions: new Map(),
+  };
   readonly log: DeviceLogger;
   readonly now: () => number;
   /** Ports inside the phone that accept connections (`tcp:PORT` streams). */
@@ -42,7 +82,6 @@ export class Device {
   private readonly closers = new Set<() => void>();
   private uiInstance: PhoneUi | null = null;
   private readonly screenListeners = new Set<() => void>();
-  private readonly launcherApps: () => LauncherApp[];
 
   constructor(options: DeviceOptions) {
     this.now = options.now ?? (() => Date.now());
@@ -51,7 +90,14 @@ export class Device {
     this.settings = new SettingsStore(randomBytes(8).toString('hex'));
     this.logcat = new LogBuffer(this.now);
     this.processes = new ProcessTable(this.now);
-    this.launcherApps = options.launcherApps;
+    this.packages = new PackageManager(this.fs, this.now);
+    this.activity = new ActivityManager(this);
+    // A changed app set redraws the home screen, but never creates the UI just for that.
+    this.packages.onChange(() => this.uiInstance?.appsChanged());
+  }
+
+  launcherApps(): LauncherApp[] {
+    return this.packages.launcherApps();
   }
 
   /** The UI is created on first use so that booting (and idling) allocates no screen. */

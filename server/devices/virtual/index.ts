@@ -6,6 +6,8 @@ import type { BootRequest, DeviceBackend, DevicePhone } from '../types.js';
 import type { DirNode } from './fs.js';
 import { VirtualPhone } from './phone.js';
 import { buildSystemImage } from './system-image.js';
+import type { CommandTable } from './shell/command.js';
+import { createCommandTable } from './shell/commands/index.js';
 
 export interface VirtualBackendOptions {
   /** Simulated boot time in ms (0 in benchmarks). */
@@ -49,6 +51,7 @@ export function createVirtualBackend(options: VirtualBackendOptions): DeviceBack
   const phones = new Set<VirtualPhone>();
   // Built on first boot and shared by every phone of this backend (copy-on-write).
   let systemRoot: DirNode | null = null;
+  let commands: CommandTable | null = null;
   let closed = false;
 
   return {
@@ -59,7 +62,8 @@ export function createVirtualBackend(options: VirtualBackendOptions): DeviceBack
       if (closed) throw new Error('virtual backend is closed');
       await delay(options.bootMs, request.signal);
       systemRoot ??= buildSystemImage();
-      const phone = new VirtualPhone({ systemRoot, log: request.log, host, restoreFrom: request.restoreFrom });
+      commands ??= createCommandTable();
+      const phone = new VirtualPhone({ systemRoot, commands, log: request.log, host, restoreFrom: request.restoreFrom });
       phones.add(phone);
       try {
         await phone.start();

@@ -7,22 +7,31 @@ import type { DirNode } from './fs.js';
 import { DEVICE, PHONE_LABEL, connectBanner } from './identity.js';
 import { DamagedSaveError, restoreDeviceState, saveDeviceState } from './state.js';
 import type { StateParts } from './state.js';
+import type { SavedPackage } from './packages.js';
+
+/** System service state kept in profile saves. */
+interface SavedSystem {
+  appOps: [string, [string, string][]][];
+  notificationListeners: string[];
+  idleWhitelist: string[];
+  wmSize: { w: number; h: number } | null;
+  wmDensity: number | null;
+  enabledImes: string[];
+  currentIme: string;
+}
+import type { CommandTable } from './shell/command.js';
 import { KEYCODE } from './ui/types.js';
 import { PhoneBootError } from '../types.js';
-import type { LauncherApp } from './ui/types.js';
 
 export interface VirtualPhoneOptions {
   systemRoot: DirNode;
   log: DeviceLogger;
   host: string;
+  /** The shell's programs (built once per backend). */
+  commands: CommandTable;
   /** Profile save to continue from, or null for a temporary phone. */
   restoreFrom: string | null;
 }
-
-const BUILT_IN_LAUNCHER_APPS: readonly LauncherApp[] = [
-  { package: 'com.android.settings', label: 'Settings', activity: 'com.android.settings.Settings' },
-  { package: 'com.phonelease.login', label: 'Login', activity: 'com.phonelease.login.LoginActivity' },
-];
 
 export class VirtualPhone implements DevicePhone {
   readonly label = PHONE_LABEL;
@@ -40,9 +49,8 @@ export class VirtualPhone implements DevicePhone {
     this.device = new Device({
       systemRoot: options.systemRoot,
       log: options.log,
-      launcherApps: () => [...BUILT_IN_LAUNCHER_APPS],
     });
-    this.server = new AdbServer({ banner: connectBanner(), resolve: createServiceResolver(this.device), log: options.log });
+    this.server = new AdbServer({ banner: connectBanner(), resolve: createServiceResolver(this.device, options.commands), log: options.log });
   }
 
   get adb(): { host: string; port: number } {
@@ -67,11 +75,36 @@ export class VirtualPhone implements DevicePhone {
   }
 
   private stateParts(): StateParts {
+    const device = this.device;
     return {
-      savePackages: () => null,
-      restorePackages: () => undefined,
-      saveSystem: () => null,
-      restoreSystem: () => undefined,
+      savePackages: (blobs) => device.packages.save(blobs),
+      restorePackages: (state, data) => {
+        if (Array.isArray(state)) device.packages.restore(state as SavedPackage[], data);
+      },
+      saveSystem: (): SavedSystem => {
+        const sys = device.system;
+        return {
+          appOps: [...sys.appOps].map(([pkg, ops]) => [pkg, [...ops]]),
+          notificationListeners: [...sys.notificationListeners],
+          idleWhitelist: [...sys.idleWhitelist],
+          wmSize: sys.wmSize,
+          wmDensity: sys.wmDensity,
+          enabledImes: [...sys.enabledImes],
+          currentIme: sys.currentIme,
+        };
+      },
+      restoreSystem: (state) => {
+        const saved = state as Partial<SavedSystem> | null;
+        if (!saved) return;
+        const sys = device.system;
+        for (const [pkg, ops] of saved.appOps ?? []) sys.appOps.set(pkg, new Map(ops));
+        for (const l of saved.notificationListeners ?? []) sys.notificationListeners.add(l);
+        for (const w of saved.idleWhitelist ?? []) sys.idleWhitelist.add(w);
+        sys.wmSize = saved.wmSize ?? null;
+        sys.wmDensity = saved.wmDensity ?? null;
+        if (saved.enabledImes) sys.enabledImes = new Set(saved.enabledImes);
+        if (saved.currentIme) sys.currentIme = saved.currentIme;
+      },
     };
   }
 
@@ -86,7 +119,7 @@ export class VirtualPhone implements DevicePhone {
   }
 
   async apps(): Promise<AppSummary[]> {
-    return [...BUILT_IN_LAUNCHER_APPS].map((a) => ({ package: a.package, label: a.label }));
+    return this.device.launcherApps().map((a) => ({ package: a.package, label: a.label }));
   }
 
   async input(event: PhoneInput): Promise<void> {

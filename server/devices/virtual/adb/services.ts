@@ -1,14 +1,40 @@
 /** Maps ADB stream destinations (`shell:`, `exec:`, `sync:`, `tcp:` ...) to services. */
 import type { Device } from '../device.js';
+import type { CommandTable } from '../shell/command.js';
 import type { ServiceHandler, ServiceResolver } from './connection.js';
+import { runBinderService, runShellService } from './shell-service.js';
+import { runSyncService } from './sync.js';
 
-export function createServiceResolver(device: Device): ServiceResolver {
+export function createServiceResolver(device: Device, commands: CommandTable): ServiceResolver {
+  const shellOptions = { device, commands };
   return (destination: string): ServiceHandler | null => {
+    if (destination.startsWith('shell:') || destination.startsWith('shell,') || destination.startsWith('exec:')) {
+      return (stream) => runShellService(stream, shellOptions, destination);
+    }
+    if (destination.startsWith('abb:') || destination.startsWith('abb_exec:')) {
+      return (stream) => runBinderService(stream, shellOptions, destination);
+    }
+    if (destination === 'sync:') {
+      return (stream) => runSyncService(stream, { fs: device.fs, log: device.log });
+    }
     const tcp = /^tcp:(?:(?:localhost|127\.0\.0\.1):)?(\d+)$/.exec(destination);
     if (tcp) {
       const handler = device.ports.get(Number(tcp[1]));
       if (!handler) return null;
       return (stream) => handler(stream);
+    }
+    if (destination === 'root:' || destination === 'unroot:' || destination === 'remount:' || destination.startsWith('reboot:')) {
+      return (stream) => {
+        const text =
+          destination === 'root:'
+            ? 'adbd cannot run as root in production builds\n'
+            : destination === 'unroot:'
+              ? 'adbd not running as root\n'
+              : destination === 'remount:'
+                ? 'Not running as root. Try "adb root" first.\n'
+                : 'reboot is not supported on a virtual phone\n';
+        stream.end(text);
+      };
     }
     device.log.debug('virtual adb: unsupported service', { destination });
     return null;

@@ -1,0 +1,228 @@
+/**
+ * The activity manager: starting activities and services, force-stops, and running
+ * instrumentations (the UiAutomator2 server among them). The screen itself is the UI side's;
+ * this decides what runs and tells the UI what to bring to the front.
+ */
+import type { Device } from './device.js';
+import { appUserName } from './packages.js';
+import type { PackageRecord } from './packages.js';
+import type { UiAutomator2Server } from './ui/types.js';
+
+export interface ComponentName {
+  pkg: string;
+  cls: string;
+}
+
+/** `pkg/.Act` when the class is inside the package, else `pkg/full.Class`. */
+export function shortComponent(c: ComponentName): string {
+  return c.cls.startsWith(`${c.pkg}.`) ? `${c.pkg}/${c.cls.slice(c.pkg.length)}` : `${c.pkg}/${c.cls}`;
+}
+
+/** Parses `pkg/.Act` or `pkg/full.Class`. */
+export function parseComponent(spec: string): ComponentName | null {
+  const slash = spec.indexOf('/');
+  if (slash <= 0 || slash === spec.length - 1) return null;
+  const pkg = spec.slice(0, slash);
+  const cls = spec.slice(slash + 1);
+  return { pkg, cls: cls.startsWith('.') ? pkg + cls : cls };
+}
+
+export interface RunningService extends ComponentName {
+  foreground: boolean;
+  startedMs: number;
+}
+
+export interface IntentRequest {
+  component: ComponentName | null;
+  pkg: string | null;
+  action: string | null;
+  categories: string[];
+  data: string | null;
+  flags: number;
+}
+
+export type StartResult =
+  | { ok: true; component: ComponentName; launchState: 'COLD' | 'WARM' | 'HOT'; deliveredToTop: boolean; totalMs: number }
+  | { ok: false; lines: string[] };
+
+/** Creates the UiAutomator2 server while its instrumentation runs. */
+export type UiAutomator2Factory = (device: Device) => UiAutomator2Server;
+
+/** The instrumentation Appium starts; its server listens on device port 6790. */
+export const UIA2_TEST_PACKAGE = 'io.appium.uiautomator2.server.test';
+export const UIA2_SERVER_PACKAGE = 'io.appium.uiautomator2.server';
+export const UIA2_PORT = 6790;
+
+interface RunningInstrumentation {
+  component: ComponentName;
+  target: string;
+  stop: (reason: string) => void;
+}
+
+export class ActivityManager {
+  readonly services = new Map<string, RunningService>();
+  private readonly instrumentations = new Map<string, RunningInstrumentation>();
+  /** Set by the phone once the UiAutomator2 server implementation is available. */
+  uiAutomator2Factory: UiAutomator2Factory | null = null;
+
+  constructor(private readonly device: Device) {}
+
+  private log(priority: 'I' | 'W' | 'E', tag: string, message: string, pid = 860): void {
+    this.device.logcat.add({ pid, tid: pid + 14, priority, tag, message });
+  }
+
+  private startProcess(pkg: PackageRecord, reason: string, component: ComponentName): number {
+    const already = this.device.processes.isRunning(pkg.name);
+    const proc = this.device.processes.start(pkg.name, appUserName(pkg.uid));
+    pkg.stopped = false;
+    if (!already) this.log('I', 'ActivityManager', `Start proc ${proc.pid}:${pkg.name}/${appUserName(pkg.uid).replace('_', '')} for ${reason} {${shortComponent(component)}}`);
+    return proc.pid;
+  }
+
+  /** What `am start` does. */
+  startActivity(req: IntentRequest): StartResult {
+    const packages = this.device.packages;
+    const intentText = describeIntent(req);
+    // The home intent shows the launcher.
+    if (!req.component && req.action === 'android.intent.action.MAIN' && req.categories.includes('android.intent.category.HOME')) {
+      this.device.ui.key(3);
+      return { ok: true, component: { pkg: 'com.android.launcher3', cls: 'com.android.launcher3.Launcher' }, launchState: 'HOT', deliveredToTop: false, totalMs: 12 };
+    }
+    let component = req.component;
+    if (!component) {
+      const pkg = req.pkg ? packages.get(req.pkg) : undefined;
+      const wantsLauncher = req.categories.includes('android.intent.category.LAUNCHER') || req.action === 'android.intent.action.MAIN';
+      if (pkg?.launcherActivity && wantsLauncher) component = { pkg: pkg.name, cls: pkg.launcherActivity };
+      else {
+        const match = pkg?.activities.find((a) => req.action !== null && a.actions.includes(req.action));
+        if (pkg && match) component = { pkg: pkg.name, cls: match.name };
+      }
+      if (!component) return { ok: false, lines: [`Error: Activity not started, unable to resolve ${intentText}`] };
+    }
+    const pkg = packages.get(component.pkg);
+    const activity = pkg?.activities.find((a) => a.name === component.cls);
+    if (!pkg || !activity || !pkg.enabled) {
+      return { ok: false, lines: ['Error type 3', `Error: Activity class {${component.pkg}/${component.cls}} does not exist.`] };
+    }
+    const ui = this.device.ui;
+    const front = ui.foreground();
+    if (front.package === component.pkg && front.activity === component.cls) {
+      return { ok: true, component, launchState: 'HOT', deliveredToTop: true, totalMs: 0 };
+    }
+    const wasRunning = this.device.processes.isRunning(pkg.name);
+    this.log('I', 'ActivityTaskManager', `START u0 {${intentText.slice('Intent { '.length, -2)}} with LAUNCH_MULTIPLE from uid 2000 (BAL_ALLOW_PERMISSION) result code=0`);
+    const pid = this.startProcess(pkg, 'next-top-activity', component);
+    if (pkg.name === 'io.appium.settings' && component.cls === 'io.appium.settings.Settings') {
+      // The Appium Settings activity is transparent: it starts its foreground service and
+      // finishes at once, leaving the screen as it was.
+      this.startService({ pkg: pkg.name, cls: 'io.appium.settings.ForegroundService' }, true);
+      this.log('I', 'AppiumSettings', 'Starting the foreground service', pid);
+    } else if (!ui.launch(component.pkg, component.cls)) {
+      this.log('W', 'ActivityTaskManager', `Activity ${shortComponent(component)} has no window on this device; it runs in the background`);
+    }
+    const totalMs = wasRunning ? 85 : 312;
+    this.log('I', 'ActivityTaskManager', `Displayed ${shortComponent(component)} for user 0: +${totalMs}ms`);
+    return { ok: true, component, launchState: wasRunning ? 'WARM' : 'COLD', deliveredToTop: false, totalMs };
+  }
+
+  startService(c: ComponentName, foreground: boolean): boolean {
+    const pkg = this.device.packages.get(c.pkg);
+    if (!pkg) return false;
+    this.startProcess(pkg, 'service', c);
+    const key = `${c.pkg}/${c.cls}`;
+    const existing = this.services.get(key);
+    this.services.set(key, { ...c, foreground: foreground || (existing?.foreground ?? false), startedMs: existing?.startedMs ?? this.device.now() });
+    return true;
+  }
+
+  stopService(c: ComponentName): boolean {
+    return this.services.delete(`${c.pkg}/${c.cls}`);
+  }
+
+  /** `am force-stop`: closes the app's screens, services, processes and instrumentation. */
+  forceStop(name: string): void {
+    const pkg = this.device.packages.get(name);
+    if (!pkg) return;
+    for (const [key, s] of this.services) if (s.pkg === name) this.services.delete(key);
+    for (const inst of [...this.instrumentations.values()]) {
+      if (inst.component.pkg === name || inst.target === name) inst.stop(`force-stop ${name}`);
+    }
+    if (this.device.hasUi) this.device.ui.forceStop(name);
+    const wasRunning = this.device.processes.stopPackage(name);
+    pkg.stopped = true;
+    if (wasRunning) this.log('I', 'ActivityManager', `Force stopping ${name} appid=${pkg.uid} user=0: from pid ${this.device.processes.transientPid()}`);
+  }
+
+  /** `am kill`: ends background processes only. */
+  kill(name: string): void {
+    const front = this.device.hasUi ? this.device.ui.foreground().package : null;
+    if (front !== name) this.device.processes.stopPackage(name);
+  }
+
+  runningInstrumentations(): ComponentName[] {
+    return [...this.instrumentations.values()].map((i) => i.component);
+  }
+
+  /**
+   * Starts an instrumentation. Returns a promise that settles when it finishes (for -w) and a
+   * stop function; null when it does not exist.
+   */
+  startInstrumentation(
+    component: ComponentName,
+  ): { kind: 'server'; done: Promise<string>; stop: (reason: string) => void } | { kind: 'tests' } | { kind: 'missing' } | { kind: 'crashed'; reason: string } {
+    const owner = this.device.packages.get(component.pkg);
+    const info = owner?.instrumentations.find((i) => i.name === component.cls);
+    if (!owner || !info) return { kind: 'missing' };
+    const target = this.device.packages.get(info.targetPackage);
+    if (!target) return { kind: 'crashed', reason: `Unable to find target package ${info.targetPackage}` };
+    const key = `${component.pkg}/${component.cls}`;
+    this.instrumentations.get(key)?.stop('restarted');
+    this.startProcess(target, 'added application', component);
+    if (component.pkg !== UIA2_TEST_PACKAGE) return { kind: 'tests' };
+    const factory = this.uiAutomator2Factory;
+    if (!factory) {
+      this.device.processes.stopPackage(target.name);
+      return { kind: 'crashed', reason: 'UiAutomator2 server is not available on this phone' };
+    }
+    const server = factory(this.device);
+    this.device.ports.set(UIA2_PORT, (socket) => server.handleConnection(socket));
+    this.log('I', 'AppiumUiAutomator2Server', `Starting Server on port ${UIA2_PORT}`);
+    let finish: (reason: string) => void = () => undefined;
+    const done = new Promise<string>((resolve) => (finish = resolve));
+    let stopped = false;
+    const stop = (reason: string) => {
+      if (stopped) return;
+      stopped = true;
+      this.instrumentations.delete(key);
+      if (this.device.ports.get(UIA2_PORT)) this.device.ports.delete(UIA2_PORT);
+      try {
+        server.close();
+      } catch (error) {
+        this.device.log.debug('virtual phone: UiAutomator2 server close failed', { error: String(error) });
+      }
+      this.device.processes.stopPackage(target.name);
+      this.device.processes.stopPackage(component.pkg);
+      this.log('I', 'AppiumUiAutomator2Server', `Stopping server: ${reason}`);
+      unregister();
+      finish(reason);
+    };
+    const unregister = this.device.onClose(() => stop('phone shut down'));
+    this.instrumentations.set(key, { component, target: target.name, stop });
+    return { kind: 'server', done, stop };
+  }
+
+  saveState(): { services: RunningService[] } {
+    return { services: [...this.services.values()] };
+  }
+}
+
+export function describeIntent(req: IntentRequest): string {
+  const parts: string[] = [];
+  if (req.action) parts.push(`act=${req.action}`);
+  if (req.categories.length > 0) parts.push(`cat=[${req.categories.join(',')}]`);
+  if (req.data) parts.push(`dat=${req.data}`);
+  if (req.flags) parts.push(`flg=0x${req.flags.toString(16)}`);
+  if (req.pkg && !req.component) parts.push(`pkg=${req.pkg}`);
+  if (req.component) parts.push(`cmp=${shortComponent(req.component)}`);
+  return `Intent { ${parts.join(' ')} }`;
+}

@@ -1,0 +1,260 @@
+/**
+ * ADB shell services: `shell:` (v1: raw bytes, stdout and stderr merged, no exit code),
+ * `shell,v2,...:` (framed stdin/stdout/stderr/exit packets), `pty` interactive sessions,
+ * `exec:` (raw, no framing) and `abb:` / `abb_exec:` (binder commands without a shell).
+ */
+import type { CommandTable, Io } from '../shell/command.js';
+import { Interpreter, initialShellState } from '../shell/interpreter.js';
+import type { Input, Output } from '../shell/io.js';
+import { WritableOutput } from '../shell/io.js';
+import type { Device } from '../device.js';
+import type { AdbStream } from './stream.js';
+
+const ID_STDIN = 0;
+const ID_STDOUT = 1;
+const ID_STDERR = 2;
+const ID_EXIT = 3;
+const ID_CLOSE_STDIN = 4;
+const ID_WINDOW_SIZE = 5;
+
+/** A queue of input chunks fed by the stream and read by the shell. */
+class StreamInput implements Input {
+  private readonly chunks: Buffer[] = [];
+  private ended = false;
+  private waiter: (() => void) | null = null;
+
+  push(chunk: Buffer): void {
+    if (this.ended) return;
+    this.chunks.push(chunk);
+    this.wake();
+  }
+
+  end(): void {
+    this.ended = true;
+    this.wake();
+  }
+
+  read(): Promise<Buffer | null> {
+    const next = this.chunks.shift();
+    if (next) return Promise.resolve(next);
+    if (this.ended) return Promise.resolve(null);
+    return new Promise((resolve) => {
+      this.waiter = () => {
+        this.waiter = null;
+        resolve(this.read());
+      };
+    });
+  }
+
+  private wake(): void {
+    this.waiter?.();
+  }
+}
+
+function frame(id: number, data: Buffer): Buffer[] {
+  const header = Buffer.allocUnsafe(5);
+  header[0] = id;
+  header.writeUInt32LE(data.length, 1);
+  return [header, data];
+}
+
+/** An Output that wraps each write in a shell-protocol packet. */
+class PacketOutput implements Output {
+  constructor(
+    private readonly stream: AdbStream,
+    private readonly id: number,
+    private readonly translateNewlines: boolean,
+  ) {}
+  get closed(): boolean {
+    return this.stream.closedByPeer || this.stream.destroyed;
+  }
+  write(data: string | Buffer): void {
+    if (this.closed) return;
+    let buf = typeof data === 'string' ? Buffer.from(data) : data;
+    if (buf.length === 0) return;
+    if (this.translateNewlines) buf = crlf(buf);
+    // Large writes are split so no packet exceeds what the host reads in one go.
+    const max = 256 * 1024;
+    for (let i = 0; i < buf.length; i += max) {
+      for (const part of frame(this.id, buf.subarray(i, i + max))) this.stream.write(part);
+    }
+  }
+  drain(): Promise<void> {
+    return new WritableOutput(this.stream, undefined, () => this.closed).drain();
+  }
+}
+
+/** A terminal turns "\n" into "\r\n". */
+function crlf(buf: Buffer): Buffer {
+  if (!buf.includes(0x0a)) return buf;
+  return Buffer.from(buf.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
+}
+
+/** Parses shell-protocol packets from the host (stdin, close-stdin, window size). */
+function readPackets(stream: AdbStream, input: StreamInput): void {
+  let pending: Buffer = Buffer.alloc(0);
+  stream.on('data', (chunk: Buffer) => {
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+    while (pending.length >= 5) {
+      const len = pending.readUInt32LE(1);
+      if (pending.length < 5 + len) break;
+      const id = pending[0]!;
+      const data = pending.subarray(5, 5 + len);
+      pending = pending.subarray(5 + len);
+      if (id === ID_STDIN) input.push(data);
+      else if (id === ID_CLOSE_STDIN) input.end();
+      else if (id === ID_WINDOW_SIZE) continue;
+    }
+  });
+  stream.on('end', () => input.end());
+}
+
+export interface ShellServiceOptions {
+  device: Device;
+  commands: CommandTable;
+}
+
+type Mode = { protocol: boolean; pty: boolean };
+
+/** Parses `shell[,v2][,TERM=x][,raw|pty]:command`. */
+export function parseShellDestination(destination: string): { mode: Mode; command: string; env: Record<string, string> } | null {
+  const colon = destination.indexOf(':');
+  if (colon < 0) return null;
+  const head = destination.slice(0, colon);
+  const command = destination.slice(colon + 1);
+  const parts = head.split(',');
+  if (parts[0] !== 'shell') return null;
+  const env: Record<string, string> = {};
+  let protocol = false;
+  let type: 'raw' | 'pty' | null = null;
+  for (const p of parts.slice(1)) {
+    if (p === 'v2') protocol = true;
+    else if (p === 'raw' || p === 'pty') type = p;
+    else if (p.startsWith('TERM=')) env.TERM = p.slice(5);
+  }
+  // No type given: a command runs raw, an interactive session gets a pty (adbd's default).
+  const pty = type ? type === 'pty' : command.length === 0;
+  return { mode: { protocol, pty }, command, env };
+}
+
+function finish(stream: AdbStream, protocol: boolean, status: number): void {
+  if (stream.closedByPeer || stream.destroyed) return;
+  if (protocol) for (const part of frame(ID_EXIT, Buffer.from([status & 0xff]))) stream.write(part);
+  stream.end();
+}
+
+function ioFor(stream: AdbStream, mode: Mode): { io: Io; input: StreamInput } {
+  const input = new StreamInput();
+  if (mode.protocol) {
+    readPackets(stream, input);
+    const stdout = new PacketOutput(stream, ID_STDOUT, mode.pty);
+    // A pty merges stderr into the terminal.
+    const stderr = mode.pty ? stdout : new PacketOutput(stream, ID_STDERR, false);
+    return { io: { stdin: input, stdout, stderr }, input };
+  }
+  stream.on('data', (chunk: Buffer) => input.push(chunk));
+  stream.on('end', () => input.end());
+  const out = new WritableOutput(stream, mode.pty ? crlf : undefined, () => stream.closedByPeer || stream.destroyed);
+  return { io: { stdin: input, stdout: out, stderr: out }, input };
+}
+
+export function runShellService(stream: AdbStream, options: ShellServiceOptions, destination: string): void {
+  const parsed = destination.startsWith('exec:')
+    ? { mode: { protocol: false, pty: false }, command: destination.slice(5), env: {} }
+    : parseShellDestination(destination);
+  if (!parsed) {
+    stream.end();
+    return;
+  }
+  const { mode, command, env } = parsed;
+  const { io } = ioFor(stream, mode);
+  const shell = new Interpreter(options.device, options.commands, initialShellState(options.device, env));
+  const run = command.length > 0 ? shell.run(command, io, stream.signal) : interactive(shell, io, mode.pty, stream.signal);
+  run.then(
+    (status) => finish(stream, mode.protocol, status),
+    (error: unknown) => {
+      options.device.log.debug('virtual shell: session failed', { destination, error: String(error) });
+      io.stderr.write(`/system/bin/sh: ${String(error)}\n`);
+      finish(stream, mode.protocol, 1);
+    },
+  );
+}
+
+/** An interactive session: reads lines from stdin and runs each (with a prompt on a pty). */
+async function interactive(shell: Interpreter, io: Io, pty: boolean, signal: AbortSignal): Promise<number> {
+  const prompt = () => {
+    if (pty) io.stdout.write(`shiba:/ $ `);
+  };
+  prompt();
+  let line = '';
+  for (;;) {
+    const chunk = await io.stdin.read();
+    if (chunk === null) break;
+    for (const ch of chunk.toString('utf8')) {
+      if (pty && (ch === '\x03')) {
+        line = '';
+        io.stdout.write('^C\n');
+        prompt();
+        continue;
+      }
+      if (pty && ch === '\x04' && line === '') return shell.status;
+      if (pty && (ch === '\x7f' || ch === '\b')) {
+        if (line.length > 0) {
+          line = line.slice(0, -1);
+          io.stdout.write('\b \b');
+        }
+        continue;
+      }
+      if (ch === '\r' || ch === '\n') {
+        if (pty) io.stdout.write('\n');
+        const source = line;
+        line = '';
+        if (source.trim().length > 0) {
+          // stdin belongs to the terminal, not to the command
+          await shell.run(source, { ...io, stdin: { read: () => Promise.resolve(null) } }, signal);
+          if (shell.exited || signal.aborted) return shell.status;
+        }
+        prompt();
+        continue;
+      }
+      line += ch;
+      if (pty) io.stdout.write(ch);
+    }
+  }
+  if (line.trim().length > 0) await shell.run(line, { ...io, stdin: { read: () => Promise.resolve(null) } }, signal);
+  return shell.status;
+}
+
+/** `abb:` (shell protocol) and `abb_exec:` (raw): `SERVICE\0arg\0arg...`, run as `cmd`. */
+export function runBinderService(stream: AdbStream, options: ShellServiceOptions, destination: string): void {
+  const raw = destination.startsWith('abb_exec:');
+  const argv = destination.slice(raw ? 'abb_exec:'.length : 'abb:'.length).split('\0');
+  const mode: Mode = { protocol: !raw, pty: false };
+  const { io } = ioFor(stream, mode);
+  const cmd = options.commands.get('cmd');
+  if (!cmd) {
+    finish(stream, mode.protocol, 20);
+    return;
+  }
+  const state = initialShellState(options.device);
+  const shell = new Interpreter(options.device, options.commands, state);
+  Promise.resolve(
+    cmd({
+      name: 'cmd',
+      args: argv,
+      device: options.device,
+      env: state.vars,
+      cwd: '/',
+      signal: stream.signal,
+      ...io,
+      runShell: (source, childIo) => shell.run(source, childIo, stream.signal),
+    }),
+  ).then(
+    (status) => finish(stream, mode.protocol, status),
+    (error: unknown) => {
+      options.device.log.debug('virtual abb: command failed', { argv, error: String(error) });
+      io.stderr.write(`${String(error)}\n`);
+      finish(stream, mode.protocol, 1);
+    },
+  );
+}

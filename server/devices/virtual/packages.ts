@@ -1,0 +1,363 @@
+/**
+ * The package manager: built-in system packages (shared definitions) plus apps installed
+ * from real APK bytes, with what pm, dumpsys package and the launcher need.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { ApkError, readApk } from './apk/manifest.js';
+import type { ApkInfo, ComponentInfo, InstrumentationInfo } from './apk/manifest.js';
+import type { VirtualFs } from './fs.js';
+import type { LauncherApp } from './ui/types.js';
+
+export interface PackageRecord {
+  name: string;
+  versionCode: number;
+  versionName: string;
+  label: string;
+  launcherActivity: string | null;
+  activities: ComponentInfo[];
+  services: ComponentInfo[];
+  instrumentations: InstrumentationInfo[];
+  requestedPermissions: string[];
+  granted: Set<string>;
+  system: boolean;
+  /** Directory holding base.apk. */
+  codePath: string;
+  apkPath: string;
+  uid: number;
+  firstInstallMs: number;
+  lastUpdateMs: number;
+  installer: string | null;
+  enabled: boolean;
+  debuggable: boolean;
+  minSdk: number | null;
+  targetSdk: number | null;
+  /** Set by force-stop until the app runs again. */
+  stopped: boolean;
+}
+
+/** Runtime ("dangerous") permissions: granted only with -g, pm grant or the user. */
+export const RUNTIME_PERMISSIONS = new Set(
+  [
+    'ACCESS_FINE_LOCATION', 'ACCESS_COARSE_LOCATION', 'ACCESS_BACKGROUND_LOCATION', 'ACCESS_MEDIA_LOCATION', 'ACTIVITY_RECOGNITION',
+    'ANSWER_PHONE_CALLS', 'BLUETOOTH_ADVERTISE', 'BLUETOOTH_CONNECT', 'BLUETOOTH_SCAN', 'BODY_SENSORS', 'CALL_PHONE', 'CAMERA',
+    'GET_ACCOUNTS', 'NEARBY_WIFI_DEVICES', 'POST_NOTIFICATIONS', 'READ_CALENDAR', 'READ_CALL_LOG', 'READ_CONTACTS',
+    'READ_EXTERNAL_STORAGE', 'READ_MEDIA_AUDIO', 'READ_MEDIA_IMAGES', 'READ_MEDIA_VIDEO', 'READ_PHONE_NUMBERS', 'READ_PHONE_STATE',
+    'READ_SMS', 'RECEIVE_MMS', 'RECEIVE_SMS', 'RECORD_AUDIO', 'SEND_SMS', 'UWB_RANGING', 'WRITE_CALENDAR', 'WRITE_CALL_LOG',
+    'WRITE_CONTACTS', 'WRITE_EXTERNAL_STORAGE',
+  ].map((p) => `android.permission.${p}`),
+);
+
+interface BuiltIn {
+  name: string;
+  label: string;
+  dir: string;
+  apk: string;
+  uid: number;
+  versionCode: number;
+  versionName: string;
+  activities?: string[];
+  launcher?: string;
+}
+
+/** The system packages every phone has; Settings and Login are drawn by the UI side. */
+const BUILT_INS: readonly BuiltIn[] = [
+  { name: 'android', label: 'Android System', dir: '/system/framework', apk: 'framework-res.apk', uid: 1000, versionCode: 34, versionName: '14' },
+  { name: 'com.android.settings', label: 'Settings', dir: '/system_ext/priv-app/Settings', apk: 'Settings.apk', uid: 1000, versionCode: 34, versionName: '14', activities: ['com.android.settings.Settings', 'com.android.settings.SubSettings'], launcher: 'com.android.settings.Settings' },
+  { name: 'com.phonelease.login', label: 'Login', dir: '/system/app/Login', apk: 'Login.apk', uid: 10120, versionCode: 1, versionName: '1.0', activities: ['com.phonelease.login.LoginActivity'], launcher: 'com.phonelease.login.LoginActivity' },
+  { name: 'com.android.launcher3', label: 'Pixel Launcher', dir: '/system_ext/priv-app/Launcher3QuickStep', apk: 'Launcher3QuickStep.apk', uid: 10153, versionCode: 34, versionName: '14', activities: ['com.android.launcher3.Launcher'] },
+  { name: 'com.android.systemui', label: 'System UI', dir: '/system_ext/priv-app/SystemUI', apk: 'SystemUI.apk', uid: 10201, versionCode: 34, versionName: '14' },
+  { name: 'com.android.shell', label: 'Shell', dir: '/system/priv-app/Shell', apk: 'Shell.apk', uid: 2000, versionCode: 34, versionName: '14' },
+  { name: 'com.android.phone', label: 'Phone Services', dir: '/system/priv-app/TeleService', apk: 'TeleService.apk', uid: 1001, versionCode: 34, versionName: '14' },
+  { name: 'com.android.providers.settings', label: 'Settings Storage', dir: '/system/priv-app/SettingsProvider', apk: 'SettingsProvider.apk', uid: 1000, versionCode: 34, versionName: '14' },
+  { name: 'com.android.providers.media.module', label: 'Media Storage', dir: '/apex/com.android.mediaprovider/priv-app/MediaProvider', apk: 'MediaProvider.apk', uid: 10160, versionCode: 340000000, versionName: '14' },
+  { name: 'com.android.providers.contacts', label: 'Contacts Storage', dir: '/system/priv-app/ContactsProvider', apk: 'ContactsProvider.apk', uid: 10102, versionCode: 34, versionName: '14' },
+  { name: 'com.android.providers.downloads', label: 'Download Manager', dir: '/system/priv-app/DownloadProvider', apk: 'DownloadProvider.apk', uid: 10104, versionCode: 34, versionName: '14' },
+  { name: 'com.android.packageinstaller', label: 'Package installer', dir: '/system/priv-app/PackageInstaller', apk: 'PackageInstaller.apk', uid: 10105, versionCode: 34, versionName: '14' },
+  { name: 'com.android.permissioncontroller', label: 'Permission controller', dir: '/apex/com.android.permission/priv-app/PermissionController', apk: 'PermissionController.apk', uid: 10106, versionCode: 340000000, versionName: '14' },
+  { name: 'com.android.keychain', label: 'Key Chain', dir: '/system/app/KeyChain', apk: 'KeyChain.apk', uid: 1000, versionCode: 34, versionName: '14' },
+  { name: 'com.android.location.fused', label: 'Fused Location', dir: '/system/priv-app/FusedLocation', apk: 'FusedLocation.apk', uid: 1000, versionCode: 34, versionName: '14' },
+  { name: 'com.android.bluetooth', label: 'Bluetooth', dir: '/apex/com.android.btservices/app/Bluetooth', apk: 'Bluetooth.apk', uid: 1002, versionCode: 34, versionName: '14' },
+  { name: 'com.android.documentsui', label: 'Files', dir: '/system/priv-app/DocumentsUI', apk: 'DocumentsUI.apk', uid: 10107, versionCode: 34, versionName: '14' },
+  { name: 'com.android.webview', label: 'Android System WebView', dir: '/system/app/webview', apk: 'webview.apk', uid: 10108, versionCode: 609911233, versionName: '120.0.6099.112' },
+  { name: 'com.google.android.inputmethod.latin', label: 'Gboard', dir: '/product/app/LatinIMEGooglePrebuilt', apk: 'LatinIMEGooglePrebuilt.apk', uid: 10170, versionCode: 135001, versionName: '13.5' },
+  { name: 'com.android.externalstorage', label: 'External Storage', dir: '/system/priv-app/ExternalStorageProvider', apk: 'ExternalStorageProvider.apk', uid: 10109, versionCode: 34, versionName: '14' },
+  { name: 'com.android.inputdevices', label: 'Input Devices', dir: '/system/priv-app/InputDevices', apk: 'InputDevices.apk', uid: 1000, versionCode: 34, versionName: '14' },
+  { name: 'com.android.server.telecom', label: 'Call Management', dir: '/system/priv-app/Telecom', apk: 'Telecom.apk', uid: 1000, versionCode: 34, versionName: '14' },
+];
+
+export interface InstallOptions {
+  /** -r: replace an installed package. */
+  replace: boolean;
+  /** -g: grant every runtime permission the app requests. */
+  grantAll: boolean;
+  /** -d: allow a lower versionCode. */
+  allowDowngrade: boolean;
+  /** -t: allow test-only packages (always allowed here). */
+  installer?: string;
+}
+
+export type InstallResult = { ok: true; record: PackageRecord } | { ok: false; failure: string };
+
+const BASE_TIME = Date.UTC(2024, 0, 1);
+
+function builtInRecord(b: BuiltIn): PackageRecord {
+  const activities = (b.activities ?? []).map((name) => ({
+    name,
+    exported: true,
+    actions: name === b.launcher ? ['android.intent.action.MAIN'] : [],
+    categories: name === b.launcher ? ['android.intent.category.LAUNCHER'] : name === 'com.android.launcher3.Launcher' ? ['android.intent.category.HOME'] : [],
+  }));
+  return {
+    name: b.name,
+    versionCode: b.versionCode,
+    versionName: b.versionName,
+    label: b.label,
+    launcherActivity: b.launcher ?? null,
+    activities,
+    services: [],
+    instrumentations: [],
+    requestedPermissions: [],
+    granted: new Set(),
+    system: true,
+    codePath: b.dir,
+    apkPath: `${b.dir}/${b.apk}`,
+    uid: b.uid,
+    firstInstallMs: BASE_TIME,
+    lastUpdateMs: BASE_TIME,
+    installer: null,
+    enabled: true,
+    debuggable: false,
+    minSdk: 34,
+    targetSdk: 34,
+    stopped: false,
+  };
+}
+
+/** Saved form of an installed package (the APK itself goes into the save's data file). */
+export interface SavedPackage {
+  name: string;
+  codePath: string;
+  uid: number;
+  firstInstallMs: number;
+  lastUpdateMs: number;
+  installer: string | null;
+  granted: string[];
+  enabled: boolean;
+  apk: { offset: number; size: number };
+}
+
+export class PackageManager {
+  private readonly packages = new Map<string, PackageRecord>();
+  /** Install order of non-system packages (the launcher lists them in this order). */
+  private installed: string[] = [];
+  private nextUid = 10190;
+  private readonly listeners = new Set<() => void>();
+
+  constructor(
+    private readonly fs: VirtualFs,
+    private readonly now: () => number,
+  ) {
+    for (const b of BUILT_INS) this.packages.set(b.name, builtInRecord(b));
+  }
+
+  get(name: string): PackageRecord | undefined {
+    return this.packages.get(name);
+  }
+
+  all(): PackageRecord[] {
+    return [...this.packages.values()];
+  }
+
+  thirdParty(): PackageRecord[] {
+    return this.installed.map((n) => this.packages.get(n)).filter((p): p is PackageRecord => p !== undefined);
+  }
+
+  /** Launcher apps for the home screen: the UI's built-in apps, then installs in order. */
+  launcherApps(): LauncherApp[] {
+    const out: LauncherApp[] = [];
+    for (const name of ['com.android.settings', 'com.phonelease.login', ...this.installed]) {
+      const p = this.packages.get(name);
+      if (p?.launcherActivity && p.enabled) out.push({ package: p.name, label: p.label, activity: p.launcherActivity });
+    }
+    return out;
+  }
+
+  /** Called after installs and uninstalls (the UI redraws the home screen). */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  instrumentations(): { pkg: PackageRecord; info: InstrumentationInfo }[] {
+    return this.all().flatMap((pkg) => pkg.instrumentations.map((info) => ({ pkg, info })));
+  }
+
+  install(apk: Buffer, options: InstallOptions): InstallResult {
+    let info: ApkInfo;
+    try {
+      info = readApk(apk);
+    } catch (error) {
+      const reason = error instanceof ApkError ? error.message : `failed to parse: ${(error as Error).message}`;
+      return { ok: false, failure: `INSTALL_PARSE_FAILED_NOT_APK: Failed parse during installPackageLI: ${reason}` };
+    }
+    const existing = this.packages.get(info.package);
+    if (existing) {
+      if (existing.system) {
+        return { ok: false, failure: `INSTALL_FAILED_UPDATE_INCOMPATIBLE: Existing package ${info.package} signatures do not match newer version; ignoring!` };
+      }
+      if (!options.replace) {
+        return { ok: false, failure: `INSTALL_FAILED_ALREADY_EXISTS: Attempt to re-install ${info.package} without first uninstalling.` };
+      }
+      if (info.versionCode < existing.versionCode && !options.allowDowngrade) {
+        return {
+          ok: false,
+          failure: `INSTALL_FAILED_VERSION_DOWNGRADE: Downgrade detected: Update version code ${info.versionCode} is older than current ${existing.versionCode}`,
+        };
+      }
+    }
+    if (info.minSdk !== null && info.minSdk > 34) {
+      return { ok: false, failure: `INSTALL_FAILED_OLDER_SDK: Failed parse during installPackageLI: /data/app/vmdl.tmp/base.apk (at Binary XML file line #7): Requires newer sdk version #${info.minSdk} (current version is #34)` };
+    }
+    const now = this.now();
+    if (existing) this.removeCode(existing);
+    const codePath = `/data/app/~~${token()}==/${info.package}-${token()}==`;
+    const record: PackageRecord = {
+      name: info.package,
+      versionCode: info.versionCode,
+      versionName: info.versionName,
+      label: info.label,
+      launcherActivity: info.launcherActivity,
+      activities: info.activities,
+      services: info.services,
+      instrumentations: info.instrumentations,
+      requestedPermissions: info.permissions,
+      granted: new Set(existing?.granted ?? []),
+      system: false,
+      codePath,
+      apkPath: `${codePath}/base.apk`,
+      uid: existing?.uid ?? this.nextUid++,
+      firstInstallMs: existing?.firstInstallMs ?? now,
+      lastUpdateMs: now,
+      installer: options.installer ?? 'com.android.shell',
+      enabled: true,
+      debuggable: info.debuggable,
+      minSdk: info.minSdk,
+      targetSdk: info.targetSdk,
+      stopped: true,
+    };
+    for (const p of record.requestedPermissions) {
+      if (!RUNTIME_PERMISSIONS.has(p) || options.grantAll) record.granted.add(p);
+    }
+    this.fs.mkdir(codePath, { root: true, parents: true, mode: 0o775 });
+    this.fs.writeFile(record.apkPath, apk, { root: true, mode: 0o644 });
+    if (!existing) {
+      this.fs.mkdir(`/data/data/${record.name}`, { root: true, parents: true, mode: 0o700 });
+      this.installed.push(record.name);
+    }
+    this.packages.set(record.name, record);
+    this.changed();
+    return { ok: true, record };
+  }
+
+  /** Removes an installed app; system packages cannot be removed. */
+  uninstall(name: string, keepData = false): boolean {
+    const p = this.packages.get(name);
+    if (!p || p.system) return false;
+    this.removeCode(p);
+    if (!keepData) {
+      try {
+        this.fs.remove(`/data/data/${name}`, { root: true, recursive: true });
+      } catch {
+        // already gone
+      }
+    }
+    this.packages.delete(name);
+    this.installed = this.installed.filter((n) => n !== name);
+    this.changed();
+    return true;
+  }
+
+  /** `pm clear`: forgets the app's data directory. */
+  clearData(name: string): boolean {
+    const p = this.packages.get(name);
+    if (!p) return false;
+    if (!p.system) this.fs.resetDir(`/data/data/${name}`, 0o700, p.uid, p.uid);
+    return true;
+  }
+
+  setEnabled(name: string, enabled: boolean): boolean {
+    const p = this.packages.get(name);
+    if (!p) return false;
+    p.enabled = enabled;
+    this.changed();
+    return true;
+  }
+
+  /** Stable hex id for `Package [x] (hash):` lines. */
+  static hashOf(name: string): string {
+    return createHash('sha1').update(name).digest('hex').slice(0, 7);
+  }
+
+  save(blobs: { add(data: Buffer): { offset: number; size: number } }): SavedPackage[] {
+    return this.thirdParty().map((p) => ({
+      name: p.name,
+      codePath: p.codePath,
+      uid: p.uid,
+      firstInstallMs: p.firstInstallMs,
+      lastUpdateMs: p.lastUpdateMs,
+      installer: p.installer,
+      granted: [...p.granted],
+      enabled: p.enabled,
+      apk: blobs.add(this.fs.readFile(p.apkPath)),
+    }));
+  }
+
+  restore(saved: SavedPackage[], data: Buffer): void {
+    for (const s of saved) {
+      const apk = data.subarray(s.apk.offset, s.apk.offset + s.apk.size);
+      const result = this.install(apk, { replace: true, grantAll: false, allowDowngrade: true, installer: s.installer ?? undefined });
+      if (!result.ok) continue;
+      const r = result.record;
+      // Keep the identity the app had (paths, uid, times, grants) as a rebooted phone would.
+      this.removeCode(r);
+      r.codePath = s.codePath;
+      r.apkPath = `${s.codePath}/base.apk`;
+      this.fs.mkdir(r.codePath, { root: true, parents: true, mode: 0o775 });
+      this.fs.writeFile(r.apkPath, apk, { root: true, mode: 0o644 });
+      r.uid = s.uid;
+      r.firstInstallMs = s.firstInstallMs;
+      r.lastUpdateMs = s.lastUpdateMs;
+      r.granted = new Set(s.granted);
+      r.enabled = s.enabled;
+      this.nextUid = Math.max(this.nextUid, s.uid + 1);
+    }
+    this.changed();
+  }
+
+  private removeCode(p: PackageRecord): void {
+    try {
+      this.fs.remove(p.codePath, { root: true, recursive: true });
+      const parent = p.codePath.slice(0, p.codePath.lastIndexOf('/'));
+      if (parent !== '/data/app' && this.fs.readdir(parent).length === 0) this.fs.remove(parent, { root: true, recursive: true });
+    } catch {
+      // nothing to remove
+    }
+  }
+
+  private changed(): void {
+    for (const l of this.listeners) l();
+  }
+}
+
+function token(): string {
+  return randomBytes(16).toString('base64url').slice(0, 22);
+}
+
+export function appUserName(uid: number): string {
+  if (uid === 1000) return 'system';
+  if (uid === 2000) return 'shell';
+  if (uid === 1001) return 'radio';
+  if (uid === 1002) return 'bluetooth';
+  if (uid >= 10000) return `u0_a${uid - 10000}`;
+  return String(uid);
+}

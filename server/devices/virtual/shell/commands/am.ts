@@ -1,0 +1,291 @@
+/** `am` (activity manager) and `monkey`: starting apps and services, instrumentation. */
+import { UIA2_PORT, describeIntent, parseComponent, shortComponent } from '../../activity.js';
+import type { ComponentName, IntentRequest } from '../../activity.js';
+import type { CommandContext, CommandFn } from '../command.js';
+
+/** Intent options that take no argument. */
+const NO_ARG = new Set([
+  '-W', '-S', '-D', '-N', '--grant-read-uri-permission', '--grant-write-uri-permission', '--grant-persistable-uri-permission',
+  '--grant-prefix-uri-permission', '--debug-log-resolution', '--exclude-stopped-packages', '--include-stopped-packages',
+  '--activity-brought-to-front', '--activity-clear-top', '--activity-clear-when-task-reset', '--activity-exclude-from-recents',
+  '--activity-launched-from-history', '--activity-multiple-task', '--activity-no-animation', '--activity-no-history',
+  '--activity-no-user-action', '--activity-previous-is-top', '--activity-reorder-to-front', '--activity-reset-task-if-needed',
+  '--activity-single-top', '--activity-clear-task', '--activity-task-on-home', '--activity-match-external',
+  '--receiver-registered-only', '--receiver-replace-pending', '--receiver-foreground', '--receiver-no-abort',
+  '--receiver-include-background', '--selector', '--track-allocation', '--start-profiler', '--streaming', '--sampling',
+  '--allow-background-activity-starts', '--async', '--esn', '-R',
+]);
+/** Extras take a key and a value. */
+const EXTRA = new Set(['-e', '--es', '--ez', '--ei', '--el', '--ef', '--ed', '--eu', '--ecn', '--eia', '--eial', '--ela', '--elal', '--efa', '--efal', '--esa', '--esal']);
+const ONE_ARG = new Set(['--user', '-P', '--windowingMode', '--activityType', '--display', '--task', '--attribution-tag', '-t', '--receiver-permission', '--start-profiler', '--sampling']);
+
+interface ParsedIntent extends IntentRequest {
+  wait: boolean;
+  stopFirst: boolean;
+}
+
+function parseIntent(args: string[]): ParsedIntent | string {
+  const intent: ParsedIntent = { component: null, pkg: null, action: null, categories: [], data: null, flags: 0, wait: false, stopFirst: false };
+  const positional: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '-W') intent.wait = true;
+    else if (a === '-S') intent.stopFirst = true;
+    else if (a === '-a') intent.action = args[++i] ?? null;
+    else if (a === '-c') intent.categories.push(args[++i] ?? '');
+    else if (a === '-d') intent.data = args[++i] ?? null;
+    else if (a === '-p') intent.pkg = args[++i] ?? null;
+    else if (a === '-f') intent.flags = Number(args[++i]) || 0;
+    else if (a === '-n') {
+      const c = parseComponent(args[++i] ?? '');
+      if (!c) return `Bad component name: ${args[i] ?? ''}`;
+      intent.component = c;
+    } else if (a === '--esn') i++;
+    else if (EXTRA.has(a)) i += 2;
+    else if (ONE_ARG.has(a)) i++;
+    else if (NO_ARG.has(a) || a.startsWith('--activity-') || a.startsWith('--receiver-')) continue;
+    else if (a.startsWith('-')) return `Unknown option: ${a}`;
+    else positional.push(a);
+  }
+  for (const p of positional) {
+    const c = p.includes('/') && !p.includes(':') ? parseComponent(p) : null;
+    if (c) intent.component = c;
+    else if (p.includes(':')) intent.data = p;
+    else intent.pkg = p;
+  }
+  return intent;
+}
+
+function amStart(ctx: CommandContext, args: string[]): number {
+  const intent = parseIntent(args);
+  if (typeof intent === 'string') {
+    ctx.stderr.write(`Error: ${intent}\n`);
+    return 255;
+  }
+  const am = ctx.device.activity;
+  if (intent.stopFirst && intent.component) am.forceStop(intent.component.pkg);
+  ctx.stdout.write(`Starting: ${describeIntent(intent)}\n`);
+  const result = am.startActivity(intent);
+  if (!result.ok) {
+    for (const l of result.lines) ctx.stdout.write(`${l}\n`);
+    return 0;
+  }
+  if (result.deliveredToTop) {
+    ctx.stdout.write('Warning: Activity not started, intent has been delivered to currently running top-most instance.\n');
+  }
+  if (intent.wait) {
+    ctx.stdout.write(
+      result.deliveredToTop
+        ? `Status: ok\nLaunchState: UNKNOWN (0)\nActivity: ${shortComponent(result.component)}\nWaitTime: 4\nComplete\n`
+        : `Status: ok\nLaunchState: ${result.launchState}\nActivity: ${shortComponent(result.component)}\nTotalTime: ${result.totalMs}\nWaitTime: ${result.totalMs + 3}\nComplete\n`,
+    );
+  }
+  return 0;
+}
+
+function amService(ctx: CommandContext, args: string[], foreground: boolean): number {
+  const intent = parseIntent(args);
+  if (typeof intent === 'string') {
+    ctx.stderr.write(`Error: ${intent}\n`);
+    return 255;
+  }
+  const c = intent.component;
+  const pkg = c ? ctx.device.packages.get(c.pkg) : undefined;
+  if (!c || !pkg || !pkg.services.some((s) => s.name === c.cls)) {
+    ctx.stdout.write(`Starting service: ${describeIntent(intent)}\n`);
+    ctx.stderr.write('Error: Not found; no service started.\n');
+    return 255;
+  }
+  ctx.stdout.write(`Starting service: ${describeIntent(intent)}\n`);
+  ctx.device.activity.startService(c, foreground);
+  return 0;
+}
+
+function amStopService(ctx: CommandContext, args: string[]): number {
+  const intent = parseIntent(args);
+  if (typeof intent === 'string' || !intent.component) {
+    ctx.stderr.write('Error: no service specified\n');
+    return 255;
+  }
+  ctx.stdout.write(`Stopping service: ${describeIntent(intent)}\n`);
+  if (ctx.device.activity.stopService(intent.component)) ctx.stdout.write('Service stopped\n');
+  else ctx.stdout.write('Service not stopped: Unable to find service to stop\n');
+  return 0;
+}
+
+async function amInstrument(ctx: CommandContext, args: string[]): Promise<number> {
+  let wait = false;
+  let raw = false;
+  let component: ComponentName | null = null;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '-w') wait = true;
+    else if (a === '-r') raw = true;
+    else if (a === '-e') i += 2;
+    else if (a === '-p' || a === '--user' || a === '--abi' || a === '-c') i++;
+    else if (a.startsWith('-')) continue;
+    else component = parseComponent(a);
+  }
+  if (!component) {
+    ctx.stderr.write('Error: Bad component name\n');
+    return 255;
+  }
+  const started = ctx.device.activity.startInstrumentation(component);
+  const name = `ComponentInfo{${component.pkg}/${component.cls}}`;
+  switch (started.kind) {
+    case 'missing':
+      ctx.stdout.write(`INSTRUMENTATION_STATUS: Error=Unable to find instrumentation info for: ${name}\nINSTRUMENTATION_STATUS_CODE: -1\n`);
+      ctx.stderr.write(`android.util.AndroidException: INSTRUMENTATION_FAILED: ${component.pkg}/${component.cls}\n`);
+      return 1;
+    case 'crashed':
+      ctx.stdout.write(`INSTRUMENTATION_RESULT: shortMsg=Process crashed.\nINSTRUMENTATION_CODE: 0\n`);
+      ctx.device.logcat.add({ pid: 860, tid: 900, priority: 'E', tag: 'ActivityManager', message: `Instrumentation ${name} failed: ${started.reason}` });
+      return 0;
+    case 'tests':
+      if (wait) {
+        ctx.stdout.write(raw ? 'INSTRUMENTATION_RESULT: stream=\n\nTime: 0.01\n\nOK (0 tests)\n\n\nINSTRUMENTATION_CODE: -1\n' : '\nTime: 0.01\n\nOK (0 tests)\n\n\n');
+      }
+      return 0;
+    case 'server': {
+      if (!wait) return 0;
+      ctx.stdout.write(`${raw ? 'INSTRUMENTATION_STATUS: class=io.appium.uiautomator2.server.test.AppiumUiAutomator2Server\n' : ''}io.appium.uiautomator2.server.test.AppiumUiAutomator2Server:\n`);
+      // The caller holding the stream open is what keeps the server alive (Appium closes it).
+      const onAbort = () => started.stop('instrumentation stream closed');
+      ctx.signal.addEventListener('abort', onAbort, { once: true });
+      try {
+        const reason = await started.done;
+        if (!ctx.signal.aborted) {
+          ctx.stdout.write(`INSTRUMENTATION_RESULT: shortMsg=Process crashed.\nINSTRUMENTATION_CODE: 0\n`);
+          ctx.device.log.debug('virtual phone: UiAutomator2 instrumentation ended', { reason, port: UIA2_PORT });
+        }
+      } finally {
+        ctx.signal.removeEventListener('abort', onAbort);
+      }
+      return 0;
+    }
+  }
+}
+
+function broadcast(ctx: CommandContext, args: string[]): number {
+  const intent = parseIntent(args);
+  if (typeof intent === 'string') {
+    ctx.stderr.write(`Error: ${intent}\n`);
+    return 255;
+  }
+  ctx.stdout.write(`Broadcasting: ${describeIntent({ ...intent, flags: intent.flags | 0x400000 })}\n`);
+  ctx.device.logcat.add({ pid: 860, tid: 900, priority: 'D', tag: 'ActivityManager', message: `Broadcast ${intent.action ?? '(no action)'} from shell` });
+  ctx.stdout.write('Broadcast completed: result=0\n');
+  return 0;
+}
+
+const AM_USAGE = `Activity manager (activity) commands:
+  help
+  start-activity [-D] [-N] [-W] [-P <FILE>] [--start-profiler <FILE>] [-S] [--user <USER_ID> | current] <INTENT>
+  start-service [--user <USER_ID> | current] <INTENT>
+  start-foreground-service [--user <USER_ID> | current] <INTENT>
+  stop-service [--user <USER_ID> | current] <INTENT>
+  broadcast [--user <USER_ID> | all | current] <INTENT>
+  instrument [-r] [-e <NAME> <VALUE>] [-p <FILE>] [-w] [--user <USER_ID> | current] <COMPONENT>
+  force-stop [--user <USER_ID> | all | current] <PACKAGE>
+  kill [--user <USER_ID> | all | current] <PACKAGE>
+  kill-all
+  get-current-user
+`;
+
+export const am: CommandFn = async (ctx) => {
+  const [verb, ...args] = ctx.args;
+  const device = ctx.device;
+  const pkgArg = () => args.filter((a, i) => !a.startsWith('-') && args[i - 1] !== '--user')[0];
+  switch (verb) {
+    case 'start':
+    case 'start-activity':
+      return amStart(ctx, args);
+    case 'startservice':
+    case 'start-service':
+      return amService(ctx, args, false);
+    case 'start-foreground-service':
+    case 'startforegroundservice':
+      return amService(ctx, args, true);
+    case 'stopservice':
+    case 'stop-service':
+      return amStopService(ctx, args);
+    case 'broadcast':
+      return broadcast(ctx, args);
+    case 'instrument':
+      return amInstrument(ctx, args);
+    case 'force-stop': {
+      const name = pkgArg();
+      if (name) device.activity.forceStop(name);
+      return 0;
+    }
+    case 'kill': {
+      const name = pkgArg();
+      if (name) device.activity.kill(name);
+      return 0;
+    }
+    case 'kill-all':
+      return 0;
+    case 'get-current-user':
+      ctx.stdout.write('0\n');
+      return 0;
+    case 'get-inactive':
+      ctx.stdout.write('Idle=false\n');
+      return 0;
+    case 'send-trim-memory':
+    case 'set-inactive':
+    case 'set-standby-bucket':
+    case 'set-debug-app':
+    case 'clear-debug-app':
+    case 'idle-maintenance':
+    case 'make-uid-idle':
+    case 'compat':
+    case 'set-stop-user-on-switch':
+      return 0;
+    case 'stack':
+    case 'task':
+      if (args[0] === 'list') {
+        const f = device.ui.foreground();
+        ctx.stdout.write(`RootTask id=1 bounds=[0,0][720,1280] displayId=0 userId=0\n  taskId=1: ${shortComponent({ pkg: f.package, cls: f.activity })} bounds=[0,0][720,1280] userId=0 visible=true\n`);
+      }
+      return 0;
+    case undefined:
+    case 'help':
+      ctx.stdout.write(AM_USAGE);
+      return 0;
+    default:
+      ctx.stderr.write(`Unknown command: ${verb}\n`);
+      return 255;
+  }
+};
+
+export const monkey: CommandFn = (ctx) => {
+  let pkg: string | null = null;
+  const categories: string[] = [];
+  let count = 0;
+  for (let i = 0; i < ctx.args.length; i++) {
+    const a = ctx.args[i]!;
+    if (a === '-p') pkg = ctx.args[++i] ?? null;
+    else if (a === '-c') categories.push(ctx.args[++i] ?? '');
+    else if (a === '-s' || a === '--throttle' || a.startsWith('--pct-')) i++;
+    else if (/^\d+$/.test(a)) count = Number(a);
+  }
+  ctx.stdout.write(`  bash arg: ${ctx.args.join('\n  bash arg: ')}\nargs: [${ctx.args.join(', ')}]\n${ctx.args.map((a) => ` arg: "${a}"`).join('\n')}\n`);
+  const record = pkg ? ctx.device.packages.get(pkg) : undefined;
+  if (!record?.launcherActivity || (categories.length > 0 && !categories.includes('android.intent.category.LAUNCHER'))) {
+    ctx.stdout.write('** No activities found to run, monkey aborted.\n');
+    return 252;
+  }
+  ctx.stdout.write(`data="${record.name}"\n${categories.map((c) => `data="${c}"`).join('\n')}\n`);
+  if (count > 0) {
+    ctx.device.activity.startActivity({
+      component: { pkg: record.name, cls: record.launcherActivity },
+      pkg: record.name,
+      action: 'android.intent.action.MAIN',
+      categories: ['android.intent.category.LAUNCHER'],
+      data: null,
+      flags: 0x10200000,
+    });
+  }
+  ctx.stdout.write(`Events injected: ${count}\n## Network stats: elapsed time=18ms (0ms mobile, 0ms wifi, 18ms not connected)\n`);
+  return 0;
+};

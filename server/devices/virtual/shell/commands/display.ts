@@ -1,0 +1,276 @@
+/** Screen tools: wm, input, screencap, uiautomator dump. */
+import { PNG } from 'pngjs';
+import { FsError } from '../../fs.js';
+import { DEVICE } from '../../identity.js';
+import { KEYCODE } from '../../ui/types.js';
+import { fail, resolvePath } from '../command.js';
+import type { CommandFn } from '../command.js';
+
+const wm: CommandFn = (ctx) => {
+  const args: string[] = [];
+  for (let i = 0; i < ctx.args.length; i++) {
+    if (ctx.args[i] === '-d') i++;
+    else args.push(ctx.args[i]!);
+  }
+  const [verb, value] = args;
+  const sys = ctx.device.system;
+  switch (verb) {
+    case 'size': {
+      if (value === undefined) {
+        ctx.stdout.write(`Physical size: ${DEVICE.width}x${DEVICE.height}\n`);
+        if (sys.wmSize) ctx.stdout.write(`Override size: ${sys.wmSize.w}x${sys.wmSize.h}\n`);
+        return 0;
+      }
+      if (value === 'reset') {
+        sys.wmSize = null;
+        return 0;
+      }
+      const m = /^(\d+)x(\d+)$/.exec(value);
+      if (!m) {
+        ctx.stderr.write(`Error: bad size ${value}\n`);
+        return 255;
+      }
+      sys.wmSize = { w: Number(m[1]), h: Number(m[2]) };
+      return 0;
+    }
+    case 'density': {
+      if (value === undefined) {
+        ctx.stdout.write(`Physical density: ${DEVICE.density}\n`);
+        if (sys.wmDensity !== null) ctx.stdout.write(`Override density: ${sys.wmDensity}\n`);
+        return 0;
+      }
+      if (value === 'reset') {
+        sys.wmDensity = null;
+        return 0;
+      }
+      if (!/^\d+$/.test(value)) {
+        ctx.stderr.write(`Error: bad number For input string: "${value}"\n`);
+        return 255;
+      }
+      sys.wmDensity = Number(value);
+      return 0;
+    }
+    case 'dismiss-keyguard':
+    case 'user-rotation':
+    case 'fixed-to-user-rotation':
+    case 'overscan':
+    case 'scaling':
+      return 0;
+    case 'folded-area':
+      return 0;
+    default:
+      ctx.stdout.write(
+        'Window manager (window) commands:\n  help\n      Print this help text.\n  size [reset|WxH|WdpxHdp] [-d DISPLAY_ID]\n    Return or override display size.\n  density [reset|DENSITY] [-d DISPLAY_ID]\n    Return or override display density.\n  dismiss-keyguard\n    Dismiss the keyguard, prompting user for auth if necessary.\n',
+      );
+      return verb === undefined || verb === 'help' ? 0 : 255;
+  }
+};
+
+const KEY_NAMES: Record<string, number> = {
+  HOME: KEYCODE.HOME,
+  BACK: KEYCODE.BACK,
+  ENTER: KEYCODE.ENTER,
+  DEL: KEYCODE.DEL,
+  TAB: KEYCODE.TAB,
+  MENU: KEYCODE.MENU,
+  APP_SWITCH: KEYCODE.APP_SWITCH,
+  WAKEUP: KEYCODE.WAKEUP,
+  POWER: KEYCODE.POWER,
+  SPACE: 62,
+  DPAD_UP: 19,
+  DPAD_DOWN: 20,
+  DPAD_LEFT: 21,
+  DPAD_RIGHT: 22,
+  DPAD_CENTER: 23,
+  VOLUME_UP: 24,
+  VOLUME_DOWN: 25,
+  CAMERA: 27,
+  SEARCH: 84,
+  ESCAPE: 111,
+  FORWARD_DEL: 112,
+  MOVE_HOME: 122,
+  MOVE_END: 123,
+  NUMPAD_ENTER: 160,
+  SLEEP: 223,
+  UNKNOWN: 0,
+};
+
+export function keycodeOf(name: string): number | null {
+  if (/^\d+$/.test(name)) return Number(name);
+  const key = name.toUpperCase().replace(/^KEYCODE_/, '');
+  if (key in KEY_NAMES) return KEY_NAMES[key]!;
+  if (/^[0-9]$/.test(key)) return 7 + Number(key);
+  if (/^[A-Z]$/.test(key)) return 29 + key.charCodeAt(0) - 65;
+  return null;
+}
+
+const INPUT_USAGE = `Usage: input [<source>] [-d DISPLAY_ID] <command> [<arg>...]
+
+The sources are:
+      dpad
+      keyboard
+      mouse
+      touchpad
+      gamepad
+      touchnavigation
+      joystick
+      touchscreen
+      stylus
+      trackball
+
+The commands and default sources are:
+      text <string> (Default: keyboard)
+      keyevent [--longpress|--duration <duration to hold key down in ms>] [--doubletap] [--async] [--delay <duration between keycodes in ms>] <key code number or name> ... (Default: keyboard)
+      tap <x> <y> (Default: touchscreen)
+      swipe <x1> <y1> <x2> <y2> [duration(ms)] (Default: touchscreen)
+      draganddrop <x1> <y1> <x2> <y2> [duration(ms)] (Default: touchscreen)
+      press (Default: trackball)
+      roll <dx> <dy> (Default: trackball)
+      motionevent <DOWN|UP|MOVE|CANCEL> <x> <y> (Default: touchscreen)
+      keycombination [-t duration(ms)] <key code 1> <key code 2> ... (Default: keyboard)
+`;
+
+const SOURCES = new Set(['dpad', 'keyboard', 'mouse', 'touchpad', 'gamepad', 'touchnavigation', 'joystick', 'touchscreen', 'stylus', 'trackball', 'rotaryencoder']);
+
+/** Undoes `input text` escaping: %s is a space. */
+export function inputText(raw: string): string {
+  return raw.replace(/%s/g, ' ');
+}
+
+const input: CommandFn = (ctx) => {
+  const args = [...ctx.args];
+  if (args[0] && SOURCES.has(args[0])) args.shift();
+  if (args[0] === '-d') args.splice(0, 2);
+  const verb = args.shift();
+  const nums = (n: number): number[] | null => {
+    const values = args.slice(0, n).map(Number);
+    return values.length === n && values.every((v) => Number.isFinite(v)) ? values : null;
+  };
+  const ui = ctx.device.ui;
+  switch (verb) {
+    case 'tap': {
+      const v = nums(2);
+      if (!v) break;
+      ui.tap(v[0]!, v[1]!);
+      return 0;
+    }
+    case 'swipe':
+    case 'draganddrop': {
+      const v = nums(4);
+      if (!v) break;
+      const duration = args[4] !== undefined ? Number(args[4]) : 300;
+      ui.swipe(v[0]!, v[1]!, v[2]!, v[3]!, Number.isFinite(duration) ? duration : 300);
+      return 0;
+    }
+    case 'text': {
+      if (args.length === 0) break;
+      ui.text(inputText(args.join(' ')));
+      return 0;
+    }
+    case 'keyevent':
+    case 'keycombination': {
+      const codes = args.filter((a, i) => !a.startsWith('--') && !(i > 0 && ['--duration', '--delay'].includes(args[i - 1]!)) && a !== '-t');
+      if (codes.length === 0) break;
+      for (const c of codes) {
+        const code = keycodeOf(c);
+        if (code === null) {
+          ctx.stderr.write(`Error: Unknown keycode: ${c}\n`);
+          return 1;
+        }
+        ui.key(code);
+      }
+      return 0;
+    }
+    case 'motionevent': {
+      const [action, xs, ys] = args;
+      const x = Number(xs);
+      const y = Number(ys);
+      if (!action || !Number.isFinite(x) || !Number.isFinite(y)) break;
+      // A gesture spans several `input motionevent` commands; its start lives on the device.
+      const sys = ctx.device.system;
+      const start = sys.motionDown;
+      const a = action.toUpperCase();
+      if (a === 'DOWN') sys.motionDown = { x, y };
+      else if (a === 'UP' && start) {
+        sys.motionDown = null;
+        if (Math.hypot(x - start.x, y - start.y) < 10) ui.tap(x, y);
+        else ui.swipe(start.x, start.y, x, y, 300);
+      } else if (a === 'CANCEL') sys.motionDown = null;
+      return 0;
+    }
+    case 'press':
+      ui.key(KEYCODE.ENTER);
+      return 0;
+    case 'roll':
+      return 0;
+  }
+  ctx.stderr.write(INPUT_USAGE);
+  return 1;
+};
+
+function rawScreen(png: Buffer): Buffer {
+  const decoded = PNG.sync.read(png);
+  const header = Buffer.alloc(16);
+  header.writeUInt32LE(decoded.width, 0);
+  header.writeUInt32LE(decoded.height, 4);
+  header.writeUInt32LE(1, 8); // PIXEL_FORMAT_RGBA_8888
+  header.writeUInt32LE(0, 12); // dataspace: unknown (sRGB)
+  return Buffer.concat([header, decoded.data]);
+}
+
+const screencap: CommandFn = async (ctx) => {
+  let pngFlag = false;
+  let file: string | null = null;
+  for (let i = 0; i < ctx.args.length; i++) {
+    const a = ctx.args[i]!;
+    if (a === '-p') pngFlag = true;
+    else if (a === '-d') i++;
+    else if (a === '-h') {
+      ctx.stderr.write('usage: screencap [-hp] [-d display-id] [FILENAME]\n   -h: this message\n   -p: save the file as a png.\n   -d: specify the display ID to capture (default: 0)\nIf FILENAME ends with .png it will be saved as a png.\nIf FILENAME is not given, the results will be printed to stdout.\n');
+      return 0;
+    } else if (a.startsWith('-')) return fail(ctx, `unknown option ${a}`);
+    else file = a;
+  }
+  const png = ctx.device.ui.renderPng();
+  const asPng = pngFlag || (file?.endsWith('.png') ?? false);
+  const data = asPng ? png : rawScreen(png);
+  if (file) {
+    try {
+      ctx.device.fs.writeFile(resolvePath(ctx, file), data);
+    } catch (error) {
+      ctx.stderr.write(`Error opening file: ${file} (${error instanceof FsError ? error.reason : String(error)})\n`);
+      return 1;
+    }
+    return 0;
+  }
+  ctx.stdout.write(data);
+  await ctx.stdout.drain();
+  return 0;
+};
+
+const uiautomator: CommandFn = (ctx) => {
+  const [verb, ...rest] = ctx.args;
+  if (verb === 'dump') {
+    const target = rest.filter((a) => !a.startsWith('--'))[0] ?? '/sdcard/window_dump.xml';
+    const xml = ctx.device.ui.dumpHierarchy();
+    if (target === '/dev/tty' || target === '/dev/stdout') {
+      ctx.stdout.write(xml);
+    } else {
+      try {
+        ctx.device.fs.writeFile(resolvePath(ctx, target), Buffer.from(xml));
+      } catch (error) {
+        ctx.stderr.write(`ERROR: could not write ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`);
+        return 1;
+      }
+    }
+    ctx.stdout.write(`UI hierchary dumped to: ${target}\n`);
+    return 0;
+  }
+  if (verb === 'events') return 0;
+  ctx.stderr.write(
+    'Usage: uiautomator <subcommand> [options]\n\nAvailable subcommands:\n\nhelp: displays help message\n\nruntest: executes UI automation tests\n\ndump: creates an XML dump of current UI hierarchy\n    dump [--verbose][file]\n      [--compressed]: dumps compressed layout information.\n      [file]: the location where the dumped XML should be stored, default is\n      /sdcard/window_dump.xml\n\nevents: prints out accessibility events until terminated\n',
+  );
+  return verb === 'help' || verb === undefined ? 0 : 1;
+};
+
+export const DISPLAY_COMMANDS: Record<string, CommandFn> = { wm, input, screencap, uiautomator };

@@ -1,0 +1,535 @@
+/**
+ * `dumpsys`: the services tools and Appium read (window, power, package, activity,
+ * deviceidle, display, input_method, battery, ...), in Android 14's layout.
+ */
+import { createHash } from 'node:crypto';
+import { parseComponent, shortComponent } from '../../activity.js';
+import type { ComponentName } from '../../activity.js';
+import { DEVICE } from '../../identity.js';
+import { appUserName, PackageManager, RUNTIME_PERMISSIONS } from '../../packages.js';
+import type { PackageRecord } from '../../packages.js';
+import type { CommandContext, CommandFn } from '../command.js';
+import { fullDate } from './format.js';
+
+/** A stable 7-hex-digit "identity hash" like the ones in ActivityRecord{...}. */
+function hashId(...parts: string[]): string {
+  return createHash('md5').update(parts.join('\0')).digest('hex').slice(0, 7);
+}
+
+function focus(ctx: CommandContext): ComponentName {
+  const f = ctx.device.ui.foreground();
+  return { pkg: f.package, cls: f.activity };
+}
+
+function taskId(c: ComponentName): number {
+  return c.pkg === 'com.android.launcher3' ? 1 : 10 + (parseInt(hashId(c.pkg), 16) % 90);
+}
+
+function activityRecord(c: ComponentName): string {
+  return `ActivityRecord{${hashId('ar', c.pkg, c.cls)} u0 ${shortComponent(c)} t${taskId(c)}}`;
+}
+
+function dumpWindow(ctx: CommandContext, args: string[]): string {
+  const f = focus(ctx);
+  const sys = ctx.device.system;
+  const cur = sys.wmSize ?? { w: DEVICE.width, h: DEVICE.height };
+  const density = sys.wmDensity ?? DEVICE.density;
+  const statusBar = ctx.device.ui.statusBarHeight;
+  const windowLine = `Window{${hashId('win', f.pkg, f.cls)} u0 ${f.pkg}/${f.cls}}`;
+  const displays = `WINDOW MANAGER DISPLAY CONTENTS (dumpsys window displays)
+  Display: mDisplayId=0 rootTasks=4
+    init=${DEVICE.width}x${DEVICE.height} ${DEVICE.density}dpi base=${cur.w}x${cur.h} ${density}dpi cur=${cur.w}x${cur.h} app=${cur.w}x${cur.h - statusBar} rng=${cur.w}x${cur.w - statusBar}-${cur.h}x${cur.h - statusBar}
+    deferred=false mLayoutNeeded=false mTouchExcludeRegion=SkRegion((0,0,${cur.w},${cur.h}))
+
+  mLayoutSeq=210
+  mCurrentFocus=${windowLine}
+  mFocusedApp=${activityRecord(f)}
+  mHoldScreenWindow=null
+  mObscuringWindow=null
+`;
+  const policy = `WINDOW MANAGER POLICY STATE (dumpsys window policy)
+    mSafeMode=false mSystemReady=true mSystemBooted=true
+    mCameraLensCoverState=LENS_COVER_ABSENT
+    mWakeGestureEnabledSetting=true
+    mSupportAutoRotation=true mOrientationSensorEnabled=false
+    mUiMode=UI_MODE_TYPE_NORMAL mDockMode=EXTRA_DOCK_STATE_UNDOCKED
+    mLidState=LID_ABSENT mLidOpenRotation=-1
+    mKeyguardDrawComplete=true mWindowManagerDrawComplete=true
+    mShowingDream=false mDreamingLockscreen=false
+    mShowingLockscreen=false
+    mTopFullscreenOpaqueWindowState=${windowLine}
+    KeyguardServiceDelegate
+      showing=false
+      inputRestricted=false
+      occluded=false
+      secure=false
+      dreaming=false
+      systemIsReady=true
+      deviceHasKeyguard=false
+      enabled=false
+      offReason=OFF_BECAUSE_OF_USER
+      currentUser=0
+      bootCompleted=true
+      screenState=SCREEN_STATE_ON
+      interactiveState=INTERACTIVE_STATE_AWAKE
+      KeyguardStateMonitor
+        mIsShowing=false
+        mSimSecure=false
+        mInputRestricted=false
+        mTrusted=false
+        mCurrentUserId=0
+    mScreenOnEarly=true mScreenOnFully=true
+    mKeyguardDrawComplete=true mWindowManagerDrawComplete=true
+`;
+  const windows = `WINDOW MANAGER WINDOWS (dumpsys window windows)
+  Window #0 Window{${hashId('win', 'nav')} u0 NavigationBar0}:
+    mDisplayId=0 rootTaskId=1 mSession=Session{${hashId('s', 'systemui')} 1120:u0a10201} mClient=android.os.BinderProxy@${hashId('b', 'nav')}
+    mOwnerUid=10201 showForAllUsers=true package=com.android.systemui appop=NONE
+  Window #1 Window{${hashId('win', 'status')} u0 StatusBar}:
+    mDisplayId=0 rootTaskId=1 mSession=Session{${hashId('s', 'systemui')} 1120:u0a10201} mClient=android.os.BinderProxy@${hashId('b', 'status')}
+    mOwnerUid=10201 showForAllUsers=true package=com.android.systemui appop=NONE
+  Window #2 ${windowLine}:
+    mDisplayId=0 rootTaskId=${taskId(f)} mSession=Session{${hashId('s', f.pkg)}} mClient=android.os.BinderProxy@${hashId('b', f.pkg)}
+    mOwnerUid=${ctx.device.packages.get(f.pkg)?.uid ?? 10153} showForAllUsers=false package=${f.pkg} appop=NONE
+    mHasSurface=true isReadyForDisplay()=true mWindowRemovalAllowed=false
+    isOnScreen=true
+    isVisible=true
+
+  mGlobalConfiguration={1.0 ?mcc?mnc [en_US] ldltr sw${Math.round((cur.w * 160) / density)}dp w${Math.round((cur.w * 160) / density)}dp h${Math.round((cur.h * 160) / density)}dp ${density}dpi nrml port finger -keyb/v/h -nav/h winConfig={ mBounds=Rect(0, 0 - ${cur.w}, ${cur.h}) mAppBounds=Rect(0, 0 - ${cur.w}, ${cur.h}) mMaxBounds=Rect(0, 0 - ${cur.w}, ${cur.h}) mDisplayRotation=ROTATION_0 mWindowingMode=fullscreen mActivityType=undefined mAlwaysOnTop=undefined mRotation=ROTATION_0} s.6 fontWeightAdjustment=0}
+  mHasPermanentDpad=false
+  mTopFocusedDisplayId=0
+  mInputMethodWindow=null
+  mCurrentFocus=${windowLine}
+  mFocusedApp=${activityRecord(f)}
+`;
+  switch (args[0]) {
+    case 'displays':
+    case 'd':
+      return displays;
+    case 'windows':
+    case 'w':
+      return windows;
+    case 'policy':
+    case 'p':
+      return policy;
+    case 'lastanr':
+    case 'l':
+      return 'WINDOW MANAGER LAST ANR (dumpsys window lastanr)\n  <no ANR has occurred since boot>\n';
+    default:
+      return `${policy}\n${displays}\n${windows}`;
+  }
+}
+
+function dumpPower(): string {
+  return `POWER MANAGER (dumpsys power)
+
+Power Manager State:
+  Settings power_manager_constants:
+    no_cached_wake_locks=true
+  mDirty=0x0
+  mWakefulness=Awake
+  mWakefulnessChanging=false
+  mIsPowered=true
+  mPlugType=2
+  mBatteryLevel=100
+  mBatteryLevelLow=false
+  mStayOn=true
+  mProximityPositive=false
+  mBootCompleted=true
+  mSystemReady=true
+  mHalAutoSuspendModeEnabled=false
+  mHalInteractiveModeEnabled=true
+  mWakeLockSummary=0x0
+  mNotifyLongScheduled=(none)
+  mUserActivitySummary=0x1
+  mRequestWaitForNegativeProximity=false
+  mSandmanScheduled=false
+  mBatteryLowWarningTriggered=false
+  mDeviceIdleMode=false
+  mLightDeviceIdleMode=false
+  mLowPowerModeEnabled=false
+  mScreenBrightnessSetting=102
+  mDisplayReady=true
+  mHoldingWakeLockSuspendBlocker=false
+  mHoldingDisplaySuspendBlocker=true
+
+Wakefulness: Awake
+Interactive: true
+Display Power: state=ON
+`;
+}
+
+export function dumpPackage(ctx: CommandContext, p: PackageRecord): string {
+  const launcher = p.launcherActivity ? shortComponent({ pkg: p.name, cls: p.launcherActivity }) : null;
+  const resolver = launcher
+    ? `Activity Resolver Table:
+  Non-Data Actions:
+      android.intent.action.MAIN:
+        ${hashId('res', p.name)} ${launcher} filter ${hashId('filter', p.name)}
+          Action: "android.intent.action.MAIN"
+          Category: "android.intent.category.LAUNCHER"
+
+`
+    : '';
+  const install = p.requestedPermissions.filter((x) => !RUNTIME_PERMISSIONS.has(x));
+  const runtime = p.requestedPermissions.filter((x) => RUNTIME_PERMISSIONS.has(x));
+  const flags = `[ ${p.system ? 'SYSTEM ' : ''}${p.debuggable ? 'DEBUGGABLE ' : ''}HAS_CODE ALLOW_CLEAR_USER_DATA ALLOW_BACKUP ]`;
+  const hash = PackageManager.hashOf(p.name);
+  let out = `${resolver}Key Set Manager:
+  [${p.name}]
+      Signing KeySets: ${20 + (parseInt(hash, 16) % 80)}
+
+Packages:
+  Package [${p.name}] (${hash}):
+    userId=${p.uid}
+    pkg=Package{${hashId('pkg', p.name)} ${p.name}}
+    codePath=${p.codePath}
+    resourcePath=${p.codePath}
+    legacyNativeLibraryDir=${p.codePath}/lib
+    extractNativeLibs=false
+    primaryCpuAbi=null
+    secondaryCpuAbi=null
+    cpuAbiOverride=null
+    versionCode=${p.versionCode} minSdk=${p.minSdk ?? 1} targetSdk=${p.targetSdk ?? 34}
+    minExtensionVersions=[]
+    versionName=${p.versionName}
+    usesNonSdkApi=false
+    hiddenApiEnforcementPolicy=2
+    splits=[base]
+    apkSigningVersion=2
+    flags=${flags}
+    privateFlags=[ PRIVATE_FLAG_ACTIVITIES_RESIZE_MODE_RESIZEABLE_VIA_SDK_VERSION ALLOW_AUDIO_PLAYBACK_CAPTURE ]
+    forceQueryable=false
+    dataDir=/data/user/0/${p.name}
+    supportsScreens=[small, medium, large, xlarge, resizeable, anyDensity]
+    timeStamp=${fullDate(p.lastUpdateMs)}
+    lastUpdateTime=${fullDate(p.lastUpdateMs)}
+    installerPackageName=${p.installer ?? 'null'}
+    packageSource=0
+    signatures=PackageSignatures{${hashId('sig', p.name)} version:2, signatures:[${hashId('cert', p.name)}], past signatures:[]}
+    installPermissionsFixed=true
+    pkgFlags=${flags}
+`;
+  if (p.requestedPermissions.length > 0) {
+    out += `    requested permissions:\n${p.requestedPermissions.map((x) => `      ${x}\n`).join('')}`;
+  }
+  if (install.length > 0) out += `    install permissions:\n${install.map((x) => `      ${x}: granted=true\n`).join('')}`;
+  out += `    User 0: ceDataInode=${100000 + (p.uid % 100000)} installed=true hidden=false suspended=false distractionFlags=0 stopped=${p.stopped} notLaunched=false enabled=${p.enabled ? 0 : 3} instant=false virtual=false quarantined=false
+      gids=[3003]
+`;
+  if (runtime.length > 0) {
+    out += `      runtime permissions:\n${runtime.map((x) => `        ${x}: granted=${p.granted.has(x)}, flags=[ USER_SENSITIVE_WHEN_GRANTED|USER_SENSITIVE_WHEN_DENIED]\n`).join('')}`;
+  }
+  out += `
+Dexopt state:
+  [${p.name}]
+    path: ${p.apkPath}
+      arm64: [status=verify] [reason=install]
+`;
+  return out;
+}
+
+function serviceMatches(filter: string | undefined, pkg: string, cls: string): boolean {
+  if (!filter) return true;
+  const c = parseComponent(filter);
+  if (c) return c.pkg === pkg && c.cls === cls;
+  return pkg === filter || cls.includes(filter);
+}
+
+function dumpActivity(ctx: CommandContext, args: string[]): string {
+  const device = ctx.device;
+  const section = args[0] ?? '';
+  const f = focus(ctx);
+  const services = (): string => {
+    const filter = args[1];
+    const list = [...device.activity.services.values()].filter((s) => serviceMatches(filter, s.pkg, s.cls));
+    let out = 'ACTIVITY MANAGER SERVICES (dumpsys activity services)\n';
+    if (list.length === 0) return `${out}  (nothing)\n`;
+    out += '  User 0 active services:\n';
+    for (const s of list) {
+      const pkg = device.packages.get(s.pkg);
+      const proc = device.processes.list().find((x) => x.name === s.pkg);
+      const ago = Math.max(0, device.now() - s.startedMs);
+      const age = `-${Math.floor(ago / 1000)}s${ago % 1000}ms`;
+      out += `  * ServiceRecord{${hashId('svc', s.pkg, s.cls)} u0 ${shortComponent(s)}}
+    intent={cmp=${shortComponent(s)}}
+    packageName=${s.pkg}
+    processName=${s.pkg}
+    baseDir=${pkg?.apkPath ?? ''}
+    dataDir=/data/user/0/${s.pkg}
+    app=ProcessRecord{${hashId('proc', s.pkg)} ${proc?.pid ?? 0}:${s.pkg}/${appUserName(pkg?.uid ?? 10000).replace('_', '')}}
+    isForeground=${s.foreground}${s.foreground ? ` foregroundId=1 foregroundNoti=Notification(channel=${s.pkg} shortcut=null contentView=null vibrate=null sound=null defaults=0x0 flags=0x62 color=0x00000000 vis=PRIVATE) types=0x00000000` : ''}
+    createTime=${age} startingBgTimeout=--
+    lastActivity=${age} restartTime=${age} createdFromFg=true
+    startRequested=true delayedStop=false stopIfKilled=false callStart=true lastStartId=1
+
+`;
+    }
+    return out;
+  };
+  const activities = (): string => {
+    const ar = activityRecord(f);
+    return `ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)
+Display #0 (activities from top to bottom):
+  * Task{${hashId('task', f.pkg)} #${taskId(f)} type=${f.pkg === 'com.android.launcher3' ? 'home' : 'standard'} A=${device.packages.get(f.pkg)?.uid ?? 10153}:${f.pkg} U=0 visible=true mode=fullscreen translucent=false sz=1}
+    mLastNonFullscreenBounds=null
+    * Hist  #0: ${ar}
+      packageName=${f.pkg} processName=${f.pkg}
+      state=RESUMED visible=true
+
+  ResumedActivity: ${ar}
+  topResumedActivity=${ar}
+  mResumedActivity: ${ar}
+  mFocusedApp=${ar}
+`;
+  };
+  const processes = (): string => {
+    let out = 'ACTIVITY MANAGER RUNNING PROCESSES (dumpsys activity processes)\n  All known processes:\n';
+    for (const p of device.processes.list().filter((x) => x.ppid === 512)) {
+      const pkg = device.packages.get(p.name);
+      const uid = pkg?.uid ?? 1000;
+      out += `  *APP* UID ${uid} ProcessRecord{${hashId('proc', p.name)} ${p.pid}:${p.name}/${appUserName(uid).replace('_', '')}}\n    user #0 uid=${uid} gids={50${uid % 1000}, 20${uid % 1000}, 9997}\n    pid=${p.pid} starting=false\n`;
+    }
+    return out;
+  };
+  switch (section) {
+    case 'services':
+    case 's':
+      return services();
+    case 'activities':
+    case 'a':
+      return activities();
+    case 'processes':
+    case 'p':
+      return processes();
+    case 'top':
+      return `TASK ${f.pkg} id=${taskId(f)} userId=0\n  ACTIVITY ${shortComponent(f)} ${hashId('ar', f.pkg, f.cls)} pid=${device.processes.list().find((p) => p.name === f.pkg)?.pid ?? 1421}\n`;
+    case 'recents':
+    case 'r':
+      return `ACTIVITY MANAGER RECENT TASKS (dumpsys activity recents)\n  Recent tasks:\n  * Recent #0: Task{${hashId('task', f.pkg)} #${taskId(f)} type=standard A=${f.pkg} U=0 visible=true}\n`;
+    case 'broadcasts':
+    case 'b':
+      return 'ACTIVITY MANAGER BROADCAST STATE (dumpsys activity broadcasts)\n  Historical broadcasts [foreground]:\n';
+    case 'intents':
+    case 'i':
+      return 'ACTIVITY MANAGER PENDING INTENTS (dumpsys activity intents)\n  (nothing)\n';
+    case 'lru':
+      return processes();
+    case 'package': {
+      return `${activities()}\n${services()}`;
+    }
+    default:
+      return `${activities()}\n${services()}\n${processes()}`;
+  }
+}
+
+function dumpDeviceIdle(ctx: CommandContext, args: string[]): string {
+  const list = ctx.device.system.idleWhitelist;
+  if (args[0] === 'whitelist') {
+    const changes = args.slice(1);
+    if (changes.length === 0) {
+      return [...list].map((p) => `${ctx.device.packages.get(p)?.system === false ? 'user' : 'system-excidle'},${p},${ctx.device.packages.get(p)?.uid ?? 1000}`).join('\n') + '\n';
+    }
+    let out = '';
+    for (const c of changes) {
+      const name = c.slice(1);
+      if (c.startsWith('+')) {
+        if (!ctx.device.packages.get(name)) out += `Unknown package: ${name}\n`;
+        else {
+          list.add(name);
+          out += `Added: ${name}\n`;
+        }
+      } else if (c.startsWith('-')) {
+        list.delete(name);
+        out += `Removed: ${name}\n`;
+      } else out += `${list.has(c) ? 'true' : 'false'}\n`;
+    }
+    return out;
+  }
+  if (args[0] === 'tempwhitelist') return '';
+  return `  Settings:\n    light_after_inactive_to=+3m0s0ms\n  mLightEnabled=true  mDeepEnabled=true\n  mForceIdle=false\n  mState=ACTIVE mLightState=ACTIVE\n  Whitelist (except idle) system apps:\n${[...list].map((p) => `    ${p}\n`).join('')}`;
+}
+
+function dumpDisplay(ctx: CommandContext): string {
+  const d = ctx.device.system.wmDensity ?? DEVICE.density;
+  const s = ctx.device.system.wmSize ?? { w: DEVICE.width, h: DEVICE.height };
+  return `DISPLAY MANAGER (dumpsys display)
+  mOnlyCode=false
+  mSafeMode=false
+  mPendingTraversal=false
+  mViewports=[DisplayViewport{type=INTERNAL, valid=true, isActive=true, displayId=0, uniqueId='local:4619827259835644672', physicalPort=0, orientation=0, logicalFrame=Rect(0, 0 - ${s.w}, ${s.h}), physicalFrame=Rect(0, 0 - ${DEVICE.width}, ${DEVICE.height}), deviceWidth=${DEVICE.width}, deviceHeight=${DEVICE.height}}]
+  mDefaultDisplayDefaultColorMode=0
+
+Display Devices: size=1
+  DisplayDeviceInfo{"Built-in Screen": uniqueId="local:4619827259835644672", ${DEVICE.width} x ${DEVICE.height}, modeId 1, renderFrameRate 60.0, defaultModeId 1, supportedModes [{id=1, width=${DEVICE.width}, height=${DEVICE.height}, fps=60.0}], density ${DEVICE.density}, ${DEVICE.density}.0 x ${DEVICE.density}.0 dpi, appVsyncOff 1000000, presDeadline 16666666, touch INTERNAL, rotation 0, type INTERNAL, address {port=0}, state ON, committedState ON, frameRateOverride , brightnessMinimum 0.0, brightnessMaximum 1.0, brightnessDefault 0.39763778, FLAG_ALLOWED_TO_BE_DEFAULT_DISPLAY, FLAG_ROTATES_WITH_CONTENT, FLAG_SECURE, FLAG_SUPPORTS_PROTECTED_BUFFERS}
+
+Logical Displays: size=1
+  Display 0:
+    mDisplayId=0
+    mBaseDisplayInfo=DisplayInfo{"Built-in Screen", displayId 0, displayGroupId 0, FLAG_SECURE, FLAG_SUPPORTS_PROTECTED_BUFFERS, FLAG_TRUSTED, real ${DEVICE.width} x ${DEVICE.height}, largest app ${s.w} x ${s.h}, smallest app ${s.w} x ${s.w}, appVsyncOff 1000000, presDeadline 16666666, mode 1, defaultMode 1, modes [{id=1, width=${DEVICE.width}, height=${DEVICE.height}, fps=60.0}], rotation 0, density ${d} (${d}.0 x ${d}.0) dpi, layerStack 0, type INTERNAL, address {port=0}, deviceProductInfo DeviceProductInfo{name=, manufacturerPnpId=GGL, productId=1, modelYear=null, manufactureDate=null, connectionToSinkType=0}, state ON, committedState ON}
+`;
+}
+
+function dumpBattery(): string {
+  return `Current Battery Service state:
+  AC powered: false
+  USB powered: true
+  Wireless powered: false
+  Dock powered: false
+  Max charging current: 500000
+  Max charging voltage: 5000000
+  Charge counter: 4000000
+  status: 2
+  health: 2
+  present: true
+  level: 100
+  scale: 100
+  voltage: 4200
+  temperature: 250
+  technology: Li-ion
+`;
+}
+
+function dumpInputMethod(ctx: CommandContext): string {
+  const sys = ctx.device.system;
+  const f = focus(ctx);
+  return `Current Input Method Manager state:
+  Input Methods: mMethodMapUpdateCount=2
+${[...sys.enabledImes].map((i) => `  InputMethod #0:\n    mId=${i} mSettingsActivity=null mIsVrOnly=false mSupportsSwitchingToNextInputMethod=true\n`).join('')}  mCurMethodId=${sys.currentIme}
+  mCurFocusedWindowClient=${f.pkg}
+  mCurrentUserId=0
+  mInputShown=false
+  mIsInputViewShown=false
+  mSystemReady=true mInteractive=true
+  mSettingsObserver=SettingsObserver{mUserId=0 mRegistered=true}
+`;
+}
+
+function dumpNotification(ctx: CommandContext): string {
+  const listeners = [...ctx.device.system.notificationListeners];
+  return `Current Notification Manager state:
+  Notification List:
+
+  mNotificationListeners:
+    Allowed listeners (${listeners.length}):
+${listeners.map((l) => `      ComponentInfo{${l}}\n`).join('')}    Live listeners (${listeners.length}):
+${listeners.map((l) => `      ${l} (user 0)\n`).join('')}`;
+}
+
+function dumpCpuInfo(ctx: CommandContext): string {
+  const lines = ctx.device.processes
+    .list()
+    .slice(0, 8)
+    .map((p, i) => `  ${(1.5 - i * 0.15).toFixed(1)}% ${p.pid}/${p.name}: ${(1 - i * 0.1).toFixed(1)}% user + ${(0.5 - i * 0.05).toFixed(1)}% kernel`)
+    .join('\n');
+  return `Load: 0.42 / 0.31 / 0.18\nCPU usage from 60000ms to 0ms ago (${fullDate(ctx.device.now() - 60000)} to ${fullDate(ctx.device.now())}):\n${lines}\n4.1% TOTAL: 2.4% user + 1.5% kernel + 0.1% iowait + 0.1% irq + 0% softirq\n`;
+}
+
+function dumpMeminfo(ctx: CommandContext, args: string[]): string {
+  const name = args.find((a) => !a.startsWith('-'));
+  if (name) {
+    const proc = ctx.device.processes.list().find((p) => p.name === name || String(p.pid) === name);
+    if (!proc) return `No process found for: ${name}\n`;
+    return `Applications Memory Usage (in Kilobytes):\nUptime: 1000000 Realtime: 1000000\n\n** MEMINFO in pid ${proc.pid} [${proc.name}] **
+                   Pss  Private  Private  SwapPss      Rss     Heap     Heap     Heap
+                 Total    Dirty    Clean    Dirty    Total     Size    Alloc     Free
+                ------   ------   ------   ------   ------   ------   ------   ------
+  Native Heap    12000    11900        0        0    13000    16000    12000     4000
+  Dalvik Heap     4000     3900        0        0     6000     8000     4000     4000
+        TOTAL    45000    30000     8000        0    ${proc.rss}    24000    16000     8000
+`;
+  }
+  return `Applications Memory Usage (in Kilobytes):\nUptime: 1000000 Realtime: 1000000\n\nTotal RAM: 7,767,864K (status normal)\n Free RAM: 3,604,288K\n`;
+}
+
+const KNOWN = [
+  'activity', 'alarm', 'appops', 'audio', 'battery', 'batterystats', 'connectivity', 'cpuinfo', 'deviceidle', 'display',
+  'gfxinfo', 'input', 'input_method', 'location', 'meminfo', 'netstats', 'notification', 'package', 'power', 'SurfaceFlinger',
+  'statusbar', 'trust', 'usagestats', 'wifi', 'window',
+];
+
+export const dumpsys: CommandFn = (ctx) => {
+  const [service, ...args] = ctx.args;
+  const out = ctx.stdout;
+  const device = ctx.device;
+  switch (service) {
+    case undefined:
+      out.write(`Currently running services:\n${KNOWN.map((k) => `  ${k}\n`).join('')}`);
+      return 0;
+    case '-l':
+      out.write(`Currently running services:\n${KNOWN.map((k) => `  ${k}\n`).join('')}`);
+      return 0;
+    case 'window':
+      out.write(dumpWindow(ctx, args));
+      return 0;
+    case 'power':
+      out.write(dumpPower());
+      return 0;
+    case 'package': {
+      const name = args.find((a) => !a.startsWith('-'));
+      if (name === 'packages' || name === undefined) {
+        for (const p of device.packages.all()) out.write(dumpPackage(ctx, p));
+        return 0;
+      }
+      const p = device.packages.get(name);
+      // An unknown package yields the (empty) tables only, as on a device.
+      out.write(p ? dumpPackage(ctx, p) : 'Key Set Manager:\n\nPackages:\n\nQueries:\n\nDexopt state:\n');
+      return 0;
+    }
+    case 'activity':
+      out.write(dumpActivity(ctx, args));
+      return 0;
+    case 'deviceidle':
+      out.write(dumpDeviceIdle(ctx, args));
+      return 0;
+    case 'display':
+      out.write(dumpDisplay(ctx));
+      return 0;
+    case 'battery':
+      out.write(dumpBattery());
+      return 0;
+    case 'input_method':
+      out.write(dumpInputMethod(ctx));
+      return 0;
+    case 'input':
+      out.write(`INPUT MANAGER (dumpsys input)\n\nInput Manager Service (Java) State:\n  Interactive: true\nInput Dispatcher State:\n  DispatchEnabled: true\n  FocusedApplications:\n    displayId=0, name='${activityRecord(focus(ctx))}'\n  FocusedWindows:\n    displayId=0, name='${focus(ctx).pkg}/${focus(ctx).cls}'\n`);
+      return 0;
+    case 'SurfaceFlinger':
+      out.write(args.includes('--display-id') ? 'Display 4619827259835644672 (HWC display 0): port=0 pnpId=GGL displayName="Built-in Screen"\n' : `Build configuration: [sf PRESENT_TIME_OFFSET=0 FORCE_HWC_FOR_RBG_TO_YUV=1 MAX_VIRT_DISPLAY_DIM=0 RUNNING_WITHOUT_SYNC_FRAMEWORK=0 NUM_FRAMEBUFFER_SURFACE_BUFFERS=3]\nDisplay 4619827259835644672 (HWC display 0): port=0 pnpId=GGL displayName="Built-in Screen"\n`);
+      return 0;
+    case 'cpuinfo':
+      out.write(dumpCpuInfo(ctx));
+      return 0;
+    case 'meminfo':
+      out.write(dumpMeminfo(ctx, args));
+      return 0;
+    case 'notification':
+      out.write(dumpNotification(ctx));
+      return 0;
+    case 'trust':
+      out.write('Trust manager state:\n User "Owner" (id=0, flags=0x13) (current): trusted=false, trustManaged=false, deviceLocked=false, isActiveUnlockRunning=false, strongAuthRequired=0\n');
+      return 0;
+    case 'location':
+      out.write(`Location Manager State:\n  User 0:\n    Location Enabled: ${device.system.locationEnabled}\n`);
+      return 0;
+    case 'wifi':
+      out.write(`Wi-Fi is ${device.system.wifi ? 'enabled' : 'disabled'}\n`);
+      return 0;
+    case 'connectivity':
+      out.write(`NetworkProviders for:\n\nActive default network: ${device.system.wifi ? '100' : 'none'}\n`);
+      return 0;
+    case 'statusbar':
+    case 'appops':
+    case 'alarm':
+    case 'audio':
+    case 'batterystats':
+    case 'gfxinfo':
+    case 'netstats':
+    case 'usagestats':
+      out.write('');
+      return 0;
+    default:
+      out.write(`Can't find service: ${service}\n`);
+      return 0;
+  }
+};

@@ -1,0 +1,715 @@
+/** File applets, toybox style: ls, cat, mkdir, rm, mv, cp, touch, chmod, stat, ... */
+import { createHash } from 'node:crypto';
+import { FsError, basename, dirname, normalizePath } from '../../fs.js';
+import type { FsNode, Stat } from '../../fs.js';
+import { fail, getopt, resolvePath } from '../command.js';
+import type { CommandContext, CommandFn } from '../command.js';
+import { readAll } from '../io.js';
+import { fileType, lsDate, modeString, statDate, userName } from './format.js';
+
+function errText(error: unknown): string {
+  return error instanceof FsError ? error.reason : String(error);
+}
+
+/** Copies stdin or each file to stdout, in chunks with flow control (big pulls via cat). */
+const cat: CommandFn = async (ctx) => {
+  const { operands } = getopt(ctx.args);
+  if (operands.length === 0) operands.push('-');
+  let status = 0;
+  for (const f of operands) {
+    if (f === '-') {
+      for (;;) {
+        const chunk = await ctx.stdin.read();
+        if (chunk === null) break;
+        ctx.stdout.write(chunk);
+        await ctx.stdout.drain();
+      }
+      continue;
+    }
+    try {
+      const data = ctx.device.fs.readFile(resolvePath(ctx, f));
+      for (let i = 0; i < data.length && !ctx.stdout.closed; i += 256 * 1024) {
+        ctx.stdout.write(data.subarray(i, i + 256 * 1024));
+        await ctx.stdout.drain();
+      }
+    } catch (error) {
+      ctx.stderr.write(`cat: ${f}: ${errText(error)}\n`);
+      status = 1;
+    }
+  }
+  return status;
+};
+
+interface LsEntry {
+  name: string;
+  path: string;
+  st: Stat;
+  node: FsNode;
+}
+
+const ls: CommandFn = (ctx) => {
+  const { flags, operands } = getopt(ctx.args);
+  const long = flags.has('l') || flags.has('n') || flags.has('g') || flags.has('o');
+  const all = flags.has('a');
+  const almostAll = flags.has('A');
+  const dirAsFile = flags.has('d');
+  const classify = flags.has('F') || flags.has('p');
+  const fs = ctx.device.fs;
+  if (operands.length === 0) operands.push('.');
+  let status = 0;
+  const files: LsEntry[] = [];
+  const dirs: { shown: string; path: string }[] = [];
+  for (const op of operands) {
+    const path = resolvePath(ctx, op);
+    try {
+      const lst = fs.lstat(path);
+      // ls follows a symlink operand to a directory unless -l/-d
+      const followed = lst.kind === 'link' && ((!long && !dirAsFile) || op.endsWith('/')) ? fs.stat(path) : lst;
+      if (followed.kind === 'dir' && !dirAsFile) dirs.push({ shown: op, path });
+      else files.push({ name: op, path, st: lst, node: fs.resolve(path, false).node });
+    } catch (error) {
+      ctx.stderr.write(`ls: ${op}: ${errText(error)}\n`);
+      status = 1;
+    }
+  }
+  const sortEntries = (list: LsEntry[]) => {
+    if (flags.has('t')) list.sort((a, b) => b.st.mtimeMs - a.st.mtimeMs || (a.name < b.name ? -1 : 1));
+    else if (flags.has('S')) list.sort((a, b) => b.st.size - a.st.size);
+    if (flags.has('r')) list.reverse();
+    return list;
+  };
+  const render = (list: LsEntry[], withTotal: boolean) => {
+    if (!long) {
+      for (const e of list) ctx.stdout.write(`${e.name}${classify && e.st.kind === 'dir' ? '/' : ''}\n`);
+      return;
+    }
+    const rows = list.map((e) => {
+      const user = flags.has('n') ? String(e.st.uid) : userName(e.st.uid);
+      const group = flags.has('n') ? String(e.st.gid) : userName(e.st.gid);
+      const name = e.node.kind === 'link' ? `${e.name} -> ${e.node.target}` : e.name;
+      return { mode: modeString(e.st.mode), links: String(e.st.nlink), user, group, size: String(e.st.size), date: lsDate(e.st.mtimeMs), name };
+    });
+    const w = (k: keyof (typeof rows)[number]) => Math.max(0, ...rows.map((r) => r[k].length));
+    if (withTotal) ctx.stdout.write(`total ${list.reduce((n, e) => n + Math.ceil(e.st.size / 4096) * 4, 0)}\n`);
+    for (const r of rows) {
+      const owner = flags.has('g') ? '' : `${r.user.padEnd(w('user'))} `;
+      const group = flags.has('o') ? '' : `${r.group.padEnd(w('group'))} `;
+      ctx.stdout.write(`${r.mode} ${r.links.padStart(w('links'))} ${owner}${group}${r.size.padStart(w('size'))} ${r.date} ${r.name}\n`);
+    }
+  };
+  render(sortEntries(files), false);
+  const multi = operands.length > 1 || flags.has('R');
+  const listDir = (shown: string, path: string, first: boolean) => {
+    let entries: LsEntry[];
+    try {
+      const real = fs.realpath(path);
+      entries = fs.readdir(real).map(({ name, node }) => ({ name, path: `${real === '/' ? '' : real}/${name}`, st: fs.lstat(`${real}/${name}`), node }));
+      if (all) {
+        entries.unshift({ name: '..', path: dirname(real), st: fs.stat(dirname(real)), node: fs.resolve(dirname(real)).node });
+        entries.unshift({ name: '.', path: real, st: fs.stat(real), node: fs.resolve(real).node });
+      } else if (!almostAll) entries = entries.filter((e) => !e.name.startsWith('.'));
+    } catch (error) {
+      ctx.stderr.write(`ls: ${shown}: ${errText(error)}\n`);
+      status = 1;
+      return;
+    }
+    if (multi) ctx.stdout.write(`${first && files.length === 0 ? '' : '\n'}${shown}:\n`);
+    render(sortEntries(entries), true);
+    if (flags.has('R')) {
+      for (const e of entries) if (e.st.kind === 'dir' && e.name !== '.' && e.name !== '..') listDir(`${shown.replace(/\/$/, '')}/${e.name}`, e.path, false);
+    }
+  };
+  dirs.forEach((d, i) => listDir(d.shown, d.path, i === 0));
+  return status;
+};
+
+const mkdir: CommandFn = (ctx) => {
+  const { flags, values, operands } = getopt(ctx.args, 'm');
+  if (operands.length === 0) return fail(ctx, 'Needs 1 argument');
+  let status = 0;
+  const mode = values.has('m') ? parseInt(values.get('m')!, 8) : undefined;
+  for (const op of operands) {
+    try {
+      ctx.device.fs.mkdir(resolvePath(ctx, op), { parents: flags.has('p'), mode });
+    } catch (error) {
+      ctx.stderr.write(`mkdir: ${op}: ${errText(error)}\n`);
+      status = 1;
+    }
+  }
+  return status;
+};
+
+const rm: CommandFn = (ctx) => {
+  const { flags, operands } = getopt(ctx.args);
+  const force = flags.has('f');
+  const recursive = flags.has('r') || flags.has('R');
+  if (operands.length === 0 && !force) return fail(ctx, 'Needs 1 argument');
+  let status = 0;
+  for (const op of operands) {
+    const path = resolvePath(ctx, op);
+    try {
+      const st = ctx.device.fs.lstat(path);
+      if (st.kind === 'dir' && !recursive && !flags.has('d')) {
+        ctx.stderr.write(`rm: ${op}: Is a directory\n`);
+        status = 1;
+        continue;
+      }
+      ctx.device.fs.remove(path, { recursive: recursive || flags.has('d'), dirOnly: false });
+    } catch (error) {
+      if (force && error instanceof FsError && error.code === 'ENOENT') continue;
+      ctx.stderr.write(`rm: ${op}: ${errText(error)}\n`);
+      status = 1;
+    }
+  }
+  return status;
+};
+
+const rmdir: CommandFn = (ctx) => {
+  const { operands } = getopt(ctx.args);
+  let status = 0;
+  for (const op of operands) {
+    try {
+      ctx.device.fs.remove(resolvePath(ctx, op), { dirOnly: true });
+    } catch (error) {
+      ctx.stderr.write(`rmdir: ${op}: ${errText(error)}\n`);
+      status = 1;
+    }
+  }
+  return status;
+};
+
+const mv: CommandFn = (ctx) => {
+  const { flags, operands } = getopt(ctx.args);
+  if (operands.length < 2) return fail(ctx, 'Needs 2 arguments');
+  const dest = operands.pop()!;
+  let status = 0;
+  for (const src of operands) {
+    try {
+      const destPath = resolvePath(ctx, dest);
+      if (flags.has('n') && ctx.device.fs.exists(destPath) && ctx.device.fs.stat(destPath).kind !== 'dir') continue;
+      ctx.device.fs.rename(resolvePath(ctx, src), destPath);
+    } catch (error) {
+      ctx.stderr.write(`mv: ${src}: ${errText(error)}\n`);
+      status = 1;
+    }
+  }
+  return status;
+};
+
+const cp: CommandFn = (ctx) => {
+  const { flags, operands } = getopt(ctx.args);
+  if (operands.length < 2) return fail(ctx, 'Needs 2 arguments');
+  const fs = ctx.device.fs;
+  const destArg = operands.pop()!;
+  const dest = resolvePath(ctx, destArg);
+  const destIsDir = fs.exists(dest) && fs.stat(dest).kind === 'dir';
+  if (operands.length > 1 && !destIsDir) return fail(ctx, `${destArg}: Not a directory`);
+  let status = 0;
+  const copy = (from: string, to: string, shown: string) => {
+    const st = fs.stat(from);
+    if (st.kind === 'dir') {
+      if (!(flags.has('r') || flags.has('R') || flags.has('a'))) {
+        ctx.stderr.write(`cp: Skipped dir '${shown}'\n`);
+        status = 1;
+        return;
+      }
+      if (!fs.exists(to)) fs.mkdir(to);
+      for (const e of fs.readdir(from)) copy(`${from}/${e.name}`, `${to}/${e.name}`, `${shown}/${e.name}`);
+      return;
+    }
+    const keep = flags.has('p') || flags.has('a');
+    fs.writeFile(to, fs.readFile(from), keep ? { mode: st.mode & 0o7777, mtimeMs: st.mtimeMs } : {});
+  };
+  for (const src of operands) {
+    try {
+      const from = resolvePath(ctx, src);
+      copy(from, destIsDir ? `${dest}/${basename(from)}` : dest, src);
+    } catch (error) {
+      ctx.stderr.write(`cp: ${src}: ${errText(error)}\n`);
+      status = 1;
+    }
+  }
+  return status;
+};
+
+const touch: CommandFn = (ctx) => {
+  const { flags, values, operands } = getopt(ctx.args, 'dtr');
+  const fs = ctx.device.fs;
+  let time = ctx.device.now();
+  if (values.has('d')) time = Date.parse(values.get('d')!) || time;
+  if (values.has('t')) {
+    const m = /^(\d{4})?(\d{2})(\d{2})(\d{2})(\d{2})(?:\.(\d{2}))?$/.exec(values.get('t')!);
+    if (m) time = Date.UTC(Number(m[1] ?? new Date(time).getUTCFullYear()), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6] ?? 0));
+  }
+  if (values.has('r')) time = fs.stat(resolvePath(ctx, values.get('r')!)).mtimeMs;
+  let status = 0;
+  for (const op of operands) {
+    const path = resolvePath(ctx, op);
+    try {
+      if (!fs.exists(path)) {
+        if (flags.has('c')) continue;
+        fs.writeFile(path, Buffer.alloc(0), { mtimeMs: time });
+      } else fs.utimes(path, time, time);
+    } catch (error) {
+      ctx.stderr.write(`touch: ${op}: ${errText(error)}\n`);
+      status = 1;
+    }
+  }
+  return status;
+};
+
+/** Applies a symbolic (u+x,go-w) or octal mode to current permission bits. */
+export function applyMode(spec: string, current: number, isDir: boolean): number | null {
+  if (/^[0-7]{1,4}$/.test(spec)) return parseInt(spec, 8);
+  let mode = current & 0o7777;
+  for (const clause of spec.split(',')) {
+    const m = /^([ugoa]*)([-+=])([rwxXst]*)$/.exec(clause);
+    if (!m) return null;
+    const who = m[1] === '' || m[1]!.includes('a') ? 'ugo' : m[1]!;
+    let bits = 0;
+    for (const p of m[3]!) {
+      const shiftFor = (w: string) => (w === 'u' ? 6 : w === 'g' ? 3 : 0);
+      for (const w of who) {
+        if (p === 'r') bits |= 4 << shiftFor(w);
+        if (p === 'w') bits |= 2 << shiftFor(w);
+        if (p === 'x' || (p === 'X' && (isDir || (current & 0o111) !== 0))) bits |= 1 << shiftFor(w);
+        if (p === 's') bits |= w === 'u' ? 0o4000 : w === 'g' ? 0o2000 : 0;
+        if (p === 't') bits |= 0o1000;
+      }
+    }
+    if (m[2] === '+') mode |= bits;
+    else if (m[2] === '-') mode &= ~bits;
+    else {
+      let mask = 0;
+      for (const w of who) mask |= 7 << (w === 'u' ? 6 : w === 'g' ? 3 : 0);
+      mode = (mode & ~mask) | bits;
+    }
+  }
+  return mode;
+}
+
+const chmod: CommandFn = (ctx) => {
+  const { flags, operands } = getopt(ctx.args.filter((a) => !/^-[rwxXst]+$/.test(a) || a === '-R'));
+  const symbolicMinus = ctx.args.find((a) => /^-[rwxXst]+$/.test(a) && a !== '-R');
+  const spec = symbolicMinus ?? operands.shift();
+  if (!spec || operands.length === 0) return fail(ctx, 'Needs 2 arguments');
+  let status = 0;
+  const fs = ctx.device.fs;
+  const apply = (path: string, shown: string) => {
+    const st = fs.stat(path);
+    const mode = applyMode(spec, st.mode, st.kind === 'dir');
+    if (mode === null) throw new Error(`bad mode '${spec}'`);
+    fs.chmod(path, mode);
+    if (flags.has('R') && st.kind === 'dir') for (const e of fs.readdir(path)) apply(`${path}/${e.name}`, `${shown}/${e.name}`);
+  };
+  for (const op of operands) {
+    try {
+      apply(resolvePath(ctx, op), op);
+    } catch (error) {
+      ctx.stderr.write(`chmod: ${op}: ${errText(error instanceof FsError ? error : (error as Error).message)}\n`);
+      status = 1;
+    }
+  }
+  return status;
+};
+
+const chown: CommandFn = (ctx) => {
+  const { operands } = getopt(ctx.args);
+  for (const op of operands.slice(1)) {
+    const path = resolvePath(ctx, op);
+    if (!ctx.device.fs.exists(path)) return fail(ctx, `${op}: No such file or directory`);
+    ctx.stderr.write(`chown: ${op}: Operation not permitted\n`);
+    return 1;
+  }
+  return fail(ctx, 'Needs 2 arguments');
+};
+
+function statFormat(format: string, shown: string, st: Stat, target: string | null): string {
+  return format.replace(/%([a-zA-Z%])/g, (_, c: string) => {
+    switch (c) {
+      case 's':
+        return String(st.size);
+      case 'n':
+        return shown;
+      case 'N':
+        return target ? `${shown} -> ${target}` : shown;
+      case 'a':
+        return (st.mode & 0o7777).toString(8);
+      case 'A':
+        return modeString(st.mode);
+      case 'f':
+        return st.mode.toString(16);
+      case 'F':
+        return fileType(st);
+      case 'u':
+        return String(st.uid);
+      case 'U':
+        return userName(st.uid);
+      case 'g':
+        return String(st.gid);
+      case 'G':
+        return userName(st.gid);
+      case 'h':
+        return String(st.nlink);
+      case 'i':
+        return String(st.ino);
+      case 'b':
+        return String(Math.ceil(st.size / 512));
+      case 'B':
+        return '512';
+      case 'o':
+        return '4096';
+      case 'X':
+        return String(Math.floor(st.atimeMs / 1000));
+      case 'Y':
+        return String(Math.floor(st.mtimeMs / 1000));
+      case 'Z':
+        return String(Math.floor(st.ctimeMs / 1000));
+      case 'x':
+        return statDate(st.atimeMs);
+      case 'y':
+        return statDate(st.mtimeMs);
+      case 'z':
+        return statDate(st.ctimeMs);
+      case 'd':
+        return '64800';
+      case 'D':
+        return 'fd00';
+      case 'm':
+        return '/';
+      case '%':
+        return '%';
+      default:
+        return `?`;
+    }
+  });
+}
+
+const stat: CommandFn = (ctx) => {
+  const { flags, values, operands } = getopt(ctx.args, 'c');
+  const fs = ctx.device.fs;
+  let status = 0;
+  for (const op of operands) {
+    const path = resolvePath(ctx, op);
+    try {
+      const st = flags.has('L') ? fs.stat(path) : fs.lstat(path);
+      const node = fs.resolve(path, flags.has('L')).node;
+      const target = node.kind === 'link' ? node.target : null;
+      if (values.has('c')) {
+        ctx.stdout.write(`${statFormat(values.get('c')!, op, st, target)}\n`);
+        continue;
+      }
+      const perm = `(${(st.mode & 0o7777).toString(8).padStart(4, '0')}/${modeString(st.mode)})`;
+      ctx.stdout.write(
+        `  File: ${target ? `${op} -> ${target}` : op}\n` +
+          `  Size: ${st.size}\t Blocks: ${Math.ceil(st.size / 512)}\t IO Blocks: 4096\t${fileType(st)}\n` +
+          `Device: fd00h/64768d\t Inode: ${st.ino}\t Links: ${st.nlink}\t Device type: 0,0\n` +
+          `Access: ${perm}\tUid: (${String(st.uid).padStart(5)}/${userName(st.uid).padStart(8)})\tGid: (${String(st.gid).padStart(5)}/${userName(st.gid).padStart(8)})\n` +
+          `Access: ${statDate(st.atimeMs)}\nModify: ${statDate(st.mtimeMs)}\nChange: ${statDate(st.ctimeMs)}\n`,
+      );
+    } catch (error) {
+      ctx.stderr.write(`stat: '${op}': ${errText(error)}\n`);
+      status = 1;
+    }
+  }
+  return status;
+};
+
+const ln: CommandFn = (ctx) => {
+  const { flags, operands } = getopt(ctx.args);
+  if (operands.length < 2) return fail(ctx, 'Needs 2 arguments');
+  const [target, link] = operands as [string, string];
+  const path = resolvePath(ctx, link);
+  try {
+    if (flags.has('f') && ctx.device.fs.exists(path)) ctx.device.fs.remove(path);
+    if (flags.has('s')) ctx.device.fs.symlink(target, path);
+    else ctx.device.fs.writeFile(path, ctx.device.fs.readFile(resolvePath(ctx, target)));
+    return 0;
+  } catch (error) {
+    return fail(ctx, `${link}: ${errText(error)}`);
+  }
+};
+
+const readlink: CommandFn = (ctx) => {
+  const { flags, operands } = getopt(ctx.args);
+  const op = operands[0];
+  if (!op) return 1;
+  try {
+    const path = resolvePath(ctx, op);
+    ctx.stdout.write(`${flags.has('f') || flags.has('e') || flags.has('m') ? ctx.device.fs.realpath(path) : ctx.device.fs.readlink(path)}\n`);
+    return 0;
+  } catch {
+    return 1;
+  }
+};
+
+const realpath: CommandFn = (ctx) => {
+  let status = 0;
+  for (const op of getopt(ctx.args).operands) {
+    try {
+      ctx.stdout.write(`${ctx.device.fs.realpath(resolvePath(ctx, op))}\n`);
+    } catch (error) {
+      ctx.stderr.write(`realpath: ${op}: ${errText(error)}\n`);
+      status = 1;
+    }
+  }
+  return status;
+};
+
+function treeSize(ctx: CommandContext, path: string): number {
+  let total = 0;
+  for (const { node } of ctx.device.fs.walkTree(path)) if (node.kind === 'file') total += node.data.length;
+  return total;
+}
+
+const df: CommandFn = (ctx) => {
+  const { flags } = getopt(ctx.args);
+  const used = Math.ceil(treeSize(ctx, '/storage/emulated/0') / 1024) + 5_242_880;
+  const rows: [string, number, number, string][] = [
+    ['/dev/block/dm-0', 5_799_428, 5_781_948, '/'],
+    ['tmpfs', 3_883_932, 1_508, '/dev'],
+    ['tmpfs', 3_883_932, 0, '/mnt'],
+    ['/dev/block/dm-5', 116_892_784, used, '/data'],
+    ['/dev/fuse', 116_892_784, used, '/storage/emulated'],
+  ];
+  const human = (kb: number) => (kb > 1048576 ? `${(kb / 1048576).toFixed(1)}G` : kb > 1024 ? `${(kb / 1024).toFixed(1)}M` : `${kb}K`);
+  ctx.stdout.write(flags.has('h') ? 'Filesystem       Size  Used Avail Use% Mounted on\n' : 'Filesystem       1K-blocks    Used Available Use% Mounted on\n');
+  for (const [fsName, size, u, mount] of rows) {
+    const avail = size - u;
+    const pct = `${Math.ceil((u / size) * 100)}%`;
+    if (flags.has('h')) ctx.stdout.write(`${fsName.padEnd(16)} ${human(size).padStart(5)} ${human(u).padStart(5)} ${human(avail).padStart(5)} ${pct.padStart(4)} ${mount}\n`);
+    else ctx.stdout.write(`${fsName.padEnd(16)} ${String(size).padStart(9)} ${String(u).padStart(7)} ${String(avail).padStart(9)} ${pct.padStart(4)} ${mount}\n`);
+  }
+  return 0;
+};
+
+const du: CommandFn = (ctx) => {
+  const { flags, operands } = getopt(ctx.args);
+  if (operands.length === 0) operands.push('.');
+  let status = 0;
+  for (const op of operands) {
+    try {
+      const kb = Math.ceil(treeSize(ctx, resolvePath(ctx, op)) / 1024);
+      ctx.stdout.write(`${flags.has('h') ? `${kb}K` : kb}\t${op}\n`);
+    } catch (error) {
+      ctx.stderr.write(`du: ${op}: ${errText(error)}\n`);
+      status = 1;
+    }
+  }
+  return status;
+};
+
+function digest(algorithm: 'md5' | 'sha1' | 'sha256'): CommandFn {
+  return async (ctx) => {
+    const { operands } = getopt(ctx.args);
+    if (operands.length === 0) {
+      ctx.stdout.write(`${createHash(algorithm).update(await readAll(ctx.stdin)).digest('hex')}  -\n`);
+      return 0;
+    }
+    let status = 0;
+    for (const op of operands) {
+      try {
+        const data = op === '-' ? await readAll(ctx.stdin) : ctx.device.fs.readFile(resolvePath(ctx, op));
+        ctx.stdout.write(`${createHash(algorithm).update(data).digest('hex')}  ${op}\n`);
+      } catch (error) {
+        ctx.stderr.write(`${ctx.name}: ${op}: ${errText(error)}\n`);
+        status = 1;
+      }
+    }
+    return status;
+  };
+}
+
+const find: CommandFn = (ctx) => {
+  const args = [...ctx.args];
+  const roots: string[] = [];
+  while (args.length > 0 && !args[0]!.startsWith('-')) roots.push(args.shift()!);
+  if (roots.length === 0) roots.push('.');
+  let namePattern: RegExp | null = null;
+  let type: string | null = null;
+  let maxDepth = Infinity;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (a === '-name' || a === '-iname') {
+      const glob = (args[++i] ?? '*').replace(/[.+^${}()|\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+      namePattern = new RegExp(`^${glob}$`, a === '-iname' ? 'i' : '');
+    } else if (a === '-type') type = args[++i] ?? null;
+    else if (a === '-maxdepth') maxDepth = Number(args[++i] ?? 'Infinity');
+  }
+  let status = 0;
+  const fs = ctx.device.fs;
+  for (const root of roots) {
+    const base = resolvePath(ctx, root);
+    try {
+      const real = fs.realpath(base);
+      for (const { path, node } of fs.walkTree(real)) {
+        const rel = path === real ? '' : path.slice(real === '/' ? 0 : real.length);
+        const depth = rel.split('/').filter(Boolean).length;
+        if (depth > maxDepth) continue;
+        if (namePattern && !namePattern.test(basename(path))) continue;
+        if (type && ((type === 'f' && node.kind !== 'file') || (type === 'd' && node.kind !== 'dir') || (type === 'l' && node.kind !== 'link'))) continue;
+        ctx.stdout.write(`${root.replace(/\/$/, '') || '/'}${rel}\n`);
+      }
+    } catch (error) {
+      ctx.stderr.write(`find: ${root}: ${errText(error)}\n`);
+      status = 1;
+    }
+  }
+  return status;
+};
+
+const basenameCmd: CommandFn = (ctx) => {
+  const [path, suffix] = ctx.args;
+  if (path === undefined) return fail(ctx, 'Needs 1 argument');
+  let b = basename(path);
+  if (suffix && b.endsWith(suffix) && b !== suffix) b = b.slice(0, -suffix.length);
+  ctx.stdout.write(`${b}\n`);
+  return 0;
+};
+
+const dirnameCmd: CommandFn = (ctx) => {
+  const path = ctx.args[0];
+  if (path === undefined) return fail(ctx, 'Needs 1 argument');
+  const trimmed = path.replace(/\/+$/, '') || '/';
+  ctx.stdout.write(`${trimmed.includes('/') ? dirname(trimmed) : '.'}\n`);
+  return 0;
+};
+
+/** `test` / `[`: file tests, string and integer comparisons, ! -a -o. */
+const test: CommandFn = (ctx) => {
+  let args = [...ctx.args];
+  if (ctx.name === '[') {
+    if (args[args.length - 1] !== ']') return fail(ctx, "missing ']'", 2);
+    args = args.slice(0, -1);
+  }
+  const fs = ctx.device.fs;
+  const fileTest = (op: string, operand: string): boolean => {
+    const path = normalizePath(operand, ctx.cwd);
+    try {
+      if (op === '-h' || op === '-L') return fs.lstat(path).kind === 'link';
+      const st = fs.stat(path);
+      switch (op) {
+        case '-e':
+          return true;
+        case '-f':
+          return st.kind === 'file';
+        case '-d':
+          return st.kind === 'dir';
+        case '-s':
+          return st.size > 0;
+        case '-r':
+          return true;
+        case '-w':
+          return fs.isWritable(path);
+        case '-x':
+          return (st.mode & 0o111) !== 0;
+        case '-c':
+          return st.kind === 'chr';
+        default:
+          return false;
+      }
+    } catch {
+      return false;
+    }
+  };
+  const unary = new Set(['-e', '-f', '-d', '-s', '-r', '-w', '-x', '-h', '-L', '-c', '-n', '-z', '-b', '-p', '-S']);
+  let i = 0;
+  const primary = (): boolean => {
+    const a = args[i];
+    if (a === '!') {
+      i++;
+      return !primary();
+    }
+    if (a === '(') {
+      i++;
+      const v = orExpr();
+      i++; // ')'
+      return v;
+    }
+    const b = args[i + 1];
+    const c = args[i + 2];
+    if (b !== undefined && c !== undefined && ['=', '==', '!=', '-eq', '-ne', '-lt', '-le', '-gt', '-ge', '<', '>'].includes(b)) {
+      i += 3;
+      const x = Number(a);
+      const y = Number(c);
+      switch (b) {
+        case '=':
+        case '==':
+          return a === c;
+        case '!=':
+          return a !== c;
+        case '<':
+          return (a ?? '') < c;
+        case '>':
+          return (a ?? '') > c;
+        case '-eq':
+          return x === y;
+        case '-ne':
+          return x !== y;
+        case '-lt':
+          return x < y;
+        case '-le':
+          return x <= y;
+        case '-gt':
+          return x > y;
+        default:
+          return x >= y;
+      }
+    }
+    if (a !== undefined && unary.has(a) && b !== undefined) {
+      i += 2;
+      if (a === '-n') return b.length > 0;
+      if (a === '-z') return b.length === 0;
+      return fileTest(a, b);
+    }
+    i++;
+    return a !== undefined && a.length > 0;
+  };
+  const andExpr = (): boolean => {
+    let v = primary();
+    while (args[i] === '-a') {
+      i++;
+      const r = primary();
+      v = v && r;
+    }
+    return v;
+  };
+  const orExpr = (): boolean => {
+    let v = andExpr();
+    while (args[i] === '-o') {
+      i++;
+      const r = andExpr();
+      v = v || r;
+    }
+    return v;
+  };
+  if (args.length === 0) return 1;
+  return orExpr() ? 0 : 1;
+};
+
+export const FILE_COMMANDS: Record<string, CommandFn> = {
+  cat,
+  ls,
+  mkdir,
+  rm,
+  rmdir,
+  mv,
+  cp,
+  touch,
+  chmod,
+  chown,
+  stat,
+  ln,
+  readlink,
+  realpath,
+  df,
+  du,
+  md5sum: digest('md5'),
+  sha1sum: digest('sha1'),
+  sha256sum: digest('sha256'),
+  find,
+  basename: basenameCmd,
+  dirname: dirnameCmd,
+  test,
+  '[': test,
+};

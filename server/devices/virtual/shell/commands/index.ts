@@ -1,0 +1,40 @@
+/** The command table: every program the phone's shell can run. */
+import type { CommandFn, CommandTable } from '../command.js';
+import { am, monkey } from './am.js';
+import { appops, makeCmd } from './cmd.js';
+import { DISPLAY_COMMANDS } from './display.js';
+import { dumpsys } from './dumpsys.js';
+import { FILE_COMMANDS } from './files.js';
+import { logcat } from './logcat.js';
+import { nc } from './nc.js';
+import { pm } from './pm.js';
+import { SYSTEM_COMMANDS, makeWhich } from './system.js';
+import { TEXT_COMMANDS } from './text.js';
+
+export function createCommandTable(): CommandTable {
+  const table = new Map<string, CommandFn>();
+  const get = () => table;
+  for (const group of [FILE_COMMANDS, TEXT_COMMANDS, SYSTEM_COMMANDS, DISPLAY_COMMANDS]) {
+    for (const [name, fn] of Object.entries(group)) table.set(name, fn);
+  }
+  table.set('am', am);
+  table.set('monkey', monkey);
+  table.set('pm', pm);
+  table.set('appops', appops);
+  table.set('cmd', makeCmd(get));
+  table.set('dumpsys', dumpsys);
+  table.set('logcat', logcat);
+  table.set('nc', nc);
+  table.set('which', makeWhich(get));
+  // toybox multiplexer: `toybox ls` runs ls
+  table.set('toybox', (ctx) => {
+    const [name, ...args] = ctx.args;
+    const fn = name ? table.get(name) : undefined;
+    if (!fn) {
+      ctx.stdout.write(`${[...table.keys()].sort().join(' ')}\n`);
+      return name ? 1 : 0;
+    }
+    return fn({ ...ctx, name: name ?? 'toybox', args });
+  });
+  return table;
+}

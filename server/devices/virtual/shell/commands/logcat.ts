@@ -1,0 +1,121 @@
+/** `logcat`: dump (-d), clear (-c) or follow the phone's log buffer. */
+import { formatLogEntry } from '../../logcat.js';
+import type { LogEntry, LogFormat } from '../../logcat.js';
+import { resolvePath } from '../command.js';
+import type { CommandFn } from '../command.js';
+
+const PRIORITIES = ['V', 'D', 'I', 'W', 'E', 'F', 'S'];
+const FORMATS = new Set<LogFormat>(['threadtime', 'brief', 'time', 'tag', 'process', 'raw', 'long']);
+
+interface Filter {
+  tag: string;
+  min: number;
+}
+
+function parseFilter(spec: string): Filter | null {
+  const m = /^([^:]+)(?::([VDIWEFS*]))?$/i.exec(spec);
+  if (!m) return null;
+  const level = (m[2] ?? 'V').toUpperCase();
+  return { tag: m[1]!, min: level === '*' ? 0 : PRIORITIES.indexOf(level) };
+}
+
+export const logcat: CommandFn = async (ctx) => {
+  let dump = false;
+  let clear = false;
+  let format: LogFormat = 'threadtime';
+  let tail: number | null = null;
+  let follow = true;
+  let maxCount = Infinity;
+  let regex: RegExp | null = null;
+  let pid: number | null = null;
+  let file: string | null = null;
+  const filters: Filter[] = [];
+  let silent = false;
+  const args = ctx.args;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const value = (): string => {
+      const eq = a.indexOf('=');
+      if (a.startsWith('--') && eq > 0) return a.slice(eq + 1);
+      if (/^-[a-zA-Z]./.test(a) && !a.startsWith('--')) return a.slice(2);
+      return args[++i] ?? '';
+    };
+    if (a === '-d') dump = true;
+    else if (a === '-c') clear = true;
+    else if (a === '-s') silent = true;
+    else if (a.startsWith('-v') || a.startsWith('--format')) {
+      const v = value() as LogFormat;
+      if (FORMATS.has(v)) format = v;
+    } else if (a.startsWith('-b') || a.startsWith('--buffer') || a === '-G' || a === '-n' || a === '-r') value();
+    else if (a.startsWith('-t')) {
+      tail = Number(value()) || 0;
+      follow = false;
+    } else if (a.startsWith('-T')) tail = Number(value()) || 0;
+    else if (a.startsWith('-m') || a.startsWith('--max-count')) maxCount = Number(value()) || Infinity;
+    else if (a.startsWith('-e') || a.startsWith('--regex')) {
+      try {
+        regex = new RegExp(value());
+      } catch {
+        ctx.stderr.write('logcat: invalid regex\n');
+        return 1;
+      }
+    } else if (a.startsWith('--pid')) pid = Number(value());
+    else if (a.startsWith('-f') || a.startsWith('--file')) file = value();
+    else if (a === '-g' || a === '--buffer-size') {
+      ctx.stdout.write('main: ring buffer is 256 KiB (12 KiB consumed), max entry is 5120 B, max payload is 4068 B\nsystem: ring buffer is 256 KiB (4 KiB consumed), max entry is 5120 B, max payload is 4068 B\ncrash: ring buffer is 256 KiB (0 B consumed), max entry is 5120 B, max payload is 4068 B\n');
+      return 0;
+    } else if (a === '-L' || a === '-S' || a === '-D' || a === '-B' || a === '-Q') continue;
+    else if (!a.startsWith('-')) {
+      const f = parseFilter(a);
+      if (f) filters.push(f);
+    }
+  }
+  const buffer = ctx.device.logcat;
+  if (clear) {
+    buffer.clear();
+    return 0;
+  }
+  if (silent) filters.push({ tag: '*', min: 6 });
+  const passes = (e: LogEntry): boolean => {
+    if (pid !== null && e.pid !== pid) return false;
+    if (regex && !regex.test(e.message)) return false;
+    const rule = filters.find((f) => f.tag === e.tag) ?? filters.find((f) => f.tag === '*');
+    if (rule && PRIORITIES.indexOf(e.priority) < rule.min) return false;
+    return true;
+  };
+  let printed = 0;
+  const lines: string[] = [];
+  const emit = (e: LogEntry) => {
+    const line = `${formatLogEntry(e, format)}\n`;
+    if (file) lines.push(line);
+    else ctx.stdout.write(line);
+    printed++;
+  };
+  let backlog = buffer.snapshot().filter(passes);
+  if (tail !== null) backlog = backlog.slice(-tail);
+  if (backlog.length > 0 && !file) ctx.stdout.write('--------- beginning of main\n');
+  for (const e of backlog) {
+    if (printed >= maxCount) break;
+    emit(e);
+  }
+  if (file) ctx.device.fs.writeFile(resolvePath(ctx, file), Buffer.from(lines.join('')), { append: true });
+  if (dump || !follow || printed >= maxCount) return 0;
+  await ctx.stdout.drain();
+  // Follow until the caller closes the stream or the reader of our pipe went away.
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      off();
+      ctx.signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const off = buffer.follow((e) => {
+      if (!passes(e)) return;
+      if (file) ctx.device.fs.writeFile(resolvePath(ctx, file), Buffer.from(`${formatLogEntry(e, format)}\n`), { append: true });
+      else emit(e);
+      if (printed >= maxCount || ctx.stdout.closed) done();
+    });
+    if (ctx.signal.aborted) done();
+    else ctx.signal.addEventListener('abort', done, { once: true });
+  });
+  return 0;
+};

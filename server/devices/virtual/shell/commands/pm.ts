@@ -1,0 +1,386 @@
+/** `pm` and `cmd package`: listing, paths, installs (files, streams, sessions), grants. */
+import { shortComponent } from '../../activity.js';
+import { FsError } from '../../fs.js';
+import { RUNTIME_PERMISSIONS } from '../../packages.js';
+import type { InstallOptions, PackageRecord } from '../../packages.js';
+import { resolvePath } from '../command.js';
+import type { CommandContext, CommandFn } from '../command.js';
+import { dumpPackage } from './dumpsys.js';
+
+/** One session of install-create / install-write / install-commit. */
+export interface InstallSession {
+  id: number;
+  options: InstallOptions;
+  parts: Map<string, Buffer>;
+}
+
+function parseInstallOptions(args: string[]): { options: InstallOptions; size: number | null; rest: string[] } {
+  const options: InstallOptions = { replace: false, grantAll: false, allowDowngrade: false };
+  let size: number | null = null;
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    switch (a) {
+      case '-r':
+        options.replace = true;
+        break;
+      case '-g':
+        options.grantAll = true;
+        break;
+      case '-d':
+        options.allowDowngrade = true;
+        break;
+      case '-S':
+        size = Number(args[++i]);
+        break;
+      case '-i':
+      case '--installer':
+        options.installer = args[++i];
+        break;
+      case '--user':
+      case '-p':
+      case '--install-location':
+      case '--originating-uri':
+      case '--referrer':
+      case '--abi':
+      case '--pkg':
+      case '--apex-timeout':
+      case '--staged-ready-timeout':
+      case '--force-uuid':
+        i++;
+        break;
+      default:
+        if (a.startsWith('-')) break; // -t, -f, --dont-kill, --instant, --full, --force-queryable...
+        rest.push(a);
+    }
+  }
+  // Android 14 replaces existing apps whether or not -r is given (pm install always updates).
+  options.replace = true;
+  return { options, size, rest };
+}
+
+/** Reads exactly size bytes of stdin (streamed installs). */
+async function readExactly(ctx: CommandContext, size: number): Promise<Buffer | null> {
+  const chunks: Buffer[] = [];
+  let got = 0;
+  while (got < size) {
+    const c = await ctx.stdin.read();
+    if (c === null) break;
+    chunks.push(c);
+    got += c.length;
+  }
+  if (got < size) return null;
+  const all = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, got);
+  return got === size ? all : all.subarray(0, size);
+}
+
+function reportInstall(ctx: CommandContext, apk: Buffer, options: InstallOptions): number {
+  const result = ctx.device.packages.install(apk, options);
+  if (!result.ok) {
+    ctx.stdout.write(`Failure [${result.failure}]\n`);
+    ctx.device.logcat.add({ pid: 860, tid: 900, priority: 'W', tag: 'PackageManager', message: `Install failed: ${result.failure}` });
+    return 1;
+  }
+  const r = result.record;
+  // A reinstall kills the running app, as on a device.
+  ctx.device.activity.forceStop(r.name);
+  ctx.device.logcat.add({ pid: 860, tid: 900, priority: 'I', tag: 'PackageManager', message: `Installed ${r.name} versionCode=${r.versionCode} at ${r.codePath}` });
+  ctx.stdout.write('Success\n');
+  return 0;
+}
+
+async function install(ctx: CommandContext, args: string[]): Promise<number> {
+  const { options, size, rest } = parseInstallOptions(args);
+  const path = rest[0];
+  let apk: Buffer | null;
+  if (path === undefined || path === '-') {
+    if (size === null) {
+      ctx.stderr.write('Error: must either specify a package size or an APK file\n');
+      return 1;
+    }
+    apk = await readExactly(ctx, size);
+    if (!apk) {
+      ctx.stdout.write('Failure [INSTALL_FAILED_INVALID_APK: Failed to write all bytes of the streamed APK]\n');
+      return 1;
+    }
+  } else {
+    try {
+      apk = ctx.device.fs.readFile(resolvePath(ctx, path));
+    } catch (error) {
+      ctx.stderr.write(`Error: Unable to open file: ${path}\nConsider using a file under /data/local/tmp/\n`);
+      ctx.stdout.write(`Failure [INSTALL_FAILED_INVALID_URI: ${error instanceof FsError ? error.reason : String(error)}]\n`);
+      return 1;
+    }
+  }
+  return reportInstall(ctx, apk, options);
+}
+
+function listPackages(ctx: CommandContext, args: string[]): number {
+  const flags = new Set<string>();
+  let filter: string | null = null;
+  let uidFilter: number | null = null;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '--user') i++;
+    else if (a === '--uid') uidFilter = Number(args[++i]);
+    else if (a === '--show-versioncode' || a === '--apex-only' || a === '--factory-only') flags.add(a);
+    else if (a.startsWith('-')) for (const f of a.slice(1)) flags.add(f);
+    else filter = a;
+  }
+  let list = ctx.device.packages.all();
+  if (flags.has('3')) list = list.filter((p) => !p.system);
+  if (flags.has('s')) list = list.filter((p) => p.system);
+  if (flags.has('d')) list = list.filter((p) => !p.enabled);
+  if (flags.has('e')) list = list.filter((p) => p.enabled);
+  if (filter) list = list.filter((p) => p.name.includes(filter!));
+  if (uidFilter !== null) list = list.filter((p) => p.uid === uidFilter);
+  for (const p of list) {
+    let line = `package:${flags.has('f') ? `${p.apkPath}=` : ''}${p.name}`;
+    if (flags.has('--show-versioncode')) line += ` versionCode:${p.versionCode}`;
+    if (flags.has('i')) line += `  installer=${p.installer ?? 'null'}`;
+    if (flags.has('U')) line += ` uid:${p.uid}`;
+    ctx.stdout.write(`${line}\n`);
+  }
+  return 0;
+}
+
+function requirePackage(ctx: CommandContext, verb: string, name: string | undefined): PackageRecord | number {
+  const p = name ? ctx.device.packages.get(name) : undefined;
+  if (!p) {
+    ctx.stderr.write(`Exception occurred while executing '${verb}':\njava.lang.IllegalArgumentException: Unknown package: ${name ?? ''}\n`);
+    return 255;
+  }
+  return p;
+}
+
+function grantOrRevoke(ctx: CommandContext, verb: 'grant' | 'revoke', args: string[]): number {
+  const operands = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--user');
+  const [name, permission] = operands;
+  const p = requirePackage(ctx, verb, name);
+  if (typeof p === 'number') return p;
+  if (!permission) {
+    ctx.stderr.write('Error: no permission specified\n');
+    return 1;
+  }
+  if (!p.requestedPermissions.includes(permission)) {
+    ctx.stderr.write(
+      `Exception occurred while executing '${verb}':\njava.lang.SecurityException: Package ${p.name} has not requested permission ${permission}\n`,
+    );
+    return 255;
+  }
+  if (!RUNTIME_PERMISSIONS.has(permission)) {
+    ctx.stderr.write(
+      `Exception occurred while executing '${verb}':\njava.lang.SecurityException: Permission ${permission} requested by ${p.name} is not a changeable permission type\n`,
+    );
+    return 255;
+  }
+  if (verb === 'grant') p.granted.add(permission);
+  else p.granted.delete(permission);
+  return 0;
+}
+
+export const pm: CommandFn = async (ctx) => {
+    const sessions = () => ctx.device.system.installSessions;
+    const [verb, ...args] = ctx.args;
+    const device = ctx.device;
+    switch (verb) {
+      case 'list': {
+        const [what, ...rest] = args;
+        if (what === 'packages') return listPackages(ctx, rest);
+        if (what === 'instrumentation') {
+          const withPath = rest.includes('-f');
+          const target = rest.find((a) => !a.startsWith('-'));
+          for (const { pkg, info } of device.packages.instrumentations()) {
+            if (target && info.targetPackage !== target) continue;
+            ctx.stdout.write(`instrumentation:${withPath ? `${pkg.apkPath}=` : ''}${pkg.name}/${info.name} (target=${info.targetPackage})\n`);
+          }
+          return 0;
+        }
+        if (what === 'users') {
+          ctx.stdout.write('Users:\n\tUserInfo{0:Owner:c13} running\n');
+          return 0;
+        }
+        if (what === 'features') {
+          for (const f of ['android.hardware.touchscreen', 'android.hardware.wifi', 'android.hardware.camera', 'android.software.webview']) ctx.stdout.write(`feature:${f}\n`);
+          return 0;
+        }
+        if (what === 'permissions' || what === 'permission-groups' || what === 'libraries') {
+          ctx.stdout.write(what === 'permissions' ? 'All Permissions:\n\n' : '');
+          return 0;
+        }
+        ctx.stderr.write(`Error: unknown list type '${what ?? ''}'\n`);
+        return 1;
+      }
+      case 'path': {
+        const name = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--user')[0];
+        const p = name ? device.packages.get(name) : undefined;
+        if (!p) return 1;
+        ctx.stdout.write(`package:${p.apkPath}\n`);
+        return 0;
+      }
+      case 'install':
+        return install(ctx, args);
+      case 'install-create': {
+        const { options } = parseInstallOptions(args);
+        const map = sessions();
+        const id = 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
+        map.set(id, { id, options, parts: new Map() });
+        ctx.stdout.write(`Success: created install session [${id}]\n`);
+        return 0;
+      }
+      case 'install-write': {
+        const { size, rest } = parseInstallOptions(args);
+        const [idText, name, path] = rest;
+        const session = sessions().get(Number(idText));
+        if (!session || !name) {
+          ctx.stderr.write(`Error: invalid session ${idText ?? ''}\n`);
+          return 1;
+        }
+        let data: Buffer | null;
+        if (path === undefined || path === '-') data = size === null ? null : await readExactly(ctx, size);
+        else {
+          try {
+            data = device.fs.readFile(resolvePath(ctx, path));
+          } catch {
+            data = null;
+          }
+        }
+        if (!data) {
+          ctx.stderr.write('Error: failed to write the split\n');
+          return 1;
+        }
+        session.parts.set(name, data);
+        ctx.stdout.write(`Success: streamed ${data.length} bytes\n`);
+        return 0;
+      }
+      case 'install-commit': {
+        const map = sessions();
+        const session = map.get(Number(args[0]));
+        if (!session) {
+          ctx.stderr.write(`Error: invalid session ${args[0] ?? ''}\n`);
+          return 1;
+        }
+        map.delete(session.id);
+        // Splits beyond the base APK only carry code and resources: the base describes the app.
+        const parts = [...session.parts.values()];
+        const base = parts.find((p) => looksLikeBase(p)) ?? parts[0];
+        if (!base) {
+          ctx.stdout.write('Failure [INSTALL_FAILED_INVALID_APK: No APKs in session]\n');
+          return 1;
+        }
+        return reportInstall(ctx, base, session.options);
+      }
+      case 'install-abandon':
+        sessions().delete(Number(args[0]));
+        ctx.stdout.write('Success\n');
+        return 0;
+      case 'uninstall': {
+        const keep = args.includes('-k');
+        const name = args.filter((a, i) => !a.startsWith('-') && args[i - 1] !== '--user' && args[i - 1] !== '--versionCode')[0];
+        if (!name || !device.packages.get(name) || device.packages.get(name)!.system) {
+          ctx.stdout.write('Failure [DELETE_FAILED_INTERNAL_ERROR]\n');
+          return 1;
+        }
+        device.activity.forceStop(name);
+        if (device.hasUi) device.ui.clearData(name);
+        device.packages.uninstall(name, keep);
+        device.logcat.add({ pid: 860, tid: 900, priority: 'I', tag: 'PackageManager', message: `Removed package ${name}` });
+        ctx.stdout.write('Success\n');
+        return 0;
+      }
+      case 'clear': {
+        const name = args.filter((a, i) => !a.startsWith('-') && args[i - 1] !== '--user')[0];
+        const p = name ? device.packages.get(name) : undefined;
+        if (!p) {
+          ctx.stdout.write('Failed\n');
+          return 1;
+        }
+        device.activity.forceStop(p.name);
+        device.packages.clearData(p.name);
+        device.ui.clearData(p.name);
+        ctx.stdout.write('Success\n');
+        return 0;
+      }
+      case 'grant':
+      case 'revoke':
+        return grantOrRevoke(ctx, verb, args);
+      case 'reset-permissions':
+        return 0;
+      case 'enable':
+      case 'disable':
+      case 'disable-user':
+      case 'default-state': {
+        const name = args.filter((a, i) => !a.startsWith('-') && args[i - 1] !== '--user')[0];
+        const p = requirePackage(ctx, verb, name);
+        if (typeof p === 'number') return p;
+        const enable = verb === 'enable' || verb === 'default-state';
+        device.packages.setEnabled(p.name, enable);
+        if (!enable) device.activity.forceStop(p.name);
+        ctx.stdout.write(`Package ${p.name} new state: ${enable ? 'enabled' : verb === 'disable' ? 'disabled' : 'disabled-user'}\n`);
+        return 0;
+      }
+      case 'dump': {
+        const p = args[0] ? device.packages.get(args[0]) : undefined;
+        if (!p) {
+          ctx.stdout.write('Unable to find package: ' + (args[0] ?? '') + '\n');
+          return 0;
+        }
+        ctx.stdout.write(dumpPackage(ctx, p));
+        return 0;
+      }
+      case 'resolve-activity': {
+        const brief = args.includes('--brief');
+        const name = args.filter((a, i) => !a.startsWith('-') && !['--user', '-a', '-c', '-n'].includes(args[i - 1] ?? ''))[0];
+        const p = name ? device.packages.get(name) : undefined;
+        if (!p?.launcherActivity) {
+          ctx.stdout.write('No activity found\n');
+          return 0;
+        }
+        const component = shortComponent({ pkg: p.name, cls: p.launcherActivity });
+        if (brief) ctx.stdout.write(`priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=true\n${component}\n`);
+        else ctx.stdout.write(`Activity #0:\n  priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=true\n  ActivityInfo:\n    name=${p.launcherActivity}\n    packageName=${p.name}\n`);
+        return 0;
+      }
+      case 'get-install-location':
+        ctx.stdout.write('0[auto]\n');
+        return 0;
+      case 'has-feature':
+        ctx.stdout.write('true\n');
+        return 0;
+      case 'set-installer':
+      case 'trim-caches':
+      case 'set-permission-enforced':
+      case 'compile':
+      case 'bg-dexopt-job':
+        return 0;
+      case 'get-max-users':
+        ctx.stdout.write('Maximum supported users: 4\n');
+        return 0;
+      case 'list-users':
+        ctx.stdout.write('Users:\n\tUserInfo{0:Owner:c13} running\n');
+        return 0;
+      default:
+        ctx.stderr.write(verb === undefined ? PM_USAGE : `Unknown command: ${verb}\n`);
+        return verb === undefined ? 0 : 255;
+    }
+};
+
+/** The base APK of a split session has an AndroidManifest.xml with no `split` attribute. */
+function looksLikeBase(apk: Buffer): boolean {
+  return apk.includes('AndroidManifest.xml') && !apk.includes('split_config');
+}
+
+const PM_USAGE = `Package manager (package) commands:
+  help
+    Print this help text.
+  path [--user USER_ID] PACKAGE
+  list packages [-f] [-d] [-e] [-s] [-3] [-i] [-l] [-u] [-U] [--show-versioncode] [--uid UID] [--user USER_ID] [FILTER]
+  list instrumentation [-f] [TARGET-PACKAGE]
+  install [-rtfdg] [-i PACKAGE] [--user USER_ID] [-S BYTES] [PATH|-]
+  install-create, install-write, install-commit, install-abandon
+  uninstall [-k] [--user USER_ID] PACKAGE
+  clear [--user USER_ID] PACKAGE
+  enable|disable|disable-user [--user USER_ID] PACKAGE
+  grant|revoke [--user USER_ID] PACKAGE PERMISSION
+  resolve-activity [--brief] PACKAGE
+`;

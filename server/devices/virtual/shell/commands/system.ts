@@ -1,0 +1,665 @@
+/** System applets: getprop, setprop, settings, id, date, sleep, ps, kill, which, sh, log, ... */
+import { DEFAULT_IME } from '../../device.js';
+import { SYSTEM_BIN } from '../../system-image.js';
+import { isNamespace } from '../../settings.js';
+import { fail, getopt, resolvePath } from '../command.js';
+import type { CommandContext, CommandFn } from '../command.js';
+import { readAll } from '../io.js';
+import type { ProcessInfo } from '../../processes.js';
+
+const getprop: CommandFn = (ctx) => {
+  const args = ctx.args.filter((a) => a !== '-T' && a !== '-Z');
+  const props = ctx.device.props;
+  if (args.length === 0) {
+    for (const [k, v] of props.entries()) ctx.stdout.write(`[${k}]: [${v}]\n`);
+    return 0;
+  }
+  ctx.stdout.write(`${props.get(args[0]!) ?? args[1] ?? ''}\n`);
+  return 0;
+};
+
+const setprop: CommandFn = (ctx) => {
+  if (ctx.args.length !== 2) {
+    ctx.stderr.write('usage: setprop NAME VALUE\n\nSets an Android system property.\n');
+    return 1;
+  }
+  const error = ctx.device.props.set(ctx.args[0]!, ctx.args[1]!);
+  if (error) {
+    ctx.stderr.write(`${error}\n`);
+    return 1;
+  }
+  return 0;
+};
+
+const SETTINGS_USAGE = `usage:  settings [--user <USER_ID> | current] get namespace key
+        settings [--user <USER_ID> | current] put namespace key value
+        settings [--user <USER_ID> | current] delete namespace key
+        settings [--user <USER_ID> | current] list namespace
+
+'namespace' is one of {system, secure, global}, case-insensitive
+`;
+
+export const settings: CommandFn = (ctx) => {
+  const args = [...ctx.args];
+  // --user N and put's trailing [tag] [default] are accepted and ignored
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '--user') args.splice(i--, 2);
+    else if (args[i] === '--lineage' || args[i] === '--reset') args.splice(i--, 1);
+  }
+  const [verb, nsRaw, key, value] = args;
+  const ns = (nsRaw ?? '').toLowerCase();
+  if (!verb || !isNamespace(ns)) {
+    ctx.stderr.write(`${verb && nsRaw ? `Invalid namespace '${nsRaw}'\n` : ''}${SETTINGS_USAGE}`);
+    return 255;
+  }
+  const store = ctx.device.settings;
+  switch (verb) {
+    case 'get':
+      if (key === undefined) break;
+      ctx.stdout.write(`${store.get(ns, key) ?? 'null'}\n`);
+      return 0;
+    case 'put':
+      if (key === undefined || value === undefined) break;
+      store.put(ns, key, value);
+      return 0;
+    case 'delete':
+      if (key === undefined) break;
+      ctx.stdout.write(`Deleted ${store.delete(ns, key)} rows\n`);
+      return 0;
+    case 'list':
+      for (const [k, v] of store.list(ns)) ctx.stdout.write(`${k}=${v}\n`);
+      return 0;
+    case 'reset':
+      return 0;
+  }
+  ctx.stderr.write(SETTINGS_USAGE);
+  return 255;
+};
+
+const id: CommandFn = (ctx) => {
+  const { flags } = getopt(ctx.args);
+  if (flags.has('u')) ctx.stdout.write(flags.has('n') ? 'shell\n' : '2000\n');
+  else if (flags.has('g')) ctx.stdout.write(flags.has('n') ? 'shell\n' : '2000\n');
+  else {
+    ctx.stdout.write(
+      'uid=2000(shell) gid=2000(shell) groups=2000(shell),1004(input),1007(log),1011(adb),1015(sdcard_rw),1028(sdcard_r),' +
+        '1078(ext_data_rw),1079(ext_obb_rw),3001(net_bt_admin),3002(net_bt),3003(inet),3006(net_bw_stats),3009(readproc),' +
+        '3011(uhid),3012(readtracefs) context=u:r:shell:s0\n',
+    );
+  }
+  return 0;
+};
+
+const whoami: CommandFn = (ctx) => {
+  ctx.stdout.write('shell\n');
+  return 0;
+};
+
+function parseDuration(spec: string): number | null {
+  const m = /^(\d*\.?\d+)([smhd]?)$/.exec(spec);
+  if (!m) return null;
+  const unit = { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[m[2] as '' | 's' | 'm' | 'h' | 'd'];
+  return Number(m[1]) * unit * 1000;
+}
+
+/** Resolves after ms or as soon as the signal aborts. */
+export function sleepFor(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) {
+      resolve();
+      return;
+    }
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+const sleep: CommandFn = async (ctx) => {
+  let total = 0;
+  for (const a of ctx.args) {
+    const ms = parseDuration(a);
+    if (ms === null) return fail(ctx, `invalid number '${a}'`);
+    total += ms;
+  }
+  if (ctx.args.length === 0) return fail(ctx, 'Needs 1 argument');
+  await sleepFor(total, ctx.signal);
+  return ctx.signal.aborted ? 130 : 0;
+};
+
+const DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+export function strftime(format: string, ms: number): string {
+  const d = new Date(ms);
+  const p2 = (n: number) => String(n).padStart(2, '0');
+  return format.replace(/%([a-zA-Z%])/g, (_, c: string) => {
+    switch (c) {
+      case 'Y':
+        return String(d.getUTCFullYear());
+      case 'y':
+        return p2(d.getUTCFullYear() % 100);
+      case 'm':
+        return p2(d.getUTCMonth() + 1);
+      case 'd':
+        return p2(d.getUTCDate());
+      case 'e':
+        return String(d.getUTCDate()).padStart(2, ' ');
+      case 'H':
+        return p2(d.getUTCHours());
+      case 'I':
+        return p2(d.getUTCHours() % 12 || 12);
+      case 'M':
+        return p2(d.getUTCMinutes());
+      case 'S':
+        return p2(d.getUTCSeconds());
+      case 'N':
+        return String((ms % 1000) * 1e6).padStart(9, '0');
+      case 's':
+        return String(Math.floor(ms / 1000));
+      case 'z':
+        return '+0000';
+      case 'Z':
+        return 'UTC';
+      case 'T':
+        return `${p2(d.getUTCHours())}:${p2(d.getUTCMinutes())}:${p2(d.getUTCSeconds())}`;
+      case 'F':
+        return `${d.getUTCFullYear()}-${p2(d.getUTCMonth() + 1)}-${p2(d.getUTCDate())}`;
+      case 'D':
+        return `${p2(d.getUTCMonth() + 1)}/${p2(d.getUTCDate())}/${p2(d.getUTCFullYear() % 100)}`;
+      case 'a':
+        return DAYS[d.getUTCDay()]!;
+      case 'b':
+      case 'h':
+        return MONTHS[d.getUTCMonth()]!;
+      case 'j':
+        return String(Math.floor((ms - Date.UTC(d.getUTCFullYear(), 0, 1)) / 86400000) + 1).padStart(3, '0');
+      case 'p':
+        return d.getUTCHours() < 12 ? 'AM' : 'PM';
+      case 'n':
+        return '\n';
+      case 't':
+        return '\t';
+      case '%':
+        return '%';
+      default:
+        return `%${c}`;
+    }
+  });
+}
+
+const date: CommandFn = (ctx) => {
+  const format = ctx.args.find((a) => a.startsWith('+'));
+  const now = ctx.device.now();
+  ctx.stdout.write(`${strftime(format ? format.slice(1) : '%a %b %e %H:%M:%S %Z %Y', now)}\n`);
+  return 0;
+};
+
+const uname: CommandFn = (ctx) => {
+  const { flags } = getopt(ctx.args);
+  const parts: string[] = [];
+  const all = flags.has('a');
+  if (all || flags.has('s') || flags.size === 0) parts.push('Linux');
+  if (all || flags.has('n')) parts.push('localhost');
+  if (all || flags.has('r')) parts.push('5.15.110-android14-11');
+  if (all || flags.has('v')) parts.push('#1 SMP PREEMPT Mon Jan 1 00:00:00 UTC 2024');
+  if (all || flags.has('m')) parts.push('aarch64');
+  if (all || flags.has('o')) parts.push('Toybox');
+  ctx.stdout.write(`${parts.join(' ')}\n`);
+  return 0;
+};
+
+const hostname: CommandFn = (ctx) => {
+  ctx.stdout.write('localhost\n');
+  return 0;
+};
+
+const uptime: CommandFn = (ctx) => {
+  const d = new Date(ctx.device.now());
+  const p2 = (n: number) => String(n).padStart(2, '0');
+  ctx.stdout.write(` ${p2(d.getUTCHours())}:${p2(d.getUTCMinutes())}:${p2(d.getUTCSeconds())} up 0 min,  0 users,  load average: 0.42, 0.31, 0.18\n`);
+  return 0;
+};
+
+const env: CommandFn = async (ctx) => {
+  let i = 0;
+  const assigns: string[] = [];
+  for (; i < ctx.args.length; i++) {
+    const a = ctx.args[i]!;
+    if (a === '-i' || a === '-') continue;
+    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(a)) assigns.push(a);
+    else break;
+  }
+  const rest = ctx.args.slice(i);
+  if (rest.length === 0) {
+    const all = new Map(ctx.env);
+    for (const a of assigns) all.set(a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1));
+    for (const [k, v] of all) if (k !== 'IFS' && k !== 'PS1') ctx.stdout.write(`${k}=${v}\n`);
+    return 0;
+  }
+  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  return ctx.runShell([...assigns.map((a) => `${a.slice(0, a.indexOf('=') + 1)}${q(a.slice(a.indexOf('=') + 1))}`), ...rest.map(q)].join(' '), ctx);
+};
+
+const sh: CommandFn = async (ctx) => {
+  const args = [...ctx.args];
+  while (args[0] && /^-[exuvi]+$/.test(args[0])) args.shift();
+  if (args[0] === '-c') {
+    const source = args[1];
+    if (source === undefined) return fail(ctx, '-c: option requires an argument', 2);
+    return ctx.runShell(source, ctx, { args: args.slice(3) });
+  }
+  if (args.length > 0) {
+    const path = resolvePath(ctx, args[0]!);
+    let text: string;
+    try {
+      text = ctx.device.fs.readFile(path).toString('utf8');
+    } catch {
+      ctx.stderr.write(`/system/bin/sh: ${args[0]}: No such file or directory\n`);
+      return 127;
+    }
+    return ctx.runShell(text, ctx, { args: args.slice(1) });
+  }
+  const script = (await readAll(ctx.stdin)).toString('utf8');
+  return ctx.runShell(script, { ...ctx, stdin: { read: () => Promise.resolve(null) } });
+};
+
+const PS_HELP = `usage: ps [-AadefLlnwZ] [-gG GROUP,] [-k FIELD,] [-o FIELD,] [-p PID,] [-t TTY,] [-uU USER,]
+
+List processes.
+
+Which processes to show (-gGuUpPt selections may be comma separated lists):
+
+-A  All					-a  Has terminal not session leader
+-d  All but session leaders		-e  Synonym for -A
+-g  In GROUPs				-G  In real GROUPs (before sgid)
+-p  PIDs (--pid)			-P  Parent PIDs (--ppid)
+-s  In session IDs			-t  Attached to selected TTYs
+-T  Show threads also			-u  Owned by selected USERs
+-U  Real USERs (before suid)
+
+Output modifiers:
+
+-k  Sort FIELDs (-FIELD to reverse)	-M  Measure/pad future field widths
+-n  Show numeric USER and GROUP		-w  Wide output (don't truncate fields)
+
+Which FIELDs to show. (-o HELP for list, default = -o PID,TTY,TIME,CMD)
+
+-f  Full listing (-o USER:12=UID,PID,PPID,C,STIME,TTY,TIME,ARGS=CMD)
+-l  Long listing (-o F,S,UID,PID,PPID,C,PRI,NI,ADDR,SZ,WCHAN,TTY,TIME,CMD)
+-o  Output FIELDs instead of defaults, each with optional :size and =title
+-O  Add FIELDS to defaults
+-Z  Include LABEL
+`;
+
+function psField(p: ProcessInfo, field: string): string {
+  switch (field) {
+    case 'PID':
+      return String(p.pid);
+    case 'PPID':
+      return String(p.ppid);
+    case 'USER':
+    case 'UID':
+    case 'RUSER':
+      return p.user;
+    case 'NAME':
+    case 'COMM':
+    case 'CMD':
+      return p.name;
+    case 'ARGS':
+    case 'CMDLINE':
+      return p.args;
+    case 'RSS':
+      return String(p.rss);
+    case 'VSZ':
+    case 'VSIZE':
+      return String(p.vsz);
+    case 'S':
+    case 'STAT':
+      return 'S';
+    case 'TIME':
+      return '00:00:01';
+    case 'TTY':
+      return '?';
+    case 'STIME':
+      return '00:00';
+    case 'PCY':
+      return 'fg';
+    case 'WCHAN':
+      return 'do_epoll_wait';
+    case 'ADDR':
+      return '0';
+    case 'C':
+    case 'PRI':
+    case 'NI':
+      return '0';
+    default:
+      return '-';
+  }
+}
+
+const ps: CommandFn = (ctx) => {
+  if (ctx.args.includes('--help')) {
+    ctx.stdout.write(PS_HELP);
+    return 0;
+  }
+  const { flags, values, operands } = getopt(ctx.args, 'opuUgGkt');
+  const self: ProcessInfo[] = [
+    { pid: 7001, ppid: 455, user: 'shell', name: 'sh', vsz: 10823212, rss: 3468, args: '/system/bin/sh -', startedMs: 0 },
+    { pid: 7002, ppid: 7001, user: 'shell', name: 'ps', vsz: 10863460, rss: 3756, args: `ps ${ctx.args.join(' ')}`.trim(), startedMs: 0 },
+  ];
+  let list = flags.has('A') || flags.has('e') ? [...ctx.device.processes.list(), ...self] : self;
+  if (values.has('p')) {
+    const pids = new Set(values.get('p')!.split(',').map(Number));
+    list = [...ctx.device.processes.list(), ...self].filter((p) => pids.has(p.pid));
+  }
+  if (values.has('u') || values.has('U')) {
+    const users = new Set((values.get('u') ?? values.get('U')!).split(','));
+    list = [...ctx.device.processes.list(), ...self].filter((p) => users.has(p.user));
+  }
+  for (const op of operands) {
+    // toybox treats bare numbers as PIDs
+    if (/^\d+$/.test(op)) list = list.filter((p) => p.pid === Number(op));
+  }
+  if (values.has('o')) {
+    const fields = values
+      .get('o')!
+      .split(',')
+      .map((f) => f.split('=')[0]!.split(':')[0]!.toUpperCase());
+    const rows = [fields.map((f) => (f === 'CMDLINE' ? 'ARGS' : f)), ...list.map((p) => fields.map((f) => psField(p, f)))];
+    const widths = fields.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+    for (const r of rows) ctx.stdout.write(`${r.map((c, i) => (i === r.length - 1 ? c : /^\d+$/.test(c) || i === 0 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' ')}\n`);
+    return 0;
+  }
+  ctx.stdout.write('USER            PID   PPID        VSZ    RSS WCHAN            ADDR S NAME                       \n');
+  for (const p of list) {
+    ctx.stdout.write(
+      `${p.user.padEnd(12)} ${String(p.pid).padStart(6)} ${String(p.ppid).padStart(6)} ${String(p.vsz).padStart(10)} ${String(p.rss).padStart(6)} ${'do_epoll_wait'.padEnd(16)}    0 S ${p.name}\n`,
+    );
+  }
+  return 0;
+};
+
+const pidof: CommandFn = (ctx) => {
+  const names = ctx.args.filter((a) => !a.startsWith('-'));
+  const pids = ctx.device.processes
+    .list()
+    .filter((p) => names.includes(p.name))
+    .map((p) => p.pid)
+    .sort((a, b) => b - a);
+  if (pids.length === 0) return 1;
+  ctx.stdout.write(`${(ctx.args.includes('-s') ? pids.slice(0, 1) : pids).join(' ')}\n`);
+  return 0;
+};
+
+function matchProcesses(ctx: CommandContext): ProcessInfo[] | number {
+  const { flags, operands } = getopt(ctx.args, 'u');
+  const pattern = operands[0];
+  if (pattern === undefined) return fail(ctx, 'Needs 1 argument', 2);
+  let re: RegExp;
+  try {
+    re = new RegExp(flags.has('x') ? `^(?:${pattern})$` : pattern);
+  } catch {
+    return fail(ctx, `bad regex '${pattern}'`, 2);
+  }
+  return ctx.device.processes.list().filter((p) => re.test(flags.has('f') ? p.args : p.name));
+}
+
+const pgrep: CommandFn = (ctx) => {
+  const found = matchProcesses(ctx);
+  if (typeof found === 'number') return found;
+  const long = ctx.args.includes('-l') || ctx.args.includes('-lf') || ctx.args.includes('-fl');
+  for (const p of found) ctx.stdout.write(long ? `${p.pid} ${p.name}\n` : `${p.pid}\n`);
+  return found.length > 0 ? 0 : 1;
+};
+
+function killPid(ctx: CommandContext, pid: number, signal: string): number {
+  const proc = ctx.device.processes.byPid(pid);
+  if (!proc) {
+    ctx.stderr.write(`kill: pid ${pid}: No such process\n`);
+    return 1;
+  }
+  if (proc.user !== 'shell' && proc.ppid !== 512) {
+    ctx.stderr.write(`kill: pid ${pid}: Operation not permitted\n`);
+    return 1;
+  }
+  if (signal === '0') return 0;
+  if (proc.ppid === 512 && !proc.user.startsWith('u0_a')) {
+    ctx.stderr.write(`kill: pid ${pid}: Operation not permitted\n`);
+    return 1;
+  }
+  if (proc.ppid === 512) ctx.device.activity.forceStop(proc.name.split(':')[0]!);
+  return 0;
+}
+
+const kill: CommandFn = (ctx) => {
+  let signal = '15';
+  const pids: string[] = [];
+  for (let i = 0; i < ctx.args.length; i++) {
+    const a = ctx.args[i]!;
+    if (a === '-l') {
+      ctx.stdout.write('HUP INT QUIT ILL TRAP ABRT BUS FPE KILL USR1 SEGV USR2 PIPE ALRM TERM\n');
+      return 0;
+    }
+    if (a === '-s') signal = ctx.args[++i] ?? '15';
+    else if (/^-\w+$/.test(a)) signal = a.slice(1);
+    else pids.push(a);
+  }
+  if (pids.length === 0) return fail(ctx, 'Needs 1 argument');
+  let status = 0;
+  for (const p of pids) {
+    const n = Number(p);
+    if (!Number.isInteger(n)) {
+      ctx.stderr.write(`kill: unknown pid '${p}'\n`);
+      status = 1;
+      continue;
+    }
+    if (killPid(ctx, n, signal.replace(/^SIG/, '')) !== 0) status = 1;
+  }
+  return status;
+};
+
+const pkill: CommandFn = (ctx) => {
+  const found = matchProcesses(ctx);
+  if (typeof found === 'number') return found;
+  let status = found.length > 0 ? 0 : 1;
+  for (const p of found) if (killPid(ctx, p.pid, '15') !== 0) status = 1;
+  return status;
+};
+
+export function makeWhich(commands: () => ReadonlyMap<string, CommandFn>): CommandFn {
+  return (ctx) => {
+    let status = 0;
+    for (const a of ctx.args.filter((x) => !x.startsWith('-'))) {
+      if (commands().has(a) && SYSTEM_BIN.includes(a)) ctx.stdout.write(`/system/bin/${a}\n`);
+      else status = 1;
+    }
+    return status;
+  };
+}
+
+const log: CommandFn = async (ctx) => {
+  const { values, operands } = getopt(ctx.args, 'tpb');
+  const priority = (values.get('p') ?? 'i').toUpperCase().slice(0, 1);
+  const message = operands.length > 0 ? operands.join(' ') : (await readAll(ctx.stdin)).toString('utf8').trimEnd();
+  const p = ['V', 'D', 'I', 'W', 'E', 'F'].includes(priority) ? (priority as 'V' | 'D' | 'I' | 'W' | 'E' | 'F') : 'I';
+  ctx.device.logcat.add({ pid: 7001, tid: 7001, priority: p, tag: values.get('t') ?? 'log', message });
+  return 0;
+};
+
+const svc: CommandFn = (ctx) => {
+  const [service, action] = ctx.args;
+  const sys = ctx.device.system;
+  const on = action === 'enable';
+  if (service === 'wifi' && (on || action === 'disable')) sys.wifi = on;
+  else if (service === 'data' && (on || action === 'disable')) sys.data = on;
+  else if (!service || !['wifi', 'data', 'power', 'usb', 'nfc', 'bluetooth', 'system-server'].includes(service)) {
+    ctx.stdout.write('Available commands:\n    help     Show information about the subcommands\n    power    Control the power manager\n    data     Control mobile data connectivity\n    wifi     Control the Wi-Fi manager\n    usb      Control Usb state\n    nfc      Control NFC functions\n    bluetooth Control Bluetooth service\n');
+  }
+  return 0;
+};
+
+const runAs: CommandFn = async (ctx) => {
+  const args = ctx.args.filter((a) => !a.startsWith('--user'));
+  const pkgName = args[0];
+  if (!pkgName) return fail(ctx, 'usage: run-as <package-name> [--user <uid>] <command> [<args>]');
+  const pkg = ctx.device.packages.get(pkgName);
+  if (!pkg) return fail(ctx, `unknown package: ${pkgName}`);
+  if (!pkg.debuggable) return fail(ctx, `package not debuggable: ${pkgName}`);
+  const command = args.slice(1);
+  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  return ctx.runShell(command.length > 0 ? (command.length === 1 ? command[0]! : command.map(q).join(' ')) : 'true', ctx, { cwd: `/data/data/${pkgName}` });
+};
+
+const locksettings: CommandFn = (ctx) => {
+  const verb = ctx.args[0] ?? 'help';
+  switch (verb) {
+    case 'help':
+      ctx.stdout.write(
+        'locksettings service commands:\n\n  NOTE: when lock screen is set, all commands require the --old <CREDENTIAL> argument.\n\n  help\n    Prints this help text.\n\n  get-disabled [--old <CREDENTIAL>] [--user USER_ID]\n    Checks whether lock screen is disabled.\n\n  set-disabled [--old <CREDENTIAL>] [--user USER_ID] <true|false>\n    When true, disables lock screen.\n\n  set-pattern, set-pin, set-password, clear, verify\n',
+      );
+      return 0;
+    case 'get-disabled':
+      ctx.stdout.write('true\n');
+      return 0;
+    case 'verify':
+      ctx.stdout.write('Lock credential verified successfully\n');
+      return 0;
+    case 'clear':
+      ctx.stdout.write('Lock credential cleared\n');
+      return 0;
+    case 'set-disabled':
+      return 0;
+    default:
+      ctx.stderr.write(`Error while executing command: ${verb}\nUnknown command: ${verb}\n`);
+      return 255;
+  }
+};
+
+const SERVICES = ['activity', 'alarm', 'appops', 'audio', 'battery', 'clipboard', 'connectivity', 'deviceidle', 'display', 'input', 'input_method', 'location', 'notification', 'package', 'power', 'settings', 'statusbar', 'uimode', 'wifi', 'window'];
+
+const service: CommandFn = (ctx) => {
+  const [verb, name] = ctx.args;
+  if (verb === 'list') {
+    ctx.stdout.write(`Found ${SERVICES.length} services:\n`);
+    SERVICES.forEach((s, i) => ctx.stdout.write(`${i}\t${s}: [android.app.I${s[0]!.toUpperCase()}${s.slice(1)}]\n`));
+    return 0;
+  }
+  if (verb === 'check') {
+    ctx.stdout.write(`Service ${name ?? ''}: ${name && SERVICES.includes(name) ? 'found' : 'not found'}\n`);
+    return 0;
+  }
+  if (verb === 'call') {
+    ctx.stdout.write("Result: Parcel(00000000 00000000 00000000   '............')\n");
+    return 0;
+  }
+  ctx.stderr.write('Usage: service [-h|-?]\n       service list\n       service check SERVICE\n       service call SERVICE CODE [i32 N | i64 N | f N | d N | s16 STR | null | fd f | nfd n | afd f ] ...\n');
+  return 1;
+};
+
+const content: CommandFn = (ctx) => {
+  if (ctx.args[0] === 'query') ctx.stdout.write('No result found.\n');
+  return 0;
+};
+
+const IMES = [DEFAULT_IME, 'io.appium.settings/.UnicodeIME', 'io.appium.settings/.AppiumIME', 'io.appium.settings/.EmptyIME'];
+
+const ime: CommandFn = (ctx) => {
+  const [verb, ...rest] = ctx.args;
+  const sys = ctx.device.system;
+  const available = () => IMES.filter((i) => i === DEFAULT_IME || ctx.device.packages.get(i.split('/')[0]!));
+  switch (verb) {
+    case 'list': {
+      const all = rest.includes('-a');
+      const ids = all ? available() : available().filter((i) => sys.enabledImes.has(i));
+      if (rest.includes('-s')) for (const i of ids) ctx.stdout.write(`${i}\n`);
+      else for (const i of ids) ctx.stdout.write(`${i}:\n  mId=${i} mSettingsActivity=null\n  mIsDefaultResourceId=0x0\n`);
+      return 0;
+    }
+    case 'enable':
+    case 'disable': {
+      const id = rest[rest.length - 1] ?? '';
+      if (!available().includes(id)) {
+        ctx.stdout.write(`Unknown input method ${id} cannot be ${verb}d for user #0\n`);
+        return 0;
+      }
+      if (verb === 'enable') sys.enabledImes.add(id);
+      else sys.enabledImes.delete(id);
+      ctx.stdout.write(`Input method ${id}: ${verb === 'enable' ? 'now enabled' : 'now disabled'} for user #0\n`);
+      return 0;
+    }
+    case 'set': {
+      const id = rest[rest.length - 1] ?? '';
+      if (!available().includes(id)) {
+        ctx.stderr.write(`Unknown input method ${id} cannot be selected for user #0\n`);
+        return 0;
+      }
+      sys.currentIme = id;
+      ctx.device.settings.put('secure', 'default_input_method', id);
+      ctx.stdout.write(`Input method ${id} selected for user #0\n`);
+      return 0;
+    }
+    case 'reset':
+      sys.currentIme = DEFAULT_IME;
+      sys.enabledImes = new Set([DEFAULT_IME]);
+      ctx.device.settings.put('secure', 'default_input_method', DEFAULT_IME);
+      ctx.stdout.write(`Reset current and enabled IMEs for user #0\n  Selected: ${DEFAULT_IME}\n   Enabled: ${DEFAULT_IME}\n`);
+      return 0;
+    default:
+      ctx.stdout.write('ime <command>:\n  list [-a] [-s]\n  enable [--user <USER_ID>] <ID>\n  disable [--user <USER_ID>] <ID>\n  set [--user <USER_ID>] <ID>\n  reset [--user <USER_ID>]\n');
+      return 0;
+  }
+};
+
+const denied = (message: string, status = 1): CommandFn => (ctx) => {
+  ctx.stderr.write(`${ctx.name}: ${message}\n`);
+  return status;
+};
+
+const nohup: CommandFn = (ctx) => {
+  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  return ctx.runShell(ctx.args.map(q).join(' '), ctx);
+};
+
+export const SYSTEM_COMMANDS: Record<string, CommandFn> = {
+  getprop,
+  setprop,
+  settings,
+  id,
+  whoami,
+  sleep,
+  date,
+  uname,
+  hostname,
+  uptime,
+  env,
+  printenv: env,
+  sh,
+  ps,
+  pidof,
+  pgrep,
+  pkill,
+  kill,
+  log,
+  svc,
+  'run-as': runAs,
+  locksettings,
+  service,
+  content,
+  ime,
+  nohup,
+  true: () => 0,
+  false: () => 1,
+  getenforce: (ctx) => {
+    ctx.stdout.write('Enforcing\n');
+    return 0;
+  },
+  reboot: denied('Operation not permitted'),
+  dmesg: denied('klogctl: Permission denied'),
+  start: denied('must be root'),
+  stop: denied('must be root'),
+};

@@ -1,0 +1,532 @@
+/** Text applets for pipes: echo, printf, grep, head, tail, wc, sort, uniq, tr, cut, tee, ... */
+import { FsError } from '../../fs.js';
+import { fail, getopt, resolvePath } from '../command.js';
+import type { CommandContext, CommandFn } from '../command.js';
+import { readAll } from '../io.js';
+
+/** Backslash escapes of echo -e and printf formats. */
+function unescape(s: string): { text: string; stop: boolean } {
+  let out = '';
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i]!;
+    if (c !== '\\' || i + 1 >= s.length) {
+      out += c;
+      continue;
+    }
+    const n = s[++i]!;
+    switch (n) {
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case 'a':
+        out += '\x07';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'e':
+        out += '\x1b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'v':
+        out += '\v';
+        break;
+      case 'c':
+        return { text: out, stop: true };
+      case '0': {
+        const m = /^[0-7]{0,3}/.exec(s.slice(i + 1))![0];
+        out += String.fromCharCode(parseInt(m || '0', 8));
+        i += m.length;
+        break;
+      }
+      case 'x': {
+        const m = /^[0-9a-fA-F]{1,2}/.exec(s.slice(i + 1));
+        if (m) {
+          out += String.fromCharCode(parseInt(m[0], 16));
+          i += m[0].length;
+        } else out += '\\x';
+        break;
+      }
+      default:
+        out += `\\${n}`;
+    }
+  }
+  return { text: out, stop: false };
+}
+
+const echo: CommandFn = (ctx) => {
+  let newline = true;
+  let escapes = false;
+  let i = 0;
+  for (; i < ctx.args.length; i++) {
+    const a = ctx.args[i]!;
+    if (!/^-[neE]+$/.test(a)) break;
+    for (const f of a.slice(1)) {
+      if (f === 'n') newline = false;
+      else if (f === 'e') escapes = true;
+      else escapes = false;
+    }
+  }
+  let text = ctx.args.slice(i).join(' ');
+  if (escapes) {
+    const u = unescape(text);
+    text = u.text;
+    if (u.stop) newline = false;
+  }
+  ctx.stdout.write(newline ? `${text}\n` : text);
+  return 0;
+};
+
+export function formatPrintf(format: string, args: string[]): string {
+  let out = '';
+  let argIndex = 0;
+  const next = () => args[argIndex++] ?? '';
+  do {
+    const re = /%([-+ 0#]*)(\d+|\*)?(?:\.(\d+))?([sdiouxXcfeEgGb%])/g;
+    let last = 0;
+    let m: RegExpExecArray | null;
+    while ((m = re.exec(format))) {
+      out += unescape(format.slice(last, m.index)).text;
+      last = re.lastIndex;
+      const [, flags = '', widthSpec, precision, conv] = m;
+      if (conv === '%') {
+        out += '%';
+        continue;
+      }
+      const width = widthSpec === '*' ? Number(next()) : Number(widthSpec ?? 0);
+      let v: string;
+      switch (conv) {
+        case 'd':
+        case 'i':
+          v = String(Math.trunc(Number(next()) || 0));
+          break;
+        case 'u':
+          v = String(Math.abs(Math.trunc(Number(next()) || 0)));
+          break;
+        case 'o':
+          v = (Math.trunc(Number(next())) || 0).toString(8);
+          break;
+        case 'x':
+          v = (Math.trunc(Number(next())) || 0).toString(16);
+          break;
+        case 'X':
+          v = (Math.trunc(Number(next())) || 0).toString(16).toUpperCase();
+          break;
+        case 'c':
+          v = next().slice(0, 1);
+          break;
+        case 'f':
+        case 'e':
+        case 'E':
+        case 'g':
+        case 'G': {
+          const num = Number(next()) || 0;
+          const p = precision !== undefined ? Number(precision) : 6;
+          v = conv === 'f' ? num.toFixed(p) : conv === 'e' || conv === 'E' ? num.toExponential(p) : String(num);
+          break;
+        }
+        case 'b':
+          v = unescape(next()).text;
+          break;
+        default: {
+          v = next();
+          if (precision !== undefined) v = v.slice(0, Number(precision));
+        }
+      }
+      if (v.length < width) v = flags.includes('-') ? v.padEnd(width) : v.padStart(width, flags.includes('0') && conv !== 's' ? '0' : ' ');
+      out += v;
+    }
+    out += unescape(format.slice(last)).text;
+  } while (argIndex > 0 && argIndex < args.length);
+  return out;
+}
+
+const printf: CommandFn = (ctx) => {
+  if (ctx.args.length === 0) return fail(ctx, 'Needs 1 argument');
+  ctx.stdout.write(formatPrintf(ctx.args[0]!, ctx.args.slice(1)));
+  return 0;
+};
+
+/** Reads the named files (or stdin) as text. */
+async function inputText(ctx: CommandContext, files: string[]): Promise<{ name: string; text: string }[] | number> {
+  if (files.length === 0 || (files.length === 1 && files[0] === '-')) return [{ name: '(standard input)', text: (await readAll(ctx.stdin)).toString('utf8') }];
+  const out: { name: string; text: string }[] = [];
+  for (const f of files) {
+    try {
+      out.push({ name: f, text: ctx.device.fs.readFile(resolvePath(ctx, f)).toString('utf8') });
+    } catch (error) {
+      ctx.stderr.write(`${ctx.name}: ${f}: ${error instanceof FsError ? error.reason : String(error)}\n`);
+      return 2;
+    }
+  }
+  return out;
+}
+
+function splitLines(text: string): string[] {
+  if (text === '') return [];
+  const lines = text.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}
+
+function basicRegexToJs(pattern: string, extended: boolean): string {
+  if (extended) return pattern;
+  // BRE: \| \( \) \{ \} \+ \? are operators; bare ( ) { } + ? | are literals.
+  let out = '';
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i]!;
+    if (c === '\\' && i + 1 < pattern.length) {
+      const n = pattern[++i]!;
+      out += '|(){}+?'.includes(n) ? n : `\\${n}`;
+    } else if ('|(){}+?'.includes(c)) out += `\\${c}`;
+    else out += c;
+  }
+  return out;
+}
+
+const grep: CommandFn = async (ctx) => {
+  const { flags, values, operands } = getopt(ctx.args, 'efmABC');
+  const patterns: string[] = [];
+  if (values.has('e')) patterns.push(values.get('e')!);
+  else if (operands.length > 0) patterns.push(operands.shift()!);
+  else return fail(ctx, 'no pattern', 2);
+  const fixed = flags.has('F') || ctx.name === 'fgrep';
+  const extended = flags.has('E') || ctx.name === 'egrep';
+  let re: RegExp;
+  try {
+    const source = patterns.map((p) => (fixed ? p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : basicRegexToJs(p, extended))).join('|');
+    re = new RegExp(flags.has('x') ? `^(?:${source})$` : flags.has('w') ? `\\b(?:${source})\\b` : source, flags.has('i') ? 'i' : '');
+  } catch {
+    return fail(ctx, `bad regex '${patterns.join('')}'`, 2);
+  }
+  const inputs = await inputText(ctx, operands);
+  if (typeof inputs === 'number') return inputs;
+  const max = values.has('m') ? Number(values.get('m')) : Infinity;
+  const showName = operands.length > 1 && !flags.has('h');
+  let matched = 0;
+  for (const { name, text } of inputs) {
+    let count = 0;
+    const lines = splitLines(text);
+    for (let n = 0; n < lines.length && count < max; n++) {
+      const line = lines[n]!;
+      const hit = re.test(line) !== flags.has('v');
+      if (!hit) continue;
+      count++;
+      if (flags.has('q')) return 0;
+      if (flags.has('c') || flags.has('l')) continue;
+      const prefix = `${showName ? `${name}:` : ''}${flags.has('n') ? `${n + 1}:` : ''}`;
+      if (flags.has('o')) {
+        const g = new RegExp(re.source, re.flags + 'g');
+        for (const m of line.matchAll(g)) ctx.stdout.write(`${prefix}${m[0]}\n`);
+      } else ctx.stdout.write(`${prefix}${line}\n`);
+    }
+    if (flags.has('c')) ctx.stdout.write(`${showName ? `${name}:` : ''}${count}\n`);
+    if (flags.has('l') && count > 0) ctx.stdout.write(`${name}\n`);
+    matched += count;
+  }
+  return matched > 0 ? 0 : 1;
+};
+
+function countArg(ctx: CommandContext): { n: number; files: string[]; bytes: boolean; fromStart: boolean } {
+  let n = 10;
+  let bytes = false;
+  let fromStart = false;
+  const files: string[] = [];
+  for (let i = 0; i < ctx.args.length; i++) {
+    const a = ctx.args[i]!;
+    let value: string | undefined;
+    if (a === '-n' || a === '-c') {
+      bytes = a === '-c';
+      value = ctx.args[++i];
+    } else if (/^-[nc].+/.test(a)) {
+      bytes = a[1] === 'c';
+      value = a.slice(2);
+    } else if (/^-\d+$/.test(a)) value = a.slice(1);
+    else if (a === '-f' || a === '-F') continue;
+    else {
+      files.push(a);
+      continue;
+    }
+    if (value !== undefined) {
+      if (value.startsWith('+')) fromStart = true;
+      n = Math.abs(parseInt(value, 10) || 0);
+    }
+  }
+  return { n, files, bytes, fromStart };
+}
+
+const head: CommandFn = async (ctx) => {
+  const { n, files, bytes } = countArg(ctx);
+  if (files.length === 0) {
+    // Stop reading as soon as enough arrived, so `logcat | head -1` ends.
+    let taken = 0;
+    let pending = '';
+    for (;;) {
+      const chunk = await ctx.stdin.read();
+      if (chunk === null) break;
+      if (bytes) {
+        const part = chunk.subarray(0, n - taken);
+        ctx.stdout.write(part);
+        taken += part.length;
+        if (taken >= n) return 0;
+        continue;
+      }
+      pending += chunk.toString('utf8');
+      let i: number;
+      while ((i = pending.indexOf('\n')) >= 0) {
+        if (taken >= n) return 0;
+        ctx.stdout.write(pending.slice(0, i + 1));
+        pending = pending.slice(i + 1);
+        taken++;
+      }
+      if (taken >= n) return 0;
+    }
+    if (!bytes && pending && taken < n) ctx.stdout.write(pending);
+    return 0;
+  }
+  const inputs = await inputText(ctx, files);
+  if (typeof inputs === 'number') return 1;
+  for (const { name, text } of inputs) {
+    if (inputs.length > 1) ctx.stdout.write(`==> ${name} <==\n`);
+    if (bytes) ctx.stdout.write(Buffer.from(text).subarray(0, n));
+    else for (const l of splitLines(text).slice(0, n)) ctx.stdout.write(`${l}\n`);
+  }
+  return 0;
+};
+
+const tail: CommandFn = async (ctx) => {
+  const { n, files, bytes, fromStart } = countArg(ctx);
+  const inputs = await inputText(ctx, files);
+  if (typeof inputs === 'number') return 1;
+  for (const { name, text } of inputs) {
+    if (inputs.length > 1) ctx.stdout.write(`==> ${name} <==\n`);
+    if (bytes) {
+      const b = Buffer.from(text);
+      ctx.stdout.write(fromStart ? b.subarray(Math.max(0, n - 1)) : b.subarray(Math.max(0, b.length - n)));
+    } else {
+      const lines = splitLines(text);
+      const sel = fromStart ? lines.slice(Math.max(0, n - 1)) : n === 0 ? [] : lines.slice(-n);
+      for (const l of sel) ctx.stdout.write(`${l}\n`);
+    }
+  }
+  return 0;
+};
+
+const wc: CommandFn = async (ctx) => {
+  const { flags, operands } = getopt(ctx.args);
+  const inputs = await inputText(ctx, operands);
+  if (typeof inputs === 'number') return 1;
+  const all = !flags.has('l') && !flags.has('w') && !flags.has('c') && !flags.has('m');
+  const totals = [0, 0, 0];
+  for (const { name, text } of inputs) {
+    const counts = [(text.match(/\n/g) ?? []).length, text.split(/\s+/).filter(Boolean).length, Buffer.byteLength(text)];
+    counts.forEach((c, i) => (totals[i] = totals[i]! + c));
+    const shown = [all || flags.has('l') ? counts[0] : null, all || flags.has('w') ? counts[1] : null, all || flags.has('c') || flags.has('m') ? counts[2] : null].filter(
+      (c): c is number => c !== null,
+    );
+    const numbers = shown.map((c) => (shown.length > 1 ? String(c).padStart(7) : String(c))).join(' ');
+    ctx.stdout.write(operands.length > 0 ? `${numbers} ${name}\n` : `${numbers}\n`);
+  }
+  return 0;
+};
+
+const sort: CommandFn = async (ctx) => {
+  const { flags, operands } = getopt(ctx.args, 'tk');
+  const inputs = await inputText(ctx, operands);
+  if (typeof inputs === 'number') return 1;
+  let lines = inputs.flatMap((i) => splitLines(i.text));
+  if (flags.has('n')) lines.sort((a, b) => parseFloat(a) - parseFloat(b) || (a < b ? -1 : a > b ? 1 : 0));
+  else lines.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  if (flags.has('r')) lines.reverse();
+  if (flags.has('u')) lines = lines.filter((l, i) => i === 0 || l !== lines[i - 1]);
+  for (const l of lines) ctx.stdout.write(`${l}\n`);
+  return 0;
+};
+
+const uniq: CommandFn = async (ctx) => {
+  const { flags, operands } = getopt(ctx.args);
+  const inputs = await inputText(ctx, operands.slice(0, 1));
+  if (typeof inputs === 'number') return 1;
+  const lines = splitLines(inputs[0]?.text ?? '');
+  const groups: { line: string; count: number }[] = [];
+  for (const l of lines) {
+    const last = groups[groups.length - 1];
+    if (last && last.line === l) last.count++;
+    else groups.push({ line: l, count: 1 });
+  }
+  for (const g of groups) {
+    if (flags.has('d') && g.count < 2) continue;
+    if (flags.has('u') && g.count > 1) continue;
+    ctx.stdout.write(flags.has('c') ? `${String(g.count).padStart(7)} ${g.line}\n` : `${g.line}\n`);
+  }
+  return 0;
+};
+
+function expandSet(set: string): string {
+  const named: Record<string, string> = {
+    '[:lower:]': 'abcdefghijklmnopqrstuvwxyz',
+    '[:upper:]': 'ABCDEFGHIJKLMNOPQRSTUVWXYZ',
+    '[:digit:]': '0123456789',
+    '[:space:]': ' \t\n\r\f\v',
+  };
+  let s = set;
+  for (const [k, v] of Object.entries(named)) s = s.split(k).join(v);
+  s = unescape(s).text;
+  let out = '';
+  for (let i = 0; i < s.length; i++) {
+    if (s[i + 1] === '-' && i + 2 < s.length) {
+      for (let c = s.charCodeAt(i); c <= s.charCodeAt(i + 2); c++) out += String.fromCharCode(c);
+      i += 2;
+    } else out += s[i];
+  }
+  return out;
+}
+
+const tr: CommandFn = async (ctx) => {
+  const { flags, operands } = getopt(ctx.args);
+  const text = (await readAll(ctx.stdin)).toString('utf8');
+  const from = expandSet(operands[0] ?? '');
+  const to = expandSet(operands[1] ?? '');
+  let out = '';
+  for (const c of text) {
+    const i = from.indexOf(c);
+    if (flags.has('d')) {
+      if (i < 0) out += c;
+    } else if (i >= 0) out += to[Math.min(i, to.length - 1)] ?? '';
+    else out += c;
+  }
+  if (flags.has('s') && to) out = out.replace(new RegExp(`([${to.replace(/[\]\\^-]/g, '\\$&')}])\\1+`, 'g'), '$1');
+  ctx.stdout.write(out);
+  return 0;
+};
+
+const cut: CommandFn = async (ctx) => {
+  const { values, operands } = getopt(ctx.args, 'dfc');
+  const inputs = await inputText(ctx, operands);
+  if (typeof inputs === 'number') return 1;
+  const delim = values.get('d') ?? '\t';
+  const ranges = (values.get('f') ?? values.get('c') ?? '1').split(',').map((r) => {
+    const [a, b] = r.split('-');
+    return { from: a ? Number(a) : 1, to: b === undefined ? (a ? Number(a) : Infinity) : b ? Number(b) : Infinity };
+  });
+  const pick = (n: number) => ranges.some((r) => n >= r.from && n <= r.to);
+  for (const { text } of inputs) {
+    for (const line of splitLines(text)) {
+      if (values.has('c')) ctx.stdout.write(`${[...line].filter((_, i) => pick(i + 1)).join('')}\n`);
+      else if (!line.includes(delim)) ctx.stdout.write(`${line}\n`);
+      else ctx.stdout.write(`${line.split(delim).filter((_, i) => pick(i + 1)).join(delim)}\n`);
+    }
+  }
+  return 0;
+};
+
+const tee: CommandFn = async (ctx) => {
+  const { flags, operands } = getopt(ctx.args);
+  const chunks: Buffer[] = [];
+  for (;;) {
+    const c = await ctx.stdin.read();
+    if (c === null) break;
+    chunks.push(c);
+    ctx.stdout.write(c);
+    await ctx.stdout.drain();
+  }
+  const data = Buffer.concat(chunks);
+  let status = 0;
+  for (const f of operands) {
+    try {
+      ctx.device.fs.writeFile(resolvePath(ctx, f), data, { append: flags.has('a') });
+    } catch (error) {
+      ctx.stderr.write(`tee: ${f}: ${error instanceof FsError ? error.reason : String(error)}\n`);
+      status = 1;
+    }
+  }
+  return status;
+};
+
+const xargs: CommandFn = async (ctx) => {
+  let i = 0;
+  let per = Infinity;
+  while (i < ctx.args.length && ctx.args[i]!.startsWith('-')) {
+    const a = ctx.args[i]!;
+    if (a === '-n') {
+      per = Math.max(1, Number(ctx.args[i + 1]) || 1);
+      i += 2;
+    } else if (/^-n\d+$/.test(a)) {
+      per = Math.max(1, Number(a.slice(2)));
+      i++;
+    } else i++;
+  }
+  const command = i < ctx.args.length ? ctx.args.slice(i) : ['echo'];
+  const items = (await readAll(ctx.stdin)).toString('utf8').split(/\s+/).filter(Boolean);
+  const quote = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
+  let status = 0;
+  for (let start = 0; start === 0 || start < items.length; start += per) {
+    const batch = items.slice(start, start + per);
+    const s = await ctx.runShell([...command, ...batch].map(quote).join(' '), ctx);
+    if (s !== 0) status = 123;
+    if (items.length === 0 || per === Infinity) break;
+  }
+  return status;
+};
+
+const base64: CommandFn = async (ctx) => {
+  const { flags, operands } = getopt(ctx.args);
+  const data = operands[0] ? ctx.device.fs.readFile(resolvePath(ctx, operands[0])) : await readAll(ctx.stdin);
+  if (flags.has('d')) ctx.stdout.write(Buffer.from(data.toString('utf8'), 'base64'));
+  else ctx.stdout.write(`${(data.toString('base64').match(/.{1,76}/g) ?? []).join('\n')}\n`);
+  return 0;
+};
+
+const sed: CommandFn = async (ctx) => {
+  const { flags, values, operands } = getopt(ctx.args, 'e');
+  const script = values.get('e') ?? operands.shift() ?? '';
+  const m = /^s(.)(.*?)\1(.*?)\1([gip]*)$/.exec(script);
+  if (!m) return fail(ctx, `unsupported script '${script}'`);
+  const re = new RegExp(basicRegexToJs(m[2]!, flags.has('E') || flags.has('r')), m[4]!.includes('g') ? 'g' : '' + (m[4]!.includes('i') ? 'i' : ''));
+  const replacement = m[3]!.replace(/\\(\d)/g, '$$$1').replace(/&/g, '$$&');
+  const inputs = await inputText(ctx, operands);
+  if (typeof inputs === 'number') return 1;
+  for (const { text } of inputs) for (const line of splitLines(text)) ctx.stdout.write(`${line.replace(re, replacement)}\n`);
+  return 0;
+};
+
+const yes: CommandFn = async (ctx) => {
+  const line = `${ctx.args.length > 0 ? ctx.args.join(' ') : 'y'}\n`.repeat(512);
+  while (!ctx.signal.aborted && !ctx.stdout.closed) {
+    ctx.stdout.write(line);
+    await ctx.stdout.drain();
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return 0;
+};
+
+export const TEXT_COMMANDS: Record<string, CommandFn> = {
+  echo,
+  printf,
+  grep,
+  egrep: grep,
+  fgrep: grep,
+  head,
+  tail,
+  wc,
+  sort,
+  uniq,
+  tr,
+  cut,
+  tee,
+  xargs,
+  base64,
+  sed,
+  yes,
+};

@@ -1,0 +1,193 @@
+/**
+ * Byte plumbing for shell commands: outputs that write synchronously and expose drain()
+ * for flow control, inputs that are read asynchronously, and in-memory pipes between them.
+ */
+import type { Writable } from 'node:stream';
+
+export interface Output {
+  write(data: string | Buffer): void;
+  /** Resolves when the sink can take more (or will never again: closed sinks drop data). */
+  drain(): Promise<void>;
+  /** True once nobody reads this output any more (the host closed, a pipe reader exited). */
+  readonly closed: boolean;
+}
+
+export interface Input {
+  /** Next chunk, or null at end of input. */
+  read(): Promise<Buffer | null>;
+}
+
+export async function readAll(input: Input): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for (;;) {
+    const c = await input.read();
+    if (c === null) return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+    chunks.push(c);
+  }
+}
+
+/** Splits input into lines (without the newline); the last line may lack one. */
+export async function* readLines(input: Input): AsyncGenerator<string> {
+  let pending = '';
+  for (;;) {
+    const c = await input.read();
+    if (c === null) break;
+    pending += c.toString('utf8');
+    let i: number;
+    while ((i = pending.indexOf('\n')) >= 0) {
+      yield pending.slice(0, i);
+      pending = pending.slice(i + 1);
+    }
+  }
+  if (pending.length > 0) yield pending;
+}
+
+export const EMPTY_INPUT: Input = { read: () => Promise.resolve(null) };
+
+export class NullOutput implements Output {
+  readonly closed = false;
+  write(): void {}
+  drain(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+/** Collects everything written (command substitution, redirections, tests). */
+export class BufferOutput implements Output {
+  readonly closed = false;
+  private chunks: Buffer[] = [];
+  write(data: string | Buffer): void {
+    this.chunks.push(typeof data === 'string' ? Buffer.from(data) : data);
+  }
+  drain(): Promise<void> {
+    return Promise.resolve();
+  }
+  bytes(): Buffer {
+    if (this.chunks.length !== 1) this.chunks = [Buffer.concat(this.chunks)];
+    return this.chunks[0] ?? Buffer.alloc(0);
+  }
+  text(): string {
+    return this.bytes().toString('utf8');
+  }
+}
+
+export class BufferInput implements Input {
+  private done = false;
+  constructor(private readonly data: Buffer) {}
+  read(): Promise<Buffer | null> {
+    if (this.done || this.data.length === 0) return Promise.resolve(null);
+    this.done = true;
+    return Promise.resolve(this.data);
+  }
+}
+
+/** An Output onto a Node Writable (an ADB stream, possibly through a framer). */
+export class WritableOutput implements Output {
+  constructor(
+    private readonly sink: Writable,
+    private readonly transform?: (data: Buffer) => Buffer,
+    private readonly isClosed: () => boolean = () => sink.destroyed || sink.writableEnded,
+  ) {}
+  get closed(): boolean {
+    return this.isClosed();
+  }
+  write(data: string | Buffer): void {
+    if (this.closed) return;
+    let buf = typeof data === 'string' ? Buffer.from(data) : data;
+    if (buf.length === 0) return;
+    if (this.transform) buf = this.transform(buf);
+    this.sink.write(buf);
+  }
+  drain(): Promise<void> {
+    if (this.closed || !this.sink.writableNeedDrain) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        this.sink.off('drain', done);
+        this.sink.off('close', done);
+        resolve();
+      };
+      this.sink.on('drain', done);
+      this.sink.on('close', done);
+    });
+  }
+}
+
+/**
+ * An in-memory pipe: `a | b`. The writer is throttled once `capacity` bytes wait unread;
+ * when the reader stops (closeReader), writes are dropped, as with SIGPIPE.
+ */
+export class Pipe implements Input, Output {
+  private readonly chunks: Buffer[] = [];
+  private buffered = 0;
+  private ended = false;
+  private readerGone = false;
+  private readWaiter: (() => void) | null = null;
+  private drainWaiters: (() => void)[] = [];
+  private readonly readerGoneListeners = new Set<() => void>();
+
+  constructor(private readonly capacity = 256 * 1024) {}
+
+  get closed(): boolean {
+    return this.readerGone;
+  }
+
+  write(data: string | Buffer): void {
+    if (this.readerGone || this.ended) return;
+    const buf = typeof data === 'string' ? Buffer.from(data) : data;
+    if (buf.length === 0) return;
+    this.chunks.push(buf);
+    this.buffered += buf.length;
+    this.wakeReader();
+  }
+
+  drain(): Promise<void> {
+    if (this.readerGone || this.buffered < this.capacity) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  end(): void {
+    this.ended = true;
+    this.wakeReader();
+  }
+
+  read(): Promise<Buffer | null> {
+    const next = this.chunks.shift();
+    if (next) {
+      this.buffered -= next.length;
+      if (this.buffered < this.capacity) this.wakeWriters();
+      return Promise.resolve(next);
+    }
+    if (this.ended || this.readerGone) return Promise.resolve(null);
+    return new Promise((resolve) => {
+      this.readWaiter = () => {
+        this.readWaiter = null;
+        resolve(this.read());
+      };
+    });
+  }
+
+  /** The reader exited: unblock the writer and drop what it writes from now on. */
+  closeReader(): void {
+    if (this.readerGone) return;
+    this.readerGone = true;
+    this.chunks.length = 0;
+    this.buffered = 0;
+    this.wakeWriters();
+    this.wakeReader();
+    for (const l of this.readerGoneListeners) l();
+  }
+
+  onReaderGone(listener: () => void): void {
+    this.readerGoneListeners.add(listener);
+  }
+
+  private wakeReader(): void {
+    this.readWaiter?.();
+  }
+
+  private wakeWriters(): void {
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const w of waiters) w();
+  }
+}

@@ -1,0 +1,553 @@
+/**
+ * A POSIX-ish sh parser, enough for what adb clients send: quoting (single, double,
+ * backslash), `;` `&` `&&` `||` `|`, redirections, `$VAR` / `${VAR:-x}` / `$(...)` /
+ * backticks, `( )` and `{ }` groups, if/while/until/for.
+ */
+
+export type WordPart =
+  | { type: 'lit'; text: string; quoted: boolean }
+  | { type: 'param'; name: string; op: '' | ':-' | '-' | ':=' | '=' | ':+' | '+' | '#'; arg: Word | null; quoted: boolean }
+  | { type: 'cmdsub'; source: string; quoted: boolean };
+
+export interface Word {
+  parts: WordPart[];
+}
+
+export type RedirectOp = '>' | '>>' | '<' | '>&' | '<&' | '&>' | '>|';
+
+export interface Redirect {
+  fd: number;
+  op: RedirectOp;
+  target: Word;
+}
+
+export interface Assignment {
+  name: string;
+  value: Word;
+}
+
+export type Command =
+  | { type: 'simple'; assigns: Assignment[]; words: Word[]; redirects: Redirect[] }
+  | { type: 'subshell'; body: List; redirects: Redirect[] }
+  | { type: 'group'; body: List; redirects: Redirect[] }
+  | { type: 'if'; clauses: { cond: List; body: List }[]; otherwise: List | null; redirects: Redirect[] }
+  | { type: 'while' | 'until'; cond: List; body: List; redirects: Redirect[] }
+  | { type: 'for'; name: string; items: Word[] | null; body: List; redirects: Redirect[] };
+
+export interface Pipeline {
+  negate: boolean;
+  commands: Command[];
+}
+
+export interface AndOr {
+  first: Pipeline;
+  rest: { op: '&&' | '||'; pipeline: Pipeline }[];
+}
+
+export interface ListItem {
+  andOr: AndOr;
+  background: boolean;
+}
+
+export type List = ListItem[];
+
+export class ShellSyntaxError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ShellSyntaxError';
+  }
+}
+
+type Token =
+  | { type: 'word'; word: Word; raw: string; plain: boolean }
+  | { type: 'op'; op: string }
+  | { type: 'ionum'; fd: number }
+  | { type: 'newline' }
+  | { type: 'eof' };
+
+const OPERATORS = ['&&', '||', ';;', '>>', '>&', '<&', '&>', '>|', '<<', ';', '&', '|', '(', ')', '<', '>'];
+const RESERVED = new Set(['if', 'then', 'elif', 'else', 'fi', 'while', 'until', 'do', 'done', 'for', 'in', '{', '}', '!']);
+
+function isNameStart(c: string | undefined): boolean {
+  return c !== undefined && /[A-Za-z_]/.test(c);
+}
+function isNameChar(c: string | undefined): boolean {
+  return c !== undefined && /[A-Za-z0-9_]/.test(c);
+}
+
+class Lexer {
+  pos = 0;
+  constructor(private readonly src: string) {}
+
+  next(): Token {
+    const s = this.src;
+    // skip blanks and comments
+    for (;;) {
+      const c = s[this.pos];
+      if (c === ' ' || c === '\t' || c === '\r') this.pos++;
+      else if (c === '\\' && s[this.pos + 1] === '\n') this.pos += 2;
+      else if (c === '#') {
+        while (this.pos < s.length && s[this.pos] !== '\n') this.pos++;
+      } else break;
+    }
+    if (this.pos >= s.length) return { type: 'eof' };
+    const c = s[this.pos]!;
+    if (c === '\n') {
+      this.pos++;
+      return { type: 'newline' };
+    }
+    // IO number: digits directly followed by < or >
+    const io = /^(\d+)(?=[<>])/.exec(s.slice(this.pos, this.pos + 12));
+    if (io) {
+      this.pos += io[1]!.length;
+      return { type: 'ionum', fd: Number(io[1]) };
+    }
+    for (const op of OPERATORS) {
+      if (s.startsWith(op, this.pos)) {
+        this.pos += op.length;
+        return { type: 'op', op };
+      }
+    }
+    return this.word();
+  }
+
+  private word(): Token {
+    const s = this.src;
+    const start = this.pos;
+    const parts: WordPart[] = [];
+    let plain = true;
+    const lit = (text: string, quoted: boolean) => {
+      const last = parts[parts.length - 1];
+      if (last && last.type === 'lit' && last.quoted === quoted) last.text += text;
+      else parts.push({ type: 'lit', text, quoted });
+    };
+    while (this.pos < s.length) {
+      const c = s[this.pos]!;
+      if (' \t\r\n;&|()<>'.includes(c)) break;
+      if (c === "'") {
+        plain = false;
+        const end = s.indexOf("'", this.pos + 1);
+        if (end < 0) throw new ShellSyntaxError("unterminated quoted string");
+        lit(s.slice(this.pos + 1, end), true);
+        // An empty '' still makes a (empty) word.
+        if (end === this.pos + 1) parts.push({ type: 'lit', text: '', quoted: true });
+        this.pos = end + 1;
+      } else if (c === '"') {
+        plain = false;
+        this.pos++;
+        let any = false;
+        while (this.pos < s.length && s[this.pos] !== '"') {
+          any = true;
+          const d = s[this.pos]!;
+          if (d === '\\' && this.pos + 1 < s.length && '$`"\\\n'.includes(s[this.pos + 1]!)) {
+            if (s[this.pos + 1] !== '\n') lit(s[this.pos + 1]!, true);
+            this.pos += 2;
+          } else if (d === '$' || d === '`') {
+            const part = this.dollar(true);
+            if (part) parts.push(part);
+            else {
+              lit(d, true);
+              this.pos++;
+            }
+          } else {
+            lit(d, true);
+            this.pos++;
+          }
+        }
+        if (s[this.pos] !== '"') throw new ShellSyntaxError('unterminated quoted string');
+        this.pos++;
+        if (!any) parts.push({ type: 'lit', text: '', quoted: true });
+      } else if (c === '\\') {
+        plain = false;
+        if (this.pos + 1 < s.length) lit(s[this.pos + 1]!, true);
+        this.pos += 2;
+      } else if (c === '$' || c === '`') {
+        const part = this.dollar(false);
+        if (part) {
+          plain = false;
+          parts.push(part);
+        } else {
+          lit(c, false);
+          this.pos++;
+        }
+      } else {
+        lit(c, false);
+        this.pos++;
+      }
+    }
+    return { type: 'word', word: { parts }, raw: s.slice(start, this.pos), plain };
+  }
+
+  /** Parses `$name`, `${...}`, `$(...)` or a backtick substitution at pos; null if just a `$`. */
+  private dollar(quoted: boolean): WordPart | null {
+    const s = this.src;
+    if (s[this.pos] === '`') {
+      let i = this.pos + 1;
+      let body = '';
+      while (i < s.length && s[i] !== '`') {
+        if (s[i] === '\\' && i + 1 < s.length && '$`\\'.includes(s[i + 1]!)) {
+          body += s[i + 1];
+          i += 2;
+        } else body += s[i++];
+      }
+      if (s[i] !== '`') throw new ShellSyntaxError('unterminated `');
+      this.pos = i + 1;
+      return { type: 'cmdsub', source: body, quoted };
+    }
+    const next = s[this.pos + 1];
+    if (next === '(') {
+      const end = matchParen(s, this.pos + 1);
+      const source = s.slice(this.pos + 2, end);
+      this.pos = end + 1;
+      return { type: 'cmdsub', source, quoted };
+    }
+    if (next === '{') {
+      const end = s.indexOf('}', this.pos + 2);
+      if (end < 0) throw new ShellSyntaxError('bad substitution');
+      const body = s.slice(this.pos + 2, end);
+      this.pos = end + 1;
+      if (body.startsWith('#') && body.length > 1) return { type: 'param', name: body.slice(1), op: '#', arg: null, quoted };
+      const m = /^([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[?$#@*!-])(:-|-|:=|=|:\+|\+)?([\s\S]*)$/.exec(body);
+      if (!m) throw new ShellSyntaxError(`\${${body}}: bad substitution`);
+      const op = (m[2] ?? '') as '' | ':-' | '-' | ':=' | '=' | ':+' | '+';
+      let arg: Word | null = null;
+      if (op) {
+        const inner = new Lexer(m[3] ?? '').wordOnly();
+        arg = inner;
+      }
+      return { type: 'param', name: m[1]!, op, arg, quoted };
+    }
+    if (isNameStart(next)) {
+      let i = this.pos + 1;
+      while (isNameChar(s[i])) i++;
+      const name = s.slice(this.pos + 1, i);
+      this.pos = i;
+      return { type: 'param', name, op: '', arg: null, quoted };
+    }
+    if (next !== undefined && /[0-9?$#@*!-]/.test(next)) {
+      this.pos += 2;
+      return { type: 'param', name: next, op: '', arg: null, quoted };
+    }
+    return null;
+  }
+
+  /** Lexes the whole source as the inside of one word (for `${X:-default words}`). */
+  wordOnly(): Word {
+    const parts: WordPart[] = [];
+    while (this.pos < this.src.length) {
+      const c = this.src[this.pos]!;
+      if (c === '$') {
+        const part = this.dollar(false);
+        if (part) {
+          parts.push(part);
+          continue;
+        }
+      }
+      if (c === "'" || c === '"') {
+        const end = this.src.indexOf(c, this.pos + 1);
+        const stop = end < 0 ? this.src.length : end;
+        parts.push({ type: 'lit', text: this.src.slice(this.pos + 1, stop), quoted: true });
+        this.pos = stop + 1;
+        continue;
+      }
+      parts.push({ type: 'lit', text: c, quoted: false });
+      this.pos++;
+    }
+    return { parts };
+  }
+}
+
+/** Index of the `)` matching the `(` at open, honouring quotes and nesting. */
+function matchParen(s: string, open: number): number {
+  let depth = 0;
+  for (let i = open; i < s.length; i++) {
+    const c = s[i];
+    if (c === '\\') i++;
+    else if (c === "'") {
+      const end = s.indexOf("'", i + 1);
+      if (end < 0) break;
+      i = end;
+    } else if (c === '"') {
+      i++;
+      while (i < s.length && s[i] !== '"') {
+        if (s[i] === '\\') i++;
+        i++;
+      }
+    } else if (c === '(') depth++;
+    else if (c === ')') {
+      depth--;
+      if (depth === 0) return i;
+    }
+  }
+  throw new ShellSyntaxError("unterminated $(");
+}
+
+class Parser {
+  private readonly lexer: Lexer;
+  private peeked: Token | null = null;
+
+  constructor(src: string) {
+    this.lexer = new Lexer(src);
+  }
+
+  private peek(): Token {
+    this.peeked ??= this.lexer.next();
+    return this.peeked;
+  }
+
+  private take(): Token {
+    const t = this.peek();
+    this.peeked = null;
+    return t;
+  }
+
+  private isOp(op: string): boolean {
+    const t = this.peek();
+    return t.type === 'op' && t.op === op;
+  }
+
+  private isReserved(word: string): boolean {
+    const t = this.peek();
+    return t.type === 'word' && t.plain && t.raw === word;
+  }
+
+  private expectReserved(word: string): void {
+    if (!this.isReserved(word)) throw new ShellSyntaxError(`syntax error: expected '${word}'${this.near()}`);
+    this.take();
+  }
+
+  private near(): string {
+    const t = this.peek();
+    if (t.type === 'eof') return ': unexpected end of file';
+    if (t.type === 'word') return `: unexpected '${t.raw}'`;
+    if (t.type === 'op') return `: unexpected '${t.op}'`;
+    return '';
+  }
+
+  private skipNewlines(): void {
+    while (this.peek().type === 'newline') this.take();
+  }
+
+  parseProgram(): List {
+    const list = this.list(new Set());
+    if (this.peek().type !== 'eof') throw new ShellSyntaxError(`syntax error${this.near()}`);
+    return list;
+  }
+
+  /** A list, stopping before a reserved word in `stop` or a `)`. */
+  private list(stop: Set<string>): List {
+    const items: List = [];
+    this.skipNewlines();
+    for (;;) {
+      const t = this.peek();
+      if (t.type === 'eof') break;
+      if (t.type === 'op' && t.op === ')') break;
+      if (t.type === 'word' && t.plain && stop.has(t.raw)) break;
+      const andOr = this.andOr();
+      let background = false;
+      const sep = this.peek();
+      if (sep.type === 'op' && (sep.op === ';' || sep.op === '&')) {
+        background = sep.op === '&';
+        this.take();
+      } else if (sep.type === 'newline') {
+        this.take();
+      } else {
+        items.push({ andOr, background });
+        break;
+      }
+      items.push({ andOr, background });
+      this.skipNewlines();
+    }
+    return items;
+  }
+
+  private andOr(): AndOr {
+    const first = this.pipeline();
+    const rest: AndOr['rest'] = [];
+    for (;;) {
+      const t = this.peek();
+      if (t.type === 'op' && (t.op === '&&' || t.op === '||')) {
+        this.take();
+        this.skipNewlines();
+        rest.push({ op: t.op, pipeline: this.pipeline() });
+      } else break;
+    }
+    return { first, rest };
+  }
+
+  private pipeline(): Pipeline {
+    let negate = false;
+    if (this.isReserved('!')) {
+      this.take();
+      negate = true;
+    }
+    const commands = [this.command()];
+    while (this.isOp('|')) {
+      this.take();
+      this.skipNewlines();
+      commands.push(this.command());
+    }
+    return { negate, commands };
+  }
+
+  private command(): Command {
+    const t = this.peek();
+    if (t.type === 'op' && t.op === '(') {
+      this.take();
+      const body = this.list(new Set());
+      if (!this.isOp(')')) throw new ShellSyntaxError(`syntax error: expected ')'${this.near()}`);
+      this.take();
+      return { type: 'subshell', body, redirects: this.redirects() };
+    }
+    if (t.type === 'word' && t.plain) {
+      switch (t.raw) {
+        case '{': {
+          this.take();
+          const body = this.list(new Set(['}']));
+          this.expectReserved('}');
+          return { type: 'group', body, redirects: this.redirects() };
+        }
+        case 'if':
+          return this.ifCommand();
+        case 'while':
+        case 'until': {
+          this.take();
+          const cond = this.list(new Set(['do']));
+          this.expectReserved('do');
+          const body = this.list(new Set(['done']));
+          this.expectReserved('done');
+          return { type: t.raw, cond, body, redirects: this.redirects() };
+        }
+        case 'for':
+          return this.forCommand();
+        case 'then':
+        case 'elif':
+        case 'else':
+        case 'fi':
+        case 'do':
+        case 'done':
+        case '}':
+          throw new ShellSyntaxError(`syntax error: unexpected '${t.raw}'`);
+      }
+    }
+    return this.simple();
+  }
+
+  private ifCommand(): Command {
+    this.take();
+    const clauses: { cond: List; body: List }[] = [];
+    let otherwise: List | null = null;
+    const cond = this.list(new Set(['then']));
+    this.expectReserved('then');
+    clauses.push({ cond, body: this.list(new Set(['elif', 'else', 'fi'])) });
+    for (;;) {
+      if (this.isReserved('elif')) {
+        this.take();
+        const c = this.list(new Set(['then']));
+        this.expectReserved('then');
+        clauses.push({ cond: c, body: this.list(new Set(['elif', 'else', 'fi'])) });
+      } else if (this.isReserved('else')) {
+        this.take();
+        otherwise = this.list(new Set(['fi']));
+      } else break;
+    }
+    this.expectReserved('fi');
+    return { type: 'if', clauses, otherwise, redirects: this.redirects() };
+  }
+
+  private forCommand(): Command {
+    this.take();
+    const nameTok = this.take();
+    if (nameTok.type !== 'word' || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(nameTok.raw)) throw new ShellSyntaxError('syntax error: bad for loop variable');
+    let items: Word[] | null = null;
+    this.skipNewlines();
+    if (this.isReserved('in')) {
+      this.take();
+      items = [];
+      for (;;) {
+        const t = this.peek();
+        if (t.type !== 'word') break;
+        this.take();
+        items.push(t.word);
+      }
+    }
+    const sep = this.peek();
+    if (sep.type === 'op' && sep.op === ';') this.take();
+    this.skipNewlines();
+    this.expectReserved('do');
+    const body = this.list(new Set(['done']));
+    this.expectReserved('done');
+    return { type: 'for', name: nameTok.raw, items, body, redirects: this.redirects() };
+  }
+
+  private redirects(): Redirect[] {
+    const out: Redirect[] = [];
+    for (;;) {
+      const r = this.redirect();
+      if (!r) return out;
+      out.push(r);
+    }
+  }
+
+  private redirect(): Redirect | null {
+    const t = this.peek();
+    let fd: number | null = null;
+    if (t.type === 'ionum') {
+      this.take();
+      fd = t.fd;
+    }
+    const opTok = this.peek();
+    if (opTok.type !== 'op' || !['>', '>>', '<', '>&', '<&', '&>', '>|'].includes(opTok.op)) {
+      if (fd !== null) throw new ShellSyntaxError('syntax error: bad redirection');
+      return null;
+    }
+    this.take();
+    const target = this.take();
+    if (target.type !== 'word') throw new ShellSyntaxError(`syntax error: redirection without a target${this.near()}`);
+    const op = opTok.op as RedirectOp;
+    return { fd: fd ?? (op === '<' || op === '<&' ? 0 : 1), op, target: target.word };
+  }
+
+  private simple(): Command {
+    const assigns: Assignment[] = [];
+    const words: Word[] = [];
+    const redirects: Redirect[] = [];
+    for (;;) {
+      const r = this.redirect();
+      if (r) {
+        redirects.push(r);
+        continue;
+      }
+      const t = this.peek();
+      if (t.type !== 'word') break;
+      if (words.length === 0) {
+        const m = /^([A-Za-z_][A-Za-z0-9_]*)=/.exec(t.raw);
+        const first = t.word.parts[0];
+        if (m && first && first.type === 'lit' && !first.quoted && first.text.startsWith(m[0])) {
+          this.take();
+          const rest = { ...first, text: first.text.slice(m[0].length) };
+          assigns.push({ name: m[1]!, value: { parts: [rest, ...t.word.parts.slice(1)] } });
+          continue;
+        }
+      }
+      this.take();
+      words.push(t.word);
+    }
+    if (words.length === 0 && assigns.length === 0 && redirects.length === 0) {
+      throw new ShellSyntaxError(`syntax error${this.near()}`);
+    }
+    return { type: 'simple', assigns, words, redirects };
+  }
+}
+
+export function parseShell(source: string): List {
+  return new Parser(source).parseProgram();
+}
+
+/** Quotes an argument the way `adb` and appium-adb do, for output that shows commands. */
+export function quoteArg(arg: string): string {
+  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(arg)) return arg;
+  return `'${arg.replace(/'/g, `'\\''`)}'`;
+}
+
+export { RESERVED as RESERVED_WORDS };
