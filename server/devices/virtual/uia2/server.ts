@@ -1,0 +1,848 @@
+/**
+ * The phone's UiAutomator2 server: the HTTP API that appium-uiautomator2-driver proxies to
+ * on device port 6790, answered from the phone's view tree. The system side hands every
+ * connection to that port to handleConnection(); node:http parses HTTP/1.1 on it (any
+ * Duplex works, not only sockets) and keeps it alive between commands.
+ *
+ * Replies follow the W3C shape the driver expects: `{sessionId, value}`, errors as
+ * `{value: {error, message, stacktrace}}` with the W3C status code.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { PNG } from 'pngjs';
+import { formatBounds } from '../ui/hierarchy.js';
+import type { DeviceIdentity, PhoneUi, UiAutomator2Server, UiNodeInfo } from '../ui/types.js';
+import { KEYCODE } from '../ui/types.js';
+import { buildSource, serializeSource } from './source.js';
+import { matchSelector, parseUiSelector, UiSelectorError, type Selector, type Statement } from './ui-selector.js';
+import { selectElements, XPathError } from './xpath.js';
+
+export interface UiAutomator2ServerInfo {
+  identity: DeviceIdentity;
+  /**
+   * Optional logcat sink (priority, tag, message). Unknown routes and failures are logged
+   * here with tag AppiumUiAutomator2Server so missing routes show in `adb logcat`.
+   */
+  log?: (priority: 'V' | 'D' | 'I' | 'W' | 'E', tag: string, message: string) => void;
+}
+
+/** W3C element reference key. */
+export const ELEMENT_KEY = 'element-6066-11e4-a52e-4f735466cecf';
+const TAG = 'AppiumUiAutomator2Server';
+const MAX_BODY = 16 * 1024 * 1024;
+
+export class W3CError extends Error {
+  constructor(
+    readonly status: number,
+    readonly error: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'W3CError';
+  }
+}
+
+const noSuchElement = () =>
+  new W3CError(404, 'no such element', 'An element could not be located on the page using the given search parameters.');
+const invalidArgument = (msg: string) => new W3CError(400, 'invalid argument', msg);
+
+interface Session {
+  id: string;
+  capabilities: Record<string, unknown>;
+  /** Element id -> node key. */
+  elements: Map<string, string>;
+  /** Node key -> element id, so finding the same view twice gives the same id. */
+  ids: Map<string, string>;
+}
+
+interface Request {
+  method: string;
+  /** Path below /session/:id, or the whole path for session-less routes. */
+  path: string;
+  params: string[];
+  body: Record<string, unknown>;
+  session: Session | null;
+}
+
+type Handler = (r: Request) => unknown;
+
+interface Route {
+  /** Session routes match the path below /session/:id; global ones the whole path. */
+  scope: 'global' | 'session';
+  method: string;
+  pattern: RegExp;
+  handler: Handler;
+}
+
+/** Keycodes of letters, digits and a few symbols, typed as text (like a hardware keyboard). */
+function keycodeChar(code: number, shift: boolean): string | null {
+  if (code >= 29 && code <= 54) {
+    const c = String.fromCharCode(97 + code - 29);
+    return shift ? c.toUpperCase() : c;
+  }
+  if (code >= 7 && code <= 16) return String(code - 7);
+  const table: Record<number, string> = { 55: ',', 56: '.', 62: ' ', 69: '-', 70: '=', 76: '/', 77: '@', 81: '+' };
+  return table[code] ?? null;
+}
+
+/** WebDriver's private-use key characters that mean a key rather than text. */
+const WEBDRIVER_KEYS: Record<string, number> = {
+  '\ue003': KEYCODE.DEL,
+  '\ue017': KEYCODE.DEL,
+  '\ue004': KEYCODE.TAB,
+  '\ue006': KEYCODE.ENTER,
+  '\ue007': KEYCODE.ENTER,
+  '\ue00c': KEYCODE.BACK,
+};
+
+class Uia2Server implements UiAutomator2Server {
+  private readonly http = createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+    void this.serve(req, res);
+  });
+  private readonly sockets = new Set<Duplex>();
+  private session: Session | null = null;
+  private settings: Record<string, unknown> = {
+    ignoreUnimportantViews: false,
+    allowInvisibleElements: false,
+    enableMultiWindows: false,
+    waitForIdleTimeout: 10000,
+    waitForSelectorTimeout: 10000,
+    actionAcknowledgmentTimeout: 3000,
+    scrollAcknowledgmentTimeout: 200,
+    keyInjectionDelay: 0,
+    trackScrollEvents: true,
+    disableIdLocatorAutocompletion: false,
+    shouldUseCompactResponses: true,
+    elementResponseAttributes: '',
+  };
+  private clipboard = '';
+  private closed = false;
+  private readonly routes: Route[];
+
+  constructor(
+    private readonly ui: PhoneUi,
+    private readonly info: UiAutomator2ServerInfo,
+  ) {
+    this.routes = this.defineRoutes();
+  }
+
+  handleConnection(socket: Duplex): void {
+    if (this.closed) {
+      socket.destroy();
+      return;
+    }
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+    // A broken stream must not take the phone's process down.
+    socket.on('error', () => socket.destroy());
+    this.http.emit('connection', socket);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.session = null;
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+    this.http.close();
+  }
+
+  private log(priority: 'V' | 'D' | 'I' | 'W' | 'E', message: string): void {
+    this.info.log?.(priority, TAG, message);
+  }
+
+  // ---- HTTP plumbing ----
+
+  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const method = req.method ?? 'GET';
+    const url = (req.url ?? '/').split('?')[0] ?? '/';
+    // Older drivers prefix /wd/hub; the current one does not.
+    const path = url.replace(/^\/wd\/hub(?=\/|$)/, '').replace(/\/+$/, '') || '/';
+    let sessionId: string | null = null;
+    try {
+      const body = await readJson(req);
+      const { route, params, rest, sid } = this.match(method, path);
+      sessionId = sid;
+      const session = sid !== null ? this.requireSession(sid) : null;
+      const value = await route.handler({ method, path: rest, params, body, session });
+      send(res, 200, { sessionId: session?.id ?? (isRecord(value) && typeof value.sessionId === 'string' ? value.sessionId : null), value: value ?? null });
+    } catch (err) {
+      const e = err instanceof W3CError ? err : new W3CError(500, 'unknown error', err instanceof Error ? err.message : String(err));
+      if (e.status >= 500 || e.error === 'unknown command') this.log('W', `${method} ${path} failed: ${e.error}: ${e.message}`);
+      send(res, e.status, {
+        sessionId,
+        value: { error: e.error, message: e.message, stacktrace: err instanceof Error ? (err.stack ?? '') : '' },
+      });
+    }
+  }
+
+  private match(method: string, path: string): { route: Route; params: string[]; rest: string; sid: string | null } {
+    const m = /^\/session\/([^/]+)(\/.*)?$/.exec(path);
+    const sid = m?.[1] ?? null;
+    const rest = m ? (m[2] ?? '/') : path;
+    for (const route of this.routes) {
+      if (route.method !== method || (route.scope === 'session') !== (sid !== null)) continue;
+      const hit = route.pattern.exec(rest);
+      if (hit) return { route, params: hit.slice(1).map((p) => decodeURIComponent(p)), rest, sid };
+    }
+    throw new W3CError(
+      404,
+      'unknown command',
+      `The requested resource could not be found, or a request was received using an HTTP method that is not supported by the mapped resource: ${method} ${path}`,
+    );
+  }
+
+  private requireSession(sid: string): Session {
+    if (!this.session || this.session.id !== sid) throw new W3CError(404, 'invalid session id', `A session with id '${sid}' is either terminated or not started`);
+    return this.session;
+  }
+
+  // ---- the view tree ----
+
+  private tree(): UiNodeInfo {
+    const t = this.ui.viewTree?.();
+    if (!t) throw new W3CError(500, 'unknown error', 'This phone UI does not expose its view tree');
+    return t;
+  }
+
+  private static findKey(root: UiNodeInfo, key: string): UiNodeInfo | undefined {
+    const stack = [root];
+    while (stack.length) {
+      const n = stack.pop();
+      if (!n) break;
+      if (n.key === key) return n;
+      for (let i = n.children.length - 1; i >= 0; i--) {
+        const c = n.children[i];
+        if (c) stack.push(c);
+      }
+    }
+    return undefined;
+  }
+
+  private static all(root: UiNodeInfo): UiNodeInfo[] {
+    const out: UiNodeInfo[] = [];
+    const visit = (n: UiNodeInfo) => {
+      out.push(n);
+      for (const c of n.children) visit(c);
+    };
+    visit(root);
+    return out;
+  }
+
+  private elementRef(s: Session, node: UiNodeInfo): Record<string, string> {
+    let id = s.ids.get(node.key);
+    if (!id) {
+      id = randomUUID();
+      s.ids.set(node.key, id);
+      s.elements.set(id, node.key);
+    }
+    return { [ELEMENT_KEY]: id, ELEMENT: id };
+  }
+
+  private element(r: Request, id = r.params[0]): UiNodeInfo {
+    const s = r.session;
+    const key = id !== undefined ? s?.elements.get(id) : undefined;
+    if (!s || key === undefined) throw new W3CError(404, 'no such element', `The element '${id ?? ''}' is unknown in this session`);
+    const node = Uia2Server.findKey(this.tree(), key);
+    if (!node) {
+      throw new W3CError(
+        404,
+        'stale element reference',
+        `The element '${id ?? ''}' does not exist in DOM anymore: its view left the screen. Find it again.`,
+      );
+    }
+    return node;
+  }
+
+  private size(): { width: number; height: number } {
+    return { width: this.ui.width, height: this.ui.height };
+  }
+
+  // ---- finding ----
+
+  private find(r: Request, multiple: boolean, contextId?: string): unknown {
+    const s = r.session;
+    if (!s) throw new W3CError(404, 'invalid session id', 'No session');
+    const strategy = str(r.body.strategy ?? r.body.using);
+    const selector = str(r.body.selector ?? r.body.value);
+    if (!strategy) throw invalidArgument("'strategy' (or 'using') is required");
+    if (selector === undefined || selector === '') throw invalidArgument("'selector' (or 'value') is required");
+    const ctxId = contextId ?? (typeof r.body.context === 'string' && r.body.context ? r.body.context : undefined);
+    const context = ctxId ? this.element(r, ctxId) : undefined;
+    const found = this.locate(strategy, selector, context);
+    if (multiple) return found.map((n) => this.elementRef(s, n));
+    const first = found[0];
+    if (!first) throw noSuchElement();
+    return this.elementRef(s, first);
+  }
+
+  private locate(strategy: string, selector: string, context: UiNodeInfo | undefined): UiNodeInfo[] {
+    const root = this.tree();
+    const scope = context ? Uia2Server.all(context).slice(1) : Uia2Server.all(root);
+    switch (strategy) {
+      case 'id': {
+        const pkg = this.ui.foreground().package;
+        const ids = selector.includes(':id/') ? [selector] : [`${pkg}:id/${selector}`, `android:id/${selector}`];
+        return scope.filter((n) => ids.includes(n.resourceId));
+      }
+      case 'accessibility id':
+        return scope.filter((n) => n.contentDesc === selector);
+      case 'class name':
+        return scope.filter((n) => n.className === selector);
+      case 'name':
+        return scope.filter((n) => n.contentDesc === selector || n.text === selector);
+      case 'text':
+        return scope.filter((n) => n.text === selector);
+      case 'xpath': {
+        try {
+          const doc = buildSource(root, this.size(), context);
+          return selectElements(selector, doc).flatMap((el) => (el.node ? [el.node] : []));
+        } catch (err) {
+          if (err instanceof XPathError) throw new W3CError(400, 'invalid selector', `Invalid XPath expression '${selector}': ${err.message}`);
+          throw err;
+        }
+      }
+      case '-android uiautomator': {
+        let statements: Statement[];
+        try {
+          statements = parseUiSelector(selector);
+        } catch (err) {
+          if (err instanceof UiSelectorError) throw new W3CError(400, 'invalid selector', `Invalid UiSelector '${selector}': ${err.message}`);
+          throw err;
+        }
+        const out: UiNodeInfo[] = [];
+        for (const st of statements) out.push(...this.runStatement(st, context));
+        return [...new Set(out)];
+      }
+      default:
+        throw new W3CError(400, 'invalid selector', `Locator strategy '${strategy}' is not supported for this session`);
+    }
+  }
+
+  private runStatement(st: Statement, context: UiNodeInfo | undefined): UiNodeInfo[] {
+    if (st.kind === 'selector') return matchSelector(st.selector, this.tree(), context);
+    const container = () => matchSelector(st.container, this.tree(), context)[0];
+    if (!container()) return [];
+    let result: UiNodeInfo[] = [];
+    for (const action of st.actions) {
+      if (action.kind === 'scrollIntoView') {
+        const target = this.scrollIntoView(container, action.target, st.maxSwipes, context);
+        result = target ? [target] : [];
+      } else {
+        const dir = action.kind === 'toEnd' || action.kind === 'forward' ? 1 : -1;
+        const times = action.kind === 'forward' || action.kind === 'backward' ? 1 : st.maxSwipes;
+        for (let i = 0; i < times && this.scrollOnce(container(), dir); i++);
+        const c = container();
+        result = c ? [c] : [];
+      }
+    }
+    if (st.actions.length === 0) {
+      const c = container();
+      result = c ? [c] : [];
+    }
+    return result;
+  }
+
+  /** One swipe across a scrollable view; false when nothing moved (at the end). */
+  private scrollOnce(container: UiNodeInfo | undefined, direction: 1 | -1): boolean {
+    if (!container) return false;
+    const b = container.bounds;
+    const x = Math.round((b.left + b.right) / 2);
+    const h = b.bottom - b.top;
+    const mid = (b.top + b.bottom) / 2;
+    const before = this.ui.version;
+    const from = Math.round(mid + (direction * h * 0.35));
+    const to = Math.round(mid - (direction * h * 0.35));
+    this.ui.swipe(x, from, x, to, 300);
+    return this.ui.version !== before;
+  }
+
+  /** UiScrollable.scrollIntoView: from the top, swipe forward until the target shows. */
+  private scrollIntoView(container: () => UiNodeInfo | undefined, target: Selector, maxSwipes: number, context: UiNodeInfo | undefined): UiNodeInfo | undefined {
+    const look = () => matchSelector(target, this.tree(), context)[0];
+    let hit = look();
+    if (hit) return hit;
+    for (let i = 0; i < maxSwipes && this.scrollOnce(container(), -1); i++) {
+      hit = look();
+      if (hit) return hit;
+    }
+    for (let i = 0; i < maxSwipes && this.scrollOnce(container(), 1); i++) {
+      hit = look();
+      if (hit) return hit;
+    }
+    return undefined;
+  }
+
+  // ---- actions ----
+
+  private tapNode(n: UiNodeInfo): void {
+    const b = n.bounds;
+    this.ui.tap(Math.round((b.left + b.right) / 2), Math.round((b.top + b.bottom) / 2));
+  }
+
+  /** Types text, turning WebDriver key characters into key events. */
+  private typeText(text: string): void {
+    let buf = '';
+    const flush = () => {
+      if (buf) this.ui.text(buf);
+      buf = '';
+    };
+    for (const ch of text) {
+      const code = WEBDRIVER_KEYS[ch];
+      if (code !== undefined) {
+        flush();
+        this.ui.key(code);
+      } else if (ch >= '\ue000' && ch <= '\uf8ff') {
+        // Other WebDriver modifier/function keys have no effect here.
+      } else buf += ch;
+    }
+    flush();
+  }
+
+  private setValue(r: Request, node: UiNodeInfo, replace: boolean): void {
+    const raw = r.body.text ?? r.body.value;
+    const text = Array.isArray(raw) ? raw.map((x) => String(x)).join('') : typeof raw === 'string' ? raw : undefined;
+    if (text === undefined) throw invalidArgument("'text' (or 'value') is required");
+    if (!this.ui.setNodeText) {
+      this.tapNode(node);
+      this.typeText(text);
+      return;
+    }
+    // A trailing Enter submits after the text is in, as it does when typed on a keyboard.
+    const submit = /[\n\ue006\ue007]$/.test(text);
+    const plain = text.replace(/[\n\ue006\ue007]+$/, '').replace(/[\ue000-\uf8ff]/g, '');
+    if (!this.ui.setNodeText(node.key, plain, replace ? 'replace' : 'append')) {
+      throw new W3CError(400, 'invalid element state', `The element '${node.className}' does not accept text`);
+    }
+    if (submit) this.ui.key(KEYCODE.ENTER);
+  }
+
+  private attribute(n: UiNodeInfo, name: string): string | null {
+    switch (name) {
+      case 'text':
+      case 'name':
+        return n.text;
+      case 'resource-id':
+      case 'resourceId':
+        return n.resourceId;
+      case 'content-desc':
+      case 'contentDescription':
+      case 'content-description':
+        return n.contentDesc;
+      case 'class':
+      case 'className':
+        return n.className;
+      case 'package':
+        return n.packageName;
+      case 'bounds':
+        return formatBounds(n.bounds);
+      case 'hint':
+        return n.hint;
+      case 'displayed':
+        return 'true';
+      case 'enabled':
+      case 'checked':
+      case 'checkable':
+      case 'focused':
+      case 'focusable':
+      case 'clickable':
+      case 'scrollable':
+      case 'selected':
+      case 'password':
+        return String(n[name]);
+      case 'long-clickable':
+      case 'longClickable':
+        return String(n.longClickable);
+      default:
+        throw invalidArgument(`The attribute '${name}' is not supported. Use one of text, resource-id, content-desc, class, package, bounds, hint, displayed, enabled, checked, checkable, focused, focusable, clickable, long-clickable, scrollable, selected, password`);
+    }
+  }
+
+  private elementScreenshot(n: UiNodeInfo): string {
+    const full = PNG.sync.read(this.ui.renderPng());
+    const b = n.bounds;
+    const w = Math.max(1, b.right - b.left);
+    const h = Math.max(1, b.bottom - b.top);
+    const out = new PNG({ width: w, height: h });
+    PNG.bitblt(full, out, b.left, b.top, Math.min(w, full.width - b.left), Math.min(h, full.height - b.top), 0, 0);
+    return PNG.sync.write(out, { deflateLevel: 1, filterType: 1 }).toString('base64');
+  }
+
+  /** W3C actions: each pointer's down..up becomes a tap or a swipe; keys type text. */
+  private performActions(r: Request): null {
+    const sources = r.body.actions;
+    if (!Array.isArray(sources)) throw invalidArgument("'actions' must be an array");
+    for (const src of sources as unknown[]) {
+      if (!isRecord(src) || !Array.isArray(src.actions)) throw invalidArgument('each input source needs an actions array');
+      if (src.type === 'pointer') this.pointerActions(r, src.actions as unknown[]);
+      else if (src.type === 'key') {
+        for (const a of src.actions as unknown[]) if (isRecord(a) && a.type === 'keyDown' && typeof a.value === 'string') this.typeText(a.value);
+      }
+    }
+    return null;
+  }
+
+  private pointerActions(r: Request, actions: unknown[]): void {
+    let x = 0;
+    let y = 0;
+    let down: { x: number; y: number; ms: number } | null = null;
+    for (const a of actions) {
+      if (!isRecord(a)) continue;
+      const ms = typeof a.duration === 'number' ? a.duration : 0;
+      if (a.type === 'pointerMove') {
+        const ox = typeof a.x === 'number' ? a.x : 0;
+        const oy = typeof a.y === 'number' ? a.y : 0;
+        const origin = a.origin;
+        if (origin === 'pointer') {
+          x += ox;
+          y += oy;
+        } else if (isRecord(origin)) {
+          const id = str(origin[ELEMENT_KEY] ?? origin.ELEMENT);
+          const b = this.element(r, id).bounds;
+          x = (b.left + b.right) / 2 + ox;
+          y = (b.top + b.bottom) / 2 + oy;
+        } else {
+          x = ox;
+          y = oy;
+        }
+        if (down) down.ms += ms;
+      } else if (a.type === 'pointerDown') {
+        down = { x, y, ms: 0 };
+      } else if (a.type === 'pause') {
+        if (down) down.ms += ms;
+      } else if (a.type === 'pointerUp' && down) {
+        if (Math.hypot(x - down.x, y - down.y) < 10) this.ui.tap(Math.round(down.x), Math.round(down.y));
+        else this.ui.swipe(Math.round(down.x), Math.round(down.y), Math.round(x), Math.round(y), Math.max(1, down.ms));
+        down = null;
+      }
+    }
+  }
+
+  /** appium/gestures/*: an element (origin/elementId) or an area (left, top, width, height). */
+  private gestureArea(r: Request): { left: number; top: number; right: number; bottom: number } {
+    const origin = r.body.origin;
+    const id = str(r.body.elementId ?? (isRecord(origin) ? (origin[ELEMENT_KEY] ?? origin.ELEMENT) : undefined));
+    if (id) return this.element(r, id).bounds;
+    const { left, top, width, height } = r.body;
+    if (typeof left === 'number' && typeof top === 'number' && typeof width === 'number' && typeof height === 'number')
+      return { left, top, right: left + width, bottom: top + height };
+    return { left: 0, top: 0, right: this.ui.width, bottom: this.ui.height };
+  }
+
+  private gestureSwipe(r: Request, scroll: boolean): boolean {
+    const a = this.gestureArea(r);
+    const dir = str(r.body.direction)?.toLowerCase();
+    const pct = typeof r.body.percent === 'number' ? r.body.percent : 0.75;
+    const cx = (a.left + a.right) / 2;
+    const cy = (a.top + a.bottom) / 2;
+    const dx = ((a.right - a.left) * pct) / 2;
+    const dy = ((a.bottom - a.top) * pct) / 2;
+    // Swipe moves the finger in `direction`; scroll moves the content, the opposite way.
+    const finger = scroll ? ({ up: 'down', down: 'up', left: 'right', right: 'left' } as Record<string, string>)[dir ?? ''] : dir;
+    const before = this.ui.version;
+    switch (finger) {
+      case 'up':
+        this.ui.swipe(cx, cy + dy, cx, cy - dy, 300);
+        break;
+      case 'down':
+        this.ui.swipe(cx, cy - dy, cx, cy + dy, 300);
+        break;
+      case 'left':
+        this.ui.swipe(cx + dx, cy, cx - dx, cy, 300);
+        break;
+      case 'right':
+        this.ui.swipe(cx - dx, cy, cx + dx, cy, 300);
+        break;
+      default:
+        throw invalidArgument("'direction' must be up, down, left or right");
+    }
+    return this.ui.version !== before;
+  }
+
+  private gestureClick(r: Request): void {
+    const origin = r.body.origin;
+    const offset = isRecord(r.body.offset) ? r.body.offset : null;
+    const id = str(r.body.elementId ?? (isRecord(origin) ? (origin[ELEMENT_KEY] ?? origin.ELEMENT) : undefined));
+    if (id) {
+      const b = this.element(r, id).bounds;
+      const ox = typeof offset?.x === 'number' ? offset.x : (b.right - b.left) / 2;
+      const oy = typeof offset?.y === 'number' ? offset.y : (b.bottom - b.top) / 2;
+      this.ui.tap(Math.round(b.left + ox), Math.round(b.top + oy));
+      return;
+    }
+    if (typeof offset?.x === 'number' && typeof offset.y === 'number') {
+      this.ui.tap(Math.round(offset.x), Math.round(offset.y));
+      return;
+    }
+    throw invalidArgument('a click needs an element (origin) or an offset');
+  }
+
+  private deviceInfo(): Record<string, unknown> {
+    const { identity } = this.info;
+    return {
+      androidId: '5a1e0ff1ce000001',
+      apiVersion: String(identity.sdk),
+      platformVersion: identity.release,
+      manufacturer: identity.manufacturer,
+      model: identity.model,
+      brand: identity.manufacturer.toLowerCase(),
+      realDisplaySize: `${this.ui.width}x${this.ui.height}`,
+      displayDensity: this.ui.density,
+      locale: 'en_US',
+      timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+      carrierName: 'phonelease',
+      networks: [],
+      bluetooth: { state: 'OFF' },
+    };
+  }
+
+  // ---- routes ----
+
+  private defineRoutes(): Route[] {
+    const routes: Route[] = [];
+    const add = (scope: Route['scope'], method: string, path: string, handler: Handler) => {
+      const source = path.replace(/\//g, '\\/').replace(/:[a-z]+/g, '([^/]+)');
+      routes.push({ scope, method, pattern: new RegExp(`^${source}$`), handler });
+    };
+    const global = (method: string, path: string, handler: Handler) => add('global', method, path, handler);
+    const on = (method: string, path: string, handler: Handler) => add('session', method, path, handler);
+
+    global('GET', '/status', () => ({ ready: true, message: 'UiAutomator2 Server is ready to accept commands' }));
+    global('GET', '/sessions', () => (this.session ? [{ id: this.session.id, capabilities: this.session.capabilities }] : []));
+    global('POST', '/session', (r) => {
+      const caps = r.body.capabilities;
+      const first = isRecord(caps) && Array.isArray(caps.firstMatch) && isRecord(caps.firstMatch[0]) ? caps.firstMatch[0] : {};
+      const always = isRecord(caps) && isRecord(caps.alwaysMatch) ? caps.alwaysMatch : {};
+      const desired = isRecord(r.body.desiredCapabilities) ? r.body.desiredCapabilities : {};
+      // One session at a time, as on the real server: a new one replaces the old.
+      const id = randomUUID();
+      this.session = { id, capabilities: { ...desired, ...always, ...first }, elements: new Map(), ids: new Map() };
+      this.log('I', `Created the new session with id ${id}`);
+      return { sessionId: id, capabilities: this.session.capabilities };
+    });
+    on('DELETE', '/', () => {
+      if (this.session) this.log('I', `Deleted session ${this.session.id}`);
+      this.session = null;
+      return null;
+    });
+    on('GET', '/', (r) => r.session?.capabilities ?? {});
+
+    on('GET', '/appium/device/pixel_ratio', () => this.ui.density / 160);
+    on('GET', '/appium/device/display_density', () => this.ui.density);
+    on('GET', '/appium/device/system_bars', () => ({
+      statusBar: this.ui.statusBarHeight,
+      navigationBar: Math.round((48 * this.ui.density) / 160),
+    }));
+    on('GET', '/appium/device/info', () => this.deviceInfo());
+    on('GET', '/appium/device/battery_info', () => ({ level: 1, state: 5 }));
+    on('GET', '/appium/device/current_activity', () => this.ui.foreground().activity);
+    on('GET', '/appium/device/current_package', () => this.ui.foreground().package);
+    on('POST', '/appium/device/press_keycode', (r) => this.pressKey(r));
+    on('POST', '/appium/device/long_press_keycode', (r) => this.pressKey(r));
+    on('POST', '/appium/device/open_notifications', () => {
+      this.log('D', 'the notification shade is not available on this phone');
+      return null;
+    });
+    on('POST', '/appium/device/get_clipboard', () => Buffer.from(this.clipboard).toString('base64'));
+    on('POST', '/appium/device/set_clipboard', (r) => {
+      const content = str(r.body.content) ?? '';
+      this.clipboard = Buffer.from(content, 'base64').toString('utf8');
+      return null;
+    });
+    on('POST', '/appium/reset_ax_cache', () => null);
+    on('POST', '/appium/list_displays', () => [{ id: 0, displayId: 0, physicalId: null, isDefault: true, metrics: this.size() }]);
+    on('POST', '/appium/list_windows', () => []);
+    on('GET', '/window/current/size', () => this.size());
+    on('GET', '/window/:handle/size', () => this.size());
+    on('GET', '/window/rect', () => ({ x: 0, y: 0, ...this.size() }));
+    on('GET', '/window', () => 'NATIVE_APP');
+    on('GET', '/window/handles', () => ['NATIVE_APP']);
+    on('GET', '/orientation', () => 'PORTRAIT');
+    on('POST', '/orientation', (r) => {
+      if (str(r.body.orientation)?.toUpperCase() !== 'PORTRAIT') throw new W3CError(500, 'unsupported operation', 'This phone only supports PORTRAIT orientation');
+      return null;
+    });
+    on('GET', '/rotation', () => ({ x: 0, y: 0, z: 0 }));
+    on('GET', '/appium/settings', () => this.settings);
+    on('POST', '/appium/settings', (r) => {
+      if (!isRecord(r.body.settings)) throw invalidArgument("'settings' must be an object");
+      this.settings = { ...this.settings, ...r.body.settings };
+      return this.settings;
+    });
+    on('GET', '/timeouts', () => ({ implicit: 0, pageLoad: 300000, script: 30000 }));
+    on('POST', '/timeouts', () => null);
+    on('GET', '/appium/app/:name', () => null);
+    on('POST', '/appium/app/strings', () => ({}));
+    on('POST', '/appium/app/:name', () => null);
+
+    on('GET', '/source', () => serializeSource(buildSource(this.tree(), this.size())));
+    on('GET', '/screenshot', () => this.ui.renderPng().toString('base64'));
+    on('POST', '/back', () => {
+      this.ui.key(KEYCODE.BACK);
+      return null;
+    });
+    on('POST', '/keys', (r) => {
+      const raw = r.body.text ?? r.body.value;
+      const text = Array.isArray(raw) ? raw.map((x) => String(x)).join('') : str(raw);
+      if (text === undefined) throw invalidArgument("'text' (or 'value') is required");
+      this.typeText(text);
+      return null;
+    });
+    on('POST', '/actions', (r) => this.performActions(r));
+    on('DELETE', '/actions', () => null);
+    on('GET', '/alert/text', () => {
+      throw new W3CError(404, 'no such alert', 'No alert is open');
+    });
+    on('POST', '/alert/accept', () => {
+      throw new W3CError(404, 'no such alert', 'No alert is open');
+    });
+    on('POST', '/alert/dismiss', () => {
+      throw new W3CError(404, 'no such alert', 'No alert is open');
+    });
+
+    on('POST', '/element', (r) => this.find(r, false));
+    on('POST', '/elements', (r) => this.find(r, true));
+    on('GET', '/element/active', (r) => {
+      const s = r.session;
+      const focused = Uia2Server.all(this.tree()).find((n) => n.focused);
+      if (!s || !focused) throw noSuchElement();
+      return this.elementRef(s, focused);
+    });
+    on('POST', '/element/:id/element', (r) => this.find(r, false, r.params[0]));
+    on('POST', '/element/:id/elements', (r) => this.find(r, true, r.params[0]));
+    on('POST', '/element/:id/click', (r) => {
+      this.tapNode(this.element(r));
+      return null;
+    });
+    on('GET', '/element/:id/text', (r) => this.element(r).text);
+    on('GET', '/element/:id/name', (r) => this.element(r).className);
+    on('POST', '/element/:id/clear', (r) => {
+      const n = this.element(r);
+      this.ui.setNodeText?.(n.key, '', 'replace');
+      return null;
+    });
+    on('POST', '/element/:id/value', (r) => {
+      this.setValue(r, this.element(r), r.body.replace === true);
+      return null;
+    });
+    on('POST', '/appium/element/:id/value', (r) => {
+      this.setValue(r, this.element(r), false);
+      return null;
+    });
+    on('POST', '/appium/element/:id/replace_value', (r) => {
+      this.setValue(r, this.element(r), true);
+      return null;
+    });
+    on('GET', '/element/:id/attribute/:name', (r) => this.attribute(this.element(r), r.params[1] ?? ''));
+    on('GET', '/element/:id/enabled', (r) => this.element(r).enabled);
+    on('GET', '/element/:id/displayed', (r) => (this.element(r), true));
+    on('GET', '/element/:id/selected', (r) => this.element(r).selected);
+    on('GET', '/element/:id/rect', (r) => {
+      const b = this.element(r).bounds;
+      return { x: b.left, y: b.top, width: b.right - b.left, height: b.bottom - b.top };
+    });
+    on('GET', '/element/:id/location', (r) => {
+      const b = this.element(r).bounds;
+      return { x: b.left, y: b.top };
+    });
+    on('GET', '/element/:id/location_in_view', (r) => {
+      const b = this.element(r).bounds;
+      return { x: b.left, y: b.top };
+    });
+    on('GET', '/element/:id/size', (r) => {
+      const b = this.element(r).bounds;
+      return { width: b.right - b.left, height: b.bottom - b.top };
+    });
+    on('GET', '/element/:id/screenshot', (r) => this.elementScreenshot(this.element(r)));
+    on('GET', '/appium/element/:id/first_visible', (r) => {
+      const s = r.session;
+      const child = this.element(r).children[0];
+      if (!s || !child) throw noSuchElement();
+      return this.elementRef(s, child);
+    });
+
+    on('POST', '/appium/gestures/click', (r) => {
+      this.gestureClick(r);
+      return null;
+    });
+    on('POST', '/appium/gestures/long_click', (r) => {
+      this.gestureClick(r);
+      return null;
+    });
+    on('POST', '/appium/gestures/double_click', (r) => {
+      this.gestureClick(r);
+      this.gestureClick(r);
+      return null;
+    });
+    on('POST', '/appium/gestures/swipe', (r) => (this.gestureSwipe(r, false), null));
+    on('POST', '/appium/gestures/fling', (r) => this.gestureSwipe(r, false));
+    // True while more content remains, which the driver uses to loop.
+    on('POST', '/appium/gestures/scroll', (r) => this.gestureSwipe(r, true));
+    on('POST', '/appium/gestures/drag', (r) => {
+      const a = this.gestureArea(r);
+      const { endX, endY } = r.body;
+      if (typeof endX !== 'number' || typeof endY !== 'number') throw invalidArgument("'endX' and 'endY' are required");
+      const sx = typeof r.body.startX === 'number' ? r.body.startX : (a.left + a.right) / 2;
+      const sy = typeof r.body.startY === 'number' ? r.body.startY : (a.top + a.bottom) / 2;
+      this.ui.swipe(sx, sy, endX, endY, 500);
+      return null;
+    });
+    return routes;
+  }
+
+  private pressKey(r: Request): null {
+    const code = r.body.keycode;
+    if (typeof code !== 'number') throw invalidArgument("'keycode' must be a number");
+    const meta = typeof r.body.metastate === 'number' ? r.body.metastate : 0;
+    // Letters and digits arrive as key codes from pressKeyCode(); they type characters.
+    const ch = keycodeChar(code, (meta & 1) !== 0);
+    if (ch !== null) this.ui.text(ch);
+    else this.ui.key(code);
+    return null;
+  }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' ? v : undefined;
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const data = Buffer.from(JSON.stringify(body));
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': data.length });
+  res.end(data);
+}
+
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const b = chunk as Buffer;
+    size += b.length;
+    if (size > MAX_BODY) throw invalidArgument('request body too large');
+    chunks.push(b);
+  }
+  const text = Buffer.concat(chunks).toString('utf8').trim();
+  if (!text) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw invalidArgument('the request body is not valid JSON');
+  }
+  if (!isRecord(parsed)) throw invalidArgument('the request body must be a JSON object');
+  return parsed;
+}
+
+/**
+ * Creates the UiAutomator2 server for one phone. The system side calls this when
+ * `am instrument` of io.appium.uiautomator2.server.test starts, passes it every
+ * connection to device port 6790, and closes it when the instrumentation stops.
+ */
+export function createUiAutomator2Server(ui: PhoneUi, info: UiAutomator2ServerInfo): UiAutomator2Server {
+  return new Uia2Server(ui, info);
+}

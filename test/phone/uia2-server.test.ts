@@ -1,0 +1,324 @@
+import net from 'node:net';
+import { PNG } from 'pngjs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createPhoneUi } from '../../server/devices/virtual/ui/index.js';
+import type { PhoneUi, PhoneUiHost, UiAutomator2Server } from '../../server/devices/virtual/ui/types.js';
+import { createUiAutomator2Server, ELEMENT_KEY } from '../../server/devices/virtual/uia2/index.js';
+
+const identity = { manufacturer: 'Google', model: 'Pixel 8', release: '14', sdk: 34 };
+
+interface Harness {
+  ui: PhoneUi;
+  uia2: UiAutomator2Server;
+  base: string;
+  logs: string[];
+  tcp: net.Server;
+}
+
+let h: Harness;
+
+beforeEach(async () => {
+  const logs: string[] = [];
+  const host: PhoneUiHost = {
+    launcherApps: () => [
+      { package: 'com.android.settings', label: 'Settings', activity: 'com.android.settings.Settings' },
+      { package: 'com.phonelease.login', label: 'Login', activity: 'com.phonelease.login.LoginActivity' },
+    ],
+    log: (p, tag, msg) => logs.push(`${p} ${tag}: ${msg}`),
+    setting: () => null,
+  };
+  const ui = createPhoneUi(host, { width: 720, height: 1280, density: 320, identity, now: () => new Date(2025, 0, 6, 9, 41) });
+  const uia2 = createUiAutomator2Server(ui, { identity, log: (p, tag, msg) => logs.push(`${p} ${tag}: ${msg}`) });
+  // The system side forwards adb tcp:6790 streams the same way: each connection goes in whole.
+  const tcp = net.createServer((socket) => uia2.handleConnection(socket));
+  await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+  const { port } = tcp.address() as net.AddressInfo;
+  h = { ui, uia2, base: `http://127.0.0.1:${port}`, logs, tcp };
+});
+
+afterEach(async () => {
+  h.uia2.close();
+  await new Promise<void>((resolve) => h.tcp.close(() => resolve()));
+});
+
+interface Reply {
+  status: number;
+  body: { sessionId?: string | null; value: unknown };
+}
+
+async function call(method: string, path: string, body?: unknown): Promise<Reply> {
+  const res = await fetch(h.base + path, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as Reply['body'] };
+}
+
+async function newSession(): Promise<string> {
+  const r = await call('POST', '/session', { capabilities: { firstMatch: [{ platformName: 'Android', 'appium:automationName': 'UiAutomator2' }], alwaysMatch: {} } });
+  expect(r.status).toBe(200);
+  const id = r.body.sessionId;
+  if (typeof id !== 'string') throw new Error('no session id');
+  return id;
+}
+
+async function find(sid: string, strategy: string, selector: string, multiple = false): Promise<Reply> {
+  return call('POST', `/session/${sid}/element${multiple ? 's' : ''}`, { strategy, selector, context: '', multiple });
+}
+
+function elementId(r: Reply): string {
+  const v = r.body.value as Record<string, string>;
+  const id = v[ELEMENT_KEY];
+  if (!id) throw new Error(`not an element: ${JSON.stringify(r.body)}`);
+  expect(v.ELEMENT).toBe(id);
+  return id;
+}
+
+describe('UiAutomator2 server over HTTP', () => {
+  it('answers status, sessions and session creation like the real server', async () => {
+    expect((await call('GET', '/status')).body.value).toMatchObject({ ready: true });
+    expect((await call('GET', '/sessions')).body.value).toEqual([]);
+    const sid = await newSession();
+    const sessions = await call('GET', '/sessions');
+    expect(sessions.body.value).toEqual([{ id: sid, capabilities: { platformName: 'Android', 'appium:automationName': 'UiAutomator2' } }]);
+    const got = await call('GET', `/session/${sid}`);
+    expect(got.body.value).toMatchObject({ platformName: 'Android' });
+    expect((await call('DELETE', `/session/${sid}`)).status).toBe(200);
+    const gone = await call('GET', `/session/${sid}/source`);
+    expect(gone.status).toBe(404);
+    expect(gone.body.value).toMatchObject({ error: 'invalid session id' });
+  });
+
+  it('reports the device details the driver reads at session start', async () => {
+    const sid = await newSession();
+    expect((await call('GET', `/session/${sid}/appium/device/pixel_ratio`)).body.value).toBe(2);
+    const bars = (await call('GET', `/session/${sid}/appium/device/system_bars`)).body.value as { statusBar: unknown };
+    expect(bars.statusBar).toBe(48);
+    expect((await call('GET', `/session/${sid}/window/current/size`)).body.value).toEqual({ width: 720, height: 1280 });
+    expect((await call('GET', `/session/${sid}/window/rect`)).body.value).toEqual({ x: 0, y: 0, width: 720, height: 1280 });
+    expect((await call('GET', `/session/${sid}/appium/device/info`)).body.value).toMatchObject({
+      apiVersion: '34',
+      platformVersion: '14',
+      manufacturer: 'Google',
+      model: 'Pixel 8',
+      realDisplaySize: '720x1280',
+      displayDensity: 320,
+    });
+  });
+
+  it('logs in through the login app: find by each strategy, send keys, click, read the result', async () => {
+    h.ui.launch('com.phonelease.login');
+    const sid = await newSession();
+    const user = elementId(await find(sid, 'id', 'com.phonelease.login:id/username'));
+    // Short ids resolve against the app in front.
+    expect(elementId(await find(sid, 'id', 'username'))).toBe(user);
+    const pass = elementId(await find(sid, 'accessibility id', 'password'));
+    const button = elementId(await find(sid, '-android uiautomator', 'new UiSelector().text("Log in")'));
+    expect(elementId(await find(sid, 'xpath', '//android.widget.Button[@content-desc="login"]'))).toBe(button);
+    expect(elementId(await find(sid, 'class name', 'android.widget.Button'))).toBe(button);
+
+    expect((await call('POST', `/session/${sid}/element/${user}/value`, { text: 'demo', replace: false })).status).toBe(200);
+    expect((await call('POST', `/session/${sid}/element/${pass}/value`, { text: 'secret' })).status).toBe(200);
+    expect((await call('GET', `/session/${sid}/element/${user}/text`)).body.value).toBe('demo');
+    expect((await call('GET', `/session/${sid}/element/${pass}/text`)).body.value).toBe('\u2022'.repeat(6));
+    expect((await call('GET', `/session/${sid}/element/${pass}/attribute/password`)).body.value).toBe('true');
+    expect((await call('POST', `/session/${sid}/element/${button}/click`, {})).status).toBe(200);
+
+    const result = elementId(await find(sid, 'id', 'com.phonelease.login:id/result'));
+    expect((await call('GET', `/session/${sid}/element/${result}/text`)).body.value).toBe('Welcome, demo!');
+    expect(h.logs).toContain('I PhoneleaseLogin: login attempt user=demo result=success');
+  });
+
+  it('clears fields and appends on repeated sends', async () => {
+    h.ui.launch('com.phonelease.login');
+    const sid = await newSession();
+    const user = elementId(await find(sid, 'id', 'username'));
+    await call('POST', `/session/${sid}/element/${user}/value`, { text: 'de' });
+    await call('POST', `/session/${sid}/element/${user}/value`, { value: ['m', 'o'] });
+    expect((await call('GET', `/session/${sid}/element/${user}/text`)).body.value).toBe('demo');
+    expect((await call('GET', `/session/${sid}/element/${user}/attribute/focused`)).body.value).toBe('true');
+    await call('POST', `/session/${sid}/element/${user}/clear`, {});
+    expect((await call('GET', `/session/${sid}/element/${user}/text`)).body.value).toBe('');
+  });
+
+  it('answers element queries: attributes, rect, displayed, enabled, name', async () => {
+    h.ui.launch('com.phonelease.login');
+    const sid = await newSession();
+    const button = elementId(await find(sid, 'accessibility id', 'login'));
+    const rect = (await call('GET', `/session/${sid}/element/${button}/rect`)).body.value as { x: number; y: number; width: number; height: number };
+    const bounds = (await call('GET', `/session/${sid}/element/${button}/attribute/bounds`)).body.value;
+    expect(bounds).toBe(`[${rect.x},${rect.y}][${rect.x + rect.width},${rect.y + rect.height}]`);
+    expect((await call('GET', `/session/${sid}/element/${button}/location`)).body.value).toEqual({ x: rect.x, y: rect.y });
+    expect((await call('GET', `/session/${sid}/element/${button}/size`)).body.value).toEqual({ width: rect.width, height: rect.height });
+    expect((await call('GET', `/session/${sid}/element/${button}/displayed`)).body.value).toBe(true);
+    expect((await call('GET', `/session/${sid}/element/${button}/enabled`)).body.value).toBe(true);
+    expect((await call('GET', `/session/${sid}/element/${button}/selected`)).body.value).toBe(false);
+    expect((await call('GET', `/session/${sid}/element/${button}/name`)).body.value).toBe('android.widget.Button');
+    expect((await call('GET', `/session/${sid}/element/${button}/attribute/resource-id`)).body.value).toBe('com.phonelease.login:id/login');
+    expect((await call('GET', `/session/${sid}/element/${button}/attribute/content-desc`)).body.value).toBe('login');
+    expect((await call('GET', `/session/${sid}/element/${button}/attribute/class`)).body.value).toBe('android.widget.Button');
+    expect((await call('GET', `/session/${sid}/element/${button}/attribute/clickable`)).body.value).toBe('true');
+    const bad = await call('GET', `/session/${sid}/element/${button}/attribute/colour`);
+    expect(bad.status).toBe(400);
+    expect(bad.body.value).toMatchObject({ error: 'invalid argument' });
+    const shot = (await call('GET', `/session/${sid}/element/${button}/screenshot`)).body.value as string;
+    const png = PNG.sync.read(Buffer.from(shot, 'base64'));
+    expect([png.width, png.height]).toEqual([rect.width, rect.height]);
+  });
+
+  it('returns the page source with class-named tags and a decodable screenshot', async () => {
+    h.ui.launch('com.phonelease.login');
+    const sid = await newSession();
+    const source = (await call('GET', `/session/${sid}/source`)).body.value as string;
+    expect(source.startsWith("<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>\n<hierarchy index=\"0\" class=\"hierarchy\" rotation=\"0\" width=\"720\" height=\"1280\">")).toBe(true);
+    expect(source).toMatch(
+      /<android\.widget\.EditText index="\d+" package="com\.phonelease\.login" class="android\.widget\.EditText" text="" resource-id="com\.phonelease\.login:id\/username" content-desc="username" checkable="false" checked="false" clickable="true" enabled="true" focusable="true" focused="false" long-clickable="true" password="false" scrollable="false" selected="false" bounds="\[\d+,\d+\]\[\d+,\d+\]" displayed="true" hint="Username" \/>/,
+    );
+    const shot = (await call('GET', `/session/${sid}/screenshot`)).body.value as string;
+    const png = PNG.sync.read(Buffer.from(shot, 'base64'));
+    expect([png.width, png.height]).toEqual([720, 1280]);
+  });
+
+  it('uses W3C errors: no such element, stale element, unknown command, invalid selector', async () => {
+    h.ui.launch('com.phonelease.login');
+    const sid = await newSession();
+    const missing = await find(sid, 'id', 'nope');
+    expect(missing.status).toBe(404);
+    expect(missing.body.value).toMatchObject({ error: 'no such element' });
+    expect(typeof (missing.body.value as { stacktrace: unknown }).stacktrace).toBe('string');
+    // Multiple finds answer an empty list rather than an error (isExisting() relies on it).
+    const none = await find(sid, 'id', 'nope', true);
+    expect(none.status).toBe(200);
+    expect(none.body.value).toEqual([]);
+
+    const user = elementId(await find(sid, 'id', 'username'));
+    h.ui.forceStop('com.phonelease.login');
+    const stale = await call('GET', `/session/${sid}/element/${user}/text`);
+    expect(stale.status).toBe(404);
+    expect(stale.body.value).toMatchObject({ error: 'stale element reference' });
+    const unknownEl = await call('GET', `/session/${sid}/element/not-an-id/text`);
+    expect(unknownEl.status).toBe(404);
+    expect(unknownEl.body.value).toMatchObject({ error: 'no such element' });
+
+    const unknown = await call('POST', `/session/${sid}/appium/teleport`, {});
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.value).toMatchObject({ error: 'unknown command' });
+    expect((unknown.body.value as { message: string }).message).toContain('POST /session/');
+    expect(h.logs.some((l) => l.startsWith('W AppiumUiAutomator2Server:') && l.includes('/appium/teleport'))).toBe(true);
+
+    const badXpath = await find(sid, 'xpath', '//*[@text=');
+    expect(badXpath.status).toBe(400);
+    expect(badXpath.body.value).toMatchObject({ error: 'invalid selector' });
+    const badSelector = await find(sid, '-android uiautomator', 'new UiSelector().colour("red")');
+    expect(badSelector.status).toBe(400);
+    expect(badSelector.body.value).toMatchObject({ error: 'invalid selector' });
+    const badJson = await fetch(`${h.base}/session/${sid}/element`, { method: 'POST', body: '{nope' });
+    expect(badJson.status).toBe(400);
+    expect(((await badJson.json()) as { value: { error: string } }).value.error).toBe('invalid argument');
+  });
+
+  it('finds inside an element, and keeps the same id for the same view', async () => {
+    h.ui.launch('com.android.settings');
+    const sid = await newSession();
+    const list = elementId(await find(sid, 'id', 'com.android.settings:id/recycler_view'));
+    const titles = await call('POST', `/session/${sid}/element/${list}/elements`, { strategy: 'id', selector: 'android:id/title' });
+    expect((titles.body.value as unknown[]).length).toBeGreaterThan(3);
+    const first = (titles.body.value as Array<Record<string, string>>)[0]?.[ELEMENT_KEY];
+    expect((await call('GET', `/session/${sid}/element/${first}/text`)).body.value).toBe('Network & internet');
+    const again = elementId(await find(sid, '-android uiautomator', 'new UiSelector().resourceId("android:id/title").instance(0)'));
+    expect(again).toBe(first);
+    // Context given in the find body (what the driver sends) works the same way.
+    const ctx = await call('POST', `/session/${sid}/elements`, { strategy: 'class name', selector: 'android.widget.TextView', context: list, multiple: true });
+    expect((ctx.body.value as unknown[]).length).toBeGreaterThan(3);
+  });
+
+  it('scrolls with UiScrollable and with W3C pointer actions', async () => {
+    h.ui.launch('com.android.settings');
+    const sid = await newSession();
+    expect((await find(sid, 'accessibility id', 'nothing')).status).toBe(404);
+    const about = await find(sid, '-android uiautomator', 'new UiScrollable(new UiSelector().scrollable(true)).scrollIntoView(new UiSelector().text("About phone"))');
+    expect(about.status).toBe(200);
+    await call('POST', `/session/${sid}/element/${elementId(about)}/click`, {});
+    expect(h.ui.foreground().activity).toBe('com.android.settings.SubSettings');
+    expect((await find(sid, '-android uiautomator', 'new UiSelector().text("Pixel 8")')).status).toBe(200);
+    await call('POST', `/session/${sid}/back`, {});
+    expect(h.ui.foreground().activity).toBe('com.android.settings.Settings');
+
+    // Swipe the list back down with a W3C pointer: Network & internet comes back.
+    const drag = (y1: number, y2: number) => ({
+      actions: [
+        {
+          type: 'pointer',
+          id: 'finger1',
+          parameters: { pointerType: 'touch' },
+          actions: [
+            { type: 'pointerMove', duration: 0, x: 360, y: y1 },
+            { type: 'pointerDown', button: 0 },
+            { type: 'pointerMove', duration: 300, x: 360, y: y2 },
+            { type: 'pointerUp', button: 0 },
+          ],
+        },
+      ],
+    });
+    for (let i = 0; i < 6; i++) await call('POST', `/session/${sid}/actions`, drag(400, 1100));
+    const network = await find(sid, 'xpath', "//*[@text='Network & internet']");
+    expect(network.status).toBe(200);
+    // A pointer that goes down and up in place is a tap.
+    const rect = (await call('GET', `/session/${sid}/element/${elementId(network)}/rect`)).body.value as { x: number; y: number; width: number; height: number };
+    await call('POST', `/session/${sid}/actions`, {
+      actions: [
+        {
+          type: 'pointer',
+          id: 'finger1',
+          actions: [
+            { type: 'pointerMove', x: rect.x + 10, y: rect.y + 10 },
+            { type: 'pointerDown' },
+            { type: 'pause', duration: 50 },
+            { type: 'pointerUp' },
+          ],
+        },
+      ],
+    });
+    expect((await find(sid, 'accessibility id', 'Navigate up')).status).toBe(200);
+  });
+
+  it('presses keys, reports the current app, and keeps settings', async () => {
+    h.ui.launch('com.phonelease.login');
+    const sid = await newSession();
+    expect((await call('GET', `/session/${sid}/appium/device/current_package`)).body.value).toBe('com.phonelease.login');
+    expect((await call('GET', `/session/${sid}/appium/device/current_activity`)).body.value).toBe('com.phonelease.login.LoginActivity');
+    const user = elementId(await find(sid, 'id', 'username'));
+    await call('POST', `/session/${sid}/element/${user}/click`, {});
+    // d, e, m, o as key codes, then Enter moves to the password field.
+    for (const keycode of [32, 33, 41, 43, 66]) await call('POST', `/session/${sid}/appium/device/press_keycode`, { keycode });
+    expect((await call('GET', `/session/${sid}/element/${user}/text`)).body.value).toBe('demo');
+    await call('POST', `/session/${sid}/keys`, { text: 'secret\ue007' });
+    const result = elementId(await find(sid, 'id', 'result'));
+    expect((await call('GET', `/session/${sid}/element/${result}/text`)).body.value).toBe('Welcome, demo!');
+    await call('POST', `/session/${sid}/appium/device/press_keycode`, { keycode: 3 });
+    expect(h.ui.foreground().package).toBe('com.android.launcher3');
+
+    const set = await call('POST', `/session/${sid}/appium/settings`, { settings: { waitForIdleTimeout: 0 } });
+    expect(set.status).toBe(200);
+    expect((await call('GET', `/session/${sid}/appium/settings`)).body.value).toMatchObject({ waitForIdleTimeout: 0 });
+    expect((await call('GET', `/session/${sid}/orientation`)).body.value).toBe('PORTRAIT');
+    expect((await call('POST', `/session/${sid}/timeouts`, { implicit: 0 })).status).toBe(200);
+  });
+
+  it('serves several requests on one kept-alive connection and closes connections on close()', async () => {
+    const socket = net.connect((h.tcp.address() as net.AddressInfo).port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    let received = '';
+    socket.on('data', (d: Buffer) => (received += d.toString()));
+    socket.write('GET /status HTTP/1.1\r\nHost: x\r\n\r\nGET /sessions HTTP/1.1\r\nHost: x\r\n\r\n');
+    await new Promise<void>((resolve) => {
+      const check = () => ((received.match(/HTTP\/1\.1 200/g)?.length ?? 0) >= 2 ? resolve() : setTimeout(check, 5));
+      check();
+    });
+    expect(received).toContain('"ready":true');
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    h.uia2.close();
+    await closed;
+  });
+});
