@@ -110,7 +110,10 @@ export class ActivityManager {
       return { ok: true, component, launchState: 'HOT', deliveredToTop: true, totalMs: 0 };
     }
     const wasRunning = this.device.processes.isRunning(pkg.name);
-    this.log('I', 'ActivityTaskManager', `START u0 {${intentText.slice('Intent { '.length, -2)}} with LAUNCH_MULTIPLE from uid 2000 (BAL_ALLOW_PERMISSION) result code=0`);
+    // The UI logs the START of apps it draws; log the others here.
+    if (!pkg.launcherActivity) {
+      this.log('I', 'ActivityTaskManager', `START u0 {${intentText.slice('Intent { '.length, -2)}} from uid 2000`);
+    }
     const pid = this.startProcess(pkg, 'next-top-activity', component);
     if (pkg.name === 'io.appium.settings' && component.cls === 'io.appium.settings.Settings') {
       // The Appium Settings activity is transparent: it starts its foreground service and
@@ -150,7 +153,7 @@ export class ActivityManager {
     if (this.device.hasUi) this.device.ui.forceStop(name);
     const wasRunning = this.device.processes.stopPackage(name);
     pkg.stopped = true;
-    if (wasRunning) this.log('I', 'ActivityManager', `Force stopping ${name} appid=${pkg.uid} user=0: from pid ${this.device.processes.transientPid()}`);
+    if (wasRunning && !pkg.launcherActivity) this.log('I', 'ActivityManager', `Force stopping ${name} appid=${pkg.uid} user=0: from pid ${this.device.processes.transientPid()}`);
   }
 
   /** `am kill`: ends background processes only. */

@@ -149,6 +149,10 @@ export const SHELL_UID = 2000;
 export const ROOT_UID = 0;
 export const MEDIA_RW_GID = 1023;
 
+function isEmulated(path: string): boolean {
+  return path === '/storage/emulated/0' || path.startsWith('/storage/emulated/0/');
+}
+
 interface Clock {
   now(): number;
 }
@@ -309,15 +313,17 @@ export class VirtualFs {
       node.data = options.append ? Buffer.concat([node.data, data]) : data;
       node.mtimeMs = options.mtimeMs ?? now;
       node.ctimeMs = now;
-      if (options.mode !== undefined) node.mode = S_IFREG | (options.mode & 0o7777);
+      if (options.mode !== undefined && !isEmulated(target.dirPath)) node.mode = S_IFREG | (options.mode & 0o7777);
       return;
     }
     const uid = options.root ? ROOT_UID : SHELL_UID;
     const gid = options.root ? ROOT_UID : this.defaultGid(target.dirPath);
+    // Emulated storage (FUSE) ignores requested modes: files are always rw-rw----.
+    const perm = isEmulated(target.dirPath) && !options.root ? 0o660 : (options.mode ?? 0o644) & 0o7777;
     target.dir.entries.set(target.name, {
       kind: 'file',
       data,
-      mode: S_IFREG | ((options.mode ?? 0o644) & 0o7777),
+      mode: S_IFREG | perm,
       uid: this.defaultUid(target.dirPath, uid),
       gid,
       mtimeMs: options.mtimeMs ?? now,
@@ -420,6 +426,8 @@ export class VirtualFs {
   chmod(path: string, perm: number, access: Access = {}): void {
     const { path: real } = this.resolve(path);
     this.checkWritable(real, access, path);
+    // chmod succeeds on emulated storage but changes nothing, as with FUSE on a device.
+    if (isEmulated(real) && !access.root) return;
     const node = this.mutableNode(real);
     node.mode = (node.mode & S_IFMT) | (perm & 0o7777);
     node.ctimeMs = this.clock.now();
@@ -556,7 +564,7 @@ export class VirtualFs {
     t.dir.entries.set(t.name, {
       kind: 'dir',
       entries: new Map(),
-      mode: S_IFDIR | ((options.mode ?? (t.dirPath.startsWith('/storage/emulated/0') ? 0o770 : 0o775)) & 0o7777),
+      mode: S_IFDIR | (isEmulated(t.dirPath) && !options.root ? 0o770 : (options.mode ?? 0o775) & 0o7777),
       uid: this.defaultUid(t.dirPath, options.root ? ROOT_UID : SHELL_UID),
       gid: options.root ? ROOT_UID : this.defaultGid(t.dirPath),
       mtimeMs: now,

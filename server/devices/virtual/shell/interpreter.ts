@@ -91,6 +91,11 @@ export class Interpreter {
     try {
       return await this.list(list, io, signal);
     } catch (error) {
+      if (error instanceof ShellSyntaxError) {
+        io.stderr.write(`${SHELL_NAME}: ${error.message}\n`);
+        this.state.status = 2;
+        return 2;
+      }
       if (error instanceof ExitSignal) {
         this.state.status = error.status;
         return error.status;
@@ -550,6 +555,10 @@ export class Interpreter {
   }
 
   private async partValue(part: Exclude<Word['parts'][number], { type: 'lit' }>, io: Io, signal: AbortSignal): Promise<string> {
+    if (part.type === 'arith') {
+      const expanded = part.source.replace(/\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g, (_, n: string) => this.param(n) ?? '0');
+      return String(evalArithmetic(expanded, (n) => Number(this.param(n) ?? 0) || 0));
+    }
     if (part.type === 'cmdsub') {
       const out = new BufferOutput();
       const child = new Interpreter(this.device, this.commands, cloneState(this.state));
@@ -696,6 +705,74 @@ export class Interpreter {
     }
     return candidates;
   }
+}
+
+/** Integer arithmetic of `$((...))`: + - * / % comparisons, && || ! and parentheses. */
+export function evalArithmetic(source: string, variable: (name: string) => number): number {
+  const tokens = source.match(/\d+|[A-Za-z_][A-Za-z0-9_]*|<=|>=|==|!=|&&|\|\||[-+*/%()<>!]/g) ?? [];
+  let i = 0;
+  const peek = () => tokens[i];
+  const primary = (): number => {
+    const t = tokens[i++];
+    if (t === undefined) throw new ShellSyntaxError('arithmetic syntax error');
+    if (t === '(') {
+      const v = or();
+      i++;
+      return v;
+    }
+    if (t === '-') return -primary();
+    if (t === '+') return primary();
+    if (t === '!') return primary() === 0 ? 1 : 0;
+    if (/^\d+$/.test(t)) return Number(t);
+    if (/^[A-Za-z_]/.test(t)) return variable(t);
+    throw new ShellSyntaxError(`arithmetic syntax error: ${t}`);
+  };
+  const mul = (): number => {
+    let v = primary();
+    while (peek() === '*' || peek() === '/' || peek() === '%') {
+      const op = tokens[i++];
+      const r = primary();
+      if ((op === '/' || op === '%') && r === 0) throw new ShellSyntaxError('divide by zero');
+      v = op === '*' ? v * r : op === '/' ? Math.trunc(v / r) : v % r;
+    }
+    return v;
+  };
+  const add = (): number => {
+    let v = mul();
+    while (peek() === '+' || peek() === '-') v = tokens[i++] === '+' ? v + mul() : v - mul();
+    return v;
+  };
+  const cmp = (): number => {
+    let v = add();
+    for (;;) {
+      const op = peek();
+      if (op !== '<' && op !== '>' && op !== '<=' && op !== '>=' && op !== '==' && op !== '!=') return v;
+      i++;
+      const r = add();
+      const res = op === '<' ? v < r : op === '>' ? v > r : op === '<=' ? v <= r : op === '>=' ? v >= r : op === '==' ? v === r : v !== r;
+      v = res ? 1 : 0;
+    }
+  };
+  const and = (): number => {
+    let v = cmp();
+    while (peek() === '&&') {
+      i++;
+      const r = cmp();
+      v = v !== 0 && r !== 0 ? 1 : 0;
+    }
+    return v;
+  };
+  const or = (): number => {
+    let v = and();
+    while (peek() === '||') {
+      i++;
+      const r = and();
+      v = v !== 0 || r !== 0 ? 1 : 0;
+    }
+    return v;
+  };
+  if (tokens.length === 0) return 0;
+  return or();
 }
 
 function joinPath(base: string, name: string): string {

@@ -7,7 +7,8 @@
 export type WordPart =
   | { type: 'lit'; text: string; quoted: boolean }
   | { type: 'param'; name: string; op: '' | ':-' | '-' | ':=' | '=' | ':+' | '+' | '#'; arg: Word | null; quoted: boolean }
-  | { type: 'cmdsub'; source: string; quoted: boolean };
+  | { type: 'cmdsub'; source: string; quoted: boolean }
+  | { type: 'arith'; source: string; quoted: boolean };
 
 export interface Word {
   parts: WordPart[];
@@ -195,6 +196,13 @@ class Lexer {
       return { type: 'cmdsub', source: body, quoted };
     }
     const next = s[this.pos + 1];
+    if (next === '(' && s[this.pos + 2] === '(') {
+      const end = s.indexOf('))', this.pos + 3);
+      if (end < 0) throw new ShellSyntaxError('unterminated $((');
+      const source = s.slice(this.pos + 3, end);
+      this.pos = end + 2;
+      return { type: 'arith', source, quoted };
+    }
     if (next === '(') {
       const end = matchParen(s, this.pos + 1);
       const source = s.slice(this.pos + 2, end);

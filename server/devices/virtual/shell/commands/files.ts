@@ -463,15 +463,31 @@ function treeSize(ctx: CommandContext, path: string): number {
 }
 
 const df: CommandFn = (ctx) => {
-  const { flags } = getopt(ctx.args);
+  const { flags, operands } = getopt(ctx.args);
   const used = Math.ceil(treeSize(ctx, '/storage/emulated/0') / 1024) + 5_242_880;
-  const rows: [string, number, number, string][] = [
+  let rows: [string, number, number, string][] = [
     ['/dev/block/dm-0', 5_799_428, 5_781_948, '/'],
     ['tmpfs', 3_883_932, 1_508, '/dev'],
     ['tmpfs', 3_883_932, 0, '/mnt'],
     ['/dev/block/dm-5', 116_892_784, used, '/data'],
     ['/dev/fuse', 116_892_784, used, '/storage/emulated'],
   ];
+  if (operands.length > 0) {
+    // Each operand shows the filesystem it lives on (the longest mount prefix).
+    const picked: typeof rows = [];
+    for (const op of operands) {
+      let path: string;
+      try {
+        path = ctx.device.fs.realpath(resolvePath(ctx, op));
+      } catch {
+        ctx.stderr.write(`df: ${op}: No such file or directory\n`);
+        return 1;
+      }
+      const row = [...rows].sort((a, b) => b[3].length - a[3].length).find((r) => r[3] === '/' || path === r[3] || path.startsWith(`${r[3]}/`));
+      if (row && !picked.includes(row)) picked.push(row);
+    }
+    rows = picked;
+  }
   const human = (kb: number) => (kb > 1048576 ? `${(kb / 1048576).toFixed(1)}G` : kb > 1024 ? `${(kb / 1024).toFixed(1)}M` : `${kb}K`);
   ctx.stdout.write(flags.has('h') ? 'Filesystem       Size  Used Avail Use% Mounted on\n' : 'Filesystem       1K-blocks    Used Available Use% Mounted on\n');
   for (const [fsName, size, u, mount] of rows) {

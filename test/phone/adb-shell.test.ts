@@ -1,0 +1,230 @@
+/**
+ * The stock adb client against a virtual phone's real ADB port: connection, shell v1/v2/pty,
+ * exec, stdin, exit codes, and the system tools with Android's output.
+ */
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADB_BINARY, startVirtualAdb } from '../support/virtual-adb.js';
+import type { VirtualAdb } from '../support/virtual-adb.js';
+
+let v: VirtualAdb;
+
+beforeAll(async () => {
+  v = await startVirtualAdb();
+});
+
+afterAll(async () => {
+  await v?.close();
+});
+
+const shell = (command: string, input?: string) => v.adb(['shell', command], input === undefined ? {} : { input });
+
+describe('connection', () => {
+  it('lists the phone with product, model and device from the CNXN banner', async () => {
+    const r = await v.adbHost(['devices', '-l']);
+    const line = r.stdout.split('\n').find((l) => l.startsWith(v.serial));
+    expect(line).toMatch(/\sdevice product:shiba model:Pixel_8 device:shiba\b/);
+  });
+
+  it('advertises the adb 29 features without sendrecv_v2, and needs no AUTH', async () => {
+    const features = (await v.adbOk(['features'])).trim().split('\n').sort();
+    expect(features).toEqual(
+      ['abb', 'abb_exec', 'apex', 'cmd', 'fixed_push_mkdir', 'fixed_push_symlink_timestamp', 'ls_v2', 'remount_shell', 'shell_v2', 'stat_v2'].sort(),
+    );
+    expect((await v.adbOk(['get-state'])).trim()).toBe('device');
+  });
+});
+
+describe('shell protocol', () => {
+  it('returns exit codes and separates stderr with shell v2', async () => {
+    const r = await shell('echo out; echo err >&2; exit 42');
+    expect(r.code).toBe(42);
+    expect(r.stdout).toBe('out\n');
+    expect(r.stderr).toBe('err\n');
+  });
+
+  it('loses exit codes and merges stderr with the v1 protocol (adb shell -x)', async () => {
+    const r = await v.adb(['shell', '-x', 'echo out; echo err >&2; exit 3']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('out\nerr\n');
+  });
+
+  it('passes stdin and closes it at end of input', async () => {
+    const r = await shell('cat; echo done', 'line one\nline two\n');
+    expect(r.stdout).toBe('line one\nline two\ndone\n');
+    expect((await shell('wc -l', 'a\nb\nc\n')).stdout.trim()).toBe('3');
+  });
+
+  it('runs an interactive session from stdin without a terminal', async () => {
+    const r = await v.adb(['shell'], { input: 'echo ping\nexit 5\n' });
+    expect(r.stdout).toBe('ping\n');
+    expect(r.code).toBe(5);
+  });
+
+  it('runs a pty session with a prompt and CRLF line ends', async () => {
+    const r = await v.adb(['shell', '-tt'], { input: 'echo ping\nexit 6\n' });
+    expect(r.stdout).toContain('shiba:/ $ ');
+    expect(r.stdout).toContain('ping\r\n');
+    expect(r.code).toBe(6);
+  });
+
+  it('runs exec: without framing, undoing the quotes exec-out adds', async () => {
+    const r = await v.adb(['exec-out', 'echo', 'a  b']);
+    expect(r.stdout).toBe('a  b\n');
+    expect(r.code).toBe(0);
+  });
+
+  it('undoes the quoting of arguments that already contain quotes', async () => {
+    const r = await v.adb(['shell', 'echo', "'it'\\''s'", '"two  spaces"']);
+    expect(r.stdout).toBe("it's two  spaces\n");
+  });
+
+  it('reports unknown commands like mksh, with status 127', async () => {
+    const r = await shell('definitely-not-a-command arg');
+    expect(r.code).toBe(127);
+    expect(r.stderr).toBe('/system/bin/sh: definitely-not-a-command: not found\n');
+  });
+});
+
+describe('properties and settings', () => {
+  it('answers getprop for single keys and lists all in [key]: [value] form', async () => {
+    expect(await v.adbOk(['shell', 'getprop', 'ro.build.version.sdk'])).toBe('34\n');
+    expect(await v.adbOk(['shell', 'getprop', 'ro.build.version.release'])).toBe('14\n');
+    expect(await v.adbOk(['shell', 'getprop ro.product.model; getprop ro.product.manufacturer'])).toBe('Pixel 8\nGoogle\n');
+    const all = await v.adbOk(['shell', 'getprop']);
+    expect(all).toContain('[sys.boot_completed]: [1]\n');
+    expect(all).toContain('[init.svc.bootanim]: [stopped]\n');
+    expect(all).toContain('[ro.product.name]: [shiba]\n');
+    expect(all).toContain('[ro.kernel.qemu]: [0]\n');
+    expect(await v.adbOk(['shell', 'getprop', 'no.such.prop', 'fallback'])).toBe('fallback\n');
+  });
+
+  it('sets properties, refusing read-only ones', async () => {
+    expect((await shell('setprop persist.phonelease.test on; getprop persist.phonelease.test')).stdout).toBe('on\n');
+    const ro = await shell('setprop ro.build.version.sdk 99');
+    expect(ro.code).toBe(1);
+    expect(ro.stderr).toMatch(/Failed to set property 'ro.build.version.sdk'/);
+    expect(await v.adbOk(['shell', 'getprop', 'ro.build.version.sdk'])).toBe('34\n');
+  });
+
+  it('gets, puts, deletes and lists settings in the three namespaces', async () => {
+    const policy = await shell(
+      'settings put global hidden_api_policy_pre_p_apps 1;settings put global hidden_api_policy_p_apps 1;settings put global hidden_api_policy 1',
+    );
+    expect(policy).toMatchObject({ code: 0, stdout: '' });
+    expect(await v.adbOk(['shell', 'settings', 'get', 'global', 'hidden_api_policy'])).toBe('1\n');
+    expect(await v.adbOk(['shell', 'settings', 'get', 'secure', 'unset_key'])).toBe('null\n');
+    expect(await v.adbOk(['shell', 'settings', 'put', 'system', 'font_scale', '1.3'])).toBe('');
+    expect(await v.adbOk(['shell', 'settings', 'list', 'system'])).toContain('font_scale=1.3\n');
+    expect(await v.adbOk(['shell', 'settings', 'delete', 'global', 'hidden_api_policy'])).toBe('Deleted 1 rows\n');
+    expect(await v.adbOk(['shell', 'settings', 'get', 'global', 'hidden_api_policy'])).toBe('null\n');
+  });
+
+  it('reports and overrides the window size and density', async () => {
+    expect(await v.adbOk(['shell', 'wm', 'size'])).toBe('Physical size: 720x1280\n');
+    expect(await v.adbOk(['shell', 'wm', 'density'])).toBe('Physical density: 320\n');
+    await v.adbOk(['shell', 'wm size 1080x1920; wm density 480']);
+    expect(await v.adbOk(['shell', 'wm', 'size'])).toBe('Physical size: 720x1280\nOverride size: 1080x1920\n');
+    expect(await v.adbOk(['shell', 'wm', 'density'])).toBe('Physical density: 320\nOverride density: 480\n');
+    await v.adbOk(['shell', 'wm size reset; wm density reset']);
+    expect(await v.adbOk(['shell', 'wm', 'size'])).toBe('Physical size: 720x1280\n');
+  });
+});
+
+describe('processes and identity', () => {
+  it('lists processes with ps, ps -A, ps -o and ps --help', async () => {
+    const mine = await v.adbOk(['shell', 'ps']);
+    expect(mine.split('\n')[0]).toMatch(/^USER\s+PID\s+PPID\s+VSZ\s+RSS\s+WCHAN\s+ADDR\s+S\s+NAME/);
+    expect(mine).not.toContain('system_server');
+    const all = await v.adbOk(['shell', 'ps', '-A']);
+    expect(all).toMatch(/^system\s+\d+\s+\d+.*\ssystem_server$/m);
+    expect(await v.adbOk(['shell', 'ps --help'])).toMatch(/^-A\b/m);
+    expect(await v.adbOk(['shell', 'ps -A -o PID,NAME | grep zygote64'])).toMatch(/^\s*\d+ zygote64\n$/);
+  });
+
+  it('finds pids with pidof and pgrep', async () => {
+    const pid = (await v.adbOk(['shell', 'pidof', 'system_server'])).trim();
+    expect(pid).toMatch(/^\d+$/);
+    expect((await v.adbOk(['shell', 'pgrep', 'system_server'])).trim()).toBe(pid);
+    expect((await v.adbOk(['shell', 'pgrep', '-f', 'init second'])).trim()).toBe('1');
+    expect((await shell('pidof no.such.process')).code).toBe(1);
+  });
+
+  it('answers id, whoami, date, which and uname', async () => {
+    expect(await v.adbOk(['shell', 'whoami'])).toBe('shell\n');
+    expect(await v.adbOk(['shell', 'id'])).toMatch(/^uid=2000\(shell\) gid=2000\(shell\) groups=/);
+    expect((await v.adbOk(['shell', 'date', '+%Y-%m-%dT%T%z'])).trim()).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+0000$/);
+    expect(await v.adbOk(['shell', 'which', 'screencap'])).toBe('/system/bin/screencap\n');
+    expect((await shell('which no-such-tool')).code).toBe(1);
+    expect(await v.adbOk(['shell', 'uname', '-m'])).toBe('aarch64\n');
+    expect(await v.adbOk(['shell', 'sleep 0.05 && echo slept'])).toBe('slept\n');
+  });
+});
+
+describe('files from the shell', () => {
+  it('creates, lists, moves, copies and removes files', async () => {
+    const out = await v.adbOk([
+      'shell',
+      'mkdir -p /sdcard/work/a/b && echo hello > /sdcard/work/a/b/f.txt && cp /sdcard/work/a/b/f.txt /sdcard/work/g.txt && ' +
+        'mv /sdcard/work/g.txt /sdcard/work/h.txt && touch /sdcard/work/t && ls /sdcard/work && cat /sdcard/work/h.txt',
+    ]);
+    expect(out).toBe('a\nh.txt\nt\nhello\n');
+    const long = await v.adbOk(['shell', 'ls', '-l', '/sdcard/work/h.txt']);
+    expect(long).toMatch(/^-rw-rw---- 1 root media_rw 6 \d{4}-\d\d-\d\d \d\d:\d\d \/sdcard\/work\/h.txt\n$/);
+    expect(await v.adbOk(['shell', 'ls', '-d', '/sdcard/work/a'])).toBe('/sdcard/work/a\n');
+    expect(await v.adbOk(['shell', 'ls -a /sdcard/work | head -2'])).toBe('.\n..\n');
+    const rm = await shell('rm /sdcard/work/a');
+    expect(rm).toMatchObject({ code: 1, stderr: 'rm: /sdcard/work/a: Is a directory\n' });
+    expect((await shell('rm -r /sdcard/work/a && ls /sdcard/work')).stdout).toBe('h.txt\nt\n');
+    expect((await shell('rm -f /sdcard/work/missing; echo $?')).stdout).toBe('0\n');
+  });
+
+  it('reports modes, sizes and checksums', async () => {
+    await v.adbOk(['shell', 'printf abc > /data/local/tmp/s.txt && chmod 755 /data/local/tmp/s.txt']);
+    expect(await v.adbOk(['shell', "stat -c '%a %s %U %n' /data/local/tmp/s.txt"])).toBe('755 3 shell /data/local/tmp/s.txt\n');
+    expect(await v.adbOk(['shell', 'md5sum', '/data/local/tmp/s.txt'])).toBe('900150983cd24fb0d6963f7d28e17f72  /data/local/tmp/s.txt\n');
+    expect(await v.adbOk(['shell', 'sha256sum /data/local/tmp/s.txt | cut -d " " -f 1'])).toBe(
+      'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\n',
+    );
+    expect(await v.adbOk(['shell', 'head -c 2 /data/local/tmp/s.txt; echo; tail -c 1 /data/local/tmp/s.txt'])).toBe('ab\nc');
+    expect(await v.adbOk(['shell', 'df /data | tail -1'])).toMatch(/^\/dev\/block\/dm-5\s+\d+\s+\d+\s+\d+\s+\d+%\s+\/data\n$/);
+  });
+
+  it('keeps the system read-only and private data private', async () => {
+    expect(await shell('touch /system/bin/x')).toMatchObject({ code: 1, stderr: 'touch: /system/bin/x: Read-only file system\n' });
+    expect(await shell('mkdir /data/data/evil')).toMatchObject({ code: 1, stderr: 'mkdir: /data/data/evil: Permission denied\n' });
+    expect((await shell('ls /sdcard/')).stdout).toContain('Download\n');
+    expect((await shell('echo x > /storage/emulated/0/alias.txt && cat /sdcard/alias.txt')).stdout).toBe('x\n');
+  });
+});
+
+describe('logcat', () => {
+  it('dumps events in threadtime format and clears the buffer', async () => {
+    await v.adbOk(['shell', 'log -t PhoneleaseTest hello from the shell']);
+    const dump = await v.adbOk(['logcat', '-d']);
+    expect(dump).toMatch(/^\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\s+\d+\s+\d+ I PhoneleaseTest: hello from the shell$/m);
+    expect(await v.adbOk(['logcat', '-c'])).toBe('');
+    expect(await v.adbOk(['logcat', '-d'])).toBe('');
+  });
+
+  it('follows new lines while the stream stays open', async () => {
+    const child = spawn(ADB_BINARY, ['-P', String(v.adbServerPort), '-s', v.serial, 'logcat', '-v', 'threadtime'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    const seen = new Promise<void>((resolve) => {
+      child.stdout.on('data', (c: Buffer) => {
+        output += c.toString();
+        if (output.includes('Followed: second')) resolve();
+      });
+    });
+    try {
+      // Log until the follower has attached and sees a line.
+      for (let i = 0; i < 50 && !output.includes('Followed: second'); i++) {
+        await v.adbOk(['shell', `log -t Followed second`]);
+        await Promise.race([seen, new Promise((r) => setTimeout(r, 200))]);
+      }
+      expect(output).toMatch(/ I Followed: second\n/);
+    } finally {
+      child.kill('SIGTERM');
+    }
+  });
+});

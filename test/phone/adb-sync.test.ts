@@ -1,0 +1,142 @@
+/**
+ * Files over the sync service (push, pull, ls, stat) and device ports over `adb forward`,
+ * with the stock adb client against a virtual phone.
+ */
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync, mkdirSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADB_BINARY, freePort, startVirtualAdb } from '../support/virtual-adb.js';
+import type { VirtualAdb } from '../support/virtual-adb.js';
+
+let v: VirtualAdb;
+let dir: string;
+
+beforeAll(async () => {
+  v = await startVirtualAdb();
+  dir = mkdtempSync(join(tmpdir(), 'phonelease-sync-'));
+});
+
+afterAll(async () => {
+  await v?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+describe('push and pull', () => {
+  it('round-trips a 20 MB file byte for byte', async () => {
+    const data = randomBytes(20 * 1024 * 1024);
+    writeFileSync(join(dir, 'big.bin'), data);
+    const push = await v.adbOk(['push', join(dir, 'big.bin'), '/sdcard/Download/big.bin']);
+    expect(push).toMatch(/1 file pushed/);
+    expect(await v.adbOk(['shell', 'sha256sum', '/sdcard/Download/big.bin'])).toBe(`${sha256(data)}  /sdcard/Download/big.bin\n`);
+    expect(await v.adbOk(['shell', "stat -c '%s' /sdcard/Download/big.bin"])).toBe(`${data.length}\n`);
+    await v.adbOk(['pull', '/sdcard/Download/big.bin', join(dir, 'back.bin')]);
+    expect(sha256(readFileSync(join(dir, 'back.bin')))).toBe(sha256(data));
+    await v.adbOk(['shell', 'rm', '/sdcard/Download/big.bin']);
+  });
+
+  it('creates missing parent directories and keeps mode and mtime', async () => {
+    const file = join(dir, 'tool.sh');
+    writeFileSync(file, '#!/system/bin/sh\necho tool\n', { mode: 0o755 });
+    utimesSync(file, 1_700_000_000, 1_700_000_000);
+    await v.adbOk(['push', file, '/data/local/tmp/deep/er/tool.sh']);
+    expect(await v.adbOk(['shell', "stat -c '%a %Y %U' /data/local/tmp/deep/er/tool.sh"])).toBe('755 1700000000 shell\n');
+    expect(await v.adbOk(['shell', 'sh /data/local/tmp/deep/er/tool.sh'])).toBe('tool\n');
+  });
+
+  it('pushes and pulls directories', async () => {
+    mkdirSync(join(dir, 'tree/sub'), { recursive: true });
+    writeFileSync(join(dir, 'tree/a.txt'), 'A');
+    writeFileSync(join(dir, 'tree/sub/b.txt'), 'B');
+    await v.adbOk(['push', join(dir, 'tree'), '/sdcard/tree']);
+    expect(await v.adbOk(['shell', 'cat /sdcard/tree/a.txt /sdcard/tree/sub/b.txt'])).toBe('AB');
+    await v.adbOk(['pull', '/sdcard/tree', join(dir, 'pulled')]);
+    expect(readFileSync(join(dir, 'pulled/sub/b.txt'), 'utf8')).toBe('B');
+  });
+
+  it('fails clearly for read-only targets and missing sources', async () => {
+    writeFileSync(join(dir, 'x.txt'), 'x');
+    const ro = await v.adb(['push', join(dir, 'x.txt'), '/system/x.txt']);
+    expect(ro.code).not.toBe(0);
+    // adb prints its errors on stdout when that is not a terminal
+    expect(ro.stdout + ro.stderr).toContain("failed to copy '" + join(dir, 'x.txt') + "' to '/system/x.txt': remote couldn't create file: Read-only file system");
+    const missing = await v.adb(['pull', '/sdcard/nope.txt', join(dir, 'nope.txt')]);
+    expect(missing.code).not.toBe(0);
+    expect(missing.stdout + missing.stderr).toContain("failed to stat remote object '/sdcard/nope.txt': No such file or directory");
+  });
+
+  it('lists directories with adb ls (LIS2) and resolves /sdcard to emulated storage', async () => {
+    await v.adbOk(['shell', 'mkdir -p /sdcard/listing && printf 12345 > /sdcard/listing/five']);
+    const out = await v.adbOk(['ls', '/sdcard/listing/']);
+    const names = out.trim().split('\n').map((l) => l.split(' ').pop());
+    expect(names).toEqual(['.', '..', 'five']);
+    expect(out).toMatch(/^000081b0 00000005 [0-9a-f]{8} five$/m);
+    expect(await v.adbOk(['shell', 'cat', '/storage/emulated/0/listing/five'])).toBe('12345');
+  });
+});
+
+describe('adb forward to device ports', () => {
+  it('reaches `nc -l -p PORT` served inside the phone, both ways', async () => {
+    const local = await freePort();
+    await v.adbOk(['forward', `tcp:${local}`, 'tcp:7100']);
+    expect(await v.adbOk(['forward', '--list'])).toContain(`${v.serial} tcp:${local} tcp:7100`);
+    const server = spawn(ADB_BINARY, ['-P', String(v.adbServerPort), '-s', v.serial, 'shell', 'nc -l -p 7100'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let serverOut = '';
+    server.stdout.on('data', (c: Buffer) => (serverOut += c.toString()));
+    const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));
+    try {
+      // The listener appears once the shell runs; until then the forward is refused.
+      let reply = '';
+      for (let attempt = 0; attempt < 50 && reply === ''; attempt++) {
+        reply = await new Promise<string>((resolve) => {
+          const socket = connect(local, '127.0.0.1');
+          let got = '';
+          socket.on('connect', () => socket.write('hello phone\n'));
+          socket.on('data', (c: Buffer) => {
+            got += c.toString();
+            if (got.includes('\n')) socket.end();
+          });
+          socket.on('error', () => resolve(''));
+          socket.on('close', () => resolve(got));
+          const poll = setInterval(() => {
+            if (serverOut.includes('hello phone')) {
+              clearInterval(poll);
+              server.stdin.write('hello laptop\n');
+            }
+          }, 20);
+          socket.on('close', () => clearInterval(poll));
+        });
+        if (reply === '') await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(serverOut).toBe('hello phone\n');
+      expect(reply).toBe('hello laptop\n');
+      server.stdin.end();
+      expect(await exited).toBe(0);
+    } finally {
+      server.kill();
+      await v.adbOk(['forward', '--remove', `tcp:${local}`]);
+    }
+  });
+
+  it('closes connections to ports nobody listens on', async () => {
+    const local = await freePort();
+    await v.adbOk(['forward', `tcp:${local}`, 'tcp:7199']);
+    try {
+      const outcome = await new Promise<string>((resolve) => {
+        const socket = connect(local, '127.0.0.1');
+        let got = '';
+        socket.on('data', (c: Buffer) => (got += c.toString()));
+        socket.on('error', () => resolve('error'));
+        socket.on('close', () => resolve(`closed:${got}`));
+      });
+      expect(outcome === 'closed:' || outcome === 'error').toBe(true);
+    } finally {
+      await v.adbOk(['forward', '--remove', `tcp:${local}`]);
+    }
+  });
+});

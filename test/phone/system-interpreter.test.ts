@@ -1,0 +1,154 @@
+/**
+ * The phone's sh: quoting as adb clients send it, lists, pipes, redirections, expansions.
+ * Runs the interpreter on a phone's system state directly (no adb), so every case is fast.
+ */
+import { describe, expect, it } from 'vitest';
+import { Device } from '../../server/devices/virtual/device.js';
+import { createCommandTable } from '../../server/devices/virtual/shell/commands/index.js';
+import { BufferInput, BufferOutput } from '../../server/devices/virtual/shell/io.js';
+import { Interpreter, initialShellState } from '../../server/devices/virtual/shell/interpreter.js';
+import { parseShell } from '../../server/devices/virtual/shell/parse.js';
+import { buildSystemImage } from '../../server/devices/virtual/system-image.js';
+import { quietLog } from '../support/virtual-adb.js';
+
+const systemRoot = buildSystemImage();
+const commands = createCommandTable();
+
+function newDevice(): Device {
+  return new Device({ systemRoot, log: quietLog });
+}
+
+async function sh(source: string, options: { device?: Device; stdin?: string } = {}) {
+  const device = options.device ?? newDevice();
+  const stdout = new BufferOutput();
+  const stderr = new BufferOutput();
+  const shell = new Interpreter(device, commands, initialShellState(device));
+  const code = await shell.run(source, { stdin: new BufferInput(Buffer.from(options.stdin ?? '')), stdout, stderr }, new AbortController().signal);
+  return { code, out: stdout.text(), err: stderr.text(), device };
+}
+
+describe('quoting', () => {
+  it('undoes single quotes, including the adb/appium quote escape', async () => {
+    expect((await sh("echo 'a  b' 'it'\\''s'")).out).toBe("a  b it's\n");
+  });
+
+  it('handles double quotes with variables, escapes and literal single quotes', async () => {
+    expect((await sh('X=world; echo "hello $X" "\\$X" "a\\"b" "\'q\'"')).out).toBe('hello world $X a"b \'q\'\n');
+  });
+
+  it('handles backslashes outside quotes and keeps empty quoted arguments', async () => {
+    expect((await sh('printf "[%s]" a\\ b "" c\\\\d')).out).toBe('[a b][][c\\d]');
+  });
+
+  it('splits unquoted expansions into fields but not quoted ones', async () => {
+    const r = await sh('X="1  2"; printf "<%s>" $X; printf "<%s>" "$X"');
+    expect(r.out).toBe('<1><2><1  2>');
+  });
+
+  it('keeps adb-quoted screencap arguments as one word each', async () => {
+    const r = await sh("echo '-p'");
+    expect(r.out).toBe('-p\n');
+  });
+
+  it('parses the logcat command adb 29 sends', async () => {
+    const list = parseShell(`export ANDROID_LOG_TAGS="''"; exec logcat '-v' 'threadtime' -d`);
+    expect(list).toHaveLength(2);
+    const r = await sh(`export ANDROID_LOG_TAGS="''"; echo "$ANDROID_LOG_TAGS"`);
+    expect(r.out).toBe("''\n");
+  });
+});
+
+describe('lists, pipes and status', () => {
+  it('runs ; && || with exit statuses', async () => {
+    expect((await sh('false; echo $?; true && echo yes || echo no; false && echo no || echo fallback')).out).toBe('1\nyes\nfallback\n');
+  });
+
+  it('returns the last status and supports exit', async () => {
+    expect((await sh('true; false')).code).toBe(1);
+    expect((await sh('exit 7; echo never')).code).toBe(7);
+    expect((await sh('! false')).code).toBe(0);
+  });
+
+  it('pipes output between commands', async () => {
+    const r = await sh('printf "b\\na\\nc\\na\\n" | sort | uniq | grep -v c | wc -l');
+    expect(r.out.trim()).toBe('2');
+  });
+
+  it('stops an endless producer when the reader exits (SIGPIPE)', async () => {
+    const r = await sh('yes hello | head -n 3');
+    expect(r.out).toBe('hello\nhello\nhello\n');
+  });
+
+  it('reports unknown commands with status 127', async () => {
+    const r = await sh('frobnicate --now');
+    expect(r.code).toBe(127);
+    expect(r.err).toBe('/system/bin/sh: frobnicate: not found\n');
+  });
+
+  it('reports syntax errors with status 2', async () => {
+    const r = await sh('echo "unterminated');
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/unterminated/);
+  });
+});
+
+describe('redirections', () => {
+  it('writes, appends and reads files', async () => {
+    const r = await sh('echo one > /data/local/tmp/f; echo two >> /data/local/tmp/f; cat < /data/local/tmp/f; wc -c /data/local/tmp/f');
+    expect(r.out).toBe('one\ntwo\n8 /data/local/tmp/f\n');
+  });
+
+  it('merges stderr into stdout with 2>&1 and drops it with 2>/dev/null', async () => {
+    const merged = await sh('ls /nope 2>&1');
+    expect(merged.out).toBe('ls: /nope: No such file or directory\n');
+    expect(merged.err).toBe('');
+    const dropped = await sh('ls /nope 2>/dev/null; echo $?');
+    expect(dropped.out).toBe('1\n');
+    expect(dropped.err).toBe('');
+  });
+
+  it('refuses to write outside the user-writable areas', async () => {
+    const r = await sh('echo x > /system/evil');
+    expect(r.code).toBe(1);
+    expect(r.err).toBe("/system/bin/sh: can't create /system/evil: Read-only file system\n");
+  });
+
+  it('redirects a whole group', async () => {
+    const r = await sh('{ echo a; echo b; } > /sdcard/g.txt; cat /sdcard/g.txt');
+    expect(r.out).toBe('a\nb\n');
+  });
+});
+
+describe('tests, variables and control flow', () => {
+  it('tests files like Appium does', async () => {
+    const device = newDevice();
+    expect((await sh("[ -e '/data/local/tmp/mock_apps.json' ] && echo __PASS__", { device })).out).toBe('');
+    await sh('echo {} > /data/local/tmp/mock_apps.json', { device });
+    expect((await sh("[ -e '/data/local/tmp/mock_apps.json' ] && echo __PASS__", { device })).out).toBe('__PASS__\n');
+    expect((await sh('test -d /sdcard && test ! -f /sdcard && echo dir', { device })).out).toBe('dir\n');
+    expect((await sh('[ 3 -gt 2 -a "x" = "x" ]', { device })).code).toBe(0);
+  });
+
+  it('exports variables to commands and runs exec', async () => {
+    expect((await sh('export GREETING=hi; exec sh -c \'echo $GREETING\'')).out).toBe('hi\n');
+    expect((await sh('A=1 env | grep ^A=')).out).toBe('A=1\n');
+  });
+
+  it('expands command substitution, defaults and globs', async () => {
+    const device = newDevice();
+    await sh('touch /sdcard/a.txt /sdcard/b.txt /sdcard/c.log', { device });
+    const r = await sh('echo $(echo nested) ${UNSET:-default} /sdcard/*.txt', { device });
+    expect(r.out).toBe('nested default /sdcard/a.txt /sdcard/b.txt\n');
+    expect((await sh('echo /sdcard/*.none', { device })).out).toBe('/sdcard/*.none\n');
+  });
+
+  it('runs if, for and while', async () => {
+    const r = await sh('for i in 1 2 3; do if [ $i = 2 ]; then continue; fi; echo $i; done; n=0; while [ $n -lt 3 ]; do n=$((n + 1)); done; echo "end $n $((2 * (3 + 4) % 5))"');
+    expect(r.out).toBe("1\n3\nend 3 4\n");
+  });
+
+  it('reads stdin in commands', async () => {
+    expect((await sh('cat', { stdin: 'piped\n' })).out).toBe('piped\n');
+    expect((await sh('md5sum', { stdin: 'abc' })).out).toBe('900150983cd24fb0d6963f7d28e17f72  -\n');
+  });
+});
