@@ -1,0 +1,173 @@
+/**
+ * Apps and screen through adb: am/monkey, dumpsys (window, power, activity, deviceidle),
+ * input, screencap, uiautomator dump and the app events logcat shows.
+ */
+import { PNG } from 'pngjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApk } from '../support/apk-builder.js';
+import { startVirtualAdb } from '../support/virtual-adb.js';
+import type { VirtualAdb } from '../support/virtual-adb.js';
+
+const APPIUM = 'node_modules/appium-uiautomator2-driver/node_modules';
+const SETTINGS_APK = `${APPIUM}/io.appium.settings/apks/settings_apk-debug.apk`;
+
+let v: VirtualAdb;
+
+beforeAll(async () => {
+  v = await startVirtualAdb();
+});
+
+afterAll(async () => {
+  await v?.close();
+});
+
+async function focus(): Promise<{ current: string; app: string }> {
+  const out = await v.adbOk(['shell', 'dumpsys', 'window', 'displays']);
+  return {
+    current: /^\s*mCurrentFocus=Window\{\S+ u0 (\S+)\}$/m.exec(out)?.[1] ?? '',
+    app: /^\s*mFocusedApp=ActivityRecord\{\S+ u0 (\S+) t\d+\}$/m.exec(out)?.[1] ?? '',
+  };
+}
+
+function boundsOf(xml: string, resourceIdSuffix: string): { x: number; y: number } {
+  const node = new RegExp(`<node [^>]*resource-id="[^"]*${resourceIdSuffix}"[^>]*bounds="\\[(\\d+),(\\d+)\\]\\[(\\d+),(\\d+)\\]"`).exec(xml);
+  if (!node) throw new Error(`no node ${resourceIdSuffix} in ${xml.slice(0, 400)}`);
+  const [x1, y1, x2, y2] = node.slice(1, 5).map(Number) as [number, number, number, number];
+  return { x: Math.round((x1 + x2) / 2), y: Math.round((y1 + y2) / 2) };
+}
+
+describe('starting and stopping apps', () => {
+  it('starts an activity with am start -W and reports the focus in dumpsys window', async () => {
+    const out = await v.adbOk(['shell', 'am', 'start', '-W', '-n', 'com.android.settings/.Settings']);
+    expect(out).toMatch(/^Starting: Intent \{ cmp=com\.android\.settings\/\.Settings \}\nStatus: ok\nLaunchState: COLD\nActivity: com\.android\.settings\/\.Settings\nTotalTime: \d+\nWaitTime: \d+\nComplete\n$/);
+    expect(await focus()).toEqual({ current: 'com.android.settings/com.android.settings.Settings', app: 'com.android.settings/.Settings' });
+    expect((await v.adbOk(['shell', 'pidof', 'com.android.settings'])).trim()).toMatch(/^\d+$/);
+  });
+
+  it('reports unknown activities like Android', async () => {
+    const out = await v.adbOk(['shell', 'am start -n com.android.settings/.Nope']);
+    expect(out).toBe('Starting: Intent { cmp=com.android.settings/.Nope }\nError type 3\nError: Activity class {com.android.settings/com.android.settings.Nope} does not exist.\n');
+  });
+
+  it('starts launcher intents with start-activity and monkey, and force-stops', async () => {
+    await v.adbOk(['shell', 'am start-activity -a android.intent.action.MAIN -c android.intent.category.LAUNCHER -f 0x10200000 -n com.phonelease.login/.LoginActivity']);
+    expect((await focus()).app).toBe('com.phonelease.login/.LoginActivity');
+    await v.adbOk(['shell', 'am force-stop com.phonelease.login']);
+    expect((await focus()).app).not.toBe('com.phonelease.login/.LoginActivity');
+    expect((await v.adb(['shell', 'pidof com.phonelease.login'])).code).toBe(1);
+    const monkey = await v.adbOk(['shell', 'monkey -p com.android.settings -c android.intent.category.LAUNCHER 1']);
+    expect(monkey).toContain('Events injected: 1');
+    expect((await focus()).app).toBe('com.android.settings/.Settings');
+    const missing = await v.adb(['shell', 'monkey -p no.such.app -c android.intent.category.LAUNCHER 1']);
+    expect(missing.stdout).toContain('** No activities found to run, monkey aborted.');
+  });
+
+  it('shows installed apps with a launcher activity when started', async () => {
+    const apk = buildTestApk({ package: 'com.example.hello', label: 'Hello', activities: ['.Main'], launcher: true });
+    const r = await v.adb(['shell', `pm install -S ${apk.length}`], { input: apk });
+    expect(r.stdout).toBe('Success\n');
+    await v.adbOk(['shell', 'am start -n com.example.hello/.Main']);
+    expect(await focus()).toEqual({ current: 'com.example.hello/com.example.hello.Main', app: 'com.example.hello/.Main' });
+    await v.adbOk(['shell', 'input keyevent KEYCODE_HOME']);
+    expect((await focus()).app).toBe('com.android.launcher3/.Launcher');
+  });
+});
+
+describe('what Appium checks before a session', () => {
+  it('shows no lock screen and an awake phone', async () => {
+    const window = await v.adbOk(['shell', 'dumpsys', 'window']);
+    expect(window).not.toMatch(/mShowingLockscreen=true|mDreamingLockscreen=true|screenState=SCREEN_STATE_OFF/);
+    expect(window).not.toMatch(/mCurrentFocus.+Keyguard/);
+    expect(window).toContain('mScreenOnFully=true');
+    expect(window).toMatch(/KeyguardStateMonitor\n\s+mIsShowing=false/);
+    const power = await v.adbOk(['shell', 'dumpsys', 'power']);
+    expect(power).toMatch(/^\s*mWakefulness=Awake$/m);
+    expect(power).not.toMatch(/Dozing/);
+  });
+
+  it('starts the Appium Settings service in the foreground like the real app', async () => {
+    await v.adbOk(['install', '-g', SETTINGS_APK]);
+    expect(await v.adbOk(['shell', 'dumpsys activity services io.appium.settings'])).toBe(
+      'ACTIVITY MANAGER SERVICES (dumpsys activity services)\n  (nothing)\n',
+    );
+    const before = await focus();
+    await v.adbOk(['shell', 'am start-activity -n io.appium.settings/.Settings -a android.intent.action.MAIN -c android.intent.category.LAUNCHER']);
+    const services = await v.adbOk(['shell', 'dumpsys activity services io.appium.settings']);
+    expect(services).toContain('ServiceRecord{');
+    expect(services).toContain('io.appium.settings/.ForegroundService');
+    expect(services).toContain('isForeground=true');
+    // The settings activity is transparent and finishes at once.
+    expect(await focus()).toEqual(before);
+    expect(await v.adbOk(['shell', 'dumpsys activity services io.appium.settings/.recorder.RecorderService'])).toContain('(nothing)');
+  });
+
+  it('accepts notification listeners, app ops and the idle whitelist', async () => {
+    expect(await v.adbOk(['shell', 'cmd notification allow_listener io.appium.settings/.NLService'])).toBe('');
+    expect(await v.adbOk(['shell', 'dumpsys notification'])).toContain('io.appium.settings/io.appium.settings.NLService');
+    expect(await v.adbOk(['shell', 'appops set io.appium.settings PROJECT_MEDIA allow'])).toBe('');
+    expect(await v.adbOk(['shell', 'dumpsys deviceidle whitelist +io.appium.settings'])).toBe('Added: io.appium.settings\n');
+    expect(await v.adbOk(['shell', 'dumpsys deviceidle whitelist'])).toMatch(/^user,io\.appium\.settings,\d+$/m);
+  });
+
+  it('starts and stops services and sends broadcasts', async () => {
+    const start = await v.adbOk(['shell', 'am start-foreground-service -n io.appium.settings/.LocationService']);
+    expect(start).toBe('Starting service: Intent { cmp=io.appium.settings/.LocationService }\n');
+    expect(await v.adbOk(['shell', 'dumpsys activity services io.appium.settings/.LocationService'])).toContain('isForeground=true');
+    expect(await v.adbOk(['shell', 'am stopservice -n io.appium.settings/.LocationService'])).toBe(
+      'Stopping service: Intent { cmp=io.appium.settings/.LocationService }\nService stopped\n',
+    );
+    expect(await v.adbOk(['shell', 'am broadcast -a io.appium.settings.wifi --es setstatus enable'])).toBe(
+      'Broadcasting: Intent { act=io.appium.settings.wifi flg=0x400000 }\nBroadcast completed: result=0\n',
+    );
+  });
+});
+
+describe('screen', () => {
+  it('captures PNG screenshots to stdout and to files', async () => {
+    const r = await v.adb(['exec-out', 'screencap', '-p']);
+    const png = PNG.sync.read(r.raw);
+    expect([png.width, png.height]).toEqual([720, 1280]);
+    expect(await v.adbOk(['shell', 'screencap -p /sdcard/shot.png'])).toBe('');
+    const file = await v.adb(['exec-out', 'cat /sdcard/shot.png']);
+    expect(PNG.sync.read(file.raw).width).toBe(720);
+  });
+
+  it('dumps the UI hierarchy like the real uiautomator', async () => {
+    expect(await v.adbOk(['shell', 'uiautomator', 'dump'])).toBe('UI hierchary dumped to: /sdcard/window_dump.xml\n');
+    expect(await v.adbOk(['shell', 'head -c 38 /sdcard/window_dump.xml'])).toBe("<?xml version='1.0' encoding='UTF-8' s");
+    expect(await v.adbOk(['shell', 'uiautomator dump /data/local/tmp/ui.xml'])).toBe('UI hierchary dumped to: /data/local/tmp/ui.xml\n');
+  });
+
+  it('types into the login form with input tap and input text', async () => {
+    await v.adbOk(['shell', 'am start -n com.phonelease.login/.LoginActivity']);
+    const before = await v.adbOk(['exec-out', 'uiautomator dump /dev/tty']);
+    const field = boundsOf(before, 'username');
+    await v.adbOk(['shell', `input tap ${field.x} ${field.y}`]);
+    await v.adbOk(['shell', 'input text hello%sworld']);
+    const after = await v.adbOk(['exec-out', 'uiautomator dump /dev/tty']);
+    expect(after).toMatch(/<node [^>]*text="hello world"[^>]*resource-id="[^"]*username"/);
+    await v.adbOk(['shell', 'input keyevent 4']);
+  });
+
+  it('logs app events that logcat shows', async () => {
+    const log = await v.adbOk(['logcat', '-d', '-v', 'threadtime']);
+    expect(log).toMatch(/ I ActivityTaskManager: START u0 \{.*cmp=com\.phonelease\.login\/\.LoginActivity/);
+    expect(log).toMatch(/ I ActivityManager: Start proc \d+:com\.android\.settings\//);
+    expect(log).toMatch(/ I PackageManager: Installed io\.appium\.settings versionCode=191/);
+  });
+});
+
+describe('instrumentation', () => {
+  it('reports instrumentations that are not installed', async () => {
+    const r = await v.adb(['shell', 'am instrument -w com.example.none/androidx.test.runner.AndroidJUnitRunner']);
+    expect(r.stdout).toContain('INSTRUMENTATION_STATUS: Error=Unable to find instrumentation info for: ComponentInfo{com.example.none/androidx.test.runner.AndroidJUnitRunner}');
+    expect(r.code).toBe(1);
+  });
+
+  it('runs other instrumentations to completion', async () => {
+    const apk = buildTestApk({ package: 'com.example.hello.test', instrumentation: { name: 'androidx.test.runner.AndroidJUnitRunner', targetPackage: 'com.example.hello' } });
+    await v.adbOk(['shell', `pm install -S ${apk.length}`], { input: apk });
+    const out = await v.adbOk(['shell', 'am instrument -w -r com.example.hello.test/androidx.test.runner.AndroidJUnitRunner']);
+    expect(out).toContain('INSTRUMENTATION_CODE: -1');
+  });
+});

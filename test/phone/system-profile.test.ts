@@ -1,0 +1,172 @@
+/**
+ * Phone lifecycle: abortable boots, temporary phones that keep nothing, profile saves that
+ * restore apps, files, settings, persist.* properties and the screen, damaged saves, and
+ * many idle phones in one process.
+ */
+import { existsSync, mkdtempSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PhoneBootError } from '../../server/devices/types.js';
+import type { DevicePhone } from '../../server/devices/types.js';
+import { createVirtualBackend } from '../../server/devices/virtual/index.js';
+import { buildTestApk } from '../support/apk-builder.js';
+import { quietLog, startVirtualAdb } from '../support/virtual-adb.js';
+
+let dir: string;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'phonelease-profile-'));
+});
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const bootRequest = (restoreFrom: string | null, signal = new AbortController().signal) => ({
+  sessionId: 'profile-test',
+  restoreFrom,
+  signal,
+  log: quietLog,
+});
+
+function refused(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(port, '127.0.0.1');
+    s.once('connect', () => {
+      s.destroy();
+      resolve(false);
+    });
+    s.once('error', () => resolve(true));
+  });
+}
+
+describe('booting', () => {
+  it('describes itself as the virtual backend', () => {
+    const backend = createVirtualBackend({ bootMs: 1234 });
+    expect(backend).toMatchObject({ name: 'virtual', startupSource: 'cold', typicalBootMs: 1234 });
+  });
+
+  it('aborts a boot promptly with an AbortError', async () => {
+    const backend = createVirtualBackend({ bootMs: 60_000 });
+    const controller = new AbortController();
+    const boot = backend.boot(bootRequest(null, controller.signal));
+    setTimeout(() => controller.abort(), 20);
+    await expect(boot).rejects.toMatchObject({ name: 'AbortError' });
+    await backend.close();
+  });
+
+  it('boots a phone with the right label, screen and a listening ADB port, and frees it on shutdown', async () => {
+    const backend = createVirtualBackend({ bootMs: 0 });
+    const phone = await backend.boot(bootRequest(null));
+    expect(phone.label).toBe('Virtual Android phone (Pixel 8, Android 14)');
+    expect(phone.screen).toEqual({ w: 720, h: 1280 });
+    expect(phone.adb.host).toBe('127.0.0.1');
+    expect(await refused(phone.adb.port)).toBe(false);
+    const png = await phone.capture();
+    expect(png.subarray(1, 4).toString()).toBe('PNG');
+    await phone.shutdown({ saveTo: null });
+    expect(await refused(phone.adb.port)).toBe(true);
+    await backend.close();
+  });
+
+  it('closes every phone when the backend closes', async () => {
+    const backend = createVirtualBackend({ bootMs: 0 });
+    const phones = await Promise.all([backend.boot(bootRequest(null)), backend.boot(bootRequest(null))]);
+    await backend.close();
+    for (const p of phones) expect(await refused(p.adb.port)).toBe(true);
+  });
+});
+
+describe('profiles', () => {
+  it('keeps nothing on a temporary phone', async () => {
+    const first = await startVirtualAdb();
+    await first.adbOk(['shell', 'echo temp > /sdcard/temp.txt']);
+    await first.close();
+    const second = await startVirtualAdb();
+    try {
+      expect((await second.adb(['shell', 'ls /sdcard/temp.txt'])).code).toBe(1);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('saves apps, files, settings, persist props and the screen, and restores them', async () => {
+    const save = join(dir, 'profile-a');
+    const empty = join(dir, 'never-saved');
+    // An absent (or empty) directory is a fresh profile.
+    const first = await startVirtualAdb({ restoreFrom: empty });
+    const apk = buildTestApk({ package: 'com.example.kept', label: 'Kept', versionName: '9.9', activities: ['.Main'], launcher: true });
+    const apkFile = join(dir, 'kept.apk');
+    writeFileSync(apkFile, apk);
+    await first.adbOk(['install', apkFile]);
+    const apkPath = await first.adbOk(['shell', 'pm path com.example.kept']);
+    await first.adbOk([
+      'shell',
+      'mkdir -p /sdcard/Documents/notes && echo remember > /sdcard/Documents/notes/a.txt && echo tmp > /data/local/tmp/t.txt && chmod 700 /data/local/tmp/t.txt',
+    ]);
+    await first.adbOk(['shell', 'settings put secure phonelease_saved yes; setprop persist.phonelease.kept 1; setprop debug.phonelease.lost 1']);
+    await first.adbOk(['shell', 'am start -n com.phonelease.login/.LoginActivity']);
+    const hash = await first.adbOk(['shell', 'md5sum /sdcard/Documents/notes/a.txt']);
+    await first.phone.shutdown({ saveTo: save });
+    await first.close();
+    expect(existsSync(join(save, 'manifest.json'))).toBe(true);
+
+    const second = await startVirtualAdb({ restoreFrom: save });
+    try {
+      expect(await second.adbOk(['shell', 'md5sum /sdcard/Documents/notes/a.txt'])).toBe(hash);
+      expect(await second.adbOk(['shell', "stat -c '%a %U' /data/local/tmp/t.txt"])).toBe('700 shell\n');
+      expect(await second.adbOk(['shell', 'settings get secure phonelease_saved'])).toBe('yes\n');
+      expect(await second.adbOk(['shell', 'getprop persist.phonelease.kept'])).toBe('1\n');
+      expect(await second.adbOk(['shell', 'getprop debug.phonelease.lost'])).toBe('\n');
+      expect(await second.adbOk(['shell', 'pm path com.example.kept'])).toBe(apkPath);
+      expect(await second.adbOk(['shell', 'dumpsys package com.example.kept | grep versionName'])).toBe('    versionName=9.9\n');
+      expect(await second.phone.apps()).toContainEqual({ package: 'com.example.kept', label: 'Kept' });
+      expect(await second.adbOk(['shell', 'dumpsys window | grep mFocusedApp | head -1'])).toContain('com.phonelease.login/.LoginActivity');
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('detects a save that was cut short', async () => {
+    const save = join(dir, 'profile-b');
+    const backend = createVirtualBackend({ bootMs: 0 });
+    try {
+      const phone: DevicePhone = await backend.boot(bootRequest(null));
+      await phone.shutdown({ saveTo: save });
+      const truncatedCopy = join(dir, 'profile-c');
+      const again = await backend.boot(bootRequest(save));
+      await again.shutdown({ saveTo: truncatedCopy });
+      unlinkSync(join(save, 'manifest.json'));
+      await expect(backend.boot(bootRequest(save))).rejects.toBeInstanceOf(PhoneBootError);
+      await expect(backend.boot(bootRequest(save))).rejects.toMatchObject({ code: 'profile_damaged' });
+      truncateSync(join(truncatedCopy, 'state.json'), 10);
+      await expect(backend.boot(bootRequest(truncatedCopy))).rejects.toMatchObject({ code: 'profile_damaged' });
+    } finally {
+      await backend.close();
+    }
+  });
+});
+
+describe('many idle phones', () => {
+  it('runs 50 idle phones in one process at well under 30 MB each', async () => {
+    const backend = createVirtualBackend({ bootMs: 0 });
+    // Warm up shared state (system image, command table) before measuring.
+    const warm = await backend.boot(bootRequest(null));
+    const before = process.memoryUsage();
+    const phones: DevicePhone[] = [];
+    try {
+      for (let i = 0; i < 50; i++) phones.push(await backend.boot(bootRequest(null)));
+      const after = process.memoryUsage();
+      const perPhone = (after.heapUsed + after.external - before.heapUsed - before.external) / 50;
+      expect(perPhone).toBeLessThan(30 * 1024 * 1024);
+      const ports = new Set(phones.map((p) => p.adb.port));
+      expect(ports.size).toBe(50);
+      expect(await refused(phones[49]!.adb.port)).toBe(false);
+    } finally {
+      await warm.shutdown({ saveTo: null });
+      await backend.close();
+    }
+  });
+});
