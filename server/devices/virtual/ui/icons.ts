@@ -242,12 +242,13 @@ export function drawIcon(c: Canvas, name: IconName, cx: number, cy: number, size
       ]);
       break;
     case 'android':
-      c.fillSector(X(12), Y(16), 9 * u, 0.02, Math.PI - 0.02, color);
-      rrect(3, 16, 18, 6, 1.5);
-      circle(8.5, 12.5, 1.1, bg);
-      circle(15.5, 12.5, 1.1, bg);
-      line(7, 5, 8.8, 8, 1.4);
-      line(17, 5, 15.2, 8, 1.4);
+      // The robot's head: a half disc with eyes and antennae.
+      c.fillSector(X(12), Y(18), 11 * u, 0.01, Math.PI - 0.01, color);
+      rrect(1, 17, 22, 1.6, 0.4);
+      circle(7.8, 13.2, 1.3, bg);
+      circle(16.2, 13.2, 1.3, bg);
+      line(5.5, 4.5, 7.8, 8.2, 1.5);
+      line(18.5, 4.5, 16.2, 8.2, 1.5);
       break;
   }
 }

@@ -342,7 +342,13 @@ export class VirtualPhoneUi implements PhoneUi {
       this.fonts,
       this.m,
       view.statusBar,
-      { time: this.clock, wifi: wifiOn(ctx), airplane: airplaneOn(ctx), battery: 100 },
+      {
+        time: this.clock,
+        wifi: wifiOn(ctx),
+        airplane: airplaneOn(ctx),
+        battery: 100,
+        batteryPercent: this.setting('system', 'status_bar_show_battery_percent') === '1',
+      },
       !!view.edgeToEdge,
     );
     drawNavBar(c, this.m, view.navBar, !!view.edgeToEdge);

@@ -15,6 +15,8 @@ export interface StatusInfo {
   airplane: boolean;
   /** 0..100. */
   battery: number;
+  /** Show the level as text beside the icon (Settings > Battery > Battery percentage). */
+  batteryPercent: boolean;
 }
 
 export interface BarColors {
@@ -51,6 +53,12 @@ export function drawStatusBar(c: Canvas, fonts: TextRenderer, m: Metrics, colors
   c.fillRoundRect(bx, by, bw, bh, 1.5 * m.dp, fg);
   c.popClip();
   x = bx - 6 * m.dp;
+  if (info.batteryPercent) {
+    const pct = `${Math.round(info.battery)}%`;
+    const w = fonts.measure(pct, style);
+    fonts.draw(c, pct, x - w, (h - fonts.capHeight(style)) / 2, style);
+    x -= w + 6 * m.dp;
+  }
   if (info.wifi) {
     drawIcon(c, 'wifi', x - icon / 2, cy, icon, fg, colors.background);
     x -= icon + 4 * m.dp;
