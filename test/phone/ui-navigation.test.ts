@@ -92,6 +92,28 @@ describe('launcher and app launching', () => {
     expect(find(ui, (n) => n.resourceId === 'com.example.notes:id/toolbar')).toBeDefined();
   });
 
+  it("starting Appium's helper app leaves the screen as it was", () => {
+    const { ui, logs } = makeUi();
+    ui.launch('com.phonelease.login');
+    expect(ui.launch('io.appium.settings', '.Settings')).toBe(true);
+    expect(ui.foreground().package).toBe('com.phonelease.login');
+    expect(logs.some((l) => l.includes('cmp=io.appium.settings/.Settings'))).toBe(true);
+  });
+
+  it('starting an activity already on top does not stack a copy', () => {
+    const { ui } = makeUi();
+    ui.launch('com.android.settings', 'com.android.settings.Settings$DisplaySettingsActivity');
+    ui.launch('com.android.settings', 'com.android.settings.Settings$DisplaySettingsActivity');
+    ui.key(KEYCODE.BACK);
+    expect(ui.foreground().package).toBe('com.android.launcher3');
+    // Another page of a running task opens on top of it and BACK returns to the first.
+    ui.launch('com.android.settings');
+    ui.launch('com.android.settings', 'com.android.settings.Settings$PowerUsageSummaryActivity');
+    expect(find(ui, byText('Battery Saver'))).toBeDefined();
+    ui.key(KEYCODE.BACK);
+    expect(find(ui, byText('Dark theme'))).toBeDefined();
+  });
+
   it('redraws the launcher when apps are installed or removed', () => {
     const { ui, setApps } = makeUi();
     ui.launch('com.example.notes');

@@ -24,7 +24,7 @@ import { drawNavBar, drawStatusBar, formatClock, navButtonAt } from './system-ba
 import { COLORS, metrics, type Metrics } from './theme.js';
 import type { ForegroundActivity, LauncherApp, PhoneUi, PhoneUiHost, PhoneUiOptions, UiNodeInfo } from './types.js';
 import { KEYCODE } from './types.js';
-import { ViewFactory, findByKey, hitTest, paintTree, walk, type ViewNode } from './views.js';
+import { ViewFactory, findByKey, hitTest, paintTree, type ViewNode } from './views.js';
 
 type Namespace = 'system' | 'secure' | 'global';
 
@@ -51,6 +51,13 @@ interface Built {
 
 /** Apps that exist on every phone whether or not the host lists them. */
 const SYSTEM_APPS: readonly LauncherApp[] = [{ package: SETTINGS_PACKAGE, label: 'Settings', activity: SETTINGS_ACTIVITY }];
+
+/**
+ * Appium's helper apps: their activities are transparent and finish at once on a real
+ * phone (io.appium.settings/.Settings applies a setting and closes), so starting one must
+ * not cover the screen.
+ */
+const HEADLESS_PACKAGES: ReadonlySet<string> = new Set(['io.appium.settings', 'io.appium.uiautomator2.server', 'io.appium.uiautomator2.server.test']);
 
 /** Full class name from a possibly short (".Foo") activity. */
 function qualify(pkg: string, activity: string): string {
@@ -246,6 +253,10 @@ export class VirtualPhoneUi implements PhoneUi {
       this.goHome();
       return true;
     }
+    if (HEADLESS_PACKAGES.has(pkg)) {
+      this.logStart(pkg, activity ? qualify(pkg, activity) : `${pkg}.Settings`, from);
+      return true;
+    }
     const app = this.findApp(pkg);
     if (!app) return false;
     const wanted = activity ? qualify(pkg, activity) : undefined;
@@ -253,11 +264,11 @@ export class VirtualPhoneUi implements PhoneUi {
     if (t) {
       const rootActivity = t.stack[0] ? this.activityOf(t.stack[0]) : app.activity;
       const top = t.stack[t.stack.length - 1];
-      const atTop = top ? this.activityOf(top) : undefined;
       // Starting the task's own root (or nothing in particular) resumes the task as it was;
-      // another activity of the app opens on top of it.
-      if (wanted && wanted !== rootActivity && wanted !== atTop && wanted !== app.activity) {
-        t.stack.push(this.rootScreen(app, wanted));
+      // another activity of the app opens on top of it, unless it is already on top.
+      if (wanted && wanted !== rootActivity && wanted !== app.activity) {
+        const next = this.rootScreen(app, wanted);
+        if (!top || this.activityOf(next) !== this.activityOf(top)) t.stack.push(next);
       }
     } else {
       t = { package: pkg, stack: [this.rootScreen(app, wanted)] };
@@ -489,11 +500,6 @@ export class VirtualPhoneUi implements PhoneUi {
     if (!node.focused) node.onClick?.();
     edit.set(mode === 'append' ? edit.value() + text : text);
     return true;
-  }
-
-  /** Every node of the current tree (tests and the UiAutomator2 server's searches). */
-  nodes(): ViewNode[] {
-    return [...walk(this.build().root)];
   }
 
   onChange(listener: () => void): () => void {

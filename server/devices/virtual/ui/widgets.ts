@@ -111,8 +111,6 @@ export interface RowOptions {
   onClick?: () => void;
   /** Adds a switch widget reflecting this value. */
   toggle?: boolean;
-  /** Shown on the right instead of a switch (e.g. a value). */
-  trailing?: string;
 }
 
 /**
@@ -125,7 +123,7 @@ export function listRow(f: ViewFactory, ctx: ScreenContext, name: string, frame:
   const pad = 24 * m.dp;
   const iconSize = 40 * m.dp;
   const textLeft = o.icon ? frame.left + pad + iconSize + 16 * m.dp : frame.left + pad;
-  const trailingW = o.toggle !== undefined ? 52 * m.dp + 16 * m.dp : o.trailing ? 0 : 0;
+  const trailingW = o.toggle !== undefined ? 52 * m.dp + 16 * m.dp : 0;
   const textRight = frame.right - pad - trailingW;
   const titleStyle: LabelStyle = { scale: m.text.body * 1.1, color: COLORS.onSurface };
   const summaryStyle: LabelStyle = { scale: m.text.body * 0.9, color: COLORS.onSurfaceVariant };

@@ -390,7 +390,7 @@ function rowList(
   top: number,
   state: { scroll: number },
   lead: { height: number; build: (frame: ReturnType<typeof rect>) => ViewNode | null } | null,
-  rows: Array<RowSpec & { build?: undefined }>,
+  rows: RowSpec[],
 ): ViewNode {
   const { m } = ctx;
   const viewport = rect(0, top, m.width, m.content.bottom - top);
