@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { Duplex } from 'node:stream';
 import { PNG } from 'pngjs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createPhoneUi } from '../../server/devices/virtual/ui/index.js';
@@ -304,6 +305,37 @@ describe('UiAutomator2 server over HTTP', () => {
     expect((await call('GET', `/session/${sid}/appium/settings`)).body.value).toMatchObject({ waitForIdleTimeout: 0 });
     expect((await call('GET', `/session/${sid}/orientation`)).body.value).toBe('PORTRAIT');
     expect((await call('POST', `/session/${sid}/timeouts`, { implicit: 0 })).status).toBe(200);
+  });
+
+  it('serves HTTP on a plain Duplex stream, as adb forwards hand it over', async () => {
+    // Two cross-wired Duplex ends: what the phone side gets for an adb tcp:6790 stream.
+    let received = '';
+    let phoneEnd: Duplex | null = null;
+    const hostEnd = new Duplex({
+      read() {},
+      write(chunk: Buffer, _enc, cb) {
+        phoneEnd?.push(chunk);
+        cb();
+      },
+    });
+    phoneEnd = new Duplex({
+      read() {},
+      write(chunk: Buffer, _enc, cb) {
+        received += chunk.toString();
+        cb();
+      },
+    });
+    h.uia2.handleConnection(phoneEnd);
+    hostEnd.write('GET /status HTTP/1.1\r\nHost: x\r\n\r\n');
+    await new Promise<void>((resolve) => {
+      const check = () => (received.includes('"ready":true') ? resolve() : setTimeout(check, 5));
+      check();
+    });
+    expect(received.startsWith('HTTP/1.1 200 OK')).toBe(true);
+    expect(received).toMatch(/content-type: application\/json/i);
+    const closed = new Promise<void>((resolve) => phoneEnd?.once('close', () => resolve()));
+    h.uia2.close();
+    await closed;
   });
 
   it('serves several requests on one kept-alive connection and closes connections on close()', async () => {
