@@ -2,14 +2,42 @@
  * Apps and screen through adb: am/monkey, dumpsys (window, power, activity, deviceidle),
  * input, screencap, uiautomator dump and the app events logcat shows.
  */
+import { spawn } from 'node:child_process';
+import { request } from 'node:http';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApk } from '../support/apk-builder.js';
-import { startVirtualAdb } from '../support/virtual-adb.js';
+import { ADB_BINARY, freePort, startVirtualAdb } from '../support/virtual-adb.js';
 import type { VirtualAdb } from '../support/virtual-adb.js';
 
 const APPIUM = 'node_modules/appium-uiautomator2-driver/node_modules';
 const SETTINGS_APK = `${APPIUM}/io.appium.settings/apks/settings_apk-debug.apk`;
+const SERVER_APK = `${APPIUM}/appium-uiautomator2-server/apks/appium-uiautomator2-server-v10.6.6.apk`;
+const TEST_APK = `${APPIUM}/appium-uiautomator2-server/apks/appium-uiautomator2-server-debug-androidTest.apk`;
+const UIA2_INSTRUMENT = 'am instrument -w -e disableAnalytics true io.appium.uiautomator2.server.test/androidx.test.runner.AndroidJUnitRunner';
+
+/** GET through a local port; resolves with status and body, or null when refused/closed. */
+function httpGet(port: number, path: string): Promise<{ status: number; body: string } | null> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path, method: 'GET', agent: false }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', () => resolve(null));
+    });
+    req.on('error', () => resolve(null));
+    req.end();
+  });
+}
+
+async function waitFor<T>(probe: () => Promise<T | null>, attempts = 100): Promise<T | null> {
+  for (let i = 0; i < attempts; i++) {
+    const r = await probe();
+    if (r !== null) return r;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return null;
+}
 
 let v: VirtualAdb;
 
@@ -169,5 +197,36 @@ describe('instrumentation', () => {
     await v.adbOk(['shell', `pm install -S ${apk.length}`], { input: apk });
     const out = await v.adbOk(['shell', 'am instrument -w -r com.example.hello.test/androidx.test.runner.AndroidJUnitRunner']);
     expect(out).toContain('INSTRUMENTATION_CODE: -1');
+  });
+
+  it('serves UiAutomator2 on device port 6790 while am instrument -w runs', async () => {
+    await v.adbOk(['install', '-r', SERVER_APK]);
+    await v.adbOk(['install', '-r', TEST_APK]);
+    const local = await freePort();
+    await v.adbOk(['forward', `tcp:${local}`, 'tcp:6790']);
+    expect(await httpGet(local, '/status')).toBeNull();
+    const run = () => spawn(ADB_BINARY, ['-P', String(v.adbServerPort), '-s', v.serial, 'shell', UIA2_INSTRUMENT], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const first = run();
+    const firstExit = new Promise<number | null>((resolve) => first.once('exit', (code) => resolve(code)));
+    try {
+      const status = await waitFor(() => httpGet(local, '/status'));
+      expect(status?.status).toBe(200);
+      expect(JSON.parse(status!.body).value.ready).toBe(true);
+      expect(await v.adbOk(['shell', 'pidof io.appium.uiautomator2.server'])).toMatch(/^\d+\n$/);
+      // Closing the instrumentation stream stops the server.
+      first.kill('SIGTERM');
+      await firstExit;
+      expect(await waitFor(async () => ((await httpGet(local, '/status')) === null ? true : null))).toBe(true);
+      // force-stop stops a running server too, and ends the instrumentation command.
+      const second = run();
+      const secondExit = new Promise<number | null>((resolve) => second.once('exit', (code) => resolve(code)));
+      expect((await waitFor(() => httpGet(local, '/status')))?.status).toBe(200);
+      await v.adbOk(['shell', 'am force-stop io.appium.uiautomator2.server']);
+      expect(await secondExit).toBe(0);
+      expect(await httpGet(local, '/status')).toBeNull();
+    } finally {
+      first.kill();
+      await v.adbOk(['forward', '--remove', `tcp:${local}`]);
+    }
   });
 });

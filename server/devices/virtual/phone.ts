@@ -1,5 +1,6 @@
 /** A booted virtual phone: the DevicePhone the runtime sees, over a Device and its ADB port. */
 import type { AppSummary, DeviceLogger, DevicePhone, PhoneInput, ScreenSize } from '../types.js';
+import { UIA2_SERVER_PACKAGE } from './activity.js';
 import { AdbServer } from './adb/server.js';
 import { createServiceResolver } from './adb/services.js';
 import { Device } from './device.js';
@@ -21,6 +22,7 @@ interface SavedSystem {
 }
 import type { CommandTable } from './shell/command.js';
 import { KEYCODE } from './ui/types.js';
+import { createUiAutomator2Server } from './uia2/index.js';
 import { PhoneBootError } from '../types.js';
 
 export interface VirtualPhoneOptions {
@@ -50,6 +52,12 @@ export class VirtualPhone implements DevicePhone {
       systemRoot: options.systemRoot,
       log: options.log,
     });
+    // The UiAutomator2 server runs while its instrumentation does (am instrument -w).
+    this.device.activity.uiAutomator2Factory = (device) =>
+      createUiAutomator2Server(device.ui, {
+        identity: { manufacturer: DEVICE.manufacturer, model: DEVICE.model, release: DEVICE.release, sdk: DEVICE.sdk },
+        log: (priority, tag, message) => device.appLog(priority, tag, message, device.processes.list().find((p) => p.name === UIA2_SERVER_PACKAGE)?.pid),
+      });
     this.server = new AdbServer({ banner: connectBanner(), resolve: createServiceResolver(this.device, options.commands), log: options.log });
   }
 

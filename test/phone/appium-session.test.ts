@@ -1,0 +1,122 @@
+/**
+ * WebdriverIO -> Appium 3 -> appium-uiautomator2-driver 8.7 -> stock adb -> the virtual phone:
+ * a session with the skip capabilities on a prepared phone, and one on a fresh phone where
+ * the driver installs its APKs and starts Appium Settings itself.
+ */
+import { PNG } from 'pngjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { remote } from 'webdriverio';
+import { startAppium } from '../support/appium.js';
+import type { AppiumServer } from '../support/appium.js';
+import { freePort, startVirtualAdb } from '../support/virtual-adb.js';
+import type { VirtualAdb } from '../support/virtual-adb.js';
+
+const APPIUM = 'node_modules/appium-uiautomator2-driver/node_modules';
+const SERVER_APK = `${APPIUM}/appium-uiautomator2-server/apks/appium-uiautomator2-server-v10.6.6.apk`;
+const TEST_APK = `${APPIUM}/appium-uiautomator2-server/apks/appium-uiautomator2-server-debug-androidTest.apk`;
+const ID = 'com.phonelease.login:id';
+
+let prepared: VirtualAdb;
+let fresh: VirtualAdb;
+let appium: AppiumServer;
+
+beforeAll(async () => {
+  prepared = await startVirtualAdb();
+  // Both phones share one adb server, as a test machine would.
+  fresh = await startVirtualAdb({ backend: prepared.backend, adbServerPort: prepared.adbServerPort });
+  appium = await startAppium(prepared.adbServerPort);
+}, 120_000);
+
+afterAll(async () => {
+  await appium?.close();
+  await fresh?.close();
+  await prepared?.close();
+}, 60_000);
+
+async function session(v: VirtualAdb, extra: Record<string, unknown>) {
+  return remote({
+    hostname: '127.0.0.1',
+    port: appium.port,
+    path: '/',
+    logLevel: 'warn',
+    connectionRetryCount: 0,
+    connectionRetryTimeout: 120_000,
+    capabilities: {
+      platformName: 'Android',
+      'appium:automationName': 'UiAutomator2',
+      'appium:udid': v.serial,
+      // appium-adb passes -P explicitly (5037 unless told), so name the private adb server.
+      'appium:adbPort': v.adbServerPort,
+      'appium:systemPort': await freePort(),
+      'appium:newCommandTimeout': 120,
+      ...extra,
+    },
+  });
+}
+
+describe('Appium UiAutomator2 on a virtual phone', () => {
+  it('creates a session with the skip capabilities and drives the login app', async () => {
+    await prepared.adbOk(['install', '-r', SERVER_APK]);
+    await prepared.adbOk(['install', '-r', TEST_APK]);
+    await prepared.adbOk(['shell', 'am start -n com.phonelease.login/.LoginActivity']);
+    const driver = await session(prepared, {
+      'appium:skipServerInstallation': true,
+      'appium:skipDeviceInitialization': true,
+      'appium:noReset': true,
+    }).catch((error: unknown) => {
+      throw new Error(`${String(error)}\n--- appium log ---\n${appium.logs().slice(-6000)}`);
+    });
+    try {
+      expect(await driver.getWindowSize()).toEqual({ width: 720, height: 1280 });
+      // find by id, send keys, get text
+      const username = await driver.$(await driver.findElement('id', `${ID}/username`));
+      await username.click();
+      await username.setValue('demo');
+      expect(await username.getText()).toBe('demo');
+      // find by accessibility id
+      const password = await driver.$('~password');
+      await password.click();
+      await password.setValue('secret');
+      // find by xpath and click
+      const button = await driver.$(`//android.widget.Button[@resource-id="${ID}/login"]`);
+      await button.click();
+      // find by UiSelector text
+      const welcome = await driver.$('android=new UiSelector().text("Welcome, demo!")');
+      expect(await welcome.isExisting()).toBe(true);
+      expect(await welcome.getText()).toBe('Welcome, demo!');
+      expect(await driver.$('~no-such-thing').isExisting()).toBe(false);
+      const source = await driver.getPageSource();
+      expect(source).toContain('Welcome, demo!');
+      expect(source).toContain(`${ID}/username`);
+      const png = PNG.sync.read(Buffer.from(await driver.takeScreenshot(), 'base64'));
+      expect([png.width, png.height]).toEqual([720, 1280]);
+    } finally {
+      await driver.deleteSession();
+    }
+    // The driver closes the instrumentation stream: the server is gone afterwards.
+    expect((await prepared.adb(['shell', 'pidof io.appium.uiautomator2.server'])).code).toBe(1);
+  }, 180_000);
+
+  it('creates a session on a fresh phone, installing the driver APKs itself', async () => {
+    expect(await fresh.adbOk(['shell', 'pm list packages -3'])).toBe('');
+    const driver = await session(fresh, {}).catch((error: unknown) => {
+      throw new Error(`${String(error)}\n--- appium log ---\n${appium.logs().slice(-8000)}`);
+    });
+    try {
+      const installed = await fresh.adbOk(['shell', 'pm list packages -3']);
+      expect(installed.split('\n').filter(Boolean).sort()).toEqual([
+        'package:io.appium.settings',
+        'package:io.appium.uiautomator2.server',
+        'package:io.appium.uiautomator2.server.test',
+      ]);
+      expect(await fresh.adbOk(['shell', 'dumpsys activity services io.appium.settings'])).toContain('isForeground=true');
+      await fresh.adbOk(['shell', 'am start -n com.android.settings/.Settings']);
+      const source = await driver.getPageSource();
+      expect(source).toContain('com.android.settings');
+      const title = await driver.$('android=new UiSelector().text("Settings")');
+      expect(await title.isExisting()).toBe(true);
+    } finally {
+      await driver.deleteSession();
+    }
+  }, 180_000);
+});
