@@ -90,8 +90,17 @@ describe('rendering', () => {
     const before = decode(ui.renderPng());
     // The clock draws light text on the wallpaper: more than the background colours.
     expect([...colorsIn(before, clockArea)].some((c) => c === 0xffffff)).toBe(true);
+    let calls = 0;
+    ui.onChange(() => calls++);
+    expect(ui.clockTick?.()).toBe(false);
+    expect(calls).toBe(0);
     const v = ui.version;
     clock.now = new Date(2025, 0, 6, 9, 42);
+    // Reading the version first must not swallow the tick.
+    expect(ui.version).toBeGreaterThan(v);
+    expect(ui.clockTick?.()).toBe(true);
+    expect(ui.clockTick?.()).toBe(false);
+    expect(calls).toBe(1);
     expect(ui.version).toBeGreaterThan(v);
     const after = decode(ui.renderPng());
     let differ = 0;

@@ -84,6 +84,8 @@ export class VirtualPhoneUi implements PhoneUi {
 
   private ver = 0;
   private clock = '';
+  /** The status-bar minute as of the last change notification. */
+  private notifiedClock = '';
   private tasks: Task[] = [];
   private front: string | null = null;
   private launcher: LauncherState;
@@ -106,6 +108,7 @@ export class VirtualPhoneUi implements PhoneUi {
     this.now = options.now ?? (() => new Date());
     this.launcher = { kind: 'launcher', id: this.newId(), scroll: 0 };
     this.clock = formatClock(this.now());
+    this.notifiedClock = this.clock;
     this.ctx = this.makeContext();
   }
 
@@ -131,6 +134,12 @@ export class VirtualPhoneUi implements PhoneUi {
 
   private changed(): void {
     this.ver++;
+    this.notify();
+  }
+
+  private notify(): void {
+    this.syncClock();
+    this.notifiedClock = this.clock;
     for (const l of [...this.listeners]) {
       try {
         l();
@@ -481,6 +490,15 @@ export class VirtualPhoneUi implements PhoneUi {
 
   settingsChanged(): void {
     this.changed();
+  }
+
+  clockTick(): boolean {
+    // Reading the version may already have moved to the new minute without telling
+    // anyone, so compare with the minute listeners last heard about.
+    this.syncClock();
+    if (this.clock === this.notifiedClock) return false;
+    this.notify();
+    return true;
   }
 
   // ---- hierarchy ----

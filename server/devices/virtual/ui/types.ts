@@ -109,6 +109,12 @@ export interface PhoneUi {
    * `settings put global airplane_mode_on 1`), so the status bar and Settings redraw.
    */
   settingsChanged?(): void;
+  /**
+   * Optional: call periodically (e.g. every 15 s from a timer the phone owns). When the
+   * status-bar clock shows a new minute it bumps the version and fires change listeners,
+   * so a live viewer's clock advances; otherwise it does nothing. Returns whether it did.
+   */
+  clockTick?(): boolean;
   /** Optional: the current window's view tree (what dumpHierarchy serialises). */
   viewTree?(): UiNodeInfo;
   /**
