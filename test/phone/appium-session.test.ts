@@ -69,19 +69,19 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
     try {
       expect(await driver.getWindowSize()).toEqual({ width: 720, height: 1280 });
       // find by id, send keys, get text
-      const username = await driver.$(await driver.findElement('id', `${ID}/username`));
+      const username = driver.$(await driver.findElement('id', `${ID}/username`));
       await username.click();
       await username.setValue('demo');
       expect(await username.getText()).toBe('demo');
       // find by accessibility id
-      const password = await driver.$('~password');
+      const password = driver.$('~password');
       await password.click();
       await password.setValue('secret');
       // find by xpath and click
-      const button = await driver.$(`//android.widget.Button[@resource-id="${ID}/login"]`);
+      const button = driver.$(`//android.widget.Button[@resource-id="${ID}/login"]`);
       await button.click();
       // find by UiSelector text
-      const welcome = await driver.$('android=new UiSelector().text("Welcome, demo!")');
+      const welcome = driver.$('android=new UiSelector().text("Welcome, demo!")');
       expect(await welcome.isExisting()).toBe(true);
       expect(await welcome.getText()).toBe('Welcome, demo!');
       expect(await driver.$('~no-such-thing').isExisting()).toBe(false);
@@ -113,7 +113,7 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
       await fresh.adbOk(['shell', 'am start -n com.android.settings/.Settings']);
       const source = await driver.getPageSource();
       expect(source).toContain('com.android.settings');
-      const title = await driver.$('android=new UiSelector().text("Settings")');
+      const title = driver.$('android=new UiSelector().text("Settings")');
       expect(await title.isExisting()).toBe(true);
     } finally {
       await driver.deleteSession();
