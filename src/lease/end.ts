@@ -1,0 +1,106 @@
+/**
+ * Ending a session and confirming its cleanup, shared by Lease.end(), the signal handler,
+ * the reaper and endLeftovers(). DELETE may answer 200 (cleanup confirmed), 202 (cleanup
+ * pending) or 404 (already gone); the create receipt is the durable record that cleanup
+ * completed, so it is what "confirmed" means whenever a request key is known.
+ */
+import type { PhoneSessionClient } from '../client.js';
+import { NotFoundError } from '../errors.js';
+import { sleep } from '../util/time.js';
+
+export type EndOutcome =
+  /** DELETE ended it now. */
+  | 'released'
+  /** It had already ended (by us earlier, by its deadline, or by someone else). */
+  | 'already_ended'
+  /** Closure accepted but cleanup was not confirmed within the budget (the server keeps trying). */
+  | 'cleanup_pending'
+  /** The service could not be asked (unreachable, refused): the phone may still be running. */
+  | 'failed'
+  /** There was nothing to end (the create never produced a session). */
+  | 'nothing_to_end';
+
+export interface EndResult {
+  sessionId: string | null;
+  outcome: EndOutcome;
+  /** True once the service confirmed that the phone is cleaned up. */
+  cleanupConfirmed: boolean;
+  error?: unknown;
+}
+
+export interface EndTarget {
+  sessionId: string | null;
+  /** The create's idempotency key: finds the session if its id is unknown, and confirms cleanup. */
+  requestKey?: string | null;
+}
+
+export interface EndOptions {
+  /** How long to wait for cleanup confirmation (default 15 s). */
+  confirmMs?: number;
+  /** How long to keep looking for the session of a key whose create may still be landing (default 0). */
+  findMs?: number;
+}
+
+/** Ends a session (found by id or by its create key) and waits for cleanup confirmation. Never throws. */
+export async function endAndConfirm(client: PhoneSessionClient, target: EndTarget, options: EndOptions = {}): Promise<EndResult> {
+  const confirmMs = options.confirmMs ?? 15_000;
+  let sessionId = target.sessionId;
+  const key = target.requestKey ?? null;
+  try {
+    if (!sessionId && key) sessionId = await findByKey(client, key, options.findMs ?? 0);
+    if (!sessionId) return { sessionId: null, outcome: 'nothing_to_end', cleanupConfirmed: true };
+
+    let outcome: EndOutcome = 'released';
+    let confirmed = false;
+    try {
+      const release = await client.endSession(sessionId);
+      confirmed = release.released;
+    } catch (error) {
+      if (!(error instanceof NotFoundError)) throw error;
+      // Gone from the live runtime: it ended before (its cleanup may still need confirming).
+      outcome = 'already_ended';
+    }
+    if (!confirmed) confirmed = await waitForCleanup(client, sessionId, key, confirmMs);
+    if (!confirmed && outcome === 'released') outcome = 'cleanup_pending';
+    return { sessionId, outcome, cleanupConfirmed: confirmed };
+  } catch (error) {
+    return { sessionId, outcome: 'failed', cleanupConfirmed: false, error };
+  }
+}
+
+/** The session a keyed create made, or null if the service has no receipt for it (yet). */
+async function findByKey(client: PhoneSessionClient, key: string, findMs: number): Promise<string | null> {
+  const until = Date.now() + findMs;
+  for (;;) {
+    try {
+      return (await client.getReceipt(key)).id;
+    } catch (error) {
+      if (!(error instanceof NotFoundError)) throw error;
+      if (Date.now() >= until) return null;
+      await sleep(250);
+    }
+  }
+}
+
+/**
+ * Waits until cleanup is confirmed: the receipt says cleanup_complete, or (without a key)
+ * the session left the live list. Returns false when the budget runs out first.
+ */
+async function waitForCleanup(client: PhoneSessionClient, sessionId: string, key: string | null, budgetMs: number): Promise<boolean> {
+  const until = Date.now() + budgetMs;
+  for (let delay = 50; ; delay = Math.min(1000, delay * 2)) {
+    if (key) {
+      const receipt = await client.getReceipt(key);
+      if (receipt.cleanup_complete) return true;
+    } else {
+      try {
+        await client.getSession(sessionId);
+      } catch (error) {
+        if (error instanceof NotFoundError) return true;
+        throw error;
+      }
+    }
+    if (Date.now() + delay > until) return false;
+    await sleep(delay);
+  }
+}

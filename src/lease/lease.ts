@@ -1,0 +1,398 @@
+/**
+ * leasePhone() and the Lease: a disposable phone as a resource with a lifetime, modelled on
+ * testcontainers. Each state is its own type: LeaseOptions (what to start), Lease (a ready
+ * phone: drive it, then end it) and EndedLease (what ending it achieved). end() is
+ * idempotent and never throws into teardown; `await using` ends the lease on scope exit.
+ *
+ *   await using phone = await leasePhone();
+ *   const { stdout } = await phone.shell('getprop ro.build.version.release');
+ *
+ * Crash safety is on by default: the lease is written to the run ledger, ended on SIGINT /
+ * SIGTERM, and handed to a reaper process that ends it if this process is killed.
+ */
+import { readFile } from 'node:fs/promises';
+import { inspect } from 'node:util';
+import type { AdbAccess, AppEntry, CreateSessionBody, Session, ViewerCapability } from '../api/schemas.js';
+import { PhoneSessionClient, type Image, type PhoneSessionClientOptions } from '../client.js';
+import { processGuard, type Guarded } from '../crash/guard.js';
+import { RunLedger, type LedgerLocation } from '../crash/ledger.js';
+import { AdbError, ConfigurationError, LeaseEndedError } from '../errors.js';
+import { appiumCapabilities, type AppiumCapabilities } from '../adb/appium.js';
+import type { AdbEndpoint } from '../adb/gateway.js';
+import { PhoneAdb, type ShellResult } from '../adb/phone-adb.js';
+import { adbConnect, adbDisconnect, adbServerPort, type StockAdbOptions } from '../adb/stock-adb.js';
+import { AdbTunnel } from '../adb/tunnel.js';
+import '../util/dispose.js';
+import { isValidRequestKey, newIdempotencyKey } from '../util/ids.js';
+import { defaultLogger, type PhoneleaseLogger } from '../util/log.js';
+import { freePort } from '../util/ports.js';
+import { formatDuration } from '../util/time.js';
+import { endAndConfirm, type EndOutcome } from './end.js';
+import { startSession, type StartStats } from './start.js';
+
+export interface LeaseOptions extends PhoneSessionClientOptions {
+  /** A client to use instead of one built from baseUrl / apiKey / the environment. */
+  client?: PhoneSessionClient;
+  /** Start the account's own profile phone (its id from GET /me) instead of a temporary one. */
+  profileId?: string;
+  /** true: look the account's profile id up with GET /me and use it. */
+  profile?: boolean;
+  /**
+   * How long the phone may wait for a free slot and boot, in ms (default 180 000). The
+   * lease fails with ReadyTimeoutError (and ends the session) past it.
+   */
+  startTimeoutMs?: number;
+  /** How long you expect to use the phone once ready, in seconds (default 900). */
+  useSeconds?: number;
+  /**
+   * The session's whole lifetime on the server, from admission (timeout_seconds). Default:
+   * start budget + useSeconds + 30 s, so the server's deadline always backs up the client:
+   * if this process and its reaper both die, the phone still ends on its own.
+   */
+  timeoutSeconds?: number;
+  /** The create's idempotency key (one per logical start; default: a fresh one). */
+  idempotencyKey?: string;
+  /** Progress and warnings (default: warnings to stderr, progress when DEBUG/PHONELEASE_PROGRESS ask). */
+  logger?: PhoneleaseLogger;
+  /** Cancels the start (the session, if one was made, is ended). */
+  signal?: AbortSignal;
+  /** End this lease on SIGINT / SIGTERM before the process exits (default true). */
+  handleSignals?: boolean;
+  /** Hand the lease to the reaper process, which ends it if this process is killed (default true; PHONELEASE_REAPER=0 turns it off). */
+  reaper?: boolean;
+  /** Record the lease in the run ledger (default true), optionally at a given location. */
+  ledger?: boolean | LedgerLocation;
+  /** The stock adb used by adbSerial() and appiumCapabilities(). */
+  adb?: StockAdbOptions;
+}
+
+/** What ending a lease achieved. end() returns it instead of throwing. */
+export interface EndedLease {
+  readonly sessionId: string;
+  readonly outcome: EndOutcome;
+  /** True once the service confirmed cleanup (through the create receipt). */
+  readonly cleanupConfirmed: boolean;
+  /** Why ending failed, when outcome is 'failed'. */
+  readonly error?: unknown;
+}
+
+export interface AppiumOptions {
+  /** Seconds Appium waits for the next command (default 120). */
+  newCommandTimeout?: number;
+  /** Skip installing the UiAutomator2 server (default: true on the built-in virtual phone). */
+  skipInstallation?: boolean;
+  extra?: Record<string, unknown>;
+}
+
+const MARGIN_S = 30;
+
+/** Starts a phone and resolves when it is ready. See LeaseOptions for every knob. */
+export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
+  const env = options.env ?? process.env;
+  const client = options.client ?? new PhoneSessionClient(options);
+  const logger = options.logger ?? defaultLogger(env);
+  const requestKey = options.idempotencyKey ?? newIdempotencyKey();
+  if (!isValidRequestKey(requestKey)) {
+    throw new ConfigurationError(`idempotencyKey must match ^[A-Za-z0-9_-]{16,128}$ (got ${requestKey.length} characters); derive it from a stable test id.`);
+  }
+  const startTimeoutMs = options.startTimeoutMs ?? 180_000;
+  const timeoutSeconds = options.timeoutSeconds ?? Math.ceil(startTimeoutMs / 1000) + (options.useSeconds ?? 900) + MARGIN_S;
+  const profileId = options.profileId ?? (options.profile ? (await client.me({ signal: options.signal })).profile.id : undefined);
+  const body: CreateSessionBody = { timeout_seconds: timeoutSeconds, ...(profileId ? { profile_id: profileId } : {}) };
+
+  // Crash safety is armed before the create leaves: a process killed mid-create still
+  // leaves its key, and the key finds the session.
+  const ledger = options.ledger === false ? null : RunLedger.open(typeof options.ledger === 'object' ? options.ledger : { env });
+  const useReaper = (options.reaper ?? true) && env.PHONELEASE_REAPER !== '0';
+  const guard = processGuard();
+  const abort = new AbortController();
+  const signal = options.signal ? AbortSignal.any([options.signal, abort.signal]) : abort.signal;
+  let lease: Lease | null = null;
+  const guarded: Guarded = {
+    requestKey,
+    // A signal during the start cancels it (which ends what it made); after, it ends the lease.
+    end: async () => {
+      if (lease) return lease.end();
+      abort.abort(new Error('The process is exiting.'));
+      return undefined;
+    },
+  };
+  ledger?.append({ event: 'start', request_key: requestKey, base_url: client.baseUrl, pid: process.pid, at: new Date().toISOString() });
+  guard.track(guarded, { signals: options.handleSignals ?? true, reaper: useReaper ? { baseUrl: client.baseUrl, apiKey: client.apiKey } : null });
+
+  try {
+    const { session, stats } = await startSession({
+      client,
+      body,
+      requestKey,
+      budgetMs: Math.min(startTimeoutMs, timeoutSeconds * 1000),
+      logger,
+      signal,
+      onSession: (sid) => {
+        ledger?.append({ event: 'session', request_key: requestKey, session_id: sid, at: new Date().toISOString() });
+        guard.session(guarded, sid);
+      },
+    });
+    lease = new Lease({ client, session, requestKey, stats, logger, adb: options.adb ?? {}, env }, (ended) => {
+      ledger?.append({ event: 'end', request_key: requestKey, session_id: ended.sessionId, outcome: ended.outcome, at: new Date().toISOString() });
+      guard.untrack(guarded, { keepReaper: ended.outcome === 'failed' });
+    });
+    return lease;
+  } catch (error) {
+    // startSession ended whatever it made; the lease is over before it began.
+    ledger?.append({ event: 'end', request_key: requestKey, session_id: null, outcome: 'start_failed', at: new Date().toISOString() });
+    guard.untrack(guarded);
+    throw error;
+  }
+}
+
+interface LeaseInit {
+  client: PhoneSessionClient;
+  session: Session;
+  requestKey: string;
+  stats: StartStats;
+  logger: PhoneleaseLogger;
+  adb: StockAdbOptions;
+  env: NodeJS.ProcessEnv;
+}
+
+/** A ready phone. Get one from leasePhone(); end it with end() or `await using`. */
+export class Lease implements AsyncDisposable {
+  /** The create's idempotency key: its receipt (GET /sessions/requests/{key}) confirms cleanup. */
+  readonly requestKey: string;
+  /** How the start went (attempts, busy waits, polls, timings). */
+  readonly startStats: StartStats;
+  readonly #client: PhoneSessionClient;
+  readonly #logger: PhoneleaseLogger;
+  readonly #adbOptions: StockAdbOptions;
+  readonly #onEnded: (ended: EndedLease) => void;
+  #session: Session;
+  #adb: Promise<PhoneAdb> | null = null;
+  #stock: Promise<AdbTunnel> | null = null;
+  #ending: Promise<EndedLease> | null = null;
+
+  /** @internal Use leasePhone(). */
+  constructor(init: LeaseInit, onEnded: (ended: EndedLease) => void) {
+    this.#client = init.client;
+    this.#session = init.session;
+    this.requestKey = init.requestKey;
+    this.startStats = init.stats;
+    this.#logger = init.logger;
+    this.#adbOptions = { env: init.env, ...init.adb };
+    this.#onEnded = onEnded;
+  }
+
+  get id(): string {
+    return this.#session.id;
+  }
+
+  /** The session as last read (secret fields included: watch_url, adb.code; do not log it). */
+  get session(): Session {
+    return this.#session;
+  }
+
+  get ended(): boolean {
+    return this.#ending !== null;
+  }
+
+  /** Reads the session again (GET /sessions/{sid}). */
+  async refresh(): Promise<Session> {
+    this.#assertLive();
+    this.#session = await this.#client.getSession(this.id);
+    return this.#session;
+  }
+
+  // -------------------------------------------------------------------------------------
+  // In-process ADB
+
+  /** Runs a shell command on the phone (shell protocol v2: separate stdout, stderr and the exit code). */
+  async shell(command: string): Promise<ShellResult> {
+    return (await this.#phoneAdb()).shell(command);
+  }
+
+  /** Copies a local file (path) or bytes to `remote` on the phone. */
+  async push(source: string | Uint8Array, remote: string, options: { mode?: number } = {}): Promise<void> {
+    const data = typeof source === 'string' ? await readFile(source) : source;
+    await (await this.#phoneAdb()).push(data, remote, options);
+  }
+
+  /** Reads a file from the phone. */
+  async pull(remote: string): Promise<Buffer> {
+    return (await this.#phoneAdb()).pull(remote);
+  }
+
+  /** Installs an APK (a local path or its bytes). */
+  async install(apk: string | Uint8Array): Promise<void> {
+    const data = typeof apk === 'string' ? await readFile(apk) : apk;
+    await (await this.#phoneAdb()).install(data);
+  }
+
+  /** The screen as PNG, captured on the phone (`screencap -p` over ADB). */
+  async screenshot(): Promise<Buffer> {
+    return (await this.#phoneAdb()).screencap();
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Stock tools: adb and Appium through a local tunnel
+
+  /**
+   * Connects the stock adb to this phone through a local tunnel and returns its serial
+   * (`127.0.0.1:PORT`), for `adb -s SERIAL ...` or any tool that uses the adb server.
+   * The tunnel stays open until the lease ends.
+   */
+  async adbSerial(): Promise<string> {
+    this.#assertLive();
+    this.#stock ??= (async () => {
+      const tunnel = await AdbTunnel.open(await this.#endpoint(), { onError: (e) => this.#logger.debug?.(`adb tunnel: ${e.message}`) });
+      try {
+        await adbConnect(tunnel.serial, this.#adbOptions);
+      } catch (error) {
+        await tunnel.close();
+        throw error;
+      }
+      return tunnel;
+    })();
+    // A failed attempt may be retried by the next call.
+    this.#stock.catch(() => (this.#stock = null));
+    return (await this.#stock).serial;
+  }
+
+  /** Capabilities for Appium's UiAutomator2 driver on this phone (connects the stock adb first). */
+  async appiumCapabilities(options: AppiumOptions = {}): Promise<AppiumCapabilities> {
+    const udid = await this.adbSerial();
+    return appiumCapabilities({
+      udid,
+      systemPort: await freePort(),
+      adbPort: adbServerPort(this.#adbOptions),
+      skipInstallation: options.skipInstallation ?? /virtual/i.test(this.#session.device ?? ''),
+      ...(options.newCommandTimeout !== undefined ? { newCommandTimeout: options.newCommandTimeout } : {}),
+      ...(options.extra ? { extra: options.extra } : {}),
+    });
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Service operations
+
+  /** The service's snapshot of the screen (frame.png; at most one new capture every two seconds). */
+  snapshot(): Promise<Image> {
+    this.#assertLive();
+    return this.#client.frame(this.id);
+  }
+
+  /** Taps at (x, y) in screen pixels. */
+  async tap(x: number, y: number): Promise<void> {
+    this.#assertLive();
+    await this.#client.tap(this.id, x, y);
+  }
+
+  /** Presses Home. */
+  async home(): Promise<void> {
+    this.#assertLive();
+    await this.#client.home(this.id);
+  }
+
+  /** Launcher apps (apps.list). */
+  apps(): Promise<AppEntry[]> {
+    this.#assertLive();
+    return this.#client.apps(this.id);
+  }
+
+  /** An interactive viewer URL for a person (secret: show it to the user, never log it). */
+  ownerViewer(): Promise<ViewerCapability> {
+    this.#assertLive();
+    return this.#client.ownerViewer(this.id);
+  }
+
+  // -------------------------------------------------------------------------------------
+  // The end
+
+  /**
+   * Ends the session and confirms cleanup. Idempotent (every call returns the same
+   * outcome) and never throws: problems are reported through the logger and the outcome.
+   */
+  end(): Promise<EndedLease> {
+    this.#ending ??= this.#end();
+    return this.#ending;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.end();
+  }
+
+  async #end(): Promise<EndedLease> {
+    const started = Date.now();
+    // Local connections first: they die with the session anyway, and must not hold the process.
+    await this.#closeAdb();
+    const result = await endAndConfirm(this.#client, { sessionId: this.id, requestKey: this.requestKey });
+    const ended: EndedLease = {
+      sessionId: this.id,
+      outcome: result.outcome,
+      cleanupConfirmed: result.cleanupConfirmed,
+      ...(result.error !== undefined ? { error: result.error } : {}),
+    };
+    const took = formatDuration(Date.now() - started);
+    if (result.outcome === 'failed') {
+      const why = result.error instanceof Error ? result.error.message : String(result.error);
+      this.#logger.warn(`could not end session ${this.id}: ${why}. It ends at its deadline; the reaper and endLeftovers() will try again.`);
+    } else if (!result.cleanupConfirmed) {
+      this.#logger.warn(`session ${this.id} ended but its cleanup was not confirmed within ${took}; the service keeps trying.`);
+    } else {
+      this.#logger.info(`${this.id}: ended (${result.outcome.replace('_', ' ')}, cleanup confirmed in ${took})`);
+    }
+    try {
+      this.#onEnded(ended);
+    } catch (error) {
+      this.#logger.warn(`recording the end of ${this.id} failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    return ended;
+  }
+
+  async #closeAdb(): Promise<void> {
+    const adb = this.#adb;
+    const stock = this.#stock;
+    this.#adb = null;
+    this.#stock = null;
+    await Promise.allSettled([
+      adb?.then((a) => a.close()),
+      stock?.then(async (tunnel) => {
+        await adbDisconnect(tunnel.serial, this.#adbOptions);
+        await tunnel.close();
+      }),
+    ]);
+  }
+
+  #assertLive(): void {
+    if (this.#ending) throw new LeaseEndedError(this.id);
+  }
+
+  #phoneAdb(): Promise<PhoneAdb> {
+    this.#assertLive();
+    if (!this.#adb) {
+      const connecting = this.#endpoint().then((endpoint) => PhoneAdb.connect(endpoint, { serial: this.id }));
+      this.#adb = connecting;
+      // A failed connection is not cached: the next call tries again.
+      connecting.catch(() => {
+        if (this.#adb === connecting) this.#adb = null;
+      });
+    }
+    return this.#adb;
+  }
+
+  async #endpoint(): Promise<AdbEndpoint> {
+    let access: AdbAccess | Session['adb'] = this.#session.adb;
+    if (!access) access = await this.#client.adb(this.id);
+    if (!access || ('enabled' in access && !access.enabled) || !access.host || !access.port || !access.code) {
+      throw new AdbError('adb_unavailable', `ADB access to session ${this.id} is not enabled (it may have been revoked).`);
+    }
+    return { host: access.host, port: access.port, code: access.code };
+  }
+
+  /** Logs and inspection show the id and state, never the secrets the session carries. */
+  [inspect.custom](): string {
+    return `Lease { id: '${this.id}', state: '${this.#session.state}', device: ${JSON.stringify(this.#session.device)}${this.ended ? ', ended' : ''} }`;
+  }
+
+  toJSON(): { id: string; state: string; device: string | null; requestKey: string } {
+    return { id: this.id, state: this.#session.state, device: this.#session.device, requestKey: this.requestKey };
+  }
+}
