@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createPhoneUi, KEYCODE } from '../../server/devices/virtual/ui/index.js';
+import { createPhoneUi, KEYCODE, SETTINGS_ACTIVITIES } from '../../server/devices/virtual/ui/index.js';
 import type { LauncherApp, PhoneUi, PhoneUiHost, UiNodeInfo } from '../../server/devices/virtual/ui/types.js';
 
 /** The host side of the interface, kept in memory: apps, logcat lines and settings. */
@@ -254,6 +254,20 @@ describe('navigation keys', () => {
 });
 
 describe('settings', () => {
+  it('opens a page with a title and rows for every activity it declares', () => {
+    for (const { activity } of SETTINGS_ACTIVITIES) {
+      const { ui } = makeUi();
+      expect(ui.launch('com.android.settings', activity), activity).toBe(true);
+      expect(ui.foreground(), activity).toEqual({
+        package: 'com.android.settings',
+        activity: activity.endsWith('.SubSettings') ? 'com.android.settings.Settings' : activity,
+      });
+      const title = find(ui, (n) => n.key.endsWith('toolbar/title'));
+      expect(title?.text, activity).toBeTruthy();
+      expect(find(ui, (n) => n.resourceId === 'android:id/title'), activity).toBeDefined();
+    }
+  });
+
   it('scrolls the list with a swipe, changing the hierarchy', () => {
     const { ui } = makeUi();
     ui.launch('com.android.settings');

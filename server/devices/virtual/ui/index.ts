@@ -11,4 +11,5 @@ export function createPhoneUi(host: PhoneUiHost, options: PhoneUiOptions): Phone
 
 export { VirtualPhoneUi } from './phone-ui.js';
 export { KEYCODE } from './types.js';
+export { SETTINGS_ACTIVITIES } from './screens/settings.js';
 export type * from './types.js';

@@ -167,6 +167,38 @@ const CATEGORIES: readonly Category[] = [
   },
 ];
 
+/**
+ * Settings activities the UI can show, with the intent actions that open them, for the
+ * system image's manifest (so `am start -n ...` and `am start -a android.settings.X`
+ * resolve). Each opens its page directly; BACK from it leaves Settings.
+ */
+export const SETTINGS_ACTIVITIES: ReadonlyArray<{ activity: string; actions: readonly string[] }> = [
+  { activity: SETTINGS_ACTIVITY, actions: ['android.settings.SETTINGS'] },
+  { activity: SETTINGS_SUB_ACTIVITY, actions: [] },
+  { activity: 'com.android.settings.Settings$NetworkDashboardActivity', actions: ['android.settings.WIRELESS_SETTINGS', 'android.settings.AIRPLANE_MODE_SETTINGS'] },
+  { activity: 'com.android.settings.Settings$WifiSettingsActivity', actions: ['android.settings.WIFI_SETTINGS'] },
+  { activity: 'com.android.settings.Settings$ConnectedDeviceDashboardActivity', actions: [] },
+  { activity: 'com.android.settings.Settings$BluetoothSettingsActivity', actions: ['android.settings.BLUETOOTH_SETTINGS'] },
+  { activity: 'com.android.settings.Settings$AppDashboardActivity', actions: [] },
+  {
+    activity: 'com.android.settings.Settings$ManageApplicationsActivity',
+    actions: ['android.settings.APPLICATION_SETTINGS', 'android.settings.MANAGE_APPLICATIONS_SETTINGS'],
+  },
+  { activity: 'com.android.settings.Settings$ConfigureNotificationSettingsActivity', actions: ['android.settings.NOTIFICATION_SETTINGS'] },
+  { activity: 'com.android.settings.Settings$PowerUsageSummaryActivity', actions: ['android.intent.action.POWER_USAGE_SUMMARY'] },
+  { activity: 'com.android.settings.Settings$StorageDashboardActivity', actions: ['android.settings.INTERNAL_STORAGE_SETTINGS'] },
+  { activity: 'com.android.settings.Settings$SoundSettingsActivity', actions: ['android.settings.SOUND_SETTINGS'] },
+  { activity: 'com.android.settings.Settings$DisplaySettingsActivity', actions: ['android.settings.DISPLAY_SETTINGS'] },
+  { activity: 'com.android.settings.Settings$WallpaperSettingsActivity', actions: [] },
+  { activity: 'com.android.settings.Settings$AccessibilitySettingsActivity', actions: ['android.settings.ACCESSIBILITY_SETTINGS'] },
+  { activity: 'com.android.settings.Settings$SecurityDashboardActivity', actions: ['android.settings.SECURITY_SETTINGS'] },
+  { activity: 'com.android.settings.Settings$LocationSettingsActivity', actions: ['android.settings.LOCATION_SOURCE_SETTINGS'] },
+  { activity: 'com.android.settings.Settings$AccountDashboardActivity', actions: ['android.settings.SYNC_SETTINGS'] },
+  { activity: 'com.android.settings.Settings$SystemDashboardActivity', actions: [] },
+  { activity: 'com.android.settings.Settings$MyDeviceInfoActivity', actions: ['android.settings.DEVICE_INFO_SETTINGS'] },
+  { activity: 'com.android.settings.Settings$DeviceInfoSettingsActivity', actions: [] },
+];
+
 /** The page an activity class opens, for `am start -n com.android.settings/<activity>`. */
 export function settingsPageForActivity(activity: string): string | null {
   const short = activity.startsWith('.') ? SETTINGS_PACKAGE + activity : activity;
