@@ -284,6 +284,23 @@ describe('UiAutomator2 server over HTTP', () => {
     expect((await find(sid, 'accessibility id', 'Navigate up')).status).toBe(200);
   });
 
+  it('scrolls to a locator (mobile: scroll) and back to a found element (mobile: scrollBackTo)', async () => {
+    h.ui.launch('com.android.settings');
+    const sid = await newSession();
+    const network = elementId(await find(sid, 'xpath', "//*[@text='Network & internet']"));
+    const scrolled = await call('POST', `/session/${sid}/gestures/scroll_to`, { params: { strategy: 'xpath', selector: "//*[@text='About phone']", maxSwipes: 10 } });
+    expect(scrolled.status).toBe(200);
+    expect((await find(sid, 'xpath', "//*[@text='About phone']")).status).toBe(200);
+    // The first row scrolled away: its element is stale until it comes back.
+    expect((await call('GET', `/session/${sid}/element/${network}/text`)).body.value).toMatchObject({ error: 'stale element reference' });
+    const list = elementId(await find(sid, 'id', 'com.android.settings:id/recycler_view'));
+    expect((await call('POST', `/session/${sid}/appium/element/${list}/scroll_to/${network}`, {})).status).toBe(200);
+    expect((await call('GET', `/session/${sid}/element/${network}/text`)).body.value).toBe('Network & internet');
+    const missing = await call('POST', `/session/${sid}/gestures/scroll_to`, { params: { strategy: 'accessibility id', selector: 'Nowhere', maxSwipes: 3 } });
+    expect(missing.status).toBe(404);
+    expect(missing.body.value).toMatchObject({ error: 'no such element' });
+  });
+
   it('presses keys, reports the current app, and keeps settings', async () => {
     h.ui.launch('com.phonelease.login');
     const sid = await newSession();

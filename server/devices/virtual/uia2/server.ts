@@ -360,7 +360,10 @@ class Uia2Server implements UiAutomator2Server {
 
   /** UiScrollable.scrollIntoView: from the top, swipe forward until the target shows. */
   private scrollIntoView(container: () => UiNodeInfo | undefined, target: Selector, maxSwipes: number, context: UiNodeInfo | undefined): UiNodeInfo | undefined {
-    const look = () => matchSelector(target, this.tree(), context)[0];
+    return this.scrollUntil(container, () => matchSelector(target, this.tree(), context)[0], maxSwipes);
+  }
+
+  private scrollUntil(container: () => UiNodeInfo | undefined, look: () => UiNodeInfo | undefined, maxSwipes: number): UiNodeInfo | undefined {
     let hit = look();
     if (hit) return hit;
     for (let i = 0; i < maxSwipes && this.scrollOnce(container(), -1); i++) {
@@ -578,6 +581,43 @@ class Uia2Server implements UiAutomator2Server {
     throw invalidArgument('a click needs an element (origin) or an offset');
   }
 
+  /** The scrollable view to scroll: the given element, else the first scrollable on screen. */
+  private scrollContainer(r: Request, id: string | undefined): () => UiNodeInfo | undefined {
+    if (id) {
+      const key = this.element(r, id).key;
+      return () => Uia2Server.findKey(this.tree(), key);
+    }
+    return () => Uia2Server.all(this.tree()).find((n) => n.scrollable);
+  }
+
+  /** mobile: scroll — swipe the container until a locator finds something. */
+  private scrollTo(r: Request): null {
+    const params = isRecord(r.body.params) ? r.body.params : {};
+    const strategy = str(params.strategy);
+    const selector = str(params.selector);
+    if (!strategy || !selector) throw invalidArgument("'params.strategy' and 'params.selector' are required");
+    const origin = r.body.origin;
+    const container = this.scrollContainer(r, str(isRecord(origin) ? (origin[ELEMENT_KEY] ?? origin.ELEMENT) : undefined));
+    if (!container()) throw noSuchElement();
+    const maxSwipes = typeof params.maxSwipes === 'number' ? params.maxSwipes : 30;
+    const hit = this.scrollUntil(container, () => this.locate(strategy, selector, undefined)[0], maxSwipes);
+    if (!hit) throw new W3CError(404, 'no such element', `Could not scroll to an element found by ${strategy} '${selector}'`);
+    return null;
+  }
+
+  /** mobile: scrollBackTo — swipe a container until a previously found element is back. */
+  private scrollBackTo(r: Request): null {
+    const s = r.session;
+    const targetId = r.params[1] ?? '';
+    const key = s?.elements.get(targetId);
+    if (!s || key === undefined) throw new W3CError(404, 'no such element', `The element '${targetId}' is unknown in this session`);
+    const container = this.scrollContainer(r, r.params[0]);
+    if (!this.scrollUntil(container, () => Uia2Server.findKey(this.tree(), key), 30)) {
+      throw new W3CError(404, 'no such element', `The element '${targetId}' did not come back into view`);
+    }
+    return null;
+  }
+
   private deviceInfo(): Record<string, unknown> {
     const { identity } = this.info;
     return {
@@ -762,6 +802,8 @@ class Uia2Server implements UiAutomator2Server {
       return this.elementRef(s, child);
     });
 
+    on('POST', '/gestures/scroll_to', (r) => this.scrollTo(r));
+    on('POST', '/appium/element/:id/scroll_to/:to', (r) => this.scrollBackTo(r));
     on('POST', '/appium/gestures/click', (r) => {
       this.gestureClick(r);
       return null;
