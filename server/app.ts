@@ -269,13 +269,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     async (req) => {
       const caller = ownerOrGrant(req, req.params.sid);
       let live = touched(sessionFor(caller, req.params.sid));
+      // Only a session in transition is worth waiting on: a ready or failed session answers
+      // at once (the caller cannot tell us what it last saw, so "until it changes" would
+      // otherwise mean "for the whole wait" right after a fast boot).
       const wait = req.query.wait ?? 0;
-      if (wait > 0) live = await waitForChange(live, wait * 1000, req);
+      const transitional = live.row.state === 'provisioning' || (live.row.state === 'closing' && live.row.cleanup_status !== 'complete');
+      if (wait > 0 && transitional) live = await waitForChange(live, wait * 1000, req);
       return sessionView(live, ctx(), { owner: caller.kind === 'owner' });
     },
   );
 
-  /** Long poll: answers as soon as the session's state or location changes, or after ms. */
+  /** Long poll: answers as soon as the session's state, location or cleanup changes, or after ms. */
   function waitForChange(live: LiveSession, ms: number, req: FastifyRequest): Promise<LiveSession> {
     const before = `${live.row.state}/${live.location}/${live.row.cleanup_status}`;
     return new Promise((resolve) => {

@@ -40,6 +40,13 @@ describe('provisioning', () => {
     while (s.state === 'provisioning') s = (await t.api.get(`/sessions/${a.id}?wait=10`)).body;
     expect(s.state).toBe('ready');
     expect((await t.api.get(`/sessions/${a.id}?wait=31`)).status).toBe(400);
+    // A ready session is not in transition: the long poll answers at once instead of
+    // waiting the whole 30 s for a change (10 s leaves a wide margin on a busy machine).
+    const answered = await Promise.race([
+      t.api.get(`/sessions/${a.id}?wait=30`).then((r) => r.body.state as string),
+      new Promise<string>((resolve) => setTimeout(() => resolve('still waiting'), 10_000)),
+    ]);
+    expect(answered).toBe('ready');
   });
 
   it('a startup failure gives state error with a public failure, listed until ended', async () => {

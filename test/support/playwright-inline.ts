@@ -58,7 +58,8 @@ export interface InlineOptions {
 let counter = 0;
 
 export function inlineDir(name: string): string {
-  const dir = join(ROOT, 'test-results', 'inline', `${name.replace(/\W+/g, '-')}-${process.pid}-${Date.now().toString(36)}-${counter++}`);
+  // Inside the package (so specs resolve `phonelease/...`), outside any runner's output dir.
+  const dir = join(ROOT, '.inline', `${name.replace(/\W+/g, '-')}-${process.pid}-${Date.now().toString(36)}-${counter++}`);
   mkdirSync(dir, { recursive: true });
   return dir;
 }
