@@ -15,6 +15,8 @@ export interface PhoneleaseErrorOptions {
   retryable?: boolean;
   /** The error body as the server sent it. */
   body?: ErrorBody;
+  /** The server's Retry-After in ms, if it sent one. */
+  retryAfterMs?: number | null;
   cause?: unknown;
 }
 
@@ -27,6 +29,8 @@ export class PhoneleaseError extends Error {
   /** True when the same request may succeed later (capacity, connection, server trouble). */
   readonly retryable: boolean;
   readonly body: ErrorBody | undefined;
+  /** How long the server asked to wait before retrying (Retry-After, or retry_after_seconds), in ms. */
+  readonly retryAfterMs: number | null;
 
   constructor(code: string, message: string, options: PhoneleaseErrorOptions = {}) {
     super(redact(message), options.cause === undefined ? undefined : { cause: options.cause });
@@ -35,6 +39,8 @@ export class PhoneleaseError extends Error {
     this.requestId = options.requestId ?? null;
     this.retryable = options.retryable ?? false;
     this.body = options.body;
+    const fromBody = options.body?.retry_after_seconds;
+    this.retryAfterMs = options.retryAfterMs ?? (typeof fromBody === 'number' ? fromBody * 1000 : null);
   }
 }
 
@@ -151,11 +157,14 @@ export class RequestCompletedError extends PhoneleaseError {
 export class PhonesBusyError extends PhoneleaseError {
   override name = 'PhonesBusyError';
   declare readonly code: 'phones_busy';
-  /** How long the server asks to wait before retrying (Retry-After, else retry_after_seconds). */
-  readonly retryAfterMs: number;
-  constructor(message: string, options: PhoneleaseErrorOptions & { retryAfterMs?: number | null } = {}) {
-    super(ERROR_CODES.phonesBusy, message, { ...options, retryable: true });
-    this.retryAfterMs = options.retryAfterMs ?? (options.body?.retry_after_seconds ?? 1) * 1000;
+  /** How long the server asks to wait before retrying (Retry-After, else retry_after_seconds, else 1 s). */
+  declare readonly retryAfterMs: number;
+  constructor(message: string, options: PhoneleaseErrorOptions = {}) {
+    super(ERROR_CODES.phonesBusy, message, {
+      ...options,
+      retryable: true,
+      retryAfterMs: options.retryAfterMs ?? (options.body?.retry_after_seconds ?? 1) * 1000,
+    });
   }
 }
 
@@ -290,7 +299,7 @@ function asErrorBody(body: unknown, status: number): ErrorBody {
 /** Maps an error response to its class. Unknown codes fall back on the status. */
 export function errorFromResponse(res: ErrorResponse): PhoneleaseError {
   const body = asErrorBody(res.body, res.status);
-  const opts: PhoneleaseErrorOptions = { status: res.status, requestId: res.requestId ?? null, body };
+  const opts: PhoneleaseErrorOptions = { status: res.status, requestId: res.requestId ?? null, body, retryAfterMs: parseRetryAfter(res.retryAfter) };
   const where = res.what ? ` (${res.what}, HTTP ${res.status}${res.requestId ? `, request ${res.requestId}` : ''})` : '';
   const message = `${body.error}${where}`;
   switch (body.code) {
@@ -319,7 +328,7 @@ export function errorFromResponse(res: ErrorResponse): PhoneleaseError {
     case ERROR_CODES.requestCompleted:
       return new RequestCompletedError(message, opts);
     case ERROR_CODES.phonesBusy:
-      return new PhonesBusyError(message, { ...opts, retryAfterMs: parseRetryAfter(res.retryAfter) });
+      return new PhonesBusyError(message, opts);
     case ERROR_CODES.createRequestRecorded:
       return new CreateRequestRecordedError(message, opts);
     case ERROR_CODES.noFrame:

@@ -45,9 +45,7 @@ export function retryDelay(policy: RetryPolicy, retry: number, retryAfterMs: num
 
 /** The Retry-After an error carries, if the server sent one. */
 export function retryAfterOf(error: unknown): number | null {
-  if (error instanceof PhoneleaseError && 'retryAfterMs' in error && typeof error.retryAfterMs === 'number') return error.retryAfterMs;
-  const header = error instanceof PhoneleaseError ? error.body?.retry_after_seconds : undefined;
-  return typeof header === 'number' ? header * 1000 : null;
+  return error instanceof PhoneleaseError ? error.retryAfterMs : null;
 }
 
 export interface RetryContext {
