@@ -301,6 +301,29 @@ describe('UiAutomator2 server over HTTP', () => {
     expect(missing.body.value).toMatchObject({ error: 'no such element' });
   });
 
+  it('performs the mobile: gestures in the shapes the driver sends', async () => {
+    h.ui.launch('com.android.settings');
+    const sid = await newSession();
+    const displayVisible = async () => (await find(sid, '-android uiautomator', 'new UiSelector().text("Display")', true)).body.value as unknown[];
+    expect(await displayVisible()).toEqual([]);
+    // scrollGesture: direction is where the content goes; true while more remains.
+    const more = await call('POST', `/session/${sid}/appium/gestures/scroll`, {
+      area: { left: 0, top: 300, width: 720, height: 800 },
+      direction: 'down',
+      percent: 1,
+    });
+    expect(more.body.value).toBe(true);
+    expect(await displayVisible()).toHaveLength(1);
+    // dragGesture back to the top, then clickGesture on an element's origin.
+    await call('POST', `/session/${sid}/appium/gestures/drag`, { start: { x: 360, y: 400 }, end: { x: 360, y: 1150 } });
+    await call('POST', `/session/${sid}/appium/gestures/drag`, { start: { x: 360, y: 400 }, end: { x: 360, y: 1150 } });
+    const battery = elementId(await find(sid, 'xpath', "//*[@text='Battery']"));
+    await call('POST', `/session/${sid}/appium/gestures/click`, { origin: { [ELEMENT_KEY]: battery, ELEMENT: battery } });
+    expect((await find(sid, 'xpath', "//*[@text='Battery Saver']")).status).toBe(200);
+    const bad = await call('POST', `/session/${sid}/appium/gestures/swipe`, { area: { left: 0, top: 0, width: 10, height: 10 }, direction: 'sideways' });
+    expect(bad.status).toBe(400);
+  });
+
   it('presses keys, reports the current app, and keeps settings', async () => {
     h.ui.launch('com.phonelease.login');
     const sid = await newSession();

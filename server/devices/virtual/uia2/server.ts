@@ -522,12 +522,16 @@ class Uia2Server implements UiAutomator2Server {
     }
   }
 
-  /** appium/gestures/*: an element (origin/elementId) or an area (left, top, width, height). */
+  /**
+   * appium/gestures/*: the element in `origin` (the driver's shape), else `area`
+   * ({left, top, width, height}), else the whole screen.
+   */
   private gestureArea(r: Request): { left: number; top: number; right: number; bottom: number } {
     const origin = r.body.origin;
     const id = str(r.body.elementId ?? (isRecord(origin) ? (origin[ELEMENT_KEY] ?? origin.ELEMENT) : undefined));
     if (id) return this.element(r, id).bounds;
-    const { left, top, width, height } = r.body;
+    const area = isRecord(r.body.area) ? r.body.area : r.body;
+    const { left, top, width, height } = area;
     if (typeof left === 'number' && typeof top === 'number' && typeof width === 'number' && typeof height === 'number')
       return { left, top, right: left + width, bottom: top + height };
     return { left: 0, top: 0, right: this.ui.width, bottom: this.ui.height };
@@ -546,16 +550,16 @@ class Uia2Server implements UiAutomator2Server {
     const before = this.ui.version;
     switch (finger) {
       case 'up':
-        this.ui.swipe(cx, cy + dy, cx, cy - dy, 300);
+        this.ui.swipe(Math.round(cx), Math.round(cy + dy), Math.round(cx), Math.round(cy - dy), 300);
         break;
       case 'down':
-        this.ui.swipe(cx, cy - dy, cx, cy + dy, 300);
+        this.ui.swipe(Math.round(cx), Math.round(cy - dy), Math.round(cx), Math.round(cy + dy), 300);
         break;
       case 'left':
-        this.ui.swipe(cx + dx, cy, cx - dx, cy, 300);
+        this.ui.swipe(Math.round(cx + dx), Math.round(cy), Math.round(cx - dx), Math.round(cy), 300);
         break;
       case 'right':
-        this.ui.swipe(cx - dx, cy, cx + dx, cy, 300);
+        this.ui.swipe(Math.round(cx - dx), Math.round(cy), Math.round(cx + dx), Math.round(cy), 300);
         break;
       default:
         throw invalidArgument("'direction' must be up, down, left or right");
@@ -822,12 +826,14 @@ class Uia2Server implements UiAutomator2Server {
     // True while more content remains, which the driver uses to loop.
     on('POST', '/appium/gestures/scroll', (r) => this.gestureSwipe(r, true));
     on('POST', '/appium/gestures/drag', (r) => {
+      // From `start` (or the origin element's centre) to `end`, in screen pixels.
       const a = this.gestureArea(r);
-      const { endX, endY } = r.body;
-      if (typeof endX !== 'number' || typeof endY !== 'number') throw invalidArgument("'endX' and 'endY' are required");
-      const sx = typeof r.body.startX === 'number' ? r.body.startX : (a.left + a.right) / 2;
-      const sy = typeof r.body.startY === 'number' ? r.body.startY : (a.top + a.bottom) / 2;
-      this.ui.swipe(sx, sy, endX, endY, 500);
+      const start = isRecord(r.body.start) ? r.body.start : {};
+      const end = isRecord(r.body.end) ? r.body.end : {};
+      if (typeof end.x !== 'number' || typeof end.y !== 'number') throw invalidArgument("'end' {x, y} is required");
+      const sx = typeof start.x === 'number' ? start.x : (a.left + a.right) / 2;
+      const sy = typeof start.y === 'number' ? start.y : (a.top + a.bottom) / 2;
+      this.ui.swipe(Math.round(sx), Math.round(sy), Math.round(end.x), Math.round(end.y), 500);
       return null;
     });
     return routes;
