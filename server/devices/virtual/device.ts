@@ -15,7 +15,7 @@ import { ProcessTable } from './processes.js';
 import { SystemProps } from './props.js';
 import { SettingsStore } from './settings.js';
 import { ActivityManager } from './activity.js';
-import { PackageManager } from './packages.js';
+import { PackageManager, appUserName } from './packages.js';
 import type { InstallSession } from './shell/commands/pm.js';
 import { createPhoneUi } from './ui/index.js';
 import type { LauncherApp, PhoneUi, PhoneUiHost } from './ui/types.js';
@@ -116,11 +116,21 @@ export class Device {
       });
       this.uiInstance = ui;
       const off = ui.onChange(() => {
+        this.followForeground(ui);
         for (const l of this.screenListeners) l();
       });
       this.closers.add(off);
     }
     return this.uiInstance;
+  }
+
+  /** An app the user opened on screen (launcher tap) now has a process, as on a phone. */
+  private followForeground(ui: PhoneUi): void {
+    const pkg = this.packages.get(ui.foreground().package);
+    if (!pkg || this.processes.isRunning(pkg.name)) return;
+    const proc = this.processes.start(pkg.name, appUserName(pkg.uid));
+    pkg.stopped = false;
+    this.logcat.add({ pid: 860, tid: 874, priority: 'I', tag: 'ActivityManager', message: `Start proc ${proc.pid}:${pkg.name}/${appUserName(pkg.uid).replace('_', '')} for next-top-activity` });
   }
 
   get hasUi(): boolean {
@@ -134,7 +144,9 @@ export class Device {
 
   /** A log line from an app (via the UI) or the system; pid of the app when it runs. */
   appLog(priority: LogPriority, tag: string, message: string, pid?: number): void {
-    const p = pid ?? 860;
+    // Without an explicit pid, the foreground app's process (or system_server) logged it.
+    const front = this.uiInstance ? this.processes.list().find((x) => x.name === this.uiInstance?.foreground().package) : undefined;
+    const p = pid ?? front?.pid ?? 860;
     this.logcat.add({ pid: p, tid: p, priority, tag, message });
   }
 

@@ -100,6 +100,11 @@ export type InstallResult = { ok: true; record: PackageRecord } | { ok: false; f
 
 const BASE_TIME = Date.UTC(2024, 0, 1);
 
+/** Where the built-in packages' APKs live, for the system image (`pm path` names them). */
+export function builtInApkPaths(): string[] {
+  return BUILT_INS.map((b) => `${b.dir}/${b.apk}`);
+}
+
 function builtInRecord(b: BuiltIn): PackageRecord {
   const activities = (b.activities ?? []).map((name) => ({
     name,

@@ -5,6 +5,10 @@
 import { MEDIA_RW_GID, ROOT_UID, SHELL_UID, SystemImageBuilder } from './fs.js';
 import type { DirNode } from './fs.js';
 import { DEVICE } from './identity.js';
+import { builtInApkPaths } from './packages.js';
+
+/** An empty zip archive: stands in for system APKs nobody reads (they exist for pm path and pull). */
+const EMPTY_ZIP = Buffer.from([0x50, 0x4b, 0x05, 0x06, ...new Array<number>(18).fill(0)]);
 
 /** Programs that exist in /system/bin (toybox applets and Android tools). */
 export const SYSTEM_BIN = [
@@ -16,11 +20,6 @@ export const SYSTEM_BIN = [
   'settings', 'sh', 'sha1sum', 'sha256sum', 'sleep', 'sort', 'stat', 'svc', 'tail', 'tee', 'test', 'toybox', 'top', 'touch',
   'tr', 'true', 'uiautomator', 'uname', 'uniq', 'uptime', 'wc', 'which', 'whoami', 'wm', 'xargs', 'yes',
 ];
-
-/** Where the built-in packages' APKs live (what `pm path` prints for them). */
-export function systemApkPath(pkg: string, dir: string): string {
-  return `/${dir}/${pkg.split('.').pop() ?? pkg}/${pkg.split('.').pop() ?? pkg}.apk`;
-}
 
 const CPUINFO = `Processor\t: AArch64 Processor rev 0 (aarch64)
 processor\t: 0
@@ -59,6 +58,7 @@ export function buildSystemImage(): DirNode {
     `# phonelease virtual phone\nro.build.version.sdk=${DEVICE.sdk}\nro.build.version.release=${DEVICE.release}\nro.product.model=${DEVICE.model}\n`,
   );
   b.file('/system/framework/framework.jar', 'PK');
+  for (const apk of builtInApkPaths()) b.file(apk, EMPTY_ZIP);
   b.link('/bin', '/system/bin');
   b.link('/etc', '/system/etc');
   b.link('/sdcard', '/storage/self/primary');

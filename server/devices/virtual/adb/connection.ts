@@ -38,6 +38,8 @@ export class AdbConnection implements StreamTransport {
   private nextLocalId = 1;
   private online = false;
   private hostMaxPayload = DEVICE_MAX_PAYLOAD;
+  /** Hosts older than version 0x01000001 expect payload checksums. */
+  private checksums = false;
   private readonly reader: MessageReader;
   private closed = false;
 
@@ -71,6 +73,11 @@ export class AdbConnection implements StreamTransport {
     let length = 0;
     if (payload) for (const p of payload) length += p.length;
     const header = encodeHeader(command, arg0, arg1, length);
+    if (this.checksums && payload) {
+      let sum = 0;
+      for (const p of payload) for (let i = 0; i < p.length; i++) sum += p[i]!;
+      header.writeUInt32LE(sum >>> 0, 16);
+    }
     if (!payload || payload.length === 0) {
       this.socket.write(header);
       return;
@@ -103,8 +110,11 @@ export class AdbConnection implements StreamTransport {
         // A second CNXN restarts the session: forget every stream, as adbd does.
         for (const stream of [...this.streams.values()]) stream.handlePeerClose();
         this.hostMaxPayload = message.arg1 > 0 ? message.arg1 : DEVICE_MAX_PAYLOAD;
+        this.checksums = message.arg0 < A_VERSION;
         this.online = true;
-        this.send(A_CNXN, A_VERSION, DEVICE_MAX_PAYLOAD, [Buffer.from(this.options.banner, 'utf8')]);
+        this.send(A_CNXN, Math.min(message.arg0, A_VERSION), this.checksums ? Math.min(DEVICE_MAX_PAYLOAD, 256 * 1024) : DEVICE_MAX_PAYLOAD, [
+          Buffer.from(this.options.banner, 'utf8'),
+        ]);
         return;
       }
       case A_AUTH:

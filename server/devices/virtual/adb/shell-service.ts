@@ -17,15 +17,23 @@ const ID_EXIT = 3;
 const ID_CLOSE_STDIN = 4;
 const ID_WINDOW_SIZE = 5;
 
+/** Unread stdin beyond this pauses the stream, so the host is throttled (no OKAY). */
+const STDIN_HIGH_WATER = 1024 * 1024;
+
 /** A queue of input chunks fed by the stream and read by the shell. */
 class StreamInput implements Input {
   private readonly chunks: Buffer[] = [];
+  private buffered = 0;
   private ended = false;
   private waiter: (() => void) | null = null;
+
+  constructor(private readonly stream: AdbStream) {}
 
   push(chunk: Buffer): void {
     if (this.ended) return;
     this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    if (this.buffered > STDIN_HIGH_WATER) this.stream.pause();
     this.wake();
   }
 
@@ -36,7 +44,11 @@ class StreamInput implements Input {
 
   read(): Promise<Buffer | null> {
     const next = this.chunks.shift();
-    if (next) return Promise.resolve(next);
+    if (next) {
+      this.buffered -= next.length;
+      if (this.buffered <= STDIN_HIGH_WATER && this.stream.isPaused()) this.stream.resume();
+      return Promise.resolve(next);
+    }
     if (this.ended) return Promise.resolve(null);
     return new Promise((resolve) => {
       this.waiter = () => {
@@ -144,7 +156,7 @@ function finish(stream: AdbStream, protocol: boolean, status: number): void {
 }
 
 function ioFor(stream: AdbStream, mode: Mode): { io: Io; input: StreamInput } {
-  const input = new StreamInput();
+  const input = new StreamInput(stream);
   if (mode.protocol) {
     readPackets(stream, input);
     const stdout = new PacketOutput(stream, ID_STDOUT, mode.pty);

@@ -21,6 +21,7 @@ export interface StreamTransport {
 export class AdbStream extends Duplex {
   private okayWaiter: (() => void) | null = null;
   private owesOkay = false;
+  private ackPending = false;
   private peerClosed = false;
   private closeSent = false;
   private readonly abort = new AbortController();
@@ -55,8 +56,25 @@ export class AdbStream extends Duplex {
 
   handleWrite(payload: Buffer): void {
     if (this.peerClosed) return;
-    if (this.push(payload)) this.transport.send(A_OKAY, this.localId, this.remoteId);
-    else this.owesOkay = true;
+    if (!this.push(payload)) {
+      // Buffer full: _read acknowledges once the consumer takes data.
+      this.owesOkay = true;
+      return;
+    }
+    // 'data' listeners see the chunk on a later tick and may pause us while handling it;
+    // decide about the OKAY only after they had that chance.
+    this.ackPending = true;
+    setImmediate(() => this.ackIfReady());
+  }
+
+  private ackIfReady(): void {
+    if (!this.ackPending || this.peerClosed) return;
+    this.ackPending = false;
+    if (this.isPaused() || this.readableLength >= this.readableHighWaterMark) {
+      this.owesOkay = true;
+      return;
+    }
+    this.transport.send(A_OKAY, this.localId, this.remoteId);
   }
 
   handlePeerClose(): void {
@@ -74,7 +92,7 @@ export class AdbStream extends Duplex {
   // ---- Duplex implementation ----
 
   override _read(): void {
-    if (this.owesOkay && !this.peerClosed) {
+    if (this.owesOkay && !this.peerClosed && !this.isPaused()) {
       this.owesOkay = false;
       this.transport.send(A_OKAY, this.localId, this.remoteId);
     }
