@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { hasGlyph, TextRenderer } from '../../server/devices/virtual/ui/font.js';
 import { createPhoneUi, KEYCODE } from '../../server/devices/virtual/ui/index.js';
 import { Canvas } from '../../server/devices/virtual/ui/raster.js';
-import { appColor, COLORS } from '../../server/devices/virtual/ui/theme.js';
+import { appColor, COLORS, DARK_COLORS } from '../../server/devices/virtual/ui/theme.js';
 import type { PhoneUi, PhoneUiHost, UiNodeInfo } from '../../server/devices/virtual/ui/types.js';
 
 function makeUi(clock: { now: Date } = { now: new Date(2025, 0, 6, 9, 41) }) {
@@ -150,6 +150,23 @@ describe('rendering', () => {
     expect(decode(ui.renderPng()).rgb(field.bounds.left, midY)).not.toBe(COLORS.primary);
     tap(ui, field);
     expect(decode(ui.renderPng()).rgb(field.bounds.left + 1, midY)).toBe(COLORS.primary);
+  });
+
+  it('switches to the dark palette when Dark theme is turned on in Settings', () => {
+    const { ui, settings } = makeUi();
+    ui.launch('com.android.settings', 'com.android.settings.Settings$DisplaySettingsActivity');
+    const light = decode(ui.renderPng());
+    expect(light.rgb(360, 1000)).toBe(COLORS.surfaceContainer);
+    tap(ui, node(ui, (n) => n.text === 'Dark theme'));
+    expect(settings.get('secure/ui_night_mode')).toBe('2');
+    const dark = decode(ui.renderPng());
+    expect(dark.rgb(360, 1000)).toBe(DARK_COLORS.surfaceContainer);
+    // Status bar text turns light on the dark bar: white-ish clock pixels appear.
+    expect([...colorsIn(dark, { left: 0, top: 0, right: 120, bottom: 48 })].some((c) => c === 0xffffff)).toBe(true);
+    ui.launch('com.phonelease.login');
+    const login = decode(ui.renderPng());
+    expect(login.rgb(360, 10)).toBe(DARK_COLORS.primary);
+    expect(login.rgb(10, 1000)).toBe(DARK_COLORS.surface);
   });
 
   it('caches the PNG until something changes', () => {

@@ -21,7 +21,7 @@ import {
   wifiOn,
 } from './screens/settings.js';
 import { drawNavBar, drawStatusBar, formatClock, navButtonAt } from './system-bars.js';
-import { COLORS, metrics, type Metrics } from './theme.js';
+import { COLORS, DARK_COLORS, metrics, type Metrics } from './theme.js';
 import type { ForegroundActivity, LauncherApp, PhoneUi, PhoneUiHost, PhoneUiOptions, UiNodeInfo } from './types.js';
 import { KEYCODE } from './types.js';
 import { ViewFactory, findByKey, hitTest, paintTree, type ViewNode } from './views.js';
@@ -175,8 +175,13 @@ export class VirtualPhoneUi implements PhoneUi {
   }
 
   private makeContext(): ScreenContext {
+    // Read on every use so flipping Dark theme (here or via `settings put`) restyles at once.
+    const theme = () => (this.setting('secure', 'ui_night_mode') === '2' ? DARK_COLORS : COLORS);
     return {
       m: this.m,
+      get colors() {
+        return theme();
+      },
       fonts: this.fonts,
       identity: this.options.identity,
       now: () => this.now(),

@@ -4,27 +4,59 @@
  */
 import type { Color, Rect } from './raster.js';
 
+/** Colour roles the screens paint with; one set per theme. */
+export interface Palette {
+  primary: Color;
+  onPrimary: Color;
+  surface: Color;
+  surfaceContainer: Color;
+  surfaceContainerHighest: Color;
+  onSurface: Color;
+  onSurfaceVariant: Color;
+  outline: Color;
+  error: Color;
+  success: Color;
+}
+
+/** Light theme, and the theme-independent colours (wallpaper, white, black). */
 export const COLORS = {
   primary: 0x6750a4,
   onPrimary: 0xffffff,
-  primaryContainer: 0xeaddff,
-  onPrimaryContainer: 0x21005d,
-  secondaryContainer: 0xe8def8,
   surface: 0xfef7ff,
   surfaceContainer: 0xf3edf7,
-  surfaceContainerHigh: 0xece6f0,
   surfaceContainerHighest: 0xe6e0e9,
   onSurface: 0x1d1b20,
   onSurfaceVariant: 0x49454f,
   outline: 0x79747e,
-  outlineVariant: 0xcac4d0,
   error: 0xb3261e,
   success: 0x1e6b32,
   wallpaperTop: 0x1f3a5f,
   wallpaperBottom: 0x6b4f8f,
   white: 0xffffff,
   black: 0x000000,
-} as const satisfies Record<string, Color>;
+} as const satisfies Palette & Record<string, Color>;
+
+/** Dark theme (Settings > Display > Dark theme, secure ui_night_mode = 2). */
+export const DARK_COLORS: Palette = {
+  primary: 0xd0bcff,
+  onPrimary: 0x381e72,
+  surface: 0x141218,
+  surfaceContainer: 0x211f26,
+  surfaceContainerHighest: 0x36343b,
+  onSurface: 0xe6e0e9,
+  onSurfaceVariant: 0xcac4d0,
+  outline: 0x938f99,
+  error: 0xf2b8b5,
+  success: 0x8fd19e,
+};
+
+/** Whether white icons read better than dark ones on this colour (relative luminance). */
+export function isDark(c: Color): boolean {
+  const r = (c >> 16) & 0xff;
+  const g = (c >> 8) & 0xff;
+  const b = c & 0xff;
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b < 140;
+}
 
 /** Icon background colours for apps; a package always maps to the same one. */
 const APP_PALETTE: readonly Color[] = [

@@ -8,7 +8,7 @@ import { drawIcon, type IconName } from './icons.js';
 import type { Color, Rect } from './raster.js';
 import { rect } from './raster.js';
 import type { ScreenContext } from './screens/screen.js';
-import { COLORS } from './theme.js';
+import { COLORS, type Palette } from './theme.js';
 import type { NodeProps, Painter, ViewFactory, ViewNode } from './views.js';
 
 export interface LabelStyle extends TextStyle {
@@ -86,19 +86,19 @@ export function appBar(f: ViewFactory, ctx: ScreenContext, o: AppBarOptions): { 
 }
 
 /** Material 3 switch track and thumb, vertically centred in r, right-aligned. */
-export function drawSwitch(p: Painter, r: Rect, on: boolean, dp: number): void {
+export function drawSwitch(p: Painter, r: Rect, on: boolean, dp: number, colors: Palette): void {
   const w = 52 * dp;
   const h = 32 * dp;
   const x = r.right - w;
   const y = (r.top + r.bottom - h) / 2;
   const c = p.canvas;
   if (on) {
-    c.fillRoundRect(x, y, w, h, h / 2, COLORS.primary);
-    c.fillCircle(x + w - h / 2, y + h / 2, 12 * dp, COLORS.onPrimary);
+    c.fillRoundRect(x, y, w, h, h / 2, colors.primary);
+    c.fillCircle(x + w - h / 2, y + h / 2, 12 * dp, colors.onPrimary);
   } else {
-    c.fillRoundRect(x, y, w, h, h / 2, COLORS.surfaceContainerHighest);
-    c.strokeRoundRect(x, y, w, h, h / 2, 2 * dp, COLORS.outline);
-    c.fillCircle(x + h / 2, y + h / 2, 8 * dp, COLORS.outline);
+    c.fillRoundRect(x, y, w, h, h / 2, colors.surfaceContainerHighest);
+    c.strokeRoundRect(x, y, w, h, h / 2, 2 * dp, colors.outline);
+    c.fillCircle(x + h / 2, y + h / 2, 8 * dp, colors.outline);
   }
 }
 
@@ -125,8 +125,8 @@ export function listRow(f: ViewFactory, ctx: ScreenContext, name: string, frame:
   const textLeft = o.icon ? frame.left + pad + iconSize + 16 * m.dp : frame.left + pad;
   const trailingW = o.toggle !== undefined ? 52 * m.dp + 16 * m.dp : 0;
   const textRight = frame.right - pad - trailingW;
-  const titleStyle: LabelStyle = { scale: m.text.body * 1.1, color: COLORS.onSurface };
-  const summaryStyle: LabelStyle = { scale: m.text.body * 0.9, color: COLORS.onSurfaceVariant };
+  const titleStyle: LabelStyle = { scale: m.text.body * 1.1, color: ctx.colors.onSurface };
+  const summaryStyle: LabelStyle = { scale: m.text.body * 0.9, color: ctx.colors.onSurfaceVariant };
   const midY = (frame.top + frame.bottom) / 2;
   const lineGap = 2 * m.dp;
   const titleH = 20 * m.dp;
@@ -148,7 +148,7 @@ export function listRow(f: ViewFactory, ctx: ScreenContext, name: string, frame:
             p.canvas.fillCircle(iconCx, midY, iconSize / 2, o.iconBadge);
             drawIcon(p.canvas, icon, iconCx, midY, 22 * m.dp, COLORS.white, o.iconBadge);
           } else {
-            drawIcon(p.canvas, icon, iconCx, midY, 24 * m.dp, COLORS.onSurfaceVariant, COLORS.surface);
+            drawIcon(p.canvas, icon, iconCx, midY, 24 * m.dp, ctx.colors.onSurfaceVariant, ctx.colors.surface);
           }
         }
       : undefined,
@@ -165,7 +165,7 @@ export function listRow(f: ViewFactory, ctx: ScreenContext, name: string, frame:
             text: o.toggle ? 'ON' : 'OFF',
             checkable: true,
             checked: o.toggle,
-            paint: (p, n) => drawSwitch(p, n.frame, !!o.toggle, m.dp),
+            paint: (p, n) => drawSwitch(p, n.frame, !!o.toggle, m.dp, ctx.colors),
           })
         : null,
     ],
@@ -182,7 +182,7 @@ export function filledButton(
   props: NodeProps & { color?: Color },
 ): ViewNode | null {
   const { m } = ctx;
-  const color = props.color ?? COLORS.primary;
+  const color = props.color ?? ctx.colors.primary;
   return f.node(name, 'android.widget.Button', frame, {
     text: label,
     clickable: true,
@@ -191,7 +191,7 @@ export function filledButton(
     paint: (p, n) => {
       const r = n.frame;
       p.canvas.fillRoundRect(r.left, r.top, r.right - r.left, r.bottom - r.top, (r.bottom - r.top) / 2, color);
-      drawLabel(p, label, r, { scale: m.text.body * 1.1, color: COLORS.onPrimary, bold: true, align: 'center' });
+      drawLabel(p, label, r, { scale: m.text.body * 1.1, color: ctx.colors.onPrimary, bold: true, align: 'center' });
     },
   });
 }

@@ -4,7 +4,7 @@
  */
 import { drawIcon } from '../icons.js';
 import { rect } from '../raster.js';
-import { appColor, COLORS } from '../theme.js';
+import { appColor, COLORS, isDark } from '../theme.js';
 import { ViewFactory } from '../views.js';
 import { appBar, fillFrame, textView } from '../widgets.js';
 import type { GenericState, ScreenContext, ScreenView } from './screen.js';
@@ -33,7 +33,7 @@ export function buildGeneric(state: GenericState, ctx: ScreenContext): ScreenVie
     'hello',
     rect(24 * m.dp, textTop, m.width - 48 * m.dp, 40 * m.dp),
     `Hello from ${label}`,
-    { scale: m.text.title, color: COLORS.onSurface, align: 'center' },
+    { scale: m.text.title, color: ctx.colors.onSurface, align: 'center' },
     { resourceId: f.id('hello') },
   );
   const note = textView(
@@ -41,16 +41,16 @@ export function buildGeneric(state: GenericState, ctx: ScreenContext): ScreenVie
     'package',
     rect(24 * m.dp, textTop + 44 * m.dp, m.width - 48 * m.dp, 24 * m.dp),
     state.package,
-    { scale: m.text.body, color: COLORS.onSurfaceVariant, align: 'center' },
+    { scale: m.text.body, color: ctx.colors.onSurfaceVariant, align: 'center' },
   );
   const root = f.root('root', 'android.widget.LinearLayout', m.content, {
-    paint: fillFrame(COLORS.surface),
+    paint: fillFrame(ctx.colors.surface),
     children: [bar.node, icon, hello, note],
   });
   return {
     content: [root],
-    background: COLORS.surface,
-    statusBar: { background: color, lightIcons: true },
-    navBar: { background: COLORS.surface, lightIcons: false },
+    background: ctx.colors.surface,
+    statusBar: { background: color, lightIcons: isDark(color) },
+    navBar: { background: ctx.colors.surface, lightIcons: isDark(ctx.colors.surface) },
   };
 }

@@ -5,7 +5,7 @@
  */
 import type { Rect } from '../raster.js';
 import { rect } from '../raster.js';
-import { COLORS } from '../theme.js';
+import { isDark, type Palette } from '../theme.js';
 import { ViewFactory } from '../views.js';
 import type { Painter, ViewNode } from '../views.js';
 import { appBar, drawLabel, filledButton, fillFrame, textView } from '../widgets.js';
@@ -84,22 +84,22 @@ export function loginText(state: LoginState, text: string, ctx: ScreenContext): 
   }
 }
 
-function drawField(p: Painter, r: Rect, label: string, shown: string, password: boolean, focused: boolean, dp: number, body: number, small: number): void {
+function drawField(p: Painter, r: Rect, label: string, shown: string, password: boolean, focused: boolean, dp: number, body: number, small: number, colors: Palette): void {
   const c = p.canvas;
   const w = r.right - r.left;
   const h = r.bottom - r.top;
-  const border = focused ? COLORS.primary : COLORS.outline;
+  const border = focused ? colors.primary : colors.outline;
   c.strokeRoundRect(r.left, r.top, w, h, 4 * dp, (focused ? 2 : 1) * dp, border);
-  const valueStyle = { scale: body * 1.1, color: COLORS.onSurface };
+  const valueStyle = { scale: body * 1.1, color: colors.onSurface };
   const floating = focused || shown.length > 0;
   if (floating) {
-    const style = { scale: small, color: focused ? COLORS.primary : COLORS.onSurfaceVariant };
+    const style = { scale: small, color: focused ? colors.primary : colors.onSurfaceVariant };
     const lw = p.fonts.measure(label, style);
     const ly = r.top - p.fonts.capHeight(style) / 2;
-    c.fillRect(r.left + 12 * dp, r.top - 2 * dp, lw + 8 * dp, 4 * dp, COLORS.surface);
+    c.fillRect(r.left + 12 * dp, r.top - 2 * dp, lw + 8 * dp, 4 * dp, colors.surface);
     p.fonts.draw(c, label, r.left + 16 * dp, ly, style);
   } else {
-    drawLabel(p, label, rect(r.left + 16 * dp, r.top, w - 32 * dp, h), { scale: body * 1.1, color: COLORS.onSurfaceVariant });
+    drawLabel(p, label, rect(r.left + 16 * dp, r.top, w - 32 * dp, h), { scale: body * 1.1, color: colors.onSurfaceVariant });
   }
   const inner = rect(r.left + 16 * dp, r.top, w - 32 * dp, h);
   const textW = p.fonts.measure(shown, valueStyle);
@@ -113,15 +113,15 @@ function drawField(p: Painter, r: Rect, label: string, shown: string, password: 
     const pitch = 8 * dp;
     const n = [...shown].length;
     const start = n * pitch > avail ? inner.left + avail - n * pitch : inner.left;
-    for (let i = 0; i < n; i++) c.fillCircle(start + i * pitch + pitch / 2, (r.top + r.bottom) / 2, 3 * dp, COLORS.onSurface);
-    if (focused) c.fillRect(start + n * pitch + 2 * dp, top - 3 * dp, 2 * dp, p.fonts.capHeight(valueStyle) + 6 * dp, COLORS.primary);
+    for (let i = 0; i < n; i++) c.fillCircle(start + i * pitch + pitch / 2, (r.top + r.bottom) / 2, 3 * dp, colors.onSurface);
+    if (focused) c.fillRect(start + n * pitch + 2 * dp, top - 3 * dp, 2 * dp, p.fonts.capHeight(valueStyle) + 6 * dp, colors.primary);
     c.popClip();
     return;
   }
   p.fonts.draw(c, shown, x, top, valueStyle);
   if (focused) {
     const cx = x + textW + (shown ? 2 * dp : 0);
-    c.fillRect(cx, top - 3 * dp, 2 * dp, p.fonts.capHeight(valueStyle) + 6 * dp, COLORS.primary);
+    c.fillRect(cx, top - 3 * dp, 2 * dp, p.fonts.capHeight(valueStyle) + 6 * dp, colors.primary);
   }
   c.popClip();
 }
@@ -130,17 +130,17 @@ export function buildLogin(state: LoginState, ctx: ScreenContext): ScreenView {
   const { m } = ctx;
   const dp = m.dp;
   const f = new ViewFactory(LOGIN_PACKAGE, `login-${state.id}`);
-  const bar = appBar(f, ctx, { title: ctx.label(LOGIN_PACKAGE), background: COLORS.primary, foreground: COLORS.onPrimary });
+  const bar = appBar(f, ctx, { title: ctx.label(LOGIN_PACKAGE), background: ctx.colors.primary, foreground: ctx.colors.onPrimary });
   const left = 24 * dp;
   const width = m.width - 2 * left;
   let y = m.content.top + bar.height + 32 * dp;
-  const title = textView(f, 'title', rect(left, y, width, 40 * dp), 'Sign in', { scale: m.text.headline, color: COLORS.onSurface, bold: true }, {
+  const title = textView(f, 'title', rect(left, y, width, 40 * dp), 'Sign in', { scale: m.text.headline, color: ctx.colors.onSurface, bold: true }, {
     resourceId: f.id('title'),
   });
   y += 44 * dp;
   const subtitle = textView(f, 'subtitle', rect(left, y, width, 24 * dp), 'Use your test account to continue', {
     scale: m.text.body,
-    color: COLORS.onSurfaceVariant,
+    color: ctx.colors.onSurfaceVariant,
   });
   y += 48 * dp;
 
@@ -172,7 +172,7 @@ export function buildLogin(state: LoginState, ctx: ScreenContext): ScreenView {
           ctx.changed();
         },
       },
-      paint: (p, n) => drawField(p, n.frame, label, shown, password, focused, dp, m.text.body, m.text.small),
+      paint: (p, n) => drawField(p, n.frame, label, shown, password, focused, dp, m.text.body, m.text.small, ctx.colors),
     });
   };
   const username = field('username', 'Username', rect(left, y, width, 56 * dp));
@@ -188,20 +188,20 @@ export function buildLogin(state: LoginState, ctx: ScreenContext): ScreenView {
   const success = state.result.startsWith('Welcome');
   const result = textView(f, 'result', rect(left, y, width, 32 * dp), state.result, {
     scale: m.text.body * 1.1,
-    color: success ? COLORS.success : COLORS.error,
+    color: success ? ctx.colors.success : ctx.colors.error,
     bold: success,
     align: 'center',
   }, { resourceId: f.id('result') });
 
   const root = f.root('root', 'android.widget.LinearLayout', m.content, {
     resourceId: f.id('root'),
-    paint: fillFrame(COLORS.surface),
+    paint: fillFrame(ctx.colors.surface),
     children: [bar.node, title, subtitle, username, password, button, result],
   });
   return {
     content: [root],
-    background: COLORS.surface,
-    statusBar: { background: COLORS.primary, lightIcons: true },
-    navBar: { background: COLORS.surface, lightIcons: false },
+    background: ctx.colors.surface,
+    statusBar: { background: ctx.colors.primary, lightIcons: isDark(ctx.colors.primary) },
+    navBar: { background: ctx.colors.surface, lightIcons: isDark(ctx.colors.surface) },
   };
 }

@@ -4,7 +4,7 @@
  */
 import type { TextRenderer } from '../font.js';
 import type { Color } from '../raster.js';
-import type { Metrics } from '../theme.js';
+import type { Metrics, Palette } from '../theme.js';
 import type { DeviceIdentity, LauncherApp } from '../types.js';
 import type { ViewNode } from '../views.js';
 
@@ -54,6 +54,8 @@ export type ScreenState = LauncherState | SettingsHomeState | SettingsPageState 
 /** Everything a screen may use while building its views or handling input. */
 export interface ScreenContext {
   m: Metrics;
+  /** The current theme's colours (light or dark, from the Dark theme setting). */
+  readonly colors: Palette;
   fonts: TextRenderer;
   identity: DeviceIdentity;
   now(): Date;

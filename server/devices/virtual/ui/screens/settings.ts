@@ -5,7 +5,7 @@
  */
 import { drawIcon, type IconName } from '../icons.js';
 import { rect } from '../raster.js';
-import { appColor, COLORS } from '../theme.js';
+import { appColor, isDark } from '../theme.js';
 import type { ViewNode } from '../views.js';
 import { ViewFactory } from '../views.js';
 import { appBar, drawLabel, fillFrame, listRow } from '../widgets.js';
@@ -477,18 +477,19 @@ function rowList(
   });
 }
 
-function chrome(): Omit<ScreenView, 'content'> {
+function chrome(ctx: ScreenContext): Omit<ScreenView, 'content'> {
+  const bg = ctx.colors.surfaceContainer;
   return {
-    background: COLORS.surfaceContainer,
-    statusBar: { background: COLORS.surfaceContainer, lightIcons: false },
-    navBar: { background: COLORS.surfaceContainer, lightIcons: false },
+    background: bg,
+    statusBar: { background: bg, lightIcons: isDark(bg) },
+    navBar: { background: bg, lightIcons: isDark(bg) },
   };
 }
 
 export function buildSettingsHome(state: SettingsHomeState, ctx: ScreenContext): ScreenView {
   const { m } = ctx;
   const f = new ViewFactory(SETTINGS_PACKAGE, `settings-${state.id}`);
-  const bar = appBar(f, ctx, { title: 'Settings', background: COLORS.surfaceContainer, foreground: COLORS.onSurface, large: true });
+  const bar = appBar(f, ctx, { title: 'Settings', background: ctx.colors.surfaceContainer, foreground: ctx.colors.onSurface, large: true });
   const search = {
     height: 72 * m.dp,
     build: (frame: ReturnType<typeof rect>) => {
@@ -501,12 +502,12 @@ export function buildSettingsHome(state: SettingsHomeState, ctx: ScreenContext):
             text: 'Search Settings',
             paint: (p, n) => {
               const r = n.frame;
-              p.canvas.fillRoundRect(r.left, r.top, r.right - r.left, r.bottom - r.top, (r.bottom - r.top) / 2, COLORS.surfaceContainerHighest);
+              p.canvas.fillRoundRect(r.left, r.top, r.right - r.left, r.bottom - r.top, (r.bottom - r.top) / 2, ctx.colors.surfaceContainerHighest);
               const cy = (r.top + r.bottom) / 2;
-              drawIcon(p.canvas, 'search', r.left + 32 * m.dp, cy, 24 * m.dp, COLORS.onSurfaceVariant, COLORS.surfaceContainerHighest);
+              drawIcon(p.canvas, 'search', r.left + 32 * m.dp, cy, 24 * m.dp, ctx.colors.onSurfaceVariant, ctx.colors.surfaceContainerHighest);
               drawLabel(p, 'Search Settings', rect(r.left + 56 * m.dp, r.top, r.right - r.left - 72 * m.dp, r.bottom - r.top), {
                 scale: m.text.body * 1.05,
-                color: COLORS.onSurfaceVariant,
+                color: ctx.colors.onSurfaceVariant,
               });
             },
           }),
@@ -532,10 +533,10 @@ export function buildSettingsHome(state: SettingsHomeState, ctx: ScreenContext):
   );
   const root = f.root('root', 'android.widget.LinearLayout', m.content, {
     resourceId: 'com.android.settings:id/main_content',
-    paint: fillFrame(COLORS.surfaceContainer),
+    paint: fillFrame(ctx.colors.surfaceContainer),
     children: [bar.node, list],
   });
-  return { content: [root], ...chrome() };
+  return { content: [root], ...chrome(ctx) };
 }
 
 export function buildSettingsPage(state: SettingsPageState, ctx: ScreenContext): ScreenView {
@@ -543,15 +544,15 @@ export function buildSettingsPage(state: SettingsPageState, ctx: ScreenContext):
   const f = new ViewFactory(SETTINGS_PACKAGE, `settings-${state.id}`);
   const bar = appBar(f, ctx, {
     title: pageTitle(state.page),
-    background: COLORS.surfaceContainer,
-    foreground: COLORS.onSurface,
+    background: ctx.colors.surfaceContainer,
+    foreground: ctx.colors.onSurface,
     onBack: () => ctx.pop(),
   });
   const list = rowList(f, ctx, m.content.top + bar.height, state, null, pageRows(state, ctx));
   const root = f.root('root', 'android.widget.LinearLayout', m.content, {
     resourceId: 'com.android.settings:id/main_content',
-    paint: fillFrame(COLORS.surfaceContainer),
+    paint: fillFrame(ctx.colors.surfaceContainer),
     children: [bar.node, list],
   });
-  return { content: [root], ...chrome() };
+  return { content: [root], ...chrome(ctx) };
 }
