@@ -119,4 +119,31 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
       await driver.deleteSession();
     }
   }, 180_000);
+
+  it('manages apps and files through the driver (activate, current activity, terminate, push, pull)', async () => {
+    const driver = await session(prepared, {
+      'appium:skipServerInstallation': true,
+      'appium:skipDeviceInitialization': true,
+      'appium:noReset': true,
+    });
+    try {
+      await driver.activateApp('com.android.settings');
+      expect(await driver.getCurrentPackage()).toBe('com.android.settings');
+      expect(await driver.getCurrentActivity()).toBe('.Settings');
+      expect(await driver.isAppInstalled('com.phonelease.login')).toBe(true);
+      expect(await driver.isAppInstalled('com.example.absent')).toBe(false);
+      expect(await driver.terminateApp('com.android.settings')).toBe(true);
+      expect(await driver.getCurrentPackage()).toBe('com.android.launcher3');
+      await driver.pushFile('/sdcard/Download/from-appium.txt', Buffer.from('pushed by appium').toString('base64'));
+      expect(await prepared.adbOk(['shell', 'cat /sdcard/Download/from-appium.txt'])).toBe('pushed by appium');
+      const pulled = await driver.pullFile('/sdcard/Download/from-appium.txt');
+      expect(Buffer.from(pulled, 'base64').toString()).toBe('pushed by appium');
+      // Appium 3 serves the device time as a mobile: command (adb shell date +%Y-%m-%dT%T%z).
+      expect(await driver.execute('mobile: getDeviceTime', {})).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/);
+    } catch (error) {
+      throw new Error(`${String(error)}\n--- appium log ---\n${appium.logs().slice(-6000)}`);
+    } finally {
+      await driver.deleteSession();
+    }
+  }, 180_000);
 });

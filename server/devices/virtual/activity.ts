@@ -53,10 +53,16 @@ export const UIA2_TEST_PACKAGE = 'io.appium.uiautomator2.server.test';
 export const UIA2_SERVER_PACKAGE = 'io.appium.uiautomator2.server';
 export const UIA2_PORT = 6790;
 
+/** How an instrumentation ended: `completed` like a finished test run, else killed. */
+export interface InstrumentationEnd {
+  reason: string;
+  completed: boolean;
+}
+
 interface RunningInstrumentation {
   component: ComponentName;
   target: string;
-  stop: (reason: string) => void;
+  stop: (reason: string, completed?: boolean) => void;
 }
 
 export class ActivityManager {
@@ -162,6 +168,14 @@ export class ActivityManager {
     if (front !== name) this.device.processes.stopPackage(name);
   }
 
+  /**
+   * Ends a running instrumentation the way its test finishing would (the UiAutomator2
+   * server's test returns when its session is deleted).
+   */
+  completeInstrumentation(pkg: string, reason: string): void {
+    for (const inst of [...this.instrumentations.values()]) if (inst.component.pkg === pkg) inst.stop(reason, true);
+  }
+
   runningInstrumentations(): ComponentName[] {
     return [...this.instrumentations.values()].map((i) => i.component);
   }
@@ -172,7 +186,7 @@ export class ActivityManager {
    */
   startInstrumentation(
     component: ComponentName,
-  ): { kind: 'server'; done: Promise<string>; stop: (reason: string) => void } | { kind: 'tests' } | { kind: 'missing' } | { kind: 'crashed'; reason: string } {
+  ): { kind: 'server'; done: Promise<InstrumentationEnd>; stop: (reason: string) => void } | { kind: 'tests' } | { kind: 'missing' } | { kind: 'crashed'; reason: string } {
     const owner = this.device.packages.get(component.pkg);
     const info = owner?.instrumentations.find((i) => i.name === component.cls);
     if (!owner || !info) return { kind: 'missing' };
@@ -190,10 +204,10 @@ export class ActivityManager {
     const server = factory(this.device);
     this.device.ports.set(UIA2_PORT, (socket) => server.handleConnection(socket));
     this.log('I', 'AppiumUiAutomator2Server', `Starting Server on port ${UIA2_PORT}`);
-    let finish: (reason: string) => void = () => undefined;
-    const done = new Promise<string>((resolve) => (finish = resolve));
+    let finish: (end: InstrumentationEnd) => void = () => undefined;
+    const done = new Promise<InstrumentationEnd>((resolve) => (finish = resolve));
     let stopped = false;
-    const stop = (reason: string) => {
+    const stop = (reason: string, completed = false) => {
       if (stopped) return;
       stopped = true;
       this.instrumentations.delete(key);
@@ -207,7 +221,7 @@ export class ActivityManager {
       this.device.processes.stopPackage(component.pkg);
       this.log('I', 'AppiumUiAutomator2Server', `Stopping server: ${reason}`);
       unregister();
-      finish(reason);
+      finish({ reason, completed });
     };
     const unregister = this.device.onClose(() => stop('phone shut down'));
     this.instrumentations.set(key, { component, target: target.name, stop });

@@ -1,6 +1,6 @@
 /** A booted virtual phone: the DevicePhone the runtime sees, over a Device and its ADB port. */
 import type { AppSummary, DeviceLogger, DevicePhone, PhoneInput, ScreenSize } from '../types.js';
-import { UIA2_SERVER_PACKAGE } from './activity.js';
+import { UIA2_SERVER_PACKAGE, UIA2_TEST_PACKAGE } from './activity.js';
 import { AdbServer } from './adb/server.js';
 import { createServiceResolver } from './adb/services.js';
 import { Device } from './device.js';
@@ -56,9 +56,28 @@ export class VirtualPhone implements DevicePhone {
     this.device.activity.uiAutomator2Factory = (device) =>
       createUiAutomator2Server(device.ui, {
         identity: { manufacturer: DEVICE.manufacturer, model: DEVICE.model, release: DEVICE.release, sdk: DEVICE.sdk },
-        log: (priority, tag, message) => device.appLog(priority, tag, message, device.processes.list().find((p) => p.name === UIA2_SERVER_PACKAGE)?.pid),
+        log: (priority, tag, message) => {
+          device.appLog(priority, tag, message, device.processes.list().find((p) => p.name === UIA2_SERVER_PACKAGE)?.pid);
+          // On a device the server's test method returns once its session is deleted, and
+          // the driver waits for the process to go. The server reports the deletion only in
+          // its log, so that line ends the instrumentation (after the reply has gone out).
+          if (tag === 'AppiumUiAutomator2Server' && message.startsWith('Deleted session ')) {
+            const timer = setTimeout(() => {
+              unregister();
+              device.activity.completeInstrumentation(UIA2_TEST_PACKAGE, 'session deleted');
+            }, 100);
+            const unregister = device.onClose(() => clearTimeout(timer));
+          }
+        },
       });
-    this.server = new AdbServer({ banner: connectBanner(), resolve: createServiceResolver(this.device, options.commands), log: options.log });
+    this.server = new AdbServer({
+      banner: connectBanner(),
+      resolve: createServiceResolver(this.device, options.commands),
+      log: options.log,
+      onFailure: (reason) => {
+        for (const l of this.lostListeners) l(reason);
+      },
+    });
   }
 
   get adb(): { host: string; port: number } {

@@ -143,7 +143,13 @@ export class AdbConnection implements StreamTransport {
         stream.on('error', () => undefined);
         this.streams.set(localId, stream);
         this.send(A_OKAY, localId, remoteId);
-        handler(stream);
+        try {
+          handler(stream);
+        } catch (error) {
+          // A failing service ends its own stream, never the connection or the server.
+          this.options.log.debug('virtual adb: service failed', { destination, error: String(error) });
+          stream.destroy();
+        }
         return;
       }
       case A_OKAY: {

@@ -12,7 +12,7 @@ export class AdbServer {
   private closed = false;
 
   constructor(
-    private readonly options: { banner: string; resolve: ServiceResolver; log: DeviceLogger },
+    private readonly options: { banner: string; resolve: ServiceResolver; log: DeviceLogger; onFailure?: (reason: string) => void },
   ) {
     this.server = createServer({ noDelay: true }, (socket) => this.accept(socket));
   }
@@ -25,6 +25,11 @@ export class AdbServer {
         this.server.off('error', onError);
         resolve();
       });
+    });
+    // After listening, a listener error means the phone can no longer be reached.
+    this.server.on('error', (error: Error) => {
+      this.options.log.warn('virtual adb: listener failed', { error: String(error) });
+      this.options.onFailure?.(`ADB listener failed: ${error.message}`);
     });
     const address = this.server.address();
     if (!address || typeof address === 'string') throw new Error('virtual adb: no TCP address');

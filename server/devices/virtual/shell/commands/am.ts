@@ -153,10 +153,14 @@ async function amInstrument(ctx: CommandContext, args: string[]): Promise<number
       const onAbort = () => started.stop('instrumentation stream closed');
       ctx.signal.addEventListener('abort', onAbort, { once: true });
       try {
-        const reason = await started.done;
+        const end = await started.done;
         if (!ctx.signal.aborted) {
-          ctx.stdout.write(`INSTRUMENTATION_RESULT: shortMsg=Process crashed.\nINSTRUMENTATION_CODE: 0\n`);
-          ctx.device.log.debug('virtual phone: UiAutomator2 instrumentation ended', { reason, port: UIA2_PORT });
+          ctx.stdout.write(
+            end.completed
+              ? `${raw ? 'INSTRUMENTATION_STATUS_CODE: 0\n' : '.\n'}Time: 1.0\n\nOK (1 test)\n\n\nINSTRUMENTATION_CODE: -1\n`
+              : `INSTRUMENTATION_RESULT: shortMsg=Process crashed.\nINSTRUMENTATION_CODE: 0\n`,
+          );
+          ctx.device.log.debug('virtual phone: UiAutomator2 instrumentation ended', { reason: end.reason, port: UIA2_PORT });
         }
       } finally {
         ctx.signal.removeEventListener('abort', onAbort);
