@@ -2,6 +2,7 @@ import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock.js';
 import { A_CNXN, closed, hostCnxn, readPacket, unlock } from '../support/adb-wire.js';
+import { blankScreenBackend } from '../support/backends.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 let t: TestServer;
@@ -35,7 +36,8 @@ describe('frame.png', () => {
     // Change the screen: open the first app on the home screen.
     const apps = (await t.api.post(`/sessions/${sid}/ops/apps.list`)).body;
     expect(apps.length).toBeGreaterThan(0);
-    await t.api.post(`/sessions/${sid}/ops/input.tap`, { body: { x: 100, y: 300 } });
+    // The Settings icon: the screen now shows another app.
+    await t.api.post(`/sessions/${sid}/ops/input.tap`, { body: { x: 102, y: 360 } });
     await clock.advance(1_000);
     const cached = await t.api.get(`/sessions/${sid}/frame.png`);
     expect(cached.raw.equals(first.raw)).toBe(true);
@@ -43,6 +45,7 @@ describe('frame.png', () => {
     const fresh = await t.api.get(`/sessions/${sid}/frame.png`);
     expect(fresh.status).toBe(200);
     PNG.sync.read(fresh.raw);
+    expect(fresh.raw.equals(first.raw)).toBe(false);
     await t.api.post(`/sessions/${sid}/ops/nav.home`);
   });
 
@@ -196,5 +199,25 @@ describe('ADB access and the gateway', () => {
     await t.api.delete(`/sessions/${s.id}`);
     await closed(open.socket);
     expect((await unlock(adb.port, adb.code)).line).toBe('DENIED');
+  });
+});
+
+describe('frame.png before the first frame', () => {
+  it('answers 503 no_frame while the phone has no image yet, then the frame', async () => {
+    const { backend, ready } = blankScreenBackend();
+    const own = await startTestServer({ backend });
+    try {
+      const s = (await own.api.post('/sessions')).body;
+      await own.api.waitFor(s.id, ['ready']);
+      const early = await own.api.get(`/sessions/${s.id}/frame.png`);
+      expect(early.status).toBe(503);
+      expect(early.body).toMatchObject({ code: 'no_frame' });
+      ready();
+      const later = await own.api.get(`/sessions/${s.id}/frame.png`);
+      expect(later.status).toBe(200);
+      expect(later.headers['content-type']).toBe('image/png');
+    } finally {
+      await own.close();
+    }
   });
 });

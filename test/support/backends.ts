@@ -34,3 +34,34 @@ export function slowShutdownBackend(ms: number, bootMs = 20): DeviceBackend {
     },
   };
 }
+
+/** Virtual phones whose screen cannot be captured until `ready()` is called (a display that is not up yet). */
+export function blankScreenBackend(bootMs = 20): { backend: DeviceBackend; ready(): void } {
+  const inner = createVirtualBackend({ bootMs });
+  let capturing = false;
+  return {
+    ready: () => {
+      capturing = true;
+    },
+    backend: {
+      name: inner.name,
+      typicalBootMs: inner.typicalBootMs,
+      startupSource: inner.startupSource,
+      close: () => inner.close(),
+      async boot(request) {
+        const phone = await inner.boot(request);
+        return {
+          label: phone.label,
+          screen: phone.screen,
+          adb: phone.adb,
+          capture: () => (capturing ? phone.capture() : Promise.reject(new Error('display not up yet'))),
+          apps: () => phone.apps(),
+          input: (event) => phone.input(event),
+          onScreenChange: (listener) => phone.onScreenChange(listener),
+          onLost: (listener) => phone.onLost(listener),
+          shutdown: (options) => phone.shutdown(options),
+        };
+      },
+    },
+  };
+}
