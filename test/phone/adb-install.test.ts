@@ -91,6 +91,7 @@ describe('other install paths', () => {
     await v.adbOk(['push', file, '/data/local/tmp/pushed.apk']);
     expect(await v.adbOk(['shell', 'pm', 'install', '-r', '/data/local/tmp/pushed.apk'])).toBe('Success\n');
     expect(await v.adbOk(['shell', 'dumpsys package com.example.pushed | grep versionName'])).toBe('    versionName=3.0\n');
+    expect(await v.adbOk(['shell', 'pm list packages -f com.example.pushed'])).toMatch(/^package:\/data\/app\/~~[^/]+\/com\.example\.pushed-[^/]+\/base\.apk=com\.example\.pushed\n$/);
   });
 
   it('installs from stdin with cmd package install -S', async () => {

@@ -204,4 +204,73 @@ describe('ADB wire protocol', () => {
       host.close();
     }
   });
+
+  it('serves the v1 sync requests older clients use (STAT, LIST, SEND, RECV, QUIT)', async () => {
+    const { host } = await handshake(0x01000001, 1024 * 1024);
+    try {
+      host.send(OPEN, 9, 0, Buffer.from('sync:\0'));
+      const deviceId = (await host.next())!.arg0;
+      const request = (id: string, arg: Buffer | string) => {
+        const body = typeof arg === 'string' ? Buffer.from(arg) : arg;
+        const h = Buffer.alloc(8);
+        h.write(id, 0, 'latin1');
+        h.writeUInt32LE(body.length, 4);
+        return Buffer.concat([h, body]);
+      };
+      // Sends one WRTE and collects the device's reply until `done` says it is complete; the
+      // OKAY for our WRTE may come before or after the reply's WRTEs.
+      const exchange = async (data: Buffer, done: (b: Buffer) => boolean): Promise<Buffer> => {
+        host.send(WRTE, 9, deviceId, data);
+        let acked = false;
+        let out = Buffer.alloc(0);
+        while (!acked || !done(out)) {
+          const m = await host.next();
+          if (!m) throw new Error(`timeout after ${out.length} bytes`);
+          if (m.command === OKAY) acked = true;
+          else if (m.command === WRTE) {
+            out = Buffer.concat([out, m.payload]);
+            host.send(OKAY, 9, deviceId);
+          } else throw new Error(`unexpected ${m.command.toString(16)}`);
+        }
+        return out;
+      };
+      const stat = await exchange(request('STAT', '/data/local/tmp'), (b) => b.length >= 16);
+      expect(stat.toString('latin1', 0, 4)).toBe('STAT');
+      expect(stat.readUInt32LE(4) & 0o170000).toBe(0o040000);
+      expect((await exchange(request('STAT', '/no/such/path'), (b) => b.length >= 16)).readUInt32LE(4)).toBe(0);
+      // SEND path,mode + DATA + DONE(mtime)
+      const data = Buffer.from('v1 push');
+      const dataHeader = Buffer.alloc(8);
+      dataHeader.write('DATA', 0, 'latin1');
+      dataHeader.writeUInt32LE(data.length, 4);
+      const done = Buffer.alloc(8);
+      done.write('DONE', 0, 'latin1');
+      done.writeUInt32LE(1_700_000_000, 4);
+      const sent = await exchange(Buffer.concat([request('SEND', '/data/local/tmp/v1.txt,33188'), dataHeader, data, done]), (b) => b.length >= 8);
+      expect(sent.toString('latin1', 0, 4)).toBe('OKAY');
+      const listing = await exchange(request('LIST', '/data/local/tmp'), (b) => b.length >= 20 && b.toString('latin1', b.length - 20, b.length - 16) === 'DONE');
+      const names: string[] = [];
+      for (let p = 0; p + 20 <= listing.length && listing.toString('latin1', p, p + 4) === 'DENT'; ) {
+        const len = listing.readUInt32LE(p + 16);
+        names.push(listing.toString('utf8', p + 20, p + 20 + len));
+        if (listing.toString('utf8', p + 20, p + 20 + len) === 'v1.txt') {
+          expect(listing.readUInt32LE(p + 8)).toBe(data.length);
+          expect(listing.readUInt32LE(p + 12)).toBe(1_700_000_000);
+        }
+        p += 20 + len;
+      }
+      expect(names).toEqual(['.', '..', 'v1.txt']);
+      const recv = await exchange(request('RECV', '/data/local/tmp/v1.txt'), (b) => b.length >= 8 && b.toString('latin1', b.length - 8, b.length - 4) === 'DONE');
+      expect(recv.toString('latin1', 0, 4)).toBe('DATA');
+      expect(recv.subarray(8, 8 + recv.readUInt32LE(4)).toString()).toBe('v1 push');
+      const fail = await exchange(request('RECV', '/data/local/tmp/missing'), (b) => b.length >= 8 && b.length >= 8 + b.readUInt32LE(4));
+      expect(fail.toString('latin1', 0, 4)).toBe('FAIL');
+      expect(fail.subarray(8).toString()).toBe('open failed: No such file or directory');
+      host.send(WRTE, 9, deviceId, request('QUIT', ''));
+      const after = [await host.next(), await host.next()];
+      expect(after.map((m) => m?.command)).toContain(CLSE);
+    } finally {
+      host.close();
+    }
+  });
 });

@@ -9,6 +9,10 @@ import { DEVICE, PHONE_LABEL, connectBanner } from './identity.js';
 import { DamagedSaveError, restoreDeviceState, saveDeviceState } from './state.js';
 import type { StateParts } from './state.js';
 import type { SavedPackage } from './packages.js';
+import type { CommandTable } from './shell/command.js';
+import { KEYCODE } from './ui/types.js';
+import { createUiAutomator2Server } from './uia2/index.js';
+import { PhoneBootError } from '../types.js';
 
 /** System service state kept in profile saves. */
 interface SavedSystem {
@@ -20,10 +24,6 @@ interface SavedSystem {
   enabledImes: string[];
   currentIme: string;
 }
-import type { CommandTable } from './shell/command.js';
-import { KEYCODE } from './ui/types.js';
-import { createUiAutomator2Server } from './uia2/index.js';
-import { PhoneBootError } from '../types.js';
 
 export interface VirtualPhoneOptions {
   systemRoot: DirNode;

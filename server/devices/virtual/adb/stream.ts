@@ -68,7 +68,7 @@ export class AdbStream extends Duplex {
   }
 
   private ackIfReady(): void {
-    if (!this.ackPending || this.peerClosed) return;
+    if (!this.ackPending || this.peerClosed || this.closeSent) return;
     this.ackPending = false;
     if (this.isPaused() || this.readableLength >= this.readableHighWaterMark) {
       this.owesOkay = true;
@@ -92,7 +92,7 @@ export class AdbStream extends Duplex {
   // ---- Duplex implementation ----
 
   override _read(): void {
-    if (this.owesOkay && !this.peerClosed && !this.isPaused()) {
+    if (this.owesOkay && !this.peerClosed && !this.closeSent && !this.isPaused()) {
       this.owesOkay = false;
       this.transport.send(A_OKAY, this.localId, this.remoteId);
     }

@@ -7,7 +7,7 @@
 import type { Device } from '../device.js';
 import { FsError, basename, normalizePath } from '../fs.js';
 import type { CommandContext, CommandTable, Io } from './command.js';
-import { BufferInput, BufferOutput, Pipe, readAll } from './io.js';
+import { BufferInput, BufferOutput, Pipe } from './io.js';
 import type { Output } from './io.js';
 import { ShellSyntaxError, parseShell } from './parse.js';
 import type { AndOr, Command, List, Pipeline, Redirect, Word } from './parse.js';
@@ -31,12 +31,9 @@ class LoopSignal {
   ) {}
 }
 
-/** A redirection target that is written when the command finishes. */
+/** A redirection target: collected, then appended to the (already truncated) file. */
 class FileOutput extends BufferOutput {
-  constructor(
-    readonly path: string,
-    readonly append: boolean,
-  ) {
+  constructor(readonly path: string) {
     super();
   }
 }
@@ -334,7 +331,7 @@ export class Interpreter {
         io.stderr.write(`${SHELL_NAME}: can't create ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`);
         return 1;
       }
-      const out = new FileOutput(path, true);
+      const out = new FileOutput(path);
       files.push(out);
       if (r.op === '&>' || r.op === '>&') {
         fds[1] = out;
@@ -824,4 +821,3 @@ async function readLine(input: Io['stdin']): Promise<string | null> {
   return nl >= 0 ? text.slice(0, nl) : text;
 }
 
-export { readAll };

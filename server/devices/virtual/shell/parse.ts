@@ -67,7 +67,6 @@ type Token =
   | { type: 'eof' };
 
 const OPERATORS = ['&&', '||', ';;', '>>', '>&', '<&', '&>', '>|', '<<', ';', '&', '|', '(', ')', '<', '>'];
-const RESERVED = new Set(['if', 'then', 'elif', 'else', 'fi', 'while', 'until', 'do', 'done', 'for', 'in', '{', '}', '!']);
 
 function isNameStart(c: string | undefined): boolean {
   return c !== undefined && /[A-Za-z_]/.test(c);
@@ -558,4 +557,3 @@ export function quoteArg(arg: string): string {
   return `'${arg.replace(/'/g, `'\\''`)}'`;
 }
 
-export { RESERVED as RESERVED_WORDS };
