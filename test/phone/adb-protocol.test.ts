@@ -222,7 +222,7 @@ describe('ADB wire protocol', () => {
       const exchange = async (data: Buffer, done: (b: Buffer) => boolean): Promise<Buffer> => {
         host.send(WRTE, 9, deviceId, data);
         let acked = false;
-        let out = Buffer.alloc(0);
+        let out: Buffer = Buffer.alloc(0);
         while (!acked || !done(out)) {
           const m = await host.next();
           if (!m) throw new Error(`timeout after ${out.length} bytes`);
