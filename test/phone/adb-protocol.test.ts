@@ -55,7 +55,7 @@ class RawHost {
     });
   }
 
-  send(command: number, arg0: number, arg1: number, payload = Buffer.alloc(0)): void {
+  send(command: number, arg0: number, arg1: number, payload: Buffer = Buffer.alloc(0)): void {
     const h = Buffer.alloc(24);
     h.writeUInt32LE(command, 0);
     h.writeUInt32LE(arg0, 4);
