@@ -190,12 +190,11 @@ async function untilReady(plan: StartPlan, admitted: Session, stats: StartStats,
         { sessionId: session.id, lastState: session.state },
       );
     }
-    // The server holds a long poll until the session changes *after the poll arrived*, so a
-    // change that lands between our last read and the poll would be waited past. Hence: read
-    // once without waiting right after admission (a boot that fails at once, or a phone
-    // that was ready before the create's answer arrived, shows up here), then long-poll
-    // with a wait bounded by the eta, which keeps the remaining miss window cheap.
-    const waitS = stats.polls === 0 ? 0 : Math.min(MAX_WAIT_S, Math.floor(remaining / 1000), Math.max(1, (session.eta_seconds ?? 1) + 2));
+    // GET ?wait= answers at once for a settled session and otherwise as soon as this
+    // session changes, so one poll usually covers the whole boot. The wait is still bounded
+    // by the eta: against a server that holds polls whatever the state, a change landing
+    // just before a poll costs seconds, not half a minute.
+    const waitS = Math.min(MAX_WAIT_S, Math.floor(remaining / 1000), Math.max(1, (session.eta_seconds ?? 1) + 2));
     const askedAt = Date.now();
     stats.polls++;
     let next: Session;

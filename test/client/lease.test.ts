@@ -215,8 +215,12 @@ describe('leasePhone', () => {
   it('cancels with an AbortSignal and ends what it started', async () => {
     const t = await server({ bootMs: 10_000 });
     const controller = new AbortController();
-    const starting = leasePhone(leaseOptions(t, { signal: controller.signal }));
-    await eventually(() => liveIds(t), (ids) => ids.length === 1);
+    const opts = leaseOptions(t, { signal: controller.signal });
+    const starting = leasePhone(opts);
+    // Wait on the lease's own progress, not by polling the API: a poll competing for the
+    // connection pool would make undici open a socket the aborted request never uses, and
+    // the server's close then waits for that socket to time out.
+    await eventually(async () => opts.logger.lines, (lines) => lines.some((l) => l.endsWith(': booting')));
     controller.abort(new Error('test is over'));
     await expect(starting).rejects.toThrow('test is over');
     expect(await liveIds(t)).toEqual([]);
