@@ -1,0 +1,147 @@
+/**
+ * The WebdriverIO service under the real wdio runner, with real Appium and the
+ * UiAutomator2 driver, against virtual phones of a real server.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PNG } from 'pngjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../support/adb.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { runWdio, wdioConfig } from '../support/wdio-inline.js';
+
+let t: TestServer;
+let env: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  t = await startTestServer({ bootMs: 50, phones: 20 });
+  // Our own adb server: the run must not touch a shared 5037.
+  env = { PHONELEASE_BASE_URL: t.url, PHONELEASE_API_KEY: t.account.key, ANDROID_ADB_SERVER_PORT: String(await freePort()) };
+});
+afterAll(async () => {
+  await t.close();
+});
+
+const phoneIds = (output: string) => [...new Set([...output.matchAll(/phone=(ses_\w+)/g)].map((m) => m[1]!))];
+
+async function expectNoLiveSessions(timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const live = (await t.api.get('/sessions')).body as unknown[];
+    if (live.length === 0) return;
+    if (Date.now() > deadline) throw new Error(`still live: ${JSON.stringify(live)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function endReasons(ids: string[]): Promise<Array<string | undefined>> {
+  const history = (await t.api.get('/history')).body as Array<{ sid: string; end_reason: string }>;
+  return ids.map((id) => history.find((h) => h.sid === id)?.end_reason);
+}
+
+const LOGIN_SPEC = (name: string, password: string) => `
+describe('${name}', () => {
+  it('logs in', async () => {
+    const phone = await browser.phonelease();
+    console.log('phone=' + phone.id);
+    await driver.activateApp('com.phonelease.login');
+    await $('id=com.phonelease.login:id/username').setValue('demo');
+    await $('~password').setValue('${password}');
+    await $('//*[@text="Log in"]').click();
+    await expect($('id=com.phonelease.login:id/result')).toHaveText('Welcome, demo!');
+  });
+});
+`;
+
+describe('phonelease WebdriverIO service', () => {
+  it('runs a passing spec on a leased phone through Appium and ends the phone', async () => {
+    const run = await runWdio('wdio-pass', { 'wdio.conf.ts': wdioConfig(), 'specs/login.e2e.ts': LOGIN_SPEC('login', 'secret') }, { env });
+    expect(run.exitCode, run.output.slice(-3000)).toBe(0);
+    const ids = phoneIds(run.output);
+    expect(ids).toHaveLength(1);
+    expect(await endReasons(ids)).toEqual(['released']);
+    await expectNoLiveSessions();
+  });
+
+  it('saves the phone screen as a PNG on disk when a spec fails', async () => {
+    const run = await runWdio('wdio-fail', { 'wdio.conf.ts': wdioConfig(), 'specs/login.e2e.ts': LOGIN_SPEC('wrong password', 'nope') }, { env });
+    expect(run.exitCode).toBe(1);
+    const dir = join(run.dir, 'out', 'phonelease');
+    const pngs = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.png')) : [];
+    expect(pngs).toHaveLength(1);
+    expect(run.output).toContain(join(dir, pngs[0]!));
+    const png = PNG.sync.read(readFileSync(join(dir, pngs[0]!)));
+    expect([png.width, png.height]).toEqual([720, 1280]);
+    await expectNoLiveSessions();
+  });
+
+  it('gives 2 parallel workers distinct phones', async () => {
+    const run = await runWdio(
+      'wdio-parallel',
+      {
+        'wdio.conf.ts': wdioConfig({ maxInstances: 2 }),
+        'specs/a.e2e.ts': LOGIN_SPEC('a', 'secret'),
+        'specs/b.e2e.ts': LOGIN_SPEC('b', 'secret'),
+      },
+      { env },
+    );
+    expect(run.exitCode, run.output.slice(-3000)).toBe(0);
+    const ids = phoneIds(run.output);
+    expect(ids).toHaveLength(2);
+    expect(await endReasons(ids)).toEqual(['released', 'released']);
+    await expectNoLiveSessions();
+  });
+
+  it("scope 'test' gives every test a fresh phone and reloads the Appium session onto it", async () => {
+    const spec = `
+describe('per test', () => {
+  for (const n of [1, 2, 3]) {
+    it('test ' + n, async () => {
+      const phone = await browser.phonelease();
+      console.log('phone=' + phone.id);
+      // Each test starts on a fresh launcher: the previous test's login did not carry over.
+      await driver.activateApp('com.phonelease.login');
+      await expect($('id=com.phonelease.login:id/result')).toHaveText('');
+      await $('id=com.phonelease.login:id/username').setValue('demo');
+      await $('~password').setValue('secret');
+      await $('//*[@text="Log in"]').click();
+      await expect($('id=com.phonelease.login:id/result')).toHaveText('Welcome, demo!');
+    });
+  }
+});`;
+    const run = await runWdio('wdio-scope-test', { 'wdio.conf.ts': wdioConfig({ service: "{ scope: 'test' }" }), 'specs/per-test.e2e.ts': spec }, { env });
+    expect(run.exitCode, run.output.slice(-3000)).toBe(0);
+    const ids = phoneIds(run.output);
+    expect(ids).toHaveLength(3);
+    expect(await endReasons(ids)).toEqual(['released', 'released', 'released']);
+    await expectNoLiveSessions();
+  });
+
+  it('leaves no live session after SIGINT (Ctrl-C) to the run', async () => {
+    const spec = `
+import { writeFileSync } from 'node:fs';
+describe('waits', () => {
+  it('holds its phone', async () => {
+    const phone = await browser.phonelease();
+    writeFileSync('ready', phone.id);
+    await browser.pause(60000);
+  });
+});`;
+    const run = await runWdio('wdio-sigint', { 'wdio.conf.ts': wdioConfig(), 'specs/wait.e2e.ts': spec }, {
+      env,
+      onSpawn(child, dir) {
+        const poll = setInterval(() => {
+          if (existsSync(join(dir, 'ready'))) {
+            clearInterval(poll);
+            process.kill(-child.pid!, 'SIGINT');
+          }
+        }, 100);
+        child.once('close', () => clearInterval(poll));
+      },
+    });
+    const id = readFileSync(join(run.dir, 'ready'), 'utf8');
+    expect(run.exitCode).not.toBe(0);
+    await expectNoLiveSessions(15_000);
+    expect((await endReasons([id]))[0]).toBeDefined();
+  });
+});
