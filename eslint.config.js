@@ -22,6 +22,13 @@ export default tseslint.config(
     },
   },
   {
+    // Plain Node scripts (ESM JavaScript).
+    files: ['**/*.mjs', '**/*.js'],
+    languageOptions: {
+      globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly', setTimeout: 'readonly' },
+    },
+  },
+  {
     // Tests read JSON bodies whose shape each assertion spells out.
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
