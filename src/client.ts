@@ -113,7 +113,7 @@ export function resolveConfig(options: Pick<PhoneSessionClientOptions, 'baseUrl'
   const missing = [!baseUrl && 'the base URL (PHONELEASE_BASE_URL)', !apiKey && 'the API key (PHONELEASE_API_KEY)'].filter(Boolean);
   if (missing.length > 0) {
     throw new ConfigurationError(
-      `phonelease needs ${missing.join(' and ')}: pass { baseUrl, apiKey } to the client or set PHONELEASE_BASE_URL and PHONELEASE_API_KEY.`,
+      `Missing ${missing.join(' and ')}: pass { baseUrl, apiKey } to the client, or set PHONELEASE_BASE_URL and PHONELEASE_API_KEY.`,
     );
   }
   let url: URL;

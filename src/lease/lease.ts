@@ -168,7 +168,8 @@ export class Lease implements AsyncDisposable {
   readonly #onEnded: (ended: EndedLease) => void;
   #session: Session;
   #adb: Promise<PhoneAdb> | null = null;
-  #stock: Promise<AdbTunnel> | null = null;
+  #tunnel: Promise<AdbTunnel> | null = null;
+  #adbConnected: Promise<void> | null = null;
   #ending: Promise<EndedLease> | null = null;
 
   /** @internal Use leasePhone(). */
@@ -238,23 +239,33 @@ export class Lease implements AsyncDisposable {
   /**
    * Connects the stock adb to this phone through a local tunnel and returns its serial
    * (`127.0.0.1:PORT`), for `adb -s SERIAL ...` or any tool that uses the adb server.
+   * With `connect: false` only the tunnel is opened (connect it yourself: `adb connect SERIAL`).
    * The tunnel stays open until the lease ends.
    */
-  async adbSerial(): Promise<string> {
+  async adbSerial(options: { connect?: boolean } = {}): Promise<string> {
     this.#assertLive();
-    this.#stock ??= (async () => {
-      const tunnel = await AdbTunnel.open(await this.#endpoint(), { onError: (e) => this.#logger.debug?.(`adb tunnel: ${e.message}`) });
-      try {
-        await adbConnect(tunnel.serial, this.#adbOptions);
-      } catch (error) {
-        await tunnel.close();
-        throw error;
+    if (!this.#tunnel) {
+      const opening = this.#endpoint().then((endpoint) =>
+        AdbTunnel.open(endpoint, { onError: (e) => this.#logger.debug?.(`adb tunnel: ${e.message}`) }),
+      );
+      this.#tunnel = opening;
+      // A failed attempt is not cached: the next call tries again.
+      opening.catch(() => {
+        if (this.#tunnel === opening) this.#tunnel = null;
+      });
+    }
+    const tunnel = await this.#tunnel;
+    if (options.connect !== false) {
+      if (!this.#adbConnected) {
+        const connecting = adbConnect(tunnel.serial, this.#adbOptions);
+        this.#adbConnected = connecting;
+        connecting.catch(() => {
+          if (this.#adbConnected === connecting) this.#adbConnected = null;
+        });
       }
-      return tunnel;
-    })();
-    // A failed attempt may be retried by the next call.
-    this.#stock.catch(() => (this.#stock = null));
-    return (await this.#stock).serial;
+      await this.#adbConnected;
+    }
+    return tunnel.serial;
   }
 
   /** Capabilities for Appium's UiAutomator2 driver on this phone (connects the stock adb first). */
@@ -349,14 +360,17 @@ export class Lease implements AsyncDisposable {
 
   async #closeAdb(): Promise<void> {
     const adb = this.#adb;
-    const stock = this.#stock;
+    const tunnel = this.#tunnel;
+    const connected = this.#adbConnected;
     this.#adb = null;
-    this.#stock = null;
+    this.#tunnel = null;
+    this.#adbConnected = null;
     await Promise.allSettled([
       adb?.then((a) => a.close()),
-      stock?.then(async (tunnel) => {
-        await adbDisconnect(tunnel.serial, this.#adbOptions);
-        await tunnel.close();
+      tunnel?.then(async (t) => {
+        // Tell the adb server first, so it does not keep retrying a port that is gone.
+        if (connected) await connected.then(() => adbDisconnect(t.serial, this.#adbOptions), () => undefined);
+        await t.close();
       }),
     ]);
   }
