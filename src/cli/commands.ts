@@ -1,0 +1,320 @@
+/**
+ * The client commands of `phonelease`. Each parses its own arguments, talks to the service
+ * through PhoneSessionClient (or leasePhone) and writes human output, or one JSON document
+ * with --json. Secrets are printed only where the user asked for them: the viewer URL of
+ * `lease` and the new key of `keys create`.
+ */
+import { parseArgs } from 'node:util';
+import type { Account, HistoryRecord, Session } from '../api/schemas.js';
+import { PhoneSessionClient } from '../client.js';
+import { AdbError, NotFoundError } from '../errors.js';
+import { endAndConfirm } from '../lease/end.js';
+import { leasePhone } from '../lease/lease.js';
+import { stderrLogger } from '../util/log.js';
+import { dollars, fields, relative, span, table, when } from './format.js';
+import { USAGE, UsageError } from './usage.js';
+
+export interface CommandIo {
+  out(text: string): void;
+  err(text: string): void;
+  env: NodeJS.ProcessEnv;
+}
+
+const COMMON = {
+  json: { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+  'base-url': { type: 'string' },
+} as const;
+
+/** Runs parseArgs, turning its errors into a UsageError with the command's help. */
+function parse<T>(command: string, run: () => T): T {
+  try {
+    return run();
+  } catch (error) {
+    throw new UsageError(`${error instanceof Error ? error.message : String(error)}\n\n${USAGE[command] ?? ''}`);
+  }
+}
+
+function clientFor(values: { 'base-url'?: string | boolean | undefined }, io: CommandIo): PhoneSessionClient {
+  const baseUrl = typeof values['base-url'] === 'string' ? values['base-url'] : undefined;
+  return new PhoneSessionClient({ env: io.env, ...(baseUrl ? { baseUrl } : {}) });
+}
+
+function positiveInt(name: string, value: string | boolean | undefined): number | undefined {
+  if (value === undefined || typeof value === 'boolean') return undefined;
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw new UsageError(`--${name} must be a whole number of at least 1 (got "${value}")`);
+  return Number(value);
+}
+
+const json = (io: CommandIo, value: unknown) => io.out(JSON.stringify(value, null, 2) + '\n');
+
+/** A session without the fields that grant access (for listings and --json). */
+function publicSession(s: Session): Omit<Session, 'watch_url' | 'adb'> & { adb?: { host: string; port: number; expires_at: number } } {
+  const { watch_url: _watch, adb, ...rest } = s;
+  return { ...rest, ...(adb ? { adb: { host: adb.host, port: adb.port, expires_at: adb.expires_at } } : {}) };
+}
+
+// ---------------------------------------------------------------------------------------
+
+export async function sessionsCommand(argv: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parse('sessions', () => parseArgs({ args: argv, options: COMMON, allowPositionals: true }));
+  if (values.help) return help('sessions', io);
+  if (positionals.length > 0) throw new UsageError(`sessions takes no arguments\n\n${USAGE.sessions}`);
+  const sessions = await clientFor(values, io).listSessions();
+  if (values.json) {
+    json(io, sessions.map(publicSession));
+    return 0;
+  }
+  if (sessions.length === 0) {
+    io.out('No live sessions.\n');
+    return 0;
+  }
+  io.out(
+    table(
+      ['SESSION', 'STATE', 'DEVICE', 'AGE', 'EXPIRES'],
+      sessions.map((s) => [
+        s.id,
+        s.state === 'provisioning' && s.location ? `${s.location}` : s.cleanup_pending ? `${s.state} (cleanup pending)` : s.state,
+        s.device ?? '-',
+        span(s.age_s),
+        relative(s.expires_at),
+      ]),
+    ),
+  );
+  return 0;
+}
+
+export async function endCommand(argv: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parse('end', () => parseArgs({ args: argv, options: COMMON, allowPositionals: true }));
+  if (values.help) return help('end', io);
+  if (positionals.length !== 1) throw new UsageError(`end takes exactly one session id\n\n${USAGE.end}`);
+  const sid = positionals[0]!;
+  const client = clientFor(values, io);
+  try {
+    // Asked directly (not through endAndConfirm) so that an unknown id is an error here.
+    await client.endSession(sid);
+  } catch (error) {
+    if (error instanceof NotFoundError) {
+      io.err(`phonelease: no live session ${sid} on this account (already ended, or never existed)\n`);
+      return 1;
+    }
+    throw error;
+  }
+  const result = await endAndConfirm(client, { sessionId: sid });
+  const confirmed = result.cleanupConfirmed;
+  if (values.json) json(io, { session: sid, ended: true, cleanup_confirmed: confirmed });
+  else io.out(confirmed ? `Ended ${sid}; cleanup confirmed.\n` : `Ended ${sid}; cleanup is still pending on the service.\n`);
+  return confirmed ? 0 : 1;
+}
+
+export async function historyCommand(argv: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parse('history', () =>
+    parseArgs({ args: argv, options: { ...COMMON, limit: { type: 'string' }, all: { type: 'boolean', default: false } }, allowPositionals: true }),
+  );
+  if (values.help) return help('history', io);
+  if (positionals.length > 0) throw new UsageError(`history takes no arguments\n\n${USAGE.history}`);
+  const limit = positiveInt('limit', values.limit);
+  if (limit !== undefined && values.all) throw new UsageError(`use --limit or --all, not both\n\n${USAGE.history}`);
+  const client = clientFor(values, io);
+  let records: HistoryRecord[];
+  if (values.all || (limit !== undefined && limit > 100)) {
+    records = [];
+    for await (const r of client.iterateHistory({ pageSize: 100 })) {
+      records.push(r);
+      if (limit !== undefined && records.length >= limit) break;
+    }
+  } else {
+    records = (await client.history()).slice(0, limit ?? 100);
+  }
+  if (values.json) {
+    json(io, records);
+    return 0;
+  }
+  if (records.length === 0) {
+    io.out('No finished sessions.\n');
+    return 0;
+  }
+  io.out(
+    table(
+      ['SESSION', 'ENDED', 'REASON', 'USED', 'COST', 'DEVICE'],
+      records.map((r) => [r.sid, when(r.ended), r.end_reason, `${r.usage_minutes} min`, dollars(r.cost_cents), r.device]),
+    ),
+  );
+  return 0;
+}
+
+export async function meCommand(argv: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parse('me', () => parseArgs({ args: argv, options: COMMON, allowPositionals: true }));
+  if (values.help) return help('me', io);
+  if (positionals.length > 0) throw new UsageError(`me takes no arguments\n\n${USAGE.me}`);
+  const me: Account = await clientFor(values, io).me();
+  if (values.json) {
+    json(io, me);
+    return 0;
+  }
+  io.out(
+    fields([
+      ['account', `${me.uid} (${me.name}, ${me.email})`],
+      ['environment', me.environment],
+      ['billing', me.billing_mode === 'metered' ? `metered, ${dollars(me.price_cents_per_minute)}/min` : 'disabled'],
+      ['balance', dollars(me.balance_cents)],
+      ['sessions', `${me.active_session_count} of ${me.session_limit} in use (${me.available_session_slots} free)`],
+      ['can rent', me.can_rent ? 'yes' : `no: ${me.rent_blocked_reason ?? 'rentals are not enabled'}`],
+      ['profile', `${me.profile.id} (${me.profile.state}${me.profile.session ? `, held by ${me.profile.session}` : ''})`],
+    ]),
+  );
+  return 0;
+}
+
+export async function keysCommand(argv: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parse('keys', () => parseArgs({ args: argv, options: COMMON, allowPositionals: true }));
+  if (values.help) return help('keys', io);
+  const [sub, ...rest] = positionals;
+  const client = clientFor(values, io);
+  switch (sub) {
+    case 'create': {
+      if (rest.length !== 1 || !rest[0]) throw new UsageError(`keys create takes one LABEL\n\n${USAGE.keys}`);
+      const created = await client.createKey(rest[0]);
+      if (values.json) json(io, created);
+      else {
+        io.out(`${created.key}\n`);
+        io.err(`Created key ${created.hint} (${created.label}). This is the only time it is shown: store it now.\n`);
+      }
+      return 0;
+    }
+    case 'list': {
+      if (rest.length > 0) throw new UsageError(`keys list takes no arguments\n\n${USAGE.keys}`);
+      const keys = await client.listKeys();
+      if (values.json) json(io, keys);
+      else io.out(table(['HASH', 'HINT', 'LABEL', 'CREATED'], keys.map((k) => [k.key_hash, k.hint, k.label, when(k.created)])) || 'No active keys.\n');
+      return 0;
+    }
+    case 'revoke': {
+      if (rest.length !== 1 || !/^[a-f0-9]{64}$/.test(rest[0] ?? '')) {
+        throw new UsageError(`keys revoke takes one key HASH (64 hex characters, from "phonelease keys list")\n\n${USAGE.keys}`);
+      }
+      await client.revokeKey(rest[0]!);
+      if (values.json) json(io, { key_hash: rest[0], revoked: true });
+      else io.out(`Revoked key ${rest[0]}.\n`);
+      return 0;
+    }
+    default:
+      throw new UsageError(`${sub ? `unknown keys command "${sub}"` : 'keys needs a command'}\n\n${USAGE.keys}`);
+  }
+}
+
+/**
+ * `phonelease lease`: a phone for a person. Stays in the foreground with the tunnel open;
+ * Ctrl-C (or SIGTERM) ends the session and confirms cleanup, then exits 0.
+ */
+export async function leaseCommand(argv: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parse('lease', () =>
+    parseArgs({
+      args: argv,
+      options: { ...COMMON, profile: { type: 'boolean', default: false }, timeout: { type: 'string' }, 'start-timeout': { type: 'string' } },
+      allowPositionals: true,
+    }),
+  );
+  if (values.help) return help('lease', io);
+  if (positionals.length > 0) throw new UsageError(`lease takes no arguments\n\n${USAGE.lease}`);
+  const timeoutSeconds = positiveInt('timeout', values.timeout) ?? 3600;
+  const startTimeoutMs = (positiveInt('start-timeout', values['start-timeout']) ?? 180) * 1000;
+  const client = clientFor(values, io);
+  const logger = stderrLogger();
+
+  // Ctrl-C during the start cancels it (the lease ends what it made); after, it ends the lease.
+  const stop = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    io.err(`phonelease: ${signal}, ending the session\n`);
+    stop.abort(new Error(`Stopped by ${signal}.`));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const phone = await leasePhone({
+      client,
+      profile: values.profile === true,
+      timeoutSeconds,
+      startTimeoutMs: Math.min(startTimeoutMs, timeoutSeconds * 1000),
+      logger,
+      signal: stop.signal,
+      // This command handles the signals itself (to report and exit 0); the reaper stays on.
+      handleSignals: false,
+    });
+    try {
+      let serial: string;
+      let adbHint = '';
+      try {
+        serial = await phone.adbSerial();
+      } catch (error) {
+        if (!(error instanceof AdbError) || error.code !== 'adb_unavailable') throw error;
+        // No stock adb here: the tunnel still works for any adb that can reach this machine.
+        serial = await phone.adbSerial({ connect: false });
+        adbHint = ` (stock adb not found: connect with "adb connect ${serial}")`;
+      }
+      const viewer = await phone.ownerViewer();
+      if (values.json) {
+        io.out(JSON.stringify({ session: phone.id, serial, viewer_url: viewer.url, device: phone.session.device, expires_at: phone.session.expires_at }) + '\n');
+      } else {
+        io.out(
+          fields([
+            ['session', phone.id],
+            ['device', phone.session.device ?? '-'],
+            ['adb serial', `${serial}${adbHint}`],
+            ['viewer', `${viewer.url}  (interactive; keep it to yourself)`],
+            ['expires', `${when(phone.session.expires_at)} (${relative(phone.session.expires_at)})`],
+          ]) + `\nTry: adb -s ${serial} shell\nPress Ctrl-C to end the session.\n`,
+        );
+      }
+      const why = await untilStopped(client, phone.id, stop.signal);
+      const ended = await phone.end();
+      if (why === 'gone') {
+        io.err(`phonelease: session ${phone.id} was ended by the service (deadline passed, or ended elsewhere)\n`);
+        return 1;
+      }
+      // The lease's logger has already said how the end went.
+      return ended.cleanupConfirmed ? 0 : 1;
+    } finally {
+      await phone.end();
+    }
+  } catch (error) {
+    // Stopped during the start: the start cleaned up; a clean exit.
+    if (stop.signal.aborted) return 0;
+    throw error;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+/** Resolves 'signal' when the user stops, 'gone' when the session ends on its own. */
+async function untilStopped(client: PhoneSessionClient, sid: string, signal: AbortSignal): Promise<'signal' | 'gone'> {
+  // A ref'd timer keeps the process in the foreground (the tunnel itself does not).
+  for (;;) {
+    const stopped = await new Promise<boolean>((resolve) => {
+      if (signal.aborted) return resolve(true);
+      const timer = setTimeout(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(false);
+      }, 10_000);
+      const onAbort = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    if (stopped) return 'signal';
+    try {
+      const s = await client.getSession(sid);
+      if (s.state !== 'ready') return 'gone';
+    } catch (error) {
+      if (error instanceof NotFoundError) return 'gone';
+      // The service is unreachable for a moment: keep the phone, try again later.
+    }
+  }
+}
+
+function help(command: string, io: CommandIo): number {
+  io.out(`${USAGE[command]}\n`);
+  return 0;
+}

@@ -1,0 +1,72 @@
+/**
+ * Help texts and the usage error (exit code 2) of the `phonelease` command.
+ */
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+const CONNECTION = `The service and key come from PHONELEASE_BASE_URL and PHONELEASE_API_KEY
+(--base-url overrides the first; the key is never taken from the command line).`;
+
+export const MAIN_USAGE = `Usage: phonelease <command> [options]
+
+A disposable Android phone for every test.
+
+Client commands:
+  lease [--profile] [--timeout S]   Lease a phone; keep its ADB tunnel open until Ctrl-C
+  sessions                          List live sessions
+  end SID                           End a session and confirm its cleanup
+  history [--limit N | --all]       Finished sessions, newest first
+  me                                The account: balance, limits, profile
+  keys create LABEL | list | revoke HASH
+                                    Manage API keys
+
+Server commands:
+  server [...]                      Run the phone-session API over local phones
+  accounts create [...]             Create an account on a server's data directory
+
+Every client command takes --json (machine-readable output) and --help.
+${CONNECTION}
+
+Exit codes: 0 success, 1 failure, 2 usage error.`;
+
+export const USAGE: Record<string, string> = {
+  lease: `Usage: phonelease lease [--profile] [--timeout S] [--start-timeout S] [--json]
+
+Leases a phone, connects the stock adb to it through a local tunnel, prints its adb serial
+and an interactive viewer URL, and keeps the tunnel open until Ctrl-C (or SIGTERM). Then it
+ends the session and confirms its cleanup. Progress goes to stderr.
+
+  --profile          Use the account's own profile phone (kept between sessions)
+  --timeout S        The session's lifetime in seconds (default 3600)
+  --start-timeout S  How long to wait for a free phone and its boot (default 180)
+  --json             Print one JSON line {"session","serial","viewer_url",...} when ready
+
+The viewer URL is a secret for you alone: it controls the phone.
+${CONNECTION}`,
+  sessions: `Usage: phonelease sessions [--json]
+
+Lists the account's live sessions (provisioning, ready, error, closing). --json prints them
+without their secrets (watch_url and the ADB unlock code are left out).
+${CONNECTION}`,
+  end: `Usage: phonelease end SID [--json]
+
+Ends a session and waits until the service confirms its cleanup.
+${CONNECTION}`,
+  history: `Usage: phonelease history [--limit N | --all] [--json]
+
+Finished sessions, newest first: the last 100 by default, N with --limit, every one with --all.
+${CONNECTION}`,
+  me: `Usage: phonelease me [--json]
+
+The account: credit, price, session limit and slots, the profile phone.
+${CONNECTION}`,
+  keys: `Usage: phonelease keys create LABEL [--json]
+       phonelease keys list [--json]
+       phonelease keys revoke HASH [--json]
+
+create prints the new key once (store it now: it is never shown again); list shows key
+hashes and hints, never keys; revoke takes a key_hash from list.
+${CONNECTION}`,
+};

@@ -1,0 +1,204 @@
+/**
+ * The `phonelease` command as a child process against a real server: human and --json
+ * output, exit codes (0 ok, 1 failure, 2 usage), and `lease` held then stopped with Ctrl-C.
+ */
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAdb } from '../../src/index.js';
+import { freePort } from '../../src/util/ports.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { eventually, liveIds, tempDir } from './helpers.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+
+let t: TestServer;
+beforeAll(async () => {
+  t = await startTestServer({ bootMs: 50 });
+});
+afterAll(() => t.close());
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PHONELEASE_BASE_URL: t.url,
+    PHONELEASE_API_KEY: t.account.key,
+    PHONELEASE_LEDGER_DIR: tempDir(),
+    PHONELEASE_REAPER: '0',
+    ...extra,
+  };
+  for (const [k, v] of Object.entries(extra)) if (v === undefined) delete env[k];
+  return env;
+}
+
+function cli(args: string[], extra: Record<string, string | undefined> = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], { cwd: ROOT, env: cliEnv(extra), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('phonelease (client commands)', () => {
+  it('me: aligned fields by default, the account as JSON with --json', async () => {
+    const human = await cli(['me']);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(new RegExp(`^account +${t.account.uid} `, 'm'));
+    expect(human.stdout).toMatch(/^sessions +0 of \d+ in use/m);
+    const json = await cli(['me', '--json']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ uid: t.account.uid, profile: { id: t.account.profile_id } });
+  });
+
+  it('sessions --json lists live sessions without their secrets; end SID ends one and confirms', async () => {
+    expect(JSON.parse((await cli(['sessions', '--json'])).stdout)).toEqual([]);
+    const created = (await t.api.post('/sessions', { body: { timeout_seconds: 120 } })).body;
+    const ready = await t.api.waitFor(created.id, ['ready']);
+
+    const listed = await cli(['sessions', '--json']);
+    expect(listed.code).toBe(0);
+    const sessions = JSON.parse(listed.stdout);
+    expect(sessions.map((s: { id: string }) => s.id)).toEqual([created.id]);
+    expect(listed.stdout).not.toContain(ready.adb.code);
+    expect(listed.stdout).not.toContain('pvg_');
+    expect(sessions[0].adb).toEqual({ host: ready.adb.host, port: ready.adb.port, expires_at: ready.adb.expires_at });
+
+    const table = await cli(['sessions']);
+    expect(table.stdout).toMatch(/^SESSION +STATE +DEVICE +AGE +EXPIRES$/m);
+    expect(table.stdout).toMatch(new RegExp(`^${created.id} +ready +Virtual`, 'm'));
+
+    const ended = await cli(['end', created.id]);
+    expect(ended).toMatchObject({ code: 0, stdout: `Ended ${created.id}; cleanup confirmed.\n` });
+    expect(await liveIds(t)).toEqual([]);
+    const again = await cli(['end', created.id]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(`no live session ${created.id}`);
+
+    const history = await cli(['history', '--json']);
+    expect(JSON.parse(history.stdout)[0]).toMatchObject({ sid: created.id, end_reason: 'released' });
+    expect((await cli(['history'])).stdout).toMatch(new RegExp(`^${created.id} +\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC +released`, 'm'));
+  });
+
+  it('keys: create shows the key once, list never does, revoke stops it', async () => {
+    const created = await cli(['keys', 'create', 'cli test']);
+    expect(created.code).toBe(0);
+    const key = created.stdout.trim();
+    expect(key).toMatch(/^pck_/);
+    expect(created.stderr).toContain('only time it is shown');
+    const list = await cli(['keys', 'list', '--json']);
+    expect(list.stdout).not.toContain(key);
+    const entry = JSON.parse(list.stdout).find((k: { label: string }) => k.label === 'cli test');
+    expect(entry.key_hash).toMatch(/^[a-f0-9]{64}$/);
+    expect((await cli(['me'], { PHONELEASE_API_KEY: key })).code).toBe(0);
+    expect((await cli(['keys', 'revoke', entry.key_hash])).code).toBe(0);
+    const refused = await cli(['me'], { PHONELEASE_API_KEY: key });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^phonelease: .*\[unauthenticated\]$/m);
+    expect(refused.stderr).not.toContain(key);
+  });
+
+  it('exit codes: 2 for usage and missing configuration, 1 for failures; --help everywhere', async () => {
+    const unconfigured = await cli(['me'], { PHONELEASE_BASE_URL: undefined, PHONELEASE_API_KEY: undefined });
+    expect(unconfigured.code).toBe(2);
+    expect(unconfigured.stderr).toContain('PHONELEASE_BASE_URL');
+    expect(unconfigured.stderr).toContain('PHONELEASE_API_KEY');
+    expect((await cli(['frobnicate'])).code).toBe(2);
+    expect((await cli(['sessions', '--frobnicate'])).code).toBe(2);
+    expect((await cli(['end'])).code).toBe(2);
+    expect((await cli(['keys', 'revoke', 'not-a-hash'])).code).toBe(2);
+    expect((await cli(['history', '--limit', 'zero'])).code).toBe(2);
+    expect((await cli([])).code).toBe(2);
+    const unreachable = await cli(['me'], { PHONELEASE_BASE_URL: `http://127.0.0.1:${await freePort()}` });
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toMatch(/Could not reach the phone-session service/);
+
+    for (const command of ['lease', 'sessions', 'end', 'history', 'me', 'keys']) {
+      const help = await cli([command, '--help']);
+      expect(help.code, command).toBe(0);
+      expect(help.stdout, command).toMatch(new RegExp(`^Usage: phonelease ${command}`));
+    }
+    const top = await cli(['--help']);
+    expect(top.code).toBe(0);
+    expect(top.stdout).toContain('lease [--profile] [--timeout S]');
+  });
+
+  it('server and accounts are still served by the same command', async () => {
+    const data = tempDir();
+    const created = await cli(['accounts', 'create', '--data', data, '--json']);
+    expect(created.code).toBe(0);
+    expect(JSON.parse(created.stdout)).toMatchObject({ uid: expect.any(String), key: expect.stringMatching(/^pck_/) });
+    const help = await cli(['server', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: phonelease server');
+  });
+});
+
+describe('phonelease lease', () => {
+  it('prints the adb serial and viewer URL, keeps the tunnel until Ctrl-C, then ends the session', async () => {
+    const adbPort = await freePort();
+    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'lease', '--json', '--timeout', '600'], {
+      cwd: ROOT,
+      env: cliEnv({ ANDROID_ADB_SERVER_PORT: String(adbPort) }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        createInterface({ input: child.stdout }).once('line', resolve);
+        void exited.then((code) => reject(new Error(`lease exited ${code}: ${stderr}`)));
+      });
+      const out = JSON.parse(line) as { session: string; serial: string; viewer_url: string; expires_at: number };
+      expect(out.serial).toMatch(/^127\.0\.0\.1:\d+$/);
+      expect(out.viewer_url.startsWith(`${t.url}/v/`)).toBe(true);
+      expect(await liveIds(t)).toEqual([out.session]);
+      expect(stderr).toMatch(new RegExp(`${out.session}: .*ready in`));
+      // The stock adb reaches the phone through the command's tunnel.
+      const hi = await runAdb(['-s', out.serial, 'shell', 'echo', 'hi'], { serverPort: adbPort });
+      expect(hi.stdout).toBe('hi\n');
+
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+      expect(await liveIds(t)).toEqual([]);
+      expect(stderr).toContain(`${out.session}: ended (released, cleanup confirmed`);
+      expect(stderr).not.toContain(t.account.key);
+      expect((await runAdb(['devices'], { serverPort: adbPort })).stdout).not.toContain(out.serial);
+    } finally {
+      child.kill('SIGKILL');
+      await runAdb(['kill-server'], { serverPort: adbPort }).catch(() => undefined);
+    }
+  });
+
+  it('Ctrl-C while the phone is still starting ends what was started and exits 0', async () => {
+    const slow = await startTestServer({ bootMs: 20_000 });
+    try {
+      const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'lease'], {
+        cwd: ROOT,
+        env: cliEnv({ PHONELEASE_BASE_URL: slow.url, PHONELEASE_API_KEY: slow.account.key }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+      await eventually(async () => stderr, (s) => /: booting/.test(s));
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+      expect((await slow.api.get('/sessions')).body).toEqual([]);
+    } finally {
+      await slow.close();
+    }
+  });
+});
