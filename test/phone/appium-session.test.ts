@@ -23,7 +23,7 @@ let appium: AppiumServer;
 beforeAll(async () => {
   prepared = await startVirtualAdb();
   // Both phones share one adb server, as a test machine would.
-  fresh = await startVirtualAdb({ backend: prepared.backend, adbServerPort: prepared.adbServerPort });
+  fresh = await startVirtualAdb({ on: prepared.host! });
   appium = await startAppium(prepared.adbServerPort);
 }, 120_000);
 

@@ -3,7 +3,7 @@
  * restore apps, files, settings, persist.* properties and the screen, damaged saves, and
  * many idle phones in one process.
  */
-import { existsSync, mkdtempSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +12,7 @@ import { PhoneBootError } from '../../server/devices/types.js';
 import type { DevicePhone } from '../../server/devices/types.js';
 import { createVirtualBackend } from '../../server/devices/virtual/index.js';
 import { buildTestApk } from '../support/apk-builder.js';
-import { quietLog, startVirtualAdb } from '../support/virtual-adb.js';
+import { quietLog, startPhoneServer, startVirtualAdb } from '../support/virtual-adb.js';
 
 let dir: string;
 
@@ -93,10 +93,9 @@ describe('profiles', () => {
   });
 
   it('saves apps, files, settings, persist props and the screen, and restores them', async () => {
-    const save = join(dir, 'profile-a');
-    const empty = join(dir, 'never-saved');
-    // An absent (or empty) directory is a fresh profile.
-    const first = await startVirtualAdb({ restoreFrom: empty });
+    // Two sessions of the account's profile phone on one server: ending the first saves it.
+    const ps = await startPhoneServer();
+    const first = await startVirtualAdb({ on: ps, profile: true });
     const apk = buildTestApk({ package: 'com.example.kept', label: 'Kept', versionName: '9.9', activities: ['.Main'], launcher: true });
     const apkFile = join(dir, 'kept.apk');
     writeFileSync(apkFile, apk);
@@ -109,11 +108,10 @@ describe('profiles', () => {
     await first.adbOk(['shell', 'settings put secure phonelease_saved yes; setprop persist.phonelease.kept 1; setprop debug.phonelease.lost 1']);
     await first.adbOk(['shell', 'am start -n com.phonelease.login/.LoginActivity']);
     const hash = await first.adbOk(['shell', 'md5sum /sdcard/Documents/notes/a.txt']);
-    await first.phone.shutdown({ saveTo: save });
     await first.close();
-    expect(existsSync(join(save, 'manifest.json'))).toBe(true);
+    expect((await ps.api.get('/me')).body.profile).toMatchObject({ state: 'stored', exact: true, session: null });
 
-    const second = await startVirtualAdb({ restoreFrom: save });
+    const second = await startVirtualAdb({ on: ps, profile: true });
     try {
       expect(await second.adbOk(['shell', 'md5sum /sdcard/Documents/notes/a.txt'])).toBe(hash);
       expect(await second.adbOk(['shell', "stat -c '%a %U' /data/local/tmp/t.txt"])).toBe('700 shell\n');
@@ -126,6 +124,7 @@ describe('profiles', () => {
       expect(await second.adbOk(['shell', 'dumpsys window | grep mFocusedApp | head -1'])).toContain('com.phonelease.login/.LoginActivity');
     } finally {
       await second.close();
+      await ps.close();
     }
   });
 

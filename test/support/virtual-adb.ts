@@ -1,13 +1,20 @@
 /**
- * Test helper: boots a virtual phone and drives it with the stock adb client over the
- * phone's real TCP port, on a private adb server port (never 5037). Transport details stay
- * in here so tests can later go through the server's ADB gateway instead.
+ * Test helper: a virtual phone driven by the stock adb client the way users reach one —
+ * a session on a real phonelease server, its ADB gateway, and a local tunnel that presents
+ * the unlock code — on a private adb server port (never 5037). Tests still get the
+ * VirtualPhone object (recorded as the backend boots it) to look inside.
+ *
+ * Only the device-level save/restore tests use `restoreFrom`, which boots a phone straight
+ * from a save directory without a server.
  */
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import type { DeviceBackend, DeviceLogger } from '../../server/devices/types.js';
 import { createVirtualBackend } from '../../server/devices/virtual/index.js';
 import type { VirtualPhone } from '../../server/devices/virtual/phone.js';
+import { startServer, type RunningServer } from '../../server/main.js';
+import { gatewayTunnel } from './adb.js';
+import { Api } from './server.js';
 
 export const ADB_BINARY = process.env.PHONELEASE_ADB ?? '/usr/bin/adb';
 
@@ -30,6 +37,10 @@ export interface VirtualAdb {
   serial: string;
   phone: VirtualPhone;
   backend: DeviceBackend;
+  /** The server and account the phone's session belongs to (null in restoreFrom mode). */
+  host: PhoneServer | null;
+  /** The session id (null in restoreFrom mode). */
+  sessionId: string | null;
   /** The private adb server port (ANDROID_ADB_SERVER_PORT for tools like Appium). */
   adbServerPort: number;
   /** Runs `adb -P PORT -s SERIAL ...args`. */
@@ -38,6 +49,7 @@ export interface VirtualAdb {
   adbOk(args: string[], options?: AdbRunOptions): Promise<string>;
   /** Runs adb without `-s SERIAL` (host commands). */
   adbHost(args: string[], options?: AdbRunOptions): Promise<AdbResult>;
+  /** Ends the session (a profile phone is saved) and disconnects; stops what it started. */
   close(): Promise<void>;
 }
 
@@ -84,50 +96,79 @@ export const quietLog: DeviceLogger = {
 };
 
 export interface StartOptions {
+  /** Another phone on this server, account and adb server (default: its own). */
+  on?: PhoneServer;
+  /** Start the account's profile phone instead of a temporary one. */
+  profile?: boolean;
+  /** Boot straight from a save directory, without a server (device-level save/restore tests). */
   restoreFrom?: string | null;
   log?: DeviceLogger;
-  /** Reuse a backend (e.g. to boot a second phone of the same backend). */
-  backend?: DeviceBackend;
-  /** Reuse an adb server port (another phone on the same adb server). */
-  adbServerPort?: number;
 }
 
-/** Boots a phone and connects the stock adb client to it. */
-export async function startVirtualAdb(options: StartOptions = {}): Promise<VirtualAdb> {
-  const ownBackend = !options.backend;
-  const backend = options.backend ?? createVirtualBackend({ bootMs: 0 });
-  const phone = (await backend.boot({
-    sessionId: `test-${process.pid}-${Date.now()}`,
-    restoreFrom: options.restoreFrom ?? null,
-    signal: new AbortController().signal,
-    log: options.log ?? quietLog,
-  })) as VirtualPhone;
-  const adbServerPort = options.adbServerPort ?? (await freePort());
-  const serial = `${phone.adb.host}:${phone.adb.port}`;
-  const host = (args: string[], o?: AdbRunOptions) => runAdb(['-P', String(adbServerPort), ...args], o);
-  try {
-    // `adb connect` exits 0 even when it fails: read what it says.
-    let connected = false;
-    let last = '';
-    for (let attempt = 0; attempt < 3 && !connected; attempt++) {
-      const r = await host(['connect', serial]);
-      last = r.stdout + r.stderr;
-      connected = /connected to/.test(r.stdout) && !/failed|unable|cannot/i.test(last);
-    }
-    if (!connected) throw new Error(`adb connect ${serial} failed: ${last}`);
-    await host(['-s', serial, 'wait-for-device'], { timeoutMs: 20_000 });
-  } catch (error) {
-    await host(['kill-server']).catch(() => undefined);
-    if (ownBackend) await backend.close();
-    else await phone.shutdown({ saveTo: null });
-    throw error;
-  }
-  const adb = (args: string[], o?: AdbRunOptions) => host(['-s', serial, ...args], o);
+/** A real server whose virtual backend records the phones it boots, one account, one adb server. */
+export interface PhoneServer {
+  server: RunningServer;
+  api: Api;
+  backend: DeviceBackend;
+  adbServerPort: number;
+  phoneOf(sessionId: string): VirtualPhone;
+  close(): Promise<void>;
+}
+
+export async function startPhoneServer(options: { log?: DeviceLogger } = {}): Promise<PhoneServer> {
+  const inner = createVirtualBackend({ bootMs: 0 });
+  const phones = new Map<string, VirtualPhone>();
+  const backend: DeviceBackend = {
+    name: inner.name,
+    typicalBootMs: inner.typicalBootMs,
+    startupSource: inner.startupSource,
+    close: () => inner.close(),
+    async boot(request) {
+      const phone = (await inner.boot({ ...request, log: options.log ?? request.log })) as VirtualPhone;
+      phones.set(request.sessionId, phone);
+      return phone;
+    },
+  };
+  const server = await startServer({ backend, log: 'warn', phones: 50 });
+  const { key } = server.createAccount({ billingMode: 'disabled', sessionLimit: 50 });
+  const adbServerPort = await freePort();
   return {
-    serial,
-    phone,
+    server,
+    api: new Api(server.url, key),
     backend,
     adbServerPort,
+    phoneOf(sessionId) {
+      const phone = phones.get(sessionId);
+      if (!phone) throw new Error(`no phone was booted for ${sessionId}`);
+      return phone;
+    },
+    async close() {
+      await runAdb(['-P', String(adbServerPort), 'kill-server']).catch(() => undefined);
+      await server.close();
+    },
+  };
+}
+
+async function connect(host: (args: string[], o?: AdbRunOptions) => Promise<AdbResult>, serial: string): Promise<void> {
+  // `adb connect` exits 0 even when it fails: read what it says.
+  let connected = false;
+  let last = '';
+  for (let attempt = 0; attempt < 3 && !connected; attempt++) {
+    const r = await host(['connect', serial]);
+    last = r.stdout + r.stderr;
+    connected = /connected to/.test(r.stdout) && !/failed|unable|cannot/i.test(last);
+  }
+  if (!connected) throw new Error(`adb connect ${serial} failed: ${last}`);
+  await host(['-s', serial, 'wait-for-device'], { timeoutMs: 20_000 });
+}
+
+function wrap(
+  fields: Omit<VirtualAdb, 'adb' | 'adbOk' | 'adbHost'>,
+  host: (args: string[], o?: AdbRunOptions) => Promise<AdbResult>,
+): VirtualAdb {
+  const adb = (args: string[], o?: AdbRunOptions) => host(['-s', fields.serial, ...args], o);
+  return {
+    ...fields,
     adb,
     adbHost: host,
     async adbOk(args, o) {
@@ -135,10 +176,89 @@ export async function startVirtualAdb(options: StartOptions = {}): Promise<Virtu
       if (r.code !== 0) throw new Error(`adb ${args.join(' ')} exited ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
       return r.stdout;
     },
-    async close() {
-      await host(['disconnect', serial]).catch(() => undefined);
-      if (options.adbServerPort === undefined) await host(['kill-server']).catch(() => undefined);
-      if (ownBackend) await backend.close();
-    },
   };
+}
+
+/** A phone connected to the stock adb through its session's gateway (or, with restoreFrom, straight). */
+export async function startVirtualAdb(options: StartOptions = {}): Promise<VirtualAdb> {
+  if (options.restoreFrom !== undefined) return startDirect(options.restoreFrom, options.log);
+  const own = !options.on;
+  const ps = options.on ?? (await startPhoneServer(options.log ? { log: options.log } : {}));
+  const host = (args: string[], o?: AdbRunOptions) => runAdb(['-P', String(ps.adbServerPort), ...args], o);
+  let sessionId: string | null = null;
+  let tunnel: { port: number; close(): Promise<void> } | null = null;
+  try {
+    const body = options.profile ? { timeout_seconds: 3600, profile_id: (await ps.api.get('/me')).body.profile.id } : { timeout_seconds: 3600 };
+    const created = await ps.api.post('/sessions', { body });
+    if (created.status !== 202) throw new Error(`create failed: ${created.status} ${JSON.stringify(created.body)}`);
+    sessionId = created.body.id as string;
+    await ps.api.waitFor(sessionId, ['ready']);
+    const access = (await ps.api.get(`/sessions/${sessionId}/adb`)).body as { host: string; port: number; code: string };
+    tunnel = await gatewayTunnel(access.host, access.port, access.code);
+    const serial = `127.0.0.1:${tunnel.port}`;
+    await connect(host, serial);
+    const sid = sessionId;
+    const t = tunnel;
+    return wrap(
+      {
+        serial,
+        phone: ps.phoneOf(sid),
+        backend: ps.backend,
+        adbServerPort: ps.adbServerPort,
+        host: ps,
+        sessionId: sid,
+        async close() {
+          await host(['disconnect', serial]).catch(() => undefined);
+          await t.close();
+          // Ending the session is what saves a profile phone; wait until cleanup is confirmed.
+          await ps.api.delete(`/sessions/${sid}`);
+          await ps.api.waitGone(sid);
+          if (own) await ps.close();
+        },
+      },
+      host,
+    );
+  } catch (error) {
+    await tunnel?.close();
+    if (sessionId) await ps.api.delete(`/sessions/${sessionId}`).catch(() => undefined);
+    if (own) await ps.close();
+    throw error;
+  }
+}
+
+/** Boots a phone from a save directory and connects adb straight to its port. */
+async function startDirect(restoreFrom: string | null, log: DeviceLogger | undefined): Promise<VirtualAdb> {
+  const backend = createVirtualBackend({ bootMs: 0 });
+  const phone = (await backend.boot({
+    sessionId: `test-${process.pid}-${Date.now()}`,
+    restoreFrom,
+    signal: new AbortController().signal,
+    log: log ?? quietLog,
+  })) as VirtualPhone;
+  const adbServerPort = await freePort();
+  const serial = `${phone.adb.host}:${phone.adb.port}`;
+  const host = (args: string[], o?: AdbRunOptions) => runAdb(['-P', String(adbServerPort), ...args], o);
+  try {
+    await connect(host, serial);
+  } catch (error) {
+    await host(['kill-server']).catch(() => undefined);
+    await backend.close();
+    throw error;
+  }
+  return wrap(
+    {
+      serial,
+      phone,
+      backend,
+      adbServerPort,
+      host: null,
+      sessionId: null,
+      async close() {
+        await host(['disconnect', serial]).catch(() => undefined);
+        await host(['kill-server']).catch(() => undefined);
+        await backend.close();
+      },
+    },
+    host,
+  );
 }

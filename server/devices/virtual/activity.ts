@@ -99,9 +99,18 @@ export class ActivityManager {
       const pkg = req.pkg ? packages.get(req.pkg) : undefined;
       const wantsLauncher = req.categories.includes('android.intent.category.LAUNCHER') || req.action === 'android.intent.action.MAIN';
       if (pkg?.launcherActivity && wantsLauncher) component = { pkg: pkg.name, cls: pkg.launcherActivity };
-      else {
-        const match = pkg?.activities.find((a) => req.action !== null && a.actions.includes(req.action));
-        if (pkg && match) component = { pkg: pkg.name, cls: match.name };
+      else if (req.action !== null) {
+        // An implicit intent: the named package's activity for the action, or (without a
+        // package) the first enabled package that handles it, as the resolver picks a sole match.
+        const action = req.action;
+        const candidates = pkg ? [pkg] : packages.all().filter((p) => p.enabled);
+        for (const candidate of candidates) {
+          const match = candidate.activities.find((a) => a.actions.includes(action));
+          if (match) {
+            component = { pkg: candidate.name, cls: match.name };
+            break;
+          }
+        }
       }
       if (!component) return { ok: false, lines: [`Error: Activity not started, unable to resolve ${intentText}`] };
     }

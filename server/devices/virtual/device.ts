@@ -92,8 +92,9 @@ export class Device {
     this.processes = new ProcessTable(this.now);
     this.packages = new PackageManager(this.fs, this.now);
     this.activity = new ActivityManager(this);
-    // A changed app set redraws the home screen, but never creates the UI just for that.
+    // A changed app set or setting redraws what shows it, but never creates the UI for that.
     this.packages.onChange(() => this.uiInstance?.appsChanged());
+    this.closers.add(this.settings.onChange(() => this.uiInstance?.settingsChanged?.()));
   }
 
   launcherApps(): LauncherApp[] {
@@ -107,6 +108,8 @@ export class Device {
         launcherApps: () => this.launcherApps(),
         log: (priority, tag, message) => this.appLog(priority, tag, message),
         setting: (ns, key) => this.settings.get(ns, key),
+        // Toggles in the Settings app write through, so `settings get` sees them.
+        setSetting: (ns, key, value) => this.settings.put(ns, key, value),
       };
       const ui = createPhoneUi(host, {
         width: DEVICE.width,
@@ -120,6 +123,11 @@ export class Device {
         for (const l of this.screenListeners) l();
       });
       this.closers.add(off);
+      // The status bar clock: the UI has no timers of its own. Only phones with a screen
+      // in use tick, and the timer never keeps the process alive.
+      const clock = setInterval(() => ui.clockTick?.(), 15_000);
+      clock.unref();
+      this.closers.add(() => clearInterval(clock));
     }
     return this.uiInstance;
   }

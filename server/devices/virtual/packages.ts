@@ -2,6 +2,7 @@
  * The package manager: built-in system packages (shared definitions) plus apps installed
  * from real APK bytes, with what pm, dumpsys package and the launcher need.
  */
+import { SETTINGS_ACTIVITIES } from './ui/index.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { ApkError, readApk } from './apk/manifest.js';
 import type { ApkInfo, ComponentInfo, InstrumentationInfo } from './apk/manifest.js';
@@ -56,13 +57,28 @@ interface BuiltIn {
   versionCode: number;
   versionName: string;
   activities?: string[];
+  /** Intent actions of activities (beyond MAIN for the launcher activity). */
+  actions?: Record<string, readonly string[]>;
   launcher?: string;
 }
 
 /** The system packages every phone has; Settings and Login are drawn by the UI side. */
 const BUILT_INS: readonly BuiltIn[] = [
   { name: 'android', label: 'Android System', dir: '/system/framework', apk: 'framework-res.apk', uid: 1000, versionCode: 34, versionName: '14' },
-  { name: 'com.android.settings', label: 'Settings', dir: '/system_ext/priv-app/Settings', apk: 'Settings.apk', uid: 1000, versionCode: 34, versionName: '14', activities: ['com.android.settings.Settings', 'com.android.settings.SubSettings'], launcher: 'com.android.settings.Settings' },
+  {
+    name: 'com.android.settings',
+    label: 'Settings',
+    dir: '/system_ext/priv-app/Settings',
+    apk: 'Settings.apk',
+    uid: 1000,
+    versionCode: 34,
+    versionName: '14',
+    // Every page the UI can show, so `am start -n ...$DisplaySettingsActivity` and
+    // `am start -a android.settings.DISPLAY_SETTINGS` reach it.
+    activities: SETTINGS_ACTIVITIES.map((a) => a.activity),
+    actions: Object.fromEntries(SETTINGS_ACTIVITIES.map((a) => [a.activity, a.actions])),
+    launcher: 'com.android.settings.Settings',
+  },
   { name: 'com.phonelease.login', label: 'Login', dir: '/system/app/Login', apk: 'Login.apk', uid: 10120, versionCode: 1, versionName: '1.0', activities: ['com.phonelease.login.LoginActivity'], launcher: 'com.phonelease.login.LoginActivity' },
   { name: 'com.android.launcher3', label: 'Pixel Launcher', dir: '/system_ext/priv-app/Launcher3QuickStep', apk: 'Launcher3QuickStep.apk', uid: 10153, versionCode: 34, versionName: '14', activities: ['com.android.launcher3.Launcher'] },
   { name: 'com.android.systemui', label: 'System UI', dir: '/system_ext/priv-app/SystemUI', apk: 'SystemUI.apk', uid: 10201, versionCode: 34, versionName: '14' },
@@ -109,7 +125,7 @@ function builtInRecord(b: BuiltIn): PackageRecord {
   const activities = (b.activities ?? []).map((name) => ({
     name,
     exported: true,
-    actions: name === b.launcher ? ['android.intent.action.MAIN'] : [],
+    actions: [...(name === b.launcher ? ['android.intent.action.MAIN'] : []), ...(b.actions?.[name] ?? [])],
     categories: name === b.launcher ? ['android.intent.category.LAUNCHER'] : name === 'com.android.launcher3.Launcher' ? ['android.intent.category.HOME'] : [],
   }));
   return {

@@ -58,17 +58,10 @@ export class VirtualPhone implements DevicePhone {
         identity: { manufacturer: DEVICE.manufacturer, model: DEVICE.model, release: DEVICE.release, sdk: DEVICE.sdk },
         log: (priority, tag, message) => {
           device.appLog(priority, tag, message, device.processes.list().find((p) => p.name === UIA2_SERVER_PACKAGE)?.pid);
-          // On a device the server's test method returns once its session is deleted, and
-          // the driver waits for the process to go. The server reports the deletion only in
-          // its log, so that line ends the instrumentation (after the reply has gone out).
-          if (tag === 'AppiumUiAutomator2Server' && message.startsWith('Deleted session ')) {
-            const timer = setTimeout(() => {
-              unregister();
-              device.activity.completeInstrumentation(UIA2_TEST_PACKAGE, 'session deleted');
-            }, 100);
-            const unregister = device.onClose(() => clearTimeout(timer));
-          }
         },
+        // On a device the server's test method returns once its session is deleted, and
+        // the driver waits for the process to go (5 s otherwise).
+        onSessionDeleted: () => device.activity.completeInstrumentation(UIA2_TEST_PACKAGE, 'session deleted'),
       });
     this.server = new AdbServer({
       banner: connectBanner(),

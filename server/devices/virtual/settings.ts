@@ -64,7 +64,19 @@ export class SettingsStore {
     global: new Map(),
   };
 
+  private readonly listeners = new Set<(ns: SettingsNamespace, key: string) => void>();
+
   constructor(private readonly androidId: string) {}
+
+  /** Calls listener after every put or delete (the screen redraws what settings show). */
+  onChange(listener: (ns: SettingsNamespace, key: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private changedKey(ns: SettingsNamespace, key: string): void {
+    for (const l of this.listeners) l(ns, key);
+  }
 
   get(ns: SettingsNamespace, key: string): string | null {
     const local = this.changed[ns];
@@ -75,12 +87,14 @@ export class SettingsStore {
 
   put(ns: SettingsNamespace, key: string, value: string): void {
     this.changed[ns].set(key, value);
+    this.changedKey(ns, key);
   }
 
   /** Returns how many rows were deleted (what `settings delete` prints). */
   delete(ns: SettingsNamespace, key: string): number {
     const had = this.get(ns, key) !== null;
     this.changed[ns].set(key, null);
+    this.changedKey(ns, key);
     return had ? 1 : 0;
   }
 

@@ -25,6 +25,11 @@ export interface UiAutomator2ServerInfo {
    * here with tag AppiumUiAutomator2Server so missing routes show in `adb logcat`.
    */
   log?: (priority: 'V' | 'D' | 'I' | 'W' | 'E', tag: string, message: string) => void;
+  /**
+   * Called once a session's DELETE reply has been written. On a device the server's test
+   * method returns then and its instrumentation ends; the driver waits for that.
+   */
+  onSessionDeleted?: () => void;
 }
 
 /** W3C element reference key. */
@@ -167,6 +172,7 @@ class Uia2Server implements UiAutomator2Server {
       const session = sid !== null ? this.requireSession(sid) : null;
       const value = await route.handler({ method, path: rest, params, body, session });
       send(res, 200, { sessionId: session?.id ?? (isRecord(value) && typeof value.sessionId === 'string' ? value.sessionId : null), value: value ?? null });
+      if (method === 'DELETE' && rest === '/' && session) res.once('finish', () => this.info.onSessionDeleted?.());
     } catch (err) {
       const e = err instanceof W3CError ? err : new W3CError(500, 'unknown error', err instanceof Error ? err.message : String(err));
       if (e.status >= 500 || e.error === 'unknown command') this.log('W', `${method} ${path} failed: ${e.error}: ${e.message}`);

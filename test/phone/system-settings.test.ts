@@ -1,0 +1,68 @@
+/**
+ * The phone's settings and the Settings app agree both ways, and settings pages open by
+ * their intent actions, as on a device.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startVirtualAdb, type VirtualAdb } from '../support/virtual-adb.js';
+
+let v: VirtualAdb;
+beforeAll(async () => {
+  v = await startVirtualAdb();
+});
+afterAll(() => v?.close());
+
+interface Node {
+  text: string;
+  resourceId: string;
+  checked: boolean;
+  bounds: [number, number, number, number];
+}
+
+async function dump(): Promise<Node[]> {
+  const xml = await v.adbOk(['shell', 'uiautomator dump /sdcard/d.xml >/dev/null && cat /sdcard/d.xml']);
+  return [...xml.matchAll(/<node\b[^>]*>/g)].map(([tag]) => {
+    const attr = (n: string) => new RegExp(`\\b${n}="([^"]*)"`).exec(tag)?.[1] ?? '';
+    const [l = 0, t = 0, r = 0, b = 0] = (attr('bounds').match(/\d+/g) ?? []).map(Number);
+    return { text: attr('text'), resourceId: attr('resource-id'), checked: attr('checked') === 'true', bounds: [l, t, r, b] };
+  });
+}
+
+/** The switch on the same row as a title (the row's switch is the next switch below the title's top). */
+async function switchOf(title: string): Promise<Node> {
+  const nodes = await dump();
+  const label = nodes.find((n) => n.text === title && n.resourceId === 'android:id/title');
+  if (!label) throw new Error(`no "${title}" row on screen`);
+  const sw = nodes.find((n) => n.resourceId === 'android:id/switch_widget' && n.bounds[1] <= label.bounds[3] && n.bounds[3] >= label.bounds[1]);
+  if (!sw) throw new Error(`no switch beside "${title}"`);
+  return sw;
+}
+
+describe('settings', () => {
+  it('opens a settings page by its intent action', async () => {
+    const out = await v.adbOk(['shell', 'am start -W -a android.settings.WIFI_SETTINGS']);
+    expect(out).toContain('Activity: com.android.settings/.Settings$WifiSettingsActivity');
+    expect(await v.adbOk(['shell', 'dumpsys window | grep mCurrentFocus | head -1'])).toContain('com.android.settings.Settings$WifiSettingsActivity');
+    const unknown = await v.adb(['shell', 'am start -a android.settings.NO_SUCH_PAGE']);
+    expect(unknown.stdout + unknown.stderr).toContain('unable to resolve');
+  });
+
+  it('a toggle in the Settings app writes the setting', async () => {
+    await v.adbOk(['shell', 'am start -W -a android.settings.WIFI_SETTINGS']);
+    expect((await v.adbOk(['shell', 'settings get global wifi_on'])).trim()).toBe('1');
+    const wifi = await switchOf('Wi-Fi');
+    expect(wifi.checked).toBe(true);
+    const [l, t, r, b] = wifi.bounds;
+    await v.adbOk(['shell', `input tap ${Math.round((l + r) / 2)} ${Math.round((t + b) / 2)}`]);
+    expect((await v.adbOk(['shell', 'settings get global wifi_on'])).trim()).toBe('0');
+    expect((await switchOf('Wi-Fi')).checked).toBe(false);
+  });
+
+  it('a setting changed over adb shows in the Settings app', async () => {
+    await v.adbOk(['shell', 'am start -W -a android.settings.WIFI_SETTINGS']);
+    expect((await switchOf('Airplane mode')).checked).toBe(false);
+    await v.adbOk(['shell', 'settings put global airplane_mode_on 1']);
+    expect((await switchOf('Airplane mode')).checked).toBe(true);
+    await v.adbOk(['shell', 'settings put global airplane_mode_on 0']);
+    expect((await switchOf('Airplane mode')).checked).toBe(false);
+  });
+});
