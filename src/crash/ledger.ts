@@ -9,7 +9,7 @@
  * Lines are appended synchronously: the "start" line is on disk before the create request
  * leaves, so even a process killed mid-create leaves a key that resolves to its session.
  */
-import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -63,7 +63,12 @@ export class RunLedger {
   }
 
   append(entry: LedgerEvent): void {
-    mkdirSync(join(this.path, '..'), { recursive: true, mode: 0o700 });
+    const dir = join(this.path, '..');
+    if (entry.event === 'start' && !existsSync(this.path)) {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      // A new run: ledgers of runs long gone are no use to anyone.
+      pruneOlderThan(dir, LEDGER_MAX_AGE_MS, '.jsonl');
+    }
     appendFileSync(this.path, JSON.stringify(entry) + '\n', { mode: 0o600 });
   }
 
@@ -104,5 +109,28 @@ export class RunLedger {
   /** Leases that never recorded their end. */
   open(): LedgerLease[] {
     return this.read().filter((l) => l.endedAt === null);
+  }
+}
+
+/** Ledgers are kept a week: long enough for any CI job to clean up after itself. */
+const LEDGER_MAX_AGE_MS = 7 * 24 * 3600 * 1000;
+
+/** Deletes files ending in `suffix` not modified for `maxAgeMs`; best effort. */
+export function pruneOlderThan(dir: string, maxAgeMs: number, suffix: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  const cutoff = Date.now() - maxAgeMs;
+  for (const name of names) {
+    if (!name.endsWith(suffix)) continue;
+    const file = join(dir, name);
+    try {
+      if (statSync(file).mtimeMs < cutoff) unlinkSync(file);
+    } catch {
+      // gone already, or not ours to delete
+    }
   }
 }

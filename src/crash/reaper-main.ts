@@ -4,8 +4,10 @@
  * closes (the process exited, crashed or was killed with SIGKILL), the reaper ends every
  * lease still registered, confirms cleanup through the create receipt, and exits.
  *
- * It prints to stderr, which the parent points at a log file; lines are redacted.
+ * It writes what it did to the file named by PHONELEASE_REAPER_LOG (created only when there
+ * is something to say), redacted.
  */
+import { appendFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { PhoneSessionClient } from '../client.js';
 import { endAndConfirm } from '../lease/end.js';
@@ -18,7 +20,16 @@ interface Registered {
   sid: string | null;
 }
 
-const log = (message: string) => process.stderr.write(redact(`${new Date().toISOString()} reaper[${process.pid}] ${message}`) + '\n');
+function log(message: string): void {
+  const line = redact(`${new Date().toISOString()} reaper[${process.pid}] ${message}`) + '\n';
+  const file = process.env.PHONELEASE_REAPER_LOG;
+  try {
+    if (file) appendFileSync(file, line, { mode: 0o600 });
+    else process.stderr.write(line);
+  } catch {
+    // Nowhere to write: the reaping matters more than its log.
+  }
+}
 
 async function main(): Promise<void> {
   // Detached from the terminal's process group already; a stray Ctrl-C must not stop the reaping.

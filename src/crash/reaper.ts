@@ -5,11 +5,12 @@
  * in this process when it is killed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pruneOlderThan } from './ledger.js';
 import type { ReaperMessage } from './reaper-protocol.js';
 
 export interface ReaperLinkOptions {
@@ -39,19 +40,20 @@ export class ReaperLink {
 
   #spawn(): ChildProcess | null {
     if (this.#broken) return null;
-    mkdirSync(dirname(this.logPath), { recursive: true, mode: 0o700 });
-    const log = openSync(this.logPath, 'a', 0o600);
     try {
+      mkdirSync(dirname(this.logPath), { recursive: true, mode: 0o700 });
+      pruneOlderThan(dirname(this.logPath), LOG_MAX_AGE_MS, '.log');
       const { command, args } = reaperCommand();
-      // The key travels over the pipe only: drop it from the reaper's environment.
-      const env = { ...process.env };
+      // The key travels over the pipe only: drop it from the reaper's environment. The log
+      // path is no secret; the reaper creates the file only if it has something to say.
+      const env: NodeJS.ProcessEnv = { ...process.env, PHONELEASE_REAPER_LOG: this.logPath };
       delete env.PHONELEASE_API_KEY;
-      const child = spawn(command, args, { detached: true, stdio: ['pipe', 'ignore', log], env, windowsHide: true });
+      const child = spawn(command, args, { detached: true, stdio: ['pipe', 'ignore', 'ignore'], env, windowsHide: true });
       child.on('error', () => {
         this.#broken = true;
       });
       child.stdin?.on('error', () => {
-        // The reaper died early (its log says why); leases still end normally and via signals.
+        // The reaper died early; leases still end normally and on signals.
         this.#broken = true;
       });
       // Neither the child nor the pipe may keep this process alive.
@@ -62,11 +64,12 @@ export class ReaperLink {
     } catch {
       this.#broken = true;
       return null;
-    } finally {
-      closeSync(log);
     }
   }
 }
+
+/** Reaper logs of runs long gone are pruned when a new reaper starts. */
+const LOG_MAX_AGE_MS = 7 * 24 * 3600 * 1000;
 
 /**
  * How to start reaper-main next to this file: plain node for the built package; under a

@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -84,8 +85,12 @@ describe('crash safety', () => {
     await noneLive();
     const history = (await t.api.get('/history')).body as Array<{ sid: string; end_reason: string }>;
     for (const sid of h.sessions) expect(history.find((r) => r.sid === sid)?.end_reason).toBe('released');
-    // Its work done, the reaper exits.
+    // Its work done, the reaper exits, leaving a redacted note of what it did.
     await eventually(async () => isAlive(h.reaper!), (alive) => !alive, 15_000);
+    const log = readFileSync(join(tmpdir(), 'phonelease', 'reaper', `${h.child.pid}.log`), 'utf8');
+    expect(log).toContain('lease process vanished with 2 lease(s) still live');
+    for (const sid of h.sessions) expect(log).toContain(`session ${sid} for key`);
+    expect(log).not.toContain(t.account.key);
   });
 
   it('without a reaper, endLeftovers() ends what the ledger holds open; the ledger has no secret', async () => {
