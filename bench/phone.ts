@@ -21,30 +21,14 @@ import { Adb, AdbDaemonTransport } from '@yume-chan/adb';
 import { LazyAdbCredentialStore } from '../src/adb/credentials.js';
 import { socketToAdbConnection } from '../src/adb/packet-stream.js';
 import { AdbTunnel } from '../src/adb/tunnel.js';
-import { createVirtualBackend } from '../server/devices/virtual/index.js';
-import type { DeviceBackend, DevicePhone } from '../server/devices/types.js';
 import { startServer } from '../server/main.js';
 import { freePort } from '../test/support/adb.js';
+import { recordingBackend } from '../test/support/backends.js';
 import { Api } from '../test/support/server.js';
 
 const run = promisify(execFile);
 const ADB = '/usr/bin/adb';
 const gc = (globalThis as { gc?: () => void }).gc;
-
-/** The real virtual backend, remembering its phones so the bench can reach them straight. */
-function recording(inner: DeviceBackend, phones: DevicePhone[]): DeviceBackend {
-  return {
-    name: inner.name,
-    typicalBootMs: inner.typicalBootMs,
-    startupSource: inner.startupSource,
-    close: () => inner.close(),
-    boot: async (req) => {
-      const phone = await inner.boot(req);
-      phones.push(phone);
-      return phone;
-    },
-  };
-}
 
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
 const ms = (x: number) => `${x.toFixed(2)} ms`;
@@ -89,8 +73,8 @@ function memory(): number {
   return m.heapUsed + m.external;
 }
 
-const phones: DevicePhone[] = [];
-const server = await startServer({ backend: recording(createVirtualBackend({ bootMs: 0 }), phones), phones: 200, log: 'warn' });
+const { backend, phones } = recordingBackend(0);
+const server = await startServer({ backend, phones: 200, log: 'warn' });
 const work = mkdtempSync(join(tmpdir(), 'phonelease-bench-phone-'));
 const adbEnv = { ...process.env, ANDROID_ADB_SERVER_PORT: String(await freePort()) };
 const tunnels: AdbTunnel[] = [];
@@ -100,7 +84,7 @@ try {
   const s = (await api.post('/sessions', { body: { timeout_seconds: 3600 } })).body;
   await api.waitFor(s.id, ['ready']);
   const access = (await api.get(`/sessions/${s.id}/adb`)).body as { host: string; port: number; code: string };
-  const phone = phones[0]!;
+  const phone = phones.get(s.id)!;
   const tunnel = await AdbTunnel.open(access);
   tunnels.push(tunnel);
   const [tunnelHost, tunnelPort] = tunnel.serial.split(':') as [string, string];
@@ -156,7 +140,8 @@ try {
   // 4. Screencap latency (the screen changes between captures, so each one renders).
   const caps: number[] = [];
   for (let i = 0; i < 15; i++) {
-    await straightAdb.subprocess.shellProtocol!.spawnWaitText(`input tap ${20 + i} 700`);
+    // Alternate between two apps so every capture has a new screen to render.
+    await straightAdb.subprocess.shellProtocol!.spawnWaitText(i % 2 ? 'input keyevent 3' : 'am start -n com.android.settings/.Settings');
     const t0 = performance.now();
     await run(ADB, ['-s', straightSerial, 'exec-out', 'screencap', '-p'], { env: adbEnv, encoding: 'buffer', maxBuffer: 16 * 1024 * 1024 });
     caps.push(performance.now() - t0);

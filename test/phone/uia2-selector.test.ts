@@ -1,32 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { UiNodeInfo } from '../../server/devices/virtual/ui/types.js';
+import { view } from '../support/ui-nodes.js';
 import { matchSelector, parseUiSelector, UiSelectorError, type Selector } from '../../server/devices/virtual/uia2/ui-selector.js';
 
-let nextKey = 0;
-function view(className: string, props: Partial<UiNodeInfo> = {}, children: UiNodeInfo[] = []): UiNodeInfo {
-  return {
-    key: `k${nextKey++}`,
-    className,
-    packageName: 'com.example',
-    resourceId: '',
-    text: '',
-    contentDesc: '',
-    hint: '',
-    bounds: { left: 0, top: 0, right: 100, bottom: 100 },
-    checkable: false,
-    checked: false,
-    clickable: false,
-    enabled: true,
-    focusable: false,
-    focused: false,
-    scrollable: false,
-    longClickable: false,
-    password: false,
-    selected: false,
-    children,
-    ...props,
-  };
-}
 
 const tree = view('android.widget.FrameLayout', {}, [
   view('androidx.recyclerview.widget.RecyclerView', { resourceId: 'com.example:id/list', scrollable: true }, [

@@ -14,6 +14,7 @@ import { createVirtualBackend } from '../../server/devices/virtual/index.js';
 import type { VirtualPhone } from '../../server/devices/virtual/phone.js';
 import { startServer, type RunningServer } from '../../server/main.js';
 import { gatewayTunnel } from './adb.js';
+import { wrapBackend } from './backends.js';
 import { Api } from './server.js';
 
 export const ADB_BINARY = process.env.PHONELEASE_ADB ?? '/usr/bin/adb';
@@ -118,17 +119,13 @@ export interface PhoneServer {
 export async function startPhoneServer(options: { log?: DeviceLogger } = {}): Promise<PhoneServer> {
   const inner = createVirtualBackend({ bootMs: 0 });
   const phones = new Map<string, VirtualPhone>();
-  const backend: DeviceBackend = {
-    name: inner.name,
-    typicalBootMs: inner.typicalBootMs,
-    startupSource: inner.startupSource,
-    close: () => inner.close(),
-    async boot(request) {
-      const phone = (await inner.boot({ ...request, log: options.log ?? request.log })) as VirtualPhone;
-      phones.set(request.sessionId, phone);
+  const backend = wrapBackend(
+    options.log ? { ...inner, boot: (request) => inner.boot({ ...request, log: options.log! }) } : inner,
+    (phone, request) => {
+      phones.set(request.sessionId, phone as VirtualPhone);
       return phone;
     },
-  };
+  );
   const server = await startServer({ backend, log: 'warn', phones: 50 });
   const { key } = server.createAccount({ billingMode: 'disabled', sessionLimit: 50 });
   const adbServerPort = await freePort();

@@ -82,6 +82,20 @@ class ByteQueue {
   }
 }
 
+/** The stat fields shared by STA2 replies and DNT2 entries (bytes 8..72). */
+function writeStatFields(b: Buffer, st: Stat): void {
+  b.writeBigUInt64LE(0xfd00n, 8);
+  b.writeBigUInt64LE(BigInt(st.ino), 16);
+  b.writeUInt32LE(st.mode, 24);
+  b.writeUInt32LE(st.nlink, 28);
+  b.writeUInt32LE(st.uid, 32);
+  b.writeUInt32LE(st.gid, 36);
+  b.writeBigUInt64LE(BigInt(st.size), 40);
+  b.writeBigInt64LE(BigInt(Math.floor(st.atimeMs / 1000)), 48);
+  b.writeBigInt64LE(BigInt(Math.floor(st.mtimeMs / 1000)), 56);
+  b.writeBigInt64LE(BigInt(Math.floor(st.ctimeMs / 1000)), 64);
+}
+
 function statBuffer(code: number, st: Stat | null, errno: number): Buffer {
   const b = Buffer.alloc(72);
   b.writeUInt32LE(code, 0);
@@ -89,16 +103,7 @@ function statBuffer(code: number, st: Stat | null, errno: number): Buffer {
     b.writeUInt32LE(errno, 4);
     return b;
   }
-  b.writeBigUInt64LE(0xfd00n, 8);
-  b.writeBigUInt64LE(BigInt(st.ino), 16);
-  b.writeUInt32LE(st.mode, 24);
-  b.writeUInt32LE(st.nlink, 28);
-  b.writeUInt32LE(st.uid, 32);
-  b.writeUInt32LE(st.gid, 36);
-  b.writeBigUInt64LE(BigInt(st.size), 40);
-  b.writeBigInt64LE(BigInt(Math.floor(st.atimeMs / 1000)), 48);
-  b.writeBigInt64LE(BigInt(Math.floor(st.mtimeMs / 1000)), 56);
-  b.writeBigInt64LE(BigInt(Math.floor(st.ctimeMs / 1000)), 64);
+  writeStatFields(b, st);
   return b;
 }
 
@@ -106,16 +111,7 @@ function dent2(st: Stat, name: string): Buffer[] {
   const nameBuf = Buffer.from(name);
   const b = Buffer.alloc(76);
   b.writeUInt32LE(id('DNT2'), 0);
-  b.writeBigUInt64LE(0xfd00n, 8);
-  b.writeBigUInt64LE(BigInt(st.ino), 16);
-  b.writeUInt32LE(st.mode, 24);
-  b.writeUInt32LE(st.nlink, 28);
-  b.writeUInt32LE(st.uid, 32);
-  b.writeUInt32LE(st.gid, 36);
-  b.writeBigUInt64LE(BigInt(st.size), 40);
-  b.writeBigInt64LE(BigInt(Math.floor(st.atimeMs / 1000)), 48);
-  b.writeBigInt64LE(BigInt(Math.floor(st.mtimeMs / 1000)), 56);
-  b.writeBigInt64LE(BigInt(Math.floor(st.ctimeMs / 1000)), 64);
+  writeStatFields(b, st);
   b.writeUInt32LE(nameBuf.length, 72);
   return [b, nameBuf];
 }
