@@ -14,10 +14,7 @@ export interface AppiumCapabilityOptions {
   adbPort: number;
   /** Seconds Appium waits for the next command before ending its session (default 120). */
   newCommandTimeout?: number;
-  /**
-   * Skip installing the UiAutomator2 server and the settings app (default true for the
-   * built-in virtual phone, whose system image carries them; false for other phones).
-   */
+  /** Skip installing the UiAutomator2 server and the settings app (only when the phone has them; default false). */
   skipInstallation?: boolean;
   /** More capabilities, merged last (`appium:` prefixes as you write them). */
   extra?: Record<string, unknown>;

@@ -79,7 +79,11 @@ export interface EndedLease {
 export interface AppiumOptions {
   /** Seconds Appium waits for the next command (default 120). */
   newCommandTimeout?: number;
-  /** Skip installing the UiAutomator2 server (default: true on the built-in virtual phone). */
+  /**
+   * Skip installing the UiAutomator2 server and the settings app. Default: skip exactly when
+   * the phone already has both (a profile phone that ran Appium before, a prepared image);
+   * a fresh phone needs them installed.
+   */
   skipInstallation?: boolean;
   extra?: Record<string, unknown>;
 }
@@ -275,10 +279,17 @@ export class Lease implements AsyncDisposable {
       udid,
       systemPort: await freePort(),
       adbPort: adbServerPort(this.#adbOptions),
-      skipInstallation: options.skipInstallation ?? /virtual/i.test(this.#session.device ?? ''),
+      skipInstallation: options.skipInstallation ?? (await this.#hasUiAutomator2()),
       ...(options.newCommandTimeout !== undefined ? { newCommandTimeout: options.newCommandTimeout } : {}),
       ...(options.extra ? { extra: options.extra } : {}),
     });
+  }
+
+  /** Whether the UiAutomator2 server (its instrumentation) and the Appium settings app are installed. */
+  async #hasUiAutomator2(): Promise<boolean> {
+    const instrumentation = await this.shell('pm list instrumentation');
+    if (!instrumentation.stdout.includes('io.appium.uiautomator2.server.test/')) return false;
+    return (await this.shell('pm path io.appium.settings')).exitCode === 0;
   }
 
   // -------------------------------------------------------------------------------------

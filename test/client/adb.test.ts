@@ -101,8 +101,10 @@ describe('stock adb through the local tunnel', () => {
       'appium:adbPort': adbPort,
       'appium:systemPort': expect.any(Number),
       'appium:newCommandTimeout': 120,
-      'appium:skipServerInstallation': true,
     });
+    // A fresh phone has no UiAutomator2 server yet: Appium must install it.
+    expect(caps).not.toHaveProperty('appium:skipServerInstallation');
+    expect((await second.appiumCapabilities({ skipInstallation: true }))['appium:skipDeviceInitialization']).toBe(true);
 
     await second.end();
     expect((await runAdb(['devices'], { serverPort: adbPort })).stdout).not.toContain(serial);
