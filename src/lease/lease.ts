@@ -112,20 +112,24 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
   const abort = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, abort.signal]) : abort.signal;
   let lease: Lease | null = null;
+  let starting: Promise<unknown> = Promise.resolve();
   const guarded: Guarded = {
     requestKey,
-    // A signal during the start cancels it (which ends what it made); after, it ends the lease.
+    // A signal during the start cancels it and waits while the start ends what it made;
+    // after the start, it ends the lease.
     end: async () => {
-      if (lease) return lease.end();
-      abort.abort(new Error('The process is exiting.'));
-      return undefined;
+      if (!lease) {
+        abort.abort(new Error('The process is exiting.'));
+        await starting.catch(() => undefined);
+      }
+      return lease?.end();
     },
   };
   ledger?.append({ event: 'start', request_key: requestKey, base_url: client.baseUrl, pid: process.pid, at: new Date().toISOString() });
   guard.track(guarded, { signals: options.handleSignals ?? true, reaper: useReaper ? { baseUrl: client.baseUrl, apiKey: client.apiKey } : null });
 
   try {
-    const { session, stats } = await startSession({
+    const started = startSession({
       client,
       body,
       requestKey,
@@ -137,6 +141,8 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
         guard.session(guarded, sid);
       },
     });
+    starting = started;
+    const { session, stats } = await started;
     lease = new Lease({ client, session, requestKey, stats, logger, adb: options.adb ?? {}, env }, (ended) => {
       ledger?.append({ event: 'end', request_key: requestKey, session_id: ended.sessionId, outcome: ended.outcome, at: new Date().toISOString() });
       guard.untrack(guarded, { keepReaper: ended.outcome === 'failed' });

@@ -30,10 +30,10 @@ interface Holder {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-async function holdLeases(env: Record<string, string> = {}): Promise<Holder> {
+function spawnHolder(server: TestServer, env: Record<string, string>) {
   const child = spawn(process.execPath, ['--import', 'tsx', HOLDER], {
     cwd: fileURLToPath(new URL('../..', import.meta.url)),
-    env: { ...process.env, PHONELEASE_BASE_URL: t.url, PHONELEASE_API_KEY: t.account.key, PHONELEASE_LEDGER_DIR: tempDir(), ...env },
+    env: { ...process.env, PHONELEASE_BASE_URL: server.url, PHONELEASE_API_KEY: server.account.key, PHONELEASE_LEDGER_DIR: tempDir(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stderr: string[] = [];
@@ -41,6 +41,11 @@ async function holdLeases(env: Record<string, string> = {}): Promise<Holder> {
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
+  return { child, stderr, exited };
+}
+
+async function holdLeases(env: Record<string, string> = {}): Promise<Holder> {
+  const { child, stderr, exited } = spawnHolder(t, env);
   const lines = createInterface({ input: child.stdout! });
   const first = await new Promise<string>((resolve, reject) => {
     lines.once('line', resolve);
@@ -69,6 +74,22 @@ describe('crash safety', () => {
       for (const sid of h.sessions) expect(history.find((r) => r.sid === sid)?.end_reason).toBe('released');
     });
   }
+
+  it('SIGINT while the phones are still starting: the starts are cancelled and what they made is ended', async () => {
+    const slow = await startTestServer({ bootMs: 30_000 });
+    try {
+      const h = spawnHolder(slow, { PHONELEASE_REAPER: '0' });
+      const ids = await eventually(async () => (await slow.api.get('/sessions')).body as unknown[], (s) => s.length === 2);
+      expect(ids).toHaveLength(2);
+      h.child.kill('SIGINT');
+      // The cancelled starts end what they made, then the signal is raised again.
+      expect((await h.exited).signal).toBe('SIGINT');
+      expect(h.stderr.join('')).toContain('start failed: The process is exiting.');
+      expect((await slow.api.get('/sessions')).body).toEqual([]);
+    } finally {
+      await slow.close();
+    }
+  });
 
   it('SIGKILL: the reaper ends every lease of the killed process', async () => {
     const h = await holdLeases();
