@@ -149,7 +149,10 @@ export class PhoneSessionClient {
     this.#debug = createDebug('phonelease:http', options.env ?? process.env);
   }
 
-  /** The key, for the crash-safety reaper only (it is handed over a private pipe, never printed). */
+  /**
+   * @internal The key, read only by leasePhone() to hand it to the crash-safety reaper over
+   * a private pipe. Not enumerable and never printed (see toJSON and inspect below).
+   */
   get apiKey(): string {
     return this.#apiKey;
   }

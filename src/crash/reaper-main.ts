@@ -35,7 +35,6 @@ async function main(): Promise<void> {
   // Detached from the terminal's process group already; a stray Ctrl-C must not stop the reaping.
   process.on('SIGINT', () => undefined);
   const registered = new Map<string, Registered>();
-  let bye = false;
 
   const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
   for await (const line of lines) {
@@ -57,15 +56,12 @@ async function main(): Promise<void> {
       case 'unregister':
         registered.delete(m.key);
         break;
-      case 'bye':
-        bye = true;
-        break;
     }
   }
 
   // The pipe closed: the lease process is gone.
   if (registered.size === 0) return;
-  log(`${bye ? 'lease process left' : 'lease process vanished'} with ${registered.size} lease(s) still live; ending them`);
+  log(`lease process vanished with ${registered.size} lease(s) still live; ending them`);
   const results = await Promise.all(
     [...registered].map(async ([key, r]) => {
       const client = new PhoneSessionClient({ baseUrl: r.baseUrl, apiKey: r.apiKey, retry: { budgetMs: 10_000, maxRetries: 6 } });

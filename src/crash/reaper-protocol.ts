@@ -1,6 +1,9 @@
 /**
  * Messages from a lease process to its reaper, one JSON object per line on the reaper's
  * stdin (a private pipe: the API key travels here, never on a command line or in a file).
+ * A lease that ends cleanly unregisters: that is its goodbye. When the pipe closes, every
+ * lease still registered is ended, whether the process crashed, was killed or just exited
+ * without ending it.
  */
 export type ReaperMessage =
   /** A lease is starting: if this process dies, end whatever this key created. */
@@ -8,6 +11,4 @@ export type ReaperMessage =
   /** The key's session id is known (saves the reaper a receipt lookup). */
   | { op: 'session'; key: string; sid: string }
   /** The lease ended cleanly; nothing to do for this key. */
-  | { op: 'unregister'; key: string }
-  /** The process is leaving on purpose; whatever is still registered is still ended. */
-  | { op: 'bye' };
+  | { op: 'unregister'; key: string };
