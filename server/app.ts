@@ -75,6 +75,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: false,
     bodyLimit: BODY_LIMIT,
+    // On close every connection goes, also one that connected but never sent a request
+    // (an aborted client): the idle-only default would wait for Node's headers timeout.
+    // Live sessions have ended by then (main.ts closes the runtime first).
+    forceCloseConnections: true,
     // Session ids and keys are case-sensitive; trailing slashes are not part of the contract.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
   }).withTypeProvider<TypeBoxTypeProvider>();

@@ -1,7 +1,9 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startServer } from '../../server/main.js';
 import { runCli, startServerProcess, type ServerProcess } from '../support/cli.js';
 import { Api, newKey, startTestServer } from '../support/server.js';
 
@@ -152,5 +154,20 @@ describe('restart after kill -9', () => {
     const replay = await api2.post('/sessions', { body: { timeout_seconds: 600 }, headers: { 'idempotency-key': rk } });
     expect(replay.body.id).toBe(s.id);
     await second.stop();
+  });
+});
+
+describe('shutdown', () => {
+  it('closes with a connected client that never sent a request (an aborted request), instead of waiting for its timeout', async () => {
+    const server = await startServer({ bootMs: 0, log: 'warn' });
+    const silent = net.connect(Number(new URL(server.url).port), '127.0.0.1');
+    await new Promise((resolve) => silent.once('connect', resolve));
+    // Node's headers timeout is 60 s; 10 s is a wide margin for a loaded machine.
+    const outcome = await Promise.race([
+      server.close().then(() => 'closed'),
+      new Promise((resolve) => setTimeout(() => resolve('still closing'), 10_000)),
+    ]);
+    silent.destroy();
+    expect(outcome).toBe('closed');
   });
 });
