@@ -169,8 +169,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return new ApiError(401, ERROR_CODES.unauthenticated, message);
   }
 
+  // Routes that authenticate before validating the body ask twice; hash the key once.
+  const owners = new WeakMap<FastifyRequest, string>();
+
   /** Owner-only endpoints: an account key, nothing else. */
   function owner(req: FastifyRequest): string {
+    const known = owners.get(req);
+    if (known) return known;
+    const uid = authenticateOwner(req);
+    owners.set(req, uid);
+    return uid;
+  }
+
+  function authenticateOwner(req: FastifyRequest): string {
     const token = bearer(req);
     if (token === null) throw unauthenticated();
     if (token.startsWith('pvg_')) {
