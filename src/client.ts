@@ -176,7 +176,8 @@ export class PhoneSessionClient {
       path: '/sessions',
       body,
       headers: key ? { 'idempotency-key': key } : {},
-      retryable: key !== undefined,
+      // Only a keyed create may be retried: without a key a retry can start a second phone.
+      retryable: Boolean(key),
       call: options,
     });
   }
@@ -386,7 +387,8 @@ export class PhoneSessionClient {
     const contentType = res.headers.get('content-type') ?? '';
     const ms = Math.round(performance.now() - started);
     if (this.#debug) {
-      const shown = contentType.includes('json') ? data.toString('utf8').slice(0, 2000) : `<${data.length} bytes ${contentType}>`;
+      // Redact the whole body before cutting it: a cut inside a secret would leave its start unredacted.
+      const shown = contentType.includes('json') ? redact(data.toString('utf8')).slice(0, 2000) : `<${data.length} bytes ${contentType}>`;
       this.#debug(`<- ${status} ${what} ${requestId} ${ms}ms ${shown}`);
     }
     if (status >= 200 && status < 300) return { data, contentType };

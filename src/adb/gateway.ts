@@ -54,7 +54,9 @@ export function openGateway(endpoint: AdbEndpoint, options: { timeoutMs?: number
         return;
       }
       cleanup();
-      // Bytes the phone sent right behind OK belong to the ADB stream: give them back.
+      // Bytes the phone sent right behind OK belong to the ADB stream: give them back, and
+      // pause so they wait for the consumer (pipe() or the packet reader resumes it).
+      socket.pause();
       if (rest.length > 0) socket.unshift(rest);
       resolve(socket);
     };

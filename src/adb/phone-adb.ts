@@ -38,16 +38,27 @@ export class PhoneAdb {
   /** Opens the gateway, presents the unlock code and completes the ADB handshake. */
   static async connect(endpoint: AdbEndpoint, options: { serial: string; signal?: AbortSignal; timeoutMs?: number }): Promise<PhoneAdb> {
     const socket = await openGateway(endpoint, options);
+    const timeoutMs = options.timeoutMs ?? 15_000;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      const transport = await AdbDaemonTransport.authenticate({
-        serial: options.serial,
-        connection: socketToAdbConnection(socket),
-        credentialStore: new LazyAdbCredentialStore(),
-      });
+      // The library waits for the phone's CNXN indefinitely; a phone that never answers
+      // must not hold a lease (or its end) forever.
+      const transport = await Promise.race([
+        AdbDaemonTransport.authenticate({
+          serial: options.serial,
+          connection: socketToAdbConnection(socket),
+          credentialStore: new LazyAdbCredentialStore(),
+        }),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no ADB handshake within ${timeoutMs} ms`)), timeoutMs);
+        }),
+      ]);
       return new PhoneAdb(new Adb(transport));
     } catch (error) {
       socket.destroy();
       throw new AdbError('adb_failed', `The ADB handshake with the phone failed: ${message(error)}.`, { cause: error });
+    } finally {
+      clearTimeout(timer);
     }
   }
 

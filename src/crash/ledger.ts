@@ -106,9 +106,12 @@ export class RunLedger {
     return [...leases.values()];
   }
 
-  /** Leases that never recorded their end. */
+  /**
+   * Leases that may still hold a phone: no end recorded, or an end that failed, or a start
+   * whose cleanup could not be confirmed.
+   */
   open(): LedgerLease[] {
-    return this.read().filter((l) => l.endedAt === null);
+    return this.read().filter((l) => l.endedAt === null || l.outcome === 'failed' || l.outcome === 'start_unresolved');
   }
 }
 

@@ -60,7 +60,14 @@ export async function endAndConfirm(client: PhoneSessionClient, target: EndTarge
       // Gone from the live runtime: it ended before (its cleanup may still need confirming).
       outcome = 'already_ended';
     }
-    if (!confirmed) confirmed = await waitForCleanup(client, sessionId, key, confirmMs);
+    if (!confirmed) {
+      try {
+        confirmed = await waitForCleanup(client, sessionId, key, confirmMs);
+      } catch {
+        // Closure was accepted (or had happened); only the confirmation could not be read.
+        confirmed = false;
+      }
+    }
     if (!confirmed && outcome === 'released') outcome = 'cleanup_pending';
     return { sessionId, outcome, cleanupConfirmed: confirmed };
   } catch (error) {

@@ -26,7 +26,7 @@ import '../util/dispose.js';
 import { isValidRequestKey, newIdempotencyKey } from '../util/ids.js';
 import { defaultLogger, type PhoneleaseLogger } from '../util/log.js';
 import { freePort } from '../util/ports.js';
-import { formatDuration } from '../util/time.js';
+import { formatDuration, sleep } from '../util/time.js';
 import { endAndConfirm, type EndOutcome } from './end.js';
 import { startSession, type StartStats } from './start.js';
 
@@ -89,6 +89,8 @@ export interface AppiumOptions {
 }
 
 const MARGIN_S = 30;
+/** How long end() waits for local ADB connections to close after the session ended. */
+const LOCAL_CLOSE_MS = 3000;
 
 /** Starts a phone and resolves when it is ready. See LeaseOptions for every knob. */
 export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
@@ -112,6 +114,7 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
   const abort = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, abort.signal]) : abort.signal;
   let lease: Lease | null = null;
+  let unresolved = false;
   let starting: Promise<unknown> = Promise.resolve();
   const guarded: Guarded = {
     requestKey,
@@ -140,6 +143,9 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
         ledger?.append({ event: 'session', request_key: requestKey, session_id: sid, at: new Date().toISOString() });
         guard.session(guarded, sid);
       },
+      onUnresolved: () => {
+        unresolved = true;
+      },
     });
     starting = started;
     const { session, stats } = await started;
@@ -149,9 +155,10 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
     });
     return lease;
   } catch (error) {
-    // startSession ended whatever it made; the lease is over before it began.
-    ledger?.append({ event: 'end', request_key: requestKey, session_id: null, outcome: 'start_failed', at: new Date().toISOString() });
-    guard.untrack(guarded);
+    // startSession ended whatever it made — unless it could not be sure, in which case the
+    // ledger keeps the lease open (endLeftovers() retries) and the reaper keeps its key.
+    ledger?.append({ event: 'end', request_key: requestKey, session_id: null, outcome: unresolved ? 'start_unresolved' : 'start_failed', at: new Date().toISOString() });
+    guard.untrack(guarded, { keepReaper: unresolved });
     throw error;
   }
 }
@@ -349,9 +356,14 @@ export class Lease implements AsyncDisposable {
 
   async #end(): Promise<EndedLease> {
     const started = Date.now();
-    // Local connections first: they die with the session anyway, and must not hold the process.
-    await this.#closeAdb();
+    // The DELETE goes out at once: local connections die with the session anyway, and a
+    // stalled one must never stand between the process and ending the phone. They are
+    // closed alongside, for at most LOCAL_CLOSE_MS.
+    const local = this.#closeAdb();
     const result = await endAndConfirm(this.#client, { sessionId: this.id, requestKey: this.requestKey });
+    const bound = new AbortController();
+    await Promise.race([local, sleep(LOCAL_CLOSE_MS, bound.signal).catch(() => undefined)]);
+    bound.abort(); // the bound's timer must not keep the process alive
     const ended: EndedLease = {
       sessionId: this.id,
       outcome: result.outcome,

@@ -42,6 +42,11 @@ export interface StartPlan {
   signal?: AbortSignal | undefined;
   /** Called as soon as the session id is known (crash safety records it). */
   onSession?(sessionId: string): void;
+  /**
+   * Called when a failed start could not be cleaned up for sure: ending its session failed,
+   * or a create that may still land was not found. Crash safety then keeps watching the key.
+   */
+  onUnresolved?(): void;
 }
 
 /** How a start went; the benchmark and tests read it, the logger prints the gist. */
@@ -79,9 +84,10 @@ export async function startSession(plan: StartPlan): Promise<{ session: Session;
     throw error;
   }
   stats.admittedMs = Date.now() - started;
-  plan.onSession?.(admitted.id);
   let session: Session;
   try {
+    // Inside the try: if recording the session fails, the admitted phone is still ended.
+    plan.onSession?.(admitted.id);
     session = await untilReady(plan, admitted, stats, started, deadline);
   } catch (error) {
     await cleanUp(plan, admitted.id);
@@ -211,8 +217,9 @@ async function untilReady(plan: StartPlan, admitted: Session, stats: StartStats,
     }
     const unchanged = next.state === session.state && next.location === session.location;
     session = next;
-    // A server that does not hold long polls answers at once: pace the polls by its eta.
-    if (waitS >= 1 && unchanged && Date.now() - askedAt < (waitS * 1000) / 2) {
+    // A server that does not hold long polls answers at once, and so does every poll of the
+    // last second (no whole second left to wait): pace them by the eta, never back to back.
+    if (unchanged && (waitS < 1 || Date.now() - askedAt < (waitS * 1000) / 2)) {
       await sleep(Math.min(Math.max(((session.eta_seconds ?? 1) * 1000) / 4, 100), 2000, Math.max(0, deadline - Date.now())), signal);
     }
   }
@@ -232,9 +239,14 @@ function mayHaveLanded(error: unknown): boolean {
   return true; // an abort, or something unexpected
 }
 
+/** How long a start that may have landed keeps looking for its session by key. */
+const FIND_LANDED_MS = 3000;
+
 /** Best effort, never throws: a start that fails must not leave a phone behind. */
 async function cleanUp(plan: StartPlan, sessionId: string | null): Promise<void> {
-  const result = await endAndConfirm(plan.client, { sessionId, requestKey: plan.requestKey }, { confirmMs: 5000 });
+  // Without an id the create may still be landing: look for it by its key for a while.
+  const result = await endAndConfirm(plan.client, { sessionId, requestKey: plan.requestKey }, { confirmMs: 5000, findMs: sessionId ? 0 : FIND_LANDED_MS });
+  if (result.outcome === 'failed' || (sessionId === null && result.outcome === 'nothing_to_end')) plan.onUnresolved?.();
   if (result.outcome === 'failed') {
     plan.logger.warn(`could not end session ${sessionId ?? `of key ${plan.requestKey}`} after a failed start: ${describe(result.error)}`);
   } else if (result.sessionId) {
