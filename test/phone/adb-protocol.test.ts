@@ -29,6 +29,7 @@ class RawHost {
   private buffer = Buffer.alloc(0);
   private readonly queue: Msg[] = [];
   private waiter: (() => void) | null = null;
+  private nextBarrierId = 1000;
   private constructor(private readonly socket: Socket) {
     socket.on('data', (c: Buffer) => {
       this.buffer = Buffer.concat([this.buffer, c]);
@@ -69,9 +70,21 @@ class RawHost {
   }
 
   /** Next message, or null if none arrives within ms. */
-  async next(ms = 2000): Promise<Msg | null> {
+  next(ms = 2000): Promise<Msg | null> {
+    return this.take(() => true, ms);
+  }
+
+  /** Next message the device sends on the stream the host calls hostId (others stay queued). */
+  nextFor(hostId: number, ms = 2000): Promise<Msg | null> {
+    return this.take((m) => m.arg1 === hostId, ms);
+  }
+
+  /** Removes and returns the first queued message matching `match`, waiting up to ms for it. */
+  async take(match: (m: Msg) => boolean, ms: number): Promise<Msg | null> {
     const deadline = Date.now() + ms;
-    while (this.queue.length === 0) {
+    for (;;) {
+      const i = this.queue.findIndex(match);
+      if (i >= 0) return this.queue.splice(i, 1)[0]!;
       const left = deadline - Date.now();
       if (left <= 0) return null;
       await new Promise<void>((resolve) => {
@@ -83,7 +96,30 @@ class RawHost {
       });
       this.waiter = null;
     }
-    return this.queue.shift()!;
+  }
+
+  /** Whether a message matching `match` is queued (without taking it). */
+  has(match: (m: Msg) => boolean): boolean {
+    return this.queue.some(match);
+  }
+
+  /**
+   * Runs a command to completion on a stream of its own. The device handles a connection's
+   * messages in order and only closes that stream after the command ran, so whatever it
+   * would send at once in reply to earlier messages is queued by the time this returns.
+   */
+  async barrier(command = 'true'): Promise<string> {
+    const id = this.nextBarrierId++;
+    this.send(OPEN, id, 0, Buffer.from(`exec:${command}\0`));
+    let out = '';
+    for (;;) {
+      const m = await this.nextFor(id, 10_000);
+      if (!m) throw new Error(`barrier ${command} timed out`);
+      if (m.command === WRTE) {
+        out += m.payload.toString();
+        this.send(OKAY, id, m.arg0);
+      } else if (m.command === CLSE) return out;
+    }
   }
 
   pending(): number {
@@ -113,6 +149,39 @@ async function handshake(version = 0x01000001, maxdata = 4096): Promise<{ host: 
   const reply = await host.next();
   if (!reply) throw new Error('no CNXN reply');
   return { host, reply };
+}
+
+/** A shell protocol (v2) packet: id, u32 length, data. */
+function shellPacket(id: number, data: Buffer): Buffer {
+  const header = Buffer.alloc(5);
+  header[0] = id;
+  header.writeUInt32LE(data.length, 1);
+  return Buffer.concat([header, data]);
+}
+
+/** Reads a shell v2 stream's output (acknowledging each WRTE) until the device closes it. */
+async function readShellReply(host: RawHost, hostId: number, deviceId: number): Promise<{ stdout: string; stderr: string; exit: number | null }> {
+  let bytes = Buffer.alloc(0);
+  for (;;) {
+    const m = await host.nextFor(hostId, 10_000);
+    if (!m) throw new Error(`no reply after ${bytes.length} bytes`);
+    if (m.command === CLSE) break;
+    if (m.command !== WRTE) continue;
+    bytes = Buffer.concat([bytes, m.payload]);
+    host.send(OKAY, hostId, deviceId);
+  }
+  let stdout = '';
+  let stderr = '';
+  let exit: number | null = null;
+  for (let p = 0; p + 5 <= bytes.length; ) {
+    const len = bytes.readUInt32LE(p + 1);
+    const data = bytes.subarray(p + 5, p + 5 + len);
+    if (bytes[p] === 1) stdout += data.toString();
+    else if (bytes[p] === 2) stderr += data.toString();
+    else if (bytes[p] === 3) exit = data[0] ?? null;
+    p += 5 + len;
+  }
+  return { stdout, stderr, exit };
 }
 
 describe('ADB wire protocol', () => {
@@ -184,22 +253,67 @@ describe('ADB wire protocol', () => {
     }
   });
 
-  it('does not acknowledge host data until the service has room for it', async () => {
+  it('stops acknowledging stdin nobody reads, and acknowledges again once the service reads', async () => {
     const { host } = await handshake(0x01000001, 1024 * 1024);
     try {
-      // A shell reading nothing: stdin fills up and the device stops acknowledging.
-      host.send(OPEN, 3, 0, Buffer.from('exec:sleep 5\0'));
-      const okay = await host.next();
+      await host.barrier('rm -f /sdcard/go /sdcard/x');
+      host.send(
+        OPEN,
+        3,
+        0,
+        Buffer.from('shell,v2,raw:while [ ! -e /sdcard/go ]; do sleep 0.05; done; cat > /sdcard/x; stat -c %s /sdcard/x\0'),
+      );
+      const okay = await host.nextFor(3);
+      expect(okay?.command).toBe(OKAY);
       const deviceId = okay!.arg0;
-      const chunk = Buffer.alloc(512 * 1024, 1);
-      host.send(WRTE, 3, deviceId, chunk);
-      const first = await host.next();
-      expect(first).toMatchObject({ command: OKAY, arg0: deviceId, arg1: 3 });
-      host.send(WRTE, 3, deviceId, chunk);
-      host.send(WRTE, 3, deviceId, chunk);
-      const acks = [await host.next(300), await host.next(300)].filter((m) => m?.command === OKAY);
-      expect(acks.length).toBeLessThan(2);
-      host.send(CLSE, 3, deviceId);
+      // 8 MiB of stdin packets, then close-stdin, cut into 1 MiB WRTEs.
+      const total = 8 * 1024 * 1024;
+      const packets: Buffer[] = [];
+      for (let i = 0; i < total / 65536; i++) packets.push(shellPacket(0, Buffer.alloc(65536, i)));
+      packets.push(shellPacket(4, Buffer.alloc(0)));
+      const bytes = Buffer.concat(packets);
+      const writes: Buffer[] = [];
+      for (let i = 0; i < bytes.length; i += 1024 * 1024) writes.push(bytes.subarray(i, i + 1024 * 1024));
+      // One WRTE in flight. While the command reads nothing, the device stops acknowledging
+      // once its buffers are full: after each WRTE, a command run on another stream shows
+      // whether the OKAY came.
+      let sent = 0;
+      for (;;) {
+        host.send(WRTE, 3, deviceId, writes[sent++]!);
+        await host.barrier();
+        if (!(await host.take((m) => m.arg1 === 3 && m.command === OKAY, 0))) break;
+        if (sent === writes.length) throw new Error('the device acknowledged every WRTE while nothing read stdin');
+      }
+      expect(sent).toBeLessThanOrEqual(4);
+      // The command starts reading: the owed OKAY arrives and the rest flows.
+      await host.barrier('touch /sdcard/go');
+      expect(await host.nextFor(3, 10_000)).toMatchObject({ command: OKAY, arg0: deviceId, arg1: 3 });
+      while (sent < writes.length) {
+        host.send(WRTE, 3, deviceId, writes[sent++]!);
+        expect(await host.nextFor(3, 10_000)).toMatchObject({ command: OKAY, arg0: deviceId, arg1: 3 });
+      }
+      const { stdout, exit } = await readShellReply(host, 3, deviceId);
+      expect(stdout).toBe(`${total}\n`);
+      expect(exit).toBe(0);
+    } finally {
+      host.close();
+    }
+  });
+
+  it('keeps acknowledging 1 MiB WRTEs to a command that starts reading late (the OKAY comes back once the service reads)', async () => {
+    const { host } = await handshake(0x01000001, 1024 * 1024);
+    try {
+      host.send(OPEN, 4, 0, Buffer.from('exec:sleep 0.5; cat > /sdcard/late\0'));
+      const okay = await host.nextFor(4);
+      expect(okay?.command).toBe(OKAY);
+      const deviceId = okay!.arg0;
+      for (let i = 0; i < 6; i++) {
+        host.send(WRTE, 4, deviceId, Buffer.alloc(1024 * 1024, i));
+        const ack = await host.nextFor(4, 10_000);
+        if (!ack) throw new Error(`no OKAY for WRTE ${i + 1}`);
+        expect(ack).toMatchObject({ command: OKAY, arg0: deviceId, arg1: 4 });
+      }
+      host.send(CLSE, 4, deviceId);
     } finally {
       host.close();
     }

@@ -19,21 +19,31 @@ const ID_WINDOW_SIZE = 5;
 
 /** Unread stdin beyond this pauses the stream, so the host is throttled (no OKAY). */
 const STDIN_HIGH_WATER = 1024 * 1024;
+/** Once the command has read stdin down to this, the stream resumes. */
+const STDIN_LOW_WATER = 256 * 1024;
 
-/** A queue of input chunks fed by the stream and read by the shell. */
+/**
+ * A queue of input chunks fed by the stream and read by the shell. Flow control: above the
+ * high-water mark the stream is paused (its readable buffer then fills and the host gets no
+ * OKAY); reading below the low-water mark resumes it.
+ */
 class StreamInput implements Input {
   private readonly chunks: Buffer[] = [];
   private buffered = 0;
   private ended = false;
+  private paused = false;
   private waiter: (() => void) | null = null;
 
   constructor(private readonly stream: AdbStream) {}
 
   push(chunk: Buffer): void {
-    if (this.ended) return;
+    if (this.ended || chunk.length === 0) return;
     this.chunks.push(chunk);
     this.buffered += chunk.length;
-    if (this.buffered > STDIN_HIGH_WATER) this.stream.pause();
+    if (!this.paused && this.buffered > STDIN_HIGH_WATER) {
+      this.paused = true;
+      this.stream.pause();
+    }
     this.wake();
   }
 
@@ -46,7 +56,10 @@ class StreamInput implements Input {
     const next = this.chunks.shift();
     if (next) {
       this.buffered -= next.length;
-      if (this.buffered <= STDIN_HIGH_WATER && this.stream.isPaused()) this.stream.resume();
+      if (this.paused && this.buffered <= STDIN_LOW_WATER) {
+        this.paused = false;
+        this.stream.resume();
+      }
       return Promise.resolve(next);
     }
     if (this.ended) return Promise.resolve(null);

@@ -4,8 +4,10 @@
  *
  * Flow control follows the protocol: at most one WRTE in flight per direction. Outgoing
  * writes wait for the host's OKAY; queued writes are coalesced into WRTEs of up to the
- * negotiated payload size (without concatenating buffers). Incoming WRTEs are acknowledged
- * only once the readable side has room, which throttles the host.
+ * negotiated payload size (without concatenating buffers). An incoming WRTE is acknowledged
+ * at once while the readable buffer has room (push() returned true); otherwise the OKAY is
+ * owed and _read sends it, which Node calls as soon as the consumer wants more. A consumer
+ * that pauses keeps data in the readable buffer, so it throttles the host the same way.
  */
 import { Duplex } from 'node:stream';
 import { A_CLSE, A_OKAY, A_WRTE } from './protocol.js';
@@ -20,8 +22,8 @@ export interface StreamTransport {
 
 export class AdbStream extends Duplex {
   private okayWaiter: (() => void) | null = null;
+  /** A WRTE was buffered without room for more: its OKAY goes out from _read. */
   private owesOkay = false;
-  private ackPending = false;
   private peerClosed = false;
   private closeSent = false;
   private readonly abort = new AbortController();
@@ -56,24 +58,14 @@ export class AdbStream extends Duplex {
 
   handleWrite(payload: Buffer): void {
     if (this.peerClosed) return;
-    if (!this.push(payload)) {
-      // Buffer full: _read acknowledges once the consumer takes data.
-      this.owesOkay = true;
-      return;
-    }
-    // 'data' listeners see the chunk on a later tick and may pause us while handling it;
-    // decide about the OKAY only after they had that chance.
-    this.ackPending = true;
-    setImmediate(() => this.ackIfReady());
+    // Only withhold the OKAY when the buffer is full: Node calls _read once the consumer
+    // takes data again (including after pause/resume), and only if push() said no.
+    if (this.push(payload)) this.sendOkay();
+    else this.owesOkay = true;
   }
 
-  private ackIfReady(): void {
-    if (!this.ackPending || this.peerClosed || this.closeSent) return;
-    this.ackPending = false;
-    if (this.isPaused() || this.readableLength >= this.readableHighWaterMark) {
-      this.owesOkay = true;
-      return;
-    }
+  private sendOkay(): void {
+    if (this.peerClosed || this.closeSent) return;
     this.transport.send(A_OKAY, this.localId, this.remoteId);
   }
 
@@ -92,10 +84,10 @@ export class AdbStream extends Duplex {
   // ---- Duplex implementation ----
 
   override _read(): void {
-    if (this.owesOkay && !this.peerClosed && !this.closeSent && !this.isPaused()) {
-      this.owesOkay = false;
-      this.transport.send(A_OKAY, this.localId, this.remoteId);
-    }
+    // Node asks for more: the consumer has room now, whatever the buffer holds at this moment.
+    if (!this.owesOkay) return;
+    this.owesOkay = false;
+    this.sendOkay();
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
