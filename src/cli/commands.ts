@@ -8,9 +8,10 @@ import { parseArgs } from 'node:util';
 import type { Account, HistoryRecord, Session } from '../api/schemas.js';
 import { PhoneSessionClient } from '../client.js';
 import { AdbError, NotFoundError } from '../errors.js';
-import { endAndConfirm } from '../lease/end.js';
+import { waitForCleanup } from '../lease/end.js';
 import { leasePhone } from '../lease/lease.js';
 import { stderrLogger } from '../util/log.js';
+import { sleep } from '../util/time.js';
 import { dollars, fields, relative, span, table, when } from './format.js';
 import { USAGE, UsageError } from './usage.js';
 
@@ -35,9 +36,15 @@ function parse<T>(command: string, run: () => T): T {
   }
 }
 
+/**
+ * A person is waiting at the terminal: retry briefly (a blip), then say what is wrong,
+ * instead of the library's 30 s budget for unattended runs.
+ */
+const CLI_RETRY = { maxRetries: 2, budgetMs: 5_000 };
+
 function clientFor(values: { 'base-url'?: string | boolean | undefined }, io: CommandIo): PhoneSessionClient {
   const baseUrl = typeof values['base-url'] === 'string' ? values['base-url'] : undefined;
-  return new PhoneSessionClient({ env: io.env, ...(baseUrl ? { baseUrl } : {}) });
+  return new PhoneSessionClient({ env: io.env, retry: CLI_RETRY, ...(baseUrl ? { baseUrl } : {}) });
 }
 
 function positiveInt(name: string, value: string | boolean | undefined): number | undefined {
@@ -90,9 +97,10 @@ export async function endCommand(argv: string[], io: CommandIo): Promise<number>
   if (positionals.length !== 1) throw new UsageError(`end takes exactly one session id\n\n${USAGE.end}`);
   const sid = positionals[0]!;
   const client = clientFor(values, io);
+  let released: boolean;
   try {
     // Asked directly (not through endAndConfirm) so that an unknown id is an error here.
-    await client.endSession(sid);
+    released = (await client.endSession(sid)).released;
   } catch (error) {
     if (error instanceof NotFoundError) {
       io.err(`phonelease: no live session ${sid} on this account (already ended, or never existed)\n`);
@@ -100,8 +108,7 @@ export async function endCommand(argv: string[], io: CommandIo): Promise<number>
     }
     throw error;
   }
-  const result = await endAndConfirm(client, { sessionId: sid });
-  const confirmed = result.cleanupConfirmed;
+  const confirmed = released || (await waitForCleanup(client, sid, null, 15_000).catch(() => false));
   if (values.json) json(io, { session: sid, ended: true, cleanup_confirmed: confirmed });
   else io.out(confirmed ? `Ended ${sid}; cleanup confirmed.\n` : `Ended ${sid}; cleanup is still pending on the service.\n`);
   return confirmed ? 0 : 1;
@@ -225,7 +232,12 @@ export async function leaseCommand(argv: string[], io: CommandIo): Promise<numbe
   // Ctrl-C during the start cancels it (the lease ends what it made); after, it ends the lease.
   const stop = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
-    io.err(`phonelease: ${signal}, ending the session\n`);
+    if (stop.signal.aborted) {
+      // A second Ctrl-C: the user will not wait. The server's deadline ends the phone.
+      io.err(`phonelease: ${signal} again, exiting without waiting for the session to end\n`);
+      process.exit(130);
+    }
+    io.err(`phonelease: ${signal}, ending the session (Ctrl-C again to exit at once)\n`);
     stop.abort(new Error(`Stopped by ${signal}.`));
   };
   process.on('SIGINT', onSignal);
@@ -289,20 +301,12 @@ export async function leaseCommand(argv: string[], io: CommandIo): Promise<numbe
 
 /** Resolves 'signal' when the user stops, 'gone' when the session ends on its own. */
 async function untilStopped(client: PhoneSessionClient, sid: string, signal: AbortSignal): Promise<'signal' | 'gone'> {
-  // A ref'd timer keeps the process in the foreground (the tunnel itself does not).
   for (;;) {
-    const stopped = await new Promise<boolean>((resolve) => {
-      if (signal.aborted) return resolve(true);
-      const timer = setTimeout(() => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(false);
-      }, 10_000);
-      const onAbort = () => {
-        clearTimeout(timer);
-        resolve(true);
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
+    // A ref'd timer keeps the process in the foreground (the tunnel itself does not).
+    const stopped = await sleep(10_000, signal).then(
+      () => false,
+      () => true,
+    );
     if (stopped) return 'signal';
     try {
       const s = await client.getSession(sid);

@@ -56,7 +56,8 @@ async function main(argv: string[]): Promise<number> {
 
 function describe(err: unknown): { message: string; code: number } {
   if (err instanceof UsageError || (err instanceof Error && err.name === 'UsageError')) return { message: err.message, code: 2 };
-  if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) return { message: (err as Error).message, code: 2 };
+  const errCode = (err as { code?: unknown } | null | undefined)?.code;
+  if (typeof errCode === 'string' && errCode.startsWith('ERR_PARSE_ARGS')) return { message: (err as Error).message, code: 2 };
   if (err instanceof ConfigurationError) return { message: err.message, code: 2 };
   if (err instanceof PhoneleaseError) return { message: `${err.message} [${err.code}]`, code: 1 };
   return { message: err instanceof Error ? err.message : String(err), code: 1 };

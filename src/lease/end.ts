@@ -93,7 +93,7 @@ async function findByKey(client: PhoneSessionClient, key: string, findMs: number
  * Waits until cleanup is confirmed: the receipt says cleanup_complete, or (without a key)
  * the session left the live list. Returns false when the budget runs out first.
  */
-async function waitForCleanup(client: PhoneSessionClient, sessionId: string, key: string | null, budgetMs: number): Promise<boolean> {
+export async function waitForCleanup(client: PhoneSessionClient, sessionId: string, key: string | null, budgetMs: number): Promise<boolean> {
   const until = Date.now() + budgetMs;
   for (let delay = 50; ; delay = Math.min(1000, delay * 2)) {
     if (key) {

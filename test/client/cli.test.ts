@@ -132,7 +132,8 @@ describe('phonelease (client commands)', () => {
     const top = await cli(['--help']);
     expect(top.code).toBe(0);
     expect(top.stdout).toContain('lease [--profile] [--timeout S]');
-  });
+    // Sixteen processes in a row: give a loaded machine room.
+  }, 120_000);
 
   it('server and accounts are still served by the same command', async () => {
     const data = tempDir();
