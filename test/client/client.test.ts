@@ -127,7 +127,7 @@ describe('sessions', () => {
 
 describe('errors', () => {
   it('maps each refusal to its class with status, code, request id and retryable', async () => {
-    const bad = new PhoneSessionClient({ baseUrl: t.url, apiKey: 'pck_notarealkey0000000000000000000' });
+    const bad = new PhoneSessionClient({ baseUrl: t.url, apiKey: 'pck_not-a-real-key' });
     const auth = await bad.me().catch((e: unknown) => e);
     expect(auth).toBeInstanceOf(AuthenticationError);
     expect(auth).toMatchObject({ status: 401, code: 'unauthenticated', retryable: false });
