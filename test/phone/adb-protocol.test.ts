@@ -5,9 +5,12 @@
  */
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { DeviceBackend, DevicePhone } from '../../server/devices/types.js';
+import { A_CLSE } from '../../server/devices/virtual/adb/protocol.js';
+import { AdbStream } from '../../server/devices/virtual/adb/stream.js';
 import { createVirtualBackend } from '../../server/devices/virtual/index.js';
+import type { VirtualPhone } from '../../server/devices/virtual/phone.js';
 import { quietLog } from '../support/virtual-adb.js';
 
 const CNXN = 0x4e584e43;
@@ -159,29 +162,59 @@ function shellPacket(id: number, data: Buffer): Buffer {
   return Buffer.concat([header, data]);
 }
 
-/** Reads a shell v2 stream's output (acknowledging each WRTE) until the device closes it. */
-async function readShellReply(host: RawHost, hostId: number, deviceId: number): Promise<{ stdout: string; stderr: string; exit: number | null }> {
-  let bytes = Buffer.alloc(0);
-  for (;;) {
-    const m = await host.nextFor(hostId, 10_000);
-    if (!m) throw new Error(`no reply after ${bytes.length} bytes`);
-    if (m.command === CLSE) break;
-    if (m.command !== WRTE) continue;
-    bytes = Buffer.concat([bytes, m.payload]);
-    host.send(OKAY, hostId, deviceId);
+/** Collects a shell v2 stream's output packets, acknowledging each WRTE. */
+class ShellReply {
+  private bytes = Buffer.alloc(0);
+  closed = false;
+
+  constructor(
+    private readonly host: RawHost,
+    private readonly hostId: number,
+    private readonly deviceId: number,
+  ) {}
+
+  /** Reads until `done` holds for what arrived (or, by default, until the device closes the stream). */
+  async read(done: (r: ShellReply) => boolean = (r) => r.closed): Promise<this> {
+    while (!done(this)) {
+      if (this.closed) throw new Error(`stream closed; got ${JSON.stringify(this.stdout)}`);
+      const m = await this.host.nextFor(this.hostId, 10_000);
+      if (!m) throw new Error(`no reply after ${this.bytes.length} bytes`);
+      if (m.command === CLSE) this.closed = true;
+      else if (m.command === WRTE) {
+        this.bytes = Buffer.concat([this.bytes, m.payload]);
+        this.host.send(OKAY, this.hostId, this.deviceId);
+      }
+    }
+    return this;
   }
-  let stdout = '';
-  let stderr = '';
-  let exit: number | null = null;
-  for (let p = 0; p + 5 <= bytes.length; ) {
-    const len = bytes.readUInt32LE(p + 1);
-    const data = bytes.subarray(p + 5, p + 5 + len);
-    if (bytes[p] === 1) stdout += data.toString();
-    else if (bytes[p] === 2) stderr += data.toString();
-    else if (bytes[p] === 3) exit = data[0] ?? null;
-    p += 5 + len;
+
+  private packets(id: number): Buffer[] {
+    const out: Buffer[] = [];
+    for (let p = 0; p + 5 <= this.bytes.length; ) {
+      const len = this.bytes.readUInt32LE(p + 1);
+      if (p + 5 + len > this.bytes.length) break;
+      if (this.bytes[p] === id) out.push(this.bytes.subarray(p + 5, p + 5 + len));
+      p += 5 + len;
+    }
+    return out;
   }
-  return { stdout, stderr, exit };
+
+  get stdout(): string {
+    return Buffer.concat(this.packets(1)).toString();
+  }
+
+  get stderr(): string {
+    return Buffer.concat(this.packets(2)).toString();
+  }
+
+  get exit(): number | null {
+    return this.packets(3)[0]?.[0] ?? null;
+  }
+}
+
+/** Reads a shell v2 stream's output until the device closes it. */
+function readShellReply(host: RawHost, hostId: number, deviceId: number): Promise<ShellReply> {
+  return new ShellReply(host, hostId, deviceId).read();
 }
 
 describe('ADB wire protocol', () => {
@@ -319,6 +352,32 @@ describe('ADB wire protocol', () => {
     }
   });
 
+  it('stops background jobs when the device ends their shell stream', async () => {
+    const device = (phone as VirtualPhone).device;
+    const { host } = await handshake();
+    try {
+      // An interactive session (no command) that starts a job and then reaches end of input.
+      host.send(OPEN, 5, 0, Buffer.from('shell,v2,raw:\0'));
+      const okay = await host.nextFor(5);
+      expect(okay?.command).toBe(OKAY);
+      const deviceId = okay!.arg0;
+      host.send(WRTE, 5, deviceId, shellPacket(0, Buffer.from('while true; do sleep 0.05; log -t BgJob tick; done &\necho started\n')));
+      expect(await host.nextFor(5)).toMatchObject({ command: OKAY });
+      const reply = await new ShellReply(host, 5, deviceId).read((r) => r.stdout === 'started\n');
+      expect(reply.stdout).toBe('started\n');
+      expect(device.runningJobs).toBe(1);
+      // End of input ends the shell, so the device closes the stream; the job goes with it.
+      host.send(WRTE, 5, deviceId, shellPacket(4, Buffer.alloc(0)));
+      expect((await reply.read()).exit).toBe(0);
+      // The host's CLSE for a stream the device already closed is harmless.
+      host.send(CLSE, 5, deviceId);
+      await vi.waitFor(() => expect(device.runningJobs).toBe(0), { timeout: 5000 });
+      expect(await host.barrier('echo alive')).toBe('alive\n');
+    } finally {
+      host.close();
+    }
+  });
+
   it('serves the v1 sync requests older clients use (STAT, LIST, SEND, RECV, QUIT)', async () => {
     const { host } = await handshake(0x01000001, 1024 * 1024);
     try {
@@ -386,5 +445,50 @@ describe('ADB wire protocol', () => {
     } finally {
       host.close();
     }
+  });
+});
+
+describe('AdbStream', () => {
+  /** Resolves on 'close'; rejects if it has not come after 5 s. */
+  function closeOf(stream: AdbStream): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error("no 'close' event")), 5000);
+      stream.once('close', () => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+  }
+
+  function streamWithTransport(): { stream: AdbStream; sent: number[] } {
+    const sent: number[] = [];
+    const transport = { maxPayload: 4096, send: (command: number) => void sent.push(command), release: () => undefined };
+    return { stream: new AdbStream(transport, 1, 2, 'test:'), sent };
+  }
+
+  it("aborts its signal, ends and emits 'close' when the device closes it, even with unread data", async () => {
+    const { stream, sent } = streamWithTransport();
+    // A consumer that paused with data still buffered (a command not reading its stdin).
+    stream.on('data', () => stream.pause());
+    stream.handleWrite(Buffer.from('first'));
+    stream.handleWrite(Buffer.from('unread'));
+    const closed = closeOf(stream);
+    stream.end();
+    await closed;
+    expect(sent).toContain(A_CLSE);
+    expect(stream.signal.aborted).toBe(true);
+  });
+
+  it("emits 'close' after the host closes it once the consumer has read everything", async () => {
+    const { stream, sent } = streamWithTransport();
+    const chunks: string[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c.toString()));
+    stream.handleWrite(Buffer.from('last words'));
+    const closed = closeOf(stream);
+    stream.handlePeerClose();
+    await closed;
+    expect(chunks.join('')).toBe('last words');
+    expect(stream.signal.aborted).toBe(true);
+    expect(sent).not.toContain(A_CLSE);
   });
 });

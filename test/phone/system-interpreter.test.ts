@@ -2,7 +2,7 @@
  * The phone's sh: quoting as adb clients send it, lists, pipes, redirections, expansions.
  * Runs the interpreter on a phone's system state directly (no adb), so every case is fast.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Device } from '../../server/devices/virtual/device.js';
 import { createCommandTable } from '../../server/devices/virtual/shell/commands/index.js';
 import { BufferInput, BufferOutput } from '../../server/devices/virtual/shell/io.js';
@@ -150,5 +150,17 @@ describe('tests, variables and control flow', () => {
   it('reads stdin in commands', async () => {
     expect((await sh('cat', { stdin: 'piped\n' })).out).toBe('piped\n');
     expect((await sh('md5sum', { stdin: 'abc' })).out).toBe('900150983cd24fb0d6963f7d28e17f72  -\n');
+  });
+});
+
+describe('background jobs', () => {
+  it('runs a job with & and stops it when the phone shuts down, even if its session never ends', async () => {
+    const device = newDevice();
+    // The caller's signal is never aborted: only the phone's shutdown can stop the job.
+    const r = await sh('while true; do sleep 0.05; log -t BgJob tick; done & echo started', { device });
+    expect(r.out).toBe('started\n');
+    expect(device.runningJobs).toBe(1);
+    device.close();
+    await vi.waitFor(() => expect(device.runningJobs).toBe(0), { timeout: 5000 });
   });
 });

@@ -4,6 +4,7 @@ import { PNG } from 'pngjs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createPhoneUi } from '../../server/devices/virtual/ui/index.js';
 import type { PhoneUi, PhoneUiHost, UiAutomator2Server } from '../../server/devices/virtual/ui/types.js';
+import { socketPair } from '../../server/devices/virtual/local-socket.js';
 import { createUiAutomator2Server, ELEMENT_KEY } from '../../server/devices/virtual/uia2/index.js';
 
 const identity = { manufacturer: 'Google', model: 'Pixel 8', release: '14', sdk: 34 };
@@ -89,6 +90,22 @@ describe('UiAutomator2 server over HTTP', () => {
     const gone = await call('GET', `/session/${sid}/source`);
     expect(gone.status).toBe(404);
     expect(gone.body.value).toMatchObject({ error: 'invalid session id' });
+  });
+
+  it('forgets a connection it closed itself, even while the client keeps its side open', async () => {
+    const [client, server] = socketPair();
+    h.uia2.handleConnection(server);
+    const open = () => (h.uia2 as unknown as { sockets: Set<unknown> }).sockets.size;
+    expect(open()).toBe(1);
+    let reply = '';
+    client.on('data', (c: Buffer) => (reply += c.toString()));
+    const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
+    client.write('GET /status HTTP/1.1\r\nHost: device\r\nConnection: close\r\n\r\n');
+    // The server answers and ends the connection; the client never ends its side.
+    await ended;
+    expect(reply).toMatch(/^HTTP\/1\.1 200 /);
+    expect(open()).toBe(0);
+    client.destroy();
   });
 
   it('reports the device details the driver reads at session start', async () => {

@@ -82,6 +82,10 @@ export class Device {
   private readonly closers = new Set<() => void>();
   private uiInstance: PhoneUi | null = null;
   private readonly screenListeners = new Set<() => void>();
+  /** Aborted by close(): everything running on the phone stops with it. */
+  private readonly lifetime = new AbortController();
+  /** Shell jobs started with `&` that are still running. */
+  private readonly jobs = new Set<Promise<unknown>>();
 
   constructor(options: DeviceOptions) {
     this.now = options.now ?? (() => Date.now());
@@ -158,6 +162,40 @@ export class Device {
     this.logcat.add({ pid: p, tid: p, priority, tag, message });
   }
 
+  /**
+   * A signal that aborts with `parent` or when the phone shuts down, whichever comes first.
+   * Shell sessions and background jobs run under one, so none outlives the phone.
+   */
+  scopedSignal(parent: AbortSignal): AbortSignal {
+    const controller = new AbortController();
+    if (parent.aborted || this.lifetime.signal.aborted) {
+      controller.abort();
+      return controller.signal;
+    }
+    const unregister = this.onClose(() => controller.abort());
+    parent.addEventListener(
+      'abort',
+      () => {
+        unregister();
+        controller.abort();
+      },
+      { once: true },
+    );
+    return controller.signal;
+  }
+
+  /** Tracks a background job (`cmd &`) until it settles. */
+  trackJob(job: Promise<unknown>): void {
+    this.jobs.add(job);
+    const done = () => this.jobs.delete(job);
+    job.then(done, done);
+  }
+
+  /** How many background jobs still run. */
+  get runningJobs(): number {
+    return this.jobs.size;
+  }
+
   /** Registers teardown for something long-lived; returns a function that unregisters it. */
   onClose(closer: () => void): () => void {
     this.closers.add(closer);
@@ -165,6 +203,7 @@ export class Device {
   }
 
   close(): void {
+    this.lifetime.abort();
     for (const c of [...this.closers]) {
       try {
         c();

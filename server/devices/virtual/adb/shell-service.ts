@@ -132,6 +132,7 @@ function readPackets(stream: AdbStream, input: StreamInput): void {
     }
   });
   stream.on('end', () => input.end());
+  stream.on('close', () => input.end());
 }
 
 export interface ShellServiceOptions {
@@ -179,6 +180,7 @@ function ioFor(stream: AdbStream, mode: Mode): { io: Io; input: StreamInput } {
   }
   stream.on('data', (chunk: Buffer) => input.push(chunk));
   stream.on('end', () => input.end());
+  stream.on('close', () => input.end());
   const out = new WritableOutput(stream, mode.pty ? crlf : undefined, () => stream.closedByPeer || stream.destroyed);
   return { io: { stdin: input, stdout: out, stderr: out }, input };
 }
@@ -194,7 +196,9 @@ export function runShellService(stream: AdbStream, options: ShellServiceOptions,
   const { mode, command, env } = parsed;
   const { io } = ioFor(stream, mode);
   const shell = new Interpreter(options.device, options.commands, initialShellState(options.device, env));
-  const run = command.length > 0 ? shell.run(command, io, stream.signal) : interactive(shell, io, mode.pty, stream.signal);
+  // The session stops when its stream is over (either side closed it) or the phone shuts down.
+  const signal = options.device.scopedSignal(stream.signal);
+  const run = command.length > 0 ? shell.run(command, io, signal) : interactive(shell, io, mode.pty, signal);
   run.then(
     (status) => finish(stream, mode.protocol, status),
     (error: unknown) => {
@@ -263,6 +267,7 @@ export function runBinderService(stream: AdbStream, options: ShellServiceOptions
   }
   const state = initialShellState(options.device);
   const shell = new Interpreter(options.device, options.commands, state);
+  const signal = options.device.scopedSignal(stream.signal);
   Promise.resolve(
     cmd({
       name: 'cmd',
@@ -270,9 +275,9 @@ export function runBinderService(stream: AdbStream, options: ShellServiceOptions
       device: options.device,
       env: state.vars,
       cwd: '/',
-      signal: stream.signal,
+      signal,
       ...io,
-      runShell: (source, childIo) => shell.run(source, childIo, stream.signal),
+      runShell: (source, childIo) => shell.run(source, childIo, signal),
     }),
   ).then(
     (status) => finish(stream, mode.protocol, status),

@@ -26,6 +26,7 @@ export class AdbStream extends Duplex {
   private owesOkay = false;
   private peerClosed = false;
   private closeSent = false;
+  private readableDone = false;
   private readonly abort = new AbortController();
 
   constructor(
@@ -39,7 +40,10 @@ export class AdbStream extends Duplex {
     super({ writableHighWaterMark: transport.maxPayload, readableHighWaterMark: 256 * 1024, allowHalfOpen: true });
   }
 
-  /** Aborted when the host closes the stream or the connection drops. */
+  /**
+   * Aborted once the stream is over: the host closed it, the device closed it (the service
+   * ended its side), or the connection dropped. Work started for the stream stops then.
+   */
   get signal(): AbortSignal {
     return this.abort.signal;
   }
@@ -73,10 +77,8 @@ export class AdbStream extends Duplex {
     if (this.peerClosed) return;
     this.peerClosed = true;
     this.closeSent = true; // the host already forgot this stream; never answer with CLSE
-    this.abort.abort();
-    this.handleOkay();
-    this.push(null);
     this.transport.release(this.localId);
+    this.over();
     // A writer that never ends must not keep the stream alive; readers still get buffered data.
     if (!this.writableEnded) this.end();
   }
@@ -99,22 +101,39 @@ export class AdbStream extends Duplex {
   }
 
   override _final(callback: (error?: Error | null) => void): void {
-    this.sendClose();
+    if (this.sendClose()) {
+      // Closed from this side: the host forgets the stream, nothing more arrives and unread
+      // data is moot. Destroy once finished, so 'close' fires even if the consumer stopped
+      // reading (a paused stdin, an HTTP parser that is done).
+      this.once('finish', () => this.destroy());
+    }
     callback();
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     this.sendClose();
-    this.abort.abort();
-    this.handleOkay();
+    this.over();
     callback(error);
   }
 
-  private sendClose(): void {
-    if (this.closeSent) return;
+  /** Sends CLSE unless either side already closed; true when it did. */
+  private sendClose(): boolean {
+    if (this.closeSent) return false;
     this.closeSent = true;
     this.transport.send(A_CLSE, this.localId, this.remoteId);
     this.transport.release(this.localId);
+    this.over();
+    return true;
+  }
+
+  /** The stream is over on the wire: stop its work, release a waiting writer, end the readable side. */
+  private over(): void {
+    this.abort.abort();
+    this.handleOkay();
+    if (!this.readableDone && !this.destroyed) {
+      this.readableDone = true;
+      this.push(null);
+    }
   }
 
   private async sendAll(buffers: Buffer[]): Promise<void> {

@@ -110,10 +110,13 @@ export class Interpreter {
     for (const item of list) {
       if (signal.aborted) return (this.state.status = 130);
       if (item.background) {
+        // A job ends with the session that started it, and with the phone.
         const child = new Interpreter(this.device, this.commands, cloneState(this.state));
-        child.andOr(item.andOr, io, signal).catch((error: unknown) => {
+        const job = child.andOr(item.andOr, io, this.device.scopedSignal(signal)).catch((error: unknown) => {
+          if (error instanceof ExitSignal || error instanceof LoopSignal) return;
           this.device.log.debug('virtual shell: background job failed', { error: String(error) });
         });
+        this.device.trackJob(job);
         status = this.state.status = 0;
         continue;
       }

@@ -138,7 +138,11 @@ class Uia2Server implements UiAutomator2Server {
       return;
     }
     this.sockets.add(socket);
-    socket.once('close', () => this.sockets.delete(socket));
+    // Forget a connection once it closes, or once this server ended it (Connection: close,
+    // keep-alive timeout): a Duplex whose peer keeps its side open never emits 'close'.
+    const forget = () => this.sockets.delete(socket);
+    socket.once('close', forget);
+    socket.once('finish', forget);
     // A broken stream must not take the phone's process down.
     socket.on('error', () => socket.destroy());
     this.http.emit('connection', socket);
