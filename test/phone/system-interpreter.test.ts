@@ -14,8 +14,8 @@ import { quietLog } from '../support/virtual-adb.js';
 const systemRoot = buildSystemImage();
 const commands = createCommandTable();
 
-function newDevice(): Device {
-  return new Device({ systemRoot, log: quietLog });
+function newDevice(options: { storageBytes?: number } = {}): Device {
+  return new Device({ systemRoot, log: quietLog, ...options });
 }
 
 async function sh(source: string, options: { device?: Device; stdin?: string } = {}) {
@@ -162,5 +162,69 @@ describe('background jobs', () => {
     expect(device.runningJobs).toBe(1);
     device.close();
     await vi.waitFor(() => expect(device.runningJobs).toBe(0), { timeout: 5000 });
+  });
+});
+
+describe('storage', () => {
+  it('fills the disk with `yes > file`, then fails with "No space left on device"', async () => {
+    const quota = 4 * 1024 * 1024;
+    const device = newDevice({ storageBytes: quota });
+    expect(device.fs.usedBytes).toBe(0);
+    const r = await sh('yes > /data/local/tmp/y', { device });
+    expect(r.code).toBe(1);
+    expect(r.err).toBe('yes: write error: No space left on device\n');
+    // Memory is bounded by the quota: the file holds exactly what fitted.
+    expect(device.fs.stat('/data/local/tmp/y').size).toBe(quota);
+    expect(device.fs.usedBytes).toBe(quota);
+    expect((await sh('echo more >> /data/local/tmp/y', { device })).err).toBe('echo: write error: No space left on device\n');
+    expect((await sh('cp /data/local/tmp/y /sdcard/copy', { device })).err).toContain('No space left on device');
+    // Removing the file frees its space.
+    expect((await sh('rm /data/local/tmp/y; echo ok > /sdcard/ok; cat /sdcard/ok', { device })).out).toBe('ok\n');
+    expect(device.fs.usedBytes).toBe(3);
+  });
+
+  it('refuses a streamed install larger than the free space before reading it', async () => {
+    const device = newDevice({ storageBytes: 1024 * 1024 });
+    const r = await sh('pm install -S 1000000000', { device });
+    expect(r.code).toBe(1);
+    expect(r.out).toBe('Failure [INSTALL_FAILED_INSUFFICIENT_STORAGE: Requested internal only, but not enough space]\n');
+  });
+
+  it('writes a redirected command\'s output while it runs', async () => {
+    const device = newDevice();
+    const controller = new AbortController();
+    const stderr = new BufferOutput();
+    const shell = new Interpreter(device, commands, initialShellState(device));
+    const run = shell.run('logcat -v raw -s Live > /data/local/tmp/live.txt', { stdin: new BufferInput(Buffer.alloc(0)), stdout: new BufferOutput(), stderr }, controller.signal);
+    const file = () => (device.fs.exists('/data/local/tmp/live.txt') ? device.fs.readFile('/data/local/tmp/live.txt').toString() : '');
+    await vi.waitFor(() => expect(device.fs.exists('/data/local/tmp/live.txt')).toBe(true));
+    device.logcat.add({ pid: 1, tid: 1, priority: 'I', tag: 'Live', message: 'first' });
+    await vi.waitFor(() => expect(file()).toBe('first\n'));
+    device.logcat.add({ pid: 1, tid: 1, priority: 'I', tag: 'Live', message: 'second' });
+    await vi.waitFor(() => expect(file()).toBe('first\nsecond\n'));
+    controller.abort();
+    await run;
+    expect(stderr.text()).toBe('');
+  });
+
+  it('writes the output of `logcat > file &` while the job runs', async () => {
+    const device = newDevice();
+    expect((await sh('logcat -v raw -s Bg > /data/local/tmp/bg.txt & echo started', { device })).out).toBe('started\n');
+    device.logcat.add({ pid: 1, tid: 1, priority: 'I', tag: 'Bg', message: 'from the job' });
+    await vi.waitFor(() => expect(device.fs.readFile('/data/local/tmp/bg.txt').toString()).toBe('from the job\n'));
+    device.close();
+    await vi.waitFor(() => expect(device.runningJobs).toBe(0));
+  });
+
+  it('truncates log messages to the 4068-byte payload logd keeps', async () => {
+    const device = newDevice();
+    device.logcat.add({ pid: 1, tid: 1, priority: 'I', tag: 'Big', message: 'é'.repeat(10_000) });
+    await sh(`log -t Cmd ${'x'.repeat(10_000)}`, { device });
+    const [big, cmd] = device.logcat.snapshot().slice(-2);
+    // priority byte + tag + NUL + message + NUL
+    expect(1 + Buffer.byteLength(big!.tag) + 1 + Buffer.byteLength(big!.message) + 1).toBeLessThanOrEqual(4068);
+    expect(big!.message).toMatch(/^(é)+$/);
+    expect(Buffer.byteLength(big!.message)).toBeGreaterThan(4000);
+    expect(cmd).toMatchObject({ tag: 'Cmd', message: 'x'.repeat(4068 - 3 - 3) });
   });
 });

@@ -24,6 +24,8 @@ export interface DeviceOptions {
   systemRoot: DirNode;
   log: DeviceLogger;
   now?: () => number;
+  /** Storage quota for the phone's own files (default DEFAULT_STORAGE_BYTES, 2 GiB). */
+  storageBytes?: number;
 }
 
 /** Small pieces of system service state that `cmd`, `appops`, `wm` and dumpsys report. */
@@ -90,7 +92,7 @@ export class Device {
   constructor(options: DeviceOptions) {
     this.now = options.now ?? (() => Date.now());
     this.log = options.log;
-    this.fs = new VirtualFs(options.systemRoot, { now: this.now });
+    this.fs = new VirtualFs(options.systemRoot, { now: this.now }, { storageBytes: options.storageBytes });
     this.settings = new SettingsStore(randomBytes(8).toString('hex'));
     this.logcat = new LogBuffer(this.now);
     this.processes = new ProcessTable(this.now);

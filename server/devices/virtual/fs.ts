@@ -43,7 +43,7 @@ export interface CharNode extends NodeBase {
 }
 export type FsNode = FileNode | DirNode | LinkNode | CharNode;
 
-export type FsErrorCode = 'ENOENT' | 'ENOTDIR' | 'EISDIR' | 'EEXIST' | 'ENOTEMPTY' | 'EACCES' | 'EROFS' | 'ELOOP' | 'EINVAL';
+export type FsErrorCode = 'ENOENT' | 'ENOTDIR' | 'EISDIR' | 'EEXIST' | 'ENOTEMPTY' | 'EACCES' | 'EROFS' | 'ELOOP' | 'EINVAL' | 'ENOSPC';
 
 const MESSAGES: Record<FsErrorCode, string> = {
   ENOENT: 'No such file or directory',
@@ -55,6 +55,7 @@ const MESSAGES: Record<FsErrorCode, string> = {
   EROFS: 'Read-only file system',
   ELOOP: 'Too many symbolic links encountered',
   EINVAL: 'Invalid argument',
+  ENOSPC: 'No space left on device',
 };
 
 const ERRNO: Record<FsErrorCode, number> = {
@@ -67,6 +68,7 @@ const ERRNO: Record<FsErrorCode, number> = {
   EROFS: 30,
   ELOOP: 40,
   EINVAL: 22,
+  ENOSPC: 28,
 };
 
 export class FsError extends Error {
@@ -157,6 +159,14 @@ interface Clock {
   now(): number;
 }
 
+/** User data a phone may store by default (files, installed apps): a full disk past this. */
+export const DEFAULT_STORAGE_BYTES = 2 * 1024 * 1024 * 1024;
+
+export interface VirtualFsOptions {
+  /** Bytes of file data this phone may add on top of the shared system image. */
+  storageBytes?: number;
+}
+
 /** Builds the immutable system tree that every phone of a backend shares. */
 export class SystemImageBuilder {
   private ino = 100;
@@ -243,12 +253,28 @@ export class VirtualFs {
   private nextIno = 100_000;
   /** Identity token: nodes whose owner is this token may be mutated in place. */
   private readonly token = {};
+  /** The storage quota: what this phone's own files may hold in all. */
+  readonly capacity: number;
+  /** Bytes held by files this phone owns (created, written or copied from the system image). */
+  private used = 0;
 
   constructor(
     systemRoot: DirNode,
     private readonly clock: Clock = { now: () => Date.now() },
+    options: VirtualFsOptions = {},
   ) {
     this.root = { ...systemRoot, entries: new Map(systemRoot.entries), owner: this.token };
+    this.capacity = options.storageBytes ?? DEFAULT_STORAGE_BYTES;
+  }
+
+  /** Bytes of user data stored (what counts against the quota). */
+  get usedBytes(): number {
+    return this.used;
+  }
+
+  /** Bytes that can still be written before writes fail with ENOSPC. */
+  get freeBytes(): number {
+    return Math.max(0, this.capacity - this.used);
   }
 
   // ---------- lookups ----------
@@ -302,6 +328,10 @@ export class VirtualFs {
 
   // ---------- changes ----------
 
+  /**
+   * Creates, replaces or (with append) extends a file. A write that does not fit in the
+   * storage quota fails with ENOSPC; an append first stores what fits, as write(2) does.
+   */
   writeFile(path: string, data: Buffer, options: WriteOptions = {}): void {
     const target = this.targetForCreate(path, options);
     const existing = target.dir.entries.get(target.name);
@@ -310,12 +340,26 @@ export class VirtualFs {
     const now = this.clock.now();
     if (existing?.kind === 'file') {
       const node = this.own(target.dir, target.name, existing) as FileNode;
-      node.data = options.append ? Buffer.concat([node.data, data]) : data;
-      node.mtimeMs = options.mtimeMs ?? now;
-      node.ctimeMs = now;
+      if (options.append) {
+        const room = this.freeBytes;
+        const fits = data.length <= room ? data : data.subarray(0, room);
+        if (fits.length > 0) {
+          node.data = Buffer.concat([node.data, fits]);
+          this.used += fits.length;
+        }
+        node.mtimeMs = options.mtimeMs ?? now;
+        node.ctimeMs = now;
+        if (fits.length < data.length) throw new FsError('ENOSPC', path);
+      } else {
+        this.reserve(data.length - node.data.length, path);
+        node.data = data;
+        node.mtimeMs = options.mtimeMs ?? now;
+        node.ctimeMs = now;
+      }
       if (options.mode !== undefined && !isEmulated(target.dirPath)) node.mode = S_IFREG | (options.mode & 0o7777);
       return;
     }
+    this.reserve(data.length, path);
     const uid = options.root ? ROOT_UID : SHELL_UID;
     const gid = options.root ? ROOT_UID : this.defaultGid(target.dirPath);
     // Emulated storage (FUSE) ignores requested modes: files are always rw-rw----.
@@ -394,6 +438,7 @@ export class VirtualFs {
     } else if (options.dirOnly) throw new FsError('ENOTDIR', path);
     const dir = this.mutableDir(parentReal);
     dir.entries.delete(name);
+    this.release(node);
     dir.mtimeMs = this.clock.now();
   }
 
@@ -419,7 +464,9 @@ export class VirtualFs {
     this.mutableDir(srcParent).entries.delete(srcName);
     // Re-fetch: the delete above may have copied the destination's ancestors.
     const destDir = this.mutableDir(target.dirPath);
+    const replaced = destDir.entries.get(target.name);
     destDir.entries.set(target.name, node);
+    if (replaced && replaced !== node) this.release(replaced);
     destDir.mtimeMs = this.clock.now();
   }
 
@@ -475,6 +522,8 @@ export class VirtualFs {
     const norm = normalizePath(path);
     const parent = this.mutableDir(this.resolve(dirname(norm)).path);
     const now = this.clock.now();
+    const replaced = parent.entries.get(basename(norm));
+    if (replaced) this.release(replaced);
     parent.entries.set(basename(norm), {
       kind: 'dir',
       entries: new Map(),
@@ -599,7 +648,22 @@ export class VirtualFs {
     if (child.owner === this.token) return child;
     const copy: FsNode =
       child.kind === 'dir' ? { ...child, entries: new Map(child.entries), owner: this.token } : { ...child, owner: this.token };
+    // A file copied from the system image is this phone's data from now on.
+    if (copy.kind === 'file') this.used += copy.data.length;
     dir.entries.set(name, copy);
     return copy;
+  }
+
+  /** Claims `bytes` more of the quota (a negative delta frees), or fails with ENOSPC. */
+  private reserve(bytes: number, path: string): void {
+    if (bytes > 0 && this.used + bytes > this.capacity) throw new FsError('ENOSPC', path);
+    this.used += bytes;
+  }
+
+  /** A node left the tree: the files of its subtree that this phone owns free their space. */
+  private release(node: FsNode): void {
+    if (node.owner !== this.token) return; // shared system content holds no quota
+    if (node.kind === 'file') this.used -= node.data.length;
+    else if (node.kind === 'dir') for (const child of node.entries.values()) this.release(child);
   }
 }

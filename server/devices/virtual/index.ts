@@ -14,6 +14,8 @@ export interface VirtualBackendOptions {
   bootMs: number;
   /** Interface the phones' ADB ports listen on; default 127.0.0.1. */
   host?: string;
+  /** Storage quota of each phone's own files in bytes (default 2 GiB); writes beyond fail with ENOSPC. */
+  storageBytes?: number;
 }
 
 export { PHONE_LABEL } from './identity.js';
@@ -63,7 +65,14 @@ export function createVirtualBackend(options: VirtualBackendOptions): DeviceBack
       await delay(options.bootMs, request.signal);
       systemRoot ??= buildSystemImage();
       commands ??= createCommandTable();
-      const phone = new VirtualPhone({ systemRoot, commands, log: request.log, host, restoreFrom: request.restoreFrom });
+      const phone = new VirtualPhone({
+        systemRoot,
+        commands,
+        log: request.log,
+        host,
+        restoreFrom: request.restoreFrom,
+        storageBytes: options.storageBytes,
+      });
       phones.add(phone);
       try {
         await phone.start();

@@ -14,6 +14,23 @@ export interface LogEntry {
 /** Ring buffer size: enough for a test's worth of events, small enough for idle phones. */
 const CAPACITY = 4000;
 
+/**
+ * logd's LOGGER_ENTRY_MAX_PAYLOAD: priority byte, tag, NUL, message and NUL together. Longer
+ * messages are cut, as liblog does, so the buffer holds at most CAPACITY * 4 KiB.
+ */
+export const LOG_MAX_PAYLOAD = 4068;
+
+/** The longest prefix of text that is at most maxBytes in UTF-8, never splitting a character. */
+function truncateUtf8(text: string, maxBytes: number): string {
+  if (text.length <= maxBytes / 3) return text; // fast path: even all 3-byte characters fit
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= maxBytes) return text;
+  let end = Math.max(0, maxBytes);
+  // Step back over continuation bytes so the cut falls between characters.
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  return bytes.toString('utf8', 0, end);
+}
+
 export class LogBuffer {
   private entries: LogEntry[] = [];
   private readonly followers = new Set<(entry: LogEntry) => void>();
@@ -21,7 +38,9 @@ export class LogBuffer {
   constructor(private readonly now: () => number = () => Date.now()) {}
 
   add(entry: Omit<LogEntry, 'timeMs'> & { timeMs?: number }): void {
-    const full: LogEntry = { ...entry, timeMs: entry.timeMs ?? this.now() };
+    const tag = truncateUtf8(entry.tag, LOG_MAX_PAYLOAD - 3);
+    const message = truncateUtf8(entry.message, LOG_MAX_PAYLOAD - 3 - Buffer.byteLength(tag));
+    const full: LogEntry = { ...entry, tag, message, timeMs: entry.timeMs ?? this.now() };
     this.entries.push(full);
     if (this.entries.length > CAPACITY) this.entries.splice(0, this.entries.length - CAPACITY);
     for (const f of this.followers) f(full);

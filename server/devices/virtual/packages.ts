@@ -239,6 +239,11 @@ export class PackageManager {
     if (info.minSdk !== null && info.minSdk > 34) {
       return { ok: false, failure: `INSTALL_FAILED_OLDER_SDK: Failed parse during installPackageLI: /data/app/vmdl.tmp/base.apk (at Binary XML file line #7): Requires newer sdk version #${info.minSdk} (current version is #34)` };
     }
+    // The APK is stored under /data/app: it must fit in what the phone has left.
+    const freed = existing ? this.apkSize(existing) : 0;
+    if (apk.length > this.fs.freeBytes + freed) {
+      return { ok: false, failure: 'INSTALL_FAILED_INSUFFICIENT_STORAGE: Requested internal only, but not enough space' };
+    }
     const now = this.now();
     if (existing) this.removeCode(existing);
     const codePath = `/data/app/~~${token()}==/${info.package}-${token()}==`;
@@ -278,6 +283,14 @@ export class PackageManager {
     this.packages.set(record.name, record);
     this.changed();
     return { ok: true, record };
+  }
+
+  private apkSize(p: PackageRecord): number {
+    try {
+      return this.fs.stat(p.apkPath).size;
+    } catch {
+      return 0;
+    }
   }
 
   /** Removes an installed app; system packages cannot be removed. */

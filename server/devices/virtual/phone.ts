@@ -33,6 +33,8 @@ export interface VirtualPhoneOptions {
   commands: CommandTable;
   /** Profile save to continue from, or null for a temporary phone. */
   restoreFrom: string | null;
+  /** Storage quota for the phone's own files (default 2 GiB). */
+  storageBytes?: number;
 }
 
 export class VirtualPhone implements DevicePhone {
@@ -51,6 +53,7 @@ export class VirtualPhone implements DevicePhone {
     this.device = new Device({
       systemRoot: options.systemRoot,
       log: options.log,
+      storageBytes: options.storageBytes,
     });
     // The UiAutomator2 server runs while its instrumentation does (am instrument -w).
     this.device.activity.uiAutomator2Factory = (device) =>

@@ -7,7 +7,7 @@
 import type { Device } from '../device.js';
 import { FsError, basename, normalizePath } from '../fs.js';
 import type { CommandContext, CommandTable, Io } from './command.js';
-import { BufferInput, BufferOutput, Pipe } from './io.js';
+import { BufferInput, BufferOutput, FileOutput, Pipe } from './io.js';
 import type { Output } from './io.js';
 import { ShellSyntaxError, parseShell } from './parse.js';
 import type { AndOr, Command, List, Pipeline, Redirect, Word } from './parse.js';
@@ -29,13 +29,6 @@ class LoopSignal {
     readonly kind: 'break' | 'continue',
     readonly levels: number,
   ) {}
-}
-
-/** A redirection target: collected, then appended to the (already truncated) file. */
-class FileOutput extends BufferOutput {
-  constructor(readonly path: string) {
-    super();
-  }
 }
 
 export const SHELL_NAME = '/system/bin/sh';
@@ -235,7 +228,7 @@ export class Interpreter {
         }
       }
     } finally {
-      this.flushFiles(files, io);
+      status = this.reportFiles(files, io, SHELL_NAME, status);
     }
     this.state.status = status;
     return status;
@@ -262,28 +255,28 @@ export class Interpreter {
     if (typeof redirected === 'number') return (this.state.status = redirected);
     const { io: rio, files } = redirected;
     let status: number;
-    try {
-      if (argv.length === 0) {
-        for (const [k, v] of assigns) this.state.vars.set(k, v);
-        status = 0;
-      } else {
-        status = await this.invoke(argv, assigns, rio, signal);
-      }
-    } finally {
-      this.flushFiles(files, io);
+    if (argv.length === 0) {
+      for (const [k, v] of assigns) this.state.vars.set(k, v);
+      status = 0;
+    } else {
+      status = await this.invoke(argv, assigns, rio, signal);
     }
+    status = this.reportFiles(files, io, argv[0] ?? SHELL_NAME, status);
     this.state.status = status;
     return status;
   }
 
-  private flushFiles(files: FileOutput[], io: Io): void {
+  /**
+   * After a redirected command: a write that failed (a full disk) is reported the way a tool
+   * reports a failed write, and fails the command.
+   */
+  private reportFiles(files: FileOutput[], io: Io, name: string, status: number): number {
     for (const f of files) {
-      try {
-        this.device.fs.writeFile(f.path, f.bytes(), { append: true });
-      } catch (error) {
-        io.stderr.write(`${SHELL_NAME}: can't create ${f.path}: ${error instanceof FsError ? error.reason : String(error)}\n`);
-      }
+      if (!f.error) continue;
+      io.stderr.write(`${name}: write error: ${f.error.reason}\n`);
+      if (status === 0) status = 1;
     }
+    return status;
   }
 
   private async applyRedirects(
@@ -334,7 +327,7 @@ export class Interpreter {
         io.stderr.write(`${SHELL_NAME}: can't create ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`);
         return 1;
       }
-      const out = new FileOutput(path);
+      const out = new FileOutput(this.device.fs, path);
       files.push(out);
       if (r.op === '&>' || r.op === '>&') {
         fds[1] = out;

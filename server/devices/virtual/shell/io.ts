@@ -3,6 +3,8 @@
  * for flow control, inputs that are read asynchronously, and in-memory pipes between them.
  */
 import type { Writable } from 'node:stream';
+import { FsError } from '../fs.js';
+import type { VirtualFs } from '../fs.js';
 
 export interface Output {
   write(data: string | Buffer): void;
@@ -68,6 +70,42 @@ export class BufferOutput implements Output {
   }
   text(): string {
     return this.bytes().toString('utf8');
+  }
+}
+
+/**
+ * Output appended to a file, like an open file descriptor (`>` redirections, logcat -f):
+ * every write goes straight to the file, so a long-running command's output shows while it
+ * runs and nothing piles up in memory. A write that fails (a full disk) stores what fits and
+ * closes the output, so producers stop as on a write error; the caller reports `error`.
+ */
+export class FileOutput implements Output {
+  /** Why writing stopped, once it did. */
+  error: FsError | null = null;
+
+  constructor(
+    private readonly fs: VirtualFs,
+    readonly path: string,
+  ) {}
+
+  get closed(): boolean {
+    return this.error !== null;
+  }
+
+  write(data: string | Buffer): void {
+    if (this.error) return;
+    const buf = typeof data === 'string' ? Buffer.from(data) : data;
+    if (buf.length === 0) return;
+    try {
+      this.fs.writeFile(this.path, buf, { append: true });
+    } catch (error) {
+      if (!(error instanceof FsError)) throw error;
+      this.error = error;
+    }
+  }
+
+  drain(): Promise<void> {
+    return Promise.resolve();
   }
 }
 

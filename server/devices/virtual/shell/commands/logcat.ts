@@ -3,6 +3,8 @@ import { formatLogEntry } from '../../logcat.js';
 import type { LogEntry, LogFormat } from '../../logcat.js';
 import { resolvePath } from '../command.js';
 import type { CommandFn } from '../command.js';
+import { FileOutput } from '../io.js';
+import type { Output } from '../io.js';
 
 const PRIORITIES = ['V', 'D', 'I', 'W', 'E', 'F', 'S'];
 const FORMATS = new Set<LogFormat>(['threadtime', 'brief', 'time', 'tag', 'process', 'raw', 'long']);
@@ -83,24 +85,29 @@ export const logcat: CommandFn = async (ctx) => {
     if (rule && PRIORITIES.indexOf(e.priority) < rule.min) return false;
     return true;
   };
+  // -f appends to a file (as logcat opens it with O_APPEND); a full disk ends the command.
+  const out: Output = file ? new FileOutput(ctx.device.fs, resolvePath(ctx, file)) : ctx.stdout;
+  const finish = (): number => {
+    if (out instanceof FileOutput && out.error) {
+      ctx.stderr.write(`logcat: write error: ${out.error.reason}\n`);
+      return 1;
+    }
+    return 0;
+  };
   let printed = 0;
-  const lines: string[] = [];
   const emit = (e: LogEntry) => {
-    const line = `${formatLogEntry(e, format)}\n`;
-    if (file) lines.push(line);
-    else ctx.stdout.write(line);
+    out.write(`${formatLogEntry(e, format)}\n`);
     printed++;
   };
   let backlog = buffer.snapshot().filter(passes);
   if (tail !== null) backlog = backlog.slice(-tail);
-  if (backlog.length > 0 && !file) ctx.stdout.write('--------- beginning of main\n');
+  if (backlog.length > 0 && !file) out.write('--------- beginning of main\n');
   for (const e of backlog) {
     if (printed >= maxCount) break;
     emit(e);
   }
-  if (file) ctx.device.fs.writeFile(resolvePath(ctx, file), Buffer.from(lines.join('')), { append: true });
-  if (dump || !follow || printed >= maxCount) return 0;
-  await ctx.stdout.drain();
+  if (dump || !follow || printed >= maxCount || out.closed) return finish();
+  await out.drain();
   // Follow until the caller closes the stream or the reader of our pipe went away.
   await new Promise<void>((resolve) => {
     const done = () => {
@@ -110,12 +117,11 @@ export const logcat: CommandFn = async (ctx) => {
     };
     const off = buffer.follow((e) => {
       if (!passes(e)) return;
-      if (file) ctx.device.fs.writeFile(resolvePath(ctx, file), Buffer.from(`${formatLogEntry(e, format)}\n`), { append: true });
-      else emit(e);
-      if (printed >= maxCount || ctx.stdout.closed) done();
+      emit(e);
+      if (printed >= maxCount || out.closed) done();
     });
     if (ctx.signal.aborted) done();
     else ctx.signal.addEventListener('abort', done, { once: true });
   });
-  return 0;
+  return finish();
 };

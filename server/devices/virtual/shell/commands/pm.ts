@@ -59,8 +59,23 @@ function parseInstallOptions(args: string[]): { options: InstallOptions; size: n
   return { options, size, rest };
 }
 
+/** Bytes held by open install sessions (staged under /data/app on a device). */
+function stagedBytes(ctx: CommandContext): number {
+  let total = 0;
+  for (const s of ctx.device.system.installSessions.values()) for (const part of s.parts.values()) total += part.length;
+  return total;
+}
+
+const NO_SPACE = 'Failure [INSTALL_FAILED_INSUFFICIENT_STORAGE: Requested internal only, but not enough space]\n';
+
+/** Whether a streamed APK of `size` bytes fits on the phone (checked before reading any of it). */
+function fits(ctx: CommandContext, size: number): boolean {
+  return size <= ctx.device.fs.freeBytes - stagedBytes(ctx);
+}
+
 /** Reads exactly size bytes of stdin (streamed installs). */
 async function readExactly(ctx: CommandContext, size: number): Promise<Buffer | null> {
+  if (!Number.isSafeInteger(size) || size < 0) return null;
   const chunks: Buffer[] = [];
   let got = 0;
   while (got < size) {
@@ -96,6 +111,10 @@ async function install(ctx: CommandContext, args: string[]): Promise<number> {
   if (path === undefined || path === '-') {
     if (size === null) {
       ctx.stderr.write('Error: must either specify a package size or an APK file\n');
+      return 1;
+    }
+    if (!fits(ctx, size)) {
+      ctx.stdout.write(NO_SPACE);
       return 1;
     }
     apk = await readExactly(ctx, size);
@@ -237,6 +256,10 @@ export const pm: CommandFn = async (ctx) => {
           return 1;
         }
         let data: Buffer | null;
+        if ((path === undefined || path === '-') && size !== null && !fits(ctx, size)) {
+          ctx.stderr.write('Error: failed to write the split: No space left on device\n');
+          return 1;
+        }
         if (path === undefined || path === '-') data = size === null ? null : await readExactly(ctx, size);
         else {
           try {
