@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PhoneBootError } from '../../server/devices/types.js';
 import type { DevicePhone } from '../../server/devices/types.js';
 import { createVirtualBackend } from '../../server/devices/virtual/index.js';
+import type { VirtualPhone } from '../../server/devices/virtual/phone.js';
 import { buildTestApk } from '../support/apk-builder.js';
 import { quietLog, startPhoneServer, startVirtualAdb } from '../support/virtual-adb.js';
 
@@ -125,6 +126,29 @@ describe('profiles', () => {
     } finally {
       await second.close();
       await ps.close();
+    }
+  });
+
+  it('saves again after a failed save instead of losing the session', async () => {
+    const backend = createVirtualBackend({ bootMs: 0 });
+    try {
+      const phone = (await backend.boot(bootRequest(null))) as VirtualPhone;
+      phone.device.fs.writeFile('/sdcard/kept.txt', Buffer.from('kept'));
+      // The first save cannot create its directory (a file is in the way).
+      const blocker = join(dir, 'blocker');
+      writeFileSync(blocker, 'x');
+      await expect(phone.shutdown({ saveTo: join(blocker, 'save') })).rejects.toThrow();
+      expect(await refused(phone.adb.port)).toBe(true);
+      // The runtime retries with a fresh directory: the phone is still there to be saved.
+      const save = join(dir, 'profile-retried');
+      await phone.shutdown({ saveTo: save });
+      const again = (await backend.boot(bootRequest(save))) as VirtualPhone;
+      expect(again.device.fs.readFile('/sdcard/kept.txt').toString()).toBe('kept');
+      await again.shutdown({ saveTo: null });
+      // Once stopped, further calls do nothing.
+      await phone.shutdown({ saveTo: null });
+    } finally {
+      await backend.close();
     }
   });
 

@@ -44,7 +44,9 @@ export class VirtualPhone implements DevicePhone {
   private readonly server: AdbServer;
   private port = 0;
   private readonly lostListeners = new Set<(reason: string) => void>();
-  private stopped: Promise<void> | null = null;
+  private adbStopped: Promise<void> | null = null;
+  private shutdownQueue: Promise<void> = Promise.resolve();
+  private closed = false;
   private readonly stoppedListeners = new Set<() => void>();
   private capturedVersion = -1;
   private captured: Buffer | null = null;
@@ -173,22 +175,31 @@ export class VirtualPhone implements DevicePhone {
     this.lostListeners.add(listener);
   }
 
-  async shutdown(options: { saveTo: string | null }): Promise<void> {
-    if (!this.stopped) this.stopped = this.stop(options.saveTo);
-    await this.stopped;
+  /**
+   * Stops ADB (once), saves when asked, then frees the phone. A save that fails leaves the
+   * phone as it was, so a later call can save it again (to a fresh directory) or discard it
+   * with saveTo null; calls run one after another.
+   */
+  shutdown(options: { saveTo: string | null }): Promise<void> {
+    const run = this.shutdownQueue.then(() => this.stop(options.saveTo));
+    this.shutdownQueue = run.catch(() => undefined);
+    return run;
   }
 
   private async stop(saveTo: string | null): Promise<void> {
-    try {
-      // Stop ADB first so nothing changes the phone while it is being written out.
-      await this.server.close();
-      if (saveTo) await saveDeviceState(this.device, this.stateParts(), saveTo);
-    } finally {
-      this.device.close();
-      this.lostListeners.clear();
-      this.captured = null;
-      for (const l of this.stoppedListeners) l();
-      this.stoppedListeners.clear();
-    }
+    if (this.closed) return;
+    // Stop ADB first so nothing changes the phone while it is being written out.
+    this.adbStopped ??= this.server.close().catch((error: unknown) => {
+      this.adbStopped = null;
+      throw error;
+    });
+    await this.adbStopped;
+    if (saveTo) await saveDeviceState(this.device, this.stateParts(), saveTo);
+    this.closed = true;
+    this.device.close();
+    this.lostListeners.clear();
+    this.captured = null;
+    for (const l of this.stoppedListeners) l();
+    this.stoppedListeners.clear();
   }
 }
