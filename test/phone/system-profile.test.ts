@@ -3,7 +3,7 @@
  * restore apps, files, settings, persist.* properties and the screen, damaged saves, and
  * many idle phones in one process.
  */
-import { mkdtempSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -126,6 +126,29 @@ describe('profiles', () => {
     } finally {
       await second.close();
       await ps.close();
+    }
+  });
+
+  it('refuses a save whose bytes were damaged without changing their size', async () => {
+    const backend = createVirtualBackend({ bootMs: 0 });
+    try {
+      const phone = (await backend.boot(bootRequest(null))) as VirtualPhone;
+      phone.device.fs.writeFile('/sdcard/photo.bin', Buffer.alloc(4096, 7));
+      const save = join(dir, 'profile-bitrot');
+      await phone.shutdown({ saveTo: save });
+      const data = readFileSync(join(save, 'data.bin'));
+      data[100] ^= 0xff;
+      writeFileSync(join(save, 'data.bin'), data);
+      await expect(backend.boot(bootRequest(save))).rejects.toMatchObject({ code: 'profile_damaged' });
+
+      const other = (await backend.boot(bootRequest(null))) as VirtualPhone;
+      const save2 = join(dir, 'profile-bad-json');
+      await other.shutdown({ saveTo: save2 });
+      const manifest = readFileSync(join(save2, 'manifest.json'));
+      writeFileSync(join(save2, 'manifest.json'), manifest.subarray(0, manifest.length - 2));
+      await expect(backend.boot(bootRequest(save2))).rejects.toMatchObject({ code: 'profile_damaged' });
+    } finally {
+      await backend.close();
     }
   });
 

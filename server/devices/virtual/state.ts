@@ -2,11 +2,15 @@
  * Profile saves: what a phone keeps between leases of a profile. Layout of a save dir:
  *   data.bin       file and APK bytes, back to back
  *   state.json     settings, persist.* props, UI state, file tree, packages (offsets into data.bin)
- *   manifest.json  written last; names the other files with their sizes, so a save that was
- *                  cut short (no manifest, or sizes that do not match) is detected on restore.
+ *   manifest.json  written last; names the other files with their sizes and SHA-256, so a
+ *                  save that was cut short or damaged later (no manifest, sizes or hashes that
+ *                  do not match) is detected on restore.
+ * Durability: data.bin and state.json (and the directory) reach the disk before the manifest
+ * is written, then the manifest itself is synced; a crash never leaves a manifest naming data
+ * that is not there.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FsNode } from './fs.js';
 import type { Device } from './device.js';
@@ -96,9 +100,10 @@ export async function saveDeviceState(device: Device, parts: StateParts, dir: st
   const dataHash = hash.digest('hex');
   let dataSize = 0;
   for (const b of blobs.buffers) dataSize += b.length;
-  await writeFile(join(dir, 'data.bin'), blobs.buffers);
+  await writeDurably(join(dir, 'data.bin'), blobs.buffers);
   const stateJson = Buffer.from(JSON.stringify(state));
-  await writeFile(join(dir, 'state.json'), stateJson);
+  await writeDurably(join(dir, 'state.json'), [stateJson]);
+  await syncDirectory(dir);
   const manifest: Manifest = {
     format: SAVE_FORMAT,
     version: SAVE_VERSION,
@@ -109,7 +114,32 @@ export async function saveDeviceState(device: Device, parts: StateParts, dir: st
     ],
   };
   // Last: its presence marks the save as complete.
-  await writeFile(join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2));
+  await writeDurably(join(dir, 'manifest.json'), [Buffer.from(JSON.stringify(manifest, null, 2))]);
+  await syncDirectory(dir);
+}
+
+/** Writes a file and waits until its bytes are on the disk (fsync). */
+async function writeDurably(path: string, buffers: readonly Buffer[]): Promise<void> {
+  const file = await open(path, 'w');
+  try {
+    // libuv writes every buffer, looping over partial writes.
+    if (buffers.length > 0) await file.writev([...buffers]);
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+}
+
+/** Makes a directory's entries (files just created in it) durable. */
+async function syncDirectory(path: string): Promise<void> {
+  // Windows cannot open a directory for fsync; NTFS journals its metadata.
+  if (process.platform === 'win32') return;
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
 }
 
 function describe(path: string, node: FsNode, blobs: BlobWriter): SavedFile {
@@ -141,16 +171,23 @@ export async function restoreDeviceState(device: Device, parts: StateParts, dir:
   }
   if (names.length === 0) return false;
   if (!names.includes('manifest.json')) throw new DamagedSaveError('the saved phone is incomplete (its save was interrupted)');
-  const manifest = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')) as Manifest;
+  const manifest = parseJson(await readFile(join(dir, 'manifest.json')), 'manifest.json');
+  if (!isManifest(manifest)) throw new DamagedSaveError('the saved phone is damaged (manifest.json)');
   if (manifest.format !== SAVE_FORMAT || manifest.version !== SAVE_VERSION) {
     throw new DamagedSaveError(`unsupported saved phone format ${manifest.format} v${manifest.version}`);
   }
+  const contents = new Map<string, Buffer>();
   for (const f of manifest.files) {
     const s = await stat(join(dir, f.name)).catch(() => null);
     if (!s || s.size !== f.size) throw new DamagedSaveError(`the saved phone is incomplete (${f.name})`);
+    const bytes = await readFile(join(dir, f.name));
+    if (createHash('sha256').update(bytes).digest('hex') !== f.sha256) throw new DamagedSaveError(`the saved phone is damaged (${f.name})`);
+    contents.set(f.name, bytes);
   }
-  const data = await readFile(join(dir, 'data.bin'));
-  const state = JSON.parse(await readFile(join(dir, 'state.json'), 'utf8')) as SavedState;
+  const data = contents.get('data.bin');
+  const stateBytes = contents.get('state.json');
+  if (!data || !stateBytes) throw new DamagedSaveError('the saved phone is incomplete (its manifest names no data)');
+  const state = parseJson(stateBytes, 'state.json') as SavedState;
   device.settings.restore(state.settings);
   device.props.restore(state.props);
   for (const tree of SAVED_TREES) device.fs.resetDir(tree);
@@ -174,4 +211,29 @@ export async function restoreDeviceState(device: Device, parts: StateParts, dir:
   parts.restoreSystem(state.system);
   if (state.ui !== null && state.ui !== undefined) device.ui.restoreState(state.ui);
   return true;
+}
+
+function parseJson(bytes: Buffer, name: string): unknown {
+  try {
+    return JSON.parse(bytes.toString('utf8')) as unknown;
+  } catch {
+    throw new DamagedSaveError(`the saved phone is damaged (${name} is not valid JSON)`);
+  }
+}
+
+function isManifest(value: unknown): value is Manifest {
+  if (typeof value !== 'object' || value === null) return false;
+  const m = value as Partial<Manifest>;
+  return (
+    Array.isArray(m.files) &&
+    m.files.every(
+      (f: unknown) =>
+        typeof f === 'object' &&
+        f !== null &&
+        typeof (f as Manifest['files'][number]).name === 'string' &&
+        /^[a-z.]+$/.test((f as Manifest['files'][number]).name) &&
+        typeof (f as Manifest['files'][number]).size === 'number' &&
+        typeof (f as Manifest['files'][number]).sha256 === 'string',
+    )
+  );
 }
