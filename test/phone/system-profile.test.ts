@@ -137,7 +137,7 @@ describe('profiles', () => {
       const save = join(dir, 'profile-bitrot');
       await phone.shutdown({ saveTo: save });
       const data = readFileSync(join(save, 'data.bin'));
-      data[100] ^= 0xff;
+      data[100] = data[100]! ^ 0xff;
       writeFileSync(join(save, 'data.bin'), data);
       await expect(backend.boot(bootRequest(save))).rejects.toMatchObject({ code: 'profile_damaged' });
 

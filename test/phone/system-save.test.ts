@@ -4,6 +4,7 @@
  * is synced too. The filesystem calls are recorded through a wrapper around node:fs/promises.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import type * as FsPromises from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -17,7 +18,7 @@ import { quietLog } from '../support/virtual-adb.js';
 const calls = vi.hoisted(() => [] as string[]);
 
 vi.mock('node:fs/promises', async (importOriginal) => {
-  const real = await importOriginal<typeof import('node:fs/promises')>();
+  const real = await importOriginal<typeof FsPromises>();
   const open = async (...args: Parameters<typeof real.open>): Promise<FileHandle> => {
     const name = basename(String(args[0]));
     calls.push(`open ${name}`);
