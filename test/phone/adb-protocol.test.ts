@@ -352,6 +352,42 @@ describe('ADB wire protocol', () => {
     }
   });
 
+  it('closes a shell stream whose stdin packet claims more than 1 MiB', async () => {
+    const { host } = await handshake(0x01000001, 1024 * 1024);
+    try {
+      host.send(OPEN, 6, 0, Buffer.from('shell,v2,raw:cat\0'));
+      const deviceId = (await host.nextFor(6))!.arg0;
+      const header = Buffer.alloc(5);
+      header.writeUInt32LE(0xffffffff, 1);
+      host.send(WRTE, 6, deviceId, Buffer.concat([header, Buffer.alloc(64 * 1024)]));
+      const replies = [await host.nextFor(6), await host.nextFor(6)];
+      expect(replies.map((m) => m?.command)).toContain(CLSE);
+    } finally {
+      host.close();
+    }
+  });
+
+  it('closes a stream whose host writes again before the device acknowledged', async () => {
+    const { host } = await handshake(0x01000001, 1024 * 1024);
+    try {
+      host.send(OPEN, 7, 0, Buffer.from('exec:sleep 30\0'));
+      const deviceId = (await host.nextFor(7))!.arg0;
+      // Fill the device's buffers until it withholds an OKAY (nothing reads stdin) ...
+      for (let sent = 0; ; sent++) {
+        if (sent === 8) throw new Error('the device acknowledged every WRTE while nothing read stdin');
+        host.send(WRTE, 7, deviceId, Buffer.alloc(1024 * 1024));
+        await host.barrier();
+        if (!(await host.take((m) => m.arg1 === 7 && m.command === OKAY, 0))) break;
+      }
+      // ... then break the one-WRTE-in-flight rule: the device ends the stream.
+      host.send(WRTE, 7, deviceId, Buffer.alloc(1024 * 1024));
+      expect(await host.nextFor(7)).toMatchObject({ command: CLSE, arg0: deviceId, arg1: 7 });
+      expect(await host.barrier('echo still here')).toBe('still here\n');
+    } finally {
+      host.close();
+    }
+  });
+
   it('stops background jobs when the device ends their shell stream', async () => {
     const device = (phone as VirtualPhone).device;
     const { host } = await handshake();

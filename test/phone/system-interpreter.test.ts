@@ -6,6 +6,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { Device } from '../../server/devices/virtual/device.js';
 import { createCommandTable } from '../../server/devices/virtual/shell/commands/index.js';
 import { BufferInput, BufferOutput } from '../../server/devices/virtual/shell/io.js';
+import type { Output } from '../../server/devices/virtual/shell/io.js';
 import { Interpreter, initialShellState } from '../../server/devices/virtual/shell/interpreter.js';
 import { parseShell } from '../../server/devices/virtual/shell/parse.js';
 import { buildSystemImage } from '../../server/devices/virtual/system-image.js';
@@ -226,5 +227,36 @@ describe('storage', () => {
     expect(big!.message).toMatch(/^(é)+$/);
     expect(Buffer.byteLength(big!.message)).toBeGreaterThan(4000);
     expect(cmd).toMatchObject({ tag: 'Cmd', message: 'x'.repeat(4068 - 3 - 3) });
+  });
+});
+
+describe('flow control', () => {
+  it('follows the log only as fast as its reader takes it, keeping at most the ring buffer', async () => {
+    const device = newDevice();
+    device.logcat.clear();
+    // A reader that stops reading after the first line: drain() then waits until released.
+    let release: () => void = () => undefined;
+    const drained = new Promise<void>((resolve) => (release = resolve));
+    const lines: string[] = [];
+    const stuck: Output = {
+      closed: false,
+      write: (data) => void lines.push(...data.toString().split('\n').filter(Boolean)),
+      drain: () => (lines.length > 0 ? drained : Promise.resolve()),
+    };
+    const controller = new AbortController();
+    const shell = new Interpreter(device, commands, initialShellState(device));
+    const run = shell.run('logcat -v raw -s Flood', { stdin: new BufferInput(Buffer.alloc(0)), stdout: stuck, stderr: new BufferOutput() }, controller.signal);
+    const followers = () => (device.logcat as unknown as { followers: Set<unknown> }).followers.size;
+    await vi.waitFor(() => expect(followers()).toBe(1));
+    for (let i = 0; i < 10_000; i++) device.logcat.add({ pid: 1, tid: 1, priority: 'I', tag: 'Flood', message: `line ${i}` });
+    await new Promise((resolve) => setImmediate(resolve));
+    // Nothing more was written while the reader was stuck.
+    expect(lines.length).toBeLessThanOrEqual(1);
+    release();
+    // Once it reads again, the newest 4000 entries arrive (older ones were dropped).
+    await vi.waitFor(() => expect(lines[lines.length - 1]).toBe('line 9999'));
+    expect(lines.length).toBeLessThanOrEqual(4001);
+    controller.abort();
+    await run;
   });
 });

@@ -15,7 +15,6 @@ const ID_STDOUT = 1;
 const ID_STDERR = 2;
 const ID_EXIT = 3;
 const ID_CLOSE_STDIN = 4;
-const ID_WINDOW_SIZE = 5;
 
 /** Unread stdin beyond this pauses the stream, so the host is throttled (no OKAY). */
 const STDIN_HIGH_WATER = 1024 * 1024;
@@ -115,20 +114,44 @@ function crlf(buf: Buffer): Buffer {
   return Buffer.from(buf.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
 }
 
-/** Parses shell-protocol packets from the host (stdin, close-stdin, window size). */
+/** The largest shell-protocol packet accepted from the host (adb sends a few KiB at most). */
+const MAX_PACKET = 1024 * 1024;
+
+/**
+ * Parses shell-protocol packets from the host (stdin, close-stdin, window size). Stdin data
+ * is handed on as it arrives, so nothing but the 5-byte header is ever held; a packet that
+ * claims more than MAX_PACKET bytes is a protocol error and closes the stream.
+ */
 function readPackets(stream: AdbStream, input: StreamInput): void {
-  let pending: Buffer = Buffer.alloc(0);
+  const header = Buffer.alloc(5);
+  let headerBytes = 0;
+  let id = -1;
+  let remaining = 0;
   stream.on('data', (chunk: Buffer) => {
-    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-    while (pending.length >= 5) {
-      const len = pending.readUInt32LE(1);
-      if (pending.length < 5 + len) break;
-      const id = pending[0]!;
-      const data = pending.subarray(5, 5 + len);
-      pending = pending.subarray(5 + len);
-      if (id === ID_STDIN) input.push(data);
-      else if (id === ID_CLOSE_STDIN) input.end();
-      else if (id === ID_WINDOW_SIZE) continue;
+    let offset = 0;
+    while (offset < chunk.length) {
+      if (headerBytes < 5) {
+        const n = Math.min(5 - headerBytes, chunk.length - offset);
+        chunk.copy(header, headerBytes, offset, offset + n);
+        headerBytes += n;
+        offset += n;
+        if (headerBytes < 5) return;
+        id = header[0]!;
+        remaining = header.readUInt32LE(1);
+        if (remaining > MAX_PACKET) {
+          stream.destroy();
+          return;
+        }
+      }
+      const n = Math.min(remaining, chunk.length - offset);
+      if (n > 0 && id === ID_STDIN) input.push(chunk.subarray(offset, offset + n));
+      offset += n;
+      remaining -= n;
+      if (remaining === 0) {
+        // A whole packet: close-stdin ends input; window-size changes mean nothing here.
+        if (id === ID_CLOSE_STDIN) input.end();
+        headerBytes = 0;
+      }
     }
   });
   stream.on('end', () => input.end());

@@ -62,6 +62,12 @@ export class AdbStream extends Duplex {
 
   handleWrite(payload: Buffer): void {
     if (this.peerClosed) return;
+    if (this.owesOkay) {
+      // One WRTE in flight: a host that writes before its OKAY would make us buffer without
+      // limit. A protocol violation ends the stream (CLSE).
+      this.destroy(new Error('ADB protocol violation: WRTE before OKAY'));
+      return;
+    }
     // Only withhold the OKAY when the buffer is full: Node calls _read once the consumer
     // takes data again (including after pause/resume), and only if push() said no.
     if (this.push(payload)) this.sendOkay();

@@ -8,6 +8,8 @@ import type { Output } from '../io.js';
 
 const PRIORITIES = ['V', 'D', 'I', 'W', 'E', 'F', 'S'];
 const FORMATS = new Set<LogFormat>(['threadtime', 'brief', 'time', 'tag', 'process', 'raw', 'long']);
+/** Entries a follower may lag behind by before the oldest are dropped (the ring buffer's size). */
+const FOLLOW_QUEUE = 4000;
 
 interface Filter {
   tag: string;
@@ -94,34 +96,43 @@ export const logcat: CommandFn = async (ctx) => {
     }
     return 0;
   };
-  let printed = 0;
-  const emit = (e: LogEntry) => {
-    out.write(`${formatLogEntry(e, format)}\n`);
-    printed++;
-  };
   let backlog = buffer.snapshot().filter(passes);
   if (tail !== null) backlog = backlog.slice(-tail);
-  if (backlog.length > 0 && !file) out.write('--------- beginning of main\n');
-  for (const e of backlog) {
-    if (printed >= maxCount) break;
-    emit(e);
+  const following = follow && !dump;
+  // Entries wait here until the output can take them (flow control: a reader that stops
+  // reading is not buffered for without limit). Like a logd reader that falls behind, a
+  // follower that lags by more than the ring buffer loses the oldest entries.
+  const pending: LogEntry[] = [...backlog];
+  let wake: (() => void) | null = null;
+  const unfollow = following
+    ? buffer.follow((e) => {
+        if (!passes(e)) return;
+        pending.push(e);
+        if (pending.length > FOLLOW_QUEUE) pending.shift();
+        wake?.();
+      })
+    : () => undefined;
+  const onAbort = () => wake?.();
+  ctx.signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    if (backlog.length > 0 && !file) out.write('--------- beginning of main\n');
+    let printed = 0;
+    // Until the caller closes the stream or the reader of our pipe went away.
+    while (!ctx.signal.aborted && !out.closed && printed < maxCount) {
+      const e = pending.shift();
+      if (!e) {
+        if (!following) break;
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = null;
+        continue;
+      }
+      out.write(`${formatLogEntry(e, format)}\n`);
+      printed++;
+      await out.drain();
+    }
+  } finally {
+    unfollow();
+    ctx.signal.removeEventListener('abort', onAbort);
   }
-  if (dump || !follow || printed >= maxCount || out.closed) return finish();
-  await out.drain();
-  // Follow until the caller closes the stream or the reader of our pipe went away.
-  await new Promise<void>((resolve) => {
-    const done = () => {
-      off();
-      ctx.signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const off = buffer.follow((e) => {
-      if (!passes(e)) return;
-      emit(e);
-      if (printed >= maxCount || out.closed) done();
-    });
-    if (ctx.signal.aborted) done();
-    else ctx.signal.addEventListener('abort', done, { once: true });
-  });
   return finish();
 };
