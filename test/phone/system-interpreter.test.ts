@@ -184,6 +184,35 @@ describe('storage', () => {
     expect(device.fs.usedBytes).toBe(3);
   });
 
+  it('appends without copying the whole file each time, and never changes bytes already read', async () => {
+    const device = newDevice();
+    const path = '/data/local/tmp/grow.log';
+    device.fs.writeFile(path, Buffer.from('start\n'));
+    const early = device.fs.readFile(path);
+    let copies = 0;
+    let previous = early;
+    for (let i = 0; i < 10_000; i++) {
+      device.fs.writeFile(path, Buffer.from(`line ${i}\n`), { append: true });
+      const now = device.fs.readFile(path);
+      if (now.buffer !== previous.buffer || now.byteOffset !== previous.byteOffset) copies++;
+      previous = now;
+    }
+    // Geometric growth: a few dozen reallocations for ~100 KB, not one per append.
+    expect(copies).toBeLessThan(30);
+    expect(early.toString()).toBe('start\n');
+    const text = device.fs.readFile(path).toString();
+    expect(text.startsWith('start\nline 0\nline 1\n')).toBe(true);
+    expect(text.endsWith('line 9999\n')).toBe(true);
+    expect(device.fs.usedBytes).toBe(text.length);
+    // A rewrite starts over; appends after it do not touch what an earlier reader holds.
+    const before = device.fs.readFile(path);
+    device.fs.writeFile(path, Buffer.from('new\n'));
+    device.fs.writeFile(path, Buffer.from('more\n'), { append: true });
+    expect(device.fs.readFile(path).toString()).toBe('new\nmore\n');
+    expect(before.toString()).toBe(text);
+    expect((await sh(`for i in 1 2 3; do echo $i >> ${path}; done; cat ${path}`, { device })).out).toBe('new\nmore\n1\n2\n3\n');
+  });
+
   it('refuses a streamed install larger than the free space before reading it', async () => {
     const device = newDevice({ storageBytes: 1024 * 1024 });
     const r = await sh('pm install -S 1000000000', { device });

@@ -162,6 +162,9 @@ interface Clock {
 /** User data a phone may store by default (files, installed apps): a full disk past this. */
 export const DEFAULT_STORAGE_BYTES = 2 * 1024 * 1024 * 1024;
 
+/** The smallest store an appended file gets (a few log lines' worth). */
+const MIN_STORE = 4096;
+
 export interface VirtualFsOptions {
   /** Bytes of file data this phone may add on top of the shared system image. */
   storageBytes?: number;
@@ -257,6 +260,8 @@ export class VirtualFs {
   readonly capacity: number;
   /** Bytes held by files this phone owns (created, written or copied from the system image). */
   private used = 0;
+  /** Growable stores of files that were appended to (see appendTo). */
+  private readonly stores = new WeakMap<FileNode, { buffer: Buffer; filled: number }>();
 
   constructor(
     systemRoot: DirNode,
@@ -344,7 +349,7 @@ export class VirtualFs {
         const room = this.freeBytes;
         const fits = data.length <= room ? data : data.subarray(0, room);
         if (fits.length > 0) {
-          node.data = Buffer.concat([node.data, fits]);
+          node.data = this.appendTo(node, fits);
           this.used += fits.length;
         }
         node.mtimeMs = options.mtimeMs ?? now;
@@ -652,6 +657,36 @@ export class VirtualFs {
     if (copy.kind === 'file') this.used += copy.data.length;
     dir.entries.set(name, copy);
     return copy;
+  }
+
+  /**
+   * The file's bytes followed by `data`. Appends fill spare room at the end of the file's
+   * store, which grows geometrically, so `>>` in a loop or a growing log costs amortised
+   * O(appended bytes) instead of a copy of the whole file each time. Bytes already handed
+   * out (readFile views) are never changed: only room past the file's end is written.
+   */
+  private appendTo(node: FileNode, data: Buffer): Buffer {
+    const length = node.data.length;
+    const needed = length + data.length;
+    let store = this.stores.get(node);
+    // Reuse the store only while the file is exactly its filled prefix (a replace, a copy
+    // or a shorter file means someone may still see bytes past the end).
+    if (
+      store === undefined ||
+      store.filled !== length ||
+      store.buffer.length < needed ||
+      node.data.buffer !== store.buffer.buffer ||
+      node.data.byteOffset !== store.buffer.byteOffset
+    ) {
+      // Grow by half again, but never reserve more than the quota could still fill.
+      const capacity = Math.max(needed, Math.min(Math.max(MIN_STORE, Math.ceil(needed * 1.5)), needed + this.freeBytes));
+      store = { buffer: Buffer.alloc(capacity), filled: length };
+      node.data.copy(store.buffer, 0);
+      this.stores.set(node, store);
+    }
+    data.copy(store.buffer, length);
+    store.filled = needed;
+    return store.buffer.subarray(0, needed);
   }
 
   /** Claims `bytes` more of the quota (a negative delta frees), or fails with ENOSPC. */
