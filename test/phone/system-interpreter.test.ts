@@ -2,7 +2,7 @@
  * The phone's sh: quoting as adb clients send it, lists, pipes, redirections, expansions.
  * Runs the interpreter on a phone's system state directly (no adb), so every case is fast.
  */
-import { describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Device } from '../../server/devices/virtual/device.js';
 import { createCommandTable } from '../../server/devices/virtual/shell/commands/index.js';
 import { BufferInput, BufferOutput } from '../../server/devices/virtual/shell/io.js';
@@ -287,5 +287,23 @@ describe('flow control', () => {
     expect(lines.length).toBeLessThanOrEqual(4001);
     controller.abort();
     await run;
+  });
+});
+
+describe('sleep', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('sleeps longer than setTimeout can wait at once (about 24.8 days)', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    let status: number | null = null;
+    void sh('sleep 30d').then((r) => (status = r.code));
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(status).toBeNull();
+    await vi.advanceTimersByTimeAsync(25 * 86_400_000);
+    expect(status).toBeNull();
+    await vi.advanceTimersByTimeAsync(5 * 86_400_000);
+    expect(status).toBe(0);
   });
 });

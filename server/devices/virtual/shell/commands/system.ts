@@ -5,6 +5,7 @@ import { isNamespace } from '../../settings.js';
 import { fail, getopt, resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { readAll } from '../io.js';
+import { abortableSleep } from '../../timers.js';
 import type { ProcessInfo } from '../../processes.js';
 
 const getprop: CommandFn = (ctx) => {
@@ -102,23 +103,6 @@ function parseDuration(spec: string): number | null {
   return Number(m[1]) * unit * 1000;
 }
 
-/** Resolves after ms or as soon as the signal aborts. */
-export function sleepFor(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) {
-      resolve();
-      return;
-    }
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
 const sleep: CommandFn = async (ctx) => {
   let total = 0;
   for (const a of ctx.args) {
@@ -127,7 +111,7 @@ const sleep: CommandFn = async (ctx) => {
     total += ms;
   }
   if (ctx.args.length === 0) return fail(ctx, 'Needs 1 argument');
-  await sleepFor(total, ctx.signal);
+  await abortableSleep(total, ctx.signal);
   return ctx.signal.aborted ? 130 : 0;
 };
 
