@@ -388,6 +388,25 @@ describe('ADB wire protocol', () => {
     }
   });
 
+  it('keeps a UTF-8 character split between two WRTEs whole in an interactive shell', async () => {
+    const { host } = await handshake();
+    try {
+      host.send(OPEN, 8, 0, Buffer.from('shell,v2,raw:\0'));
+      const deviceId = (await host.nextFor(8))!.arg0;
+      const line = Buffer.from('echo hé\n');
+      const cut = line.indexOf(0xc3) + 1;
+      for (const part of [line.subarray(0, cut), line.subarray(cut), Buffer.alloc(0)]) {
+        host.send(WRTE, 8, deviceId, part.length > 0 ? shellPacket(0, part) : shellPacket(4, part));
+        expect(await host.take((m) => m.arg1 === 8 && m.command === OKAY, 2000)).not.toBeNull();
+      }
+      const reply = await readShellReply(host, 8, deviceId);
+      expect(reply.stdout).toBe('hé\n');
+      expect(reply.exit).toBe(0);
+    } finally {
+      host.close();
+    }
+  });
+
   it('stops background jobs when the device ends their shell stream', async () => {
     const device = (phone as VirtualPhone).device;
     const { host } = await handshake();

@@ -154,6 +154,18 @@ describe('tests, variables and control flow', () => {
   });
 });
 
+describe('text split across reads', () => {
+  it('keeps a UTF-8 character that straddles two stdin chunks whole in head', async () => {
+    const device = newDevice();
+    const chunks = [Buffer.from([0x68, 0xc3]), Buffer.from([0xa9, 0x0a, 0x77, 0xe2, 0x82]), Buffer.from([0xac, 0x0a, 0x78, 0x0a])];
+    const stdin = { read: () => Promise.resolve(chunks.shift() ?? null) };
+    const stdout = new BufferOutput();
+    const shell = new Interpreter(device, commands, initialShellState(device));
+    await shell.run('head -n 2', { stdin, stdout, stderr: new BufferOutput() }, new AbortController().signal);
+    expect(stdout.text()).toBe('hé\nw€\n');
+  });
+});
+
 describe('background jobs', () => {
   it('runs a job with & and stops it when the phone shuts down, even if its session never ends', async () => {
     const device = newDevice();

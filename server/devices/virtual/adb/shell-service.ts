@@ -3,6 +3,7 @@
  * `shell,v2,...:` (framed stdin/stdout/stderr/exit packets), `pty` interactive sessions,
  * `exec:` (raw, no framing) and `abb:` / `abb_exec:` (binder commands without a shell).
  */
+import { StringDecoder } from 'node:string_decoder';
 import type { CommandTable, Io } from '../shell/command.js';
 import { Interpreter, initialShellState } from '../shell/interpreter.js';
 import type { Input, Output } from '../shell/io.js';
@@ -239,10 +240,12 @@ async function interactive(shell: Interpreter, io: Io, pty: boolean, signal: Abo
   };
   prompt();
   let line = '';
+  // A character may be split between chunks: decode across them.
+  const decoder = new StringDecoder('utf8');
   for (;;) {
     const chunk = await io.stdin.read();
     if (chunk === null) break;
-    for (const ch of chunk.toString('utf8')) {
+    for (const ch of decoder.write(chunk)) {
       if (pty && (ch === '\x03')) {
         line = '';
         io.stdout.write('^C\n');
@@ -273,6 +276,7 @@ async function interactive(shell: Interpreter, io: Io, pty: boolean, signal: Abo
       if (pty) io.stdout.write(ch);
     }
   }
+  line += decoder.end();
   if (line.trim().length > 0) await shell.run(line, { ...io, stdin: { read: () => Promise.resolve(null) } }, signal);
   return shell.status;
 }

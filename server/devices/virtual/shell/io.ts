@@ -28,22 +28,6 @@ export async function readAll(input: Input): Promise<Buffer> {
   }
 }
 
-/** Splits input into lines (without the newline); the last line may lack one. */
-export async function* readLines(input: Input): AsyncGenerator<string> {
-  let pending = '';
-  for (;;) {
-    const c = await input.read();
-    if (c === null) break;
-    pending += c.toString('utf8');
-    let i: number;
-    while ((i = pending.indexOf('\n')) >= 0) {
-      yield pending.slice(0, i);
-      pending = pending.slice(i + 1);
-    }
-  }
-  if (pending.length > 0) yield pending;
-}
-
 export const EMPTY_INPUT: Input = { read: () => Promise.resolve(null) };
 
 export class NullOutput implements Output {

@@ -1,4 +1,5 @@
 /** Text applets for pipes: echo, printf, grep, head, tail, wc, sort, uniq, tr, cut, tee, ... */
+import { StringDecoder } from 'node:string_decoder';
 import { FsError } from '../../fs.js';
 import { fail, getopt, resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
@@ -272,6 +273,8 @@ const head: CommandFn = async (ctx) => {
     // Stop reading as soon as enough arrived, so `logcat | head -1` ends.
     let taken = 0;
     let pending = '';
+    // A character may be split between chunks: decode across them.
+    const decoder = new StringDecoder('utf8');
     for (;;) {
       const chunk = await ctx.stdin.read();
       if (chunk === null) break;
@@ -282,7 +285,7 @@ const head: CommandFn = async (ctx) => {
         if (taken >= n) return 0;
         continue;
       }
-      pending += chunk.toString('utf8');
+      pending += decoder.write(chunk);
       let i: number;
       while ((i = pending.indexOf('\n')) >= 0) {
         if (taken >= n) return 0;
@@ -292,6 +295,7 @@ const head: CommandFn = async (ctx) => {
       }
       if (taken >= n) return 0;
     }
+    pending += decoder.end();
     if (!bytes && pending && taken < n) ctx.stdout.write(pending);
     return 0;
   }
