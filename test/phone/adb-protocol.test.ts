@@ -146,12 +146,21 @@ afterAll(async () => {
   await backend?.close();
 });
 
-async function handshake(version = 0x01000001, maxdata = 4096): Promise<{ host: RawHost; reply: Msg }> {
-  const host = await RawHost.open(phone.adb.port);
+async function handshake(version = 0x01000001, maxdata = 4096, port = phone.adb.port): Promise<{ host: RawHost; reply: Msg }> {
+  const host = await RawHost.open(port);
   host.send(CNXN, version, maxdata, Buffer.from('host::features=shell_v2,cmd,stat_v2,ls_v2,fixed_push_mkdir,apex,abb,abb_exec\0'));
   const reply = await host.next();
   if (!reply) throw new Error('no CNXN reply');
   return { host, reply };
+}
+
+/** A sync request: 4-byte id, u32 length, argument. */
+function syncRequest(id: string, arg: Buffer | string | number): Buffer {
+  const body = typeof arg === 'number' ? Buffer.alloc(0) : typeof arg === 'string' ? Buffer.from(arg) : arg;
+  const h = Buffer.alloc(8);
+  h.write(id, 0, 'latin1');
+  h.writeUInt32LE(typeof arg === 'number' ? arg : body.length, 4);
+  return Buffer.concat([h, body]);
 }
 
 /** A shell protocol (v2) packet: id, u32 length, data. */
@@ -499,6 +508,101 @@ describe('ADB wire protocol', () => {
       expect(after.map((m) => m?.command)).toContain(CLSE);
     } finally {
       host.close();
+    }
+  });
+});
+
+describe('sync pushes that cannot succeed', () => {
+  /** Opens sync: and returns a sender of one WRTE that waits for its OKAY. */
+  async function openSync(port = phone.adb.port): Promise<{ host: RawHost; write: (data: Buffer) => Promise<void>; deviceId: number }> {
+    const { host } = await handshake(0x01000001, 1024 * 1024, port);
+    host.send(OPEN, 20, 0, Buffer.from('sync:\0'));
+    const okay = await host.nextFor(20);
+    expect(okay?.command).toBe(OKAY);
+    const deviceId = okay!.arg0;
+    const write = async (data: Buffer) => {
+      host.send(WRTE, 20, deviceId, data);
+      if (!(await host.take((m) => m.arg1 === 20 && m.command === OKAY, 5000))) throw new Error('no OKAY');
+    };
+    return { host, write, deviceId };
+  }
+
+  /** Collects the device's WRTE payloads on the sync stream until `done` holds. */
+  async function replyUntil(host: RawHost, deviceId: number, done: (b: Buffer) => boolean): Promise<Buffer> {
+    let out = Buffer.alloc(0);
+    while (!done(out)) {
+      const m = await host.take((x) => x.arg1 === 20 && x.command === WRTE, 5000);
+      if (!m) throw new Error(`no reply after ${JSON.stringify(out.toString('latin1'))}`);
+      out = Buffer.concat([out, m.payload]);
+      host.send(OKAY, 20, deviceId);
+    }
+    return out;
+  }
+
+  const failMessage = (b: Buffer) => b.length >= 8 && b.length >= 8 + b.readUInt32LE(4);
+
+  it('fails a push to a read-only path at SEND, drops its data and ends the service', async () => {
+    const { host, write, deviceId } = await openSync();
+    try {
+      await write(syncRequest('SEND', '/system/evil.bin,33188'));
+      // The FAIL comes before any data is sent, let alone DONE.
+      const fail = await replyUntil(host, deviceId, failMessage);
+      expect(fail.toString('latin1', 0, 4)).toBe('FAIL');
+      expect(fail.subarray(8).toString()).toBe("couldn't create file: Read-only file system");
+      for (let i = 0; i < 4; i++) await write(Buffer.concat([syncRequest('DATA', Buffer.alloc(65536, i))]));
+      host.send(WRTE, 20, deviceId, syncRequest('DONE', 1_700_000_000));
+      expect(await host.take((m) => m.arg1 === 20 && m.command === CLSE, 5000)).not.toBeNull();
+    } finally {
+      host.close();
+    }
+  });
+
+  it('lists only DONE for a regular file', async () => {
+    const { host, write, deviceId } = await openSync();
+    try {
+      await host.barrier('echo x > /data/local/tmp/plain.txt');
+      await write(syncRequest('LIS2', '/data/local/tmp/plain.txt'));
+      const listing = await replyUntil(host, deviceId, (b) => b.length >= 76);
+      expect(listing.length).toBe(76);
+      expect(listing.toString('latin1', 0, 4)).toBe('DONE');
+      await write(syncRequest('LIST', '/data/local/tmp/plain.txt'));
+      const v1 = await replyUntil(host, deviceId, (b) => b.length >= 20);
+      expect(v1.length).toBe(20);
+      expect(v1.toString('latin1', 0, 4)).toBe('DONE');
+      await host.barrier('rm /data/local/tmp/plain.txt');
+    } finally {
+      host.close();
+    }
+  });
+
+  it('treats LSTA as the unknown request it is (v1 lstat is STAT)', async () => {
+    const { host, write, deviceId } = await openSync();
+    try {
+      await write(syncRequest('LSTA', '/data/local/tmp'));
+      const fail = await replyUntil(host, deviceId, failMessage);
+      expect(fail.toString('latin1', 0, 4)).toBe('FAIL');
+      expect(fail.subarray(8).toString()).toBe('unknown sync request LSTA');
+    } finally {
+      host.close();
+    }
+  });
+
+  it('fails a push that outgrows the free space as soon as it does, without keeping its data', async () => {
+    const small = createVirtualBackend({ bootMs: 0, storageBytes: 256 * 1024 });
+    const tiny = await small.boot({ sessionId: 'protocol-small', restoreFrom: null, signal: new AbortController().signal, log: quietLog });
+    const { host, write, deviceId } = await openSync(tiny.adb.port);
+    try {
+      await write(syncRequest('SEND', '/sdcard/big.bin,33188'));
+      for (let i = 0; i < 5; i++) await write(syncRequest('DATA', Buffer.alloc(65536, i)));
+      // 320 KiB sent into 256 KiB: the FAIL arrives before DONE.
+      const fail = await replyUntil(host, deviceId, failMessage);
+      expect(fail.subarray(8).toString()).toBe('write failed: No space left on device');
+      host.send(WRTE, 20, deviceId, syncRequest('DONE', 0));
+      expect(await host.take((m) => m.arg1 === 20 && m.command === CLSE, 5000)).not.toBeNull();
+      expect((tiny as VirtualPhone).device.fs.exists('/sdcard/big.bin')).toBe(false);
+    } finally {
+      host.close();
+      await small.close();
     }
   });
 });

@@ -384,6 +384,46 @@ export class VirtualFs {
     target.dir.mtimeMs = now;
   }
 
+  /**
+   * Throws the FsError that writing a file at `path` would raise, changing nothing (a sync
+   * push checks its target before taking any data).
+   */
+  checkWritableFile(path: string, options: Access & { parents?: boolean } = {}): void {
+    const norm = normalizePath(path);
+    if (norm === '/') throw new FsError('EISDIR', path);
+    const existing = this.tryResolve(norm);
+    if (existing) {
+      if (existing.node.kind === 'dir') throw new FsError('EISDIR', path);
+      if (existing.node.kind !== 'chr') this.checkWritable(existing.path, options, path);
+      return;
+    }
+    // A new file: its nearest existing ancestor must be a directory (missing ones are
+    // created only with parents), inside the areas the user may change.
+    const missing = [basename(norm)];
+    let dir = dirname(norm);
+    for (;;) {
+      const found = this.tryResolve(dir);
+      if (found) {
+        if (found.node.kind !== 'dir') throw new FsError('ENOTDIR', path);
+        if (missing.length > 1 && !options.parents) throw new FsError('ENOENT', path);
+        this.checkWritable(`${found.path === '/' ? '' : found.path}/${missing.join('/')}`, options, path);
+        return;
+      }
+      missing.unshift(basename(dir));
+      dir = dirname(dir);
+    }
+  }
+
+  /** resolve(), or null when the path does not exist. */
+  private tryResolve(path: string): Resolved | null {
+    try {
+      return this.resolve(path);
+    } catch (error) {
+      if (error instanceof FsError && error.code === 'ENOENT') return null;
+      throw error;
+    }
+  }
+
   mkdir(path: string, options: Access & { parents?: boolean; mode?: number } = {}): void {
     const norm = normalizePath(path);
     if (options.parents) {

@@ -1,7 +1,9 @@
 /**
- * The `sync:` service: STAT/STA2/LSTA/LST2, LIST/LIS2, SEND, RECV, QUIT against the phone's
- * filesystem. Pushed data is kept as views of the received messages and joined once at DONE,
- * so a push costs one copy.
+ * The `sync:` service: STAT/STA2/LST2, LIST/LIS2, SEND, RECV, QUIT against the phone's
+ * filesystem (STAT is v1's lstat; there is no LSTA). Pushed data is kept as views of the
+ * received messages and joined once at DONE, so a push costs one copy. A push that cannot
+ * succeed (an unwritable target, no space left) fails at once, its data is read and
+ * dropped until DONE, and the service ends, as adbd's does.
  */
 import { FsError, S_IFLNK, S_IFMT, normalizePath } from '../fs.js';
 import type { FsNode, Stat, VirtualFs } from '../fs.js';
@@ -17,7 +19,6 @@ function id(name: string): number {
 
 const ID_STAT = id('STAT');
 const ID_STA2 = id('STA2');
-const ID_LSTA = id('LSTA');
 const ID_LST2 = id('LST2');
 const ID_LIST = id('LIST');
 const ID_LIS2 = id('LIS2');
@@ -147,6 +148,10 @@ interface PendingSend {
   mode: number;
   views: Buffer[];
   size: number;
+  /** Bytes the file may take: the free space plus what it replaces. */
+  room: number;
+  /** The push already failed (FAIL sent): its data is dropped until DONE. */
+  failed: boolean;
 }
 
 export function runSyncService(stream: AdbStream, options: SyncOptions): void {
@@ -169,7 +174,8 @@ export function runSyncService(stream: AdbStream, options: SyncOptions): void {
     stream.write(b);
   };
 
-  const finishSend = (s: PendingSend, mtime: number) => {
+  /** Writes a completed push; false when it failed (FAIL sent). */
+  const finishSend = (s: PendingSend, mtime: number): boolean => {
     const data = s.views.length === 1 ? s.views[0]! : Buffer.concat(s.views, s.size);
     try {
       if ((s.mode & S_IFMT) === S_IFLNK) {
@@ -183,9 +189,26 @@ export function runSyncService(stream: AdbStream, options: SyncOptions): void {
       }
       options.onPushed?.(s.path, s.size);
       okay();
+      return true;
     } catch (error) {
       fail(`couldn't create file: ${error instanceof FsError ? error.reason : String(error)}`);
+      return false;
     }
+  };
+
+  /** Starts a push: a target that cannot be written fails now, before any data is kept. */
+  const startSend = (path: string, mode: number): PendingSend => {
+    const s: PendingSend = { path, mode, views: [], size: 0, room: Infinity, failed: false };
+    if ((mode & S_IFMT) === S_IFLNK) return s;
+    try {
+      fs.checkWritableFile(path, { parents: true });
+      const replaced = fs.exists(path) ? fs.stat(path).size : 0;
+      s.room = fs.freeBytes + replaced;
+    } catch (error) {
+      fail(`couldn't create file: ${error instanceof FsError ? error.reason : String(error)}`);
+      s.failed = true;
+    }
+    return s;
   };
 
   const recv = (path: string) => {
@@ -212,22 +235,22 @@ export function runSyncService(stream: AdbStream, options: SyncOptions): void {
   };
 
   const list = (path: string, v2: boolean) => {
-    let entries: { name: string; node: FsNode }[] = [];
+    let entries: { name: string; node: FsNode }[] | null = null;
     let real = path;
     try {
       real = fs.realpath(path);
       entries = fs.readdir(real);
     } catch {
-      // adbd lists nothing for a missing or unreadable directory
+      // adbd lists nothing (only DONE) for what opendir refuses: missing, unreadable, not a directory
     }
     const out: Buffer[] = [];
-    if (entries.length > 0 || fs.exists(real)) {
+    if (entries) {
       const self = statOrError(fs, real, true).st;
       const parent = statOrError(fs, normalizePath(`${real}/..`), true).st;
       if (self) out.push(...(v2 ? dent2(self, '.') : dent1(self, '.')));
       if (parent) out.push(...(v2 ? dent2(parent, '..') : dent1(parent, '..')));
     }
-    for (const e of entries) {
+    for (const e of entries ?? []) {
       const st = statOrError(fs, `${real === '/' ? '' : real}/${e.name}`, false).st;
       if (st) out.push(...(v2 ? dent2(st, e.name) : dent1(st, e.name)));
     }
@@ -255,6 +278,13 @@ export function runSyncService(stream: AdbStream, options: SyncOptions): void {
           if (queue.length < 8 + len) return;
           queue.takeViews(8);
           const views = queue.takeViews(len);
+          if (send.failed) continue;
+          if (send.size + len > send.room) {
+            fail(`write failed: ${new FsError('ENOSPC', send.path).reason}`);
+            send.failed = true;
+            send.views = [];
+            continue;
+          }
           send.views.push(...views);
           send.size += len;
           continue;
@@ -263,8 +293,11 @@ export function runSyncService(stream: AdbStream, options: SyncOptions): void {
         if (code === ID_DONE) {
           const s = send;
           send = null;
-          finishSend(s, len);
-          continue;
+          if (!s.failed && finishSend(s, len)) continue;
+          // A failed push ends the service, as in adbd.
+          quit = true;
+          stream.end();
+          return;
         }
         fail('invalid data message');
         quit = true;
@@ -298,9 +331,6 @@ export function runSyncService(stream: AdbStream, options: SyncOptions): void {
       } else if (code === ID_STA2 || code === ID_LST2) {
         const { st, errno } = statOrError(fs, arg, code === ID_STA2);
         stream.write(statBuffer(code, st, errno));
-      } else if (code === ID_LSTA) {
-        const { st, errno } = statOrError(fs, arg, false);
-        stream.write(statBuffer(ID_LST2, st, errno));
       } else if (code === ID_LIST || code === ID_LIS2) {
         list(arg, code === ID_LIS2);
       } else if (code === ID_RECV) {
@@ -309,7 +339,7 @@ export function runSyncService(stream: AdbStream, options: SyncOptions): void {
         const comma = arg.lastIndexOf(',');
         const path = comma >= 0 ? arg.slice(0, comma) : arg;
         const mode = comma >= 0 ? Number(arg.slice(comma + 1)) || 0o100644 : 0o100644;
-        send = { path, mode, views: [], size: 0 };
+        send = startSend(path, mode);
       } else {
         fail(`unknown sync request ${header.toString('latin1', 0, 4)}`);
         quit = true;
