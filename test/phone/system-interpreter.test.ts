@@ -10,6 +10,8 @@ import type { Output } from '../../server/devices/virtual/shell/io.js';
 import { Interpreter, initialShellState } from '../../server/devices/virtual/shell/interpreter.js';
 import { parseShell } from '../../server/devices/virtual/shell/parse.js';
 import { buildSystemImage } from '../../server/devices/virtual/system-image.js';
+import { UIA2_PORT } from '../../server/devices/virtual/activity.js';
+import { buildTestApk } from '../support/apk-builder.js';
 import { quietLog } from '../support/virtual-adb.js';
 
 const systemRoot = buildSystemImage();
@@ -317,5 +319,27 @@ describe('sleep', () => {
     expect(status).toBeNull();
     await vi.advanceTimersByTimeAsync(5 * 86_400_000);
     expect(status).toBe(0);
+  });
+});
+
+describe('activity manager', () => {
+  it('frees device port 6790 on stopping UiAutomator2 only while the port is still its own', () => {
+    const device = newDevice();
+    const options = { replace: true, grantAll: false, allowDowngrade: false };
+    expect(device.packages.install(buildTestApk({ package: 'io.appium.uiautomator2.server' }), options).ok).toBe(true);
+    const testApk = buildTestApk({
+      package: 'io.appium.uiautomator2.server.test',
+      instrumentation: { name: 'androidx.test.runner.AndroidJUnitRunner', targetPackage: 'io.appium.uiautomator2.server' },
+    });
+    expect(device.packages.install(testApk, options).ok).toBe(true);
+    device.activity.uiAutomator2Factory = () => ({ handleConnection: (socket) => socket.destroy(), close: () => undefined });
+    const started = device.activity.startInstrumentation({ pkg: 'io.appium.uiautomator2.server.test', cls: 'androidx.test.runner.AndroidJUnitRunner' });
+    if (started.kind !== 'server') throw new Error(`not started: ${started.kind}`);
+    expect(device.ports.has(UIA2_PORT)).toBe(true);
+    // Something else took the port meanwhile: stopping must leave it alone.
+    const other = () => undefined;
+    device.ports.set(UIA2_PORT, other);
+    started.stop('test');
+    expect(device.ports.get(UIA2_PORT)).toBe(other);
   });
 });

@@ -3,7 +3,7 @@
  * instrumentations (the UiAutomator2 server among them). The screen itself is the UI side's;
  * this decides what runs and tells the UI what to bring to the front.
  */
-import type { Device } from './device.js';
+import type { Device, PortHandler } from './device.js';
 import { appUserName } from './packages.js';
 import type { PackageRecord } from './packages.js';
 import type { UiAutomator2Server } from './ui/types.js';
@@ -211,7 +211,8 @@ export class ActivityManager {
       return { kind: 'crashed', reason: 'UiAutomator2 server is not available on this phone' };
     }
     const server = factory(this.device);
-    this.device.ports.set(UIA2_PORT, (socket) => server.handleConnection(socket));
+    const handler: PortHandler = (socket) => server.handleConnection(socket);
+    this.device.ports.set(UIA2_PORT, handler);
     this.log('I', 'AppiumUiAutomator2Server', `Starting Server on port ${UIA2_PORT}`);
     let finish: (end: InstrumentationEnd) => void = () => undefined;
     const done = new Promise<InstrumentationEnd>((resolve) => (finish = resolve));
@@ -220,7 +221,8 @@ export class ActivityManager {
       if (stopped) return;
       stopped = true;
       this.instrumentations.delete(key);
-      if (this.device.ports.get(UIA2_PORT)) this.device.ports.delete(UIA2_PORT);
+      // Free the port only if it is still ours (nc.ts does the same).
+      if (this.device.ports.get(UIA2_PORT) === handler) this.device.ports.delete(UIA2_PORT);
       try {
         server.close();
       } catch (error) {
