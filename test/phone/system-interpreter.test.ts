@@ -325,7 +325,7 @@ describe('sleep', () => {
 describe('activity manager', () => {
   it('frees device port 6790 on stopping UiAutomator2 only while the port is still its own', () => {
     const device = newDevice();
-    const options = { replace: true, grantAll: false, allowDowngrade: false };
+    const options = { grantAll: false, allowDowngrade: false };
     expect(device.packages.install(buildTestApk({ package: 'io.appium.uiautomator2.server' }), options).ok).toBe(true);
     const testApk = buildTestApk({
       package: 'io.appium.uiautomator2.server.test',

@@ -238,10 +238,6 @@ export class ActivityManager {
     this.instrumentations.set(key, { component, target: target.name, stop });
     return { kind: 'server', done, stop };
   }
-
-  saveState(): { services: RunningService[] } {
-    return { services: [...this.services.values()] };
-  }
 }
 
 export function describeIntent(req: IntentRequest): string {

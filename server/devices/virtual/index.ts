@@ -8,6 +8,7 @@ import { VirtualPhone } from './phone.js';
 import { buildSystemImage } from './system-image.js';
 import type { CommandTable } from './shell/command.js';
 import { createCommandTable } from './shell/commands/index.js';
+import { abortableSleep } from './timers.js';
 
 export interface VirtualBackendOptions {
   /** Simulated boot time in ms (0 in benchmarks). */
@@ -30,22 +31,9 @@ function abortError(signal: AbortSignal): Error {
 }
 
 /** Resolves after ms, or rejects with an AbortError as soon as the signal aborts. */
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(abortError(signal));
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(abortError(signal));
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
+async function delay(ms: number, signal: AbortSignal): Promise<void> {
+  await abortableSleep(ms, signal);
+  if (signal.aborted) throw abortError(signal);
 }
 
 export function createVirtualBackend(options: VirtualBackendOptions): DeviceBackend {

@@ -102,8 +102,6 @@ const BUILT_INS: readonly BuiltIn[] = [
 ];
 
 export interface InstallOptions {
-  /** -r: replace an installed package. */
-  replace: boolean;
   /** -g: grant every runtime permission the app requests. */
   grantAll: boolean;
   /** -d: allow a lower versionCode. */
@@ -226,9 +224,6 @@ export class PackageManager {
       if (existing.system) {
         return { ok: false, failure: `INSTALL_FAILED_UPDATE_INCOMPATIBLE: Existing package ${info.package} signatures do not match newer version; ignoring!` };
       }
-      if (!options.replace) {
-        return { ok: false, failure: `INSTALL_FAILED_ALREADY_EXISTS: Attempt to re-install ${info.package} without first uninstalling.` };
-      }
       if (info.versionCode < existing.versionCode && !options.allowDowngrade) {
         return {
           ok: false,
@@ -349,7 +344,7 @@ export class PackageManager {
   restore(saved: SavedPackage[], data: Buffer): void {
     for (const s of saved) {
       const apk = data.subarray(s.apk.offset, s.apk.offset + s.apk.size);
-      const result = this.install(apk, { replace: true, grantAll: false, allowDowngrade: true, installer: s.installer ?? undefined });
+      const result = this.install(apk, { grantAll: false, allowDowngrade: true, installer: s.installer ?? undefined });
       if (!result.ok) continue;
       const r = result.record;
       // Keep the identity the app had (paths, uid, times, grants) as a rebooted phone would.

@@ -48,8 +48,6 @@ export class VirtualPhone implements DevicePhone {
   private shutdownQueue: Promise<void> = Promise.resolve();
   private closed = false;
   private readonly stoppedListeners = new Set<() => void>();
-  private capturedVersion = -1;
-  private captured: Buffer | null = null;
 
   constructor(private readonly options: VirtualPhoneOptions) {
     this.device = new Device({
@@ -134,13 +132,8 @@ export class VirtualPhone implements DevicePhone {
   }
 
   async capture(): Promise<Buffer> {
-    const ui = this.device.ui;
-    // Viewers poll; re-encode only when the screen actually changed.
-    if (!this.captured || this.capturedVersion !== ui.version) {
-      this.capturedVersion = ui.version;
-      this.captured = ui.renderPng();
-    }
-    return this.captured;
+    // Viewers poll; the UI re-encodes only when the screen changed (renderPng caches).
+    return this.device.ui.renderPng();
   }
 
   async apps(): Promise<AppSummary[]> {
@@ -198,7 +191,6 @@ export class VirtualPhone implements DevicePhone {
     this.closed = true;
     this.device.close();
     this.lostListeners.clear();
-    this.captured = null;
     for (const l of this.stoppedListeners) l();
     this.stoppedListeners.clear();
   }

@@ -48,10 +48,7 @@ export class AdbConnection implements StreamTransport {
     private readonly options: ConnectionOptions,
   ) {
     socket.setNoDelay(true);
-    this.reader = new MessageReader(
-      () => this.maxPayload,
-      (m) => this.onMessage(m),
-    );
+    this.reader = new MessageReader((m) => this.onMessage(m));
     socket.on('data', (chunk: Buffer) => {
       try {
         this.reader.push(chunk);

@@ -53,10 +53,7 @@ export class MessageReader {
   private buffered = 0;
   private header: { command: number; arg0: number; arg1: number; length: number } | null = null;
 
-  constructor(
-    private readonly maxPayload: () => number,
-    private readonly onMessage: (message: AdbMessage) => void,
-  ) {}
+  constructor(private readonly onMessage: (message: AdbMessage) => void) {}
 
   /** Feeds bytes; throws on a malformed header (the connection should then be dropped). */
   push(chunk: Buffer): void {
@@ -70,8 +67,8 @@ export class MessageReader {
         const magic = h.readUInt32LE(20);
         if (((command ^ 0xffffffff) >>> 0) !== magic) throw new Error(`bad ADB magic for ${commandName(command)}`);
         const length = h.readUInt32LE(12);
-        // The host may send up to our advertised maximum even before it learns the smaller one.
-        if (length > Math.max(this.maxPayload(), DEVICE_MAX_PAYLOAD)) throw new Error(`ADB payload too large: ${length}`);
+        // The host may send up to the maximum this device advertises (it never asks for less).
+        if (length > DEVICE_MAX_PAYLOAD) throw new Error(`ADB payload too large: ${length}`);
         this.header = { command, arg0: h.readUInt32LE(4), arg1: h.readUInt32LE(8), length };
       }
       if (this.buffered < this.header.length) return;

@@ -139,8 +139,6 @@ function statOrError(fs: VirtualFs, path: string, follow: boolean): { st: Stat |
 export interface SyncOptions {
   fs: VirtualFs;
   log: DeviceLogger;
-  /** Called after a push completes (e.g. to log it). */
-  onPushed?: (path: string, size: number) => void;
 }
 
 interface PendingSend {
@@ -187,7 +185,6 @@ export function runSyncService(stream: AdbStream, options: SyncOptions): void {
         const perm = real.startsWith('/storage/emulated/') || real.startsWith('/sdcard/') ? 0o660 : s.mode & 0o777;
         fs.writeFile(s.path, data, { mode: perm || 0o644, mtimeMs: mtime > 0 ? mtime * 1000 : undefined, parents: true });
       }
-      options.onPushed?.(s.path, s.size);
       okay();
       return true;
     } catch (error) {

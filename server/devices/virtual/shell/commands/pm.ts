@@ -15,14 +15,13 @@ export interface InstallSession {
 }
 
 function parseInstallOptions(args: string[]): { options: InstallOptions; size: number | null; rest: string[] } {
-  const options: InstallOptions = { replace: false, grantAll: false, allowDowngrade: false };
+  const options: InstallOptions = { grantAll: false, allowDowngrade: false };
   let size: number | null = null;
   const rest: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     switch (a) {
-      case '-r':
-        options.replace = true;
+      case '-r': // Android 14 replaces an installed app whether or not -r is given
         break;
       case '-g':
         options.grantAll = true;
@@ -54,8 +53,6 @@ function parseInstallOptions(args: string[]): { options: InstallOptions; size: n
         rest.push(a);
     }
   }
-  // Android 14 replaces existing apps whether or not -r is given (pm install always updates).
-  options.replace = true;
   return { options, size, rest };
 }
 
