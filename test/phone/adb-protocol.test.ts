@@ -257,24 +257,24 @@ describe('ADB wire protocol', () => {
   it("keeps one WRTE in flight and respects the host's maxdata", async () => {
     const { host } = await handshake(0x01000001, 4096);
     try {
-      host.send(OPEN, 1, 0, Buffer.from('exec:yes | head -c 20000\0'));
-      const okay = await host.next();
+      await host.barrier('yes | head -c 20000 > /sdcard/flow.txt');
+      // cat writes the whole file to the stream at once: only flow control spaces the WRTEs.
+      host.send(OPEN, 1, 0, Buffer.from('exec:cat /sdcard/flow.txt\0'));
+      const okay = await host.nextFor(1);
       expect(okay?.command).toBe(OKAY);
       const deviceId = okay!.arg0;
       let received = 0;
-      let closed = false;
-      while (!closed) {
-        const m = await host.next();
+      for (;;) {
+        const m = await host.nextFor(1);
         if (!m) throw new Error(`stalled after ${received} bytes`);
-        if (m.command === CLSE) {
-          closed = true;
-          break;
-        }
+        if (m.command === CLSE) break;
         expect(m.command).toBe(WRTE);
         expect(m.payload.length).toBeLessThanOrEqual(4096);
         received += m.payload.length;
-        // Nothing more may come until this WRTE is acknowledged.
-        expect(await host.next(100)).toBeNull();
+        // A command run to completion on another stream: the device had every chance to
+        // send more, yet nothing more came on this stream until this WRTE is acknowledged.
+        await host.barrier();
+        expect(host.has((x) => x.arg1 === 1)).toBe(false);
         host.send(OKAY, 1, deviceId);
       }
       expect(received).toBe(20000);

@@ -7,6 +7,8 @@ import { mkdtempSync, readFileSync, rmSync, truncateSync, unlinkSync, writeFileS
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PhoneBootError } from '../../server/devices/types.js';
 import type { DevicePhone } from '../../server/devices/types.js';
@@ -195,18 +197,37 @@ describe('profiles', () => {
   });
 });
 
+/**
+ * A full garbage collection, so heap figures count what is still referenced: global.gc
+ * under --expose-gc, otherwise V8's gc enabled at runtime (the flag then exposes it to new
+ * contexts).
+ */
+function collectGarbage(): void {
+  let gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) {
+    setFlagsFromString('--expose-gc');
+    gc = runInNewContext('gc') as () => void;
+  }
+  gc();
+  gc();
+}
+
 describe('many idle phones', () => {
-  it('runs 50 idle phones in one process at well under 30 MB each', async () => {
+  it('runs 50 idle phones in one process at well under 1 MB each', async () => {
     const backend = createVirtualBackend({ bootMs: 0 });
     // Warm up shared state (system image, command table) before measuring.
     const warm = await backend.boot(bootRequest(null));
+    collectGarbage();
     const before = process.memoryUsage();
     const phones: DevicePhone[] = [];
     try {
       for (let i = 0; i < 50; i++) phones.push(await backend.boot(bootRequest(null)));
+      collectGarbage();
       const after = process.memoryUsage();
+      // Measured after a full GC: about 35 KB per idle phone (copy-on-write filesystem, no
+      // screen until first use). The bound leaves a wide margin without hiding a leak.
       const perPhone = (after.heapUsed + after.external - before.heapUsed - before.external) / 50;
-      expect(perPhone).toBeLessThan(30 * 1024 * 1024);
+      expect(perPhone).toBeLessThan(1024 * 1024);
       const ports = new Set(phones.map((p) => p.adb.port));
       expect(ports.size).toBe(50);
       expect(await refused(phones[49]!.adb.port)).toBe(false);
