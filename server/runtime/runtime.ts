@@ -568,6 +568,7 @@ export class Runtime extends EventEmitter {
       }
     } catch (err) {
       if (staged) this.o.saves.discard(staged);
+      staged = null;
       if (profile) this.o.store.saveProfile({ ...profile });
       this.o.log.error('cleanup failed', { session: row.id, attempt, error: String(err) });
       if (attempt < CLEANUP_ATTEMPTS && !this.closed) {
@@ -576,7 +577,12 @@ export class Runtime extends EventEmitter {
         await new Promise<void>((resolve) => this.o.clock.setTimeout(resolve, CLEANUP_RETRY_MS));
         return this.cleanup(live, lostProfile, attempt + 1);
       }
-      // The phone is unreachable; count it as gone so the slot is not held forever.
+      // Out of attempts: the profile keeps its previous save (marked inexact), and the phone
+      // is stopped without saving so nothing stays allocated. If even that fails, the phone
+      // is unreachable; count it as gone so the slot is not held forever.
+      lostProfile = true;
+      await phone?.shutdown({ saveTo: null }).catch((e: unknown) => this.o.log.error('phone did not stop', { session: row.id, error: String(e) }));
+      live.phone = null;
     }
     const now = this.nowSec();
     this.o.store.transaction(() => {
