@@ -343,3 +343,18 @@ describe('activity manager', () => {
     expect(device.ports.get(UIA2_PORT)).toBe(other);
   });
 });
+
+describe('memory', () => {
+  it('fails `yes | sort` on its own instead of holding unbounded input', async () => {
+    const r = await sh('yes | sort');
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('sort: input is larger than 64 MiB: out of memory');
+  }, 60_000);
+
+  it('stops a command substitution at the in-memory limit instead of growing without end', async () => {
+    const r = await sh('x=$(yes); echo ${#x}');
+    // 64 MiB of "y\n", newlines trimmed at the end: the producer was stopped at the limit.
+    expect(Number(r.out.trim())).toBeGreaterThan(60 * 1024 * 1024);
+    expect(Number(r.out.trim())).toBeLessThanOrEqual(64 * 1024 * 1024);
+  }, 60_000);
+});

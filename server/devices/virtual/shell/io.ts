@@ -19,11 +19,21 @@ export interface Input {
   read(): Promise<Buffer | null>;
 }
 
-export async function readAll(input: Input): Promise<Buffer> {
+/**
+ * How much a command may hold in memory at once (whole-input readers such as sort or
+ * md5sum -, command substitution). Phones share the server's memory: `yes | sort` must fail
+ * on its own phone, not take the server down.
+ */
+export const MAX_IN_MEMORY = 64 * 1024 * 1024;
+
+export async function readAll(input: Input, limit = MAX_IN_MEMORY): Promise<Buffer> {
   const chunks: Buffer[] = [];
+  let size = 0;
   for (;;) {
     const c = await input.read();
     if (c === null) return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+    size += c.length;
+    if (size > limit) throw new Error(`input is larger than ${limit / 1024 / 1024} MiB: out of memory`);
     chunks.push(c);
   }
 }
@@ -40,10 +50,21 @@ export class NullOutput implements Output {
 
 /** Collects everything written (command substitution, redirections, tests). */
 export class BufferOutput implements Output {
-  readonly closed = false;
   private chunks: Buffer[] = [];
+  private size = 0;
+
+  constructor(private readonly limit = MAX_IN_MEMORY) {}
+
+  /** Past the limit the output closes, so the producer stops (as on a full pipe that nobody reads). */
+  get closed(): boolean {
+    return this.size > this.limit;
+  }
+
   write(data: string | Buffer): void {
-    this.chunks.push(typeof data === 'string' ? Buffer.from(data) : data);
+    if (this.closed) return;
+    const chunk = typeof data === 'string' ? Buffer.from(data) : data;
+    this.size += chunk.length;
+    if (this.size <= this.limit) this.chunks.push(chunk);
   }
   drain(): Promise<void> {
     return Promise.resolve();
