@@ -70,7 +70,13 @@ export function runAdb(args: string[], options: StockAdbOptions = {}, timeoutMs 
  * unauthorized). Throws an AdbError with adb's own words when it could not connect.
  */
 export async function adbConnect(serial: string, options: StockAdbOptions = {}, timeoutMs = 20_000): Promise<void> {
-  const r = await runAdb(['connect', serial], options, timeoutMs);
+  let r = await runAdb(['connect', serial], options, timeoutMs);
+  // Two processes that find no adb server both start one; the loser's command fails with
+  // "cannot connect to daemon" although the winner's server is up a moment later.
+  for (let attempt = 1; attempt <= 3 && DAEMON_RACE.test(`${r.stdout}\n${r.stderr}`); attempt++) {
+    await sleep(200 * attempt);
+    r = await runAdb(['connect', serial], options, timeoutMs);
+  }
   const output = `${r.stdout}\n${r.stderr}`;
   if (!new RegExp(`^(already )?connected to ${escape(serial)}`, 'm').test(output)) {
     throw new AdbError('adb_failed', `adb could not connect to ${serial}: ${lastLine(output) || `exit code ${r.code}`}.`);
@@ -92,5 +98,6 @@ export async function adbDisconnect(serial: string, options: StockAdbOptions = {
   await runAdb(['disconnect', serial], options, 10_000).catch(() => undefined);
 }
 
+const DAEMON_RACE = /cannot connect to daemon|failed to start daemon|didn't ACK/;
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const lastLine = (s: string) => s.trim().split('\n').filter(Boolean).pop()?.trim() ?? '';

@@ -8,6 +8,7 @@ import { openGateway } from '../../src/adb/gateway.js';
 import { endAndConfirm } from '../../src/lease/end.js';
 import { startSession } from '../../src/lease/start.js';
 import { PhoneAdb, PhoneSessionClient, RunLedger, ServerError, type FetchLike } from '../../src/index.js';
+import type { AdbTunnel as AdbTunnelType } from '../../src/adb/tunnel.js';
 import { silentLogger } from '../../src/util/log.js';
 import { tempDir } from './helpers.js';
 
@@ -138,4 +139,39 @@ describe('ADB gateway', () => {
       await gw.close();
     }
   });
+});
+
+describe('stock adb', () => {
+  it('connects two phones at once on an adb server that is not running yet', async () => {
+    const { startTestServer } = await import('../support/server.js');
+    const { freePort } = await import('../support/adb.js');
+    const { AdbTunnel, adbConnect, runAdb } = await import('../../src/index.js');
+    nock.enableNetConnect('127.0.0.1');
+    const t = await startTestServer({ bootMs: 0 });
+    const tunnels: AdbTunnelType[] = [];
+    try {
+      for (const _ of [0, 1]) {
+        const s = (await t.api.post('/sessions')).body;
+        await t.api.waitFor(s.id, ['ready']);
+        tunnels.push(await AdbTunnel.open((await t.api.get(`/sessions/${s.id}/adb`)).body));
+      }
+      // Each round on a fresh adb server port, both connects at the same instant: both
+      // find no server and race to start one.
+      for (let round = 0; round < 3; round++) {
+        const serverPort = await freePort();
+        try {
+          await Promise.all(tunnels.map((tunnel) => adbConnect(tunnel.serial, { serverPort })));
+          for (const tunnel of tunnels) {
+            expect((await runAdb(['-s', tunnel.serial, 'get-state'], { serverPort })).stdout.trim()).toBe('device');
+          }
+        } finally {
+          await runAdb(['kill-server'], { serverPort }).catch(() => undefined);
+        }
+      }
+    } finally {
+      for (const tunnel of tunnels) await tunnel.close();
+      await t.close();
+      nock.disableNetConnect();
+    }
+  }, 120_000);
 });

@@ -1,0 +1,58 @@
+/**
+ * The example suites, run exactly as the README says a user runs them: the Playwright
+ * example on the embedded server (no PHONELEASE_BASE_URL), and the WebdriverIO example with
+ * real Appium. The README's main job must keep working.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { freePort } from '../support/adb.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, FORCE_COLOR: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    child.once('close', (code) => resolve({ code, output }));
+  });
+}
+
+describe('examples', () => {
+  it('npx playwright test -c examples/playwright passes on the embedded server, with the phone in the report', async () => {
+    const report = join(ROOT, 'examples', 'playwright', 'test-results', 'report.json');
+    rmSync(report, { force: true });
+    const { code, output } = await run(
+      [join(ROOT, 'node_modules', '@playwright', 'test', 'cli.js'), 'test', '-c', 'examples/playwright', '--reporter=json'],
+      { PHONELEASE_BASE_URL: '', PHONELEASE_API_KEY: '', PLAYWRIGHT_JSON_OUTPUT_NAME: report, CI: '' },
+    );
+    expect(code, output.slice(-3000)).toBe(0);
+    expect(existsSync(report)).toBe(true);
+    const json = JSON.parse(readFileSync(report, 'utf8'));
+    expect(json.stats).toMatchObject({ expected: 6, unexpected: 0, flaky: 0 });
+    const specs: any[] = [];
+    const walk = (s: any) => {
+      specs.push(...(s.specs ?? []));
+      (s.suites ?? []).forEach(walk);
+    };
+    json.suites.forEach(walk);
+    const failing = specs.find((s) => s.title === 'a failing login shows the phone in the report');
+    const result = failing.tests[0].results[0];
+    expect(result.status).toBe('failed');
+    expect(result.attachments.map((a: { name: string }) => a.name)).toEqual(expect.arrayContaining(['phone-screen', 'phone-logcat']));
+  }, 180_000);
+
+  it('npx wdio run examples/wdio/wdio.conf.ts passes with real Appium', async () => {
+    const { code, output } = await run([join(ROOT, 'node_modules', '@wdio', 'cli', 'bin', 'wdio.js'), 'run', 'examples/wdio/wdio.conf.ts'], {
+      PHONELEASE_BASE_URL: '',
+      PHONELEASE_API_KEY: '',
+      ANDROID_ADB_SERVER_PORT: String(await freePort()),
+    });
+    expect(code, output.slice(-3000)).toBe(0);
+    expect(output).toMatch(/Spec Files:\s+2 passed, 2 total/);
+  }, 240_000);
+});
