@@ -2,7 +2,7 @@
  * leasePhone() against the real server: waiting for a free phone, recovering lost and
  * recorded creates through the receipt, failing fast, ending idempotently.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   Lease,
   LeaseEndedError,
@@ -14,18 +14,10 @@ import {
   leasePhone,
   newIdempotencyKey,
 } from '../../src/index.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { serverPerTest } from '../support/server.js';
 import { CutProxy, eventually, leaseOptions, liveIds } from './helpers.js';
 
-const servers: TestServer[] = [];
-async function server(opts: Parameters<typeof startTestServer>[0] = {}): Promise<TestServer> {
-  const t = await startTestServer(opts);
-  servers.push(t);
-  return t;
-}
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((t) => t.close()));
-});
+const server = serverPerTest();
 
 describe('leasePhone', () => {
   it('starts a ready phone, reports progress and ends it with cleanup confirmed', async () => {

@@ -55,7 +55,7 @@ describe('${name}', () => {
 
 describe('phonelease WebdriverIO service', () => {
   it('runs a passing spec on a leased phone through Appium and ends the phone', async () => {
-    const run = await runWdio('wdio-pass', { 'wdio.conf.ts': wdioConfig(), 'specs/login.e2e.ts': LOGIN_SPEC('login', 'secret') }, { env });
+    const run = await runWdio('wdio-pass', { 'wdio.conf.ts': wdioConfig({ appiumPort: await freePort() }), 'specs/login.e2e.ts': LOGIN_SPEC('login', 'secret') }, { env });
     expect(run.exitCode, run.output.slice(-3000)).toBe(0);
     const ids = phoneIds(run.output);
     expect(ids).toHaveLength(1);
@@ -64,7 +64,7 @@ describe('phonelease WebdriverIO service', () => {
   });
 
   it('saves the phone screen as a PNG on disk when a spec fails', async () => {
-    const run = await runWdio('wdio-fail', { 'wdio.conf.ts': wdioConfig(), 'specs/login.e2e.ts': LOGIN_SPEC('wrong password', 'nope') }, { env });
+    const run = await runWdio('wdio-fail', { 'wdio.conf.ts': wdioConfig({ appiumPort: await freePort() }), 'specs/login.e2e.ts': LOGIN_SPEC('wrong password', 'nope') }, { env });
     expect(run.exitCode).toBe(1);
     const dir = join(run.dir, 'out', 'phonelease');
     const pngs = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.png')) : [];
@@ -79,7 +79,7 @@ describe('phonelease WebdriverIO service', () => {
     const run = await runWdio(
       'wdio-parallel',
       {
-        'wdio.conf.ts': wdioConfig({ maxInstances: 2 }),
+        'wdio.conf.ts': wdioConfig({ maxInstances: 2, appiumPort: await freePort() }),
         'specs/a.e2e.ts': LOGIN_SPEC('a', 'secret'),
         'specs/b.e2e.ts': LOGIN_SPEC('b', 'secret'),
       },
@@ -109,7 +109,7 @@ describe('per test', () => {
     });
   }
 });`;
-    const run = await runWdio('wdio-scope-test', { 'wdio.conf.ts': wdioConfig({ service: "{ scope: 'test' }" }), 'specs/per-test.e2e.ts': spec }, { env });
+    const run = await runWdio('wdio-scope-test', { 'wdio.conf.ts': wdioConfig({ service: "{ scope: 'test' }", appiumPort: await freePort() }), 'specs/per-test.e2e.ts': spec }, { env });
     expect(run.exitCode, run.output.slice(-3000)).toBe(0);
     const ids = phoneIds(run.output);
     expect(ids).toHaveLength(3);
@@ -127,7 +127,7 @@ describe('waits', () => {
     await browser.pause(60000);
   });
 });`;
-    const run = await runWdio('wdio-sigint', { 'wdio.conf.ts': wdioConfig(), 'specs/wait.e2e.ts': spec }, {
+    const run = await runWdio('wdio-sigint', { 'wdio.conf.ts': wdioConfig({ appiumPort: await freePort() }), 'specs/wait.e2e.ts': spec }, {
       env,
       onSpawn(child, dir) {
         const poll = setInterval(() => {

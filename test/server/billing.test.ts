@@ -1,16 +1,12 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { serverPerTest, type TestServer } from '../support/server.js';
 
-const servers: TestServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((t) => t.close()));
-});
+const server = serverPerTest();
 
 async function metered(balanceCents: number, priceCentsPerMinute = 10) {
   const clock = new ManualClock();
-  const t = await startTestServer({ clock, account: { billingMode: 'metered', balanceCents, priceCentsPerMinute } });
-  servers.push(t);
+  const t = await server({ clock, account: { billingMode: 'metered', balanceCents, priceCentsPerMinute } });
   return { t, clock };
 }
 
@@ -72,8 +68,7 @@ describe('billing (injected clock)', () => {
 
   it('disabled billing debits nothing', async () => {
     const clock = new ManualClock();
-    const t = await startTestServer({ clock, account: { billingMode: 'disabled', balanceCents: 0 } });
-    servers.push(t);
+    const t = await server({ clock, account: { billingMode: 'disabled', balanceCents: 0 } });
     const s = (await t.api.post('/sessions')).body;
     expect(s.billing_mode).toBe('disabled');
     await t.api.waitFor(s.id, ['ready']);

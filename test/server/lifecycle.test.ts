@@ -1,17 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock.js';
 import { slowShutdownBackend } from '../support/backends.js';
-import { newKey, startTestServer, type TestServer } from '../support/server.js';
+import { newKey, serverPerTest } from '../support/server.js';
 
-const servers: TestServer[] = [];
-async function server(opts: Parameters<typeof startTestServer>[0] = {}): Promise<TestServer> {
-  const t = await startTestServer(opts);
-  servers.push(t);
-  return t;
-}
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((t) => t.close()));
-});
+const server = serverPerTest();
 
 describe('provisioning', () => {
   it('queues phones beyond the boot slots, then boots them in order', async () => {

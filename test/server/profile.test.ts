@@ -1,18 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock.js';
 import { createVirtualBackend } from '../../server/devices/virtual/index.js';
 import { delegatePhone, slowShutdownBackend, wrapBackend } from '../support/backends.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { serverPerTest } from '../support/server.js';
 
-const servers: TestServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((t) => t.close()));
-});
-async function server(opts: Parameters<typeof startTestServer>[0] = {}) {
-  const t = await startTestServer(opts);
-  servers.push(t);
-  return t;
-}
+const server = serverPerTest();
 
 describe('profile phone', () => {
   it('has one holder at a time, is saved when the session ends, and can be reset when free', async () => {

@@ -3,6 +3,7 @@
  * undici that returns status, headers and the parsed body.
  */
 import { request } from 'undici';
+import { afterEach } from 'vitest';
 import { startServer, type RunningServer, type ServerOptions } from '../../server/main.js';
 import type { CreatedAccount, NewAccount } from '../../server/runtime/accounts.js';
 
@@ -103,3 +104,19 @@ export async function startTestServer(opts: ServerOptions & { account?: NewAccou
 
 /** A fresh valid idempotency key. */
 export const newKey = (): string => `k${Math.random().toString(36).slice(2)}${Date.now().toString(36)}xxxxxxxx`.slice(0, 40);
+
+/**
+ * A starter for servers that live for one test: every server it started is closed after
+ * each test of the file (call it at the top level of a test file).
+ */
+export function serverPerTest(): (opts?: Parameters<typeof startTestServer>[0]) => Promise<TestServer> {
+  const servers: TestServer[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((t) => t.close()));
+  });
+  return async (opts = {}) => {
+    const t = await startTestServer(opts);
+    servers.push(t);
+    return t;
+  };
+}

@@ -17,7 +17,12 @@ export interface WdioRun {
   output: string;
 }
 
-export function wdioConfig(opts: { service?: string; specs?: string; maxInstances?: number } = {}): string {
+/**
+ * A wdio.conf.ts for an inline project. Appium gets an explicit free port: two runs in
+ * parallel test files must not both take @wdio/appium-service's default (4723) after
+ * each found it free.
+ */
+export function wdioConfig(opts: { service?: string; specs?: string; maxInstances?: number; appiumPort: number }): string {
   return `
 import PhoneleaseService from 'phonelease/wdio';
 export const config: WebdriverIO.Config = {
@@ -25,7 +30,7 @@ export const config: WebdriverIO.Config = {
   specs: ['${opts.specs ?? './specs/*.e2e.ts'}'],
   maxInstances: ${opts.maxInstances ?? 1},
   capabilities: [{ platformName: 'Android', 'appium:automationName': 'UiAutomator2' }],
-  services: [[PhoneleaseService, ${opts.service ?? '{}'}], ['appium', { args: { address: '127.0.0.1' }, logPath: './logs' }]],
+  services: [[PhoneleaseService, ${opts.service ?? '{}'}], ['appium', { args: { address: '127.0.0.1', port: ${opts.appiumPort} }, logPath: './logs' }]],
   framework: 'mocha',
   mochaOpts: { ui: 'bdd', timeout: 120000 },
   reporters: ['spec'],
