@@ -22,7 +22,7 @@ import { LazyAdbCredentialStore } from '../src/adb/credentials.js';
 import { socketToAdbConnection } from '../src/adb/packet-stream.js';
 import { AdbTunnel } from '../src/adb/tunnel.js';
 import { startServer } from '../server/main.js';
-import { freePort } from '../test/support/adb.js';
+import { freePort } from '../src/util/ports.js';
 import { recordingBackend } from '../test/support/backends.js';
 import { Api } from '../test/support/server.js';
 

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAdb } from '../../src/index.js';
 import { freePort } from '../../src/util/ports.js';
+import { runNode, type CliResult } from '../support/cli.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { eventually, liveIds, tempDir } from './helpers.js';
 
@@ -19,12 +20,6 @@ beforeAll(async () => {
   t = await startTestServer({ bootMs: 50 });
 });
 afterAll(() => t.close());
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
@@ -39,16 +34,9 @@ function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessE
   return env;
 }
 
-function cli(args: string[], extra: Record<string, string | undefined> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], { cwd: ROOT, env: cliEnv(extra), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
+/** The CLI from source (tsx), so this file tests the code as it is, not the last build. */
+function cli(args: string[], extra: Record<string, string | undefined> = {}): Promise<CliResult> {
+  return runNode(['--import', 'tsx', MAIN, ...args], { cwd: ROOT, env: cliEnv(extra) });
 }
 
 describe('phonelease (client commands)', () => {

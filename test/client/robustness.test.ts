@@ -1,7 +1,6 @@
 /**
  * Edge cases found in review: each test fails without its fix.
  */
-import net from 'node:net';
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openGateway } from '../../src/adb/gateway.js';
@@ -10,6 +9,7 @@ import { startSession } from '../../src/lease/start.js';
 import { PhoneAdb, PhoneSessionClient, RunLedger, ServerError, type FetchLike } from '../../src/index.js';
 import type { AdbTunnel as AdbTunnelType } from '../../src/adb/tunnel.js';
 import { silentLogger } from '../../src/util/log.js';
+import { trackedServer } from '../support/tcp.js';
 import { tempDir } from './helpers.js';
 
 const BASE = 'http://phonelease.test';
@@ -20,23 +20,6 @@ const client = (env: NodeJS.ProcessEnv = {}) =>
 beforeAll(() => nock.disableNetConnect());
 afterEach(() => nock.cleanAll());
 afterAll(() => nock.enableNetConnect());
-
-/** A TCP server for the gateway protocol; `behave` gets each socket. */
-async function gatewayServer(behave: (socket: net.Socket) => void): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((s) => {
-    sockets.add(s);
-    behave(s);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
 
 describe('client', () => {
   it('never retries a create whose idempotency key is empty (a retry could start a second phone)', async () => {
@@ -114,7 +97,7 @@ describe('start', () => {
 
 describe('ADB gateway', () => {
   it('hands over bytes the phone sent right behind OK', async () => {
-    const gw = await gatewayServer((s) => s.once('data', () => s.write('OK\nHELLO')));
+    const gw = await trackedServer((s) => s.once('data', () => s.write('OK\nHELLO')));
     try {
       const socket = await openGateway({ host: '127.0.0.1', port: gw.port, code: 'c0de' });
       // The socket comes back paused; a consumer (pipe(), the packet reader) resumes it.
@@ -130,7 +113,7 @@ describe('ADB gateway', () => {
   });
 
   it('gives up on a phone that never answers the ADB handshake', async () => {
-    const gw = await gatewayServer((s) => s.once('data', () => s.write('OK\n')));
+    const gw = await trackedServer((s) => s.once('data', () => s.write('OK\n')));
     try {
       await expect(PhoneAdb.connect({ host: '127.0.0.1', port: gw.port, code: 'c0de' }, { serial: 'x', timeoutMs: 300 })).rejects.toMatchObject({
         code: 'adb_failed',
@@ -144,7 +127,7 @@ describe('ADB gateway', () => {
 describe('stock adb', () => {
   it('connects two phones at once on an adb server that is not running yet', async () => {
     const { startTestServer } = await import('../support/server.js');
-    const { freePort } = await import('../support/adb.js');
+    const { freePort } = await import('../../src/util/ports.js');
     const { AdbTunnel, adbConnect, runAdb } = await import('../../src/index.js');
     nock.enableNetConnect('127.0.0.1');
     const t = await startTestServer({ bootMs: 0 });

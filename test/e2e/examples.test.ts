@@ -8,7 +8,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../support/adb.js';
+import { freePort } from '../../src/util/ports.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 

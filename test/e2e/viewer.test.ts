@@ -8,7 +8,8 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { ManualClock } from '../../server/clock.js';
-import { connectAdb, freePort } from '../support/adb.js';
+import { freePort } from '../../src/util/ports.js';
+import { connectAdb } from '../support/adb.js';
 import { launchChromium } from '../support/chromium.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 

@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../support/adb.js';
+import { freePort } from '../../src/util/ports.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { runWdio, wdioConfig } from '../support/wdio-inline.js';
 

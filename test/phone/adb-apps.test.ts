@@ -7,7 +7,9 @@ import { request } from 'node:http';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApk } from '../support/apk-builder.js';
-import { ADB_BINARY, freePort, startVirtualAdb } from '../support/virtual-adb.js';
+import { freePort } from '../../src/util/ports.js';
+import { ADB } from '../support/adb.js';
+import { startVirtualAdb } from '../support/virtual-adb.js';
 import type { VirtualAdb } from '../support/virtual-adb.js';
 
 const APPIUM = 'node_modules/appium-uiautomator2-driver/node_modules';
@@ -205,7 +207,7 @@ describe('instrumentation', () => {
     const local = await freePort();
     await v.adbOk(['forward', `tcp:${local}`, 'tcp:6790']);
     expect(await httpGet(local, '/status')).toBeNull();
-    const run = () => spawn(ADB_BINARY, ['-P', String(v.adbServerPort), '-s', v.serial, 'shell', UIA2_INSTRUMENT], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const run = () => spawn(ADB, ['-P', String(v.adbServerPort), '-s', v.serial, 'shell', UIA2_INSTRUMENT], { stdio: ['ignore', 'pipe', 'pipe'] });
     const first = run();
     const firstExit = new Promise<number | null>((resolve) => first.once('exit', (code) => resolve(code)));
     try {

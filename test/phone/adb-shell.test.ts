@@ -4,7 +4,8 @@
  */
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADB_BINARY, startVirtualAdb } from '../support/virtual-adb.js';
+import { ADB } from '../support/adb.js';
+import { startVirtualAdb } from '../support/virtual-adb.js';
 import type { VirtualAdb } from '../support/virtual-adb.js';
 
 let v: VirtualAdb;
@@ -208,7 +209,7 @@ describe('logcat', () => {
   });
 
   it('follows new lines while the stream stays open', async () => {
-    const child = spawn(ADB_BINARY, ['-P', String(v.adbServerPort), '-s', v.serial, 'logcat', '-v', 'threadtime'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(ADB, ['-P', String(v.adbServerPort), '-s', v.serial, 'logcat', '-v', 'threadtime'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     const seen = new Promise<void>((resolve) => {
       child.stdout.on('data', (c: Buffer) => {

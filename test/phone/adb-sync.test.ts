@@ -9,7 +9,9 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADB_BINARY, freePort, startVirtualAdb } from '../support/virtual-adb.js';
+import { freePort } from '../../src/util/ports.js';
+import { ADB } from '../support/adb.js';
+import { startVirtualAdb } from '../support/virtual-adb.js';
 import type { VirtualAdb } from '../support/virtual-adb.js';
 
 let v: VirtualAdb;
@@ -85,7 +87,7 @@ describe('adb forward to device ports', () => {
     const local = await freePort();
     await v.adbOk(['forward', `tcp:${local}`, 'tcp:7100']);
     expect(await v.adbOk(['forward', '--list'])).toContain(`${v.serial} tcp:${local} tcp:7100`);
-    const server = spawn(ADB_BINARY, ['-P', String(v.adbServerPort), '-s', v.serial, 'shell', 'nc -l -p 7100'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const server = spawn(ADB, ['-P', String(v.adbServerPort), '-s', v.serial, 'shell', 'nc -l -p 7100'], { stdio: ['pipe', 'pipe', 'pipe'] });
     let serverOut = '';
     server.stdout.on('data', (c: Buffer) => (serverOut += c.toString()));
     const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));

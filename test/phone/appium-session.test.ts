@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { remote } from 'webdriverio';
 import { startAppium } from '../support/appium.js';
 import type { AppiumServer } from '../support/appium.js';
-import { freePort, startVirtualAdb } from '../support/virtual-adb.js';
+import { freePort } from '../../src/util/ports.js';
+import { startVirtualAdb } from '../support/virtual-adb.js';
 import type { VirtualAdb } from '../support/virtual-adb.js';
 
 const APPIUM = 'node_modules/appium-uiautomator2-driver/node_modules';

@@ -7,26 +7,18 @@ import { execFile } from 'node:child_process';
 import net from 'node:net';
 import { promisify } from 'node:util';
 import type { Api } from './server.js';
+import { freePort } from '../../src/util/ports.js';
+import { trackedServer, type TrackedServer } from './tcp.js';
 
 const run = promisify(execFile);
 export const ADB = process.env.PHONELEASE_ADB ?? '/usr/bin/adb';
 
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 /** A local TCP port that relays to the gateway after sending the unlock line. */
-export async function gatewayTunnel(host: string, port: number, code: string): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((local) => {
-    sockets.add(local);
+export function gatewayTunnel(host: string, port: number, code: string): Promise<TrackedServer> {
+  return trackedServer((local, track) => {
     local.pause();
     const remote = net.connect({ host, port }, () => remote.write(`UNLOCK ${code}\n`));
-    sockets.add(remote);
+    track(remote);
     let head = Buffer.alloc(0);
     const onHead = (chunk: Buffer) => {
       head = Buffer.concat([head, chunk]);
@@ -48,14 +40,6 @@ export async function gatewayTunnel(host: string, port: number, code: string): P
     local.on('error', end).on('close', end);
     remote.on('error', end).on('close', end);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
 }
 
 export interface AdbSession {

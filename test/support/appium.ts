@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
-import { freePort } from './virtual-adb.js';
+import { freePort } from '../../src/util/ports.js';
 
 export interface AppiumServer {
   port: number;

@@ -20,15 +20,20 @@ export interface CliResult {
 
 export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, input?: string): Promise<CliResult> {
   requireBuild();
+  return runNode([CLI, ...args], { env: { ...process.env, ...env } }, input);
+}
+
+/** Runs `node ...args` to its end and collects its output; `input` is written to its stdin. */
+export function runNode(args: string[], options: { env: NodeJS.ProcessEnv; cwd?: string }, input = ''): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, { ...options, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.once('error', reject);
     child.once('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(input ?? '');
+    child.stdin.end(input);
   });
 }
 

@@ -8,16 +8,15 @@
  * from a save directory without a server.
  */
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import type { DeviceBackend, DeviceLogger } from '../../server/devices/types.js';
 import { createVirtualBackend } from '../../server/devices/virtual/index.js';
 import type { VirtualPhone } from '../../server/devices/virtual/phone.js';
 import { startServer, type RunningServer } from '../../server/main.js';
-import { gatewayTunnel } from './adb.js';
+import { freePort } from '../../src/util/ports.js';
+import { ADB, gatewayTunnel } from './adb.js';
 import { wrapBackend } from './backends.js';
 import { Api } from './server.js';
 
-export const ADB_BINARY = process.env.PHONELEASE_ADB ?? '/usr/bin/adb';
 
 export interface AdbResult {
   code: number;
@@ -54,21 +53,9 @@ export interface VirtualAdb {
   close(): Promise<void>;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 export function runAdb(argv: string[], options: AdbRunOptions = {}): Promise<AdbResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(ADB_BINARY, argv, { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...options.env } });
+    const child = spawn(ADB, argv, { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...options.env } });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (c: Buffer) => out.push(c));
