@@ -13,7 +13,9 @@ import { parseArgs } from 'node:util';
 import { startServer } from '../server/main.js';
 import { runInlineTest } from '../test/support/playwright-inline.js';
 
-const { values } = parseArgs({ options: { 'boot-ms': { type: 'string', default: '300' }, tests: { type: 'string', default: '40' } } });
+const { values } = parseArgs({
+  options: { 'boot-ms': { type: 'string', default: '300' }, tests: { type: 'string', default: '40' } },
+});
 const bootMs = Number(values['boot-ms']);
 const count = Number(values.tests);
 
@@ -34,7 +36,8 @@ for (let i = 0; i < ${count}; i++) {
 function testTime(report: any): number {
   let total = 0;
   const walk = (s: any) => {
-    for (const spec of s.specs ?? []) for (const t of spec.tests) for (const r of t.results) total += r.duration;
+    for (const spec of s.specs ?? [])
+      for (const t of spec.tests) for (const r of t.results) total += r.duration;
     for (const c of s.suites ?? []) walk(c);
   };
   for (const s of report.suites) walk(s);
@@ -45,17 +48,34 @@ const server = await startServer({ bootMs, phones: 50, log: 'warn' });
 try {
   const { key } = server.createAccount({ billingMode: 'disabled' });
   const env = { PHONELEASE_BASE_URL: server.url, PHONELEASE_API_KEY: key };
-  const base = await runInlineTest('bench-baseline', { 'playwright.config.ts': config, 'a.spec.ts': suite(false) }, { env });
-  const phone = await runInlineTest('bench-phone', { 'playwright.config.ts': config, 'a.spec.ts': suite(true) }, { env });
-  if (base.exitCode !== 0 || phone.exitCode !== 0) throw new Error(`a suite failed:\n${phone.stdout}\n${phone.stderr}`);
+  const base = await runInlineTest(
+    'bench-baseline',
+    { 'playwright.config.ts': config, 'a.spec.ts': suite(false) },
+    { env },
+  );
+  const phone = await runInlineTest(
+    'bench-phone',
+    { 'playwright.config.ts': config, 'a.spec.ts': suite(true) },
+    { env },
+  );
+  if (base.exitCode !== 0 || phone.exitCode !== 0)
+    throw new Error(`a suite failed:\n${phone.stdout}\n${phone.stderr}`);
   const baseMs = testTime(base.report);
   const phoneMs = testTime(phone.report);
   const perTest = (phoneMs - baseMs) / count;
   const overhead = perTest - bootMs;
-  console.log(`phonelease Playwright fixture benchmark: ${count} tests, 1 worker, virtual phones booting in ${bootMs} ms`);
-  console.log(`baseline suite (no phone):     ${baseMs.toFixed(0)} ms of test time (${(baseMs / count).toFixed(1)} ms per test)`);
-  console.log(`suite with a phone per test:   ${phoneMs.toFixed(0)} ms of test time (${(phoneMs / count).toFixed(1)} ms per test)`);
-  console.log(`phone per test:                ${perTest.toFixed(1)} ms = boot ${bootMs} ms + fixture overhead ${overhead.toFixed(1)} ms`);
+  console.log(
+    `phonelease Playwright fixture benchmark: ${count} tests, 1 worker, virtual phones booting in ${bootMs} ms`,
+  );
+  console.log(
+    `baseline suite (no phone):     ${baseMs.toFixed(0)} ms of test time (${(baseMs / count).toFixed(1)} ms per test)`,
+  );
+  console.log(
+    `suite with a phone per test:   ${phoneMs.toFixed(0)} ms of test time (${(phoneMs / count).toFixed(1)} ms per test)`,
+  );
+  console.log(
+    `phone per test:                ${perTest.toFixed(1)} ms = boot ${bootMs} ms + fixture overhead ${overhead.toFixed(1)} ms`,
+  );
   console.log(`overhead / boot time:          ${(overhead / bootMs).toFixed(2)}`);
 } finally {
   await server.close();

@@ -40,7 +40,8 @@ function bootRecorder(): { log: Logger; boots: Map<string, number> } {
     child: () => log,
     debug: () => undefined,
     info: (msg, fields) => {
-      if (msg === 'phone ready' && typeof fields?.session === 'string') boots.set(fields.session, Number(fields.boot_ms));
+      if (msg === 'phone ready' && typeof fields?.session === 'string')
+        boots.set(fields.session, Number(fields.boot_ms));
     },
     warn: () => undefined,
     error: (msg, fields) => console.error('server error:', msg, fields),
@@ -48,7 +49,8 @@ function bootRecorder(): { log: Logger; boots: Map<string, number> } {
   return { log, boots };
 }
 
-const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+const percentile = (sorted: number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 
 const { log, boots } = bootRecorder();
@@ -57,7 +59,12 @@ const server = await startServer({ bootMs, phones: concurrent + 10, bootSlots: c
 try {
   const { key } = server.createAccount({ billingMode: 'disabled', sessionLimit: concurrent + 10 });
   // Library defaults (ledger, reaper, signal handlers), the ledger in a scratch directory.
-  const options: LeaseOptions = { baseUrl: server.url, apiKey: key, logger: silentLogger, ledger: { dir: mkdtempSync(join(tmpdir(), 'phonelease-bench-')) } };
+  const options: LeaseOptions = {
+    baseUrl: server.url,
+    apiKey: key,
+    logger: silentLogger,
+    ledger: { dir: mkdtempSync(join(tmpdir(), 'phonelease-bench-')) },
+  };
 
   // Warm-up: JIT, connection pool, the reaper process.
   for (let i = 0; i < 3; i++) await (await leasePhone(options)).end();
@@ -83,7 +90,9 @@ try {
   const t0 = performance.now();
   const settled = await Promise.allSettled(Array.from({ length: concurrent }, () => leasePhone(options)));
   const allReadyMs = performance.now() - t0;
-  const phones = settled.filter((s): s is PromiseFulfilledResult<Lease> => s.status === 'fulfilled').map((s) => s.value);
+  const phones = settled
+    .filter((s): s is PromiseFulfilledResult<Lease> => s.status === 'fulfilled')
+    .map((s) => s.value);
   const failures = settled.length - phones.length;
   const t1 = performance.now();
   const ended = await Promise.all(phones.map((p) => p.end()));
@@ -91,16 +100,26 @@ try {
   const unconfirmed = ended.filter((e) => !e.cleanupConfirmed).length;
 
   console.log(`phonelease lease benchmark: virtual phones booting in ${bootMs} ms (configured)`);
-  console.log(`baseline: server-side boot time, p50 ${ms(baseline)} (p95 ${ms(percentile(serverBoots, 95))}) over ${sequential} boots`);
+  console.log(
+    `baseline: server-side boot time, p50 ${ms(baseline)} (p95 ${ms(percentile(serverBoots, 95))}) over ${sequential} boots`,
+  );
   console.log(`sequential leases (${sequential}): lease-to-ready minus server boot`);
-  console.log(`  overhead p50 ${ms(percentile(overheads, 50))}, p95 ${ms(percentile(overheads, 95))}, max ${ms(overheads.at(-1) ?? NaN)}`);
+  console.log(
+    `  overhead p50 ${ms(percentile(overheads, 50))}, p95 ${ms(percentile(overheads, 95))}, max ${ms(overheads.at(-1) ?? NaN)}`,
+  );
   console.log(`  GET polls per lease: ${(polls / sequential).toFixed(2)}`);
-  console.log(`  overhead p50 / boot time: ${(percentile(overheads, 50) / baseline).toFixed(3)}  (goal: p50 < 30 ms)`);
+  console.log(
+    `  overhead p50 / boot time: ${(percentile(overheads, 50) / baseline).toFixed(3)}  (goal: p50 < 30 ms)`,
+  );
   console.log(`${concurrent} concurrent leases on one server:`);
-  console.log(`  all ready after ${ms(allReadyMs)} (${(allReadyMs / baseline).toFixed(2)}x one boot), failures: ${failures}`);
+  console.log(
+    `  all ready after ${ms(allReadyMs)} (${(allReadyMs / baseline).toFixed(2)}x one boot), failures: ${failures}`,
+  );
   console.log(`  all ended with cleanup confirmed after ${ms(endAllMs)} (unconfirmed: ${unconfirmed})`);
   if (failures > 0) {
-    const reasons = settled.filter((s): s is PromiseRejectedResult => s.status === 'rejected').map((s) => String(s.reason));
+    const reasons = settled
+      .filter((s): s is PromiseRejectedResult => s.status === 'rejected')
+      .map((s) => String(s.reason));
     console.log(`  first failure: ${reasons[0]}`);
   }
 } finally {

@@ -30,7 +30,8 @@ const run = promisify(execFile);
 const ADB = '/usr/bin/adb';
 const gc = (globalThis as { gc?: () => void }).gc;
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
 const ms = (x: number) => `${x.toFixed(2)} ms`;
 
 async function inProcessAdb(host: string, port: number): Promise<Adb> {
@@ -56,7 +57,12 @@ async function echoTimes(adb: Adb, n: number): Promise<number[]> {
   return times;
 }
 
-async function stockTimes(env: NodeJS.ProcessEnv, serial: string, args: string[], n: number): Promise<number[]> {
+async function stockTimes(
+  env: NodeJS.ProcessEnv,
+  serial: string,
+  args: string[],
+  n: number,
+): Promise<number[]> {
   const times: number[] = [];
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
@@ -83,7 +89,11 @@ try {
   const api = new Api(server.url, key);
   const s = (await api.post('/sessions', { body: { timeout_seconds: 3600 } })).body;
   await api.waitFor(s.id, ['ready']);
-  const access = (await api.get(`/sessions/${s.id}/adb`)).body as { host: string; port: number; code: string };
+  const access = (await api.get(`/sessions/${s.id}/adb`)).body as {
+    host: string;
+    port: number;
+    code: string;
+  };
   const phone = phones.get(s.id)!;
   const tunnel = await AdbTunnel.open(access);
   tunnels.push(tunnel);
@@ -102,7 +112,9 @@ try {
     st.push(...(await echoTimes(straightAdb, 1)));
     gw.push(...(await echoTimes(gatewayAdb, 1)));
   }
-  console.log(`shell echo, in-process client: straight p50 ${ms(pct(st, 0.5))}, via tunnel+gateway p50 ${ms(pct(gw, 0.5))}; ratio ${(pct(gw, 0.5) / pct(st, 0.5)).toFixed(2)} (goal <= 1.30)`);
+  console.log(
+    `shell echo, in-process client: straight p50 ${ms(pct(st, 0.5))}, via tunnel+gateway p50 ${ms(pct(gw, 0.5))}; ratio ${(pct(gw, 0.5) / pct(st, 0.5)).toFixed(2)} (goal <= 1.30)`,
+  );
 
   // 2. End to end with the stock adb (one adb process per command, as people use it).
   const straightSerial = `${phone.adb.host}:${phone.adb.port}`;
@@ -119,13 +131,18 @@ try {
     stS.push(...(await stockTimes(adbEnv, straightSerial, ['shell', 'echo', 'hi'], 1)));
     gwS.push(...(await stockTimes(adbEnv, tunnel.serial, ['shell', 'echo', 'hi'], 1)));
   }
-  console.log(`shell echo, stock adb:         straight p50 ${ms(pct(stS, 0.5))}, via tunnel+gateway p50 ${ms(pct(gwS, 0.5))}; ratio ${(pct(gwS, 0.5) / pct(stS, 0.5)).toFixed(2)} (goal <= 1.30)`);
+  console.log(
+    `shell echo, stock adb:         straight p50 ${ms(pct(stS, 0.5))}, via tunnel+gateway p50 ${ms(pct(gwS, 0.5))}; ratio ${(pct(gwS, 0.5) / pct(stS, 0.5)).toFixed(2)} (goal <= 1.30)`,
+  );
 
   // 3. Push throughput.
   const size = 64 * 1024 * 1024;
   const file = join(work, 'push.bin');
   writeFileSync(file, randomBytes(size));
-  for (const [name, serial] of [['straight', straightSerial], ['via tunnel+gateway', tunnel.serial]] as const) {
+  for (const [name, serial] of [
+    ['straight', straightSerial],
+    ['via tunnel+gateway', tunnel.serial],
+  ] as const) {
     const best: number[] = [];
     for (let i = 0; i < 3; i++) {
       const t0 = performance.now();
@@ -134,20 +151,30 @@ try {
       await run(ADB, ['-s', serial, 'shell', 'rm', `/data/local/tmp/push-${i}.bin`], { env: adbEnv });
     }
     const mbps = size / 1024 / 1024 / (Math.min(...best) / 1000);
-    console.log(`push 64 MB, stock adb, ${name.padEnd(18)} ${mbps.toFixed(0)} MB/s (best of 3)${name === 'straight' ? `  (goal >= 50 MB/s: ${mbps >= 50 ? 'met' : 'NOT MET'})` : ''}`);
+    console.log(
+      `push 64 MB, stock adb, ${name.padEnd(18)} ${mbps.toFixed(0)} MB/s (best of 3)${name === 'straight' ? `  (goal >= 50 MB/s: ${mbps >= 50 ? 'met' : 'NOT MET'})` : ''}`,
+    );
   }
 
   // 4. Screencap latency (the screen changes between captures, so each one renders).
   const caps: number[] = [];
   for (let i = 0; i < 15; i++) {
     // Alternate between two apps so every capture has a new screen to render.
-    await straightAdb.subprocess.shellProtocol!.spawnWaitText(i % 2 ? 'input keyevent 3' : 'am start -n com.android.settings/.Settings');
+    await straightAdb.subprocess.shellProtocol!.spawnWaitText(
+      i % 2 ? 'input keyevent 3' : 'am start -n com.android.settings/.Settings',
+    );
     const t0 = performance.now();
-    await run(ADB, ['-s', straightSerial, 'exec-out', 'screencap', '-p'], { env: adbEnv, encoding: 'buffer', maxBuffer: 16 * 1024 * 1024 });
+    await run(ADB, ['-s', straightSerial, 'exec-out', 'screencap', '-p'], {
+      env: adbEnv,
+      encoding: 'buffer',
+      maxBuffer: 16 * 1024 * 1024,
+    });
     caps.push(performance.now() - t0);
   }
   const baseline = await stockTimes(adbEnv, straightSerial, ['exec-out', 'echo', 'hi'], 15);
-  console.log(`screencap -p, stock adb:       p50 ${ms(pct(caps, 0.5))} (an exec-out round trip alone: ${ms(pct(baseline, 0.5))})`);
+  console.log(
+    `screencap -p, stock adb:       p50 ${ms(pct(caps, 0.5))} (an exec-out round trip alone: ${ms(pct(baseline, 0.5))})`,
+  );
 
   await straightAdb.close();
   await gatewayAdb.close();
@@ -159,7 +186,8 @@ try {
   await api.waitFor(one.id, ['ready']);
   const afterOne = memory();
   const ids: string[] = [];
-  for (let i = 0; i < 50; i++) ids.push((await api.post('/sessions', { body: { timeout_seconds: 3600 } })).body.id);
+  for (let i = 0; i < 50; i++)
+    ids.push((await api.post('/sessions', { body: { timeout_seconds: 3600 } })).body.id);
   for (const id of ids) await api.waitFor(id, ['ready']);
   const afterFifty = memory();
   // A phone whose screen was drawn once (a test took a screenshot) also holds its UI.
@@ -169,9 +197,15 @@ try {
   await api.get(`/sessions/${shown.id}/frame.png`);
   const afterShown = memory();
   const mb = (b: number) => `${(b / 1024 / 1024).toFixed(2)} MB`;
-  console.log(`memory of one idle phone:      ${mb(afterOne - before)} (JS heap + external)  (goal < 30 MB: ${afterOne - before < 30 * 1024 * 1024 ? 'met' : 'NOT MET'})`);
-  console.log(`memory of 50 more idle phones: ${mb(afterFifty - afterOne)} in all, ${mb((afterFifty - afterOne) / 50)} each; process RSS ${mb(process.memoryUsage().rss)}`);
-  console.log(`memory of a phone's first screen: ${mb(afterShown - beforeShown)} more once its screen was drawn (goal for the whole phone < 30 MB: ${afterOne - before + afterShown - beforeShown < 30 * 1024 * 1024 ? 'met' : 'NOT MET'})`);
+  console.log(
+    `memory of one idle phone:      ${mb(afterOne - before)} (JS heap + external)  (goal < 30 MB: ${afterOne - before < 30 * 1024 * 1024 ? 'met' : 'NOT MET'})`,
+  );
+  console.log(
+    `memory of 50 more idle phones: ${mb(afterFifty - afterOne)} in all, ${mb((afterFifty - afterOne) / 50)} each; process RSS ${mb(process.memoryUsage().rss)}`,
+  );
+  console.log(
+    `memory of a phone's first screen: ${mb(afterShown - beforeShown)} more once its screen was drawn (goal for the whole phone < 30 MB: ${afterOne - before + afterShown - beforeShown < 30 * 1024 * 1024 ? 'met' : 'NOT MET'})`,
+  );
 } finally {
   await run(ADB, ['kill-server'], { env: adbEnv }).catch(() => undefined);
   for (const t of tunnels) await t.close();

@@ -20,11 +20,18 @@ const seconds = Number(values.seconds);
 function renderTimes(): { p50: number; p95: number } {
   const ui = createPhoneUi(
     {
-      launcherApps: () => [{ package: 'com.phonelease.login', label: 'Login', activity: 'com.phonelease.login.LoginActivity' }],
+      launcherApps: () => [
+        { package: 'com.phonelease.login', label: 'Login', activity: 'com.phonelease.login.LoginActivity' },
+      ],
       log: () => undefined,
       setting: () => null,
     },
-    { width: 720, height: 1280, density: 320, identity: { manufacturer: 'Google', model: 'Pixel 8', release: '14', sdk: 34 } },
+    {
+      width: 720,
+      height: 1280,
+      density: 320,
+      identity: { manufacturer: 'Google', model: 'Pixel 8', release: '14', sdk: 34 },
+    },
   );
   ui.launch('com.phonelease.login');
   ui.tap(360, 490);
@@ -80,11 +87,15 @@ try {
   const changeRate = changes / elapsed;
   console.log(`phonelease viewer benchmark: ${seconds} s of continuous screen changes`);
   console.log(`screen changes made (baseline): ${changeRate.toFixed(1)}/s`);
-  console.log(`frames pushed to the viewer:    ${fps.toFixed(1)}/s  (${(bytes / frames / 1024).toFixed(0)} KiB per frame)`);
+  console.log(
+    `frames pushed to the viewer:    ${fps.toFixed(1)}/s  (${(bytes / frames / 1024).toFixed(0)} KiB per frame)`,
+  );
   console.log(`  ratio to changes:             ${(fps / changeRate).toFixed(2)}`);
   console.log(`  goal >= 5 frames/s:           ${fps >= 5 ? 'met' : 'NOT MET'}`);
   const render = renderTimes();
-  console.log(`one frame render (PNG encode):  p50 ${render.p50.toFixed(1)} ms, p95 ${render.p95.toFixed(1)} ms -> at most ${(1000 / render.p50).toFixed(0)} frames/s`);
+  console.log(
+    `one frame render (PNG encode):  p50 ${render.p50.toFixed(1)} ms, p95 ${render.p95.toFixed(1)} ms -> at most ${(1000 / render.p50).toFixed(0)} frames/s`,
+  );
 } finally {
   await server.close();
 }

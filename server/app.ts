@@ -68,7 +68,14 @@ type Caller = { kind: 'owner'; uid: string } | { kind: 'grant'; token: string };
 const PRIVATE_HEADERS = { 'cache-control': 'private, no-store' };
 
 const SidParams = Type.Object({ sid: Type.String({ maxLength: 100 }) });
-const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 500: ErrorBody };
+const errors = {
+  400: ErrorBody,
+  401: ErrorBody,
+  403: ErrorBody,
+  404: ErrorBody,
+  409: ErrorBody,
+  500: ErrorBody,
+};
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { runtime, accounts, grants, store, clock, log } = deps;
@@ -85,9 +92,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // Bodies are validated as sent: "300" is not an integer and an unknown field is refused,
   // never stripped. Query strings and path parameters arrive as text and are coerced.
-  const strict = new Ajv({ coerceTypes: false, useDefaults: false, removeAdditional: false, allErrors: false, strict: false });
-  const coercing = new Ajv({ coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
+  const strict = new Ajv({
+    coerceTypes: false,
+    useDefaults: false,
+    removeAdditional: false,
+    allErrors: false,
+    strict: false,
+  });
+  const coercing = new Ajv({
+    coerceTypes: 'array',
+    useDefaults: true,
+    removeAdditional: false,
+    allErrors: false,
+    strict: false,
+  });
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    (httpPart === 'body' ? strict : coercing).compile(schema),
+  );
 
   // Every route's schemas, for the OpenAPI document (one schema source for all three uses).
   const routes: Array<{ method: string | string[]; url: string; schema?: unknown }> = [];
@@ -113,45 +134,68 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
   });
 
-  app.setErrorHandler((err: Error & { statusCode?: number; code?: string; validation?: unknown[]; validationContext?: string }, req, reply) => {
-    if (err instanceof ApiError) {
-      return reply.code(err.status).headers(err.headers).send(err.body());
-    }
-    if (Array.isArray(err.validation)) {
-      const first = err.validation[0] as { keyword?: string; params?: Record<string, unknown>; instancePath?: string; message?: string };
-      if (first?.keyword === 'additionalProperties') {
-        const field = String(first.params?.additionalProperty ?? 'field');
-        const e = unsupported(
-          `"${field}" is not supported in this request: raw capabilities and runtime resource overrides cannot be set; remove the field.`,
-        );
-        return reply.code(400).send(e.body());
+  app.setErrorHandler(
+    (
+      err: Error & { statusCode?: number; code?: string; validation?: unknown[]; validationContext?: string },
+      req,
+      reply,
+    ) => {
+      if (err instanceof ApiError) {
+        return reply.code(err.status).headers(err.headers).send(err.body());
       }
-      const path = first?.instancePath ? first.instancePath.replace(/^\//, '').replace(/\//g, '.') : '';
-      const where = path || (err.validationContext === 'body' ? 'The body' : (err.validationContext ?? 'The request'));
-      return reply.code(400).send(badRequest(`${where} ${first?.message ?? 'is invalid'}.`).body());
-    }
-    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      return reply
-        .code(413)
-        .send({ error: `The request body is larger than ${BODY_LIMIT} bytes; send a smaller body.`, code: ERROR_CODES.bodyTooLarge });
-    }
-    if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-      return reply.code(400).send(badRequest('Send the request body as application/json.').body());
-    }
-    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
-      return reply.code(400).send(badRequest(err.message || 'Invalid request.').body());
-    }
-    log.error('unexpected error', { method: req.method, url: req.url, error: err.stack ?? String(err) });
-    return reply.code(500).send({ error: 'Unexpected service error; retry, and report it if it persists.', code: ERROR_CODES.internal });
-  });
+      if (Array.isArray(err.validation)) {
+        const first = err.validation[0] as {
+          keyword?: string;
+          params?: Record<string, unknown>;
+          instancePath?: string;
+          message?: string;
+        };
+        if (first?.keyword === 'additionalProperties') {
+          const field = String(first.params?.additionalProperty ?? 'field');
+          const e = unsupported(
+            `"${field}" is not supported in this request: raw capabilities and runtime resource overrides cannot be set; remove the field.`,
+          );
+          return reply.code(400).send(e.body());
+        }
+        const path = first?.instancePath ? first.instancePath.replace(/^\//, '').replace(/\//g, '.') : '';
+        const where =
+          path || (err.validationContext === 'body' ? 'The body' : (err.validationContext ?? 'The request'));
+        return reply.code(400).send(badRequest(`${where} ${first?.message ?? 'is invalid'}.`).body());
+      }
+      if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+        return reply.code(413).send({
+          error: `The request body is larger than ${BODY_LIMIT} bytes; send a smaller body.`,
+          code: ERROR_CODES.bodyTooLarge,
+        });
+      }
+      if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+        return reply.code(400).send(badRequest('Send the request body as application/json.').body());
+      }
+      if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+        return reply.code(400).send(badRequest(err.message || 'Invalid request.').body());
+      }
+      log.error('unexpected error', { method: req.method, url: req.url, error: err.stack ?? String(err) });
+      return reply.code(500).send({
+        error: 'Unexpected service error; retry, and report it if it persists.',
+        code: ERROR_CODES.internal,
+      });
+    },
+  );
 
   app.setNotFoundHandler((req, reply) => {
-    reply.code(404).send({ error: `No route ${req.method} ${req.url.split('?')[0]}.`, code: ERROR_CODES.notFound });
+    reply
+      .code(404)
+      .send({ error: `No route ${req.method} ${req.url.split('?')[0]}.`, code: ERROR_CODES.notFound });
   });
 
   if (log.enabled('debug')) {
     app.addHook('onResponse', async (req, reply) => {
-      log.debug('http', { method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) });
+      log.debug('http', {
+        method: req.method,
+        url: req.url,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+      });
     });
   }
 
@@ -185,10 +229,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const token = bearer(req);
     if (token === null) throw unauthenticated();
     if (token.startsWith('pvg_')) {
-      throw new ApiError(403, ERROR_CODES.forbidden, 'A view grant can only read its own session; this call needs an account API key.');
+      throw new ApiError(
+        403,
+        ERROR_CODES.forbidden,
+        'A view grant can only read its own session; this call needs an account API key.',
+      );
     }
     const uid = token.startsWith('pck_') ? accounts.authenticate(token) : null;
-    if (!uid) throw unauthenticated('The API key is not valid (unknown or revoked); send a valid key as "Authorization: Bearer pck_...".');
+    if (!uid)
+      throw unauthenticated(
+        'The API key is not valid (unknown or revoked); send a valid key as "Authorization: Bearer pck_...".',
+      );
     return uid;
   }
 
@@ -197,7 +248,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const query = (req.query as { token?: unknown } | undefined)?.token;
     if (typeof query === 'string' && query !== '') {
       if (query.startsWith('pck_')) {
-        throw unauthenticated('Never put an account key in a URL; send it as "Authorization: Bearer pck_..." instead.');
+        throw unauthenticated(
+          'Never put an account key in a URL; send it as "Authorization: Bearer pck_..." instead.',
+        );
       }
       if (!grants.isViewGrantFor(query, sid)) {
         if (query.startsWith('pvg_')) throw notFound();
@@ -244,7 +297,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const uid = owner(req);
       const key = req.headers['idempotency-key'];
       if (key !== undefined && !REQUEST_KEY_RE.test(key)) {
-        throw badRequest(`Idempotency-Key must match ${REQUEST_KEY_PATTERN}; use one stable key per logical start.`);
+        throw badRequest(
+          `Idempotency-Key must match ${REQUEST_KEY_PATTERN}; use one stable key per logical start.`,
+        );
       }
       const body = req.body ?? {};
       const { status, live } = runtime.admit(uid, body, key ?? null);
@@ -288,7 +343,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       // at once (the caller cannot tell us what it last saw, so "until it changes" would
       // otherwise mean "for the whole wait" right after a fast boot).
       const wait = req.query.wait ?? 0;
-      const transitional = live.row.state === 'provisioning' || (live.row.state === 'closing' && live.row.cleanup_status !== 'complete');
+      const transitional =
+        live.row.state === 'provisioning' ||
+        (live.row.state === 'closing' && live.row.cleanup_status !== 'complete');
       if (wait > 0 && transitional) live = await waitForChange(live, wait * 1000, req);
       return sessionView(live, ctx(), { owner: caller.kind === 'owner' });
     },
@@ -364,7 +421,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const caller = ownerOrGrant(req, req.params.sid);
       const live = sessionFor(caller, req.params.sid);
       const png = await runtime.frame(live);
-      return reply.code(200).headers({ 'content-type': 'image/png', ...PRIVATE_HEADERS }).send(png);
+      return reply
+        .code(200)
+        .headers({ 'content-type': 'image/png', ...PRIVATE_HEADERS })
+        .send(png);
     },
   );
 
@@ -414,7 +474,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       reply.headers(PRIVATE_HEADERS);
       if (!r.adb_enabled || !r.adb_code) return { enabled: false };
       const { host, port } = deps.adbEndpoint();
-      return { enabled: true, transport: 'adb' as const, host, port, code: r.adb_code, expires_at: r.expires_at };
+      return {
+        enabled: true,
+        transport: 'adb' as const,
+        host,
+        port,
+        code: r.adb_code,
+        expires_at: r.expires_at,
+      };
     },
   );
 
@@ -436,7 +503,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const uid = owner(req);
     const op = req.params.op as PhoneOp;
     if (!(PHONE_OPS as readonly string[]).includes(op)) {
-      throw new ApiError(404, ERROR_CODES.notFound, `Unknown operation "${req.params.op}"; advertised operations are listed in the session's ops.`);
+      throw new ApiError(
+        404,
+        ERROR_CODES.notFound,
+        `Unknown operation "${req.params.op}"; advertised operations are listed in the session's ops.`,
+      );
     }
     const live = touched(runtime.get(uid, req.params.sid));
     const phone = runtime.requireReady(live);
@@ -453,7 +524,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       case 'input.tap': {
         const body = req.body as unknown;
         if (!tapValidator(body)) {
-          throw badRequest('input.tap needs a JSON body {"x": integer >= 0, "y": integer >= 0} in screen pixels.');
+          throw badRequest(
+            'input.tap needs a JSON body {"x": integer >= 0, "y": integer >= 0} in screen pixels.',
+          );
         }
         await runtime.input(live, { type: 'tap', x: body.x, y: body.y });
         return { ok: true };
@@ -508,13 +581,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       },
       default_start: { platform: 'android' as const, kind: 'emulator' as const },
       startable: [{ platform: 'android' as const, kind: 'emulator' as const }],
-      ...(canRent ? {} : { rent_blocked_reason: a.rent_blocked_reason ?? 'Rentals are not enabled for this account.' }),
+      ...(canRent
+        ? {}
+        : { rent_blocked_reason: a.rent_blocked_reason ?? 'Rentals are not enabled for this account.' }),
     };
   });
 
   app.post(
     '/me/keys',
-    { schema: { body: CreateKeyBody, response: { 200: CreatedKey, ...errors } }, preValidation: async (req) => void owner(req) },
+    {
+      schema: { body: CreateKeyBody, response: { 200: CreatedKey, ...errors } },
+      preValidation: async (req) => void owner(req),
+    },
     async (req, reply) => {
       const uid = owner(req);
       const { key, row } = accounts.createKey(uid, req.body.label);
@@ -534,7 +612,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     async (req) => {
       const uid = owner(req);
       if (!new RegExp(KEY_HASH_PATTERN).test(req.params.key_hash)) {
-        throw badRequest('key_hash must be the 64 lowercase hex characters of the sha256 of the key (see GET /me/keys).');
+        throw badRequest(
+          'key_hash must be the 64 lowercase hex characters of the sha256 of the key (see GET /me/keys).',
+        );
       }
       if (!accounts.revokeKey(uid, req.params.key_hash)) {
         throw new ApiError(404, ERROR_CODES.notFound, 'No active key with this key_hash on this account.');
@@ -551,10 +631,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // ---------------------------------------------------------------------------------
   // History
 
-  app.get('/history', { schema: { response: { 200: Type.Array(HistoryRecord), ...errors } } }, async (req) => {
-    const uid = owner(req);
-    return store.history(uid, HISTORY_LIMIT).map((r) => historyView(r, runtime.genericDevice));
-  });
+  app.get(
+    '/history',
+    { schema: { response: { 200: Type.Array(HistoryRecord), ...errors } } },
+    async (req) => {
+      const uid = owner(req);
+      return store.history(uid, HISTORY_LIMIT).map((r) => historyView(r, runtime.genericDevice));
+    },
+  );
 
   app.get(
     '/history/page',
@@ -565,7 +649,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       let after: { created: number; id: string } | undefined;
       if (req.query.cursor !== undefined) {
         after = decodeCursor(req.query.cursor);
-        if (!after) throw badRequest('cursor is not valid; pass next_cursor from the previous page unchanged.');
+        if (!after)
+          throw badRequest('cursor is not valid; pass next_cursor from the previous page unchanged.');
       }
       const rows = store.history(uid, limit + 1, after);
       const page = rows.slice(0, limit);
@@ -592,7 +677,8 @@ function encodeCursor(created: number, id: string): string {
 function decodeCursor(cursor: string): { created: number; id: string } | undefined {
   try {
     const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(v) && Number.isInteger(v[0]) && typeof v[1] === 'string') return { created: v[0] as number, id: v[1] };
+    if (Array.isArray(v) && Number.isInteger(v[0]) && typeof v[1] === 'string')
+      return { created: v[0] as number, id: v[1] };
   } catch {
     // fall through
   }
@@ -600,18 +686,30 @@ function decodeCursor(cursor: string): { created: number; id: string } | undefin
 }
 
 /** An OpenAPI 3.1 document built from the same route schemas the server validates with. */
-function openApiDocument(routes: Array<{ method: string | string[]; url: string; schema?: unknown }>): unknown {
+function openApiDocument(
+  routes: Array<{ method: string | string[]; url: string; schema?: unknown }>,
+): unknown {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
     const path = r.url.replace(/:(\w+)/g, '{$1}');
-    const schema = (r.schema ?? {}) as { body?: unknown; params?: unknown; querystring?: unknown; response?: Record<string, unknown> };
+    const schema = (r.schema ?? {}) as {
+      body?: unknown;
+      params?: unknown;
+      querystring?: unknown;
+      response?: Record<string, unknown>;
+    };
     for (const method of [r.method].flat()) {
       if (method === 'HEAD') continue;
       (paths[path] ??= {})[method.toLowerCase()] = {
-        ...(schema.params || schema.querystring ? { parameters: { path: schema.params, query: schema.querystring } } : {}),
+        ...(schema.params || schema.querystring
+          ? { parameters: { path: schema.params, query: schema.querystring } }
+          : {}),
         ...(schema.body ? { requestBody: { content: { 'application/json': { schema: schema.body } } } } : {}),
         responses: Object.fromEntries(
-          Object.entries(schema.response ?? {}).map(([status, s]) => [status, { content: { 'application/json': { schema: s } } }]),
+          Object.entries(schema.response ?? {}).map(([status, s]) => [
+            status,
+            { content: { 'application/json': { schema: s } } },
+          ]),
         ),
       };
     }

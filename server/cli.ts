@@ -16,11 +16,13 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
-const defaultDataDir = () => join(process.env.XDG_DATA_HOME ?? join(homedir(), '.local', 'share'), 'phonelease');
+const defaultDataDir = () =>
+  join(process.env.XDG_DATA_HOME ?? join(homedir(), '.local', 'share'), 'phonelease');
 
 function int(name: string, value: string | undefined, fallback: number, min: number): number {
   if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`--${name} must be an integer >= ${min} (got "${value}")`);
+  if (!/^\d+$/.test(value) || Number(value) < min)
+    throw new UsageError(`--${name} must be an integer >= ${min} (got "${value}")`);
   return Number(value);
 }
 
@@ -52,9 +54,12 @@ export async function runServerCommand(argv: string[]): Promise<void> {
     return;
   }
   const device = values.device ?? 'virtual';
-  if (device !== 'virtual' && device !== 'emulator') throw new UsageError(`--device must be virtual or emulator (got "${device}")`);
+  if (device !== 'virtual' && device !== 'emulator')
+    throw new UsageError(`--device must be virtual or emulator (got "${device}")`);
   if (values['dashboard-origin'] !== undefined && !/^https?:\/\/[^/\s]+$/.test(values['dashboard-origin'])) {
-    throw new UsageError('--dashboard-origin must be an origin such as https://dashboard.example.com (no path)');
+    throw new UsageError(
+      '--dashboard-origin must be an origin such as https://dashboard.example.com (no path)',
+    );
   }
   const dataDir = values.data ?? defaultDataDir();
   mkdirSync(dataDir, { recursive: true });
@@ -63,7 +68,10 @@ export async function runServerCommand(argv: string[]): Promise<void> {
   const store = new Store(openDatabase(dataDir));
   let firstKey: string | null = null;
   if (store.accountCount() === 0) {
-    firstKey = createAccount(store, systemClock, cryptoRandom, { name: 'Local account', billingMode: 'disabled' }).key;
+    firstKey = createAccount(store, systemClock, cryptoRandom, {
+      name: 'Local account',
+      billingMode: 'disabled',
+    }).key;
   }
   store.close();
 
@@ -128,7 +136,8 @@ export function runAccountsCommand(argv: string[]): void {
     strict: true,
   });
   const mode = values['billing-mode'] ?? 'metered';
-  if (mode !== 'metered' && mode !== 'disabled') throw new UsageError('--billing-mode must be metered or disabled');
+  if (mode !== 'metered' && mode !== 'disabled')
+    throw new UsageError('--billing-mode must be metered or disabled');
   const store = new Store(openDatabase(values.data ?? defaultDataDir()));
   try {
     const created = createAccount(store, systemClock, cryptoRandom, {

@@ -35,7 +35,10 @@ async function main(): Promise<void> {
   }
   const watchPid = Number(values['watch-pid']);
   const logFile = createWriteStream(join(values.data, 'server.log'), { flags: 'a' });
-  const log = createLogger({ level: levelFromEnv(process.env, 'info'), write: (line) => logFile.write(line + '\n') });
+  const log = createLogger({
+    level: levelFromEnv(process.env, 'info'),
+    write: (line) => logFile.write(line + '\n'),
+  });
 
   const server = await startServer({
     dataDir: values.data,
@@ -45,7 +48,11 @@ async function main(): Promise<void> {
     bootSlots: Number(values['boot-slots']),
     log,
   });
-  const { key } = server.createAccount({ name: 'Embedded test account', billingMode: 'disabled', sessionLimit: 10_000 });
+  const { key } = server.createAccount({
+    name: 'Embedded test account',
+    billingMode: 'disabled',
+    sessionLimit: 10_000,
+  });
   const state: EmbeddedState = { url: server.url, key, pid: process.pid };
   // Written whole or not at all: readers poll for the file and must never see half of it.
   const tmp = `${values.state}.${process.pid}.tmp`;
@@ -76,6 +83,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`phonelease embedded server failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.stderr.write(
+    `phonelease embedded server failed: ${err instanceof Error ? err.stack : String(err)}\n`,
+  );
   process.exit(1);
 });

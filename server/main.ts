@@ -59,7 +59,12 @@ export interface RunningServer {
 
 export const SERVER_DEFAULTS = { host: '127.0.0.1', phones: 20, bootSlots: 4, bootMs: 1000 } as const;
 
-async function loadBackend(device: 'virtual' | 'emulator', bootMs: number, host: string, log: Logger): Promise<DeviceBackend> {
+async function loadBackend(
+  device: 'virtual' | 'emulator',
+  bootMs: number,
+  host: string,
+  log: Logger,
+): Promise<DeviceBackend> {
   if (device === 'emulator') {
     const { createEmulatorBackend } = await import('./devices/emulator/index.js');
     return createEmulatorBackend({ log: log.child({ backend: 'emulator' }) });
@@ -73,7 +78,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const clock = options.clock ?? systemClock;
   const random = options.random ?? cryptoRandom;
   const log =
-    typeof options.log === 'object' ? options.log : createLogger({ level: options.log ?? levelFromEnv(), now: () => clock.now() });
+    typeof options.log === 'object'
+      ? options.log
+      : createLogger({ level: options.log ?? levelFromEnv(), now: () => clock.now() });
   const ephemeral = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'phonelease-'));
 
@@ -84,7 +91,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     store.setMeta('secret', secret);
   }
   const backend =
-    options.backend ?? (await loadBackend(options.device ?? 'virtual', options.bootMs ?? SERVER_DEFAULTS.bootMs, host, log));
+    options.backend ??
+    (await loadBackend(options.device ?? 'virtual', options.bootMs ?? SERVER_DEFAULTS.bootMs, host, log));
   const accounts = new AccountService(store, clock, random);
   const grants = new Grants(Buffer.from(secret, 'hex'), clock, random);
   const runtime = new Runtime({
@@ -119,7 +127,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const { port } = app.server.address() as AddressInfo;
   url = `http://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${port}`;
   runtime.recover();
-  log.info('phonelease server listening', { url, adb_gateway_port: adbPort, device: backend.name, data: dataDir });
+  log.info('phonelease server listening', {
+    url,
+    adb_gateway_port: adbPort,
+    device: backend.name,
+    data: dataDir,
+  });
 
   let closing: Promise<void> | null = null;
   return {

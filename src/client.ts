@@ -106,11 +106,17 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 const LONG_POLL_MAX_S = 30;
 
 /** The service address and key from options or the environment, checked. */
-export function resolveConfig(options: Pick<PhoneSessionClientOptions, 'baseUrl' | 'apiKey' | 'env'> = {}): { baseUrl: string; apiKey: string } {
+export function resolveConfig(options: Pick<PhoneSessionClientOptions, 'baseUrl' | 'apiKey' | 'env'> = {}): {
+  baseUrl: string;
+  apiKey: string;
+} {
   const env = options.env ?? process.env;
   const baseUrl = options.baseUrl ?? env.PHONELEASE_BASE_URL;
   const apiKey = options.apiKey ?? env.PHONELEASE_API_KEY;
-  const missing = [!baseUrl && 'the base URL (PHONELEASE_BASE_URL)', !apiKey && 'the API key (PHONELEASE_API_KEY)'].filter(Boolean);
+  const missing = [
+    !baseUrl && 'the base URL (PHONELEASE_BASE_URL)',
+    !apiKey && 'the API key (PHONELEASE_API_KEY)',
+  ].filter(Boolean);
   if (missing.length > 0) {
     throw new ConfigurationError(
       `Missing ${missing.join(' and ')}: pass { baseUrl, apiKey } to the client, or set PHONELEASE_BASE_URL and PHONELEASE_API_KEY.`,
@@ -120,13 +126,19 @@ export function resolveConfig(options: Pick<PhoneSessionClientOptions, 'baseUrl'
   try {
     url = new URL(baseUrl!);
   } catch {
-    throw new ConfigurationError(`The base URL "${redact(baseUrl!)}" is not a URL; set PHONELEASE_BASE_URL to e.g. http://127.0.0.1:8080.`);
+    throw new ConfigurationError(
+      `The base URL "${redact(baseUrl!)}" is not a URL; set PHONELEASE_BASE_URL to e.g. http://127.0.0.1:8080.`,
+    );
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigurationError(`The base URL must be http(s), not ${url.protocol}; set PHONELEASE_BASE_URL to e.g. http://127.0.0.1:8080.`);
+    throw new ConfigurationError(
+      `The base URL must be http(s), not ${url.protocol}; set PHONELEASE_BASE_URL to e.g. http://127.0.0.1:8080.`,
+    );
   }
   if (url.username || url.password || url.search) {
-    throw new ConfigurationError('The base URL must not carry credentials or a query; pass the key as apiKey / PHONELEASE_API_KEY.');
+    throw new ConfigurationError(
+      'The base URL must not carry credentials or a query; pass the key as apiKey / PHONELEASE_API_KEY.',
+    );
   }
   return { baseUrl: url.href.replace(/\/+$/, ''), apiKey: apiKey! };
 }
@@ -189,7 +201,10 @@ export class PhoneSessionClient {
 
   /** GET /sessions/{sid}; with waitSeconds, a long poll that answers when the state changes. */
   getSession(sid: string, options: GetSessionOptions = {}): Promise<Session> {
-    const wait = options.waitSeconds === undefined ? undefined : Math.max(0, Math.min(LONG_POLL_MAX_S, Math.floor(options.waitSeconds)));
+    const wait =
+      options.waitSeconds === undefined
+        ? undefined
+        : Math.max(0, Math.min(LONG_POLL_MAX_S, Math.floor(options.waitSeconds)));
     return this.#json<Session>({
       method: 'GET',
       path: `/sessions/${enc(sid)}`,
@@ -202,22 +217,43 @@ export class PhoneSessionClient {
 
   /** DELETE /sessions/{sid}: released true (cleanup confirmed, 200) or cleanup_pending (202). */
   endSession(sid: string, options: CallOptions = {}): Promise<Release> {
-    return this.#json<Release>({ method: 'DELETE', path: `/sessions/${enc(sid)}`, retryable: true, call: options });
+    return this.#json<Release>({
+      method: 'DELETE',
+      path: `/sessions/${enc(sid)}`,
+      retryable: true,
+      call: options,
+    });
   }
 
   /** GET /sessions/requests/{key}: the durable receipt of a keyed create (also after cleanup). */
   getReceipt(requestKey: string, options: CallOptions = {}): Promise<CreateReceipt> {
-    return this.#json<CreateReceipt>({ method: 'GET', path: `/sessions/requests/${enc(requestKey)}`, retryable: true, call: options });
+    return this.#json<CreateReceipt>({
+      method: 'GET',
+      path: `/sessions/requests/${enc(requestKey)}`,
+      retryable: true,
+      call: options,
+    });
   }
 
   /** GET /sessions/{sid}/frame.png: a still snapshot (captured at most every two seconds). */
   frame(sid: string, options: CallOptions = {}): Promise<Image> {
-    return this.#image({ method: 'GET', path: `/sessions/${enc(sid)}/frame.png`, retryable: true, binary: true, call: options });
+    return this.#image({
+      method: 'GET',
+      path: `/sessions/${enc(sid)}/frame.png`,
+      retryable: true,
+      binary: true,
+      call: options,
+    });
   }
 
   /** GET /sessions/{sid}/owner-viewer: an interactive viewer URL (secret). */
   ownerViewer(sid: string, options: CallOptions = {}): Promise<ViewerCapability> {
-    return this.#json<ViewerCapability>({ method: 'GET', path: `/sessions/${enc(sid)}/owner-viewer`, retryable: true, call: options });
+    return this.#json<ViewerCapability>({
+      method: 'GET',
+      path: `/sessions/${enc(sid)}/owner-viewer`,
+      retryable: true,
+      call: options,
+    });
   }
 
   /** GET /sessions/{sid}/viewer: a view-only viewer URL (secret); `token` is a view grant. */
@@ -233,36 +269,73 @@ export class PhoneSessionClient {
 
   /** GET /sessions/{sid}/adb: the ADB gateway endpoint and unlock code (secret). */
   adb(sid: string, options: CallOptions = {}): Promise<AdbAccess> {
-    return this.#json<AdbAccess>({ method: 'GET', path: `/sessions/${enc(sid)}/adb`, retryable: true, call: options });
+    return this.#json<AdbAccess>({
+      method: 'GET',
+      path: `/sessions/${enc(sid)}/adb`,
+      retryable: true,
+      call: options,
+    });
   }
 
   /** DELETE /sessions/{sid}/adb: revokes ADB access; the phone keeps running. */
   revokeAdb(sid: string, options: CallOptions = {}): Promise<{ revoked: boolean }> {
-    return this.#json<{ revoked: boolean }>({ method: 'DELETE', path: `/sessions/${enc(sid)}/adb`, retryable: true, call: options });
+    return this.#json<{ revoked: boolean }>({
+      method: 'DELETE',
+      path: `/sessions/${enc(sid)}/adb`,
+      retryable: true,
+      call: options,
+    });
   }
 
   // -------------------------------------------------------------------------------------
   // Phone operations (POST /sessions/{sid}/ops/{op}); not retried: a tap must not happen twice
 
   async tap(sid: string, x: number, y: number, options: CallOptions = {}): Promise<void> {
-    await this.#json({ method: 'POST', path: `/sessions/${enc(sid)}/ops/input.tap`, body: { x, y }, retryable: false, call: options });
+    await this.#json({
+      method: 'POST',
+      path: `/sessions/${enc(sid)}/ops/input.tap`,
+      body: { x, y },
+      retryable: false,
+      call: options,
+    });
   }
 
   async home(sid: string, options: CallOptions = {}): Promise<void> {
-    await this.#json({ method: 'POST', path: `/sessions/${enc(sid)}/ops/nav.home`, retryable: false, call: options });
+    await this.#json({
+      method: 'POST',
+      path: `/sessions/${enc(sid)}/ops/nav.home`,
+      retryable: false,
+      call: options,
+    });
   }
 
   /** The screen as an image (screen.capture); reading it twice is harmless, so it is retried. */
   capture(sid: string, options: CallOptions = {}): Promise<Image> {
-    return this.#image({ method: 'POST', path: `/sessions/${enc(sid)}/ops/screen.capture`, retryable: true, binary: true, call: options });
+    return this.#image({
+      method: 'POST',
+      path: `/sessions/${enc(sid)}/ops/screen.capture`,
+      retryable: true,
+      binary: true,
+      call: options,
+    });
   }
 
   bounds(sid: string, options: CallOptions = {}): Promise<{ w: number; h: number }> {
-    return this.#json({ method: 'POST', path: `/sessions/${enc(sid)}/ops/screen.bounds`, retryable: true, call: options });
+    return this.#json({
+      method: 'POST',
+      path: `/sessions/${enc(sid)}/ops/screen.bounds`,
+      retryable: true,
+      call: options,
+    });
   }
 
   apps(sid: string, options: CallOptions = {}): Promise<AppEntry[]> {
-    return this.#json({ method: 'POST', path: `/sessions/${enc(sid)}/ops/apps.list`, retryable: true, call: options });
+    return this.#json({
+      method: 'POST',
+      path: `/sessions/${enc(sid)}/ops/apps.list`,
+      retryable: true,
+      call: options,
+    });
   }
 
   // -------------------------------------------------------------------------------------
@@ -274,7 +347,13 @@ export class PhoneSessionClient {
 
   /** POST /me/keys: the raw key is in this response only. Not retried (it would make two keys). */
   createKey(label: string, options: CallOptions = {}): Promise<CreatedKey> {
-    return this.#json<CreatedKey>({ method: 'POST', path: '/me/keys', body: { label }, retryable: false, call: options });
+    return this.#json<CreatedKey>({
+      method: 'POST',
+      path: '/me/keys',
+      body: { label },
+      retryable: false,
+      call: options,
+    });
   }
 
   listKeys(options: CallOptions = {}): Promise<ApiKeyMeta[]> {
@@ -283,7 +362,12 @@ export class PhoneSessionClient {
 
   /** DELETE /me/keys/{key_hash} (key_hash from listKeys, the sha256 of the key). */
   revokeKey(keyHash: string, options: CallOptions = {}): Promise<{ revoked: boolean }> {
-    return this.#json<{ revoked: boolean }>({ method: 'DELETE', path: `/me/keys/${enc(keyHash)}`, retryable: true, call: options });
+    return this.#json<{ revoked: boolean }>({
+      method: 'DELETE',
+      path: `/me/keys/${enc(keyHash)}`,
+      retryable: true,
+      call: options,
+    });
   }
 
   /** POST /me/profile/reset: forgets the saved profile phone (409 profile_running while held). */
@@ -297,7 +381,10 @@ export class PhoneSessionClient {
   }
 
   /** GET /history/page: one page; pass next_cursor back unchanged for the next one. */
-  historyPage(page: { limit?: number; cursor?: string | null } = {}, options: CallOptions = {}): Promise<HistoryPage> {
+  historyPage(
+    page: { limit?: number; cursor?: string | null } = {},
+    options: CallOptions = {},
+  ): Promise<HistoryPage> {
     return this.#json<HistoryPage>({
       method: 'GET',
       path: '/history/page',
@@ -337,14 +424,17 @@ export class PhoneSessionClient {
       shouldRetry: isTransient,
       signal: spec.call?.signal,
       onRetry: (error, retry, delay) =>
-        this.#debug?.(`retry ${retry} of ${spec.method} ${spec.path} in ${Math.round(delay)}ms: ${error instanceof Error ? error.message : String(error)}`),
+        this.#debug?.(
+          `retry ${retry} of ${spec.method} ${spec.path} in ${Math.round(delay)}ms: ${error instanceof Error ? error.message : String(error)}`,
+        ),
     });
   }
 
   async #attempt(spec: RequestSpec): Promise<{ data: Buffer; contentType: string }> {
     const requestId = newRequestId();
     const url = new URL(this.baseUrl + spec.path);
-    for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    for (const [k, v] of Object.entries(spec.query ?? {}))
+      if (v !== undefined) url.searchParams.set(k, String(v));
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.#apiKey}`,
       'x-request-id': requestId,
@@ -367,7 +457,12 @@ export class PhoneSessionClient {
     let data: Buffer;
     let res: FetchResponseLike;
     try {
-      res = await this.#fetch(url.href, { method: spec.method, headers, ...(body !== undefined ? { body } : {}), signal });
+      res = await this.#fetch(url.href, {
+        method: spec.method,
+        headers,
+        ...(body !== undefined ? { body } : {}),
+        signal,
+      });
       status = res.status;
       data = Buffer.from(await res.arrayBuffer());
     } catch (error) {
@@ -375,7 +470,8 @@ export class PhoneSessionClient {
       if (spec.call?.signal?.aborted) throw spec.call.signal.reason;
       const timedOut = timeout.aborted;
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-      const detail = cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error));
+      const detail =
+        cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error));
       this.#debug?.(`<- ${what} ${requestId} failed: ${detail}`);
       throw new ConnectionError(
         timedOut
@@ -388,7 +484,9 @@ export class PhoneSessionClient {
     const ms = Math.round(performance.now() - started);
     if (this.#debug) {
       // Redact the whole body before cutting it: a cut inside a secret would leave its start unredacted.
-      const shown = contentType.includes('json') ? redact(data.toString('utf8')).slice(0, 2000) : `<${data.length} bytes ${contentType}>`;
+      const shown = contentType.includes('json')
+        ? redact(data.toString('utf8')).slice(0, 2000)
+        : `<${data.length} bytes ${contentType}>`;
       this.#debug(`<- ${status} ${what} ${requestId} ${ms}ms ${shown}`);
     }
     if (status >= 200 && status < 300) return { data, contentType };
@@ -401,7 +499,13 @@ export class PhoneSessionClient {
         // keep the text
       }
     }
-    throw errorFromResponse({ status, body: parsed, retryAfter: res.headers.get('retry-after'), requestId, what });
+    throw errorFromResponse({
+      status,
+      body: parsed,
+      retryAfter: res.headers.get('retry-after'),
+      requestId,
+      what,
+    });
   }
 }
 
@@ -414,7 +518,11 @@ export function isTransient(error: unknown): boolean {
   if (error instanceof ConnectionError) return true;
   if (!(error instanceof PhoneleaseError)) return false;
   if (error.code === ERROR_CODES.phonesBusy || error.code === ERROR_CODES.createRequestRecorded) return false;
-  return error instanceof ServerError || error.code === ERROR_CODES.noFrame || error.code === ERROR_CODES.idempotencyKeyInUse;
+  return (
+    error instanceof ServerError ||
+    error.code === ERROR_CODES.noFrame ||
+    error.code === ERROR_CODES.idempotencyKeyInUse
+  );
 }
 
 const enc = encodeURIComponent;

@@ -52,7 +52,10 @@ export class InvalidRequestError extends PhoneleaseError {
   declare readonly code: 'invalid_request' | 'unsupported' | 'body_too_large';
   /** The request asked for something the service does not support (raw capabilities, resource overrides). */
   readonly unsupported: boolean;
-  constructor(message: string, options: PhoneleaseErrorOptions & { code?: InvalidRequestError['code'] } = {}) {
+  constructor(
+    message: string,
+    options: PhoneleaseErrorOptions & { code?: InvalidRequestError['code'] } = {},
+  ) {
     super(options.code ?? ERROR_CODES.invalidRequest, message, options);
     this.unsupported = options.body?.unsupported === true || this.code === ERROR_CODES.unsupported;
   }
@@ -224,7 +227,10 @@ export class ReadyTimeoutError extends PhoneleaseError {
   declare readonly code: 'ready_timeout';
   readonly sessionId: string | null;
   readonly lastState: SessionState | null;
-  constructor(message: string, options: PhoneleaseErrorOptions & { sessionId: string | null; lastState: SessionState | null }) {
+  constructor(
+    message: string,
+    options: PhoneleaseErrorOptions & { sessionId: string | null; lastState: SessionState | null },
+  ) {
     super('ready_timeout', message, { ...options, retryable: true });
     this.sessionId = options.sessionId;
     this.lastState = options.lastState;
@@ -237,7 +243,10 @@ export class SessionFailedError extends PhoneleaseError {
   declare readonly code: 'session_failed';
   readonly sessionId: string;
   readonly failure: { code: string; message: string };
-  constructor(message: string, options: PhoneleaseErrorOptions & { sessionId: string; failure: { code: string; message: string } }) {
+  constructor(
+    message: string,
+    options: PhoneleaseErrorOptions & { sessionId: string; failure: { code: string; message: string } },
+  ) {
     super('session_failed', message, options);
     this.sessionId = options.sessionId;
     this.failure = options.failure;
@@ -289,7 +298,11 @@ function asErrorBody(body: unknown, status: number): ErrorBody {
   if (body && typeof body === 'object' && !Array.isArray(body)) {
     const o = body as Partial<ErrorBody>;
     if (typeof o.code === 'string' || typeof o.error === 'string') {
-      return { ...(o as ErrorBody), error: typeof o.error === 'string' ? o.error : `HTTP ${status}`, code: typeof o.code === 'string' ? o.code : '' };
+      return {
+        ...(o as ErrorBody),
+        error: typeof o.error === 'string' ? o.error : `HTTP ${status}`,
+        code: typeof o.code === 'string' ? o.code : '',
+      };
     }
   }
   const text = typeof body === 'string' ? body.slice(0, 300) : '';
@@ -299,8 +312,15 @@ function asErrorBody(body: unknown, status: number): ErrorBody {
 /** Maps an error response to its class. Unknown codes fall back on the status. */
 export function errorFromResponse(res: ErrorResponse): PhoneleaseError {
   const body = asErrorBody(res.body, res.status);
-  const opts: PhoneleaseErrorOptions = { status: res.status, requestId: res.requestId ?? null, body, retryAfterMs: parseRetryAfter(res.retryAfter) };
-  const where = res.what ? ` (${res.what}, HTTP ${res.status}${res.requestId ? `, request ${res.requestId}` : ''})` : '';
+  const opts: PhoneleaseErrorOptions = {
+    status: res.status,
+    requestId: res.requestId ?? null,
+    body,
+    retryAfterMs: parseRetryAfter(res.retryAfter),
+  };
+  const where = res.what
+    ? ` (${res.what}, HTTP ${res.status}${res.requestId ? `, request ${res.requestId}` : ''})`
+    : '';
   const message = `${body.error}${where}`;
   switch (body.code) {
     case ERROR_CODES.invalidRequest:
@@ -339,7 +359,10 @@ export function errorFromResponse(res: ErrorResponse): PhoneleaseError {
   switch (res.status) {
     case 400:
     case 413:
-      return new InvalidRequestError(message, { ...opts, code: res.status === 413 ? 'body_too_large' : 'invalid_request' });
+      return new InvalidRequestError(message, {
+        ...opts,
+        code: res.status === 413 ? 'body_too_large' : 'invalid_request',
+      });
     case 401:
       return new AuthenticationError(message, opts);
     case 403:

@@ -20,18 +20,53 @@ export {
   type FetchResponseLike,
 } from './client.js';
 export * from './errors.js';
-export { DEFAULT_RETRY, retryDelay, retryPolicy, withRetry, type RetryOptions, type RetryPolicy, type RetryContext } from './retry.js';
+export {
+  DEFAULT_RETRY,
+  retryDelay,
+  retryPolicy,
+  withRetry,
+  type RetryOptions,
+  type RetryPolicy,
+  type RetryContext,
+} from './retry.js';
 export { leasePhone, Lease, type LeaseOptions, type EndedLease, type AppiumOptions } from './lease/lease.js';
-export { endAndConfirm, type EndOutcome, type EndResult, type EndTarget, type EndOptions } from './lease/end.js';
+export {
+  endAndConfirm,
+  type EndOutcome,
+  type EndResult,
+  type EndTarget,
+  type EndOptions,
+} from './lease/end.js';
 export type { StartStats } from './lease/start.js';
 export { PhoneAdb, type ShellResult, type ShellBytesResult } from './adb/phone-adb.js';
 export { AdbTunnel, type TunnelOptions } from './adb/tunnel.js';
 export { openGateway, type AdbEndpoint } from './adb/gateway.js';
 export { appiumCapabilities, type AppiumCapabilities, type AppiumCapabilityOptions } from './adb/appium.js';
-export { adbConnect, adbDisconnect, adbServerPort, resolveAdbPath, runAdb, type StockAdbOptions } from './adb/stock-adb.js';
+export {
+  adbConnect,
+  adbDisconnect,
+  adbServerPort,
+  resolveAdbPath,
+  runAdb,
+  type StockAdbOptions,
+} from './adb/stock-adb.js';
 export { endLeftovers, type EndLeftoversOptions, type LeftoverResult } from './crash/leftovers.js';
-export { RunLedger, ledgerPath, ledgerDir, currentRunId, type LedgerLease, type LedgerLocation, type LedgerEvent } from './crash/ledger.js';
+export {
+  RunLedger,
+  ledgerPath,
+  ledgerDir,
+  currentRunId,
+  type LedgerLease,
+  type LedgerLocation,
+  type LedgerEvent,
+} from './crash/ledger.js';
 export { processGuard, type ProcessGuard } from './crash/guard.js';
-export { defaultLogger, stderrLogger, silentLogger, debugEnabled, type PhoneleaseLogger } from './util/log.js';
+export {
+  defaultLogger,
+  stderrLogger,
+  silentLogger,
+  debugEnabled,
+  type PhoneleaseLogger,
+} from './util/log.js';
 export { redact } from './util/redact.js';
 export { newIdempotencyKey } from './util/ids.js';

@@ -22,7 +22,13 @@ export interface RetryOptions {
 
 export type RetryPolicy = Required<RetryOptions>;
 
-export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 4, minDelayMs: 250, maxDelayMs: 10_000, factor: 2, budgetMs: 30_000 };
+export const DEFAULT_RETRY: RetryPolicy = {
+  maxRetries: 4,
+  minDelayMs: 250,
+  maxDelayMs: 10_000,
+  factor: 2,
+  budgetMs: 30_000,
+};
 
 export function retryPolicy(options: RetryOptions | false | undefined): RetryPolicy {
   if (options === false) return { ...DEFAULT_RETRY, maxRetries: 0 };
@@ -34,7 +40,12 @@ export function retryPolicy(options: RetryOptions | false | undefined): RetryPol
  * (capped at maxDelayMs) plus up to 10% so that many waiting clients do not return in the
  * same millisecond. Without, "equal jitter": half the exponential step fixed, half random.
  */
-export function retryDelay(policy: RetryPolicy, retry: number, retryAfterMs: number | null, random: () => number = Math.random): number {
+export function retryDelay(
+  policy: RetryPolicy,
+  retry: number,
+  retryAfterMs: number | null,
+  random: () => number = Math.random,
+): number {
   if (retryAfterMs !== null && retryAfterMs >= 0) {
     const capped = Math.min(retryAfterMs, policy.maxDelayMs);
     return Math.min(policy.maxDelayMs, capped + capped * 0.1 * random());

@@ -9,4 +9,5 @@ const app = Fastify({ logger: false });
 app.get('/sessions/:sid', async () => body);
 await app.listen({ host: '127.0.0.1', port: 0 });
 const address = app.server.address();
-if (address && typeof address === 'object') process.stdout.write(JSON.stringify({ url: `http://127.0.0.1:${address.port}` }) + '\n');
+if (address && typeof address === 'object')
+  process.stdout.write(JSON.stringify({ url: `http://127.0.0.1:${address.port}` }) + '\n');

@@ -14,7 +14,12 @@ export interface LoadResult {
 
 export async function load(
   origin: string,
-  makeRequest: (i: number) => { method: 'GET' | 'POST'; path: string; headers?: Record<string, string>; body?: string },
+  makeRequest: (i: number) => {
+    method: 'GET' | 'POST';
+    path: string;
+    headers?: Record<string, string>;
+    body?: string;
+  },
   opts: { seconds: number; concurrency: number; warmupSeconds?: number },
 ): Promise<LoadResult> {
   const pool = new Pool(origin, { connections: opts.concurrency, pipelining: 1 });

@@ -38,7 +38,12 @@ export const newApiKey = (random: RandomSource): string => `pck_${randomToken(ra
  * Creates an account with its first key and its (empty) profile phone. Works on any Store,
  * so `phonelease accounts create` can add accounts while a server runs on the same data.
  */
-export function createAccount(store: Store, clock: Clock, random: RandomSource, opts: NewAccount): CreatedAccount {
+export function createAccount(
+  store: Store,
+  clock: Clock,
+  random: RandomSource,
+  opts: NewAccount,
+): CreatedAccount {
   const now = seconds(clock.now());
   const uid = `acc_${randomToken(random, 16)}`;
   const profileId = `prof_${randomToken(random, 16)}`;
@@ -55,7 +60,9 @@ export function createAccount(store: Store, clock: Clock, random: RandomSource, 
       session_limit: opts.sessionLimit ?? ACCOUNT_DEFAULTS.sessionLimit,
       billing_mode: opts.billingMode ?? ACCOUNT_DEFAULTS.billingMode,
       can_rent: canRent ? 1 : 0,
-      rent_blocked_reason: canRent ? null : (opts.rentBlockedReason ?? 'Rentals are not enabled for this account.'),
+      rent_blocked_reason: canRent
+        ? null
+        : (opts.rentBlockedReason ?? 'Rentals are not enabled for this account.'),
       environment: 'local',
     });
     store.insertKey({ key_hash: sha256Hex(key), uid, label: 'first key', hint: keyHint(key), created: now });

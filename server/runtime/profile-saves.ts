@@ -4,7 +4,17 @@
  * replaced atomically (write, fsync, rename), so a crash in the middle of a save leaves
  * the previous save in place instead of a half-written one.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 
 export class ProfileSaves {

@@ -73,7 +73,9 @@ const CLEANUP_ATTEMPTS = 5;
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) =>
+      a < b ? -1 : a > b ? 1 : 0,
+    );
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
   }
   return JSON.stringify(value);
@@ -214,7 +216,11 @@ export class Runtime extends EventEmitter {
 
     const account = this.o.accounts.account(uid);
     if (!account.can_rent) {
-      throw new ApiError(403, ERROR_CODES.rentalUnavailable, account.rent_blocked_reason ?? 'Rentals are not enabled for this account.');
+      throw new ApiError(
+        403,
+        ERROR_CODES.rentalUnavailable,
+        account.rent_blocked_reason ?? 'Rentals are not enabled for this account.',
+      );
     }
     if (account.billing_mode === 'metered' && account.balance_cents < 2 * account.price_cents_per_minute) {
       throw new ApiError(
@@ -293,7 +299,13 @@ export class Runtime extends EventEmitter {
     this.o.store.transaction(() => {
       this.o.store.insertSession(row);
       if (requestKey) {
-        this.o.store.insertReceipt({ uid, request_key: requestKey, body_hash: bodyHash, sid: row.id, created: now });
+        this.o.store.insertReceipt({
+          uid,
+          request_key: requestKey,
+          body_hash: bodyHash,
+          sid: row.id,
+          created: now,
+        });
       }
       if (profile) this.o.store.saveProfile({ ...profile, holder: row.id });
     });
@@ -305,7 +317,13 @@ export class Runtime extends EventEmitter {
     return { status: this.available ? 202 : 503, live, replayed: false };
   }
 
-  private replay(uid: string, sid: string, storedHash: string, bodyHash: string, requestKey: string): AdmitResult {
+  private replay(
+    uid: string,
+    sid: string,
+    storedHash: string,
+    bodyHash: string,
+    requestKey: string,
+  ): AdmitResult {
     if (storedHash !== bodyHash) {
       throw new ApiError(
         409,
@@ -445,7 +463,9 @@ export class Runtime extends EventEmitter {
     const isPublic = err instanceof PhoneBootError;
     row.state = 'error';
     row.failure_code = isPublic ? err.code : 'boot_failed';
-    row.failure_message = isPublic ? err.message : 'The phone failed to start. End this session and start a new one.';
+    row.failure_message = isPublic
+      ? err.message
+      : 'The phone failed to start. End this session and start a new one.';
     this.o.store.saveSession(row);
     this.o.log.error('phone failed to start', { session: row.id, error: String(err) });
     this.emit('changed', live);
@@ -471,7 +491,10 @@ export class Runtime extends EventEmitter {
 
   private armDeadline(live: LiveSession): void {
     const dueMs = live.row.expires_at * 1000 - this.o.clock.now();
-    live.cancelDeadline = this.o.clock.setTimeout(() => this.finish(live, 'expired', live.row.expires_at), dueMs);
+    live.cancelDeadline = this.o.clock.setTimeout(
+      () => this.finish(live, 'expired', live.row.expires_at),
+      dueMs,
+    );
   }
 
   /** Schedules the debit of the next started minute. */
@@ -480,13 +503,16 @@ export class Runtime extends EventEmitter {
     if (row.billing_mode !== 'metered' || row.ready === null) return;
     // Minute k starts one second after ready + (k-1) * 60 (usage rounds up to whole minutes).
     const nextStartSec = row.ready + row.minutes_debited * 60 + 1;
-    live.cancelBilling = this.o.clock.setTimeout(() => {
-      live.cancelBilling = null;
-      if (row.state !== 'ready') return;
-      const exhaustedAt = this.bill(live, this.nowSec());
-      if (exhaustedAt !== null) return this.finish(live, 'credit_exhausted', exhaustedAt);
-      this.armBilling(live);
-    }, nextStartSec * 1000 - this.o.clock.now());
+    live.cancelBilling = this.o.clock.setTimeout(
+      () => {
+        live.cancelBilling = null;
+        if (row.state !== 'ready') return;
+        const exhaustedAt = this.bill(live, this.nowSec());
+        if (exhaustedAt !== null) return this.finish(live, 'credit_exhausted', exhaustedAt);
+        this.armBilling(live);
+      },
+      nextStartSec * 1000 - this.o.clock.now(),
+    );
   }
 
   /**
@@ -519,7 +545,12 @@ export class Runtime extends EventEmitter {
    * Ends a session: records the closure (billing stops there), then cleans up. Idempotent:
    * a second call returns the cleanup already under way.
    */
-  finish(live: LiveSession, reason: EndReason, at: number, opts: { lostProfile?: boolean } = {}): Promise<void> {
+  finish(
+    live: LiveSession,
+    reason: EndReason,
+    at: number,
+    opts: { lostProfile?: boolean } = {},
+  ): Promise<void> {
     if (live.cleanup) return live.cleanup;
     const row = live.row;
     live.cancelDeadline?.();
@@ -581,7 +612,9 @@ export class Runtime extends EventEmitter {
       // is stopped without saving so nothing stays allocated. If even that fails, the phone
       // is unreachable; count it as gone so the slot is not held forever.
       lostProfile = true;
-      await phone?.shutdown({ saveTo: null }).catch((e: unknown) => this.o.log.error('phone did not stop', { session: row.id, error: String(e) }));
+      await phone
+        ?.shutdown({ saveTo: null })
+        .catch((e: unknown) => this.o.log.error('phone did not stop', { session: row.id, error: String(e) }));
       live.phone = null;
     }
     const now = this.nowSec();

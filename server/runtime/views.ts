@@ -50,7 +50,12 @@ export function sessionView(live: LiveSession, ctx: ViewContext, opts: { owner: 
   if (r.ready !== null) view.startup = { source: ctx.runtime.startupSource };
   // ADB is owner-only: a session read with a view grant never carries it.
   if (opts.owner && r.state === 'ready' && r.adb_enabled && r.adb_code) {
-    view.adb = { host: ctx.adbEndpoint.host, port: ctx.adbEndpoint.port, code: r.adb_code, expires_at: r.expires_at };
+    view.adb = {
+      host: ctx.adbEndpoint.host,
+      port: ctx.adbEndpoint.port,
+      code: r.adb_code,
+      expires_at: r.expires_at,
+    };
   }
   return view;
 }

@@ -154,7 +154,9 @@ export class Store {
       .join(', ');
     this.s = {
       metaGet: db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?'),
-      metaSet: db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value'),
+      metaSet: db.prepare(
+        'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
+      ),
       accountInsert: db.prepare(
         `INSERT INTO accounts (uid, email, name, created, balance_cents, price_cents_per_minute, session_limit, billing_mode, can_rent, rent_blocked_reason, environment)
          VALUES (@uid, @email, @name, @created, @balance_cents, @price_cents_per_minute, @session_limit, @billing_mode, @can_rent, @rent_blocked_reason, @environment)`,
@@ -169,7 +171,9 @@ export class Store {
       keyList: db.prepare<[string], KeyRow>(
         'SELECT * FROM api_keys WHERE uid = ? AND revoked IS NULL ORDER BY created, key_hash',
       ),
-      keyRevoke: db.prepare('UPDATE api_keys SET revoked = ? WHERE key_hash = ? AND uid = ? AND revoked IS NULL'),
+      keyRevoke: db.prepare(
+        'UPDATE api_keys SET revoked = ? WHERE key_hash = ? AND uid = ? AND revoked IS NULL',
+      ),
       profileInsert: db.prepare(
         'INSERT INTO profiles (id, uid, state, holder, exact, saved_at) VALUES (@id, @uid, @state, @holder, @exact, @saved_at)',
       ),
@@ -178,7 +182,9 @@ export class Store {
       profileSave: db.prepare(
         'UPDATE profiles SET state = @state, holder = @holder, exact = @exact, saved_at = @saved_at WHERE id = @id',
       ),
-      sessionInsert: db.prepare(`INSERT INTO sessions (${SESSION_COLUMNS.join(', ')}) VALUES (${placeholders})`),
+      sessionInsert: db.prepare(
+        `INSERT INTO sessions (${SESSION_COLUMNS.join(', ')}) VALUES (${placeholders})`,
+      ),
       sessionSave: db.prepare(`UPDATE sessions SET ${updates} WHERE id = @id`),
       sessionGet: db.prepare<[string], SessionRow>('SELECT * FROM sessions WHERE id = ?'),
       sessionsLive: db.prepare<[], SessionRow>('SELECT * FROM sessions WHERE done = 0 ORDER BY seq'),
@@ -189,12 +195,16 @@ export class Store {
       historyAfter: db.prepare<[string, number, number, string, number], SessionRow>(
         'SELECT * FROM sessions WHERE uid = ? AND done = 1 AND (created < ? OR (created = ? AND id < ?)) ORDER BY created DESC, id DESC LIMIT ?',
       ),
-      receiptGet: db.prepare<[string, string], ReceiptRow>('SELECT * FROM receipts WHERE uid = ? AND request_key = ?'),
+      receiptGet: db.prepare<[string, string], ReceiptRow>(
+        'SELECT * FROM receipts WHERE uid = ? AND request_key = ?',
+      ),
       receiptInsert: db.prepare(
         'INSERT INTO receipts (uid, request_key, body_hash, sid, created) VALUES (@uid, @request_key, @body_hash, @sid, @created)',
       ),
       debitInsert: db.prepare('INSERT INTO debits (sid, minute, uid, cents, at) VALUES (?, ?, ?, ?, ?)'),
-      debitSum: db.prepare<[string], { n: number | null }>('SELECT SUM(cents) AS n FROM debits WHERE sid = ?'),
+      debitSum: db.prepare<[string], { n: number | null }>(
+        'SELECT SUM(cents) AS n FROM debits WHERE sid = ?',
+      ),
     };
   }
 

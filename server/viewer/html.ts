@@ -38,9 +38,19 @@ export function page(title: string, body: string, nonce: string, script = ''): s
 export function goneHtml(nonce: string, reason: 'ended' | 'expired' | 'invalid'): string {
   const text =
     reason === 'expired'
-      ? ['This viewer link has expired', 'Viewer links expire with their session. Ask the session owner for a new link.']
+      ? [
+          'This viewer link has expired',
+          'Viewer links expire with their session. Ask the session owner for a new link.',
+        ]
       : reason === 'ended'
         ? ['This session has ended', 'The phone was handed back. Start a new session to see a phone.']
-        : ['This link is not valid', 'Check that you copied the whole link, or ask the session owner for a new one.'];
-  return page(text[0]!, `<main><div class="notice"><h2>${esc(text[0]!)}</h2><p>${esc(text[1]!)}</p></div></main>`, nonce);
+        : [
+            'This link is not valid',
+            'Check that you copied the whole link, or ask the session owner for a new one.',
+          ];
+  return page(
+    text[0]!,
+    `<main><div class="notice"><h2>${esc(text[0]!)}</h2><p>${esc(text[1]!)}</p></div></main>`,
+    nonce,
+  );
 }

@@ -41,7 +41,10 @@ export function registerViewerPages(app: App, deps: AppDeps): void {
   const send = (reply: FastifyReply, status: number, html: string, nonce: string) =>
     reply
       .code(status)
-      .headers({ ...securityHeaders(deps.dashboardOrigin, nonce), 'content-type': 'text/html; charset=utf-8' })
+      .headers({
+        ...securityHeaders(deps.dashboardOrigin, nonce),
+        'content-type': 'text/html; charset=utf-8',
+      })
       .send(html);
 
   const liveOrNull = (sid: string): LiveSession | null => {
@@ -55,11 +58,17 @@ export function registerViewerPages(app: App, deps: AppDeps): void {
   // watch_url: the refreshing snapshot, readable by whoever holds the view grant.
   app.get(
     '/watch/:sid',
-    { schema: { params: Type.Object({ sid: Type.String({ maxLength: 100 }) }), querystring: Type.Object({ token: Type.Optional(Type.String()) }) } },
+    {
+      schema: {
+        params: Type.Object({ sid: Type.String({ maxLength: 100 }) }),
+        querystring: Type.Object({ token: Type.Optional(Type.String()) }),
+      },
+    },
     async (req, reply) => {
       const nonce = randomBytes(16).toString('base64');
       const token = req.query.token ?? '';
-      if (!grants.isViewGrantFor(token, req.params.sid)) return send(reply, 404, goneHtml(nonce, 'invalid'), nonce);
+      if (!grants.isViewGrantFor(token, req.params.sid))
+        return send(reply, 404, goneHtml(nonce, 'invalid'), nonce);
       const live = liveOrNull(req.params.sid);
       if (!live) return send(reply, 404, goneHtml(nonce, 'ended'), nonce);
       const frameUrl = `/sessions/${encodeURIComponent(live.row.id)}/frame.png?token=${encodeURIComponent(token)}`;
@@ -82,28 +91,41 @@ refresh();`;
   );
 
   // Viewer capability pages: the live phone over a WebSocket; owner pages also send input.
-  app.get('/v/:token', { schema: { params: Type.Object({ token: Type.String({ maxLength: 200 }) }) } }, async (req, reply) => {
-    const nonce = randomBytes(16).toString('base64');
-    const grant = grants.viewer(req.params.token);
-    if (!grant) return send(reply, 404, goneHtml(nonce, 'expired'), nonce);
-    const live = liveOrNull(grant.sid);
-    if (!live || live.row.state === 'closing') return send(reply, 410, goneHtml(nonce, 'ended'), nonce);
-    const config = {
-      mode: grant.mode,
-      stream: `/v/${req.params.token}/stream`,
-      device: live.row.device ?? 'Android phone',
-      expiresAt: Math.min(grant.expiresAt, live.row.expires_at),
-    };
-    return send(reply, 200, viewerHtml(nonce, config), nonce);
-  });
+  app.get(
+    '/v/:token',
+    { schema: { params: Type.Object({ token: Type.String({ maxLength: 200 }) }) } },
+    async (req, reply) => {
+      const nonce = randomBytes(16).toString('base64');
+      const grant = grants.viewer(req.params.token);
+      if (!grant) return send(reply, 404, goneHtml(nonce, 'expired'), nonce);
+      const live = liveOrNull(grant.sid);
+      if (!live || live.row.state === 'closing') return send(reply, 410, goneHtml(nonce, 'ended'), nonce);
+      const config = {
+        mode: grant.mode,
+        stream: `/v/${req.params.token}/stream`,
+        device: live.row.device ?? 'Android phone',
+        expiresAt: Math.min(grant.expiresAt, live.row.expires_at),
+      };
+      return send(reply, 200, viewerHtml(nonce, config), nonce);
+    },
+  );
 
-  app.get('/v/:token/frame.png', { schema: { params: Type.Object({ token: Type.String({ maxLength: 200 }) }) } }, async (req, reply) => {
-    const grant = grants.viewer(req.params.token);
-    const live = grant ? liveOrNull(grant.sid) : null;
-    if (!grant || !live) {
-      return reply.code(404).headers(securityHeaders(deps.dashboardOrigin)).send({ error: 'This viewer link is no longer valid.', code: 'not_found' });
-    }
-    const png = await runtime.frame(live);
-    return reply.headers({ ...securityHeaders(deps.dashboardOrigin), 'content-type': 'image/png' }).send(png);
-  });
+  app.get(
+    '/v/:token/frame.png',
+    { schema: { params: Type.Object({ token: Type.String({ maxLength: 200 }) }) } },
+    async (req, reply) => {
+      const grant = grants.viewer(req.params.token);
+      const live = grant ? liveOrNull(grant.sid) : null;
+      if (!grant || !live) {
+        return reply
+          .code(404)
+          .headers(securityHeaders(deps.dashboardOrigin))
+          .send({ error: 'This viewer link is no longer valid.', code: 'not_found' });
+      }
+      const png = await runtime.frame(live);
+      return reply
+        .headers({ ...securityHeaders(deps.dashboardOrigin), 'content-type': 'image/png' })
+        .send(png);
+    },
+  );
 }

@@ -129,7 +129,11 @@ export class ViewerStreams {
 
     ws.on('message', (data, isBinary) => {
       if (grant.mode !== 'owner') {
-        send({ type: 'error', code: 'read_only', message: 'This viewer is view-only; input is not accepted.' });
+        send({
+          type: 'error',
+          code: 'read_only',
+          message: 'This viewer is view-only; input is not accepted.',
+        });
         return;
       }
       const event = isBinary ? null : parseInput(data.toString(), phone.screen);
@@ -139,7 +143,11 @@ export class ViewerStreams {
       }
       runtime.touch(live);
       runtime.input(live, event).catch((err: unknown) => {
-        send({ type: 'error', code: 'input_failed', message: err instanceof Error ? err.message : 'Input failed.' });
+        send({
+          type: 'error',
+          code: 'input_failed',
+          message: err instanceof Error ? err.message : 'Input failed.',
+        });
       });
     });
     ws.on('close', () => {
@@ -170,7 +178,12 @@ function sameOrigin(req: IncomingMessage): boolean {
 
 const KEYS = new Set(['home', 'back', 'enter', 'del']);
 const inScreen = (x: unknown, y: unknown, s: { w: number; h: number }) =>
-  Number.isInteger(x) && Number.isInteger(y) && (x as number) >= 0 && (y as number) >= 0 && (x as number) < s.w && (y as number) < s.h;
+  Number.isInteger(x) &&
+  Number.isInteger(y) &&
+  (x as number) >= 0 &&
+  (y as number) >= 0 &&
+  (x as number) < s.w &&
+  (y as number) < s.h;
 
 /** Validates one input message; anything unexpected is refused rather than guessed at. */
 export function parseInput(text: string, screen: { w: number; h: number }): PhoneInput | null {
@@ -187,10 +200,19 @@ export function parseInput(text: string, screen: { w: number; h: number }): Phon
     case 'swipe': {
       if (!inScreen(m.x1, m.y1, screen) || !inScreen(m.x2, m.y2, screen)) return null;
       const d = Number.isInteger(m.durationMs) ? Math.min(Math.max(m.durationMs as number, 10), 5000) : 300;
-      return { type: 'swipe', x1: m.x1 as number, y1: m.y1 as number, x2: m.x2 as number, y2: m.y2 as number, durationMs: d };
+      return {
+        type: 'swipe',
+        x1: m.x1 as number,
+        y1: m.y1 as number,
+        x2: m.x2 as number,
+        y2: m.y2 as number,
+        durationMs: d,
+      };
     }
     case 'text':
-      return typeof m.text === 'string' && m.text.length > 0 && m.text.length <= 500 ? { type: 'text', text: m.text } : null;
+      return typeof m.text === 'string' && m.text.length > 0 && m.text.length <= 500
+        ? { type: 'text', text: m.text }
+        : null;
     case 'key':
       return typeof m.key === 'string' && KEYS.has(m.key) ? { type: 'key', key: m.key as 'home' } : null;
     default:

@@ -15,12 +15,20 @@ import type { AdbCredentialStore, AdbPrivateKey } from '@yume-chan/adb';
 export class LazyAdbCredentialStore implements AdbCredentialStore {
   #generated: AdbPrivateKey | null = null;
 
-  constructor(private readonly keyPath: string = join(process.env.ANDROID_USER_HOME ?? join(homedir(), '.android'), 'adbkey')) {}
+  constructor(
+    private readonly keyPath: string = join(
+      process.env.ANDROID_USER_HOME ?? join(homedir(), '.android'),
+      'adbkey',
+    ),
+  ) {}
 
   generateKey(): AdbPrivateKey {
     if (!this.#generated) {
       const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048, publicExponent: 65537 });
-      this.#generated = { buffer: new Uint8Array(privateKey.export({ type: 'pkcs8', format: 'der' })), name: 'phonelease' };
+      this.#generated = {
+        buffer: new Uint8Array(privateKey.export({ type: 'pkcs8', format: 'der' })),
+        name: 'phonelease',
+      };
     }
     return this.#generated;
   }

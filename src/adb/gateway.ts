@@ -17,7 +17,10 @@ export interface AdbEndpoint {
 const MAX_REPLY = 64;
 
 /** A socket past the unlock line, ready for raw ADB bytes. */
-export function openGateway(endpoint: AdbEndpoint, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<net.Socket> {
+export function openGateway(
+  endpoint: AdbEndpoint,
+  options: { timeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<net.Socket> {
   const timeoutMs = options.timeoutMs ?? 10_000;
   return new Promise((resolve, reject) => {
     const socket = net.connect({ host: endpoint.host, port: endpoint.port });
@@ -29,15 +32,29 @@ export function openGateway(endpoint: AdbEndpoint, options: { timeoutMs?: number
       reject(error);
     };
     const onError = (error: Error) =>
-      fail(new AdbError('adb_unavailable', `Could not reach the ADB gateway at ${endpoint.host}:${endpoint.port} (${error.message}).`, { cause: error }));
-    const onClose = () => fail(new AdbError('adb_denied', 'The ADB gateway closed the connection before answering the unlock line.'));
-    const onAbort = () => fail(options.signal!.reason instanceof Error ? options.signal!.reason : new Error('aborted'));
-    const timer = setTimeout(() => fail(new AdbError('adb_unavailable', `The ADB gateway did not answer within ${timeoutMs} ms.`)), timeoutMs);
+      fail(
+        new AdbError(
+          'adb_unavailable',
+          `Could not reach the ADB gateway at ${endpoint.host}:${endpoint.port} (${error.message}).`,
+          { cause: error },
+        ),
+      );
+    const onClose = () =>
+      fail(
+        new AdbError('adb_denied', 'The ADB gateway closed the connection before answering the unlock line.'),
+      );
+    const onAbort = () =>
+      fail(options.signal!.reason instanceof Error ? options.signal!.reason : new Error('aborted'));
+    const timer = setTimeout(
+      () => fail(new AdbError('adb_unavailable', `The ADB gateway did not answer within ${timeoutMs} ms.`)),
+      timeoutMs,
+    );
     const onData = (chunk: Buffer) => {
       reply = Buffer.concat([reply, chunk]);
       const nl = reply.indexOf(0x0a);
       if (nl < 0) {
-        if (reply.length > MAX_REPLY) fail(new AdbError('adb_failed', 'The ADB gateway sent an unexpected reply to the unlock line.'));
+        if (reply.length > MAX_REPLY)
+          fail(new AdbError('adb_failed', 'The ADB gateway sent an unexpected reply to the unlock line.'));
         return;
       }
       const line = reply.subarray(0, nl).toString('latin1').trim();

@@ -36,7 +36,10 @@ export class PhoneAdb {
   }
 
   /** Opens the gateway, presents the unlock code and completes the ADB handshake. */
-  static async connect(endpoint: AdbEndpoint, options: { serial: string; signal?: AbortSignal; timeoutMs?: number }): Promise<PhoneAdb> {
+  static async connect(
+    endpoint: AdbEndpoint,
+    options: { serial: string; signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<PhoneAdb> {
     const socket = await openGateway(endpoint, options);
     const timeoutMs = options.timeoutMs ?? 15_000;
     let timer: NodeJS.Timeout | undefined;
@@ -56,7 +59,9 @@ export class PhoneAdb {
       return new PhoneAdb(new Adb(transport));
     } catch (error) {
       socket.destroy();
-      throw new AdbError('adb_failed', `The ADB handshake with the phone failed: ${message(error)}.`, { cause: error });
+      throw new AdbError('adb_failed', `The ADB handshake with the phone failed: ${message(error)}.`, {
+        cause: error,
+      });
     } finally {
       clearTimeout(timer);
     }
@@ -83,12 +88,25 @@ export class PhoneAdb {
       }
       // Without shell v2 there is no exit status on the wire: print it after a marker.
       const marker = `__phonelease_exit_${randomBytes(6).toString('hex')}__`;
-      const out = Buffer.from(await this.#adb.subprocess.noneProtocol.spawnWait([`${command}; echo "${marker}$?"`]));
+      const out = Buffer.from(
+        await this.#adb.subprocess.noneProtocol.spawnWait([`${command}; echo "${marker}$?"`]),
+      );
       const at = out.lastIndexOf(marker);
       if (at < 0) return { stdout: out, stderr: Buffer.alloc(0), exitCode: -1 };
-      return { stdout: out.subarray(0, at), stderr: Buffer.alloc(0), exitCode: Number(out.subarray(at + marker.length).toString().trim()) };
+      return {
+        stdout: out.subarray(0, at),
+        stderr: Buffer.alloc(0),
+        exitCode: Number(
+          out
+            .subarray(at + marker.length)
+            .toString()
+            .trim(),
+        ),
+      };
     } catch (error) {
-      throw new AdbError('adb_failed', `shell "${command.slice(0, 80)}" failed: ${message(error)}.`, { cause: error });
+      throw new AdbError('adb_failed', `shell "${command.slice(0, 80)}" failed: ${message(error)}.`, {
+        cause: error,
+      });
     }
   }
 
@@ -108,7 +126,12 @@ export class PhoneAdb {
     });
     const sync = await this.#sync();
     try {
-      await sync.write({ filename: remote, file, permission: options.mode ?? 0o644, mtime: Math.floor(Date.now() / 1000) });
+      await sync.write({
+        filename: remote,
+        file,
+        permission: options.mode ?? 0o644,
+        mtime: Math.floor(Date.now() / 1000),
+      });
     } catch (error) {
       throw new AdbError('adb_failed', `push to ${remote} failed: ${message(error)}.`, { cause: error });
     } finally {
@@ -146,7 +169,10 @@ export class PhoneAdb {
       const r = await this.shell(`pm install -r -t '${remote}'`);
       const output = `${r.stdout}${r.stderr}`.trim();
       if (r.exitCode !== 0 || !/\bSuccess\b/.test(output)) {
-        throw new AdbError('adb_failed', `Installing the APK failed: ${output || `exit code ${r.exitCode}`}.`);
+        throw new AdbError(
+          'adb_failed',
+          `Installing the APK failed: ${output || `exit code ${r.exitCode}`}.`,
+        );
       }
     } finally {
       await this.shell(`rm -f '${remote}'`).catch(() => undefined);
@@ -157,7 +183,10 @@ export class PhoneAdb {
   async screencap(): Promise<Buffer> {
     const r = await this.shellBytes('screencap -p');
     if (r.exitCode !== 0 || !r.stdout.subarray(0, 8).equals(PNG_SIGNATURE)) {
-      throw new AdbError('adb_failed', `screencap did not return a PNG (exit code ${r.exitCode}${r.stderr.length ? `: ${r.stderr.toString().trim()}` : ''}).`);
+      throw new AdbError(
+        'adb_failed',
+        `screencap did not return a PNG (exit code ${r.exitCode}${r.stderr.length ? `: ${r.stderr.toString().trim()}` : ''}).`,
+      );
     }
     return r.stdout;
   }
@@ -170,7 +199,9 @@ export class PhoneAdb {
     try {
       return await this.#adb.sync();
     } catch (error) {
-      throw new AdbError('adb_failed', `The phone refused the file sync service: ${message(error)}.`, { cause: error });
+      throw new AdbError('adb_failed', `The phone refused the file sync service: ${message(error)}.`, {
+        cause: error,
+      });
     }
   }
 }

@@ -60,7 +60,11 @@ export function runAdb(args: string[], options: StockAdbOptions = {}, timeoutMs 
         );
         return;
       }
-      resolve({ stdout: String(stdout), stderr: String(stderr), code: typeof code === 'number' ? code : error ? 1 : 0 });
+      resolve({
+        stdout: String(stdout),
+        stderr: String(stderr),
+        code: typeof code === 'number' ? code : error ? 1 : 0,
+      });
     });
   });
 }
@@ -69,7 +73,11 @@ export function runAdb(args: string[], options: StockAdbOptions = {}, timeoutMs 
  * `adb connect SERIAL`, then waits until adb lists the device as `device` (not offline or
  * unauthorized). Throws an AdbError with adb's own words when it could not connect.
  */
-export async function adbConnect(serial: string, options: StockAdbOptions = {}, timeoutMs = 20_000): Promise<void> {
+export async function adbConnect(
+  serial: string,
+  options: StockAdbOptions = {},
+  timeoutMs = 20_000,
+): Promise<void> {
   let r = await runAdb(['connect', serial], options, timeoutMs);
   // Two processes that find no adb server both start one; the loser's command fails with
   // "cannot connect to daemon" although the winner's server is up a moment later.
@@ -79,7 +87,10 @@ export async function adbConnect(serial: string, options: StockAdbOptions = {}, 
   }
   const output = `${r.stdout}\n${r.stderr}`;
   if (!new RegExp(`^(already )?connected to ${escape(serial)}`, 'm').test(output)) {
-    throw new AdbError('adb_failed', `adb could not connect to ${serial}: ${lastLine(output) || `exit code ${r.code}`}.`);
+    throw new AdbError(
+      'adb_failed',
+      `adb could not connect to ${serial}: ${lastLine(output) || `exit code ${r.code}`}.`,
+    );
   }
   const until = Date.now() + timeoutMs;
   let state = '';
@@ -90,7 +101,10 @@ export async function adbConnect(serial: string, options: StockAdbOptions = {}, 
     if (Date.now() + delay > until) break;
     await sleep(delay);
   }
-  throw new AdbError('adb_failed', `adb connected to ${serial} but the device stayed "${state || 'unknown'}"; check the phone is still running.`);
+  throw new AdbError(
+    'adb_failed',
+    `adb connected to ${serial} but the device stayed "${state || 'unknown'}"; check the phone is still running.`,
+  );
 }
 
 /** `adb disconnect SERIAL`; never throws (used in teardown). */

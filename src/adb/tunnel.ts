@@ -23,7 +23,11 @@ export class AdbTunnel {
   #port = 0;
   #closed: Promise<void> | null = null;
 
-  private constructor(endpoint: AdbEndpoint, readonly host: string, onError?: (error: Error) => void) {
+  private constructor(
+    endpoint: AdbEndpoint,
+    readonly host: string,
+    onError?: (error: Error) => void,
+  ) {
     this.#endpoint = endpoint;
     this.#onError = onError;
     this.#server = net.createServer({ pauseOnConnect: true, noDelay: true }, (local) => this.#relay(local));

@@ -32,7 +32,9 @@ function parse<T>(command: string, run: () => T): T {
   try {
     return run();
   } catch (error) {
-    throw new UsageError(`${error instanceof Error ? error.message : String(error)}\n\n${USAGE[command] ?? ''}`);
+    throw new UsageError(
+      `${error instanceof Error ? error.message : String(error)}\n\n${USAGE[command] ?? ''}`,
+    );
   }
 }
 
@@ -49,14 +51,17 @@ function clientFor(values: { 'base-url'?: string | boolean | undefined }, io: Co
 
 function positiveInt(name: string, value: string | boolean | undefined): number | undefined {
   if (value === undefined || typeof value === 'boolean') return undefined;
-  if (!/^\d+$/.test(value) || Number(value) < 1) throw new UsageError(`--${name} must be a whole number of at least 1 (got "${value}")`);
+  if (!/^\d+$/.test(value) || Number(value) < 1)
+    throw new UsageError(`--${name} must be a whole number of at least 1 (got "${value}")`);
   return Number(value);
 }
 
 const json = (io: CommandIo, value: unknown) => io.out(JSON.stringify(value, null, 2) + '\n');
 
 /** A session without the fields that grant access (for listings and --json). */
-function publicSession(s: Session): Omit<Session, 'watch_url' | 'adb'> & { adb?: { host: string; port: number; expires_at: number } } {
+function publicSession(
+  s: Session,
+): Omit<Session, 'watch_url' | 'adb'> & { adb?: { host: string; port: number; expires_at: number } } {
   const { watch_url: _watch, adb, ...rest } = s;
   return { ...rest, ...(adb ? { adb: { host: adb.host, port: adb.port, expires_at: adb.expires_at } } : {}) };
 }
@@ -64,7 +69,9 @@ function publicSession(s: Session): Omit<Session, 'watch_url' | 'adb'> & { adb?:
 // ---------------------------------------------------------------------------------------
 
 export async function sessionsCommand(argv: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parse('sessions', () => parseArgs({ args: argv, options: COMMON, allowPositionals: true }));
+  const { values, positionals } = parse('sessions', () =>
+    parseArgs({ args: argv, options: COMMON, allowPositionals: true }),
+  );
   if (values.help) return help('sessions', io);
   if (positionals.length > 0) throw new UsageError(`sessions takes no arguments\n\n${USAGE.sessions}`);
   const sessions = await clientFor(values, io).listSessions();
@@ -81,7 +88,11 @@ export async function sessionsCommand(argv: string[], io: CommandIo): Promise<nu
       ['SESSION', 'STATE', 'DEVICE', 'AGE', 'EXPIRES'],
       sessions.map((s) => [
         s.id,
-        s.state === 'provisioning' && s.location ? `${s.location}` : s.cleanup_pending ? `${s.state} (cleanup pending)` : s.state,
+        s.state === 'provisioning' && s.location
+          ? `${s.location}`
+          : s.cleanup_pending
+            ? `${s.state} (cleanup pending)`
+            : s.state,
         s.device ?? '-',
         span(s.age_s),
         relative(s.expires_at),
@@ -92,7 +103,9 @@ export async function sessionsCommand(argv: string[], io: CommandIo): Promise<nu
 }
 
 export async function endCommand(argv: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parse('end', () => parseArgs({ args: argv, options: COMMON, allowPositionals: true }));
+  const { values, positionals } = parse('end', () =>
+    parseArgs({ args: argv, options: COMMON, allowPositionals: true }),
+  );
   if (values.help) return help('end', io);
   if (positionals.length !== 1) throw new UsageError(`end takes exactly one session id\n\n${USAGE.end}`);
   const sid = positionals[0]!;
@@ -110,18 +123,28 @@ export async function endCommand(argv: string[], io: CommandIo): Promise<number>
   }
   const confirmed = released || (await waitForCleanup(client, sid, null, 15_000).catch(() => false));
   if (values.json) json(io, { session: sid, ended: true, cleanup_confirmed: confirmed });
-  else io.out(confirmed ? `Ended ${sid}; cleanup confirmed.\n` : `Ended ${sid}; cleanup is still pending on the service.\n`);
+  else
+    io.out(
+      confirmed
+        ? `Ended ${sid}; cleanup confirmed.\n`
+        : `Ended ${sid}; cleanup is still pending on the service.\n`,
+    );
   return confirmed ? 0 : 1;
 }
 
 export async function historyCommand(argv: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parse('history', () =>
-    parseArgs({ args: argv, options: { ...COMMON, limit: { type: 'string' }, all: { type: 'boolean', default: false } }, allowPositionals: true }),
+    parseArgs({
+      args: argv,
+      options: { ...COMMON, limit: { type: 'string' }, all: { type: 'boolean', default: false } },
+      allowPositionals: true,
+    }),
   );
   if (values.help) return help('history', io);
   if (positionals.length > 0) throw new UsageError(`history takes no arguments\n\n${USAGE.history}`);
   const limit = positiveInt('limit', values.limit);
-  if (limit !== undefined && values.all) throw new UsageError(`use --limit or --all, not both\n\n${USAGE.history}`);
+  if (limit !== undefined && values.all)
+    throw new UsageError(`use --limit or --all, not both\n\n${USAGE.history}`);
   const client = clientFor(values, io);
   let records: HistoryRecord[];
   if (values.all || (limit !== undefined && limit > 100)) {
@@ -144,14 +167,23 @@ export async function historyCommand(argv: string[], io: CommandIo): Promise<num
   io.out(
     table(
       ['SESSION', 'ENDED', 'REASON', 'USED', 'COST', 'DEVICE'],
-      records.map((r) => [r.sid, when(r.ended), r.end_reason, `${r.usage_minutes} min`, dollars(r.cost_cents), r.device]),
+      records.map((r) => [
+        r.sid,
+        when(r.ended),
+        r.end_reason,
+        `${r.usage_minutes} min`,
+        dollars(r.cost_cents),
+        r.device,
+      ]),
     ),
   );
   return 0;
 }
 
 export async function meCommand(argv: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parse('me', () => parseArgs({ args: argv, options: COMMON, allowPositionals: true }));
+  const { values, positionals } = parse('me', () =>
+    parseArgs({ args: argv, options: COMMON, allowPositionals: true }),
+  );
   if (values.help) return help('me', io);
   if (positionals.length > 0) throw new UsageError(`me takes no arguments\n\n${USAGE.me}`);
   const me: Account = await clientFor(values, io).me();
@@ -163,18 +195,29 @@ export async function meCommand(argv: string[], io: CommandIo): Promise<number> 
     fields([
       ['account', `${me.uid} (${me.name}, ${me.email})`],
       ['environment', me.environment],
-      ['billing', me.billing_mode === 'metered' ? `metered, ${dollars(me.price_cents_per_minute)}/min` : 'disabled'],
+      [
+        'billing',
+        me.billing_mode === 'metered' ? `metered, ${dollars(me.price_cents_per_minute)}/min` : 'disabled',
+      ],
       ['balance', dollars(me.balance_cents)],
-      ['sessions', `${me.active_session_count} of ${me.session_limit} in use (${me.available_session_slots} free)`],
+      [
+        'sessions',
+        `${me.active_session_count} of ${me.session_limit} in use (${me.available_session_slots} free)`,
+      ],
       ['can rent', me.can_rent ? 'yes' : `no: ${me.rent_blocked_reason ?? 'rentals are not enabled'}`],
-      ['profile', `${me.profile.id} (${me.profile.state}${me.profile.session ? `, held by ${me.profile.session}` : ''})`],
+      [
+        'profile',
+        `${me.profile.id} (${me.profile.state}${me.profile.session ? `, held by ${me.profile.session}` : ''})`,
+      ],
     ]),
   );
   return 0;
 }
 
 export async function keysCommand(argv: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parse('keys', () => parseArgs({ args: argv, options: COMMON, allowPositionals: true }));
+  const { values, positionals } = parse('keys', () =>
+    parseArgs({ args: argv, options: COMMON, allowPositionals: true }),
+  );
   if (values.help) return help('keys', io);
   const [sub, ...rest] = positionals;
   const client = clientFor(values, io);
@@ -185,7 +228,9 @@ export async function keysCommand(argv: string[], io: CommandIo): Promise<number
       if (values.json) json(io, created);
       else {
         io.out(`${created.key}\n`);
-        io.err(`Created key ${created.hint} (${created.label}). This is the only time it is shown: store it now.\n`);
+        io.err(
+          `Created key ${created.hint} (${created.label}). This is the only time it is shown: store it now.\n`,
+        );
       }
       return 0;
     }
@@ -193,12 +238,20 @@ export async function keysCommand(argv: string[], io: CommandIo): Promise<number
       if (rest.length > 0) throw new UsageError(`keys list takes no arguments\n\n${USAGE.keys}`);
       const keys = await client.listKeys();
       if (values.json) json(io, keys);
-      else io.out(table(['HASH', 'HINT', 'LABEL', 'CREATED'], keys.map((k) => [k.key_hash, k.hint, k.label, when(k.created)])) || 'No active keys.\n');
+      else
+        io.out(
+          table(
+            ['HASH', 'HINT', 'LABEL', 'CREATED'],
+            keys.map((k) => [k.key_hash, k.hint, k.label, when(k.created)]),
+          ) || 'No active keys.\n',
+        );
       return 0;
     }
     case 'revoke': {
       if (rest.length !== 1 || !/^[a-f0-9]{64}$/.test(rest[0] ?? '')) {
-        throw new UsageError(`keys revoke takes one key HASH (64 hex characters, from "phonelease keys list")\n\n${USAGE.keys}`);
+        throw new UsageError(
+          `keys revoke takes one key HASH (64 hex characters, from "phonelease keys list")\n\n${USAGE.keys}`,
+        );
       }
       await client.revokeKey(rest[0]!);
       if (values.json) json(io, { key_hash: rest[0], revoked: true });
@@ -206,7 +259,9 @@ export async function keysCommand(argv: string[], io: CommandIo): Promise<number
       return 0;
     }
     default:
-      throw new UsageError(`${sub ? `unknown keys command "${sub}"` : 'keys needs a command'}\n\n${USAGE.keys}`);
+      throw new UsageError(
+        `${sub ? `unknown keys command "${sub}"` : 'keys needs a command'}\n\n${USAGE.keys}`,
+      );
   }
 }
 
@@ -218,7 +273,12 @@ export async function leaseCommand(argv: string[], io: CommandIo): Promise<numbe
   const { values, positionals } = parse('lease', () =>
     parseArgs({
       args: argv,
-      options: { ...COMMON, profile: { type: 'boolean', default: false }, timeout: { type: 'string' }, 'start-timeout': { type: 'string' } },
+      options: {
+        ...COMMON,
+        profile: { type: 'boolean', default: false },
+        timeout: { type: 'string' },
+        'start-timeout': { type: 'string' },
+      },
       allowPositionals: true,
     }),
   );
@@ -266,7 +326,15 @@ export async function leaseCommand(argv: string[], io: CommandIo): Promise<numbe
       }
       const viewer = await phone.ownerViewer();
       if (values.json) {
-        io.out(JSON.stringify({ session: phone.id, serial, viewer_url: viewer.url, device: phone.session.device, expires_at: phone.session.expires_at }) + '\n');
+        io.out(
+          JSON.stringify({
+            session: phone.id,
+            serial,
+            viewer_url: viewer.url,
+            device: phone.session.device,
+            expires_at: phone.session.expires_at,
+          }) + '\n',
+        );
       } else {
         io.out(
           fields([
@@ -281,7 +349,9 @@ export async function leaseCommand(argv: string[], io: CommandIo): Promise<numbe
       const why = await untilStopped(client, phone.id, stop.signal);
       const ended = await phone.end();
       if (why === 'gone') {
-        io.err(`phonelease: session ${phone.id} was ended by the service (deadline passed, or ended elsewhere)\n`);
+        io.err(
+          `phonelease: session ${phone.id} was ended by the service (deadline passed, or ended elsewhere)\n`,
+        );
         return 1;
       }
       // The lease's logger has already said how the end went.
@@ -300,7 +370,11 @@ export async function leaseCommand(argv: string[], io: CommandIo): Promise<numbe
 }
 
 /** Resolves 'signal' when the user stops, 'gone' when the session ends on its own. */
-async function untilStopped(client: PhoneSessionClient, sid: string, signal: AbortSignal): Promise<'signal' | 'gone'> {
+async function untilStopped(
+  client: PhoneSessionClient,
+  sid: string,
+  signal: AbortSignal,
+): Promise<'signal' | 'gone'> {
   for (;;) {
     // A ref'd timer keeps the process in the foreground (the tunnel itself does not).
     const stopped = await sleep(10_000, signal).then(

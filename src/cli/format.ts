@@ -42,4 +42,5 @@ export function when(unixSeconds: number): string {
 }
 
 /** US cents as `$12.34`. */
-export const dollars = (cents: number): string => `${cents < 0 ? '-' : ''}$${(Math.abs(cents) / 100).toFixed(2)}`;
+export const dollars = (cents: number): string =>
+  `${cents < 0 ? '-' : ''}$${(Math.abs(cents) / 100).toFixed(2)}`;

@@ -9,7 +9,15 @@
  */
 import { ConfigurationError, PhoneleaseError } from '../errors.js';
 import { redact } from '../util/redact.js';
-import { endCommand, historyCommand, keysCommand, leaseCommand, meCommand, sessionsCommand, type CommandIo } from './commands.js';
+import {
+  endCommand,
+  historyCommand,
+  keysCommand,
+  leaseCommand,
+  meCommand,
+  sessionsCommand,
+  type CommandIo,
+} from './commands.js';
 import { MAIN_USAGE, UsageError } from './usage.js';
 
 const CLIENT_COMMANDS: Record<string, (argv: string[], io: CommandIo) => Promise<number>> = {
@@ -55,9 +63,11 @@ async function main(argv: string[]): Promise<number> {
 }
 
 function describe(err: unknown): { message: string; code: number } {
-  if (err instanceof UsageError || (err instanceof Error && err.name === 'UsageError')) return { message: err.message, code: 2 };
+  if (err instanceof UsageError || (err instanceof Error && err.name === 'UsageError'))
+    return { message: err.message, code: 2 };
   const errCode = (err as { code?: unknown } | null | undefined)?.code;
-  if (typeof errCode === 'string' && errCode.startsWith('ERR_PARSE_ARGS')) return { message: (err as Error).message, code: 2 };
+  if (typeof errCode === 'string' && errCode.startsWith('ERR_PARSE_ARGS'))
+    return { message: (err as Error).message, code: 2 };
   if (err instanceof ConfigurationError) return { message: err.message, code: 2 };
   if (err instanceof PhoneleaseError) return { message: `${err.message} [${err.code}]`, code: 1 };
   return { message: err instanceof Error ? err.message : String(err), code: 1 };

@@ -46,14 +46,20 @@ export class ProcessGuard {
     }
     if (options.reaper) {
       this.#reaper ??= new ReaperLink();
-      this.#reaper.send({ op: 'register', key: lease.requestKey, base_url: options.reaper.baseUrl, api_key: options.reaper.apiKey });
+      this.#reaper.send({
+        op: 'register',
+        key: lease.requestKey,
+        base_url: options.reaper.baseUrl,
+        api_key: options.reaper.apiKey,
+      });
       this.#reaped.add(lease.requestKey);
     }
   }
 
   /** The lease's session id is known. */
   session(lease: Guarded, sessionId: string): void {
-    if (this.#reaped.has(lease.requestKey)) this.#reaper?.send({ op: 'session', key: lease.requestKey, sid: sessionId });
+    if (this.#reaped.has(lease.requestKey))
+      this.#reaper?.send({ op: 'session', key: lease.requestKey, sid: sessionId });
   }
 
   /**
@@ -64,7 +70,8 @@ export class ProcessGuard {
     this.#signalLeases.delete(lease);
     if (this.#signalLeases.size === 0) this.#uninstall();
     if (options.keepReaper) return;
-    if (this.#reaped.delete(lease.requestKey)) this.#reaper?.send({ op: 'unregister', key: lease.requestKey });
+    if (this.#reaped.delete(lease.requestKey))
+      this.#reaper?.send({ op: 'unregister', key: lease.requestKey });
   }
 
   /** The reaper's pid, once one was started (tests, diagnostics). */

@@ -9,7 +9,15 @@
  * Lines are appended synchronously: the "start" line is on disk before the create request
  * leaves, so even a process killed mid-create leaves a key that resolves to its session.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, unlinkSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  statSync,
+  unlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -51,7 +59,8 @@ export function currentRunId(env: NodeJS.ProcessEnv = process.env): string {
 export function ledgerPath(location: LedgerLocation = {}): string {
   const env = location.env ?? process.env;
   const runId = location.runId ?? currentRunId(env);
-  if (!/^[A-Za-z0-9._-]{1,128}$/.test(runId)) throw new Error(`run id "${runId}" may only use letters, digits, ".", "_" and "-".`);
+  if (!/^[A-Za-z0-9._-]{1,128}$/.test(runId))
+    throw new Error(`run id "${runId}" may only use letters, digits, ".", "_" and "-".`);
   return join(location.dir ?? ledgerDir(env), `${runId}.jsonl`);
 }
 
@@ -91,7 +100,15 @@ export class RunLedger {
         continue;
       }
       if (e.event === 'start') {
-        leases.set(e.request_key, { requestKey: e.request_key, baseUrl: e.base_url, pid: e.pid, sessionId: null, startedAt: e.at, endedAt: null, outcome: null });
+        leases.set(e.request_key, {
+          requestKey: e.request_key,
+          baseUrl: e.base_url,
+          pid: e.pid,
+          sessionId: null,
+          startedAt: e.at,
+          endedAt: null,
+          outcome: null,
+        });
         continue;
       }
       const lease = leases.get(e.request_key);
@@ -111,7 +128,9 @@ export class RunLedger {
    * whose cleanup could not be confirmed.
    */
   open(): LedgerLease[] {
-    return this.read().filter((l) => l.endedAt === null || l.outcome === 'failed' || l.outcome === 'start_unresolved');
+    return this.read().filter(
+      (l) => l.endedAt === null || l.outcome === 'failed' || l.outcome === 'start_unresolved',
+    );
   }
 }
 

@@ -26,18 +26,34 @@ export interface LeftoverResult extends EndResult {
 export async function endLeftovers(options: EndLeftoversOptions = {}): Promise<LeftoverResult[]> {
   const ledger = options.ledgerPath ? new RunLedger(options.ledgerPath) : RunLedger.open(options);
   const logger = options.logger ?? defaultLogger(options.env);
-  const open = ledger.open().filter((l) => !options.baseUrl || l.baseUrl === options.baseUrl.replace(/\/+$/, ''));
+  const open = ledger
+    .open()
+    .filter((l) => !options.baseUrl || l.baseUrl === options.baseUrl.replace(/\/+$/, ''));
   const clients = new Map<string, PhoneSessionClient>();
   const results = await Promise.all(
     open.map(async (lease): Promise<LeftoverResult> => {
       let client = clients.get(lease.baseUrl);
-      if (!client) clients.set(lease.baseUrl, (client = new PhoneSessionClient({ ...options, baseUrl: lease.baseUrl })));
-      const result = await endAndConfirm(client, { sessionId: lease.sessionId, requestKey: lease.requestKey });
+      if (!client)
+        clients.set(lease.baseUrl, (client = new PhoneSessionClient({ ...options, baseUrl: lease.baseUrl })));
+      const result = await endAndConfirm(client, {
+        sessionId: lease.sessionId,
+        requestKey: lease.requestKey,
+      });
       if (result.outcome !== 'failed') {
-        ledger.append({ event: 'end', request_key: lease.requestKey, session_id: result.sessionId, outcome: `leftover_${result.outcome}`, at: new Date().toISOString() });
+        ledger.append({
+          event: 'end',
+          request_key: lease.requestKey,
+          session_id: result.sessionId,
+          outcome: `leftover_${result.outcome}`,
+          at: new Date().toISOString(),
+        });
       }
-      if (result.outcome === 'released') logger.info(`ended leftover session ${result.sessionId} (pid ${lease.pid} never ended it)`);
-      if (result.outcome === 'failed') logger.warn(`could not end leftover session ${result.sessionId ?? `of key ${lease.requestKey}`}: ${result.error instanceof Error ? result.error.message : String(result.error)}`);
+      if (result.outcome === 'released')
+        logger.info(`ended leftover session ${result.sessionId} (pid ${lease.pid} never ended it)`);
+      if (result.outcome === 'failed')
+        logger.warn(
+          `could not end leftover session ${result.sessionId ?? `of key ${lease.requestKey}`}: ${result.error instanceof Error ? result.error.message : String(result.error)}`,
+        );
       return { ...result, requestKey: lease.requestKey, baseUrl: lease.baseUrl };
     }),
   );

@@ -64,11 +64,21 @@ async function main(): Promise<void> {
   log(`lease process vanished with ${registered.size} lease(s) still live; ending them`);
   const results = await Promise.all(
     [...registered].map(async ([key, r]) => {
-      const client = new PhoneSessionClient({ baseUrl: r.baseUrl, apiKey: r.apiKey, retry: { budgetMs: 10_000, maxRetries: 6 } });
+      const client = new PhoneSessionClient({
+        baseUrl: r.baseUrl,
+        apiKey: r.apiKey,
+        retry: { budgetMs: 10_000, maxRetries: 6 },
+      });
       // A create cut off mid-flight may land a moment later: look for its receipt for a few seconds.
-      const result = await endAndConfirm(client, { sessionId: r.sid, requestKey: key }, { findMs: 3000, confirmMs: 15_000 });
+      const result = await endAndConfirm(
+        client,
+        { sessionId: r.sid, requestKey: key },
+        { findMs: 3000, confirmMs: 15_000 },
+      );
       const detail = result.error instanceof Error ? `: ${result.error.message}` : '';
-      log(`session ${result.sessionId ?? '(none)'} for key ${key.slice(0, 6)}…: ${result.outcome}${result.cleanupConfirmed ? ', cleanup confirmed' : ''}${detail}`);
+      log(
+        `session ${result.sessionId ?? '(none)'} for key ${key.slice(0, 6)}…: ${result.outcome}${result.cleanupConfirmed ? ', cleanup confirmed' : ''}${detail}`,
+      );
       return result;
     }),
   );

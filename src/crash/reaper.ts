@@ -48,7 +48,12 @@ export class ReaperLink {
       // path is no secret; the reaper creates the file only if it has something to say.
       const env: NodeJS.ProcessEnv = { ...process.env, PHONELEASE_REAPER_LOG: this.logPath };
       delete env.PHONELEASE_API_KEY;
-      const child = spawn(command, args, { detached: true, stdio: ['pipe', 'ignore', 'ignore'], env, windowsHide: true });
+      const child = spawn(command, args, {
+        detached: true,
+        stdio: ['pipe', 'ignore', 'ignore'],
+        env,
+        windowsHide: true,
+      });
       child.on('error', () => {
         this.#broken = true;
       });

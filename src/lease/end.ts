@@ -42,7 +42,11 @@ export interface EndOptions {
 }
 
 /** Ends a session (found by id or by its create key) and waits for cleanup confirmation. Never throws. */
-export async function endAndConfirm(client: PhoneSessionClient, target: EndTarget, options: EndOptions = {}): Promise<EndResult> {
+export async function endAndConfirm(
+  client: PhoneSessionClient,
+  target: EndTarget,
+  options: EndOptions = {},
+): Promise<EndResult> {
   const confirmMs = options.confirmMs ?? 15_000;
   let sessionId = target.sessionId;
   const key = target.requestKey ?? null;
@@ -93,7 +97,12 @@ async function findByKey(client: PhoneSessionClient, key: string, findMs: number
  * Waits until cleanup is confirmed: the receipt says cleanup_complete, or (without a key)
  * the session left the live list. Returns false when the budget runs out first.
  */
-export async function waitForCleanup(client: PhoneSessionClient, sessionId: string, key: string | null, budgetMs: number): Promise<boolean> {
+export async function waitForCleanup(
+  client: PhoneSessionClient,
+  sessionId: string,
+  key: string | null,
+  budgetMs: number,
+): Promise<boolean> {
   const until = Date.now() + budgetMs;
   for (let delay = 50; ; delay = Math.min(1000, delay * 2)) {
     if (key) {

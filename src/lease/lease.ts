@@ -99,16 +99,27 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
   const logger = options.logger ?? defaultLogger(env);
   const requestKey = options.idempotencyKey ?? newIdempotencyKey();
   if (!isValidRequestKey(requestKey)) {
-    throw new ConfigurationError(`idempotencyKey must match ^[A-Za-z0-9_-]{16,128}$ (got ${requestKey.length} characters); derive it from a stable test id.`);
+    throw new ConfigurationError(
+      `idempotencyKey must match ^[A-Za-z0-9_-]{16,128}$ (got ${requestKey.length} characters); derive it from a stable test id.`,
+    );
   }
   const startTimeoutMs = options.startTimeoutMs ?? 180_000;
-  const timeoutSeconds = options.timeoutSeconds ?? Math.ceil(startTimeoutMs / 1000) + (options.useSeconds ?? 900) + MARGIN_S;
-  const profileId = options.profileId ?? (options.profile ? (await client.me({ signal: options.signal })).profile.id : undefined);
-  const body: CreateSessionBody = { timeout_seconds: timeoutSeconds, ...(profileId ? { profile_id: profileId } : {}) };
+  const timeoutSeconds =
+    options.timeoutSeconds ?? Math.ceil(startTimeoutMs / 1000) + (options.useSeconds ?? 900) + MARGIN_S;
+  const profileId =
+    options.profileId ??
+    (options.profile ? (await client.me({ signal: options.signal })).profile.id : undefined);
+  const body: CreateSessionBody = {
+    timeout_seconds: timeoutSeconds,
+    ...(profileId ? { profile_id: profileId } : {}),
+  };
 
   // Crash safety is armed before the create leaves: a process killed mid-create still
   // leaves its key, and the key finds the session.
-  const ledger = options.ledger === false ? null : RunLedger.open(typeof options.ledger === 'object' ? options.ledger : { env });
+  const ledger =
+    options.ledger === false
+      ? null
+      : RunLedger.open(typeof options.ledger === 'object' ? options.ledger : { env });
   const useReaper = (options.reaper ?? true) && env.PHONELEASE_REAPER !== '0';
   const guard = processGuard();
   const abort = new AbortController();
@@ -128,8 +139,17 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
       return lease?.end();
     },
   };
-  ledger?.append({ event: 'start', request_key: requestKey, base_url: client.baseUrl, pid: process.pid, at: new Date().toISOString() });
-  guard.track(guarded, { signals: options.handleSignals ?? true, reaper: useReaper ? { baseUrl: client.baseUrl, apiKey: client.apiKey } : null });
+  ledger?.append({
+    event: 'start',
+    request_key: requestKey,
+    base_url: client.baseUrl,
+    pid: process.pid,
+    at: new Date().toISOString(),
+  });
+  guard.track(guarded, {
+    signals: options.handleSignals ?? true,
+    reaper: useReaper ? { baseUrl: client.baseUrl, apiKey: client.apiKey } : null,
+  });
 
   try {
     const started = startSession({
@@ -140,7 +160,12 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
       logger,
       signal,
       onSession: (sid) => {
-        ledger?.append({ event: 'session', request_key: requestKey, session_id: sid, at: new Date().toISOString() });
+        ledger?.append({
+          event: 'session',
+          request_key: requestKey,
+          session_id: sid,
+          at: new Date().toISOString(),
+        });
         guard.session(guarded, sid);
       },
       onUnresolved: () => {
@@ -149,15 +174,30 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
     });
     starting = started;
     const { session, stats } = await started;
-    lease = new Lease({ client, session, requestKey, stats, logger, adb: options.adb ?? {}, env }, (ended) => {
-      ledger?.append({ event: 'end', request_key: requestKey, session_id: ended.sessionId, outcome: ended.outcome, at: new Date().toISOString() });
-      guard.untrack(guarded, { keepReaper: ended.outcome === 'failed' });
-    });
+    lease = new Lease(
+      { client, session, requestKey, stats, logger, adb: options.adb ?? {}, env },
+      (ended) => {
+        ledger?.append({
+          event: 'end',
+          request_key: requestKey,
+          session_id: ended.sessionId,
+          outcome: ended.outcome,
+          at: new Date().toISOString(),
+        });
+        guard.untrack(guarded, { keepReaper: ended.outcome === 'failed' });
+      },
+    );
     return lease;
   } catch (error) {
     // startSession ended whatever it made — unless it could not be sure, in which case the
     // ledger keeps the lease open (endLeftovers() retries) and the reaper keeps its key.
-    ledger?.append({ event: 'end', request_key: requestKey, session_id: null, outcome: unresolved ? 'start_unresolved' : 'start_failed', at: new Date().toISOString() });
+    ledger?.append({
+      event: 'end',
+      request_key: requestKey,
+      session_id: null,
+      outcome: unresolved ? 'start_unresolved' : 'start_failed',
+      at: new Date().toISOString(),
+    });
     guard.untrack(guarded, { keepReaper: unresolved });
     throw error;
   }
@@ -373,16 +413,24 @@ export class Lease implements AsyncDisposable {
     const took = formatDuration(Date.now() - started);
     if (result.outcome === 'failed') {
       const why = result.error instanceof Error ? result.error.message : String(result.error);
-      this.#logger.warn(`could not end session ${this.id}: ${why}. It ends at its deadline; the reaper and endLeftovers() will try again.`);
+      this.#logger.warn(
+        `could not end session ${this.id}: ${why}. It ends at its deadline; the reaper and endLeftovers() will try again.`,
+      );
     } else if (!result.cleanupConfirmed) {
-      this.#logger.warn(`session ${this.id} ended but its cleanup was not confirmed within ${took}; the service keeps trying.`);
+      this.#logger.warn(
+        `session ${this.id} ended but its cleanup was not confirmed within ${took}; the service keeps trying.`,
+      );
     } else {
-      this.#logger.info(`${this.id}: ended (${result.outcome.replace('_', ' ')}, cleanup confirmed in ${took})`);
+      this.#logger.info(
+        `${this.id}: ended (${result.outcome.replace('_', ' ')}, cleanup confirmed in ${took})`,
+      );
     }
     try {
       this.#onEnded(ended);
     } catch (error) {
-      this.#logger.warn(`recording the end of ${this.id} failed: ${error instanceof Error ? error.message : String(error)}`);
+      this.#logger.warn(
+        `recording the end of ${this.id} failed: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
     return ended;
   }
@@ -398,7 +446,11 @@ export class Lease implements AsyncDisposable {
       adb?.then((a) => a.close()),
       tunnel?.then(async (t) => {
         // Tell the adb server first, so it does not keep retrying a port that is gone.
-        if (connected) await connected.then(() => adbDisconnect(t.serial, this.#adbOptions), () => undefined);
+        if (connected)
+          await connected.then(
+            () => adbDisconnect(t.serial, this.#adbOptions),
+            () => undefined,
+          );
         await t.close();
       }),
     ]);
@@ -425,7 +477,10 @@ export class Lease implements AsyncDisposable {
     let access: AdbAccess | Session['adb'] = this.#session.adb;
     if (!access) access = await this.#client.adb(this.id);
     if (!access || ('enabled' in access && !access.enabled) || !access.host || !access.port || !access.code) {
-      throw new AdbError('adb_unavailable', `ADB access to session ${this.id} is not enabled (it may have been revoked).`);
+      throw new AdbError(
+        'adb_unavailable',
+        `ADB access to session ${this.id} is not enabled (it may have been revoked).`,
+      );
     }
     return { host: access.host, port: access.port, code: access.code };
   }
@@ -436,6 +491,11 @@ export class Lease implements AsyncDisposable {
   }
 
   toJSON(): { id: string; state: string; device: string | null; requestKey: string } {
-    return { id: this.id, state: this.#session.state, device: this.#session.device, requestKey: this.requestKey };
+    return {
+      id: this.id,
+      state: this.#session.state,
+      device: this.#session.device,
+      requestKey: this.requestKey,
+    };
   }
 }

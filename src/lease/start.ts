@@ -66,15 +66,35 @@ export interface StartStats {
 }
 
 /** Phones-busy waits: the server's Retry-After, capped at 5 s, jittered. */
-const BUSY_POLICY: RetryPolicy = { maxRetries: Infinity, minDelayMs: 500, maxDelayMs: 5000, factor: 1.5, budgetMs: Infinity };
+const BUSY_POLICY: RetryPolicy = {
+  maxRetries: Infinity,
+  minDelayMs: 500,
+  maxDelayMs: 5000,
+  factor: 1.5,
+  budgetMs: Infinity,
+};
 /** Unknown outcomes (no answer, 5xx): quick backoff, also bounded by the start budget. */
-const UNKNOWN_POLICY: RetryPolicy = { maxRetries: Infinity, minDelayMs: 200, maxDelayMs: 5000, factor: 2, budgetMs: Infinity };
+const UNKNOWN_POLICY: RetryPolicy = {
+  maxRetries: Infinity,
+  minDelayMs: 200,
+  maxDelayMs: 5000,
+  factor: 2,
+  budgetMs: Infinity,
+};
 const MAX_WAIT_S = 30;
 
 export async function startSession(plan: StartPlan): Promise<{ session: Session; stats: StartStats }> {
   const started = Date.now();
   const deadline = started + plan.budgetMs;
-  const stats: StartStats = { createAttempts: 0, busyWaits: 0, receiptLookups: 0, recoveredFromReceipt: false, polls: 0, admittedMs: 0, readyMs: 0 };
+  const stats: StartStats = {
+    createAttempts: 0,
+    busyWaits: 0,
+    receiptLookups: 0,
+    recoveredFromReceipt: false,
+    polls: 0,
+    admittedMs: 0,
+    readyMs: 0,
+  };
   let admitted: Session;
   try {
     admitted = await admit(plan, stats, started, deadline);
@@ -97,7 +117,12 @@ export async function startSession(plan: StartPlan): Promise<{ session: Session;
   return { session, stats };
 }
 
-async function admit(plan: StartPlan, stats: StartStats, started: number, deadline: number): Promise<Session> {
+async function admit(
+  plan: StartPlan,
+  stats: StartStats,
+  started: number,
+  deadline: number,
+): Promise<Session> {
   const { client, requestKey, logger, signal } = plan;
   let unknown = 0;
   for (;;) {
@@ -115,7 +140,9 @@ async function admit(plan: StartPlan, stats: StartStats, started: number, deadli
       const delay = retryDelay(BUSY_POLICY, stats.busyWaits, error.retryAfterMs);
       if (Date.now() + delay > deadline) throw error;
       stats.busyWaits++;
-      logger.info(`all phones are busy; trying again in ${formatDuration(delay)} (waited ${formatDuration(Date.now() - started)} so far)`);
+      logger.info(
+        `all phones are busy; trying again in ${formatDuration(delay)} (waited ${formatDuration(Date.now() - started)} so far)`,
+      );
       await sleep(delay, signal);
       continue;
     }
@@ -125,7 +152,15 @@ async function admit(plan: StartPlan, stats: StartStats, started: number, deadli
         if (receipt.cleanup_complete || receipt.state === 'closing') {
           throw new RequestCompletedError(
             `The session this start created (${receipt.id}) has already ended; start again with a new idempotency key.`,
-            { status: 410, body: { error: 'request completed', code: 'request_completed', id: receipt.id, request_key: requestKey } },
+            {
+              status: 410,
+              body: {
+                error: 'request completed',
+                code: 'request_completed',
+                id: receipt.id,
+                request_key: requestKey,
+              },
+            },
           );
         }
         stats.recoveredFromReceipt = true;
@@ -137,7 +172,11 @@ async function admit(plan: StartPlan, stats: StartStats, started: number, deadli
         return await client.getSession(receipt.id, { signal });
       }
       // No receipt: the create never landed (or is still landing). Send it again, same key and body.
-      const delay = retryDelay(UNKNOWN_POLICY, unknown++, error instanceof CreateRequestRecordedError ? 1000 : null);
+      const delay = retryDelay(
+        UNKNOWN_POLICY,
+        unknown++,
+        error instanceof CreateRequestRecordedError ? 1000 : null,
+      );
       if (Date.now() + delay > deadline) throw error;
       logger.debug?.(`create outcome unknown (${describe(error)}); retrying in ${formatDuration(delay)}`);
       await sleep(delay, signal);
@@ -158,7 +197,13 @@ async function lookUp(plan: StartPlan, stats: StartStats): Promise<CreateReceipt
   }
 }
 
-async function untilReady(plan: StartPlan, admitted: Session, stats: StartStats, started: number, deadline: number): Promise<Session> {
+async function untilReady(
+  plan: StartPlan,
+  admitted: Session,
+  stats: StartStats,
+  started: number,
+  deadline: number,
+): Promise<Session> {
   const { client, logger, signal } = plan;
   let session = admitted;
   const trail: string[] = [];
@@ -170,23 +215,33 @@ async function untilReady(plan: StartPlan, admitted: Session, stats: StartStats,
       if (session.state === 'ready') {
         trail.push(`ready in ${formatDuration(Date.now() - started)}`);
       } else if (session.state === 'provisioning') {
-        trail.push(step === 'queued' && session.eta_seconds !== undefined ? `queued (eta ${session.eta_seconds}s)` : step);
+        trail.push(
+          step === 'queued' && session.eta_seconds !== undefined
+            ? `queued (eta ${session.eta_seconds}s)`
+            : step,
+        );
       }
       if (trail.length > 0) logger.info(`${session.id}: ${trail.join(' -> ')}`);
     }
     if (session.state === 'ready') return session;
     if (session.state === 'error') {
       const failure = session.failure ?? { code: 'unknown', message: 'The phone failed to start.' };
-      throw new SessionFailedError(`Session ${session.id} failed to start: ${failure.message} (${failure.code}). The session was ended.`, {
-        sessionId: session.id,
-        failure,
-      });
+      throw new SessionFailedError(
+        `Session ${session.id} failed to start: ${failure.message} (${failure.code}). The session was ended.`,
+        {
+          sessionId: session.id,
+          failure,
+        },
+      );
     }
     if (session.state === 'closing') {
-      throw new SessionFailedError(`Session ${session.id} was closed before it became ready (ended elsewhere, or its deadline passed).`, {
-        sessionId: session.id,
-        failure: { code: 'closed', message: 'The session was closed before it became ready.' },
-      });
+      throw new SessionFailedError(
+        `Session ${session.id} was closed before it became ready (ended elsewhere, or its deadline passed).`,
+        {
+          sessionId: session.id,
+          failure: { code: 'closed', message: 'The session was closed before it became ready.' },
+        },
+      );
     }
 
     const remaining = deadline - Date.now();
@@ -200,7 +255,11 @@ async function untilReady(plan: StartPlan, admitted: Session, stats: StartStats,
     // session changes, so one poll usually covers the whole boot. The wait is still bounded
     // by the eta: against a server that holds polls whatever the state, a change landing
     // just before a poll costs seconds, not half a minute.
-    const waitS = Math.min(MAX_WAIT_S, Math.floor(remaining / 1000), Math.max(1, (session.eta_seconds ?? 1) + 2));
+    const waitS = Math.min(
+      MAX_WAIT_S,
+      Math.floor(remaining / 1000),
+      Math.max(1, (session.eta_seconds ?? 1) + 2),
+    );
     const askedAt = Date.now();
     stats.polls++;
     let next: Session;
@@ -208,10 +267,13 @@ async function untilReady(plan: StartPlan, admitted: Session, stats: StartStats,
       next = await client.getSession(session.id, { ...(waitS >= 1 ? { waitSeconds: waitS } : {}), signal });
     } catch (error) {
       if (error instanceof NotFoundError) {
-        throw new SessionFailedError(`Session ${session.id} disappeared while starting (ended elsewhere, or its deadline passed).`, {
-          sessionId: session.id,
-          failure: { code: 'gone', message: 'The session is no longer live.' },
-        });
+        throw new SessionFailedError(
+          `Session ${session.id} disappeared while starting (ended elsewhere, or its deadline passed).`,
+          {
+            sessionId: session.id,
+            failure: { code: 'gone', message: 'The session is no longer live.' },
+          },
+        );
       }
       throw error;
     }
@@ -220,7 +282,14 @@ async function untilReady(plan: StartPlan, admitted: Session, stats: StartStats,
     // A server that does not hold long polls answers at once, and so does every poll of the
     // last second (no whole second left to wait): pace them by the eta, never back to back.
     if (unchanged && (waitS < 1 || Date.now() - askedAt < (waitS * 1000) / 2)) {
-      await sleep(Math.min(Math.max(((session.eta_seconds ?? 1) * 1000) / 4, 100), 2000, Math.max(0, deadline - Date.now())), signal);
+      await sleep(
+        Math.min(
+          Math.max(((session.eta_seconds ?? 1) * 1000) / 4, 100),
+          2000,
+          Math.max(0, deadline - Date.now()),
+        ),
+        signal,
+      );
     }
   }
 }
@@ -235,7 +304,8 @@ function isUnknownOutcome(error: unknown): boolean {
 }
 
 function mayHaveLanded(error: unknown): boolean {
-  if (error instanceof PhoneleaseError) return isUnknownOutcome(error) || error instanceof CreateRequestRecordedError;
+  if (error instanceof PhoneleaseError)
+    return isUnknownOutcome(error) || error instanceof CreateRequestRecordedError;
   return true; // an abort, or something unexpected
 }
 
@@ -245,10 +315,17 @@ const FIND_LANDED_MS = 3000;
 /** Best effort, never throws: a start that fails must not leave a phone behind. */
 async function cleanUp(plan: StartPlan, sessionId: string | null): Promise<void> {
   // Without an id the create may still be landing: look for it by its key for a while.
-  const result = await endAndConfirm(plan.client, { sessionId, requestKey: plan.requestKey }, { confirmMs: 5000, findMs: sessionId ? 0 : FIND_LANDED_MS });
-  if (result.outcome === 'failed' || (sessionId === null && result.outcome === 'nothing_to_end')) plan.onUnresolved?.();
+  const result = await endAndConfirm(
+    plan.client,
+    { sessionId, requestKey: plan.requestKey },
+    { confirmMs: 5000, findMs: sessionId ? 0 : FIND_LANDED_MS },
+  );
+  if (result.outcome === 'failed' || (sessionId === null && result.outcome === 'nothing_to_end'))
+    plan.onUnresolved?.();
   if (result.outcome === 'failed') {
-    plan.logger.warn(`could not end session ${sessionId ?? `of key ${plan.requestKey}`} after a failed start: ${describe(result.error)}`);
+    plan.logger.warn(
+      `could not end session ${sessionId ?? `of key ${plan.requestKey}`} after a failed start: ${describe(result.error)}`,
+    );
   } else if (result.sessionId) {
     plan.logger.debug?.(`ended session ${result.sessionId} after a failed start (${result.outcome})`);
   }

@@ -43,7 +43,10 @@ export function debugEnabled(namespace: string, debug: string | undefined = proc
 }
 
 /** A debug printer for `namespace`, or null when DEBUG does not enable it (callers skip the work). */
-export function createDebug(namespace: string, env: NodeJS.ProcessEnv = process.env): ((message: string) => void) | null {
+export function createDebug(
+  namespace: string,
+  env: NodeJS.ProcessEnv = process.env,
+): ((message: string) => void) | null {
   if (!debugEnabled(namespace, env.DEBUG)) return null;
   return (message) => process.stderr.write(redact(`${namespace} ${message}`) + '\n');
 }
@@ -51,7 +54,11 @@ export function createDebug(namespace: string, env: NodeJS.ProcessEnv = process.
 /** Writes every level to stderr, redacted (the CLI's logger). */
 export function stderrLogger(prefix = 'phonelease'): PhoneleaseLogger {
   const write = (text: string) => process.stderr.write(redact(`${prefix}: ${text}`) + '\n');
-  return { info: write, warn: (m) => write(`warning: ${m}`), debug: createDebug('phonelease:lease') ?? undefined };
+  return {
+    info: write,
+    warn: (m) => write(`warning: ${m}`),
+    debug: createDebug('phonelease:lease') ?? undefined,
+  };
 }
 
 /** A logger that drops everything (tests, or callers that report outcomes themselves). */

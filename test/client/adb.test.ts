@@ -15,7 +15,10 @@ import { startTestServer, type TestServer } from '../support/server.js';
 import { leaseOptions, tempDir } from './helpers.js';
 
 const APK = fileURLToPath(
-  new URL('../../node_modules/appium-uiautomator2-driver/node_modules/io.appium.settings/apks/settings_apk-debug.apk', import.meta.url),
+  new URL(
+    '../../node_modules/appium-uiautomator2-driver/node_modules/io.appium.settings/apks/settings_apk-debug.apk',
+    import.meta.url,
+  ),
 );
 
 let t: TestServer;
@@ -37,9 +40,17 @@ const pngSize = (png: Buffer) => ({ w: png.readUInt32BE(16), h: png.readUInt32BE
 
 describe('in-process ADB', () => {
   it('runs shell commands with separate stdout, stderr and the exit code (shell v2)', async () => {
-    expect(await phone.shell('echo hi; echo oops >&2; exit 3')).toEqual({ stdout: 'hi\n', stderr: 'oops\n', exitCode: 3 });
+    expect(await phone.shell('echo hi; echo oops >&2; exit 3')).toEqual({
+      stdout: 'hi\n',
+      stderr: 'oops\n',
+      exitCode: 3,
+    });
     expect((await phone.shell('false')).exitCode).toBe(1);
-    expect(await phone.shell('getprop ro.build.version.sdk')).toEqual({ stdout: '34\n', stderr: '', exitCode: 0 });
+    expect(await phone.shell('getprop ro.build.version.sdk')).toEqual({
+      stdout: '34\n',
+      stderr: '',
+      exitCode: 0,
+    });
     // Quoting reaches the phone's shell untouched.
     expect((await phone.shell(`echo 'a  b' "c;d"`)).stdout).toBe('a  b c;d\n');
   });
@@ -48,7 +59,9 @@ describe('in-process ADB', () => {
     const data = randomBytes(5 * 1024 * 1024);
     await phone.push(data, '/sdcard/Download/five.bin');
     expect((await phone.pull('/sdcard/Download/five.bin')).equals(data)).toBe(true);
-    expect((await phone.shell('stat -c %s /sdcard/Download/five.bin')).stdout.trim()).toBe(String(data.length));
+    expect((await phone.shell('stat -c %s /sdcard/Download/five.bin')).stdout.trim()).toBe(
+      String(data.length),
+    );
 
     const file = join(tempDir(), 'note.txt');
     writeFileSync(file, 'hello phone\n');
@@ -104,7 +117,9 @@ describe('stock adb through the local tunnel', () => {
     });
     // A fresh phone has no UiAutomator2 server yet: Appium must install it.
     expect(caps).not.toHaveProperty('appium:skipServerInstallation');
-    expect((await second.appiumCapabilities({ skipInstallation: true }))['appium:skipDeviceInitialization']).toBe(true);
+    expect(
+      (await second.appiumCapabilities({ skipInstallation: true }))['appium:skipDeviceInitialization'],
+    ).toBe(true);
 
     await second.end();
     expect((await runAdb(['devices'], { serverPort: adbPort })).stdout).not.toContain(serial);
@@ -123,8 +138,12 @@ describe('stock adb through the local tunnel', () => {
   it('reports a failed adb connect with adb’s own words (adb exits 0 even then)', async () => {
     const { adbConnect } = await import('../../src/index.js');
     const dead = await freePort();
-    const error = await adbConnect(`127.0.0.1:${dead}`, { serverPort: adbPort }, 5000).catch((e: unknown) => e);
+    const error = await adbConnect(`127.0.0.1:${dead}`, { serverPort: adbPort }, 5000).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(AdbError);
-    expect((error as Error).message).toMatch(/could not connect to 127\.0\.0\.1:\d+: .*(failed|refused|unable)/i);
+    expect((error as Error).message).toMatch(
+      /could not connect to 127\.0\.0\.1:\d+: .*(failed|refused|unable)/i,
+    );
   });
 });

@@ -47,7 +47,10 @@ describe('phonelease (client commands)', () => {
     expect(human.stdout).toMatch(/^sessions +0 of \d+ in use/m);
     const json = await cli(['me', '--json']);
     expect(json.code).toBe(0);
-    expect(JSON.parse(json.stdout)).toMatchObject({ uid: t.account.uid, profile: { id: t.account.profile_id } });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      uid: t.account.uid,
+      profile: { id: t.account.profile_id },
+    });
   });
 
   it('sessions --json lists live sessions without their secrets; end SID ends one and confirms', async () => {
@@ -61,7 +64,11 @@ describe('phonelease (client commands)', () => {
     expect(sessions.map((s: { id: string }) => s.id)).toEqual([created.id]);
     expect(listed.stdout).not.toContain(ready.adb.code);
     expect(listed.stdout).not.toContain('pvg_');
-    expect(sessions[0].adb).toEqual({ host: ready.adb.host, port: ready.adb.port, expires_at: ready.adb.expires_at });
+    expect(sessions[0].adb).toEqual({
+      host: ready.adb.host,
+      port: ready.adb.port,
+      expires_at: ready.adb.expires_at,
+    });
 
     const table = await cli(['sessions']);
     expect(table.stdout).toMatch(/^SESSION +STATE +DEVICE +AGE +EXPIRES$/m);
@@ -76,7 +83,9 @@ describe('phonelease (client commands)', () => {
 
     const history = await cli(['history', '--json']);
     expect(JSON.parse(history.stdout)[0]).toMatchObject({ sid: created.id, end_reason: 'released' });
-    expect((await cli(['history'])).stdout).toMatch(new RegExp(`^${created.id} +\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC +released`, 'm'));
+    expect((await cli(['history'])).stdout).toMatch(
+      new RegExp(`^${created.id} +\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC +released`, 'm'),
+    );
   });
 
   it('keys: create shows the key once, list never does, revoke stops it', async () => {
@@ -127,7 +136,10 @@ describe('phonelease (client commands)', () => {
     const data = tempDir();
     const created = await cli(['accounts', 'create', '--data', data, '--json']);
     expect(created.code).toBe(0);
-    expect(JSON.parse(created.stdout)).toMatchObject({ uid: expect.any(String), key: expect.stringMatching(/^pck_/) });
+    expect(JSON.parse(created.stdout)).toMatchObject({
+      uid: expect.any(String),
+      key: expect.stringMatching(/^pck_/),
+    });
     const help = await cli(['server', '--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('Usage: phonelease server');
@@ -150,7 +162,12 @@ describe('phonelease lease', () => {
         createInterface({ input: child.stdout }).once('line', resolve);
         void exited.then((code) => reject(new Error(`lease exited ${code}: ${stderr}`)));
       });
-      const out = JSON.parse(line) as { session: string; serial: string; viewer_url: string; expires_at: number };
+      const out = JSON.parse(line) as {
+        session: string;
+        serial: string;
+        viewer_url: string;
+        expires_at: number;
+      };
       expect(out.serial).toMatch(/^127\.0\.0\.1:\d+$/);
       expect(out.viewer_url.startsWith(`${t.url}/v/`)).toBe(true);
       expect(await liveIds(t)).toEqual([out.session]);
@@ -182,7 +199,10 @@ describe('phonelease lease', () => {
       let stderr = '';
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
       const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
-      await eventually(async () => stderr, (s) => /: booting/.test(s));
+      await eventually(
+        async () => stderr,
+        (s) => /: booting/.test(s),
+      );
       child.kill('SIGINT');
       expect(await exited).toBe(0);
       expect((await slow.api.get('/sessions')).body).toEqual([]);

@@ -5,8 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type {
-  PhoneleaseError} from '../../src/index.js';
+import type { PhoneleaseError } from '../../src/index.js';
 import {
   AuthenticationError,
   ConfigurationError,
@@ -56,10 +55,14 @@ describe('configuration', () => {
   });
 
   it('reads both from the environment and refuses a key in the URL', async () => {
-    const fromEnv = new PhoneSessionClient({ env: { PHONELEASE_BASE_URL: `${t.url}/`, PHONELEASE_API_KEY: t.account.key } });
+    const fromEnv = new PhoneSessionClient({
+      env: { PHONELEASE_BASE_URL: `${t.url}/`, PHONELEASE_API_KEY: t.account.key },
+    });
     expect(fromEnv.baseUrl).toBe(t.url);
     expect((await fromEnv.me()).uid).toBe(t.account.uid);
-    expect(() => new PhoneSessionClient({ baseUrl: `${t.url}/?key=${t.account.key}`, apiKey: t.account.key })).toThrow(ConfigurationError);
+    expect(
+      () => new PhoneSessionClient({ baseUrl: `${t.url}/?key=${t.account.key}`, apiKey: t.account.key }),
+    ).toThrow(ConfigurationError);
     expect(() => new PhoneSessionClient({ baseUrl: 'ftp://example.com', apiKey: 'pck_x' })).toThrow(/http/);
   });
 });
@@ -80,7 +83,11 @@ describe('sessions', () => {
     expect((await client.getReceipt(key)).id).toBe(created.id);
     const release = await client.endSession(created.id);
     expect(release).toEqual({ released: true, cleanup_pending: false });
-    expect(await client.getReceipt(key)).toMatchObject({ id: created.id, cleanup_complete: true, cleanup_pending: false });
+    expect(await client.getReceipt(key)).toMatchObject({
+      id: created.id,
+      cleanup_complete: true,
+      cleanup_pending: false,
+    });
     await expect(client.getSession(created.id)).rejects.toBeInstanceOf(NotFoundError);
     await expect(client.endSession(created.id)).rejects.toBeInstanceOf(NotFoundError);
   });
@@ -147,20 +154,34 @@ describe('errors', () => {
 
     const key = newIdempotencyKey();
     const first = await client.createSession({ timeout_seconds: 60 }, { idempotencyKey: key });
-    const reused = await client.createSession({ timeout_seconds: 61 }, { idempotencyKey: key }).catch((e: unknown) => e);
+    const reused = await client
+      .createSession({ timeout_seconds: 61 }, { idempotencyKey: key })
+      .catch((e: unknown) => e);
     expect(reused).toBeInstanceOf(IdempotencyConflictError);
-    expect(reused).toMatchObject({ status: 409, code: 'idempotency_key_reused', requestKey: key, retryable: false });
+    expect(reused).toMatchObject({
+      status: 409,
+      code: 'idempotency_key_reused',
+      requestKey: key,
+      retryable: false,
+    });
 
     await client.endSession(first.id);
     // A session still provisioning (the runtime is held) cannot give a frame yet.
     t.server.runtime.pause();
-    const waiting = await client.createSession({ timeout_seconds: 60 }, { idempotencyKey: newIdempotencyKey() }).catch((e: unknown) => e);
+    const waiting = await client
+      .createSession({ timeout_seconds: 60 }, { idempotencyKey: newIdempotencyKey() })
+      .catch((e: unknown) => e);
     expect(waiting).toMatchObject({ code: 'create_request_recorded', status: 503, retryable: true });
     const sid = (waiting as { sessionId: string }).sessionId;
     const notReady = await client.frame(sid).catch((e: unknown) => e);
     t.server.runtime.resume();
     expect(notReady).toBeInstanceOf(SessionNotReadyError);
-    expect(notReady).toMatchObject({ status: 409, code: 'session_not_ready', state: 'provisioning', sessionId: sid });
+    expect(notReady).toMatchObject({
+      status: 409,
+      code: 'session_not_ready',
+      state: 'provisioning',
+      sessionId: sid,
+    });
     await client.endSession(sid);
   });
 
@@ -203,7 +224,11 @@ describe('errors', () => {
 describe('account, keys and history', () => {
   it('reads the account', async () => {
     const me = await client.me();
-    expect(me).toMatchObject({ uid: t.account.uid, session_create_idempotency: 'v1', default_provider: 'shlut' });
+    expect(me).toMatchObject({
+      uid: t.account.uid,
+      session_create_idempotency: 'v1',
+      default_provider: 'shlut',
+    });
     expect(me.profile.id).toBe(t.account.profile_id);
   });
 
@@ -248,7 +273,11 @@ describe('debug output', () => {
       return true;
     });
     try {
-      const debugging = new PhoneSessionClient({ baseUrl: t.url, apiKey: t.account.key, env: { DEBUG: 'phonelease:*' } });
+      const debugging = new PhoneSessionClient({
+        baseUrl: t.url,
+        apiKey: t.account.key,
+        env: { DEBUG: 'phonelease:*' },
+      });
       const s = await debugging.createSession({ timeout_seconds: 60 });
       let now = s;
       while (now.state !== 'ready') now = await debugging.getSession(s.id, { waitSeconds: 1 });

@@ -33,7 +33,13 @@ interface Holder {
 function spawnHolder(server: TestServer, env: Record<string, string>) {
   const child = spawn(process.execPath, ['--import', 'tsx', HOLDER], {
     cwd: fileURLToPath(new URL('../..', import.meta.url)),
-    env: { ...process.env, PHONELEASE_BASE_URL: server.url, PHONELEASE_API_KEY: server.account.key, PHONELEASE_LEDGER_DIR: tempDir(), ...env },
+    env: {
+      ...process.env,
+      PHONELEASE_BASE_URL: server.url,
+      PHONELEASE_API_KEY: server.account.key,
+      PHONELEASE_LEDGER_DIR: tempDir(),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stderr: string[] = [];
@@ -49,13 +55,20 @@ async function holdLeases(env: Record<string, string> = {}): Promise<Holder> {
   const lines = createInterface({ input: child.stdout! });
   const first = await new Promise<string>((resolve, reject) => {
     lines.once('line', resolve);
-    void exited.then(({ code }) => reject(new Error(`holder exited (${code}) before leasing: ${stderr.join('')}`)));
+    void exited.then(({ code }) =>
+      reject(new Error(`holder exited (${code}) before leasing: ${stderr.join('')}`)),
+    );
   });
   const { sessions, reaper } = JSON.parse(first) as { sessions: string[]; reaper: number | null };
   return { child, sessions, reaper, stderr, exited };
 }
 
-const noneLive = () => eventually(() => liveIds(t), (ids) => ids.length === 0, 15_000);
+const noneLive = () =>
+  eventually(
+    () => liveIds(t),
+    (ids) => ids.length === 0,
+    15_000,
+  );
 
 describe('crash safety', () => {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -79,7 +92,10 @@ describe('crash safety', () => {
     const slow = await startTestServer({ bootMs: 30_000 });
     try {
       const h = spawnHolder(slow, { PHONELEASE_REAPER: '0' });
-      const ids = await eventually(async () => (await slow.api.get('/sessions')).body as unknown[], (s) => s.length === 2);
+      const ids = await eventually(
+        async () => (await slow.api.get('/sessions')).body as unknown[],
+        (s) => s.length === 2,
+      );
       expect(ids).toHaveLength(2);
       h.child.kill('SIGINT');
       // The cancelled starts end what they made, then the signal is raised again.
@@ -107,7 +123,11 @@ describe('crash safety', () => {
     const history = (await t.api.get('/history')).body as Array<{ sid: string; end_reason: string }>;
     for (const sid of h.sessions) expect(history.find((r) => r.sid === sid)?.end_reason).toBe('released');
     // Its work done, the reaper exits, leaving a redacted note of what it did.
-    await eventually(async () => isAlive(h.reaper!), (alive) => !alive, 15_000);
+    await eventually(
+      async () => isAlive(h.reaper!),
+      (alive) => !alive,
+      15_000,
+    );
     const log = readFileSync(join(tmpdir(), 'phonelease', 'reaper', `${h.child.pid}.log`), 'utf8');
     expect(log).toContain('lease process vanished with 2 lease(s) still live');
     for (const sid of h.sessions) expect(log).toContain(`session ${sid} for key`);
@@ -117,7 +137,11 @@ describe('crash safety', () => {
   it('without a reaper, endLeftovers() ends what the ledger holds open; the ledger has no secret', async () => {
     const dir = tempDir();
     const runId = `crash-test-${Date.now()}`;
-    const h = await holdLeases({ PHONELEASE_REAPER: '0', PHONELEASE_LEDGER_DIR: dir, PHONELEASE_RUN_ID: runId });
+    const h = await holdLeases({
+      PHONELEASE_REAPER: '0',
+      PHONELEASE_LEDGER_DIR: dir,
+      PHONELEASE_RUN_ID: runId,
+    });
     h.child.kill('SIGKILL');
     await h.exited;
     expect((await liveIds(t)).sort()).toEqual([...h.sessions].sort());
@@ -126,9 +150,19 @@ describe('crash safety', () => {
     expect(readdirSync(dir)).toEqual([`${runId}.jsonl`]);
     const text = readFileSync(file, 'utf8');
     expect(text).not.toContain(t.account.key);
-    expect(new RunLedger(file).open().map((l) => l.sessionId).sort()).toEqual([...h.sessions].sort());
+    expect(
+      new RunLedger(file)
+        .open()
+        .map((l) => l.sessionId)
+        .sort(),
+    ).toEqual([...h.sessions].sort());
 
-    const results = await endLeftovers({ runId, dir, apiKey: t.account.key, logger: { info: () => undefined, warn: () => undefined } });
+    const results = await endLeftovers({
+      runId,
+      dir,
+      apiKey: t.account.key,
+      logger: { info: () => undefined, warn: () => undefined },
+    });
     expect(results.map((r) => [r.sessionId, r.outcome, r.cleanupConfirmed]).sort()).toEqual(
       [...h.sessions].sort().map((sid) => [sid, 'released', true]),
     );

@@ -26,7 +26,10 @@ export function recordingLogger(): RecordingLogger {
 export const tempDir = (prefix = 'phonelease-test-'): string => mkdtempSync(join(tmpdir(), prefix));
 
 /** Options for leasePhone() against `t`: its account, a private ledger, no reaper or signal handlers. */
-export function leaseOptions(t: TestServer, extra: LeaseOptions = {}): LeaseOptions & { logger: RecordingLogger } {
+export function leaseOptions(
+  t: TestServer,
+  extra: LeaseOptions = {},
+): LeaseOptions & { logger: RecordingLogger } {
   return {
     baseUrl: t.url,
     apiKey: t.account.key,
@@ -45,12 +48,17 @@ export async function liveIds(t: TestServer): Promise<string[]> {
 }
 
 /** Polls until `check` holds (or throws after timeoutMs with the last value). */
-export async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
+export async function eventually<T>(
+  read: () => Promise<T>,
+  check: (value: T) => boolean,
+  timeoutMs = 15_000,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();
     if (check(value)) return value;
-    if (Date.now() > until) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
+    if (Date.now() > until)
+      throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }

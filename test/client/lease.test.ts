@@ -31,7 +31,9 @@ describe('leasePhone', () => {
     expect(await liveIds(t)).toEqual([phone.id]);
     // The server's deadline backs up the client: the start budget plus use plus a margin.
     expect(phone.session.timeout_seconds).toBe(180 + 900 + 30);
-    expect(opts.logger.lines.some((l) => new RegExp(`^info ${phone.id}: .*ready in [\\d.]+m?s$`).test(l))).toBe(true);
+    expect(
+      opts.logger.lines.some((l) => new RegExp(`^info ${phone.id}: .*ready in [\\d.]+m?s$`).test(l)),
+    ).toBe(true);
 
     const ended = await phone.end();
     expect(ended).toEqual({ sessionId: phone.id, outcome: 'released', cleanupConfirmed: true });
@@ -44,7 +46,11 @@ describe('leasePhone', () => {
     const t = await server();
     const phone = await leasePhone(leaseOptions(t));
     const { inspect } = await import('node:util');
-    for (const text of [inspect(phone), JSON.stringify(phone), String(inspect(new PhoneSessionClient({ baseUrl: t.url, apiKey: t.account.key })))]) {
+    for (const text of [
+      inspect(phone),
+      JSON.stringify(phone),
+      String(inspect(new PhoneSessionClient({ baseUrl: t.url, apiKey: t.account.key }))),
+    ]) {
       expect(text).not.toContain(t.account.key);
       expect(text).not.toContain(phone.session.adb!.code);
       expect(text).not.toContain('pvg_');
@@ -98,7 +104,10 @@ describe('leasePhone', () => {
     const opts = leaseOptions(t);
     const second = leasePhone(opts);
     // The second start is refused with phones_busy and waits; end the first once it did.
-    await eventually(async () => opts.logger.lines, (lines) => lines.some((l) => l.includes('all phones are busy')));
+    await eventually(
+      async () => opts.logger.lines,
+      (lines) => lines.some((l) => l.includes('all phones are busy')),
+    );
     expect(await liveIds(t)).toEqual([first.id]);
     await first.end();
     const phone = await second;
@@ -135,8 +144,14 @@ describe('leasePhone', () => {
     const opts = leaseOptions(t);
     const starting = leasePhone(opts);
     // The create is recorded (a provisioning session exists) while the runtime is unavailable.
-    const [sid] = await eventually(() => liveIds(t), (ids) => ids.length === 1);
-    await eventually(async () => opts.logger.lines, (lines) => lines.some((l) => l.includes('recorded while')));
+    const [sid] = await eventually(
+      () => liveIds(t),
+      (ids) => ids.length === 1,
+    );
+    await eventually(
+      async () => opts.logger.lines,
+      (lines) => lines.some((l) => l.includes('recorded while')),
+    );
     t.server.runtime.resume();
     const phone = await starting;
     expect(phone.id).toBe(sid);
@@ -151,7 +166,14 @@ describe('leasePhone', () => {
     const first = await leasePhone(leaseOptions(t));
     const error = await leasePhone(leaseOptions(t)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SessionLimitError);
-    expect(error).toMatchObject({ status: 409, code: 'session_limit', sessionLimit: 1, activeSessionCount: 1, availableSessionSlots: 0, retryable: false });
+    expect(error).toMatchObject({
+      status: 409,
+      code: 'session_limit',
+      sessionLimit: 1,
+      activeSessionCount: 1,
+      availableSessionSlots: 0,
+      retryable: false,
+    });
     expect((error as SessionLimitError).requestId).toMatch(/^req_/);
     await first.end();
   });
@@ -163,7 +185,12 @@ describe('leasePhone', () => {
     await first.end();
     const error = await leasePhone(leaseOptions(t, { idempotencyKey: key })).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RequestCompletedError);
-    expect(error).toMatchObject({ status: 410, code: 'request_completed', sessionId: first.id, requestKey: key });
+    expect(error).toMatchObject({
+      status: 410,
+      code: 'request_completed',
+      sessionId: first.id,
+      requestKey: key,
+    });
     expect(await liveIds(t)).toEqual([]);
   });
 
@@ -189,7 +216,10 @@ describe('leasePhone', () => {
       expect(failed.failure.code).toBe('emulator_unavailable');
       expect(failed.message).toMatch(/--device virtual/);
       expect(await liveIds(t)).toEqual([]);
-      expect((await t.api.get('/history')).body[0]).toMatchObject({ sid: failed.sessionId, end_reason: 'failed' });
+      expect((await t.api.get('/history')).body[0]).toMatchObject({
+        sid: failed.sessionId,
+        end_reason: 'failed',
+      });
     } finally {
       if (saved === undefined) delete process.env.ANDROID_HOME;
       else process.env.ANDROID_HOME = saved;
@@ -212,7 +242,10 @@ describe('leasePhone', () => {
     // Wait on the lease's own progress, not by polling the API: a poll competing for the
     // connection pool would make undici open a socket the aborted request never uses, and
     // the server's close then waits for that socket to time out.
-    await eventually(async () => opts.logger.lines, (lines) => lines.some((l) => l.endsWith(': booting')));
+    await eventually(
+      async () => opts.logger.lines,
+      (lines) => lines.some((l) => l.endsWith(': booting')),
+    );
     controller.abort(new Error('test is over'));
     await expect(starting).rejects.toThrow('test is over');
     expect(await liveIds(t)).toEqual([]);

@@ -20,7 +20,12 @@ const BASE = 'http://phonelease.test';
 // nock patches the global fetch; look it up at call time so the patch is what runs.
 const globalFetch: FetchLike = (url, init) => globalThis.fetch(url, init);
 const client = (retry: RetryOptions = {}) =>
-  new PhoneSessionClient({ baseUrl: BASE, apiKey: 'pck_test', fetch: globalFetch, retry: { minDelayMs: 1, maxDelayMs: 50, ...retry } });
+  new PhoneSessionClient({
+    baseUrl: BASE,
+    apiKey: 'pck_test',
+    fetch: globalFetch,
+    retry: { minDelayMs: 1, maxDelayMs: 50, ...retry },
+  });
 
 const me = { uid: 'acc_1', email: 'a@b', name: 'n' };
 
@@ -38,13 +43,19 @@ describe('retry policy', () => {
 
   it('backs off exponentially with equal jitter', () => {
     const policy = { ...DEFAULT_RETRY, minDelayMs: 100, factor: 2, maxDelayMs: 1000 };
-    expect([0, 1, 2, 3, 4].map((r) => retryDelay(policy, r, null, () => 0))).toEqual([50, 100, 200, 400, 500]);
-    expect([0, 1, 2, 3, 4].map((r) => retryDelay(policy, r, null, () => 1))).toEqual([100, 200, 400, 800, 1000]);
+    expect([0, 1, 2, 3, 4].map((r) => retryDelay(policy, r, null, () => 0))).toEqual([
+      50, 100, 200, 400, 500,
+    ]);
+    expect([0, 1, 2, 3, 4].map((r) => retryDelay(policy, r, null, () => 1))).toEqual([
+      100, 200, 400, 800, 1000,
+    ]);
   });
 
   it('reads Retry-After as seconds or as an HTTP date', () => {
     expect(parseRetryAfter('3')).toBe(3000);
-    expect(parseRetryAfter(new Date(Date.UTC(2030, 0, 1, 0, 0, 10)).toUTCString(), Date.UTC(2030, 0, 1))).toBe(10_000);
+    expect(
+      parseRetryAfter(new Date(Date.UTC(2030, 0, 1, 0, 0, 10)).toUTCString(), Date.UTC(2030, 0, 1)),
+    ).toBe(10_000);
     expect(parseRetryAfter('soon')).toBeNull();
     expect(parseRetryAfter(null)).toBeNull();
   });
@@ -52,7 +63,11 @@ describe('retry policy', () => {
 
 describe('client retries (nock)', () => {
   it('retries a GET after a 500 and returns the later success', async () => {
-    const scope = nock(BASE).get('/me').reply(500, { error: 'boom', code: 'internal' }).get('/me').reply(200, me);
+    const scope = nock(BASE)
+      .get('/me')
+      .reply(500, { error: 'boom', code: 'internal' })
+      .get('/me')
+      .reply(200, me);
     expect(await client().me()).toMatchObject(me);
     expect(scope.isDone()).toBe(true);
   });
@@ -81,8 +96,14 @@ describe('client retries (nock)', () => {
   });
 
   it('never retries a POST without an idempotency key', async () => {
-    const scope = nock(BASE).post('/me/keys').reply(500, { error: 'boom', code: 'internal' }).post('/me/keys').reply(200, { key: 'pck_new' });
-    const error = await client().createKey('x').catch((e: unknown) => e);
+    const scope = nock(BASE)
+      .post('/me/keys')
+      .reply(500, { error: 'boom', code: 'internal' })
+      .post('/me/keys')
+      .reply(200, { key: 'pck_new' });
+    const error = await client()
+      .createKey('x')
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServerError);
     expect(error).toMatchObject({ status: 500, retryable: true });
     expect(scope.pendingMocks()).toHaveLength(1);
@@ -95,9 +116,14 @@ describe('client retries (nock)', () => {
       .times(2)
       .reply(function (_uri, body) {
         seen.push({ key: this.req.headers['idempotency-key'] as string | undefined, body });
-        return seen.length === 1 ? [502, { error: 'bad gateway', code: 'bad_gateway' }] : [202, { id: 'ses_1', state: 'provisioning' }];
+        return seen.length === 1
+          ? [502, { error: 'bad gateway', code: 'bad_gateway' }]
+          : [202, { id: 'ses_1', state: 'provisioning' }];
       });
-    const s = await client().createSession({ timeout_seconds: 77 }, { idempotencyKey: 'key_0123456789abcdef' });
+    const s = await client().createSession(
+      { timeout_seconds: 77 },
+      { idempotencyKey: 'key_0123456789abcdef' },
+    );
     expect(s.id).toBe('ses_1');
     expect(scope.isDone()).toBe(true);
     expect(seen).toEqual([
@@ -109,8 +135,14 @@ describe('client retries (nock)', () => {
   it('leaves phones_busy to the caller, with Retry-After in ms', async () => {
     const scope = nock(BASE)
       .post('/sessions')
-      .reply(503, { error: 'All phones are in use', code: 'phones_busy', retry_after_seconds: 4 }, { 'retry-after': '3' });
-    const error = await client().createSession({}, { idempotencyKey: 'key_0123456789abcdef' }).catch((e: unknown) => e);
+      .reply(
+        503,
+        { error: 'All phones are in use', code: 'phones_busy', retry_after_seconds: 4 },
+        { 'retry-after': '3' },
+      );
+    const error = await client()
+      .createSession({}, { idempotencyKey: 'key_0123456789abcdef' })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PhonesBusyError);
     // The header wins over the body's figure.
     expect(error).toMatchObject({ code: 'phones_busy', status: 503, retryAfterMs: 3000, retryable: true });
@@ -123,14 +155,18 @@ describe('client retries (nock)', () => {
       .reply(500, { error: 'boom', code: 'internal' }, { 'retry-after': '1' })
       .get('/me')
       .reply(200, me);
-    const error = await client({ maxRetries: 10, maxDelayMs: 5000, budgetMs: 300 }).me().catch((e: unknown) => e);
+    const error = await client({ maxRetries: 10, maxDelayMs: 5000, budgetMs: 300 })
+      .me()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServerError);
     expect(scope.pendingMocks()).toHaveLength(1);
   });
 
   it('gives up after maxRetries with the last error', async () => {
     const scope = nock(BASE).get('/me').times(3).replyWithError({ code: 'ECONNREFUSED', message: 'refused' });
-    const error = await client({ maxRetries: 2 }).me().catch((e: unknown) => e);
+    const error = await client({ maxRetries: 2 })
+      .me()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConnectionError);
     expect(scope.isDone()).toBe(true);
   });
@@ -144,7 +180,9 @@ describe('client retries (nock)', () => {
         ids.push(this.req.headers['x-request-id'] as string);
         return [500, { error: 'boom', code: 'internal' }];
       });
-    const error = await client({ maxRetries: 1 }).me().catch((e: unknown) => e);
+    const error = await client({ maxRetries: 1 })
+      .me()
+      .catch((e: unknown) => e);
     expect(ids).toHaveLength(2);
     expect(ids[0]).not.toBe(ids[1]);
     expect((error as ServerError).requestId).toBe(ids[1]);

@@ -15,7 +15,13 @@ import { tempDir } from './helpers.js';
 const BASE = 'http://phonelease.test';
 const globalFetch: FetchLike = (url, init) => globalThis.fetch(url, init);
 const client = (env: NodeJS.ProcessEnv = {}) =>
-  new PhoneSessionClient({ baseUrl: BASE, apiKey: 'pck_test', fetch: globalFetch, env, retry: { minDelayMs: 1, maxDelayMs: 20 } });
+  new PhoneSessionClient({
+    baseUrl: BASE,
+    apiKey: 'pck_test',
+    fetch: globalFetch,
+    env,
+    retry: { minDelayMs: 1, maxDelayMs: 20 },
+  });
 
 beforeAll(() => nock.disableNetConnect());
 afterEach(() => nock.cleanAll());
@@ -33,7 +39,9 @@ describe('client', () => {
     const secret = 'SECRETCODE0123456789abcdefghijklmnop';
     // Put the unlock code across the 2000-character cut of the debug line.
     const pad = 'x'.repeat(1985 - '{"pad":"","adb":{"code":"'.length);
-    nock(BASE).get('/sessions/ses_1').reply(200, `{"pad":"${pad}","adb":{"code":"${secret}"}}`, { 'content-type': 'application/json' });
+    nock(BASE)
+      .get('/sessions/ses_1')
+      .reply(200, `{"pad":"${pad}","adb":{"code":"${secret}"}}`, { 'content-type': 'application/json' });
     const lines: string[] = [];
     const write = process.stderr.write.bind(process.stderr);
     process.stderr.write = ((chunk: string | Uint8Array) => {
@@ -41,7 +49,9 @@ describe('client', () => {
       return true;
     }) as typeof process.stderr.write;
     try {
-      await client({ DEBUG: 'phonelease:http' }).getSession('ses_1').catch(() => undefined);
+      await client({ DEBUG: 'phonelease:http' })
+        .getSession('ses_1')
+        .catch(() => undefined);
     } finally {
       process.stderr.write = write;
     }
@@ -55,7 +65,11 @@ describe('ending', () => {
   it('reports a DELETE that succeeded as cleanup_pending, not failed, when the confirmation cannot be read', async () => {
     nock(BASE).delete('/sessions/ses_1').reply(202, { released: false, cleanup_pending: true });
     nock(BASE).get('/sessions/requests/key_0123456789abcdef').times(5).replyWithError('socket hang up');
-    const result = await endAndConfirm(client(), { sessionId: 'ses_1', requestKey: 'key_0123456789abcdef' }, { confirmMs: 200 });
+    const result = await endAndConfirm(
+      client(),
+      { sessionId: 'ses_1', requestKey: 'key_0123456789abcdef' },
+      { confirmMs: 200 },
+    );
     expect(result.outcome).toBe('cleanup_pending');
     expect(result.cleanupConfirmed).toBe(false);
   });
@@ -63,11 +77,21 @@ describe('ending', () => {
   it('keeps a lease whose end failed open in the ledger, for endLeftovers()', () => {
     const ledger = RunLedger.open({ dir: tempDir('phonelease-ledger-'), runId: 'review-run' });
     const at = new Date().toISOString();
-    for (const [key, outcome] of [['k_failed', 'failed'], ['k_unresolved', 'start_unresolved'], ['k_released', 'released'], ['k_start', 'start_failed']]) {
+    for (const [key, outcome] of [
+      ['k_failed', 'failed'],
+      ['k_unresolved', 'start_unresolved'],
+      ['k_released', 'released'],
+      ['k_start', 'start_failed'],
+    ]) {
       ledger.append({ event: 'start', request_key: key!, base_url: BASE, pid: 1, at });
       ledger.append({ event: 'end', request_key: key!, session_id: null, outcome: outcome!, at });
     }
-    expect(ledger.open().map((l) => l.requestKey).sort()).toEqual(['k_failed', 'k_unresolved']);
+    expect(
+      ledger
+        .open()
+        .map((l) => l.requestKey)
+        .sort(),
+    ).toEqual(['k_failed', 'k_unresolved']);
   });
 });
 
@@ -85,9 +109,24 @@ describe('start', () => {
         return [200, session];
       });
     nock(BASE).delete('/sessions/ses_slow').reply(200, { released: true, cleanup_pending: false });
-    nock(BASE).get(/\/sessions\/requests\/.*/).reply(200, { id: 'ses_slow', request_key: 'x', provider: 'shlut', state: 'closing', cleanup_complete: true, cleanup_pending: false });
+    nock(BASE)
+      .get(/\/sessions\/requests\/.*/)
+      .reply(200, {
+        id: 'ses_slow',
+        request_key: 'x',
+        provider: 'shlut',
+        state: 'closing',
+        cleanup_complete: true,
+        cleanup_pending: false,
+      });
     await expect(
-      startSession({ client: client(), body: {}, requestKey: 'key_pacing_0123456789', budgetMs: 900, logger: silentLogger }),
+      startSession({
+        client: client(),
+        body: {},
+        requestKey: 'key_pacing_0123456789',
+        budgetMs: 900,
+        logger: silentLogger,
+      }),
     ).rejects.toMatchObject({ name: 'ReadyTimeoutError' });
     // Paced at 100 ms or more, a 0.9 s budget allows about nine polls; back to back, hundreds.
     expect(polls).toBeGreaterThan(0);
@@ -115,7 +154,9 @@ describe('ADB gateway', () => {
   it('gives up on a phone that never answers the ADB handshake', async () => {
     const gw = await trackedServer((s) => s.once('data', () => s.write('OK\n')));
     try {
-      await expect(PhoneAdb.connect({ host: '127.0.0.1', port: gw.port, code: 'c0de' }, { serial: 'x', timeoutMs: 300 })).rejects.toMatchObject({
+      await expect(
+        PhoneAdb.connect({ host: '127.0.0.1', port: gw.port, code: 'c0de' }, { serial: 'x', timeoutMs: 300 }),
+      ).rejects.toMatchObject({
         code: 'adb_failed',
       });
     } finally {
@@ -145,7 +186,9 @@ describe('stock adb', () => {
         try {
           await Promise.all(tunnels.map((tunnel) => adbConnect(tunnel.serial, { serverPort })));
           for (const tunnel of tunnels) {
-            expect((await runAdb(['-s', tunnel.serial, 'get-state'], { serverPort })).stdout.trim()).toBe('device');
+            expect((await runAdb(['-s', tunnel.serial, 'get-state'], { serverPort })).stdout.trim()).toBe(
+              'device',
+            );
           }
         } finally {
           await runAdb(['kill-server'], { serverPort }).catch(() => undefined);

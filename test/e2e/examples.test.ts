@@ -14,7 +14,11 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, FORCE_COLOR: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, {
+      cwd: ROOT,
+      env: { ...process.env, FORCE_COLOR: '0', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -27,7 +31,13 @@ describe('examples', () => {
     const report = join(ROOT, 'examples', 'playwright', 'test-results', 'report.json');
     rmSync(report, { force: true });
     const { code, output } = await run(
-      [join(ROOT, 'node_modules', '@playwright', 'test', 'cli.js'), 'test', '-c', 'examples/playwright', '--reporter=json'],
+      [
+        join(ROOT, 'node_modules', '@playwright', 'test', 'cli.js'),
+        'test',
+        '-c',
+        'examples/playwright',
+        '--reporter=json',
+      ],
       { PHONELEASE_BASE_URL: '', PHONELEASE_API_KEY: '', PLAYWRIGHT_JSON_OUTPUT_NAME: report, CI: '' },
     );
     expect(code, output.slice(-3000)).toBe(0);
@@ -43,15 +53,20 @@ describe('examples', () => {
     const failing = specs.find((s) => s.title === 'a failing login shows the phone in the report');
     const result = failing.tests[0].results[0];
     expect(result.status).toBe('failed');
-    expect(result.attachments.map((a: { name: string }) => a.name)).toEqual(expect.arrayContaining(['phone-screen', 'phone-logcat']));
+    expect(result.attachments.map((a: { name: string }) => a.name)).toEqual(
+      expect.arrayContaining(['phone-screen', 'phone-logcat']),
+    );
   }, 180_000);
 
   it('npx wdio run examples/wdio/wdio.conf.ts passes with real Appium', async () => {
-    const { code, output } = await run([join(ROOT, 'node_modules', '@wdio', 'cli', 'bin', 'wdio.js'), 'run', 'examples/wdio/wdio.conf.ts'], {
-      PHONELEASE_BASE_URL: '',
-      PHONELEASE_API_KEY: '',
-      ANDROID_ADB_SERVER_PORT: String(await freePort()),
-    });
+    const { code, output } = await run(
+      [join(ROOT, 'node_modules', '@wdio', 'cli', 'bin', 'wdio.js'), 'run', 'examples/wdio/wdio.conf.ts'],
+      {
+        PHONELEASE_BASE_URL: '',
+        PHONELEASE_API_KEY: '',
+        ANDROID_ADB_SERVER_PORT: String(await freePort()),
+      },
+    );
     expect(code, output.slice(-3000)).toBe(0);
     expect(output).toMatch(/Spec Files:\s+2 passed, 2 total/);
   }, 240_000);

@@ -26,7 +26,11 @@ export default defineConfig({ timeout: 60_000, workers: 1, outputDir: './test-re
 
 /** Phone ids the specs printed (each spec logs "phone=<id>"). */
 function phoneIds(tests: FlatTest[]): string[] {
-  return tests.flatMap((x) => x.results.flatMap((r) => r.stdout.flatMap((s) => [...(s.text ?? '').matchAll(/phone=(ses_\w+)/g)].map((m) => m[1]!))));
+  return tests.flatMap((x) =>
+    x.results.flatMap((r) =>
+      r.stdout.flatMap((s) => [...(s.text ?? '').matchAll(/phone=(ses_\w+)/g)].map((m) => m[1]!)),
+    ),
+  );
 }
 
 async function expectNoLiveSessions(timeoutMs = 15_000): Promise<void> {
@@ -47,9 +51,11 @@ async function history(): Promise<Map<string, { end_reason: string }>> {
 
 describe('phone fixture', () => {
   it('gives a passing test a ready phone and hands it back, attaching nothing', async () => {
-    const run = await runInlineTest('pass', {
-      'playwright.config.ts': config(),
-      'a.spec.ts': `
+    const run = await runInlineTest(
+      'pass',
+      {
+        'playwright.config.ts': config(),
+        'a.spec.ts': `
         import { test, expect } from 'phonelease/playwright';
         test('passes', async ({ phone }) => {
           console.log('phone=' + phone.id);
@@ -58,7 +64,9 @@ describe('phone fixture', () => {
           expect(exitCode).toBe(0);
           expect(stdout.trim()).toBe('hello');
         });`,
-    }, { env });
+      },
+      { env },
+    );
     expect(run.exitCode, run.stdout + run.stderr).toBe(0);
     const [test] = run.tests;
     expect(test!.results[0]!.status).toBe('passed');
@@ -71,16 +79,20 @@ describe('phone fixture', () => {
   });
 
   it('attaches the phone screen (a real PNG) and logcat when a test fails', async () => {
-    const run = await runInlineTest('fail', {
-      'playwright.config.ts': config(),
-      'a.spec.ts': `
+    const run = await runInlineTest(
+      'fail',
+      {
+        'playwright.config.ts': config(),
+        'a.spec.ts': `
         import { test, expect } from 'phonelease/playwright';
         test('fails', async ({ phone }) => {
           console.log('phone=' + phone.id);
           await phone.shell('am start -n com.phonelease.login/.LoginActivity');
           expect('shown').toBe('not shown');
         });`,
-    }, { env });
+      },
+      { env },
+    );
     expect(run.exitCode).toBe(1);
     const result = run.tests[0]!.results[0]!;
     expect(result.status).toBe('failed');
@@ -93,22 +105,28 @@ describe('phone fixture', () => {
     expect([png.width, png.height]).toEqual([720, 1280]);
     const logcat = result.attachments.find((a) => a.name === 'phone-logcat');
     expect(logcat?.contentType).toBe('text/plain');
-    const logText = logcat!.body ? Buffer.from(logcat!.body, 'base64').toString() : readFileSync(logcat!.path!, 'utf8');
+    const logText = logcat!.body
+      ? Buffer.from(logcat!.body, 'base64').toString()
+      : readFileSync(logcat!.path!, 'utf8');
     expect(logText).toContain('com.phonelease.login');
     await expectNoLiveSessions();
   });
 
   it('ends the phone when the test times out', async () => {
-    const run = await runInlineTest('timeout', {
-      'playwright.config.ts': config(),
-      'a.spec.ts': `
+    const run = await runInlineTest(
+      'timeout',
+      {
+        'playwright.config.ts': config(),
+        'a.spec.ts': `
         import { test } from 'phonelease/playwright';
         test('hangs', async ({ phone }) => {
           test.setTimeout(3000);
           console.log('phone=' + phone.id);
           await new Promise((r) => setTimeout(r, 30_000));
         });`,
-    }, { env });
+      },
+      { env },
+    );
     const result = run.tests[0]!.results[0]!;
     expect(result.status).toBe('timedOut');
     expect(result.attachments.some((a) => a.name === 'phone-screen')).toBe(true);
@@ -118,9 +136,11 @@ describe('phone fixture', () => {
   });
 
   it('ends the phone when a fixture built on it throws', async () => {
-    const run = await runInlineTest('fixture-error', {
-      'playwright.config.ts': config(),
-      'a.spec.ts': `
+    const run = await runInlineTest(
+      'fixture-error',
+      {
+        'playwright.config.ts': config(),
+        'a.spec.ts': `
         import { test as base } from 'phonelease/playwright';
         const test = base.extend<{ loggedIn: void }>({
           loggedIn: async ({ phone }, use) => {
@@ -129,7 +149,9 @@ describe('phone fixture', () => {
           },
         });
         test('uses the broken fixture', async ({ loggedIn }) => {});`,
-    }, { env });
+      },
+      { env },
+    );
     const result = run.tests[0]!.results[0]!;
     expect(result.status).toBe('failed');
     expect(result.errors.map((e) => e.message).join('\n')).toContain('login fixture broke');
@@ -139,24 +161,30 @@ describe('phone fixture', () => {
   });
 
   it('ends the phone when the worker crashes (process.exit inside a test)', async () => {
-    const run = await runInlineTest('worker-crash', {
-      'playwright.config.ts': config(),
-      'a.spec.ts': `
+    const run = await runInlineTest(
+      'worker-crash',
+      {
+        'playwright.config.ts': config(),
+        'a.spec.ts': `
         import { test } from 'phonelease/playwright';
         test('crashes', async ({ phone }) => {
           console.log('phone=' + phone.id);
           process.exit(3);
         });`,
-    }, { env });
+      },
+      { env },
+    );
     expect(run.exitCode).toBe(1);
     expect(run.tests[0]!.results[0]!.status).toBe('failed');
     await expectNoLiveSessions(15_000);
   });
 
   it('ends the phones when the runner gets SIGINT (Ctrl-C)', async () => {
-    const run = await runInlineTest('sigint', {
-      'playwright.config.ts': config(`workers: 2, fullyParallel: true`),
-      'a.spec.ts': `
+    const run = await runInlineTest(
+      'sigint',
+      {
+        'playwright.config.ts': config(`workers: 2, fullyParallel: true`),
+        'a.spec.ts': `
         import { test } from 'phonelease/playwright';
         import { writeFileSync } from 'node:fs';
         for (const n of [1, 2]) {
@@ -165,19 +193,21 @@ describe('phone fixture', () => {
             await new Promise((r) => setTimeout(r, 60_000));
           });
         }`,
-    }, {
-      env,
-      onSpawn(child, dir) {
-        const poll = setInterval(() => {
-          if (existsSync(join(dir, 'ready-1')) && existsSync(join(dir, 'ready-2'))) {
-            clearInterval(poll);
-            // Ctrl-C signals the whole foreground process group: the runner and its workers.
-            process.kill(-child.pid!, 'SIGINT');
-          }
-        }, 100);
-        child.once('close', () => clearInterval(poll));
       },
-    });
+      {
+        env,
+        onSpawn(child, dir) {
+          const poll = setInterval(() => {
+            if (existsSync(join(dir, 'ready-1')) && existsSync(join(dir, 'ready-2'))) {
+              clearInterval(poll);
+              // Ctrl-C signals the whole foreground process group: the runner and its workers.
+              process.kill(-child.pid!, 'SIGINT');
+            }
+          }, 100);
+          child.once('close', () => clearInterval(poll));
+        },
+      },
+    );
     expect(run.exitCode).not.toBe(0);
     const ids = ['1', '2'].map((n) => readFileSync(join(run.dir, `ready-${n}`), 'utf8'));
     await expectNoLiveSessions(15_000);
@@ -186,7 +216,9 @@ describe('phone fixture', () => {
   });
 
   it('gives 4 workers x 20 tests distinct phones and leaks none', async () => {
-    const specs: Record<string, string> = { 'playwright.config.ts': config(`workers: 4, fullyParallel: true`) };
+    const specs: Record<string, string> = {
+      'playwright.config.ts': config(`workers: 4, fullyParallel: true`),
+    };
     for (let f = 0; f < 4; f++) {
       specs[`s${f}.spec.ts`] = `
         import { test, expect } from 'phonelease/playwright';
@@ -210,15 +242,19 @@ describe('phone fixture', () => {
   }, 240_000);
 
   it('gives a retried test a fresh phone', async () => {
-    const run = await runInlineTest('retries', {
-      'playwright.config.ts': config(`retries: 2`),
-      'a.spec.ts': `
+    const run = await runInlineTest(
+      'retries',
+      {
+        'playwright.config.ts': config(`retries: 2`),
+        'a.spec.ts': `
         import { test, expect } from 'phonelease/playwright';
         test('flaky', async ({ phone }) => {
           console.log('phone=' + phone.id);
           expect(test.info().retry).toBe(2);
         });`,
-    }, { env });
+      },
+      { env },
+    );
     expect(run.exitCode).toBe(0);
     expect(run.tests[0]!.status).toBe('flaky');
     const ids = phoneIds(run.tests);
@@ -230,9 +266,11 @@ describe('phone fixture', () => {
 
 describe('embedded default', () => {
   it('with no PHONELEASE_BASE_URL, one embedded server serves every worker and stops with the run', async () => {
-    const run = await runInlineTest('embedded', {
-      'playwright.config.ts': config(`workers: 2, fullyParallel: true`),
-      'a.spec.ts': `
+    const run = await runInlineTest(
+      'embedded',
+      {
+        'playwright.config.ts': config(`workers: 2, fullyParallel: true`),
+        'a.spec.ts': `
         import { test, expect } from 'phonelease/playwright';
         for (const n of [1, 2, 3, 4]) {
           test('phone ' + n, async ({ phone, phoneleaseService }) => {
@@ -240,17 +278,32 @@ describe('embedded default', () => {
             expect((await phone.shell('getprop ro.product.model')).exitCode).toBe(0);
           });
         }`,
-    }, { env: { PHONELEASE_BASE_URL: '', PHONELEASE_API_KEY: '' } });
+      },
+      { env: { PHONELEASE_BASE_URL: '', PHONELEASE_API_KEY: '' } },
+    );
     expect(run.exitCode, run.stderr.slice(-2000)).toBe(0);
-    const out = run.tests.flatMap((x) => x.results.flatMap((r) => r.stdout.map((s) => s.text ?? ''))).join('');
+    const out = run.tests
+      .flatMap((x) => x.results.flatMap((r) => r.stdout.map((s) => s.text ?? '')))
+      .join('');
     const servers = new Set([...out.matchAll(/server=(\S+)/g)].map((m) => m[1]));
     expect(servers.size).toBe(1);
     expect(out).toContain('embedded=true');
     expect(new Set(run.tests.flatMap((x) => x.results.map((r) => r.workerIndex))).size).toBe(2);
     // Its data lives under the test output directory, and it stopped when the run ended.
     const log = join(run.dir, 'test-results', '.phonelease-server', 'server.log');
-    await expect.poll(() => (existsSync(log) ? readFileSync(log, 'utf8') : ''), { timeout: 10_000 }).toContain('embedded server stopping');
+    await expect
+      .poll(() => (existsSync(log) ? readFileSync(log, 'utf8') : ''), { timeout: 10_000 })
+      .toContain('embedded server stopping');
     const [url] = [...servers];
-    await expect.poll(async () => fetch(url!).then(() => 'up', () => 'down'), { timeout: 10_000 }).toBe('down');
+    await expect
+      .poll(
+        async () =>
+          fetch(url!).then(
+            () => 'up',
+            () => 'down',
+          ),
+        { timeout: 10_000 },
+      )
+      .toBe('down');
   });
 });

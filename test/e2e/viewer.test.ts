@@ -37,7 +37,10 @@ async function readySession(timeout = 7200): Promise<string> {
 async function foregroundPackage(sid: string): Promise<string> {
   const adb = await connectAdb(t.api, sid);
   try {
-    const xml = await adb.adb('shell', 'uiautomator dump /sdcard/window_dump.xml >/dev/null && cat /sdcard/window_dump.xml');
+    const xml = await adb.adb(
+      'shell',
+      'uiautomator dump /sdcard/window_dump.xml >/dev/null && cat /sdcard/window_dump.xml',
+    );
     const m = /<node [^>]*package="([^"]+)"/.exec(xml);
     if (!m) throw new Error(`no hierarchy in: ${xml.slice(0, 200)}`);
     return m[1]!;
@@ -57,7 +60,11 @@ const LOGIN_ICON = { x: 274, y: 360 };
 async function openViewer(url: string) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   await page.goto(url);
-  await page.waitForFunction(() => (document.getElementById('screen') as HTMLImageElement).naturalWidth > 0, undefined, { timeout: 15_000 });
+  await page.waitForFunction(
+    () => (document.getElementById('screen') as HTMLImageElement).naturalWidth > 0,
+    undefined,
+    { timeout: 15_000 },
+  );
   return page;
 }
 
@@ -66,7 +73,11 @@ describe('owner viewer', () => {
     const sid = await readySession();
     const { url } = (await t.api.get(`/sessions/${sid}/owner-viewer`)).body;
     const page = await openViewer(url);
-    expect(await page.locator('#screen').evaluate((img: HTMLImageElement) => [img.naturalWidth, img.naturalHeight])).toEqual([720, 1280]);
+    expect(
+      await page
+        .locator('#screen')
+        .evaluate((img: HTMLImageElement) => [img.naturalWidth, img.naturalHeight]),
+    ).toEqual([720, 1280]);
     await expect.poll(() => page.locator('#state').textContent()).toBe('Live');
     expect(await page.locator('#time').textContent()).toMatch(/left$/);
     expect(await foregroundPackage(sid)).toBe('com.android.launcher3');
@@ -103,15 +114,18 @@ describe('view-only viewer', () => {
     expect(await page.locator('#back').count()).toBe(0);
     await clickPhone(page, LOGIN_ICON.x, LOGIN_ICON.y);
     // Inject input the page itself would never send, on a stream of the same page origin.
-    const reply = await page.evaluate(async (path) => {
-      const ws = new window.WebSocket(`ws://${location.host}${path}`);
-      return new Promise<string>((resolve) => {
-        ws.onmessage = (ev) => {
-          if (typeof ev.data === 'string' && JSON.parse(ev.data).type === 'error') resolve(ev.data);
-        };
-        ws.onopen = () => ws.send(JSON.stringify({ type: 'tap', x: 274, y: 360 }));
-      });
-    }, new URL(url).pathname + '/stream');
+    const reply = await page.evaluate(
+      async (path) => {
+        const ws = new window.WebSocket(`ws://${location.host}${path}`);
+        return new Promise<string>((resolve) => {
+          ws.onmessage = (ev) => {
+            if (typeof ev.data === 'string' && JSON.parse(ev.data).type === 'error') resolve(ev.data);
+          };
+          ws.onopen = () => ws.send(JSON.stringify({ type: 'tap', x: 274, y: 360 }));
+        });
+      },
+      new URL(url).pathname + '/stream',
+    );
     expect(JSON.parse(reply)).toMatchObject({ type: 'error', code: 'read_only' });
     expect(await foregroundPackage(sid)).toBe('com.android.launcher3');
     await page.close();
@@ -166,7 +180,9 @@ describe('expiry and embedding', () => {
         await page.goto(origin);
         await page.waitForTimeout(1500);
         const frame = page.frames().find((f) => f !== page.mainFrame());
-        const loaded = frame ? await frame.evaluate(() => !!document.getElementById('screen')).catch(() => false) : false;
+        const loaded = frame
+          ? await frame.evaluate(() => !!document.getElementById('screen')).catch(() => false)
+          : false;
         await page.close();
         return loaded;
       };

@@ -16,7 +16,11 @@ let env: NodeJS.ProcessEnv;
 beforeAll(async () => {
   t = await startTestServer({ bootMs: 50, phones: 20 });
   // Our own adb server: the run must not touch a shared 5037.
-  env = { PHONELEASE_BASE_URL: t.url, PHONELEASE_API_KEY: t.account.key, ANDROID_ADB_SERVER_PORT: String(await freePort()) };
+  env = {
+    PHONELEASE_BASE_URL: t.url,
+    PHONELEASE_API_KEY: t.account.key,
+    ANDROID_ADB_SERVER_PORT: String(await freePort()),
+  };
 });
 afterAll(async () => {
   await t.close();
@@ -55,7 +59,14 @@ describe('${name}', () => {
 
 describe('phonelease WebdriverIO service', () => {
   it('runs a passing spec on a leased phone through Appium and ends the phone', async () => {
-    const run = await runWdio('wdio-pass', { 'wdio.conf.ts': wdioConfig({ appiumPort: await freePort() }), 'specs/login.e2e.ts': LOGIN_SPEC('login', 'secret') }, { env });
+    const run = await runWdio(
+      'wdio-pass',
+      {
+        'wdio.conf.ts': wdioConfig({ appiumPort: await freePort() }),
+        'specs/login.e2e.ts': LOGIN_SPEC('login', 'secret'),
+      },
+      { env },
+    );
     expect(run.exitCode, run.output.slice(-3000)).toBe(0);
     const ids = phoneIds(run.output);
     expect(ids).toHaveLength(1);
@@ -64,7 +75,14 @@ describe('phonelease WebdriverIO service', () => {
   });
 
   it('saves the phone screen as a PNG on disk when a spec fails', async () => {
-    const run = await runWdio('wdio-fail', { 'wdio.conf.ts': wdioConfig({ appiumPort: await freePort() }), 'specs/login.e2e.ts': LOGIN_SPEC('wrong password', 'nope') }, { env });
+    const run = await runWdio(
+      'wdio-fail',
+      {
+        'wdio.conf.ts': wdioConfig({ appiumPort: await freePort() }),
+        'specs/login.e2e.ts': LOGIN_SPEC('wrong password', 'nope'),
+      },
+      { env },
+    );
     expect(run.exitCode).toBe(1);
     const dir = join(run.dir, 'out', 'phonelease');
     const pngs = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.png')) : [];
@@ -109,7 +127,14 @@ describe('per test', () => {
     });
   }
 });`;
-    const run = await runWdio('wdio-scope-test', { 'wdio.conf.ts': wdioConfig({ service: "{ scope: 'test' }", appiumPort: await freePort() }), 'specs/per-test.e2e.ts': spec }, { env });
+    const run = await runWdio(
+      'wdio-scope-test',
+      {
+        'wdio.conf.ts': wdioConfig({ service: "{ scope: 'test' }", appiumPort: await freePort() }),
+        'specs/per-test.e2e.ts': spec,
+      },
+      { env },
+    );
     expect(run.exitCode, run.output.slice(-3000)).toBe(0);
     const ids = phoneIds(run.output);
     expect(ids).toHaveLength(3);
@@ -127,18 +152,22 @@ describe('waits', () => {
     await browser.pause(60000);
   });
 });`;
-    const run = await runWdio('wdio-sigint', { 'wdio.conf.ts': wdioConfig({ appiumPort: await freePort() }), 'specs/wait.e2e.ts': spec }, {
-      env,
-      onSpawn(child, dir) {
-        const poll = setInterval(() => {
-          if (existsSync(join(dir, 'ready'))) {
-            clearInterval(poll);
-            process.kill(-child.pid!, 'SIGINT');
-          }
-        }, 100);
-        child.once('close', () => clearInterval(poll));
+    const run = await runWdio(
+      'wdio-sigint',
+      { 'wdio.conf.ts': wdioConfig({ appiumPort: await freePort() }), 'specs/wait.e2e.ts': spec },
+      {
+        env,
+        onSpawn(child, dir) {
+          const poll = setInterval(() => {
+            if (existsSync(join(dir, 'ready'))) {
+              clearInterval(poll);
+              process.kill(-child.pid!, 'SIGINT');
+            }
+          }, 100);
+          child.once('close', () => clearInterval(poll));
+        },
       },
-    });
+    );
     const id = readFileSync(join(run.dir, 'ready'), 'utf8');
     expect(run.exitCode).not.toBe(0);
     await expectNoLiveSessions(15_000);

@@ -16,7 +16,8 @@ const APPIUM = 'node_modules/appium-uiautomator2-driver/node_modules';
 const SETTINGS_APK = `${APPIUM}/io.appium.settings/apks/settings_apk-debug.apk`;
 const SERVER_APK = `${APPIUM}/appium-uiautomator2-server/apks/appium-uiautomator2-server-v10.6.6.apk`;
 const TEST_APK = `${APPIUM}/appium-uiautomator2-server/apks/appium-uiautomator2-server-debug-androidTest.apk`;
-const UIA2_INSTRUMENT = 'am instrument -w -e disableAnalytics true io.appium.uiautomator2.server.test/androidx.test.runner.AndroidJUnitRunner';
+const UIA2_INSTRUMENT =
+  'am instrument -w -e disableAnalytics true io.appium.uiautomator2.server.test/androidx.test.runner.AndroidJUnitRunner';
 
 /** GET through a local port; resolves with status and body, or null when refused/closed. */
 function httpGet(port: number, path: string): Promise<{ status: number; body: string } | null> {
@@ -60,7 +61,9 @@ async function focus(): Promise<{ current: string; app: string }> {
 }
 
 function boundsOf(xml: string, resourceIdSuffix: string): { x: number; y: number } {
-  const node = new RegExp(`<node [^>]*resource-id="[^"]*${resourceIdSuffix}"[^>]*bounds="\\[(\\d+),(\\d+)\\]\\[(\\d+),(\\d+)\\]"`).exec(xml);
+  const node = new RegExp(
+    `<node [^>]*resource-id="[^"]*${resourceIdSuffix}"[^>]*bounds="\\[(\\d+),(\\d+)\\]\\[(\\d+),(\\d+)\\]"`,
+  ).exec(xml);
   if (!node) throw new Error(`no node ${resourceIdSuffix} in ${xml.slice(0, 400)}`);
   const [x1, y1, x2, y2] = node.slice(1, 5).map(Number) as [number, number, number, number];
   return { x: Math.round((x1 + x2) / 2), y: Math.round((y1 + y2) / 2) };
@@ -69,23 +72,36 @@ function boundsOf(xml: string, resourceIdSuffix: string): { x: number; y: number
 describe('starting and stopping apps', () => {
   it('starts an activity with am start -W and reports the focus in dumpsys window', async () => {
     const out = await v.adbOk(['shell', 'am', 'start', '-W', '-n', 'com.android.settings/.Settings']);
-    expect(out).toMatch(/^Starting: Intent \{ cmp=com\.android\.settings\/\.Settings \}\nStatus: ok\nLaunchState: COLD\nActivity: com\.android\.settings\/\.Settings\nTotalTime: \d+\nWaitTime: \d+\nComplete\n$/);
-    expect(await focus()).toEqual({ current: 'com.android.settings/com.android.settings.Settings', app: 'com.android.settings/.Settings' });
+    expect(out).toMatch(
+      /^Starting: Intent \{ cmp=com\.android\.settings\/\.Settings \}\nStatus: ok\nLaunchState: COLD\nActivity: com\.android\.settings\/\.Settings\nTotalTime: \d+\nWaitTime: \d+\nComplete\n$/,
+    );
+    expect(await focus()).toEqual({
+      current: 'com.android.settings/com.android.settings.Settings',
+      app: 'com.android.settings/.Settings',
+    });
     expect((await v.adbOk(['shell', 'pidof', 'com.android.settings'])).trim()).toMatch(/^\d+$/);
   });
 
   it('reports unknown activities like Android', async () => {
     const out = await v.adbOk(['shell', 'am start -n com.android.settings/.Nope']);
-    expect(out).toBe('Starting: Intent { cmp=com.android.settings/.Nope }\nError type 3\nError: Activity class {com.android.settings/com.android.settings.Nope} does not exist.\n');
+    expect(out).toBe(
+      'Starting: Intent { cmp=com.android.settings/.Nope }\nError type 3\nError: Activity class {com.android.settings/com.android.settings.Nope} does not exist.\n',
+    );
   });
 
   it('starts launcher intents with start-activity and monkey, and force-stops', async () => {
-    await v.adbOk(['shell', 'am start-activity -a android.intent.action.MAIN -c android.intent.category.LAUNCHER -f 0x10200000 -n com.phonelease.login/.LoginActivity']);
+    await v.adbOk([
+      'shell',
+      'am start-activity -a android.intent.action.MAIN -c android.intent.category.LAUNCHER -f 0x10200000 -n com.phonelease.login/.LoginActivity',
+    ]);
     expect((await focus()).app).toBe('com.phonelease.login/.LoginActivity');
     await v.adbOk(['shell', 'am force-stop com.phonelease.login']);
     expect((await focus()).app).not.toBe('com.phonelease.login/.LoginActivity');
     expect((await v.adb(['shell', 'pidof com.phonelease.login'])).code).toBe(1);
-    const monkey = await v.adbOk(['shell', 'monkey -p com.android.settings -c android.intent.category.LAUNCHER 1']);
+    const monkey = await v.adbOk([
+      'shell',
+      'monkey -p com.android.settings -c android.intent.category.LAUNCHER 1',
+    ]);
     expect(monkey).toContain('Events injected: 1');
     expect((await focus()).app).toBe('com.android.settings/.Settings');
     const missing = await v.adb(['shell', 'monkey -p no.such.app -c android.intent.category.LAUNCHER 1']);
@@ -93,11 +109,19 @@ describe('starting and stopping apps', () => {
   });
 
   it('shows installed apps with a launcher activity when started', async () => {
-    const apk = buildTestApk({ package: 'com.example.hello', label: 'Hello', activities: ['.Main'], launcher: true });
+    const apk = buildTestApk({
+      package: 'com.example.hello',
+      label: 'Hello',
+      activities: ['.Main'],
+      launcher: true,
+    });
     const r = await v.adb(['shell', `pm install -S ${apk.length}`], { input: apk });
     expect(r.stdout).toBe('Success\n');
     await v.adbOk(['shell', 'am start -n com.example.hello/.Main']);
-    expect(await focus()).toEqual({ current: 'com.example.hello/com.example.hello.Main', app: 'com.example.hello/.Main' });
+    expect(await focus()).toEqual({
+      current: 'com.example.hello/com.example.hello.Main',
+      app: 'com.example.hello/.Main',
+    });
     await v.adbOk(['shell', 'input keyevent KEYCODE_HOME']);
     expect((await focus()).app).toBe('com.android.launcher3/.Launcher');
   });
@@ -106,7 +130,9 @@ describe('starting and stopping apps', () => {
 describe('what Appium checks before a session', () => {
   it('shows no lock screen and an awake phone', async () => {
     const window = await v.adbOk(['shell', 'dumpsys', 'window']);
-    expect(window).not.toMatch(/mShowingLockscreen=true|mDreamingLockscreen=true|screenState=SCREEN_STATE_OFF/);
+    expect(window).not.toMatch(
+      /mShowingLockscreen=true|mDreamingLockscreen=true|screenState=SCREEN_STATE_OFF/,
+    );
     expect(window).not.toMatch(/mCurrentFocus.+Keyguard/);
     expect(window).toContain('mScreenOnFully=true');
     expect(window).toMatch(/KeyguardStateMonitor\n\s+mIsShowing=false/);
@@ -121,28 +147,46 @@ describe('what Appium checks before a session', () => {
       'ACTIVITY MANAGER SERVICES (dumpsys activity services)\n  (nothing)\n',
     );
     const before = await focus();
-    await v.adbOk(['shell', 'am start-activity -n io.appium.settings/.Settings -a android.intent.action.MAIN -c android.intent.category.LAUNCHER']);
+    await v.adbOk([
+      'shell',
+      'am start-activity -n io.appium.settings/.Settings -a android.intent.action.MAIN -c android.intent.category.LAUNCHER',
+    ]);
     const services = await v.adbOk(['shell', 'dumpsys activity services io.appium.settings']);
     expect(services).toContain('ServiceRecord{');
     expect(services).toContain('io.appium.settings/.ForegroundService');
     expect(services).toContain('isForeground=true');
     // The settings activity is transparent and finishes at once.
     expect(await focus()).toEqual(before);
-    expect(await v.adbOk(['shell', 'dumpsys activity services io.appium.settings/.recorder.RecorderService'])).toContain('(nothing)');
+    expect(
+      await v.adbOk(['shell', 'dumpsys activity services io.appium.settings/.recorder.RecorderService']),
+    ).toContain('(nothing)');
   });
 
   it('accepts notification listeners, app ops and the idle whitelist', async () => {
-    expect(await v.adbOk(['shell', 'cmd notification allow_listener io.appium.settings/.NLService'])).toBe('');
-    expect(await v.adbOk(['shell', 'dumpsys notification'])).toContain('io.appium.settings/io.appium.settings.NLService');
+    expect(await v.adbOk(['shell', 'cmd notification allow_listener io.appium.settings/.NLService'])).toBe(
+      '',
+    );
+    expect(await v.adbOk(['shell', 'dumpsys notification'])).toContain(
+      'io.appium.settings/io.appium.settings.NLService',
+    );
     expect(await v.adbOk(['shell', 'appops set io.appium.settings PROJECT_MEDIA allow'])).toBe('');
-    expect(await v.adbOk(['shell', 'dumpsys deviceidle whitelist +io.appium.settings'])).toBe('Added: io.appium.settings\n');
-    expect(await v.adbOk(['shell', 'dumpsys deviceidle whitelist'])).toMatch(/^user,io\.appium\.settings,\d+$/m);
+    expect(await v.adbOk(['shell', 'dumpsys deviceidle whitelist +io.appium.settings'])).toBe(
+      'Added: io.appium.settings\n',
+    );
+    expect(await v.adbOk(['shell', 'dumpsys deviceidle whitelist'])).toMatch(
+      /^user,io\.appium\.settings,\d+$/m,
+    );
   });
 
   it('starts and stops services and sends broadcasts', async () => {
-    const start = await v.adbOk(['shell', 'am start-foreground-service -n io.appium.settings/.LocationService']);
+    const start = await v.adbOk([
+      'shell',
+      'am start-foreground-service -n io.appium.settings/.LocationService',
+    ]);
     expect(start).toBe('Starting service: Intent { cmp=io.appium.settings/.LocationService }\n');
-    expect(await v.adbOk(['shell', 'dumpsys activity services io.appium.settings/.LocationService'])).toContain('isForeground=true');
+    expect(
+      await v.adbOk(['shell', 'dumpsys activity services io.appium.settings/.LocationService']),
+    ).toContain('isForeground=true');
     expect(await v.adbOk(['shell', 'am stopservice -n io.appium.settings/.LocationService'])).toBe(
       'Stopping service: Intent { cmp=io.appium.settings/.LocationService }\nService stopped\n',
     );
@@ -163,9 +207,15 @@ describe('screen', () => {
   });
 
   it('dumps the UI hierarchy like the real uiautomator', async () => {
-    expect(await v.adbOk(['shell', 'uiautomator', 'dump'])).toBe('UI hierchary dumped to: /sdcard/window_dump.xml\n');
-    expect(await v.adbOk(['shell', 'head -c 38 /sdcard/window_dump.xml'])).toBe("<?xml version='1.0' encoding='UTF-8' s");
-    expect(await v.adbOk(['shell', 'uiautomator dump /data/local/tmp/ui.xml'])).toBe('UI hierchary dumped to: /data/local/tmp/ui.xml\n');
+    expect(await v.adbOk(['shell', 'uiautomator', 'dump'])).toBe(
+      'UI hierchary dumped to: /sdcard/window_dump.xml\n',
+    );
+    expect(await v.adbOk(['shell', 'head -c 38 /sdcard/window_dump.xml'])).toBe(
+      "<?xml version='1.0' encoding='UTF-8' s",
+    );
+    expect(await v.adbOk(['shell', 'uiautomator dump /data/local/tmp/ui.xml'])).toBe(
+      'UI hierchary dumped to: /data/local/tmp/ui.xml\n',
+    );
   });
 
   it('types into the login form with input tap and input text', async () => {
@@ -189,15 +239,29 @@ describe('screen', () => {
 
 describe('instrumentation', () => {
   it('reports instrumentations that are not installed', async () => {
-    const r = await v.adb(['shell', 'am instrument -w com.example.none/androidx.test.runner.AndroidJUnitRunner']);
-    expect(r.stdout).toContain('INSTRUMENTATION_STATUS: Error=Unable to find instrumentation info for: ComponentInfo{com.example.none/androidx.test.runner.AndroidJUnitRunner}');
+    const r = await v.adb([
+      'shell',
+      'am instrument -w com.example.none/androidx.test.runner.AndroidJUnitRunner',
+    ]);
+    expect(r.stdout).toContain(
+      'INSTRUMENTATION_STATUS: Error=Unable to find instrumentation info for: ComponentInfo{com.example.none/androidx.test.runner.AndroidJUnitRunner}',
+    );
     expect(r.code).toBe(1);
   });
 
   it('runs other instrumentations to completion', async () => {
-    const apk = buildTestApk({ package: 'com.example.hello.test', instrumentation: { name: 'androidx.test.runner.AndroidJUnitRunner', targetPackage: 'com.example.hello' } });
+    const apk = buildTestApk({
+      package: 'com.example.hello.test',
+      instrumentation: {
+        name: 'androidx.test.runner.AndroidJUnitRunner',
+        targetPackage: 'com.example.hello',
+      },
+    });
     await v.adbOk(['shell', `pm install -S ${apk.length}`], { input: apk });
-    const out = await v.adbOk(['shell', 'am instrument -w -r com.example.hello.test/androidx.test.runner.AndroidJUnitRunner']);
+    const out = await v.adbOk([
+      'shell',
+      'am instrument -w -r com.example.hello.test/androidx.test.runner.AndroidJUnitRunner',
+    ]);
     expect(out).toContain('INSTRUMENTATION_CODE: -1');
   });
 
@@ -207,7 +271,10 @@ describe('instrumentation', () => {
     const local = await freePort();
     await v.adbOk(['forward', `tcp:${local}`, 'tcp:6790']);
     expect(await httpGet(local, '/status')).toBeNull();
-    const run = () => spawn(ADB, ['-P', String(v.adbServerPort), '-s', v.serial, 'shell', UIA2_INSTRUMENT], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const run = () =>
+      spawn(ADB, ['-P', String(v.adbServerPort), '-s', v.serial, 'shell', UIA2_INSTRUMENT], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
     const first = run();
     const firstExit = new Promise<number | null>((resolve) => first.once('exit', (code) => resolve(code)));
     try {
@@ -218,10 +285,14 @@ describe('instrumentation', () => {
       // Closing the instrumentation stream stops the server.
       first.kill('SIGTERM');
       await firstExit;
-      expect(await waitFor(async () => ((await httpGet(local, '/status')) === null ? true : null))).toBe(true);
+      expect(await waitFor(async () => ((await httpGet(local, '/status')) === null ? true : null))).toBe(
+        true,
+      );
       // force-stop stops a running server too, and ends the instrumentation command.
       const second = run();
-      const secondExit = new Promise<number | null>((resolve) => second.once('exit', (code) => resolve(code)));
+      const secondExit = new Promise<number | null>((resolve) =>
+        second.once('exit', (code) => resolve(code)),
+      );
       expect((await waitFor(() => httpGet(local, '/status')))?.status).toBe(200);
       await v.adbOk(['shell', 'am force-stop io.appium.uiautomator2.server']);
       expect(await secondExit).toBe(0);

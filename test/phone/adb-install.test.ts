@@ -38,7 +38,14 @@ function apkFile(name: string, apk: Buffer): string {
 describe('built-in packages', () => {
   it('lists the system packages like pm does', async () => {
     const out = await v.adbOk(['shell', 'pm', 'list', 'packages']);
-    for (const p of ['android', 'com.android.shell', 'com.android.systemui', 'com.android.settings', 'com.phonelease.login', 'com.android.launcher3']) {
+    for (const p of [
+      'android',
+      'com.android.shell',
+      'com.android.systemui',
+      'com.android.settings',
+      'com.phonelease.login',
+      'com.android.launcher3',
+    ]) {
       expect(out).toContain(`package:${p}\n`);
     }
     expect(await v.adbOk(['shell', 'pm', 'list', 'packages', '-3'])).toBe('');
@@ -57,13 +64,17 @@ describe('installing the Appium APKs', () => {
   it('installs io.appium.settings with a streamed install and grants runtime permissions with -g', async () => {
     const out = await v.adbOk(['install', '-g', SETTINGS_APK]);
     expect(out).toContain('Performing Streamed Install\nSuccess\n');
-    expect(await v.adbOk(['shell', 'cmd', 'package', 'list', 'packages', '--show-versioncode'])).toContain('package:io.appium.settings versionCode:191\n');
+    expect(await v.adbOk(['shell', 'cmd', 'package', 'list', 'packages', '--show-versioncode'])).toContain(
+      'package:io.appium.settings versionCode:191\n',
+    );
     const dump = await v.adbOk(['shell', 'dumpsys', 'package', 'io.appium.settings']);
     expect(dump).toMatch(/^\s*Package \[io\.appium\.settings\] \([0-9a-f]+\):$/m);
     expect(dump).toMatch(/^\s+versionCode=191 minSdk=26 targetSdk=35$/m);
     expect(dump).toMatch(/^\s+versionName=8\.0\.9$/m);
     expect(dump).toMatch(/android\.permission\.ACCESS_FINE_LOCATION: granted=true/);
-    expect(await v.adbOk(['shell', 'cmd package resolve-activity --brief io.appium.settings'])).toMatch(/\nio\.appium\.settings\/\.Settings\n$/);
+    expect(await v.adbOk(['shell', 'cmd package resolve-activity --brief io.appium.settings'])).toMatch(
+      /\nio\.appium\.settings\/\.Settings\n$/,
+    );
   });
 
   it('installs the UiAutomator2 server and test APKs and lists the instrumentation', async () => {
@@ -78,7 +89,9 @@ describe('installing the Appium APKs', () => {
       'package:io.appium.uiautomator2.server versionCode:278',
       'package:io.appium.uiautomator2.server.test versionCode:0',
     ]);
-    const path = (await v.adbOk(['shell', 'pm', 'path', 'io.appium.uiautomator2.server'])).trim().replace(/^package:/, '');
+    const path = (await v.adbOk(['shell', 'pm', 'path', 'io.appium.uiautomator2.server']))
+      .trim()
+      .replace(/^package:/, '');
     expect(await v.adbOk(['shell', 'md5sum', path])).toMatch(/^[0-9a-f]{32} /);
     await v.adbOk(['pull', path, join(dir, 'pulled.apk')]);
     expect(readFileSync(join(dir, 'pulled.apk')).equals(readFileSync(SERVER_APK))).toBe(true);
@@ -87,25 +100,36 @@ describe('installing the Appium APKs', () => {
 
 describe('other install paths', () => {
   it('installs a pushed file with pm install', async () => {
-    const file = apkFile('pushed.apk', buildTestApk({ package: 'com.example.pushed', versionName: '3.0', versionCode: 30 }));
+    const file = apkFile(
+      'pushed.apk',
+      buildTestApk({ package: 'com.example.pushed', versionName: '3.0', versionCode: 30 }),
+    );
     await v.adbOk(['push', file, '/data/local/tmp/pushed.apk']);
     expect(await v.adbOk(['shell', 'pm', 'install', '-r', '/data/local/tmp/pushed.apk'])).toBe('Success\n');
-    expect(await v.adbOk(['shell', 'dumpsys package com.example.pushed | grep versionName'])).toBe('    versionName=3.0\n');
-    expect(await v.adbOk(['shell', 'pm list packages -f com.example.pushed'])).toMatch(/^package:\/data\/app\/~~[^/]+\/com\.example\.pushed-[^/]+\/base\.apk=com\.example\.pushed\n$/);
+    expect(await v.adbOk(['shell', 'dumpsys package com.example.pushed | grep versionName'])).toBe(
+      '    versionName=3.0\n',
+    );
+    expect(await v.adbOk(['shell', 'pm list packages -f com.example.pushed'])).toMatch(
+      /^package:\/data\/app\/~~[^/]+\/com\.example\.pushed-[^/]+\/base\.apk=com\.example\.pushed\n$/,
+    );
   });
 
   it('installs from stdin with cmd package install -S', async () => {
     const apk = buildTestApk({ package: 'com.example.stdin' });
     const r = await v.adb(['shell', `cmd package install -S ${apk.length}`], { input: apk });
     expect(r).toMatchObject({ code: 0, stdout: 'Success\n' });
-    expect(await v.adbOk(['shell', 'pm path com.example.stdin'])).toMatch(/^package:\/data\/app\/.*\/base\.apk\n$/);
+    expect(await v.adbOk(['shell', 'pm path com.example.stdin'])).toMatch(
+      /^package:\/data\/app\/.*\/base\.apk\n$/,
+    );
   });
 
   it('installs through an install session (adb install-multiple)', async () => {
     const file = apkFile('multi.apk', buildTestApk({ package: 'com.example.multi', versionCode: 5 }));
     const out = await v.adbOk(['install-multiple', file]);
     expect(out).toContain('Success');
-    expect(await v.adbOk(['shell', 'pm list packages --show-versioncode com.example.multi'])).toBe('package:com.example.multi versionCode:5\n');
+    expect(await v.adbOk(['shell', 'pm list packages --show-versioncode com.example.multi'])).toBe(
+      'package:com.example.multi versionCode:5\n',
+    );
   });
 
   it('refuses files that are not APKs and version downgrades', async () => {
@@ -124,10 +148,18 @@ describe('other install paths', () => {
 
 describe('apps on the phone', () => {
   it('shows installed launcher apps on the home screen and removes them on uninstall', async () => {
-    const file = apkFile('notes.apk', buildTestApk({ package: 'com.example.notes', label: 'Notes', activities: ['.Main'], launcher: true }));
+    const file = apkFile(
+      'notes.apk',
+      buildTestApk({ package: 'com.example.notes', label: 'Notes', activities: ['.Main'], launcher: true }),
+    );
     await v.adbOk(['install', file]);
     const apps = await v.phone.apps();
-    expect(apps.map((a) => a.package)).toEqual(['com.android.settings', 'com.phonelease.login', 'io.appium.settings', 'com.example.notes']);
+    expect(apps.map((a) => a.package)).toEqual([
+      'com.android.settings',
+      'com.phonelease.login',
+      'io.appium.settings',
+      'com.example.notes',
+    ]);
     expect(apps[3]).toEqual({ package: 'com.example.notes', label: 'Notes' });
     expect(await v.adbOk(['uninstall', 'com.example.notes'])).toBe('Success\n');
     expect((await v.phone.apps()).map((a) => a.package)).not.toContain('com.example.notes');
@@ -135,20 +167,39 @@ describe('apps on the phone', () => {
   });
 
   it('grants, revokes and clears with pm, and sets app ops', async () => {
-    const file = apkFile('cam.apk', buildTestApk({ package: 'com.example.cam', permissions: ['android.permission.CAMERA', 'android.permission.INTERNET'] }));
+    const file = apkFile(
+      'cam.apk',
+      buildTestApk({
+        package: 'com.example.cam',
+        permissions: ['android.permission.CAMERA', 'android.permission.INTERNET'],
+      }),
+    );
     await v.adbOk(['install', file]);
-    const granted = (await v.adbOk(['shell', 'dumpsys package com.example.cam'])).match(/android\.permission\.CAMERA: granted=(\w+)/);
+    const granted = (await v.adbOk(['shell', 'dumpsys package com.example.cam'])).match(
+      /android\.permission\.CAMERA: granted=(\w+)/,
+    );
     expect(granted?.[1]).toBe('false');
     await v.adbOk(['shell', 'pm grant com.example.cam android.permission.CAMERA']);
-    expect(await v.adbOk(['shell', 'dumpsys package com.example.cam'])).toMatch(/android\.permission\.CAMERA: granted=true/);
-    expect(await v.adbOk(['shell', 'dumpsys package com.example.cam'])).toMatch(/android\.permission\.INTERNET: granted=true/);
+    expect(await v.adbOk(['shell', 'dumpsys package com.example.cam'])).toMatch(
+      /android\.permission\.CAMERA: granted=true/,
+    );
+    expect(await v.adbOk(['shell', 'dumpsys package com.example.cam'])).toMatch(
+      /android\.permission\.INTERNET: granted=true/,
+    );
     await v.adbOk(['shell', 'pm revoke com.example.cam android.permission.CAMERA']);
-    expect(await v.adbOk(['shell', 'dumpsys package com.example.cam'])).toMatch(/android\.permission\.CAMERA: granted=false/);
+    expect(await v.adbOk(['shell', 'dumpsys package com.example.cam'])).toMatch(
+      /android\.permission\.CAMERA: granted=false/,
+    );
     const notRequested = await v.adb(['shell', 'pm grant com.example.cam android.permission.RECORD_AUDIO']);
     expect(notRequested.code).toBe(255);
     expect(notRequested.stderr).toContain('has not requested permission android.permission.RECORD_AUDIO');
     expect(await v.adbOk(['shell', 'pm clear com.example.cam'])).toBe('Success\n');
-    expect(await v.adbOk(['shell', 'appops set com.example.cam android:mock_location allow; appops get com.example.cam'])).toBe('MOCK_LOCATION: allow\n');
+    expect(
+      await v.adbOk([
+        'shell',
+        'appops set com.example.cam android:mock_location allow; appops get com.example.cam',
+      ]),
+    ).toBe('MOCK_LOCATION: allow\n');
     const unknown = await v.adb(['shell', 'appops set no.such.app android:mock_location allow']);
     expect(unknown).toMatchObject({ code: 255, stderr: 'Error: No UID for no.such.app in user 0\n' });
   });

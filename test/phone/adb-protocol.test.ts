@@ -139,16 +139,30 @@ let phone: DevicePhone;
 
 beforeAll(async () => {
   backend = createVirtualBackend({ bootMs: 0 });
-  phone = await backend.boot({ sessionId: 'protocol', restoreFrom: null, signal: new AbortController().signal, log: quietLog });
+  phone = await backend.boot({
+    sessionId: 'protocol',
+    restoreFrom: null,
+    signal: new AbortController().signal,
+    log: quietLog,
+  });
 });
 
 afterAll(async () => {
   await backend?.close();
 });
 
-async function handshake(version = 0x01000001, maxdata = 4096, port = phone.adb.port): Promise<{ host: RawHost; reply: Msg }> {
+async function handshake(
+  version = 0x01000001,
+  maxdata = 4096,
+  port = phone.adb.port,
+): Promise<{ host: RawHost; reply: Msg }> {
   const host = await RawHost.open(port);
-  host.send(CNXN, version, maxdata, Buffer.from('host::features=shell_v2,cmd,stat_v2,ls_v2,fixed_push_mkdir,apex,abb,abb_exec\0'));
+  host.send(
+    CNXN,
+    version,
+    maxdata,
+    Buffer.from('host::features=shell_v2,cmd,stat_v2,ls_v2,fixed_push_mkdir,apex,abb,abb_exec\0'),
+  );
   const reply = await host.next();
   if (!reply) throw new Error('no CNXN reply');
   return { host, reply };
@@ -199,7 +213,7 @@ class ShellReply {
 
   private packets(id: number): Buffer[] {
     const out: Buffer[] = [];
-    for (let p = 0; p + 5 <= this.bytes.length; ) {
+    for (let p = 0; p + 5 <= this.bytes.length;) {
       const len = this.bytes.readUInt32LE(p + 1);
       if (p + 5 + len > this.bytes.length) break;
       if (this.bytes[p] === id) out.push(this.bytes.subarray(p + 5, p + 5 + len));
@@ -303,7 +317,9 @@ describe('ADB wire protocol', () => {
         OPEN,
         3,
         0,
-        Buffer.from('shell,v2,raw:while [ ! -e /sdcard/go ]; do sleep 0.05; done; cat > /sdcard/x; stat -c %s /sdcard/x\0'),
+        Buffer.from(
+          'shell,v2,raw:while [ ! -e /sdcard/go ]; do sleep 0.05; done; cat > /sdcard/x; stat -c %s /sdcard/x\0',
+        ),
       );
       const okay = await host.nextFor(3);
       expect(okay?.command).toBe(OKAY);
@@ -324,7 +340,8 @@ describe('ADB wire protocol', () => {
         host.send(WRTE, 3, deviceId, writes[sent++]!);
         await host.barrier();
         if (!(await host.take((m) => m.arg1 === 3 && m.command === OKAY, 0))) break;
-        if (sent === writes.length) throw new Error('the device acknowledged every WRTE while nothing read stdin');
+        if (sent === writes.length)
+          throw new Error('the device acknowledged every WRTE while nothing read stdin');
       }
       expect(sent).toBeLessThanOrEqual(4);
       // The command starts reading: the owed OKAY arrives and the rest flows.
@@ -425,7 +442,12 @@ describe('ADB wire protocol', () => {
       const okay = await host.nextFor(5);
       expect(okay?.command).toBe(OKAY);
       const deviceId = okay!.arg0;
-      host.send(WRTE, 5, deviceId, shellPacket(0, Buffer.from('while true; do sleep 0.05; log -t BgJob tick; done &\necho started\n')));
+      host.send(
+        WRTE,
+        5,
+        deviceId,
+        shellPacket(0, Buffer.from('while true; do sleep 0.05; log -t BgJob tick; done &\necho started\n')),
+      );
       expect(await host.nextFor(5)).toMatchObject({ command: OKAY });
       const reply = await new ShellReply(host, 5, deviceId).read((r) => r.stdout === 'started\n');
       expect(reply.stdout).toBe('started\n');
@@ -474,7 +496,9 @@ describe('ADB wire protocol', () => {
       const stat = await exchange(request('STAT', '/data/local/tmp'), (b) => b.length >= 16);
       expect(stat.toString('latin1', 0, 4)).toBe('STAT');
       expect(stat.readUInt32LE(4) & 0o170000).toBe(0o040000);
-      expect((await exchange(request('STAT', '/no/such/path'), (b) => b.length >= 16)).readUInt32LE(4)).toBe(0);
+      expect((await exchange(request('STAT', '/no/such/path'), (b) => b.length >= 16)).readUInt32LE(4)).toBe(
+        0,
+      );
       // SEND path,mode + DATA + DONE(mtime)
       const data = Buffer.from('v1 push');
       const dataHeader = Buffer.alloc(8);
@@ -483,11 +507,17 @@ describe('ADB wire protocol', () => {
       const done = Buffer.alloc(8);
       done.write('DONE', 0, 'latin1');
       done.writeUInt32LE(1_700_000_000, 4);
-      const sent = await exchange(Buffer.concat([request('SEND', '/data/local/tmp/v1.txt,33188'), dataHeader, data, done]), (b) => b.length >= 8);
+      const sent = await exchange(
+        Buffer.concat([request('SEND', '/data/local/tmp/v1.txt,33188'), dataHeader, data, done]),
+        (b) => b.length >= 8,
+      );
       expect(sent.toString('latin1', 0, 4)).toBe('OKAY');
-      const listing = await exchange(request('LIST', '/data/local/tmp'), (b) => b.length >= 20 && b.toString('latin1', b.length - 20, b.length - 16) === 'DONE');
+      const listing = await exchange(
+        request('LIST', '/data/local/tmp'),
+        (b) => b.length >= 20 && b.toString('latin1', b.length - 20, b.length - 16) === 'DONE',
+      );
       const names: string[] = [];
-      for (let p = 0; p + 20 <= listing.length && listing.toString('latin1', p, p + 4) === 'DENT'; ) {
+      for (let p = 0; p + 20 <= listing.length && listing.toString('latin1', p, p + 4) === 'DENT';) {
         const len = listing.readUInt32LE(p + 16);
         names.push(listing.toString('utf8', p + 20, p + 20 + len));
         if (listing.toString('utf8', p + 20, p + 20 + len) === 'v1.txt') {
@@ -497,10 +527,16 @@ describe('ADB wire protocol', () => {
         p += 20 + len;
       }
       expect(names).toEqual(['.', '..', 'v1.txt']);
-      const recv = await exchange(request('RECV', '/data/local/tmp/v1.txt'), (b) => b.length >= 8 && b.toString('latin1', b.length - 8, b.length - 4) === 'DONE');
+      const recv = await exchange(
+        request('RECV', '/data/local/tmp/v1.txt'),
+        (b) => b.length >= 8 && b.toString('latin1', b.length - 8, b.length - 4) === 'DONE',
+      );
       expect(recv.toString('latin1', 0, 4)).toBe('DATA');
       expect(recv.subarray(8, 8 + recv.readUInt32LE(4)).toString()).toBe('v1 push');
-      const fail = await exchange(request('RECV', '/data/local/tmp/missing'), (b) => b.length >= 8 && b.length >= 8 + b.readUInt32LE(4));
+      const fail = await exchange(
+        request('RECV', '/data/local/tmp/missing'),
+        (b) => b.length >= 8 && b.length >= 8 + b.readUInt32LE(4),
+      );
       expect(fail.toString('latin1', 0, 4)).toBe('FAIL');
       expect(fail.subarray(8).toString()).toBe('open failed: No such file or directory');
       host.send(WRTE, 9, deviceId, request('QUIT', ''));
@@ -514,7 +550,9 @@ describe('ADB wire protocol', () => {
 
 describe('sync pushes that cannot succeed', () => {
   /** Opens sync: and returns a sender of one WRTE that waits for its OKAY. */
-  async function openSync(port = phone.adb.port): Promise<{ host: RawHost; write: (data: Buffer) => Promise<void>; deviceId: number }> {
+  async function openSync(
+    port = phone.adb.port,
+  ): Promise<{ host: RawHost; write: (data: Buffer) => Promise<void>; deviceId: number }> {
     const { host } = await handshake(0x01000001, 1024 * 1024, port);
     host.send(OPEN, 20, 0, Buffer.from('sync:\0'));
     const okay = await host.nextFor(20);
@@ -589,7 +627,12 @@ describe('sync pushes that cannot succeed', () => {
 
   it('fails a push that outgrows the free space as soon as it does, without keeping its data', async () => {
     const small = createVirtualBackend({ bootMs: 0, storageBytes: 256 * 1024 });
-    const tiny = await small.boot({ sessionId: 'protocol-small', restoreFrom: null, signal: new AbortController().signal, log: quietLog });
+    const tiny = await small.boot({
+      sessionId: 'protocol-small',
+      restoreFrom: null,
+      signal: new AbortController().signal,
+      log: quietLog,
+    });
     const { host, write, deviceId } = await openSync(tiny.adb.port);
     try {
       await write(syncRequest('SEND', '/sdcard/big.bin,33188'));
@@ -621,7 +664,11 @@ describe('AdbStream', () => {
 
   function streamWithTransport(): { stream: AdbStream; sent: number[] } {
     const sent: number[] = [];
-    const transport = { maxPayload: 4096, send: (command: number) => void sent.push(command), release: () => undefined };
+    const transport = {
+      maxPayload: 4096,
+      send: (command: number) => void sent.push(command),
+      release: () => undefined,
+    };
     return { stream: new AdbStream(transport, 1, 2, 'test:'), sent };
   }
 

@@ -18,7 +18,8 @@ afterAll(async () => {
   await v?.close();
 });
 
-const shell = (command: string, input?: string) => v.adb(['shell', command], input === undefined ? {} : { input });
+const shell = (command: string, input?: string) =>
+  v.adb(['shell', command], input === undefined ? {} : { input });
 
 describe('connection', () => {
   it('lists the phone with product, model and device from the CNXN banner', async () => {
@@ -30,7 +31,18 @@ describe('connection', () => {
   it('advertises the adb 29 features without sendrecv_v2, and needs no AUTH', async () => {
     const features = (await v.adbOk(['features'])).trim().split('\n').sort();
     expect(features).toEqual(
-      ['abb', 'abb_exec', 'apex', 'cmd', 'fixed_push_mkdir', 'fixed_push_symlink_timestamp', 'ls_v2', 'remount_shell', 'shell_v2', 'stat_v2'].sort(),
+      [
+        'abb',
+        'abb_exec',
+        'apex',
+        'cmd',
+        'fixed_push_mkdir',
+        'fixed_push_symlink_timestamp',
+        'ls_v2',
+        'remount_shell',
+        'shell_v2',
+        'stat_v2',
+      ].sort(),
     );
     expect((await v.adbOk(['get-state'])).trim()).toBe('device');
   });
@@ -91,7 +103,9 @@ describe('properties and settings', () => {
   it('answers getprop for single keys and lists all in [key]: [value] form', async () => {
     expect(await v.adbOk(['shell', 'getprop', 'ro.build.version.sdk'])).toBe('34\n');
     expect(await v.adbOk(['shell', 'getprop', 'ro.build.version.release'])).toBe('14\n');
-    expect(await v.adbOk(['shell', 'getprop ro.product.model; getprop ro.product.manufacturer'])).toBe('Pixel 8\nGoogle\n');
+    expect(await v.adbOk(['shell', 'getprop ro.product.model; getprop ro.product.manufacturer'])).toBe(
+      'Pixel 8\nGoogle\n',
+    );
     const all = await v.adbOk(['shell', 'getprop']);
     expect(all).toContain('[sys.boot_completed]: [1]\n');
     expect(all).toContain('[init.svc.bootanim]: [stopped]\n');
@@ -101,7 +115,9 @@ describe('properties and settings', () => {
   });
 
   it('sets properties, refusing read-only ones', async () => {
-    expect((await shell('setprop persist.phonelease.test on; getprop persist.phonelease.test')).stdout).toBe('on\n');
+    expect((await shell('setprop persist.phonelease.test on; getprop persist.phonelease.test')).stdout).toBe(
+      'on\n',
+    );
     const ro = await shell('setprop ro.build.version.sdk 99');
     expect(ro.code).toBe(1);
     expect(ro.stderr).toMatch(/Failed to set property 'ro.build.version.sdk'/);
@@ -117,7 +133,9 @@ describe('properties and settings', () => {
     expect(await v.adbOk(['shell', 'settings', 'get', 'secure', 'unset_key'])).toBe('null\n');
     expect(await v.adbOk(['shell', 'settings', 'put', 'system', 'font_scale', '1.3'])).toBe('');
     expect(await v.adbOk(['shell', 'settings', 'list', 'system'])).toContain('font_scale=1.3\n');
-    expect(await v.adbOk(['shell', 'settings', 'delete', 'global', 'hidden_api_policy'])).toBe('Deleted 1 rows\n');
+    expect(await v.adbOk(['shell', 'settings', 'delete', 'global', 'hidden_api_policy'])).toBe(
+      'Deleted 1 rows\n',
+    );
     expect(await v.adbOk(['shell', 'settings', 'get', 'global', 'hidden_api_policy'])).toBe('null\n');
   });
 
@@ -125,7 +143,9 @@ describe('properties and settings', () => {
     expect(await v.adbOk(['shell', 'wm', 'size'])).toBe('Physical size: 720x1280\n');
     expect(await v.adbOk(['shell', 'wm', 'density'])).toBe('Physical density: 320\n');
     await v.adbOk(['shell', 'wm size 1080x1920; wm density 480']);
-    expect(await v.adbOk(['shell', 'wm', 'size'])).toBe('Physical size: 720x1280\nOverride size: 1080x1920\n');
+    expect(await v.adbOk(['shell', 'wm', 'size'])).toBe(
+      'Physical size: 720x1280\nOverride size: 1080x1920\n',
+    );
     expect(await v.adbOk(['shell', 'wm', 'density'])).toBe('Physical density: 320\nOverride density: 480\n');
     await v.adbOk(['shell', 'wm size reset; wm density reset']);
     expect(await v.adbOk(['shell', 'wm', 'size'])).toBe('Physical size: 720x1280\n');
@@ -154,7 +174,9 @@ describe('processes and identity', () => {
   it('answers id, whoami, date, which and uname', async () => {
     expect(await v.adbOk(['shell', 'whoami'])).toBe('shell\n');
     expect(await v.adbOk(['shell', 'id'])).toMatch(/^uid=2000\(shell\) gid=2000\(shell\) groups=/);
-    expect((await v.adbOk(['shell', 'date', '+%Y-%m-%dT%T%z'])).trim()).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+0000$/);
+    expect((await v.adbOk(['shell', 'date', '+%Y-%m-%dT%T%z'])).trim()).toMatch(
+      /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+0000$/,
+    );
     expect(await v.adbOk(['shell', 'which', 'screencap'])).toBe('/system/bin/screencap\n');
     expect((await shell('which no-such-tool')).code).toBe(1);
     expect(await v.adbOk(['shell', 'uname', '-m'])).toBe('aarch64\n');
@@ -182,20 +204,36 @@ describe('files from the shell', () => {
 
   it('reports modes, sizes and checksums', async () => {
     await v.adbOk(['shell', 'printf abc > /data/local/tmp/s.txt && chmod 755 /data/local/tmp/s.txt']);
-    expect(await v.adbOk(['shell', "stat -c '%a %s %U %n' /data/local/tmp/s.txt"])).toBe('755 3 shell /data/local/tmp/s.txt\n');
-    expect(await v.adbOk(['shell', 'md5sum', '/data/local/tmp/s.txt'])).toBe('900150983cd24fb0d6963f7d28e17f72  /data/local/tmp/s.txt\n');
+    expect(await v.adbOk(['shell', "stat -c '%a %s %U %n' /data/local/tmp/s.txt"])).toBe(
+      '755 3 shell /data/local/tmp/s.txt\n',
+    );
+    expect(await v.adbOk(['shell', 'md5sum', '/data/local/tmp/s.txt'])).toBe(
+      '900150983cd24fb0d6963f7d28e17f72  /data/local/tmp/s.txt\n',
+    );
     expect(await v.adbOk(['shell', 'sha256sum /data/local/tmp/s.txt | cut -d " " -f 1'])).toBe(
       'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\n',
     );
-    expect(await v.adbOk(['shell', 'head -c 2 /data/local/tmp/s.txt; echo; tail -c 1 /data/local/tmp/s.txt'])).toBe('ab\nc');
-    expect(await v.adbOk(['shell', 'df /data | tail -1'])).toMatch(/^\/dev\/block\/dm-5\s+\d+\s+\d+\s+\d+\s+\d+%\s+\/data\n$/);
+    expect(
+      await v.adbOk(['shell', 'head -c 2 /data/local/tmp/s.txt; echo; tail -c 1 /data/local/tmp/s.txt']),
+    ).toBe('ab\nc');
+    expect(await v.adbOk(['shell', 'df /data | tail -1'])).toMatch(
+      /^\/dev\/block\/dm-5\s+\d+\s+\d+\s+\d+\s+\d+%\s+\/data\n$/,
+    );
   });
 
   it('keeps the system read-only and private data private', async () => {
-    expect(await shell('touch /system/bin/x')).toMatchObject({ code: 1, stderr: 'touch: /system/bin/x: Read-only file system\n' });
-    expect(await shell('mkdir /data/data/evil')).toMatchObject({ code: 1, stderr: 'mkdir: /data/data/evil: Permission denied\n' });
+    expect(await shell('touch /system/bin/x')).toMatchObject({
+      code: 1,
+      stderr: 'touch: /system/bin/x: Read-only file system\n',
+    });
+    expect(await shell('mkdir /data/data/evil')).toMatchObject({
+      code: 1,
+      stderr: 'mkdir: /data/data/evil: Permission denied\n',
+    });
     expect((await shell('ls /sdcard/')).stdout).toContain('Download\n');
-    expect((await shell('echo x > /storage/emulated/0/alias.txt && cat /sdcard/alias.txt')).stdout).toBe('x\n');
+    expect((await shell('echo x > /storage/emulated/0/alias.txt && cat /sdcard/alias.txt')).stdout).toBe(
+      'x\n',
+    );
   });
 });
 
@@ -203,13 +241,17 @@ describe('logcat', () => {
   it('dumps events in threadtime format and clears the buffer', async () => {
     await v.adbOk(['shell', 'log -t PhoneleaseTest hello from the shell']);
     const dump = await v.adbOk(['logcat', '-d']);
-    expect(dump).toMatch(/^\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\s+\d+\s+\d+ I PhoneleaseTest: hello from the shell$/m);
+    expect(dump).toMatch(
+      /^\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\s+\d+\s+\d+ I PhoneleaseTest: hello from the shell$/m,
+    );
     expect(await v.adbOk(['logcat', '-c'])).toBe('');
     expect(await v.adbOk(['logcat', '-d'])).toBe('');
   });
 
   it('follows new lines while the stream stays open', async () => {
-    const child = spawn(ADB, ['-P', String(v.adbServerPort), '-s', v.serial, 'logcat', '-v', 'threadtime'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(ADB, ['-P', String(v.adbServerPort), '-s', v.serial, 'logcat', '-v', 'threadtime'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     const seen = new Promise<void>((resolve) => {
       child.stdout.on('data', (c: Buffer) => {

@@ -35,7 +35,9 @@ describe('push and pull', () => {
     writeFileSync(join(dir, 'big.bin'), data);
     const push = await v.adbOk(['push', join(dir, 'big.bin'), '/sdcard/Download/big.bin']);
     expect(push).toMatch(/1 file pushed/);
-    expect(await v.adbOk(['shell', 'sha256sum', '/sdcard/Download/big.bin'])).toBe(`${sha256(data)}  /sdcard/Download/big.bin\n`);
+    expect(await v.adbOk(['shell', 'sha256sum', '/sdcard/Download/big.bin'])).toBe(
+      `${sha256(data)}  /sdcard/Download/big.bin\n`,
+    );
     expect(await v.adbOk(['shell', "stat -c '%s' /sdcard/Download/big.bin"])).toBe(`${data.length}\n`);
     await v.adbOk(['pull', '/sdcard/Download/big.bin', join(dir, 'back.bin')]);
     expect(sha256(readFileSync(join(dir, 'back.bin')))).toBe(sha256(data));
@@ -47,7 +49,9 @@ describe('push and pull', () => {
     writeFileSync(file, '#!/system/bin/sh\necho tool\n', { mode: 0o755 });
     utimesSync(file, 1_700_000_000, 1_700_000_000);
     await v.adbOk(['push', file, '/data/local/tmp/deep/er/tool.sh']);
-    expect(await v.adbOk(['shell', "stat -c '%a %Y %U' /data/local/tmp/deep/er/tool.sh"])).toBe('755 1700000000 shell\n');
+    expect(await v.adbOk(['shell', "stat -c '%a %Y %U' /data/local/tmp/deep/er/tool.sh"])).toBe(
+      '755 1700000000 shell\n',
+    );
     expect(await v.adbOk(['shell', 'sh /data/local/tmp/deep/er/tool.sh'])).toBe('tool\n');
   });
 
@@ -66,16 +70,25 @@ describe('push and pull', () => {
     const ro = await v.adb(['push', join(dir, 'x.txt'), '/system/x.txt']);
     expect(ro.code).not.toBe(0);
     // adb prints its errors on stdout when that is not a terminal
-    expect(ro.stdout + ro.stderr).toContain("failed to copy '" + join(dir, 'x.txt') + "' to '/system/x.txt': remote couldn't create file: Read-only file system");
+    expect(ro.stdout + ro.stderr).toContain(
+      "failed to copy '" +
+        join(dir, 'x.txt') +
+        "' to '/system/x.txt': remote couldn't create file: Read-only file system",
+    );
     const missing = await v.adb(['pull', '/sdcard/nope.txt', join(dir, 'nope.txt')]);
     expect(missing.code).not.toBe(0);
-    expect(missing.stdout + missing.stderr).toContain("failed to stat remote object '/sdcard/nope.txt': No such file or directory");
+    expect(missing.stdout + missing.stderr).toContain(
+      "failed to stat remote object '/sdcard/nope.txt': No such file or directory",
+    );
   });
 
   it('lists directories with adb ls (LIS2) and resolves /sdcard to emulated storage', async () => {
     await v.adbOk(['shell', 'mkdir -p /sdcard/listing && printf 12345 > /sdcard/listing/five']);
     const out = await v.adbOk(['ls', '/sdcard/listing/']);
-    const names = out.trim().split('\n').map((l) => l.split(' ').pop());
+    const names = out
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' ').pop());
     expect(names).toEqual(['.', '..', 'five']);
     expect(out).toMatch(/^000081b0 00000005 [0-9a-f]{8} five$/m);
     expect(await v.adbOk(['shell', 'cat', '/storage/emulated/0/listing/five'])).toBe('12345');
@@ -87,7 +100,9 @@ describe('adb forward to device ports', () => {
     const local = await freePort();
     await v.adbOk(['forward', `tcp:${local}`, 'tcp:7100']);
     expect(await v.adbOk(['forward', '--list'])).toContain(`${v.serial} tcp:${local} tcp:7100`);
-    const server = spawn(ADB, ['-P', String(v.adbServerPort), '-s', v.serial, 'shell', 'nc -l -p 7100'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const server = spawn(ADB, ['-P', String(v.adbServerPort), '-s', v.serial, 'shell', 'nc -l -p 7100'], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let serverOut = '';
     server.stdout.on('data', (c: Buffer) => (serverOut += c.toString()));
     const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));

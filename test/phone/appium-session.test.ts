@@ -110,7 +110,9 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
         'package:io.appium.uiautomator2.server',
         'package:io.appium.uiautomator2.server.test',
       ]);
-      expect(await fresh.adbOk(['shell', 'dumpsys activity services io.appium.settings'])).toContain('isForeground=true');
+      expect(await fresh.adbOk(['shell', 'dumpsys activity services io.appium.settings'])).toContain(
+        'isForeground=true',
+      );
       await fresh.adbOk(['shell', 'am start -n com.android.settings/.Settings']);
       const source = await driver.getPageSource();
       expect(source).toContain('com.android.settings');
@@ -135,12 +137,19 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
       expect(await driver.isAppInstalled('com.example.absent')).toBe(false);
       expect(await driver.terminateApp('com.android.settings')).toBe(true);
       expect(await driver.getCurrentPackage()).toBe('com.android.launcher3');
-      await driver.pushFile('/sdcard/Download/from-appium.txt', Buffer.from('pushed by appium').toString('base64'));
-      expect(await prepared.adbOk(['shell', 'cat /sdcard/Download/from-appium.txt'])).toBe('pushed by appium');
+      await driver.pushFile(
+        '/sdcard/Download/from-appium.txt',
+        Buffer.from('pushed by appium').toString('base64'),
+      );
+      expect(await prepared.adbOk(['shell', 'cat /sdcard/Download/from-appium.txt'])).toBe(
+        'pushed by appium',
+      );
       const pulled = await driver.pullFile('/sdcard/Download/from-appium.txt');
       expect(Buffer.from(pulled, 'base64').toString()).toBe('pushed by appium');
       // Appium 3 serves the device time as a mobile: command (adb shell date +%Y-%m-%dT%T%z).
-      expect(await driver.execute('mobile: getDeviceTime', {})).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/);
+      expect(await driver.execute('mobile: getDeviceTime', {})).toMatch(
+        /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/,
+      );
     } catch (error) {
       throw new Error(`${String(error)}\n--- appium log ---\n${appium.logs().slice(-6000)}`);
     } finally {

@@ -68,7 +68,11 @@ describe('APK reader', () => {
     const test = readApk(readFileSync(TEST_APK));
     expect(test.package).toBe('io.appium.uiautomator2.server.test');
     expect(test.instrumentations).toEqual([
-      { name: 'androidx.test.runner.AndroidJUnitRunner', targetPackage: 'io.appium.uiautomator2.server', label: 'Tests for io.appium.uiautomator2.server' },
+      {
+        name: 'androidx.test.runner.AndroidJUnitRunner',
+        targetPackage: 'io.appium.uiautomator2.server',
+        label: 'Tests for io.appium.uiautomator2.server',
+      },
     ]);
   });
 
@@ -91,7 +95,10 @@ describe('APK reader', () => {
       launcherActivity: 'com.example.notes.MainActivity',
       permissions: ['android.permission.CAMERA'],
     });
-    expect(info.activities.map((a) => a.name)).toEqual(['com.example.notes.MainActivity', 'com.example.notes.Other']);
+    expect(info.activities.map((a) => a.name)).toEqual([
+      'com.example.notes.MainActivity',
+      'com.example.notes.Other',
+    ]);
   });
 
   it('falls back to the last package segment when there is no label', () => {
@@ -106,15 +113,19 @@ describe('APK reader', () => {
 
   it('reports non-APKs clearly', () => {
     expect(() => readApk(Buffer.from('not a zip at all, just text'))).toThrow(ApkError);
-    expect(() => readApk(buildZip([{ name: 'README', data: Buffer.from('hi') }]))).toThrow(/no AndroidManifest.xml/);
+    expect(() => readApk(buildZip([{ name: 'README', data: Buffer.from('hi') }]))).toThrow(
+      /no AndroidManifest.xml/,
+    );
   });
 
   it('reads stored and deflated zip entries alike', () => {
     const data = Buffer.from('x'.repeat(5000));
-    const zip = new ZipReader(buildZip([
-      { name: 'a.txt', data, stored: true },
-      { name: 'b.txt', data },
-    ]));
+    const zip = new ZipReader(
+      buildZip([
+        { name: 'a.txt', data, stored: true },
+        { name: 'b.txt', data },
+      ]),
+    );
     expect(zip.read('a.txt')!.equals(data)).toBe(true);
     expect(zip.read('b.txt')!.equals(data)).toBe(true);
     expect(zip.entries.get('b.txt')!.compressedSize).toBeLessThan(5000);

@@ -26,7 +26,11 @@ async function sh(source: string, options: { device?: Device; stdin?: string } =
   const stdout = new BufferOutput();
   const stderr = new BufferOutput();
   const shell = new Interpreter(device, commands, initialShellState(device));
-  const code = await shell.run(source, { stdin: new BufferInput(Buffer.from(options.stdin ?? '')), stdout, stderr }, new AbortController().signal);
+  const code = await shell.run(
+    source,
+    { stdin: new BufferInput(Buffer.from(options.stdin ?? '')), stdout, stderr },
+    new AbortController().signal,
+  );
   return { code, out: stdout.text(), err: stderr.text(), device };
 }
 
@@ -36,7 +40,9 @@ describe('quoting', () => {
   });
 
   it('handles double quotes with variables, escapes and literal single quotes', async () => {
-    expect((await sh('X=world; echo "hello $X" "\\$X" "a\\"b" "\'q\'"')).out).toBe('hello world $X a"b \'q\'\n');
+    expect((await sh('X=world; echo "hello $X" "\\$X" "a\\"b" "\'q\'"')).out).toBe(
+      "hello world $X a\"b 'q'\n",
+    );
   });
 
   it('handles backslashes outside quotes and keeps empty quoted arguments', async () => {
@@ -63,7 +69,9 @@ describe('quoting', () => {
 
 describe('lists, pipes and status', () => {
   it('runs ; && || with exit statuses', async () => {
-    expect((await sh('false; echo $?; true && echo yes || echo no; false && echo no || echo fallback')).out).toBe('1\nyes\nfallback\n');
+    expect(
+      (await sh('false; echo $?; true && echo yes || echo no; false && echo no || echo fallback')).out,
+    ).toBe('1\nyes\nfallback\n');
   });
 
   it('returns the last status and supports exit', async () => {
@@ -97,7 +105,9 @@ describe('lists, pipes and status', () => {
 
 describe('redirections', () => {
   it('writes, appends and reads files', async () => {
-    const r = await sh('echo one > /data/local/tmp/f; echo two >> /data/local/tmp/f; cat < /data/local/tmp/f; wc -c /data/local/tmp/f');
+    const r = await sh(
+      'echo one > /data/local/tmp/f; echo two >> /data/local/tmp/f; cat < /data/local/tmp/f; wc -c /data/local/tmp/f',
+    );
     expect(r.out).toBe('one\ntwo\n8 /data/local/tmp/f\n');
   });
 
@@ -127,13 +137,15 @@ describe('tests, variables and control flow', () => {
     const device = newDevice();
     expect((await sh("[ -e '/data/local/tmp/mock_apps.json' ] && echo __PASS__", { device })).out).toBe('');
     await sh('echo {} > /data/local/tmp/mock_apps.json', { device });
-    expect((await sh("[ -e '/data/local/tmp/mock_apps.json' ] && echo __PASS__", { device })).out).toBe('__PASS__\n');
+    expect((await sh("[ -e '/data/local/tmp/mock_apps.json' ] && echo __PASS__", { device })).out).toBe(
+      '__PASS__\n',
+    );
     expect((await sh('test -d /sdcard && test ! -f /sdcard && echo dir', { device })).out).toBe('dir\n');
     expect((await sh('[ 3 -gt 2 -a "x" = "x" ]', { device })).code).toBe(0);
   });
 
   it('exports variables to commands and runs exec', async () => {
-    expect((await sh('export GREETING=hi; exec sh -c \'echo $GREETING\'')).out).toBe('hi\n');
+    expect((await sh("export GREETING=hi; exec sh -c 'echo $GREETING'")).out).toBe('hi\n');
     expect((await sh('A=1 env | grep ^A=')).out).toBe('A=1\n');
   });
 
@@ -146,8 +158,10 @@ describe('tests, variables and control flow', () => {
   });
 
   it('runs if, for and while', async () => {
-    const r = await sh('for i in 1 2 3; do if [ $i = 2 ]; then continue; fi; echo $i; done; n=0; while [ $n -lt 3 ]; do n=$((n + 1)); done; echo "end $n $((2 * (3 + 4) % 5))"');
-    expect(r.out).toBe("1\n3\nend 3 4\n");
+    const r = await sh(
+      'for i in 1 2 3; do if [ $i = 2 ]; then continue; fi; echo $i; done; n=0; while [ $n -lt 3 ]; do n=$((n + 1)); done; echo "end $n $((2 * (3 + 4) % 5))"',
+    );
+    expect(r.out).toBe('1\n3\nend 3 4\n');
   });
 
   it('reads stdin in commands', async () => {
@@ -159,7 +173,11 @@ describe('tests, variables and control flow', () => {
 describe('text split across reads', () => {
   it('keeps a UTF-8 character that straddles two stdin chunks whole in head', async () => {
     const device = newDevice();
-    const chunks = [Buffer.from([0x68, 0xc3]), Buffer.from([0xa9, 0x0a, 0x77, 0xe2, 0x82]), Buffer.from([0xac, 0x0a, 0x78, 0x0a])];
+    const chunks = [
+      Buffer.from([0x68, 0xc3]),
+      Buffer.from([0xa9, 0x0a, 0x77, 0xe2, 0x82]),
+      Buffer.from([0xac, 0x0a, 0x78, 0x0a]),
+    ];
     const stdin = { read: () => Promise.resolve(chunks.shift() ?? null) };
     const stdout = new BufferOutput();
     const shell = new Interpreter(device, commands, initialShellState(device));
@@ -191,10 +209,16 @@ describe('storage', () => {
     // Memory is bounded by the quota: the file holds exactly what fitted.
     expect(device.fs.stat('/data/local/tmp/y').size).toBe(quota);
     expect(device.fs.usedBytes).toBe(quota);
-    expect((await sh('echo more >> /data/local/tmp/y', { device })).err).toBe('echo: write error: No space left on device\n');
-    expect((await sh('cp /data/local/tmp/y /sdcard/copy', { device })).err).toContain('No space left on device');
+    expect((await sh('echo more >> /data/local/tmp/y', { device })).err).toBe(
+      'echo: write error: No space left on device\n',
+    );
+    expect((await sh('cp /data/local/tmp/y /sdcard/copy', { device })).err).toContain(
+      'No space left on device',
+    );
     // Removing the file frees its space.
-    expect((await sh('rm /data/local/tmp/y; echo ok > /sdcard/ok; cat /sdcard/ok', { device })).out).toBe('ok\n');
+    expect((await sh('rm /data/local/tmp/y; echo ok > /sdcard/ok; cat /sdcard/ok', { device })).out).toBe(
+      'ok\n',
+    );
     expect(device.fs.usedBytes).toBe(3);
   });
 
@@ -224,23 +248,34 @@ describe('storage', () => {
     device.fs.writeFile(path, Buffer.from('more\n'), { append: true });
     expect(device.fs.readFile(path).toString()).toBe('new\nmore\n');
     expect(before.toString()).toBe(text);
-    expect((await sh(`for i in 1 2 3; do echo $i >> ${path}; done; cat ${path}`, { device })).out).toBe('new\nmore\n1\n2\n3\n');
+    expect((await sh(`for i in 1 2 3; do echo $i >> ${path}; done; cat ${path}`, { device })).out).toBe(
+      'new\nmore\n1\n2\n3\n',
+    );
   });
 
   it('refuses a streamed install larger than the free space before reading it', async () => {
     const device = newDevice({ storageBytes: 1024 * 1024 });
     const r = await sh('pm install -S 1000000000', { device });
     expect(r.code).toBe(1);
-    expect(r.out).toBe('Failure [INSTALL_FAILED_INSUFFICIENT_STORAGE: Requested internal only, but not enough space]\n');
+    expect(r.out).toBe(
+      'Failure [INSTALL_FAILED_INSUFFICIENT_STORAGE: Requested internal only, but not enough space]\n',
+    );
   });
 
-  it('writes a redirected command\'s output while it runs', async () => {
+  it("writes a redirected command's output while it runs", async () => {
     const device = newDevice();
     const controller = new AbortController();
     const stderr = new BufferOutput();
     const shell = new Interpreter(device, commands, initialShellState(device));
-    const run = shell.run('logcat -v raw -s Live > /data/local/tmp/live.txt', { stdin: new BufferInput(Buffer.alloc(0)), stdout: new BufferOutput(), stderr }, controller.signal);
-    const file = () => (device.fs.exists('/data/local/tmp/live.txt') ? device.fs.readFile('/data/local/tmp/live.txt').toString() : '');
+    const run = shell.run(
+      'logcat -v raw -s Live > /data/local/tmp/live.txt',
+      { stdin: new BufferInput(Buffer.alloc(0)), stdout: new BufferOutput(), stderr },
+      controller.signal,
+    );
+    const file = () =>
+      device.fs.exists('/data/local/tmp/live.txt')
+        ? device.fs.readFile('/data/local/tmp/live.txt').toString()
+        : '';
     await vi.waitFor(() => expect(device.fs.exists('/data/local/tmp/live.txt')).toBe(true));
     device.logcat.add({ pid: 1, tid: 1, priority: 'I', tag: 'Live', message: 'first' });
     await vi.waitFor(() => expect(file()).toBe('first\n'));
@@ -253,9 +288,13 @@ describe('storage', () => {
 
   it('writes the output of `logcat > file &` while the job runs', async () => {
     const device = newDevice();
-    expect((await sh('logcat -v raw -s Bg > /data/local/tmp/bg.txt & echo started', { device })).out).toBe('started\n');
+    expect((await sh('logcat -v raw -s Bg > /data/local/tmp/bg.txt & echo started', { device })).out).toBe(
+      'started\n',
+    );
     device.logcat.add({ pid: 1, tid: 1, priority: 'I', tag: 'Bg', message: 'from the job' });
-    await vi.waitFor(() => expect(device.fs.readFile('/data/local/tmp/bg.txt').toString()).toBe('from the job\n'));
+    await vi.waitFor(() =>
+      expect(device.fs.readFile('/data/local/tmp/bg.txt').toString()).toBe('from the job\n'),
+    );
     device.close();
     await vi.waitFor(() => expect(device.runningJobs).toBe(0));
   });
@@ -266,7 +305,9 @@ describe('storage', () => {
     await sh(`log -t Cmd ${'x'.repeat(10_000)}`, { device });
     const [big, cmd] = device.logcat.snapshot().slice(-2);
     // priority byte + tag + NUL + message + NUL
-    expect(1 + Buffer.byteLength(big!.tag) + 1 + Buffer.byteLength(big!.message) + 1).toBeLessThanOrEqual(4068);
+    expect(1 + Buffer.byteLength(big!.tag) + 1 + Buffer.byteLength(big!.message) + 1).toBeLessThanOrEqual(
+      4068,
+    );
     expect(big!.message).toMatch(/^(é)+$/);
     expect(Buffer.byteLength(big!.message)).toBeGreaterThan(4000);
     expect(cmd).toMatchObject({ tag: 'Cmd', message: 'x'.repeat(4068 - 3 - 3) });
@@ -288,10 +329,15 @@ describe('flow control', () => {
     };
     const controller = new AbortController();
     const shell = new Interpreter(device, commands, initialShellState(device));
-    const run = shell.run('logcat -v raw -s Flood', { stdin: new BufferInput(Buffer.alloc(0)), stdout: stuck, stderr: new BufferOutput() }, controller.signal);
+    const run = shell.run(
+      'logcat -v raw -s Flood',
+      { stdin: new BufferInput(Buffer.alloc(0)), stdout: stuck, stderr: new BufferOutput() },
+      controller.signal,
+    );
     const followers = () => (device.logcat as unknown as { followers: Set<unknown> }).followers.size;
     await vi.waitFor(() => expect(followers()).toBe(1));
-    for (let i = 0; i < 10_000; i++) device.logcat.add({ pid: 1, tid: 1, priority: 'I', tag: 'Flood', message: `line ${i}` });
+    for (let i = 0; i < 10_000; i++)
+      device.logcat.add({ pid: 1, tid: 1, priority: 'I', tag: 'Flood', message: `line ${i}` });
     await new Promise((resolve) => setImmediate(resolve));
     // Nothing more was written while the reader was stuck.
     expect(lines.length).toBeLessThanOrEqual(1);
@@ -326,14 +372,25 @@ describe('activity manager', () => {
   it('frees device port 6790 on stopping UiAutomator2 only while the port is still its own', () => {
     const device = newDevice();
     const options = { grantAll: false, allowDowngrade: false };
-    expect(device.packages.install(buildTestApk({ package: 'io.appium.uiautomator2.server' }), options).ok).toBe(true);
+    expect(
+      device.packages.install(buildTestApk({ package: 'io.appium.uiautomator2.server' }), options).ok,
+    ).toBe(true);
     const testApk = buildTestApk({
       package: 'io.appium.uiautomator2.server.test',
-      instrumentation: { name: 'androidx.test.runner.AndroidJUnitRunner', targetPackage: 'io.appium.uiautomator2.server' },
+      instrumentation: {
+        name: 'androidx.test.runner.AndroidJUnitRunner',
+        targetPackage: 'io.appium.uiautomator2.server',
+      },
     });
     expect(device.packages.install(testApk, options).ok).toBe(true);
-    device.activity.uiAutomator2Factory = () => ({ handleConnection: (socket) => socket.destroy(), close: () => undefined });
-    const started = device.activity.startInstrumentation({ pkg: 'io.appium.uiautomator2.server.test', cls: 'androidx.test.runner.AndroidJUnitRunner' });
+    device.activity.uiAutomator2Factory = () => ({
+      handleConnection: (socket) => socket.destroy(),
+      close: () => undefined,
+    });
+    const started = device.activity.startInstrumentation({
+      pkg: 'io.appium.uiautomator2.server.test',
+      cls: 'androidx.test.runner.AndroidJUnitRunner',
+    });
     if (started.kind !== 'server') throw new Error(`not started: ${started.kind}`);
     expect(device.ports.has(UIA2_PORT)).toBe(true);
     // Something else took the port meanwhile: stopping must leave it alone.

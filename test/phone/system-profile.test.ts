@@ -99,7 +99,13 @@ describe('profiles', () => {
     // Two sessions of the account's profile phone on one server: ending the first saves it.
     const ps = await startPhoneServer();
     const first = await startVirtualAdb({ on: ps, profile: true });
-    const apk = buildTestApk({ package: 'com.example.kept', label: 'Kept', versionName: '9.9', activities: ['.Main'], launcher: true });
+    const apk = buildTestApk({
+      package: 'com.example.kept',
+      label: 'Kept',
+      versionName: '9.9',
+      activities: ['.Main'],
+      launcher: true,
+    });
     const apkFile = join(dir, 'kept.apk');
     writeFileSync(apkFile, apk);
     await first.adbOk(['install', apkFile]);
@@ -108,11 +114,18 @@ describe('profiles', () => {
       'shell',
       'mkdir -p /sdcard/Documents/notes && echo remember > /sdcard/Documents/notes/a.txt && echo tmp > /data/local/tmp/t.txt && chmod 700 /data/local/tmp/t.txt',
     ]);
-    await first.adbOk(['shell', 'settings put secure phonelease_saved yes; setprop persist.phonelease.kept 1; setprop debug.phonelease.lost 1']);
+    await first.adbOk([
+      'shell',
+      'settings put secure phonelease_saved yes; setprop persist.phonelease.kept 1; setprop debug.phonelease.lost 1',
+    ]);
     await first.adbOk(['shell', 'am start -n com.phonelease.login/.LoginActivity']);
     const hash = await first.adbOk(['shell', 'md5sum /sdcard/Documents/notes/a.txt']);
     await first.close();
-    expect((await ps.api.get('/me')).body.profile).toMatchObject({ state: 'stored', exact: true, session: null });
+    expect((await ps.api.get('/me')).body.profile).toMatchObject({
+      state: 'stored',
+      exact: true,
+      session: null,
+    });
 
     const second = await startVirtualAdb({ on: ps, profile: true });
     try {
@@ -122,9 +135,13 @@ describe('profiles', () => {
       expect(await second.adbOk(['shell', 'getprop persist.phonelease.kept'])).toBe('1\n');
       expect(await second.adbOk(['shell', 'getprop debug.phonelease.lost'])).toBe('\n');
       expect(await second.adbOk(['shell', 'pm path com.example.kept'])).toBe(apkPath);
-      expect(await second.adbOk(['shell', 'dumpsys package com.example.kept | grep versionName'])).toBe('    versionName=9.9\n');
+      expect(await second.adbOk(['shell', 'dumpsys package com.example.kept | grep versionName'])).toBe(
+        '    versionName=9.9\n',
+      );
       expect(await second.phone.apps()).toContainEqual({ package: 'com.example.kept', label: 'Kept' });
-      expect(await second.adbOk(['shell', 'dumpsys window | grep mFocusedApp | head -1'])).toContain('com.phonelease.login/.LoginActivity');
+      expect(await second.adbOk(['shell', 'dumpsys window | grep mFocusedApp | head -1'])).toContain(
+        'com.phonelease.login/.LoginActivity',
+      );
     } finally {
       await second.close();
       await ps.close();
@@ -190,7 +207,9 @@ describe('profiles', () => {
       await expect(backend.boot(bootRequest(save))).rejects.toBeInstanceOf(PhoneBootError);
       await expect(backend.boot(bootRequest(save))).rejects.toMatchObject({ code: 'profile_damaged' });
       truncateSync(join(truncatedCopy, 'state.json'), 10);
-      await expect(backend.boot(bootRequest(truncatedCopy))).rejects.toMatchObject({ code: 'profile_damaged' });
+      await expect(backend.boot(bootRequest(truncatedCopy))).rejects.toMatchObject({
+        code: 'profile_damaged',
+      });
     } finally {
       await backend.close();
     }

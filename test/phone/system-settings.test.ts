@@ -23,7 +23,12 @@ async function dump(): Promise<Node[]> {
   return [...xml.matchAll(/<node\b[^>]*>/g)].map(([tag]) => {
     const attr = (n: string) => new RegExp(`\\b${n}="([^"]*)"`).exec(tag)?.[1] ?? '';
     const [l = 0, t = 0, r = 0, b = 0] = (attr('bounds').match(/\d+/g) ?? []).map(Number);
-    return { text: attr('text'), resourceId: attr('resource-id'), checked: attr('checked') === 'true', bounds: [l, t, r, b] };
+    return {
+      text: attr('text'),
+      resourceId: attr('resource-id'),
+      checked: attr('checked') === 'true',
+      bounds: [l, t, r, b],
+    };
   });
 }
 
@@ -32,7 +37,12 @@ async function switchOf(title: string): Promise<Node> {
   const nodes = await dump();
   const label = nodes.find((n) => n.text === title && n.resourceId === 'android:id/title');
   if (!label) throw new Error(`no "${title}" row on screen`);
-  const sw = nodes.find((n) => n.resourceId === 'android:id/switch_widget' && n.bounds[1] <= label.bounds[3] && n.bounds[3] >= label.bounds[1]);
+  const sw = nodes.find(
+    (n) =>
+      n.resourceId === 'android:id/switch_widget' &&
+      n.bounds[1] <= label.bounds[3] &&
+      n.bounds[3] >= label.bounds[1],
+  );
   if (!sw) throw new Error(`no switch beside "${title}"`);
   return sw;
 }
@@ -41,7 +51,9 @@ describe('settings', () => {
   it('opens a settings page by its intent action', async () => {
     const out = await v.adbOk(['shell', 'am start -W -a android.settings.WIFI_SETTINGS']);
     expect(out).toContain('Activity: com.android.settings/.Settings$WifiSettingsActivity');
-    expect(await v.adbOk(['shell', 'dumpsys window | grep mCurrentFocus | head -1'])).toContain('com.android.settings.Settings$WifiSettingsActivity');
+    expect(await v.adbOk(['shell', 'dumpsys window | grep mCurrentFocus | head -1'])).toContain(
+      'com.android.settings.Settings$WifiSettingsActivity',
+    );
     const unknown = await v.adb(['shell', 'am start -a android.settings.NO_SUCH_PAGE']);
     expect(unknown.stdout + unknown.stderr).toContain('unable to resolve');
   });

@@ -22,7 +22,11 @@ const APPS: LauncherApp[] = [
 describe('uiautomator dump format', () => {
   it('starts like the real tool and lists attributes in its order', () => {
     const dump = makeUi(APPS).dumpHierarchy();
-    expect(dump.startsWith(`<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="com.android.launcher3" content-desc="" checkable="false" checked="false" clickable="false" enabled="true" focusable="false" focused="false" scrollable="false" long-clickable="false" password="false" selected="false" bounds="[0,0][720,1280]">`)).toBe(true);
+    expect(
+      dump.startsWith(
+        `<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="com.android.launcher3" content-desc="" checkable="false" checked="false" clickable="false" enabled="true" focusable="false" focused="false" scrollable="false" long-clickable="false" password="false" selected="false" bounds="[0,0][720,1280]">`,
+      ),
+    ).toBe(true);
     expect(dump.endsWith('</node></hierarchy>')).toBe(true);
     expect(dump).not.toContain('\n');
   });
@@ -37,7 +41,10 @@ describe('uiautomator dump format', () => {
   });
 
   it('escapes text from apps', () => {
-    const ui = makeUi([...APPS, { package: 'com.example.odd', label: `Tom & "Jerry" <3 'x'`, activity: 'com.example.odd.Main' }]);
+    const ui = makeUi([
+      ...APPS,
+      { package: 'com.example.odd', label: `Tom & "Jerry" <3 'x'`, activity: 'com.example.odd.Main' },
+    ]);
     const dump = ui.dumpHierarchy();
     expect(dump).toContain('text="Tom &amp; &quot;Jerry&quot; &lt;3 &apos;x&apos;"');
     expect(() => ui.renderPng()).not.toThrow();
@@ -65,7 +72,9 @@ describe('uiautomator dump format', () => {
     };
     check(root);
     const dump = dumpUiAutomator(root);
-    expect(dump).toContain('resource-id="com.android.settings:id/recycler_view" class="androidx.recyclerview.widget.RecyclerView"');
+    expect(dump).toContain(
+      'resource-id="com.android.settings:id/recycler_view" class="androidx.recyclerview.widget.RecyclerView"',
+    );
     expect(dump).toMatch(/scrollable="true"/);
   });
 

@@ -16,7 +16,8 @@ function makeHost(opts: { apps?: LauncherApp[]; writableSettings?: boolean } = {
     log: (p, tag, msg) => logs.push(`${p} ${tag}: ${msg}`),
     setting: (ns, key) => settings.get(`${ns}/${key}`) ?? null,
   };
-  if (opts.writableSettings !== false) host.setSetting = (ns, key, value) => void settings.set(`${ns}/${key}`, value);
+  if (opts.writableSettings !== false)
+    host.setSetting = (ns, key, value) => void settings.set(`${ns}/${key}`, value);
   return { host, settings, logs, setApps: (a: LauncherApp[]) => (apps = a) };
 }
 
@@ -54,26 +55,42 @@ const byText = (text: string) => (n: UiNodeInfo) => n.text === text;
 
 /** The text attribute of the node with resource-id `id` in the uiautomator dump. */
 function dumpText(ui: PhoneUi, id: string): string | undefined {
-  const m = new RegExp(`<node [^>]*text="([^"]*)" resource-id="${id.replace(/[.]/g, '\\.')}"`).exec(ui.dumpHierarchy());
+  const m = new RegExp(`<node [^>]*text="([^"]*)" resource-id="${id.replace(/[.]/g, '\\.')}"`).exec(
+    ui.dumpHierarchy(),
+  );
   return m?.[1];
 }
 
 describe('launcher and app launching', () => {
   it('starts on the launcher with one icon per launcher app, in order', () => {
     const { ui } = makeUi();
-    expect(ui.foreground()).toEqual({ package: 'com.android.launcher3', activity: 'com.android.launcher3.Launcher' });
+    expect(ui.foreground()).toEqual({
+      package: 'com.android.launcher3',
+      activity: 'com.android.launcher3.Launcher',
+    });
     const dump = ui.dumpHierarchy();
-    const labels = [...dump.matchAll(/text="([^"]*)" resource-id="" class="android.widget.TextView" package="com.android.launcher3" content-desc="\1" checkable="false" checked="false" clickable="true"/g)].map(
-      (m) => m[1],
-    );
+    const labels = [
+      ...dump.matchAll(
+        /text="([^"]*)" resource-id="" class="android.widget.TextView" package="com.android.launcher3" content-desc="\1" checkable="false" checked="false" clickable="true"/g,
+      ),
+    ].map((m) => m[1]);
     expect(labels).toEqual(['Settings', 'Login', 'Notes']);
   });
 
   it('opens an app from its launcher icon and logs the start', () => {
     const { ui, logs } = makeUi();
     tapNode(ui, (n) => n.contentDesc === 'Login');
-    expect(ui.foreground()).toEqual({ package: 'com.phonelease.login', activity: 'com.phonelease.login.LoginActivity' });
-    expect(logs.some((l) => l.startsWith('I ActivityTaskManager: START u0') && l.includes('cmp=com.phonelease.login/.LoginActivity'))).toBe(true);
+    expect(ui.foreground()).toEqual({
+      package: 'com.phonelease.login',
+      activity: 'com.phonelease.login.LoginActivity',
+    });
+    expect(
+      logs.some(
+        (l) =>
+          l.startsWith('I ActivityTaskManager: START u0') &&
+          l.includes('cmp=com.phonelease.login/.LoginActivity'),
+      ),
+    ).toBe(true);
   });
 
   it('launch() returns false for an unknown package and changes nothing', () => {
@@ -87,7 +104,10 @@ describe('launcher and app launching', () => {
   it('shows a generic screen for other apps', () => {
     const { ui } = makeUi();
     expect(ui.launch('com.example.notes')).toBe(true);
-    expect(ui.foreground()).toEqual({ package: 'com.example.notes', activity: 'com.example.notes.MainActivity' });
+    expect(ui.foreground()).toEqual({
+      package: 'com.example.notes',
+      activity: 'com.example.notes.MainActivity',
+    });
     expect(find(ui, byText('Hello from Notes'))).toBeDefined();
     expect(find(ui, (n) => n.resourceId === 'com.example.notes:id/toolbar')).toBeDefined();
   });
@@ -117,7 +137,9 @@ describe('launcher and app launching', () => {
   it('redraws the launcher when apps are installed or removed', () => {
     const { ui, setApps } = makeUi();
     ui.launch('com.example.notes');
-    setApps([{ package: 'com.android.settings', label: 'Settings', activity: 'com.android.settings.Settings' }]);
+    setApps([
+      { package: 'com.android.settings', label: 'Settings', activity: 'com.android.settings.Settings' },
+    ]);
     const v = ui.version;
     ui.appsChanged();
     expect(ui.version).toBeGreaterThan(v);
@@ -213,9 +235,15 @@ describe('navigation keys', () => {
   it('BACK leaves a Settings page, then the app; HOME always shows the launcher', () => {
     const { ui } = makeUi();
     ui.launch('com.android.settings');
-    expect(ui.foreground()).toEqual({ package: 'com.android.settings', activity: 'com.android.settings.Settings' });
+    expect(ui.foreground()).toEqual({
+      package: 'com.android.settings',
+      activity: 'com.android.settings.Settings',
+    });
     tapNode(ui, byText('Network & internet'));
-    expect(ui.foreground()).toEqual({ package: 'com.android.settings', activity: 'com.android.settings.SubSettings' });
+    expect(ui.foreground()).toEqual({
+      package: 'com.android.settings',
+      activity: 'com.android.settings.SubSettings',
+    });
     expect(find(ui, byText('Airplane mode'))).toBeDefined();
     ui.key(KEYCODE.BACK);
     expect(ui.foreground().activity).toBe('com.android.settings.Settings');
@@ -243,7 +271,9 @@ describe('navigation keys', () => {
 
   it('opens a Settings page directly from its activity name', () => {
     const { ui } = makeUi();
-    expect(ui.launch('com.android.settings', 'com.android.settings.Settings$MyDeviceInfoActivity')).toBe(true);
+    expect(ui.launch('com.android.settings', 'com.android.settings.Settings$MyDeviceInfoActivity')).toBe(
+      true,
+    );
     expect(ui.foreground().activity).toBe('com.android.settings.Settings$MyDeviceInfoActivity');
     expect(find(ui, byText('Pixel 8'))).toBeDefined();
     expect(find(ui, byText('Android version'))).toBeDefined();
@@ -264,7 +294,10 @@ describe('settings', () => {
       });
       const title = find(ui, (n) => n.key.endsWith('toolbar/title'));
       expect(title?.text, activity).toBeTruthy();
-      expect(find(ui, (n) => n.resourceId === 'android:id/title'), activity).toBeDefined();
+      expect(
+        find(ui, (n) => n.resourceId === 'android:id/title'),
+        activity,
+      ).toBeDefined();
     }
   });
 
@@ -288,11 +321,24 @@ describe('settings', () => {
 
   it('lists at least 8 categories, each opening its own page', () => {
     const { ui } = makeUi();
-    const titles = ['Network & internet', 'Connected devices', 'Apps', 'Notifications', 'Battery', 'Storage', 'Sound & vibration', 'Display'];
+    const titles = [
+      'Network & internet',
+      'Connected devices',
+      'Apps',
+      'Notifications',
+      'Battery',
+      'Storage',
+      'Sound & vibration',
+      'Display',
+    ];
     ui.launch('com.android.settings');
     for (const t of titles) {
       tapNode(ui, byText(t));
-      expect(find(ui, (n) => n.resourceId === 'com.android.settings:id/toolbar')?.children.some((c) => c.text === t)).toBe(true);
+      expect(
+        find(ui, (n) => n.resourceId === 'com.android.settings:id/toolbar')?.children.some(
+          (c) => c.text === t,
+        ),
+      ).toBe(true);
       ui.key(KEYCODE.BACK);
       ui.swipe(360, 900, 360, 760, 200);
     }
@@ -301,7 +347,8 @@ describe('settings', () => {
   it('toggles Wi-Fi and airplane mode through host settings', () => {
     const { ui, settings } = makeUi();
     ui.launch('com.android.settings', 'com.android.settings.Settings$NetworkDashboardActivity');
-    const wifiSwitch = () => find(ui, (n) => n.className === 'android.widget.Switch' && n.key.includes('row/wifi'));
+    const wifiSwitch = () =>
+      find(ui, (n) => n.className === 'android.widget.Switch' && n.key.includes('row/wifi'));
     expect(wifiSwitch()?.checked).toBe(true);
     tapNode(ui, byText('Wi-Fi'));
     expect(settings.get('global/wifi_on')).toBe('0');
@@ -313,7 +360,9 @@ describe('settings', () => {
     const v = ui.version;
     ui.settingsChanged?.();
     expect(ui.version).toBeGreaterThan(v);
-    expect(find(ui, (n) => n.className === 'android.widget.Switch' && n.key.includes('row/airplane'))?.checked).toBe(false);
+    expect(
+      find(ui, (n) => n.className === 'android.widget.Switch' && n.key.includes('row/airplane'))?.checked,
+    ).toBe(false);
   });
 
   it('keeps toggles to itself when the host cannot store settings', () => {
@@ -321,7 +370,9 @@ describe('settings', () => {
     ui.launch('com.android.settings', 'com.android.settings.Settings$NetworkDashboardActivity');
     tapNode(ui, byText('Wi-Fi'));
     expect(settings.size).toBe(0);
-    expect(find(ui, (n) => n.className === 'android.widget.Switch' && n.key.includes('row/wifi'))?.checked).toBe(false);
+    expect(
+      find(ui, (n) => n.className === 'android.widget.Switch' && n.key.includes('row/wifi'))?.checked,
+    ).toBe(false);
   });
 });
 
@@ -362,7 +413,10 @@ describe('change notification and state', () => {
 
     const b = makeUi();
     b.ui.restoreState(saved);
-    expect(b.ui.foreground()).toEqual({ package: 'com.phonelease.login', activity: 'com.phonelease.login.LoginActivity' });
+    expect(b.ui.foreground()).toEqual({
+      package: 'com.phonelease.login',
+      activity: 'com.phonelease.login.LoginActivity',
+    });
     expect(dumpText(b.ui, 'com.phonelease.login:id/username')).toBe('demo');
     expect(dumpText(b.ui, 'com.phonelease.login:id/password')).toBe('');
     b.ui.key(KEYCODE.HOME);

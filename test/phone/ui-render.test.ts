@@ -104,7 +104,8 @@ describe('rendering', () => {
     expect(ui.version).toBeGreaterThan(v);
     const after = decode(ui.renderPng());
     let differ = 0;
-    for (let y = 0; y < 48; y++) for (let x = 0; x < 120; x++) if (before.rgb(x, y) !== after.rgb(x, y)) differ++;
+    for (let y = 0; y < 48; y++)
+      for (let x = 0; x < 120; x++) if (before.rgb(x, y) !== after.rgb(x, y)) differ++;
     expect(differ).toBeGreaterThan(10);
   });
 
@@ -118,7 +119,9 @@ describe('rendering', () => {
       // Inside the 56 px circle, left of the glyph in its centre.
       expect(img.rgb(cx - 44, cy)).toBe(appColor(pkg));
       // The glyph or initial is white.
-      expect(colorsIn(img, { left: cx - 20, top: cy - 20, right: cx + 20, bottom: cy + 20 }).has(0xffffff)).toBe(true);
+      expect(
+        colorsIn(img, { left: cx - 20, top: cy - 20, right: cx + 20, bottom: cy + 20 }).has(0xffffff),
+      ).toBe(true);
       // Outside the circle: wallpaper, not the app colour.
       expect(img.rgb(icon.bounds.left + 2, icon.bounds.top + 2)).not.toBe(appColor(pkg));
     }
@@ -131,11 +134,17 @@ describe('rendering', () => {
     const empty = decode(ui.renderPng());
     expect([...colorsIn(empty, result.bounds)]).toEqual([COLORS.surface]);
 
-    tap(ui, node(ui, (n) => n.resourceId === 'com.phonelease.login:id/username'));
+    tap(
+      ui,
+      node(ui, (n) => n.resourceId === 'com.phonelease.login:id/username'),
+    );
     ui.text('demo');
     ui.key(KEYCODE.ENTER);
     ui.text('secret');
-    tap(ui, node(ui, (n) => n.resourceId === 'com.phonelease.login:id/login'));
+    tap(
+      ui,
+      node(ui, (n) => n.resourceId === 'com.phonelease.login:id/login'),
+    );
     const done = decode(ui.renderPng());
     const colors = colorsIn(done, result.bounds);
     expect(colors.has(COLORS.success)).toBe(true);
@@ -157,12 +166,17 @@ describe('rendering', () => {
     ui.launch('com.android.settings', 'com.android.settings.Settings$DisplaySettingsActivity');
     const light = decode(ui.renderPng());
     expect(light.rgb(360, 1000)).toBe(COLORS.surfaceContainer);
-    tap(ui, node(ui, (n) => n.text === 'Dark theme'));
+    tap(
+      ui,
+      node(ui, (n) => n.text === 'Dark theme'),
+    );
     expect(settings.get('secure/ui_night_mode')).toBe('2');
     const dark = decode(ui.renderPng());
     expect(dark.rgb(360, 1000)).toBe(DARK_COLORS.surfaceContainer);
     // Status bar text turns light on the dark bar: white-ish clock pixels appear.
-    expect([...colorsIn(dark, { left: 0, top: 0, right: 120, bottom: 48 })].some((c) => c === 0xffffff)).toBe(true);
+    expect([...colorsIn(dark, { left: 0, top: 0, right: 120, bottom: 48 })].some((c) => c === 0xffffff)).toBe(
+      true,
+    );
     ui.launch('com.phonelease.login');
     const login = decode(ui.renderPng());
     expect(login.rgb(360, 10)).toBe(DARK_COLORS.primary);
@@ -186,7 +200,8 @@ describe('rendering', () => {
     ui.swipe(360, 1000, 360, 700, 300);
     const after = decode(ui.renderPng());
     let differ = 0;
-    for (let y = 400; y < 1100; y += 4) for (let x = 0; x < 720; x += 4) if (before.rgb(x, y) !== after.rgb(x, y)) differ++;
+    for (let y = 400; y < 1100; y += 4)
+      for (let x = 0; x < 720; x += 4) if (before.rgb(x, y) !== after.rgb(x, y)) differ++;
     expect(differ).toBeGreaterThan(500);
     // The app bar above the list stays put.
     for (let x = 0; x < 720; x += 8) expect(after.rgb(x, 100)).toBe(before.rgb(x, 100));
@@ -196,7 +211,8 @@ describe('rendering', () => {
 describe('font and rasteriser', () => {
   it('has a glyph for every printable ASCII character', () => {
     const missing: string[] = [];
-    for (let c = 32; c <= 126; c++) if (!hasGlyph(String.fromCharCode(c))) missing.push(String.fromCharCode(c));
+    for (let c = 32; c <= 126; c++)
+      if (!hasGlyph(String.fromCharCode(c))) missing.push(String.fromCharCode(c));
     expect(missing).toEqual([]);
   });
 

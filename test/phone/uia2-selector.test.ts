@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { view } from '../support/ui-nodes.js';
-import { matchSelector, parseUiSelector, UiSelectorError, type Selector } from '../../server/devices/virtual/uia2/ui-selector.js';
-
+import {
+  matchSelector,
+  parseUiSelector,
+  UiSelectorError,
+  type Selector,
+} from '../../server/devices/virtual/uia2/ui-selector.js';
 
 const tree = view('android.widget.FrameLayout', {}, [
   view('androidx.recyclerview.widget.RecyclerView', { resourceId: 'com.example:id/list', scrollable: true }, [
@@ -14,7 +18,12 @@ const tree = view('android.widget.FrameLayout', {}, [
       view('android.widget.Switch', { checkable: true, checked: false, text: 'OFF', enabled: false }),
     ]),
   ]),
-  view('android.widget.Button', { text: 'Log in', contentDesc: 'login', clickable: true, resourceId: 'com.example:id/login' }),
+  view('android.widget.Button', {
+    text: 'Log in',
+    contentDesc: 'login',
+    clickable: true,
+    resourceId: 'com.example:id/login',
+  }),
 ]);
 
 function selector(src: string): Selector {
@@ -50,8 +59,14 @@ describe('UiSelector', () => {
   });
 
   it('follows childSelector and fromParent', () => {
-    expect(find('new UiSelector().scrollable(true).childSelector(new UiSelector().className("android.widget.Switch").instance(1))')).toEqual(['OFF']);
-    expect(find('new UiSelector().text("Wi-Fi").fromParent(new UiSelector().className("android.widget.Switch"))')).toEqual(['ON']);
+    expect(
+      find(
+        'new UiSelector().scrollable(true).childSelector(new UiSelector().className("android.widget.Switch").instance(1))',
+      ),
+    ).toEqual(['OFF']);
+    expect(
+      find('new UiSelector().text("Wi-Fi").fromParent(new UiSelector().className("android.widget.Switch"))'),
+    ).toEqual(['ON']);
   });
 
   it('accepts shorthand, qualified names, escapes and ; alternatives', () => {
@@ -61,25 +76,30 @@ describe('UiSelector', () => {
     expect(find('new UiSelector().text("Log\\u0020in")')).toEqual(['Log in']);
     const statements = parseUiSelector('new UiSelector().text("Wi-Fi"); new UiSelector().text("Log in")');
     expect(statements).toHaveLength(2);
-    const all = statements.flatMap((s) => (s.kind === 'selector' ? matchSelector(s.selector, tree) : [])).map((n) => n.text);
+    const all = statements
+      .flatMap((s) => (s.kind === 'selector' ? matchSelector(s.selector, tree) : []))
+      .map((n) => n.text);
     expect(all).toEqual(['Wi-Fi', 'Log in']);
   });
 
   it('parses UiScrollable with its search target', () => {
-    const [st] = parseUiSelector('new UiScrollable(new UiSelector().scrollable(true).instance(0)).setMaxSearchSwipes(5).scrollIntoView(new UiSelector().text("About phone"))');
+    const [st] = parseUiSelector(
+      'new UiScrollable(new UiSelector().scrollable(true).instance(0)).setMaxSearchSwipes(5).scrollIntoView(new UiSelector().text("About phone"))',
+    );
     expect(st?.kind).toBe('scrollable');
     if (st?.kind !== 'scrollable') return;
     expect(st.maxSwipes).toBe(5);
-    expect(matchSelector(st.container, tree).map((n) => n.className)).toEqual(['androidx.recyclerview.widget.RecyclerView']);
+    expect(matchSelector(st.container, tree).map((n) => n.className)).toEqual([
+      'androidx.recyclerview.widget.RecyclerView',
+    ]);
     expect(st.actions.map((a) => a.kind)).toEqual(['scrollIntoView']);
   });
 
   it('searches only below a context node when given one', () => {
     const list = tree.children[0];
-    expect(matchSelector(selector('new UiSelector().clickable(true)'), tree, list).map((n) => n.className)).toEqual([
-      'android.widget.LinearLayout',
-      'android.widget.LinearLayout',
-    ]);
+    expect(
+      matchSelector(selector('new UiSelector().clickable(true)'), tree, list).map((n) => n.className),
+    ).toEqual(['android.widget.LinearLayout', 'android.widget.LinearLayout']);
   });
 
   it('rejects unknown methods and malformed input', () => {

@@ -29,8 +29,17 @@ beforeEach(async () => {
     log: (p, tag, msg) => logs.push(`${p} ${tag}: ${msg}`),
     setting: () => null,
   };
-  const ui = createPhoneUi(host, { width: 720, height: 1280, density: 320, identity, now: () => new Date(2025, 0, 6, 9, 41) });
-  const uia2 = createUiAutomator2Server(ui, { identity, log: (p, tag, msg) => logs.push(`${p} ${tag}: ${msg}`) });
+  const ui = createPhoneUi(host, {
+    width: 720,
+    height: 1280,
+    density: 320,
+    identity,
+    now: () => new Date(2025, 0, 6, 9, 41),
+  });
+  const uia2 = createUiAutomator2Server(ui, {
+    identity,
+    log: (p, tag, msg) => logs.push(`${p} ${tag}: ${msg}`),
+  });
   // The system side forwards adb tcp:6790 streams the same way: each connection goes in whole.
   const tcp = net.createServer((socket) => uia2.handleConnection(socket));
   await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
@@ -58,7 +67,12 @@ async function call(method: string, path: string, body?: unknown): Promise<Reply
 }
 
 async function newSession(): Promise<string> {
-  const r = await call('POST', '/session', { capabilities: { firstMatch: [{ platformName: 'Android', 'appium:automationName': 'UiAutomator2' }], alwaysMatch: {} } });
+  const r = await call('POST', '/session', {
+    capabilities: {
+      firstMatch: [{ platformName: 'Android', 'appium:automationName': 'UiAutomator2' }],
+      alwaysMatch: {},
+    },
+  });
   expect(r.status).toBe(200);
   const id = r.body.sessionId;
   if (typeof id !== 'string') throw new Error('no session id');
@@ -66,7 +80,12 @@ async function newSession(): Promise<string> {
 }
 
 async function find(sid: string, strategy: string, selector: string, multiple = false): Promise<Reply> {
-  return call('POST', `/session/${sid}/element${multiple ? 's' : ''}`, { strategy, selector, context: '', multiple });
+  return call('POST', `/session/${sid}/element${multiple ? 's' : ''}`, {
+    strategy,
+    selector,
+    context: '',
+    multiple,
+  });
 }
 
 function elementId(r: Reply): string {
@@ -83,7 +102,9 @@ describe('UiAutomator2 server over HTTP', () => {
     expect((await call('GET', '/sessions')).body.value).toEqual([]);
     const sid = await newSession();
     const sessions = await call('GET', '/sessions');
-    expect(sessions.body.value).toEqual([{ id: sid, capabilities: { platformName: 'Android', 'appium:automationName': 'UiAutomator2' } }]);
+    expect(sessions.body.value).toEqual([
+      { id: sid, capabilities: { platformName: 'Android', 'appium:automationName': 'UiAutomator2' } },
+    ]);
     const got = await call('GET', `/session/${sid}`);
     expect(got.body.value).toMatchObject({ platformName: 'Android' });
     expect((await call('DELETE', `/session/${sid}`)).status).toBe(200);
@@ -111,10 +132,20 @@ describe('UiAutomator2 server over HTTP', () => {
   it('reports the device details the driver reads at session start', async () => {
     const sid = await newSession();
     expect((await call('GET', `/session/${sid}/appium/device/pixel_ratio`)).body.value).toBe(2);
-    const bars = (await call('GET', `/session/${sid}/appium/device/system_bars`)).body.value as { statusBar: unknown };
+    const bars = (await call('GET', `/session/${sid}/appium/device/system_bars`)).body.value as {
+      statusBar: unknown;
+    };
     expect(bars.statusBar).toBe(48);
-    expect((await call('GET', `/session/${sid}/window/current/size`)).body.value).toEqual({ width: 720, height: 1280 });
-    expect((await call('GET', `/session/${sid}/window/rect`)).body.value).toEqual({ x: 0, y: 0, width: 720, height: 1280 });
+    expect((await call('GET', `/session/${sid}/window/current/size`)).body.value).toEqual({
+      width: 720,
+      height: 1280,
+    });
+    expect((await call('GET', `/session/${sid}/window/rect`)).body.value).toEqual({
+      x: 0,
+      y: 0,
+      width: 720,
+      height: 1280,
+    });
     expect((await call('GET', `/session/${sid}/appium/device/info`)).body.value).toMatchObject({
       apiVersion: '34',
       platformVersion: '14',
@@ -133,11 +164,17 @@ describe('UiAutomator2 server over HTTP', () => {
     expect(elementId(await find(sid, 'id', 'username'))).toBe(user);
     const pass = elementId(await find(sid, 'accessibility id', 'password'));
     const button = elementId(await find(sid, '-android uiautomator', 'new UiSelector().text("Log in")'));
-    expect(elementId(await find(sid, 'xpath', '//android.widget.Button[@content-desc="login"]'))).toBe(button);
+    expect(elementId(await find(sid, 'xpath', '//android.widget.Button[@content-desc="login"]'))).toBe(
+      button,
+    );
     expect(elementId(await find(sid, 'class name', 'android.widget.Button'))).toBe(button);
 
-    expect((await call('POST', `/session/${sid}/element/${user}/value`, { text: 'demo', replace: false })).status).toBe(200);
-    expect((await call('POST', `/session/${sid}/element/${pass}/value`, { text: 'secret' })).status).toBe(200);
+    expect(
+      (await call('POST', `/session/${sid}/element/${user}/value`, { text: 'demo', replace: false })).status,
+    ).toBe(200);
+    expect((await call('POST', `/session/${sid}/element/${pass}/value`, { text: 'secret' })).status).toBe(
+      200,
+    );
     expect((await call('GET', `/session/${sid}/element/${user}/text`)).body.value).toBe('demo');
     expect((await call('GET', `/session/${sid}/element/${pass}/text`)).body.value).toBe('\u2022'.repeat(6));
     expect((await call('GET', `/session/${sid}/element/${pass}/attribute/password`)).body.value).toBe('true');
@@ -164,19 +201,40 @@ describe('UiAutomator2 server over HTTP', () => {
     h.ui.launch('com.phonelease.login');
     const sid = await newSession();
     const button = elementId(await find(sid, 'accessibility id', 'login'));
-    const rect = (await call('GET', `/session/${sid}/element/${button}/rect`)).body.value as { x: number; y: number; width: number; height: number };
+    const rect = (await call('GET', `/session/${sid}/element/${button}/rect`)).body.value as {
+      x: number;
+      y: number;
+      width: number;
+      height: number;
+    };
     const bounds = (await call('GET', `/session/${sid}/element/${button}/attribute/bounds`)).body.value;
     expect(bounds).toBe(`[${rect.x},${rect.y}][${rect.x + rect.width},${rect.y + rect.height}]`);
-    expect((await call('GET', `/session/${sid}/element/${button}/location`)).body.value).toEqual({ x: rect.x, y: rect.y });
-    expect((await call('GET', `/session/${sid}/element/${button}/size`)).body.value).toEqual({ width: rect.width, height: rect.height });
+    expect((await call('GET', `/session/${sid}/element/${button}/location`)).body.value).toEqual({
+      x: rect.x,
+      y: rect.y,
+    });
+    expect((await call('GET', `/session/${sid}/element/${button}/size`)).body.value).toEqual({
+      width: rect.width,
+      height: rect.height,
+    });
     expect((await call('GET', `/session/${sid}/element/${button}/displayed`)).body.value).toBe(true);
     expect((await call('GET', `/session/${sid}/element/${button}/enabled`)).body.value).toBe(true);
     expect((await call('GET', `/session/${sid}/element/${button}/selected`)).body.value).toBe(false);
-    expect((await call('GET', `/session/${sid}/element/${button}/name`)).body.value).toBe('android.widget.Button');
-    expect((await call('GET', `/session/${sid}/element/${button}/attribute/resource-id`)).body.value).toBe('com.phonelease.login:id/login');
-    expect((await call('GET', `/session/${sid}/element/${button}/attribute/content-desc`)).body.value).toBe('login');
-    expect((await call('GET', `/session/${sid}/element/${button}/attribute/class`)).body.value).toBe('android.widget.Button');
-    expect((await call('GET', `/session/${sid}/element/${button}/attribute/clickable`)).body.value).toBe('true');
+    expect((await call('GET', `/session/${sid}/element/${button}/name`)).body.value).toBe(
+      'android.widget.Button',
+    );
+    expect((await call('GET', `/session/${sid}/element/${button}/attribute/resource-id`)).body.value).toBe(
+      'com.phonelease.login:id/login',
+    );
+    expect((await call('GET', `/session/${sid}/element/${button}/attribute/content-desc`)).body.value).toBe(
+      'login',
+    );
+    expect((await call('GET', `/session/${sid}/element/${button}/attribute/class`)).body.value).toBe(
+      'android.widget.Button',
+    );
+    expect((await call('GET', `/session/${sid}/element/${button}/attribute/clickable`)).body.value).toBe(
+      'true',
+    );
     const bad = await call('GET', `/session/${sid}/element/${button}/attribute/colour`);
     expect(bad.status).toBe(400);
     expect(bad.body.value).toMatchObject({ error: 'invalid argument' });
@@ -189,7 +247,11 @@ describe('UiAutomator2 server over HTTP', () => {
     h.ui.launch('com.phonelease.login');
     const sid = await newSession();
     const source = (await call('GET', `/session/${sid}/source`)).body.value as string;
-    expect(source.startsWith("<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>\n<hierarchy index=\"0\" class=\"hierarchy\" rotation=\"0\" width=\"720\" height=\"1280\">")).toBe(true);
+    expect(
+      source.startsWith(
+        '<?xml version=\'1.0\' encoding=\'UTF-8\' standalone=\'yes\' ?>\n<hierarchy index="0" class="hierarchy" rotation="0" width="720" height="1280">',
+      ),
+    ).toBe(true);
     expect(source).toMatch(
       /<android\.widget\.EditText index="\d+" package="com\.phonelease\.login" class="android\.widget\.EditText" text="" resource-id="com\.phonelease\.login:id\/username" content-desc="username" checkable="false" checked="false" clickable="true" enabled="true" focusable="true" focused="false" long-clickable="true" password="false" scrollable="false" selected="false" bounds="\[\d+,\d+\]\[\d+,\d+\]" displayed="true" hint="Username" \/>/,
     );
@@ -223,7 +285,9 @@ describe('UiAutomator2 server over HTTP', () => {
     expect(unknown.status).toBe(404);
     expect(unknown.body.value).toMatchObject({ error: 'unknown command' });
     expect((unknown.body.value as { message: string }).message).toContain('POST /session/');
-    expect(h.logs.some((l) => l.startsWith('W AppiumUiAutomator2Server:') && l.includes('/appium/teleport'))).toBe(true);
+    expect(
+      h.logs.some((l) => l.startsWith('W AppiumUiAutomator2Server:') && l.includes('/appium/teleport')),
+    ).toBe(true);
 
     const badXpath = await find(sid, 'xpath', '//*[@text=');
     expect(badXpath.status).toBe(400);
@@ -240,14 +304,26 @@ describe('UiAutomator2 server over HTTP', () => {
     h.ui.launch('com.android.settings');
     const sid = await newSession();
     const list = elementId(await find(sid, 'id', 'com.android.settings:id/recycler_view'));
-    const titles = await call('POST', `/session/${sid}/element/${list}/elements`, { strategy: 'id', selector: 'android:id/title' });
+    const titles = await call('POST', `/session/${sid}/element/${list}/elements`, {
+      strategy: 'id',
+      selector: 'android:id/title',
+    });
     expect((titles.body.value as unknown[]).length).toBeGreaterThan(3);
     const first = (titles.body.value as Array<Record<string, string>>)[0]?.[ELEMENT_KEY];
-    expect((await call('GET', `/session/${sid}/element/${first}/text`)).body.value).toBe('Network & internet');
-    const again = elementId(await find(sid, '-android uiautomator', 'new UiSelector().resourceId("android:id/title").instance(0)'));
+    expect((await call('GET', `/session/${sid}/element/${first}/text`)).body.value).toBe(
+      'Network & internet',
+    );
+    const again = elementId(
+      await find(sid, '-android uiautomator', 'new UiSelector().resourceId("android:id/title").instance(0)'),
+    );
     expect(again).toBe(first);
     // Context given in the find body (what the driver sends) works the same way.
-    const ctx = await call('POST', `/session/${sid}/elements`, { strategy: 'class name', selector: 'android.widget.TextView', context: list, multiple: true });
+    const ctx = await call('POST', `/session/${sid}/elements`, {
+      strategy: 'class name',
+      selector: 'android.widget.TextView',
+      context: list,
+      multiple: true,
+    });
     expect((ctx.body.value as unknown[]).length).toBeGreaterThan(3);
   });
 
@@ -255,7 +331,11 @@ describe('UiAutomator2 server over HTTP', () => {
     h.ui.launch('com.android.settings');
     const sid = await newSession();
     expect((await find(sid, 'accessibility id', 'nothing')).status).toBe(404);
-    const about = await find(sid, '-android uiautomator', 'new UiScrollable(new UiSelector().scrollable(true)).scrollIntoView(new UiSelector().text("About phone"))');
+    const about = await find(
+      sid,
+      '-android uiautomator',
+      'new UiScrollable(new UiSelector().scrollable(true)).scrollIntoView(new UiSelector().text("About phone"))',
+    );
     expect(about.status).toBe(200);
     await call('POST', `/session/${sid}/element/${elementId(about)}/click`, {});
     expect(h.ui.foreground().activity).toBe('com.android.settings.SubSettings');
@@ -283,7 +363,12 @@ describe('UiAutomator2 server over HTTP', () => {
     const network = await find(sid, 'xpath', "//*[@text='Network & internet']");
     expect(network.status).toBe(200);
     // A pointer that goes down and up in place is a tap.
-    const rect = (await call('GET', `/session/${sid}/element/${elementId(network)}/rect`)).body.value as { x: number; y: number; width: number; height: number };
+    const rect = (await call('GET', `/session/${sid}/element/${elementId(network)}/rect`)).body.value as {
+      x: number;
+      y: number;
+      width: number;
+      height: number;
+    };
     await call('POST', `/session/${sid}/actions`, {
       actions: [
         {
@@ -305,15 +390,25 @@ describe('UiAutomator2 server over HTTP', () => {
     h.ui.launch('com.android.settings');
     const sid = await newSession();
     const network = elementId(await find(sid, 'xpath', "//*[@text='Network & internet']"));
-    const scrolled = await call('POST', `/session/${sid}/gestures/scroll_to`, { params: { strategy: 'xpath', selector: "//*[@text='About phone']", maxSwipes: 10 } });
+    const scrolled = await call('POST', `/session/${sid}/gestures/scroll_to`, {
+      params: { strategy: 'xpath', selector: "//*[@text='About phone']", maxSwipes: 10 },
+    });
     expect(scrolled.status).toBe(200);
     expect((await find(sid, 'xpath', "//*[@text='About phone']")).status).toBe(200);
     // The first row scrolled away: its element is stale until it comes back.
-    expect((await call('GET', `/session/${sid}/element/${network}/text`)).body.value).toMatchObject({ error: 'stale element reference' });
+    expect((await call('GET', `/session/${sid}/element/${network}/text`)).body.value).toMatchObject({
+      error: 'stale element reference',
+    });
     const list = elementId(await find(sid, 'id', 'com.android.settings:id/recycler_view'));
-    expect((await call('POST', `/session/${sid}/appium/element/${list}/scroll_to/${network}`, {})).status).toBe(200);
-    expect((await call('GET', `/session/${sid}/element/${network}/text`)).body.value).toBe('Network & internet');
-    const missing = await call('POST', `/session/${sid}/gestures/scroll_to`, { params: { strategy: 'accessibility id', selector: 'Nowhere', maxSwipes: 3 } });
+    expect(
+      (await call('POST', `/session/${sid}/appium/element/${list}/scroll_to/${network}`, {})).status,
+    ).toBe(200);
+    expect((await call('GET', `/session/${sid}/element/${network}/text`)).body.value).toBe(
+      'Network & internet',
+    );
+    const missing = await call('POST', `/session/${sid}/gestures/scroll_to`, {
+      params: { strategy: 'accessibility id', selector: 'Nowhere', maxSwipes: 3 },
+    });
     expect(missing.status).toBe(404);
     expect(missing.body.value).toMatchObject({ error: 'no such element' });
   });
@@ -321,7 +416,9 @@ describe('UiAutomator2 server over HTTP', () => {
   it('performs the mobile: gestures in the shapes the driver sends', async () => {
     h.ui.launch('com.android.settings');
     const sid = await newSession();
-    const displayVisible = async () => (await find(sid, '-android uiautomator', 'new UiSelector().text("Display")', true)).body.value as unknown[];
+    const displayVisible = async () =>
+      (await find(sid, '-android uiautomator', 'new UiSelector().text("Display")', true)).body
+        .value as unknown[];
     expect(await displayVisible()).toEqual([]);
     // scrollGesture: direction is where the content goes; true while more remains.
     const more = await call('POST', `/session/${sid}/appium/gestures/scroll`, {
@@ -332,24 +429,40 @@ describe('UiAutomator2 server over HTTP', () => {
     expect(more.body.value).toBe(true);
     expect(await displayVisible()).toHaveLength(1);
     // dragGesture back to the top, then clickGesture on an element's origin.
-    await call('POST', `/session/${sid}/appium/gestures/drag`, { start: { x: 360, y: 400 }, end: { x: 360, y: 1150 } });
-    await call('POST', `/session/${sid}/appium/gestures/drag`, { start: { x: 360, y: 400 }, end: { x: 360, y: 1150 } });
+    await call('POST', `/session/${sid}/appium/gestures/drag`, {
+      start: { x: 360, y: 400 },
+      end: { x: 360, y: 1150 },
+    });
+    await call('POST', `/session/${sid}/appium/gestures/drag`, {
+      start: { x: 360, y: 400 },
+      end: { x: 360, y: 1150 },
+    });
     const battery = elementId(await find(sid, 'xpath', "//*[@text='Battery']"));
-    await call('POST', `/session/${sid}/appium/gestures/click`, { origin: { [ELEMENT_KEY]: battery, ELEMENT: battery } });
+    await call('POST', `/session/${sid}/appium/gestures/click`, {
+      origin: { [ELEMENT_KEY]: battery, ELEMENT: battery },
+    });
     expect((await find(sid, 'xpath', "//*[@text='Battery Saver']")).status).toBe(200);
-    const bad = await call('POST', `/session/${sid}/appium/gestures/swipe`, { area: { left: 0, top: 0, width: 10, height: 10 }, direction: 'sideways' });
+    const bad = await call('POST', `/session/${sid}/appium/gestures/swipe`, {
+      area: { left: 0, top: 0, width: 10, height: 10 },
+      direction: 'sideways',
+    });
     expect(bad.status).toBe(400);
   });
 
   it('presses keys, reports the current app, and keeps settings', async () => {
     h.ui.launch('com.phonelease.login');
     const sid = await newSession();
-    expect((await call('GET', `/session/${sid}/appium/device/current_package`)).body.value).toBe('com.phonelease.login');
-    expect((await call('GET', `/session/${sid}/appium/device/current_activity`)).body.value).toBe('com.phonelease.login.LoginActivity');
+    expect((await call('GET', `/session/${sid}/appium/device/current_package`)).body.value).toBe(
+      'com.phonelease.login',
+    );
+    expect((await call('GET', `/session/${sid}/appium/device/current_activity`)).body.value).toBe(
+      'com.phonelease.login.LoginActivity',
+    );
     const user = elementId(await find(sid, 'id', 'username'));
     await call('POST', `/session/${sid}/element/${user}/click`, {});
     // d, e, m, o as key codes, then Enter moves to the password field.
-    for (const keycode of [32, 33, 41, 43, 66]) await call('POST', `/session/${sid}/appium/device/press_keycode`, { keycode });
+    for (const keycode of [32, 33, 41, 43, 66])
+      await call('POST', `/session/${sid}/appium/device/press_keycode`, { keycode });
     expect((await call('GET', `/session/${sid}/element/${user}/text`)).body.value).toBe('demo');
     await call('POST', `/session/${sid}/keys`, { text: 'secret\ue007' });
     const result = elementId(await find(sid, 'id', 'result'));
@@ -357,9 +470,13 @@ describe('UiAutomator2 server over HTTP', () => {
     await call('POST', `/session/${sid}/appium/device/press_keycode`, { keycode: 3 });
     expect(h.ui.foreground().package).toBe('com.android.launcher3');
 
-    const set = await call('POST', `/session/${sid}/appium/settings`, { settings: { waitForIdleTimeout: 0 } });
+    const set = await call('POST', `/session/${sid}/appium/settings`, {
+      settings: { waitForIdleTimeout: 0 },
+    });
     expect(set.status).toBe(200);
-    expect((await call('GET', `/session/${sid}/appium/settings`)).body.value).toMatchObject({ waitForIdleTimeout: 0 });
+    expect((await call('GET', `/session/${sid}/appium/settings`)).body.value).toMatchObject({
+      waitForIdleTimeout: 0,
+    });
     expect((await call('GET', `/session/${sid}/orientation`)).body.value).toBe('PORTRAIT');
     expect((await call('POST', `/session/${sid}/timeouts`, { implicit: 0 })).status).toBe(200);
   });
@@ -402,7 +519,8 @@ describe('UiAutomator2 server over HTTP', () => {
     socket.on('data', (d: Buffer) => (received += d.toString()));
     socket.write('GET /status HTTP/1.1\r\nHost: x\r\n\r\nGET /sessions HTTP/1.1\r\nHost: x\r\n\r\n');
     await new Promise<void>((resolve) => {
-      const check = () => ((received.match(/HTTP\/1\.1 200/g)?.length ?? 0) >= 2 ? resolve() : setTimeout(check, 5));
+      const check = () =>
+        (received.match(/HTTP\/1\.1 200/g)?.length ?? 0) >= 2 ? resolve() : setTimeout(check, 5);
       check();
     });
     expect(received).toContain('"ready":true');

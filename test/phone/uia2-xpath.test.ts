@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { view } from '../support/ui-nodes.js';
 import { buildSource, serializeSource } from '../../server/devices/virtual/uia2/source.js';
-import { evaluateXPath, parseXPath, selectElements, XPathError } from '../../server/devices/virtual/uia2/xpath.js';
-
+import {
+  evaluateXPath,
+  parseXPath,
+  selectElements,
+  XPathError,
+} from '../../server/devices/virtual/uia2/xpath.js';
 
 /*
  * FrameLayout
@@ -31,7 +35,9 @@ const texts = (expr: string) => selectElements(expr, doc).map((e) => e.node?.tex
 
 describe('XPath over the page source', () => {
   it('selects by absolute and relative paths, // and *', () => {
-    expect(texts('/hierarchy/android.widget.FrameLayout/android.widget.LinearLayout/android.widget.TextView')).toEqual(['Alpha', 'Beta', 'Gamma 1']);
+    expect(
+      texts('/hierarchy/android.widget.FrameLayout/android.widget.LinearLayout/android.widget.TextView'),
+    ).toEqual(['Alpha', 'Beta', 'Gamma 1']);
     expect(texts('//android.widget.TextView')).toEqual(['Alpha', 'Beta', 'Gamma 1']);
     expect(texts('hierarchy/*/*[2]/*[1]')).toEqual(['Gamma 1']);
     expect(selectElements('//*', doc)).toHaveLength(8);
@@ -44,7 +50,9 @@ describe('XPath over the page source', () => {
     expect(texts("//*[text()='Go']")).toEqual(['Go']);
     expect(texts("//*[contains(@text, 'amm')]")).toEqual(['Gamma 1']);
     expect(texts("//*[starts-with(@text, 'Al') or @content-desc='go']")).toEqual(['Alpha', 'Go']);
-    expect(texts("//android.widget.TextView[@clickable='true' and @resource-id='com.example:id/title']")).toEqual(['Beta']);
+    expect(
+      texts("//android.widget.TextView[@clickable='true' and @resource-id='com.example:id/title']"),
+    ).toEqual(['Beta']);
     expect(texts("//android.widget.TextView[not(@clickable='true')]")).toEqual(['Alpha', 'Gamma 1']);
     expect(texts("//*[@hint='Name']")).toEqual(['android.widget.EditText']);
     expect(texts('//*[@scrollable="true"]/*[last()]')).toEqual(['Go']);
@@ -63,9 +71,15 @@ describe('XPath over the page source', () => {
     expect(texts("//*[@text='Go']/..")).toEqual(['android.widget.LinearLayout']);
     expect(texts("//*[@text='Go']/preceding-sibling::*[1]")).toEqual(['Beta']);
     expect(texts("//*[@text='Alpha']/following-sibling::android.widget.Button")).toEqual(['Go']);
-    expect(texts("//*[@text='Gamma 1']/ancestor::android.widget.FrameLayout")).toEqual(['android.widget.FrameLayout']);
-    expect(selectElements("//*[@text='Gamma 1']/ancestor::*[1]", doc)[0]?.node?.resourceId).toBe('com.example:id/footer');
-    expect(texts('//android.widget.LinearLayout[android.widget.Button]/descendant::*[@text="Alpha"]')).toEqual(['Alpha']);
+    expect(texts("//*[@text='Gamma 1']/ancestor::android.widget.FrameLayout")).toEqual([
+      'android.widget.FrameLayout',
+    ]);
+    expect(selectElements("//*[@text='Gamma 1']/ancestor::*[1]", doc)[0]?.node?.resourceId).toBe(
+      'com.example:id/footer',
+    );
+    expect(
+      texts('//android.widget.LinearLayout[android.widget.Button]/descendant::*[@text="Alpha"]'),
+    ).toEqual(['Alpha']);
   });
 
   it('evaluates functions and values', () => {
@@ -101,14 +115,23 @@ describe('XPath over the page source', () => {
     const list = tree.children[0];
     if (!list) throw new Error('fixture');
     const sub = buildSource(tree, { width: 720, height: 1280 }, list);
-    expect(selectElements('//android.widget.TextView', sub).map((e) => e.node?.text)).toEqual(['Alpha', 'Beta']);
+    expect(selectElements('//android.widget.TextView', sub).map((e) => e.node?.text)).toEqual([
+      'Alpha',
+      'Beta',
+    ]);
   });
 
   it('serialises the same tree it queries', () => {
     const xml = serializeSource(doc);
-    expect(xml.split('\n')[1]).toBe('<hierarchy index="0" class="hierarchy" rotation="0" width="720" height="1280">');
-    expect(xml).toContain('  <android.widget.FrameLayout index="0" package="com.example" class="android.widget.FrameLayout" text=""');
-    expect(xml).toContain('<android.widget.Button index="2" package="com.example" class="android.widget.Button" text="Go" resource-id="" content-desc="go"');
+    expect(xml.split('\n')[1]).toBe(
+      '<hierarchy index="0" class="hierarchy" rotation="0" width="720" height="1280">',
+    );
+    expect(xml).toContain(
+      '  <android.widget.FrameLayout index="0" package="com.example" class="android.widget.FrameLayout" text=""',
+    );
+    expect(xml).toContain(
+      '<android.widget.Button index="2" package="com.example" class="android.widget.Button" text="Go" resource-id="" content-desc="go"',
+    );
     expect(xml.trimEnd().endsWith('</hierarchy>')).toBe(true);
   });
 });

@@ -55,7 +55,8 @@ describe('frame.png', () => {
     const r = await t.api.get(`/sessions/${queued.id}/frame.png`);
     expect(r.status).toBe(409);
     expect(r.body).toMatchObject({ code: 'session_not_ready', state: 'provisioning', id: queued.id });
-    for (const path of ['owner-viewer', 'viewer', 'adb']) expect((await t.api.get(`/sessions/${queued.id}/${path}`)).status).toBe(409);
+    for (const path of ['owner-viewer', 'viewer', 'adb'])
+      expect((await t.api.get(`/sessions/${queued.id}/${path}`)).status).toBe(409);
     await t.api.delete(`/sessions/${queued.id}`);
     t.server.runtime.resume();
   });
@@ -70,7 +71,9 @@ describe('view grants', () => {
     const byHeader = await t.api.get(`/sessions/${sid}`, { auth: grant });
     expect(byHeader.status).toBe(200);
     expect(byHeader.body).not.toHaveProperty('adb');
-    expect((await t.api.get(`/sessions/${sid}/frame.png?token=${grant}`, { auth: null })).headers['content-type']).toBe('image/png');
+    expect(
+      (await t.api.get(`/sessions/${sid}/frame.png?token=${grant}`, { auth: null })).headers['content-type'],
+    ).toBe('image/png');
     const viewer = await t.api.get(`/sessions/${sid}/viewer?token=${grant}`, { auth: null });
     expect(viewer.status).toBe(200);
     expect(viewer.body.url).toMatch(/\/v\/[A-Za-z0-9]+$/);
@@ -94,7 +97,7 @@ describe('view grants', () => {
     expect((await t.api.get(`/sessions/${sid}/adb`)).body.enabled).toBe(true);
   });
 
-  it("do not open another session", async () => {
+  it('do not open another session', async () => {
     const other = (await t.api.post('/sessions')).body;
     const r = await t.api.get(`/sessions/${other.id}?token=${grant}`, { auth: null });
     expect(r.status).toBe(404);
@@ -143,8 +146,12 @@ describe('phone operations', () => {
     for (const a of apps.body) expect(a).toEqual({ package: expect.any(String), label: expect.any(String) });
     expect((await t.api.post(`/sessions/${sid}/ops/input.tap`, { body: { x: -1, y: 5 } })).status).toBe(400);
     expect((await t.api.post(`/sessions/${sid}/ops/input.tap`, { body: { x: 1 } })).status).toBe(400);
-    expect((await t.api.post(`/sessions/${sid}/ops/input.tap`, { body: { x: 99999, y: 1 } })).status).toBe(400);
-    expect((await t.api.post(`/sessions/${sid}/ops/input.tap`, { body: { x: 10, y: 10 } })).body).toEqual({ ok: true });
+    expect((await t.api.post(`/sessions/${sid}/ops/input.tap`, { body: { x: 99999, y: 1 } })).status).toBe(
+      400,
+    );
+    expect((await t.api.post(`/sessions/${sid}/ops/input.tap`, { body: { x: 10, y: 10 } })).body).toEqual({
+      ok: true,
+    });
     const capture = await t.api.post(`/sessions/${sid}/ops/screen.capture`);
     expect(capture.headers['content-type']).toBe('image/png');
     expect((await t.api.post(`/sessions/${sid}/ops/reboot`)).status).toBe(404);
@@ -155,7 +162,13 @@ describe('ADB access and the gateway', () => {
   it('unlocks with the code and relays raw ADB bytes to the phone', async () => {
     const adb = await t.api.get(`/sessions/${sid}/adb`);
     expect(adb.status).toBe(200);
-    expect(adb.body).toMatchObject({ enabled: true, transport: 'adb', host: '127.0.0.1', port: expect.any(Number), code: expect.any(String) });
+    expect(adb.body).toMatchObject({
+      enabled: true,
+      transport: 'adb',
+      host: '127.0.0.1',
+      port: expect.any(Number),
+      code: expect.any(String),
+    });
     expect(adb.headers['cache-control']).toBe('private, no-store');
     const { socket, line, rest } = await unlock(adb.body.port, adb.body.code);
     expect(line).toBe('OK');

@@ -7,7 +7,14 @@ import { startTestServer, type TestServer } from '../support/server.js';
 let t: TestServer;
 beforeAll(async () => {
   t = await startTestServer({
-    account: { email: 'qa@example.com', name: 'QA team', balanceCents: 5000, priceCentsPerMinute: 7, sessionLimit: 3, billingMode: 'metered' },
+    account: {
+      email: 'qa@example.com',
+      name: 'QA team',
+      balanceCents: 5000,
+      priceCentsPerMinute: 7,
+      sessionLimit: 3,
+      billingMode: 'metered',
+    },
   });
 });
 afterAll(() => t.close());

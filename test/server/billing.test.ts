@@ -45,7 +45,14 @@ describe('billing (injected clock)', () => {
     expect(await balance(t)).toBe(980);
     const [h] = (await t.api.get('/history')).body;
     const readyAt = h.ready as number;
-    expect(h).toMatchObject({ sid: s.id, billing_mode: 'metered', usage_minutes: 2, billable_minutes: 2, cost_cents: 20, end_reason: 'released' });
+    expect(h).toMatchObject({
+      sid: s.id,
+      billing_mode: 'metered',
+      usage_minutes: 2,
+      billable_minutes: 2,
+      cost_cents: 20,
+      end_reason: 'released',
+    });
     expect(h.ended - readyAt).toBe(70);
     // Billing stops at the recorded closure.
     await clock.advance(300_000);
@@ -60,7 +67,12 @@ describe('billing (injected clock)', () => {
     await t.api.waitGone(s.id);
     expect(await balance(t)).toBe(0);
     const [h] = (await t.api.get('/history')).body;
-    expect(h).toMatchObject({ end_reason: 'credit_exhausted', cost_cents: 30, usage_minutes: 3, billable_minutes: 3 });
+    expect(h).toMatchObject({
+      end_reason: 'credit_exhausted',
+      cost_cents: 30,
+      usage_minutes: 3,
+      billable_minutes: 3,
+    });
     expect(h.ended - h.ready).toBe(180);
     // And a new start is refused until credit is added.
     expect((await t.api.post('/sessions')).body.code).toBe('insufficient_credit');
@@ -75,7 +87,12 @@ describe('billing (injected clock)', () => {
     await clock.advance(125_000);
     await t.api.delete(`/sessions/${s.id}`);
     const [h] = (await t.api.get('/history')).body;
-    expect(h).toMatchObject({ billing_mode: 'disabled', cost_cents: 0, usage_minutes: 3, billable_minutes: 0 });
+    expect(h).toMatchObject({
+      billing_mode: 'disabled',
+      cost_cents: 0,
+      usage_minutes: 3,
+      billable_minutes: 0,
+    });
     expect(await balance(t)).toBe(0);
   });
 });

@@ -13,27 +13,30 @@ import { startTestServer, type TestServer } from '../support/server.js';
 const sdk = process.env.ANDROID_HOME ?? process.env.ANDROID_SDK_ROOT ?? '';
 const hasEmulator = sdk !== '' && existsSync(join(sdk, 'emulator', 'emulator'));
 
-describe.skipIf(!hasEmulator)('emulator backend (needs the Android SDK emulator and an AVD; this machine has no SDK emulator)', () => {
-  let t: TestServer;
-  beforeAll(async () => {
-    t = await startTestServer({ device: 'emulator' });
-  });
-  afterAll(() => t?.close());
+describe.skipIf(!hasEmulator)(
+  'emulator backend (needs the Android SDK emulator and an AVD; this machine has no SDK emulator)',
+  () => {
+    let t: TestServer;
+    beforeAll(async () => {
+      t = await startTestServer({ device: 'emulator' });
+    });
+    afterAll(() => t?.close());
 
-  it('boots an emulator for a session, reachable through the gateway, and stops it at the end', async () => {
-    const s = (await t.api.post('/sessions', { body: { timeout_seconds: 900 } })).body;
-    const ready = await t.api.waitFor(s.id, ['ready', 'error'], 600_000);
-    expect(ready.state, JSON.stringify(ready.failure)).toBe('ready');
-    expect(ready.device).toMatch(/^Android emulator/);
-    const adb = await connectAdb(t.api, s.id);
-    try {
-      expect((await adb.adb('shell', 'getprop sys.boot_completed')).trim()).toBe('1');
-      const png = (await t.api.get(`/sessions/${s.id}/frame.png`)).raw;
-      expect(png.subarray(1, 4).toString()).toBe('PNG');
-    } finally {
-      await adb.close();
-    }
-    expect((await t.api.delete(`/sessions/${s.id}`)).status).toBeLessThan(300);
-    await t.api.waitGone(s.id, 60_000);
-  }, 900_000);
-});
+    it('boots an emulator for a session, reachable through the gateway, and stops it at the end', async () => {
+      const s = (await t.api.post('/sessions', { body: { timeout_seconds: 900 } })).body;
+      const ready = await t.api.waitFor(s.id, ['ready', 'error'], 600_000);
+      expect(ready.state, JSON.stringify(ready.failure)).toBe('ready');
+      expect(ready.device).toMatch(/^Android emulator/);
+      const adb = await connectAdb(t.api, s.id);
+      try {
+        expect((await adb.adb('shell', 'getprop sys.boot_completed')).trim()).toBe('1');
+        const png = (await t.api.get(`/sessions/${s.id}/frame.png`)).raw;
+        expect(png.subarray(1, 4).toString()).toBe('PNG');
+      } finally {
+        await adb.close();
+      }
+      expect((await t.api.delete(`/sessions/${s.id}`)).status).toBeLessThan(300);
+      await t.api.waitGone(s.id, 60_000);
+    }, 900_000);
+  },
+);

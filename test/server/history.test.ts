@@ -27,9 +27,33 @@ describe('GET /history', () => {
     expect(r.body.map((h: { sid: string }) => h.sid)).toEqual(ids.slice(5).reverse());
     for (const h of r.body) {
       expect(Object.keys(h).sort()).toEqual(
-        ['billable_minutes', 'billing_mode', 'cost_cents', 'created', 'device', 'end_reason', 'ended', 'kind', 'last', 'phone', 'platform', 'provider', 'ready', 'sid', 'uid', 'usage_minutes'].sort(),
+        [
+          'billable_minutes',
+          'billing_mode',
+          'cost_cents',
+          'created',
+          'device',
+          'end_reason',
+          'ended',
+          'kind',
+          'last',
+          'phone',
+          'platform',
+          'provider',
+          'ready',
+          'sid',
+          'uid',
+          'usage_minutes',
+        ].sort(),
       );
-      expect(h).toMatchObject({ uid: t.account.uid, provider: 'shlut', end_reason: 'released', platform: 'android', kind: 'emulator', phone: null });
+      expect(h).toMatchObject({
+        uid: t.account.uid,
+        provider: 'shlut',
+        end_reason: 'released',
+        platform: 'android',
+        kind: 'emulator',
+        phone: null,
+      });
       expect(h.ended).toBeGreaterThanOrEqual(h.created);
     }
     const created = r.body.map((h: { created: number }) => h.created);
@@ -49,9 +73,8 @@ describe('GET /history/page', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const r: { status: number; body: { items: Array<{ sid: string }>; next_cursor: string | null } } = await t.api.get(
-        `/history/page?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-      );
+      const r: { status: number; body: { items: Array<{ sid: string }>; next_cursor: string | null } } =
+        await t.api.get(`/history/page?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
       expect(r.status).toBe(200);
       seen.push(...r.body.items.map((h) => h.sid));
       cursor = r.body.next_cursor;

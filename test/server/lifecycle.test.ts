@@ -56,7 +56,13 @@ describe('provisioning', () => {
       expect((await t.api.get(`/sessions/${a.id}/frame.png`)).status).toBe(409);
       expect((await t.api.delete(`/sessions/${a.id}`)).status).toBe(200);
       const [h] = (await t.api.get('/history')).body;
-      expect(h).toMatchObject({ sid: a.id, end_reason: 'failed', ready: null, usage_minutes: 0, cost_cents: 0 });
+      expect(h).toMatchObject({
+        sid: a.id,
+        end_reason: 'failed',
+        ready: null,
+        usage_minutes: 0,
+        cost_cents: 0,
+      });
     } finally {
       if (saved === undefined) delete process.env.ANDROID_HOME;
       else process.env.ANDROID_HOME = saved;
@@ -91,12 +97,20 @@ describe('ending', () => {
     expect(Number.isInteger(closing.close_requested)).toBe(true);
     expect(closing).not.toHaveProperty('adb');
     expect((await t.api.get('/sessions')).body.map((s: { state: string }) => s.state)).toEqual(['closing']);
-    expect((await t.api.get('/me')).body).toMatchObject({ active_session_count: 1, available_session_slots: 0 });
+    expect((await t.api.get('/me')).body).toMatchObject({
+      active_session_count: 1,
+      available_session_slots: 0,
+    });
     expect((await t.api.get(`/sessions/${a.id}/frame.png`)).status).toBe(409);
     expect((await t.api.get(`/sessions/${a.id}/owner-viewer`)).status).toBe(409);
     const refused = await t.api.post('/sessions', { headers: { 'idempotency-key': newKey() } });
     expect(refused.status).toBe(409);
-    expect(refused.body).toMatchObject({ code: 'session_limit', session_limit: 1, active_session_count: 1, available_session_slots: 0 });
+    expect(refused.body).toMatchObject({
+      code: 'session_limit',
+      session_limit: 1,
+      active_session_count: 1,
+      available_session_slots: 0,
+    });
     await t.api.waitGone(a.id);
     expect((await t.api.get('/me')).body.active_session_count).toBe(0);
     expect((await t.api.post('/sessions')).status).toBe(202);
@@ -154,7 +168,12 @@ describe('capacity', () => {
     await t.api.post('/sessions');
     const r = await t.api.post('/sessions');
     expect(r.status).toBe(409);
-    expect(r.body).toMatchObject({ code: 'session_limit', session_limit: 2, active_session_count: 2, available_session_slots: 0 });
+    expect(r.body).toMatchObject({
+      code: 'session_limit',
+      session_limit: 2,
+      active_session_count: 2,
+      available_session_slots: 0,
+    });
     expect((await t.api.get('/sessions')).body.length).toBe(2);
   });
 });
@@ -178,7 +197,10 @@ describe('deadlines (injected clock)', () => {
     const t = await server({ clock });
     t.server.runtime.pause();
     const key = newKey();
-    const r = await t.api.post('/sessions', { body: { timeout_seconds: 5 }, headers: { 'idempotency-key': key } });
+    const r = await t.api.post('/sessions', {
+      body: { timeout_seconds: 5 },
+      headers: { 'idempotency-key': key },
+    });
     expect(r.status).toBe(503);
     await clock.advance(5_000);
     await t.api.waitGone(r.body.id);

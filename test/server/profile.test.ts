@@ -13,7 +13,11 @@ describe('profile phone', () => {
     const a = await t.api.post('/sessions', { body: { profile_id: profileId } });
     expect(a.status).toBe(202);
     expect(a.body.profile_id).toBe(profileId);
-    expect((await t.api.get('/me')).body.profile).toMatchObject({ id: profileId, session: a.body.id, state: 'empty' });
+    expect((await t.api.get('/me')).body.profile).toMatchObject({
+      id: profileId,
+      session: a.body.id,
+      state: 'empty',
+    });
 
     const second = await t.api.post('/sessions', { body: { profile_id: profileId } });
     expect(second.status).toBe(409);
@@ -39,7 +43,11 @@ describe('profile phone', () => {
     const done = await t.api.post('/me/profile/reset');
     expect(done.status).toBe(200);
     expect(done.body).toEqual({ id: profileId, reset: true });
-    expect((await t.api.get('/me')).body.profile).toMatchObject({ state: 'empty', saved_at: null, session: null });
+    expect((await t.api.get('/me')).body.profile).toMatchObject({
+      state: 'empty',
+      saved_at: null,
+      session: null,
+    });
   });
 
   it('stays held while its save is still running', async () => {
@@ -98,7 +106,12 @@ describe('a profile phone whose save keeps failing', () => {
     for (let i = 0; i < 5; i++) await clock.advance(5_000);
     await t.api.waitGone(second.id);
     expect(stopped.at(-1)).toBeNull();
-    expect((await t.api.get('/me')).body.profile).toMatchObject({ state: 'stored', exact: false, session: null, saved_at: savedAt });
+    expect((await t.api.get('/me')).body.profile).toMatchObject({
+      state: 'stored',
+      exact: false,
+      session: null,
+      saved_at: savedAt,
+    });
     // The previous save still restores: the next profile session starts.
     failSaves = false;
     const third = (await t.api.post('/sessions', { body: { profile_id: profileId } })).body;

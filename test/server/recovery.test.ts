@@ -25,16 +25,26 @@ describe('runtime unavailable: 503 create_request_recorded', () => {
     try {
       t.server.runtime.pause();
       const key = newKey();
-      const r = await t.api.post('/sessions', { body: { timeout_seconds: 120 }, headers: { 'idempotency-key': key } });
+      const r = await t.api.post('/sessions', {
+        body: { timeout_seconds: 120 },
+        headers: { 'idempotency-key': key },
+      });
       expect(r.status).toBe(503);
-      expect(r.body).toMatchObject({ code: 'create_request_recorded', request_key: key, id: expect.stringMatching(/^ses_/) });
+      expect(r.body).toMatchObject({
+        code: 'create_request_recorded',
+        request_key: key,
+        id: expect.stringMatching(/^ses_/),
+      });
       const receipt = await t.api.get(`/sessions/requests/${key}`);
       expect(receipt.body).toMatchObject({ id: r.body.id, state: 'provisioning', cleanup_complete: false });
       const listed = (await t.api.get('/sessions')).body;
       expect(listed).toHaveLength(1);
       expect(listed[0]).toMatchObject({ id: r.body.id, state: 'provisioning', location: 'queued' });
       // The retry with the same key and body is a replay, not a second session.
-      const retry = await t.api.post('/sessions', { body: { timeout_seconds: 120 }, headers: { 'idempotency-key': key } });
+      const retry = await t.api.post('/sessions', {
+        body: { timeout_seconds: 120 },
+        headers: { 'idempotency-key': key },
+      });
       expect(retry.status).toBe(202);
       expect(retry.body.id).toBe(r.body.id);
       t.server.runtime.resume();
@@ -60,12 +70,30 @@ describe('command line', () => {
     expect(srv.stderr()).not.toContain(firstKey);
     expect((await new Api(srv.url, firstKey).get('/me')).body.billing_mode).toBe('disabled');
 
-    const created = await runCli(['accounts', 'create', '--data', data, '--json', '--email', 'ci@example.com', '--balance-cents', '500', '--session-limit', '3']);
+    const created = await runCli([
+      'accounts',
+      'create',
+      '--data',
+      data,
+      '--json',
+      '--email',
+      'ci@example.com',
+      '--balance-cents',
+      '500',
+      '--session-limit',
+      '3',
+    ]);
     expect(created.code).toBe(0);
     const account = JSON.parse(created.stdout);
     expect(Object.keys(account).sort()).toEqual(['key', 'profile_id', 'uid']);
     const me = await new Api(srv.url, account.key).get('/me');
-    expect(me.body).toMatchObject({ uid: account.uid, email: 'ci@example.com', balance_cents: 500, session_limit: 3, profile: { id: account.profile_id } });
+    expect(me.body).toMatchObject({
+      uid: account.uid,
+      email: 'ci@example.com',
+      balance_cents: 500,
+      session_limit: 3,
+      profile: { id: account.profile_id },
+    });
 
     expect(srv.stdout().trim().split('\n')).toHaveLength(1);
     expect(await srv.stop('SIGTERM')).toBe(0);
@@ -86,7 +114,21 @@ describe('restart after kill -9', () => {
     const first = await startServerProcess(['--data', data, '--boot-ms', '20']);
     procs.push(first);
     const acct = JSON.parse(
-      (await runCli(['accounts', 'create', '--data', data, '--json', '--billing-mode', 'metered', '--balance-cents', '1000', '--price-cents-per-minute', '10'])).stdout,
+      (
+        await runCli([
+          'accounts',
+          'create',
+          '--data',
+          data,
+          '--json',
+          '--billing-mode',
+          'metered',
+          '--balance-cents',
+          '1000',
+          '--price-cents-per-minute',
+          '10',
+        ])
+      ).stdout,
     );
     const api = new Api(first.url, acct.key);
 
@@ -95,7 +137,12 @@ describe('restart after kill -9', () => {
     await api.waitFor(ended.id, ['ready']);
     await api.delete(`/sessions/${ended.id}`);
     const ready = (await api.post('/sessions', { headers: { 'idempotency-key': keys.ready } })).body;
-    const profile = (await api.post('/sessions', { body: { profile_id: acct.profile_id }, headers: { 'idempotency-key': keys.profile } })).body;
+    const profile = (
+      await api.post('/sessions', {
+        body: { profile_id: acct.profile_id },
+        headers: { 'idempotency-key': keys.profile },
+      })
+    ).body;
     await api.waitFor(ready.id, ['ready']);
     await api.waitFor(profile.id, ['ready']);
     // Let the first minute start so a debit is acknowledged.
@@ -140,7 +187,9 @@ describe('restart after kill -9', () => {
     const key = readFileSync(join(data, 'first-key.txt'), 'utf8').trim();
     const api = new Api(first.url, key);
     const rk = newKey();
-    const s = (await api.post('/sessions', { body: { timeout_seconds: 600 }, headers: { 'idempotency-key': rk } })).body;
+    const s = (
+      await api.post('/sessions', { body: { timeout_seconds: 600 }, headers: { 'idempotency-key': rk } })
+    ).body;
     expect(s.state).toBe('provisioning');
     first.child.kill('SIGKILL');
     await first.stop();
@@ -151,7 +200,10 @@ describe('restart after kill -9', () => {
     const ready = await api2.waitFor(s.id, ['ready']);
     expect(ready.expires_at).toBe(s.expires_at);
     expect((await api2.get('/sessions')).body).toHaveLength(1);
-    const replay = await api2.post('/sessions', { body: { timeout_seconds: 600 }, headers: { 'idempotency-key': rk } });
+    const replay = await api2.post('/sessions', {
+      body: { timeout_seconds: 600 },
+      headers: { 'idempotency-key': rk },
+    });
     expect(replay.body.id).toBe(s.id);
     await second.stop();
   });

@@ -50,7 +50,12 @@ describe('POST /sessions', () => {
     const ready = await t.api.waitFor(s.id, ['ready']);
     expect(ready.device).toMatch(/Android/);
     expect(ready.screen).toEqual({ w: expect.any(Number), h: expect.any(Number) });
-    expect(ready.adb).toMatchObject({ host: '127.0.0.1', port: expect.any(Number), code: expect.any(String), expires_at: s.expires_at });
+    expect(ready.adb).toMatchObject({
+      host: '127.0.0.1',
+      port: expect.any(Number),
+      code: expect.any(String),
+      expires_at: s.expires_at,
+    });
     expect(ready.startup).toEqual({ source: 'cold' });
     expect(ready).not.toHaveProperty('location');
     await t.api.delete(`/sessions/${s.id}`);
@@ -66,7 +71,13 @@ describe('POST /sessions', () => {
 
   it('refuses bad input with the error body and creates nothing', async () => {
     const key = newKey();
-    const cases: Array<{ body?: unknown; rawBody?: string; headers?: Record<string, string>; code: string; unsupported?: boolean }> = [
+    const cases: Array<{
+      body?: unknown;
+      rawBody?: string;
+      headers?: Record<string, string>;
+      code: string;
+      unsupported?: boolean;
+    }> = [
       { body: { timeout_seconds: 0 }, code: 'invalid_request' },
       { body: { timeout_seconds: -5 }, code: 'invalid_request' },
       { body: { timeout_seconds: 1.5 }, code: 'invalid_request' },
@@ -88,7 +99,10 @@ describe('POST /sessions', () => {
     ];
     for (const c of cases) {
       const headers = { 'idempotency-key': key, 'content-type': 'application/json', ...c.headers };
-      const r = await t.api.post('/sessions', { ...(c.rawBody !== undefined ? { rawBody: c.rawBody } : { body: c.body }), headers });
+      const r = await t.api.post('/sessions', {
+        ...(c.rawBody !== undefined ? { rawBody: c.rawBody } : { body: c.body }),
+        headers,
+      });
       expect(r.status, JSON.stringify(c)).toBe(400);
       expect(r.body.code, JSON.stringify(c)).toBe(c.code);
       expect(typeof r.body.error).toBe('string');
@@ -103,7 +117,10 @@ describe('POST /sessions', () => {
   });
 
   it('refuses bodies over 64 KiB with 413 and creates nothing', async () => {
-    const r = await t.api.post('/sessions', { rawBody: JSON.stringify({ pad: 'x'.repeat(70_000) }), headers: { 'content-type': 'application/json' } });
+    const r = await t.api.post('/sessions', {
+      rawBody: JSON.stringify({ pad: 'x'.repeat(70_000) }),
+      headers: { 'content-type': 'application/json' },
+    });
     expect(r.status).toBe(413);
     expect(r.body.code).toBe('body_too_large');
     expect(await liveCount()).toBe(0);
@@ -123,8 +140,14 @@ describe('POST /sessions', () => {
 describe('idempotency', () => {
   it('replays the same key and body (key order and whitespace do not matter)', async () => {
     const key = newKey();
-    const a = await t.api.post('/sessions', { rawBody: '{"timeout_seconds":60,"provider":"shlut"}', headers: { 'idempotency-key': key, 'content-type': 'application/json' } });
-    const b = await t.api.post('/sessions', { rawBody: '{ "provider" : "shlut",\n "timeout_seconds" : 60 }', headers: { 'idempotency-key': key, 'content-type': 'application/json' } });
+    const a = await t.api.post('/sessions', {
+      rawBody: '{"timeout_seconds":60,"provider":"shlut"}',
+      headers: { 'idempotency-key': key, 'content-type': 'application/json' },
+    });
+    const b = await t.api.post('/sessions', {
+      rawBody: '{ "provider" : "shlut",\n "timeout_seconds" : 60 }',
+      headers: { 'idempotency-key': key, 'content-type': 'application/json' },
+    });
     expect(a.status).toBe(202);
     expect(b.status).toBe(202);
     expect(b.body.id).toBe(a.body.id);
@@ -132,7 +155,10 @@ describe('idempotency', () => {
     expect(b.body.request_key).toBe(key);
     expect(await liveCount()).toBe(1);
 
-    const conflict = await t.api.post('/sessions', { body: { timeout_seconds: 61 }, headers: { 'idempotency-key': key } });
+    const conflict = await t.api.post('/sessions', {
+      body: { timeout_seconds: 61 },
+      headers: { 'idempotency-key': key },
+    });
     expect(conflict.status).toBe(409);
     expect(conflict.body.code).toBe('idempotency_key_reused');
     expect(await liveCount()).toBe(1);
@@ -150,9 +176,17 @@ describe('idempotency', () => {
 
     // After cleanup the key is spent: 410, and the receipt confirms the cleanup.
     expect((await t.api.delete(`/sessions/${a.body.id}`)).status).toBe(200);
-    const gone = await t.api.post('/sessions', { rawBody: '{"timeout_seconds":60,"provider":"shlut"}', headers: { 'idempotency-key': key, 'content-type': 'application/json' } });
+    const gone = await t.api.post('/sessions', {
+      rawBody: '{"timeout_seconds":60,"provider":"shlut"}',
+      headers: { 'idempotency-key': key, 'content-type': 'application/json' },
+    });
     expect(gone.status).toBe(410);
-    expect(gone.body).toMatchObject({ code: 'request_completed', id: a.body.id, request_key: key, cleanup_complete: true });
+    expect(gone.body).toMatchObject({
+      code: 'request_completed',
+      id: a.body.id,
+      request_key: key,
+      cleanup_complete: true,
+    });
     const after = await t.api.get(`/sessions/requests/${key}`);
     expect(after.body).toMatchObject({ id: a.body.id, cleanup_complete: true, cleanup_pending: false });
     expect(await liveCount()).toBe(0);
@@ -173,7 +207,9 @@ describe('idempotency', () => {
   it('20 parallel creates with one key give one session', async () => {
     const key = newKey();
     const replies = await Promise.all(
-      Array.from({ length: 20 }, () => t.api.post('/sessions', { body: { timeout_seconds: 90 }, headers: { 'idempotency-key': key } })),
+      Array.from({ length: 20 }, () =>
+        t.api.post('/sessions', { body: { timeout_seconds: 90 }, headers: { 'idempotency-key': key } }),
+      ),
     );
     expect(replies.map((r) => r.status)).toEqual(Array(20).fill(202));
     const ids = new Set(replies.map((r) => r.body.id));

@@ -21,7 +21,10 @@ export const hostCnxn = () =>
   packet(A_CNXN, 0x01000001, 1024 * 1024, Buffer.from('host::features=shell_v2,cmd,stat_v2,ls_v2\0'));
 
 /** Opens the gateway, sends the unlock line and returns the first line of the answer. */
-export async function unlock(port: number, code: string): Promise<{ socket: net.Socket; line: string; rest: Buffer }> {
+export async function unlock(
+  port: number,
+  code: string,
+): Promise<{ socket: net.Socket; line: string; rest: Buffer }> {
   const socket = net.connect({ host: '127.0.0.1', port });
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
   socket.write(`UNLOCK ${code}\n`);
@@ -43,7 +46,10 @@ export async function unlock(port: number, code: string): Promise<{ socket: net.
 }
 
 /** Reads one ADB packet (header + payload) from a paused socket, with leftover bytes first. */
-export async function readPacket(socket: net.Socket, leftover: Buffer = Buffer.alloc(0)): Promise<{ command: number; payload: Buffer }> {
+export async function readPacket(
+  socket: net.Socket,
+  leftover: Buffer = Buffer.alloc(0),
+): Promise<{ command: number; payload: Buffer }> {
   let buf = leftover;
   return new Promise((resolve, reject) => {
     const tryParse = () => {

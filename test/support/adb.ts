@@ -59,11 +59,13 @@ export async function connectAdb(api: Api, sid: string): Promise<AdbSession> {
   const serial = `127.0.0.1:${tunnel.port}`;
   const connect = await run(ADB, ['connect', serial], { env });
   // `adb connect` exits 0 even when it fails: read what it said.
-  if (!/connected to/.test(connect.stdout)) throw new Error(`adb connect failed: ${connect.stdout}${connect.stderr}`);
+  if (!/connected to/.test(connect.stdout))
+    throw new Error(`adb connect failed: ${connect.stdout}${connect.stderr}`);
   return {
     serial,
     adbPort,
-    adb: async (...args) => (await run(ADB, ['-s', serial, ...args], { env, maxBuffer: 64 * 1024 * 1024 })).stdout,
+    adb: async (...args) =>
+      (await run(ADB, ['-s', serial, ...args], { env, maxBuffer: 64 * 1024 * 1024 })).stdout,
     close: async () => {
       await run(ADB, ['disconnect', serial], { env }).catch(() => undefined);
       await run(ADB, ['kill-server'], { env }).catch(() => undefined);

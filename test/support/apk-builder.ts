@@ -226,17 +226,35 @@ export function buildTestApk(o: TestApkOptions): Buffer {
   if (o.debuggable) appAttrs['android:debuggable'] = true;
   const manifest: XmlElement = {
     name: 'manifest',
-    attrs: { 'android:versionCode': o.versionCode ?? 1, 'android:versionName': o.versionName ?? '1.0', package: o.package },
+    attrs: {
+      'android:versionCode': o.versionCode ?? 1,
+      'android:versionName': o.versionName ?? '1.0',
+      package: o.package,
+    },
     children: [
-      { name: 'uses-sdk', attrs: { 'android:minSdkVersion': o.minSdk ?? 26, 'android:targetSdkVersion': 34 } },
+      {
+        name: 'uses-sdk',
+        attrs: { 'android:minSdkVersion': o.minSdk ?? 26, 'android:targetSdkVersion': 34 },
+      },
       ...(o.permissions ?? []).map((p) => ({ name: 'uses-permission', attrs: { 'android:name': p } })),
       ...(o.instrumentation
-        ? [{ name: 'instrumentation', attrs: { 'android:name': o.instrumentation.name, 'android:targetPackage': o.instrumentation.targetPackage } }]
+        ? [
+            {
+              name: 'instrumentation',
+              attrs: {
+                'android:name': o.instrumentation.name,
+                'android:targetPackage': o.instrumentation.targetPackage,
+              },
+            },
+          ]
         : []),
       {
         name: 'application',
         attrs: appAttrs,
-        children: [...activities, ...(o.services ?? []).map((s) => ({ name: 'service', attrs: { 'android:name': s } }))],
+        children: [
+          ...activities,
+          ...(o.services ?? []).map((s) => ({ name: 'service', attrs: { 'android:name': s } })),
+        ],
       },
     ],
   };

@@ -30,9 +30,23 @@ export async function startAppium(adbServerPort: number): Promise<AppiumServer> 
   let output = '';
   const child: ChildProcess = spawn(
     process.execPath,
-    ['node_modules/appium/index.js', 'server', '--address', '127.0.0.1', '--port', String(port), '--log-no-colors', '--log-timestamp'],
+    [
+      'node_modules/appium/index.js',
+      'server',
+      '--address',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--log-no-colors',
+      '--log-timestamp',
+    ],
     {
-      env: { ...process.env, ANDROID_HOME: '/usr/lib/android-sdk', ANDROID_SDK_ROOT: '/usr/lib/android-sdk', ANDROID_ADB_SERVER_PORT: String(adbServerPort) },
+      env: {
+        ...process.env,
+        ANDROID_HOME: '/usr/lib/android-sdk',
+        ANDROID_SDK_ROOT: '/usr/lib/android-sdk',
+        ANDROID_ADB_SERVER_PORT: String(adbServerPort),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

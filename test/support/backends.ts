@@ -8,7 +8,10 @@ import { createVirtualBackend } from '../../server/devices/virtual/index.js';
 import type { BootRequest, DeviceBackend, DevicePhone } from '../../server/devices/types.js';
 
 /** A backend that boots through `inner` and passes each phone through `wrap`. */
-export function wrapBackend(inner: DeviceBackend, wrap: (phone: DevicePhone, request: BootRequest) => DevicePhone): DeviceBackend {
+export function wrapBackend(
+  inner: DeviceBackend,
+  wrap: (phone: DevicePhone, request: BootRequest) => DevicePhone,
+): DeviceBackend {
   return {
     name: inner.name,
     typicalBootMs: inner.typicalBootMs,
@@ -54,7 +57,9 @@ export function blankScreenBackend(bootMs = 20): { backend: DeviceBackend; ready
       capturing = true;
     },
     backend: wrapBackend(createVirtualBackend({ bootMs }), (phone) =>
-      delegatePhone(phone, { capture: () => (capturing ? phone.capture() : Promise.reject(new Error('display not up yet'))) }),
+      delegatePhone(phone, {
+        capture: () => (capturing ? phone.capture() : Promise.reject(new Error('display not up yet'))),
+      }),
     ),
   };
 }

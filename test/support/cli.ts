@@ -24,7 +24,11 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, input?: stri
 }
 
 /** Runs `node ...args` to its end and collects its output; `input` is written to its stdin. */
-export function runNode(args: string[], options: { env: NodeJS.ProcessEnv; cwd?: string }, input = ''): Promise<CliResult> {
+export function runNode(
+  args: string[],
+  options: { env: NodeJS.ProcessEnv; cwd?: string },
+  input = '',
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { ...options, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';

@@ -16,10 +16,14 @@ if (missing.length > 0) {
     console.error(`phonelease tests: installing Debian packages: ${names}`);
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
-    execFileSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing.map((m) => m.pkg)], {
-      stdio: 'inherit',
-      env,
-    });
+    execFileSync(
+      'apt-get',
+      ['install', '-y', '-qq', '--no-install-recommends', ...missing.map((m) => m.pkg)],
+      {
+        stdio: 'inherit',
+        env,
+      },
+    );
   } else {
     for (const m of missing) console.error(`missing ${m.path} (${m.why})`);
     console.error(`Install them with: sudo apt-get install -y ${names}`);

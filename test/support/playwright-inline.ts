@@ -59,7 +59,11 @@ let counter = 0;
 
 export function inlineDir(name: string): string {
   // Inside the package (so specs resolve `phonelease/...`), outside any runner's output dir.
-  const dir = join(ROOT, '.inline', `${name.replace(/\W+/g, '-')}-${process.pid}-${Date.now().toString(36)}-${counter++}`);
+  const dir = join(
+    ROOT,
+    '.inline',
+    `${name.replace(/\W+/g, '-')}-${process.pid}-${Date.now().toString(36)}-${counter++}`,
+  );
   mkdirSync(dir, { recursive: true });
   return dir;
 }
@@ -69,7 +73,11 @@ import { defineConfig } from '@playwright/test';
 export default defineConfig({ timeout: 60_000, reporter: 'json', workers: 1 });
 `;
 
-export async function runInlineTest(name: string, files: Record<string, string>, opts: InlineOptions = {}): Promise<InlineRun> {
+export async function runInlineTest(
+  name: string,
+  files: Record<string, string>,
+  opts: InlineOptions = {},
+): Promise<InlineRun> {
   const dir = inlineDir(name);
   const all = { 'playwright.config.ts': DEFAULT_CONFIG, ...files };
   for (const [file, content] of Object.entries(all)) {
@@ -77,19 +85,23 @@ export async function runInlineTest(name: string, files: Record<string, string>,
     writeFileSync(join(dir, file), content);
   }
   const reportFile = join(dir, 'report.json');
-  const child = spawn(process.execPath, [PW_CLI, 'test', '-c', dir, '--reporter=json', ...(opts.args ?? [])], {
-    cwd: dir,
-    // Its own process group, so a test can interrupt the runner and its workers at once, as Ctrl-C does.
-    detached: true,
-    env: {
-      ...process.env,
-      PLAYWRIGHT_JSON_OUTPUT_NAME: reportFile,
-      FORCE_COLOR: '0',
-      PW_TEST_HTML_REPORT_OPEN: 'never',
-      ...opts.env,
+  const child = spawn(
+    process.execPath,
+    [PW_CLI, 'test', '-c', dir, '--reporter=json', ...(opts.args ?? [])],
+    {
+      cwd: dir,
+      // Its own process group, so a test can interrupt the runner and its workers at once, as Ctrl-C does.
+      detached: true,
+      env: {
+        ...process.env,
+        PLAYWRIGHT_JSON_OUTPUT_NAME: reportFile,
+        FORCE_COLOR: '0',
+        PW_TEST_HTML_REPORT_OPEN: 'never',
+        ...opts.env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  );
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));

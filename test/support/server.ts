@@ -60,7 +60,10 @@ export class Api {
     for (;;) {
       const r = await this.get(`/sessions/${sid}`);
       if (r.status === 200 && states.includes(r.body.state)) return r.body;
-      if (Date.now() > deadline) throw new Error(`session ${sid} did not reach ${states.join('|')}: ${r.status} ${JSON.stringify(r.body)}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `session ${sid} did not reach ${states.join('|')}: ${r.status} ${JSON.stringify(r.body)}`,
+        );
       await new Promise((res) => setTimeout(res, 20));
     }
   }
@@ -85,7 +88,9 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(opts: ServerOptions & { account?: NewAccount } = {}): Promise<TestServer> {
+export async function startTestServer(
+  opts: ServerOptions & { account?: NewAccount } = {},
+): Promise<TestServer> {
   const { account: accountOpts, ...serverOpts } = opts;
   const server = await startServer({ bootMs: 50, log: 'warn', ...serverOpts });
   const account = server.createAccount({ billingMode: 'disabled', ...accountOpts });
@@ -103,7 +108,8 @@ export async function startTestServer(opts: ServerOptions & { account?: NewAccou
 }
 
 /** A fresh valid idempotency key. */
-export const newKey = (): string => `k${Math.random().toString(36).slice(2)}${Date.now().toString(36)}xxxxxxxx`.slice(0, 40);
+export const newKey = (): string =>
+  `k${Math.random().toString(36).slice(2)}${Date.now().toString(36)}xxxxxxxx`.slice(0, 40);
 
 /**
  * A starter for servers that live for one test: every server it started is closed after

@@ -10,7 +10,9 @@ export interface TrackedServer {
 }
 
 /** `onSocket` gets each accepted socket (already tracked) and `track` for sockets it opens itself. */
-export async function trackedServer(onSocket: (socket: net.Socket, track: (other: net.Socket) => void) => void): Promise<TrackedServer> {
+export async function trackedServer(
+  onSocket: (socket: net.Socket, track: (other: net.Socket) => void) => void,
+): Promise<TrackedServer> {
   const sockets = new Set<net.Socket>();
   const track = (socket: net.Socket) => {
     sockets.add(socket);

@@ -6,7 +6,11 @@ import type { UiNodeInfo } from '../../server/devices/virtual/ui/types.js';
 
 let nextKey = 0;
 
-export function view(className: string, props: Partial<UiNodeInfo> = {}, children: UiNodeInfo[] = []): UiNodeInfo {
+export function view(
+  className: string,
+  props: Partial<UiNodeInfo> = {},
+  children: UiNodeInfo[] = [],
+): UiNodeInfo {
   return {
     key: `k${nextKey++}`,
     className,

@@ -17,7 +17,6 @@ import { ADB, gatewayTunnel } from './adb.js';
 import { wrapBackend } from './backends.js';
 import { Api } from './server.js';
 
-
 export interface AdbResult {
   code: number;
   stdout: string;
@@ -55,7 +54,10 @@ export interface VirtualAdb {
 
 export function runAdb(argv: string[], options: AdbRunOptions = {}): Promise<AdbResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(ADB, argv, { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...options.env } });
+    const child = spawn(ADB, argv, {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, ...options.env },
+    });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (c: Buffer) => out.push(c));
@@ -68,7 +70,12 @@ export function runAdb(argv: string[], options: AdbRunOptions = {}): Promise<Adb
     child.once('close', (code, signal) => {
       clearTimeout(timer);
       const raw = Buffer.concat(out);
-      resolve({ code: code ?? (signal ? 128 : 1), stdout: raw.toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), raw });
+      resolve({
+        code: code ?? (signal ? 128 : 1),
+        stdout: raw.toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+        raw,
+      });
     });
     child.stdin.on('error', () => undefined);
     if (options.input !== undefined) child.stdin.end(options.input);
@@ -133,7 +140,10 @@ export async function startPhoneServer(options: { log?: DeviceLogger } = {}): Pr
   };
 }
 
-async function connect(host: (args: string[], o?: AdbRunOptions) => Promise<AdbResult>, serial: string): Promise<void> {
+async function connect(
+  host: (args: string[], o?: AdbRunOptions) => Promise<AdbResult>,
+  serial: string,
+): Promise<void> {
   // `adb connect` exits 0 even when it fails: read what it says.
   let connected = false;
   let last = '';
@@ -157,7 +167,8 @@ function wrap(
     adbHost: host,
     async adbOk(args, o) {
       const r = await adb(args, o);
-      if (r.code !== 0) throw new Error(`adb ${args.join(' ')} exited ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
+      if (r.code !== 0)
+        throw new Error(`adb ${args.join(' ')} exited ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
       return r.stdout;
     },
   };
@@ -172,12 +183,19 @@ export async function startVirtualAdb(options: StartOptions = {}): Promise<Virtu
   let sessionId: string | null = null;
   let tunnel: { port: number; close(): Promise<void> } | null = null;
   try {
-    const body = options.profile ? { timeout_seconds: 3600, profile_id: (await ps.api.get('/me')).body.profile.id } : { timeout_seconds: 3600 };
+    const body = options.profile
+      ? { timeout_seconds: 3600, profile_id: (await ps.api.get('/me')).body.profile.id }
+      : { timeout_seconds: 3600 };
     const created = await ps.api.post('/sessions', { body });
-    if (created.status !== 202) throw new Error(`create failed: ${created.status} ${JSON.stringify(created.body)}`);
+    if (created.status !== 202)
+      throw new Error(`create failed: ${created.status} ${JSON.stringify(created.body)}`);
     sessionId = created.body.id as string;
     await ps.api.waitFor(sessionId, ['ready']);
-    const access = (await ps.api.get(`/sessions/${sessionId}/adb`)).body as { host: string; port: number; code: string };
+    const access = (await ps.api.get(`/sessions/${sessionId}/adb`)).body as {
+      host: string;
+      port: number;
+      code: string;
+    };
     tunnel = await gatewayTunnel(access.host, access.port, access.code);
     const serial = `127.0.0.1:${tunnel.port}`;
     await connect(host, serial);

@@ -22,7 +22,12 @@ export interface WdioRun {
  * parallel test files must not both take @wdio/appium-service's default (4723) after
  * each found it free.
  */
-export function wdioConfig(opts: { service?: string; specs?: string; maxInstances?: number; appiumPort: number }): string {
+export function wdioConfig(opts: {
+  service?: string;
+  specs?: string;
+  maxInstances?: number;
+  appiumPort: number;
+}): string {
   return `
 import PhoneleaseService from 'phonelease/wdio';
 export const config: WebdriverIO.Config = {
@@ -44,7 +49,11 @@ export const config: WebdriverIO.Config = {
 export async function runWdio(
   name: string,
   files: Record<string, string>,
-  opts: { env?: NodeJS.ProcessEnv; onSpawn?(child: ChildProcess, dir: string): void; timeoutMs?: number } = {},
+  opts: {
+    env?: NodeJS.ProcessEnv;
+    onSpawn?(child: ChildProcess, dir: string): void;
+    timeoutMs?: number;
+  } = {},
 ): Promise<WdioRun> {
   const dir = inlineDir(name);
   for (const [file, content] of Object.entries(files)) {
@@ -62,7 +71,9 @@ export async function runWdio(
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   opts.onSpawn?.(child, dir);
   const timer = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), opts.timeoutMs ?? 240_000);
-  const exitCode = await new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+  const exitCode = await new Promise<number | null>((resolve) =>
+    child.once('close', (code) => resolve(code)),
+  );
   clearTimeout(timer);
   return { dir, exitCode, output };
 }

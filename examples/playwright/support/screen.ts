@@ -15,11 +15,18 @@ export interface UiNode {
 
 const ATTR = (name: string) => new RegExp(`\\b${name}="([^"]*)"`);
 const unescape = (s: string) =>
-  s.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+  s
+    .replace(/&quot;/g, '"')
+    .replace(/&apos;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
 
 /** Every node of the current screen, from `uiautomator dump`. */
 export async function dumpScreen(phone: Lease): Promise<UiNode[]> {
-  const { stdout, exitCode } = await phone.shell('uiautomator dump /sdcard/window_dump.xml >/dev/null && cat /sdcard/window_dump.xml');
+  const { stdout, exitCode } = await phone.shell(
+    'uiautomator dump /sdcard/window_dump.xml >/dev/null && cat /sdcard/window_dump.xml',
+  );
   if (exitCode !== 0) throw new Error(`uiautomator dump failed (exit ${exitCode})`);
   return [...stdout.matchAll(/<node\b[^>]*>/g)].map(([tag]) => {
     const attr = (name: string) => unescape(ATTR(name).exec(tag)?.[1] ?? '');
@@ -41,7 +48,9 @@ export async function findById(phone: Lease, resourceId: string): Promise<UiNode
   const node = nodes.find((n) => n.resourceId === resourceId);
   if (!node) {
     const ids = nodes.map((n) => n.resourceId).filter(Boolean);
-    throw new Error(`no view with resource-id ${resourceId} on screen; ids present: ${ids.join(', ') || 'none'}`);
+    throw new Error(
+      `no view with resource-id ${resourceId} on screen; ids present: ${ids.join(', ') || 'none'}`,
+    );
   }
   return node;
 }

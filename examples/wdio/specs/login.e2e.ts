@@ -18,6 +18,8 @@ describe('login app', () => {
     await $('~username').setValue('demo');
     await $('id=com.phonelease.login:id/password').setValue('nope');
     await $('android=new UiSelector().text("Log in")').click();
-    await expect($('//*[@resource-id="com.phonelease.login:id/result"]')).toHaveText('Wrong username or password');
+    await expect($('//*[@resource-id="com.phonelease.login:id/result"]')).toHaveText(
+      'Wrong username or password',
+    );
   });
 });

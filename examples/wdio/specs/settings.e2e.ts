@@ -5,7 +5,11 @@ describe('settings app', () => {
   it('shows the Android version under About phone', async () => {
     await driver.activateApp('com.android.settings');
     const about = $('android=new UiSelector().text("About phone")');
-    if (!(await about.isDisplayed())) await driver.execute('mobile: scroll', { strategy: '-android uiautomator', selector: 'new UiSelector().text("About phone")' });
+    if (!(await about.isDisplayed()))
+      await driver.execute('mobile: scroll', {
+        strategy: '-android uiautomator',
+        selector: 'new UiSelector().text("About phone")',
+      });
     await about.click();
     await expect($('android=new UiSelector().textContains("Android version")')).toBeDisplayed();
     await expect($('android=new UiSelector().text("14")')).toBeDisplayed();

@@ -64,7 +64,10 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
     let avd = options.avd ?? process.env.PHONELEASE_AVD;
     if (!avd) {
       const { stdout } = await run(emulator, ['-list-avds']);
-      avd = stdout.split('\n').map((l) => l.trim()).find((l) => l && !l.startsWith('INFO'));
+      avd = stdout
+        .split('\n')
+        .map((l) => l.trim())
+        .find((l) => l && !l.startsWith('INFO'));
     }
     if (!avd) {
       throw new PhoneBootError(
@@ -124,10 +127,18 @@ async function freeConsolePort(used: Set<number>): Promise<number> {
     if (used.has(p)) continue;
     if ((await portFree(p)) && (await portFree(p + 1))) return p;
   }
-  throw new PhoneBootError('no_port', 'Every emulator port pair (5554-5681) is in use; end other emulators and retry.');
+  throw new PhoneBootError(
+    'no_port',
+    'Every emulator port pair (5554-5681) is in use; end other emulators and retry.',
+  );
 }
 
-const KEYCODES: Record<Extract<PhoneInput, { type: 'key' }>['key'], number> = { home: 3, back: 4, enter: 66, del: 67 };
+const KEYCODES: Record<Extract<PhoneInput, { type: 'key' }>['key'], number> = {
+  home: 3,
+  back: 4,
+  enter: 66,
+  del: 67,
+};
 
 class EmulatorPhone implements DevicePhone {
   readonly label: string;
@@ -157,8 +168,23 @@ class EmulatorPhone implements DevicePhone {
     return `emulator-${this.port}`;
   }
 
-  static async start(tools: Tools, port: number, req: BootRequest, timeoutMs: number): Promise<EmulatorPhone> {
-    const args = ['-avd', tools.avd, '-port', String(port), '-no-window', '-no-audio', '-no-boot-anim', '-gpu', 'swiftshader_indirect'];
+  static async start(
+    tools: Tools,
+    port: number,
+    req: BootRequest,
+    timeoutMs: number,
+  ): Promise<EmulatorPhone> {
+    const args = [
+      '-avd',
+      tools.avd,
+      '-port',
+      String(port),
+      '-no-window',
+      '-no-audio',
+      '-no-boot-anim',
+      '-gpu',
+      'swiftshader_indirect',
+    ];
     // Many temporary phones share one AVD read-only; nothing they do is written back.
     args.push('-read-only', '-no-snapshot-save');
     const proc = spawn(tools.emulator, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -175,13 +201,22 @@ class EmulatorPhone implements DevicePhone {
     try {
       const exited = new Promise<never>((_, reject) =>
         proc.once('exit', (code) =>
-          reject(new PhoneBootError('emulator_exited', `The emulator stopped while booting (exit ${code}): ${output.split('\n').slice(-3).join(' ')}`)),
+          reject(
+            new PhoneBootError(
+              'emulator_exited',
+              `The emulator stopped while booting (exit ${code}): ${output.split('\n').slice(-3).join(' ')}`,
+            ),
+          ),
         ),
       );
       const booted = (async () => {
         for (;;) {
           if (req.signal.aborted) throw new Error('boot aborted');
-          if (Date.now() > deadline) throw new PhoneBootError('boot_timeout', `The emulator did not finish booting within ${Math.round(timeoutMs / 1000)} s.`);
+          if (Date.now() > deadline)
+            throw new PhoneBootError(
+              'boot_timeout',
+              `The emulator did not finish booting within ${Math.round(timeoutMs / 1000)} s.`,
+            );
           try {
             const { stdout } = await adb('shell', 'getprop sys.boot_completed; getprop init.svc.bootanim');
             const [done, anim] = stdout.split('\n').map((s) => s.trim());
@@ -196,7 +231,14 @@ class EmulatorPhone implements DevicePhone {
       const props = await adb('shell', 'getprop ro.product.model; getprop ro.build.version.release; wm size');
       const [model = 'emulator', release = '?', size = ''] = props.stdout.split('\n').map((s) => s.trim());
       const m = /(\d+)x(\d+)/.exec(size);
-      const phone = new EmulatorPhone(tools, port, proc, { w: Number(m?.[1] ?? 1080), h: Number(m?.[2] ?? 2400) }, model, release);
+      const phone = new EmulatorPhone(
+        tools,
+        port,
+        proc,
+        { w: Number(m?.[1] ?? 1080), h: Number(m?.[2] ?? 2400) },
+        model,
+        release,
+      );
       if (req.restoreFrom) await phone.restore(req.restoreFrom);
       return phone;
     } catch (err) {
@@ -221,8 +263,18 @@ class EmulatorPhone implements DevicePhone {
   }
 
   async apps(): Promise<AppSummary[]> {
-    const out = (await this.adbRun(['shell', 'cmd package query-activities -a android.intent.action.MAIN -c android.intent.category.LAUNCHER --brief'])) as string;
-    const packages = [...new Set(out.split('\n').map((l) => l.trim().split('/')[0]!).filter((p) => /^[\w.]+$/.test(p)))];
+    const out = (await this.adbRun([
+      'shell',
+      'cmd package query-activities -a android.intent.action.MAIN -c android.intent.category.LAUNCHER --brief',
+    ])) as string;
+    const packages = [
+      ...new Set(
+        out
+          .split('\n')
+          .map((l) => l.trim().split('/')[0]!)
+          .filter((p) => /^[\w.]+$/.test(p)),
+      ),
+    ];
     return packages.map((p) => ({ package: p, label: p.split('.').pop() ?? p }));
   }
 
@@ -231,7 +283,14 @@ class EmulatorPhone implements DevicePhone {
       event.type === 'tap'
         ? ['tap', String(event.x), String(event.y)]
         : event.type === 'swipe'
-          ? ['swipe', String(event.x1), String(event.y1), String(event.x2), String(event.y2), String(event.durationMs ?? 300)]
+          ? [
+              'swipe',
+              String(event.x1),
+              String(event.y1),
+              String(event.x2),
+              String(event.y2),
+              String(event.durationMs ?? 300),
+            ]
           : event.type === 'text'
             ? ['text', event.text.replace(/ /g, '%s').replace(/(["'`\\$&|;<>()*?!])/g, '\\$1')]
             : ['keyevent', String(KEYCODES[event.key])];
@@ -251,10 +310,16 @@ class EmulatorPhone implements DevicePhone {
   /** Profile phones keep third-party apps and /sdcard; see the module comment. */
   private async save(dir: string): Promise<void> {
     const list = (await this.adbRun(['shell', 'pm list packages -3'])) as string;
-    const packages = list.split('\n').map((l) => l.replace(/^package:/, '').trim()).filter(Boolean);
+    const packages = list
+      .split('\n')
+      .map((l) => l.replace(/^package:/, '').trim())
+      .filter(Boolean);
     mkdirSync(join(dir, 'apks'), { recursive: true });
     for (const pkg of packages) {
-      const paths = ((await this.adbRun(['shell', `pm path ${pkg}`])) as string).split('\n').map((l) => l.replace(/^package:/, '').trim()).filter(Boolean);
+      const paths = ((await this.adbRun(['shell', `pm path ${pkg}`])) as string)
+        .split('\n')
+        .map((l) => l.replace(/^package:/, '').trim())
+        .filter(Boolean);
       const base = paths.find((p) => p.endsWith('base.apk')) ?? paths[0];
       if (base) await this.adbRun(['pull', base, join(dir, 'apks', `${pkg}.apk`)]);
     }

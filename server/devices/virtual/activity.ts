@@ -42,7 +42,13 @@ export interface IntentRequest {
 }
 
 export type StartResult =
-  | { ok: true; component: ComponentName; launchState: 'COLD' | 'WARM' | 'HOT'; deliveredToTop: boolean; totalMs: number }
+  | {
+      ok: true;
+      component: ComponentName;
+      launchState: 'COLD' | 'WARM' | 'HOT';
+      deliveredToTop: boolean;
+      totalMs: number;
+    }
   | { ok: false; lines: string[] };
 
 /** Creates the UiAutomator2 server while its instrumentation runs. */
@@ -81,7 +87,12 @@ export class ActivityManager {
     const already = this.device.processes.isRunning(pkg.name);
     const proc = this.device.processes.start(pkg.name, appUserName(pkg.uid));
     pkg.stopped = false;
-    if (!already) this.log('I', 'ActivityManager', `Start proc ${proc.pid}:${pkg.name}/${appUserName(pkg.uid).replace('_', '')} for ${reason} {${shortComponent(component)}}`);
+    if (!already)
+      this.log(
+        'I',
+        'ActivityManager',
+        `Start proc ${proc.pid}:${pkg.name}/${appUserName(pkg.uid).replace('_', '')} for ${reason} {${shortComponent(component)}}`,
+      );
     return proc.pid;
   }
 
@@ -90,14 +101,26 @@ export class ActivityManager {
     const packages = this.device.packages;
     const intentText = describeIntent(req);
     // The home intent shows the launcher.
-    if (!req.component && req.action === 'android.intent.action.MAIN' && req.categories.includes('android.intent.category.HOME')) {
+    if (
+      !req.component &&
+      req.action === 'android.intent.action.MAIN' &&
+      req.categories.includes('android.intent.category.HOME')
+    ) {
       this.device.ui.key(3);
-      return { ok: true, component: { pkg: 'com.android.launcher3', cls: 'com.android.launcher3.Launcher' }, launchState: 'HOT', deliveredToTop: false, totalMs: 12 };
+      return {
+        ok: true,
+        component: { pkg: 'com.android.launcher3', cls: 'com.android.launcher3.Launcher' },
+        launchState: 'HOT',
+        deliveredToTop: false,
+        totalMs: 12,
+      };
     }
     let component = req.component;
     if (!component) {
       const pkg = req.pkg ? packages.get(req.pkg) : undefined;
-      const wantsLauncher = req.categories.includes('android.intent.category.LAUNCHER') || req.action === 'android.intent.action.MAIN';
+      const wantsLauncher =
+        req.categories.includes('android.intent.category.LAUNCHER') ||
+        req.action === 'android.intent.action.MAIN';
       if (pkg?.launcherActivity && wantsLauncher) component = { pkg: pkg.name, cls: pkg.launcherActivity };
       else if (req.action !== null) {
         // An implicit intent: the named package's activity for the action, or (without a
@@ -112,12 +135,16 @@ export class ActivityManager {
           }
         }
       }
-      if (!component) return { ok: false, lines: [`Error: Activity not started, unable to resolve ${intentText}`] };
+      if (!component)
+        return { ok: false, lines: [`Error: Activity not started, unable to resolve ${intentText}`] };
     }
     const pkg = packages.get(component.pkg);
     const activity = pkg?.activities.find((a) => a.name === component.cls);
     if (!pkg || !activity || !pkg.enabled) {
-      return { ok: false, lines: ['Error type 3', `Error: Activity class {${component.pkg}/${component.cls}} does not exist.`] };
+      return {
+        ok: false,
+        lines: ['Error type 3', `Error: Activity class {${component.pkg}/${component.cls}} does not exist.`],
+      };
     }
     const ui = this.device.ui;
     const front = ui.foreground();
@@ -127,7 +154,11 @@ export class ActivityManager {
     const wasRunning = this.device.processes.isRunning(pkg.name);
     // The UI logs the START of apps it draws; log the others here.
     if (!pkg.launcherActivity) {
-      this.log('I', 'ActivityTaskManager', `START u0 {${intentText.slice('Intent { '.length, -2)}} from uid 2000`);
+      this.log(
+        'I',
+        'ActivityTaskManager',
+        `START u0 {${intentText.slice('Intent { '.length, -2)}} from uid 2000`,
+      );
     }
     const pid = this.startProcess(pkg, 'next-top-activity', component);
     if (pkg.name === 'io.appium.settings' && component.cls === 'io.appium.settings.Settings') {
@@ -136,7 +167,11 @@ export class ActivityManager {
       this.startService({ pkg: pkg.name, cls: 'io.appium.settings.ForegroundService' }, true);
       this.log('I', 'AppiumSettings', 'Starting the foreground service', pid);
     } else if (!ui.launch(component.pkg, component.cls)) {
-      this.log('W', 'ActivityTaskManager', `Activity ${shortComponent(component)} has no window on this device; it runs in the background`);
+      this.log(
+        'W',
+        'ActivityTaskManager',
+        `Activity ${shortComponent(component)} has no window on this device; it runs in the background`,
+      );
     }
     const totalMs = wasRunning ? 85 : 312;
     this.log('I', 'ActivityTaskManager', `Displayed ${shortComponent(component)} for user 0: +${totalMs}ms`);
@@ -149,7 +184,11 @@ export class ActivityManager {
     this.startProcess(pkg, 'service', c);
     const key = `${c.pkg}/${c.cls}`;
     const existing = this.services.get(key);
-    this.services.set(key, { ...c, foreground: foreground || (existing?.foreground ?? false), startedMs: existing?.startedMs ?? this.device.now() });
+    this.services.set(key, {
+      ...c,
+      foreground: foreground || (existing?.foreground ?? false),
+      startedMs: existing?.startedMs ?? this.device.now(),
+    });
     return true;
   }
 
@@ -168,7 +207,12 @@ export class ActivityManager {
     if (this.device.hasUi) this.device.ui.forceStop(name);
     const wasRunning = this.device.processes.stopPackage(name);
     pkg.stopped = true;
-    if (wasRunning && !pkg.launcherActivity) this.log('I', 'ActivityManager', `Force stopping ${name} appid=${pkg.uid} user=0: from pid ${this.device.processes.transientPid()}`);
+    if (wasRunning && !pkg.launcherActivity)
+      this.log(
+        'I',
+        'ActivityManager',
+        `Force stopping ${name} appid=${pkg.uid} user=0: from pid ${this.device.processes.transientPid()}`,
+      );
   }
 
   /** `am kill`: ends background processes only. */
@@ -182,7 +226,8 @@ export class ActivityManager {
    * server's test returns when its session is deleted).
    */
   completeInstrumentation(pkg: string, reason: string): void {
-    for (const inst of [...this.instrumentations.values()]) if (inst.component.pkg === pkg) inst.stop(reason, true);
+    for (const inst of [...this.instrumentations.values()])
+      if (inst.component.pkg === pkg) inst.stop(reason, true);
   }
 
   runningInstrumentations(): ComponentName[] {
@@ -195,7 +240,11 @@ export class ActivityManager {
    */
   startInstrumentation(
     component: ComponentName,
-  ): { kind: 'server'; done: Promise<InstrumentationEnd>; stop: (reason: string) => void } | { kind: 'tests' } | { kind: 'missing' } | { kind: 'crashed'; reason: string } {
+  ):
+    | { kind: 'server'; done: Promise<InstrumentationEnd>; stop: (reason: string) => void }
+    | { kind: 'tests' }
+    | { kind: 'missing' }
+    | { kind: 'crashed'; reason: string } {
     const owner = this.device.packages.get(component.pkg);
     const info = owner?.instrumentations.find((i) => i.name === component.cls);
     if (!owner || !info) return { kind: 'missing' };

@@ -121,7 +121,12 @@ export class Device {
         width: DEVICE.width,
         height: DEVICE.height,
         density: DEVICE.density,
-        identity: { manufacturer: DEVICE.manufacturer, model: DEVICE.model, release: DEVICE.release, sdk: DEVICE.sdk },
+        identity: {
+          manufacturer: DEVICE.manufacturer,
+          model: DEVICE.model,
+          release: DEVICE.release,
+          sdk: DEVICE.sdk,
+        },
       });
       this.uiInstance = ui;
       const off = ui.onChange(() => {
@@ -144,7 +149,13 @@ export class Device {
     if (!pkg || this.processes.isRunning(pkg.name)) return;
     const proc = this.processes.start(pkg.name, appUserName(pkg.uid));
     pkg.stopped = false;
-    this.logcat.add({ pid: 860, tid: 874, priority: 'I', tag: 'ActivityManager', message: `Start proc ${proc.pid}:${pkg.name}/${appUserName(pkg.uid).replace('_', '')} for next-top-activity` });
+    this.logcat.add({
+      pid: 860,
+      tid: 874,
+      priority: 'I',
+      tag: 'ActivityManager',
+      message: `Start proc ${proc.pid}:${pkg.name}/${appUserName(pkg.uid).replace('_', '')} for next-top-activity`,
+    });
   }
 
   get hasUi(): boolean {
@@ -159,7 +170,9 @@ export class Device {
   /** A log line from an app (via the UI) or the system; pid of the app when it runs. */
   appLog(priority: LogPriority, tag: string, message: string, pid?: number): void {
     // Without an explicit pid, the foreground app's process (or system_server) logged it.
-    const front = this.uiInstance ? this.processes.list().find((x) => x.name === this.uiInstance?.foreground().package) : undefined;
+    const front = this.uiInstance
+      ? this.processes.list().find((x) => x.name === this.uiInstance?.foreground().package)
+      : undefined;
     const p = pid ?? front?.pid ?? 860;
     this.logcat.add({ pid: p, tid: p, priority, tag, message });
   }

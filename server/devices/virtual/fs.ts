@@ -43,7 +43,17 @@ export interface CharNode extends NodeBase {
 }
 export type FsNode = FileNode | DirNode | LinkNode | CharNode;
 
-export type FsErrorCode = 'ENOENT' | 'ENOTDIR' | 'EISDIR' | 'EEXIST' | 'ENOTEMPTY' | 'EACCES' | 'EROFS' | 'ELOOP' | 'EINVAL' | 'ENOSPC';
+export type FsErrorCode =
+  | 'ENOENT'
+  | 'ENOTDIR'
+  | 'EISDIR'
+  | 'EEXIST'
+  | 'ENOTEMPTY'
+  | 'EACCES'
+  | 'EROFS'
+  | 'ELOOP'
+  | 'EINVAL'
+  | 'ENOSPC';
 
 const MESSAGES: Record<FsErrorCode, string> = {
   ENOENT: 'No such file or directory',
@@ -107,7 +117,14 @@ export function statOf(node: FsNode): Stat {
     mode: node.mode,
     uid: node.uid,
     gid: node.gid,
-    size: node.kind === 'file' ? node.data.length : node.kind === 'dir' ? 4096 : node.kind === 'link' ? node.target.length : 0,
+    size:
+      node.kind === 'file'
+        ? node.data.length
+        : node.kind === 'dir'
+          ? 4096
+          : node.kind === 'link'
+            ? node.target.length
+            : 0,
     nlink: node.kind === 'dir' ? 2 + [...node.entries.values()].filter((n) => n.kind === 'dir').length : 1,
     ino: node.ino,
     mtimeMs: node.mtimeMs,
@@ -182,7 +199,16 @@ export class SystemImageBuilder {
   }
 
   private base(mode: number, uid: number, gid: number) {
-    return { mode, uid, gid, mtimeMs: this.time, atimeMs: this.time, ctimeMs: this.time, ino: this.ino++, owner: null };
+    return {
+      mode,
+      uid,
+      gid,
+      mtimeMs: this.time,
+      atimeMs: this.time,
+      ctimeMs: this.time,
+      ino: this.ino++,
+      owner: null,
+    };
   }
 
   private dirNode(perm: number, uid: number, gid: number): DirNode {
@@ -328,7 +354,9 @@ export class VirtualFs {
   readdir(path: string): { name: string; node: FsNode }[] {
     const { node } = this.resolve(path);
     if (node.kind !== 'dir') throw new FsError('ENOTDIR', path);
-    return [...node.entries].map(([name, n]) => ({ name, node: n })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return [...node.entries]
+      .map(([name, n]) => ({ name, node: n }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   // ---------- changes ----------
@@ -361,7 +389,8 @@ export class VirtualFs {
         node.mtimeMs = options.mtimeMs ?? now;
         node.ctimeMs = now;
       }
-      if (options.mode !== undefined && !isEmulated(target.dirPath)) node.mode = S_IFREG | (options.mode & 0o7777);
+      if (options.mode !== undefined && !isEmulated(target.dirPath))
+        node.mode = S_IFREG | (options.mode & 0o7777);
       return;
     }
     this.reserve(data.length, path);
@@ -478,7 +507,8 @@ export class VirtualFs {
     if (!node) throw new FsError('ENOENT', path);
     this.checkWritable(parentReal + (parentReal === '/' ? '' : '/') + name, options, path);
     if (node.kind === 'dir') {
-      if (!options.recursive && node.entries.size > 0) throw new FsError(options.dirOnly ? 'ENOTEMPTY' : 'EISDIR', path);
+      if (!options.recursive && node.entries.size > 0)
+        throw new FsError(options.dirOnly ? 'ENOTEMPTY' : 'EISDIR', path);
       if (!options.recursive && !options.dirOnly) throw new FsError('EISDIR', path);
     } else if (options.dirOnly) throw new FsError('ENOTDIR', path);
     const dir = this.mutableDir(parentReal);
@@ -626,7 +656,10 @@ export class VirtualFs {
   }
 
   /** Where a new entry named by `path` goes: its canonical parent dir (made mutable). */
-  private targetForCreate(path: string, options: Access & { parents?: boolean }): { dir: DirNode; dirPath: string; name: string } {
+  private targetForCreate(
+    path: string,
+    options: Access & { parents?: boolean },
+  ): { dir: DirNode; dirPath: string; name: string } {
     const norm = normalizePath(path);
     if (norm === '/') throw new FsError('EISDIR', path);
     const name = basename(norm);
@@ -692,7 +725,9 @@ export class VirtualFs {
   private own(dir: DirNode, name: string, child: FsNode): FsNode {
     if (child.owner === this.token) return child;
     const copy: FsNode =
-      child.kind === 'dir' ? { ...child, entries: new Map(child.entries), owner: this.token } : { ...child, owner: this.token };
+      child.kind === 'dir'
+        ? { ...child, entries: new Map(child.entries), owner: this.token }
+        : { ...child, owner: this.token };
     // A file copied from the system image is this phone's data from now on.
     if (copy.kind === 'file') this.used += copy.data.length;
     dir.entries.set(name, copy);
@@ -719,7 +754,10 @@ export class VirtualFs {
       node.data.byteOffset !== store.buffer.byteOffset
     ) {
       // Grow by half again, but never reserve more than the quota could still fill.
-      const capacity = Math.max(needed, Math.min(Math.max(MIN_STORE, Math.ceil(needed * 1.5)), needed + this.freeBytes));
+      const capacity = Math.max(
+        needed,
+        Math.min(Math.max(MIN_STORE, Math.ceil(needed * 1.5)), needed + this.freeBytes),
+      );
       store = { buffer: Buffer.alloc(capacity), filled: length };
       node.data.copy(store.buffer, 0);
       this.stores.set(node, store);

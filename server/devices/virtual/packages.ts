@@ -39,12 +39,40 @@ export interface PackageRecord {
 /** Runtime ("dangerous") permissions: granted only with -g, pm grant or the user. */
 export const RUNTIME_PERMISSIONS = new Set(
   [
-    'ACCESS_FINE_LOCATION', 'ACCESS_COARSE_LOCATION', 'ACCESS_BACKGROUND_LOCATION', 'ACCESS_MEDIA_LOCATION', 'ACTIVITY_RECOGNITION',
-    'ANSWER_PHONE_CALLS', 'BLUETOOTH_ADVERTISE', 'BLUETOOTH_CONNECT', 'BLUETOOTH_SCAN', 'BODY_SENSORS', 'CALL_PHONE', 'CAMERA',
-    'GET_ACCOUNTS', 'NEARBY_WIFI_DEVICES', 'POST_NOTIFICATIONS', 'READ_CALENDAR', 'READ_CALL_LOG', 'READ_CONTACTS',
-    'READ_EXTERNAL_STORAGE', 'READ_MEDIA_AUDIO', 'READ_MEDIA_IMAGES', 'READ_MEDIA_VIDEO', 'READ_PHONE_NUMBERS', 'READ_PHONE_STATE',
-    'READ_SMS', 'RECEIVE_MMS', 'RECEIVE_SMS', 'RECORD_AUDIO', 'SEND_SMS', 'UWB_RANGING', 'WRITE_CALENDAR', 'WRITE_CALL_LOG',
-    'WRITE_CONTACTS', 'WRITE_EXTERNAL_STORAGE',
+    'ACCESS_FINE_LOCATION',
+    'ACCESS_COARSE_LOCATION',
+    'ACCESS_BACKGROUND_LOCATION',
+    'ACCESS_MEDIA_LOCATION',
+    'ACTIVITY_RECOGNITION',
+    'ANSWER_PHONE_CALLS',
+    'BLUETOOTH_ADVERTISE',
+    'BLUETOOTH_CONNECT',
+    'BLUETOOTH_SCAN',
+    'BODY_SENSORS',
+    'CALL_PHONE',
+    'CAMERA',
+    'GET_ACCOUNTS',
+    'NEARBY_WIFI_DEVICES',
+    'POST_NOTIFICATIONS',
+    'READ_CALENDAR',
+    'READ_CALL_LOG',
+    'READ_CONTACTS',
+    'READ_EXTERNAL_STORAGE',
+    'READ_MEDIA_AUDIO',
+    'READ_MEDIA_IMAGES',
+    'READ_MEDIA_VIDEO',
+    'READ_PHONE_NUMBERS',
+    'READ_PHONE_STATE',
+    'READ_SMS',
+    'RECEIVE_MMS',
+    'RECEIVE_SMS',
+    'RECORD_AUDIO',
+    'SEND_SMS',
+    'UWB_RANGING',
+    'WRITE_CALENDAR',
+    'WRITE_CALL_LOG',
+    'WRITE_CONTACTS',
+    'WRITE_EXTERNAL_STORAGE',
   ].map((p) => `android.permission.${p}`),
 );
 
@@ -64,7 +92,15 @@ interface BuiltIn {
 
 /** The system packages every phone has; Settings and Login are drawn by the UI side. */
 const BUILT_INS: readonly BuiltIn[] = [
-  { name: 'android', label: 'Android System', dir: '/system/framework', apk: 'framework-res.apk', uid: 1000, versionCode: 34, versionName: '14' },
+  {
+    name: 'android',
+    label: 'Android System',
+    dir: '/system/framework',
+    apk: 'framework-res.apk',
+    uid: 1000,
+    versionCode: 34,
+    versionName: '14',
+  },
   {
     name: 'com.android.settings',
     label: 'Settings',
@@ -79,26 +115,189 @@ const BUILT_INS: readonly BuiltIn[] = [
     actions: Object.fromEntries(SETTINGS_ACTIVITIES.map((a) => [a.activity, a.actions])),
     launcher: 'com.android.settings.Settings',
   },
-  { name: 'com.phonelease.login', label: 'Login', dir: '/system/app/Login', apk: 'Login.apk', uid: 10120, versionCode: 1, versionName: '1.0', activities: ['com.phonelease.login.LoginActivity'], launcher: 'com.phonelease.login.LoginActivity' },
-  { name: 'com.android.launcher3', label: 'Pixel Launcher', dir: '/system_ext/priv-app/Launcher3QuickStep', apk: 'Launcher3QuickStep.apk', uid: 10153, versionCode: 34, versionName: '14', activities: ['com.android.launcher3.Launcher'] },
-  { name: 'com.android.systemui', label: 'System UI', dir: '/system_ext/priv-app/SystemUI', apk: 'SystemUI.apk', uid: 10201, versionCode: 34, versionName: '14' },
-  { name: 'com.android.shell', label: 'Shell', dir: '/system/priv-app/Shell', apk: 'Shell.apk', uid: 2000, versionCode: 34, versionName: '14' },
-  { name: 'com.android.phone', label: 'Phone Services', dir: '/system/priv-app/TeleService', apk: 'TeleService.apk', uid: 1001, versionCode: 34, versionName: '14' },
-  { name: 'com.android.providers.settings', label: 'Settings Storage', dir: '/system/priv-app/SettingsProvider', apk: 'SettingsProvider.apk', uid: 1000, versionCode: 34, versionName: '14' },
-  { name: 'com.android.providers.media.module', label: 'Media Storage', dir: '/apex/com.android.mediaprovider/priv-app/MediaProvider', apk: 'MediaProvider.apk', uid: 10160, versionCode: 340000000, versionName: '14' },
-  { name: 'com.android.providers.contacts', label: 'Contacts Storage', dir: '/system/priv-app/ContactsProvider', apk: 'ContactsProvider.apk', uid: 10102, versionCode: 34, versionName: '14' },
-  { name: 'com.android.providers.downloads', label: 'Download Manager', dir: '/system/priv-app/DownloadProvider', apk: 'DownloadProvider.apk', uid: 10104, versionCode: 34, versionName: '14' },
-  { name: 'com.android.packageinstaller', label: 'Package installer', dir: '/system/priv-app/PackageInstaller', apk: 'PackageInstaller.apk', uid: 10105, versionCode: 34, versionName: '14' },
-  { name: 'com.android.permissioncontroller', label: 'Permission controller', dir: '/apex/com.android.permission/priv-app/PermissionController', apk: 'PermissionController.apk', uid: 10106, versionCode: 340000000, versionName: '14' },
-  { name: 'com.android.keychain', label: 'Key Chain', dir: '/system/app/KeyChain', apk: 'KeyChain.apk', uid: 1000, versionCode: 34, versionName: '14' },
-  { name: 'com.android.location.fused', label: 'Fused Location', dir: '/system/priv-app/FusedLocation', apk: 'FusedLocation.apk', uid: 1000, versionCode: 34, versionName: '14' },
-  { name: 'com.android.bluetooth', label: 'Bluetooth', dir: '/apex/com.android.btservices/app/Bluetooth', apk: 'Bluetooth.apk', uid: 1002, versionCode: 34, versionName: '14' },
-  { name: 'com.android.documentsui', label: 'Files', dir: '/system/priv-app/DocumentsUI', apk: 'DocumentsUI.apk', uid: 10107, versionCode: 34, versionName: '14' },
-  { name: 'com.android.webview', label: 'Android System WebView', dir: '/system/app/webview', apk: 'webview.apk', uid: 10108, versionCode: 609911233, versionName: '120.0.6099.112' },
-  { name: 'com.google.android.inputmethod.latin', label: 'Gboard', dir: '/product/app/LatinIMEGooglePrebuilt', apk: 'LatinIMEGooglePrebuilt.apk', uid: 10170, versionCode: 135001, versionName: '13.5' },
-  { name: 'com.android.externalstorage', label: 'External Storage', dir: '/system/priv-app/ExternalStorageProvider', apk: 'ExternalStorageProvider.apk', uid: 10109, versionCode: 34, versionName: '14' },
-  { name: 'com.android.inputdevices', label: 'Input Devices', dir: '/system/priv-app/InputDevices', apk: 'InputDevices.apk', uid: 1000, versionCode: 34, versionName: '14' },
-  { name: 'com.android.server.telecom', label: 'Call Management', dir: '/system/priv-app/Telecom', apk: 'Telecom.apk', uid: 1000, versionCode: 34, versionName: '14' },
+  {
+    name: 'com.phonelease.login',
+    label: 'Login',
+    dir: '/system/app/Login',
+    apk: 'Login.apk',
+    uid: 10120,
+    versionCode: 1,
+    versionName: '1.0',
+    activities: ['com.phonelease.login.LoginActivity'],
+    launcher: 'com.phonelease.login.LoginActivity',
+  },
+  {
+    name: 'com.android.launcher3',
+    label: 'Pixel Launcher',
+    dir: '/system_ext/priv-app/Launcher3QuickStep',
+    apk: 'Launcher3QuickStep.apk',
+    uid: 10153,
+    versionCode: 34,
+    versionName: '14',
+    activities: ['com.android.launcher3.Launcher'],
+  },
+  {
+    name: 'com.android.systemui',
+    label: 'System UI',
+    dir: '/system_ext/priv-app/SystemUI',
+    apk: 'SystemUI.apk',
+    uid: 10201,
+    versionCode: 34,
+    versionName: '14',
+  },
+  {
+    name: 'com.android.shell',
+    label: 'Shell',
+    dir: '/system/priv-app/Shell',
+    apk: 'Shell.apk',
+    uid: 2000,
+    versionCode: 34,
+    versionName: '14',
+  },
+  {
+    name: 'com.android.phone',
+    label: 'Phone Services',
+    dir: '/system/priv-app/TeleService',
+    apk: 'TeleService.apk',
+    uid: 1001,
+    versionCode: 34,
+    versionName: '14',
+  },
+  {
+    name: 'com.android.providers.settings',
+    label: 'Settings Storage',
+    dir: '/system/priv-app/SettingsProvider',
+    apk: 'SettingsProvider.apk',
+    uid: 1000,
+    versionCode: 34,
+    versionName: '14',
+  },
+  {
+    name: 'com.android.providers.media.module',
+    label: 'Media Storage',
+    dir: '/apex/com.android.mediaprovider/priv-app/MediaProvider',
+    apk: 'MediaProvider.apk',
+    uid: 10160,
+    versionCode: 340000000,
+    versionName: '14',
+  },
+  {
+    name: 'com.android.providers.contacts',
+    label: 'Contacts Storage',
+    dir: '/system/priv-app/ContactsProvider',
+    apk: 'ContactsProvider.apk',
+    uid: 10102,
+    versionCode: 34,
+    versionName: '14',
+  },
+  {
+    name: 'com.android.providers.downloads',
+    label: 'Download Manager',
+    dir: '/system/priv-app/DownloadProvider',
+    apk: 'DownloadProvider.apk',
+    uid: 10104,
+    versionCode: 34,
+    versionName: '14',
+  },
+  {
+    name: 'com.android.packageinstaller',
+    label: 'Package installer',
+    dir: '/system/priv-app/PackageInstaller',
+    apk: 'PackageInstaller.apk',
+    uid: 10105,
+    versionCode: 34,
+    versionName: '14',
+  },
+  {
+    name: 'com.android.permissioncontroller',
+    label: 'Permission controller',
+    dir: '/apex/com.android.permission/priv-app/PermissionController',
+    apk: 'PermissionController.apk',
+    uid: 10106,
+    versionCode: 340000000,
+    versionName: '14',
+  },
+  {
+    name: 'com.android.keychain',
+    label: 'Key Chain',
+    dir: '/system/app/KeyChain',
+    apk: 'KeyChain.apk',
+    uid: 1000,
+    versionCode: 34,
+    versionName: '14',
+  },
+  {
+    name: 'com.android.location.fused',
+    label: 'Fused Location',
+    dir: '/system/priv-app/FusedLocation',
+    apk: 'FusedLocation.apk',
+    uid: 1000,
+    versionCode: 34,
+    versionName: '14',
+  },
+  {
+    name: 'com.android.bluetooth',
+    label: 'Bluetooth',
+    dir: '/apex/com.android.btservices/app/Bluetooth',
+    apk: 'Bluetooth.apk',
+    uid: 1002,
+    versionCode: 34,
+    versionName: '14',
+  },
+  {
+    name: 'com.android.documentsui',
+    label: 'Files',
+    dir: '/system/priv-app/DocumentsUI',
+    apk: 'DocumentsUI.apk',
+    uid: 10107,
+    versionCode: 34,
+    versionName: '14',
+  },
+  {
+    name: 'com.android.webview',
+    label: 'Android System WebView',
+    dir: '/system/app/webview',
+    apk: 'webview.apk',
+    uid: 10108,
+    versionCode: 609911233,
+    versionName: '120.0.6099.112',
+  },
+  {
+    name: 'com.google.android.inputmethod.latin',
+    label: 'Gboard',
+    dir: '/product/app/LatinIMEGooglePrebuilt',
+    apk: 'LatinIMEGooglePrebuilt.apk',
+    uid: 10170,
+    versionCode: 135001,
+    versionName: '13.5',
+  },
+  {
+    name: 'com.android.externalstorage',
+    label: 'External Storage',
+    dir: '/system/priv-app/ExternalStorageProvider',
+    apk: 'ExternalStorageProvider.apk',
+    uid: 10109,
+    versionCode: 34,
+    versionName: '14',
+  },
+  {
+    name: 'com.android.inputdevices',
+    label: 'Input Devices',
+    dir: '/system/priv-app/InputDevices',
+    apk: 'InputDevices.apk',
+    uid: 1000,
+    versionCode: 34,
+    versionName: '14',
+  },
+  {
+    name: 'com.android.server.telecom',
+    label: 'Call Management',
+    dir: '/system/priv-app/Telecom',
+    apk: 'Telecom.apk',
+    uid: 1000,
+    versionCode: 34,
+    versionName: '14',
+  },
 ];
 
 export interface InstallOptions {
@@ -124,7 +323,12 @@ function builtInRecord(b: BuiltIn): PackageRecord {
     name,
     exported: true,
     actions: [...(name === b.launcher ? ['android.intent.action.MAIN'] : []), ...(b.actions?.[name] ?? [])],
-    categories: name === b.launcher ? ['android.intent.category.LAUNCHER'] : name === 'com.android.launcher3.Launcher' ? ['android.intent.category.HOME'] : [],
+    categories:
+      name === b.launcher
+        ? ['android.intent.category.LAUNCHER']
+        : name === 'com.android.launcher3.Launcher'
+          ? ['android.intent.category.HOME']
+          : [],
   }));
   return {
     name: b.name,
@@ -196,7 +400,8 @@ export class PackageManager {
     const out: LauncherApp[] = [];
     for (const name of ['com.android.settings', 'com.phonelease.login', ...this.installed]) {
       const p = this.packages.get(name);
-      if (p?.launcherActivity && p.enabled) out.push({ package: p.name, label: p.label, activity: p.launcherActivity });
+      if (p?.launcherActivity && p.enabled)
+        out.push({ package: p.name, label: p.label, activity: p.launcherActivity });
     }
     return out;
   }
@@ -216,13 +421,20 @@ export class PackageManager {
     try {
       info = readApk(apk);
     } catch (error) {
-      const reason = error instanceof ApkError ? error.message : `failed to parse: ${(error as Error).message}`;
-      return { ok: false, failure: `INSTALL_PARSE_FAILED_NOT_APK: Failed parse during installPackageLI: ${reason}` };
+      const reason =
+        error instanceof ApkError ? error.message : `failed to parse: ${(error as Error).message}`;
+      return {
+        ok: false,
+        failure: `INSTALL_PARSE_FAILED_NOT_APK: Failed parse during installPackageLI: ${reason}`,
+      };
     }
     const existing = this.packages.get(info.package);
     if (existing) {
       if (existing.system) {
-        return { ok: false, failure: `INSTALL_FAILED_UPDATE_INCOMPATIBLE: Existing package ${info.package} signatures do not match newer version; ignoring!` };
+        return {
+          ok: false,
+          failure: `INSTALL_FAILED_UPDATE_INCOMPATIBLE: Existing package ${info.package} signatures do not match newer version; ignoring!`,
+        };
       }
       if (info.versionCode < existing.versionCode && !options.allowDowngrade) {
         return {
@@ -232,12 +444,18 @@ export class PackageManager {
       }
     }
     if (info.minSdk !== null && info.minSdk > 34) {
-      return { ok: false, failure: `INSTALL_FAILED_OLDER_SDK: Failed parse during installPackageLI: /data/app/vmdl.tmp/base.apk (at Binary XML file line #7): Requires newer sdk version #${info.minSdk} (current version is #34)` };
+      return {
+        ok: false,
+        failure: `INSTALL_FAILED_OLDER_SDK: Failed parse during installPackageLI: /data/app/vmdl.tmp/base.apk (at Binary XML file line #7): Requires newer sdk version #${info.minSdk} (current version is #34)`,
+      };
     }
     // The APK is stored under /data/app: it must fit in what the phone has left.
     const freed = existing ? this.apkSize(existing) : 0;
     if (apk.length > this.fs.freeBytes + freed) {
-      return { ok: false, failure: 'INSTALL_FAILED_INSUFFICIENT_STORAGE: Requested internal only, but not enough space' };
+      return {
+        ok: false,
+        failure: 'INSTALL_FAILED_INSUFFICIENT_STORAGE: Requested internal only, but not enough space',
+      };
     }
     const now = this.now();
     if (existing) this.removeCode(existing);
@@ -344,7 +562,11 @@ export class PackageManager {
   restore(saved: SavedPackage[], data: Buffer): void {
     for (const s of saved) {
       const apk = data.subarray(s.apk.offset, s.apk.offset + s.apk.size);
-      const result = this.install(apk, { grantAll: false, allowDowngrade: true, installer: s.installer ?? undefined });
+      const result = this.install(apk, {
+        grantAll: false,
+        allowDowngrade: true,
+        installer: s.installer ?? undefined,
+      });
       if (!result.ok) continue;
       const r = result.record;
       // Keep the identity the app had (paths, uid, times, grants) as a rebooted phone would.
@@ -367,7 +589,8 @@ export class PackageManager {
     try {
       this.fs.remove(p.codePath, { root: true, recursive: true });
       const parent = p.codePath.slice(0, p.codePath.lastIndexOf('/'));
-      if (parent !== '/data/app' && this.fs.readdir(parent).length === 0) this.fs.remove(parent, { root: true, recursive: true });
+      if (parent !== '/data/app' && this.fs.readdir(parent).length === 0)
+        this.fs.remove(parent, { root: true, recursive: true });
     } catch {
       // nothing to remove
     }

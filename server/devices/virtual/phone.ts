@@ -58,9 +58,19 @@ export class VirtualPhone implements DevicePhone {
     // The UiAutomator2 server runs while its instrumentation does (am instrument -w).
     this.device.activity.uiAutomator2Factory = (device) =>
       createUiAutomator2Server(device.ui, {
-        identity: { manufacturer: DEVICE.manufacturer, model: DEVICE.model, release: DEVICE.release, sdk: DEVICE.sdk },
+        identity: {
+          manufacturer: DEVICE.manufacturer,
+          model: DEVICE.model,
+          release: DEVICE.release,
+          sdk: DEVICE.sdk,
+        },
         log: (priority, tag, message) => {
-          device.appLog(priority, tag, message, device.processes.list().find((p) => p.name === UIA2_SERVER_PACKAGE)?.pid);
+          device.appLog(
+            priority,
+            tag,
+            message,
+            device.processes.list().find((p) => p.name === UIA2_SERVER_PACKAGE)?.pid,
+          );
         },
         // On a device the server's test method returns once its session is deleted, and
         // the driver waits for the process to go (5 s otherwise).
@@ -85,7 +95,11 @@ export class VirtualPhone implements DevicePhone {
       try {
         await restoreDeviceState(this.device, this.stateParts(), this.options.restoreFrom);
       } catch (error) {
-        if (error instanceof DamagedSaveError) throw new PhoneBootError('profile_damaged', `The saved phone cannot be restored: ${error.message}.`);
+        if (error instanceof DamagedSaveError)
+          throw new PhoneBootError(
+            'profile_damaged',
+            `The saved phone cannot be restored: ${error.message}.`,
+          );
         throw error;
       }
     }
@@ -153,7 +167,12 @@ export class VirtualPhone implements DevicePhone {
         ui.text(event.text);
         return;
       case 'key': {
-        const codes = { home: KEYCODE.HOME, back: KEYCODE.BACK, enter: KEYCODE.ENTER, del: KEYCODE.DEL } as const;
+        const codes = {
+          home: KEYCODE.HOME,
+          back: KEYCODE.BACK,
+          enter: KEYCODE.ENTER,
+          del: KEYCODE.DEL,
+        } as const;
         ui.key(codes[event.key]);
         return;
       }

@@ -88,8 +88,10 @@ export class SystemProps {
 
   /** Returns an error text (as setprop prints it) or null on success. */
   set(key: string, value: string): string | null {
-    if (!/^[A-Za-z0-9_.\-@:]+$/.test(key) || key.length > 256) return `Failed to set property '${key}' to '${value}'`;
-    if (key.startsWith('ro.') && this.get(key) !== null) return `Failed to set property '${key}' to '${value}'.\nSee dmesg for error reason.`;
+    if (!/^[A-Za-z0-9_.\-@:]+$/.test(key) || key.length > 256)
+      return `Failed to set property '${key}' to '${value}'`;
+    if (key.startsWith('ro.') && this.get(key) !== null)
+      return `Failed to set property '${key}' to '${value}'.\nSee dmesg for error reason.`;
     this.changed.set(key, value);
     return null;
   }

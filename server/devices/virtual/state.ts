@@ -110,7 +110,11 @@ export async function saveDeviceState(device: Device, parts: StateParts, dir: st
     savedAt: new Date(device.now()).toISOString(),
     files: [
       { name: 'data.bin', size: dataSize, sha256: dataHash },
-      { name: 'state.json', size: stateJson.length, sha256: createHash('sha256').update(stateJson).digest('hex') },
+      {
+        name: 'state.json',
+        size: stateJson.length,
+        sha256: createHash('sha256').update(stateJson).digest('hex'),
+      },
     ],
   };
   // Last: its presence marks the save as complete.
@@ -170,7 +174,8 @@ export async function restoreDeviceState(device: Device, parts: StateParts, dir:
     throw error;
   }
   if (names.length === 0) return false;
-  if (!names.includes('manifest.json')) throw new DamagedSaveError('the saved phone is incomplete (its save was interrupted)');
+  if (!names.includes('manifest.json'))
+    throw new DamagedSaveError('the saved phone is incomplete (its save was interrupted)');
   const manifest = parseJson(await readFile(join(dir, 'manifest.json')), 'manifest.json');
   if (!isManifest(manifest)) throw new DamagedSaveError('the saved phone is damaged (manifest.json)');
   if (manifest.format !== SAVE_FORMAT || manifest.version !== SAVE_VERSION) {
@@ -181,12 +186,14 @@ export async function restoreDeviceState(device: Device, parts: StateParts, dir:
     const s = await stat(join(dir, f.name)).catch(() => null);
     if (!s || s.size !== f.size) throw new DamagedSaveError(`the saved phone is incomplete (${f.name})`);
     const bytes = await readFile(join(dir, f.name));
-    if (createHash('sha256').update(bytes).digest('hex') !== f.sha256) throw new DamagedSaveError(`the saved phone is damaged (${f.name})`);
+    if (createHash('sha256').update(bytes).digest('hex') !== f.sha256)
+      throw new DamagedSaveError(`the saved phone is damaged (${f.name})`);
     contents.set(f.name, bytes);
   }
   const data = contents.get('data.bin');
   const stateBytes = contents.get('state.json');
-  if (!data || !stateBytes) throw new DamagedSaveError('the saved phone is incomplete (its manifest names no data)');
+  if (!data || !stateBytes)
+    throw new DamagedSaveError('the saved phone is incomplete (its manifest names no data)');
   const state = parseJson(stateBytes, 'state.json') as SavedState;
   device.settings.restore(state.settings);
   device.props.restore(state.props);
@@ -200,7 +207,12 @@ export async function restoreDeviceState(device: Device, parts: StateParts, dir:
     else if (f.kind === 'link') device.fs.symlink(f.target ?? '', f.path, { root: true });
     else {
       const bytes = data.subarray(f.offset ?? 0, (f.offset ?? 0) + (f.size ?? 0));
-      device.fs.writeFile(f.path, bytes, { root: true, mode: f.mode & 0o7777, mtimeMs: f.mtimeMs, parents: true });
+      device.fs.writeFile(f.path, bytes, {
+        root: true,
+        mode: f.mode & 0o7777,
+        mtimeMs: f.mtimeMs,
+        parents: true,
+      });
     }
     if (f.kind !== 'link') {
       device.fs.chown(f.path, f.uid, f.gid);

@@ -12,13 +12,99 @@ const EMPTY_ZIP = Buffer.from([0x50, 0x4b, 0x05, 0x06, ...new Array<number>(18).
 
 /** Programs that exist in /system/bin (toybox applets and Android tools). */
 export const SYSTEM_BIN = [
-  'am', 'appops', 'app_process', 'awk', 'base64', 'basename', 'cat', 'chmod', 'chown', 'cmd', 'cmp', 'content', 'cp', 'cut',
-  'date', 'dd', 'df', 'diff', 'dirname', 'dmesg', 'du', 'dumpsys', 'echo', 'env', 'expr', 'false', 'find', 'getenforce',
-  'getprop', 'grep', 'gzip', 'head', 'hostname', 'id', 'ime', 'input', 'kill', 'ln', 'locksettings', 'log', 'logcat', 'ls',
-  'md5sum', 'mkdir', 'monkey', 'mv', 'nc', 'netstat', 'nohup', 'pgrep', 'pidof', 'pkill', 'pm', 'printf', 'ps', 'pwd',
-  'readlink', 'realpath', 'reboot', 'rm', 'rmdir', 'run-as', 'screencap', 'screenrecord', 'sed', 'service', 'setprop',
-  'settings', 'sh', 'sha1sum', 'sha256sum', 'sleep', 'sort', 'stat', 'svc', 'tail', 'tee', 'test', 'toybox', 'top', 'touch',
-  'tr', 'true', 'uiautomator', 'uname', 'uniq', 'uptime', 'wc', 'which', 'whoami', 'wm', 'xargs', 'yes',
+  'am',
+  'appops',
+  'app_process',
+  'awk',
+  'base64',
+  'basename',
+  'cat',
+  'chmod',
+  'chown',
+  'cmd',
+  'cmp',
+  'content',
+  'cp',
+  'cut',
+  'date',
+  'dd',
+  'df',
+  'diff',
+  'dirname',
+  'dmesg',
+  'du',
+  'dumpsys',
+  'echo',
+  'env',
+  'expr',
+  'false',
+  'find',
+  'getenforce',
+  'getprop',
+  'grep',
+  'gzip',
+  'head',
+  'hostname',
+  'id',
+  'ime',
+  'input',
+  'kill',
+  'ln',
+  'locksettings',
+  'log',
+  'logcat',
+  'ls',
+  'md5sum',
+  'mkdir',
+  'monkey',
+  'mv',
+  'nc',
+  'netstat',
+  'nohup',
+  'pgrep',
+  'pidof',
+  'pkill',
+  'pm',
+  'printf',
+  'ps',
+  'pwd',
+  'readlink',
+  'realpath',
+  'reboot',
+  'rm',
+  'rmdir',
+  'run-as',
+  'screencap',
+  'screenrecord',
+  'sed',
+  'service',
+  'setprop',
+  'settings',
+  'sh',
+  'sha1sum',
+  'sha256sum',
+  'sleep',
+  'sort',
+  'stat',
+  'svc',
+  'tail',
+  'tee',
+  'test',
+  'toybox',
+  'top',
+  'touch',
+  'tr',
+  'true',
+  'uiautomator',
+  'uname',
+  'uniq',
+  'uptime',
+  'wc',
+  'which',
+  'whoami',
+  'wm',
+  'xargs',
+  'yes',
 ];
 
 const CPUINFO = `Processor\t: AArch64 Processor rev 0 (aarch64)
@@ -48,10 +134,26 @@ SwapFree:        3123456 kB
 
 export function buildSystemImage(): DirNode {
   const b = new SystemImageBuilder();
-  for (const dir of ['/acct', '/apex', '/config', '/debug_ramdisk', '/mnt', '/odm', '/oem', '/product', '/system_ext', '/vendor']) {
+  for (const dir of [
+    '/acct',
+    '/apex',
+    '/config',
+    '/debug_ramdisk',
+    '/mnt',
+    '/odm',
+    '/oem',
+    '/product',
+    '/system_ext',
+    '/vendor',
+  ]) {
     b.dir(dir);
   }
-  b.dir('/system/bin').dir('/system/app').dir('/system/priv-app').dir('/system/framework').dir('/system/lib64').dir('/system/etc');
+  b.dir('/system/bin')
+    .dir('/system/app')
+    .dir('/system/priv-app')
+    .dir('/system/framework')
+    .dir('/system/lib64')
+    .dir('/system/etc');
   for (const name of SYSTEM_BIN) b.file(`/system/bin/${name}`, '\x7fELF', 0o755, ROOT_UID, 2000);
   b.file(
     '/system/build.prop',
@@ -64,18 +166,41 @@ export function buildSystemImage(): DirNode {
   b.link('/sdcard', '/storage/self/primary');
   b.link('/d', '/sys/kernel/debug');
   b.dir('/sys/kernel/debug', 0o755);
-  b.dir('/dev', 0o755).chr('/dev/null', 'null').chr('/dev/zero', 'zero').chr('/dev/tty', 'tty').chr('/dev/random', 'random').chr('/dev/urandom', 'random');
+  b.dir('/dev', 0o755)
+    .chr('/dev/null', 'null')
+    .chr('/dev/zero', 'zero')
+    .chr('/dev/tty', 'tty')
+    .chr('/dev/random', 'random')
+    .chr('/dev/urandom', 'random');
   b.dir('/proc', 0o555);
   b.file('/proc/cpuinfo', CPUINFO, 0o444);
   b.file('/proc/meminfo', MEMINFO, 0o444);
-  b.file('/proc/version', 'Linux version 5.15.110-android14-11 (build-user@build-host) (Android clang version 17.0.2) #1 SMP PREEMPT\n', 0o444);
+  b.file(
+    '/proc/version',
+    'Linux version 5.15.110-android14-11 (build-user@build-host) (Android clang version 17.0.2) #1 SMP PREEMPT\n',
+    0o444,
+  );
   b.file('/proc/net/unix', 'Num       RefCount Protocol Flags    Type St Inode Path\n', 0o444);
   b.file('/proc/uptime', '1000.00 3000.00\n', 0o444);
   b.dir('/storage', 0o755);
   b.link('/storage/self/primary', '/storage/emulated/0');
   b.dir('/storage/emulated', 0o711, ROOT_UID, 1028);
   b.dir('/storage/emulated/0', 0o770, ROOT_UID, MEDIA_RW_GID);
-  for (const d of ['Alarms', 'Android', 'Audiobooks', 'DCIM', 'Documents', 'Download', 'Movies', 'Music', 'Notifications', 'Pictures', 'Podcasts', 'Recordings', 'Ringtones']) {
+  for (const d of [
+    'Alarms',
+    'Android',
+    'Audiobooks',
+    'DCIM',
+    'Documents',
+    'Download',
+    'Movies',
+    'Music',
+    'Notifications',
+    'Pictures',
+    'Podcasts',
+    'Recordings',
+    'Ringtones',
+  ]) {
     b.dir(`/storage/emulated/0/${d}`, 0o770, ROOT_UID, MEDIA_RW_GID);
   }
   b.dir('/data', 0o771, 1000, 1000);

@@ -109,9 +109,12 @@ export class AdbConnection implements StreamTransport {
         this.hostMaxPayload = message.arg1 > 0 ? message.arg1 : DEVICE_MAX_PAYLOAD;
         this.checksums = message.arg0 < A_VERSION;
         this.online = true;
-        this.send(A_CNXN, Math.min(message.arg0, A_VERSION), this.checksums ? Math.min(DEVICE_MAX_PAYLOAD, 256 * 1024) : DEVICE_MAX_PAYLOAD, [
-          Buffer.from(this.options.banner, 'utf8'),
-        ]);
+        this.send(
+          A_CNXN,
+          Math.min(message.arg0, A_VERSION),
+          this.checksums ? Math.min(DEVICE_MAX_PAYLOAD, 256 * 1024) : DEVICE_MAX_PAYLOAD,
+          [Buffer.from(this.options.banner, 'utf8')],
+        );
         return;
       }
       case A_AUTH:
@@ -127,7 +130,10 @@ export class AdbConnection implements StreamTransport {
         try {
           handler = this.options.resolve(destination);
         } catch (error) {
-          this.options.log.debug('virtual adb: service failed to open', { destination, error: String(error) });
+          this.options.log.debug('virtual adb: service failed to open', {
+            destination,
+            error: String(error),
+          });
         }
         if (!handler) {
           this.options.log.debug('virtual adb: refused stream', { destination });

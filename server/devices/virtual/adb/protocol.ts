@@ -65,7 +65,8 @@ export class MessageReader {
         const h = this.take(HEADER_SIZE);
         const command = h.readUInt32LE(0);
         const magic = h.readUInt32LE(20);
-        if (((command ^ 0xffffffff) >>> 0) !== magic) throw new Error(`bad ADB magic for ${commandName(command)}`);
+        if ((command ^ 0xffffffff) >>> 0 !== magic)
+          throw new Error(`bad ADB magic for ${commandName(command)}`);
         const length = h.readUInt32LE(12);
         // The host may send up to the maximum this device advertises (it never asks for less).
         if (length > DEVICE_MAX_PAYLOAD) throw new Error(`ADB payload too large: ${length}`);

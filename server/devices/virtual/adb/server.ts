@@ -12,7 +12,12 @@ export class AdbServer {
   private closed = false;
 
   constructor(
-    private readonly options: { banner: string; resolve: ServiceResolver; log: DeviceLogger; onFailure?: (reason: string) => void },
+    private readonly options: {
+      banner: string;
+      resolve: ServiceResolver;
+      log: DeviceLogger;
+      onFailure?: (reason: string) => void;
+    },
   ) {
     this.server = createServer({ noDelay: true }, (socket) => this.accept(socket));
   }

@@ -8,7 +8,11 @@ import { runSyncService } from './sync.js';
 export function createServiceResolver(device: Device, commands: CommandTable): ServiceResolver {
   const shellOptions = { device, commands };
   return (destination: string): ServiceHandler | null => {
-    if (destination.startsWith('shell:') || destination.startsWith('shell,') || destination.startsWith('exec:')) {
+    if (
+      destination.startsWith('shell:') ||
+      destination.startsWith('shell,') ||
+      destination.startsWith('exec:')
+    ) {
       return (stream) => runShellService(stream, shellOptions, destination);
     }
     if (destination.startsWith('abb:') || destination.startsWith('abb_exec:')) {
@@ -23,7 +27,12 @@ export function createServiceResolver(device: Device, commands: CommandTable): S
       if (!handler) return null;
       return (stream) => handler(stream);
     }
-    if (destination === 'root:' || destination === 'unroot:' || destination === 'remount:' || destination.startsWith('reboot:')) {
+    if (
+      destination === 'root:' ||
+      destination === 'unroot:' ||
+      destination === 'remount:' ||
+      destination.startsWith('reboot:')
+    ) {
       return (stream) => {
         const text =
           destination === 'root:'

@@ -167,7 +167,9 @@ export interface ShellServiceOptions {
 type Mode = { protocol: boolean; pty: boolean };
 
 /** Parses `shell[,v2][,TERM=x][,raw|pty]:command`. */
-export function parseShellDestination(destination: string): { mode: Mode; command: string; env: Record<string, string> } | null {
+export function parseShellDestination(
+  destination: string,
+): { mode: Mode; command: string; env: Record<string, string> } | null {
   const colon = destination.indexOf(':');
   if (colon < 0) return null;
   const head = destination.slice(0, colon);
@@ -205,7 +207,11 @@ function ioFor(stream: AdbStream, mode: Mode): { io: Io; input: StreamInput } {
   stream.on('data', (chunk: Buffer) => input.push(chunk));
   stream.on('end', () => input.end());
   stream.on('close', () => input.end());
-  const out = new WritableOutput(stream, mode.pty ? crlf : undefined, () => stream.closedByPeer || stream.destroyed);
+  const out = new WritableOutput(
+    stream,
+    mode.pty ? crlf : undefined,
+    () => stream.closedByPeer || stream.destroyed,
+  );
   return { io: { stdin: input, stdout: out, stderr: out }, input };
 }
 
@@ -246,7 +252,7 @@ async function interactive(shell: Interpreter, io: Io, pty: boolean, signal: Abo
     const chunk = await io.stdin.read();
     if (chunk === null) break;
     for (const ch of decoder.write(chunk)) {
-      if (pty && (ch === '\x03')) {
+      if (pty && ch === '\x03') {
         line = '';
         io.stdout.write('^C\n');
         prompt();
@@ -277,7 +283,8 @@ async function interactive(shell: Interpreter, io: Io, pty: boolean, signal: Abo
     }
   }
   line += decoder.end();
-  if (line.trim().length > 0) await shell.run(line, { ...io, stdin: { read: () => Promise.resolve(null) } }, signal);
+  if (line.trim().length > 0)
+    await shell.run(line, { ...io, stdin: { read: () => Promise.resolve(null) } }, signal);
   return shell.status;
 }
 

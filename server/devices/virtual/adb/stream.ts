@@ -37,7 +37,11 @@ export class AdbStream extends Duplex {
   ) {
     // The writable buffer holds what accumulates while a WRTE awaits its OKAY, so the next
     // _writev can send it as one message.
-    super({ writableHighWaterMark: transport.maxPayload, readableHighWaterMark: 256 * 1024, allowHalfOpen: true });
+    super({
+      writableHighWaterMark: transport.maxPayload,
+      readableHighWaterMark: 256 * 1024,
+      allowHalfOpen: true,
+    });
   }
 
   /**

@@ -182,8 +182,13 @@ export function runSyncService(stream: AdbStream, options: SyncOptions): void {
       } else {
         const real = normalizePath(s.path);
         // Emulated storage ignores the pushed mode, as the FUSE layer on a device does.
-        const perm = real.startsWith('/storage/emulated/') || real.startsWith('/sdcard/') ? 0o660 : s.mode & 0o777;
-        fs.writeFile(s.path, data, { mode: perm || 0o644, mtimeMs: mtime > 0 ? mtime * 1000 : undefined, parents: true });
+        const perm =
+          real.startsWith('/storage/emulated/') || real.startsWith('/sdcard/') ? 0o660 : s.mode & 0o777;
+        fs.writeFile(s.path, data, {
+          mode: perm || 0o644,
+          mtimeMs: mtime > 0 ? mtime * 1000 : undefined,
+          parents: true,
+        });
       }
       okay();
       return true;

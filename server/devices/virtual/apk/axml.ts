@@ -99,7 +99,8 @@ export function parseAxml(data: Buffer): AxmlElement {
           const value = data.readUInt32LE(a + 16);
           const resourceId = nameIndex < resourceIds.length ? resourceIds[nameIndex]! : null;
           let attrName = pool.get(nameIndex) ?? '';
-          if (attrName === '' && resourceId !== null) attrName = ANDROID_ATTRS[resourceId] ?? `0x${resourceId.toString(16)}`;
+          if (attrName === '' && resourceId !== null)
+            attrName = ANDROID_ATTRS[resourceId] ?? `0x${resourceId.toString(16)}`;
           attributes.push({
             namespace: nsIndex === 0xffffffff ? null : pool.get(nsIndex),
             name: attrName,
@@ -181,7 +182,9 @@ export function valueText(v: AxmlValue | undefined): string | undefined {
 
 /** Renders the tree as plain XML (for debugging and tests). */
 export function toXml(el: AxmlElement, indent = ''): string {
-  const attrs = el.attributes.map((a) => ` ${a.namespace ? 'android:' : ''}${a.name}="${valueText(a.value) ?? ''}"`).join('');
+  const attrs = el.attributes
+    .map((a) => ` ${a.namespace ? 'android:' : ''}${a.name}="${valueText(a.value) ?? ''}"`)
+    .join('');
   if (el.children.length === 0) return `${indent}<${el.name}${attrs}/>\n`;
   return `${indent}<${el.name}${attrs}>\n${el.children.map((c) => toXml(c, indent + '  ')).join('')}${indent}</${el.name}>\n`;
 }

@@ -38,8 +38,13 @@ export interface ChunkHeader {
 
 export function readChunkHeader(data: Buffer, offset: number): ChunkHeader {
   if (offset + 8 > data.length) throw new ResourceFormatError(`chunk header out of range at ${offset}`);
-  const header = { type: data.readUInt16LE(offset), headerSize: data.readUInt16LE(offset + 2), size: data.readUInt32LE(offset + 4) };
-  if (header.size < 8 || offset + header.size > data.length) throw new ResourceFormatError(`bad chunk size at ${offset}`);
+  const header = {
+    type: data.readUInt16LE(offset),
+    headerSize: data.readUInt16LE(offset + 2),
+    size: data.readUInt32LE(offset + 4),
+  };
+  if (header.size < 8 || offset + header.size > data.length)
+    throw new ResourceFormatError(`bad chunk size at ${offset}`);
   return header;
 }
 

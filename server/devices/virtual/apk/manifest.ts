@@ -82,7 +82,10 @@ export function readApk(apk: Buffer): ApkInfo {
   const pkg = text(manifest, 'package');
   if (!pkg) throw new ApkError('AndroidManifest.xml has no package name');
   const versionCodeValue = attr(manifest, 'versionCode');
-  const versionCode = versionCodeValue?.type === 'int' ? versionCodeValue.value : Number(text(manifest, 'versionCode') ?? '0') || 0;
+  const versionCode =
+    versionCodeValue?.type === 'int'
+      ? versionCodeValue.value
+      : Number(text(manifest, 'versionCode') ?? '0') || 0;
   const versionName = text(manifest, 'versionName') ?? '';
   const usesSdk = manifest.children.find((c) => c.name === 'uses-sdk');
   const sdk = (name: string) => {
@@ -93,7 +96,8 @@ export function readApk(apk: Buffer): ApkInfo {
   const debuggableValue = application ? attr(application, 'debuggable') : undefined;
   const component = (el: AxmlElement): ComponentInfo => {
     const filters = el.children.filter((c) => c.name === 'intent-filter');
-    const names = (tag: string) => filters.flatMap((f) => f.children.filter((c) => c.name === tag).map((c) => text(c, 'name') ?? ''));
+    const names = (tag: string) =>
+      filters.flatMap((f) => f.children.filter((c) => c.name === tag).map((c) => text(c, 'name') ?? ''));
     const exportedValue = attr(el, 'exported');
     return {
       name: qualify(pkg, text(el, 'name') ?? ''),
@@ -103,8 +107,14 @@ export function readApk(apk: Buffer): ApkInfo {
     };
   };
   const appChildren = application?.children ?? [];
-  const activities = appChildren.filter((c) => c.name === 'activity' || c.name === 'activity-alias').map(component);
-  const launcher = activities.find((a) => a.actions.includes('android.intent.action.MAIN') && a.categories.includes('android.intent.category.LAUNCHER'));
+  const activities = appChildren
+    .filter((c) => c.name === 'activity' || c.name === 'activity-alias')
+    .map(component);
+  const launcher = activities.find(
+    (a) =>
+      a.actions.includes('android.intent.action.MAIN') &&
+      a.categories.includes('android.intent.category.LAUNCHER'),
+  );
   const appLabel = application ? text(application, 'label') : null;
   return {
     package: pkg,
@@ -120,7 +130,14 @@ export function readApk(apk: Buffer): ApkInfo {
     receivers: appChildren.filter((c) => c.name === 'receiver').map(component),
     instrumentations: manifest.children
       .filter((c) => c.name === 'instrumentation')
-      .map((c) => ({ name: qualify(pkg, text(c, 'name') ?? ''), targetPackage: text(c, 'targetPackage') ?? pkg, label: text(c, 'label') })),
-    permissions: manifest.children.filter((c) => c.name === 'uses-permission').map((c) => text(c, 'name') ?? '').filter(Boolean),
+      .map((c) => ({
+        name: qualify(pkg, text(c, 'name') ?? ''),
+        targetPackage: text(c, 'targetPackage') ?? pkg,
+        label: text(c, 'label'),
+      })),
+    permissions: manifest.children
+      .filter((c) => c.name === 'uses-permission')
+      .map((c) => text(c, 'name') ?? '')
+      .filter(Boolean),
   };
 }

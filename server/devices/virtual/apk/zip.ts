@@ -41,7 +41,8 @@ export class ZipReader {
     if (!entry) return null;
     const d = this.data;
     const off = entry.localHeaderOffset;
-    if (off + 30 > d.length || d.readUInt32LE(off) !== LOC_SIG) throw new ZipError(`bad local header for ${name}`);
+    if (off + 30 > d.length || d.readUInt32LE(off) !== LOC_SIG)
+      throw new ZipError(`bad local header for ${name}`);
     const start = off + 30 + d.readUInt16LE(off + 26) + d.readUInt16LE(off + 28);
     const raw = d.subarray(start, start + entry.compressedSize);
     if (raw.length !== entry.compressedSize) throw new ZipError(`truncated entry ${name}`);
@@ -65,7 +66,11 @@ export class ZipReader {
     let count = d.readUInt16LE(eocd + 10);
     let cdSize = d.readUInt32LE(eocd + 12);
     let cdOffset = d.readUInt32LE(eocd + 16);
-    if ((count === 0xffff || cdOffset === 0xffffffff) && eocd >= 20 && d.readUInt32LE(eocd - 20) === ZIP64_LOCATOR_SIG) {
+    if (
+      (count === 0xffff || cdOffset === 0xffffffff) &&
+      eocd >= 20 &&
+      d.readUInt32LE(eocd - 20) === ZIP64_LOCATOR_SIG
+    ) {
       const z = Number(d.readBigUInt64LE(eocd - 20 + 8));
       if (d.readUInt32LE(z) !== ZIP64_EOCD_SIG) throw new ZipError('bad zip64 end of central directory');
       count = Number(d.readBigUInt64LE(z + 32));
@@ -76,7 +81,8 @@ export class ZipReader {
     const entries = new Map<string, ZipEntry>();
     let p = cdOffset;
     for (let i = 0; i < count; i++) {
-      if (p + 46 > d.length || d.readUInt32LE(p) !== CEN_SIG) throw new ZipError('bad central directory entry');
+      if (p + 46 > d.length || d.readUInt32LE(p) !== CEN_SIG)
+        throw new ZipError('bad central directory entry');
       const method = d.readUInt16LE(p + 10);
       let compressedSize = d.readUInt32LE(p + 20);
       let size = d.readUInt32LE(p + 24);

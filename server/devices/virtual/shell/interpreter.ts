@@ -35,7 +35,10 @@ export const SHELL_NAME = '/system/bin/sh';
 
 export function initialShellState(device: Device, extraEnv: Record<string, string> = {}): ShellState {
   const vars = new Map<string, string>([
-    ['PATH', '/product/bin:/apex/com.android.runtime/bin:/apex/com.android.art/bin:/system_ext/bin:/system/bin:/system/xbin:/odm/bin:/vendor/bin:/vendor/xbin'],
+    [
+      'PATH',
+      '/product/bin:/apex/com.android.runtime/bin:/apex/com.android.art/bin:/system_ext/bin:/system/bin:/system/xbin:/odm/bin:/vendor/bin:/vendor/xbin',
+    ],
     ['HOME', '/'],
     ['USER', 'shell'],
     ['LOGNAME', 'shell'],
@@ -147,7 +150,8 @@ export class Interpreter {
           stderr: io.stderr,
         };
         // Every stage but the last runs in a subshell, as in sh.
-        const runner = i === stages - 1 ? this : new Interpreter(this.device, this.commands, cloneState(this.state));
+        const runner =
+          i === stages - 1 ? this : new Interpreter(this.device, this.commands, cloneState(this.state));
         try {
           return await runner.command(cmd, stageIo, controller.signal);
         } catch (error) {
@@ -215,7 +219,9 @@ export class Interpreter {
           break;
         }
         case 'for': {
-          const items = cmd.items ? (await Promise.all(cmd.items.map((w) => this.expandFields(w, io, signal)))).flat() : this.state.positional;
+          const items = cmd.items
+            ? (await Promise.all(cmd.items.map((w) => this.expandFields(w, io, signal)))).flat()
+            : this.state.positional;
           status = 0;
           for (const item of items) {
             if (signal.aborted) break;
@@ -234,7 +240,11 @@ export class Interpreter {
     return status;
   }
 
-  private async loopBody(body: List, io: Io, signal: AbortSignal): Promise<{ status: number; stop: boolean }> {
+  private async loopBody(
+    body: List,
+    io: Io,
+    signal: AbortSignal,
+  ): Promise<{ status: number; stop: boolean }> {
     try {
       return { status: await this.list(body, io, signal), stop: false };
     } catch (error) {
@@ -246,7 +256,11 @@ export class Interpreter {
     }
   }
 
-  private async simple(cmd: Extract<Command, { type: 'simple' }>, io: Io, signal: AbortSignal): Promise<number> {
+  private async simple(
+    cmd: Extract<Command, { type: 'simple' }>,
+    io: Io,
+    signal: AbortSignal,
+  ): Promise<number> {
     const argv: string[] = [];
     for (const w of cmd.words) argv.push(...(await this.expandFields(w, io, signal)));
     const assigns: [string, string][] = [];
@@ -295,7 +309,9 @@ export class Interpreter {
         try {
           stdin = new BufferInput(this.device.fs.readFile(path));
         } catch (error) {
-          io.stderr.write(`${SHELL_NAME}: can't open ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`);
+          io.stderr.write(
+            `${SHELL_NAME}: can't open ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`,
+          );
           return 1;
         }
         continue;
@@ -324,7 +340,9 @@ export class Interpreter {
         if (!append || !exists) this.device.fs.writeFile(path, Buffer.alloc(0));
         else if (this.device.fs.stat(path).kind === 'dir') throw new FsError('EISDIR', path);
       } catch (error) {
-        io.stderr.write(`${SHELL_NAME}: can't create ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`);
+        io.stderr.write(
+          `${SHELL_NAME}: can't create ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`,
+        );
         return 1;
       }
       const out = new FileOutput(this.device.fs, path);
@@ -339,7 +357,12 @@ export class Interpreter {
 
   // ---------- builtins and commands ----------
 
-  private async invoke(argv: string[], assigns: [string, string][], io: Io, signal: AbortSignal): Promise<number> {
+  private async invoke(
+    argv: string[],
+    assigns: [string, string][],
+    io: Io,
+    signal: AbortSignal,
+  ): Promise<number> {
     const name = argv[0]!;
     const args = argv.slice(1);
     const builtin = await this.builtin(name, args, assigns, io, signal);
@@ -397,16 +420,29 @@ export class Interpreter {
   }
 
   /** Runs a builtin, or returns null when name is not one. */
-  private async builtin(name: string, args: string[], assigns: [string, string][], io: Io, signal: AbortSignal): Promise<number | null> {
+  private async builtin(
+    name: string,
+    args: string[],
+    assigns: [string, string][],
+    io: Io,
+    signal: AbortSignal,
+  ): Promise<number | null> {
     switch (name) {
       case 'cd': {
-        const target = args[0] === undefined || args[0] === '~' ? '/' : args[0] === '-' ? (this.state.vars.get('OLDPWD') ?? '/') : args[0];
+        const target =
+          args[0] === undefined || args[0] === '~'
+            ? '/'
+            : args[0] === '-'
+              ? (this.state.vars.get('OLDPWD') ?? '/')
+              : args[0];
         const path = normalizePath(target, this.state.cwd);
         try {
           const st = this.device.fs.stat(path);
           if (st.kind !== 'dir') throw new FsError('ENOTDIR', target);
         } catch (error) {
-          io.stderr.write(`${SHELL_NAME}: cd: ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`);
+          io.stderr.write(
+            `${SHELL_NAME}: cd: ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`,
+          );
           return 2;
         }
         this.state.vars.set('OLDPWD', this.state.cwd);
@@ -463,7 +499,8 @@ export class Interpreter {
         return 0;
       case 'set': {
         if (args[0] === '--') this.state.positional = args.slice(1);
-        else if (args.length === 0) for (const [k, v] of [...this.state.vars].sort()) io.stdout.write(`${k}=${v}\n`);
+        else if (args.length === 0)
+          for (const [k, v] of [...this.state.vars].sort()) io.stdout.write(`${k}=${v}\n`);
         return 0;
       }
       case 'shift': {
@@ -547,15 +584,26 @@ export class Interpreter {
     return this.state.vars.get(name);
   }
 
-  private async partValue(part: Exclude<Word['parts'][number], { type: 'lit' }>, io: Io, signal: AbortSignal): Promise<string> {
+  private async partValue(
+    part: Exclude<Word['parts'][number], { type: 'lit' }>,
+    io: Io,
+    signal: AbortSignal,
+  ): Promise<string> {
     if (part.type === 'arith') {
-      const expanded = part.source.replace(/\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g, (_, n: string) => this.param(n) ?? '0');
+      const expanded = part.source.replace(
+        /\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g,
+        (_, n: string) => this.param(n) ?? '0',
+      );
       return String(evalArithmetic(expanded, (n) => Number(this.param(n) ?? 0) || 0));
     }
     if (part.type === 'cmdsub') {
       const out = new BufferOutput();
       const child = new Interpreter(this.device, this.commands, cloneState(this.state));
-      const status = await child.run(part.source, { stdin: io.stdin, stdout: out, stderr: io.stderr }, signal);
+      const status = await child.run(
+        part.source,
+        { stdin: io.stdin, stdout: out, stderr: io.stderr },
+        signal,
+      );
       this.state.status = status;
       return out.text().replace(/\n+$/, '');
     }
@@ -585,7 +633,8 @@ export class Interpreter {
   /** Expands a word without field splitting or globbing (assignments, redirect targets). */
   async expandString(word: Word, io: Io, signal: AbortSignal): Promise<string> {
     let out = '';
-    for (const part of word.parts) out += part.type === 'lit' ? part.text : await this.partValue(part, io, signal);
+    for (const part of word.parts)
+      out += part.type === 'lit' ? part.text : await this.partValue(part, io, signal);
     return out;
   }
 
@@ -742,7 +791,18 @@ export function evalArithmetic(source: string, variable: (name: string) => numbe
       if (op !== '<' && op !== '>' && op !== '<=' && op !== '>=' && op !== '==' && op !== '!=') return v;
       i++;
       const r = add();
-      const res = op === '<' ? v < r : op === '>' ? v > r : op === '<=' ? v <= r : op === '>=' ? v >= r : op === '==' ? v === r : v !== r;
+      const res =
+        op === '<'
+          ? v < r
+          : op === '>'
+            ? v > r
+            : op === '<='
+              ? v <= r
+              : op === '>='
+                ? v >= r
+                : op === '=='
+                  ? v === r
+                  : v !== r;
       v = res ? 1 : 0;
     }
   };
@@ -774,7 +834,10 @@ function joinPath(base: string, name: string): string {
 }
 
 function escapeClass(s: string): string {
-  return s.replace(/[\\\]^-]/g, '\\$&').replace(/\t/g, '\\t').replace(/\n/g, '\\n');
+  return s
+    .replace(/[\\\]^-]/g, '\\$&')
+    .replace(/\t/g, '\\t')
+    .replace(/\n/g, '\\n');
 }
 
 function globSegmentRegex(seg: string): RegExp {
@@ -804,7 +867,13 @@ function escapeRegex(s: string): string {
 }
 
 function cloneState(state: ShellState): ShellState {
-  return { vars: new Map(state.vars), cwd: state.cwd, status: state.status, positional: [...state.positional], pid: state.pid };
+  return {
+    vars: new Map(state.vars),
+    cwd: state.cwd,
+    status: state.status,
+    positional: [...state.positional],
+    pid: state.pid,
+  };
 }
 
 async function readLine(input: Io['stdin']): Promise<string | null> {
@@ -816,4 +885,3 @@ async function readLine(input: Io['stdin']): Promise<string | null> {
   const nl = text.indexOf('\n');
   return nl >= 0 ? text.slice(0, nl) : text;
 }
-

@@ -6,7 +6,13 @@
 
 export type WordPart =
   | { type: 'lit'; text: string; quoted: boolean }
-  | { type: 'param'; name: string; op: '' | ':-' | '-' | ':=' | '=' | ':+' | '+' | '#'; arg: Word | null; quoted: boolean }
+  | {
+      type: 'param';
+      name: string;
+      op: '' | ':-' | '-' | ':=' | '=' | ':+' | '+' | '#';
+      arg: Word | null;
+      quoted: boolean;
+    }
   | { type: 'cmdsub'; source: string; quoted: boolean }
   | { type: 'arith'; source: string; quoted: boolean };
 
@@ -127,7 +133,7 @@ class Lexer {
       if (c === "'") {
         plain = false;
         const end = s.indexOf("'", this.pos + 1);
-        if (end < 0) throw new ShellSyntaxError("unterminated quoted string");
+        if (end < 0) throw new ShellSyntaxError('unterminated quoted string');
         lit(s.slice(this.pos + 1, end), true);
         // An empty '' still makes a (empty) word.
         if (end === this.pos + 1) parts.push({ type: 'lit', text: '', quoted: true });
@@ -213,7 +219,8 @@ class Lexer {
       if (end < 0) throw new ShellSyntaxError('bad substitution');
       const body = s.slice(this.pos + 2, end);
       this.pos = end + 1;
-      if (body.startsWith('#') && body.length > 1) return { type: 'param', name: body.slice(1), op: '#', arg: null, quoted };
+      if (body.startsWith('#') && body.length > 1)
+        return { type: 'param', name: body.slice(1), op: '#', arg: null, quoted };
       const m = /^([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[?$#@*!-])(:-|-|:=|=|:\+|\+)?([\s\S]*)$/.exec(body);
       if (!m) throw new ShellSyntaxError(`\${${body}}: bad substitution`);
       const op = (m[2] ?? '') as '' | ':-' | '-' | ':=' | '=' | ':+' | '+';
@@ -286,7 +293,7 @@ function matchParen(s: string, open: number): number {
       if (depth === 0) return i;
     }
   }
-  throw new ShellSyntaxError("unterminated $(");
+  throw new ShellSyntaxError('unterminated $(');
 }
 
 class Parser {
@@ -465,7 +472,8 @@ class Parser {
   private forCommand(): Command {
     this.take();
     const nameTok = this.take();
-    if (nameTok.type !== 'word' || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(nameTok.raw)) throw new ShellSyntaxError('syntax error: bad for loop variable');
+    if (nameTok.type !== 'word' || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(nameTok.raw))
+      throw new ShellSyntaxError('syntax error: bad for loop variable');
     let items: Word[] | null = null;
     this.skipNewlines();
     if (this.isReserved('in')) {
@@ -510,7 +518,8 @@ class Parser {
     }
     this.take();
     const target = this.take();
-    if (target.type !== 'word') throw new ShellSyntaxError(`syntax error: redirection without a target${this.near()}`);
+    if (target.type !== 'word')
+      throw new ShellSyntaxError(`syntax error: redirection without a target${this.near()}`);
     const op = opTok.op as RedirectOp;
     return { fd: fd ?? (op === '<' || op === '<&' ? 0 : 1), op, target: target.word };
   }
@@ -556,4 +565,3 @@ export function quoteArg(arg: string): string {
   if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(arg)) return arg;
   return `'${arg.replace(/'/g, `'\\''`)}'`;
 }
-

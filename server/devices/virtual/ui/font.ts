@@ -119,7 +119,18 @@ const GLYPHS: Readonly<Record<string, GlyphSource>> = {
 };
 
 /** Drawn for characters the font lacks: an outlined box, as Android draws "tofu". */
-const MISSING: GlyphSource = [0, '#####', '#...#', '#...#', '#...#', '#...#', '#...#', '#...#', '#...#', '#####'];
+const MISSING: GlyphSource = [
+  0,
+  '#####',
+  '#...#',
+  '#...#',
+  '#...#',
+  '#...#',
+  '#...#',
+  '#...#',
+  '#...#',
+  '#####',
+];
 
 interface Glyph {
   width: number;
@@ -143,7 +154,8 @@ function compile(src: GlyphSource): Glyph {
   rows.forEach((row, i) => {
     for (let x = 0; x < row.length; x++) if (row[x] === '#') ink[(first + i) * width + x] = 1;
   });
-  const at = (x: number, y: number) => x >= 0 && y >= 0 && x < width && y < GRID_ROWS && ink[y * width + x] === 1;
+  const at = (x: number, y: number) =>
+    x >= 0 && y >= 0 && x < width && y < GRID_ROWS && ink[y * width + x] === 1;
   const shape = new Uint8Array(width * GRID_ROWS);
   for (let y = 0; y < GRID_ROWS; y++) {
     for (let x = 0; x < width; x++) {
@@ -169,7 +181,9 @@ function compile(src: GlyphSource): Glyph {
 }
 
 /** Compiled once: the table is constant, so this is not mutable module state. */
-const COMPILED: ReadonlyMap<string, Glyph> = new Map(Object.entries(GLYPHS).map(([ch, src]) => [ch, compile(src)]));
+const COMPILED: ReadonlyMap<string, Glyph> = new Map(
+  Object.entries(GLYPHS).map(([ch, src]) => [ch, compile(src)]),
+);
 const COMPILED_MISSING = compile(MISSING);
 
 function glyphFor(ch: string): Glyph {
@@ -276,11 +290,16 @@ export class TextRenderer {
         const m = this.mask(ch, style);
         const ox = Math.round(pen);
         const oy = Math.round(top);
-        canvas.shade({ left: ox, top: oy, right: ox + m.width, bottom: oy + m.height }, style.color, (px, py) => {
-          const mx = Math.floor(px) - ox;
-          const my = Math.floor(py) - oy;
-          return m.alpha[my * m.width + mx] ?? 0;
-        }, style.alpha ?? 1);
+        canvas.shade(
+          { left: ox, top: oy, right: ox + m.width, bottom: oy + m.height },
+          style.color,
+          (px, py) => {
+            const mx = Math.floor(px) - ox;
+            const my = Math.floor(py) - oy;
+            return m.alpha[my * m.width + mx] ?? 0;
+          },
+          style.alpha ?? 1,
+        );
       }
       pen += this.advance(ch, style);
     }

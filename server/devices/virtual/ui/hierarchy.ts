@@ -4,15 +4,25 @@
  */
 import type { UiNodeInfo } from './types.js';
 
-const XML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' };
+const XML_ESCAPES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&apos;',
+};
+
+// eslint-disable-next-line no-control-regex
+const NOT_IN_XML = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g;
 
 /**
  * Escapes text for an XML attribute. Characters XML 1.0 cannot carry at all (most C0
  * controls) are dropped, as Android's serializer cannot write them either.
  */
 export function xmlEscape(value: string): string {
-  // eslint-disable-next-line no-control-regex
-  return value.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, '').replace(/[&<>"']|[\n\r\t]/g, (ch) => XML_ESCAPES[ch] ?? `&#${ch.charCodeAt(0)};`);
+  return value
+    .replace(NOT_IN_XML, '')
+    .replace(/[&<>"']|[\n\r\t]/g, (ch) => XML_ESCAPES[ch] ?? `&#${ch.charCodeAt(0)};`);
 }
 
 export function formatBounds(b: UiNodeInfo['bounds']): string {
@@ -38,7 +48,9 @@ function dumpNode(n: UiNodeInfo, index: number, out: string[]): void {
 
 /** The whole dump, one line like the real tool writes it. */
 export function dumpUiAutomator(root: UiNodeInfo, rotation = 0): string {
-  const out: string[] = [`<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation="${rotation}">`];
+  const out: string[] = [
+    `<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation="${rotation}">`,
+  ];
   dumpNode(root, 0, out);
   out.push('</hierarchy>');
   return out.join('');

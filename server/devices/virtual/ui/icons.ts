@@ -36,14 +36,32 @@ export type IconName =
  * Draws icon `name` centred on (cx, cy), `size` pixels square. bg is the colour under the
  * icon (for cut-outs).
  */
-export function drawIcon(c: Canvas, name: IconName, cx: number, cy: number, size: number, color: Color, bg: Color): void {
+export function drawIcon(
+  c: Canvas,
+  name: IconName,
+  cx: number,
+  cy: number,
+  size: number,
+  color: Color,
+  bg: Color,
+): void {
   const u = size / 24;
   const X = (v: number) => cx - size / 2 + v * u;
   const Y = (v: number) => cy - size / 2 + v * u;
   const P = (x: number, y: number): [number, number] => [X(x), Y(y)];
-  const line = (x1: number, y1: number, x2: number, y2: number, w = 2) => c.line(X(x1), Y(y1), X(x2), Y(y2), w * u, color);
-  const poly = (pts: Array<[number, number]>, w = 2) => c.polyline(pts.map(([x, y]) => P(x, y)), w * u, color);
-  const fillPoly = (pts: Array<[number, number]>, col = color) => c.fillPolygon(pts.map(([x, y]) => P(x, y)), col);
+  const line = (x1: number, y1: number, x2: number, y2: number, w = 2) =>
+    c.line(X(x1), Y(y1), X(x2), Y(y2), w * u, color);
+  const poly = (pts: Array<[number, number]>, w = 2) =>
+    c.polyline(
+      pts.map(([x, y]) => P(x, y)),
+      w * u,
+      color,
+    );
+  const fillPoly = (pts: Array<[number, number]>, col = color) =>
+    c.fillPolygon(
+      pts.map(([x, y]) => P(x, y)),
+      col,
+    );
   const circle = (x: number, y: number, r: number, col = color) => c.fillCircle(X(x), Y(y), r * u, col);
   const ring = (x: number, y: number, r: number, w = 2) => c.strokeCircle(X(x), Y(y), r * u, w * u, color);
   const rrect = (x: number, y: number, w: number, h: number, r: number, col = color) =>

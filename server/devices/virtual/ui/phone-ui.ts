@@ -9,7 +9,14 @@ import { dumpUiAutomator } from './hierarchy.js';
 import { Canvas } from './raster.js';
 import { buildGeneric } from './screens/generic.js';
 import { LAUNCHER_ACTIVITY, LAUNCHER_PACKAGE, buildLauncher } from './screens/launcher.js';
-import { LOGIN_ACTIVITY, LOGIN_PACKAGE, buildLogin, loginKey, loginText, newLoginState } from './screens/login.js';
+import {
+  LOGIN_ACTIVITY,
+  LOGIN_PACKAGE,
+  buildLogin,
+  loginKey,
+  loginText,
+  newLoginState,
+} from './screens/login.js';
 import type { LauncherState, ScreenContext, ScreenState, ScreenView } from './screens/screen.js';
 import {
   SETTINGS_ACTIVITY,
@@ -22,7 +29,14 @@ import {
 } from './screens/settings.js';
 import { drawNavBar, drawStatusBar, formatClock, navButtonAt } from './system-bars.js';
 import { COLORS, DARK_COLORS, metrics, type Metrics } from './theme.js';
-import type { ForegroundActivity, LauncherApp, PhoneUi, PhoneUiHost, PhoneUiOptions, UiNodeInfo } from './types.js';
+import type {
+  ForegroundActivity,
+  LauncherApp,
+  PhoneUi,
+  PhoneUiHost,
+  PhoneUiOptions,
+  UiNodeInfo,
+} from './types.js';
 import { KEYCODE } from './types.js';
 import { ViewFactory, findByKey, hitTest, paintTree, type ViewNode } from './views.js';
 
@@ -50,14 +64,20 @@ interface Built {
 }
 
 /** Apps that exist on every phone whether or not the host lists them. */
-const SYSTEM_APPS: readonly LauncherApp[] = [{ package: SETTINGS_PACKAGE, label: 'Settings', activity: SETTINGS_ACTIVITY }];
+const SYSTEM_APPS: readonly LauncherApp[] = [
+  { package: SETTINGS_PACKAGE, label: 'Settings', activity: SETTINGS_ACTIVITY },
+];
 
 /**
  * Appium's helper apps: their activities are transparent and finish at once on a real
  * phone (io.appium.settings/.Settings applies a setting and closes), so starting one must
  * not cover the screen.
  */
-const HEADLESS_PACKAGES: ReadonlySet<string> = new Set(['io.appium.settings', 'io.appium.uiautomator2.server', 'io.appium.uiautomator2.server.test']);
+const HEADLESS_PACKAGES: ReadonlySet<string> = new Set([
+  'io.appium.settings',
+  'io.appium.uiautomator2.server',
+  'io.appium.uiautomator2.server.test',
+]);
 
 /** Full class name from a possibly short (".Foo") activity. */
 function qualify(pkg: string, activity: string): string {
@@ -358,7 +378,8 @@ export class VirtualPhoneUi implements PhoneUi {
   renderCanvas(): Canvas {
     const { view, root } = this.build();
     const c = this.canvas;
-    if (view.edgeToEdge) c.fillGradient(0, 0, this.width, this.height, COLORS.wallpaperTop, COLORS.wallpaperBottom);
+    if (view.edgeToEdge)
+      c.fillGradient(0, 0, this.width, this.height, COLORS.wallpaperTop, COLORS.wallpaperBottom);
     else c.fill(view.background);
     paintTree({ canvas: c, fonts: this.fonts }, root);
     const ctx = this.ctx;
@@ -390,7 +411,13 @@ export class VirtualPhoneUi implements PhoneUi {
     // in ~20 ms to 40-90 KB. Sub turns flat UI colours into runs of zeros, which the RLE
     // strategy pngjs uses squeezes well; RGB output costs pngjs a slow per-pixel conversion
     // (~55 ms) and unfiltered data does not compress under RLE (~750 KB).
-    const data = PNG.sync.write(png, { colorType: 6, inputColorType: 6, inputHasAlpha: true, deflateLevel: 1, filterType: 1 });
+    const data = PNG.sync.write(png, {
+      colorType: 6,
+      inputColorType: 6,
+      inputHasAlpha: true,
+      deflateLevel: 1,
+      filterType: 1,
+    });
     this.png = { version: this.ver, data };
     return data;
   }
@@ -469,7 +496,11 @@ export class VirtualPhoneUi implements PhoneUi {
     const t = this.task(pkg);
     if (!t) return;
     this.tasks = this.tasks.filter((x) => x !== t);
-    this.host.log('I', 'ActivityManager', `Force stopping ${pkg} appid=${pkg === SETTINGS_PACKAGE ? 1000 : 10100} user=0: from pid 0`);
+    this.host.log(
+      'I',
+      'ActivityManager',
+      `Force stopping ${pkg} appid=${pkg === SETTINGS_PACKAGE ? 1000 : 10100} user=0: from pid 0`,
+    );
     if (this.front === pkg) this.front = null;
     this.changed();
   }
@@ -578,7 +609,11 @@ function parseSaved(v: unknown): SavedUi | null {
     const task = t as Partial<Task> | null;
     if (!task || typeof task.package !== 'string' || !Array.isArray(task.stack)) continue;
     const stack = task.stack.filter(
-      (s): s is ScreenState => !!s && typeof s === 'object' && KINDS.has((s as ScreenState).kind) && typeof (s as ScreenState).id === 'number',
+      (s): s is ScreenState =>
+        !!s &&
+        typeof s === 'object' &&
+        KINDS.has((s as ScreenState).kind) &&
+        typeof (s as ScreenState).id === 'number',
     );
     if (stack.length) tasks.push({ package: task.package, stack: stack.map((s) => ({ ...s })) });
   }

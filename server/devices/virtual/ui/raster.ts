@@ -139,7 +139,13 @@ export class Canvas {
     const y0 = Math.round(y);
     const y1 = Math.round(y + h);
     for (let yy = Math.max(y0, this.clip.top); yy < Math.min(y1, this.clip.bottom); yy++) {
-      this.span(Math.round(x), Math.round(x + w), yy, mix(top, bottom, (yy - y0) / Math.max(1, y1 - y0 - 1)), 1);
+      this.span(
+        Math.round(x),
+        Math.round(x + w),
+        yy,
+        mix(top, bottom, (yy - y0) / Math.max(1, y1 - y0 - 1)),
+        1,
+      );
     }
   }
 
@@ -175,11 +181,25 @@ export class Canvas {
     const sd = roundRectSdf(x, y, w, h, r);
     const cov = (px: number, py: number) => clamp01(0.5 - sd(px, py));
     this.shade({ left: x, top: y, right: x + w, bottom: bandTop }, color, cov, alpha);
-    this.shade({ left: x, top: Math.max(bandBottom, bandTop), right: x + w, bottom: y + h }, color, cov, alpha);
+    this.shade(
+      { left: x, top: Math.max(bandBottom, bandTop), right: x + w, bottom: y + h },
+      color,
+      cov,
+      alpha,
+    );
   }
 
   /** Outline of a rounded rectangle drawn inside its bounds, `lw` pixels wide. */
-  strokeRoundRect(x: number, y: number, w: number, h: number, r: number, lw: number, color: Color, alpha = 1): void {
+  strokeRoundRect(
+    x: number,
+    y: number,
+    w: number,
+    h: number,
+    r: number,
+    lw: number,
+    color: Color,
+    alpha = 1,
+  ): void {
     r = Math.max(0, Math.min(r, w / 2, h / 2));
     const sd = roundRectSdf(x, y, w, h, r);
     const cov = (px: number, py: number) => {
@@ -214,7 +234,12 @@ export class Canvas {
   /** Ring of width lw centred on radius r. */
   strokeCircle(cx: number, cy: number, r: number, lw: number, color: Color, alpha = 1): void {
     const box = { left: cx - r - lw, top: cy - r - lw, right: cx + r + lw, bottom: cy + r + lw };
-    this.shade(box, color, (px, py) => clamp01(lw / 2 + 0.5 - Math.abs(Math.hypot(px - cx, py - cy) - r)), alpha);
+    this.shade(
+      box,
+      color,
+      (px, py) => clamp01(lw / 2 + 0.5 - Math.abs(Math.hypot(px - cx, py - cy) - r)),
+      alpha,
+    );
   }
 
   /**
@@ -243,7 +268,16 @@ export class Canvas {
   }
 
   /** Part of a ring (radius r, width lw) between angles a0..a1, same conventions as fillSector. */
-  strokeArc(cx: number, cy: number, r: number, lw: number, a0: number, a1: number, color: Color, alpha = 1): void {
+  strokeArc(
+    cx: number,
+    cy: number,
+    r: number,
+    lw: number,
+    a0: number,
+    a1: number,
+    color: Color,
+    alpha = 1,
+  ): void {
     const box = { left: cx - r - lw, top: cy - r - lw, right: cx + r + lw, bottom: cy + r + lw };
     const n0 = { x: Math.cos(a0), y: -Math.sin(a0) };
     const n1 = { x: Math.cos(a1), y: -Math.sin(a1) };
@@ -313,7 +347,13 @@ export class Canvas {
 }
 
 /** Signed distance to a rounded rectangle (negative inside). */
-function roundRectSdf(x: number, y: number, w: number, h: number, r: number): (px: number, py: number) => number {
+function roundRectSdf(
+  x: number,
+  y: number,
+  w: number,
+  h: number,
+  r: number,
+): (px: number, py: number) => number {
   const cx = x + w / 2;
   const cy = y + h / 2;
   const hx = w / 2 - r;
@@ -341,7 +381,8 @@ function polygonSdf(points: ReadonlyArray<readonly [number, number]>, px: number
     const wy = py - a[1];
     const t = clamp01((wx * ex + wy * ey) / (ex * ex + ey * ey || 1));
     d = Math.min(d, Math.hypot(wx - ex * t, wy - ey * t));
-    if (a[1] > py !== b[1] > py && px < ((b[0] - a[0]) * (py - a[1])) / (b[1] - a[1]) + a[0]) inside = !inside;
+    if (a[1] > py !== b[1] > py && px < ((b[0] - a[0]) * (py - a[1])) / (b[1] - a[1]) + a[0])
+      inside = !inside;
   }
   return inside ? -d : d;
 }

@@ -29,7 +29,14 @@ export function formatClock(d: Date): string {
   return `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
 }
 
-export function drawStatusBar(c: Canvas, fonts: TextRenderer, m: Metrics, colors: BarColors, info: StatusInfo, transparent: boolean): void {
+export function drawStatusBar(
+  c: Canvas,
+  fonts: TextRenderer,
+  m: Metrics,
+  colors: BarColors,
+  info: StatusInfo,
+  transparent: boolean,
+): void {
   const h = m.statusBar;
   if (!transparent) c.fillRect(0, 0, m.width, h, colors.background);
   const fg = colors.lightIcons ? 0xffffff : 0x1d1b20;

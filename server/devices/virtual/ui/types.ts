@@ -136,7 +136,12 @@ export interface UiNodeInfo {
   readonly contentDesc: string;
   readonly hint: string;
   /** Visible bounds in screen pixels, right/bottom exclusive. */
-  readonly bounds: { readonly left: number; readonly top: number; readonly right: number; readonly bottom: number };
+  readonly bounds: {
+    readonly left: number;
+    readonly top: number;
+    readonly right: number;
+    readonly bottom: number;
+  };
   readonly checkable: boolean;
   readonly checked: boolean;
   readonly clickable: boolean;

@@ -121,7 +121,12 @@ export class ViewFactory {
 }
 
 function roundRect(r: Rect): Rect {
-  return { left: Math.round(r.left), top: Math.round(r.top), right: Math.round(r.right), bottom: Math.round(r.bottom) };
+  return {
+    left: Math.round(r.left),
+    top: Math.round(r.top),
+    right: Math.round(r.right),
+    bottom: Math.round(r.bottom),
+  };
 }
 
 export function contains(r: Rect, x: number, y: number): boolean {
@@ -140,7 +145,12 @@ export function findByKey(root: ViewNode, key: string): ViewNode | undefined {
 }
 
 /** The innermost node at (x, y) that satisfies pred; later siblings are on top. */
-export function hitTest(node: ViewNode, x: number, y: number, pred: (n: ViewNode) => boolean): ViewNode | undefined {
+export function hitTest(
+  node: ViewNode,
+  x: number,
+  y: number,
+  pred: (n: ViewNode) => boolean,
+): ViewNode | undefined {
   if (!contains(node.bounds, x, y)) return undefined;
   for (let i = node.children.length - 1; i >= 0; i--) {
     const child = node.children[i];

@@ -26,7 +26,8 @@ export function drawLabel(p: Painter, text: string, r: Rect, style: LabelStyle):
   let top = style.wrap ? r.top : (r.top + r.bottom - cap) / 2;
   for (const line of lines) {
     const w = p.fonts.measure(line, style);
-    const x = style.align === 'center' ? (r.left + r.right - w) / 2 : style.align === 'right' ? r.right - w : r.left;
+    const x =
+      style.align === 'center' ? (r.left + r.right - w) / 2 : style.align === 'right' ? r.right - w : r.left;
     p.fonts.draw(p.canvas, line, x, top, style);
     top += lineH;
   }
@@ -58,7 +59,11 @@ export interface AppBarOptions {
 }
 
 /** A toolbar at the top of the content area. Returns the node and its height. */
-export function appBar(f: ViewFactory, ctx: ScreenContext, o: AppBarOptions): { node: ViewNode; height: number } {
+export function appBar(
+  f: ViewFactory,
+  ctx: ScreenContext,
+  o: AppBarOptions,
+): { node: ViewNode; height: number } {
   const { m } = ctx;
   const height = (o.large ? 112 : 64) * m.dp;
   const frame = rect(0, m.content.top, m.width, height);
@@ -69,17 +74,37 @@ export function appBar(f: ViewFactory, ctx: ScreenContext, o: AppBarOptions): { 
     : rect(titleLeft, frame.top, m.width - titleLeft - 16 * m.dp, height);
   const back =
     o.onBack &&
-    f.node('toolbar/up', 'android.widget.ImageButton', rect(4 * m.dp, frame.top + 8 * m.dp, 48 * m.dp, 48 * m.dp), {
-      contentDesc: 'Navigate up',
-      clickable: true,
-      focusable: true,
-      onClick: o.onBack,
-      paint: (p, n) =>
-        drawIcon(p.canvas, 'back', (n.frame.left + n.frame.right) / 2, (n.frame.top + n.frame.bottom) / 2, 24 * m.dp, o.foreground, o.background),
-    });
+    f.node(
+      'toolbar/up',
+      'android.widget.ImageButton',
+      rect(4 * m.dp, frame.top + 8 * m.dp, 48 * m.dp, 48 * m.dp),
+      {
+        contentDesc: 'Navigate up',
+        clickable: true,
+        focusable: true,
+        onClick: o.onBack,
+        paint: (p, n) =>
+          drawIcon(
+            p.canvas,
+            'back',
+            (n.frame.left + n.frame.right) / 2,
+            (n.frame.top + n.frame.bottom) / 2,
+            24 * m.dp,
+            o.foreground,
+            o.background,
+          ),
+      },
+    );
   const node = f.root('toolbar', 'android.view.ViewGroup', frame, {
     resourceId: f.id('toolbar'),
-    paint: (p, n) => p.canvas.fillRect(n.frame.left, n.frame.top, n.frame.right - n.frame.left, n.frame.bottom - n.frame.top, o.background),
+    paint: (p, n) =>
+      p.canvas.fillRect(
+        n.frame.left,
+        n.frame.top,
+        n.frame.right - n.frame.left,
+        n.frame.bottom - n.frame.top,
+        o.background,
+      ),
     children: [back, textView(f, 'toolbar/title', titleFrame, o.title, titleStyle)],
   });
   return { node, height };
@@ -118,7 +143,13 @@ export interface RowOptions {
  * a LinearLayout holding android:id/title and android:id/summary TextViews, like the
  * Settings app's preference rows.
  */
-export function listRow(f: ViewFactory, ctx: ScreenContext, name: string, frame: Rect, o: RowOptions): ViewNode | null {
+export function listRow(
+  f: ViewFactory,
+  ctx: ScreenContext,
+  name: string,
+  frame: Rect,
+  o: RowOptions,
+): ViewNode | null {
   const { m } = ctx;
   const pad = 24 * m.dp;
   const iconSize = 40 * m.dp;
@@ -148,25 +179,47 @@ export function listRow(f: ViewFactory, ctx: ScreenContext, name: string, frame:
             p.canvas.fillCircle(iconCx, midY, iconSize / 2, o.iconBadge);
             drawIcon(p.canvas, icon, iconCx, midY, 22 * m.dp, COLORS.white, o.iconBadge);
           } else {
-            drawIcon(p.canvas, icon, iconCx, midY, 24 * m.dp, ctx.colors.onSurfaceVariant, ctx.colors.surface);
+            drawIcon(
+              p.canvas,
+              icon,
+              iconCx,
+              midY,
+              24 * m.dp,
+              ctx.colors.onSurfaceVariant,
+              ctx.colors.surface,
+            );
           }
         }
       : undefined,
     children: [
-      f.node(`${name}/text`, 'android.widget.RelativeLayout', rect(textLeft, frame.top, textRight - textLeft, frame.bottom - frame.top), {
-        children: [
-          textView(f, `${name}/title`, titleFrame, o.title, titleStyle, { resourceId: 'android:id/title' }),
-          o.summary ? textView(f, `${name}/summary`, summaryFrame, o.summary, summaryStyle, { resourceId: 'android:id/summary' }) : null,
-        ],
-      }),
+      f.node(
+        `${name}/text`,
+        'android.widget.RelativeLayout',
+        rect(textLeft, frame.top, textRight - textLeft, frame.bottom - frame.top),
+        {
+          children: [
+            textView(f, `${name}/title`, titleFrame, o.title, titleStyle, { resourceId: 'android:id/title' }),
+            o.summary
+              ? textView(f, `${name}/summary`, summaryFrame, o.summary, summaryStyle, {
+                  resourceId: 'android:id/summary',
+                })
+              : null,
+          ],
+        },
+      ),
       o.toggle !== undefined
-        ? f.node(`${name}/switch`, 'android.widget.Switch', rect(frame.right - pad - 52 * m.dp, frame.top, 52 * m.dp, frame.bottom - frame.top), {
-            resourceId: 'android:id/switch_widget',
-            text: o.toggle ? 'ON' : 'OFF',
-            checkable: true,
-            checked: o.toggle,
-            paint: (p, n) => drawSwitch(p, n.frame, !!o.toggle, m.dp, ctx.colors),
-          })
+        ? f.node(
+            `${name}/switch`,
+            'android.widget.Switch',
+            rect(frame.right - pad - 52 * m.dp, frame.top, 52 * m.dp, frame.bottom - frame.top),
+            {
+              resourceId: 'android:id/switch_widget',
+              text: o.toggle ? 'ON' : 'OFF',
+              checkable: true,
+              checked: o.toggle,
+              paint: (p, n) => drawSwitch(p, n.frame, !!o.toggle, m.dp, ctx.colors),
+            },
+          )
         : null,
     ],
   });
@@ -190,13 +243,32 @@ export function filledButton(
     ...props,
     paint: (p, n) => {
       const r = n.frame;
-      p.canvas.fillRoundRect(r.left, r.top, r.right - r.left, r.bottom - r.top, (r.bottom - r.top) / 2, color);
-      drawLabel(p, label, r, { scale: m.text.body * 1.1, color: ctx.colors.onPrimary, bold: true, align: 'center' });
+      p.canvas.fillRoundRect(
+        r.left,
+        r.top,
+        r.right - r.left,
+        r.bottom - r.top,
+        (r.bottom - r.top) / 2,
+        color,
+      );
+      drawLabel(p, label, r, {
+        scale: m.text.body * 1.1,
+        color: ctx.colors.onPrimary,
+        bold: true,
+        align: 'center',
+      });
     },
   });
 }
 
 /** Fills a node's frame with a colour (backgrounds). */
 export function fillFrame(color: Color): (p: Painter, n: ViewNode) => void {
-  return (p, n) => p.canvas.fillRect(n.frame.left, n.frame.top, n.frame.right - n.frame.left, n.frame.bottom - n.frame.top, color);
+  return (p, n) =>
+    p.canvas.fillRect(
+      n.frame.left,
+      n.frame.top,
+      n.frame.right - n.frame.left,
+      n.frame.bottom - n.frame.top,
+      color,
+    );
 }

@@ -15,7 +15,13 @@ import { formatBounds } from '../ui/hierarchy.js';
 import type { DeviceIdentity, PhoneUi, UiAutomator2Server, UiNodeInfo } from '../ui/types.js';
 import { KEYCODE } from '../ui/types.js';
 import { buildSource, serializeSource } from './source.js';
-import { matchSelector, parseUiSelector, UiSelectorError, type Selector, type Statement } from './ui-selector.js';
+import {
+  matchSelector,
+  parseUiSelector,
+  UiSelectorError,
+  type Selector,
+  type Statement,
+} from './ui-selector.js';
 import { selectElements, XPathError } from './xpath.js';
 
 export interface UiAutomator2ServerInfo {
@@ -49,7 +55,11 @@ export class W3CError extends Error {
 }
 
 const noSuchElement = () =>
-  new W3CError(404, 'no such element', 'An element could not be located on the page using the given search parameters.');
+  new W3CError(
+    404,
+    'no such element',
+    'An element could not be located on the page using the given search parameters.',
+  );
 const invalidArgument = (msg: string) => new W3CError(400, 'invalid argument', msg);
 
 interface Session {
@@ -87,7 +97,16 @@ function keycodeChar(code: number, shift: boolean): string | null {
     return shift ? c.toUpperCase() : c;
   }
   if (code >= 7 && code <= 16) return String(code - 7);
-  const table: Record<number, string> = { 55: ',', 56: '.', 62: ' ', 69: '-', 70: '=', 76: '/', 77: '@', 81: '+' };
+  const table: Record<number, string> = {
+    55: ',',
+    56: '.',
+    62: ' ',
+    69: '-',
+    70: '=',
+    76: '/',
+    77: '@',
+    81: '+',
+  };
   return table[code] ?? null;
 }
 
@@ -175,19 +194,35 @@ class Uia2Server implements UiAutomator2Server {
       sessionId = sid;
       const session = sid !== null ? this.requireSession(sid) : null;
       const value = await route.handler({ method, path: rest, params, body, session });
-      send(res, 200, { sessionId: session?.id ?? (isRecord(value) && typeof value.sessionId === 'string' ? value.sessionId : null), value: value ?? null });
-      if (method === 'DELETE' && rest === '/' && session) res.once('finish', () => this.info.onSessionDeleted?.());
+      send(res, 200, {
+        sessionId:
+          session?.id ?? (isRecord(value) && typeof value.sessionId === 'string' ? value.sessionId : null),
+        value: value ?? null,
+      });
+      if (method === 'DELETE' && rest === '/' && session)
+        res.once('finish', () => this.info.onSessionDeleted?.());
     } catch (err) {
-      const e = err instanceof W3CError ? err : new W3CError(500, 'unknown error', err instanceof Error ? err.message : String(err));
-      if (e.status >= 500 || e.error === 'unknown command') this.log('W', `${method} ${path} failed: ${e.error}: ${e.message}`);
+      const e =
+        err instanceof W3CError
+          ? err
+          : new W3CError(500, 'unknown error', err instanceof Error ? err.message : String(err));
+      if (e.status >= 500 || e.error === 'unknown command')
+        this.log('W', `${method} ${path} failed: ${e.error}: ${e.message}`);
       send(res, e.status, {
         sessionId,
-        value: { error: e.error, message: e.message, stacktrace: err instanceof Error ? (err.stack ?? '') : '' },
+        value: {
+          error: e.error,
+          message: e.message,
+          stacktrace: err instanceof Error ? (err.stack ?? '') : '',
+        },
       });
     }
   }
 
-  private match(method: string, path: string): { route: Route; params: string[]; rest: string; sid: string | null } {
+  private match(
+    method: string,
+    path: string,
+  ): { route: Route; params: string[]; rest: string; sid: string | null } {
     const m = /^\/session\/([^/]+)(\/.*)?$/.exec(path);
     const sid = m?.[1] ?? null;
     const rest = m ? (m[2] ?? '/') : path;
@@ -204,7 +239,12 @@ class Uia2Server implements UiAutomator2Server {
   }
 
   private requireSession(sid: string): Session {
-    if (!this.session || this.session.id !== sid) throw new W3CError(404, 'invalid session id', `A session with id '${sid}' is either terminated or not started`);
+    if (!this.session || this.session.id !== sid)
+      throw new W3CError(
+        404,
+        'invalid session id',
+        `A session with id '${sid}' is either terminated or not started`,
+      );
     return this.session;
   }
 
@@ -253,7 +293,8 @@ class Uia2Server implements UiAutomator2Server {
   private element(r: Request, id = r.params[0]): UiNodeInfo {
     const s = r.session;
     const key = id !== undefined ? s?.elements.get(id) : undefined;
-    if (!s || key === undefined) throw new W3CError(404, 'no such element', `The element '${id ?? ''}' is unknown in this session`);
+    if (!s || key === undefined)
+      throw new W3CError(404, 'no such element', `The element '${id ?? ''}' is unknown in this session`);
     const node = Uia2Server.findKey(this.tree(), key);
     if (!node) {
       throw new W3CError(
@@ -277,8 +318,10 @@ class Uia2Server implements UiAutomator2Server {
     const strategy = str(r.body.strategy ?? r.body.using);
     const selector = str(r.body.selector ?? r.body.value);
     if (!strategy) throw invalidArgument("'strategy' (or 'using') is required");
-    if (selector === undefined || selector === '') throw invalidArgument("'selector' (or 'value') is required");
-    const ctxId = contextId ?? (typeof r.body.context === 'string' && r.body.context ? r.body.context : undefined);
+    if (selector === undefined || selector === '')
+      throw invalidArgument("'selector' (or 'value') is required");
+    const ctxId =
+      contextId ?? (typeof r.body.context === 'string' && r.body.context ? r.body.context : undefined);
     const context = ctxId ? this.element(r, ctxId) : undefined;
     const found = this.locate(strategy, selector, context);
     if (multiple) return found.map((n) => this.elementRef(s, n));
@@ -293,7 +336,9 @@ class Uia2Server implements UiAutomator2Server {
     switch (strategy) {
       case 'id': {
         const pkg = this.ui.foreground().package;
-        const ids = selector.includes(':id/') ? [selector] : [`${pkg}:id/${selector}`, `android:id/${selector}`];
+        const ids = selector.includes(':id/')
+          ? [selector]
+          : [`${pkg}:id/${selector}`, `android:id/${selector}`];
         return scope.filter((n) => ids.includes(n.resourceId));
       }
       case 'accessibility id':
@@ -309,7 +354,12 @@ class Uia2Server implements UiAutomator2Server {
           const doc = buildSource(root, this.size(), context);
           return selectElements(selector, doc).flatMap((el) => (el.node ? [el.node] : []));
         } catch (err) {
-          if (err instanceof XPathError) throw new W3CError(400, 'invalid selector', `Invalid XPath expression '${selector}': ${err.message}`);
+          if (err instanceof XPathError)
+            throw new W3CError(
+              400,
+              'invalid selector',
+              `Invalid XPath expression '${selector}': ${err.message}`,
+            );
           throw err;
         }
       }
@@ -318,7 +368,8 @@ class Uia2Server implements UiAutomator2Server {
         try {
           statements = parseUiSelector(selector);
         } catch (err) {
-          if (err instanceof UiSelectorError) throw new W3CError(400, 'invalid selector', `Invalid UiSelector '${selector}': ${err.message}`);
+          if (err instanceof UiSelectorError)
+            throw new W3CError(400, 'invalid selector', `Invalid UiSelector '${selector}': ${err.message}`);
           throw err;
         }
         const out: UiNodeInfo[] = [];
@@ -326,7 +377,11 @@ class Uia2Server implements UiAutomator2Server {
         return [...new Set(out)];
       }
       default:
-        throw new W3CError(400, 'invalid selector', `Locator strategy '${strategy}' is not supported for this session`);
+        throw new W3CError(
+          400,
+          'invalid selector',
+          `Locator strategy '${strategy}' is not supported for this session`,
+        );
     }
   }
 
@@ -362,18 +417,27 @@ class Uia2Server implements UiAutomator2Server {
     const h = b.bottom - b.top;
     const mid = (b.top + b.bottom) / 2;
     const before = this.ui.version;
-    const from = Math.round(mid + (direction * h * 0.35));
-    const to = Math.round(mid - (direction * h * 0.35));
+    const from = Math.round(mid + direction * h * 0.35);
+    const to = Math.round(mid - direction * h * 0.35);
     this.ui.swipe(x, from, x, to, 300);
     return this.ui.version !== before;
   }
 
   /** UiScrollable.scrollIntoView: from the top, swipe forward until the target shows. */
-  private scrollIntoView(container: () => UiNodeInfo | undefined, target: Selector, maxSwipes: number, context: UiNodeInfo | undefined): UiNodeInfo | undefined {
+  private scrollIntoView(
+    container: () => UiNodeInfo | undefined,
+    target: Selector,
+    maxSwipes: number,
+    context: UiNodeInfo | undefined,
+  ): UiNodeInfo | undefined {
     return this.scrollUntil(container, () => matchSelector(target, this.tree(), context)[0], maxSwipes);
   }
 
-  private scrollUntil(container: () => UiNodeInfo | undefined, look: () => UiNodeInfo | undefined, maxSwipes: number): UiNodeInfo | undefined {
+  private scrollUntil(
+    container: () => UiNodeInfo | undefined,
+    look: () => UiNodeInfo | undefined,
+    maxSwipes: number,
+  ): UiNodeInfo | undefined {
     let hit = look();
     if (hit) return hit;
     for (let i = 0; i < maxSwipes && this.scrollOnce(container(), -1); i++) {
@@ -415,7 +479,11 @@ class Uia2Server implements UiAutomator2Server {
 
   private setValue(r: Request, node: UiNodeInfo, replace: boolean): void {
     const raw = r.body.text ?? r.body.value;
-    const text = Array.isArray(raw) ? raw.map((x) => String(x)).join('') : typeof raw === 'string' ? raw : undefined;
+    const text = Array.isArray(raw)
+      ? raw.map((x) => String(x)).join('')
+      : typeof raw === 'string'
+        ? raw
+        : undefined;
     if (text === undefined) throw invalidArgument("'text' (or 'value') is required");
     if (!this.ui.setNodeText) {
       this.tapNode(node);
@@ -426,7 +494,11 @@ class Uia2Server implements UiAutomator2Server {
     const submit = /[\n\ue006\ue007]$/.test(text);
     const plain = text.replace(/[\n\ue006\ue007]+$/, '').replace(/[\ue000-\uf8ff]/g, '');
     if (!this.ui.setNodeText(node.key, plain, replace ? 'replace' : 'append')) {
-      throw new W3CError(400, 'invalid element state', `The element '${node.className}' does not accept text`);
+      throw new W3CError(
+        400,
+        'invalid element state',
+        `The element '${node.className}' does not accept text`,
+      );
     }
     if (submit) this.ui.key(KEYCODE.ENTER);
   }
@@ -468,7 +540,9 @@ class Uia2Server implements UiAutomator2Server {
       case 'longClickable':
         return String(n.longClickable);
       default:
-        throw invalidArgument(`The attribute '${name}' is not supported. Use one of text, resource-id, content-desc, class, package, bounds, hint, displayed, enabled, checked, checkable, focused, focusable, clickable, long-clickable, scrollable, selected, password`);
+        throw invalidArgument(
+          `The attribute '${name}' is not supported. Use one of text, resource-id, content-desc, class, package, bounds, hint, displayed, enabled, checked, checkable, focused, focusable, clickable, long-clickable, scrollable, selected, password`,
+        );
     }
   }
 
@@ -478,7 +552,16 @@ class Uia2Server implements UiAutomator2Server {
     const w = Math.max(1, b.right - b.left);
     const h = Math.max(1, b.bottom - b.top);
     const out = new PNG({ width: w, height: h });
-    PNG.bitblt(full, out, b.left, b.top, Math.min(w, full.width - b.left), Math.min(h, full.height - b.top), 0, 0);
+    PNG.bitblt(
+      full,
+      out,
+      b.left,
+      b.top,
+      Math.min(w, full.width - b.left),
+      Math.min(h, full.height - b.top),
+      0,
+      0,
+    );
     return PNG.sync.write(out, { deflateLevel: 1, filterType: 1 }).toString('base64');
   }
 
@@ -487,10 +570,12 @@ class Uia2Server implements UiAutomator2Server {
     const sources = r.body.actions;
     if (!Array.isArray(sources)) throw invalidArgument("'actions' must be an array");
     for (const src of sources as unknown[]) {
-      if (!isRecord(src) || !Array.isArray(src.actions)) throw invalidArgument('each input source needs an actions array');
+      if (!isRecord(src) || !Array.isArray(src.actions))
+        throw invalidArgument('each input source needs an actions array');
       if (src.type === 'pointer') this.pointerActions(r, src.actions as unknown[]);
       else if (src.type === 'key') {
-        for (const a of src.actions as unknown[]) if (isRecord(a) && a.type === 'keyDown' && typeof a.value === 'string') this.typeText(a.value);
+        for (const a of src.actions as unknown[])
+          if (isRecord(a) && a.type === 'keyDown' && typeof a.value === 'string') this.typeText(a.value);
       }
     }
     return null;
@@ -526,7 +611,14 @@ class Uia2Server implements UiAutomator2Server {
         if (down) down.ms += ms;
       } else if (a.type === 'pointerUp' && down) {
         if (Math.hypot(x - down.x, y - down.y) < 10) this.ui.tap(Math.round(down.x), Math.round(down.y));
-        else this.ui.swipe(Math.round(down.x), Math.round(down.y), Math.round(x), Math.round(y), Math.max(1, down.ms));
+        else
+          this.ui.swipe(
+            Math.round(down.x),
+            Math.round(down.y),
+            Math.round(x),
+            Math.round(y),
+            Math.max(1, down.ms),
+          );
         down = null;
       }
     }
@@ -538,11 +630,18 @@ class Uia2Server implements UiAutomator2Server {
    */
   private gestureArea(r: Request): { left: number; top: number; right: number; bottom: number } {
     const origin = r.body.origin;
-    const id = str(r.body.elementId ?? (isRecord(origin) ? (origin[ELEMENT_KEY] ?? origin.ELEMENT) : undefined));
+    const id = str(
+      r.body.elementId ?? (isRecord(origin) ? (origin[ELEMENT_KEY] ?? origin.ELEMENT) : undefined),
+    );
     if (id) return this.element(r, id).bounds;
     const area = isRecord(r.body.area) ? r.body.area : r.body;
     const { left, top, width, height } = area;
-    if (typeof left === 'number' && typeof top === 'number' && typeof width === 'number' && typeof height === 'number')
+    if (
+      typeof left === 'number' &&
+      typeof top === 'number' &&
+      typeof width === 'number' &&
+      typeof height === 'number'
+    )
       return { left, top, right: left + width, bottom: top + height };
     return { left: 0, top: 0, right: this.ui.width, bottom: this.ui.height };
   }
@@ -556,7 +655,9 @@ class Uia2Server implements UiAutomator2Server {
     const dx = ((a.right - a.left) * pct) / 2;
     const dy = ((a.bottom - a.top) * pct) / 2;
     // Swipe moves the finger in `direction`; scroll moves the content, the opposite way.
-    const finger = scroll ? ({ up: 'down', down: 'up', left: 'right', right: 'left' } as Record<string, string>)[dir ?? ''] : dir;
+    const finger = scroll
+      ? ({ up: 'down', down: 'up', left: 'right', right: 'left' } as Record<string, string>)[dir ?? '']
+      : dir;
     const before = this.ui.version;
     switch (finger) {
       case 'up':
@@ -580,7 +681,9 @@ class Uia2Server implements UiAutomator2Server {
   private gestureClick(r: Request): void {
     const origin = r.body.origin;
     const offset = isRecord(r.body.offset) ? r.body.offset : null;
-    const id = str(r.body.elementId ?? (isRecord(origin) ? (origin[ELEMENT_KEY] ?? origin.ELEMENT) : undefined));
+    const id = str(
+      r.body.elementId ?? (isRecord(origin) ? (origin[ELEMENT_KEY] ?? origin.ELEMENT) : undefined),
+    );
     if (id) {
       const b = this.element(r, id).bounds;
       const ox = typeof offset?.x === 'number' ? offset.x : (b.right - b.left) / 2;
@@ -611,11 +714,19 @@ class Uia2Server implements UiAutomator2Server {
     const selector = str(params.selector);
     if (!strategy || !selector) throw invalidArgument("'params.strategy' and 'params.selector' are required");
     const origin = r.body.origin;
-    const container = this.scrollContainer(r, str(isRecord(origin) ? (origin[ELEMENT_KEY] ?? origin.ELEMENT) : undefined));
+    const container = this.scrollContainer(
+      r,
+      str(isRecord(origin) ? (origin[ELEMENT_KEY] ?? origin.ELEMENT) : undefined),
+    );
     if (!container()) throw noSuchElement();
     const maxSwipes = typeof params.maxSwipes === 'number' ? params.maxSwipes : 30;
     const hit = this.scrollUntil(container, () => this.locate(strategy, selector, undefined)[0], maxSwipes);
-    if (!hit) throw new W3CError(404, 'no such element', `Could not scroll to an element found by ${strategy} '${selector}'`);
+    if (!hit)
+      throw new W3CError(
+        404,
+        'no such element',
+        `Could not scroll to an element found by ${strategy} '${selector}'`,
+      );
     return null;
   }
 
@@ -624,7 +735,8 @@ class Uia2Server implements UiAutomator2Server {
     const s = r.session;
     const targetId = r.params[1] ?? '';
     const key = s?.elements.get(targetId);
-    if (!s || key === undefined) throw new W3CError(404, 'no such element', `The element '${targetId}' is unknown in this session`);
+    if (!s || key === undefined)
+      throw new W3CError(404, 'no such element', `The element '${targetId}' is unknown in this session`);
     const container = this.scrollContainer(r, r.params[0]);
     if (!this.scrollUntil(container, () => Uia2Server.findKey(this.tree(), key), 30)) {
       throw new W3CError(404, 'no such element', `The element '${targetId}' did not come back into view`);
@@ -662,16 +774,29 @@ class Uia2Server implements UiAutomator2Server {
     const global = (method: string, path: string, handler: Handler) => add('global', method, path, handler);
     const on = (method: string, path: string, handler: Handler) => add('session', method, path, handler);
 
-    global('GET', '/status', () => ({ ready: true, message: 'UiAutomator2 Server is ready to accept commands' }));
-    global('GET', '/sessions', () => (this.session ? [{ id: this.session.id, capabilities: this.session.capabilities }] : []));
+    global('GET', '/status', () => ({
+      ready: true,
+      message: 'UiAutomator2 Server is ready to accept commands',
+    }));
+    global('GET', '/sessions', () =>
+      this.session ? [{ id: this.session.id, capabilities: this.session.capabilities }] : [],
+    );
     global('POST', '/session', (r) => {
       const caps = r.body.capabilities;
-      const first = isRecord(caps) && Array.isArray(caps.firstMatch) && isRecord(caps.firstMatch[0]) ? caps.firstMatch[0] : {};
+      const first =
+        isRecord(caps) && Array.isArray(caps.firstMatch) && isRecord(caps.firstMatch[0])
+          ? caps.firstMatch[0]
+          : {};
       const always = isRecord(caps) && isRecord(caps.alwaysMatch) ? caps.alwaysMatch : {};
       const desired = isRecord(r.body.desiredCapabilities) ? r.body.desiredCapabilities : {};
       // One session at a time, as on the real server: a new one replaces the old.
       const id = randomUUID();
-      this.session = { id, capabilities: { ...desired, ...always, ...first }, elements: new Map(), ids: new Map() };
+      this.session = {
+        id,
+        capabilities: { ...desired, ...always, ...first },
+        elements: new Map(),
+        ids: new Map(),
+      };
       this.log('I', `Created the new session with id ${id}`);
       return { sessionId: id, capabilities: this.session.capabilities };
     });
@@ -705,7 +830,9 @@ class Uia2Server implements UiAutomator2Server {
       return null;
     });
     on('POST', '/appium/reset_ax_cache', () => null);
-    on('POST', '/appium/list_displays', () => [{ id: 0, displayId: 0, physicalId: null, isDefault: true, metrics: this.size() }]);
+    on('POST', '/appium/list_displays', () => [
+      { id: 0, displayId: 0, physicalId: null, isDefault: true, metrics: this.size() },
+    ]);
     on('POST', '/appium/list_windows', () => []);
     on('GET', '/window/current/size', () => this.size());
     on('GET', '/window/:handle/size', () => this.size());
@@ -714,7 +841,8 @@ class Uia2Server implements UiAutomator2Server {
     on('GET', '/window/handles', () => ['NATIVE_APP']);
     on('GET', '/orientation', () => 'PORTRAIT');
     on('POST', '/orientation', (r) => {
-      if (str(r.body.orientation)?.toUpperCase() !== 'PORTRAIT') throw new W3CError(500, 'unsupported operation', 'This phone only supports PORTRAIT orientation');
+      if (str(r.body.orientation)?.toUpperCase() !== 'PORTRAIT')
+        throw new W3CError(500, 'unsupported operation', 'This phone only supports PORTRAIT orientation');
       return null;
     });
     on('GET', '/rotation', () => ({ x: 0, y: 0, z: 0 }));
@@ -840,7 +968,8 @@ class Uia2Server implements UiAutomator2Server {
       const a = this.gestureArea(r);
       const start = isRecord(r.body.start) ? r.body.start : {};
       const end = isRecord(r.body.end) ? r.body.end : {};
-      if (typeof end.x !== 'number' || typeof end.y !== 'number') throw invalidArgument("'end' {x, y} is required");
+      if (typeof end.x !== 'number' || typeof end.y !== 'number')
+        throw invalidArgument("'end' {x, y} is required");
       const sx = typeof start.x === 'number' ? start.x : (a.left + a.right) / 2;
       const sy = typeof start.y === 'number' ? start.y : (a.top + a.bottom) / 2;
       this.ui.swipe(Math.round(sx), Math.round(sy), Math.round(end.x), Math.round(end.y), 500);

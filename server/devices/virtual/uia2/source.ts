@@ -53,11 +53,29 @@ export function nodeAttributes(n: UiNodeInfo, index: number): Map<string, string
  * Builds the document for a window. With `only`, the document holds just that subtree
  * (searches from an element: `//x` then stays inside the element, as on the real server).
  */
-export function buildSource(root: UiNodeInfo, size: { width: number; height: number }, only?: UiNodeInfo): SourceElement {
+export function buildSource(
+  root: UiNodeInfo,
+  size: { width: number; height: number },
+  only?: UiNodeInfo,
+): SourceElement {
   let order = 0;
-  const doc: SourceElement = { tag: '#document', attrs: new Map(), children: [], parent: null, node: null, order: order++ };
+  const doc: SourceElement = {
+    tag: '#document',
+    attrs: new Map(),
+    children: [],
+    parent: null,
+    node: null,
+    order: order++,
+  };
   const convert = (n: UiNodeInfo, index: number, parent: SourceElement): SourceElement => {
-    const el: SourceElement = { tag: tagFor(n.className), attrs: nodeAttributes(n, index), children: [], parent, node: n, order: order++ };
+    const el: SourceElement = {
+      tag: tagFor(n.className),
+      attrs: nodeAttributes(n, index),
+      children: [],
+      parent,
+      node: n,
+      order: order++,
+    };
     el.children = n.children.map((c, i) => convert(c, i, el));
     return el;
   };

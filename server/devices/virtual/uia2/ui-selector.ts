@@ -251,7 +251,8 @@ class Parser {
     const args = this.args();
     const one = <T extends Arg>(check: (a: Arg) => a is T, what: string): T => {
       const a = args[0];
-      if (args.length !== 1 || a === undefined || !check(a)) throw new UiSelectorError(`${method}() takes one ${what}`);
+      if (args.length !== 1 || a === undefined || !check(a))
+        throw new UiSelectorError(`${method}() takes one ${what}`);
       return a;
     };
     const isStr = (a: Arg): a is string => typeof a === 'string';
@@ -301,7 +302,8 @@ class Parser {
     this.take(); // UiScrollable
     const inner = this.args();
     const container = inner[0];
-    if (inner.length !== 1 || typeof container !== 'object') throw new UiSelectorError('UiScrollable takes one UiSelector');
+    if (inner.length !== 1 || typeof container !== 'object')
+      throw new UiSelectorError('UiScrollable takes one UiSelector');
     const actions: ScrollAction[] = [];
     let maxSwipes = 30;
     while (this.isP('.')) {
@@ -321,9 +323,13 @@ class Parser {
         case 'getChildByText':
         case 'getChildByDescription': {
           const a1 = args[1];
-          if (typeof a0 !== 'object' || typeof a1 !== 'string') throw new UiSelectorError(`${method}() takes a UiSelector and a string`);
+          if (typeof a0 !== 'object' || typeof a1 !== 'string')
+            throw new UiSelectorError(`${method}() takes a UiSelector and a string`);
           const key = method === 'getChildByText' ? 'text' : 'description';
-          actions.push({ kind: 'scrollIntoView', target: { ...a0, conditions: [...a0.conditions, ...textSelector(key, a1).conditions] } });
+          actions.push({
+            kind: 'scrollIntoView',
+            target: { ...a0, conditions: [...a0.conditions, ...textSelector(key, a1).conditions] },
+          });
           break;
         }
         case 'scrollToEnd':
@@ -360,7 +366,12 @@ class Parser {
 
 function textSelector(key: 'text' | 'description', v: string): Selector {
   const test = STRING_METHODS[key];
-  return { conditions: test ? [{ method: key, test: (e) => test(e, v) }] : [], instance: null, child: null, fromParent: null };
+  return {
+    conditions: test ? [{ method: key, test: (e) => test(e, v) }] : [],
+    instance: null,
+    child: null,
+    fromParent: null,
+  };
 }
 
 export function parseUiSelector(src: string): Statement[] {
@@ -394,7 +405,14 @@ function resolve(sel: Selector, pool: Entry[], all: Entry[]): Entry[] {
   const child = sel.child;
   if (child) {
     const out: Entry[] = [];
-    for (const f of found) out.push(...resolve(child, all.filter((e) => isInside(e, f)), all));
+    for (const f of found)
+      out.push(
+        ...resolve(
+          child,
+          all.filter((e) => isInside(e, f)),
+          all,
+        ),
+      );
     found = out;
   }
   const fromParent = sel.fromParent;
@@ -402,7 +420,14 @@ function resolve(sel: Selector, pool: Entry[], all: Entry[]): Entry[] {
     const out: Entry[] = [];
     for (const f of found) {
       const p = f.parent;
-      if (p) out.push(...resolve(fromParent, all.filter((e) => isInside(e, p)), all));
+      if (p)
+        out.push(
+          ...resolve(
+            fromParent,
+            all.filter((e) => isInside(e, p)),
+            all,
+          ),
+        );
     }
     found = out;
   }

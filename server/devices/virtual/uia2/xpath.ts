@@ -217,7 +217,8 @@ class Parser {
   }
   private expect(type: TokType, value: string): void {
     const t = this.take();
-    if (t.type !== type || t.value !== value) throw new XPathError(`expected '${value}' but found '${t.value}'`);
+    if (t.type !== type || t.value !== value)
+      throw new XPathError(`expected '${value}' but found '${t.value}'`);
   }
 
   parse(): Expr {
@@ -273,7 +274,12 @@ class Parser {
   private startsPrimary(): boolean {
     const t = this.peek();
     if (!t) return false;
-    return t.type === 'str' || t.type === 'num' || t.type === 'fn' || (t.type === 'punct' && (t.value === '(' || t.value === '$'));
+    return (
+      t.type === 'str' ||
+      t.type === 'num' ||
+      t.type === 'fn' ||
+      (t.type === 'punct' && (t.value === '(' || t.value === '$'))
+    );
   }
 
   private pathExpr(): Expr {
@@ -305,7 +311,12 @@ class Parser {
   private startsStep(): boolean {
     const t = this.peek();
     if (!t) return false;
-    return t.type === 'name' || t.type === 'axis' || t.type === 'nodetype' || (t.type === 'punct' && ['.', '..', '@'].includes(t.value));
+    return (
+      t.type === 'name' ||
+      t.type === 'axis' ||
+      t.type === 'nodetype' ||
+      (t.type === 'punct' && ['.', '..', '@'].includes(t.value))
+    );
   }
 
   /** Steps separated by / or //; `leadingSeparator` when the next token is one. */
@@ -436,7 +447,8 @@ function docOrder(n: XNode): number {
 /** Node-set in document order without duplicates; text and attribute nodes are made on
  * demand, so they are identified by owner and name rather than by object. */
 function sortUnique(nodes: XNode[]): XNode[] {
-  const key = (n: XNode): unknown => (isElement(n) ? n : `${n.owner.order}:${n.kind}:${n.kind === 'attr' ? n.name : ''}`);
+  const key = (n: XNode): unknown =>
+    isElement(n) ? n : `${n.owner.order}:${n.kind}:${n.kind === 'attr' ? n.name : ''}`;
   const dedup = new Map<unknown, XNode>();
   for (const n of nodes) if (!dedup.has(key(n))) dedup.set(key(n), n);
   return [...dedup.values()].sort((a, b) => docOrder(a) - docOrder(b));
@@ -498,7 +510,8 @@ function axisNodes(n: XNode, axis: Axis): XNode[] {
 function matches(n: XNode, test: NodeTest, axis: Axis): boolean {
   if (test.kind === 'node') return true;
   if (test.kind === 'text') return !isElement(n) && n.kind === 'text';
-  if (axis === 'attribute') return !isElement(n) && n.kind === 'attr' && (test.name === '*' || n.name === test.name);
+  if (axis === 'attribute')
+    return !isElement(n) && n.kind === 'attr' && (test.name === '*' || n.name === test.name);
   // The document node is never matched by a name test.
   if (!isElement(n) || n.tag === '#document') return false;
   return test.name === '*' || n.tag === test.name;
@@ -556,7 +569,8 @@ function compareAtoms(op: string, a: string | number | boolean, b: string | numb
 }
 
 function compare(op: string, a: Value, b: Value): boolean {
-  if (Array.isArray(a) && Array.isArray(b)) return a.some((x) => b.some((y) => compareAtoms(op, stringValue(x), stringValue(y))));
+  if (Array.isArray(a) && Array.isArray(b))
+    return a.some((x) => b.some((y) => compareAtoms(op, stringValue(x), stringValue(y))));
   if (Array.isArray(a)) return compareSet(op, a, b as string | number | boolean, false);
   if (Array.isArray(b)) return compareSet(op, b, a, true);
   return compareAtoms(op, a, b);
@@ -564,7 +578,8 @@ function compare(op: string, a: Value, b: Value): boolean {
 
 /** A node-set against an atom: true if any node compares true (booleans use the set's). */
 function compareSet(op: string, set: XNode[], other: string | number | boolean, flipped: boolean): boolean {
-  if (typeof other === 'boolean') return flipped ? compareAtoms(op, other, toBool(set)) : compareAtoms(op, toBool(set), other);
+  if (typeof other === 'boolean')
+    return flipped ? compareAtoms(op, other, toBool(set)) : compareAtoms(op, toBool(set), other);
   return set.some((n) => {
     const sv: string | number = typeof other === 'number' ? toNum(stringValue(n)) : stringValue(n);
     return flipped ? compareAtoms(op, other, sv) : compareAtoms(op, sv, other);
@@ -658,7 +673,8 @@ function callFunction(name: string, args: Expr[], ctx: Ctx): Value {
   };
   const str = (i: number) => (args.length > i ? toStr(arg(i)) : stringValue(ctx.node));
   const arity = (min: number, max = min) => {
-    if (args.length < min || args.length > max) throw new XPathError(`${name}() takes ${min === max ? min : `${min} to ${max}`} arguments`);
+    if (args.length < min || args.length > max)
+      throw new XPathError(`${name}() takes ${min === max ? min : `${min} to ${max}`} arguments`);
   };
   switch (name) {
     case 'last':
@@ -770,7 +786,8 @@ export function selectElements(expr: string, doc: SourceElement): SourceElement[
   if (!Array.isArray(v)) throw new XPathError(`the expression '${expr}' does not select elements`);
   const out: SourceElement[] = [];
   for (const n of v) {
-    if (!isElement(n)) throw new XPathError(`the expression '${expr}' selects attributes or text, not elements`);
+    if (!isElement(n))
+      throw new XPathError(`the expression '${expr}' selects attributes or text, not elements`);
     if (n.node) out.push(n);
   }
   return out;

@@ -5,19 +5,81 @@ import type { CommandContext, CommandFn } from '../command.js';
 
 /** Intent options that take no argument. */
 const NO_ARG = new Set([
-  '-W', '-S', '-D', '-N', '--grant-read-uri-permission', '--grant-write-uri-permission', '--grant-persistable-uri-permission',
-  '--grant-prefix-uri-permission', '--debug-log-resolution', '--exclude-stopped-packages', '--include-stopped-packages',
-  '--activity-brought-to-front', '--activity-clear-top', '--activity-clear-when-task-reset', '--activity-exclude-from-recents',
-  '--activity-launched-from-history', '--activity-multiple-task', '--activity-no-animation', '--activity-no-history',
-  '--activity-no-user-action', '--activity-previous-is-top', '--activity-reorder-to-front', '--activity-reset-task-if-needed',
-  '--activity-single-top', '--activity-clear-task', '--activity-task-on-home', '--activity-match-external',
-  '--receiver-registered-only', '--receiver-replace-pending', '--receiver-foreground', '--receiver-no-abort',
-  '--receiver-include-background', '--selector', '--track-allocation', '--start-profiler', '--streaming', '--sampling',
-  '--allow-background-activity-starts', '--async', '--esn', '-R',
+  '-W',
+  '-S',
+  '-D',
+  '-N',
+  '--grant-read-uri-permission',
+  '--grant-write-uri-permission',
+  '--grant-persistable-uri-permission',
+  '--grant-prefix-uri-permission',
+  '--debug-log-resolution',
+  '--exclude-stopped-packages',
+  '--include-stopped-packages',
+  '--activity-brought-to-front',
+  '--activity-clear-top',
+  '--activity-clear-when-task-reset',
+  '--activity-exclude-from-recents',
+  '--activity-launched-from-history',
+  '--activity-multiple-task',
+  '--activity-no-animation',
+  '--activity-no-history',
+  '--activity-no-user-action',
+  '--activity-previous-is-top',
+  '--activity-reorder-to-front',
+  '--activity-reset-task-if-needed',
+  '--activity-single-top',
+  '--activity-clear-task',
+  '--activity-task-on-home',
+  '--activity-match-external',
+  '--receiver-registered-only',
+  '--receiver-replace-pending',
+  '--receiver-foreground',
+  '--receiver-no-abort',
+  '--receiver-include-background',
+  '--selector',
+  '--track-allocation',
+  '--start-profiler',
+  '--streaming',
+  '--sampling',
+  '--allow-background-activity-starts',
+  '--async',
+  '--esn',
+  '-R',
 ]);
 /** Extras take a key and a value. */
-const EXTRA = new Set(['-e', '--es', '--ez', '--ei', '--el', '--ef', '--ed', '--eu', '--ecn', '--eia', '--eial', '--ela', '--elal', '--efa', '--efal', '--esa', '--esal']);
-const ONE_ARG = new Set(['--user', '-P', '--windowingMode', '--activityType', '--display', '--task', '--attribution-tag', '-t', '--receiver-permission', '--start-profiler', '--sampling']);
+const EXTRA = new Set([
+  '-e',
+  '--es',
+  '--ez',
+  '--ei',
+  '--el',
+  '--ef',
+  '--ed',
+  '--eu',
+  '--ecn',
+  '--eia',
+  '--eial',
+  '--ela',
+  '--elal',
+  '--efa',
+  '--efal',
+  '--esa',
+  '--esal',
+]);
+const ONE_ARG = new Set([
+  '--user',
+  '-P',
+  '--windowingMode',
+  '--activityType',
+  '--display',
+  '--task',
+  '--attribution-tag',
+  '-t',
+  '--receiver-permission',
+  '--start-profiler',
+  '--sampling',
+]);
 
 interface ParsedIntent extends IntentRequest {
   wait: boolean;
@@ -25,7 +87,16 @@ interface ParsedIntent extends IntentRequest {
 }
 
 function parseIntent(args: string[]): ParsedIntent | string {
-  const intent: ParsedIntent = { component: null, pkg: null, action: null, categories: [], data: null, flags: 0, wait: false, stopFirst: false };
+  const intent: ParsedIntent = {
+    component: null,
+    pkg: null,
+    action: null,
+    categories: [],
+    data: null,
+    flags: 0,
+    wait: false,
+    stopFirst: false,
+  };
   const positional: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
@@ -71,7 +142,9 @@ function amStart(ctx: CommandContext, args: string[]): number {
     return 0;
   }
   if (result.deliveredToTop) {
-    ctx.stdout.write('Warning: Activity not started, intent has been delivered to currently running top-most instance.\n');
+    ctx.stdout.write(
+      'Warning: Activity not started, intent has been delivered to currently running top-most instance.\n',
+    );
   }
   if (intent.wait) {
     ctx.stdout.write(
@@ -134,21 +207,37 @@ async function amInstrument(ctx: CommandContext, args: string[]): Promise<number
   const name = `ComponentInfo{${component.pkg}/${component.cls}}`;
   switch (started.kind) {
     case 'missing':
-      ctx.stdout.write(`INSTRUMENTATION_STATUS: Error=Unable to find instrumentation info for: ${name}\nINSTRUMENTATION_STATUS_CODE: -1\n`);
-      ctx.stderr.write(`android.util.AndroidException: INSTRUMENTATION_FAILED: ${component.pkg}/${component.cls}\n`);
+      ctx.stdout.write(
+        `INSTRUMENTATION_STATUS: Error=Unable to find instrumentation info for: ${name}\nINSTRUMENTATION_STATUS_CODE: -1\n`,
+      );
+      ctx.stderr.write(
+        `android.util.AndroidException: INSTRUMENTATION_FAILED: ${component.pkg}/${component.cls}\n`,
+      );
       return 1;
     case 'crashed':
       ctx.stdout.write(`INSTRUMENTATION_RESULT: shortMsg=Process crashed.\nINSTRUMENTATION_CODE: 0\n`);
-      ctx.device.logcat.add({ pid: 860, tid: 900, priority: 'E', tag: 'ActivityManager', message: `Instrumentation ${name} failed: ${started.reason}` });
+      ctx.device.logcat.add({
+        pid: 860,
+        tid: 900,
+        priority: 'E',
+        tag: 'ActivityManager',
+        message: `Instrumentation ${name} failed: ${started.reason}`,
+      });
       return 0;
     case 'tests':
       if (wait) {
-        ctx.stdout.write(raw ? 'INSTRUMENTATION_RESULT: stream=\n\nTime: 0.01\n\nOK (0 tests)\n\n\nINSTRUMENTATION_CODE: -1\n' : '\nTime: 0.01\n\nOK (0 tests)\n\n\n');
+        ctx.stdout.write(
+          raw
+            ? 'INSTRUMENTATION_RESULT: stream=\n\nTime: 0.01\n\nOK (0 tests)\n\n\nINSTRUMENTATION_CODE: -1\n'
+            : '\nTime: 0.01\n\nOK (0 tests)\n\n\n',
+        );
       }
       return 0;
     case 'server': {
       if (!wait) return 0;
-      ctx.stdout.write(`${raw ? 'INSTRUMENTATION_STATUS: class=io.appium.uiautomator2.server.test.AppiumUiAutomator2Server\n' : ''}io.appium.uiautomator2.server.test.AppiumUiAutomator2Server:\n`);
+      ctx.stdout.write(
+        `${raw ? 'INSTRUMENTATION_STATUS: class=io.appium.uiautomator2.server.test.AppiumUiAutomator2Server\n' : ''}io.appium.uiautomator2.server.test.AppiumUiAutomator2Server:\n`,
+      );
       // The caller holding the stream open is what keeps the server alive (Appium closes it).
       const onAbort = () => started.stop('instrumentation stream closed');
       ctx.signal.addEventListener('abort', onAbort, { once: true });
@@ -160,7 +249,10 @@ async function amInstrument(ctx: CommandContext, args: string[]): Promise<number
               ? `${raw ? 'INSTRUMENTATION_STATUS_CODE: 0\n' : '.\n'}Time: 1.0\n\nOK (1 test)\n\n\nINSTRUMENTATION_CODE: -1\n`
               : `INSTRUMENTATION_RESULT: shortMsg=Process crashed.\nINSTRUMENTATION_CODE: 0\n`,
           );
-          ctx.device.log.debug('virtual phone: UiAutomator2 instrumentation ended', { reason: end.reason, port: UIA2_PORT });
+          ctx.device.log.debug('virtual phone: UiAutomator2 instrumentation ended', {
+            reason: end.reason,
+            port: UIA2_PORT,
+          });
         }
       } finally {
         ctx.signal.removeEventListener('abort', onAbort);
@@ -177,7 +269,13 @@ function broadcast(ctx: CommandContext, args: string[]): number {
     return 255;
   }
   ctx.stdout.write(`Broadcasting: ${describeIntent({ ...intent, flags: intent.flags | 0x400000 })}\n`);
-  ctx.device.logcat.add({ pid: 860, tid: 900, priority: 'D', tag: 'ActivityManager', message: `Broadcast ${intent.action ?? '(no action)'} from shell` });
+  ctx.device.logcat.add({
+    pid: 860,
+    tid: 900,
+    priority: 'D',
+    tag: 'ActivityManager',
+    message: `Broadcast ${intent.action ?? '(no action)'} from shell`,
+  });
   ctx.stdout.write('Broadcast completed: result=0\n');
   return 0;
 }
@@ -249,7 +347,9 @@ export const am: CommandFn = async (ctx) => {
     case 'task':
       if (args[0] === 'list') {
         const f = device.ui.foreground();
-        ctx.stdout.write(`RootTask id=1 bounds=[0,0][720,1280] displayId=0 userId=0\n  taskId=1: ${shortComponent({ pkg: f.package, cls: f.activity })} bounds=[0,0][720,1280] userId=0 visible=true\n`);
+        ctx.stdout.write(
+          `RootTask id=1 bounds=[0,0][720,1280] displayId=0 userId=0\n  taskId=1: ${shortComponent({ pkg: f.package, cls: f.activity })} bounds=[0,0][720,1280] userId=0 visible=true\n`,
+        );
       }
       return 0;
     case undefined:
@@ -273,9 +373,14 @@ export const monkey: CommandFn = (ctx) => {
     else if (a === '-s' || a === '--throttle' || a.startsWith('--pct-')) i++;
     else if (/^\d+$/.test(a)) count = Number(a);
   }
-  ctx.stdout.write(`  bash arg: ${ctx.args.join('\n  bash arg: ')}\nargs: [${ctx.args.join(', ')}]\n${ctx.args.map((a) => ` arg: "${a}"`).join('\n')}\n`);
+  ctx.stdout.write(
+    `  bash arg: ${ctx.args.join('\n  bash arg: ')}\nargs: [${ctx.args.join(', ')}]\n${ctx.args.map((a) => ` arg: "${a}"`).join('\n')}\n`,
+  );
   const record = pkg ? ctx.device.packages.get(pkg) : undefined;
-  if (!record?.launcherActivity || (categories.length > 0 && !categories.includes('android.intent.category.LAUNCHER'))) {
+  if (
+    !record?.launcherActivity ||
+    (categories.length > 0 && !categories.includes('android.intent.category.LAUNCHER'))
+  ) {
     ctx.stdout.write('** No activities found to run, monkey aborted.\n');
     return 252;
   }
@@ -290,6 +395,8 @@ export const monkey: CommandFn = (ctx) => {
       flags: 0x10200000,
     });
   }
-  ctx.stdout.write(`Events injected: ${count}\n## Network stats: elapsed time=18ms (0ms mobile, 0ms wifi, 18ms not connected)\n`);
+  ctx.stdout.write(
+    `Events injected: ${count}\n## Network stats: elapsed time=18ms (0ms mobile, 0ms wifi, 18ms not connected)\n`,
+  );
   return 0;
 };

@@ -46,7 +46,9 @@ export const appops: CommandFn = (ctx) => {
       else ops.clear();
       return 0;
   }
-  ctx.stderr.write('AppOps service (appops) commands:\n  help\n  start, stop, set, get, query-op, reset, write-settings, read-settings\n');
+  ctx.stderr.write(
+    'AppOps service (appops) commands:\n  help\n  start, stop, set, get, query-op, reset, write-settings, read-settings\n',
+  );
   return verb === undefined || verb === 'help' ? 0 : 255;
 };
 
@@ -75,14 +77,32 @@ function notification(ctx: CommandContext, args: string[]): number {
     case 'unsnooze':
       return 0;
     default:
-      ctx.stdout.write('usage: cmd notification SUBCMD [args]\n\nSUBCMDs:\n  allow_listener COMPONENT [user_id (current user if not specified)]\n  disallow_listener COMPONENT [user_id (current user if not specified)]\n  allow_assistant COMPONENT [user_id (current user if not specified)]\n  allow_dnd PACKAGE [user_id (current user if not specified)]\n  post [--help | flags] TAG TEXT\n');
+      ctx.stdout.write(
+        'usage: cmd notification SUBCMD [args]\n\nSUBCMDs:\n  allow_listener COMPONENT [user_id (current user if not specified)]\n  disallow_listener COMPONENT [user_id (current user if not specified)]\n  allow_assistant COMPONENT [user_id (current user if not specified)]\n  allow_dnd PACKAGE [user_id (current user if not specified)]\n  post [--help | flags] TAG TEXT\n',
+      );
       return verb === undefined || verb === 'help' ? 0 : 255;
   }
 }
 
 const SERVICES = [
-  'activity', 'appops', 'bluetooth_manager', 'clipboard', 'connectivity', 'deviceidle', 'input', 'input_method', 'location',
-  'notification', 'package', 'phone', 'power', 'settings', 'statusbar', 'uimode', 'wifi', 'window',
+  'activity',
+  'appops',
+  'bluetooth_manager',
+  'clipboard',
+  'connectivity',
+  'deviceidle',
+  'input',
+  'input_method',
+  'location',
+  'notification',
+  'package',
+  'phone',
+  'power',
+  'settings',
+  'statusbar',
+  'uimode',
+  'wifi',
+  'window',
 ];
 
 export function makeCmd(table: () => ReadonlyMap<string, CommandFn>): CommandFn {

@@ -130,7 +130,19 @@ The commands and default sources are:
       keycombination [-t duration(ms)] <key code 1> <key code 2> ... (Default: keyboard)
 `;
 
-const SOURCES = new Set(['dpad', 'keyboard', 'mouse', 'touchpad', 'gamepad', 'touchnavigation', 'joystick', 'touchscreen', 'stylus', 'trackball', 'rotaryencoder']);
+const SOURCES = new Set([
+  'dpad',
+  'keyboard',
+  'mouse',
+  'touchpad',
+  'gamepad',
+  'touchnavigation',
+  'joystick',
+  'touchscreen',
+  'stylus',
+  'trackball',
+  'rotaryencoder',
+]);
 
 /** Undoes `input text` escaping: %s is a space. */
 export function inputText(raw: string): string {
@@ -169,7 +181,10 @@ const input: CommandFn = (ctx) => {
     }
     case 'keyevent':
     case 'keycombination': {
-      const codes = args.filter((a, i) => !a.startsWith('--') && !(i > 0 && ['--duration', '--delay'].includes(args[i - 1]!)) && a !== '-t');
+      const codes = args.filter(
+        (a, i) =>
+          !a.startsWith('--') && !(i > 0 && ['--duration', '--delay'].includes(args[i - 1]!)) && a !== '-t',
+      );
       if (codes.length === 0) break;
       for (const c of codes) {
         const code = keycodeOf(c);
@@ -226,7 +241,9 @@ const screencap: CommandFn = async (ctx) => {
     if (a === '-p') pngFlag = true;
     else if (a === '-d') i++;
     else if (a === '-h') {
-      ctx.stderr.write('usage: screencap [-hp] [-d display-id] [FILENAME]\n   -h: this message\n   -p: save the file as a png.\n   -d: specify the display ID to capture (default: 0)\nIf FILENAME ends with .png it will be saved as a png.\nIf FILENAME is not given, the results will be printed to stdout.\n');
+      ctx.stderr.write(
+        'usage: screencap [-hp] [-d display-id] [FILENAME]\n   -h: this message\n   -p: save the file as a png.\n   -d: specify the display ID to capture (default: 0)\nIf FILENAME ends with .png it will be saved as a png.\nIf FILENAME is not given, the results will be printed to stdout.\n',
+      );
       return 0;
     } else if (a.startsWith('-')) return fail(ctx, `unknown option ${a}`);
     else file = a;
@@ -238,7 +255,9 @@ const screencap: CommandFn = async (ctx) => {
     try {
       ctx.device.fs.writeFile(resolvePath(ctx, file), data);
     } catch (error) {
-      ctx.stderr.write(`Error opening file: ${file} (${error instanceof FsError ? error.reason : String(error)})\n`);
+      ctx.stderr.write(
+        `Error opening file: ${file} (${error instanceof FsError ? error.reason : String(error)})\n`,
+      );
       return 1;
     }
     return 0;
@@ -259,7 +278,9 @@ const uiautomator: CommandFn = (ctx) => {
       try {
         ctx.device.fs.writeFile(resolvePath(ctx, target), Buffer.from(xml));
       } catch (error) {
-        ctx.stderr.write(`ERROR: could not write ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`);
+        ctx.stderr.write(
+          `ERROR: could not write ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`,
+        );
         return 1;
       }
     }

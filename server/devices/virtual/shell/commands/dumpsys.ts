@@ -213,7 +213,8 @@ Packages:
   if (p.requestedPermissions.length > 0) {
     out += `    requested permissions:\n${p.requestedPermissions.map((x) => `      ${x}\n`).join('')}`;
   }
-  if (install.length > 0) out += `    install permissions:\n${install.map((x) => `      ${x}: granted=true\n`).join('')}`;
+  if (install.length > 0)
+    out += `    install permissions:\n${install.map((x) => `      ${x}: granted=true\n`).join('')}`;
   out += `    User 0: ceDataInode=${100000 + (p.uid % 100000)} installed=true hidden=false suspended=false distractionFlags=0 stopped=${p.stopped} notLaunched=false enabled=${p.enabled ? 0 : 3} instant=false virtual=false quarantined=false
       gids=[3003]
 `;
@@ -328,7 +329,14 @@ function dumpDeviceIdle(ctx: CommandContext, args: string[]): string {
   if (args[0] === 'whitelist') {
     const changes = args.slice(1);
     if (changes.length === 0) {
-      return [...list].map((p) => `${ctx.device.packages.get(p)?.system === false ? 'user' : 'system-excidle'},${p},${ctx.device.packages.get(p)?.uid ?? 1000}`).join('\n') + '\n';
+      return (
+        [...list]
+          .map(
+            (p) =>
+              `${ctx.device.packages.get(p)?.system === false ? 'user' : 'system-excidle'},${p},${ctx.device.packages.get(p)?.uid ?? 1000}`,
+          )
+          .join('\n') + '\n'
+      );
     }
     let out = '';
     for (const c of changes) {
@@ -420,7 +428,10 @@ function dumpCpuInfo(ctx: CommandContext): string {
   const lines = ctx.device.processes
     .list()
     .slice(0, 8)
-    .map((p, i) => `  ${(1.5 - i * 0.15).toFixed(1)}% ${p.pid}/${p.name}: ${(1 - i * 0.1).toFixed(1)}% user + ${(0.5 - i * 0.05).toFixed(1)}% kernel`)
+    .map(
+      (p, i) =>
+        `  ${(1.5 - i * 0.15).toFixed(1)}% ${p.pid}/${p.name}: ${(1 - i * 0.1).toFixed(1)}% user + ${(0.5 - i * 0.05).toFixed(1)}% kernel`,
+    )
     .join('\n');
   return `Load: 0.42 / 0.31 / 0.18\nCPU usage from 60000ms to 0ms ago (${fullDate(ctx.device.now() - 60000)} to ${fullDate(ctx.device.now())}):\n${lines}\n4.1% TOTAL: 2.4% user + 1.5% kernel + 0.1% iowait + 0.1% irq + 0% softirq\n`;
 }
@@ -443,9 +454,31 @@ function dumpMeminfo(ctx: CommandContext, args: string[]): string {
 }
 
 const KNOWN = [
-  'activity', 'alarm', 'appops', 'audio', 'battery', 'batterystats', 'connectivity', 'cpuinfo', 'deviceidle', 'display',
-  'gfxinfo', 'input', 'input_method', 'location', 'meminfo', 'netstats', 'notification', 'package', 'power', 'SurfaceFlinger',
-  'statusbar', 'trust', 'usagestats', 'wifi', 'window',
+  'activity',
+  'alarm',
+  'appops',
+  'audio',
+  'battery',
+  'batterystats',
+  'connectivity',
+  'cpuinfo',
+  'deviceidle',
+  'display',
+  'gfxinfo',
+  'input',
+  'input_method',
+  'location',
+  'meminfo',
+  'netstats',
+  'notification',
+  'package',
+  'power',
+  'SurfaceFlinger',
+  'statusbar',
+  'trust',
+  'usagestats',
+  'wifi',
+  'window',
 ];
 
 export const dumpsys: CommandFn = (ctx) => {
@@ -492,10 +525,16 @@ export const dumpsys: CommandFn = (ctx) => {
       out.write(dumpInputMethod(ctx));
       return 0;
     case 'input':
-      out.write(`INPUT MANAGER (dumpsys input)\n\nInput Manager Service (Java) State:\n  Interactive: true\nInput Dispatcher State:\n  DispatchEnabled: true\n  FocusedApplications:\n    displayId=0, name='${activityRecord(focus(ctx))}'\n  FocusedWindows:\n    displayId=0, name='${focus(ctx).pkg}/${focus(ctx).cls}'\n`);
+      out.write(
+        `INPUT MANAGER (dumpsys input)\n\nInput Manager Service (Java) State:\n  Interactive: true\nInput Dispatcher State:\n  DispatchEnabled: true\n  FocusedApplications:\n    displayId=0, name='${activityRecord(focus(ctx))}'\n  FocusedWindows:\n    displayId=0, name='${focus(ctx).pkg}/${focus(ctx).cls}'\n`,
+      );
       return 0;
     case 'SurfaceFlinger':
-      out.write(args.includes('--display-id') ? 'Display 4619827259835644672 (HWC display 0): port=0 pnpId=GGL displayName="Built-in Screen"\n' : `Build configuration: [sf PRESENT_TIME_OFFSET=0 FORCE_HWC_FOR_RBG_TO_YUV=1 MAX_VIRT_DISPLAY_DIM=0 RUNNING_WITHOUT_SYNC_FRAMEWORK=0 NUM_FRAMEBUFFER_SURFACE_BUFFERS=3]\nDisplay 4619827259835644672 (HWC display 0): port=0 pnpId=GGL displayName="Built-in Screen"\n`);
+      out.write(
+        args.includes('--display-id')
+          ? 'Display 4619827259835644672 (HWC display 0): port=0 pnpId=GGL displayName="Built-in Screen"\n'
+          : `Build configuration: [sf PRESENT_TIME_OFFSET=0 FORCE_HWC_FOR_RBG_TO_YUV=1 MAX_VIRT_DISPLAY_DIM=0 RUNNING_WITHOUT_SYNC_FRAMEWORK=0 NUM_FRAMEBUFFER_SURFACE_BUFFERS=3]\nDisplay 4619827259835644672 (HWC display 0): port=0 pnpId=GGL displayName="Built-in Screen"\n`,
+      );
       return 0;
     case 'cpuinfo':
       out.write(dumpCpuInfo(ctx));
@@ -507,10 +546,14 @@ export const dumpsys: CommandFn = (ctx) => {
       out.write(dumpNotification(ctx));
       return 0;
     case 'trust':
-      out.write('Trust manager state:\n User "Owner" (id=0, flags=0x13) (current): trusted=false, trustManaged=false, deviceLocked=false, isActiveUnlockRunning=false, strongAuthRequired=0\n');
+      out.write(
+        'Trust manager state:\n User "Owner" (id=0, flags=0x13) (current): trusted=false, trustManaged=false, deviceLocked=false, isActiveUnlockRunning=false, strongAuthRequired=0\n',
+      );
       return 0;
     case 'location':
-      out.write(`Location Manager State:\n  User 0:\n    Location Enabled: ${device.system.locationEnabled}\n`);
+      out.write(
+        `Location Manager State:\n  User 0:\n    Location Enabled: ${device.system.locationEnabled}\n`,
+      );
       return 0;
     case 'wifi':
       out.write(`Wi-Fi is ${device.system.wifi ? 'enabled' : 'disabled'}\n`);

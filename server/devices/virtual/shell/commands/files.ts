@@ -64,7 +64,8 @@ const ls: CommandFn = (ctx) => {
     try {
       const lst = fs.lstat(path);
       // ls follows a symlink operand to a directory unless -l/-d
-      const followed = lst.kind === 'link' && ((!long && !dirAsFile) || op.endsWith('/')) ? fs.stat(path) : lst;
+      const followed =
+        lst.kind === 'link' && ((!long && !dirAsFile) || op.endsWith('/')) ? fs.stat(path) : lst;
       if (followed.kind === 'dir' && !dirAsFile) dirs.push({ shown: op, path });
       else files.push({ name: op, path, st: lst, node: fs.resolve(path, false).node });
     } catch (error) {
@@ -87,14 +88,25 @@ const ls: CommandFn = (ctx) => {
       const user = flags.has('n') ? String(e.st.uid) : userName(e.st.uid);
       const group = flags.has('n') ? String(e.st.gid) : userName(e.st.gid);
       const name = e.node.kind === 'link' ? `${e.name} -> ${e.node.target}` : e.name;
-      return { mode: modeString(e.st.mode), links: String(e.st.nlink), user, group, size: String(e.st.size), date: lsDate(e.st.mtimeMs), name };
+      return {
+        mode: modeString(e.st.mode),
+        links: String(e.st.nlink),
+        user,
+        group,
+        size: String(e.st.size),
+        date: lsDate(e.st.mtimeMs),
+        name,
+      };
     });
     const w = (k: keyof (typeof rows)[number]) => Math.max(0, ...rows.map((r) => r[k].length));
-    if (withTotal) ctx.stdout.write(`total ${list.reduce((n, e) => n + Math.ceil(e.st.size / 4096) * 4, 0)}\n`);
+    if (withTotal)
+      ctx.stdout.write(`total ${list.reduce((n, e) => n + Math.ceil(e.st.size / 4096) * 4, 0)}\n`);
     for (const r of rows) {
       const owner = flags.has('g') ? '' : `${r.user.padEnd(w('user'))} `;
       const group = flags.has('o') ? '' : `${r.group.padEnd(w('group'))} `;
-      ctx.stdout.write(`${r.mode} ${r.links.padStart(w('links'))} ${owner}${group}${r.size.padStart(w('size'))} ${r.date} ${r.name}\n`);
+      ctx.stdout.write(
+        `${r.mode} ${r.links.padStart(w('links'))} ${owner}${group}${r.size.padStart(w('size'))} ${r.date} ${r.name}\n`,
+      );
     }
   };
   render(sortEntries(files), false);
@@ -103,9 +115,19 @@ const ls: CommandFn = (ctx) => {
     let entries: LsEntry[];
     try {
       const real = fs.realpath(path);
-      entries = fs.readdir(real).map(({ name, node }) => ({ name, path: `${real === '/' ? '' : real}/${name}`, st: fs.lstat(`${real}/${name}`), node }));
+      entries = fs.readdir(real).map(({ name, node }) => ({
+        name,
+        path: `${real === '/' ? '' : real}/${name}`,
+        st: fs.lstat(`${real}/${name}`),
+        node,
+      }));
       if (all) {
-        entries.unshift({ name: '..', path: dirname(real), st: fs.stat(dirname(real)), node: fs.resolve(dirname(real)).node });
+        entries.unshift({
+          name: '..',
+          path: dirname(real),
+          st: fs.stat(dirname(real)),
+          node: fs.resolve(dirname(real)).node,
+        });
         entries.unshift({ name: '.', path: real, st: fs.stat(real), node: fs.resolve(real).node });
       } else if (!almostAll) entries = entries.filter((e) => !e.name.startsWith('.'));
     } catch (error) {
@@ -116,7 +138,9 @@ const ls: CommandFn = (ctx) => {
     if (multi) ctx.stdout.write(`${first && files.length === 0 ? '' : '\n'}${shown}:\n`);
     render(sortEntries(entries), true);
     if (flags.has('R')) {
-      for (const e of entries) if (e.st.kind === 'dir' && e.name !== '.' && e.name !== '..') listDir(`${shown.replace(/\/$/, '')}/${e.name}`, e.path, false);
+      for (const e of entries)
+        if (e.st.kind === 'dir' && e.name !== '.' && e.name !== '..')
+          listDir(`${shown.replace(/\/$/, '')}/${e.name}`, e.path, false);
     }
   };
   dirs.forEach((d, i) => listDir(d.shown, d.path, i === 0));
@@ -186,7 +210,8 @@ const mv: CommandFn = (ctx) => {
   for (const src of operands) {
     try {
       const destPath = resolvePath(ctx, dest);
-      if (flags.has('n') && ctx.device.fs.exists(destPath) && ctx.device.fs.stat(destPath).kind !== 'dir') continue;
+      if (flags.has('n') && ctx.device.fs.exists(destPath) && ctx.device.fs.stat(destPath).kind !== 'dir')
+        continue;
       ctx.device.fs.rename(resolvePath(ctx, src), destPath);
     } catch (error) {
       ctx.stderr.write(`mv: ${src}: ${errText(error)}\n`);
@@ -239,7 +264,15 @@ const touch: CommandFn = (ctx) => {
   if (values.has('d')) time = Date.parse(values.get('d')!) || time;
   if (values.has('t')) {
     const m = /^(\d{4})?(\d{2})(\d{2})(\d{2})(\d{2})(?:\.(\d{2}))?$/.exec(values.get('t')!);
-    if (m) time = Date.UTC(Number(m[1] ?? new Date(time).getUTCFullYear()), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6] ?? 0));
+    if (m)
+      time = Date.UTC(
+        Number(m[1] ?? new Date(time).getUTCFullYear()),
+        Number(m[2]) - 1,
+        Number(m[3]),
+        Number(m[4]),
+        Number(m[5]),
+        Number(m[6] ?? 0),
+      );
   }
   if (values.has('r')) time = fs.stat(resolvePath(ctx, values.get('r')!)).mtimeMs;
   let status = 0;
@@ -300,13 +333,16 @@ const chmod: CommandFn = (ctx) => {
     const mode = applyMode(spec, st.mode, st.kind === 'dir');
     if (mode === null) throw new Error(`bad mode '${spec}'`);
     fs.chmod(path, mode);
-    if (flags.has('R') && st.kind === 'dir') for (const e of fs.readdir(path)) apply(`${path}/${e.name}`, `${shown}/${e.name}`);
+    if (flags.has('R') && st.kind === 'dir')
+      for (const e of fs.readdir(path)) apply(`${path}/${e.name}`, `${shown}/${e.name}`);
   };
   for (const op of operands) {
     try {
       apply(resolvePath(ctx, op), op);
     } catch (error) {
-      ctx.stderr.write(`chmod: ${op}: ${errText(error instanceof FsError ? error : (error as Error).message)}\n`);
+      ctx.stderr.write(
+        `chmod: ${op}: ${errText(error instanceof FsError ? error : (error as Error).message)}\n`,
+      );
       status = 1;
     }
   }
@@ -436,7 +472,9 @@ const readlink: CommandFn = (ctx) => {
   if (!op) return 1;
   try {
     const path = resolvePath(ctx, op);
-    ctx.stdout.write(`${flags.has('f') || flags.has('e') || flags.has('m') ? ctx.device.fs.realpath(path) : ctx.device.fs.readlink(path)}\n`);
+    ctx.stdout.write(
+      `${flags.has('f') || flags.has('e') || flags.has('m') ? ctx.device.fs.realpath(path) : ctx.device.fs.readlink(path)}\n`,
+    );
     return 0;
   } catch {
     return 1;
@@ -483,18 +521,31 @@ const df: CommandFn = (ctx) => {
         ctx.stderr.write(`df: ${op}: No such file or directory\n`);
         return 1;
       }
-      const row = [...rows].sort((a, b) => b[3].length - a[3].length).find((r) => r[3] === '/' || path === r[3] || path.startsWith(`${r[3]}/`));
+      const row = [...rows]
+        .sort((a, b) => b[3].length - a[3].length)
+        .find((r) => r[3] === '/' || path === r[3] || path.startsWith(`${r[3]}/`));
       if (row && !picked.includes(row)) picked.push(row);
     }
     rows = picked;
   }
-  const human = (kb: number) => (kb > 1048576 ? `${(kb / 1048576).toFixed(1)}G` : kb > 1024 ? `${(kb / 1024).toFixed(1)}M` : `${kb}K`);
-  ctx.stdout.write(flags.has('h') ? 'Filesystem       Size  Used Avail Use% Mounted on\n' : 'Filesystem       1K-blocks    Used Available Use% Mounted on\n');
+  const human = (kb: number) =>
+    kb > 1048576 ? `${(kb / 1048576).toFixed(1)}G` : kb > 1024 ? `${(kb / 1024).toFixed(1)}M` : `${kb}K`;
+  ctx.stdout.write(
+    flags.has('h')
+      ? 'Filesystem       Size  Used Avail Use% Mounted on\n'
+      : 'Filesystem       1K-blocks    Used Available Use% Mounted on\n',
+  );
   for (const [fsName, size, u, mount] of rows) {
     const avail = size - u;
     const pct = `${Math.ceil((u / size) * 100)}%`;
-    if (flags.has('h')) ctx.stdout.write(`${fsName.padEnd(16)} ${human(size).padStart(5)} ${human(u).padStart(5)} ${human(avail).padStart(5)} ${pct.padStart(4)} ${mount}\n`);
-    else ctx.stdout.write(`${fsName.padEnd(16)} ${String(size).padStart(9)} ${String(u).padStart(7)} ${String(avail).padStart(9)} ${pct.padStart(4)} ${mount}\n`);
+    if (flags.has('h'))
+      ctx.stdout.write(
+        `${fsName.padEnd(16)} ${human(size).padStart(5)} ${human(u).padStart(5)} ${human(avail).padStart(5)} ${pct.padStart(4)} ${mount}\n`,
+      );
+    else
+      ctx.stdout.write(
+        `${fsName.padEnd(16)} ${String(size).padStart(9)} ${String(u).padStart(7)} ${String(avail).padStart(9)} ${pct.padStart(4)} ${mount}\n`,
+      );
   }
   return 0;
 };
@@ -519,7 +570,11 @@ function digest(algorithm: 'md5' | 'sha1' | 'sha256'): CommandFn {
   return async (ctx) => {
     const { operands } = getopt(ctx.args);
     if (operands.length === 0) {
-      ctx.stdout.write(`${createHash(algorithm).update(await readAll(ctx.stdin)).digest('hex')}  -\n`);
+      ctx.stdout.write(
+        `${createHash(algorithm)
+          .update(await readAll(ctx.stdin))
+          .digest('hex')}  -\n`,
+      );
       return 0;
     }
     let status = 0;
@@ -547,7 +602,10 @@ const find: CommandFn = (ctx) => {
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     if (a === '-name' || a === '-iname') {
-      const glob = (args[++i] ?? '*').replace(/[.+^${}()|\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+      const glob = (args[++i] ?? '*')
+        .replace(/[.+^${}()|\\]/g, '\\$&')
+        .replace(/\*/g, '.*')
+        .replace(/\?/g, '.');
       namePattern = new RegExp(`^${glob}$`, a === '-iname' ? 'i' : '');
     } else if (a === '-type') type = args[++i] ?? null;
     else if (a === '-maxdepth') maxDepth = Number(args[++i] ?? 'Infinity');
@@ -563,7 +621,13 @@ const find: CommandFn = (ctx) => {
         const depth = rel.split('/').filter(Boolean).length;
         if (depth > maxDepth) continue;
         if (namePattern && !namePattern.test(basename(path))) continue;
-        if (type && ((type === 'f' && node.kind !== 'file') || (type === 'd' && node.kind !== 'dir') || (type === 'l' && node.kind !== 'link'))) continue;
+        if (
+          type &&
+          ((type === 'f' && node.kind !== 'file') ||
+            (type === 'd' && node.kind !== 'dir') ||
+            (type === 'l' && node.kind !== 'link'))
+        )
+          continue;
         ctx.stdout.write(`${root.replace(/\/$/, '') || '/'}${rel}\n`);
       }
     } catch (error) {
@@ -628,7 +692,23 @@ const test: CommandFn = (ctx) => {
       return false;
     }
   };
-  const unary = new Set(['-e', '-f', '-d', '-s', '-r', '-w', '-x', '-h', '-L', '-c', '-n', '-z', '-b', '-p', '-S']);
+  const unary = new Set([
+    '-e',
+    '-f',
+    '-d',
+    '-s',
+    '-r',
+    '-w',
+    '-x',
+    '-h',
+    '-L',
+    '-c',
+    '-n',
+    '-z',
+    '-b',
+    '-p',
+    '-S',
+  ]);
   let i = 0;
   const primary = (): boolean => {
     const a = args[i];
@@ -644,7 +724,11 @@ const test: CommandFn = (ctx) => {
     }
     const b = args[i + 1];
     const c = args[i + 2];
-    if (b !== undefined && c !== undefined && ['=', '==', '!=', '-eq', '-ne', '-lt', '-le', '-gt', '-ge', '<', '>'].includes(b)) {
+    if (
+      b !== undefined &&
+      c !== undefined &&
+      ['=', '==', '!=', '-eq', '-ne', '-lt', '-le', '-gt', '-ge', '<', '>'].includes(b)
+    ) {
       i += 3;
       const x = Number(a);
       const y = Number(c);

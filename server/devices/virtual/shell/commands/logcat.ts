@@ -50,7 +50,8 @@ export const logcat: CommandFn = async (ctx) => {
     else if (a.startsWith('-v') || a.startsWith('--format')) {
       const v = value() as LogFormat;
       if (FORMATS.has(v)) format = v;
-    } else if (a.startsWith('-b') || a.startsWith('--buffer') || a === '-G' || a === '-n' || a === '-r') value();
+    } else if (a.startsWith('-b') || a.startsWith('--buffer') || a === '-G' || a === '-n' || a === '-r')
+      value();
     else if (a.startsWith('-t')) {
       tail = Number(value()) || 0;
       follow = false;
@@ -66,7 +67,9 @@ export const logcat: CommandFn = async (ctx) => {
     } else if (a.startsWith('--pid')) pid = Number(value());
     else if (a.startsWith('-f') || a.startsWith('--file')) file = value();
     else if (a === '-g' || a === '--buffer-size') {
-      ctx.stdout.write('main: ring buffer is 256 KiB (12 KiB consumed), max entry is 5120 B, max payload is 4068 B\nsystem: ring buffer is 256 KiB (4 KiB consumed), max entry is 5120 B, max payload is 4068 B\ncrash: ring buffer is 256 KiB (0 B consumed), max entry is 5120 B, max payload is 4068 B\n');
+      ctx.stdout.write(
+        'main: ring buffer is 256 KiB (12 KiB consumed), max entry is 5120 B, max payload is 4068 B\nsystem: ring buffer is 256 KiB (4 KiB consumed), max entry is 5120 B, max payload is 4068 B\ncrash: ring buffer is 256 KiB (0 B consumed), max entry is 5120 B, max payload is 4068 B\n',
+      );
       return 0;
     } else if (a === '-L' || a === '-S' || a === '-D' || a === '-B' || a === '-Q') continue;
     else if (!a.startsWith('-')) {

@@ -14,7 +14,11 @@ export interface InstallSession {
   parts: Map<string, Buffer>;
 }
 
-function parseInstallOptions(args: string[]): { options: InstallOptions; size: number | null; rest: string[] } {
+function parseInstallOptions(args: string[]): {
+  options: InstallOptions;
+  size: number | null;
+  rest: string[];
+} {
   const options: InstallOptions = { grantAll: false, allowDowngrade: false };
   let size: number | null = null;
   const rest: string[] = [];
@@ -59,11 +63,13 @@ function parseInstallOptions(args: string[]): { options: InstallOptions; size: n
 /** Bytes held by open install sessions (staged under /data/app on a device). */
 function stagedBytes(ctx: CommandContext): number {
   let total = 0;
-  for (const s of ctx.device.system.installSessions.values()) for (const part of s.parts.values()) total += part.length;
+  for (const s of ctx.device.system.installSessions.values())
+    for (const part of s.parts.values()) total += part.length;
   return total;
 }
 
-const NO_SPACE = 'Failure [INSTALL_FAILED_INSUFFICIENT_STORAGE: Requested internal only, but not enough space]\n';
+const NO_SPACE =
+  'Failure [INSTALL_FAILED_INSUFFICIENT_STORAGE: Requested internal only, but not enough space]\n';
 
 /** Whether a streamed APK of `size` bytes fits on the phone (checked before reading any of it). */
 function fits(ctx: CommandContext, size: number): boolean {
@@ -90,13 +96,25 @@ function reportInstall(ctx: CommandContext, apk: Buffer, options: InstallOptions
   const result = ctx.device.packages.install(apk, options);
   if (!result.ok) {
     ctx.stdout.write(`Failure [${result.failure}]\n`);
-    ctx.device.logcat.add({ pid: 860, tid: 900, priority: 'W', tag: 'PackageManager', message: `Install failed: ${result.failure}` });
+    ctx.device.logcat.add({
+      pid: 860,
+      tid: 900,
+      priority: 'W',
+      tag: 'PackageManager',
+      message: `Install failed: ${result.failure}`,
+    });
     return 1;
   }
   const r = result.record;
   // A reinstall kills the running app, as on a device.
   ctx.device.activity.forceStop(r.name);
-  ctx.device.logcat.add({ pid: 860, tid: 900, priority: 'I', tag: 'PackageManager', message: `Installed ${r.name} versionCode=${r.versionCode} at ${r.codePath}` });
+  ctx.device.logcat.add({
+    pid: 860,
+    tid: 900,
+    priority: 'I',
+    tag: 'PackageManager',
+    message: `Installed ${r.name} versionCode=${r.versionCode} at ${r.codePath}`,
+  });
   ctx.stdout.write('Success\n');
   return 0;
 }
@@ -116,7 +134,9 @@ async function install(ctx: CommandContext, args: string[]): Promise<number> {
     }
     apk = await readExactly(ctx, size);
     if (!apk) {
-      ctx.stdout.write('Failure [INSTALL_FAILED_INVALID_APK: Failed to write all bytes of the streamed APK]\n');
+      ctx.stdout.write(
+        'Failure [INSTALL_FAILED_INVALID_APK: Failed to write all bytes of the streamed APK]\n',
+      );
       return 1;
     }
   } else {
@@ -124,7 +144,9 @@ async function install(ctx: CommandContext, args: string[]): Promise<number> {
       apk = ctx.device.fs.readFile(resolvePath(ctx, path));
     } catch (error) {
       ctx.stderr.write(`Error: Unable to open file: ${path}\nConsider using a file under /data/local/tmp/\n`);
-      ctx.stdout.write(`Failure [INSTALL_FAILED_INVALID_URI: ${error instanceof FsError ? error.reason : String(error)}]\n`);
+      ctx.stdout.write(
+        `Failure [INSTALL_FAILED_INVALID_URI: ${error instanceof FsError ? error.reason : String(error)}]\n`,
+      );
       return 1;
     }
   }
@@ -163,7 +185,9 @@ function listPackages(ctx: CommandContext, args: string[]): number {
 function requirePackage(ctx: CommandContext, verb: string, name: string | undefined): PackageRecord | number {
   const p = name ? ctx.device.packages.get(name) : undefined;
   if (!p) {
-    ctx.stderr.write(`Exception occurred while executing '${verb}':\njava.lang.IllegalArgumentException: Unknown package: ${name ?? ''}\n`);
+    ctx.stderr.write(
+      `Exception occurred while executing '${verb}':\njava.lang.IllegalArgumentException: Unknown package: ${name ?? ''}\n`,
+    );
     return 255;
   }
   return p;
@@ -196,193 +220,219 @@ function grantOrRevoke(ctx: CommandContext, verb: 'grant' | 'revoke', args: stri
 }
 
 export const pm: CommandFn = async (ctx) => {
-    const sessions = () => ctx.device.system.installSessions;
-    const [verb, ...args] = ctx.args;
-    const device = ctx.device;
-    switch (verb) {
-      case 'list': {
-        const [what, ...rest] = args;
-        if (what === 'packages') return listPackages(ctx, rest);
-        if (what === 'instrumentation') {
-          const withPath = rest.includes('-f');
-          const target = rest.find((a) => !a.startsWith('-'));
-          for (const { pkg, info } of device.packages.instrumentations()) {
-            if (target && info.targetPackage !== target) continue;
-            ctx.stdout.write(`instrumentation:${withPath ? `${pkg.apkPath}=` : ''}${pkg.name}/${info.name} (target=${info.targetPackage})\n`);
-          }
-          return 0;
+  const sessions = () => ctx.device.system.installSessions;
+  const [verb, ...args] = ctx.args;
+  const device = ctx.device;
+  switch (verb) {
+    case 'list': {
+      const [what, ...rest] = args;
+      if (what === 'packages') return listPackages(ctx, rest);
+      if (what === 'instrumentation') {
+        const withPath = rest.includes('-f');
+        const target = rest.find((a) => !a.startsWith('-'));
+        for (const { pkg, info } of device.packages.instrumentations()) {
+          if (target && info.targetPackage !== target) continue;
+          ctx.stdout.write(
+            `instrumentation:${withPath ? `${pkg.apkPath}=` : ''}${pkg.name}/${info.name} (target=${info.targetPackage})\n`,
+          );
         }
-        if (what === 'users') {
-          ctx.stdout.write('Users:\n\tUserInfo{0:Owner:c13} running\n');
-          return 0;
-        }
-        if (what === 'features') {
-          for (const f of ['android.hardware.touchscreen', 'android.hardware.wifi', 'android.hardware.camera', 'android.software.webview']) ctx.stdout.write(`feature:${f}\n`);
-          return 0;
-        }
-        if (what === 'permissions' || what === 'permission-groups' || what === 'libraries') {
-          ctx.stdout.write(what === 'permissions' ? 'All Permissions:\n\n' : '');
-          return 0;
-        }
-        ctx.stderr.write(`Error: unknown list type '${what ?? ''}'\n`);
-        return 1;
-      }
-      case 'path': {
-        const name = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--user')[0];
-        const p = name ? device.packages.get(name) : undefined;
-        if (!p) return 1;
-        ctx.stdout.write(`package:${p.apkPath}\n`);
         return 0;
       }
-      case 'install':
-        return install(ctx, args);
-      case 'install-create': {
-        const { options } = parseInstallOptions(args);
-        const map = sessions();
-        const id = 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
-        map.set(id, { id, options, parts: new Map() });
-        ctx.stdout.write(`Success: created install session [${id}]\n`);
-        return 0;
-      }
-      case 'install-write': {
-        const { size, rest } = parseInstallOptions(args);
-        const [idText, name, path] = rest;
-        const session = sessions().get(Number(idText));
-        if (!session || !name) {
-          ctx.stderr.write(`Error: invalid session ${idText ?? ''}\n`);
-          return 1;
-        }
-        let data: Buffer | null;
-        if ((path === undefined || path === '-') && size !== null && !fits(ctx, size)) {
-          ctx.stderr.write('Error: failed to write the split: No space left on device\n');
-          return 1;
-        }
-        if (path === undefined || path === '-') data = size === null ? null : await readExactly(ctx, size);
-        else {
-          try {
-            data = device.fs.readFile(resolvePath(ctx, path));
-          } catch {
-            data = null;
-          }
-        }
-        if (!data) {
-          ctx.stderr.write('Error: failed to write the split\n');
-          return 1;
-        }
-        session.parts.set(name, data);
-        ctx.stdout.write(`Success: streamed ${data.length} bytes\n`);
-        return 0;
-      }
-      case 'install-commit': {
-        const map = sessions();
-        const session = map.get(Number(args[0]));
-        if (!session) {
-          ctx.stderr.write(`Error: invalid session ${args[0] ?? ''}\n`);
-          return 1;
-        }
-        map.delete(session.id);
-        // Splits beyond the base APK only carry code and resources: the base describes the app.
-        const parts = [...session.parts.values()];
-        const base = parts.find((p) => looksLikeBase(p)) ?? parts[0];
-        if (!base) {
-          ctx.stdout.write('Failure [INSTALL_FAILED_INVALID_APK: No APKs in session]\n');
-          return 1;
-        }
-        return reportInstall(ctx, base, session.options);
-      }
-      case 'install-abandon':
-        sessions().delete(Number(args[0]));
-        ctx.stdout.write('Success\n');
-        return 0;
-      case 'uninstall': {
-        const keep = args.includes('-k');
-        const name = args.filter((a, i) => !a.startsWith('-') && args[i - 1] !== '--user' && args[i - 1] !== '--versionCode')[0];
-        if (!name || !device.packages.get(name) || device.packages.get(name)!.system) {
-          ctx.stdout.write('Failure [DELETE_FAILED_INTERNAL_ERROR]\n');
-          return 1;
-        }
-        device.activity.forceStop(name);
-        if (device.hasUi) device.ui.clearData(name);
-        device.packages.uninstall(name, keep);
-        device.logcat.add({ pid: 860, tid: 900, priority: 'I', tag: 'PackageManager', message: `Removed package ${name}` });
-        ctx.stdout.write('Success\n');
-        return 0;
-      }
-      case 'clear': {
-        const name = args.filter((a, i) => !a.startsWith('-') && args[i - 1] !== '--user')[0];
-        const p = name ? device.packages.get(name) : undefined;
-        if (!p) {
-          ctx.stdout.write('Failed\n');
-          return 1;
-        }
-        device.activity.forceStop(p.name);
-        device.packages.clearData(p.name);
-        device.ui.clearData(p.name);
-        ctx.stdout.write('Success\n');
-        return 0;
-      }
-      case 'grant':
-      case 'revoke':
-        return grantOrRevoke(ctx, verb, args);
-      case 'reset-permissions':
-        return 0;
-      case 'enable':
-      case 'disable':
-      case 'disable-user':
-      case 'default-state': {
-        const name = args.filter((a, i) => !a.startsWith('-') && args[i - 1] !== '--user')[0];
-        const p = requirePackage(ctx, verb, name);
-        if (typeof p === 'number') return p;
-        const enable = verb === 'enable' || verb === 'default-state';
-        device.packages.setEnabled(p.name, enable);
-        if (!enable) device.activity.forceStop(p.name);
-        ctx.stdout.write(`Package ${p.name} new state: ${enable ? 'enabled' : verb === 'disable' ? 'disabled' : 'disabled-user'}\n`);
-        return 0;
-      }
-      case 'dump': {
-        const p = args[0] ? device.packages.get(args[0]) : undefined;
-        if (!p) {
-          ctx.stdout.write('Unable to find package: ' + (args[0] ?? '') + '\n');
-          return 0;
-        }
-        ctx.stdout.write(dumpPackage(ctx, p));
-        return 0;
-      }
-      case 'resolve-activity': {
-        const brief = args.includes('--brief');
-        const name = args.filter((a, i) => !a.startsWith('-') && !['--user', '-a', '-c', '-n'].includes(args[i - 1] ?? ''))[0];
-        const p = name ? device.packages.get(name) : undefined;
-        if (!p?.launcherActivity) {
-          ctx.stdout.write('No activity found\n');
-          return 0;
-        }
-        const component = shortComponent({ pkg: p.name, cls: p.launcherActivity });
-        if (brief) ctx.stdout.write(`priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=true\n${component}\n`);
-        else ctx.stdout.write(`Activity #0:\n  priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=true\n  ActivityInfo:\n    name=${p.launcherActivity}\n    packageName=${p.name}\n`);
-        return 0;
-      }
-      case 'get-install-location':
-        ctx.stdout.write('0[auto]\n');
-        return 0;
-      case 'has-feature':
-        ctx.stdout.write('true\n');
-        return 0;
-      case 'set-installer':
-      case 'trim-caches':
-      case 'set-permission-enforced':
-      case 'compile':
-      case 'bg-dexopt-job':
-        return 0;
-      case 'get-max-users':
-        ctx.stdout.write('Maximum supported users: 4\n');
-        return 0;
-      case 'list-users':
+      if (what === 'users') {
         ctx.stdout.write('Users:\n\tUserInfo{0:Owner:c13} running\n');
         return 0;
-      default:
-        ctx.stderr.write(verb === undefined ? PM_USAGE : `Unknown command: ${verb}\n`);
-        return verb === undefined ? 0 : 255;
+      }
+      if (what === 'features') {
+        for (const f of [
+          'android.hardware.touchscreen',
+          'android.hardware.wifi',
+          'android.hardware.camera',
+          'android.software.webview',
+        ])
+          ctx.stdout.write(`feature:${f}\n`);
+        return 0;
+      }
+      if (what === 'permissions' || what === 'permission-groups' || what === 'libraries') {
+        ctx.stdout.write(what === 'permissions' ? 'All Permissions:\n\n' : '');
+        return 0;
+      }
+      ctx.stderr.write(`Error: unknown list type '${what ?? ''}'\n`);
+      return 1;
     }
+    case 'path': {
+      const name = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--user')[0];
+      const p = name ? device.packages.get(name) : undefined;
+      if (!p) return 1;
+      ctx.stdout.write(`package:${p.apkPath}\n`);
+      return 0;
+    }
+    case 'install':
+      return install(ctx, args);
+    case 'install-create': {
+      const { options } = parseInstallOptions(args);
+      const map = sessions();
+      const id = 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
+      map.set(id, { id, options, parts: new Map() });
+      ctx.stdout.write(`Success: created install session [${id}]\n`);
+      return 0;
+    }
+    case 'install-write': {
+      const { size, rest } = parseInstallOptions(args);
+      const [idText, name, path] = rest;
+      const session = sessions().get(Number(idText));
+      if (!session || !name) {
+        ctx.stderr.write(`Error: invalid session ${idText ?? ''}\n`);
+        return 1;
+      }
+      let data: Buffer | null;
+      if ((path === undefined || path === '-') && size !== null && !fits(ctx, size)) {
+        ctx.stderr.write('Error: failed to write the split: No space left on device\n');
+        return 1;
+      }
+      if (path === undefined || path === '-') data = size === null ? null : await readExactly(ctx, size);
+      else {
+        try {
+          data = device.fs.readFile(resolvePath(ctx, path));
+        } catch {
+          data = null;
+        }
+      }
+      if (!data) {
+        ctx.stderr.write('Error: failed to write the split\n');
+        return 1;
+      }
+      session.parts.set(name, data);
+      ctx.stdout.write(`Success: streamed ${data.length} bytes\n`);
+      return 0;
+    }
+    case 'install-commit': {
+      const map = sessions();
+      const session = map.get(Number(args[0]));
+      if (!session) {
+        ctx.stderr.write(`Error: invalid session ${args[0] ?? ''}\n`);
+        return 1;
+      }
+      map.delete(session.id);
+      // Splits beyond the base APK only carry code and resources: the base describes the app.
+      const parts = [...session.parts.values()];
+      const base = parts.find((p) => looksLikeBase(p)) ?? parts[0];
+      if (!base) {
+        ctx.stdout.write('Failure [INSTALL_FAILED_INVALID_APK: No APKs in session]\n');
+        return 1;
+      }
+      return reportInstall(ctx, base, session.options);
+    }
+    case 'install-abandon':
+      sessions().delete(Number(args[0]));
+      ctx.stdout.write('Success\n');
+      return 0;
+    case 'uninstall': {
+      const keep = args.includes('-k');
+      const name = args.filter(
+        (a, i) => !a.startsWith('-') && args[i - 1] !== '--user' && args[i - 1] !== '--versionCode',
+      )[0];
+      if (!name || !device.packages.get(name) || device.packages.get(name)!.system) {
+        ctx.stdout.write('Failure [DELETE_FAILED_INTERNAL_ERROR]\n');
+        return 1;
+      }
+      device.activity.forceStop(name);
+      if (device.hasUi) device.ui.clearData(name);
+      device.packages.uninstall(name, keep);
+      device.logcat.add({
+        pid: 860,
+        tid: 900,
+        priority: 'I',
+        tag: 'PackageManager',
+        message: `Removed package ${name}`,
+      });
+      ctx.stdout.write('Success\n');
+      return 0;
+    }
+    case 'clear': {
+      const name = args.filter((a, i) => !a.startsWith('-') && args[i - 1] !== '--user')[0];
+      const p = name ? device.packages.get(name) : undefined;
+      if (!p) {
+        ctx.stdout.write('Failed\n');
+        return 1;
+      }
+      device.activity.forceStop(p.name);
+      device.packages.clearData(p.name);
+      device.ui.clearData(p.name);
+      ctx.stdout.write('Success\n');
+      return 0;
+    }
+    case 'grant':
+    case 'revoke':
+      return grantOrRevoke(ctx, verb, args);
+    case 'reset-permissions':
+      return 0;
+    case 'enable':
+    case 'disable':
+    case 'disable-user':
+    case 'default-state': {
+      const name = args.filter((a, i) => !a.startsWith('-') && args[i - 1] !== '--user')[0];
+      const p = requirePackage(ctx, verb, name);
+      if (typeof p === 'number') return p;
+      const enable = verb === 'enable' || verb === 'default-state';
+      device.packages.setEnabled(p.name, enable);
+      if (!enable) device.activity.forceStop(p.name);
+      ctx.stdout.write(
+        `Package ${p.name} new state: ${enable ? 'enabled' : verb === 'disable' ? 'disabled' : 'disabled-user'}\n`,
+      );
+      return 0;
+    }
+    case 'dump': {
+      const p = args[0] ? device.packages.get(args[0]) : undefined;
+      if (!p) {
+        ctx.stdout.write('Unable to find package: ' + (args[0] ?? '') + '\n');
+        return 0;
+      }
+      ctx.stdout.write(dumpPackage(ctx, p));
+      return 0;
+    }
+    case 'resolve-activity': {
+      const brief = args.includes('--brief');
+      const name = args.filter(
+        (a, i) => !a.startsWith('-') && !['--user', '-a', '-c', '-n'].includes(args[i - 1] ?? ''),
+      )[0];
+      const p = name ? device.packages.get(name) : undefined;
+      if (!p?.launcherActivity) {
+        ctx.stdout.write('No activity found\n');
+        return 0;
+      }
+      const component = shortComponent({ pkg: p.name, cls: p.launcherActivity });
+      if (brief)
+        ctx.stdout.write(
+          `priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=true\n${component}\n`,
+        );
+      else
+        ctx.stdout.write(
+          `Activity #0:\n  priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=true\n  ActivityInfo:\n    name=${p.launcherActivity}\n    packageName=${p.name}\n`,
+        );
+      return 0;
+    }
+    case 'get-install-location':
+      ctx.stdout.write('0[auto]\n');
+      return 0;
+    case 'has-feature':
+      ctx.stdout.write('true\n');
+      return 0;
+    case 'set-installer':
+    case 'trim-caches':
+    case 'set-permission-enforced':
+    case 'compile':
+    case 'bg-dexopt-job':
+      return 0;
+    case 'get-max-users':
+      ctx.stdout.write('Maximum supported users: 4\n');
+      return 0;
+    case 'list-users':
+      ctx.stdout.write('Users:\n\tUserInfo{0:Owner:c13} running\n');
+      return 0;
+    default:
+      ctx.stderr.write(verb === undefined ? PM_USAGE : `Unknown command: ${verb}\n`);
+      return verb === undefined ? 0 : 255;
+  }
 };
 
 /** The base APK of a split session has an AndroidManifest.xml with no `split` attribute. */

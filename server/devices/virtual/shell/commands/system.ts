@@ -205,7 +205,9 @@ const hostname: CommandFn = (ctx) => {
 const uptime: CommandFn = (ctx) => {
   const d = new Date(ctx.device.now());
   const p2 = (n: number) => String(n).padStart(2, '0');
-  ctx.stdout.write(` ${p2(d.getUTCHours())}:${p2(d.getUTCMinutes())}:${p2(d.getUTCSeconds())} up 0 min,  0 users,  load average: 0.42, 0.31, 0.18\n`);
+  ctx.stdout.write(
+    ` ${p2(d.getUTCHours())}:${p2(d.getUTCMinutes())}:${p2(d.getUTCSeconds())} up 0 min,  0 users,  load average: 0.42, 0.31, 0.18\n`,
+  );
   return 0;
 };
 
@@ -226,7 +228,13 @@ const env: CommandFn = async (ctx) => {
     return 0;
   }
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  return ctx.runShell([...assigns.map((a) => `${a.slice(0, a.indexOf('=') + 1)}${q(a.slice(a.indexOf('=') + 1))}`), ...rest.map(q)].join(' '), ctx);
+  return ctx.runShell(
+    [
+      ...assigns.map((a) => `${a.slice(0, a.indexOf('=') + 1)}${q(a.slice(a.indexOf('=') + 1))}`),
+      ...rest.map(q),
+    ].join(' '),
+    ctx,
+  );
 };
 
 const sh: CommandFn = async (ctx) => {
@@ -333,8 +341,26 @@ const ps: CommandFn = (ctx) => {
   }
   const { flags, values, operands } = getopt(ctx.args, 'opuUgGkt');
   const self: ProcessInfo[] = [
-    { pid: 7001, ppid: 455, user: 'shell', name: 'sh', vsz: 10823212, rss: 3468, args: '/system/bin/sh -', startedMs: 0 },
-    { pid: 7002, ppid: 7001, user: 'shell', name: 'ps', vsz: 10863460, rss: 3756, args: `ps ${ctx.args.join(' ')}`.trim(), startedMs: 0 },
+    {
+      pid: 7001,
+      ppid: 455,
+      user: 'shell',
+      name: 'sh',
+      vsz: 10823212,
+      rss: 3468,
+      args: '/system/bin/sh -',
+      startedMs: 0,
+    },
+    {
+      pid: 7002,
+      ppid: 7001,
+      user: 'shell',
+      name: 'ps',
+      vsz: 10863460,
+      rss: 3756,
+      args: `ps ${ctx.args.join(' ')}`.trim(),
+      startedMs: 0,
+    },
   ];
   let list = flags.has('A') || flags.has('e') ? [...ctx.device.processes.list(), ...self] : self;
   if (values.has('p')) {
@@ -354,12 +380,20 @@ const ps: CommandFn = (ctx) => {
       .get('o')!
       .split(',')
       .map((f) => f.split('=')[0]!.split(':')[0]!.toUpperCase());
-    const rows = [fields.map((f) => (f === 'CMDLINE' ? 'ARGS' : f)), ...list.map((p) => fields.map((f) => psField(p, f)))];
+    const rows = [
+      fields.map((f) => (f === 'CMDLINE' ? 'ARGS' : f)),
+      ...list.map((p) => fields.map((f) => psField(p, f))),
+    ];
     const widths = fields.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-    for (const r of rows) ctx.stdout.write(`${r.map((c, i) => (i === r.length - 1 ? c : /^\d+$/.test(c) || i === 0 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' ')}\n`);
+    for (const r of rows)
+      ctx.stdout.write(
+        `${r.map((c, i) => (i === r.length - 1 ? c : /^\d+$/.test(c) || i === 0 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' ')}\n`,
+      );
     return 0;
   }
-  ctx.stdout.write('USER            PID   PPID        VSZ    RSS WCHAN            ADDR S NAME                       \n');
+  ctx.stdout.write(
+    'USER            PID   PPID        VSZ    RSS WCHAN            ADDR S NAME                       \n',
+  );
   for (const p of list) {
     ctx.stdout.write(
       `${p.user.padEnd(12)} ${String(p.pid).padStart(6)} ${String(p.ppid).padStart(6)} ${String(p.vsz).padStart(10)} ${String(p.rss).padStart(6)} ${'do_epoll_wait'.padEnd(16)}    0 S ${p.name}\n`,
@@ -469,8 +503,11 @@ export function makeWhich(commands: () => ReadonlyMap<string, CommandFn>): Comma
 const log: CommandFn = async (ctx) => {
   const { values, operands } = getopt(ctx.args, 'tpb');
   const priority = (values.get('p') ?? 'i').toUpperCase().slice(0, 1);
-  const message = operands.length > 0 ? operands.join(' ') : (await readAll(ctx.stdin)).toString('utf8').trimEnd();
-  const p = ['V', 'D', 'I', 'W', 'E', 'F'].includes(priority) ? (priority as 'V' | 'D' | 'I' | 'W' | 'E' | 'F') : 'I';
+  const message =
+    operands.length > 0 ? operands.join(' ') : (await readAll(ctx.stdin)).toString('utf8').trimEnd();
+  const p = ['V', 'D', 'I', 'W', 'E', 'F'].includes(priority)
+    ? (priority as 'V' | 'D' | 'I' | 'W' | 'E' | 'F')
+    : 'I';
   ctx.device.logcat.add({ pid: 7001, tid: 7001, priority: p, tag: values.get('t') ?? 'log', message });
   return 0;
 };
@@ -481,8 +518,13 @@ const svc: CommandFn = (ctx) => {
   const on = action === 'enable';
   if (service === 'wifi' && (on || action === 'disable')) sys.wifi = on;
   else if (service === 'data' && (on || action === 'disable')) sys.data = on;
-  else if (!service || !['wifi', 'data', 'power', 'usb', 'nfc', 'bluetooth', 'system-server'].includes(service)) {
-    ctx.stdout.write('Available commands:\n    help     Show information about the subcommands\n    power    Control the power manager\n    data     Control mobile data connectivity\n    wifi     Control the Wi-Fi manager\n    usb      Control Usb state\n    nfc      Control NFC functions\n    bluetooth Control Bluetooth service\n');
+  else if (
+    !service ||
+    !['wifi', 'data', 'power', 'usb', 'nfc', 'bluetooth', 'system-server'].includes(service)
+  ) {
+    ctx.stdout.write(
+      'Available commands:\n    help     Show information about the subcommands\n    power    Control the power manager\n    data     Control mobile data connectivity\n    wifi     Control the Wi-Fi manager\n    usb      Control Usb state\n    nfc      Control NFC functions\n    bluetooth Control Bluetooth service\n',
+    );
   }
   return 0;
 };
@@ -496,7 +538,11 @@ const runAs: CommandFn = async (ctx) => {
   if (!pkg.debuggable) return fail(ctx, `package not debuggable: ${pkgName}`);
   const command = args.slice(1);
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  return ctx.runShell(command.length > 0 ? (command.length === 1 ? command[0]! : command.map(q).join(' ')) : 'true', ctx, { cwd: `/data/data/${pkgName}` });
+  return ctx.runShell(
+    command.length > 0 ? (command.length === 1 ? command[0]! : command.map(q).join(' ')) : 'true',
+    ctx,
+    { cwd: `/data/data/${pkgName}` },
+  );
 };
 
 const locksettings: CommandFn = (ctx) => {
@@ -524,13 +570,36 @@ const locksettings: CommandFn = (ctx) => {
   }
 };
 
-const SERVICES = ['activity', 'alarm', 'appops', 'audio', 'battery', 'clipboard', 'connectivity', 'deviceidle', 'display', 'input', 'input_method', 'location', 'notification', 'package', 'power', 'settings', 'statusbar', 'uimode', 'wifi', 'window'];
+const SERVICES = [
+  'activity',
+  'alarm',
+  'appops',
+  'audio',
+  'battery',
+  'clipboard',
+  'connectivity',
+  'deviceidle',
+  'display',
+  'input',
+  'input_method',
+  'location',
+  'notification',
+  'package',
+  'power',
+  'settings',
+  'statusbar',
+  'uimode',
+  'wifi',
+  'window',
+];
 
 const service: CommandFn = (ctx) => {
   const [verb, name] = ctx.args;
   if (verb === 'list') {
     ctx.stdout.write(`Found ${SERVICES.length} services:\n`);
-    SERVICES.forEach((s, i) => ctx.stdout.write(`${i}\t${s}: [android.app.I${s[0]!.toUpperCase()}${s.slice(1)}]\n`));
+    SERVICES.forEach((s, i) =>
+      ctx.stdout.write(`${i}\t${s}: [android.app.I${s[0]!.toUpperCase()}${s.slice(1)}]\n`),
+    );
     return 0;
   }
   if (verb === 'check') {
@@ -541,7 +610,9 @@ const service: CommandFn = (ctx) => {
     ctx.stdout.write("Result: Parcel(00000000 00000000 00000000   '............')\n");
     return 0;
   }
-  ctx.stderr.write('Usage: service [-h|-?]\n       service list\n       service check SERVICE\n       service call SERVICE CODE [i32 N | i64 N | f N | d N | s16 STR | null | fd f | nfd n | afd f ] ...\n');
+  ctx.stderr.write(
+    'Usage: service [-h|-?]\n       service list\n       service check SERVICE\n       service call SERVICE CODE [i32 N | i64 N | f N | d N | s16 STR | null | fd f | nfd n | afd f ] ...\n',
+  );
   return 1;
 };
 
@@ -550,7 +621,12 @@ const content: CommandFn = (ctx) => {
   return 0;
 };
 
-const IMES = [DEFAULT_IME, 'io.appium.settings/.UnicodeIME', 'io.appium.settings/.AppiumIME', 'io.appium.settings/.EmptyIME'];
+const IMES = [
+  DEFAULT_IME,
+  'io.appium.settings/.UnicodeIME',
+  'io.appium.settings/.AppiumIME',
+  'io.appium.settings/.EmptyIME',
+];
 
 const ime: CommandFn = (ctx) => {
   const [verb, ...rest] = ctx.args;
@@ -561,7 +637,9 @@ const ime: CommandFn = (ctx) => {
       const all = rest.includes('-a');
       const ids = all ? available() : available().filter((i) => sys.enabledImes.has(i));
       if (rest.includes('-s')) for (const i of ids) ctx.stdout.write(`${i}\n`);
-      else for (const i of ids) ctx.stdout.write(`${i}:\n  mId=${i} mSettingsActivity=null\n  mIsDefaultResourceId=0x0\n`);
+      else
+        for (const i of ids)
+          ctx.stdout.write(`${i}:\n  mId=${i} mSettingsActivity=null\n  mIsDefaultResourceId=0x0\n`);
       return 0;
     }
     case 'enable':
@@ -573,7 +651,9 @@ const ime: CommandFn = (ctx) => {
       }
       if (verb === 'enable') sys.enabledImes.add(id);
       else sys.enabledImes.delete(id);
-      ctx.stdout.write(`Input method ${id}: ${verb === 'enable' ? 'now enabled' : 'now disabled'} for user #0\n`);
+      ctx.stdout.write(
+        `Input method ${id}: ${verb === 'enable' ? 'now enabled' : 'now disabled'} for user #0\n`,
+      );
       return 0;
     }
     case 'set': {
@@ -591,18 +671,24 @@ const ime: CommandFn = (ctx) => {
       sys.currentIme = DEFAULT_IME;
       sys.enabledImes = new Set([DEFAULT_IME]);
       ctx.device.settings.put('secure', 'default_input_method', DEFAULT_IME);
-      ctx.stdout.write(`Reset current and enabled IMEs for user #0\n  Selected: ${DEFAULT_IME}\n   Enabled: ${DEFAULT_IME}\n`);
+      ctx.stdout.write(
+        `Reset current and enabled IMEs for user #0\n  Selected: ${DEFAULT_IME}\n   Enabled: ${DEFAULT_IME}\n`,
+      );
       return 0;
     default:
-      ctx.stdout.write('ime <command>:\n  list [-a] [-s]\n  enable [--user <USER_ID>] <ID>\n  disable [--user <USER_ID>] <ID>\n  set [--user <USER_ID>] <ID>\n  reset [--user <USER_ID>]\n');
+      ctx.stdout.write(
+        'ime <command>:\n  list [-a] [-s]\n  enable [--user <USER_ID>] <ID>\n  disable [--user <USER_ID>] <ID>\n  set [--user <USER_ID>] <ID>\n  reset [--user <USER_ID>]\n',
+      );
       return 0;
   }
 };
 
-const denied = (message: string, status = 1): CommandFn => (ctx) => {
-  ctx.stderr.write(`${ctx.name}: ${message}\n`);
-  return status;
-};
+const denied =
+  (message: string, status = 1): CommandFn =>
+  (ctx) => {
+    ctx.stderr.write(`${ctx.name}: ${message}\n`);
+    return status;
+  };
 
 const nohup: CommandFn = (ctx) => {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;

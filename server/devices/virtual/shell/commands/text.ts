@@ -134,7 +134,8 @@ export function formatPrintf(format: string, args: string[]): string {
         case 'G': {
           const num = Number(next()) || 0;
           const p = precision !== undefined ? Number(precision) : 6;
-          v = conv === 'f' ? num.toFixed(p) : conv === 'e' || conv === 'E' ? num.toExponential(p) : String(num);
+          v =
+            conv === 'f' ? num.toFixed(p) : conv === 'e' || conv === 'E' ? num.toExponential(p) : String(num);
           break;
         }
         case 'b':
@@ -145,7 +146,10 @@ export function formatPrintf(format: string, args: string[]): string {
           if (precision !== undefined) v = v.slice(0, Number(precision));
         }
       }
-      if (v.length < width) v = flags.includes('-') ? v.padEnd(width) : v.padStart(width, flags.includes('0') && conv !== 's' ? '0' : ' ');
+      if (v.length < width)
+        v = flags.includes('-')
+          ? v.padEnd(width)
+          : v.padStart(width, flags.includes('0') && conv !== 's' ? '0' : ' ');
       out += v;
     }
     out += unescape(format.slice(last)).text;
@@ -160,8 +164,12 @@ const printf: CommandFn = (ctx) => {
 };
 
 /** Reads the named files (or stdin) as text. */
-async function inputText(ctx: CommandContext, files: string[]): Promise<{ name: string; text: string }[] | number> {
-  if (files.length === 0 || (files.length === 1 && files[0] === '-')) return [{ name: '(standard input)', text: (await readAll(ctx.stdin)).toString('utf8') }];
+async function inputText(
+  ctx: CommandContext,
+  files: string[],
+): Promise<{ name: string; text: string }[] | number> {
+  if (files.length === 0 || (files.length === 1 && files[0] === '-'))
+    return [{ name: '(standard input)', text: (await readAll(ctx.stdin)).toString('utf8') }];
   const out: { name: string; text: string }[] = [];
   for (const f of files) {
     try {
@@ -206,8 +214,13 @@ const grep: CommandFn = async (ctx) => {
   const extended = flags.has('E') || ctx.name === 'egrep';
   let re: RegExp;
   try {
-    const source = patterns.map((p) => (fixed ? p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : basicRegexToJs(p, extended))).join('|');
-    re = new RegExp(flags.has('x') ? `^(?:${source})$` : flags.has('w') ? `\\b(?:${source})\\b` : source, flags.has('i') ? 'i' : '');
+    const source = patterns
+      .map((p) => (fixed ? p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : basicRegexToJs(p, extended)))
+      .join('|');
+    re = new RegExp(
+      flags.has('x') ? `^(?:${source})$` : flags.has('w') ? `\\b(?:${source})\\b` : source,
+      flags.has('i') ? 'i' : '',
+    );
   } catch {
     return fail(ctx, `bad regex '${patterns.join('')}'`, 2);
   }
@@ -334,11 +347,17 @@ const wc: CommandFn = async (ctx) => {
   const all = !flags.has('l') && !flags.has('w') && !flags.has('c') && !flags.has('m');
   const totals = [0, 0, 0];
   for (const { name, text } of inputs) {
-    const counts = [(text.match(/\n/g) ?? []).length, text.split(/\s+/).filter(Boolean).length, Buffer.byteLength(text)];
+    const counts = [
+      (text.match(/\n/g) ?? []).length,
+      text.split(/\s+/).filter(Boolean).length,
+      Buffer.byteLength(text),
+    ];
     counts.forEach((c, i) => (totals[i] = totals[i]! + c));
-    const shown = [all || flags.has('l') ? counts[0] : null, all || flags.has('w') ? counts[1] : null, all || flags.has('c') || flags.has('m') ? counts[2] : null].filter(
-      (c): c is number => c !== null,
-    );
+    const shown = [
+      all || flags.has('l') ? counts[0] : null,
+      all || flags.has('w') ? counts[1] : null,
+      all || flags.has('c') || flags.has('m') ? counts[2] : null,
+    ].filter((c): c is number => c !== null);
     const numbers = shown.map((c) => (shown.length > 1 ? String(c).padStart(7) : String(c))).join(' ');
     ctx.stdout.write(operands.length > 0 ? `${numbers} ${name}\n` : `${numbers}\n`);
   }
@@ -410,7 +429,8 @@ const tr: CommandFn = async (ctx) => {
     } else if (i >= 0) out += to[Math.min(i, to.length - 1)] ?? '';
     else out += c;
   }
-  if (flags.has('s') && to) out = out.replace(new RegExp(`([${to.replace(/[\]\\^-]/g, '\\$&')}])\\1+`, 'g'), '$1');
+  if (flags.has('s') && to)
+    out = out.replace(new RegExp(`([${to.replace(/[\]\\^-]/g, '\\$&')}])\\1+`, 'g'), '$1');
   ctx.stdout.write(out);
   return 0;
 };
@@ -422,14 +442,23 @@ const cut: CommandFn = async (ctx) => {
   const delim = values.get('d') ?? '\t';
   const ranges = (values.get('f') ?? values.get('c') ?? '1').split(',').map((r) => {
     const [a, b] = r.split('-');
-    return { from: a ? Number(a) : 1, to: b === undefined ? (a ? Number(a) : Infinity) : b ? Number(b) : Infinity };
+    return {
+      from: a ? Number(a) : 1,
+      to: b === undefined ? (a ? Number(a) : Infinity) : b ? Number(b) : Infinity,
+    };
   });
   const pick = (n: number) => ranges.some((r) => n >= r.from && n <= r.to);
   for (const { text } of inputs) {
     for (const line of splitLines(text)) {
       if (values.has('c')) ctx.stdout.write(`${[...line].filter((_, i) => pick(i + 1)).join('')}\n`);
       else if (!line.includes(delim)) ctx.stdout.write(`${line}\n`);
-      else ctx.stdout.write(`${line.split(delim).filter((_, i) => pick(i + 1)).join(delim)}\n`);
+      else
+        ctx.stdout.write(
+          `${line
+            .split(delim)
+            .filter((_, i) => pick(i + 1))
+            .join(delim)}\n`,
+        );
     }
   }
   return 0;
@@ -497,11 +526,15 @@ const sed: CommandFn = async (ctx) => {
   const script = values.get('e') ?? operands.shift() ?? '';
   const m = /^s(.)(.*?)\1(.*?)\1([gip]*)$/.exec(script);
   if (!m) return fail(ctx, `unsupported script '${script}'`);
-  const re = new RegExp(basicRegexToJs(m[2]!, flags.has('E') || flags.has('r')), m[4]!.includes('g') ? 'g' : '' + (m[4]!.includes('i') ? 'i' : ''));
+  const re = new RegExp(
+    basicRegexToJs(m[2]!, flags.has('E') || flags.has('r')),
+    m[4]!.includes('g') ? 'g' : '' + (m[4]!.includes('i') ? 'i' : ''),
+  );
   const replacement = m[3]!.replace(/\\(\d)/g, '$$$1').replace(/&/g, '$$&');
   const inputs = await inputText(ctx, operands);
   if (typeof inputs === 'number') return 1;
-  for (const { text } of inputs) for (const line of splitLines(text)) ctx.stdout.write(`${line.replace(re, replacement)}\n`);
+  for (const { text } of inputs)
+    for (const line of splitLines(text)) ctx.stdout.write(`${line.replace(re, replacement)}\n`);
   return 0;
 };
 

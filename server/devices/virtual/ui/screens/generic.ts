@@ -17,16 +17,21 @@ export function buildGeneric(state: GenericState, ctx: ScreenContext): ScreenVie
   const bar = appBar(f, ctx, { title: label, background: color, foreground: COLORS.white });
   const bodyTop = m.content.top + bar.height;
   const iconR = 40 * m.dp;
-  const icon = f.node('icon', 'android.widget.ImageView', rect(m.width / 2 - iconR, bodyTop + 48 * m.dp, iconR * 2, iconR * 2), {
-    resourceId: f.id('icon'),
-    contentDesc: label,
-    paint: (p, n) => {
-      const cx = (n.frame.left + n.frame.right) / 2;
-      const cy = (n.frame.top + n.frame.bottom) / 2;
-      p.canvas.fillCircle(cx, cy, iconR, color);
-      drawIcon(p.canvas, 'android', cx, cy, 48 * m.dp, COLORS.white, color);
+  const icon = f.node(
+    'icon',
+    'android.widget.ImageView',
+    rect(m.width / 2 - iconR, bodyTop + 48 * m.dp, iconR * 2, iconR * 2),
+    {
+      resourceId: f.id('icon'),
+      contentDesc: label,
+      paint: (p, n) => {
+        const cx = (n.frame.left + n.frame.right) / 2;
+        const cy = (n.frame.top + n.frame.bottom) / 2;
+        p.canvas.fillCircle(cx, cy, iconR, color);
+        drawIcon(p.canvas, 'android', cx, cy, 48 * m.dp, COLORS.white, color);
+      },
     },
-  });
+  );
   const textTop = bodyTop + 48 * m.dp + iconR * 2 + 24 * m.dp;
   const hello = textView(
     f,

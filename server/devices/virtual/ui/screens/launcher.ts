@@ -86,10 +86,29 @@ export function buildLauncher(state: LauncherState, ctx: ScreenContext): ScreenV
               align: 'center',
             });
           }
-          const labelFrame = rect(r.left + 4 * m.dp, cy + iconR + 6 * m.dp, r.right - r.left - 8 * m.dp, 20 * m.dp);
-          const shadow = { left: labelFrame.left + m.dp / 2, top: labelFrame.top + m.dp / 2, right: labelFrame.right + m.dp / 2, bottom: labelFrame.bottom + m.dp / 2 };
-          drawLabel(p, app.label, shadow, { scale: m.text.body * 0.9, color: 0x000000, alpha: 0.45, align: 'center' });
-          drawLabel(p, app.label, labelFrame, { scale: m.text.body * 0.9, color: COLORS.white, align: 'center' });
+          const labelFrame = rect(
+            r.left + 4 * m.dp,
+            cy + iconR + 6 * m.dp,
+            r.right - r.left - 8 * m.dp,
+            20 * m.dp,
+          );
+          const shadow = {
+            left: labelFrame.left + m.dp / 2,
+            top: labelFrame.top + m.dp / 2,
+            right: labelFrame.right + m.dp / 2,
+            bottom: labelFrame.bottom + m.dp / 2,
+          };
+          drawLabel(p, app.label, shadow, {
+            scale: m.text.body * 0.9,
+            color: 0x000000,
+            alpha: 0.45,
+            align: 'center',
+          });
+          drawLabel(p, app.label, labelFrame, {
+            scale: m.text.body * 0.9,
+            color: COLORS.white,
+            align: 'center',
+          });
         },
       });
     }),
@@ -109,15 +128,26 @@ export function buildLauncher(state: LauncherState, ctx: ScreenContext): ScreenV
     children: icons,
   });
 
-  const glance = f.node('glance', 'android.widget.TextView', rect(24 * m.dp, m.content.top + 32 * m.dp, m.width - 48 * m.dp, 40 * m.dp), {
-    resourceId: 'com.android.launcher3:id/date',
-    text: date,
-    paint: (p, n) => {
-      const shadow = { ...n.frame, left: n.frame.left + m.dp, right: n.frame.right + m.dp, top: n.frame.top + m.dp, bottom: n.frame.bottom + m.dp };
-      drawLabel(p, date, shadow, { scale: m.text.headline, color: 0x000000, alpha: 0.35 });
-      drawLabel(p, date, n.frame, { scale: m.text.headline, color: COLORS.white });
+  const glance = f.node(
+    'glance',
+    'android.widget.TextView',
+    rect(24 * m.dp, m.content.top + 32 * m.dp, m.width - 48 * m.dp, 40 * m.dp),
+    {
+      resourceId: 'com.android.launcher3:id/date',
+      text: date,
+      paint: (p, n) => {
+        const shadow = {
+          ...n.frame,
+          left: n.frame.left + m.dp,
+          right: n.frame.right + m.dp,
+          top: n.frame.top + m.dp,
+          bottom: n.frame.bottom + m.dp,
+        };
+        drawLabel(p, date, shadow, { scale: m.text.headline, color: 0x000000, alpha: 0.35 });
+        drawLabel(p, date, n.frame, { scale: m.text.headline, color: COLORS.white });
+      },
     },
-  });
+  );
 
   const root: ViewNode = f.root('launcher', 'android.widget.FrameLayout', m.content, {
     resourceId: 'com.android.launcher3:id/launcher',

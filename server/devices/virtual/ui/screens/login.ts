@@ -41,7 +41,11 @@ export function submitLogin(state: LoginState, ctx: ScreenContext): void {
   }
   // Quote odd usernames so a typed newline cannot forge a log line.
   const user = /^[\w.@+-]*$/.test(state.username) ? state.username : JSON.stringify(state.username);
-  ctx.log(outcome === 'success' ? 'I' : 'W', 'PhoneleaseLogin', `login attempt user=${user} result=${outcome}`);
+  ctx.log(
+    outcome === 'success' ? 'I' : 'W',
+    'PhoneleaseLogin',
+    `login attempt user=${user} result=${outcome}`,
+  );
   ctx.changed();
 }
 
@@ -84,7 +88,18 @@ export function loginText(state: LoginState, text: string, ctx: ScreenContext): 
   }
 }
 
-function drawField(p: Painter, r: Rect, label: string, shown: string, password: boolean, focused: boolean, dp: number, body: number, small: number, colors: Palette): void {
+function drawField(
+  p: Painter,
+  r: Rect,
+  label: string,
+  shown: string,
+  password: boolean,
+  focused: boolean,
+  dp: number,
+  body: number,
+  small: number,
+  colors: Palette,
+): void {
   const c = p.canvas;
   const w = r.right - r.left;
   const h = r.bottom - r.top;
@@ -99,7 +114,10 @@ function drawField(p: Painter, r: Rect, label: string, shown: string, password: 
     c.fillRect(r.left + 12 * dp, r.top - 2 * dp, lw + 8 * dp, 4 * dp, colors.surface);
     p.fonts.draw(c, label, r.left + 16 * dp, ly, style);
   } else {
-    drawLabel(p, label, rect(r.left + 16 * dp, r.top, w - 32 * dp, h), { scale: body * 1.1, color: colors.onSurfaceVariant });
+    drawLabel(p, label, rect(r.left + 16 * dp, r.top, w - 32 * dp, h), {
+      scale: body * 1.1,
+      color: colors.onSurfaceVariant,
+    });
   }
   const inner = rect(r.left + 16 * dp, r.top, w - 32 * dp, h);
   const textW = p.fonts.measure(shown, valueStyle);
@@ -113,8 +131,16 @@ function drawField(p: Painter, r: Rect, label: string, shown: string, password: 
     const pitch = 8 * dp;
     const n = [...shown].length;
     const start = n * pitch > avail ? inner.left + avail - n * pitch : inner.left;
-    for (let i = 0; i < n; i++) c.fillCircle(start + i * pitch + pitch / 2, (r.top + r.bottom) / 2, 3 * dp, colors.onSurface);
-    if (focused) c.fillRect(start + n * pitch + 2 * dp, top - 3 * dp, 2 * dp, p.fonts.capHeight(valueStyle) + 6 * dp, colors.primary);
+    for (let i = 0; i < n; i++)
+      c.fillCircle(start + i * pitch + pitch / 2, (r.top + r.bottom) / 2, 3 * dp, colors.onSurface);
+    if (focused)
+      c.fillRect(
+        start + n * pitch + 2 * dp,
+        top - 3 * dp,
+        2 * dp,
+        p.fonts.capHeight(valueStyle) + 6 * dp,
+        colors.primary,
+      );
     c.popClip();
     return;
   }
@@ -130,18 +156,35 @@ export function buildLogin(state: LoginState, ctx: ScreenContext): ScreenView {
   const { m } = ctx;
   const dp = m.dp;
   const f = new ViewFactory(LOGIN_PACKAGE, `login-${state.id}`);
-  const bar = appBar(f, ctx, { title: ctx.label(LOGIN_PACKAGE), background: ctx.colors.primary, foreground: ctx.colors.onPrimary });
+  const bar = appBar(f, ctx, {
+    title: ctx.label(LOGIN_PACKAGE),
+    background: ctx.colors.primary,
+    foreground: ctx.colors.onPrimary,
+  });
   const left = 24 * dp;
   const width = m.width - 2 * left;
   let y = m.content.top + bar.height + 32 * dp;
-  const title = textView(f, 'title', rect(left, y, width, 40 * dp), 'Sign in', { scale: m.text.headline, color: ctx.colors.onSurface, bold: true }, {
-    resourceId: f.id('title'),
-  });
+  const title = textView(
+    f,
+    'title',
+    rect(left, y, width, 40 * dp),
+    'Sign in',
+    { scale: m.text.headline, color: ctx.colors.onSurface, bold: true },
+    {
+      resourceId: f.id('title'),
+    },
+  );
   y += 44 * dp;
-  const subtitle = textView(f, 'subtitle', rect(left, y, width, 24 * dp), 'Use your test account to continue', {
-    scale: m.text.body,
-    color: ctx.colors.onSurfaceVariant,
-  });
+  const subtitle = textView(
+    f,
+    'subtitle',
+    rect(left, y, width, 24 * dp),
+    'Use your test account to continue',
+    {
+      scale: m.text.body,
+      color: ctx.colors.onSurfaceVariant,
+    },
+  );
   y += 48 * dp;
 
   const field = (name: LoginField, label: string, frame: Rect): ViewNode | null => {
@@ -172,7 +215,8 @@ export function buildLogin(state: LoginState, ctx: ScreenContext): ScreenView {
           ctx.changed();
         },
       },
-      paint: (p, n) => drawField(p, n.frame, label, shown, password, focused, dp, m.text.body, m.text.small, ctx.colors),
+      paint: (p, n) =>
+        drawField(p, n.frame, label, shown, password, focused, dp, m.text.body, m.text.small, ctx.colors),
     });
   };
   const username = field('username', 'Username', rect(left, y, width, 56 * dp));
@@ -186,12 +230,19 @@ export function buildLogin(state: LoginState, ctx: ScreenContext): ScreenView {
   });
   y += 48 * dp + 24 * dp;
   const success = state.result.startsWith('Welcome');
-  const result = textView(f, 'result', rect(left, y, width, 32 * dp), state.result, {
-    scale: m.text.body * 1.1,
-    color: success ? ctx.colors.success : ctx.colors.error,
-    bold: success,
-    align: 'center',
-  }, { resourceId: f.id('result') });
+  const result = textView(
+    f,
+    'result',
+    rect(left, y, width, 32 * dp),
+    state.result,
+    {
+      scale: m.text.body * 1.1,
+      color: success ? ctx.colors.success : ctx.colors.error,
+      bold: success,
+      align: 'center',
+    },
+    { resourceId: f.id('result') },
+  );
 
   const root = f.root('root', 'android.widget.LinearLayout', m.content, {
     resourceId: f.id('root'),

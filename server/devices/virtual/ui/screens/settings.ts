@@ -48,7 +48,12 @@ const CATEGORIES: readonly Category[] = [
   {
     page: 'network',
     title: 'Network & internet',
-    summary: (ctx) => (airplaneOn(ctx) ? 'Airplane mode is on' : wifiOn(ctx) ? 'Wi-Fi, mobile data, hotspot' : 'Mobile data, hotspot'),
+    summary: (ctx) =>
+      airplaneOn(ctx)
+        ? 'Airplane mode is on'
+        : wifiOn(ctx)
+          ? 'Wi-Fi, mobile data, hotspot'
+          : 'Mobile data, hotspot',
     icon: 'wifi',
     badge: 0x1a73e8,
     activity: 'com.android.settings.Settings$NetworkDashboardActivity',
@@ -175,27 +180,66 @@ const CATEGORIES: readonly Category[] = [
 export const SETTINGS_ACTIVITIES: ReadonlyArray<{ activity: string; actions: readonly string[] }> = [
   { activity: SETTINGS_ACTIVITY, actions: ['android.settings.SETTINGS'] },
   { activity: SETTINGS_SUB_ACTIVITY, actions: [] },
-  { activity: 'com.android.settings.Settings$NetworkDashboardActivity', actions: ['android.settings.WIRELESS_SETTINGS', 'android.settings.AIRPLANE_MODE_SETTINGS'] },
-  { activity: 'com.android.settings.Settings$WifiSettingsActivity', actions: ['android.settings.WIFI_SETTINGS'] },
+  {
+    activity: 'com.android.settings.Settings$NetworkDashboardActivity',
+    actions: ['android.settings.WIRELESS_SETTINGS', 'android.settings.AIRPLANE_MODE_SETTINGS'],
+  },
+  {
+    activity: 'com.android.settings.Settings$WifiSettingsActivity',
+    actions: ['android.settings.WIFI_SETTINGS'],
+  },
   { activity: 'com.android.settings.Settings$ConnectedDeviceDashboardActivity', actions: [] },
-  { activity: 'com.android.settings.Settings$BluetoothSettingsActivity', actions: ['android.settings.BLUETOOTH_SETTINGS'] },
+  {
+    activity: 'com.android.settings.Settings$BluetoothSettingsActivity',
+    actions: ['android.settings.BLUETOOTH_SETTINGS'],
+  },
   { activity: 'com.android.settings.Settings$AppDashboardActivity', actions: [] },
   {
     activity: 'com.android.settings.Settings$ManageApplicationsActivity',
     actions: ['android.settings.APPLICATION_SETTINGS', 'android.settings.MANAGE_APPLICATIONS_SETTINGS'],
   },
-  { activity: 'com.android.settings.Settings$ConfigureNotificationSettingsActivity', actions: ['android.settings.NOTIFICATION_SETTINGS'] },
-  { activity: 'com.android.settings.Settings$PowerUsageSummaryActivity', actions: ['android.intent.action.POWER_USAGE_SUMMARY'] },
-  { activity: 'com.android.settings.Settings$StorageDashboardActivity', actions: ['android.settings.INTERNAL_STORAGE_SETTINGS'] },
-  { activity: 'com.android.settings.Settings$SoundSettingsActivity', actions: ['android.settings.SOUND_SETTINGS'] },
-  { activity: 'com.android.settings.Settings$DisplaySettingsActivity', actions: ['android.settings.DISPLAY_SETTINGS'] },
+  {
+    activity: 'com.android.settings.Settings$ConfigureNotificationSettingsActivity',
+    actions: ['android.settings.NOTIFICATION_SETTINGS'],
+  },
+  {
+    activity: 'com.android.settings.Settings$PowerUsageSummaryActivity',
+    actions: ['android.intent.action.POWER_USAGE_SUMMARY'],
+  },
+  {
+    activity: 'com.android.settings.Settings$StorageDashboardActivity',
+    actions: ['android.settings.INTERNAL_STORAGE_SETTINGS'],
+  },
+  {
+    activity: 'com.android.settings.Settings$SoundSettingsActivity',
+    actions: ['android.settings.SOUND_SETTINGS'],
+  },
+  {
+    activity: 'com.android.settings.Settings$DisplaySettingsActivity',
+    actions: ['android.settings.DISPLAY_SETTINGS'],
+  },
   { activity: 'com.android.settings.Settings$WallpaperSettingsActivity', actions: [] },
-  { activity: 'com.android.settings.Settings$AccessibilitySettingsActivity', actions: ['android.settings.ACCESSIBILITY_SETTINGS'] },
-  { activity: 'com.android.settings.Settings$SecurityDashboardActivity', actions: ['android.settings.SECURITY_SETTINGS'] },
-  { activity: 'com.android.settings.Settings$LocationSettingsActivity', actions: ['android.settings.LOCATION_SOURCE_SETTINGS'] },
-  { activity: 'com.android.settings.Settings$AccountDashboardActivity', actions: ['android.settings.SYNC_SETTINGS'] },
+  {
+    activity: 'com.android.settings.Settings$AccessibilitySettingsActivity',
+    actions: ['android.settings.ACCESSIBILITY_SETTINGS'],
+  },
+  {
+    activity: 'com.android.settings.Settings$SecurityDashboardActivity',
+    actions: ['android.settings.SECURITY_SETTINGS'],
+  },
+  {
+    activity: 'com.android.settings.Settings$LocationSettingsActivity',
+    actions: ['android.settings.LOCATION_SOURCE_SETTINGS'],
+  },
+  {
+    activity: 'com.android.settings.Settings$AccountDashboardActivity',
+    actions: ['android.settings.SYNC_SETTINGS'],
+  },
   { activity: 'com.android.settings.Settings$SystemDashboardActivity', actions: [] },
-  { activity: 'com.android.settings.Settings$MyDeviceInfoActivity', actions: ['android.settings.DEVICE_INFO_SETTINGS'] },
+  {
+    activity: 'com.android.settings.Settings$MyDeviceInfoActivity',
+    actions: ['android.settings.DEVICE_INFO_SETTINGS'],
+  },
   { activity: 'com.android.settings.Settings$DeviceInfoSettingsActivity', actions: [] },
 ];
 
@@ -223,7 +267,16 @@ interface RowSpec {
   iconBadge?: number;
 }
 
-function toggleRow(ctx: ScreenContext, name: string, title: string, ns: Namespace, key: string, fallback: string, summary?: string, values: [string, string] = ['1', '0']): RowSpec {
+function toggleRow(
+  ctx: ScreenContext,
+  name: string,
+  title: string,
+  ns: Namespace,
+  key: string,
+  fallback: string,
+  summary?: string,
+  values: [string, string] = ['1', '0'],
+): RowSpec {
   const value = (ctx.setting(ns, key) ?? fallback) === values[0];
   return {
     name,
@@ -260,12 +313,25 @@ function pageRows(state: SettingsPageState, ctx: ScreenContext): RowSpec[] {
         {
           name: 'internet',
           title: 'Internet',
-          summary: airplaneOn(ctx) && !wifiOn(ctx) ? 'Not connected' : wifiOn(ctx) ? 'phonelease-wifi' : 'Mobile data',
+          summary:
+            airplaneOn(ctx) && !wifiOn(ctx)
+              ? 'Not connected'
+              : wifiOn(ctx)
+                ? 'phonelease-wifi'
+                : 'Mobile data',
           icon: 'wifi',
         },
         toggleRow(ctx, 'wifi', 'Wi-Fi', 'global', 'wifi_on', '1', 'Use Wi-Fi'),
         toggleRow(ctx, 'airplane', 'Airplane mode', 'global', 'airplane_mode_on', '0'),
-        toggleRow(ctx, 'mobile_data', 'Mobile data', 'global', 'mobile_data', '1', 'Access data using mobile network'),
+        toggleRow(
+          ctx,
+          'mobile_data',
+          'Mobile data',
+          'global',
+          'mobile_data',
+          '1',
+          'Access data using mobile network',
+        ),
         { name: 'hotspot', title: 'Hotspot & tethering', summary: 'Off' },
         { name: 'data_saver', title: 'Data Saver', summary: 'Off' },
         { name: 'vpn', title: 'VPN', summary: 'None' },
@@ -280,17 +346,22 @@ function pageRows(state: SettingsPageState, ctx: ScreenContext): RowSpec[] {
     case 'apps':
       return [
         { name: 'all', title: `See all ${ctx.apps().length} apps` },
-        ...ctx.apps().map(
-          (a): RowSpec => ({
-            name: `app/${a.package}`,
-            title: a.label,
-            summary: a.package,
-            icon: 'android',
-            iconBadge: appColor(a.package),
-            onClick: () =>
-              ctx.push({ kind: 'settings-page', id: ctx.nextId(), activity: SETTINGS_SUB_ACTIVITY, page: 'app-info', arg: a.package, scroll: 0 }),
-          }),
-        ),
+        ...ctx.apps().map((a): RowSpec => ({
+          name: `app/${a.package}`,
+          title: a.label,
+          summary: a.package,
+          icon: 'android',
+          iconBadge: appColor(a.package),
+          onClick: () =>
+            ctx.push({
+              kind: 'settings-page',
+              id: ctx.nextId(),
+              activity: SETTINGS_SUB_ACTIVITY,
+              page: 'app-info',
+              arg: a.package,
+              scroll: 0,
+            }),
+        })),
         { name: 'default', title: 'Default apps', summary: 'Launcher3, Chrome, and Messages' },
       ];
     case 'app-info': {
@@ -313,14 +384,37 @@ function pageRows(state: SettingsPageState, ctx: ScreenContext): RowSpec[] {
       return [
         { name: 'history', title: 'Notification history' },
         { name: 'conversations', title: 'Conversations', summary: 'No priority conversations' },
-        toggleRow(ctx, 'dnd', 'Do Not Disturb', 'global', 'zen_mode', '0', 'Only get notified by important people and apps'),
-        toggleRow(ctx, 'lock_screen', 'Notifications on lock screen', 'secure', 'lock_screen_show_notifications', '1'),
+        toggleRow(
+          ctx,
+          'dnd',
+          'Do Not Disturb',
+          'global',
+          'zen_mode',
+          '0',
+          'Only get notified by important people and apps',
+        ),
+        toggleRow(
+          ctx,
+          'lock_screen',
+          'Notifications on lock screen',
+          'secure',
+          'lock_screen_show_notifications',
+          '1',
+        ),
       ];
     case 'battery':
       return [
         { name: 'level', title: 'Battery level', summary: '100% - Charging' },
         toggleRow(ctx, 'saver', 'Battery Saver', 'global', 'low_power', '0', 'Extends battery life'),
-        toggleRow(ctx, 'percent', 'Battery percentage', 'system', 'status_bar_show_battery_percent', '0', 'Show battery percentage in status bar'),
+        toggleRow(
+          ctx,
+          'percent',
+          'Battery percentage',
+          'system',
+          'status_bar_show_battery_percent',
+          '0',
+          'Show battery percentage in status bar',
+        ),
         { name: 'usage', title: 'Battery usage', summary: 'View usage for past 24 hours' },
       ];
     case 'storage':
@@ -341,7 +435,10 @@ function pageRows(state: SettingsPageState, ctx: ScreenContext): RowSpec[] {
       ];
     case 'display':
       return [
-        toggleRow(ctx, 'dark', 'Dark theme', 'secure', 'ui_night_mode', '1', 'Use a dark background', ['2', '1']),
+        toggleRow(ctx, 'dark', 'Dark theme', 'secure', 'ui_night_mode', '1', 'Use a dark background', [
+          '2',
+          '1',
+        ]),
         toggleRow(ctx, 'adaptive', 'Adaptive brightness', 'system', 'screen_brightness_mode', '1'),
         { name: 'timeout', title: 'Screen timeout', summary: screenTimeout(ctx) },
         toggleRow(ctx, 'rotate', 'Auto-rotate screen', 'system', 'accelerometer_rotation', '0'),
@@ -356,16 +453,27 @@ function pageRows(state: SettingsPageState, ctx: ScreenContext): RowSpec[] {
     case 'accessibility':
       return [
         { name: 'talkback', title: 'TalkBack', summary: 'Off' },
-        toggleRow(ctx, 'daltonizer', 'Color correction', 'secure', 'accessibility_display_daltonizer_enabled', '0'),
+        toggleRow(
+          ctx,
+          'daltonizer',
+          'Color correction',
+          'secure',
+          'accessibility_display_daltonizer_enabled',
+          '0',
+        ),
         {
           name: 'animations',
           title: 'Remove animations',
           toggle: {
-            value: ['window_animation_scale', 'transition_animation_scale', 'animator_duration_scale'].every((k) =>
-              ['0', '0.0'].includes(ctx.setting('global', k) ?? '1'),
+            value: ['window_animation_scale', 'transition_animation_scale', 'animator_duration_scale'].every(
+              (k) => ['0', '0.0'].includes(ctx.setting('global', k) ?? '1'),
             ),
             set: (v) => {
-              for (const k of ['window_animation_scale', 'transition_animation_scale', 'animator_duration_scale'])
+              for (const k of [
+                'window_animation_scale',
+                'transition_animation_scale',
+                'animator_duration_scale',
+              ])
                 ctx.putSetting('global', k, v ? '0' : '1');
             },
           },
@@ -406,7 +514,11 @@ function pageRows(state: SettingsPageState, ctx: ScreenContext): RowSpec[] {
         { name: 'manufacturer', title: 'Manufacturer', summary: identity.manufacturer },
         { name: 'android_version', title: 'Android version', summary: identity.release },
         { name: 'api_level', title: 'API level', summary: String(identity.sdk) },
-        { name: 'build', title: 'Build number', summary: `phonelease virtual phone, Android ${identity.release}` },
+        {
+          name: 'build',
+          title: 'Build number',
+          summary: `phonelease virtual phone, Android ${identity.release}`,
+        },
       ];
     default:
       return [];
@@ -489,7 +601,12 @@ function chrome(ctx: ScreenContext): Omit<ScreenView, 'content'> {
 export function buildSettingsHome(state: SettingsHomeState, ctx: ScreenContext): ScreenView {
   const { m } = ctx;
   const f = new ViewFactory(SETTINGS_PACKAGE, `settings-${state.id}`);
-  const bar = appBar(f, ctx, { title: 'Settings', background: ctx.colors.surfaceContainer, foreground: ctx.colors.onSurface, large: true });
+  const bar = appBar(f, ctx, {
+    title: 'Settings',
+    background: ctx.colors.surfaceContainer,
+    foreground: ctx.colors.onSurface,
+    large: true,
+  });
   const search = {
     height: 72 * m.dp,
     build: (frame: ReturnType<typeof rect>) => {
@@ -502,13 +619,33 @@ export function buildSettingsHome(state: SettingsHomeState, ctx: ScreenContext):
             text: 'Search Settings',
             paint: (p, n) => {
               const r = n.frame;
-              p.canvas.fillRoundRect(r.left, r.top, r.right - r.left, r.bottom - r.top, (r.bottom - r.top) / 2, ctx.colors.surfaceContainerHighest);
+              p.canvas.fillRoundRect(
+                r.left,
+                r.top,
+                r.right - r.left,
+                r.bottom - r.top,
+                (r.bottom - r.top) / 2,
+                ctx.colors.surfaceContainerHighest,
+              );
               const cy = (r.top + r.bottom) / 2;
-              drawIcon(p.canvas, 'search', r.left + 32 * m.dp, cy, 24 * m.dp, ctx.colors.onSurfaceVariant, ctx.colors.surfaceContainerHighest);
-              drawLabel(p, 'Search Settings', rect(r.left + 56 * m.dp, r.top, r.right - r.left - 72 * m.dp, r.bottom - r.top), {
-                scale: m.text.body * 1.05,
-                color: ctx.colors.onSurfaceVariant,
-              });
+              drawIcon(
+                p.canvas,
+                'search',
+                r.left + 32 * m.dp,
+                cy,
+                24 * m.dp,
+                ctx.colors.onSurfaceVariant,
+                ctx.colors.surfaceContainerHighest,
+              );
+              drawLabel(
+                p,
+                'Search Settings',
+                rect(r.left + 56 * m.dp, r.top, r.right - r.left - 72 * m.dp, r.bottom - r.top),
+                {
+                  scale: m.text.body * 1.05,
+                  color: ctx.colors.onSurfaceVariant,
+                },
+              );
             },
           }),
         ],
@@ -528,7 +665,13 @@ export function buildSettingsHome(state: SettingsHomeState, ctx: ScreenContext):
       icon: c.icon,
       iconBadge: c.badge,
       onClick: () =>
-        ctx.push({ kind: 'settings-page', id: ctx.nextId(), activity: SETTINGS_SUB_ACTIVITY, page: c.page, scroll: 0 }),
+        ctx.push({
+          kind: 'settings-page',
+          id: ctx.nextId(),
+          activity: SETTINGS_SUB_ACTIVITY,
+          page: c.page,
+          scroll: 0,
+        }),
     })),
   );
   const root = f.root('root', 'android.widget.LinearLayout', m.content, {
