@@ -2,7 +2,7 @@
  * buildApp(deps): the phone-session API as a fastify instance, without listening.
  * main.ts (startServer) owns ports and processes; tests build the same app.
  */
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { Ajv } from 'ajv';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
@@ -67,7 +67,7 @@ type Caller = { kind: 'owner'; uid: string } | { kind: 'grant'; token: string };
 
 const PRIVATE_HEADERS = { 'cache-control': 'private, no-store' };
 
-const SidParams = Type.Object({ sid: Type.String({ maxLength: 100 }) });
+const SidParams = Type.Object({ sid: Type.String() });
 const errors = {
   400: ErrorBody,
   401: ErrorBody,
@@ -88,6 +88,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     forceCloseConnections: true,
     // Session ids and keys are case-sensitive; trailing slashes are not part of the contract.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    // URLs the router cannot take get the contract's error body too, without echoing the URL.
+    frameworkErrors: (err, _req, reply) => {
+      const tooLong = err.code === 'FST_ERR_MAX_PARAM_LENGTH';
+      void (reply as FastifyReply).code(tooLong ? 414 : 400).send({
+        error: tooLong
+          ? 'A path segment is longer than 200 characters; no id is that long.'
+          : 'The URL is not valid (check its percent-encoding).',
+        code: ERROR_CODES.invalidRequest,
+      });
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Bodies are validated as sent: "300" is not an integer and an unknown field is refused,
@@ -213,7 +223,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return new ApiError(401, ERROR_CODES.unauthenticated, message);
   }
 
-  // Routes that authenticate before validating the body ask twice; hash the key once.
+  // The onRequest check and the handler both ask; hash the key once per request.
   const owners = new WeakMap<FastifyRequest, string>();
 
   /** Owner-only endpoints: an account key, nothing else. */
@@ -229,6 +239,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const token = bearer(req);
     if (token === null) throw unauthenticated();
     if (token.startsWith('pvg_')) {
+      if (grants.viewGrantSession(token) === null) throw invalidGrant();
       throw new ApiError(
         403,
         ERROR_CODES.forbidden,
@@ -243,8 +254,28 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return uid;
   }
 
-  /** The three read endpoints also take a view grant, in the header or as ?token=. */
-  function ownerOrGrant(req: FastifyRequest, sid: string): Caller {
+  function invalidGrant(): ApiError {
+    return unauthenticated(
+      'The view grant is not valid; open the session\'s current watch_url, or send an account key as "Authorization: Bearer pck_...".',
+    );
+  }
+
+  const readers = new WeakMap<FastifyRequest, Caller>();
+
+  /**
+   * The three read endpoints also take a view grant, in the header or as ?token=. A forged
+   * grant is a bad credential (401); a real grant of another session answers 404, exactly
+   * as a session the caller cannot see.
+   */
+  function reader(req: FastifyRequest): Caller {
+    const known = readers.get(req);
+    if (known) return known;
+    const caller = authenticateReader(req, String((req.params as { sid?: unknown }).sid ?? ''));
+    readers.set(req, caller);
+    return caller;
+  }
+
+  function authenticateReader(req: FastifyRequest, sid: string): Caller {
     const query = (req.query as { token?: unknown } | undefined)?.token;
     if (typeof query === 'string' && query !== '') {
       if (query.startsWith('pck_')) {
@@ -252,19 +283,29 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           'Never put an account key in a URL; send it as "Authorization: Bearer pck_..." instead.',
         );
       }
-      if (!grants.isViewGrantFor(query, sid)) {
-        if (query.startsWith('pvg_')) throw notFound();
-        throw unauthenticated('The view grant is not valid.');
-      }
-      return { kind: 'grant', token: query };
+      return grantCaller(query, sid);
     }
     const token = bearer(req);
-    if (token?.startsWith('pvg_')) {
-      if (!grants.isViewGrantFor(token, sid)) throw notFound();
-      return { kind: 'grant', token };
-    }
+    if (token?.startsWith('pvg_')) return grantCaller(token, sid);
     return { kind: 'owner', uid: owner(req) };
   }
+
+  function grantCaller(token: string, sid: string): Caller {
+    const granted = grants.viewGrantSession(token);
+    if (granted === null) throw invalidGrant();
+    if (granted !== sid) throw notFound();
+    return { kind: 'grant', token };
+  }
+
+  // Every API route names its credential; it is checked first, before the request is parsed
+  // or validated, so a bad or missing credential is a 401 whatever else is wrong.
+  const OWNER = { auth: 'owner' } as const;
+  const READ = { auth: 'read' } as const;
+  app.addHook('onRequest', async (req) => {
+    const auth = (req.routeOptions.config as { auth?: 'owner' | 'read' } | undefined)?.auth;
+    if (auth === 'owner') owner(req);
+    else if (auth === 'read') reader(req);
+  });
 
   function sessionFor(caller: Caller, sid: string): LiveSession {
     return caller.kind === 'owner' ? runtime.get(caller.uid, sid) : runtime.byId(sid);
@@ -281,15 +322,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.post(
     '/sessions',
     {
+      config: OWNER,
       schema: {
         body: Type.Optional(CreateSessionBody),
         headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String()) }),
         response: { 202: Session, 410: ErrorBody, 503: ErrorBody, ...errors },
       },
-      // Authenticate before the body is validated: a bad key is a 401 whatever the body says.
+      // No body at all means the defaults; a JSON null or array is still refused.
       preValidation: async (req) => {
-        owner(req);
-        // No body at all means the defaults; a JSON null or array is still refused.
         if (req.body === undefined) req.body = {};
       },
     },
@@ -318,15 +358,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
   );
 
-  app.get('/sessions', { schema: { response: { 200: Type.Array(Session), ...errors } } }, async (req) => {
-    const uid = owner(req);
-    const c = ctx();
-    return runtime.list(uid).map((l) => sessionView(l, c, { owner: true }));
-  });
+  app.get(
+    '/sessions',
+    { config: OWNER, schema: { response: { 200: Type.Array(Session), ...errors } } },
+    async (req) => {
+      const uid = owner(req);
+      const c = ctx();
+      return runtime.list(uid).map((l) => sessionView(l, c, { owner: true }));
+    },
+  );
 
   app.get(
     '/sessions/:sid',
     {
+      config: READ,
       schema: {
         params: SidParams,
         querystring: Type.Object({
@@ -337,7 +382,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       },
     },
     async (req) => {
-      const caller = ownerOrGrant(req, req.params.sid);
+      const caller = reader(req);
       let live = touched(sessionFor(caller, req.params.sid));
       // Only a session in transition is worth waiting on: a ready or failed session answers
       // at once (the caller cannot tell us what it last saw, so "until it changes" would
@@ -378,7 +423,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.delete(
     '/sessions/:sid',
-    { schema: { params: SidParams, response: { 200: Release, 202: Release, ...errors } } },
+    { config: OWNER, schema: { params: SidParams, response: { 200: Release, 202: Release, ...errors } } },
     async (req, reply) => {
       const uid = owner(req);
       const { released } = await runtime.release(uid, req.params.sid);
@@ -389,6 +434,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.get(
     '/sessions/requests/:request_key',
     {
+      config: OWNER,
       schema: {
         params: Type.Object({ request_key: Type.String() }),
         response: { 200: CreateReceipt, ...errors },
@@ -416,9 +462,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.get(
     '/sessions/:sid/frame.png',
-    { schema: { params: SidParams, querystring: Type.Object({ token: Type.Optional(Type.String()) }) } },
+    {
+      config: READ,
+      schema: { params: SidParams, querystring: Type.Object({ token: Type.Optional(Type.String()) }) },
+    },
     async (req, reply) => {
-      const caller = ownerOrGrant(req, req.params.sid);
+      const caller = reader(req);
       const live = sessionFor(caller, req.params.sid);
       const png = await runtime.frame(live);
       return reply
@@ -439,7 +488,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.get(
     '/sessions/:sid/owner-viewer',
-    { schema: { params: SidParams, response: { 200: ViewerCapability, ...errors } } },
+    { config: OWNER, schema: { params: SidParams, response: { 200: ViewerCapability, ...errors } } },
     async (req, reply) => {
       const uid = owner(req);
       const live = touched(runtime.get(uid, req.params.sid));
@@ -450,6 +499,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.get(
     '/sessions/:sid/viewer',
     {
+      config: READ,
       schema: {
         params: SidParams,
         querystring: Type.Object({ token: Type.Optional(Type.String()) }),
@@ -457,7 +507,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       },
     },
     async (req, reply) => {
-      const caller = ownerOrGrant(req, req.params.sid);
+      const caller = reader(req);
       const live = touched(sessionFor(caller, req.params.sid));
       return reply.headers(PRIVATE_HEADERS).send(viewerUrl('view', live));
     },
@@ -465,7 +515,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.get(
     '/sessions/:sid/adb',
-    { schema: { params: SidParams, response: { 200: AdbAccess, ...errors } } },
+    { config: OWNER, schema: { params: SidParams, response: { 200: AdbAccess, ...errors } } },
     async (req, reply) => {
       const uid = owner(req);
       const live = touched(runtime.get(uid, req.params.sid));
@@ -487,7 +537,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.delete(
     '/sessions/:sid/adb',
-    { schema: { params: SidParams, response: { 200: Revoked, ...errors } } },
+    { config: OWNER, schema: { params: SidParams, response: { 200: Revoked, ...errors } } },
     async (req) => {
       const uid = owner(req);
       const live = runtime.get(uid, req.params.sid);
@@ -497,9 +547,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   );
 
   const opSchema = {
-    params: Type.Object({ sid: Type.String({ maxLength: 100 }), op: Type.String({ maxLength: 50 }) }),
+    params: Type.Object({ sid: Type.String(), op: Type.String({ maxLength: 50 }) }),
   };
-  app.post('/sessions/:sid/ops/:op', { schema: opSchema }, async (req, reply) => {
+  app.post('/sessions/:sid/ops/:op', { config: OWNER, schema: opSchema }, async (req, reply) => {
     const uid = owner(req);
     const op = req.params.op as PhoneOp;
     if (!(PHONE_OPS as readonly string[]).includes(op)) {
@@ -550,7 +600,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // ---------------------------------------------------------------------------------
   // Account
 
-  app.get('/me', { schema: { response: { 200: Account, ...errors } } }, async (req) => {
+  app.get('/me', { config: OWNER, schema: { response: { 200: Account, ...errors } } }, async (req) => {
     const uid = owner(req);
     const a = accounts.account(uid);
     const profile = store.profileOf(uid)!;
@@ -590,8 +640,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.post(
     '/me/keys',
     {
+      config: OWNER,
       schema: { body: CreateKeyBody, response: { 200: CreatedKey, ...errors } },
-      preValidation: async (req) => void owner(req),
     },
     async (req, reply) => {
       const uid = owner(req);
@@ -601,14 +651,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
   );
 
-  app.get('/me/keys', { schema: { response: { 200: Type.Array(ApiKeyMeta), ...errors } } }, async (req) => {
-    const uid = owner(req);
-    return accounts.keys(uid);
-  });
+  app.get(
+    '/me/keys',
+    { config: OWNER, schema: { response: { 200: Type.Array(ApiKeyMeta), ...errors } } },
+    async (req) => {
+      const uid = owner(req);
+      return accounts.keys(uid);
+    },
+  );
 
   app.delete(
     '/me/keys/:key_hash',
-    { schema: { params: Type.Object({ key_hash: Type.String() }), response: { 200: Revoked, ...errors } } },
+    {
+      config: OWNER,
+      schema: { params: Type.Object({ key_hash: Type.String() }), response: { 200: Revoked, ...errors } },
+    },
     async (req) => {
       const uid = owner(req);
       if (!new RegExp(KEY_HASH_PATTERN).test(req.params.key_hash)) {
@@ -623,17 +680,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
   );
 
-  app.post('/me/profile/reset', { schema: { response: { 200: ProfileReset, ...errors } } }, async (req) => {
-    const uid = owner(req);
-    return { id: runtime.resetProfile(uid), reset: true };
-  });
+  app.post(
+    '/me/profile/reset',
+    { config: OWNER, schema: { response: { 200: ProfileReset, ...errors } } },
+    async (req) => {
+      const uid = owner(req);
+      return { id: runtime.resetProfile(uid), reset: true };
+    },
+  );
 
   // ---------------------------------------------------------------------------------
   // History
 
   app.get(
     '/history',
-    { schema: { response: { 200: Type.Array(HistoryRecord), ...errors } } },
+    { config: OWNER, schema: { response: { 200: Type.Array(HistoryRecord), ...errors } } },
     async (req) => {
       const uid = owner(req);
       return store.history(uid, HISTORY_LIMIT).map((r) => historyView(r, runtime.genericDevice));
@@ -642,7 +703,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.get(
     '/history/page',
-    { schema: { querystring: HistoryPageQuery, response: { 200: HistoryPage, ...errors } } },
+    { config: OWNER, schema: { querystring: HistoryPageQuery, response: { 200: HistoryPage, ...errors } } },
     async (req) => {
       const uid = owner(req);
       const limit = req.query.limit ?? 50;

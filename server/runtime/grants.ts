@@ -1,8 +1,10 @@
 /**
  * View grants and viewer capabilities.
  *
- * A view grant (pvg_...) is derived from the session id with an HMAC under the server's
- * secret: it needs no storage, survives restarts, and can only ever name its own session.
+ * A view grant (pvg_...) is an HMAC of the session id under the server's secret followed by
+ * the session id itself: it needs no storage, survives restarts, can only ever name its own
+ * session, and the server can tell a forged grant (401) from a real grant of another
+ * session (404) without a lookup.
  * Viewer capability URLs are random, held in memory and expire; they die with the process,
  * as do the phones they show. A grant outlives its session until it expires, so a page can
  * tell "this session has ended" from "this link has expired".
@@ -10,6 +12,10 @@
 import type { Clock } from '../clock.js';
 import { seconds } from '../clock.js';
 import { hmacB64url, randomToken, safeEqual, sha256Hex, type RandomSource } from '../secrets.js';
+
+/** `pvg_` and an HMAC-SHA256 in base64url (43 characters); the session id follows. */
+const GRANT_PREFIX_CHARS = 4 + 43;
+const MAX_GRANT_CHARS = 512;
 
 export type ViewerMode = 'owner' | 'view';
 
@@ -29,12 +35,21 @@ export class Grants {
   ) {}
 
   viewGrant(sid: string): string {
-    return `pvg_${hmacB64url(this.secret, `view:${sid}`)}`;
+    return `pvg_${hmacB64url(this.secret, `view:${sid}`)}${Buffer.from(sid).toString('base64url')}`;
+  }
+
+  /** The session a view grant was issued for, or null when the token is not a grant of this server. */
+  viewGrantSession(token: string): string | null {
+    if (!token.startsWith('pvg_') || token.length <= GRANT_PREFIX_CHARS || token.length > MAX_GRANT_CHARS)
+      return null;
+    const sid = Buffer.from(token.slice(GRANT_PREFIX_CHARS), 'base64url').toString('utf8');
+    // Comparing the whole token also refuses non-canonical encodings of the same id.
+    return safeEqual(token, this.viewGrant(sid)) ? sid : null;
   }
 
   /** True when token is the view grant of exactly this session. */
   isViewGrantFor(token: string, sid: string): boolean {
-    return token.startsWith('pvg_') && safeEqual(token, this.viewGrant(sid));
+    return this.viewGrantSession(token) === sid;
   }
 
   /** A new viewer capability token; the URL is built by the caller. */

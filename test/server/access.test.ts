@@ -105,10 +105,61 @@ describe('view grants', () => {
     await t.api.delete(`/sessions/${other.id}`);
   });
 
+  it('are 401 when forged, by header, by query and on owner-only endpoints', async () => {
+    const forged = grant.slice(0, 10) + (grant[10] === 'A' ? 'B' : 'A') + grant.slice(11);
+    for (const r of [
+      await t.api.get(`/sessions/${sid}`, { auth: forged }),
+      await t.api.get(`/sessions/${sid}?token=${forged}`, { auth: null }),
+      await t.api.get(`/sessions/${sid}/frame.png?token=pvg_garbage`, { auth: null }),
+      await t.api.get('/me', { auth: forged }),
+      await t.api.delete(`/sessions/${sid}`, { auth: forged }),
+    ]) {
+      expect(r.status).toBe(401);
+      expect(r.body.code).toBe('unauthenticated');
+      expect(r.raw.toString()).not.toContain(grant.slice(4, 20));
+    }
+    expect((await t.api.get(`/sessions/${sid}`)).body.state).toBe('ready');
+  });
+
   it('refuse account keys in URLs', async () => {
     const r = await t.api.get(`/sessions/${sid}?token=${t.account.key}`, { auth: null });
     expect(r.status).toBe(401);
     expect(r.raw.toString()).not.toContain(t.account.key);
+  });
+});
+
+describe('credentials come first', () => {
+  it('a missing or bad credential is 401 whatever is wrong with the path, query or body', async () => {
+    for (const r of [
+      await t.api.get(`/sessions/${'x'.repeat(150)}`, { auth: null }),
+      await t.api.get(`/sessions/${sid}?wait=abc`, { auth: null }),
+      await t.api.get('/sessions/requests/not%20a%20key', { auth: 'pck_unknown' }),
+      await t.api.post('/sessions', {
+        rawBody: '{not json',
+        auth: 'pck_unknown',
+        headers: { 'content-type': 'application/json' },
+      }),
+      await t.api.post('/sessions', { body: { capabilities: {} }, auth: null }),
+    ]) {
+      expect(r.status).toBe(401);
+      expect(r.body.code).toBe('unauthenticated');
+    }
+  });
+
+  it('URLs the router cannot take get the error body without the URL echoed', async () => {
+    const long = await t.api.get(`/sessions/${'y'.repeat(250)}`);
+    expect(long.status).toBe(414);
+    expect(long.body.code).toBe('invalid_request');
+    expect(long.raw.toString()).not.toContain('yyyy');
+    const bad = await t.api.get('/sessions/%zz');
+    expect(bad.status).toBe(400);
+    expect(bad.body).toEqual({ error: expect.any(String), code: 'invalid_request' });
+  });
+
+  it('an id no session can have is 404 for the owner, like any unknown session', async () => {
+    const r = await t.api.get(`/sessions/${'x'.repeat(150)}`);
+    expect(r.status).toBe(404);
+    expect(r.body.code).toBe('not_found');
   });
 });
 
