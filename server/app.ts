@@ -50,10 +50,14 @@ export interface AppDeps {
   store: Store;
   clock: Clock;
   log: Logger;
-  /** The base URL clients use (known once the server listens). */
-  publicUrl(): string;
-  /** Where clients reach the ADB gateway. */
-  adbEndpoint(): { host: string; port: number };
+  /**
+   * The base URL clients use (known once the server listens). `requestHost` is the Host
+   * header of the request being answered: a server on a wildcard address answers with the
+   * address the client reached it by.
+   */
+  publicUrl(requestHost?: string): string;
+  /** Where clients reach the ADB gateway (`requestHost` as for publicUrl). */
+  adbEndpoint(requestHost?: string): { host: string; port: number };
   /** Origin allowed to embed viewer pages (CSP frame-ancestors); null allows none. */
   dashboardOrigin: string | null;
 }
@@ -124,11 +128,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const routes: Array<{ method: string | string[]; url: string; schema?: unknown }> = [];
   app.addHook('onRoute', (r) => void routes.push({ method: r.method, url: r.url, schema: r.schema }));
 
-  const ctx = (): ViewContext => ({
+  const ctx = (req: FastifyRequest): ViewContext => ({
     runtime,
     nowMs: clock.now(),
-    watchUrl: (sid) => `${deps.publicUrl()}/watch/${sid}?token=${grants.viewGrant(sid)}`,
-    adbEndpoint: deps.adbEndpoint(),
+    watchUrl: (sid) => `${deps.publicUrl(req.headers.host)}/watch/${sid}?token=${grants.viewGrant(sid)}`,
+    adbEndpoint: deps.adbEndpoint(req.headers.host),
   });
 
   // JSON bodies: empty is allowed (POST /sessions has an optional body); anything that
@@ -353,7 +357,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         );
         return reply.code(503).headers(e.headers).send(e.body());
       }
-      const view = sessionView(live, ctx(), { owner: true });
+      const view = sessionView(live, ctx(req), { owner: true });
       return reply.code(202).send(view);
     },
   );
@@ -363,7 +367,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     { config: OWNER, schema: { response: { 200: Type.Array(Session), ...errors } } },
     async (req) => {
       const uid = owner(req);
-      const c = ctx();
+      const c = ctx(req);
       return runtime.list(uid).map((l) => sessionView(l, c, { owner: true }));
     },
   );
@@ -392,7 +396,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         live.row.state === 'provisioning' ||
         (live.row.state === 'closing' && live.row.cleanup_status !== 'complete');
       if (wait > 0 && transitional) live = await waitForChange(live, wait * 1000, req);
-      return sessionView(live, ctx(), { owner: caller.kind === 'owner' });
+      return sessionView(live, ctx(req), { owner: caller.kind === 'owner' });
     },
   );
 
@@ -477,13 +481,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
   );
 
-  const viewerUrl = (mode: 'owner' | 'view', live: LiveSession) => {
+  const viewerUrl = (req: FastifyRequest, mode: 'owner' | 'view', live: LiveSession) => {
     runtime.requireReady(live);
     const now = seconds(clock.now());
     // A viewer URL lives at most an hour and never past the session.
     const expiresAt = Math.min(live.row.expires_at, now + 3600);
     const token = grants.issueViewer(live.row.id, mode, expiresAt);
-    return { url: `${deps.publicUrl()}/v/${token}`, expires_at: expiresAt };
+    return { url: `${deps.publicUrl(req.headers.host)}/v/${token}`, expires_at: expiresAt };
   };
 
   app.get(
@@ -492,7 +496,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     async (req, reply) => {
       const uid = owner(req);
       const live = touched(runtime.get(uid, req.params.sid));
-      return reply.headers(PRIVATE_HEADERS).send(viewerUrl('owner', live));
+      return reply.headers(PRIVATE_HEADERS).send(viewerUrl(req, 'owner', live));
     },
   );
 
@@ -509,7 +513,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     async (req, reply) => {
       const caller = reader(req);
       const live = touched(sessionFor(caller, req.params.sid));
-      return reply.headers(PRIVATE_HEADERS).send(viewerUrl('view', live));
+      return reply.headers(PRIVATE_HEADERS).send(viewerUrl(req, 'view', live));
     },
   );
 
@@ -523,7 +527,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const r = live.row;
       reply.headers(PRIVATE_HEADERS);
       if (!r.adb_enabled || !r.adb_code) return { enabled: false };
-      const { host, port } = deps.adbEndpoint();
+      const { host, port } = deps.adbEndpoint(req.headers.host);
       return {
         enabled: true,
         transport: 'adb' as const,

@@ -64,15 +64,8 @@ export async function runServerCommand(argv: string[]): Promise<void> {
   const dataDir = values.data ?? defaultDataDir();
   mkdirSync(dataDir, { recursive: true });
 
-  // First start on an empty store: create the local account and hand its key over once.
   const store = new Store(openDatabase(dataDir));
-  let firstKey: string | null = null;
-  if (store.accountCount() === 0) {
-    firstKey = createAccount(store, systemClock, cryptoRandom, {
-      name: 'Local account',
-      billingMode: 'disabled',
-    }).key;
-  }
+  const firstStart = store.accountCount() === 0;
   store.close();
 
   const server = await startServer({
@@ -86,6 +79,11 @@ export async function runServerCommand(argv: string[]): Promise<void> {
     dashboardOrigin: values['dashboard-origin'] ?? null,
   });
 
+  // First start on an empty store: create the local account once the server listens (a
+  // server that fails to start must not leave an account whose key nobody ever saw).
+  const firstKey = firstStart
+    ? server.createAccount({ name: 'Local account', billingMode: 'disabled' }).key
+    : null;
   if (firstKey) {
     // The key is shown once, on a terminal only: a captured stderr (CI logs) must never
     // hold it. Otherwise it is written to a file only its owner can read.

@@ -62,7 +62,6 @@ export const SERVER_DEFAULTS = { host: '127.0.0.1', phones: 20, bootSlots: 4, bo
 async function loadBackend(
   device: 'virtual' | 'emulator',
   bootMs: number,
-  host: string,
   log: Logger,
 ): Promise<DeviceBackend> {
   if (device === 'emulator') {
@@ -70,7 +69,34 @@ async function loadBackend(
     return createEmulatorBackend({ log: log.child({ backend: 'emulator' }) });
   }
   const { createVirtualBackend } = await import('./devices/virtual/index.js');
-  return createVirtualBackend({ bootMs, host });
+  // Phones listen on loopback whatever --host says: the gateway, which asks for the unlock
+  // code, is the only way to a phone's ADB from elsewhere.
+  return createVirtualBackend({ bootMs, host: '127.0.0.1' });
+}
+
+/** A Host header's name and authority, or null when it is not a plain host[:port]. */
+function hostHeader(value: string): { hostname: string; authority: string } | null {
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]{1,253}))(?::\d{1,5})?$/.exec(value);
+  if (!m) return null;
+  return { hostname: m[1] ?? m[2]!, authority: value };
+}
+
+/** A listen failure that says what to do about it; the original error is its cause. */
+function listenError(err: unknown, host: string, port: number): unknown {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (code === 'EADDRINUSE') {
+    return new Error(
+      `Port ${port} on ${host} is already in use (another phonelease server?). Stop that process, or pick another port with --port (0 picks a free one).`,
+      { cause: err },
+    );
+  }
+  if (code === 'EADDRNOTAVAIL' || code === 'EACCES') {
+    return new Error(
+      `Cannot listen on ${host}:${port} (${code}): use an address of this machine (e.g. 127.0.0.1) and a port you may open (>= 1024 without privileges).`,
+      { cause: err },
+    );
+  }
+  return err;
 }
 
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
@@ -92,7 +118,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   }
   const backend =
     options.backend ??
-    (await loadBackend(options.device ?? 'virtual', options.bootMs ?? SERVER_DEFAULTS.bootMs, host, log));
+    (await loadBackend(options.device ?? 'virtual', options.bootMs ?? SERVER_DEFAULTS.bootMs, log));
   const accounts = new AccountService(store, clock, random);
   const grants = new Grants(Buffer.from(secret, 'hex'), clock, random);
   const runtime = new Runtime({
@@ -109,30 +135,50 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   runtime.setMaxListeners(0);
 
   const gateway = new AdbGateway(runtime, log);
-  const adbPort = await gateway.listen(host, 0);
-  const publicHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let url = '';
-  const app = await buildApp({
-    runtime,
-    accounts,
-    grants,
-    store,
-    clock,
-    log,
-    publicUrl: () => url,
-    adbEndpoint: () => ({ host: publicHost, port: adbPort }),
-    dashboardOrigin: options.dashboardOrigin ?? null,
-  });
-  await app.listen({ host, port: options.port ?? 0 });
-  const { port } = app.server.address() as AddressInfo;
-  url = `http://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${port}`;
-  runtime.recover();
-  log.info('phonelease server listening', {
-    url,
-    adb_gateway_port: adbPort,
-    device: backend.name,
-    data: dataDir,
-  });
+  try {
+    const adbPort = await gateway.listen(host, 0);
+    const wildcard = host === '0.0.0.0' || host === '::';
+    const publicHost = wildcard ? '127.0.0.1' : host;
+    // On a wildcard address the URLs handed out name the address the client used.
+    const reached = (requestHost: string | undefined) =>
+      wildcard && requestHost !== undefined ? hostHeader(requestHost) : null;
+    app = await buildApp({
+      runtime,
+      accounts,
+      grants,
+      store,
+      clock,
+      log,
+      publicUrl: (requestHost) => {
+        const r = reached(requestHost);
+        return r ? `http://${r.authority}` : url;
+      },
+      adbEndpoint: (requestHost) => ({ host: reached(requestHost)?.hostname ?? publicHost, port: adbPort }),
+      dashboardOrigin: options.dashboardOrigin ?? null,
+    });
+    await app.listen({ host, port: options.port ?? 0 });
+    const { port } = app.server.address() as AddressInfo;
+    url = `http://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${port}`;
+    runtime.recover();
+    log.info('phonelease server listening', {
+      url,
+      adb_gateway_port: adbPort,
+      device: backend.name,
+      data: dataDir,
+    });
+  } catch (err) {
+    // Nothing half-started may keep the process alive or hold a port: a caller that gets
+    // this error can start again.
+    await app?.close().catch(() => undefined);
+    await gateway.close().catch(() => undefined);
+    await backend.close().catch(() => undefined);
+    store.close();
+    if (ephemeral) rmSync(dataDir, { recursive: true, force: true });
+    throw listenError(err, host, options.port ?? 0);
+  }
+  const listening = app;
 
   let closing: Promise<void> | null = null;
   return {
@@ -143,7 +189,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     close() {
       closing ??= (async () => {
         await runtime.close();
-        await app.close();
+        await listening.close();
         await gateway.close();
         await backend.close();
         store.close();

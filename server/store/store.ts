@@ -8,7 +8,7 @@
  * magnitude in create throughput over FULL, which would fsync every commit.
  */
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BillingMode, EndReason, SessionState } from '../../src/api/schemas.js';
 import { MIGRATIONS } from './migrations.js';
@@ -117,14 +117,18 @@ const SESSION_COLUMNS: Array<keyof SessionRow> = [
 ];
 
 export function openDatabase(dataDir: string): Database.Database {
-  mkdirSync(dataDir, { recursive: true });
-  const db = new Database(join(dataDir, 'phonelease.db'));
+  // The store holds key hashes and the secret view grants are signed with: only its owner
+  // may read it.
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const file = join(dataDir, 'phonelease.db');
+  const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   // A second process (`phonelease accounts create`) may write while the server runs.
   db.pragma('busy_timeout = 5000');
   migrate(db);
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) if (existsSync(f)) chmodSync(f, 0o600);
   return db;
 }
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock.js';
 import { A_CNXN, closed, hostCnxn, readPacket, unlock } from '../support/adb-wire.js';
 import { blankScreenBackend } from '../support/backends.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { Api, startTestServer, type TestServer } from '../support/server.js';
 
 let t: TestServer;
 let sid: string;
@@ -282,6 +282,34 @@ describe('frame.png before the first frame', () => {
       expect(later.headers['content-type']).toBe('image/png');
     } finally {
       await own.close();
+    }
+  });
+});
+
+describe('a server on a wildcard address', () => {
+  it('hands out URLs and an ADB host that name the address the client used', async () => {
+    const wide = await startTestServer({ host: '0.0.0.0', bootMs: 0 });
+    try {
+      // 127.0.0.2 reaches 0.0.0.0 like another machine's address would.
+      const port = new URL(wide.url).port;
+      const api = new Api(`http://127.0.0.2:${port}`, wide.account.key);
+      const s = (await api.post('/sessions')).body;
+      expect(s.watch_url.startsWith(`http://127.0.0.2:${port}/watch/`)).toBe(true);
+      const ready = await api.waitFor(s.id, ['ready']);
+      expect(ready.adb.host).toBe('127.0.0.2');
+      const viewer = (await api.get(`/sessions/${s.id}/owner-viewer`)).body;
+      expect(viewer.url.startsWith(`http://127.0.0.2:${port}/v/`)).toBe(true);
+      // The gateway answers there too.
+      const gate = await unlock(ready.adb.port, ready.adb.code, ready.adb.host);
+      expect(gate.line).toBe('OK');
+      gate.socket.destroy();
+      // A Host header that is not a plain host[:port] falls back to the listening URL.
+      const odd = await new Api(wide.url, wide.account.key).get(`/sessions/${s.id}`, {
+        headers: { host: 'under_score.example' },
+      });
+      expect(odd.body.watch_url.startsWith(`${wide.url}/watch/`)).toBe(true);
+    } finally {
+      await wide.close();
     }
   });
 });

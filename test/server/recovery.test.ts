@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../server/main.js';
 import { runCli, startServerProcess, type ServerProcess } from '../support/cli.js';
 import { Api, newKey, startTestServer } from '../support/server.js';
+import { trackedServer } from '../support/tcp.js';
 
 const dirs: string[] = [];
 const procs: ServerProcess[] = [];
@@ -96,6 +97,28 @@ describe('command line', () => {
     });
 
     expect(srv.stdout().trim().split('\n')).toHaveLength(1);
+    expect(await srv.stop('SIGTERM')).toBe(0);
+  });
+
+  it('exits with a clear message when its port is taken, and the first key is still handed over later', async () => {
+    const data = tempDir();
+    const taken = await trackedServer(() => undefined);
+    try {
+      const r = await runCli(['server', '--port', String(taken.port), '--data', data, '--json']);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`Port ${taken.port} on 127.0.0.1 is already in use`);
+      expect(r.stderr).toContain('--port');
+      expect(r.stdout).toBe('');
+      expect(existsSync(join(data, 'first-key.txt'))).toBe(false);
+    } finally {
+      await taken.close();
+    }
+    // Nothing was created by the failed start: the next start still makes the local account.
+    const srv = await startServerProcess(['--data', data, '--boot-ms', '10']);
+    procs.push(srv);
+    const firstKey = readFileSync(join(data, 'first-key.txt'), 'utf8').trim();
+    expect((await new Api(srv.url, firstKey).get('/me')).status).toBe(200);
+    expect(statSync(join(data, 'phonelease.db')).mode & 0o077).toBe(0);
     expect(await srv.stop('SIGTERM')).toBe(0);
   });
 

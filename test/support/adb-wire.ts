@@ -24,8 +24,9 @@ export const hostCnxn = () =>
 export async function unlock(
   port: number,
   code: string,
+  host = '127.0.0.1',
 ): Promise<{ socket: net.Socket; line: string; rest: Buffer }> {
-  const socket = net.connect({ host: '127.0.0.1', port });
+  const socket = net.connect({ host, port });
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
   socket.write(`UNLOCK ${code}\n`);
   let buf = Buffer.alloc(0);
