@@ -408,6 +408,7 @@ export class Runtime extends EventEmitter {
     live.abort = new AbortController();
     const restoreFrom = row.profile_id ? (this.o.saves.current(row.profile_id) ?? null) : null;
     this.o.log.debug('booting phone', { session: row.id, profile: row.profile_id !== null });
+    this.emit('changed', live);
     live.boot = this.o.backend
       .boot({
         sessionId: row.id,
@@ -479,9 +480,24 @@ export class Runtime extends EventEmitter {
       return Math.max(0, Math.ceil((typical - elapsed) / 1000));
     }
     if (live.location === 'queued') {
-      const position = this.queue.indexOf(live);
-      const rounds = Math.floor(Math.max(0, position) / Math.max(1, this.o.bootSlots)) + 1;
-      return Math.ceil((rounds * typical) / 1000);
+      // Play the queue forward: each slot frees when its boot should end, and the queue
+      // takes slots in order, each boot taking the typical time.
+      const now = this.o.clock.now();
+      const slotsFreeAt: number[] = [];
+      for (const other of this.live.values()) {
+        if (other.location === 'booting')
+          slotsFreeAt.push(Math.max(0, typical - (now - (other.bootStartedMs ?? now))));
+      }
+      while (slotsFreeAt.length < this.o.bootSlots) slotsFreeAt.push(0);
+      const position = Math.max(0, this.queue.indexOf(live));
+      let readyInMs = typical;
+      for (let i = 0; i <= position; i++) {
+        slotsFreeAt.sort((a, b) => a - b);
+        const startsInMs = slotsFreeAt.shift()!;
+        readyInMs = startsInMs + typical;
+        slotsFreeAt.push(readyInMs);
+      }
+      return Math.ceil(readyInMs / 1000);
     }
     return undefined;
   }

@@ -25,6 +25,32 @@ describe('provisioning', () => {
     expect(bReady.state).toBe('ready');
   });
 
+  it('estimates eta_seconds from the boots in progress and the queue ahead', async () => {
+    const clock = new ManualClock();
+    const t = await server({ clock, bootSlots: 1, bootMs: 2_000 });
+    const [a, b, c] = [
+      (await t.api.post('/sessions')).body,
+      (await t.api.post('/sessions')).body,
+      (await t.api.post('/sessions')).body,
+    ];
+    expect([a.location, b.location, c.location]).toEqual(['booting', 'queued', 'queued']);
+    // a has 2 s to go; b boots after it, c after b.
+    expect([a.eta_seconds, b.eta_seconds, c.eta_seconds]).toEqual([2, 4, 6]);
+    await clock.advance(1_500);
+    const eta = async (id: string) => (await t.api.get(`/sessions/${id}`)).body.eta_seconds as number;
+    expect([await eta(a.id), await eta(b.id), await eta(c.id)]).toEqual([1, 3, 5]);
+  });
+
+  it('a long poll on a queued session answers when its phone starts booting', async () => {
+    const t = await server({ bootSlots: 1, bootMs: 1_000 });
+    const a = (await t.api.post('/sessions')).body;
+    const b = (await t.api.post('/sessions')).body;
+    expect(b.location).toBe('queued');
+    const next = (await t.api.get(`/sessions/${b.id}?wait=20`)).body;
+    expect(next).toMatchObject({ state: 'provisioning', location: 'booting' });
+    expect((await t.api.get(`/sessions/${a.id}`)).body.state).toBe('ready');
+  });
+
   it('long-polls with ?wait= until the state changes', async () => {
     const t = await server({ bootMs: 300 });
     const a = (await t.api.post('/sessions')).body;
