@@ -631,7 +631,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         state: profile.state,
         session: profile.holder,
         exact: profile.exact === 1,
-        saved_at: profile.saved_at,
+        // An integer as the contract types it (data dirs of older versions may hold null).
+        saved_at: profile.saved_at ?? 0,
       },
       default_start: { platform: 'android' as const, kind: 'emulator' as const },
       startable: [{ platform: 'android' as const, kind: 'emulator' as const }],

@@ -66,7 +66,7 @@ export function createAccount(
       environment: 'local',
     });
     store.insertKey({ key_hash: sha256Hex(key), uid, label: 'first key', hint: keyHint(key), created: now });
-    store.insertProfile({ id: profileId, uid, state: 'empty', holder: null, exact: 1, saved_at: null });
+    store.insertProfile({ id: profileId, uid, state: 'empty', holder: null, exact: 1, saved_at: now });
   });
   return { uid, key, profile_id: profileId };
 }

@@ -771,7 +771,7 @@ export class Runtime extends EventEmitter {
     }
     this.o.store.transaction(() => {
       this.o.saves.reset(profile.id);
-      this.o.store.saveProfile({ ...profile, state: 'empty', exact: 1, saved_at: null });
+      this.o.store.saveProfile({ ...profile, state: 'empty', exact: 1, saved_at: this.nowSec() });
     });
     return profile.id;
   }

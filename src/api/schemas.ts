@@ -124,8 +124,8 @@ export const AccountProfile = Type.Object({
   state: ProfileState,
   session: Nullable(Type.String()),
   exact: Type.Boolean(),
-  /** Null while nothing was ever saved (state empty). */
-  saved_at: Nullable(Type.Integer()),
+  /** When the current state was stored: the last save, or the creation or reset of an empty profile. */
+  saved_at: Type.Integer(),
 });
 
 export const Account = Type.Object({

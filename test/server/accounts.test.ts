@@ -38,7 +38,14 @@ describe('GET /me', () => {
       active_session_count: 0,
       available_session_slots: 3,
       can_rent: true,
-      profile: { id: t.account.profile_id, state: 'empty', session: null, exact: true, saved_at: null },
+      // A new profile's state (empty) was stored when the account was created.
+      profile: {
+        id: t.account.profile_id,
+        state: 'empty',
+        session: null,
+        exact: true,
+        saved_at: r.body.created,
+      },
       default_start: { platform: 'android', kind: 'emulator' },
       startable: [{ platform: 'android', kind: 'emulator' }],
     });
