@@ -24,6 +24,7 @@ import {
   type ViewerCapability,
 } from './api/schemas.js';
 import {
+  CONNECT_FAILURE_CODES,
   ConfigurationError,
   ConnectionError,
   PhoneleaseError,
@@ -477,7 +478,12 @@ export class PhoneSessionClient {
         timedOut
           ? `${what} got no answer within ${timeoutMs} ms from ${this.baseUrl}; check that the service is up, or raise timeoutMs.`
           : `Could not reach the phone-session service at ${this.baseUrl} (${what}: ${detail}); check PHONELEASE_BASE_URL and that the service is running.`,
-        { code: timedOut ? 'request_timeout' : 'connection_failed', requestId, cause: error },
+        {
+          code: timedOut ? 'request_timeout' : 'connection_failed',
+          requestId,
+          cause: error,
+          requestMayHaveArrived: !(typeof cause?.code === 'string' && CONNECT_FAILURE_CODES.has(cause.code)),
+        },
       );
     }
     const contentType = res.headers.get('content-type') ?? '';
@@ -505,6 +511,8 @@ export class PhoneSessionClient {
       retryAfter: res.headers.get('retry-after'),
       requestId,
       what,
+      service: this.baseUrl,
+      contentType,
     });
   }
 }

@@ -207,10 +207,32 @@ export class ServerError extends PhoneleaseError {
 export class ConnectionError extends PhoneleaseError {
   override name = 'ConnectionError';
   declare readonly code: 'connection_failed' | 'request_timeout';
-  constructor(message: string, options: PhoneleaseErrorOptions & { code?: ConnectionError['code'] } = {}) {
+  /**
+   * False when the connection itself failed (refused, unknown host, unreachable), so the
+   * service cannot have seen the request; true when it may have (a timeout, a cut answer).
+   */
+  readonly requestMayHaveArrived: boolean;
+  constructor(
+    message: string,
+    options: PhoneleaseErrorOptions & {
+      code?: ConnectionError['code'];
+      requestMayHaveArrived?: boolean;
+    } = {},
+  ) {
     super(options.code ?? 'connection_failed', message, { ...options, status: null, retryable: true });
+    this.requestMayHaveArrived = options.requestMayHaveArrived ?? true;
   }
 }
+
+/** Error codes of a connection that never opened: no byte of the request left this machine. */
+export const CONNECT_FAILURE_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /** Base URL or API key missing or malformed. */
 export class ConfigurationError extends PhoneleaseError {
@@ -283,6 +305,10 @@ export interface ErrorResponse {
   requestId?: string | null;
   /** What was called, for messages: `GET /sessions/ses_1`. */
   what?: string;
+  /** The service's base URL, for messages about answers that are not from the API. */
+  service?: string;
+  /** The response's content type. */
+  contentType?: string;
 }
 
 /** Retry-After in ms: delta-seconds or an HTTP date; null when absent or unreadable. */
@@ -292,6 +318,15 @@ export function parseRetryAfter(value: string | null | undefined, now = Date.now
   if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
   const at = Date.parse(trimmed);
   return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+/** Statuses a proxy in front of the service answers on its own while the service restarts. */
+const PROXY_STATUSES: ReadonlySet<number> = new Set([502, 503, 504]);
+
+function isApiErrorBody(body: unknown): boolean {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return false;
+  const o = body as Partial<ErrorBody>;
+  return typeof o.code === 'string' || typeof o.error === 'string';
 }
 
 function asErrorBody(body: unknown, status: number): ErrorBody {
@@ -311,6 +346,14 @@ function asErrorBody(body: unknown, status: number): ErrorBody {
 
 /** Maps an error response to its class. Unknown codes fall back on the status. */
 export function errorFromResponse(res: ErrorResponse): PhoneleaseError {
+  if (!isApiErrorBody(res.body) && !PROXY_STATUSES.has(res.status)) {
+    // Not the API's error body: another program answers at this address (a web server, a
+    // proxy's own page). Retrying will not help, and the page itself is noise.
+    const type = res.contentType?.split(';')[0]?.trim() || 'no content type';
+    return new ConfigurationError(
+      `${res.service ?? 'The service'} answered ${res.what ?? 'the request'} with HTTP ${res.status} (${type}), which is not the phonelease API; check that PHONELEASE_BASE_URL (or baseUrl) points at a phonelease server.`,
+    );
+  }
   const body = asErrorBody(res.body, res.status);
   const opts: PhoneleaseErrorOptions = {
     status: res.status,
@@ -328,7 +371,11 @@ export function errorFromResponse(res: ErrorResponse): PhoneleaseError {
     case ERROR_CODES.bodyTooLarge:
       return new InvalidRequestError(message, { ...opts, code: body.code });
     case ERROR_CODES.unauthenticated:
-      return new AuthenticationError(message, opts);
+      // The server's advice is about HTTP headers; a client user sets a key, not a header.
+      return new AuthenticationError(
+        `The service refused the API key: ${body.error}${where} Check PHONELEASE_API_KEY (or the apiKey option); \`phonelease keys create\` makes a new key, \`phonelease accounts create\` a new account on the server's machine.`,
+        opts,
+      );
     case ERROR_CODES.forbidden:
     case ERROR_CODES.rentalUnavailable:
       return new PermissionError(message, { ...opts, code: body.code });
@@ -338,8 +385,13 @@ export function errorFromResponse(res: ErrorResponse): PhoneleaseError {
       return new NotFoundError(message, opts);
     case ERROR_CODES.sessionLimit:
       return new SessionLimitError(message, opts);
-    case ERROR_CODES.profileRunning:
-      return new ProfileRunningError(message, opts);
+    case ERROR_CODES.profileRunning: {
+      const holder = typeof body.session === 'string' ? ` It is held by session ${body.session}.` : '';
+      return new ProfileRunningError(
+        `${body.error}${holder}${where} One session at a time may use the profile phone: run profile tests one after another (workers: 1, or test.describe.configure({ mode: 'serial' })), or wait for the holder to end.`,
+        opts,
+      );
+    }
     case ERROR_CODES.idempotencyKeyReused:
     case ERROR_CODES.idempotencyKeyInUse:
       return new IdempotencyConflictError(message, { ...opts, code: body.code });

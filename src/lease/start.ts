@@ -96,11 +96,13 @@ export async function startSession(plan: StartPlan): Promise<{ session: Session;
     readyMs: 0,
   };
   let admitted: Session;
+  const creates: CreateTrace = { mayHaveArrived: false };
   try {
-    admitted = await admit(plan, stats, started, deadline);
+    admitted = await admit(plan, stats, started, deadline, creates);
   } catch (error) {
     // An abort or timeout may have cut a create that landed: end whatever the key made.
-    if (mayHaveLanded(error)) await cleanUp(plan, null);
+    // A create the service never saw (every connection refused) left nothing to end.
+    if (creates.mayHaveArrived && mayHaveLanded(error)) await cleanUp(plan, null);
     throw error;
   }
   stats.admittedMs = Date.now() - started;
@@ -117,23 +119,57 @@ export async function startSession(plan: StartPlan): Promise<{ session: Session;
   return { session, stats };
 }
 
+/** Whether any create of this start may have reached the service. */
+interface CreateTrace {
+  mayHaveArrived: boolean;
+}
+
+/**
+ * How long a start keeps trying a service that has not answered once: long enough for a
+ * service that is restarting, short enough that a wrong PHONELEASE_BASE_URL fails fast.
+ */
+export const UNREACHABLE_GIVE_UP_MS = 10_000;
+
 async function admit(
   plan: StartPlan,
   stats: StartStats,
   started: number,
   deadline: number,
+  creates: CreateTrace,
 ): Promise<Session> {
   const { client, requestKey, logger, signal } = plan;
   let unknown = 0;
+  let answered = false;
   for (;;) {
     signal?.throwIfAborted();
     stats.createAttempts++;
     let error: unknown;
+    const arrivedBefore = creates.mayHaveArrived;
+    creates.mayHaveArrived = true; // until this attempt shows otherwise
     try {
       // The lease does its own retrying: every unknown outcome goes through the receipt first.
       return await client.createSession(plan.body, { idempotencyKey: requestKey, retry: false, signal });
     } catch (e) {
       error = e;
+    }
+    if (error instanceof ConnectionError && !error.requestMayHaveArrived) {
+      creates.mayHaveArrived = arrivedBefore;
+      if (!answered) {
+        const waited = Date.now() - started;
+        if (waited + 1000 > Math.min(UNREACHABLE_GIVE_UP_MS, deadline - started)) {
+          throw new ConnectionError(
+            `${error.message} It did not answer for ${formatDuration(waited)}, so the start gave up.`,
+            { cause: error, requestMayHaveArrived: false },
+          );
+        }
+        if (unknown === 0) {
+          logger.info(
+            `cannot reach the phone-session service at ${client.baseUrl}; trying again for up to ${formatDuration(UNREACHABLE_GIVE_UP_MS)}`,
+          );
+        }
+      }
+    } else if (!(error instanceof ConnectionError)) {
+      answered = true;
     }
 
     if (error instanceof PhonesBusyError) {

@@ -15,7 +15,8 @@ const PATTERNS: Array<[RegExp, string]> = [
   // The ADB gateway's unlock line and JSON fields that hold secrets.
   [/(UNLOCK )\S+/g, '$1[redacted]'],
   [/("(?:code|key|url|watch_url|token)"\s*:\s*")[^"]*(")/g, '$1[redacted]$2'],
-  [/(\bBearer )\S+/gi, '$1[redacted]'],
+  // Any bearer credential; a placeholder such as `Bearer pck_...` in advice stays readable.
+  [/(\bBearer )[A-Za-z0-9._~+/-]{8,}=*/gi, '$1[redacted]'],
 ];
 
 export function redact(text: string): string {

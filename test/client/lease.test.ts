@@ -2,20 +2,28 @@
  * leasePhone() against the real server: waiting for a free phone, recovering lost and
  * recorded creates through the receipt, failing fast, ending idempotently.
  */
+import http from 'node:http';
+import type net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import {
+  AuthenticationError,
+  ConfigurationError,
+  ConnectionError,
   Lease,
   LeaseEndedError,
   PhoneSessionClient,
+  ProfileRunningError,
   ReadyTimeoutError,
   RequestCompletedError,
+  RunLedger,
   SessionFailedError,
   SessionLimitError,
   leasePhone,
   newIdempotencyKey,
 } from '../../src/index.js';
+import { freePort } from '../../src/util/ports.js';
 import { serverPerTest } from '../support/server.js';
-import { CutProxy, eventually, leaseOptions, liveIds } from './helpers.js';
+import { CutProxy, eventually, leaseOptions, liveIds, recordingLogger, tempDir } from './helpers.js';
 
 const server = serverPerTest();
 
@@ -287,5 +295,79 @@ describe('Lease operations through the service', () => {
     expect(viewer.url.startsWith(`${t.url}/v/`)).toBe(true);
     const refreshed = await phone.refresh();
     expect(refreshed.id).toBe(phone.id);
+  });
+});
+
+describe('a service that is not there', () => {
+  it('gives up soon on an address where nothing listens, saying so, and leaves nothing open', async () => {
+    const port = await freePort();
+    const ledgerDir = tempDir('phonelease-ledger-');
+    const logger = recordingLogger();
+    const failure = await leasePhone({
+      baseUrl: `http://127.0.0.1:${port}`,
+      apiKey: 'pck_unreachable_test_key',
+      logger,
+      ledger: { dir: ledgerDir },
+      reaper: false,
+      handleSignals: false,
+      startTimeoutMs: 60_000,
+    }).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(ConnectionError);
+    expect((failure as ConnectionError).message).toMatch(/ECONNREFUSED.*start gave up/s);
+    expect((failure as ConnectionError).requestMayHaveArrived).toBe(false);
+    expect(logger.lines.some((l) => l.startsWith('info cannot reach the phone-session service'))).toBe(true);
+    // No create ever arrived, so there is nothing to end and nothing to warn about.
+    expect(logger.lines.filter((l) => l.startsWith('warn'))).toEqual([]);
+    expect(RunLedger.open({ dir: ledgerDir }).open()).toEqual([]);
+  });
+
+  it('fails at once, without the page, when another program answers at the address', async () => {
+    const web = http.createServer((_req, res) => {
+      res.writeHead(501, { 'content-type': 'text/html' });
+      res.end('<!DOCTYPE HTML><html><body><h1>Error response</h1>Error code: 501</body></html>');
+    });
+    await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', resolve));
+    let requests = 0;
+    web.on('request', () => requests++);
+    try {
+      const { port } = web.address() as net.AddressInfo;
+      const failure = await leasePhone({
+        baseUrl: `http://127.0.0.1:${port}`,
+        apiKey: 'pck_wrong_service_test_key',
+        logger: recordingLogger(),
+        ledger: { dir: tempDir('phonelease-ledger-') },
+        reaper: false,
+        handleSignals: false,
+      }).catch((e: unknown) => e);
+      expect(failure).toBeInstanceOf(ConfigurationError);
+      expect((failure as Error).message).toContain('HTTP 501 (text/html), which is not the phonelease API');
+      expect((failure as Error).message).not.toContain('<');
+      expect(requests).toBe(1);
+    } finally {
+      await new Promise((resolve) => web.close(resolve));
+    }
+  });
+
+  it('says which key setting to fix when the key is refused, with the advice intact', async () => {
+    const t = await server();
+    const failure = await new PhoneSessionClient({ baseUrl: t.url, apiKey: 'pck_not_a_real_key_at_all' })
+      .me()
+      .catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(AuthenticationError);
+    const message = (failure as Error).message;
+    expect(message).toContain('"Authorization: Bearer pck_..."');
+    expect(message).toContain('Check PHONELEASE_API_KEY');
+    expect(message).not.toContain('pck_not_a_real_key_at_all');
+  });
+
+  it('names the session holding the profile phone and how to run profile tests', async () => {
+    const t = await server();
+    const holder = await leasePhone(leaseOptions(t, { profile: true }));
+    const failure = await leasePhone(leaseOptions(t, { profile: true })).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(ProfileRunningError);
+    expect((failure as ProfileRunningError).holdingSession).toBe(holder.id);
+    expect((failure as Error).message).toContain(`held by session ${holder.id}`);
+    expect((failure as Error).message).toContain('workers: 1');
+    await holder.end();
   });
 });
