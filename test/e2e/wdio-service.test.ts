@@ -142,6 +142,27 @@ describe('per test', () => {
     await expectNoLiveSessions();
   });
 
+  it('fails a session whose phone cannot be leased with the phonelease error, before Appium is asked', async () => {
+    const wrongKey = 'pck_wrong' + 'x'.repeat(36);
+    const run = await runWdio(
+      'wdio-wrong-key',
+      {
+        'wdio.conf.ts': wdioConfig({ appiumPort: await freePort() }),
+        'specs/login.e2e.ts': LOGIN_SPEC('login', 'secret'),
+      },
+      { env: { ...env, PHONELEASE_API_KEY: wrongKey } },
+    );
+    expect(run.exitCode, run.output.slice(-3000)).toBe(1);
+    // The reporter's failure is ours, not Appium's search for a device.
+    expect(run.output).toMatch(/Failed to create a session:\s*\n.*The API key is not valid/);
+    expect(run.output).not.toMatch(/Could not find a connected Android device/);
+    expect(run.output).not.toContain(wrongKey);
+    // Appium was never asked for a session it could not have.
+    const appiumLog = readFileSync(join(run.dir, 'logs', 'wdio-appium.log'), 'utf8');
+    expect(appiumLog).not.toMatch(/POST \/session\b/);
+    await expectNoLiveSessions();
+  });
+
   it('leaves no live session after SIGINT (Ctrl-C) to the run', async () => {
     const spec = `
 import { writeFileSync } from 'node:fs';
