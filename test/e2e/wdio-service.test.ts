@@ -142,6 +142,69 @@ describe('per test', () => {
     await expectNoLiveSessions();
   });
 
+  it('fails a session whose phone cannot be leased with the phonelease error, before Appium is asked', async () => {
+    const wrongKey = 'pck_wrong' + 'x'.repeat(36);
+    const run = await runWdio(
+      'wdio-wrong-key',
+      {
+        'wdio.conf.ts': wdioConfig({ appiumPort: await freePort() }),
+        'specs/login.e2e.ts': LOGIN_SPEC('login', 'secret'),
+      },
+      { env: { ...env, PHONELEASE_API_KEY: wrongKey } },
+    );
+    expect(run.exitCode, run.output.slice(-3000)).toBe(1);
+    // The reporter's failure is ours, not Appium's search for a device.
+    expect(run.output).toMatch(/Failed to create a session:\s*\n.*The API key is not valid/);
+    expect(run.output).not.toMatch(/Could not find a connected Android device/);
+    expect(run.output).not.toContain(wrongKey);
+    // Appium was never asked for a session it could not have.
+    const appiumLog = readFileSync(join(run.dir, 'logs', 'wdio-appium.log'), 'utf8');
+    expect(appiumLog).not.toMatch(/POST \/session\b/);
+    await expectNoLiveSessions();
+  });
+
+  it('reports the leftover of a killed worker as ended, by id', async () => {
+    const spec = `
+import { writeFileSync } from 'node:fs';
+describe('dies', () => {
+  it('is killed holding its phone', async () => {
+    const phone = await browser.phonelease();
+    writeFileSync('ready', phone.id);
+    process.kill(process.pid, 'SIGKILL');
+  });
+});`;
+    const run = await runWdio(
+      'wdio-killed',
+      { 'wdio.conf.ts': wdioConfig({ appiumPort: await freePort() }), 'specs/die.e2e.ts': spec },
+      // No reaper: the launcher's onComplete is what ends the phone.
+      { env: { ...env, PHONELEASE_REAPER: '0' } },
+    );
+    const id = readFileSync(join(run.dir, 'ready'), 'utf8');
+    expect(run.exitCode).not.toBe(0);
+    expect(run.output).toContain(`[phonelease] ended 1 phone(s) left by workers that did not finish (${id})`);
+    expect(await endReasons([id])).toEqual(['released']);
+    await expectNoLiveSessions();
+  });
+
+  it('does not claim to have ended leftovers it could not reach', async () => {
+    // Nothing listens here: every start fails without a session, and onComplete cannot reach
+    // the service to check. A short start budget keeps the run short.
+    const unreachable = `http://127.0.0.1:${await freePort()}`;
+    const run = await runWdio(
+      'wdio-unreachable',
+      {
+        'wdio.conf.ts': wdioConfig({ service: '{ startTimeoutMs: 2000 }', appiumPort: await freePort() }),
+        'specs/login.e2e.ts': LOGIN_SPEC('login', 'secret'),
+      },
+      { env: { ...env, PHONELEASE_BASE_URL: unreachable } },
+    );
+    expect(run.exitCode, run.output.slice(-3000)).toBe(1);
+    expect(run.output).not.toMatch(/ended \d+ phone\(s\)/);
+    expect(run.output).toContain(
+      '[phonelease] warning: could not check whether 1 unfinished start(s) left a phone: Could not reach the phone-session service',
+    );
+  });
+
   it('leaves no live session after SIGINT (Ctrl-C) to the run', async () => {
     const spec = `
 import { writeFileSync } from 'node:fs';
