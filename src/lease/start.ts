@@ -156,7 +156,8 @@ async function admit(
       creates.mayHaveArrived = arrivedBefore;
       if (!answered) {
         const waited = Date.now() - started;
-        if (waited + 1000 > Math.min(UNREACHABLE_GIVE_UP_MS, deadline - started)) {
+        const giveUpMs = Math.min(UNREACHABLE_GIVE_UP_MS, deadline - started);
+        if (waited + 1000 > giveUpMs) {
           throw new ConnectionError(
             `${error.message} It did not answer for ${formatDuration(waited)}, so the start gave up.`,
             { cause: error, requestMayHaveArrived: false },
@@ -164,7 +165,7 @@ async function admit(
         }
         if (unknown === 0) {
           logger.info(
-            `cannot reach the phone-session service at ${client.baseUrl}; trying again for up to ${formatDuration(UNREACHABLE_GIVE_UP_MS)}`,
+            `cannot reach the phone-session service at ${client.baseUrl}; trying again for up to ${formatDuration(giveUpMs)}`,
           );
         }
       }
@@ -183,7 +184,8 @@ async function admit(
       continue;
     }
     if (error instanceof CreateRequestRecordedError || isUnknownOutcome(error)) {
-      const receipt = await lookUp(plan, stats);
+      // Only a create that may have arrived can have a receipt.
+      const receipt = creates.mayHaveArrived ? await lookUp(plan, stats) : null;
       if (receipt) {
         if (receipt.cleanup_complete || receipt.state === 'closing') {
           throw new RequestCompletedError(
@@ -226,7 +228,8 @@ async function admit(
 async function lookUp(plan: StartPlan, stats: StartStats): Promise<CreateReceipt | null> {
   stats.receiptLookups++;
   try {
-    return await plan.client.getReceipt(plan.requestKey, { signal: plan.signal });
+    // One attempt: the admission loop around it does the retrying, within the start's budget.
+    return await plan.client.getReceipt(plan.requestKey, { signal: plan.signal, retry: false });
   } catch (error) {
     if (error instanceof NotFoundError || isUnknownOutcome(error)) return null;
     throw error;

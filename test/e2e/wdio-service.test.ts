@@ -154,12 +154,13 @@ describe('per test', () => {
     );
     expect(run.exitCode, run.output.slice(-3000)).toBe(1);
     // The reporter's failure is ours, not Appium's search for a device.
-    expect(run.output).toMatch(/Failed to create a session:\s*\n.*The API key is not valid/);
-    expect(run.output).not.toMatch(/Could not find a connected Android device/);
+    const tail = run.output.slice(-3000);
+    expect(run.output, tail).toMatch(/Failed to create a session:\s*\n.*The API key is not valid/);
+    expect(run.output, tail).not.toMatch(/Could not find a connected Android device/);
     expect(run.output).not.toContain(wrongKey);
     // Appium was never asked for a session it could not have.
     const appiumLog = readFileSync(join(run.dir, 'logs', 'wdio-appium.log'), 'utf8');
-    expect(appiumLog).not.toMatch(/POST \/session\b/);
+    expect(appiumLog, appiumLog.slice(-2000)).not.toMatch(/POST \/session\b/);
     await expectNoLiveSessions();
   });
 
@@ -186,9 +187,9 @@ describe('dies', () => {
     await expectNoLiveSessions();
   });
 
-  it('does not claim to have ended leftovers it could not reach', async () => {
-    // Nothing listens here: every start fails without a session, and onComplete cannot reach
-    // the service to check. A short start budget keeps the run short.
+  it('fails the spec with the reason and claims no leftovers when the service is unreachable', async () => {
+    // Nothing listens here: every start fails without a session. The client knows no create
+    // can have arrived (the connection was refused), so there is nothing left to end or check.
     const unreachable = `http://127.0.0.1:${await freePort()}`;
     const run = await runWdio(
       'wdio-unreachable',
@@ -200,9 +201,11 @@ describe('dies', () => {
     );
     expect(run.exitCode, run.output.slice(-3000)).toBe(1);
     expect(run.output).not.toMatch(/ended \d+ phone\(s\)/);
+    expect(run.output).toContain('Failed to create a session:');
     expect(run.output).toContain(
-      '[phonelease] warning: could not check whether 1 unfinished start(s) left a phone: Could not reach the phone-session service',
+      'phonelease could not prepare a phone for this session: Could not reach the phone-session service',
     );
+    expect(run.output).not.toContain('could not check whether');
   });
 
   it('leaves no live session after SIGINT (Ctrl-C) to the run', async () => {
