@@ -4,7 +4,6 @@
  * with --json. Secrets are printed only where the user asked for them: the viewer URL of
  * `lease` and the new key of `keys create`.
  */
-import { parseArgs } from 'node:util';
 import type { Account, HistoryRecord, Session } from '../api/schemas.js';
 import { PhoneSessionClient } from '../client.js';
 import { AdbError, NotFoundError } from '../errors.js';
@@ -12,8 +11,9 @@ import { waitForCleanup } from '../lease/end.js';
 import { leasePhone } from '../lease/lease.js';
 import { stderrLogger } from '../util/log.js';
 import { sleep } from '../util/time.js';
+import { parseCommandLine, type OptionsConfig } from './args.js';
 import { dollars, fields, relative, span, table, when } from './format.js';
-import { USAGE, UsageError } from './usage.js';
+import { USAGE, UsageError, usageHint } from './usage.js';
 
 export interface CommandIo {
   out(text: string): void;
@@ -27,15 +27,14 @@ const COMMON = {
   'base-url': { type: 'string' },
 } as const;
 
-/** Runs parseArgs, turning its errors into a UsageError with the command's help. */
-function parse<T>(command: string, run: () => T): T {
-  try {
-    return run();
-  } catch (error) {
-    throw new UsageError(
-      `${error instanceof Error ? error.message : String(error)}\n\n${USAGE[command] ?? ''}`,
-    );
-  }
+/** Parses a client command's options (see args.ts); usage errors end with its synopsis. */
+function parse<const O extends OptionsConfig>(command: string, argv: string[], options: O) {
+  return parseCommandLine(argv, options, { command, usage: USAGE[command] ?? '' });
+}
+
+/** A usage error of `command`: what is wrong, then the command's synopsis. */
+function usageError(command: string, message: string): UsageError {
+  return new UsageError(`${message}\n\n${usageHint(command, USAGE[command] ?? '')}`);
 }
 
 /**
@@ -69,11 +68,9 @@ function publicSession(
 // ---------------------------------------------------------------------------------------
 
 export async function sessionsCommand(argv: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parse('sessions', () =>
-    parseArgs({ args: argv, options: COMMON, allowPositionals: true }),
-  );
+  const { values, positionals } = parse('sessions', argv, COMMON);
   if (values.help) return help('sessions', io);
-  if (positionals.length > 0) throw new UsageError(`sessions takes no arguments\n\n${USAGE.sessions}`);
+  if (positionals.length > 0) throw usageError('sessions', 'sessions takes no arguments');
   const sessions = await clientFor(values, io).listSessions();
   if (values.json) {
     json(io, sessions.map(publicSession));
@@ -103,11 +100,9 @@ export async function sessionsCommand(argv: string[], io: CommandIo): Promise<nu
 }
 
 export async function endCommand(argv: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parse('end', () =>
-    parseArgs({ args: argv, options: COMMON, allowPositionals: true }),
-  );
+  const { values, positionals } = parse('end', argv, COMMON);
   if (values.help) return help('end', io);
-  if (positionals.length !== 1) throw new UsageError(`end takes exactly one session id\n\n${USAGE.end}`);
+  if (positionals.length !== 1) throw usageError('end', 'end takes exactly one session id');
   const sid = positionals[0]!;
   const client = clientFor(values, io);
   let released: boolean;
@@ -133,18 +128,15 @@ export async function endCommand(argv: string[], io: CommandIo): Promise<number>
 }
 
 export async function historyCommand(argv: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parse('history', () =>
-    parseArgs({
-      args: argv,
-      options: { ...COMMON, limit: { type: 'string' }, all: { type: 'boolean', default: false } },
-      allowPositionals: true,
-    }),
-  );
+  const { values, positionals } = parse('history', argv, {
+    ...COMMON,
+    limit: { type: 'string' },
+    all: { type: 'boolean', default: false },
+  });
   if (values.help) return help('history', io);
-  if (positionals.length > 0) throw new UsageError(`history takes no arguments\n\n${USAGE.history}`);
+  if (positionals.length > 0) throw usageError('history', 'history takes no arguments');
   const limit = positiveInt('limit', values.limit);
-  if (limit !== undefined && values.all)
-    throw new UsageError(`use --limit or --all, not both\n\n${USAGE.history}`);
+  if (limit !== undefined && values.all) throw usageError('history', 'use --limit or --all, not both');
   const client = clientFor(values, io);
   let records: HistoryRecord[];
   if (values.all || (limit !== undefined && limit > 100)) {
@@ -181,11 +173,9 @@ export async function historyCommand(argv: string[], io: CommandIo): Promise<num
 }
 
 export async function meCommand(argv: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parse('me', () =>
-    parseArgs({ args: argv, options: COMMON, allowPositionals: true }),
-  );
+  const { values, positionals } = parse('me', argv, COMMON);
   if (values.help) return help('me', io);
-  if (positionals.length > 0) throw new UsageError(`me takes no arguments\n\n${USAGE.me}`);
+  if (positionals.length > 0) throw usageError('me', 'me takes no arguments');
   const me: Account = await clientFor(values, io).me();
   if (values.json) {
     json(io, me);
@@ -215,15 +205,13 @@ export async function meCommand(argv: string[], io: CommandIo): Promise<number> 
 }
 
 export async function keysCommand(argv: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parse('keys', () =>
-    parseArgs({ args: argv, options: COMMON, allowPositionals: true }),
-  );
+  const { values, positionals } = parse('keys', argv, COMMON);
   if (values.help) return help('keys', io);
   const [sub, ...rest] = positionals;
   const client = clientFor(values, io);
   switch (sub) {
     case 'create': {
-      if (rest.length !== 1 || !rest[0]) throw new UsageError(`keys create takes one LABEL\n\n${USAGE.keys}`);
+      if (rest.length !== 1 || !rest[0]) throw usageError('keys', 'keys create takes one LABEL');
       const created = await client.createKey(rest[0]);
       if (values.json) json(io, created);
       else {
@@ -235,7 +223,7 @@ export async function keysCommand(argv: string[], io: CommandIo): Promise<number
       return 0;
     }
     case 'list': {
-      if (rest.length > 0) throw new UsageError(`keys list takes no arguments\n\n${USAGE.keys}`);
+      if (rest.length > 0) throw usageError('keys', 'keys list takes no arguments');
       const keys = await client.listKeys();
       if (values.json) json(io, keys);
       else
@@ -249,8 +237,9 @@ export async function keysCommand(argv: string[], io: CommandIo): Promise<number
     }
     case 'revoke': {
       if (rest.length !== 1 || !/^[a-f0-9]{64}$/.test(rest[0] ?? '')) {
-        throw new UsageError(
-          `keys revoke takes one key HASH (64 hex characters, from "phonelease keys list")\n\n${USAGE.keys}`,
+        throw usageError(
+          'keys',
+          'keys revoke takes one key HASH (64 hex characters, from "phonelease keys list")',
         );
       }
       await client.revokeKey(rest[0]!);
@@ -259,9 +248,7 @@ export async function keysCommand(argv: string[], io: CommandIo): Promise<number
       return 0;
     }
     default:
-      throw new UsageError(
-        `${sub ? `unknown keys command "${sub}"` : 'keys needs a command'}\n\n${USAGE.keys}`,
-      );
+      throw usageError('keys', sub ? `unknown keys command "${sub}"` : 'keys needs a command');
   }
 }
 
@@ -270,20 +257,14 @@ export async function keysCommand(argv: string[], io: CommandIo): Promise<number
  * Ctrl-C (or SIGTERM) ends the session and confirms cleanup, then exits 0.
  */
 export async function leaseCommand(argv: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parse('lease', () =>
-    parseArgs({
-      args: argv,
-      options: {
-        ...COMMON,
-        profile: { type: 'boolean', default: false },
-        timeout: { type: 'string' },
-        'start-timeout': { type: 'string' },
-      },
-      allowPositionals: true,
-    }),
-  );
+  const { values, positionals } = parse('lease', argv, {
+    ...COMMON,
+    profile: { type: 'boolean', default: false },
+    timeout: { type: 'string' },
+    'start-timeout': { type: 'string' },
+  });
   if (values.help) return help('lease', io);
-  if (positionals.length > 0) throw new UsageError(`lease takes no arguments\n\n${USAGE.lease}`);
+  if (positionals.length > 0) throw usageError('lease', 'lease takes no arguments');
   const timeoutSeconds = positiveInt('timeout', values.timeout) ?? 3600;
   const startTimeoutMs = (positiveInt('start-timeout', values['start-timeout']) ?? 180) * 1000;
   const client = clientFor(values, io);

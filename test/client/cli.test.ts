@@ -132,6 +132,33 @@ describe('phonelease (client commands)', () => {
     // Sixteen processes in a row: give a loaded machine room.
   }, 120_000);
 
+  it('an unknown option is named with the closest known one, then the usage hint; exit 2', async () => {
+    const [lease, sessions] = await Promise.all([cli(['lease', '--profle']), cli(['sessions', '--jsn'])]);
+    expect(lease.code).toBe(2);
+    expect(lease.stderr).toMatch(
+      /^phonelease: unknown option --profle \(did you mean --profile\?\)\n\nUsage: phonelease lease /,
+    );
+    expect(lease.stderr).toContain('Run "phonelease lease --help" for details.');
+    expect(lease.stderr).not.toContain('positional argument');
+    expect(sessions.code).toBe(2);
+    expect(sessions.stderr).toMatch(/^phonelease: unknown option --jsn \(did you mean --json\?\)/);
+  });
+
+  it('a negative number is a value out of range, however it is written', async () => {
+    const [spaced, inline, limit] = await Promise.all([
+      cli(['lease', '--timeout', '-5']),
+      cli(['lease', '--timeout=-5']),
+      cli(['history', '--limit', '-3']),
+    ]);
+    for (const r of [spaced, inline])
+      expect(r).toMatchObject({
+        code: 2,
+        stderr: 'phonelease: --timeout must be a whole number of at least 1 (got "-5")\n',
+      });
+    expect(limit.code).toBe(2);
+    expect(limit.stderr).toContain('--limit must be a whole number of at least 1 (got "-3")');
+  });
+
   it('server and accounts are still served by the same command', async () => {
     const data = tempDir();
     const created = await cli(['accounts', 'create', '--data', data, '--json']);

@@ -129,6 +129,32 @@ describe('command line', () => {
     const u = await runCli(['accounts', 'create', '--billing-mode', 'free', '--data', tempDir()]);
     expect(u.code).toBe(2);
   });
+
+  it('names unknown options with the closest known one and reads negative numbers as values', async () => {
+    const [typo, unknown, negative, balance] = await Promise.all([
+      runCli(['server', '--prot', '0']),
+      runCli(['accounts', 'create', '--emial', 'a@example.com', '--data', tempDir()]),
+      runCli(['server', '--phones', '-1']),
+      runCli(['accounts', 'create', '--balance-cents', '-5', '--data', tempDir()]),
+    ]);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toMatch(
+      /^phonelease: unknown option --prot \(did you mean --port\?\)\n\nUsage: phonelease server /,
+    );
+    expect(typo.stderr).toContain('Run "phonelease server --help" for details.');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(
+      /^phonelease: unknown option --emial \(did you mean --email\?\)\n\nUsage: phonelease accounts create /,
+    );
+    expect(negative).toMatchObject({
+      code: 2,
+      stderr: 'phonelease: --phones must be an integer >= 1 (got "-1")\n',
+    });
+    expect(balance).toMatchObject({
+      code: 2,
+      stderr: 'phonelease: --balance-cents must be an integer >= 0 (got "-5")\n',
+    });
+  });
 });
 
 describe('restart after kill -9', () => {
