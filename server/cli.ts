@@ -122,7 +122,15 @@ its uid, its first API key (shown once) and its profile id.`;
 
 export function runAccountsCommand(argv: string[]): void {
   const [sub, ...rest] = argv;
-  if (sub !== 'create') throw new UsageError(ACCOUNTS_USAGE);
+  if (sub === '--help' || sub === '-h' || sub === 'help') {
+    console.log(ACCOUNTS_USAGE);
+    return;
+  }
+  if (sub !== 'create') {
+    throw new UsageError(
+      `${sub === undefined ? 'accounts needs a command' : sub.startsWith('-') ? `unknown option ${sub}` : `unknown accounts command "${sub}"`} (its one command is create)\n\n${usageHint('accounts create', ACCOUNTS_USAGE)}`,
+    );
+  }
   const { values, positionals } = parseCommandLine(
     rest,
     {
@@ -135,9 +143,14 @@ export function runAccountsCommand(argv: string[]): void {
       'billing-mode': { type: 'string' },
       'no-rent': { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
     },
     { command: 'accounts create', usage: ACCOUNTS_USAGE },
   );
+  if (values.help) {
+    console.log(ACCOUNTS_USAGE);
+    return;
+  }
   if (positionals.length > 0) {
     throw new UsageError(
       `accounts create takes no arguments (got "${positionals[0]}")\n\n${usageHint('accounts create', ACCOUNTS_USAGE)}`,

@@ -7,6 +7,7 @@
  * Exit codes: 0 success, 1 failure (the service refused, could not be reached, ...),
  * 2 usage (unknown command or option, missing configuration).
  */
+import { createRequire } from 'node:module';
 import { ConfigurationError, PhoneleaseError } from '../errors.js';
 import { redact } from '../util/redact.js';
 import {
@@ -18,7 +19,8 @@ import {
   sessionsCommand,
   type CommandIo,
 } from './commands.js';
-import { MAIN_USAGE, UsageError } from './usage.js';
+import { editDistance } from './args.js';
+import { MAIN_USAGE, USAGE, UsageError } from './usage.js';
 
 const CLIENT_COMMANDS: Record<string, (argv: string[], io: CommandIo) => Promise<number>> = {
   lease: leaseCommand,
@@ -42,24 +44,51 @@ async function main(argv: string[]): Promise<number> {
       runAccountsCommand(rest);
       return 0;
     }
-    case undefined:
+    case '--version':
+    case '-v':
+      process.stdout.write(`${packageVersion()}\n`);
+      return 0;
     case 'help':
     case '--help':
     case '-h':
-      if (command === undefined) {
-        process.stderr.write(`${MAIN_USAGE}\n`);
-        return 2;
-      }
+      // `phonelease help lease` is `phonelease lease --help`.
+      if (command === 'help' && rest[0] !== undefined && rest[0] !== command)
+        return main([rest[0], '--help']);
       process.stdout.write(`${MAIN_USAGE}\n`);
       return 0;
+    case undefined:
+      // No command is a mistake (exit 2), but the usage is the answer to it.
+      process.stderr.write(`${MAIN_USAGE}\n`);
+      return 2;
   }
   const run = CLIENT_COMMANDS[command];
-  if (!run) throw new UsageError(`unknown command "${command}"\n\n${MAIN_USAGE}`);
+  if (!run) {
+    const what = command.startsWith('-') ? `unknown option ${command}` : `unknown command "${command}"`;
+    const guess = command.startsWith('-') ? null : closestCommand(command);
+    throw new UsageError(
+      `${what}${guess ? ` (did you mean ${guess}?)` : ''}\n\nRun "phonelease --help" for the commands.`,
+    );
+  }
   return run(rest, {
     out: (text) => process.stdout.write(text),
     err: (text) => process.stderr.write(redact(text)),
     env: process.env,
   });
+}
+
+const COMMANDS = [...Object.keys(USAGE), 'server', 'accounts', 'help'];
+
+/** The command a mistyped one most likely meant (`leas` -> lease), or null. */
+function closestCommand(typed: string): string | null {
+  const best = COMMANDS.map((name) => ({ name, distance: editDistance(typed, name) })).sort(
+    (a, b) => a.distance - b.distance,
+  )[0];
+  return best && best.distance <= Math.max(1, Math.floor(best.name.length / 3)) ? best.name : null;
+}
+
+/** The installed package's version, from its own package.json (exported as phonelease/package.json). */
+function packageVersion(): string {
+  return (createRequire(import.meta.url)('phonelease/package.json') as { version: string }).version;
 }
 
 function describe(err: unknown): { message: string; code: number } {

@@ -35,7 +35,8 @@ Server commands:
   server [...]                      Run the phone-session API over local phones
   accounts create [...]             Create an account on a server's data directory
 
-Every client command takes --json (machine-readable output) and --help.
+Every command takes --help, and --json for machine-readable output; "phonelease help
+COMMAND" is the same as "phonelease COMMAND --help". "phonelease --version" prints the version.
 ${CONNECTION}
 
 Exit codes: 0 success, 1 failure, 2 usage error.`;

@@ -3,6 +3,8 @@
  * output, exit codes (0 ok, 1 failure, 2 usage), and `lease` held then stopped with Ctrl-C.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -157,6 +159,15 @@ describe('phonelease (client commands)', () => {
       });
     expect(limit.code).toBe(2);
     expect(limit.stderr).toContain('--limit must be a whole number of at least 1 (got "-3")');
+  });
+
+  it('--version and -v print the package version; help COMMAND is COMMAND --help', async () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const [long, short, help] = await Promise.all([cli(['--version']), cli(['-v']), cli(['help', 'lease'])]);
+    expect(long).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: '' });
+    expect(short).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: '' });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: phonelease lease /);
   });
 
   it('server and accounts are still served by the same command', async () => {

@@ -130,6 +130,28 @@ describe('command line', () => {
     expect(u.code).toBe(2);
   });
 
+  it('--help and -h print the usage to stdout and exit 0 on server, accounts and accounts create', async () => {
+    const runs = [
+      ['server', '--help'],
+      ['server', '-h'],
+      ['accounts', '--help'],
+      ['accounts', '-h'],
+      ['accounts', 'create', '--help'],
+      ['accounts', 'create', '-h'],
+    ];
+    const results = await Promise.all(runs.map((args) => runCli(args)));
+    results.forEach((r, i) => {
+      const args = runs[i]!.join(' ');
+      expect(r.code, args).toBe(0);
+      expect(r.stderr, args).toBe('');
+      expect(r.stdout, args).toMatch(new RegExp(`^Usage: phonelease ${runs[i]![0]} `));
+    });
+    // Without its subcommand, accounts is a usage error that says what is missing.
+    const bare = await runCli(['accounts']);
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toMatch(/^phonelease: accounts needs a command \(its one command is create\)/);
+  });
+
   it('names unknown options with the closest known one and reads negative numbers as values', async () => {
     const [typo, unknown, negative, balance] = await Promise.all([
       runCli(['server', '--prot', '0']),
