@@ -118,7 +118,8 @@ export const ACCOUNTS_USAGE = `Usage: phonelease accounts create [--data DIR] [-
   [--price-cents-per-minute N] [--session-limit N] [--billing-mode metered|disabled] [--no-rent] [--json]
 
 Creates an account on the server's data directory (also while the server runs) and prints
-its uid, its first API key (shown once) and its profile id.`;
+its uid, its profile id and its first API key (shown only now). With --json, prints exactly
+one line {"uid":"...","key":"pck_...","profile_id":"..."} instead.`;
 
 export function runAccountsCommand(argv: string[]): void {
   const [sub, ...rest] = argv;

@@ -130,6 +130,24 @@ describe('command line', () => {
     expect(u.code).toBe(2);
   });
 
+  it('accounts create prints text by default and exactly the JSON line with --json, as the README says', async () => {
+    const [text, json] = await Promise.all([
+      runCli(['accounts', 'create', '--data', tempDir()]),
+      runCli(['accounts', 'create', '--data', tempDir(), '--json']),
+    ]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(
+      /^Created account \S+\n {2}profile: \S+\n {2}API key \(shown only now\): pck_\S+\n$/,
+    );
+    expect(json.code).toBe(0);
+    expect(json.stdout.split('\n')).toHaveLength(2);
+    expect(Object.keys(JSON.parse(json.stdout)).sort()).toEqual(['key', 'profile_id', 'uid']);
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    expect(readme).toContain(
+      'with `--json` it prints exactly one line `{"uid":"...","key":"pck_...","profile_id":"..."}`',
+    );
+  });
+
   it('--help and -h print the usage to stdout and exit 0 on server, accounts and accounts create', async () => {
     const runs = [
       ['server', '--help'],
