@@ -296,14 +296,19 @@ export async function leaseCommand(argv: string[], io: CommandIo): Promise<numbe
     });
     try {
       let serial: string;
-      let adbHint = '';
+      // Why the stock adb could not be connected, when it could not: said instead of advice
+      // to run a tool that is not there.
+      let adbProblem: string | null = null;
       try {
         serial = await phone.adbSerial();
       } catch (error) {
         if (!(error instanceof AdbError) || error.code !== 'adb_unavailable') throw error;
-        // No stock adb here: the tunnel still works for any adb that can reach this machine.
+        // The tunnel works without the stock adb (any adb that reaches this machine can use
+        // it), so the serial is still worth printing for later.
         serial = await phone.adbSerial({ connect: false });
-        adbHint = ` (stock adb not found: connect with "adb connect ${serial}")`;
+        adbProblem = adbMissing(error)
+          ? `adb is not installed, so the phone is not connected to it. Install it (Debian/Ubuntu: sudo apt-get install adb), or set ANDROID_HOME to an Android SDK with platform-tools; then: adb connect ${serial}`
+          : `the stock adb could not be run (${error.message}); once it runs: adb connect ${serial}`;
       }
       const viewer = await phone.ownerViewer();
       if (values.json) {
@@ -316,15 +321,18 @@ export async function leaseCommand(argv: string[], io: CommandIo): Promise<numbe
             expires_at: phone.session.expires_at,
           }) + '\n',
         );
+        // stdout holds the one JSON line; the advice goes with the progress.
+        if (adbProblem) io.err(`phonelease: ${adbProblem}\n`);
       } else {
         io.out(
           fields([
             ['session', phone.id],
             ['device', phone.session.device ?? '-'],
-            ['adb serial', `${serial}${adbHint}`],
+            ['adb serial', adbProblem ? `${serial} (not connected: see below)` : serial],
             ['viewer', `${viewer.url}  (interactive; keep it to yourself)`],
             ['expires', `${when(phone.session.expires_at)} (${relative(phone.session.expires_at)})`],
-          ]) + `\nTry: adb -s ${serial} shell\nPress Ctrl-C to end the session.\n`,
+          ]) +
+            `\n${adbProblem ? `Note: ${adbProblem}` : `Try: adb -s ${serial} shell`}\nPress Ctrl-C to end the session.\n`,
         );
       }
       const why = await untilStopped(client, phone.id, stop.signal);
@@ -371,6 +379,11 @@ async function untilStopped(
       // The service is unreachable for a moment: keep the phone, try again later.
     }
   }
+}
+
+/** Whether the stock adb failed because there is no adb binary (rather than one that would not run). */
+function adbMissing(error: AdbError): boolean {
+  return (error.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
 }
 
 function help(command: string, io: CommandIo): number {

@@ -41,6 +41,31 @@ function cli(args: string[], extra: Record<string, string | undefined> = {}): Pr
   return runNode(['--import', 'tsx', MAIN, ...args], { cwd: ROOT, env: cliEnv(extra) });
 }
 
+/** `phonelease lease ...` as a child process, its output collected as it comes. */
+function startLease(args: string[], extra: Record<string, string | undefined> = {}) {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'lease', ...args], {
+    cwd: ROOT,
+    env: cliEnv(extra),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d: Buffer) => (output.stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output.stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+  return {
+    child,
+    output,
+    exited,
+    /** Resolves once stdout or stderr matches (both as they are then). */
+    waitFor: (pattern: RegExp) =>
+      eventually(
+        async () => output,
+        (o) => pattern.test(o.stdout) || pattern.test(o.stderr),
+        30_000,
+      ),
+  };
+}
+
 describe('phonelease (client commands)', () => {
   it('me: aligned fields by default, the account as JSON with --json', async () => {
     const human = await cli(['me']);
@@ -246,6 +271,31 @@ describe('phonelease lease', () => {
       expect((await slow.api.get('/sessions')).body).toEqual([]);
     } finally {
       await slow.close();
+    }
+  });
+
+  it('without a stock adb, says adb is not installed and how to get it, and still prints the serial', async () => {
+    // An empty PATH and no SDK: no adb anywhere (node itself runs by its absolute path).
+    const lease = startLease([], {
+      PATH: tempDir(),
+      ANDROID_HOME: undefined,
+      ANDROID_SDK_ROOT: undefined,
+    });
+    try {
+      const { stdout } = await lease.waitFor(/Press Ctrl-C/);
+      const serial = /^adb serial +(127\.0\.0\.1:\d+) \(not connected: see below\)$/m.exec(stdout)?.[1];
+      expect(serial, stdout).toBeDefined();
+      expect(stdout).toContain('adb is not installed, so the phone is not connected to it.');
+      expect(stdout).toContain('Debian/Ubuntu: sudo apt-get install adb');
+      expect(stdout).toContain('set ANDROID_HOME to an Android SDK with platform-tools');
+      expect(stdout).toContain(`then: adb connect ${serial}`);
+      expect(stdout).not.toContain('Try: adb');
+      expect(stdout).not.toContain('stock adb not found');
+      lease.child.kill('SIGINT');
+      await lease.exited;
+      expect(await liveIds(t)).toEqual([]);
+    } finally {
+      lease.child.kill('SIGKILL');
     }
   });
 });
