@@ -6,7 +6,7 @@
  */
 import type { Account, HistoryRecord, Session } from '../api/schemas.js';
 import { PhoneSessionClient } from '../client.js';
-import { AdbError, NotFoundError } from '../errors.js';
+import { AdbError, ConfigurationError, NotFoundError } from '../errors.js';
 import { waitForCleanup } from '../lease/end.js';
 import { leasePhone } from '../lease/lease.js';
 import { stderrLogger } from '../util/log.js';
@@ -43,10 +43,42 @@ function usageError(command: string, message: string): UsageError {
  */
 const CLI_RETRY = { maxRetries: 2, budgetMs: 5_000 };
 
+/**
+ * The client for a command. Missing configuration is reported here, in the command line's
+ * terms (environment variables, --base-url, where a key comes from), not the library's
+ * ("pass { baseUrl, apiKey } to the client").
+ */
 function clientFor(values: { 'base-url'?: string | boolean | undefined }, io: CommandIo): PhoneSessionClient {
-  const baseUrl = typeof values['base-url'] === 'string' ? values['base-url'] : undefined;
-  return new PhoneSessionClient({ env: io.env, retry: CLI_RETRY, ...(baseUrl ? { baseUrl } : {}) });
+  const flagUrl = typeof values['base-url'] === 'string' ? values['base-url'] : undefined;
+  const missing: string[] = [];
+  if (!flagUrl && !io.env.PHONELEASE_BASE_URL)
+    missing.push(
+      'the service address: set PHONELEASE_BASE_URL, or pass --base-url (e.g. --base-url http://127.0.0.1:8080)',
+    );
+  if (!io.env.PHONELEASE_API_KEY)
+    missing.push('an API key: set PHONELEASE_API_KEY (a key is never taken from the command line)');
+  if (missing.length > 0) {
+    const what = missing.length === 1 ? missing[0] : `configuration:\n  - ${missing.join('\n  - ')}`;
+    throw new ConfigurationError(`missing ${what}${io.env.PHONELEASE_API_KEY ? '' : `\n${GET_A_KEY}`}`);
+  }
+  if (flagUrl !== undefined && !isHttpUrl(flagUrl))
+    throw new UsageError(
+      `--base-url must be an http(s) URL such as http://127.0.0.1:8080 (got "${flagUrl}")`,
+    );
+  return new PhoneSessionClient({ env: io.env, retry: CLI_RETRY, ...(flagUrl ? { baseUrl: flagUrl } : {}) });
 }
+
+function isHttpUrl(text: string): boolean {
+  try {
+    return /^https?:$/.test(new URL(text).protocol);
+  } catch {
+    return false;
+  }
+}
+
+const GET_A_KEY = `To get a key: "phonelease keys create LABEL" makes another one for an account you already
+have a key for; on the server's machine, "phonelease accounts create" makes an account and
+its first key (a new server also writes its first key to first-key.txt in its data directory).`;
 
 function positiveInt(name: string, value: string | boolean | undefined): number | undefined {
   if (value === undefined || typeof value === 'boolean') return undefined;
@@ -208,11 +240,12 @@ export async function keysCommand(argv: string[], io: CommandIo): Promise<number
   const { values, positionals } = parse('keys', argv, COMMON);
   if (values.help) return help('keys', io);
   const [sub, ...rest] = positionals;
-  const client = clientFor(values, io);
+  // Built once the subcommand is known to be valid: a typo is a usage error first.
+  const client = () => clientFor(values, io);
   switch (sub) {
     case 'create': {
       if (rest.length !== 1 || !rest[0]) throw usageError('keys', 'keys create takes one LABEL');
-      const created = await client.createKey(rest[0]);
+      const created = await client().createKey(rest[0]);
       if (values.json) json(io, created);
       else {
         io.out(`${created.key}\n`);
@@ -224,7 +257,7 @@ export async function keysCommand(argv: string[], io: CommandIo): Promise<number
     }
     case 'list': {
       if (rest.length > 0) throw usageError('keys', 'keys list takes no arguments');
-      const keys = await client.listKeys();
+      const keys = await client().listKeys();
       if (values.json) json(io, keys);
       else
         io.out(
@@ -242,7 +275,7 @@ export async function keysCommand(argv: string[], io: CommandIo): Promise<number
           'keys revoke takes one key HASH (64 hex characters, from "phonelease keys list")',
         );
       }
-      await client.revokeKey(rest[0]!);
+      await client().revokeKey(rest[0]!);
       if (values.json) json(io, { key_hash: rest[0], revoked: true });
       else io.out(`Revoked key ${rest[0]}.\n`);
       return 0;

@@ -195,6 +195,23 @@ describe('phonelease (client commands)', () => {
     expect(help.stdout).toMatch(/^Usage: phonelease lease /);
   });
 
+  it('missing configuration is explained in command-line terms: variables, --base-url, how to get a key', async () => {
+    const [noKey, noUrl] = await Promise.all([
+      cli(['me'], { PHONELEASE_API_KEY: undefined }),
+      cli(['sessions'], { PHONELEASE_BASE_URL: undefined }),
+    ]);
+    expect(noKey.code).toBe(2);
+    expect(noKey.stderr).toMatch(/^phonelease: missing an API key: set PHONELEASE_API_KEY /);
+    expect(noKey.stderr).toContain('"phonelease keys create LABEL"');
+    expect(noKey.stderr).toContain('"phonelease accounts create"');
+    expect(noKey.stderr).not.toContain('pass { baseUrl, apiKey }');
+    expect(noUrl).toMatchObject({
+      code: 2,
+      stderr:
+        'phonelease: missing the service address: set PHONELEASE_BASE_URL, or pass --base-url (e.g. --base-url http://127.0.0.1:8080)\n',
+    });
+  });
+
   it('server and accounts are still served by the same command', async () => {
     const data = tempDir();
     const created = await cli(['accounts', 'create', '--data', data, '--json']);
