@@ -102,13 +102,28 @@ function describe(err: unknown): { message: string; code: number } {
   return { message: err instanceof Error ? err.message : String(err), code: 1 };
 }
 
-main(process.argv.slice(2)).then(
+/**
+ * The library's messages point at PHONELEASE_BASE_URL ("check PHONELEASE_BASE_URL and that
+ * the service is running"). A user who gave --base-url should be pointed at that flag: the
+ * variable may not even be set, or be set to something the flag overrode.
+ */
+function inTermsOfTheFlagsUsed(message: string, argv: string[]): string {
+  const end = argv.indexOf('--');
+  const options = end === -1 ? argv : argv.slice(0, end);
+  if (!options.some((arg) => arg === '--base-url' || arg.startsWith('--base-url='))) return message;
+  return message
+    .replaceAll('set PHONELEASE_BASE_URL to', 'pass --base-url')
+    .replaceAll('PHONELEASE_BASE_URL', '--base-url');
+}
+
+const argv = process.argv.slice(2);
+main(argv).then(
   (code) => {
     process.exitCode = code;
   },
   (err: unknown) => {
     const { message, code } = describe(err);
-    process.stderr.write(redact(`phonelease: ${message}`) + '\n');
+    process.stderr.write(redact(`phonelease: ${inTermsOfTheFlagsUsed(message, argv)}`) + '\n');
     process.exitCode = code;
   },
 );

@@ -212,6 +212,15 @@ describe('phonelease (client commands)', () => {
     });
   });
 
+  it('an unreachable --base-url is reported as that flag, not as PHONELEASE_BASE_URL', async () => {
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const r = await cli(['me', '--base-url', url]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`Could not reach the phone-session service at ${url}`);
+    expect(r.stderr).toContain('check --base-url');
+    expect(r.stderr).not.toContain('PHONELEASE_BASE_URL');
+  });
+
   it('server and accounts are still served by the same command', async () => {
     const data = tempDir();
     const created = await cli(['accounts', 'create', '--data', data, '--json']);
