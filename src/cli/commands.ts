@@ -4,13 +4,15 @@
  * with --json. Secrets are printed only where the user asked for them: the viewer URL of
  * `lease` and the new key of `keys create`.
  */
+import { constants as osConstants } from 'node:os';
 import type { Account, HistoryRecord, Session } from '../api/schemas.js';
 import { PhoneSessionClient } from '../client.js';
 import { AdbError, ConfigurationError, NotFoundError } from '../errors.js';
-import { waitForCleanup } from '../lease/end.js';
-import { leasePhone } from '../lease/lease.js';
-import { stderrLogger } from '../util/log.js';
-import { sleep } from '../util/time.js';
+import { endAndConfirm, waitForCleanup } from '../lease/end.js';
+import { leasePhone, type Lease } from '../lease/lease.js';
+import { newIdempotencyKey } from '../util/ids.js';
+import { stderrLogger, type PhoneleaseLogger } from '../util/log.js';
+import { formatDuration, sleep } from '../util/time.js';
 import { parseCommandLine, type OptionsConfig } from './args.js';
 import { dollars, fields, relative, span, table, when } from './format.js';
 import { USAGE, UsageError, usageHint } from './usage.js';
@@ -287,7 +289,8 @@ export async function keysCommand(argv: string[], io: CommandIo): Promise<number
 
 /**
  * `phonelease lease`: a phone for a person. Stays in the foreground with the tunnel open;
- * Ctrl-C (or SIGTERM) ends the session and confirms cleanup, then exits 0.
+ * Ctrl-C (or SIGTERM) ends the session and confirms cleanup, then exits with the shell's
+ * code for that signal (130, 143), whether the phone was still starting or ready.
  */
 export async function leaseCommand(argv: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parse('lease', argv, {
@@ -302,92 +305,154 @@ export async function leaseCommand(argv: string[], io: CommandIo): Promise<numbe
   const startTimeoutMs = (positiveInt('start-timeout', values['start-timeout']) ?? 180) * 1000;
   const client = clientFor(values, io);
   const logger = stderrLogger();
+  // The create's key is chosen here, not inside leasePhone, so that a start cut short by a
+  // signal can still be traced to its session and that session's end reported.
+  const requestKey = newIdempotencyKey();
 
   // Ctrl-C during the start cancels it (the lease ends what it made); after, it ends the lease.
   const stop = new AbortController();
+  const stopped: { by: NodeJS.Signals | null; at: number } = { by: null, at: 0 };
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stop.signal.aborted) {
-      // A second Ctrl-C: the user will not wait. The server's deadline ends the phone.
+    if (stopped.by) {
+      // A second signal: the user will not wait. The server's deadline ends the phone.
       io.err(`phonelease: ${signal} again, exiting without waiting for the session to end\n`);
-      process.exit(130);
+      process.exit(signalExitCode(signal));
     }
+    stopped.by = signal;
+    stopped.at = Date.now();
     io.err(`phonelease: ${signal}, ending the session (Ctrl-C again to exit at once)\n`);
     stop.abort(new Error(`Stopped by ${signal}.`));
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
-    const phone = await leasePhone({
-      client,
-      profile: values.profile === true,
-      timeoutSeconds,
-      startTimeoutMs: Math.min(startTimeoutMs, timeoutSeconds * 1000),
-      logger,
-      signal: stop.signal,
-      // This command handles the signals itself (to report and exit 0); the reaper stays on.
-      handleSignals: false,
-    });
+    let phone: Lease;
     try {
-      let serial: string;
-      // Why the stock adb could not be connected, when it could not: said instead of advice
-      // to run a tool that is not there.
-      let adbProblem: string | null = null;
-      try {
-        serial = await phone.adbSerial();
-      } catch (error) {
-        if (!(error instanceof AdbError) || error.code !== 'adb_unavailable') throw error;
-        // The tunnel works without the stock adb (any adb that reaches this machine can use
-        // it), so the serial is still worth printing for later.
-        serial = await phone.adbSerial({ connect: false });
-        adbProblem = adbMissing(error)
-          ? `adb is not installed, so the phone is not connected to it. Install it (Debian/Ubuntu: sudo apt-get install adb), or set ANDROID_HOME to an Android SDK with platform-tools; then: adb connect ${serial}`
-          : `the stock adb could not be run (${error.message}); once it runs: adb connect ${serial}`;
-      }
-      const viewer = await phone.ownerViewer();
-      if (values.json) {
-        io.out(
-          JSON.stringify({
-            session: phone.id,
-            serial,
-            viewer_url: viewer.url,
-            device: phone.session.device,
-            expires_at: phone.session.expires_at,
-          }) + '\n',
-        );
-        // stdout holds the one JSON line; the advice goes with the progress.
-        if (adbProblem) io.err(`phonelease: ${adbProblem}\n`);
-      } else {
-        io.out(
-          fields([
-            ['session', phone.id],
-            ['device', phone.session.device ?? '-'],
-            ['adb serial', adbProblem ? `${serial} (not connected: see below)` : serial],
-            ['viewer', `${viewer.url}  (interactive; keep it to yourself)`],
-            ['expires', `${when(phone.session.expires_at)} (${relative(phone.session.expires_at)})`],
-          ]) +
-            `\n${adbProblem ? `Note: ${adbProblem}` : `Try: adb -s ${serial} shell`}\nPress Ctrl-C to end the session.\n`,
-        );
-      }
-      const why = await untilStopped(client, phone.id, stop.signal);
-      const ended = await phone.end();
-      if (why === 'gone') {
-        io.err(
-          `phonelease: session ${phone.id} was ended by the service (deadline passed, or ended elsewhere)\n`,
-        );
-        return 1;
-      }
-      // The lease's logger has already said how the end went.
-      return ended.cleanupConfirmed ? 0 : 1;
+      phone = await leasePhone({
+        client,
+        profile: values.profile === true,
+        timeoutSeconds,
+        startTimeoutMs: Math.min(startTimeoutMs, timeoutSeconds * 1000),
+        idempotencyKey: requestKey,
+        logger,
+        signal: stop.signal,
+        // This command handles the signals itself (to report and choose the exit code); the reaper stays on.
+        handleSignals: false,
+      });
+    } catch (error) {
+      if (!stopped.by) throw error;
+      await reportStoppedStart(client, requestKey, stopped.at, logger);
+      return signalExitCode(stopped.by);
+    }
+    let why: 'signal' | 'gone';
+    try {
+      // A signal that came as the phone became ready: end it without showing it first.
+      why = stop.signal.aborted
+        ? 'signal'
+        : await holdPhone(phone, client, values.json === true, io, stop.signal);
     } finally {
+      // The phone ends before the command returns, whatever happened; the lease's logger
+      // says how the end went.
       await phone.end();
     }
-  } catch (error) {
-    // Stopped during the start: the start cleaned up; a clean exit.
-    if (stop.signal.aborted) return 0;
-    throw error;
+    if (why === 'gone') {
+      io.err(
+        `phonelease: session ${phone.id} was ended by the service (deadline passed, or ended elsewhere)\n`,
+      );
+      return 1;
+    }
+    return signalExitCode(stopped.by ?? 'SIGINT');
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+  }
+}
+
+/** Shows a ready phone (serial, viewer URL) and waits until the user stops or the session ends. */
+async function holdPhone(
+  phone: Lease,
+  client: PhoneSessionClient,
+  asJson: boolean,
+  io: CommandIo,
+  signal: AbortSignal,
+): Promise<'signal' | 'gone'> {
+  let serial: string;
+  // Why the stock adb could not be connected, when it could not: said instead of advice
+  // to run a tool that is not there.
+  let adbProblem: string | null = null;
+  try {
+    serial = await phone.adbSerial();
+  } catch (error) {
+    if (!(error instanceof AdbError) || error.code !== 'adb_unavailable') throw error;
+    // The tunnel works without the stock adb (any adb that reaches this machine can use
+    // it), so the serial is still worth printing for later.
+    serial = await phone.adbSerial({ connect: false });
+    adbProblem = adbMissing(error)
+      ? `adb is not installed, so the phone is not connected to it. Install it (Debian/Ubuntu: sudo apt-get install adb), or set ANDROID_HOME to an Android SDK with platform-tools; then: adb connect ${serial}`
+      : `the stock adb could not be run (${error.message}); once it runs: adb connect ${serial}`;
+  }
+  const viewer = await phone.ownerViewer();
+  if (asJson) {
+    io.out(
+      JSON.stringify({
+        session: phone.id,
+        serial,
+        viewer_url: viewer.url,
+        device: phone.session.device,
+        expires_at: phone.session.expires_at,
+      }) + '\n',
+    );
+    // stdout holds the one JSON line; the advice goes with the progress.
+    if (adbProblem) io.err(`phonelease: ${adbProblem}\n`);
+  } else {
+    io.out(
+      fields([
+        ['session', phone.id],
+        ['device', phone.session.device ?? '-'],
+        ['adb serial', adbProblem ? `${serial} (not connected: see below)` : serial],
+        ['viewer', `${viewer.url}  (interactive; keep it to yourself)`],
+        ['expires', `${when(phone.session.expires_at)} (${relative(phone.session.expires_at)})`],
+      ]) +
+        `\n${adbProblem ? `Note: ${adbProblem}` : `Try: adb -s ${serial} shell`}\nPress Ctrl-C to end the session.\n`,
+    );
+  }
+  return untilStopped(client, phone.id, signal);
+}
+
+/** The shell's exit code for a process ended by `signal`: 128 + its number (SIGINT 130, SIGTERM 143). */
+function signalExitCode(signal: NodeJS.Signals): number {
+  return 128 + (osConstants.signals[signal] ?? 0);
+}
+
+/**
+ * After a start stopped by a signal. leasePhone has already ended what the start made, but
+ * says so only at debug level; the create's key finds that session, so the end is reported
+ * (and confirmed) the way Lease.end() reports it after ready: Ctrl-C reads the same at
+ * every moment.
+ */
+async function reportStoppedStart(
+  client: PhoneSessionClient,
+  requestKey: string,
+  stoppedAt: number,
+  logger: PhoneleaseLogger,
+): Promise<void> {
+  // Idempotent: a session the start already ended is found by its key and confirmed.
+  const result = await endAndConfirm(client, { sessionId: null, requestKey });
+  const took = formatDuration(Date.now() - stoppedAt);
+  if (result.outcome === 'nothing_to_end') {
+    logger.info('stopped before a session was created; nothing to end');
+  } else if (result.outcome === 'failed') {
+    const why = result.error instanceof Error ? result.error.message : String(result.error);
+    logger.warn(
+      `could not confirm that the stopped start left no phone behind: ${why}. "phonelease sessions" lists it if it did; its deadline ends it in any case.`,
+    );
+  } else if (!result.cleanupConfirmed) {
+    logger.warn(
+      `session ${result.sessionId} ended but its cleanup was not confirmed within ${took}; the service keeps trying.`,
+    );
+  } else {
+    // Ended at the user's request, by the start's own cleanup or just now.
+    logger.info(`${result.sessionId}: ended (released, cleanup confirmed in ${took})`);
   }
 }
 

@@ -46,7 +46,9 @@ export const USAGE: Record<string, string> = {
 
 Leases a phone, connects the stock adb to it through a local tunnel, prints its adb serial
 and an interactive viewer URL, and keeps the tunnel open until Ctrl-C (or SIGTERM). Then it
-ends the session and confirms its cleanup. Progress goes to stderr.
+ends the session, confirms its cleanup and exits 130 (143 for SIGTERM), also when stopped
+while the phone is still starting. A session ended elsewhere, or by its deadline, exits 1.
+Progress goes to stderr.
 
   --profile          Use the account's own profile phone (kept between sessions)
   --timeout S        The session's lifetime in seconds (default 3600)

@@ -266,7 +266,8 @@ describe('phonelease lease', () => {
       expect(hi.stdout).toBe('hi\n');
 
       child.kill('SIGINT');
-      expect(await exited).toBe(0);
+      // The shell's code for SIGINT, once the session has ended.
+      expect(await exited).toBe(130);
       expect(await liveIds(t)).toEqual([]);
       expect(stderr).toContain(`${out.session}: ended (released, cleanup confirmed`);
       expect(stderr).not.toContain(t.account.key);
@@ -277,26 +278,36 @@ describe('phonelease lease', () => {
     }
   });
 
-  it('Ctrl-C while the phone is still starting ends what was started and exits 0', async () => {
+  it('Ctrl-C while the phone is still starting ends it, reports the end like after ready, and exits 130', async () => {
     const slow = await startTestServer({ bootMs: 20_000 });
     try {
-      const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'lease'], {
-        cwd: ROOT,
-        env: cliEnv({ PHONELEASE_BASE_URL: slow.url, PHONELEASE_API_KEY: slow.account.key }),
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stderr = '';
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
-      await eventually(
-        async () => stderr,
-        (s) => /: booting/.test(s),
-      );
-      child.kill('SIGINT');
-      expect(await exited).toBe(0);
-      expect((await slow.api.get('/sessions')).body).toEqual([]);
+      const lease = startLease([], { PHONELEASE_BASE_URL: slow.url, PHONELEASE_API_KEY: slow.account.key });
+      try {
+        const { stderr } = await lease.waitFor(/: booting/);
+        const sid = /(ses_\w+): booting/.exec(stderr)![1]!;
+        lease.child.kill('SIGINT');
+        expect(await lease.exited).toBe(130);
+        expect(lease.output.stderr).toContain(`${sid}: ended (released, cleanup confirmed in `);
+        expect((await slow.api.get('/sessions')).body).toEqual([]);
+      } finally {
+        lease.child.kill('SIGKILL');
+      }
     } finally {
       await slow.close();
+    }
+  });
+
+  it('SIGTERM on a ready phone ends the session, then exits 143', async () => {
+    const lease = startLease(['--json']);
+    try {
+      const { stdout } = await lease.waitFor(/"session"/);
+      const { session } = JSON.parse(stdout) as { session: string };
+      lease.child.kill('SIGTERM');
+      expect(await lease.exited).toBe(143);
+      expect(lease.output.stderr).toContain(`${session}: ended (released, cleanup confirmed in `);
+      expect(await liveIds(t)).toEqual([]);
+    } finally {
+      lease.child.kill('SIGKILL');
     }
   });
 
