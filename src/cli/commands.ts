@@ -356,9 +356,7 @@ export async function leaseCommand(argv: string[], io: CommandIo): Promise<numbe
       await phone.end();
     }
     if (why === 'gone') {
-      io.err(
-        `phonelease: session ${phone.id} was ended by the service (deadline passed, or ended elsewhere)\n`,
-      );
+      io.err(`phonelease: session ${phone.id} ${await howItEnded(client, phone.id)}; the phone is gone.\n`);
       return 1;
     }
     return signalExitCode(stopped.by ?? 'SIGINT');
@@ -456,7 +454,14 @@ async function reportStoppedStart(
   }
 }
 
-/** Resolves 'signal' when the user stops, 'gone' when the session ends on its own. */
+/**
+ * How often a held lease asks whether its session is still live. A person who ends it from
+ * another terminal (or the dashboard) should see this command notice within seconds. The
+ * long poll does not help here: the service answers ?wait= at once for a ready session.
+ */
+const LIVENESS_POLL_MS = 2000;
+
+/** Resolves 'signal' when the user stops, 'gone' when the session ends without us. */
 async function untilStopped(
   client: PhoneSessionClient,
   sid: string,
@@ -464,18 +469,40 @@ async function untilStopped(
 ): Promise<'signal' | 'gone'> {
   for (;;) {
     // A ref'd timer keeps the process in the foreground (the tunnel itself does not).
-    const stopped = await sleep(10_000, signal).then(
+    const stopped = await sleep(LIVENESS_POLL_MS, signal).then(
       () => false,
       () => true,
     );
     if (stopped) return 'signal';
     try {
-      const s = await client.getSession(sid);
+      const s = await client.getSession(sid, { signal });
       if (s.state !== 'ready') return 'gone';
     } catch (error) {
+      if (signal.aborted) return 'signal';
       if (error instanceof NotFoundError) return 'gone';
       // The service is unreachable for a moment: keep the phone, try again later.
     }
+  }
+}
+
+/** Why a session ended without this command ending it, from its history record. */
+async function howItEnded(client: PhoneSessionClient, sid: string): Promise<string> {
+  const record = await client.history().then(
+    (records) => records.find((r) => r.sid === sid),
+    () => undefined,
+  );
+  switch (record?.end_reason) {
+    case 'released':
+      return 'was ended elsewhere (phonelease end, the API or the dashboard)';
+    case 'expired':
+      return 'reached its deadline (raise --timeout for a longer lease)';
+    case 'credit_exhausted':
+      return 'was ended by the service: the account ran out of credit';
+    case 'failed':
+    case 'lost':
+      return `was ended by the service: its phone ${record.end_reason === 'lost' ? 'was lost' : 'failed'}`;
+    default:
+      return 'was ended by the service (deadline passed, or ended elsewhere)';
   }
 }
 

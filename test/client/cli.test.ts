@@ -311,6 +311,38 @@ describe('phonelease lease', () => {
     }
   });
 
+  it('notices within seconds when the session is ended from another terminal, and exits 1 saying so', async () => {
+    const lease = startLease(['--json']);
+    try {
+      const { stdout } = await lease.waitFor(/"session"/);
+      const { session } = JSON.parse(stdout) as { session: string };
+      expect((await cli(['end', session])).code).toBe(0);
+      const endedAt = Date.now();
+      expect(await lease.exited).toBe(1);
+      // It polls every 2 s; the rest is room for a loaded machine.
+      expect(Date.now() - endedAt).toBeLessThan(6000);
+      expect(lease.output.stderr).toContain(
+        `phonelease: session ${session} was ended elsewhere (phonelease end, the API or the dashboard); the phone is gone.`,
+      );
+    } finally {
+      lease.child.kill('SIGKILL');
+    }
+  });
+
+  it('says so when the session reaches its deadline, and exits 1', async () => {
+    const lease = startLease(['--json', '--timeout', '3']);
+    try {
+      const { stdout } = await lease.waitFor(/"session"/);
+      const { session } = JSON.parse(stdout) as { session: string };
+      expect(await lease.exited).toBe(1);
+      expect(lease.output.stderr).toContain(
+        `phonelease: session ${session} reached its deadline (raise --timeout for a longer lease); the phone is gone.`,
+      );
+    } finally {
+      lease.child.kill('SIGKILL');
+    }
+  });
+
   it('without a stock adb, says adb is not installed and how to get it, and still prints the serial', async () => {
     // An empty PATH and no SDK: no adb anywhere (node itself runs by its absolute path).
     const lease = startLease([], {
