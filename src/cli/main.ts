@@ -5,7 +5,8 @@
  * pulls in the server's dependencies unless asked to run one.
  *
  * Exit codes: 0 success, 1 failure (the service refused, could not be reached, ...),
- * 2 usage (unknown command or option, missing configuration).
+ * 2 usage (unknown command or option, missing configuration); `lease`, which runs until it
+ * is stopped, exits 130 after SIGINT and 143 after SIGTERM (see leaseCommand).
  */
 import { createRequire } from 'node:module';
 import { ConfigurationError, PhoneleaseError } from '../errors.js';
