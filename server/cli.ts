@@ -5,16 +5,17 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { systemClock } from './clock.js';
 import { createAccount } from './runtime/accounts.js';
 import { SERVER_DEFAULTS, startServer } from './main.js';
 import { cryptoRandom } from './secrets.js';
 import { openDatabase, Store } from './store/store.js';
+import { parseCommandLine } from '../src/cli/args.js';
+import { UsageError, usageHint } from '../src/cli/usage.js';
 
-export class UsageError extends Error {
-  override name = 'UsageError';
-}
+// The command line's own usage error (exit code 2), so that both halves of `phonelease`
+// report option mistakes the same way.
+export { UsageError };
 
 const defaultDataDir = () =>
   join(process.env.XDG_DATA_HOME ?? join(homedir(), '.local', 'share'), 'phonelease');
@@ -33,9 +34,9 @@ Serves the phone-session API over local phones. --port 0 picks a free port. With
 prints one line {"url": "..."} to stdout once it listens; logs go to stderr.`;
 
 export async function runServerCommand(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
+  const { values, positionals } = parseCommandLine(
+    argv,
+    {
       host: { type: 'string' },
       port: { type: 'string' },
       data: { type: 'string' },
@@ -47,12 +48,16 @@ export async function runServerCommand(argv: string[]): Promise<void> {
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
-    strict: true,
-  });
+    { command: 'server', usage: SERVER_USAGE },
+  );
   if (values.help) {
     console.log(SERVER_USAGE);
     return;
   }
+  if (positionals.length > 0)
+    throw new UsageError(
+      `server takes no arguments (got "${positionals[0]}")\n\n${usageHint('server', SERVER_USAGE)}`,
+    );
   const device = values.device ?? 'virtual';
   if (device !== 'virtual' && device !== 'emulator')
     throw new UsageError(`--device must be virtual or emulator (got "${device}")`);
@@ -113,14 +118,23 @@ export const ACCOUNTS_USAGE = `Usage: phonelease accounts create [--data DIR] [-
   [--price-cents-per-minute N] [--session-limit N] [--billing-mode metered|disabled] [--no-rent] [--json]
 
 Creates an account on the server's data directory (also while the server runs) and prints
-its uid, its first API key (shown once) and its profile id.`;
+its uid, its profile id and its first API key (shown only now). With --json, prints exactly
+one line {"uid":"...","key":"pck_...","profile_id":"..."} instead.`;
 
 export function runAccountsCommand(argv: string[]): void {
   const [sub, ...rest] = argv;
-  if (sub !== 'create') throw new UsageError(ACCOUNTS_USAGE);
-  const { values } = parseArgs({
-    args: rest,
-    options: {
+  if (sub === '--help' || sub === '-h' || sub === 'help') {
+    console.log(ACCOUNTS_USAGE);
+    return;
+  }
+  if (sub !== 'create') {
+    throw new UsageError(
+      `${sub === undefined ? 'accounts needs a command' : sub.startsWith('-') ? `unknown option ${sub}` : `unknown accounts command "${sub}"`} (its one command is create)\n\n${usageHint('accounts create', ACCOUNTS_USAGE)}`,
+    );
+  }
+  const { values, positionals } = parseCommandLine(
+    rest,
+    {
       data: { type: 'string' },
       email: { type: 'string' },
       name: { type: 'string' },
@@ -130,9 +144,19 @@ export function runAccountsCommand(argv: string[]): void {
       'billing-mode': { type: 'string' },
       'no-rent': { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
     },
-    strict: true,
-  });
+    { command: 'accounts create', usage: ACCOUNTS_USAGE },
+  );
+  if (values.help) {
+    console.log(ACCOUNTS_USAGE);
+    return;
+  }
+  if (positionals.length > 0) {
+    throw new UsageError(
+      `accounts create takes no arguments (got "${positionals[0]}")\n\n${usageHint('accounts create', ACCOUNTS_USAGE)}`,
+    );
+  }
   const mode = values['billing-mode'] ?? 'metered';
   if (mode !== 'metered' && mode !== 'disabled')
     throw new UsageError('--billing-mode must be metered or disabled');

@@ -4,16 +4,18 @@
  * with --json. Secrets are printed only where the user asked for them: the viewer URL of
  * `lease` and the new key of `keys create`.
  */
-import { parseArgs } from 'node:util';
+import { constants as osConstants } from 'node:os';
 import type { Account, HistoryRecord, Session } from '../api/schemas.js';
 import { PhoneSessionClient } from '../client.js';
-import { AdbError, NotFoundError } from '../errors.js';
-import { waitForCleanup } from '../lease/end.js';
-import { leasePhone } from '../lease/lease.js';
-import { stderrLogger } from '../util/log.js';
-import { sleep } from '../util/time.js';
+import { AdbError, ConfigurationError, NotFoundError } from '../errors.js';
+import { endAndConfirm, waitForCleanup } from '../lease/end.js';
+import { leasePhone, type Lease } from '../lease/lease.js';
+import { newIdempotencyKey } from '../util/ids.js';
+import { stderrLogger, type PhoneleaseLogger } from '../util/log.js';
+import { formatDuration, sleep } from '../util/time.js';
+import { parseCommandLine, type OptionsConfig } from './args.js';
 import { dollars, fields, relative, span, table, when } from './format.js';
-import { USAGE, UsageError } from './usage.js';
+import { USAGE, UsageError, usageHint } from './usage.js';
 
 export interface CommandIo {
   out(text: string): void;
@@ -27,15 +29,14 @@ const COMMON = {
   'base-url': { type: 'string' },
 } as const;
 
-/** Runs parseArgs, turning its errors into a UsageError with the command's help. */
-function parse<T>(command: string, run: () => T): T {
-  try {
-    return run();
-  } catch (error) {
-    throw new UsageError(
-      `${error instanceof Error ? error.message : String(error)}\n\n${USAGE[command] ?? ''}`,
-    );
-  }
+/** Parses a client command's options (see args.ts); usage errors end with its synopsis. */
+function parse<const O extends OptionsConfig>(command: string, argv: string[], options: O) {
+  return parseCommandLine(argv, options, { command, usage: USAGE[command] ?? '' });
+}
+
+/** A usage error of `command`: what is wrong, then the command's synopsis. */
+function usageError(command: string, message: string): UsageError {
+  return new UsageError(`${message}\n\n${usageHint(command, USAGE[command] ?? '')}`);
 }
 
 /**
@@ -44,10 +45,42 @@ function parse<T>(command: string, run: () => T): T {
  */
 const CLI_RETRY = { maxRetries: 2, budgetMs: 5_000 };
 
+/**
+ * The client for a command. Missing configuration is reported here, in the command line's
+ * terms (environment variables, --base-url, where a key comes from), not the library's
+ * ("pass { baseUrl, apiKey } to the client").
+ */
 function clientFor(values: { 'base-url'?: string | boolean | undefined }, io: CommandIo): PhoneSessionClient {
-  const baseUrl = typeof values['base-url'] === 'string' ? values['base-url'] : undefined;
-  return new PhoneSessionClient({ env: io.env, retry: CLI_RETRY, ...(baseUrl ? { baseUrl } : {}) });
+  const flagUrl = typeof values['base-url'] === 'string' ? values['base-url'] : undefined;
+  const missing: string[] = [];
+  if (!flagUrl && !io.env.PHONELEASE_BASE_URL)
+    missing.push(
+      'the service address: set PHONELEASE_BASE_URL, or pass --base-url (e.g. --base-url http://127.0.0.1:8080)',
+    );
+  if (!io.env.PHONELEASE_API_KEY)
+    missing.push('an API key: set PHONELEASE_API_KEY (a key is never taken from the command line)');
+  if (missing.length > 0) {
+    const what = missing.length === 1 ? missing[0] : `configuration:\n  - ${missing.join('\n  - ')}`;
+    throw new ConfigurationError(`missing ${what}${io.env.PHONELEASE_API_KEY ? '' : `\n${GET_A_KEY}`}`);
+  }
+  if (flagUrl !== undefined && !isHttpUrl(flagUrl))
+    throw new UsageError(
+      `--base-url must be an http(s) URL such as http://127.0.0.1:8080 (got "${flagUrl}")`,
+    );
+  return new PhoneSessionClient({ env: io.env, retry: CLI_RETRY, ...(flagUrl ? { baseUrl: flagUrl } : {}) });
 }
+
+function isHttpUrl(text: string): boolean {
+  try {
+    return /^https?:$/.test(new URL(text).protocol);
+  } catch {
+    return false;
+  }
+}
+
+const GET_A_KEY = `To get a key: "phonelease keys create LABEL" makes another one for an account you already
+have a key for; on the server's machine, "phonelease accounts create" makes an account and
+its first key (a new server also writes its first key to first-key.txt in its data directory).`;
 
 function positiveInt(name: string, value: string | boolean | undefined): number | undefined {
   if (value === undefined || typeof value === 'boolean') return undefined;
@@ -69,11 +102,9 @@ function publicSession(
 // ---------------------------------------------------------------------------------------
 
 export async function sessionsCommand(argv: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parse('sessions', () =>
-    parseArgs({ args: argv, options: COMMON, allowPositionals: true }),
-  );
+  const { values, positionals } = parse('sessions', argv, COMMON);
   if (values.help) return help('sessions', io);
-  if (positionals.length > 0) throw new UsageError(`sessions takes no arguments\n\n${USAGE.sessions}`);
+  if (positionals.length > 0) throw usageError('sessions', 'sessions takes no arguments');
   const sessions = await clientFor(values, io).listSessions();
   if (values.json) {
     json(io, sessions.map(publicSession));
@@ -103,11 +134,9 @@ export async function sessionsCommand(argv: string[], io: CommandIo): Promise<nu
 }
 
 export async function endCommand(argv: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parse('end', () =>
-    parseArgs({ args: argv, options: COMMON, allowPositionals: true }),
-  );
+  const { values, positionals } = parse('end', argv, COMMON);
   if (values.help) return help('end', io);
-  if (positionals.length !== 1) throw new UsageError(`end takes exactly one session id\n\n${USAGE.end}`);
+  if (positionals.length !== 1) throw usageError('end', 'end takes exactly one session id');
   const sid = positionals[0]!;
   const client = clientFor(values, io);
   let released: boolean;
@@ -133,18 +162,15 @@ export async function endCommand(argv: string[], io: CommandIo): Promise<number>
 }
 
 export async function historyCommand(argv: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parse('history', () =>
-    parseArgs({
-      args: argv,
-      options: { ...COMMON, limit: { type: 'string' }, all: { type: 'boolean', default: false } },
-      allowPositionals: true,
-    }),
-  );
+  const { values, positionals } = parse('history', argv, {
+    ...COMMON,
+    limit: { type: 'string' },
+    all: { type: 'boolean', default: false },
+  });
   if (values.help) return help('history', io);
-  if (positionals.length > 0) throw new UsageError(`history takes no arguments\n\n${USAGE.history}`);
+  if (positionals.length > 0) throw usageError('history', 'history takes no arguments');
   const limit = positiveInt('limit', values.limit);
-  if (limit !== undefined && values.all)
-    throw new UsageError(`use --limit or --all, not both\n\n${USAGE.history}`);
+  if (limit !== undefined && values.all) throw usageError('history', 'use --limit or --all, not both');
   const client = clientFor(values, io);
   let records: HistoryRecord[];
   if (values.all || (limit !== undefined && limit > 100)) {
@@ -181,11 +207,9 @@ export async function historyCommand(argv: string[], io: CommandIo): Promise<num
 }
 
 export async function meCommand(argv: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parse('me', () =>
-    parseArgs({ args: argv, options: COMMON, allowPositionals: true }),
-  );
+  const { values, positionals } = parse('me', argv, COMMON);
   if (values.help) return help('me', io);
-  if (positionals.length > 0) throw new UsageError(`me takes no arguments\n\n${USAGE.me}`);
+  if (positionals.length > 0) throw usageError('me', 'me takes no arguments');
   const me: Account = await clientFor(values, io).me();
   if (values.json) {
     json(io, me);
@@ -215,16 +239,15 @@ export async function meCommand(argv: string[], io: CommandIo): Promise<number> 
 }
 
 export async function keysCommand(argv: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parse('keys', () =>
-    parseArgs({ args: argv, options: COMMON, allowPositionals: true }),
-  );
+  const { values, positionals } = parse('keys', argv, COMMON);
   if (values.help) return help('keys', io);
   const [sub, ...rest] = positionals;
-  const client = clientFor(values, io);
+  // Built once the subcommand is known to be valid: a typo is a usage error first.
+  const client = () => clientFor(values, io);
   switch (sub) {
     case 'create': {
-      if (rest.length !== 1 || !rest[0]) throw new UsageError(`keys create takes one LABEL\n\n${USAGE.keys}`);
-      const created = await client.createKey(rest[0]);
+      if (rest.length !== 1 || !rest[0]) throw usageError('keys', 'keys create takes one LABEL');
+      const created = await client().createKey(rest[0]);
       if (values.json) json(io, created);
       else {
         io.out(`${created.key}\n`);
@@ -235,8 +258,8 @@ export async function keysCommand(argv: string[], io: CommandIo): Promise<number
       return 0;
     }
     case 'list': {
-      if (rest.length > 0) throw new UsageError(`keys list takes no arguments\n\n${USAGE.keys}`);
-      const keys = await client.listKeys();
+      if (rest.length > 0) throw usageError('keys', 'keys list takes no arguments');
+      const keys = await client().listKeys();
       if (values.json) json(io, keys);
       else
         io.out(
@@ -249,127 +272,196 @@ export async function keysCommand(argv: string[], io: CommandIo): Promise<number
     }
     case 'revoke': {
       if (rest.length !== 1 || !/^[a-f0-9]{64}$/.test(rest[0] ?? '')) {
-        throw new UsageError(
-          `keys revoke takes one key HASH (64 hex characters, from "phonelease keys list")\n\n${USAGE.keys}`,
+        throw usageError(
+          'keys',
+          'keys revoke takes one key HASH (64 hex characters, from "phonelease keys list")',
         );
       }
-      await client.revokeKey(rest[0]!);
+      await client().revokeKey(rest[0]!);
       if (values.json) json(io, { key_hash: rest[0], revoked: true });
       else io.out(`Revoked key ${rest[0]}.\n`);
       return 0;
     }
     default:
-      throw new UsageError(
-        `${sub ? `unknown keys command "${sub}"` : 'keys needs a command'}\n\n${USAGE.keys}`,
-      );
+      throw usageError('keys', sub ? `unknown keys command "${sub}"` : 'keys needs a command');
   }
 }
 
 /**
  * `phonelease lease`: a phone for a person. Stays in the foreground with the tunnel open;
- * Ctrl-C (or SIGTERM) ends the session and confirms cleanup, then exits 0.
+ * Ctrl-C (or SIGTERM) ends the session and confirms cleanup, then exits with the shell's
+ * code for that signal (130, 143), whether the phone was still starting or ready.
  */
 export async function leaseCommand(argv: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parse('lease', () =>
-    parseArgs({
-      args: argv,
-      options: {
-        ...COMMON,
-        profile: { type: 'boolean', default: false },
-        timeout: { type: 'string' },
-        'start-timeout': { type: 'string' },
-      },
-      allowPositionals: true,
-    }),
-  );
+  const { values, positionals } = parse('lease', argv, {
+    ...COMMON,
+    profile: { type: 'boolean', default: false },
+    timeout: { type: 'string' },
+    'start-timeout': { type: 'string' },
+  });
   if (values.help) return help('lease', io);
-  if (positionals.length > 0) throw new UsageError(`lease takes no arguments\n\n${USAGE.lease}`);
+  if (positionals.length > 0) throw usageError('lease', 'lease takes no arguments');
   const timeoutSeconds = positiveInt('timeout', values.timeout) ?? 3600;
   const startTimeoutMs = (positiveInt('start-timeout', values['start-timeout']) ?? 180) * 1000;
   const client = clientFor(values, io);
   const logger = stderrLogger();
+  // The create's key is chosen here, not inside leasePhone, so that a start cut short by a
+  // signal can still be traced to its session and that session's end reported.
+  const requestKey = newIdempotencyKey();
 
   // Ctrl-C during the start cancels it (the lease ends what it made); after, it ends the lease.
   const stop = new AbortController();
+  const stopped: { by: NodeJS.Signals | null; at: number } = { by: null, at: 0 };
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stop.signal.aborted) {
-      // A second Ctrl-C: the user will not wait. The server's deadline ends the phone.
+    if (stopped.by) {
+      // A second signal: the user will not wait. The server's deadline ends the phone.
       io.err(`phonelease: ${signal} again, exiting without waiting for the session to end\n`);
-      process.exit(130);
+      process.exit(signalExitCode(signal));
     }
+    stopped.by = signal;
+    stopped.at = Date.now();
     io.err(`phonelease: ${signal}, ending the session (Ctrl-C again to exit at once)\n`);
     stop.abort(new Error(`Stopped by ${signal}.`));
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
-    const phone = await leasePhone({
-      client,
-      profile: values.profile === true,
-      timeoutSeconds,
-      startTimeoutMs: Math.min(startTimeoutMs, timeoutSeconds * 1000),
-      logger,
-      signal: stop.signal,
-      // This command handles the signals itself (to report and exit 0); the reaper stays on.
-      handleSignals: false,
-    });
+    let phone: Lease;
     try {
-      let serial: string;
-      let adbHint = '';
-      try {
-        serial = await phone.adbSerial();
-      } catch (error) {
-        if (!(error instanceof AdbError) || error.code !== 'adb_unavailable') throw error;
-        // No stock adb here: the tunnel still works for any adb that can reach this machine.
-        serial = await phone.adbSerial({ connect: false });
-        adbHint = ` (stock adb not found: connect with "adb connect ${serial}")`;
-      }
-      const viewer = await phone.ownerViewer();
-      if (values.json) {
-        io.out(
-          JSON.stringify({
-            session: phone.id,
-            serial,
-            viewer_url: viewer.url,
-            device: phone.session.device,
-            expires_at: phone.session.expires_at,
-          }) + '\n',
-        );
-      } else {
-        io.out(
-          fields([
-            ['session', phone.id],
-            ['device', phone.session.device ?? '-'],
-            ['adb serial', `${serial}${adbHint}`],
-            ['viewer', `${viewer.url}  (interactive; keep it to yourself)`],
-            ['expires', `${when(phone.session.expires_at)} (${relative(phone.session.expires_at)})`],
-          ]) + `\nTry: adb -s ${serial} shell\nPress Ctrl-C to end the session.\n`,
-        );
-      }
-      const why = await untilStopped(client, phone.id, stop.signal);
-      const ended = await phone.end();
-      if (why === 'gone') {
-        io.err(
-          `phonelease: session ${phone.id} was ended by the service (deadline passed, or ended elsewhere)\n`,
-        );
-        return 1;
-      }
-      // The lease's logger has already said how the end went.
-      return ended.cleanupConfirmed ? 0 : 1;
+      phone = await leasePhone({
+        client,
+        profile: values.profile === true,
+        timeoutSeconds,
+        startTimeoutMs: Math.min(startTimeoutMs, timeoutSeconds * 1000),
+        idempotencyKey: requestKey,
+        logger,
+        signal: stop.signal,
+        // This command handles the signals itself (to report and choose the exit code); the reaper stays on.
+        handleSignals: false,
+      });
+    } catch (error) {
+      if (!stopped.by) throw error;
+      await reportStoppedStart(client, requestKey, stopped.at, logger);
+      return signalExitCode(stopped.by);
+    }
+    let why: 'signal' | 'gone';
+    try {
+      // A signal that came as the phone became ready: end it without showing it first.
+      why = stop.signal.aborted
+        ? 'signal'
+        : await holdPhone(phone, client, values.json === true, io, stop.signal);
     } finally {
+      // The phone ends before the command returns, whatever happened; the lease's logger
+      // says how the end went.
       await phone.end();
     }
-  } catch (error) {
-    // Stopped during the start: the start cleaned up; a clean exit.
-    if (stop.signal.aborted) return 0;
-    throw error;
+    if (why === 'gone') {
+      io.err(`phonelease: session ${phone.id} ${await howItEnded(client, phone.id)}; the phone is gone.\n`);
+      return 1;
+    }
+    return signalExitCode(stopped.by ?? 'SIGINT');
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
 }
 
-/** Resolves 'signal' when the user stops, 'gone' when the session ends on its own. */
+/** Shows a ready phone (serial, viewer URL) and waits until the user stops or the session ends. */
+async function holdPhone(
+  phone: Lease,
+  client: PhoneSessionClient,
+  asJson: boolean,
+  io: CommandIo,
+  signal: AbortSignal,
+): Promise<'signal' | 'gone'> {
+  let serial: string;
+  // Why the stock adb could not be connected, when it could not: said instead of advice
+  // to run a tool that is not there.
+  let adbProblem: string | null = null;
+  try {
+    serial = await phone.adbSerial();
+  } catch (error) {
+    if (!(error instanceof AdbError) || error.code !== 'adb_unavailable') throw error;
+    // The tunnel works without the stock adb (any adb that reaches this machine can use
+    // it), so the serial is still worth printing for later.
+    serial = await phone.adbSerial({ connect: false });
+    adbProblem = adbMissing(error)
+      ? `adb is not installed, so the phone is not connected to it. Install it (Debian/Ubuntu: sudo apt-get install adb), or set ANDROID_HOME to an Android SDK with platform-tools; then: adb connect ${serial}`
+      : `the stock adb could not be run (${error.message}); once it runs: adb connect ${serial}`;
+  }
+  const viewer = await phone.ownerViewer();
+  if (asJson) {
+    io.out(
+      JSON.stringify({
+        session: phone.id,
+        serial,
+        viewer_url: viewer.url,
+        device: phone.session.device,
+        expires_at: phone.session.expires_at,
+      }) + '\n',
+    );
+    // stdout holds the one JSON line; the advice goes with the progress.
+    if (adbProblem) io.err(`phonelease: ${adbProblem}\n`);
+  } else {
+    io.out(
+      fields([
+        ['session', phone.id],
+        ['device', phone.session.device ?? '-'],
+        ['adb serial', adbProblem ? `${serial} (not connected: see below)` : serial],
+        ['viewer', `${viewer.url}  (interactive; keep it to yourself)`],
+        ['expires', `${when(phone.session.expires_at)} (${relative(phone.session.expires_at)})`],
+      ]) +
+        `\n${adbProblem ? `Note: ${adbProblem}` : `Try: adb -s ${serial} shell`}\nPress Ctrl-C to end the session.\n`,
+    );
+  }
+  return untilStopped(client, phone.id, signal);
+}
+
+/** The shell's exit code for a process ended by `signal`: 128 + its number (SIGINT 130, SIGTERM 143). */
+function signalExitCode(signal: NodeJS.Signals): number {
+  return 128 + (osConstants.signals[signal] ?? 0);
+}
+
+/**
+ * After a start stopped by a signal. leasePhone has already ended what the start made, but
+ * says so only at debug level; the create's key finds that session, so the end is reported
+ * (and confirmed) the way Lease.end() reports it after ready: Ctrl-C reads the same at
+ * every moment.
+ */
+async function reportStoppedStart(
+  client: PhoneSessionClient,
+  requestKey: string,
+  stoppedAt: number,
+  logger: PhoneleaseLogger,
+): Promise<void> {
+  // Idempotent: a session the start already ended is found by its key and confirmed.
+  const result = await endAndConfirm(client, { sessionId: null, requestKey });
+  const took = formatDuration(Date.now() - stoppedAt);
+  if (result.outcome === 'nothing_to_end') {
+    logger.info('stopped before a session was created; nothing to end');
+  } else if (result.outcome === 'failed') {
+    const why = result.error instanceof Error ? result.error.message : String(result.error);
+    logger.warn(
+      `could not confirm that the stopped start left no phone behind: ${why}. "phonelease sessions" lists it if it did; its deadline ends it in any case.`,
+    );
+  } else if (!result.cleanupConfirmed) {
+    logger.warn(
+      `session ${result.sessionId} ended but its cleanup was not confirmed within ${took}; the service keeps trying.`,
+    );
+  } else {
+    // Ended at the user's request, by the start's own cleanup or just now.
+    logger.info(`${result.sessionId}: ended (released, cleanup confirmed in ${took})`);
+  }
+}
+
+/**
+ * How often a held lease asks whether its session is still live. A person who ends it from
+ * another terminal (or the dashboard) should see this command notice within seconds. The
+ * long poll does not help here: the service answers ?wait= at once for a ready session.
+ */
+const LIVENESS_POLL_MS = 2000;
+
+/** Resolves 'signal' when the user stops, 'gone' when the session ends without us. */
 async function untilStopped(
   client: PhoneSessionClient,
   sid: string,
@@ -377,19 +469,46 @@ async function untilStopped(
 ): Promise<'signal' | 'gone'> {
   for (;;) {
     // A ref'd timer keeps the process in the foreground (the tunnel itself does not).
-    const stopped = await sleep(10_000, signal).then(
+    const stopped = await sleep(LIVENESS_POLL_MS, signal).then(
       () => false,
       () => true,
     );
     if (stopped) return 'signal';
     try {
-      const s = await client.getSession(sid);
+      const s = await client.getSession(sid, { signal });
       if (s.state !== 'ready') return 'gone';
     } catch (error) {
+      if (signal.aborted) return 'signal';
       if (error instanceof NotFoundError) return 'gone';
       // The service is unreachable for a moment: keep the phone, try again later.
     }
   }
+}
+
+/** Why a session ended without this command ending it, from its history record. */
+async function howItEnded(client: PhoneSessionClient, sid: string): Promise<string> {
+  const record = await client.history().then(
+    (records) => records.find((r) => r.sid === sid),
+    () => undefined,
+  );
+  switch (record?.end_reason) {
+    case 'released':
+      return 'was ended elsewhere (phonelease end, the API or the dashboard)';
+    case 'expired':
+      return 'reached its deadline (raise --timeout for a longer lease)';
+    case 'credit_exhausted':
+      return 'was ended by the service: the account ran out of credit';
+    case 'failed':
+    case 'lost':
+      return `was ended by the service: its phone ${record.end_reason === 'lost' ? 'was lost' : 'failed'}`;
+    default:
+      return 'was ended by the service (deadline passed, or ended elsewhere)';
+  }
+}
+
+/** Whether the stock adb failed because there is no adb binary (rather than one that would not run). */
+function adbMissing(error: AdbError): boolean {
+  return (error.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
 }
 
 function help(command: string, io: CommandIo): number {

@@ -5,8 +5,10 @@
  * pulls in the server's dependencies unless asked to run one.
  *
  * Exit codes: 0 success, 1 failure (the service refused, could not be reached, ...),
- * 2 usage (unknown command or option, missing configuration).
+ * 2 usage (unknown command or option, missing configuration); `lease`, which runs until it
+ * is stopped, exits 130 after SIGINT and 143 after SIGTERM (see leaseCommand).
  */
+import { createRequire } from 'node:module';
 import { ConfigurationError, PhoneleaseError } from '../errors.js';
 import { redact } from '../util/redact.js';
 import {
@@ -18,7 +20,8 @@ import {
   sessionsCommand,
   type CommandIo,
 } from './commands.js';
-import { MAIN_USAGE, UsageError } from './usage.js';
+import { editDistance } from './args.js';
+import { MAIN_USAGE, USAGE, UsageError } from './usage.js';
 
 const CLIENT_COMMANDS: Record<string, (argv: string[], io: CommandIo) => Promise<number>> = {
   lease: leaseCommand,
@@ -42,24 +45,51 @@ async function main(argv: string[]): Promise<number> {
       runAccountsCommand(rest);
       return 0;
     }
-    case undefined:
+    case '--version':
+    case '-v':
+      process.stdout.write(`${packageVersion()}\n`);
+      return 0;
     case 'help':
     case '--help':
     case '-h':
-      if (command === undefined) {
-        process.stderr.write(`${MAIN_USAGE}\n`);
-        return 2;
-      }
+      // `phonelease help lease` is `phonelease lease --help`.
+      if (command === 'help' && rest[0] !== undefined && rest[0] !== command)
+        return main([rest[0], '--help']);
       process.stdout.write(`${MAIN_USAGE}\n`);
       return 0;
+    case undefined:
+      // No command is a mistake (exit 2), but the usage is the answer to it.
+      process.stderr.write(`${MAIN_USAGE}\n`);
+      return 2;
   }
   const run = CLIENT_COMMANDS[command];
-  if (!run) throw new UsageError(`unknown command "${command}"\n\n${MAIN_USAGE}`);
+  if (!run) {
+    const what = command.startsWith('-') ? `unknown option ${command}` : `unknown command "${command}"`;
+    const guess = command.startsWith('-') ? null : closestCommand(command);
+    throw new UsageError(
+      `${what}${guess ? ` (did you mean ${guess}?)` : ''}\n\nRun "phonelease --help" for the commands.`,
+    );
+  }
   return run(rest, {
     out: (text) => process.stdout.write(text),
     err: (text) => process.stderr.write(redact(text)),
     env: process.env,
   });
+}
+
+const COMMANDS = [...Object.keys(USAGE), 'server', 'accounts', 'help'];
+
+/** The command a mistyped one most likely meant (`leas` -> lease), or null. */
+function closestCommand(typed: string): string | null {
+  const best = COMMANDS.map((name) => ({ name, distance: editDistance(typed, name) })).sort(
+    (a, b) => a.distance - b.distance,
+  )[0];
+  return best && best.distance <= Math.max(1, Math.floor(best.name.length / 3)) ? best.name : null;
+}
+
+/** The installed package's version, from its own package.json (exported as phonelease/package.json). */
+function packageVersion(): string {
+  return (createRequire(import.meta.url)('phonelease/package.json') as { version: string }).version;
 }
 
 function describe(err: unknown): { message: string; code: number } {
@@ -73,13 +103,28 @@ function describe(err: unknown): { message: string; code: number } {
   return { message: err instanceof Error ? err.message : String(err), code: 1 };
 }
 
-main(process.argv.slice(2)).then(
+/**
+ * The library's messages point at PHONELEASE_BASE_URL ("check PHONELEASE_BASE_URL and that
+ * the service is running"). A user who gave --base-url should be pointed at that flag: the
+ * variable may not even be set, or be set to something the flag overrode.
+ */
+function inTermsOfTheFlagsUsed(message: string, argv: string[]): string {
+  const end = argv.indexOf('--');
+  const options = end === -1 ? argv : argv.slice(0, end);
+  if (!options.some((arg) => arg === '--base-url' || arg.startsWith('--base-url='))) return message;
+  return message
+    .replaceAll('set PHONELEASE_BASE_URL to', 'pass --base-url')
+    .replaceAll('PHONELEASE_BASE_URL', '--base-url');
+}
+
+const argv = process.argv.slice(2);
+main(argv).then(
   (code) => {
     process.exitCode = code;
   },
   (err: unknown) => {
     const { message, code } = describe(err);
-    process.stderr.write(redact(`phonelease: ${message}`) + '\n');
+    process.stderr.write(redact(`phonelease: ${inTermsOfTheFlagsUsed(message, argv)}`) + '\n');
     process.exitCode = code;
   },
 );

@@ -6,6 +6,15 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/**
+ * What follows a usage error: the command's synopsis (its usage up to the first blank line)
+ * and where the rest is, rather than the whole help text after every typo.
+ */
+export function usageHint(command: string, usage: string): string {
+  const synopsis = usage.split(/\n\s*\n/)[0] ?? usage;
+  return `${synopsis}\nRun "phonelease ${command} --help" for details.`;
+}
+
 const CONNECTION = `The service and key come from PHONELEASE_BASE_URL and PHONELEASE_API_KEY
 (--base-url overrides the first; the key is never taken from the command line).`;
 
@@ -26,7 +35,8 @@ Server commands:
   server [...]                      Run the phone-session API over local phones
   accounts create [...]             Create an account on a server's data directory
 
-Every client command takes --json (machine-readable output) and --help.
+Every command takes --help, and --json for machine-readable output; "phonelease help
+COMMAND" is the same as "phonelease COMMAND --help". "phonelease --version" prints the version.
 ${CONNECTION}
 
 Exit codes: 0 success, 1 failure, 2 usage error.`;
@@ -36,7 +46,9 @@ export const USAGE: Record<string, string> = {
 
 Leases a phone, connects the stock adb to it through a local tunnel, prints its adb serial
 and an interactive viewer URL, and keeps the tunnel open until Ctrl-C (or SIGTERM). Then it
-ends the session and confirms its cleanup. Progress goes to stderr.
+ends the session, confirms its cleanup and exits 130 (143 for SIGTERM), also when stopped
+while the phone is still starting. A session ended elsewhere, or by its deadline, exits 1.
+Progress goes to stderr.
 
   --profile          Use the account's own profile phone (kept between sessions)
   --timeout S        The session's lifetime in seconds (default 3600)

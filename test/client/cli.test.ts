@@ -3,6 +3,8 @@
  * output, exit codes (0 ok, 1 failure, 2 usage), and `lease` held then stopped with Ctrl-C.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -37,6 +39,31 @@ function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessE
 /** The CLI from source (tsx), so this file tests the code as it is, not the last build. */
 function cli(args: string[], extra: Record<string, string | undefined> = {}): Promise<CliResult> {
   return runNode(['--import', 'tsx', MAIN, ...args], { cwd: ROOT, env: cliEnv(extra) });
+}
+
+/** `phonelease lease ...` as a child process, its output collected as it comes. */
+function startLease(args: string[], extra: Record<string, string | undefined> = {}) {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'lease', ...args], {
+    cwd: ROOT,
+    env: cliEnv(extra),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d: Buffer) => (output.stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output.stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+  return {
+    child,
+    output,
+    exited,
+    /** Resolves once stdout or stderr matches (both as they are then). */
+    waitFor: (pattern: RegExp) =>
+      eventually(
+        async () => output,
+        (o) => pattern.test(o.stdout) || pattern.test(o.stderr),
+        30_000,
+      ),
+  };
 }
 
 describe('phonelease (client commands)', () => {
@@ -132,6 +159,68 @@ describe('phonelease (client commands)', () => {
     // Sixteen processes in a row: give a loaded machine room.
   }, 120_000);
 
+  it('an unknown option is named with the closest known one, then the usage hint; exit 2', async () => {
+    const [lease, sessions] = await Promise.all([cli(['lease', '--profle']), cli(['sessions', '--jsn'])]);
+    expect(lease.code).toBe(2);
+    expect(lease.stderr).toMatch(
+      /^phonelease: unknown option --profle \(did you mean --profile\?\)\n\nUsage: phonelease lease /,
+    );
+    expect(lease.stderr).toContain('Run "phonelease lease --help" for details.');
+    expect(lease.stderr).not.toContain('positional argument');
+    expect(sessions.code).toBe(2);
+    expect(sessions.stderr).toMatch(/^phonelease: unknown option --jsn \(did you mean --json\?\)/);
+  });
+
+  it('a negative number is a value out of range, however it is written', async () => {
+    const [spaced, inline, limit] = await Promise.all([
+      cli(['lease', '--timeout', '-5']),
+      cli(['lease', '--timeout=-5']),
+      cli(['history', '--limit', '-3']),
+    ]);
+    for (const r of [spaced, inline])
+      expect(r).toMatchObject({
+        code: 2,
+        stderr: 'phonelease: --timeout must be a whole number of at least 1 (got "-5")\n',
+      });
+    expect(limit.code).toBe(2);
+    expect(limit.stderr).toContain('--limit must be a whole number of at least 1 (got "-3")');
+  });
+
+  it('--version and -v print the package version; help COMMAND is COMMAND --help', async () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const [long, short, help] = await Promise.all([cli(['--version']), cli(['-v']), cli(['help', 'lease'])]);
+    expect(long).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: '' });
+    expect(short).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: '' });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: phonelease lease /);
+  });
+
+  it('missing configuration is explained in command-line terms: variables, --base-url, how to get a key', async () => {
+    const [noKey, noUrl] = await Promise.all([
+      cli(['me'], { PHONELEASE_API_KEY: undefined }),
+      cli(['sessions'], { PHONELEASE_BASE_URL: undefined }),
+    ]);
+    expect(noKey.code).toBe(2);
+    expect(noKey.stderr).toMatch(/^phonelease: missing an API key: set PHONELEASE_API_KEY /);
+    expect(noKey.stderr).toContain('"phonelease keys create LABEL"');
+    expect(noKey.stderr).toContain('"phonelease accounts create"');
+    expect(noKey.stderr).not.toContain('pass { baseUrl, apiKey }');
+    expect(noUrl).toMatchObject({
+      code: 2,
+      stderr:
+        'phonelease: missing the service address: set PHONELEASE_BASE_URL, or pass --base-url (e.g. --base-url http://127.0.0.1:8080)\n',
+    });
+  });
+
+  it('an unreachable --base-url is reported as that flag, not as PHONELEASE_BASE_URL', async () => {
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const r = await cli(['me', '--base-url', url]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`Could not reach the phone-session service at ${url}`);
+    expect(r.stderr).toContain('check --base-url');
+    expect(r.stderr).not.toContain('PHONELEASE_BASE_URL');
+  });
+
   it('server and accounts are still served by the same command', async () => {
     const data = tempDir();
     const created = await cli(['accounts', 'create', '--data', data, '--json']);
@@ -177,7 +266,8 @@ describe('phonelease lease', () => {
       expect(hi.stdout).toBe('hi\n');
 
       child.kill('SIGINT');
-      expect(await exited).toBe(0);
+      // The shell's code for SIGINT, once the session has ended.
+      expect(await exited).toBe(130);
       expect(await liveIds(t)).toEqual([]);
       expect(stderr).toContain(`${out.session}: ended (released, cleanup confirmed`);
       expect(stderr).not.toContain(t.account.key);
@@ -188,26 +278,93 @@ describe('phonelease lease', () => {
     }
   });
 
-  it('Ctrl-C while the phone is still starting ends what was started and exits 0', async () => {
+  it('Ctrl-C while the phone is still starting ends it, reports the end like after ready, and exits 130', async () => {
     const slow = await startTestServer({ bootMs: 20_000 });
     try {
-      const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'lease'], {
-        cwd: ROOT,
-        env: cliEnv({ PHONELEASE_BASE_URL: slow.url, PHONELEASE_API_KEY: slow.account.key }),
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stderr = '';
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
-      await eventually(
-        async () => stderr,
-        (s) => /: booting/.test(s),
-      );
-      child.kill('SIGINT');
-      expect(await exited).toBe(0);
-      expect((await slow.api.get('/sessions')).body).toEqual([]);
+      const lease = startLease([], { PHONELEASE_BASE_URL: slow.url, PHONELEASE_API_KEY: slow.account.key });
+      try {
+        const { stderr } = await lease.waitFor(/: booting/);
+        const sid = /(ses_\w+): booting/.exec(stderr)![1]!;
+        lease.child.kill('SIGINT');
+        expect(await lease.exited).toBe(130);
+        expect(lease.output.stderr).toContain(`${sid}: ended (released, cleanup confirmed in `);
+        expect((await slow.api.get('/sessions')).body).toEqual([]);
+      } finally {
+        lease.child.kill('SIGKILL');
+      }
     } finally {
       await slow.close();
+    }
+  });
+
+  it('SIGTERM on a ready phone ends the session, then exits 143', async () => {
+    const lease = startLease(['--json']);
+    try {
+      const { stdout } = await lease.waitFor(/"session"/);
+      const { session } = JSON.parse(stdout) as { session: string };
+      lease.child.kill('SIGTERM');
+      expect(await lease.exited).toBe(143);
+      expect(lease.output.stderr).toContain(`${session}: ended (released, cleanup confirmed in `);
+      expect(await liveIds(t)).toEqual([]);
+    } finally {
+      lease.child.kill('SIGKILL');
+    }
+  });
+
+  it('notices within seconds when the session is ended from another terminal, and exits 1 saying so', async () => {
+    const lease = startLease(['--json']);
+    try {
+      const { stdout } = await lease.waitFor(/"session"/);
+      const { session } = JSON.parse(stdout) as { session: string };
+      expect((await cli(['end', session])).code).toBe(0);
+      const endedAt = Date.now();
+      expect(await lease.exited).toBe(1);
+      // It polls every 2 s; the rest is room for a loaded machine.
+      expect(Date.now() - endedAt).toBeLessThan(6000);
+      expect(lease.output.stderr).toContain(
+        `phonelease: session ${session} was ended elsewhere (phonelease end, the API or the dashboard); the phone is gone.`,
+      );
+    } finally {
+      lease.child.kill('SIGKILL');
+    }
+  });
+
+  it('says so when the session reaches its deadline, and exits 1', async () => {
+    const lease = startLease(['--json', '--timeout', '3']);
+    try {
+      const { stdout } = await lease.waitFor(/"session"/);
+      const { session } = JSON.parse(stdout) as { session: string };
+      expect(await lease.exited).toBe(1);
+      expect(lease.output.stderr).toContain(
+        `phonelease: session ${session} reached its deadline (raise --timeout for a longer lease); the phone is gone.`,
+      );
+    } finally {
+      lease.child.kill('SIGKILL');
+    }
+  });
+
+  it('without a stock adb, says adb is not installed and how to get it, and still prints the serial', async () => {
+    // An empty PATH and no SDK: no adb anywhere (node itself runs by its absolute path).
+    const lease = startLease([], {
+      PATH: tempDir(),
+      ANDROID_HOME: undefined,
+      ANDROID_SDK_ROOT: undefined,
+    });
+    try {
+      const { stdout } = await lease.waitFor(/Press Ctrl-C/);
+      const serial = /^adb serial +(127\.0\.0\.1:\d+) \(not connected: see below\)$/m.exec(stdout)?.[1];
+      expect(serial, stdout).toBeDefined();
+      expect(stdout).toContain('adb is not installed, so the phone is not connected to it.');
+      expect(stdout).toContain('Debian/Ubuntu: sudo apt-get install adb');
+      expect(stdout).toContain('set ANDROID_HOME to an Android SDK with platform-tools');
+      expect(stdout).toContain(`then: adb connect ${serial}`);
+      expect(stdout).not.toContain('Try: adb');
+      expect(stdout).not.toContain('stock adb not found');
+      lease.child.kill('SIGINT');
+      await lease.exited;
+      expect(await liveIds(t)).toEqual([]);
+    } finally {
+      lease.child.kill('SIGKILL');
     }
   });
 });

@@ -129,6 +129,72 @@ describe('command line', () => {
     const u = await runCli(['accounts', 'create', '--billing-mode', 'free', '--data', tempDir()]);
     expect(u.code).toBe(2);
   });
+
+  it('accounts create prints text by default and exactly the JSON line with --json, as the README says', async () => {
+    const [text, json] = await Promise.all([
+      runCli(['accounts', 'create', '--data', tempDir()]),
+      runCli(['accounts', 'create', '--data', tempDir(), '--json']),
+    ]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(
+      /^Created account \S+\n {2}profile: \S+\n {2}API key \(shown only now\): pck_\S+\n$/,
+    );
+    expect(json.code).toBe(0);
+    expect(json.stdout.split('\n')).toHaveLength(2);
+    expect(Object.keys(JSON.parse(json.stdout)).sort()).toEqual(['key', 'profile_id', 'uid']);
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    expect(readme).toContain(
+      'with `--json` it prints exactly one line `{"uid":"...","key":"pck_...","profile_id":"..."}`',
+    );
+  });
+
+  it('--help and -h print the usage to stdout and exit 0 on server, accounts and accounts create', async () => {
+    const runs = [
+      ['server', '--help'],
+      ['server', '-h'],
+      ['accounts', '--help'],
+      ['accounts', '-h'],
+      ['accounts', 'create', '--help'],
+      ['accounts', 'create', '-h'],
+    ];
+    const results = await Promise.all(runs.map((args) => runCli(args)));
+    results.forEach((r, i) => {
+      const args = runs[i]!.join(' ');
+      expect(r.code, args).toBe(0);
+      expect(r.stderr, args).toBe('');
+      expect(r.stdout, args).toMatch(new RegExp(`^Usage: phonelease ${runs[i]![0]} `));
+    });
+    // Without its subcommand, accounts is a usage error that says what is missing.
+    const bare = await runCli(['accounts']);
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toMatch(/^phonelease: accounts needs a command \(its one command is create\)/);
+  });
+
+  it('names unknown options with the closest known one and reads negative numbers as values', async () => {
+    const [typo, unknown, negative, balance] = await Promise.all([
+      runCli(['server', '--prot', '0']),
+      runCli(['accounts', 'create', '--emial', 'a@example.com', '--data', tempDir()]),
+      runCli(['server', '--phones', '-1']),
+      runCli(['accounts', 'create', '--balance-cents', '-5', '--data', tempDir()]),
+    ]);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toMatch(
+      /^phonelease: unknown option --prot \(did you mean --port\?\)\n\nUsage: phonelease server /,
+    );
+    expect(typo.stderr).toContain('Run "phonelease server --help" for details.');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(
+      /^phonelease: unknown option --emial \(did you mean --email\?\)\n\nUsage: phonelease accounts create /,
+    );
+    expect(negative).toMatchObject({
+      code: 2,
+      stderr: 'phonelease: --phones must be an integer >= 1 (got "-1")\n',
+    });
+    expect(balance).toMatchObject({
+      code: 2,
+      stderr: 'phonelease: --balance-cents must be an integer >= 0 (got "-5")\n',
+    });
+  });
 });
 
 describe('restart after kill -9', () => {
