@@ -142,6 +142,40 @@ describe('per test', () => {
     await expectNoLiveSessions();
   });
 
+  it("scope 'test' fails the test whose fresh phone cannot be leased, never running it on the old one", async () => {
+    // One session at a time for this account: the second test's lease meets the first
+    // test's phone still held and is refused with session_limit.
+    const limited = t.other({ sessionLimit: 1 });
+    const spec = `
+describe('per test', () => {
+  for (const n of [1, 2, 3]) {
+    it('test ' + n, async () => {
+      const phone = await browser.phonelease();
+      console.log('phone=' + phone.id + ' test=' + n);
+      await driver.activateApp('com.phonelease.login');
+      await expect($('id=com.phonelease.login:id/result')).toHaveText('');
+    });
+  }
+});`;
+    const run = await runWdio(
+      'wdio-scope-test-refused',
+      {
+        'wdio.conf.ts': wdioConfig({ service: "{ scope: 'test' }", appiumPort: await freePort() }),
+        'specs/per-test.e2e.ts': spec,
+      },
+      { env: { ...env, PHONELEASE_API_KEY: limited.account.key } },
+    );
+    const tail = run.output.slice(-4000);
+    expect(run.exitCode, tail).toBe(1);
+    expect(run.output, tail).toContain('could not lease a fresh phone for "test 2"');
+    // Test 2 never ran on test 1's phone; test 3 got a phone of its own again.
+    const ran = [...run.output.matchAll(/phone=(ses_\w+) test=(\d)/g)].map((m) => [m[2], m[1]]);
+    expect(ran.map(([n]) => n)).toEqual(['1', '3']);
+    expect(ran[0]![1]).not.toBe(ran[1]![1]);
+    expect(run.output, tail).toMatch(/1 passing|2 passing/);
+    expect(await limited.api.get('/sessions').then((r) => r.body)).toEqual([]);
+  });
+
   it('fails a session whose phone cannot be leased with the phonelease error, before Appium is asked', async () => {
     const wrongKey = 'pck_wrong' + 'x'.repeat(36);
     const run = await runWdio(
