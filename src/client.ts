@@ -35,6 +35,7 @@ import { retryPolicy, withRetry, type RetryOptions, type RetryPolicy } from './r
 import { newRequestId } from './util/ids.js';
 import { createDebug } from './util/log.js';
 import { redact } from './util/redact.js';
+import { messageOf } from './util/message.js';
 
 /** The part of a fetch Response the client reads. */
 export interface FetchResponseLike {
@@ -426,7 +427,7 @@ export class PhoneSessionClient {
       signal: spec.call?.signal,
       onRetry: (error, retry, delay) =>
         this.#debug?.(
-          `retry ${retry} of ${spec.method} ${spec.path} in ${Math.round(delay)}ms: ${error instanceof Error ? error.message : String(error)}`,
+          `retry ${retry} of ${spec.method} ${spec.path} in ${Math.round(delay)}ms: ${messageOf(error)}`,
         ),
     });
   }
@@ -471,8 +472,7 @@ export class PhoneSessionClient {
       if (spec.call?.signal?.aborted) throw spec.call.signal.reason;
       const timedOut = timeout.aborted;
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-      const detail =
-        cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error));
+      const detail = cause?.code ?? cause?.message ?? messageOf(error);
       this.#debug?.(`<- ${what} ${requestId} failed: ${detail}`);
       throw new ConnectionError(
         timedOut

@@ -10,6 +10,7 @@ import { AdbError } from '../errors.js';
 import { LazyAdbCredentialStore } from './credentials.js';
 import { openGateway, type AdbEndpoint } from './gateway.js';
 import { socketToAdbConnection } from './packet-stream.js';
+import { messageOf } from '../util/message.js';
 
 export interface ShellResult {
   stdout: string;
@@ -59,7 +60,7 @@ export class PhoneAdb {
       return new PhoneAdb(new Adb(transport));
     } catch (error) {
       socket.destroy();
-      throw new AdbError('adb_failed', `The ADB handshake with the phone failed: ${message(error)}.`, {
+      throw new AdbError('adb_failed', `The ADB handshake with the phone failed: ${messageOf(error)}.`, {
         cause: error,
       });
     } finally {
@@ -104,7 +105,7 @@ export class PhoneAdb {
         ),
       };
     } catch (error) {
-      throw new AdbError('adb_failed', `shell "${command.slice(0, 80)}" failed: ${message(error)}.`, {
+      throw new AdbError('adb_failed', `shell "${command.slice(0, 80)}" failed: ${messageOf(error)}.`, {
         cause: error,
       });
     }
@@ -133,7 +134,7 @@ export class PhoneAdb {
         mtime: Math.floor(Date.now() / 1000),
       });
     } catch (error) {
-      throw new AdbError('adb_failed', `push to ${remote} failed: ${message(error)}.`, { cause: error });
+      throw new AdbError('adb_failed', `push to ${remote} failed: ${messageOf(error)}.`, { cause: error });
     } finally {
       await sync.dispose();
     }
@@ -152,7 +153,7 @@ export class PhoneAdb {
       }
       return Buffer.concat(chunks);
     } catch (error) {
-      throw new AdbError('adb_failed', `pull of ${remote} failed: ${message(error)}.`, { cause: error });
+      throw new AdbError('adb_failed', `pull of ${remote} failed: ${messageOf(error)}.`, { cause: error });
     } finally {
       await sync.dispose();
     }
@@ -199,11 +200,9 @@ export class PhoneAdb {
     try {
       return await this.#adb.sync();
     } catch (error) {
-      throw new AdbError('adb_failed', `The phone refused the file sync service: ${message(error)}.`, {
+      throw new AdbError('adb_failed', `The phone refused the file sync service: ${messageOf(error)}.`, {
         cause: error,
       });
     }
   }
 }
-
-const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));

@@ -82,20 +82,28 @@ function closestOption(rawName: string, options: OptionsConfig): string | null {
   // A cut-short name (--start for --start-timeout) is meant as that option.
   const prefixed = typed.length >= 3 ? names.filter((name) => name.startsWith(typed)) : [];
   if (prefixed.length === 1) return `--${prefixed[0]}`;
+  const name = closestName(typed, names);
+  return name ? `--${name}` : null;
+}
+
+/**
+ * The name a mistyped one most likely meant, allowing one edit per three characters:
+ * profle -> profile, prot -> port, leas -> lease, but not me -> json. Null when none is close.
+ */
+export function closestName(typed: string, names: readonly string[]): string | null {
   let best: { name: string; distance: number } | null = null;
   for (const name of names) {
     const distance = editDistance(typed, name);
     if (!best || distance < best.distance) best = { name, distance };
   }
-  // One edit per three characters: --profle -> --profile, --prot -> --port, not --me -> --json.
-  return best && best.distance <= Math.max(1, Math.floor(best.name.length / 3)) ? `--${best.name}` : null;
+  return best && best.distance <= Math.max(1, Math.floor(best.name.length / 3)) ? best.name : null;
 }
 
 /**
  * Edit distance counting insertions, deletions, substitutions and swaps of neighbours
  * (the typos people make), case-insensitive.
  */
-export function editDistance(a: string, b: string): number {
+function editDistance(a: string, b: string): number {
   const x = a.toLowerCase();
   const y = b.toLowerCase();
   const d: number[][] = Array.from({ length: x.length + 1 }, (_, i) =>

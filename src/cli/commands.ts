@@ -8,11 +8,10 @@ import { constants as osConstants } from 'node:os';
 import type { Account, HistoryRecord, Session } from '../api/schemas.js';
 import { PhoneSessionClient } from '../client.js';
 import { AdbError, ConfigurationError, NotFoundError } from '../errors.js';
-import { endAndConfirm, waitForCleanup } from '../lease/end.js';
+import { waitForCleanup } from '../lease/end.js';
 import { leasePhone, type Lease } from '../lease/lease.js';
-import { newIdempotencyKey } from '../util/ids.js';
-import { stderrLogger, type PhoneleaseLogger } from '../util/log.js';
-import { formatDuration, sleep } from '../util/time.js';
+import { stderrLogger } from '../util/log.js';
+import { sleep } from '../util/time.js';
 import { parseCommandLine, type OptionsConfig } from './args.js';
 import { dollars, fields, relative, span, table, when } from './format.js';
 import { USAGE, UsageError, usageHint } from './usage.js';
@@ -305,13 +304,10 @@ export async function leaseCommand(argv: string[], io: CommandIo): Promise<numbe
   const startTimeoutMs = (positiveInt('start-timeout', values['start-timeout']) ?? 180) * 1000;
   const client = clientFor(values, io);
   const logger = stderrLogger();
-  // The create's key is chosen here, not inside leasePhone, so that a start cut short by a
-  // signal can still be traced to its session and that session's end reported.
-  const requestKey = newIdempotencyKey();
 
   // Ctrl-C during the start cancels it (the lease ends what it made); after, it ends the lease.
   const stop = new AbortController();
-  const stopped: { by: NodeJS.Signals | null; at: number } = { by: null, at: 0 };
+  const stopped: { by: NodeJS.Signals | null } = { by: null };
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopped.by) {
       // A second signal: the user will not wait. The server's deadline ends the phone.
@@ -319,7 +315,6 @@ export async function leaseCommand(argv: string[], io: CommandIo): Promise<numbe
       process.exit(signalExitCode(signal));
     }
     stopped.by = signal;
-    stopped.at = Date.now();
     io.err(`phonelease: ${signal}, ending the session (Ctrl-C again to exit at once)\n`);
     stop.abort(new Error(`Stopped by ${signal}.`));
   };
@@ -333,15 +328,14 @@ export async function leaseCommand(argv: string[], io: CommandIo): Promise<numbe
         profile: values.profile === true,
         timeoutSeconds,
         startTimeoutMs: Math.min(startTimeoutMs, timeoutSeconds * 1000),
-        idempotencyKey: requestKey,
         logger,
         signal: stop.signal,
         // This command handles the signals itself (to report and choose the exit code); the reaper stays on.
         handleSignals: false,
       });
     } catch (error) {
+      // Stopped during the start: the lease ended what the start made and said so.
       if (!stopped.by) throw error;
-      await reportStoppedStart(client, requestKey, stopped.at, logger);
       return signalExitCode(stopped.by);
     }
     let why: 'signal' | 'gone';
@@ -420,38 +414,6 @@ async function holdPhone(
 /** The shell's exit code for a process ended by `signal`: 128 + its number (SIGINT 130, SIGTERM 143). */
 function signalExitCode(signal: NodeJS.Signals): number {
   return 128 + (osConstants.signals[signal] ?? 0);
-}
-
-/**
- * After a start stopped by a signal. leasePhone has already ended what the start made, but
- * says so only at debug level; the create's key finds that session, so the end is reported
- * (and confirmed) the way Lease.end() reports it after ready: Ctrl-C reads the same at
- * every moment.
- */
-async function reportStoppedStart(
-  client: PhoneSessionClient,
-  requestKey: string,
-  stoppedAt: number,
-  logger: PhoneleaseLogger,
-): Promise<void> {
-  // Idempotent: a session the start already ended is found by its key and confirmed.
-  const result = await endAndConfirm(client, { sessionId: null, requestKey });
-  const took = formatDuration(Date.now() - stoppedAt);
-  if (result.outcome === 'nothing_to_end') {
-    logger.info('stopped before a session was created; nothing to end');
-  } else if (result.outcome === 'failed') {
-    const why = result.error instanceof Error ? result.error.message : String(result.error);
-    logger.warn(
-      `could not confirm that the stopped start left no phone behind: ${why}. "phonelease sessions" lists it if it did; its deadline ends it in any case.`,
-    );
-  } else if (!result.cleanupConfirmed) {
-    logger.warn(
-      `session ${result.sessionId} ended but its cleanup was not confirmed within ${took}; the service keeps trying.`,
-    );
-  } else {
-    // Ended at the user's request, by the start's own cleanup or just now.
-    logger.info(`${result.sessionId}: ended (released, cleanup confirmed in ${took})`);
-  }
 }
 
 /**

@@ -20,8 +20,9 @@ import {
   sessionsCommand,
   type CommandIo,
 } from './commands.js';
-import { editDistance } from './args.js';
+import { closestName } from './args.js';
 import { MAIN_USAGE, USAGE, UsageError } from './usage.js';
+import { messageOf } from '../util/message.js';
 
 const CLIENT_COMMANDS: Record<string, (argv: string[], io: CommandIo) => Promise<number>> = {
   lease: leaseCommand,
@@ -65,7 +66,7 @@ async function main(argv: string[]): Promise<number> {
   const run = CLIENT_COMMANDS[command];
   if (!run) {
     const what = command.startsWith('-') ? `unknown option ${command}` : `unknown command "${command}"`;
-    const guess = command.startsWith('-') ? null : closestCommand(command);
+    const guess = command.startsWith('-') ? null : closestName(command, COMMANDS);
     throw new UsageError(
       `${what}${guess ? ` (did you mean ${guess}?)` : ''}\n\nRun "phonelease --help" for the commands.`,
     );
@@ -78,14 +79,6 @@ async function main(argv: string[]): Promise<number> {
 }
 
 const COMMANDS = [...Object.keys(USAGE), 'server', 'accounts', 'help'];
-
-/** The command a mistyped one most likely meant (`leas` -> lease), or null. */
-function closestCommand(typed: string): string | null {
-  const best = COMMANDS.map((name) => ({ name, distance: editDistance(typed, name) })).sort(
-    (a, b) => a.distance - b.distance,
-  )[0];
-  return best && best.distance <= Math.max(1, Math.floor(best.name.length / 3)) ? best.name : null;
-}
 
 /** The installed package's version, from its own package.json (exported as phonelease/package.json). */
 function packageVersion(): string {
@@ -100,7 +93,7 @@ function describe(err: unknown): { message: string; code: number } {
     return { message: (err as Error).message, code: 2 };
   if (err instanceof ConfigurationError) return { message: err.message, code: 2 };
   if (err instanceof PhoneleaseError) return { message: `${err.message} [${err.code}]`, code: 1 };
-  return { message: err instanceof Error ? err.message : String(err), code: 1 };
+  return { message: messageOf(err), code: 1 };
 }
 
 /**

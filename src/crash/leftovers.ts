@@ -8,6 +8,7 @@ import { endAndConfirm, type EndResult } from '../lease/end.js';
 import type { PhoneleaseLogger } from '../util/log.js';
 import { defaultLogger } from '../util/log.js';
 import { RunLedger, type LedgerLocation } from './ledger.js';
+import { messageOf } from '../util/message.js';
 
 export interface EndLeftoversOptions extends LedgerLocation, Omit<PhoneSessionClientOptions, 'baseUrl'> {
   /** A ledger file to read instead of the run's (LedgerLocation picks the run's file). */
@@ -52,7 +53,7 @@ export async function endLeftovers(options: EndLeftoversOptions = {}): Promise<L
         logger.info(`ended leftover session ${result.sessionId} (pid ${lease.pid} never ended it)`);
       if (result.outcome === 'failed')
         logger.warn(
-          `could not end leftover session ${result.sessionId ?? `of key ${lease.requestKey}`}: ${result.error instanceof Error ? result.error.message : String(result.error)}`,
+          `could not end leftover session ${result.sessionId ?? `of key ${lease.requestKey}`}: ${messageOf(result.error)}`,
         );
       return { ...result, requestKey: lease.requestKey, baseUrl: lease.baseUrl };
     }),

@@ -6,7 +6,8 @@
  */
 import type { PhoneSessionClient } from '../client.js';
 import { NotFoundError } from '../errors.js';
-import { sleep } from '../util/time.js';
+import type { PhoneleaseLogger } from '../util/log.js';
+import { formatDuration, sleep } from '../util/time.js';
 
 export type EndOutcome =
   /** DELETE ended it now. */
@@ -118,5 +119,26 @@ export async function waitForCleanup(
     }
     if (Date.now() + delay > until) return false;
     await sleep(delay);
+  }
+}
+
+/**
+ * Says through a lease's logger how an end that reached the service went, in the same
+ * words whenever it happens: Lease.end(), or a start its caller stopped. A failed end is
+ * worded by the caller, who knows what will still try again.
+ */
+export function reportEnd(
+  logger: PhoneleaseLogger,
+  sessionId: string,
+  result: EndResult,
+  tookMs: number,
+): void {
+  const took = formatDuration(tookMs);
+  if (!result.cleanupConfirmed) {
+    logger.warn(
+      `session ${sessionId} ended but its cleanup was not confirmed within ${took}; the service keeps trying.`,
+    );
+  } else {
+    logger.info(`${sessionId}: ended (${result.outcome.replace('_', ' ')}, cleanup confirmed in ${took})`);
   }
 }

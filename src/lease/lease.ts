@@ -26,9 +26,10 @@ import '../util/dispose.js';
 import { isValidRequestKey, newIdempotencyKey } from '../util/ids.js';
 import { defaultLogger, type PhoneleaseLogger } from '../util/log.js';
 import { freePort } from '../util/ports.js';
-import { formatDuration, sleep } from '../util/time.js';
-import { endAndConfirm, type EndOutcome } from './end.js';
+import { sleep } from '../util/time.js';
+import { endAndConfirm, reportEnd, type EndOutcome } from './end.js';
 import { startSession, type StartStats } from './start.js';
+import { messageOf } from '../util/message.js';
 
 export interface LeaseOptions extends PhoneSessionClientOptions {
   /** A client to use instead of one built from baseUrl / apiKey / the environment. */
@@ -410,27 +411,18 @@ export class Lease implements AsyncDisposable {
       cleanupConfirmed: result.cleanupConfirmed,
       ...(result.error !== undefined ? { error: result.error } : {}),
     };
-    const took = formatDuration(Date.now() - started);
     if (result.outcome === 'failed') {
-      const why = result.error instanceof Error ? result.error.message : String(result.error);
+      const why = messageOf(result.error);
       this.#logger.warn(
         `could not end session ${this.id}: ${why}. It ends at its deadline; the reaper and endLeftovers() will try again.`,
       );
-    } else if (!result.cleanupConfirmed) {
-      this.#logger.warn(
-        `session ${this.id} ended but its cleanup was not confirmed within ${took}; the service keeps trying.`,
-      );
     } else {
-      this.#logger.info(
-        `${this.id}: ended (${result.outcome.replace('_', ' ')}, cleanup confirmed in ${took})`,
-      );
+      reportEnd(this.#logger, this.id, result, Date.now() - started);
     }
     try {
       this.#onEnded(ended);
     } catch (error) {
-      this.#logger.warn(
-        `recording the end of ${this.id} failed: ${error instanceof Error ? error.message : String(error)}`,
-      );
+      this.#logger.warn(`recording the end of ${this.id} failed: ${messageOf(error)}`);
     }
     return ended;
   }

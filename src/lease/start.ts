@@ -30,7 +30,8 @@ import {
 import { retryDelay, type RetryPolicy } from '../retry.js';
 import type { PhoneleaseLogger } from '../util/log.js';
 import { formatDuration, sleep } from '../util/time.js';
-import { endAndConfirm } from './end.js';
+import { endAndConfirm, reportEnd } from './end.js';
+import { messageOf } from '../util/message.js';
 
 export interface StartPlan {
   client: PhoneSessionClient;
@@ -103,6 +104,7 @@ export async function startSession(plan: StartPlan): Promise<{ session: Session;
     // An abort or timeout may have cut a create that landed: end whatever the key made.
     // A create the service never saw (every connection refused) left nothing to end.
     if (creates.mayHaveArrived && mayHaveLanded(error)) await cleanUp(plan, null);
+    else if (plan.signal?.aborted) plan.logger.info('stopped before a session was created; nothing to end');
     throw error;
   }
   stats.admittedMs = Date.now() - started;
@@ -205,7 +207,7 @@ async function admit(
         logger.info(
           error instanceof CreateRequestRecordedError
             ? `session ${receipt.id} was recorded while the service's runtime is unavailable; waiting for it`
-            : `the create's answer was lost (${describe(error)}); its receipt names session ${receipt.id}`,
+            : `the create's answer was lost (${messageOf(error)}); its receipt names session ${receipt.id}`,
         );
         return await client.getSession(receipt.id, { signal });
       }
@@ -216,7 +218,7 @@ async function admit(
         error instanceof CreateRequestRecordedError ? 1000 : null,
       );
       if (Date.now() + delay > deadline) throw error;
-      logger.debug?.(`create outcome unknown (${describe(error)}); retrying in ${formatDuration(delay)}`);
+      logger.debug?.(`create outcome unknown (${messageOf(error)}); retrying in ${formatDuration(delay)}`);
       await sleep(delay, signal);
       continue;
     }
@@ -353,6 +355,7 @@ const FIND_LANDED_MS = 3000;
 
 /** Best effort, never throws: a start that fails must not leave a phone behind. */
 async function cleanUp(plan: StartPlan, sessionId: string | null): Promise<void> {
+  const started = Date.now();
   // Without an id the create may still be landing: look for it by its key for a while.
   const result = await endAndConfirm(
     plan.client,
@@ -363,11 +366,14 @@ async function cleanUp(plan: StartPlan, sessionId: string | null): Promise<void>
     plan.onUnresolved?.();
   if (result.outcome === 'failed') {
     plan.logger.warn(
-      `could not end session ${sessionId ?? `of key ${plan.requestKey}`} after a failed start: ${describe(result.error)}`,
+      `could not end session ${sessionId ?? `of key ${plan.requestKey}`} after a failed start: ${messageOf(result.error)}`,
     );
+  } else if (plan.signal?.aborted) {
+    // The caller stopped the start (Ctrl-C, a test's timeout): an end it asked for, said as
+    // Lease.end() says it.
+    if (result.sessionId) reportEnd(plan.logger, result.sessionId, result, Date.now() - started);
+    else plan.logger.info('stopped before a session was created; nothing to end');
   } else if (result.sessionId) {
     plan.logger.debug?.(`ended session ${result.sessionId} after a failed start (${result.outcome})`);
   }
 }
-
-const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));

@@ -2,19 +2,23 @@
  * redact(): every kind of secret the project handles is removed from text, and the
  * advice around it stays readable.
  */
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { redact } from '../../src/util/redact.js';
 
-const KEY = 'pck_Zx8fA0c1d2e3f4g5h6i7j8k9l0m1n2o3p4q5r6s7';
-const GRANT = 'pvg_Qm9vYmFyYmF6cXV4cXV1eHh5ejEyMzQ1Njc4OTBhYmNkZWZnaGk';
-const VIEWER = 'http://127.0.0.1:8080/v/AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefg';
+// Made per run, shaped like the real ones: no key-like literal is committed.
+const token = () => randomBytes(32).toString('base64url');
+const KEY = `pck_${token()}`;
+const GRANT = `pvg_${token()}`;
+const VIEWER_TOKEN = token();
+const VIEWER = `http://127.0.0.1:8080/v/${VIEWER_TOKEN}`;
 
 describe('redact', () => {
   it.each([
     ['an account key', `key ${KEY} here`, KEY],
     ['a view grant', `grant ${GRANT}`, GRANT],
     ['a bearer credential of another kind', 'Authorization: Bearer eyJhbGciOi.JIUzI1NiJ9.sig', 'eyJhbGciOi'],
-    ['a viewer URL', `open ${VIEWER} now`, 'AbCdEfGhIjKlMnOp'],
+    ['a viewer URL', `open ${VIEWER} now`, VIEWER_TOKEN],
     ['a query token', '/watch/ses_1?token=s3cr3tvalue&x=1', 's3cr3tvalue'],
     ['the gateway unlock line', 'UNLOCK 9f8e7d6c5b4a', '9f8e7d6c5b4a'],
     ['a JSON code field', '{"enabled":true,"code":"abcdef123456","port":1}', 'abcdef123456'],

@@ -166,6 +166,12 @@ export class Canvas {
     }
   }
 
+  /** A rectangle with fully rounded ends (buttons, search bars). */
+  fillPill(r: Rect, color: Color): void {
+    const h = r.bottom - r.top;
+    this.fillRoundRect(r.left, r.top, r.right - r.left, h, h / 2, color);
+  }
+
   /** Rounded rectangle with anti-aliased corners; r is clamped to half the shorter side. */
   fillRoundRect(x: number, y: number, w: number, h: number, r: number, color: Color, alpha = 1): void {
     if (w <= 0 || h <= 0) return;

@@ -155,6 +155,24 @@ export interface UiNodeInfo {
   readonly children: readonly UiNodeInfo[];
 }
 
+/** What a plain Android view reports before anything sets it: no text, not interactive, enabled. */
+export const PLAIN_VIEW = {
+  resourceId: '',
+  text: '',
+  contentDesc: '',
+  hint: '',
+  checkable: false,
+  checked: false,
+  clickable: false,
+  enabled: true,
+  focusable: false,
+  focused: false,
+  scrollable: false,
+  longClickable: false,
+  password: false,
+  selected: false,
+} as const satisfies Partial<UiNodeInfo>;
+
 /**
  * The UiAutomator2 server of the phone: an HTTP server on device port 6790 while
  * `am instrument` of io.appium.uiautomator2.server.test runs. The system side hands it

@@ -7,6 +7,7 @@
 import type { TextRenderer } from './font.js';
 import type { Canvas, Rect } from './raster.js';
 import { intersect, isEmptyRect } from './raster.js';
+import { PLAIN_VIEW } from './types.js';
 
 export interface Painter {
   canvas: Canvas;
@@ -86,20 +87,7 @@ export class ViewFactory {
       key: `${this.keyPrefix}/${name}`,
       className,
       packageName: this.packageName,
-      resourceId: '',
-      text: '',
-      contentDesc: '',
-      hint: '',
-      checkable: false,
-      checked: false,
-      clickable: false,
-      enabled: true,
-      focusable: false,
-      focused: false,
-      scrollable: false,
-      longClickable: false,
-      password: false,
-      selected: false,
+      ...PLAIN_VIEW,
       ...rest,
       frame,
       bounds: roundRect(bounds),

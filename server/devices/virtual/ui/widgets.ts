@@ -243,14 +243,7 @@ export function filledButton(
     ...props,
     paint: (p, n) => {
       const r = n.frame;
-      p.canvas.fillRoundRect(
-        r.left,
-        r.top,
-        r.right - r.left,
-        r.bottom - r.top,
-        (r.bottom - r.top) / 2,
-        color,
-      );
+      p.canvas.fillPill(r, color);
       drawLabel(p, label, r, {
         scale: m.text.body * 1.1,
         color: ctx.colors.onPrimary,

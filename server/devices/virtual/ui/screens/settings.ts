@@ -619,14 +619,7 @@ export function buildSettingsHome(state: SettingsHomeState, ctx: ScreenContext):
             text: 'Search Settings',
             paint: (p, n) => {
               const r = n.frame;
-              p.canvas.fillRoundRect(
-                r.left,
-                r.top,
-                r.right - r.left,
-                r.bottom - r.top,
-                (r.bottom - r.top) / 2,
-                ctx.colors.surfaceContainerHighest,
-              );
+              p.canvas.fillPill(r, ctx.colors.surfaceContainerHighest);
               const cy = (r.top + r.bottom) / 2;
               drawIcon(
                 p.canvas,
