@@ -34,7 +34,7 @@ import {
 } from '../src/api/schemas.js';
 import type { Clock } from './clock.js';
 import { seconds } from './clock.js';
-import { ApiError, badRequest, notFound, unsupported } from './errors.js';
+import { ApiError, apiError, badRequest, notFound, unsupported } from './errors.js';
 import type { Logger } from './log.js';
 import type { AccountService } from './runtime/accounts.js';
 import type { Grants } from './runtime/grants.js';
@@ -154,9 +154,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       req,
       reply,
     ) => {
-      if (err instanceof ApiError) {
-        return reply.code(err.status).headers(err.headers).send(err.body());
-      }
+      const send = (e: ApiError) => reply.code(e.status).headers(e.headers).send(e.body());
+      if (err instanceof ApiError) return send(err);
       if (Array.isArray(err.validation)) {
         const first = err.validation[0] as {
           keyword?: string;
@@ -169,37 +168,37 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           const e = unsupported(
             `"${field}" is not supported in this request: raw capabilities and runtime resource overrides cannot be set; remove the field.`,
           );
-          return reply.code(400).send(e.body());
+          return send(e);
         }
         const path = first?.instancePath ? first.instancePath.replace(/^\//, '').replace(/\//g, '.') : '';
         const where =
           path || (err.validationContext === 'body' ? 'The body' : (err.validationContext ?? 'The request'));
-        return reply.code(400).send(badRequest(`${where} ${first?.message ?? 'is invalid'}.`).body());
+        return send(badRequest(`${where} ${first?.message ?? 'is invalid'}.`));
       }
       if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-        return reply.code(413).send({
-          error: `The request body is larger than ${BODY_LIMIT} bytes; send a smaller body.`,
-          code: ERROR_CODES.bodyTooLarge,
-        });
+        return send(
+          apiError(
+            ERROR_CODES.bodyTooLarge,
+            `The request body is larger than ${BODY_LIMIT} bytes; send a smaller body.`,
+          ),
+        );
       }
       if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-        return reply.code(400).send(badRequest('Send the request body as application/json.').body());
+        return send(badRequest('Send the request body as application/json.'));
       }
       if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
-        return reply.code(400).send(badRequest(err.message || 'Invalid request.').body());
+        return send(badRequest(err.message || 'Invalid request.'));
       }
       log.error('unexpected error', { method: req.method, url: req.url, error: err.stack ?? String(err) });
-      return reply.code(500).send({
-        error: 'Unexpected service error; retry, and report it if it persists.',
-        code: ERROR_CODES.internal,
-      });
+      return send(
+        apiError(ERROR_CODES.internal, 'Unexpected service error; retry, and report it if it persists.'),
+      );
     },
   );
 
   app.setNotFoundHandler((req, reply) => {
-    reply
-      .code(404)
-      .send({ error: `No route ${req.method} ${req.url.split('?')[0]}.`, code: ERROR_CODES.notFound });
+    const e = notFound(`No route ${req.method} ${req.url.split('?')[0]}.`);
+    reply.code(e.status).send(e.body());
   });
 
   if (log.enabled('debug')) {
@@ -224,7 +223,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }
 
   function unauthenticated(message = 'Send a valid API key as "Authorization: Bearer pck_...".'): ApiError {
-    return new ApiError(401, ERROR_CODES.unauthenticated, message);
+    return apiError(ERROR_CODES.unauthenticated, message);
   }
 
   // The onRequest check and the handler both ask; hash the key once per request.
@@ -244,8 +243,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (token === null) throw unauthenticated();
     if (token.startsWith('pvg_')) {
       if (grants.viewGrantSession(token) === null) throw invalidGrant();
-      throw new ApiError(
-        403,
+      throw apiError(
         ERROR_CODES.forbidden,
         'A view grant can only read its own session; this call needs an account API key.',
       );
@@ -348,14 +346,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const body = req.body ?? {};
       const { status, live } = runtime.admit(uid, body, key ?? null);
       if (status === 503) {
-        const e = new ApiError(
-          503,
+        const e = apiError(
           ERROR_CODES.createRequestRecorded,
           'The request was recorded but the runtime is unavailable; look it up with GET /sessions/requests/{request_key} or retry with the same key and body.',
           { id: live.row.id, ...(key ? { request_key: key } : {}), outcome: 'unknown' },
           { 'retry-after': '2' },
         );
-        return reply.code(503).headers(e.headers).send(e.body());
+        throw e;
       }
       const view = sessionView(live, ctx(req), { owner: true });
       return reply.code(202).send(view);
@@ -451,8 +448,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const receipt = store.receipt(uid, key);
       const row = receipt ? store.session(receipt.sid) : undefined;
       if (!receipt || !row) {
-        throw new ApiError(
-          404,
+        throw apiError(
           ERROR_CODES.notFound,
           'No create request with this key is recorded for this account; retry the create with the same key and body (not a new key).',
         );
@@ -557,8 +553,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const uid = owner(req);
     const op = req.params.op as PhoneOp;
     if (!(PHONE_OPS as readonly string[]).includes(op)) {
-      throw new ApiError(
-        404,
+      throw apiError(
         ERROR_CODES.notFound,
         `Unknown operation "${req.params.op}"; advertised operations are listed in the session's ops.`,
       );
@@ -679,7 +674,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         );
       }
       if (!accounts.revokeKey(uid, req.params.key_hash)) {
-        throw new ApiError(404, ERROR_CODES.notFound, 'No active key with this key_hash on this account.');
+        throw apiError(ERROR_CODES.notFound, 'No active key with this key_hash on this account.');
       }
       return { revoked: true };
     },

@@ -1,21 +1,28 @@
 /**
- * Every error the API answers is an ApiError rendered as the contract's error body
- * ({error, code, ...details}). Messages tell the caller what to do next.
+ * Every refusal the API answers is an ApiError rendered as the contract's error body
+ * ({error, code, ...details}). Errors are raised by code; the HTTP status comes from the
+ * error registry (src/api/errors.ts) that the client reads too, so no code picks a status by
+ * hand. Messages tell the caller what to do next.
  */
 import { ERROR_CODES, type ErrorBody, type ErrorCode } from '../src/api/schemas.js';
+import { errorSpec } from '../src/api/errors.js';
 
 export type ErrorDetails = Omit<ErrorBody, 'error' | 'code'>;
 
 export class ApiError extends Error {
+  override name = 'ApiError';
   constructor(
-    readonly status: number,
     readonly code: ErrorCode,
     message: string,
     readonly details: ErrorDetails = {},
     readonly headers: Record<string, string> = {},
   ) {
     super(message);
-    this.name = 'ApiError';
+  }
+
+  /** The HTTP status of this code, from the registry. */
+  get status(): number {
+    return errorSpec(this.code).status;
   }
 
   body(): ErrorBody {
@@ -23,18 +30,27 @@ export class ApiError extends Error {
   }
 }
 
+/** Raises an error by its code: `throw apiError('session_limit', 'message', { session_limit: 2 })`. */
+export function apiError(
+  code: ErrorCode,
+  message: string,
+  details: ErrorDetails = {},
+  headers: Record<string, string> = {},
+): ApiError {
+  return new ApiError(code, message, details, headers);
+}
+
 export const badRequest = (message: string, details: ErrorDetails = {}) =>
-  new ApiError(400, ERROR_CODES.invalidRequest, message, details);
+  apiError(ERROR_CODES.invalidRequest, message, details);
 
 export const unsupported = (message: string) =>
-  new ApiError(400, ERROR_CODES.unsupported, message, { unsupported: true });
+  apiError(ERROR_CODES.unsupported, message, { unsupported: true });
 
 export const notFound = (message = 'No live session with this id is visible to this account.') =>
-  new ApiError(404, ERROR_CODES.notFound, message);
+  apiError(ERROR_CODES.notFound, message);
 
 export const notReady = (state: string, id: string) =>
-  new ApiError(
-    409,
+  apiError(
     ERROR_CODES.sessionNotReady,
     state === 'closing'
       ? 'The session is closing; start a new session to keep working.'

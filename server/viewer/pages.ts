@@ -21,6 +21,7 @@ import { FRAME_INTERVAL_MS, type LiveSession } from '../runtime/runtime.js';
 import { ViewerStreams } from './stream.js';
 import { viewerHtml } from './viewer-page.js';
 import { esc, goneHtml, page, securityHeaders } from './html.js';
+import { notFound } from '../errors.js';
 
 type App = FastifyInstance<
   RawServerDefault,
@@ -117,10 +118,8 @@ refresh();`;
       const grant = grants.viewer(req.params.token);
       const live = grant ? liveOrNull(grant.sid) : null;
       if (!grant || !live) {
-        return reply
-          .code(404)
-          .headers(securityHeaders(deps.dashboardOrigin))
-          .send({ error: 'This viewer link is no longer valid.', code: 'not_found' });
+        const e = notFound('This viewer link is no longer valid.');
+        return reply.code(e.status).headers(securityHeaders(deps.dashboardOrigin)).send(e.body());
       }
       const png = await runtime.frame(live);
       return reply
