@@ -77,7 +77,8 @@ export async function runServerCommand(argv: string[]): Promise<void> {
     host: values.host ?? SERVER_DEFAULTS.host,
     port: int('port', values.port, 8080, 0),
     dataDir,
-    phones: int('phones', values.phones, SERVER_DEFAULTS.phones, 1),
+    // Not given: the server sizes it (emulators: from the host).
+    phones: values.phones === undefined ? undefined : int('phones', values.phones, SERVER_DEFAULTS.phones, 1),
     bootSlots: int('boot-slots', values['boot-slots'], SERVER_DEFAULTS.bootSlots, 1),
     bootMs: int('boot-ms', values['boot-ms'], SERVER_DEFAULTS.bootMs, 0),
     device,

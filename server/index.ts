@@ -7,3 +7,5 @@ export type { NewAccount, CreatedAccount } from './runtime/accounts.js';
 export { ManualClock, systemClock, type Clock } from './clock.js';
 export type { DeviceBackend, DevicePhone, BootRequest, PhoneInput, ScreenSize } from './devices/types.js';
 export { PhoneBootError } from './devices/types.js';
+export { runDoctor, runDoctorCommand, formatFindings, type Finding, type DoctorOptions } from './doctor.js';
+export { emulatorCapacity, type HostCapacity } from './devices/emulator/capacity.js';

@@ -26,7 +26,7 @@ export interface ServerOptions {
   port?: number;
   /** Data directory (SQLite store, profile saves). Default: a temporary directory removed on close. */
   dataDir?: string;
-  /** Shared phone capacity: creates beyond it get 503 phones_busy (default 20). */
+  /** Shared phone capacity: creates beyond it get 503 phones_busy (default 20; for emulators, what the host fits). */
   phones?: number;
   /** Phones booting at once; the rest wait as `queued` (default 4). */
   bootSlots?: number;
@@ -72,6 +72,18 @@ async function loadBackend(
   // Phones listen on loopback whatever --host says: the gateway, which asks for the unlock
   // code, is the only way to a phone's ADB from elsewhere.
   return createVirtualBackend({ bootMs, host: '127.0.0.1' });
+}
+
+/**
+ * Capacity when --phones is not given: what the host fits for emulators (about 2 cores and
+ * 3 GB each), the fixed default for virtual phones.
+ */
+async function defaultPhones(backend: DeviceBackend, log: Logger): Promise<number> {
+  if (backend.name !== 'emulator') return SERVER_DEFAULTS.phones;
+  const { emulatorCapacity } = await import('./devices/emulator/capacity.js');
+  const capacity = emulatorCapacity();
+  log.info(`phones from this host: ${capacity.summary}; --phones overrides`, { phones: capacity.phones });
+  return capacity.phones;
 }
 
 /** A Host header's name and authority, or null when it is not a plain host[:port]. */
@@ -129,7 +141,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     clock,
     random,
     log,
-    phones: options.phones ?? SERVER_DEFAULTS.phones,
+    phones: options.phones ?? (await defaultPhones(backend, log)),
     bootSlots: options.bootSlots ?? SERVER_DEFAULTS.bootSlots,
   });
   runtime.setMaxListeners(0);

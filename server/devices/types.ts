@@ -58,6 +58,12 @@ export interface DevicePhone {
   /** Display label in plain words, e.g. "Virtual Android phone (Pixel 8, Android 14)". */
   readonly label: string;
   readonly screen: ScreenSize;
+  /**
+   * How this phone started, when the backend knows it per boot (an emulator that was given a
+   * snapshot may have cold-booted because the emulator refused it). Absent: the backend's
+   * `startupSource`.
+   */
+  readonly startupSource?: 'cold' | 'snapshot';
   /** Where the phone accepts ADB connections; the ADB gateway relays to it. */
   readonly adb: { host: string; port: number };
   /** PNG of the current screen. */

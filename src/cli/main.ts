@@ -46,6 +46,10 @@ async function main(argv: string[]): Promise<number> {
       runAccountsCommand(rest);
       return 0;
     }
+    case 'doctor': {
+      const { runDoctorCommand } = await import('phonelease/server');
+      return runDoctorCommand(rest);
+    }
     case '--version':
     case '-v':
       process.stdout.write(`${packageVersion()}\n`);
@@ -78,7 +82,7 @@ async function main(argv: string[]): Promise<number> {
   });
 }
 
-const COMMANDS = [...Object.keys(USAGE), 'server', 'accounts', 'help'];
+const COMMANDS = [...Object.keys(USAGE), 'server', 'accounts', 'doctor', 'help'];
 
 /** The installed package's version, from its own package.json (exported as phonelease/package.json). */
 function packageVersion(): string {

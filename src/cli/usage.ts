@@ -34,6 +34,7 @@ Client commands:
 Server commands:
   server [...]                      Run the phone-session API over local phones
   accounts create [...]             Create an account on a server's data directory
+  doctor                            Check this machine for running emulators (--device emulator)
 
 Every command takes --help, and --json for machine-readable output; "phonelease help
 COMMAND" is the same as "phonelease COMMAND --help". "phonelease --version" prints the version.

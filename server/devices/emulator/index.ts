@@ -1,351 +1,354 @@
 /**
- * Android SDK emulators as phones. Each session runs its own emulator process on a free
- * console/adb port pair; temporary phones run the AVD read-only (so many can share one
- * AVD) and keep nothing. Profile phones keep their third-party apps and shared storage
- * (/sdcard) between sessions: saved into the profile directory when the session ends and
- * put back after the next boot.
+ * Android SDK emulators as phones, built on the facts in the project's emulator reference
+ * (command line, console, adb discovery, boot detection, snapshots, read-only instances).
  *
- * When the machine has no SDK emulator or no AVD, boots fail with a public startup failure
- * that says what to install; the server itself keeps running.
+ * - Temporary phones start read-only from a golden snapshot of a private copy of the base
+ *   AVD (snapshots.ts): `-read-only -no-snapshot-save -snapshot phonelease_golden`, about a
+ *   second on a real host instead of a 12-28 s cold boot. When the emulator refuses the
+ *   golden, that phone cold-boots (said in the log) and the next boot makes a new golden.
+ *   They are killed after use, never reset and reused.
+ * - Profile phones run their own AVD directory, read-write, saved with a console snapshot at
+ *   the end of each session and loaded at the next start (profiles.ts).
+ * - Each emulator gets an explicit console port in 5554-5584, where the adb server finds it
+ *   by itself (ports.ts), and is ready when Appium's boot rule holds (boot.ts).
+ * - An emulator that dies on its own is reported through onLost.
+ *
+ * Public startup failures quote the emulator and say what to do (no SDK, no AVD, no KVM,
+ * no free port); the server keeps running, and `phonelease doctor` checks the machine.
  */
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, writeFileSync, readFileSync } from 'node:fs';
-import net from 'node:net';
+import { mkdirSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { PhoneBootError, type BootRequest, type DeviceBackend, type DeviceLogger } from '../types.js';
+import { readAvd, removeAvd, removeStaleLocks, type Avd } from './avd.js';
+import { waitForBoot } from './boot.js';
+import { consoleCommand } from './console.js';
+import { emulatorCapacity } from './capacity.js';
+import { EmulatorPhone } from './phone.js';
+import { PortPool } from './ports.js';
+import { EmulatorProcess, SNAPSHOT_REFUSED, emulatorArgs, type LaunchPlan } from './process.js';
+import { prepareProfileAvd } from './profiles.js';
+import { FleetAvds, GOLDEN_SNAPSHOT, goldenKey, type FleetAvd } from './snapshots.js';
 import {
-  PhoneBootError,
-  type AppSummary,
-  type BootRequest,
-  type DeviceBackend,
-  type DeviceLogger,
-  type DevicePhone,
-  type PhoneInput,
-} from '../types.js';
+  avdHomeOf,
+  emulatorVersion,
+  listAvds,
+  locateSdk,
+  runTool,
+  tokenPathOf,
+  type Environment,
+  type Sdk,
+} from './sdk.js';
 
-const run = promisify(execFile);
+export { emulatorCapacity, type HostCapacity } from './capacity.js';
 
 export interface EmulatorBackendOptions {
   log: DeviceLogger;
-  /** SDK root; default ANDROID_HOME or ANDROID_SDK_ROOT. */
-  sdkRoot?: string;
-  /** AVD to run; default PHONELEASE_AVD, else the first AVD the emulator lists. */
+  /** Environment for finding the SDK and AVDs and for the tools (default process.env). */
+  env?: Environment;
+  /** Base AVD; default PHONELEASE_AVD, else the first AVD `emulator -list-avds` prints. */
   avd?: string;
-  /** Boot budget before the start counts as failed (default 300 s: unaccelerated boots take minutes). */
+  /**
+   * Where the backend keeps its own AVDs (fleet copies with their golden snapshots, profile
+   * phones while they run). Default $XDG_CACHE_HOME/phonelease/emulator, so a golden made
+   * once is reused by later server runs.
+   */
+  workDir?: string;
+  /** Boot budget before a start counts as failed (default 600 s, as CI runners take minutes). */
   bootTimeoutMs?: number;
 }
 
-interface Tools {
-  emulator: string;
-  adb: string;
-  avd: string;
+/** How often a failed start is retried on the next port pair after losing a port race. */
+const PORT_ATTEMPTS = 4;
+
+interface Setup {
+  sdk: Sdk;
+  base: Avd;
+  target: string;
+  fleets: FleetAvds;
 }
 
-const FIRST_CONSOLE_PORT = 5554;
-const LAST_CONSOLE_PORT = 5680;
+interface Launched {
+  proc: EmulatorProcess;
+  consolePort: number;
+  /** The emulator cold-booted instead of loading the snapshot it was given. */
+  refused: boolean;
+}
 
 export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBackend {
   const log = options.log;
-  const sdk = options.sdkRoot ?? process.env.ANDROID_HOME ?? process.env.ANDROID_SDK_ROOT ?? '';
+  const env = options.env ?? process.env;
+  const workDir =
+    options.workDir ?? join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'phonelease', 'emulator');
+  const avdHome = join(workDir, 'avd');
+  const bootTimeoutMs = options.bootTimeoutMs ?? 600_000;
+  const tokenPath = tokenPathOf(env);
+  const ports = new PortPool();
   const phones = new Set<EmulatorPhone>();
-  const usedPorts = new Set<number>();
-  let tools: Promise<Tools> | null = null;
+  let setup: Promise<Setup> | null = null;
+  let closed = false;
+  let profileCounter = 0;
 
-  const findTools = async (): Promise<Tools> => {
-    const emulator = join(sdk, 'emulator', 'emulator');
-    if (!sdk || !existsSync(emulator)) {
+  const capacity = emulatorCapacity();
+  log.info('emulator host capacity', { summary: capacity.summary });
+
+  const prepare = async (): Promise<Setup> => {
+    const sdk = locateSdk(env);
+    // The emulator registers with the adb server once, at its start: the server must be up.
+    await runTool(sdk.adb, ['start-server'], env).catch((error: unknown) => {
       throw new PhoneBootError(
         'emulator_unavailable',
-        `This server has no Android SDK emulator${sdk ? ` (looked for ${emulator})` : ' (ANDROID_HOME is not set)'}. Install the SDK's emulator and a system image, or run the server with --device virtual.`,
+        `adb could not start its server (${String(error).split('\n')[0]}). Check that ${sdk.adb} runs and that port ${env.ANDROID_ADB_SERVER_PORT ?? 5037} is free.`,
       );
-    }
-    const sdkAdb = join(sdk, 'platform-tools', 'adb');
-    const adb = existsSync(sdkAdb) ? sdkAdb : 'adb';
-    let avd = options.avd ?? process.env.PHONELEASE_AVD;
-    if (!avd) {
-      const { stdout } = await run(emulator, ['-list-avds']);
-      avd = stdout
-        .split('\n')
-        .map((l) => l.trim())
-        .find((l) => l && !l.startsWith('INFO'));
-    }
-    if (!avd) {
+    });
+    const name = options.avd ?? env.PHONELEASE_AVD ?? (await listAvds(sdk))[0];
+    const userAvdHome = avdHomeOf(env);
+    const base = name ? readAvd(userAvdHome, name) : null;
+    if (!name || !base) {
       throw new PhoneBootError(
-        'no_avd',
-        'The Android SDK emulator has no AVD to run. Create one with avdmanager (for example an Android 14 x86_64 image), or set PHONELEASE_AVD.',
+        'emulator_no_avd',
+        name
+          ? `The AVD "${name}" is not in ${userAvdHome}. \`emulator -list-avds\` lists the AVDs; set PHONELEASE_AVD to one of them.`
+          : `The emulator has no AVD to run (none in ${userAvdHome}). Create one: \`avdmanager create avd -n phonelease -k "system-images;android-34;google_apis;x86_64" -d pixel_6\` (run \`phonelease doctor\` for the whole list).`,
       );
     }
-    return { emulator, adb, avd };
+    const version = await emulatorVersion(sdk);
+    const key = goldenKey({ sdkRoot: sdk.root, base, emulatorVersion: version });
+    mkdirSync(avdHome, { recursive: true });
+    // The tools see the environment as it is when they start (a test may flip an emulator
+    // switch between boots), with the backend's own AVD home.
+    const childSdk: Sdk = {
+      ...sdk,
+      get env() {
+        return { ...env, ANDROID_AVD_HOME: avdHome };
+      },
+    };
+    const target = `android-${/android-(\d+)/.exec(base.config.get('image.sysdir.1') ?? '')?.[1] ?? '34'}`;
+    log.info('emulator backend ready', { avd: name, emulator: version, golden_key: key, work_dir: workDir });
+    const fleets = new FleetAvds({
+      avdHome,
+      base,
+      key,
+      target,
+      log,
+      make: async (avd, signal) => {
+        const launched = await launch(childSdk, { avd, readOnly: false, snapshot: null }, signal);
+        try {
+          await consoleCommand(launched.consolePort, tokenPath, `avd snapshot save ${GOLDEN_SNAPSHOT}`);
+        } finally {
+          await stop(launched);
+        }
+      },
+    });
+    return { sdk: childSdk, base, target, fleets };
+  };
+
+  /** Stops an emulator this backend started and frees its port. */
+  const stop = async (launched: Launched): Promise<void> => {
+    if (!launched.proc.hasExited) {
+      await consoleCommand(launched.consolePort, tokenPath, 'kill').catch(() =>
+        launched.proc.kill('SIGTERM'),
+      );
+      const timer = setTimeout(() => launched.proc.kill('SIGKILL'), 15_000);
+      await launched.proc.exited;
+      clearTimeout(timer);
+    }
+    ports.release(launched.consolePort);
+  };
+
+  /**
+   * Starts an emulator on a free port pair and waits until it has booted. A lost port race
+   * moves to the next pair; any other early exit is a public failure in the emulator's words.
+   */
+  const launch = async (
+    sdk: Sdk,
+    plan: Omit<LaunchPlan, 'consolePort'>,
+    signal: AbortSignal,
+  ): Promise<Launched> => {
+    const tried = new Set<number>();
+    for (let attempt = 1; ; attempt++) {
+      const consolePort = await ports.acquire(tried);
+      const proc = EmulatorProcess.spawn(sdk.emulator, emulatorArgs({ ...plan, consolePort }), sdk.env);
+      log.debug('emulator started', {
+        avd: plan.avd,
+        port: consolePort,
+        pid: proc.pid,
+        snapshot: plan.snapshot,
+      });
+      const waiting = new AbortController();
+      const deadline = setTimeout(() => waiting.abort(new Error('deadline')), bootTimeoutMs);
+      const onAbort = () => waiting.abort(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      void proc.exited.then(() => waiting.abort(new Error('exited')));
+      try {
+        await waitForBoot(sdk, `emulator-${consolePort}`, waiting.signal);
+        return { proc, consolePort, refused: plan.snapshot !== null && proc.saw(SNAPSHOT_REFUSED) };
+      } catch (error) {
+        if (proc.hasExited) {
+          ports.release(consolePort);
+          const exit = await proc.exited;
+          if (proc.lostPortRace() && attempt < PORT_ATTEMPTS) {
+            tried.add(consolePort);
+            continue;
+          }
+          throw proc.startupFailure(exit);
+        }
+        proc.kill('SIGKILL');
+        await proc.exited;
+        ports.release(consolePort);
+        if (signal.aborted) throw error;
+        throw new PhoneBootError(
+          'boot_timeout',
+          `The emulator did not finish booting within ${Math.round(bootTimeoutMs / 1000)} s (last words: "${proc.tail(2).replace(/\s*\n\s*/g, ' ')}"). Without KVM boots take minutes; run \`phonelease doctor\`.`,
+        );
+      } finally {
+        clearTimeout(deadline);
+        signal.removeEventListener('abort', onAbort);
+      }
+    }
+  };
+
+  /** Label and screen of a booted phone, from the phone itself. */
+  const describe = async (sdk: Sdk, consolePort: number) => {
+    const { stdout } = await runTool(
+      sdk.adb,
+      [
+        '-s',
+        `emulator-${consolePort}`,
+        'shell',
+        'getprop ro.product.model; getprop ro.build.version.release; wm size',
+      ],
+      sdk.env,
+    );
+    const [model = 'emulator', release = '?', size = ''] = stdout.split('\n').map((s) => s.trim());
+    const m = /(\d+)x(\d+)/.exec(size);
+    return {
+      label: `Android emulator (${model}, Android ${release})`,
+      screen: { w: Number(m?.[1] ?? 1080), h: Number(m?.[2] ?? 2400) },
+    };
+  };
+
+  const bootTemporary = async (s: Setup, request: BootRequest): Promise<EmulatorPhone> => {
+    const fleet: FleetAvd = await s.fleets.ensure(request.signal);
+    s.fleets.started(fleet);
+    let launched: Launched;
+    try {
+      launched = await launch(
+        s.sdk,
+        { avd: fleet.name, readOnly: true, snapshot: GOLDEN_SNAPSHOT },
+        request.signal,
+      );
+    } catch (error) {
+      s.fleets.ended(fleet);
+      throw error;
+    }
+    if (launched.refused) {
+      request.log.warn('the emulator refused the golden snapshot; this phone cold-booted', {
+        session: request.sessionId,
+        emulator_said: launched.proc.tail(3),
+      });
+      s.fleets.refused(fleet);
+    }
+    return phoneFor(s, launched, null, async () => {
+      ports.release(launched.consolePort);
+      s.fleets.ended(fleet);
+    });
+  };
+
+  const bootProfile = async (s: Setup, request: BootRequest, restoreFrom: string): Promise<EmulatorPhone> => {
+    const name = `pl_profile_${process.pid}_${++profileCounter}`;
+    const avd = await prepareProfileAvd({
+      restoreFrom,
+      avdHome,
+      name,
+      target: s.target,
+      fresh: () => s.fleets.ensure(request.signal),
+    });
+    const cleanup = () => removeAvd(avdHome, avd.name, avd.dir);
+    let launched: Launched;
+    try {
+      await removeStaleLocks(avd.dir);
+      launched = await launch(
+        s.sdk,
+        { avd: avd.name, readOnly: false, snapshot: avd.snapshot },
+        request.signal,
+      );
+    } catch (error) {
+      await cleanup();
+      throw error;
+    }
+    if (launched.refused) {
+      request.log.warn(
+        'the emulator refused the profile snapshot; this phone cold-booted (its apps and files are kept, its screen and app state in memory are not)',
+        { session: request.sessionId, emulator_said: launched.proc.tail(3) },
+      );
+    }
+    return phoneFor(s, launched, avd.dir, async () => {
+      ports.release(launched.consolePort);
+      await cleanup();
+    });
+  };
+
+  const phoneFor = async (
+    s: Setup,
+    launched: Launched,
+    profileAvdDir: string | null,
+    release: () => Promise<void>,
+  ): Promise<EmulatorPhone> => {
+    try {
+      const { label, screen } = await describe(s.sdk, launched.consolePort);
+      const phone = new EmulatorPhone({
+        sdk: s.sdk,
+        proc: launched.proc,
+        consolePort: launched.consolePort,
+        tokenPath,
+        label,
+        screen,
+        startupSource: launched.refused ? 'cold' : 'snapshot',
+        profileAvdDir,
+        release: async () => {
+          phones.delete(phone);
+          await release();
+        },
+      });
+      phones.add(phone);
+      return phone;
+    } catch (error) {
+      launched.proc.kill('SIGKILL');
+      await launched.proc.exited;
+      await release();
+      throw error;
+    }
   };
 
   return {
     name: 'emulator',
-    typicalBootMs: 30_000,
-    startupSource: 'cold',
-    async boot(request: BootRequest): Promise<DevicePhone> {
-      tools ??= findTools();
-      let t: Tools;
+    typicalBootMs: 3_000,
+    startupSource: 'snapshot',
+    async boot(request: BootRequest) {
+      if (closed) throw new Error('emulator backend is closed');
+      setup ??= prepare();
+      let s: Setup;
       try {
-        t = await tools;
-      } catch (err) {
-        tools = null; // the SDK may be installed later; look again next time
-        throw err;
+        s = await setup;
+      } catch (error) {
+        setup = null; // the SDK or the AVD may be installed later: look again next time
+        throw error;
       }
-      const port = await freeConsolePort(usedPorts);
-      usedPorts.add(port);
-      try {
-        const phone = await EmulatorPhone.start(t, port, request, options.bootTimeoutMs ?? 300_000);
-        phones.add(phone);
-        phone.onLost(() => phones.delete(phone));
-        void phone.whenStopped.finally(() => {
-          phones.delete(phone);
-          usedPorts.delete(port);
-        });
-        return phone;
-      } catch (err) {
-        usedPorts.delete(port);
-        log.warn('emulator failed to boot', { session: request.sessionId, error: String(err) });
-        throw err;
-      }
+      const phone =
+        request.restoreFrom === null
+          ? await bootTemporary(s, request)
+          : await bootProfile(s, request, request.restoreFrom);
+      request.log.info('emulator phone booted', {
+        session: request.sessionId,
+        serial: phone.serial,
+        source: phone.startupSource,
+      });
+      return phone;
     },
     async close() {
-      await Promise.all([...phones].map((p) => p.shutdown({ saveTo: null })));
+      closed = true;
+      await Promise.all([...phones].map((p) => p.shutdown({ saveTo: null }).catch(() => undefined)));
     },
   };
-}
-
-async function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-async function freeConsolePort(used: Set<number>): Promise<number> {
-  for (let p = FIRST_CONSOLE_PORT; p <= LAST_CONSOLE_PORT; p += 2) {
-    if (used.has(p)) continue;
-    if ((await portFree(p)) && (await portFree(p + 1))) return p;
-  }
-  throw new PhoneBootError(
-    'no_port',
-    'Every emulator port pair (5554-5681) is in use; end other emulators and retry.',
-  );
-}
-
-const KEYCODES: Record<Extract<PhoneInput, { type: 'key' }>['key'], number> = {
-  home: 3,
-  back: 4,
-  enter: 66,
-  del: 67,
-};
-
-class EmulatorPhone implements DevicePhone {
-  readonly label: string;
-  readonly adb: { host: string; port: number };
-  private readonly lost = new Set<(reason: string) => void>();
-  private readonly changes = new Set<() => void>();
-  private stopping = false;
-  readonly whenStopped: Promise<void>;
-
-  private constructor(
-    private readonly tools: Tools,
-    private readonly port: number,
-    private readonly proc: ChildProcess,
-    readonly screen: { w: number; h: number },
-    model: string,
-    release: string,
-  ) {
-    this.label = `Android emulator (${model}, Android ${release})`;
-    this.adb = { host: '127.0.0.1', port: port + 1 };
-    this.whenStopped = new Promise((resolve) => proc.once('exit', () => resolve()));
-    proc.once('exit', (code, signal) => {
-      if (!this.stopping) for (const l of this.lost) l(`emulator exited (${signal ?? code})`);
-    });
-  }
-
-  private get serial(): string {
-    return `emulator-${this.port}`;
-  }
-
-  static async start(
-    tools: Tools,
-    port: number,
-    req: BootRequest,
-    timeoutMs: number,
-  ): Promise<EmulatorPhone> {
-    const args = [
-      '-avd',
-      tools.avd,
-      '-port',
-      String(port),
-      '-no-window',
-      '-no-audio',
-      '-no-boot-anim',
-      '-gpu',
-      'swiftshader_indirect',
-    ];
-    // Many temporary phones share one AVD read-only; nothing they do is written back.
-    args.push('-read-only', '-no-snapshot-save');
-    const proc = spawn(tools.emulator, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    const keep = (b: Buffer) => {
-      output = (output + b.toString()).slice(-4000);
-    };
-    proc.stdout?.on('data', keep);
-    proc.stderr?.on('data', keep);
-    const kill = () => proc.kill('SIGKILL');
-    req.signal.addEventListener('abort', kill, { once: true });
-    const adb = (...a: string[]) => run(tools.adb, ['-s', `emulator-${port}`, ...a], { timeout: 30_000 });
-    const deadline = Date.now() + timeoutMs;
-    try {
-      const exited = new Promise<never>((_, reject) =>
-        proc.once('exit', (code) =>
-          reject(
-            new PhoneBootError(
-              'emulator_exited',
-              `The emulator stopped while booting (exit ${code}): ${output.split('\n').slice(-3).join(' ')}`,
-            ),
-          ),
-        ),
-      );
-      const booted = (async () => {
-        for (;;) {
-          if (req.signal.aborted) throw new Error('boot aborted');
-          if (Date.now() > deadline)
-            throw new PhoneBootError(
-              'boot_timeout',
-              `The emulator did not finish booting within ${Math.round(timeoutMs / 1000)} s.`,
-            );
-          try {
-            const { stdout } = await adb('shell', 'getprop sys.boot_completed; getprop init.svc.bootanim');
-            const [done, anim] = stdout.split('\n').map((s) => s.trim());
-            if (done === '1' && anim !== 'running') return;
-          } catch {
-            // not connected yet
-          }
-          await new Promise((r) => setTimeout(r, 1000));
-        }
-      })();
-      await Promise.race([booted, exited]);
-      const props = await adb('shell', 'getprop ro.product.model; getprop ro.build.version.release; wm size');
-      const [model = 'emulator', release = '?', size = ''] = props.stdout.split('\n').map((s) => s.trim());
-      const m = /(\d+)x(\d+)/.exec(size);
-      const phone = new EmulatorPhone(
-        tools,
-        port,
-        proc,
-        { w: Number(m?.[1] ?? 1080), h: Number(m?.[2] ?? 2400) },
-        model,
-        release,
-      );
-      if (req.restoreFrom) await phone.restore(req.restoreFrom);
-      return phone;
-    } catch (err) {
-      kill();
-      throw err;
-    } finally {
-      req.signal.removeEventListener('abort', kill);
-    }
-  }
-
-  private async adbRun(args: string[], encoding: 'buffer' | 'utf8' = 'utf8'): Promise<string | Buffer> {
-    const { stdout } = await run(this.tools.adb, ['-s', this.serial, ...args], {
-      encoding: encoding === 'buffer' ? 'buffer' : 'utf8',
-      maxBuffer: 64 * 1024 * 1024,
-      timeout: 60_000,
-    });
-    return stdout;
-  }
-
-  async capture(): Promise<Buffer> {
-    return (await this.adbRun(['exec-out', 'screencap', '-p'], 'buffer')) as Buffer;
-  }
-
-  async apps(): Promise<AppSummary[]> {
-    const out = (await this.adbRun([
-      'shell',
-      'cmd package query-activities -a android.intent.action.MAIN -c android.intent.category.LAUNCHER --brief',
-    ])) as string;
-    const packages = [
-      ...new Set(
-        out
-          .split('\n')
-          .map((l) => l.trim().split('/')[0]!)
-          .filter((p) => /^[\w.]+$/.test(p)),
-      ),
-    ];
-    return packages.map((p) => ({ package: p, label: p.split('.').pop() ?? p }));
-  }
-
-  async input(event: PhoneInput): Promise<void> {
-    const args =
-      event.type === 'tap'
-        ? ['tap', String(event.x), String(event.y)]
-        : event.type === 'swipe'
-          ? [
-              'swipe',
-              String(event.x1),
-              String(event.y1),
-              String(event.x2),
-              String(event.y2),
-              String(event.durationMs ?? 300),
-            ]
-          : event.type === 'text'
-            ? ['text', event.text.replace(/ /g, '%s').replace(/(["'`\\$&|;<>()*?!])/g, '\\$1')]
-            : ['keyevent', String(KEYCODES[event.key])];
-    await this.adbRun(['shell', 'input', ...args]);
-    for (const l of this.changes) l();
-  }
-
-  onScreenChange(listener: () => void): () => void {
-    this.changes.add(listener);
-    return () => this.changes.delete(listener);
-  }
-
-  onLost(listener: (reason: string) => void): void {
-    this.lost.add(listener);
-  }
-
-  /** Profile phones keep third-party apps and /sdcard; see the module comment. */
-  private async save(dir: string): Promise<void> {
-    const list = (await this.adbRun(['shell', 'pm list packages -3'])) as string;
-    const packages = list
-      .split('\n')
-      .map((l) => l.replace(/^package:/, '').trim())
-      .filter(Boolean);
-    mkdirSync(join(dir, 'apks'), { recursive: true });
-    for (const pkg of packages) {
-      const paths = ((await this.adbRun(['shell', `pm path ${pkg}`])) as string)
-        .split('\n')
-        .map((l) => l.replace(/^package:/, '').trim())
-        .filter(Boolean);
-      const base = paths.find((p) => p.endsWith('base.apk')) ?? paths[0];
-      if (base) await this.adbRun(['pull', base, join(dir, 'apks', `${pkg}.apk`)]);
-    }
-    await this.adbRun(['pull', '/sdcard/.', join(dir, 'sdcard')]);
-    writeFileSync(join(dir, 'manifest.json'), JSON.stringify({ packages, saved: Date.now() }));
-  }
-
-  private async restore(dir: string): Promise<void> {
-    if (!existsSync(join(dir, 'manifest.json'))) return;
-    JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
-    const apks = existsSync(join(dir, 'apks')) ? readdirSync(join(dir, 'apks')) : [];
-    for (const apk of apks) await this.adbRun(['install', '-r', '-g', join(dir, 'apks', apk)]);
-    if (existsSync(join(dir, 'sdcard'))) await this.adbRun(['push', join(dir, 'sdcard') + '/.', '/sdcard/']);
-  }
-
-  async shutdown({ saveTo }: { saveTo: string | null }): Promise<void> {
-    if (this.stopping) return this.whenStopped;
-    if (saveTo) await this.save(saveTo);
-    this.stopping = true;
-    try {
-      await this.adbRun(['emu', 'kill']);
-    } catch {
-      // fall through to the signal
-    }
-    const timer = setTimeout(() => this.proc.kill('SIGKILL'), 15_000);
-    await this.whenStopped;
-    clearTimeout(timer);
-  }
 }

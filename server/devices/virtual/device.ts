@@ -46,6 +46,11 @@ export interface SystemServiceState {
   motionDown: { x: number; y: number } | null;
   /** `pm install-create` sessions waiting for their commit. */
   installSessions: Map<number, InstallSession>;
+  /**
+   * System services published so far, or null once boot is over (all of them). Only a
+   * booting guest (the fake SDK emulator) sets it: `service list` then shows these alone.
+   */
+  publishedServices: ReadonlySet<string> | null;
 }
 
 export const DEFAULT_IME = 'com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME';
@@ -75,6 +80,7 @@ export class Device {
     locationEnabled: true,
     motionDown: null,
     installSessions: new Map(),
+    publishedServices: null,
   };
   readonly log: DeviceLogger;
   readonly now: () => number;

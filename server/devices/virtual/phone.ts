@@ -106,6 +106,14 @@ export class VirtualPhone implements DevicePhone {
     this.port = await this.server.listen(this.options.host);
   }
 
+  /**
+   * Writes the phone's whole state into an empty directory while it keeps running (the
+   * fake SDK emulator's `avd snapshot save`); restoreFrom on a later phone loads it.
+   */
+  async saveState(dir: string): Promise<void> {
+    await saveDeviceState(this.device, this.stateParts(), dir);
+  }
+
   /** Runs once the phone has stopped (shutdown or failure). */
   onStopped(listener: () => void): void {
     this.stoppedListeners.add(listener);

@@ -596,8 +596,10 @@ const SERVICES = [
 const service: CommandFn = (ctx) => {
   const [verb, name] = ctx.args;
   if (verb === 'list') {
-    ctx.stdout.write(`Found ${SERVICES.length} services:\n`);
-    SERVICES.forEach((s, i) =>
+    const published = ctx.device.system.publishedServices;
+    const listed = published ? SERVICES.filter((s) => published.has(s)) : SERVICES;
+    ctx.stdout.write(`Found ${listed.length} services:\n`);
+    listed.forEach((s, i) =>
       ctx.stdout.write(`${i}\t${s}: [android.app.I${s[0]!.toUpperCase()}${s.slice(1)}]\n`),
     );
     return 0;

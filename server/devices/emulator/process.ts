@@ -1,0 +1,134 @@
+/**
+ * One emulator process: its command line, its output (kept for errors and for the lines the
+ * backend watches, like a refused snapshot), its exit, and the startup failures the
+ * reference lists turned into public failures that quote the tool and say what to do.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { PhoneBootError } from '../types.js';
+import type { Environment } from './sdk.js';
+
+/** Flags for a headless host (AER's defaults). */
+export const HEADLESS_FLAGS = ['-no-window', '-no-audio', '-no-boot-anim', '-gpu', 'swiftshader_indirect'];
+
+export interface LaunchPlan {
+  avd: string;
+  consolePort: number;
+  /** Read-only instance (temporary phones): many share one AVD and nothing is written back. */
+  readOnly: boolean;
+  /** Snapshot to load at boot, or null for a cold boot. */
+  snapshot: string | null;
+}
+
+export function emulatorArgs(plan: LaunchPlan): string[] {
+  const args = ['-avd', plan.avd, '-port', String(plan.consolePort), ...HEADLESS_FLAGS];
+  if (plan.readOnly) args.push('-read-only');
+  // Saving happens only through the console (`avd snapshot save`), never on exit: a kill
+  // must not spend seconds writing gigabytes of quickboot state nobody loads.
+  if (plan.snapshot) args.push('-snapshot', plan.snapshot, '-no-snapshot-save');
+  else args.push('-no-snapshot-load', '-no-snapshot-save');
+  return args;
+}
+
+export const SNAPSHOT_REFUSED = /Failed to load snapshot/;
+const PORT_TAKEN = /too many emulator instances are running/;
+
+export class EmulatorProcess {
+  private output = '';
+  private readonly watchers = new Set<(line: string) => void>();
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private exitedNow = false;
+
+  private constructor(readonly child: ChildProcess) {
+    let partial = '';
+    const onData = (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      this.output = (this.output + text).slice(-8000);
+      partial += text;
+      let nl: number;
+      while ((nl = partial.indexOf('\n')) >= 0) {
+        const line = partial.slice(0, nl);
+        partial = partial.slice(nl + 1);
+        for (const w of this.watchers) w(line);
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    this.exited = new Promise((resolve) => {
+      child.once('error', (error) => {
+        this.output += `\n${error.message}`;
+        this.exitedNow = true;
+        resolve({ code: null, signal: null });
+      });
+      child.once('exit', (code, signal) => {
+        this.exitedNow = true;
+        resolve({ code, signal });
+      });
+    });
+  }
+
+  static spawn(emulator: string, args: string[], env: Environment): EmulatorProcess {
+    return new EmulatorProcess(spawn(emulator, args, { env: { ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
+  }
+
+  get hasExited(): boolean {
+    return this.exitedNow;
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** The last lines the emulator printed, for logs and errors. */
+  tail(lines = 6): string {
+    return this.output.trim().split('\n').slice(-lines).join('\n');
+  }
+
+  /** Calls `listener` for every output line from now on (and for none already printed). */
+  onLine(listener: (line: string) => void): void {
+    this.watchers.add(listener);
+  }
+
+  saw(pattern: RegExp): boolean {
+    return pattern.test(this.output);
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGKILL'): void {
+    if (!this.exitedNow) this.child.kill(signal);
+  }
+
+  /** True when it aborted because its port was taken between our check and its bind. */
+  lostPortRace(): boolean {
+    return this.saw(PORT_TAKEN);
+  }
+
+  /** The public failure for an emulator that stopped while starting, in its own words. */
+  startupFailure(exit: { code: number | null; signal: NodeJS.Signals | null }): PhoneBootError {
+    const said = this.tail(4);
+    const quote = said ? `: "${said.replace(/\s*\n\s*/g, ' ')}"` : '';
+    if (/requires hardware acceleration|\/dev\/kvm|KVM/.test(this.output)) {
+      return new PhoneBootError(
+        'emulator_no_kvm',
+        `The emulator needs hardware acceleration (KVM) on this machine and has none${quote}. On Linux: enable virtualization in the BIOS, load the kvm_intel or kvm_amd module, and give this user access to /dev/kvm (\`sudo usermod -aG kvm $USER\`, then log in again); \`phonelease doctor\` checks it. Without KVM, run the server with --device virtual.`,
+      );
+    }
+    if (/Unknown AVD name/.test(this.output)) {
+      return new PhoneBootError(
+        'emulator_no_avd',
+        `The emulator does not know the AVD it was asked to run${quote}. Create one with avdmanager or set PHONELEASE_AVD to a name \`emulator -list-avds\` prints.`,
+      );
+    }
+    if (
+      /Another emulator instance is running|Running multiple emulators with the same AVD/.test(this.output)
+    ) {
+      return new PhoneBootError(
+        'emulator_avd_busy',
+        `The emulator refused to start because the AVD is in use${quote}. Close other emulators of this AVD and retry.`,
+      );
+    }
+    const how = exit.signal ? `signal ${exit.signal}` : `exit ${exit.code}`;
+    return new PhoneBootError(
+      'emulator_exited',
+      `The emulator stopped while starting (${how})${quote}. Run \`phonelease doctor\` to check this machine.`,
+    );
+  }
+}

@@ -1,0 +1,257 @@
+/**
+ * The emulator path's edges against the fake SDK: the console's token and replies, lock
+ * files after a crash, public startup failures in the tool's own words, the port range, and
+ * `phonelease doctor` on machines with and without each part.
+ */
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { removeStaleLocks } from '../../server/devices/emulator/avd.js';
+import { ConsoleError, EmulatorConsole } from '../../server/devices/emulator/console.js';
+import { createEmulatorBackend } from '../../server/devices/emulator/index.js';
+import { PortPool, PORT_PAIRS } from '../../server/devices/emulator/ports.js';
+import { formatFindings, runDoctor, type Finding } from '../../server/doctor.js';
+import { makeFakeSdk, type FakeSdk, type FakeSdkOptions } from '../support/fake-sdk/index.js';
+
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+const sdks: FakeSdk[] = [];
+const children: ReturnType<typeof spawn>[] = [];
+
+afterEach(async () => {
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+  await Promise.all(sdks.splice(0).map((s) => s.close()));
+});
+
+async function fakeSdk(options: FakeSdkOptions = {}): Promise<FakeSdk> {
+  const sdk = await makeFakeSdk(options);
+  sdks.push(sdk);
+  return sdk;
+}
+
+/** Starts the fake emulator directly; resolves once its output matches `until`. */
+async function emulator(sdk: FakeSdk, args: string[], until: RegExp) {
+  const child = spawn(join(sdk.sdk, 'emulator', 'emulator'), args, {
+    env: { ...process.env, ...sdk.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  await new Promise<void>((resolve) => {
+    const check = (b: Buffer) => {
+      output += b.toString();
+      if (until.test(output)) resolve();
+    };
+    child.stdout.on('data', check);
+    child.stderr.on('data', check);
+    void exited.then(() => resolve());
+  });
+  return { child, exited, output: () => output };
+}
+
+/** Reads console lines until one matches. */
+async function rawConsole(port: number) {
+  const socket = net.connect(port, '127.0.0.1');
+  let text = '';
+  socket.on('data', (b: Buffer) => (text += b.toString()));
+  await new Promise((r) => socket.once('connect', r));
+  const until = async (pattern: RegExp) => {
+    for (let i = 0; i < 200 && !pattern.test(text); i++) await new Promise((r) => setTimeout(r, 25));
+    const out = text;
+    text = '';
+    return out;
+  };
+  return { send: (line: string) => socket.write(`${line}\n`), until, close: () => socket.destroy() };
+}
+
+describe('the fake emulator console', () => {
+  it('asks for the token, answers in the reference words, and refuses snapshots read-only', async () => {
+    const sdk = await fakeSdk({ token: 'c2VrcmV0LXRva2VuLXZhbHVl' });
+    const emu = await emulator(sdk, ['-avd', 'test_phone', '-port', '5580', '-read-only'], /Serial number/);
+    const c = await rawConsole(5580);
+    expect(await c.until(/^OK\r\n/m)).toBe(
+      [
+        'Android Console: Authentication required',
+        "Android Console: type 'auth <auth_token>' to authenticate",
+        'Android Console: you can find your <auth_token> in ',
+        `'${join(sdk.home, '.emulator_console_auth_token')}'`,
+        'OK',
+        '',
+      ].join('\r\n'),
+    );
+    c.send('avd name');
+    expect(await c.until(/OK\r\n/)).toBe('test_phone\r\nOK\r\n');
+    c.send('kill');
+    expect(await c.until(/\r\n/)).toBe("KO: unknown command, try 'help'\r\n");
+    c.send('auth wrong');
+    expect(await c.until(/\r\n/)).toBe(
+      'KO: authentication token does not match ~/.emulator_console_auth_token\r\n',
+    );
+    c.close();
+
+    const console = await EmulatorConsole.connect(5580, join(sdk.home, '.emulator_console_auth_token'));
+    try {
+      expect(await console.command('ping')).toEqual(['I am alive!']);
+      const refused = await console.command('avd snapshot save x').catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(ConsoleError);
+      expect((refused as ConsoleError).reply).toBe(
+        'KO: Snapshot save is disabled because "-read-only" was specified',
+      );
+      expect(await console.command('kill')).toEqual([]);
+    } finally {
+      console.close();
+    }
+    expect(await emu.exited).toBe(0);
+  });
+
+  it('refuses a second read-write instance, and a stale lock after a crash until it is removed', async () => {
+    const sdk = await fakeSdk();
+    const first = await emulator(sdk, ['-avd', 'test_phone', '-port', '5582'], /Serial number/);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const again = await emulator(sdk, ['-avd', 'test_phone', '-port', '5582'], /Running multiple/);
+    expect(await again.exited).toBe(1);
+    expect(again.output()).toContain(
+      'Running multiple emulators with the same AVD is an experimental feature.\nPlease use -read-only flag to enable this feature.',
+    );
+    expect(await removeStaleLocks(sdk.avdDir('test_phone'))).toEqual(['multiinstance.lock']);
+    const third = await emulator(sdk, ['-avd', 'test_phone', '-port', '5582'], /Serial number|ERROR/);
+    expect(third.output()).toContain('emulator-5582');
+  });
+});
+
+describe('public startup failures', () => {
+  const boot = async (env: Record<string, string | undefined>) => {
+    const workDir = mkdtempSync(join(tmpdir(), 'phonelease-emu-work-'));
+    const backend = createEmulatorBackend({ log: quiet, env: { PATH: process.env.PATH, ...env }, workDir });
+    try {
+      return await backend
+        .boot({ sessionId: 's', restoreFrom: null, signal: new AbortController().signal, log: quiet })
+        .then(
+          () => null,
+          (e: unknown) => e as { code: string; message: string },
+        );
+    } finally {
+      await backend.close();
+      rmSync(workDir, { recursive: true, force: true });
+    }
+  };
+
+  it('says what to install without an SDK', async () => {
+    const e = await boot({ HOME: tmpdir() });
+    expect(e).toMatchObject({ name: 'PhoneBootError', code: 'emulator_unavailable' });
+    expect(e!.message).toContain('ANDROID_HOME');
+    expect(e!.message).toContain('sdkmanager "emulator" "platform-tools"');
+  });
+
+  it('says how to make an AVD when there is none', async () => {
+    const sdk = await fakeSdk({ avds: [] });
+    await sdk.startAdbServer();
+    const e = await boot(sdk.env);
+    expect(e).toMatchObject({ code: 'emulator_no_avd' });
+    expect(e!.message).toContain('avdmanager create avd -n phonelease');
+  });
+
+  it("quotes the emulator's own words without KVM", async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_KVM: 'denied' } });
+    await sdk.startAdbServer();
+    const e = await boot(sdk.env);
+    expect(e).toMatchObject({ code: 'emulator_no_kvm' });
+    expect(e!.message).toContain('x86_64 emulation currently requires hardware acceleration!');
+    expect(e!.message).toContain("This user doesn't have permissions to use KVM (/dev/kvm).");
+    expect(e!.message).toContain('usermod -aG kvm');
+  });
+
+  it('refuses a port once the range the adb server scans is used up', async () => {
+    const pool = new PortPool();
+    const held: number[] = [];
+    const e = await (async () => {
+      for (;;) held.push(await pool.acquire());
+    })().catch((err: unknown) => err as { code: string; message: string });
+    expect(held.length).toBeLessThanOrEqual(PORT_PAIRS);
+    expect(held.every((p) => p >= 5554 && p <= 5584 && p % 2 === 0)).toBe(true);
+    expect(e).toMatchObject({ code: 'emulator_ports_exhausted' });
+    expect(e.message).toContain('5554-5584');
+  });
+});
+
+describe('phonelease doctor', () => {
+  const byCheck = (findings: Finding[]) => Object.fromEntries(findings.map((f) => [f.check, f]));
+  const bigHost = { cores: 16, memoryBytes: 64 * 1024 ** 3 };
+
+  it('passes a machine with every part', async () => {
+    const sdk = await fakeSdk({ token: 'dG9rZW4tdG9rZW4tdG9rZW4t' });
+    const kvm = join(sdk.root, 'kvm');
+    writeFileSync(kvm, '');
+    const findings = await runDoctor({
+      env: { PATH: process.env.PATH, ...sdk.env },
+      kvmPath: kvm,
+      host: bigHost,
+      freePorts: async () => Array.from({ length: PORT_PAIRS }, (_, i) => 5554 + 2 * i),
+    });
+    const f = byCheck(findings);
+    expect(findings.filter((x) => x.status !== 'ok')).toEqual([]);
+    expect(f.emulator!.detail).toBe('Emulator 35.2.10.0 (build_id 12414864).');
+    expect(f.avd!.detail).toContain('"test_phone"');
+    expect(f.capacity!.detail).toContain('8 emulators at once');
+    expect(formatFindings(findings)).toContain('This machine can run phonelease over emulators');
+  });
+
+  it('names the fix for each missing part', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'phonelease-doctor-home-'));
+    try {
+      const findings = await runDoctor({
+        env: { PATH: '/nonexistent', HOME: home },
+        kvmPath: join(home, 'no-kvm'),
+        host: { cores: 1, memoryBytes: 2 * 1024 ** 3 },
+        freePorts: async () => [],
+      });
+      const f = byCheck(findings);
+      expect(f.sdk!.status).toBe('fail');
+      expect(f.emulator!.fix).toEqual(['sdkmanager --install "emulator"']);
+      expect(f.adb!.fix).toEqual(['sdkmanager --install "platform-tools"']);
+      expect(f['system-image']!.fix).toEqual([
+        'sdkmanager --install "system-images;android-34;google_apis;x86_64"',
+      ]);
+      expect(f.avd!.fix).toEqual([
+        'avdmanager create avd -n phonelease -k "system-images;android-34;google_apis;x86_64" -d pixel_6',
+      ]);
+      expect(f.kvm!.detail).toContain('is not found');
+      expect(f.ports!.status).toBe('fail');
+      expect(f.capacity!.status).toBe('warn');
+      expect(formatFindings(findings)).toMatch(/\d+ problems to fix/);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  it('finds an SDK without AVDs, an AVD whose image is gone, and a token others can read', async () => {
+    const noAvd = await fakeSdk({ avds: [] });
+    const env = { PATH: process.env.PATH, ...noAvd.env };
+    const kvm = join(noAvd.root, 'kvm');
+    writeFileSync(kvm, '');
+    expect(byCheck(await runDoctor({ env, kvmPath: kvm, host: bigHost })).avd).toMatchObject({
+      status: 'fail',
+      fix: [
+        'avdmanager create avd -n phonelease -k "system-images;android-34;google_apis;x86_64" -d pixel_6',
+      ],
+    });
+
+    const noImage = await fakeSdk({ noSystemImage: true, token: 'dG9rZW4tdG9rZW4tdG9rZW4t' });
+    chmodSync(join(noImage.home, '.emulator_console_auth_token'), 0o644);
+    const f = byCheck(
+      await runDoctor({ env: { PATH: process.env.PATH, ...noImage.env }, kvmPath: kvm, host: bigHost }),
+    );
+    expect(f.avd).toMatchObject({
+      status: 'fail',
+      fix: ['sdkmanager --install "system-images;android-34;google_apis;x86_64"'],
+    });
+    expect(f.token).toMatchObject({
+      status: 'warn',
+      fix: [`chmod 600 ${join(noImage.home, '.emulator_console_auth_token')}`],
+    });
+  });
+});
