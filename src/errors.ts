@@ -436,11 +436,25 @@ const API_ERROR_CLASSES: {
  */
 const PERMANENT_5XX: ReadonlySet<number> = new Set([501, 505, 511]);
 
-/** The API's error body (`error` and `code` strings), or null for anything else. */
+/**
+ * The API's error body (an `error` string, and a `code` string but for an older server's
+ * HTTP-layer refusals), or null for anything else.
+ */
 function apiErrorBody(body: unknown): ErrorBody | null {
   if (!body || typeof body !== 'object' || Array.isArray(body)) return null;
   const o = body as Partial<ErrorBody>;
-  return typeof o.error === 'string' && typeof o.code === 'string' ? (o as ErrorBody) : null;
+  if (typeof o.error !== 'string') return null;
+  return { ...(o as ErrorBody), code: typeof o.code === 'string' ? o.code : '' };
+}
+
+/** The human part of a JSON body that is not the API's: its message, error or detail. */
+function jsonGist(body: object): string {
+  const o = body as Record<string, unknown>;
+  for (const field of ['message', 'error', 'detail', 'title']) {
+    const value = o[field];
+    if (typeof value === 'string') return value;
+  }
+  return JSON.stringify(body);
 }
 
 const SUMMARY_MAX = 100;
@@ -452,7 +466,13 @@ const SUMMARY_MAX = 100;
  */
 export function summarizeBody(body: unknown): string {
   let text =
-    typeof body === 'string' ? body : body === undefined || body === null ? '' : JSON.stringify(body);
+    typeof body === 'string'
+      ? body
+      : body && typeof body === 'object'
+        ? jsonGist(body)
+        : body === undefined || body === null
+          ? ''
+          : String(body);
   if (/<[a-z!/][^>]*>/i.test(text)) {
     text = text
       .replace(/<(script|style|head)\b[\s\S]*?<\/\1\s*>/gi, ' ')

@@ -115,9 +115,15 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
   const startTimeoutMs = options.startTimeoutMs ?? 180_000;
   const timeoutSeconds =
     options.timeoutSeconds ?? Math.ceil(startTimeoutMs / 1000) + (options.useSeconds ?? 900) + MARGIN_S;
-  const profileId =
-    options.profileId ??
-    (options.profile ? (await client.me({ signal: options.signal })).profile.id : undefined);
+  let profileId = options.profileId;
+  if (!profileId && options.profile) {
+    try {
+      profileId = (await client.me({ signal: options.signal })).profile.id;
+    } catch (error) {
+      // Part of this start: its error carries the key like every other error of a start.
+      throw withLeaseContext(error, { requestKey });
+    }
+  }
   const body: CreateSessionBody = {
     timeout_seconds: timeoutSeconds,
     ...(profileId ? { profile_id: profileId } : {}),

@@ -253,6 +253,15 @@ describe("answers that are not the API's", () => {
       contentType: 'application/json',
     });
     expect(json429).toBeInstanceOf(RateLimitedError);
+    expect(json429.message).toContain('HTTP 429 (application/json: "slow down")');
+    // An older server's HTTP-layer refusal (fastify's own body, no code) is still the API's.
+    const fastify = errorFromResponse({
+      status: 431,
+      body: { statusCode: 431, error: 'Request Header Fields Too Large', message: 'headers too large' },
+      contentType: 'application/json',
+    });
+    expect(fastify).not.toBeInstanceOf(ConfigurationError);
+    expect(fastify).toMatchObject({ code: 'http_431', retryable: false });
     const empty503 = errorFromResponse({ status: 503, body: '' });
     expect(empty503).toMatchObject({ code: 'http_503', retry: 'transient', retryable: true });
     const other = errorFromResponse({ status: 404, body: '<html><body>Not Found</body></html>', ...html });
