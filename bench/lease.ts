@@ -7,10 +7,16 @@
  *     server-side boot time = the client's overhead (admission, polling, crash-safety
  *     bookkeeping); p50 and p95, and GET polls per lease;
  *  2. CONCURRENT leases at once on the same server: time until all are ready, failures,
- *     and time to end them all with cleanup confirmed.
+ *     and time to end them all with cleanup confirmed;
+ *  3. FAULT-LEASES sequential leases through a fault-injecting proxy (test/support) at
+ *     FAULT-RATE random faults of every kind (HTML 429s, 502/504 pages after the server
+ *     answered, lost answers, delays): lease success rate (goal 100%), p50/p95 lease and end
+ *     time against the same leases without the proxy measured in this run, and phones
+ *     still alive 10 s after end() returned (goal 0).
  * Prints the figures and the overhead's ratio to the boot time measured in the same run.
  *
  * Run: npx tsx bench/lease.ts [--boot-ms 1000] [--leases 30] [--concurrent 50]
+ *        [--fault-leases 30] [--fault-rate 0.15] [--seed 1]
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,17 +25,24 @@ import { parseArgs } from 'node:util';
 import { startServer } from '../server/main.js';
 import type { Logger } from '../server/log.js';
 import { leasePhone, silentLogger, type Lease, type LeaseOptions } from '../src/index.js';
+import { FaultProxy } from '../test/support/fault-proxy.js';
 
 const { values } = parseArgs({
   options: {
     'boot-ms': { type: 'string', default: '1000' },
     leases: { type: 'string', default: '30' },
     concurrent: { type: 'string', default: '50' },
+    'fault-leases': { type: 'string', default: '30' },
+    'fault-rate': { type: 'string', default: '0.15' },
+    seed: { type: 'string', default: '1' },
   },
 });
 const bootMs = Number(values['boot-ms']);
 const sequential = Number(values.leases);
 const concurrent = Number(values.concurrent);
+const faultLeases = Number(values['fault-leases']);
+const faultRate = Number(values['fault-rate']);
+const seed = Number(values.seed);
 
 /** A server logger that keeps each session's measured boot time ("phone ready", boot_ms). */
 function bootRecorder(): { log: Logger; boots: Map<string, number> } {
@@ -52,6 +65,65 @@ function bootRecorder(): { log: Logger; boots: Map<string, number> } {
 const percentile = (sorted: number[], p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 const ms = (n: number) => `${n.toFixed(1)} ms`;
+
+interface LeaseRun {
+  leaseMs: number;
+  endMs: number;
+}
+
+/**
+ * `n` sequential leases with `options`: each timed to ready and through end(); 10 s after
+ * each end() returned, the server itself (not through any proxy) is asked whether the
+ * phone is still live.
+ */
+async function leaseRuns(
+  options: LeaseOptions,
+  n: number,
+  serverUrl: string,
+): Promise<{
+  ok: number;
+  runs: LeaseRun[];
+  aliveAfter10s: number;
+  outcomes: string;
+  firstError: string | null;
+}> {
+  const runs: LeaseRun[] = [];
+  const checks: Array<Promise<boolean>> = [];
+  const outcomes = new Map<string, number>();
+  let firstError: string | null = null;
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    let phone: Lease;
+    try {
+      phone = await leasePhone(options);
+    } catch (error) {
+      firstError ??= String(error);
+      continue;
+    }
+    const leaseMs = performance.now() - t0;
+    const t1 = performance.now();
+    const ended = await phone.end();
+    runs.push({ leaseMs, endMs: performance.now() - t1 });
+    outcomes.set(ended.outcome, (outcomes.get(ended.outcome) ?? 0) + 1);
+    const id = phone.id;
+    checks.push(
+      new Promise((resolve) => setTimeout(resolve, 10_000)).then(async () => {
+        const res = await fetch(`${serverUrl}/sessions/${id}`, {
+          headers: { authorization: `Bearer ${options.apiKey}` },
+        });
+        return res.status !== 404;
+      }),
+    );
+  }
+  const alive = (await Promise.all(checks)).filter(Boolean).length;
+  return {
+    ok: runs.length,
+    runs,
+    aliveAfter10s: alive,
+    outcomes: [...outcomes].map(([k, v]) => `${k} ${v}`).join(', '),
+    firstError,
+  };
+}
 
 const { log, boots } = bootRecorder();
 // Every phone boots at once: the concurrent run measures the client and the API, not a boot queue.
@@ -121,6 +193,48 @@ try {
       .filter((s): s is PromiseRejectedResult => s.status === 'rejected')
       .map((s) => String(s.reason));
     console.log(`  first failure: ${reasons[0]}`);
+  }
+
+  // 3. The same sequential leases, first straight to the server, then through the proxy.
+  const proxy = await FaultProxy.start(server.url, { seed });
+  try {
+    const direct = await leaseRuns(options, faultLeases, server.url);
+    proxy.random(faultRate);
+    const faulty = await leaseRuns({ ...options, baseUrl: proxy.url }, faultLeases, server.url);
+    proxy.clear();
+    const faults = proxy.log.filter((e) => e.fault !== null);
+    const kinds = new Map<string, number>();
+    for (const e of faults) kinds.set(e.fault!, (kinds.get(e.fault!) ?? 0) + 1);
+    const p = (xs: number[], q: number) =>
+      percentile(
+        [...xs].sort((a, b) => a - b),
+        q,
+      );
+    console.log(
+      `${faultLeases} sequential leases through a proxy at ${(faultRate * 100).toFixed(0)}% random faults (seed ${seed}):`,
+    );
+    console.log(
+      `  ${proxy.log.length} requests, ${faults.length} faults: ${[...kinds].map(([k, n]) => `${k} ${n}`).join(', ')}`,
+    );
+    console.log(
+      `  lease success: ${faulty.ok}/${faultLeases} (${((100 * faulty.ok) / faultLeases).toFixed(1)}%, goal 100%); without faults ${direct.ok}/${faultLeases}`,
+    );
+    for (const [name, pick] of [
+      ['lease-to-ready', (r: LeaseRun) => r.leaseMs],
+      ['end()', (r: LeaseRun) => r.endMs],
+    ] as const) {
+      const withFaults = faulty.runs.map(pick);
+      const without = direct.runs.map(pick);
+      console.log(
+        `  ${name}: p50 ${ms(p(withFaults, 50))} (${(p(withFaults, 50) / p(without, 50)).toFixed(2)}x no faults: ${ms(p(without, 50))}), p95 ${ms(p(withFaults, 95))} (${(p(withFaults, 95) / p(without, 95)).toFixed(2)}x no faults: ${ms(p(without, 95))})`,
+      );
+    }
+    console.log(
+      `  phones alive 10 s after end(): ${faulty.aliveAfter10s} (goal 0); end outcomes: ${faulty.outcomes}`,
+    );
+    if (faulty.firstError) console.log(`  first failure: ${faulty.firstError}`);
+  } finally {
+    await proxy.close();
   }
 } finally {
   await server.close();

@@ -4,12 +4,13 @@
  * operations, the long-poll on GET /sessions/{sid}).
  *
  * Every call gets its own request id (sent as x-request-id and kept on any error), is
- * retried only when that is safe (GET, DELETE, or a create with an Idempotency-Key), and
+ * retried by one rule (mayRetry in retry.ts, read from the error registry: a request
+ * refused before it was processed always, an unknown outcome only when the request is
+ * idempotent: GET, DELETE, a create with an Idempotency-Key), and
  * can be watched with DEBUG=phonelease:http without a secret ever being printed.
  */
 import { fetch as undiciFetch } from 'undici';
 import {
-  ERROR_CODES,
   type Account,
   type AdbAccess,
   type ApiKeyMeta,
@@ -23,15 +24,8 @@ import {
   type Session,
   type ViewerCapability,
 } from './api/schemas.js';
-import {
-  CONNECT_FAILURE_CODES,
-  ConfigurationError,
-  ConnectionError,
-  PhoneleaseError,
-  ServerError,
-  errorFromResponse,
-} from './errors.js';
-import { retryPolicy, withRetry, type RetryOptions, type RetryPolicy } from './retry.js';
+import { CONNECT_FAILURE_CODES, ConfigurationError, ConnectionError, errorFromResponse } from './errors.js';
+import { mayRetry, retryPolicy, withRetry, type RetryOptions, type RetryPolicy } from './retry.js';
 import { newRequestId } from './util/ids.js';
 import { createDebug } from './util/log.js';
 import { redact } from './util/redact.js';
@@ -97,8 +91,12 @@ interface RequestSpec {
   query?: Record<string, string | number | undefined>;
   body?: unknown;
   headers?: Record<string, string>;
-  /** Safe to send twice: GET, DELETE, keyed creates. */
-  retryable: boolean;
+  /**
+   * Safe to process twice: GET, DELETE, keyed creates. Decides whether an unknown outcome
+   * (5xx, a cut answer) is retried; a request refused before it was processed (429) is
+   * retried either way.
+   */
+  idempotent: boolean;
   binary?: boolean;
   timeoutMs?: number;
   call?: CallOptions;
@@ -182,7 +180,10 @@ export class PhoneSessionClient {
   // -------------------------------------------------------------------------------------
   // Sessions
 
-  /** POST /sessions. 202: admitted (provisioning) or replayed. Retried only when keyed. */
+  /**
+   * POST /sessions. 202: admitted (provisioning) or replayed. An unknown outcome (5xx, a cut
+   * answer) is retried only when keyed; a refusal before processing (429, phones_busy) always.
+   */
   createSession(body: CreateSessionBody = {}, options: CreateSessionOptions = {}): Promise<Session> {
     const key = options.idempotencyKey;
     return this.#json<Session>({
@@ -190,15 +191,15 @@ export class PhoneSessionClient {
       path: '/sessions',
       body,
       headers: key ? { 'idempotency-key': key } : {},
-      // Only a keyed create may be retried: without a key a retry can start a second phone.
-      retryable: Boolean(key),
+      // Without a key, sending a create whose outcome is unknown again can start a second phone.
+      idempotent: Boolean(key),
       call: options,
     });
   }
 
   /** GET /sessions: live sessions (provisioning, ready, error, closing). */
   listSessions(options: CallOptions = {}): Promise<Session[]> {
-    return this.#json<Session[]>({ method: 'GET', path: '/sessions', retryable: true, call: options });
+    return this.#json<Session[]>({ method: 'GET', path: '/sessions', idempotent: true, call: options });
   }
 
   /** GET /sessions/{sid}; with waitSeconds, a long poll that answers when the state changes. */
@@ -211,7 +212,7 @@ export class PhoneSessionClient {
       method: 'GET',
       path: `/sessions/${enc(sid)}`,
       query: { wait: wait || undefined },
-      retryable: true,
+      idempotent: true,
       timeoutMs: this.#timeoutMs + (wait ?? 0) * 1000,
       call: options,
     });
@@ -222,7 +223,7 @@ export class PhoneSessionClient {
     return this.#json<Release>({
       method: 'DELETE',
       path: `/sessions/${enc(sid)}`,
-      retryable: true,
+      idempotent: true,
       call: options,
     });
   }
@@ -232,7 +233,7 @@ export class PhoneSessionClient {
     return this.#json<CreateReceipt>({
       method: 'GET',
       path: `/sessions/requests/${enc(requestKey)}`,
-      retryable: true,
+      idempotent: true,
       call: options,
     });
   }
@@ -242,7 +243,7 @@ export class PhoneSessionClient {
     return this.#image({
       method: 'GET',
       path: `/sessions/${enc(sid)}/frame.png`,
-      retryable: true,
+      idempotent: true,
       binary: true,
       call: options,
     });
@@ -253,7 +254,7 @@ export class PhoneSessionClient {
     return this.#json<ViewerCapability>({
       method: 'GET',
       path: `/sessions/${enc(sid)}/owner-viewer`,
-      retryable: true,
+      idempotent: true,
       call: options,
     });
   }
@@ -264,7 +265,7 @@ export class PhoneSessionClient {
       method: 'GET',
       path: `/sessions/${enc(sid)}/viewer`,
       query: { token: options.token },
-      retryable: true,
+      idempotent: true,
       call: options,
     });
   }
@@ -274,7 +275,7 @@ export class PhoneSessionClient {
     return this.#json<AdbAccess>({
       method: 'GET',
       path: `/sessions/${enc(sid)}/adb`,
-      retryable: true,
+      idempotent: true,
       call: options,
     });
   }
@@ -284,20 +285,21 @@ export class PhoneSessionClient {
     return this.#json<{ revoked: boolean }>({
       method: 'DELETE',
       path: `/sessions/${enc(sid)}/adb`,
-      retryable: true,
+      idempotent: true,
       call: options,
     });
   }
 
   // -------------------------------------------------------------------------------------
-  // Phone operations (POST /sessions/{sid}/ops/{op}); not retried: a tap must not happen twice
+  // Phone operations (POST /sessions/{sid}/ops/{op}); a tap must not happen twice, so it is
+  // sent again only when it was refused before it was processed (429)
 
   async tap(sid: string, x: number, y: number, options: CallOptions = {}): Promise<void> {
     await this.#json({
       method: 'POST',
       path: `/sessions/${enc(sid)}/ops/input.tap`,
       body: { x, y },
-      retryable: false,
+      idempotent: false,
       call: options,
     });
   }
@@ -306,7 +308,7 @@ export class PhoneSessionClient {
     await this.#json({
       method: 'POST',
       path: `/sessions/${enc(sid)}/ops/nav.home`,
-      retryable: false,
+      idempotent: false,
       call: options,
     });
   }
@@ -316,7 +318,7 @@ export class PhoneSessionClient {
     return this.#image({
       method: 'POST',
       path: `/sessions/${enc(sid)}/ops/screen.capture`,
-      retryable: true,
+      idempotent: true,
       binary: true,
       call: options,
     });
@@ -326,7 +328,7 @@ export class PhoneSessionClient {
     return this.#json({
       method: 'POST',
       path: `/sessions/${enc(sid)}/ops/screen.bounds`,
-      retryable: true,
+      idempotent: true,
       call: options,
     });
   }
@@ -335,7 +337,7 @@ export class PhoneSessionClient {
     return this.#json({
       method: 'POST',
       path: `/sessions/${enc(sid)}/ops/apps.list`,
-      retryable: true,
+      idempotent: true,
       call: options,
     });
   }
@@ -344,7 +346,7 @@ export class PhoneSessionClient {
   // Account, keys, profile, history
 
   me(options: CallOptions = {}): Promise<Account> {
-    return this.#json<Account>({ method: 'GET', path: '/me', retryable: true, call: options });
+    return this.#json<Account>({ method: 'GET', path: '/me', idempotent: true, call: options });
   }
 
   /** POST /me/keys: the raw key is in this response only. Not retried (it would make two keys). */
@@ -353,13 +355,13 @@ export class PhoneSessionClient {
       method: 'POST',
       path: '/me/keys',
       body: { label },
-      retryable: false,
+      idempotent: false,
       call: options,
     });
   }
 
   listKeys(options: CallOptions = {}): Promise<ApiKeyMeta[]> {
-    return this.#json<ApiKeyMeta[]>({ method: 'GET', path: '/me/keys', retryable: true, call: options });
+    return this.#json<ApiKeyMeta[]>({ method: 'GET', path: '/me/keys', idempotent: true, call: options });
   }
 
   /** DELETE /me/keys/{key_hash} (key_hash from listKeys, the sha256 of the key). */
@@ -367,19 +369,19 @@ export class PhoneSessionClient {
     return this.#json<{ revoked: boolean }>({
       method: 'DELETE',
       path: `/me/keys/${enc(keyHash)}`,
-      retryable: true,
+      idempotent: true,
       call: options,
     });
   }
 
   /** POST /me/profile/reset: forgets the saved profile phone (409 profile_running while held). */
   resetProfile(options: CallOptions = {}): Promise<{ id: string; reset: boolean }> {
-    return this.#json({ method: 'POST', path: '/me/profile/reset', retryable: false, call: options });
+    return this.#json({ method: 'POST', path: '/me/profile/reset', idempotent: false, call: options });
   }
 
   /** GET /history: the latest 100 finished sessions, newest first. */
   history(options: CallOptions = {}): Promise<HistoryRecord[]> {
-    return this.#json<HistoryRecord[]>({ method: 'GET', path: '/history', retryable: true, call: options });
+    return this.#json<HistoryRecord[]>({ method: 'GET', path: '/history', idempotent: true, call: options });
   }
 
   /** GET /history/page: one page; pass next_cursor back unchanged for the next one. */
@@ -391,7 +393,7 @@ export class PhoneSessionClient {
       method: 'GET',
       path: '/history/page',
       query: { limit: page.limit, cursor: page.cursor ?? undefined },
-      retryable: true,
+      idempotent: true,
       call: options,
     });
   }
@@ -422,8 +424,8 @@ export class PhoneSessionClient {
   #send(spec: RequestSpec): Promise<{ data: Buffer; contentType: string }> {
     const policy = spec.call?.retry === undefined ? this.#retry : retryPolicy(spec.call.retry);
     return withRetry(() => this.#attempt(spec), {
-      policy: spec.retryable ? policy : { ...policy, maxRetries: 0 },
-      shouldRetry: isTransient,
+      policy,
+      shouldRetry: (error) => mayRetry(error, spec),
       signal: spec.call?.signal,
       onRetry: (error, retry, delay) =>
         this.#debug?.(
@@ -515,22 +517,6 @@ export class PhoneSessionClient {
       contentType,
     });
   }
-}
-
-/**
- * What the client itself retries: no answer at all, or a server in trouble (5xx, 429).
- * phones_busy and create_request_recorded are 503s with their own meaning: the lease waits
- * for a phone with progress shown, and resolves a recorded create through its receipt.
- */
-export function isTransient(error: unknown): boolean {
-  if (error instanceof ConnectionError) return true;
-  if (!(error instanceof PhoneleaseError)) return false;
-  if (error.code === ERROR_CODES.phonesBusy || error.code === ERROR_CODES.createRequestRecorded) return false;
-  return (
-    error instanceof ServerError ||
-    error.code === ERROR_CODES.noFrame ||
-    error.code === ERROR_CODES.idempotencyKeyInUse
-  );
 }
 
 const enc = encodeURIComponent;

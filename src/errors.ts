@@ -1,47 +1,117 @@
 /**
- * Errors, modelled on undici's and stripe's: one base class with a literal `code`, the HTTP
- * `status`, the `requestId` of the call and whether retrying can help (`retryable`); one
- * subclass per API error code, each carrying the details its body has; a factory that maps
- * a response to the right class. Messages come from the server (which says what to do
- * next) or say it themselves, and never contain a secret (they pass through redact()).
+ * Errors, modelled on undici's: one base class with a literal `code`, the HTTP `status`,
+ * the `requestId` of the call, the retry rule that applies (`retry`, read from the error
+ * registry in src/api/errors.ts) and the one answer to "can trying again help?"
+ * (`retryable`); one subclass per API error code, each carrying the details its body has;
+ * a factory that maps any response, the API's or a proxy's, to the right class.
+ *
+ * `instanceof` works across two copies of this module (the built package and its sources,
+ * two versions in one node_modules): every error carries its class names under a
+ * `Symbol.for` key, and each class checks that brand instead of its prototype chain.
+ *
+ * Messages come from the server (which says what to do next) or say it themselves, never
+ * quote a page, and never contain a secret (they pass through redact()).
  */
-import { ERROR_CODES, type ErrorBody, type SessionState } from './api/schemas.js';
+import { ERROR_CODES, type ErrorBody, type ErrorCode, type SessionState } from './api/schemas.js';
+import { ERROR_REGISTRY, isErrorCode, type RetryRule } from './api/errors.js';
 import { redact } from './util/redact.js';
+
+export type { RetryRule } from './api/errors.js';
 
 export interface PhoneleaseErrorOptions {
   /** HTTP status, or null when no response arrived. */
   status?: number | null;
   requestId?: string | null;
-  retryable?: boolean;
+  /** The retry rule; the class's own when omitted. */
+  retry?: RetryRule;
   /** The error body as the server sent it. */
   body?: ErrorBody;
   /** The server's Retry-After in ms, if it sent one. */
   retryAfterMs?: number | null;
+  /** The session this error happened to. */
+  sessionId?: string | null;
+  /** The idempotency key of the start this error belongs to. */
+  requestKey?: string | null;
   cause?: unknown;
 }
 
+/** Where every error keeps the names of its classes: shared by every copy of this module. */
+const BRANDS = Symbol.for('phonelease.error.brands');
+
+/** The class names from `ctor` up to PhoneleaseError: the brand an instance carries. */
+function brandsOf(ctor: abstract new (...args: never[]) => unknown): string[] {
+  const names: string[] = [];
+  for (let c: unknown = ctor; typeof c === 'function' && c !== Error; c = Object.getPrototypeOf(c))
+    names.push(c.name);
+  return names;
+}
+
 export class PhoneleaseError extends Error {
+  /**
+   * `error instanceof X` asks the brand, not the prototype chain, so that an error thrown by
+   * one copy of phonelease is recognised by another (as undici does with its errors).
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (typeof value !== 'object' || value === null) return false;
+    const brands = (value as { [BRANDS]?: unknown })[BRANDS];
+    return Array.isArray(brands) && brands.includes(this.name);
+  }
+
   override name = 'PhoneleaseError';
   /** Machine code: the API's code, or one of the client's own (connection_failed, ready_timeout, ...). */
   readonly code: string;
   readonly status: number | null;
   readonly requestId: string | null;
-  /** True when the same request may succeed later (capacity, connection, server trouble). */
+  /**
+   * What may be done with the same request: `never`; `after_retry_after` (nothing happened,
+   * send it again after the wait); `resolve_receipt` (a create may have been admitted, look
+   * its key up first); `transient` (the service had trouble; reads and ends are retried,
+   * a create is resolved through its receipt).
+   */
+  readonly retry: RetryRule;
+  /** True when the same request may succeed later: the one answer, derived from `retry`. */
   readonly retryable: boolean;
   readonly body: ErrorBody | undefined;
   /** How long the server asked to wait before retrying (Retry-After, or retry_after_seconds), in ms. */
   readonly retryAfterMs: number | null;
+  /** The session this error happened to, once one was admitted. */
+  readonly sessionId: string | null;
+  /** The idempotency key of the start this error belongs to. */
+  readonly requestKey: string | null;
 
   constructor(code: string, message: string, options: PhoneleaseErrorOptions = {}) {
     super(redact(message), options.cause === undefined ? undefined : { cause: options.cause });
+    Object.defineProperty(this, BRANDS, { value: brandsOf(new.target), enumerable: false });
     this.code = code;
     this.status = options.status ?? null;
     this.requestId = options.requestId ?? null;
-    this.retryable = options.retryable ?? false;
+    this.retry = options.retry ?? (isErrorCode(code) ? ERROR_REGISTRY[code].retry : 'never');
+    this.retryable = this.retry !== 'never';
     this.body = options.body;
     const fromBody = options.body?.retry_after_seconds;
     this.retryAfterMs = options.retryAfterMs ?? (typeof fromBody === 'number' ? fromBody * 1000 : null);
+    this.sessionId = options.sessionId ?? null;
+    this.requestKey = options.requestKey ?? null;
   }
+}
+
+/**
+ * Ties an error to the lease it happened in: records the session and the start's key on it,
+ * and names the session in its message, so that a user with ten phones knows which one
+ * failed. Errors that are not phonelease's (an abort reason, a bug) are returned as they are.
+ */
+export function withLeaseContext<E>(
+  error: E,
+  context: { sessionId?: string | null; requestKey?: string | null },
+): E {
+  if (!(error instanceof PhoneleaseError)) return error;
+  const sessionId = error.sessionId ?? context.sessionId ?? null;
+  const requestKey = error.requestKey ?? context.requestKey ?? null;
+  // The fields are readonly for users; this is the one place that fills them in afterwards.
+  Object.assign(error, { sessionId, requestKey });
+  if (sessionId && !error.message.includes(sessionId))
+    error.message = `session ${sessionId}: ${error.message}`;
+  return error;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -125,11 +195,8 @@ export class ProfileRunningError extends PhoneleaseError {
 export class IdempotencyConflictError extends PhoneleaseError {
   override name = 'IdempotencyConflictError';
   declare readonly code: 'idempotency_key_reused' | 'idempotency_key_in_use';
-  readonly requestKey: string | null;
   constructor(message: string, options: PhoneleaseErrorOptions & { code: IdempotencyConflictError['code'] }) {
-    // A key still being admitted resolves on its own; a key reused with another body never does.
-    super(options.code, message, { ...options, retryable: options.code === ERROR_CODES.idempotencyKeyInUse });
-    this.requestKey = options.body?.request_key ?? null;
+    super(options.code, message, { requestKey: options.body?.request_key ?? null, ...options });
   }
 }
 
@@ -137,23 +204,29 @@ export class SessionNotReadyError extends PhoneleaseError {
   override name = 'SessionNotReadyError';
   declare readonly code: 'session_not_ready';
   readonly state: SessionState | null;
-  readonly sessionId: string | null;
   constructor(message: string, options: PhoneleaseErrorOptions = {}) {
-    super(ERROR_CODES.sessionNotReady, message, options);
+    super(ERROR_CODES.sessionNotReady, message, { sessionId: options.body?.id ?? null, ...options });
     this.state = (options.body?.state as SessionState | undefined) ?? null;
-    this.sessionId = options.body?.id ?? null;
   }
 }
 
 export class RequestCompletedError extends PhoneleaseError {
   override name = 'RequestCompletedError';
   declare readonly code: 'request_completed';
-  readonly sessionId: string | null;
-  readonly requestKey: string | null;
   constructor(message: string, options: PhoneleaseErrorOptions = {}) {
-    super(ERROR_CODES.requestCompleted, message, options);
-    this.sessionId = options.body?.id ?? null;
-    this.requestKey = options.body?.request_key ?? null;
+    super(ERROR_CODES.requestCompleted, message, {
+      sessionId: options.body?.id ?? null,
+      requestKey: options.body?.request_key ?? null,
+      ...options,
+    });
+  }
+}
+
+/** The service had an unexpected failure (code internal, or a 5xx without a code it knows). */
+export class ServerError extends PhoneleaseError {
+  override name = 'ServerError';
+  constructor(code: string, message: string, options: PhoneleaseErrorOptions = {}) {
+    super(code, message, { retry: 'transient', ...options });
   }
 }
 
@@ -165,7 +238,6 @@ export class PhonesBusyError extends PhoneleaseError {
   constructor(message: string, options: PhoneleaseErrorOptions = {}) {
     super(ERROR_CODES.phonesBusy, message, {
       ...options,
-      retryable: true,
       retryAfterMs: options.retryAfterMs ?? (options.body?.retry_after_seconds ?? 1) * 1000,
     });
   }
@@ -174,13 +246,12 @@ export class PhonesBusyError extends PhoneleaseError {
 export class CreateRequestRecordedError extends PhoneleaseError {
   override name = 'CreateRequestRecordedError';
   declare readonly code: 'create_request_recorded';
-  /** The admitted session, when the server names it. */
-  readonly sessionId: string | null;
-  readonly requestKey: string | null;
   constructor(message: string, options: PhoneleaseErrorOptions = {}) {
-    super(ERROR_CODES.createRequestRecorded, message, { ...options, retryable: true });
-    this.sessionId = options.body?.id ?? null;
-    this.requestKey = options.body?.request_key ?? null;
+    super(ERROR_CODES.createRequestRecorded, message, {
+      sessionId: options.body?.id ?? null,
+      requestKey: options.body?.request_key ?? null,
+      ...options,
+    });
   }
 }
 
@@ -188,15 +259,19 @@ export class NoFrameError extends PhoneleaseError {
   override name = 'NoFrameError';
   declare readonly code: 'no_frame';
   constructor(message: string, options: PhoneleaseErrorOptions = {}) {
-    super(ERROR_CODES.noFrame, message, { ...options, retryable: true });
+    super(ERROR_CODES.noFrame, message, options);
   }
 }
 
-/** 5xx without a more specific code: the service had trouble; retrying may help. */
-export class ServerError extends PhoneleaseError {
-  override name = 'ServerError';
-  constructor(code: string, message: string, options: PhoneleaseErrorOptions = {}) {
-    super(code, message, { ...options, retryable: true });
+// ---------------------------------------------------------------------------------------
+// Answers that are not the API's: a proxy, a rate limiter or another program at the address
+
+/** HTTP 429 without one of the API's codes: a rate limiter refused the request before it was processed. */
+export class RateLimitedError extends PhoneleaseError {
+  override name = 'RateLimitedError';
+  declare readonly code: 'rate_limited';
+  constructor(message: string, options: PhoneleaseErrorOptions = {}) {
+    super('rate_limited', message, { retry: 'after_retry_after', ...options });
   }
 }
 
@@ -219,8 +294,15 @@ export class ConnectionError extends PhoneleaseError {
       requestMayHaveArrived?: boolean;
     } = {},
   ) {
-    super(options.code ?? 'connection_failed', message, { ...options, status: null, retryable: true });
-    this.requestMayHaveArrived = options.requestMayHaveArrived ?? true;
+    const mayHaveArrived = options.requestMayHaveArrived ?? true;
+    super(options.code ?? 'connection_failed', message, {
+      // A request that never left may be sent again as is; one that may have arrived has
+      // the outcome of a server in trouble: unknown.
+      retry: mayHaveArrived ? 'transient' : 'after_retry_after',
+      ...options,
+      status: null,
+    });
+    this.requestMayHaveArrived = mayHaveArrived;
   }
 }
 
@@ -234,12 +316,12 @@ export const CONNECT_FAILURE_CODES: ReadonlySet<string> = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
 ]);
 
-/** Base URL or API key missing or malformed. */
+/** Base URL or API key missing or malformed, or another program answers at the address. */
 export class ConfigurationError extends PhoneleaseError {
   override name = 'ConfigurationError';
   declare readonly code: 'configuration';
-  constructor(message: string) {
-    super('configuration', message);
+  constructor(message: string, options: PhoneleaseErrorOptions = {}) {
+    super('configuration', message, { ...options, retry: 'never' });
   }
 }
 
@@ -247,14 +329,14 @@ export class ConfigurationError extends PhoneleaseError {
 export class ReadyTimeoutError extends PhoneleaseError {
   override name = 'ReadyTimeoutError';
   declare readonly code: 'ready_timeout';
-  readonly sessionId: string | null;
+  declare readonly sessionId: string;
   readonly lastState: SessionState | null;
   constructor(
     message: string,
-    options: PhoneleaseErrorOptions & { sessionId: string | null; lastState: SessionState | null },
+    options: PhoneleaseErrorOptions & { sessionId: string; lastState: SessionState | null },
   ) {
-    super('ready_timeout', message, { ...options, retryable: true });
-    this.sessionId = options.sessionId;
+    // A new lease may well get a phone in time.
+    super('ready_timeout', message, { retry: 'transient', ...options });
     this.lastState = options.lastState;
   }
 }
@@ -263,14 +345,13 @@ export class ReadyTimeoutError extends PhoneleaseError {
 export class SessionFailedError extends PhoneleaseError {
   override name = 'SessionFailedError';
   declare readonly code: 'session_failed';
-  readonly sessionId: string;
+  declare readonly sessionId: string;
   readonly failure: { code: string; message: string };
   constructor(
     message: string,
     options: PhoneleaseErrorOptions & { sessionId: string; failure: { code: string; message: string } },
   ) {
     super('session_failed', message, options);
-    this.sessionId = options.sessionId;
     this.failure = options.failure;
   }
 }
@@ -289,7 +370,9 @@ export class LeaseEndedError extends PhoneleaseError {
   override name = 'LeaseEndedError';
   declare readonly code: 'lease_ended';
   constructor(sessionId: string) {
-    super('lease_ended', `The lease of session ${sessionId} has ended; start a new lease to keep working.`);
+    super('lease_ended', `The lease of session ${sessionId} has ended; start a new lease to keep working.`, {
+      sessionId,
+    });
   }
 }
 
@@ -320,110 +403,175 @@ export function parseRetryAfter(value: string | null | undefined, now = Date.now
   return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
 
-/** Statuses a proxy in front of the service answers on its own while the service restarts. */
-const PROXY_STATUSES: ReadonlySet<number> = new Set([502, 503, 504]);
+/** The class of every API code: adding a code to the registry without a class does not compile. */
+const API_ERROR_CLASSES: {
+  readonly [C in ErrorCode]: (message: string, options: PhoneleaseErrorOptions) => PhoneleaseError;
+} = {
+  [ERROR_CODES.invalidRequest]: (m, o) => new InvalidRequestError(m, { ...o, code: 'invalid_request' }),
+  [ERROR_CODES.unsupported]: (m, o) => new InvalidRequestError(m, { ...o, code: 'unsupported' }),
+  [ERROR_CODES.bodyTooLarge]: (m, o) => new InvalidRequestError(m, { ...o, code: 'body_too_large' }),
+  [ERROR_CODES.unauthenticated]: (m, o) => new AuthenticationError(m, o),
+  [ERROR_CODES.forbidden]: (m, o) => new PermissionError(m, { ...o, code: 'forbidden' }),
+  [ERROR_CODES.rentalUnavailable]: (m, o) => new PermissionError(m, { ...o, code: 'rental_unavailable' }),
+  [ERROR_CODES.insufficientCredit]: (m, o) => new InsufficientCreditError(m, o),
+  [ERROR_CODES.notFound]: (m, o) => new NotFoundError(m, o),
+  [ERROR_CODES.sessionLimit]: (m, o) => new SessionLimitError(m, o),
+  [ERROR_CODES.profileRunning]: (m, o) => new ProfileRunningError(m, o),
+  [ERROR_CODES.idempotencyKeyReused]: (m, o) =>
+    new IdempotencyConflictError(m, { ...o, code: 'idempotency_key_reused' }),
+  [ERROR_CODES.idempotencyKeyInUse]: (m, o) =>
+    new IdempotencyConflictError(m, { ...o, code: 'idempotency_key_in_use' }),
+  [ERROR_CODES.sessionNotReady]: (m, o) => new SessionNotReadyError(m, o),
+  [ERROR_CODES.requestCompleted]: (m, o) => new RequestCompletedError(m, o),
+  [ERROR_CODES.internal]: (m, o) => new ServerError(ERROR_CODES.internal, m, o),
+  [ERROR_CODES.phonesBusy]: (m, o) => new PhonesBusyError(m, o),
+  [ERROR_CODES.createRequestRecorded]: (m, o) => new CreateRequestRecordedError(m, o),
+  [ERROR_CODES.noFrame]: (m, o) => new NoFrameError(m, o),
+};
 
-function isApiErrorBody(body: unknown): boolean {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) return false;
+/**
+ * 5xx statuses that say something permanent about the program answering (it does not
+ * implement the method, the HTTP version, or wants a captive-portal login): retrying will
+ * not help, so without the API's body they mean another program is at the address.
+ */
+const PERMANENT_5XX: ReadonlySet<number> = new Set([501, 505, 511]);
+
+/**
+ * The API's error body (an `error` string, and a `code` string but for an older server's
+ * HTTP-layer refusals), or null for anything else.
+ */
+function apiErrorBody(body: unknown): ErrorBody | null {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return null;
   const o = body as Partial<ErrorBody>;
-  return typeof o.code === 'string' || typeof o.error === 'string';
+  if (typeof o.error !== 'string') return null;
+  return { ...(o as ErrorBody), code: typeof o.code === 'string' ? o.code : '' };
 }
 
-function asErrorBody(body: unknown, status: number): ErrorBody {
-  if (body && typeof body === 'object' && !Array.isArray(body)) {
-    const o = body as Partial<ErrorBody>;
-    if (typeof o.code === 'string' || typeof o.error === 'string') {
-      return {
-        ...(o as ErrorBody),
-        error: typeof o.error === 'string' ? o.error : `HTTP ${status}`,
-        code: typeof o.code === 'string' ? o.code : '',
-      };
-    }
+/** The human part of a JSON body that is not the API's: its message, error or detail. */
+function jsonGist(body: object): string {
+  const o = body as Record<string, unknown>;
+  for (const field of ['message', 'error', 'detail', 'title']) {
+    const value = o[field];
+    if (typeof value === 'string') return value;
   }
-  const text = typeof body === 'string' ? body.slice(0, 300) : '';
-  return { error: text || `HTTP ${status}`, code: '' };
+  return JSON.stringify(body);
 }
 
-/** Maps an error response to its class. Unknown codes fall back on the status. */
+const SUMMARY_MAX = 100;
+
+/**
+ * A short plain-text gist of a body that is not the API's, for a message: the text of an
+ * HTML page (no tags, scripts or styles), or the start of a text or JSON body, whitespace
+ * collapsed, cut at SUMMARY_MAX characters. Never the page itself.
+ */
+export function summarizeBody(body: unknown): string {
+  let text =
+    typeof body === 'string'
+      ? body
+      : body && typeof body === 'object'
+        ? jsonGist(body)
+        : body === undefined || body === null
+          ? ''
+          : String(body);
+  if (/<[a-z!/][^>]*>/i.test(text)) {
+    text = text
+      .replace(/<(script|style|head)\b[\s\S]*?<\/\1\s*>/gi, ' ')
+      .replace(/<!--[\s\S]*?-->/g, ' ')
+      .replace(/<[^>]*>?/g, ' ')
+      .replace(/&nbsp;/gi, ' ')
+      .replace(/&lt;/gi, '‹')
+      .replace(/&gt;/gi, '›')
+      .replace(/&quot;/gi, '"')
+      .replace(/&#39;|&apos;/gi, "'")
+      .replace(/&amp;/gi, '&');
+  }
+  // Whatever is left of markup (a stray "<" in a torn page) is not shown either.
+  text = text.replace(/[<>]/g, ' ').replace(/\s+/g, ' ').trim();
+  return text.length > SUMMARY_MAX ? `${text.slice(0, SUMMARY_MAX - 1).trimEnd()}…` : text;
+}
+
+/**
+ * Maps an error response to its class. The API's codes map through the registry; anything
+ * else is classified by its status: 429 was refused before it was processed (wait and send
+ * it again), a 5xx is a service or proxy in trouble (transient; not 501, 505 or 511), and
+ * any other answer that is not the API's comes from another program at the address (a
+ * configuration error).
+ */
 export function errorFromResponse(res: ErrorResponse): PhoneleaseError {
-  if (!isApiErrorBody(res.body) && !PROXY_STATUSES.has(res.status)) {
-    // Not the API's error body: another program answers at this address (a web server, a
-    // proxy's own page). Retrying will not help, and the page itself is noise.
-    const type = res.contentType?.split(';')[0]?.trim() || 'no content type';
-    return new ConfigurationError(
-      `${res.service ?? 'The service'} answered ${res.what ?? 'the request'} with HTTP ${res.status} (${type}), which is not the phonelease API; check that PHONELEASE_BASE_URL (or baseUrl) points at a phonelease server.`,
-    );
-  }
-  const body = asErrorBody(res.body, res.status);
   const opts: PhoneleaseErrorOptions = {
     status: res.status,
     requestId: res.requestId ?? null,
-    body,
     retryAfterMs: parseRetryAfter(res.retryAfter),
   };
   const where = res.what
     ? ` (${res.what}, HTTP ${res.status}${res.requestId ? `, request ${res.requestId}` : ''})`
-    : '';
-  const message = `${body.error}${where}`;
-  switch (body.code) {
-    case ERROR_CODES.invalidRequest:
-    case ERROR_CODES.unsupported:
-    case ERROR_CODES.bodyTooLarge:
-      return new InvalidRequestError(message, { ...opts, code: body.code });
-    case ERROR_CODES.unauthenticated:
-      // The server's advice is about HTTP headers; a client user sets a key, not a header.
-      return new AuthenticationError(
-        `The service refused the API key: ${body.error}${where} Check PHONELEASE_API_KEY (or the apiKey option); \`phonelease keys create\` makes a new key, \`phonelease accounts create\` a new account on the server's machine.`,
-        opts,
-      );
-    case ERROR_CODES.forbidden:
-    case ERROR_CODES.rentalUnavailable:
-      return new PermissionError(message, { ...opts, code: body.code });
-    case ERROR_CODES.insufficientCredit:
-      return new InsufficientCreditError(message, opts);
-    case ERROR_CODES.notFound:
-      return new NotFoundError(message, opts);
-    case ERROR_CODES.sessionLimit:
-      return new SessionLimitError(message, opts);
-    case ERROR_CODES.profileRunning: {
-      const holder = typeof body.session === 'string' ? ` It is held by session ${body.session}.` : '';
-      return new ProfileRunningError(
-        `${body.error}${holder}${where} One session at a time may use the profile phone: run profile tests one after another (workers: 1, or test.describe.configure({ mode: 'serial' })), or wait for the holder to end.`,
-        opts,
-      );
+    : ` (HTTP ${res.status})`;
+  const body = apiErrorBody(res.body);
+  if (body && isErrorCode(body.code)) {
+    const withBody = { ...opts, body };
+    switch (body.code) {
+      case ERROR_CODES.unauthenticated:
+        // The server's advice is about HTTP headers; a client user sets a key, not a header.
+        return new AuthenticationError(
+          `The service refused the API key: ${body.error}${where} Check PHONELEASE_API_KEY (or the apiKey option); \`phonelease keys create\` makes a new key, \`phonelease accounts create\` a new account on the server's machine.`,
+          withBody,
+        );
+      case ERROR_CODES.profileRunning: {
+        const holder = typeof body.session === 'string' ? ` It is held by session ${body.session}.` : '';
+        return new ProfileRunningError(
+          `${body.error}${holder}${where} One session at a time may use the profile phone: run profile tests one after another (workers: 1, or test.describe.configure({ mode: 'serial' })), or wait for the holder to end.`,
+          withBody,
+        );
+      }
+      default:
+        return API_ERROR_CLASSES[body.code](`${body.error}${where}`, withBody);
     }
-    case ERROR_CODES.idempotencyKeyReused:
-    case ERROR_CODES.idempotencyKeyInUse:
-      return new IdempotencyConflictError(message, { ...opts, code: body.code });
-    case ERROR_CODES.sessionNotReady:
-      return new SessionNotReadyError(message, opts);
-    case ERROR_CODES.requestCompleted:
-      return new RequestCompletedError(message, opts);
-    case ERROR_CODES.phonesBusy:
-      return new PhonesBusyError(message, opts);
-    case ERROR_CODES.createRequestRecorded:
-      return new CreateRequestRecordedError(message, opts);
-    case ERROR_CODES.noFrame:
-      return new NoFrameError(message, opts);
   }
-  // A code this client does not know (a newer server), or no error body at all.
-  const code = body.code || `http_${res.status}`;
-  switch (res.status) {
-    case 400:
-    case 413:
-      return new InvalidRequestError(message, {
-        ...opts,
-        code: res.status === 413 ? 'body_too_large' : 'invalid_request',
-      });
-    case 401:
-      return new AuthenticationError(message, opts);
-    case 403:
-      return new PermissionError(message, opts);
-    case 404:
-      return new NotFoundError(message, opts);
-    case 410:
-      return new RequestCompletedError(message, opts);
+
+  // Not one of the API's codes: a newer server's code, a proxy's page, an empty body. (The
+  // request id stays on the error: a proxy's page never saw it.)
+  const type = res.contentType?.split(';')[0]?.trim() || 'no content type';
+  const summary = body ? body.error : summarizeBody(res.body);
+  const service = res.service ?? 'The service';
+  const answered = `${service} answered ${res.what ?? 'the request'} with HTTP ${res.status} (${type}${summary ? `: "${summary}"` : ''})`;
+  const withBody = body ? { ...opts, body } : opts;
+  const code = body?.code || `http_${res.status}`;
+  if (res.status === 429) {
+    return new RateLimitedError(
+      `${answered}: too many requests, refused before it was processed; it is sent again after ${opts.retryAfterMs !== null ? 'the Retry-After the answer asked for' : 'a backoff'}. If this persists, run fewer tests at once or raise the rate limit in front of the service.`,
+      withBody,
+    );
   }
-  if (res.status >= 500 || res.status === 429) return new ServerError(code, message, opts);
-  return new PhoneleaseError(code, message, opts);
+  if (res.status >= 500 && !PERMANENT_5XX.has(res.status)) {
+    return new ServerError(
+      code,
+      `${answered}: the service, or a proxy in front of it, is in trouble; calls that are safe to repeat are retried.`,
+      withBody,
+    );
+  }
+  if (body) {
+    // The API's shape with a code this client does not know: the status says what it is.
+    const message = `${body.error}${where}`;
+    switch (res.status) {
+      case 400:
+      case 413:
+        return new InvalidRequestError(message, {
+          ...withBody,
+          code: res.status === 413 ? 'body_too_large' : 'invalid_request',
+        });
+      case 401:
+        return new AuthenticationError(message, withBody);
+      case 403:
+        return new PermissionError(message, withBody);
+      case 404:
+        return new NotFoundError(message, withBody);
+      case 410:
+        return new RequestCompletedError(message, withBody);
+    }
+    return new PhoneleaseError(code, message, withBody);
+  }
+  return new ConfigurationError(
+    `${answered}, which is not the phonelease API; check that PHONELEASE_BASE_URL (or baseUrl) points at a phonelease server.`,
+    opts,
+  );
 }

@@ -9,7 +9,6 @@ export * from './api/schemas.js';
 export {
   PhoneSessionClient,
   resolveConfig,
-  isTransient,
   type PhoneSessionClientOptions,
   type CallOptions,
   type CreateSessionOptions,
@@ -20,8 +19,10 @@ export {
   type FetchResponseLike,
 } from './client.js';
 export * from './errors.js';
+export { ERROR_REGISTRY, errorSpec, isErrorCode, type ErrorSpec } from './api/errors.js';
 export {
   DEFAULT_RETRY,
+  mayRetry,
   retryDelay,
   retryPolicy,
   withRetry,

@@ -1,8 +1,13 @@
 /**
  * The retry policy, modelled on undici's retry handler: exponential backoff with jitter,
  * Retry-After honoured but capped, and a bounded total budget so a retrying call can never
- * outlive its caller's patience. What may be retried is decided by the caller: only
- * idempotent requests (GET, DELETE) and keyed creates, never a bare POST.
+ * outlive its caller's patience.
+ *
+ * What may be retried is one rule, mayRetry(), read from the error's registry row
+ * (`error.retry`) and whether the request is safe to send twice (GET, DELETE, a keyed
+ * create): a request that was refused before it was processed (429, phones_busy, a
+ * connection that never opened) is sent again whatever it is; a request whose outcome is
+ * unknown (5xx, a cut answer) only when sending it twice is harmless.
  */
 import { PhoneleaseError } from './errors.js';
 import { sleep } from './util/time.js';
@@ -52,6 +57,23 @@ export function retryDelay(
   }
   const step = Math.min(policy.maxDelayMs, policy.minDelayMs * policy.factor ** retry);
   return step / 2 + (step / 2) * random();
+}
+
+/**
+ * The one retry rule of the client: whether `error` allows sending the same request again.
+ * `idempotent`: the request may be processed twice without harm (GET, DELETE, a keyed create).
+ */
+export function mayRetry(error: unknown, request: { idempotent: boolean }): boolean {
+  if (!(error instanceof PhoneleaseError)) return false;
+  switch (error.retry) {
+    case 'after_retry_after':
+      return true;
+    case 'transient':
+      return request.idempotent;
+    case 'resolve_receipt':
+    case 'never':
+      return false;
+  }
 }
 
 /** The Retry-After an error carries, if the server sent one. */

@@ -6,6 +6,8 @@
  *   Handlers are installed only while a lease that asked for them is live, so a process
  *   with no lease keeps Node's default behaviour.
  * - SIGKILL and crashes: a reaper process (reaper.ts) ends what is still registered.
+ * - An end that failed within the lease's own budget is handed to the reaper, which keeps
+ *   trying until the session is confirmed ended or its deadline passes.
  *
  * There is one guard per process, kept on globalThis under a Symbol.for key. That is on
  * purpose: signals and the process's lifetime are per process, and two copies of this
@@ -23,8 +25,11 @@ export interface Guarded {
 export interface TrackOptions {
   /** End this lease on SIGINT / SIGTERM (default true). */
   signals: boolean;
-  /** Hand the lease to the reaper with these credentials, or null for no reaper. */
-  reaper: { baseUrl: string; apiKey: string } | null;
+  /**
+   * Hand the lease to the reaper with these credentials, or null for no reaper. `deadline`
+   * (ms since the epoch): when the server ends the session on its own at the latest.
+   */
+  reaper: { baseUrl: string; apiKey: string; deadline: number } | null;
 }
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
@@ -51,27 +56,34 @@ export class ProcessGuard {
         key: lease.requestKey,
         base_url: options.reaper.baseUrl,
         api_key: options.reaper.apiKey,
+        deadline: options.reaper.deadline,
       });
       this.#reaped.add(lease.requestKey);
     }
   }
 
-  /** The lease's session id is known. */
-  session(lease: Guarded, sessionId: string): void {
+  /** The lease's session id is known, and when the server ends it at the latest (ms since the epoch). */
+  session(lease: Guarded, sessionId: string, deadline?: number): void {
     if (this.#reaped.has(lease.requestKey))
-      this.#reaper?.send({ op: 'session', key: lease.requestKey, sid: sessionId });
+      this.#reaper?.send({
+        op: 'session',
+        key: lease.requestKey,
+        sid: sessionId,
+        ...(deadline !== undefined ? { deadline } : {}),
+      });
   }
 
   /**
-   * The lease ended (or gave up ending). With keepReaper, the reaper still ends it when
-   * this process exits: for a lease whose end the service could not confirm.
+   * The lease ended, or gave up ending its session. With handOver, the reaper takes over
+   * at once and keeps trying until the session is confirmed ended or its deadline passes.
+   * Returns whether a reaper took it (false: no reaper for this lease).
    */
-  untrack(lease: Guarded, options: { keepReaper?: boolean } = {}): void {
+  untrack(lease: Guarded, options: { handOver?: boolean } = {}): boolean {
     this.#signalLeases.delete(lease);
     if (this.#signalLeases.size === 0) this.#uninstall();
-    if (options.keepReaper) return;
-    if (this.#reaped.delete(lease.requestKey))
-      this.#reaper?.send({ op: 'unregister', key: lease.requestKey });
+    if (!this.#reaped.delete(lease.requestKey) || !this.#reaper) return false;
+    this.#reaper.send({ op: options.handOver ? 'end' : 'unregister', key: lease.requestKey });
+    return options.handOver === true;
   }
 
   /** The reaper's pid, once one was started (tests, diagnostics). */

@@ -3,9 +3,14 @@
  * the reaper and endLeftovers(). DELETE may answer 200 (cleanup confirmed), 202 (cleanup
  * pending) or 404 (already gone); the create receipt is the durable record that cleanup
  * completed, so it is what "confirmed" means whenever a request key is known.
+ *
+ * A DELETE that fails transiently (a rate limiter's 429, a proxy's 502, a lost answer) is
+ * sent again for a bounded time (EndOptions.retryMs), Retry-After honoured, capped and
+ * jittered; past it the caller hands the session to the reaper.
  */
 import type { PhoneSessionClient } from '../client.js';
-import { NotFoundError } from '../errors.js';
+import { NotFoundError, PhoneleaseError } from '../errors.js';
+import { mayRetry, withRetry, type RetryPolicy } from '../retry.js';
 import type { PhoneleaseLogger } from '../util/log.js';
 import { formatDuration, sleep } from '../util/time.js';
 
@@ -40,7 +45,26 @@ export interface EndOptions {
   confirmMs?: number;
   /** How long to keep looking for the session of a key whose create may still be landing (default 0). */
   findMs?: number;
+  /**
+   * How long a DELETE that fails transiently (a rate limit, a 5xx, a lost answer) is sent
+   * again, in ms (default 60 000: long enough to outlast a rate limiter's window).
+   */
+  retryMs?: number;
 }
+
+/** Default of EndOptions.retryMs. */
+export const END_RETRY_MS = 60_000;
+
+/**
+ * Waits between DELETEs: Retry-After honoured but capped at 5 s (a phone that bills must
+ * not wait out a proxy's generous figure), backoff with jitter otherwise.
+ */
+const END_POLICY: Omit<RetryPolicy, 'budgetMs'> = {
+  maxRetries: Infinity,
+  minDelayMs: 250,
+  maxDelayMs: 5000,
+  factor: 2,
+};
 
 /** Ends a session (found by id or by its create key) and waits for cleanup confirmation. Never throws. */
 export async function endAndConfirm(
@@ -54,20 +78,30 @@ export async function endAndConfirm(
   try {
     if (!sessionId && key) sessionId = await findByKey(client, key, options.findMs ?? 0);
     if (!sessionId) return { sessionId: null, outcome: 'nothing_to_end', cleanupConfirmed: true };
+    const sid = sessionId;
 
     let outcome: EndOutcome = 'released';
     let confirmed = false;
+    // Whether a DELETE of ours may have been processed although its answer never came back.
+    let ours = false;
     try {
-      const release = await client.endSession(sessionId);
+      const release = await withRetry(() => client.endSession(sid, { retry: false }), {
+        policy: { ...END_POLICY, budgetMs: options.retryMs ?? END_RETRY_MS },
+        shouldRetry: (error) => mayRetry(error, { idempotent: true }),
+        onRetry: (error) => {
+          if (error instanceof PhoneleaseError && error.retry !== 'after_retry_after') ours = true;
+        },
+      });
       confirmed = release.released;
     } catch (error) {
       if (!(error instanceof NotFoundError)) throw error;
-      // Gone from the live runtime: it ended before (its cleanup may still need confirming).
-      outcome = 'already_ended';
+      // Gone from the live runtime: ended before, or by our own DELETE whose answer was
+      // lost. The receipt tells: it ended and, if a DELETE of ours may have landed, by us.
+      outcome = ours && key && (await endedPerReceipt(client, key, sid)) ? 'released' : 'already_ended';
     }
     if (!confirmed) {
       try {
-        confirmed = await waitForCleanup(client, sessionId, key, confirmMs);
+        confirmed = await waitForCleanup(client, sid, key, confirmMs);
       } catch {
         // Closure was accepted (or had happened); only the confirmation could not be read.
         confirmed = false;
@@ -77,6 +111,16 @@ export async function endAndConfirm(
     return { sessionId, outcome, cleanupConfirmed: confirmed };
   } catch (error) {
     return { sessionId, outcome: 'failed', cleanupConfirmed: false, error };
+  }
+}
+
+/** Whether the key's receipt names this session as ended (closing, or cleaned up). */
+async function endedPerReceipt(client: PhoneSessionClient, key: string, sessionId: string): Promise<boolean> {
+  try {
+    const receipt = await client.getReceipt(key);
+    return receipt.id === sessionId && (receipt.state === 'closing' || receipt.cleanup_complete);
+  } catch {
+    return false;
   }
 }
 
@@ -106,16 +150,16 @@ export async function waitForCleanup(
 ): Promise<boolean> {
   const until = Date.now() + budgetMs;
   for (let delay = 50; ; delay = Math.min(1000, delay * 2)) {
-    if (key) {
-      const receipt = await client.getReceipt(key);
-      if (receipt.cleanup_complete) return true;
-    } else {
-      try {
+    try {
+      if (key) {
+        if ((await client.getReceipt(key)).cleanup_complete) return true;
+      } else {
         await client.getSession(sessionId);
-      } catch (error) {
-        if (error instanceof NotFoundError) return true;
-        throw error;
       }
+    } catch (error) {
+      if (!key && error instanceof NotFoundError) return true;
+      // A read refused or lost on the way is asked again while the budget lasts.
+      if (!mayRetry(error, { idempotent: true })) throw error;
     }
     if (Date.now() + delay > until) return false;
     await sleep(delay);

@@ -16,7 +16,7 @@ import type { AdbAccess, AppEntry, CreateSessionBody, Session, ViewerCapability 
 import { PhoneSessionClient, type Image, type PhoneSessionClientOptions } from '../client.js';
 import { processGuard, type Guarded } from '../crash/guard.js';
 import { RunLedger, type LedgerLocation } from '../crash/ledger.js';
-import { AdbError, ConfigurationError, LeaseEndedError } from '../errors.js';
+import { AdbError, ConfigurationError, LeaseEndedError, withLeaseContext } from '../errors.js';
 import { appiumCapabilities, type AppiumCapabilities } from '../adb/appium.js';
 import type { AdbEndpoint } from '../adb/gateway.js';
 import { PhoneAdb, type ShellResult } from '../adb/phone-adb.js';
@@ -26,8 +26,8 @@ import '../util/dispose.js';
 import { isValidRequestKey, newIdempotencyKey } from '../util/ids.js';
 import { defaultLogger, type PhoneleaseLogger } from '../util/log.js';
 import { freePort } from '../util/ports.js';
-import { sleep } from '../util/time.js';
-import { endAndConfirm, reportEnd, type EndOutcome } from './end.js';
+import { formatDuration, sleep } from '../util/time.js';
+import { END_RETRY_MS, endAndConfirm, reportEnd, type EndOutcome } from './end.js';
 import { startSession, type StartStats } from './start.js';
 import { messageOf } from '../util/message.js';
 
@@ -65,6 +65,12 @@ export interface LeaseOptions extends PhoneSessionClientOptions {
   ledger?: boolean | LedgerLocation;
   /** The stock adb used by adbSerial() and appiumCapabilities(). */
   adb?: StockAdbOptions;
+  /**
+   * How long end() keeps sending a DELETE that fails transiently (a rate limit, a proxy's
+   * 5xx, a lost answer), Retry-After honoured, in ms (default 60 000). Past it the session
+   * goes to the reaper, which keeps trying until it is ended or its deadline passes.
+   */
+  endRetryMs?: number;
 }
 
 /** What ending a lease achieved. end() returns it instead of throwing. */
@@ -75,6 +81,8 @@ export interface EndedLease {
   readonly cleanupConfirmed: boolean;
   /** Why ending failed, when outcome is 'failed'. */
   readonly error?: unknown;
+  /** True when ending failed within endRetryMs and the reaper took over (it keeps trying). */
+  readonly handedToReaper: boolean;
 }
 
 export interface AppiumOptions {
@@ -107,9 +115,15 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
   const startTimeoutMs = options.startTimeoutMs ?? 180_000;
   const timeoutSeconds =
     options.timeoutSeconds ?? Math.ceil(startTimeoutMs / 1000) + (options.useSeconds ?? 900) + MARGIN_S;
-  const profileId =
-    options.profileId ??
-    (options.profile ? (await client.me({ signal: options.signal })).profile.id : undefined);
+  let profileId = options.profileId;
+  if (!profileId && options.profile) {
+    try {
+      profileId = (await client.me({ signal: options.signal })).profile.id;
+    } catch (error) {
+      // Part of this start: its error carries the key like every other error of a start.
+      throw withLeaseContext(error, { requestKey });
+    }
+  }
   const body: CreateSessionBody = {
     timeout_seconds: timeoutSeconds,
     ...(profileId ? { profile_id: profileId } : {}),
@@ -149,7 +163,10 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
   });
   guard.track(guarded, {
     signals: options.handleSignals ?? true,
-    reaper: useReaper ? { baseUrl: client.baseUrl, apiKey: client.apiKey } : null,
+    // The session is admitted a little after this; its deadline is no earlier than this one.
+    reaper: useReaper
+      ? { baseUrl: client.baseUrl, apiKey: client.apiKey, deadline: Date.now() + timeoutSeconds * 1000 }
+      : null,
   });
 
   try {
@@ -167,7 +184,7 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
           session_id: sid,
           at: new Date().toISOString(),
         });
-        guard.session(guarded, sid);
+        guard.session(guarded, sid, Date.now() + timeoutSeconds * 1000);
       },
       onUnresolved: () => {
         unresolved = true;
@@ -176,7 +193,16 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
     starting = started;
     const { session, stats } = await started;
     lease = new Lease(
-      { client, session, requestKey, stats, logger, adb: options.adb ?? {}, env },
+      {
+        client,
+        session,
+        requestKey,
+        stats,
+        logger,
+        adb: options.adb ?? {},
+        env,
+        endRetryMs: options.endRetryMs ?? END_RETRY_MS,
+      },
       (ended) => {
         ledger?.append({
           event: 'end',
@@ -185,7 +211,8 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
           outcome: ended.outcome,
           at: new Date().toISOString(),
         });
-        guard.untrack(guarded, { keepReaper: ended.outcome === 'failed' });
+        // An end that failed within its budget goes to the reaper, which keeps trying.
+        return guard.untrack(guarded, { handOver: ended.outcome === 'failed' });
       },
     );
     return lease;
@@ -199,10 +226,13 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
       outcome: unresolved ? 'start_unresolved' : 'start_failed',
       at: new Date().toISOString(),
     });
-    guard.untrack(guarded, { keepReaper: unresolved });
+    guard.untrack(guarded, { handOver: unresolved });
     throw error;
   }
 }
+
+/** Records a lease's end; returns true when the reaper took over a failed end. */
+type OnEnded = (ended: Omit<EndedLease, 'handedToReaper'>) => boolean;
 
 interface LeaseInit {
   client: PhoneSessionClient;
@@ -212,6 +242,7 @@ interface LeaseInit {
   logger: PhoneleaseLogger;
   adb: StockAdbOptions;
   env: NodeJS.ProcessEnv;
+  endRetryMs: number;
 }
 
 /** A ready phone. Get one from leasePhone(); end it with end() or `await using`. */
@@ -223,7 +254,8 @@ export class Lease implements AsyncDisposable {
   readonly #client: PhoneSessionClient;
   readonly #logger: PhoneleaseLogger;
   readonly #adbOptions: StockAdbOptions;
-  readonly #onEnded: (ended: EndedLease) => void;
+  readonly #onEnded: OnEnded;
+  readonly #endRetryMs: number;
   #session: Session;
   #adb: Promise<PhoneAdb> | null = null;
   #tunnel: Promise<AdbTunnel> | null = null;
@@ -231,7 +263,7 @@ export class Lease implements AsyncDisposable {
   #ending: Promise<EndedLease> | null = null;
 
   /** @internal Use leasePhone(). */
-  constructor(init: LeaseInit, onEnded: (ended: EndedLease) => void) {
+  constructor(init: LeaseInit, onEnded: OnEnded) {
     this.#client = init.client;
     this.#session = init.session;
     this.requestKey = init.requestKey;
@@ -239,6 +271,7 @@ export class Lease implements AsyncDisposable {
     this.#logger = init.logger;
     this.#adbOptions = { env: init.env, ...init.adb };
     this.#onEnded = onEnded;
+    this.#endRetryMs = init.endRetryMs;
   }
 
   get id(): string {
@@ -255,40 +288,46 @@ export class Lease implements AsyncDisposable {
   }
 
   /** Reads the session again (GET /sessions/{sid}). */
-  async refresh(): Promise<Session> {
-    this.#assertLive();
-    this.#session = await this.#client.getSession(this.id);
-    return this.#session;
+  refresh(): Promise<Session> {
+    return this.#named(async () => {
+      this.#assertLive();
+      this.#session = await this.#client.getSession(this.id);
+      return this.#session;
+    });
   }
 
   // -------------------------------------------------------------------------------------
   // In-process ADB
 
   /** Runs a shell command on the phone (shell protocol v2: separate stdout, stderr and the exit code). */
-  async shell(command: string): Promise<ShellResult> {
-    return (await this.#phoneAdb()).shell(command);
+  shell(command: string): Promise<ShellResult> {
+    return this.#named(async () => (await this.#phoneAdb()).shell(command));
   }
 
   /** Copies a local file (path) or bytes to `remote` on the phone. */
-  async push(source: string | Uint8Array, remote: string, options: { mode?: number } = {}): Promise<void> {
-    const data = typeof source === 'string' ? await readFile(source) : source;
-    await (await this.#phoneAdb()).push(data, remote, options);
+  push(source: string | Uint8Array, remote: string, options: { mode?: number } = {}): Promise<void> {
+    return this.#named(async () => {
+      const data = typeof source === 'string' ? await readFile(source) : source;
+      await (await this.#phoneAdb()).push(data, remote, options);
+    });
   }
 
   /** Reads a file from the phone. */
-  async pull(remote: string): Promise<Buffer> {
-    return (await this.#phoneAdb()).pull(remote);
+  pull(remote: string): Promise<Buffer> {
+    return this.#named(async () => (await this.#phoneAdb()).pull(remote));
   }
 
   /** Installs an APK (a local path or its bytes). */
-  async install(apk: string | Uint8Array): Promise<void> {
-    const data = typeof apk === 'string' ? await readFile(apk) : apk;
-    await (await this.#phoneAdb()).install(data);
+  install(apk: string | Uint8Array): Promise<void> {
+    return this.#named(async () => {
+      const data = typeof apk === 'string' ? await readFile(apk) : apk;
+      await (await this.#phoneAdb()).install(data);
+    });
   }
 
   /** The screen as PNG, captured on the phone (`screencap -p` over ADB). */
-  async screenshot(): Promise<Buffer> {
-    return (await this.#phoneAdb()).screencap();
+  screenshot(): Promise<Buffer> {
+    return this.#named(async () => (await this.#phoneAdb()).screencap());
   }
 
   // -------------------------------------------------------------------------------------
@@ -300,42 +339,46 @@ export class Lease implements AsyncDisposable {
    * With `connect: false` only the tunnel is opened (connect it yourself: `adb connect SERIAL`).
    * The tunnel stays open until the lease ends.
    */
-  async adbSerial(options: { connect?: boolean } = {}): Promise<string> {
-    this.#assertLive();
-    if (!this.#tunnel) {
-      const opening = this.#endpoint().then((endpoint) =>
-        AdbTunnel.open(endpoint, { onError: (e) => this.#logger.debug?.(`adb tunnel: ${e.message}`) }),
-      );
-      this.#tunnel = opening;
-      // A failed attempt is not cached: the next call tries again.
-      opening.catch(() => {
-        if (this.#tunnel === opening) this.#tunnel = null;
-      });
-    }
-    const tunnel = await this.#tunnel;
-    if (options.connect !== false) {
-      if (!this.#adbConnected) {
-        const connecting = adbConnect(tunnel.serial, this.#adbOptions);
-        this.#adbConnected = connecting;
-        connecting.catch(() => {
-          if (this.#adbConnected === connecting) this.#adbConnected = null;
+  adbSerial(options: { connect?: boolean } = {}): Promise<string> {
+    return this.#named(async () => {
+      this.#assertLive();
+      if (!this.#tunnel) {
+        const opening = this.#endpoint().then((endpoint) =>
+          AdbTunnel.open(endpoint, { onError: (e) => this.#logger.debug?.(`adb tunnel: ${e.message}`) }),
+        );
+        this.#tunnel = opening;
+        // A failed attempt is not cached: the next call tries again.
+        opening.catch(() => {
+          if (this.#tunnel === opening) this.#tunnel = null;
         });
       }
-      await this.#adbConnected;
-    }
-    return tunnel.serial;
+      const tunnel = await this.#tunnel;
+      if (options.connect !== false) {
+        if (!this.#adbConnected) {
+          const connecting = adbConnect(tunnel.serial, this.#adbOptions);
+          this.#adbConnected = connecting;
+          connecting.catch(() => {
+            if (this.#adbConnected === connecting) this.#adbConnected = null;
+          });
+        }
+        await this.#adbConnected;
+      }
+      return tunnel.serial;
+    });
   }
 
   /** Capabilities for Appium's UiAutomator2 driver on this phone (connects the stock adb first). */
-  async appiumCapabilities(options: AppiumOptions = {}): Promise<AppiumCapabilities> {
-    const udid = await this.adbSerial();
-    return appiumCapabilities({
-      udid,
-      systemPort: await freePort(),
-      adbPort: adbServerPort(this.#adbOptions),
-      skipInstallation: options.skipInstallation ?? (await this.#hasUiAutomator2()),
-      ...(options.newCommandTimeout !== undefined ? { newCommandTimeout: options.newCommandTimeout } : {}),
-      ...(options.extra ? { extra: options.extra } : {}),
+  appiumCapabilities(options: AppiumOptions = {}): Promise<AppiumCapabilities> {
+    return this.#named(async () => {
+      const udid = await this.adbSerial();
+      return appiumCapabilities({
+        udid,
+        systemPort: await freePort(),
+        adbPort: adbServerPort(this.#adbOptions),
+        skipInstallation: options.skipInstallation ?? (await this.#hasUiAutomator2()),
+        ...(options.newCommandTimeout !== undefined ? { newCommandTimeout: options.newCommandTimeout } : {}),
+        ...(options.extra ? { extra: options.extra } : {}),
+      });
     });
   }
 
@@ -351,32 +394,42 @@ export class Lease implements AsyncDisposable {
 
   /** The service's snapshot of the screen (frame.png; at most one new capture every two seconds). */
   snapshot(): Promise<Image> {
-    this.#assertLive();
-    return this.#client.frame(this.id);
+    return this.#named(async () => {
+      this.#assertLive();
+      return this.#client.frame(this.id);
+    });
   }
 
   /** Taps at (x, y) in screen pixels. */
-  async tap(x: number, y: number): Promise<void> {
-    this.#assertLive();
-    await this.#client.tap(this.id, x, y);
+  tap(x: number, y: number): Promise<void> {
+    return this.#named(async () => {
+      this.#assertLive();
+      await this.#client.tap(this.id, x, y);
+    });
   }
 
   /** Presses Home. */
-  async home(): Promise<void> {
-    this.#assertLive();
-    await this.#client.home(this.id);
+  home(): Promise<void> {
+    return this.#named(async () => {
+      this.#assertLive();
+      await this.#client.home(this.id);
+    });
   }
 
   /** Launcher apps (apps.list). */
   apps(): Promise<AppEntry[]> {
-    this.#assertLive();
-    return this.#client.apps(this.id);
+    return this.#named(async () => {
+      this.#assertLive();
+      return this.#client.apps(this.id);
+    });
   }
 
   /** An interactive viewer URL for a person (secret: show it to the user, never log it). */
   ownerViewer(): Promise<ViewerCapability> {
-    this.#assertLive();
-    return this.#client.ownerViewer(this.id);
+    return this.#named(async () => {
+      this.#assertLive();
+      return this.#client.ownerViewer(this.id);
+    });
   }
 
   // -------------------------------------------------------------------------------------
@@ -401,28 +454,38 @@ export class Lease implements AsyncDisposable {
     // stalled one must never stand between the process and ending the phone. They are
     // closed alongside, for at most LOCAL_CLOSE_MS.
     const local = this.#closeAdb();
-    const result = await endAndConfirm(this.#client, { sessionId: this.id, requestKey: this.requestKey });
+    const result = await endAndConfirm(
+      this.#client,
+      { sessionId: this.id, requestKey: this.requestKey },
+      { retryMs: this.#endRetryMs },
+    );
     const bound = new AbortController();
     await Promise.race([local, sleep(LOCAL_CLOSE_MS, bound.signal).catch(() => undefined)]);
     bound.abort(); // the bound's timer must not keep the process alive
-    const ended: EndedLease = {
+    let handedToReaper = false;
+    const outcome = {
       sessionId: this.id,
       outcome: result.outcome,
       cleanupConfirmed: result.cleanupConfirmed,
       ...(result.error !== undefined ? { error: result.error } : {}),
     };
+    try {
+      handedToReaper = this.#onEnded(outcome);
+    } catch (error) {
+      this.#logger.warn(`recording the end of ${this.id} failed: ${messageOf(error)}`);
+    }
+    const ended: EndedLease = { ...outcome, handedToReaper };
     if (result.outcome === 'failed') {
-      const why = messageOf(result.error);
+      // The cause's own message may end in a period; the sentence after it must not add a second.
+      const why = messageOf(result.error).replace(/[\s.]+$/, '');
+      const next = handedToReaper
+        ? 'the reaper keeps trying until it has ended or its deadline passes'
+        : 'it ends at its deadline at the latest, and endLeftovers() will try again';
       this.#logger.warn(
-        `could not end session ${this.id}: ${why}. It ends at its deadline; the reaper and endLeftovers() will try again.`,
+        `could not end session ${this.id} within ${formatDuration(this.#endRetryMs)}: ${why}; ${next}.`,
       );
     } else {
       reportEnd(this.#logger, this.id, result, Date.now() - started);
-    }
-    try {
-      this.#onEnded(ended);
-    } catch (error) {
-      this.#logger.warn(`recording the end of ${this.id} failed: ${messageOf(error)}`);
     }
     return ended;
   }
@@ -446,6 +509,19 @@ export class Lease implements AsyncDisposable {
         await t.close();
       }),
     ]);
+  }
+
+  /**
+   * Runs an operation on this lease; what it throws names this session (sessionId, and in
+   * the message) and carries the start's request key, so a run with many phones can tell
+   * which one failed.
+   */
+  async #named<T>(operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      throw withLeaseContext(error, { sessionId: this.id, requestKey: this.requestKey });
+    }
   }
 
   #assertLive(): void {

@@ -1,33 +1,35 @@
 /**
  * Starting a session the way the contract recommends, as one logical start:
  *
- * 1. Admission. POST /sessions with one idempotency key and one body for every attempt.
- *    - 503 phones_busy: wait Retry-After (capped, with jitter) and try again, within the
- *      lease's budget, saying so through the logger.
- *    - No answer, a 5xx, or 503 create_request_recorded: the outcome is unknown, so ask
+ * 1. Admission. POST /sessions with one idempotency key and one body for every attempt;
+ *    each failure is handled by its rule in the error registry (src/api/errors.ts):
+ *    - refused before processing (503 phones_busy, a rate limiter's 429 whatever its body,
+ *      a connection that never opened): wait Retry-After (capped, with jitter) and send it
+ *      again, within the lease's budget, saying so through the logger.
+ *    - unknown outcome (a cut answer, a 5xx, 503 create_request_recorded): ask
  *      GET /sessions/requests/{key}. A receipt names the session; no receipt means the
- *      create did not land, so it is sent again (same key, same body).
+ *      create did not land (yet), so it is sent again (same key, same body).
  * 2. Readiness. GET /sessions/{sid}?wait=S long-polls until the state changes; against a
  *    server that answers at once, the wait between polls follows eta_seconds.
  *    - ready: done. error: SessionFailedError with the public failure, fast.
  *    - the budget runs out: ReadyTimeoutError.
- * Whatever fails after a session exists ends that session before the error is thrown.
+ * Whatever fails after a session exists ends that session before the error is thrown; the
+ * error names the session (sessionId) and every error of a start carries its requestKey.
  */
 import type { CreateReceipt, CreateSessionBody, Session } from '../api/schemas.js';
 import type { PhoneSessionClient } from '../client.js';
 import {
   ConnectionError,
   CreateRequestRecordedError,
-  IdempotencyConflictError,
   NotFoundError,
   PhoneleaseError,
   PhonesBusyError,
   ReadyTimeoutError,
   RequestCompletedError,
-  ServerError,
   SessionFailedError,
+  withLeaseContext,
 } from '../errors.js';
-import { retryDelay, type RetryPolicy } from '../retry.js';
+import { mayRetry, retryAfterOf, retryDelay, type RetryPolicy } from '../retry.js';
 import type { PhoneleaseLogger } from '../util/log.js';
 import { formatDuration, sleep } from '../util/time.js';
 import { endAndConfirm, reportEnd } from './end.js';
@@ -74,6 +76,14 @@ const BUSY_POLICY: RetryPolicy = {
   factor: 1.5,
   budgetMs: Infinity,
 };
+/** Refusals before processing (a rate limiter's 429): its Retry-After, capped at 10 s, jittered. */
+const REFUSED_POLICY: RetryPolicy = {
+  maxRetries: Infinity,
+  minDelayMs: 500,
+  maxDelayMs: 10_000,
+  factor: 2,
+  budgetMs: Infinity,
+};
 /** Unknown outcomes (no answer, 5xx): quick backoff, also bounded by the start budget. */
 const UNKNOWN_POLICY: RetryPolicy = {
   maxRetries: Infinity,
@@ -97,15 +107,15 @@ export async function startSession(plan: StartPlan): Promise<{ session: Session;
     readyMs: 0,
   };
   let admitted: Session;
-  const creates: CreateTrace = { mayHaveArrived: false };
+  const creates: CreateTrace = { mayHaveLanded: false };
   try {
     admitted = await admit(plan, stats, started, deadline, creates);
   } catch (error) {
-    // An abort or timeout may have cut a create that landed: end whatever the key made.
-    // A create the service never saw (every connection refused) left nothing to end.
-    if (creates.mayHaveArrived && mayHaveLanded(error)) await cleanUp(plan, null);
+    // An abort, a timeout or an unknown outcome may have cut a create that landed: end
+    // whatever the key made. A create that was refused or never left made nothing.
+    if (creates.mayHaveLanded) await cleanUp(plan, null);
     else if (plan.signal?.aborted) plan.logger.info('stopped before a session was created; nothing to end');
-    throw error;
+    throw withLeaseContext(error, { requestKey: plan.requestKey });
   }
   stats.admittedMs = Date.now() - started;
   let session: Session;
@@ -115,15 +125,15 @@ export async function startSession(plan: StartPlan): Promise<{ session: Session;
     session = await untilReady(plan, admitted, stats, started, deadline);
   } catch (error) {
     await cleanUp(plan, admitted.id);
-    throw error;
+    throw withLeaseContext(error, { sessionId: admitted.id, requestKey: plan.requestKey });
   }
   stats.readyMs = Date.now() - started;
   return { session, stats };
 }
 
-/** Whether any create of this start may have reached the service. */
+/** Whether a create of this start may have made a session that nobody has heard of. */
 interface CreateTrace {
-  mayHaveArrived: boolean;
+  mayHaveLanded: boolean;
 }
 
 /**
@@ -132,6 +142,16 @@ interface CreateTrace {
  */
 export const UNREACHABLE_GIVE_UP_MS = 10_000;
 
+/**
+ * Sends the keyed create until it is admitted, following the error registry's rule for
+ * each failure (`error.retry`):
+ * - `after_retry_after`: refused before it was processed (phones_busy, a rate limiter's
+ *   429, a connection that never opened): wait Retry-After, send it again.
+ * - `transient` (a 5xx, a cut answer) and `resolve_receipt` (create_request_recorded): the
+ *   create may have been admitted; its receipt says so, else it is sent again, same key
+ *   and body, so at most one session can come of it.
+ * - `never`: the answer stands; thrown.
+ */
 async function admit(
   plan: StartPlan,
   stats: StartStats,
@@ -140,89 +160,137 @@ async function admit(
   creates: CreateTrace,
 ): Promise<Session> {
   const { client, requestKey, logger, signal } = plan;
-  let unknown = 0;
+  let resends = 0;
   let answered = false;
   for (;;) {
     signal?.throwIfAborted();
     stats.createAttempts++;
     let error: unknown;
-    const arrivedBefore = creates.mayHaveArrived;
-    creates.mayHaveArrived = true; // until this attempt shows otherwise
     try {
       // The lease does its own retrying: every unknown outcome goes through the receipt first.
       return await client.createSession(plan.body, { idempotencyKey: requestKey, retry: false, signal });
     } catch (e) {
       error = e;
     }
-    if (error instanceof ConnectionError && !error.requestMayHaveArrived) {
-      creates.mayHaveArrived = arrivedBefore;
-      if (!answered) {
-        const waited = Date.now() - started;
-        const giveUpMs = Math.min(UNREACHABLE_GIVE_UP_MS, deadline - started);
-        if (waited + 1000 > giveUpMs) {
-          throw new ConnectionError(
-            `${error.message} It did not answer for ${formatDuration(waited)}, so the start gave up.`,
-            { cause: error, requestMayHaveArrived: false },
-          );
-        }
-        if (unknown === 0) {
-          logger.info(
-            `cannot reach the phone-session service at ${client.baseUrl}; trying again for up to ${formatDuration(giveUpMs)}`,
-          );
-        }
-      }
-    } else if (!(error instanceof ConnectionError)) {
-      answered = true;
+    if (!(error instanceof PhoneleaseError)) {
+      // An abort or something unexpected mid-create: it may have landed.
+      creates.mayHaveLanded = true;
+      throw error;
     }
+    if (!(error instanceof ConnectionError)) answered = true;
 
-    if (error instanceof PhonesBusyError) {
-      const delay = retryDelay(BUSY_POLICY, stats.busyWaits, error.retryAfterMs);
-      if (Date.now() + delay > deadline) throw error;
-      stats.busyWaits++;
-      logger.info(
-        `all phones are busy; trying again in ${formatDuration(delay)} (waited ${formatDuration(Date.now() - started)} so far)`,
-      );
-      await sleep(delay, signal);
-      continue;
-    }
-    if (error instanceof CreateRequestRecordedError || isUnknownOutcome(error)) {
-      // Only a create that may have arrived can have a receipt.
-      const receipt = creates.mayHaveArrived ? await lookUp(plan, stats) : null;
-      if (receipt) {
-        if (receipt.cleanup_complete || receipt.state === 'closing') {
-          throw new RequestCompletedError(
-            `The session this start created (${receipt.id}) has already ended; start again with a new idempotency key.`,
-            {
-              status: 410,
-              body: {
-                error: 'request completed',
-                code: 'request_completed',
-                id: receipt.id,
-                request_key: requestKey,
-              },
-            },
+    let delay: number;
+    switch (error.retry) {
+      case 'never':
+        // The service answered this key for good (a create that had landed would have been
+        // replayed instead), so nothing of this start is running.
+        if (error.body) creates.mayHaveLanded = false;
+        throw error;
+
+      case 'after_retry_after':
+        if (error instanceof ConnectionError) {
+          // Not a byte reached the service.
+          if (!answered) {
+            const waited = Date.now() - started;
+            const giveUpMs = Math.min(UNREACHABLE_GIVE_UP_MS, deadline - started);
+            if (waited + 1000 > giveUpMs) {
+              throw new ConnectionError(
+                `${error.message} It did not answer for ${formatDuration(waited)}, so the start gave up.`,
+                { cause: error, requestMayHaveArrived: false },
+              );
+            }
+            if (resends === 0) {
+              logger.info(
+                `cannot reach the phone-session service at ${client.baseUrl}; trying again for up to ${formatDuration(giveUpMs)}`,
+              );
+            }
+          }
+          delay = retryDelay(UNKNOWN_POLICY, resends++, null);
+        } else if (error instanceof PhonesBusyError) {
+          delay = retryDelay(BUSY_POLICY, stats.busyWaits, error.retryAfterMs);
+          if (Date.now() + delay > deadline) throw error;
+          stats.busyWaits++;
+          logger.info(
+            `all phones are busy; trying again in ${formatDuration(delay)} (waited ${formatDuration(Date.now() - started)} so far)`,
+          );
+        } else {
+          // A rate limiter (429) or a key still being admitted: nothing was processed.
+          delay = retryDelay(REFUSED_POLICY, resends++, error.retryAfterMs);
+          logger.info(
+            `the create was refused before it was processed (${error.status === null ? error.code : `HTTP ${error.status}`}); sending it again in ${formatDuration(delay)}`,
           );
         }
-        stats.recoveredFromReceipt = true;
-        logger.info(
-          error instanceof CreateRequestRecordedError
-            ? `session ${receipt.id} was recorded while the service's runtime is unavailable; waiting for it`
-            : `the create's answer was lost (${messageOf(error)}); its receipt names session ${receipt.id}`,
+        break;
+
+      case 'transient':
+      case 'resolve_receipt': {
+        creates.mayHaveLanded = true;
+        const receipt = await lookUp(plan, stats);
+        if (receipt) {
+          if (receipt.cleanup_complete || receipt.state === 'closing') {
+            creates.mayHaveLanded = false;
+            throw new RequestCompletedError(
+              `The session this start created (${receipt.id}) has already ended; start again with a new idempotency key.`,
+              {
+                status: 410,
+                body: {
+                  error: 'request completed',
+                  code: 'request_completed',
+                  id: receipt.id,
+                  request_key: requestKey,
+                },
+              },
+            );
+          }
+          stats.recoveredFromReceipt = true;
+          logger.info(
+            error instanceof CreateRequestRecordedError
+              ? `session ${receipt.id} was recorded while the service's runtime is unavailable; waiting for it`
+              : `the create's answer was lost (${messageOf(error)}); its receipt names session ${receipt.id}`,
+          );
+          // mayHaveLanded stays set until the session is read: if that fails, the key finds it.
+          return await readSession(plan, receipt.id, deadline);
+        }
+        // No receipt (yet): the create did not land, or is still landing. Send it again,
+        // same key and body: the service replays it if it did.
+        delay = retryDelay(
+          UNKNOWN_POLICY,
+          resends++,
+          error.retryAfterMs ?? (error.retry === 'resolve_receipt' ? 1000 : null),
         );
-        return await client.getSession(receipt.id, { signal });
+        logger.debug?.(
+          `create outcome unknown (${messageOf(error)}); sending it again in ${formatDuration(delay)}`,
+        );
+        break;
       }
-      // No receipt: the create never landed (or is still landing). Send it again, same key and body.
-      const delay = retryDelay(
-        UNKNOWN_POLICY,
-        unknown++,
-        error instanceof CreateRequestRecordedError ? 1000 : null,
-      );
-      if (Date.now() + delay > deadline) throw error;
-      logger.debug?.(`create outcome unknown (${messageOf(error)}); retrying in ${formatDuration(delay)}`);
-      await sleep(delay, signal);
-      continue;
     }
-    throw error;
+    if (Date.now() + delay > deadline) throw error;
+    await sleep(delay, signal);
+  }
+}
+
+/**
+ * GET /sessions/{sid}, tried again on a failure that allows it until the start's deadline:
+ * once a session is admitted, a rate limit or a proxy's hiccup must not cost the phone.
+ */
+async function readSession(
+  plan: StartPlan,
+  sessionId: string,
+  deadline: number,
+  options: { waitSeconds?: number } = {},
+): Promise<Session> {
+  for (let retry = 0; ; retry++) {
+    try {
+      return await plan.client.getSession(sessionId, { ...options, signal: plan.signal });
+    } catch (error) {
+      if (!mayRetry(error, { idempotent: true })) throw error;
+      const delay = retryDelay(UNKNOWN_POLICY, retry, retryAfterOf(error));
+      if (Date.now() + delay > deadline) throw error;
+      plan.logger.debug?.(
+        `reading ${sessionId} failed (${messageOf(error)}); again in ${formatDuration(delay)}`,
+      );
+      await sleep(delay, plan.signal);
+    }
   }
 }
 
@@ -233,7 +301,8 @@ async function lookUp(plan: StartPlan, stats: StartStats): Promise<CreateReceipt
     // One attempt: the admission loop around it does the retrying, within the start's budget.
     return await plan.client.getReceipt(plan.requestKey, { signal: plan.signal, retry: false });
   } catch (error) {
-    if (error instanceof NotFoundError || isUnknownOutcome(error)) return null;
+    // Not there, or not answerable now: sending the create again with its key is safe either way.
+    if (error instanceof NotFoundError || mayRetry(error, { idempotent: true })) return null;
     throw error;
   }
 }
@@ -245,7 +314,7 @@ async function untilReady(
   started: number,
   deadline: number,
 ): Promise<Session> {
-  const { client, logger, signal } = plan;
+  const { logger, signal } = plan;
   let session = admitted;
   const trail: string[] = [];
   let lastStep = '';
@@ -305,7 +374,7 @@ async function untilReady(
     stats.polls++;
     let next: Session;
     try {
-      next = await client.getSession(session.id, { ...(waitS >= 1 ? { waitSeconds: waitS } : {}), signal });
+      next = await readSession(plan, session.id, deadline, waitS >= 1 ? { waitSeconds: waitS } : {});
     } catch (error) {
       if (error instanceof NotFoundError) {
         throw new SessionFailedError(
@@ -335,20 +404,11 @@ async function untilReady(
   }
 }
 
-/** No answer, or a server error: the create may or may not have happened. */
-function isUnknownOutcome(error: unknown): boolean {
-  return (
-    error instanceof ConnectionError ||
-    error instanceof ServerError ||
-    (error instanceof IdempotencyConflictError && error.code === 'idempotency_key_in_use')
-  );
-}
-
-function mayHaveLanded(error: unknown): boolean {
-  if (error instanceof PhoneleaseError)
-    return isUnknownOutcome(error) || error instanceof CreateRequestRecordedError;
-  return true; // an abort, or something unexpected
-}
+/**
+ * How long ending the session of a failed start keeps sending its DELETE: the caller is
+ * waiting for the failure; past it, the reaper takes over (onUnresolved).
+ */
+const END_AFTER_FAILED_START_MS = 15_000;
 
 /** How long a start that may have landed keeps looking for its session by key. */
 const FIND_LANDED_MS = 3000;
@@ -360,7 +420,7 @@ async function cleanUp(plan: StartPlan, sessionId: string | null): Promise<void>
   const result = await endAndConfirm(
     plan.client,
     { sessionId, requestKey: plan.requestKey },
-    { confirmMs: 5000, findMs: sessionId ? 0 : FIND_LANDED_MS },
+    { confirmMs: 5000, findMs: sessionId ? 0 : FIND_LANDED_MS, retryMs: END_AFTER_FAILED_START_MS },
   );
   if (result.outcome === 'failed' || (sessionId === null && result.outcome === 'nothing_to_end'))
     plan.onUnresolved?.();

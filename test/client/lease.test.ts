@@ -44,7 +44,12 @@ describe('leasePhone', () => {
     ).toBe(true);
 
     const ended = await phone.end();
-    expect(ended).toEqual({ sessionId: phone.id, outcome: 'released', cleanupConfirmed: true });
+    expect(ended).toEqual({
+      sessionId: phone.id,
+      outcome: 'released',
+      cleanupConfirmed: true,
+      handedToReaper: false,
+    });
     expect(await liveIds(t)).toEqual([]);
     const receipt = (await t.api.get(`/sessions/requests/${phone.requestKey}`)).body;
     expect(receipt).toMatchObject({ id: phone.id, cleanup_complete: true });
@@ -84,13 +89,18 @@ describe('leasePhone', () => {
 
   it('end() reports a failure instead of throwing when the service is gone', async () => {
     const t = await server();
-    const opts = leaseOptions(t, { retry: { maxRetries: 1, budgetMs: 500 } });
+    const opts = leaseOptions(t, { retry: { maxRetries: 1, budgetMs: 500 }, endRetryMs: 500 });
     const phone = await leasePhone(opts);
     await t.close();
     const ended = await phone.end();
     expect(ended.outcome).toBe('failed');
     expect(ended.cleanupConfirmed).toBe(false);
-    expect(opts.logger.lines.some((l) => l.startsWith(`warn could not end session ${phone.id}`))).toBe(true);
+    // No reaper in these tests: nothing took the session over.
+    expect(ended.handedToReaper).toBe(false);
+    const warning = opts.logger.lines.find((l) => l.startsWith(`warn could not end session ${phone.id}`));
+    expect(warning).toMatch(/within 500ms: .*ECONNREFUSED.*; it ends at its deadline at the latest/);
+    // The cause's own period and the warning's do not meet.
+    expect(warning).not.toMatch(/\.\./);
   });
 
   it('works with await using: the phone ends when the scope exits', async () => {
@@ -340,7 +350,9 @@ describe('a service that is not there', () => {
         handleSignals: false,
       }).catch((e: unknown) => e);
       expect(failure).toBeInstanceOf(ConfigurationError);
-      expect((failure as Error).message).toContain('HTTP 501 (text/html), which is not the phonelease API');
+      expect((failure as Error).message).toContain(
+        'HTTP 501 (text/html: "Error response Error code: 501"), which is not the phonelease API',
+      );
       expect((failure as Error).message).not.toContain('<');
       expect(requests).toBe(1);
     } finally {

@@ -9,12 +9,17 @@ import {
   DEFAULT_RETRY,
   PhoneSessionClient,
   PhonesBusyError,
+  ConfigurationError,
+  RateLimitedError,
   ServerError,
+  errorFromResponse,
   parseRetryAfter,
+  summarizeBody,
   retryDelay,
   type FetchLike,
   type RetryOptions,
 } from '../../src/index.js';
+import { ERROR_REGISTRY } from '../../src/api/errors.js';
 
 const BASE = 'http://phonelease.test';
 // nock patches the global fetch; look it up at call time so the patch is what runs.
@@ -132,7 +137,7 @@ describe('client retries (nock)', () => {
     ]);
   });
 
-  it('leaves phones_busy to the caller, with Retry-After in ms', async () => {
+  it('hands phones_busy to a caller that retries itself, with Retry-After in ms', async () => {
     const scope = nock(BASE)
       .post('/sessions')
       .reply(
@@ -140,12 +145,23 @@ describe('client retries (nock)', () => {
         { error: 'All phones are in use', code: 'phones_busy', retry_after_seconds: 4 },
         { 'retry-after': '3' },
       );
+    // The lease sends its creates with retry: false and waits for a phone with progress shown.
     const error = await client()
-      .createSession({}, { idempotencyKey: 'key_0123456789abcdef' })
+      .createSession({}, { idempotencyKey: 'key_0123456789abcdef', retry: false })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PhonesBusyError);
     // The header wins over the body's figure.
     expect(error).toMatchObject({ code: 'phones_busy', status: 503, retryAfterMs: 3000, retryable: true });
+    expect(scope.isDone()).toBe(true);
+  });
+
+  it('sends a create refused as phones_busy again after its Retry-After (nothing was processed)', async () => {
+    const scope = nock(BASE)
+      .post('/sessions')
+      .reply(503, { error: 'All phones are in use', code: 'phones_busy' }, { 'retry-after': '0' })
+      .post('/sessions')
+      .reply(202, { id: 'ses_1', state: 'provisioning' });
+    expect((await client().createSession({}, { idempotencyKey: 'key_0123456789abcdef' })).id).toBe('ses_1');
     expect(scope.isDone()).toBe(true);
   });
 
@@ -186,5 +202,94 @@ describe('client retries (nock)', () => {
     expect(ids).toHaveLength(2);
     expect(ids[0]).not.toBe(ids[1]);
     expect((error as ServerError).requestId).toBe(ids[1]);
+  });
+});
+
+describe("answers that are not the API's", () => {
+  const NGINX_429 =
+    '<html>\r\n<head><title>429 Too Many Requests</title></head>\r\n<body>\r\n<center><h1>429 Too Many Requests</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n';
+  const NGINX_502 =
+    '<!DOCTYPE html><html><head><title>502 Bad Gateway</title><style>body{color:red}</style></head><body><h1>502 Bad Gateway</h1><p>nginx/1.25.3</p></body></html>';
+
+  it("retries a DELETE refused by a rate limiter's HTML 429, and a GET behind a proxy's HTML 502", async () => {
+    const scope = nock(BASE)
+      .delete('/sessions/ses_1')
+      .reply(429, NGINX_429, { 'content-type': 'text/html', 'retry-after': '0' })
+      .delete('/sessions/ses_1')
+      .reply(200, { released: true, cleanup_pending: false })
+      .get('/me')
+      .reply(502, NGINX_502, { 'content-type': 'text/html' })
+      .get('/me')
+      .reply(200, me);
+    expect(await client().endSession('ses_1')).toEqual({ released: true, cleanup_pending: false });
+    expect(await client().me()).toMatchObject(me);
+    expect(scope.isDone()).toBe(true);
+  });
+
+  it('sends a tap refused by a 429 again, but never a tap whose outcome a 502 hid', async () => {
+    const scope = nock(BASE)
+      .post('/sessions/ses_1/ops/input.tap')
+      .reply(429, '', { 'retry-after': '0' })
+      .post('/sessions/ses_1/ops/input.tap')
+      .reply(502, NGINX_502, { 'content-type': 'text/html' })
+      .post('/sessions/ses_1/ops/input.tap')
+      .reply(200, { ok: true });
+    const error = await client()
+      .tap('ses_1', 1, 2)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ServerError);
+    expect(error).toMatchObject({ status: 502, retry: 'transient', retryable: true });
+    expect(scope.pendingMocks()).toHaveLength(1);
+  });
+
+  it('classifies by status: 429 rate limited, 5xx transient, anything else a configuration error', () => {
+    const html = { contentType: 'text/html', what: 'GET /me', service: BASE };
+    const limited = errorFromResponse({ status: 429, body: NGINX_429, retryAfter: '2', ...html });
+    expect(limited).toBeInstanceOf(RateLimitedError);
+    expect(limited).toMatchObject({ code: 'rate_limited', retry: 'after_retry_after', retryAfterMs: 2000 });
+    const json429 = errorFromResponse({
+      status: 429,
+      body: { message: 'slow down' },
+      contentType: 'application/json',
+    });
+    expect(json429).toBeInstanceOf(RateLimitedError);
+    expect(json429.message).toContain('HTTP 429 (application/json: "slow down")');
+    // An older server's HTTP-layer refusal (fastify's own body, no code) is still the API's.
+    const fastify = errorFromResponse({
+      status: 431,
+      body: { statusCode: 431, error: 'Request Header Fields Too Large', message: 'headers too large' },
+      contentType: 'application/json',
+    });
+    expect(fastify).not.toBeInstanceOf(ConfigurationError);
+    expect(fastify).toMatchObject({ code: 'http_431', retryable: false });
+    const empty503 = errorFromResponse({ status: 503, body: '' });
+    expect(empty503).toMatchObject({ code: 'http_503', retry: 'transient', retryable: true });
+    const other = errorFromResponse({ status: 404, body: '<html><body>Not Found</body></html>', ...html });
+    expect(other).toBeInstanceOf(ConfigurationError);
+    expect(other.retryable).toBe(false);
+    expect(other.message).toContain('PHONELEASE_BASE_URL');
+  });
+
+  it('quotes status, content type and a short plain-text gist, never the page', () => {
+    const error = errorFromResponse({
+      status: 502,
+      body: NGINX_502 + '<p>' + 'padding '.repeat(100) + '</p>',
+      contentType: 'text/html; charset=utf-8',
+      what: 'DELETE /sessions/ses_1',
+      service: BASE,
+    });
+    expect(error.message).toContain('HTTP 502 (text/html: "502 Bad Gateway nginx/1.25.3 padding');
+    expect(error.message).not.toMatch(/[<>]|DOCTYPE|color:red/);
+    expect(summarizeBody(NGINX_502 + 'x'.repeat(500)).length).toBeLessThanOrEqual(100);
+    expect(summarizeBody(NGINX_429)).toBe('429 Too Many Requests nginx');
+  });
+
+  it('derives retryable from the registry rule of every API code', () => {
+    for (const [code, spec] of Object.entries(ERROR_REGISTRY)) {
+      const error = errorFromResponse({ status: spec.status, body: { error: 'x', code } });
+      expect(error.code).toBe(code);
+      expect(error.retry).toBe(spec.retry);
+      expect(error.retryable).toBe(spec.retry !== 'never');
+    }
   });
 });
