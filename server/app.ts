@@ -11,6 +11,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { accessRoutes } from './api/access.js';
 import { accountRoutes } from './api/account.js';
 import { installAuth } from './api/auth.js';
+import { SessionViews } from './api/common.js';
 import type { AppDeps } from './api/deps.js';
 import { historyRoutes } from './api/history.js';
 import { openApiRoutes, recordRoutes } from './api/openapi.js';
@@ -22,6 +23,7 @@ import {
   frameworkErrors,
   installRefusals,
 } from './api/refusals.js';
+import { installFastSerialization } from './api/serialization.js';
 import { sessionRoutes } from './api/sessions.js';
 import { viewerPages } from './viewer/pages.js';
 
@@ -50,6 +52,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const routes = recordRoutes(app);
+  installFastSerialization(app);
   installRefusals(app, deps.log);
   installAuth(app, deps);
 
@@ -64,7 +67,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     });
   }
 
-  await app.register(sessionRoutes, { deps });
+  await app.register(sessionRoutes, { deps, views: new SessionViews(deps) });
   await app.register(accessRoutes, { deps });
   await app.register(opRoutes, { deps });
   await app.register(accountRoutes, { deps });

@@ -25,15 +25,40 @@ export const REFUSALS = {
   500: ErrorBody,
 } as const;
 
-/** The context a session is rendered in for this request (URLs name the host it reached). */
-export function viewContext(deps: AppDeps, req: FastifyRequest): ViewContext {
-  const host = req.headers.host;
-  return {
-    runtime: deps.runtime,
-    nowMs: deps.clock.now(),
-    watchUrl: (sid) => `${deps.publicUrl(host)}/watch/${sid}?token=${deps.grants.viewGrant(sid)}`,
-    adbEndpoint: deps.adbEndpoint(host),
-  };
+/** At most this many view grants are kept computed; past it the cache starts over. */
+const GRANT_CACHE_SIZE = 10_000;
+
+/**
+ * The context sessions are rendered in for a request (URLs name the host it reached). A
+ * session's view grant is an HMAC of its id that never changes, and computing it was the
+ * largest cost of a session read: it is computed once per session and kept.
+ */
+export class SessionViews {
+  private readonly grants = new Map<string, string>();
+
+  constructor(private readonly deps: AppDeps) {}
+
+  context(req: FastifyRequest): ViewContext {
+    const { deps } = this;
+    const host = req.headers.host;
+    const base = deps.publicUrl(host);
+    return {
+      runtime: deps.runtime,
+      nowMs: deps.clock.now(),
+      watchUrl: (sid) => `${base}/watch/${sid}?token=${this.viewGrant(sid)}`,
+      adbEndpoint: deps.adbEndpoint(host),
+    };
+  }
+
+  private viewGrant(sid: string): string {
+    let grant = this.grants.get(sid);
+    if (grant === undefined) {
+      if (this.grants.size >= GRANT_CACHE_SIZE) this.grants.clear();
+      grant = this.deps.grants.viewGrant(sid);
+      this.grants.set(sid, grant);
+    }
+    return grant;
+  }
 }
 
 /**

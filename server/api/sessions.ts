@@ -19,8 +19,9 @@ import { apiError, badRequest } from '../errors.js';
 import type { LiveSession, Runtime } from '../runtime/runtime.js';
 import { receiptView, sessionView } from '../runtime/views.js';
 import { ownerUid, readCaller } from './auth.js';
-import { REFUSALS, SidParams, sessionFor, touched, viewContext } from './common.js';
-import type { RoutePlugin } from './types.js';
+import { REFUSALS, SidParams, sessionFor, touched, type SessionViews } from './common.js';
+import type { RouteOptions } from './deps.js';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 
 /** Long poll: answers as soon as the session's state, location or cleanup changes, or after ms. */
 function waitForChange(
@@ -51,7 +52,10 @@ function waitForChange(
   });
 }
 
-export const sessionRoutes: RoutePlugin = async (app, { deps }) => {
+export const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions & { views: SessionViews }> = async (
+  app,
+  { deps, views },
+) => {
   const { runtime, store } = deps;
 
   app.post(
@@ -85,7 +89,7 @@ export const sessionRoutes: RoutePlugin = async (app, { deps }) => {
           { 'retry-after': '2' },
         );
       }
-      return reply.code(202).send(sessionView(live, viewContext(deps, req), { owner: true }));
+      return reply.code(202).send(sessionView(live, views.context(req), { owner: true }));
     },
   );
 
@@ -93,7 +97,7 @@ export const sessionRoutes: RoutePlugin = async (app, { deps }) => {
     '/sessions',
     { config: { auth: 'owner' }, schema: { response: { 200: Type.Array(Session), ...REFUSALS } } },
     async (req) => {
-      const c = viewContext(deps, req);
+      const c = views.context(req);
       return runtime.list(ownerUid(req)).map((l) => sessionView(l, c, { owner: true }));
     },
   );
@@ -122,7 +126,7 @@ export const sessionRoutes: RoutePlugin = async (app, { deps }) => {
         live.row.state === 'provisioning' ||
         (live.row.state === 'closing' && live.row.cleanup_status !== 'complete');
       if (wait > 0 && transitional) live = await waitForChange(runtime, live, wait * 1000, req);
-      return sessionView(live, viewContext(deps, req), { owner: caller.kind === 'owner' });
+      return sessionView(live, views.context(req), { owner: caller.kind === 'owner' });
     },
   );
 
