@@ -11,6 +11,7 @@ import type { AppDeps } from './deps.js';
 import type { App, Caller } from './types.js';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
+const PUBLIC: Caller = Object.freeze({ kind: 'public' });
 
 const unauthenticated = (message = 'Send a valid API key as "Authorization: Bearer pck_...".'): ApiError =>
   apiError(ERROR_CODES.unauthenticated, message);
@@ -89,9 +90,15 @@ export function installAuth(app: App, { accounts, grants }: AppDeps): void {
     if (route.config?.auth === undefined)
       throw new Error(`Route ${String(route.method)} ${route.url} declares no config.auth.`);
   });
-  app.addHook('onRequest', async (req) => {
+  // A callback hook, not an async one: it runs on every request and needs no promise.
+  app.addHook('onRequest', (req, _reply, done) => {
     const auth = req.routeOptions.config.auth;
-    req.caller = auth === 'owner' ? owner(req) : auth === 'read' ? reader(req) : { kind: 'public' };
+    try {
+      req.caller = auth === 'owner' ? owner(req) : auth === 'read' ? reader(req) : PUBLIC;
+    } catch (err) {
+      return done(err instanceof Error ? err : new Error(String(err)));
+    }
+    done();
   });
 }
 

@@ -135,15 +135,18 @@ export function installRefusals(app: App, log: Logger): void {
   // Node answers an HTTP/1.1 request without Host with an empty 400 unless told not to
   // (see the `http` option in app.ts); this says the same with the error body. It runs
   // before the credential check: such a request is not HTTP/1.1 at all.
-  app.addHook('onRequest', async (req) => {
+  app.addHook('onRequest', (req, _reply, done) => {
     if (req.headers.host === undefined && req.raw.httpVersion === '1.1') {
-      throw apiError(
-        ERROR_CODES.invalidRequest,
-        'An HTTP/1.1 request needs a Host header; send the host and port of the service.',
-        {},
-        { connection: 'close' },
+      return done(
+        apiError(
+          ERROR_CODES.invalidRequest,
+          'An HTTP/1.1 request needs a Host header; send the host and port of the service.',
+          {},
+          { connection: 'close' },
+        ),
       );
     }
+    done();
   });
 
   app.setErrorHandler((err: ValidationError, req, reply) => {
