@@ -28,7 +28,6 @@ import { sessionRoutes } from './api/sessions.js';
 import { viewerPages } from './viewer/pages.js';
 
 export type { AppDeps } from './api/deps.js';
-export { BODY_LIMIT } from './api/refusals.js';
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
