@@ -13,12 +13,11 @@ import {
   ProfileReset,
   Revoked,
 } from '../../src/api/schemas.js';
-import { apiError, badRequest } from '../errors.js';
+import { apiError } from '../errors.js';
 import { ownerUid } from './auth.js';
 import { PRIVATE_HEADERS, REFUSALS } from './common.js';
+import { partMessages } from './refusals.js';
 import type { RoutePlugin } from './types.js';
-
-const KEY_HASH_RE = new RegExp(KEY_HASH_PATTERN);
 
 export const accountRoutes: RoutePlugin = async (app, { deps }) => {
   const { runtime, accounts, store } = deps;
@@ -89,15 +88,17 @@ export const accountRoutes: RoutePlugin = async (app, { deps }) => {
     '/me/keys/:key_hash',
     {
       config: { auth: 'owner' },
-      schema: { params: Type.Object({ key_hash: Type.String() }), response: { 200: Revoked, ...REFUSALS } },
+      schema: {
+        params: Type.Object({ key_hash: Type.String({ pattern: KEY_HASH_PATTERN }) }),
+        response: { 200: Revoked, ...REFUSALS },
+      },
+      schemaErrorFormatter: partMessages({
+        params:
+          'key_hash must be the 64 lowercase hex characters of the sha256 of the key (see GET /me/keys).',
+      }),
     },
     async (req) => {
       const uid = ownerUid(req);
-      if (!KEY_HASH_RE.test(req.params.key_hash)) {
-        throw badRequest(
-          'key_hash must be the 64 lowercase hex characters of the sha256 of the key (see GET /me/keys).',
-        );
-      }
       if (!accounts.revokeKey(uid, req.params.key_hash)) {
         throw apiError(ERROR_CODES.notFound, 'No active key with this key_hash on this account.');
       }

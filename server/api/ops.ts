@@ -12,10 +12,11 @@ import {
   TapBody,
   type PhoneOp,
 } from '../../src/api/schemas.js';
-import { apiError, badRequest } from '../errors.js';
+import { apiError } from '../errors.js';
 import type { DevicePhone } from '../devices/types.js';
 import type { LiveSession } from '../runtime/runtime.js';
 import { ownerUid } from './auth.js';
+import { partMessages } from './refusals.js';
 import { PRIVATE_HEADERS, REFUSALS, SidParams, touched } from './common.js';
 import type { RoutePlugin } from './types.js';
 
@@ -70,7 +71,7 @@ export const opRoutes: RoutePlugin = async (app, { deps }) => {
       config: { auth: 'owner' },
       schema: { params: SidParams, body: TapBody, response: { 200: OpDone, ...REFUSALS } },
       // One message for every way the body can be wrong, with the shape it needs.
-      schemaErrorFormatter: () => badRequest(TAP_USAGE),
+      schemaErrorFormatter: partMessages({ body: TAP_USAGE }),
     },
     async (req) => {
       const { live } = ready(ownerUid(req), req.params.sid);

@@ -6,7 +6,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
 import { Ajv } from 'ajv';
 import { ERROR_CODES } from '../../src/api/schemas.js';
 import { ApiError, apiError, badRequest, notFound, unsupported } from '../errors.js';
@@ -94,6 +94,22 @@ export function frameworkErrors(err: FastifyError, _req: FastifyRequest, reply: 
       ? apiError(ERROR_CODES.uriTooLong, 'A path segment is longer than 200 characters; no id is that long.')
       : badRequest('The URL is not valid (check its percent-encoding).'),
   );
+}
+
+type RequestPart = 'body' | 'headers' | 'params' | 'querystring';
+
+/**
+ * A route's `schemaErrorFormatter` for parts whose every possible mistake deserves the same
+ * message, saying the shape that is needed (`{ body: 'input.tap needs ...' }`). Other parts
+ * get the error handler's message from the validation error.
+ */
+export function partMessages(
+  messages: Partial<Record<RequestPart, string>>,
+): (errors: FastifySchemaValidationError[], part: RequestPart) => Error {
+  return (_errors, part) => {
+    const message = messages[part];
+    return message !== undefined ? badRequest(message) : new Error(`invalid ${part}`);
+  };
 }
 
 type ValidationError = FastifyError & {

@@ -11,14 +11,14 @@ import {
   ErrorBody,
   MAX_WAIT_S,
   REQUEST_KEY_PATTERN,
-  REQUEST_KEY_RE,
   Release,
   Session,
 } from '../../src/api/schemas.js';
-import { apiError, badRequest } from '../errors.js';
+import { apiError } from '../errors.js';
 import type { LiveSession, Runtime } from '../runtime/runtime.js';
 import { receiptView, sessionView } from '../runtime/views.js';
 import { ownerUid, readCaller } from './auth.js';
+import { partMessages } from './refusals.js';
 import { REFUSALS, SidParams, sessionFor, touched, type SessionViews } from './common.js';
 import type { RouteOptions } from './deps.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
@@ -64,9 +64,14 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions & { views: Se
       config: { auth: 'owner' },
       schema: {
         body: Type.Optional(CreateSessionBody),
-        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String()) }),
+        headers: Type.Object({
+          'idempotency-key': Type.Optional(Type.String({ pattern: REQUEST_KEY_PATTERN })),
+        }),
         response: { 202: Session, 410: ErrorBody, 503: ErrorBody, ...REFUSALS },
       },
+      schemaErrorFormatter: partMessages({
+        headers: `Idempotency-Key must match ${REQUEST_KEY_PATTERN}; use one stable key per logical start.`,
+      }),
       // No body at all means the defaults; a JSON null or array is still refused.
       preValidation: async (req) => {
         if (req.body === undefined) req.body = {};
@@ -75,11 +80,6 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions & { views: Se
     async (req, reply) => {
       const uid = ownerUid(req);
       const key = req.headers['idempotency-key'];
-      if (key !== undefined && !REQUEST_KEY_RE.test(key)) {
-        throw badRequest(
-          `Idempotency-Key must match ${REQUEST_KEY_PATTERN}; use one stable key per logical start.`,
-        );
-      }
       const { status, live } = runtime.admit(uid, req.body ?? {}, key ?? null);
       if (status === 503) {
         throw apiError(
@@ -147,14 +147,14 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions & { views: Se
     {
       config: { auth: 'owner' },
       schema: {
-        params: Type.Object({ request_key: Type.String() }),
+        params: Type.Object({ request_key: Type.String({ pattern: REQUEST_KEY_PATTERN }) }),
         response: { 200: CreateReceipt, ...REFUSALS },
       },
+      schemaErrorFormatter: partMessages({ params: `request_key must match ${REQUEST_KEY_PATTERN}.` }),
     },
     async (req) => {
       const uid = ownerUid(req);
       const key = req.params.request_key;
-      if (!REQUEST_KEY_RE.test(key)) throw badRequest(`request_key must match ${REQUEST_KEY_PATTERN}.`);
       const receipt = store.receipt(uid, key);
       const row = receipt ? store.session(receipt.sid) : undefined;
       if (!receipt || !row) {

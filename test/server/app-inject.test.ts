@@ -41,6 +41,36 @@ describe('credentials', () => {
   });
 });
 
+describe('keys and hashes in requests', () => {
+  it('are validated by their route schemas, each with a message that says the shape it needs', async () => {
+    const badKey = await t.call({
+      method: 'POST',
+      url: '/sessions',
+      headers: { 'idempotency-key': 'short' },
+    });
+    expect(badKey.statusCode).toBe(400);
+    expect(json(badKey.body)).toEqual({
+      code: 'invalid_request',
+      error: expect.stringContaining('Idempotency-Key must match'),
+    });
+    const receipt = await t.call({ method: 'GET', url: '/sessions/requests/not%20a%20key' });
+    expect(json(receipt.body)).toMatchObject({ error: expect.stringContaining('request_key must match') });
+    const hash = await t.call({ method: 'DELETE', url: '/me/keys/ABC' });
+    expect(json(hash.body)).toMatchObject({ error: expect.stringContaining('key_hash must be the 64') });
+  });
+
+  it('a create with an unsupported field and a bad key is refused for the field first', async () => {
+    const r = await t.call({
+      method: 'POST',
+      url: '/sessions',
+      headers: { 'idempotency-key': 'short' },
+      payload: { capabilities: {} },
+    });
+    expect(json(r.body)).toMatchObject({ code: 'unsupported', unsupported: true });
+    expect((await t.call({ method: 'GET', url: '/sessions' })).json()).toEqual([]);
+  });
+});
+
 describe('phone operations', () => {
   it('validate the tap body with its schema and say the shape it needs', async () => {
     for (const payload of [{ x: -1, y: 1 }, { x: 1 }, { x: 1, y: 2, z: 3 }, { x: '1', y: 2 }, [1, 2]]) {
