@@ -10,8 +10,7 @@ import { createAccount } from './runtime/accounts.js';
 import { SERVER_DEFAULTS, startServer } from './main.js';
 import { cryptoRandom } from './secrets.js';
 import { openDatabase, Store } from './store/store.js';
-import { parseCommandLine } from '../src/cli/args.js';
-import { UsageError, usageHint } from '../src/cli/usage.js';
+import { parseCommandLine, UsageError, usageHint } from '../src/util/args.js';
 
 // The command line's own usage error (exit code 2), so that both halves of `phonelease`
 // report option mistakes the same way.

@@ -2,7 +2,7 @@
  * Identifiers and secrets. Randomness is injected (tests may seed it); secrets are compared
  * in constant time and only their hashes are stored where the server need not show them.
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export type RandomSource = (bytes: number) => Buffer;
 export const cryptoRandom: RandomSource = (n) => randomBytes(n);
@@ -21,7 +21,9 @@ export function randomToken(random: RandomSource, length: number): string {
   return out;
 }
 
-export const sha256Hex = (value: string): string => createHash('sha256').update(value).digest('hex');
+// The one-shot hash (Node >= 20.12) is about four times faster than a Hash object, and every
+// authenticated request hashes its key.
+export const sha256Hex = (value: string): string => hash('sha256', value, 'hex');
 
 export function hmacB64url(secret: Buffer, value: string): string {
   return createHmac('sha256', secret).update(value).digest('base64url');

@@ -4,34 +4,18 @@
  * Every response is private, unreferred and embeddable only by the dashboard origin.
  */
 import { randomBytes } from 'node:crypto';
-import type {
-  FastifyBaseLogger,
-  FastifyInstance,
-  FastifyReply,
-  RawReplyDefaultExpression,
-  RawRequestDefaultExpression,
-  RawServerDefault,
-} from 'fastify';
-import { Type } from '@sinclair/typebox';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { AppDeps } from '../app.js';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { FastifyReply } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { RoutePlugin } from '../api/types.js';
 import { FRAME_INTERVAL_MS, type LiveSession } from '../runtime/runtime.js';
 import { ViewerStreams } from './stream.js';
 import { viewerHtml } from './viewer-page.js';
 import { esc, goneHtml, page, securityHeaders } from './html.js';
 import { notFound } from '../errors.js';
 
-type App = FastifyInstance<
-  RawServerDefault,
-  RawRequestDefaultExpression,
-  RawReplyDefaultExpression,
-  FastifyBaseLogger,
-  TypeBoxTypeProvider
->;
-
-export function registerViewerPages(app: App, deps: AppDeps): void {
+export const viewerPages: RoutePlugin = async (app, { deps }) => {
   const { runtime, grants } = deps;
   const streams = new ViewerStreams({ runtime, grants, clock: deps.clock, log: deps.log });
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -60,6 +44,7 @@ export function registerViewerPages(app: App, deps: AppDeps): void {
   app.get(
     '/watch/:sid',
     {
+      config: { auth: 'public' },
       schema: {
         params: Type.Object({ sid: Type.String({ maxLength: 100 }) }),
         querystring: Type.Object({ token: Type.Optional(Type.String()) }),
@@ -94,7 +79,10 @@ refresh();`;
   // Viewer capability pages: the live phone over a WebSocket; owner pages also send input.
   app.get(
     '/v/:token',
-    { schema: { params: Type.Object({ token: Type.String({ maxLength: 200 }) }) } },
+    {
+      config: { auth: 'public' },
+      schema: { params: Type.Object({ token: Type.String({ maxLength: 200 }) }) },
+    },
     async (req, reply) => {
       const nonce = randomBytes(16).toString('base64');
       const grant = grants.viewer(req.params.token);
@@ -113,7 +101,10 @@ refresh();`;
 
   app.get(
     '/v/:token/frame.png',
-    { schema: { params: Type.Object({ token: Type.String({ maxLength: 200 }) }) } },
+    {
+      config: { auth: 'public' },
+      schema: { params: Type.Object({ token: Type.String({ maxLength: 200 }) }) },
+    },
     async (req, reply) => {
       const grant = grants.viewer(req.params.token);
       const live = grant ? liveOrNull(grant.sid) : null;
@@ -127,4 +118,4 @@ refresh();`;
         .send(png);
     },
   );
-}
+};

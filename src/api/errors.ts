@@ -28,6 +28,10 @@ export const ERROR_REGISTRY: { readonly [C in ErrorCode]: ErrorSpec } = {
   [ERROR_CODES.invalidRequest]: { status: 400, retry: 'never' },
   [ERROR_CODES.unsupported]: { status: 400, retry: 'never' },
   [ERROR_CODES.bodyTooLarge]: { status: 413, retry: 'never' },
+  [ERROR_CODES.uriTooLong]: { status: 414, retry: 'never' },
+  [ERROR_CODES.headersTooLarge]: { status: 431, retry: 'never' },
+  // The request did not arrive whole in time; nothing of it was acted on.
+  [ERROR_CODES.requestTimeout]: { status: 408, retry: 'transient' },
   [ERROR_CODES.unauthenticated]: { status: 401, retry: 'never' },
   [ERROR_CODES.forbidden]: { status: 403, retry: 'never' },
   [ERROR_CODES.rentalUnavailable]: { status: 403, retry: 'never' },

@@ -18,6 +18,8 @@ export const PROVIDER = 'shlut';
 /** ^[A-Za-z0-9_-]{16,128}$ — idempotency keys and request keys. */
 export const REQUEST_KEY_PATTERN = '^[A-Za-z0-9_-]{16,128}$';
 export const REQUEST_KEY_RE = new RegExp(REQUEST_KEY_PATTERN);
+/** The longest long poll: GET /sessions/{sid}?wait=S takes S up to this many seconds. */
+export const MAX_WAIT_S = 30;
 /** Largest expires_at the service accepts (9999-12-31T23:59:59Z). */
 export const MAX_TIMESTAMP = 253_402_300_799;
 /** Operations every phone advertises in `ops`. */
@@ -247,6 +249,9 @@ export const ERROR_CODES = {
   invalidRequest: 'invalid_request',
   unsupported: 'unsupported',
   bodyTooLarge: 'body_too_large',
+  uriTooLong: 'uri_too_long',
+  headersTooLarge: 'headers_too_large',
+  requestTimeout: 'request_timeout',
   unauthenticated: 'unauthenticated',
   forbidden: 'forbidden',
   rentalUnavailable: 'rental_unavailable',

@@ -12,7 +12,7 @@ import { waitForCleanup } from '../lease/end.js';
 import { leasePhone, type Lease } from '../lease/lease.js';
 import { stderrLogger } from '../util/log.js';
 import { sleep } from '../util/time.js';
-import { parseCommandLine, type OptionsConfig } from './args.js';
+import { parseCommandLine, type OptionsConfig } from '../util/args.js';
 import { dollars, fields, relative, span, table, when } from './format.js';
 import { USAGE, UsageError, usageHint } from './usage.js';
 

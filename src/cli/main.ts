@@ -20,7 +20,7 @@ import {
   sessionsCommand,
   type CommandIo,
 } from './commands.js';
-import { closestName } from './args.js';
+import { closestName } from '../util/args.js';
 import { MAIN_USAGE, USAGE, UsageError } from './usage.js';
 import { messageOf } from '../util/message.js';
 

@@ -2,18 +2,8 @@
  * Help texts and the usage error (exit code 2) of the `phonelease` command.
  */
 
-export class UsageError extends Error {
-  override name = 'UsageError';
-}
-
-/**
- * What follows a usage error: the command's synopsis (its usage up to the first blank line)
- * and where the rest is, rather than the whole help text after every typo.
- */
-export function usageHint(command: string, usage: string): string {
-  const synopsis = usage.split(/\n\s*\n/)[0] ?? usage;
-  return `${synopsis}\nRun "phonelease ${command} --help" for details.`;
-}
+// The usage error and hint live with the option parser, which the server's CLI shares.
+export { UsageError, usageHint } from '../util/args.js';
 
 const CONNECTION = `The service and key come from PHONELEASE_BASE_URL and PHONELEASE_API_KEY
 (--base-url overrides the first; the key is never taken from the command line).`;

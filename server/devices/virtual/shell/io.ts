@@ -38,16 +38,6 @@ export async function readAll(input: Input, limit = MAX_IN_MEMORY): Promise<Buff
   }
 }
 
-export const EMPTY_INPUT: Input = { read: () => Promise.resolve(null) };
-
-export class NullOutput implements Output {
-  readonly closed = false;
-  write(): void {}
-  drain(): Promise<void> {
-    return Promise.resolve();
-  }
-}
-
 /** Collects everything written (command substitution, redirections, tests). */
 export class BufferOutput implements Output {
   private chunks: Buffer[] = [];

@@ -559,9 +559,3 @@ class Parser {
 export function parseShell(source: string): List {
   return new Parser(source).parseProgram();
 }
-
-/** Quotes an argument the way `adb` and appium-adb do, for output that shows commands. */
-export function quoteArg(arg: string): string {
-  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(arg)) return arg;
-  return `'${arg.replace(/'/g, `'\\''`)}'`;
-}

@@ -1,5 +1,6 @@
 /**
- * Option parsing shared by every `phonelease` command, the client's and the server's.
+ * Option parsing shared by every `phonelease` command, the client's (src/cli) and the
+ * server's (server/cli.ts): both import it from here, neither through the other's CLI.
  *
  * Node's parseArgs in strict mode answers a typo with text meant for programmers
  * ("Unknown option '--profle'. To specify a positional argument starting with a '-' ...")
@@ -14,7 +15,20 @@
  * The checked tokens are then parsed again, strictly, so each command gets typed values.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { UsageError, usageHint } from './usage.js';
+
+/** A mistake in the command line: the command prints it and exits with code 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/**
+ * What follows a usage error: the command's synopsis (its usage up to the first blank line)
+ * and where the rest is, rather than the whole help text after every typo.
+ */
+export function usageHint(command: string, usage: string): string {
+  const synopsis = usage.split(/\n\s*\n/)[0] ?? usage;
+  return `${synopsis}\nRun "phonelease ${command} --help" for details.`;
+}
 
 /** `{ name: { type, short?, default? } }`, as parseArgs takes it (Node does not export the name). */
 export type OptionsConfig = NonNullable<ParseArgsConfig['options']>;

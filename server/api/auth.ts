@@ -1,0 +1,118 @@
+/**
+ * Authentication: one `onRequest` hook that checks the credential the route declares
+ * (`config.auth`) and decorates the request with its caller. It runs before the body is
+ * parsed and before anything is validated, so a missing or bad credential is a 401 whatever
+ * else is wrong with the request.
+ */
+import type { FastifyRequest } from 'fastify';
+import { ERROR_CODES } from '../../src/api/schemas.js';
+import { apiError, notFound, type ApiError } from '../errors.js';
+import type { AppDeps } from './deps.js';
+import type { App, Caller } from './types.js';
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+const PUBLIC: Caller = Object.freeze({ kind: 'public' });
+
+const unauthenticated = (message = 'Send a valid API key as "Authorization: Bearer pck_...".'): ApiError =>
+  apiError(ERROR_CODES.unauthenticated, message);
+
+const invalidGrant = (): ApiError =>
+  unauthenticated(
+    'The view grant is not valid; open the session\'s current watch_url, or send an account key as "Authorization: Bearer pck_...".',
+  );
+
+/** The bearer token, '' for an Authorization header of another form, null without one. */
+function bearer(req: FastifyRequest): string | null {
+  const h = req.headers.authorization;
+  if (!h) return null;
+  const m = BEARER.exec(h);
+  return m ? m[1]! : '';
+}
+
+/** A string-valued field of the parsed path or query, without trusting its shape. */
+function field(source: unknown, name: string): string | undefined {
+  if (typeof source !== 'object' || source === null || !(name in source)) return undefined;
+  const value: unknown = (source as Record<string, unknown>)[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+export function installAuth(app: App, { accounts, grants }: AppDeps): void {
+  /** Owner-only endpoints: an account key, nothing else. */
+  function owner(req: FastifyRequest): Caller {
+    const token = bearer(req);
+    if (token === null) throw unauthenticated();
+    if (token.startsWith('pvg_')) {
+      if (grants.viewGrantSession(token) === null) throw invalidGrant();
+      throw apiError(
+        ERROR_CODES.forbidden,
+        'A view grant can only read its own session; this call needs an account API key.',
+      );
+    }
+    const uid = token.startsWith('pck_') ? accounts.authenticate(token) : null;
+    if (!uid)
+      throw unauthenticated(
+        'The API key is not valid (unknown or revoked); send a valid key as "Authorization: Bearer pck_...".',
+      );
+    return { kind: 'owner', uid };
+  }
+
+  /**
+   * The read endpoints also take a view grant, in the header or as ?token=. A forged grant
+   * is a bad credential (401); a real grant of another session answers 404, exactly as a
+   * session the caller cannot see.
+   */
+  function reader(req: FastifyRequest): Caller {
+    const sid = field(req.params, 'sid') ?? '';
+    const query = field(req.query, 'token');
+    if (query !== undefined && query !== '') {
+      if (query.startsWith('pck_')) {
+        throw unauthenticated(
+          'Never put an account key in a URL; send it as "Authorization: Bearer pck_..." instead.',
+        );
+      }
+      return grantCaller(query, sid);
+    }
+    const token = bearer(req);
+    if (token?.startsWith('pvg_')) return grantCaller(token, sid);
+    return owner(req);
+  }
+
+  function grantCaller(token: string, sid: string): Caller {
+    const granted = grants.viewGrantSession(token);
+    if (granted === null) throw invalidGrant();
+    if (granted !== sid) throw notFound();
+    return { kind: 'grant', sid };
+  }
+
+  app.decorateRequest('caller', null);
+  app.addHook('onRoute', (route) => {
+    // A route that forgot its credential would be open to anyone: refuse it at startup.
+    if (route.config?.auth === undefined)
+      throw new Error(`Route ${String(route.method)} ${route.url} declares no config.auth.`);
+  });
+  // A callback hook, not an async one: it runs on every request and needs no promise.
+  app.addHook('onRequest', (req, _reply, done) => {
+    const auth = req.routeOptions.config.auth;
+    try {
+      req.caller = auth === 'owner' ? owner(req) : auth === 'read' ? reader(req) : PUBLIC;
+    } catch (err) {
+      return done(err instanceof Error ? err : new Error(String(err)));
+    }
+    done();
+  });
+}
+
+/** The account of an owner-only route's caller (the hook has checked it). */
+export function ownerUid(req: FastifyRequest): string {
+  const caller = req.caller;
+  if (caller?.kind !== 'owner') throw new Error(`${req.routeOptions.url} is not an owner-only route`);
+  return caller.uid;
+}
+
+/** The caller of a read route: an owner or the view grant of the session in the path. */
+export function readCaller(req: FastifyRequest): Exclude<Caller, { kind: 'public' }> {
+  const caller = req.caller;
+  if (caller === null || caller.kind === 'public')
+    throw new Error(`${req.routeOptions.url} is not an authenticated route`);
+  return caller;
+}

@@ -1,0 +1,81 @@
+/**
+ * What several route plugins share: response schemas for refusals, the private-response
+ * headers, the session a caller may see, and the context sessions are rendered in.
+ */
+import type { FastifyRequest } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { ErrorBody } from '../../src/api/schemas.js';
+import type { LiveSession } from '../runtime/runtime.js';
+import type { ViewContext } from '../runtime/views.js';
+import type { AppDeps } from './deps.js';
+import type { Caller } from './types.js';
+
+/** Responses that carry secrets or per-caller state are never cached by a proxy. */
+export const PRIVATE_HEADERS = { 'cache-control': 'private, no-store' } as const;
+
+export const SidParams = Type.Object({ sid: Type.String() });
+
+/** The refusals every authenticated route may answer. */
+export const REFUSALS = {
+  400: ErrorBody,
+  401: ErrorBody,
+  403: ErrorBody,
+  404: ErrorBody,
+  409: ErrorBody,
+  500: ErrorBody,
+} as const;
+
+/** At most this many view grants are kept computed; past it the cache starts over. */
+const GRANT_CACHE_SIZE = 10_000;
+
+/**
+ * The context sessions are rendered in for a request (URLs name the host it reached). A
+ * session's view grant is an HMAC of its id that never changes, and computing it was the
+ * largest cost of a session read: it is computed once per session and kept.
+ */
+export class SessionViews {
+  private readonly grants = new Map<string, string>();
+
+  constructor(private readonly deps: AppDeps) {}
+
+  context(req: FastifyRequest): ViewContext {
+    const { deps } = this;
+    const host = req.headers.host;
+    const base = deps.publicUrl(host);
+    return {
+      runtime: deps.runtime,
+      nowMs: deps.clock.now(),
+      watchUrl: (sid) => `${base}/watch/${sid}?token=${this.viewGrant(sid)}`,
+      adbEndpoint: deps.adbEndpoint(host),
+    };
+  }
+
+  private viewGrant(sid: string): string {
+    let grant = this.grants.get(sid);
+    if (grant === undefined) {
+      if (this.grants.size >= GRANT_CACHE_SIZE) this.grants.clear();
+      grant = this.deps.grants.viewGrant(sid);
+      this.grants.set(sid, grant);
+    }
+    return grant;
+  }
+}
+
+/**
+ * The live session `sid` as the caller may see it: an owner sees its own sessions, a view
+ * grant its one session (the hook has matched the grant to the path). Anything else is the
+ * same 404 as an unknown id.
+ */
+export function sessionFor(
+  deps: AppDeps,
+  caller: Exclude<Caller, { kind: 'public' }>,
+  sid: string,
+): LiveSession {
+  return caller.kind === 'owner' ? deps.runtime.get(caller.uid, sid) : deps.runtime.byId(sid);
+}
+
+/** Marks the session as used now (idle time) and returns it. */
+export function touched(deps: AppDeps, live: LiveSession): LiveSession {
+  deps.runtime.touch(live);
+  return live;
+}

@@ -1,0 +1,97 @@
+/**
+ * The API built in-process with buildApp (no port) over a real store, runtime and virtual
+ * phones, for tests that drive it with app.inject(): the same wiring as startServer, minus
+ * the listeners, so a route test costs no socket.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { buildApp, type AppDeps } from '../../server/app.js';
+import { systemClock, type Clock } from '../../server/clock.js';
+import { createVirtualBackend } from '../../server/devices/virtual/index.js';
+import { createLogger } from '../../server/log.js';
+import {
+  AccountService,
+  createAccount,
+  type CreatedAccount,
+  type NewAccount,
+} from '../../server/runtime/accounts.js';
+import { Grants } from '../../server/runtime/grants.js';
+import { ProfileSaves } from '../../server/runtime/profile-saves.js';
+import { Runtime } from '../../server/runtime/runtime.js';
+import { cryptoRandom } from '../../server/secrets.js';
+import { openDatabase, Store } from '../../server/store/store.js';
+
+export interface InProcessApp {
+  app: FastifyInstance;
+  deps: AppDeps;
+  runtime: Runtime;
+  account: CreatedAccount;
+  createAccount(options?: NewAccount): CreatedAccount;
+  /** app.inject with the account's key unless `auth` says otherwise (null: no credential). */
+  call(options: InjectOptions & { auth?: string | null }): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+export async function buildTestApp(
+  options: { clock?: Clock; bootMs?: number; phones?: number; account?: NewAccount } = {},
+): Promise<InProcessApp> {
+  const clock = options.clock ?? systemClock;
+  const dataDir = mkdtempSync(join(tmpdir(), 'phonelease-app-'));
+  const store = new Store(openDatabase(dataDir));
+  const log = createLogger({ level: 'silent' });
+  const backend = createVirtualBackend({ bootMs: options.bootMs ?? 0, host: '127.0.0.1' });
+  const accounts = new AccountService(store, clock, cryptoRandom);
+  const grants = new Grants(cryptoRandom(32), clock, cryptoRandom);
+  const runtime = new Runtime({
+    store,
+    accounts,
+    backend,
+    saves: new ProfileSaves(join(dataDir, 'profiles')),
+    clock,
+    random: cryptoRandom,
+    log,
+    phones: options.phones ?? 20,
+    bootSlots: 4,
+  });
+  runtime.setMaxListeners(0);
+  const url = 'http://127.0.0.1:9';
+  const deps: AppDeps = {
+    runtime,
+    accounts,
+    grants,
+    store,
+    clock,
+    log,
+    publicUrl: () => url,
+    adbEndpoint: () => ({ host: '127.0.0.1', port: 9 }),
+    dashboardOrigin: null,
+  };
+  const app = await buildApp(deps);
+  runtime.recover();
+  const newAccount = (o: NewAccount = {}) =>
+    createAccount(store, clock, cryptoRandom, { billingMode: 'disabled', ...o });
+  const account = newAccount(options.account);
+  return {
+    app,
+    deps,
+    runtime,
+    account,
+    createAccount: newAccount,
+    call: ({ auth, ...inject }) => {
+      const key = auth === undefined ? account.key : auth;
+      return app.inject({
+        ...inject,
+        headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...inject.headers },
+      });
+    },
+    async close() {
+      await runtime.close();
+      await app.close();
+      await backend.close();
+      store.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
