@@ -119,7 +119,8 @@ export function withLeaseContext<E>(
 
 export class InvalidRequestError extends PhoneleaseError {
   override name = 'InvalidRequestError';
-  declare readonly code: 'invalid_request' | 'unsupported' | 'body_too_large';
+  declare readonly code:
+    'invalid_request' | 'unsupported' | 'body_too_large' | 'uri_too_long' | 'headers_too_large';
   /** The request asked for something the service does not support (raw capabilities, resource overrides). */
   readonly unsupported: boolean;
   constructor(
@@ -410,6 +411,10 @@ const API_ERROR_CLASSES: {
   [ERROR_CODES.invalidRequest]: (m, o) => new InvalidRequestError(m, { ...o, code: 'invalid_request' }),
   [ERROR_CODES.unsupported]: (m, o) => new InvalidRequestError(m, { ...o, code: 'unsupported' }),
   [ERROR_CODES.bodyTooLarge]: (m, o) => new InvalidRequestError(m, { ...o, code: 'body_too_large' }),
+  [ERROR_CODES.uriTooLong]: (m, o) => new InvalidRequestError(m, { ...o, code: 'uri_too_long' }),
+  [ERROR_CODES.headersTooLarge]: (m, o) => new InvalidRequestError(m, { ...o, code: 'headers_too_large' }),
+  // The server gave up waiting for the rest of the request: nothing was processed.
+  [ERROR_CODES.requestTimeout]: (m, o) => new ServerError(ERROR_CODES.requestTimeout, m, o),
   [ERROR_CODES.unauthenticated]: (m, o) => new AuthenticationError(m, o),
   [ERROR_CODES.forbidden]: (m, o) => new PermissionError(m, { ...o, code: 'forbidden' }),
   [ERROR_CODES.rentalUnavailable]: (m, o) => new PermissionError(m, { ...o, code: 'rental_unavailable' }),

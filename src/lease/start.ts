@@ -17,6 +17,7 @@
  * error names the session (sessionId) and every error of a start carries its requestKey.
  */
 import type { CreateReceipt, CreateSessionBody, Session } from '../api/schemas.js';
+import { MAX_WAIT_S } from '../api/schemas.js';
 import type { PhoneSessionClient } from '../client.js';
 import {
   ConnectionError,
@@ -92,7 +93,6 @@ const UNKNOWN_POLICY: RetryPolicy = {
   factor: 2,
   budgetMs: Infinity,
 };
-const MAX_WAIT_S = 30;
 
 export async function startSession(plan: StartPlan): Promise<{ session: Session; stats: StartStats }> {
   const started = Date.now();
