@@ -19,7 +19,8 @@ export const SOURCE_BURST = 10;
 export const SOURCE_REFILL_MS = 5_000;
 export const SESSION_BURST = 5;
 export const SESSION_REFILL_MS = 30_000;
-export const TAG_LENGTH = 8;
+/** `pau_` and 8 random characters. */
+export const TAG_LENGTH = 12;
 /** Above this many remembered sources, full buckets (which carry no information) are dropped. */
 const MAX_SOURCES = 4096;
 

@@ -216,19 +216,22 @@ export class Runtime extends EventEmitter {
 
     const account = this.o.accounts.account(uid);
     if (!account.can_rent) {
-      throw apiError(ERROR_CODES.rentalUnavailable,
+      throw apiError(
+        ERROR_CODES.rentalUnavailable,
         account.rent_blocked_reason ?? 'Rentals are not enabled for this account.',
       );
     }
     if (account.billing_mode === 'metered' && account.balance_cents < 2 * account.price_cents_per_minute) {
-      throw apiError(ERROR_CODES.insufficientCredit,
+      throw apiError(
+        ERROR_CODES.insufficientCredit,
         `Starting a session needs at least two minutes of credit (${2 * account.price_cents_per_minute} cents); the balance is ${account.balance_cents} cents. Add credit and retry.`,
         { balance_cents: account.balance_cents },
       );
     }
     const active = this.perAccount.get(uid) ?? 0;
     if (active >= account.session_limit) {
-      throw apiError(ERROR_CODES.sessionLimit,
+      throw apiError(
+        ERROR_CODES.sessionLimit,
         `The account's ${account.session_limit} session slots are in use (sessions pending cleanup count); end a session and retry.`,
         { session_limit: account.session_limit, active_session_count: active, available_session_slots: 0 },
       );
@@ -240,7 +243,8 @@ export class Runtime extends EventEmitter {
         throw badRequest("profile_id is not this account's profile; use profile.id from GET /me.");
       }
       if (profile.holder || profile.state === 'saving') {
-        throw apiError(ERROR_CODES.profileRunning,
+        throw apiError(
+          ERROR_CODES.profileRunning,
           'The profile phone is held by a live session or is still being saved; end that session (or wait for the save) and retry.',
           profile.holder ? { session: profile.holder } : {},
         );
@@ -248,7 +252,8 @@ export class Runtime extends EventEmitter {
     }
     if (this.live.size >= this.o.phones) {
       const retry = this.retryAfterSeconds(now);
-      throw apiError(ERROR_CODES.phonesBusy,
+      throw apiError(
+        ERROR_CODES.phonesBusy,
         `All phones are in use; no session was created. Retry after ${retry} s with the same idempotency key.`,
         { retry_after_seconds: retry },
         { 'retry-after': String(retry) },
@@ -315,7 +320,8 @@ export class Runtime extends EventEmitter {
     requestKey: string,
   ): AdmitResult {
     if (storedHash !== bodyHash) {
-      throw apiError(ERROR_CODES.idempotencyKeyReused,
+      throw apiError(
+        ERROR_CODES.idempotencyKeyReused,
         'This Idempotency-Key was used with a different request body; reuse a key only to retry the identical request, or use a new key for a new session.',
         { request_key: requestKey },
       );
@@ -323,7 +329,8 @@ export class Runtime extends EventEmitter {
     const live = this.live.get(sid);
     if (!live) {
       const row = this.o.store.session(sid);
-      throw apiError(ERROR_CODES.requestCompleted,
+      throw apiError(
+        ERROR_CODES.requestCompleted,
         'The session created with this Idempotency-Key has ended and its cleanup completed; use a new key to start a new session.',
         { id: sid, request_key: requestKey, cleanup_complete: true, ...(row ? { state: row.state } : {}) },
       );
@@ -431,7 +438,8 @@ export class Runtime extends EventEmitter {
     row.device = phone.label;
     row.screen_w = phone.screen.w;
     row.screen_h = phone.screen.h;
-    row.adb_code = randomToken(this.o.random, 32);
+    // A recognisable prefix lets redact() find the code wherever a client puts it.
+    row.adb_code = `pau_${randomToken(this.o.random, 32)}`;
     this.o.store.saveSession(row);
     this.adbCodes.set(sha256Hex(row.adb_code), row.id);
     phone.onLost((reason) => {
@@ -748,7 +756,8 @@ export class Runtime extends EventEmitter {
     const profile = this.o.store.profileOf(uid);
     if (!profile) throw new Error(`account ${uid} has no profile`);
     if (profile.holder || profile.state === 'saving') {
-      throw apiError(ERROR_CODES.profileRunning,
+      throw apiError(
+        ERROR_CODES.profileRunning,
         'The profile phone is held by a live session or is still being saved; end that session, then reset.',
         profile.holder ? { session: profile.holder } : {},
       );

@@ -5,6 +5,7 @@
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TAG_LENGTH } from '../../server/adb-limits.js';
 import { ManualClock } from '../../server/clock.js';
 import { A_CNXN, closed, hostCnxn, readPacket, unlock } from '../support/adb-wire.js';
 import { serverPerTest, startTestServer, type TestServer } from '../support/server.js';
@@ -95,7 +96,7 @@ describe('wrong unlock codes are limited', () => {
     // Guesses that match the start of the session's code (a partly leaked code), each from
     // a fresh source so that no per-source limit applies.
     for (let i = 0; i < 5; i++) {
-      const guess = `${code.slice(0, 8)}${'z'.repeat(code.length - 8)}${i}`;
+      const guess = `${code.slice(0, TAG_LENGTH)}${'z'.repeat(code.length - TAG_LENGTH)}${i}`;
       expect((await from(`127.0.1.${i + 1}`)(port, guess)).line).toBe('DENIED');
     }
     // The session's limit is spent: a new source is refused even with the right code...
