@@ -124,7 +124,12 @@ export class Runtime extends EventEmitter {
           this.enqueue(live);
         }
       } else if (row.state === 'ready') {
-        const at = Math.min(now, Math.max(lastAlive, row.ready ?? row.created), row.expires_at);
+        // The phone lived at least until the server was last known alive and until its last
+        // debit (a minute may be debited between two heartbeats); ending earlier would put
+        // acknowledged debits after the end and bill minutes that history does not show.
+        const ready = row.ready ?? row.created;
+        const lastDebit = this.o.store.lastDebitAt(row.id) ?? ready;
+        const at = Math.max(Math.min(now, Math.max(lastAlive, ready), row.expires_at), lastDebit);
         this.o.log.warn('phone lost in restart', { session: row.id });
         void this.finish(live, 'lost', at, { lostProfile: true });
       } else if (row.state === 'closing') {
@@ -532,13 +537,17 @@ export class Runtime extends EventEmitter {
   private bill(live: LiveSession, upto: number): number | null {
     const row = live.row;
     if (row.billing_mode !== 'metered' || row.ready === null) return null;
-    const due = Math.ceil(Math.max(0, upto - row.ready) / 60);
+    // Nothing is billed past the deadline, however late a timer fires.
+    const due = Math.ceil(Math.max(0, Math.min(upto, row.expires_at) - row.ready) / 60);
     while (row.minutes_debited < due) {
       const account = this.o.accounts.account(row.uid);
       if (account.balance_cents < row.price_cents_per_minute) return row.ready + row.minutes_debited * 60;
       const minute = row.minutes_debited + 1;
+      // A debit is dated the second its minute started: always inside [ready, ended], even
+      // when it is recorded late (at closure, or by recovery after a crash).
+      const startedAt = row.ready + (minute - 1) * 60 + 1;
       this.o.store.transaction(() => {
-        this.o.store.insertDebit(row.id, minute, row.uid, row.price_cents_per_minute, this.nowSec());
+        this.o.store.insertDebit(row.id, minute, row.uid, row.price_cents_per_minute, startedAt);
         this.o.accounts.setBalance(row.uid, account.balance_cents - row.price_cents_per_minute);
         row.minutes_debited = minute;
         row.cost_cents += row.price_cents_per_minute;
