@@ -16,7 +16,7 @@ import { SystemProps } from './props.js';
 import { SettingsStore } from './settings.js';
 import { ActivityManager } from './activity.js';
 import { PackageManager, appUserName } from './packages.js';
-import type { InstallSession } from './shell/commands/pm.js';
+import type { InstallSession } from './packages.js';
 import { createPhoneUi } from './ui/index.js';
 import type { LauncherApp, PhoneUi, PhoneUiHost } from './ui/types.js';
 

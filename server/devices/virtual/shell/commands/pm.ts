@@ -2,17 +2,10 @@
 import { shortComponent } from '../../activity.js';
 import { FsError } from '../../fs.js';
 import { RUNTIME_PERMISSIONS } from '../../packages.js';
-import type { InstallOptions, PackageRecord } from '../../packages.js';
+import type { InstallOptions, InstallSession, PackageRecord } from '../../packages.js';
 import { resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { dumpPackage } from './dumpsys.js';
-
-/** One session of install-create / install-write / install-commit. */
-export interface InstallSession {
-  id: number;
-  options: InstallOptions;
-  parts: Map<string, Buffer>;
-}
 
 function parseInstallOptions(args: string[]): {
   options: InstallOptions;
