@@ -2,7 +2,7 @@
 import { shortComponent } from '../../activity.js';
 import { FsError } from '../../fs.js';
 import { RUNTIME_PERMISSIONS } from '../../packages.js';
-import type { InstallOptions, InstallSession, PackageRecord } from '../../packages.js';
+import type { InstallOptions, PackageRecord } from '../../packages.js';
 import { resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { dumpPackage } from './dumpsys.js';
