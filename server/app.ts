@@ -344,8 +344,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         );
       }
       const body = req.body ?? {};
-      const { status, live } = runtime.admit(uid, body, key ?? null);
-      if (status === 503) {
+      const { outcome, live } = runtime.admit(uid, body, key ?? null);
+      if (outcome === 'recorded') {
         const e = apiError(
           ERROR_CODES.createRequestRecorded,
           'The request was recorded but the runtime is unavailable; look it up with GET /sessions/requests/{request_key} or retry with the same key and body.',
