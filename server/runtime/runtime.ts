@@ -606,6 +606,8 @@ export class Runtime extends EventEmitter {
     if (row.billing_mode !== 'metered' || row.ready === null) return;
     // Minute k starts one second after ready + (k-1) * 60 (usage rounds up to whole minutes).
     const nextStartSec = row.ready + row.minutes_debited * 60 + 1;
+    // A minute that would start past the deadline is never billed; the deadline ends the session.
+    if (nextStartSec > row.expires_at) return;
     ready.cancelBilling = this.o.clock.setTimeout(
       () => {
         if (live.phase !== ready) return;
