@@ -1,7 +1,8 @@
 /**
  * A model-based test of the runtime: fast-check plays random sequences of creates (with and
  * without idempotency keys, replays, reused keys), ends, ADB revocations, clock ticks that
- * pass deadlines and kill -9 restarts against the real runtime over a real SQLite store
+ * pass deadlines, pauses of the runtime (creates are recorded, phones wait queued) and
+ * kill -9 restarts against the real runtime over a real SQLite store
  * with instant fake phones. A small model says what each call must answer; after every
  * step the live sessions must match the model and the books must agree (audit.ts).
  *
@@ -30,11 +31,14 @@ interface SessionModel {
   expiresAt: number;
   /** null while live. */
   endReason: 'released' | 'expired' | 'lost' | null;
+  /** While live: queued (the runtime is paused) or ready. */
+  phase: 'queued' | 'ready';
   adb: boolean;
 }
 
 interface Model {
   nowMs: number;
+  paused: boolean;
   accounts: AccountModel[];
   sessions: SessionModel[];
   /** `${uid}/${key}` -> the session and the body it was created with. */
@@ -72,7 +76,10 @@ function checkAgreement(m: Model, r: Real): void {
       .map((s) => s.sid)
       .sort();
     expect(real, `live sessions of ${a.uid}`).toEqual(model);
-    for (const live of world.runtime.list(a.uid)) expect(live.phase.kind).toBe('ready');
+    for (const live of world.runtime.list(a.uid)) {
+      const s = m.sessions.find((x) => x.sid === live.row.id)!;
+      expect({ sid: s.sid, phase: live.phase.kind }).toEqual({ sid: s.sid, phase: s.phase });
+    }
   }
   for (const s of m.sessions) {
     if (s.endReason === null) continue;
@@ -116,9 +123,9 @@ class Create implements Cmd {
     } else {
       expect('ok' in answer).toBe(true);
       const { outcome, live } = (answer as { ok: { outcome: string; live: LiveSession } }).ok;
-      expect(outcome).toBe('admitted');
-      expect(live.phase.kind).toBe('ready');
+      expect(outcome).toBe(m.paused ? 'recorded' : 'admitted');
       m.sessions.push({
+        phase: m.paused ? 'queued' : 'ready',
         sid: live.row.id,
         uid: a.uid,
         expiresAt: Math.floor(m.nowMs / 1000) + this.timeout,
@@ -157,9 +164,9 @@ class End implements Cmd {
 
 class RevokeAdb implements Cmd {
   constructor(readonly pick: number) {}
-  check = (m: Readonly<Model>) => liveOf(m as Model).length > 0;
+  check = (m: Readonly<Model>) => liveOf(m as Model).some((s) => s.phase === 'ready');
   async run(m: Model, r: Real): Promise<void> {
-    const live = liveOf(m);
+    const live = liveOf(m).filter((s) => s.phase === 'ready');
     const s = live[this.pick % live.length]!;
     const session = r.world.runtime.get(s.uid, s.sid);
     const code = session.row.adb_code!;
@@ -200,11 +207,39 @@ class Crash implements Cmd {
   async run(m: Model, r: Real): Promise<void> {
     await r.world.crash(this.downMs);
     m.nowMs += this.downMs;
-    // Every live session was ready: its phone died with the process.
-    for (const s of liveOf(m)) s.endReason = 'lost';
+    // Ready phones died with the process; recorded requests are provisioned again (the new
+    // process is available) unless their deadline passed while it was down.
+    m.paused = false;
+    for (const s of liveOf(m)) {
+      if (s.phase === 'ready') s.endReason = 'lost';
+      else if (s.expiresAt * 1000 <= m.nowMs) s.endReason = 'expired';
+      else s.phase = 'ready';
+    }
     checkAgreement(m, r);
   }
   toString = () => `kill -9 (down ${this.downMs} ms)`;
+}
+
+class Pause implements Cmd {
+  check = (m: Readonly<Model>) => !m.paused;
+  async run(m: Model, r: Real): Promise<void> {
+    r.world.runtime.pause();
+    m.paused = true;
+    checkAgreement(m, r);
+  }
+  toString = () => 'pause()';
+}
+
+class Resume implements Cmd {
+  check = (m: Readonly<Model>) => m.paused;
+  async run(m: Model, r: Real): Promise<void> {
+    r.world.runtime.resume();
+    await r.world.advance(0);
+    m.paused = false;
+    for (const s of liveOf(m)) s.phase = 'ready';
+    checkAgreement(m, r);
+  }
+  toString = () => 'resume()';
 }
 
 const commands = [
@@ -216,6 +251,8 @@ const commands = [
   fc.constantFrom(1_000, 30_000, 59_000, 61_000, 90_000).map((ms) => new Tick(ms)),
   fc.constant(new Expire()),
   fc.constantFrom(0, 1_500, 70_000).map((ms) => new Crash(ms)),
+  fc.constant(new Pause()),
+  fc.constant(new Resume()),
 ];
 
 const worlds: RuntimeWorld[] = [];
@@ -242,6 +279,7 @@ describe('the runtime against its model', () => {
             () => ({
               model: {
                 nowMs: world.clock.now(),
+                paused: false,
                 accounts: accounts.map((a) => ({ uid: a.created.uid, limit: a.limit })),
                 sessions: [],
                 receipts: new Map(),
