@@ -19,7 +19,6 @@ export const DEFAULT_TIMEOUT_SECONDS = 300;
 
 /** What a create needs to be decided. */
 export interface AdmissionFacts {
-  uid: string;
   body: CreateSessionBody;
   /** sha256 of the canonical body: the "same request" of an idempotent replay. */
   bodyHash: string;

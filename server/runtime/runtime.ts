@@ -264,10 +264,13 @@ export class Runtime extends EventEmitter {
       } else if (row.state === 'closing') {
         // Its save (if any) never committed: the commit and `done` share one transaction.
         // The phone died with the old process.
+        // The cleanup starts on the next microtask, once the session is tracked.
         const phone = Promise.resolve(null);
-        let live: LiveSession | null = null;
-        const cleanup = Promise.resolve().then(() => this.cleanup(live!, phone, true));
-        live = this.track(row, { kind: 'closing', phone, cleanup });
+        const live: LiveSession = this.track(row, {
+          kind: 'closing',
+          phone,
+          cleanup: Promise.resolve().then(() => this.cleanup(live, phone, true)),
+        });
       } else {
         const live = this.track(row, { kind: 'failed' });
         this.armDeadline(live);
@@ -341,7 +344,6 @@ export class Runtime extends EventEmitter {
     const receipt = requestKey ? this.o.store.receipt(uid, requestKey) : undefined;
     const replayed = receipt ? this.live.get(receipt.sid) : undefined;
     const decision = decideAdmission({
-      uid,
       body,
       bodyHash,
       requestKey,

@@ -6,7 +6,6 @@ import { describe, expect, it } from 'vitest';
 import { decideAdmission, type AdmissionFacts } from '../../server/runtime/admission.js';
 
 const facts = (over: Partial<AdmissionFacts> = {}): AdmissionFacts => ({
-  uid: 'acc_1',
   body: {},
   bodyHash: 'h1',
   requestKey: null,
