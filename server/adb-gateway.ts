@@ -1,25 +1,43 @@
 /**
  * The ADB gateway: one TCP port for every session's phone. A client connects, sends the
  * line `UNLOCK <code>\n`, and gets `OK\n` followed by a raw byte relay to that session's
- * phone, or `DENIED\n` and a closed socket. Codes stop working when ADB is revoked, the
- * session closes or its deadline passes; open relays are cut at that moment too.
+ * phone, or `DENIED\n` and a closed socket (nothing ever follows DENIED). Codes stop
+ * working when ADB is revoked, the session closes or its deadline passes; open relays are
+ * cut at that moment too. Wrong codes are limited per source and per session (adb-limits.ts).
  */
 import net from 'node:net';
+import { systemClock, type Clock } from './clock.js';
+import { TAG_LENGTH, UnlockLimiter } from './adb-limits.js';
 import type { Logger } from './log.js';
 import type { LiveSession, Runtime } from './runtime/runtime.js';
 
 const MAX_LINE = 512;
 const LINE_TIMEOUT_MS = 10_000;
+/** A denied peer that never closes its side is dropped after this long. */
+const DENIED_LINGER_MS = 2_000;
+
+/** One client connection relayed to one phone connection. */
+interface Relay {
+  client: net.Socket;
+  phone: net.Socket;
+}
 
 export class AdbGateway {
   private server: net.Server | null = null;
-  private readonly relays = new Map<string, Set<net.Socket>>();
+  /**
+   * Open relays by session. A relay removes only itself when it ends, and a session's set is
+   * dropped only by cut(): a late close event of an old relay can never forget a newer one.
+   */
+  private readonly relays = new Map<string, Set<Relay>>();
   private readonly all = new Set<net.Socket>();
+  private readonly limiter: UnlockLimiter;
 
   constructor(
     private readonly runtime: Runtime,
     private readonly log: Logger,
+    private readonly clock: Clock = systemClock,
   ) {
+    this.limiter = new UnlockLimiter(clock);
     const cut = (live: LiveSession) => this.cut(live.row.id);
     runtime.on('closing', cut);
     runtime.on('adb-revoked', cut);
@@ -40,51 +58,74 @@ export class AdbGateway {
     client.once('close', () => this.all.delete(client));
     client.setNoDelay(true);
     client.on('error', () => client.destroy());
+    const source = client.remoteAddress ?? 'unknown';
     let buffered = Buffer.alloc(0);
     const timer = setTimeout(() => deny('no unlock line'), LINE_TIMEOUT_MS);
     const deny = (why: string) => {
       clearTimeout(timer);
+      client.off('data', onData);
       this.log.debug('adb gateway denied a connection', { why });
+      // Whatever the peer sent after its line is read and dropped, so the socket closes
+      // cleanly (unread bytes would turn the close into a reset that can swallow DENIED).
+      client.resume();
       client.end('DENIED\n');
+      setTimeout(() => client.destroy(), DENIED_LINGER_MS).unref();
     };
     const onData = (chunk: Buffer) => {
       buffered = Buffer.concat([buffered, chunk]);
       const nl = buffered.indexOf(0x0a);
       if (nl < 0) {
-        if (buffered.length > MAX_LINE) {
-          client.off('data', onData);
-          deny('unlock line too long');
-        }
+        if (buffered.length > MAX_LINE) deny('unlock line too long');
         return;
       }
       client.off('data', onData);
       clearTimeout(timer);
       const line = buffered.subarray(0, nl).toString('utf8').replace(/\r$/, '');
       const rest = buffered.subarray(nl + 1);
-      const match = /^UNLOCK (\S+)$/.exec(line);
-      const live = match ? this.runtime.sessionForAdbCode(match[1]!) : null;
-      if (!live?.phone) return deny('bad or expired code');
-      this.relay(client, live, rest);
+      const code = /^UNLOCK (\S+)$/.exec(line)?.[1] ?? '';
+      const aimedAt = this.sessionByTag(code);
+      if (!this.limiter.mayTry(source, aimedAt)) return deny('too many wrong codes');
+      const live = code ? this.runtime.sessionForAdbCode(code) : null;
+      if (!live?.phone) {
+        this.limiter.failed(source, aimedAt);
+        return deny('bad or expired code');
+      }
+      this.limiter.succeeded(source, live.row.id);
+      this.relay(client, live, code, rest);
     };
     client.on('data', onData);
   }
 
-  private relay(client: net.Socket, live: LiveSession, early: Buffer): void {
+  /** The live session whose code starts like `code` (the code's tag), if any. */
+  private sessionByTag(code: string): string | null {
+    if (code.length < TAG_LENGTH) return null;
+    const tag = code.slice(0, TAG_LENGTH);
+    for (const live of this.runtime.all()) {
+      if (live.row.adb_code?.startsWith(tag)) return live.row.id;
+    }
+    return null;
+  }
+
+  private relay(client: net.Socket, live: LiveSession, code: string, early: Buffer): void {
     const sid = live.row.id;
     const { host, port } = live.phone!.adb;
     client.pause();
     const phone = net.connect({ host, port });
     phone.setNoDelay(true);
+    const relay: Relay = { client, phone };
     let set = this.relays.get(sid);
     if (!set) this.relays.set(sid, (set = new Set()));
-    set.add(client);
+    const own = set;
+    own.add(relay);
+    // Runs on the client's and on the phone's close; both calls are harmless.
     const close = () => {
       client.destroy();
       phone.destroy();
-      set.delete(client);
-      if (set.size === 0) this.relays.delete(sid);
+      own.delete(relay);
     };
     phone.once('connect', () => {
+      // The code may have died while the phone connection opened.
+      if (this.runtime.sessionForAdbCode(code) !== live) return close();
       client.write('OK\n');
       if (early.length > 0) phone.write(early);
       client.pipe(phone);
@@ -99,12 +140,16 @@ export class AdbGateway {
     client.on('close', close);
   }
 
-  /** Closes every relay of a session. */
+  /** Closes every relay of a session; its code is dead from now on. */
   private cut(sid: string): void {
     const set = this.relays.get(sid);
-    if (!set) return;
-    for (const socket of set) socket.destroy();
     this.relays.delete(sid);
+    this.limiter.forget(sid);
+    if (!set) return;
+    for (const { client, phone } of set) {
+      client.destroy();
+      phone.destroy();
+    }
   }
 
   async close(): Promise<void> {

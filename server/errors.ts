@@ -11,13 +11,21 @@ export type ErrorDetails = Omit<ErrorBody, 'error' | 'code'>;
 
 export class ApiError extends Error {
   override name = 'ApiError';
+  readonly headers: Record<string, string>;
   constructor(
     readonly code: ErrorCode,
     message: string,
     readonly details: ErrorDetails = {},
-    readonly headers: Record<string, string> = {},
+    headers: Record<string, string> = {},
   ) {
     super(message);
+    // A refusal that says when to retry (retry_after_seconds) says it in Retry-After too, so
+    // code that raises it (the runtime) need not know about HTTP headers.
+    const retry = details.retry_after_seconds;
+    this.headers =
+      retry !== undefined && headers['retry-after'] === undefined
+        ? { ...headers, 'retry-after': String(retry) }
+        : headers;
   }
 
   /** The HTTP status of this code, from the registry. */

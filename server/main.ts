@@ -146,7 +146,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   });
   runtime.setMaxListeners(0);
 
-  const gateway = new AdbGateway(runtime, log);
+  const gateway = new AdbGateway(runtime, log, clock);
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let url = '';
   try {

@@ -80,8 +80,8 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions & { views: Se
     async (req, reply) => {
       const uid = ownerUid(req);
       const key = req.headers['idempotency-key'];
-      const { status, live } = runtime.admit(uid, req.body ?? {}, key ?? null);
-      if (status === 503) {
+      const { outcome, live } = runtime.admit(uid, req.body ?? {}, key ?? null);
+      if (outcome === 'recorded') {
         throw apiError(
           ERROR_CODES.createRequestRecorded,
           'The request was recorded but the runtime is unavailable; look it up with GET /sessions/requests/{request_key} or retry with the same key and body.',

@@ -2,30 +2,29 @@
  * The session runtime: admission, the boot queue, the lifecycle, deadlines, billing,
  * cleanup and profile phones. It is the only writer of sessions, profiles and balances.
  *
- * Lifecycle: admitted (provisioning, queued) -> booting -> ready -> closing -> cleanup
- * confirmed (done; in history). A failed boot gives state error until the owner ends the
- * session or its deadline passes. The deadline counts from admission.
+ * A live session is a typed state machine (Phase): queued -> booting -> ready -> closing ->
+ * done, with `failed` (the boot failed: state error until the owner ends the session or its
+ * deadline passes) and `orphaned` (after a restart, a session the store calls ready whose
+ * phone died with the old process; it closes at once). What a phase needs lives in that
+ * phase: the phone exists only while ready, the boot only while booting. transition() is the
+ * one place that moves a session from phase to phase and persists the move.
  *
- * Admission is synchronous from the first check to the committed insert, so concurrent
- * creates with one idempotency key cannot both pass the receipt check: the first commits
- * its receipt, every later one replays it.
+ * Admission is a pure decision (admission.ts) over facts read at that moment, then a
+ * commit; both run synchronously, so concurrent creates with one idempotency key cannot
+ * both pass the receipt check: the first commits its receipt, every later one replays it.
+ * The deadline counts from admission.
  */
 import { EventEmitter } from 'node:events';
-import {
-  ERROR_CODES,
-  MAX_TIMESTAMP,
-  PROVIDER,
-  type CreateSessionBody,
-  type EndReason,
-} from '../../src/api/schemas.js';
+import { ERROR_CODES, PROVIDER, type CreateSessionBody, type EndReason } from '../../src/api/schemas.js';
 import type { Clock } from '../clock.js';
 import { seconds } from '../clock.js';
 import type { DeviceBackend, DeviceLogger, DevicePhone, PhoneInput } from '../devices/types.js';
 import { PhoneBootError } from '../devices/types.js';
 import { apiError, badRequest, notFound, notReady } from '../errors.js';
 import { randomToken, sha256Hex, type RandomSource } from '../secrets.js';
-import type { ProfileRow, SessionRow, Store } from '../store/store.js';
+import type { SessionRow, Store } from '../store/store.js';
 import type { AccountService } from './accounts.js';
+import { decideAdmission } from './admission.js';
 import type { ProfileSaves } from './profile-saves.js';
 
 export interface RuntimeOptions {
@@ -36,30 +35,129 @@ export interface RuntimeOptions {
   clock: Clock;
   random: RandomSource;
   log: DeviceLogger;
-  /** Shared phone capacity across accounts (503 phones_busy beyond it). */
+  /** Shared phone capacity across accounts (phones_busy beyond it). */
   phones: number;
   /** Phones booting at once; the rest wait as `queued`. */
   bootSlots: number;
 }
 
-/** In-memory companion of a live session row. */
-export interface LiveSession {
-  row: SessionRow;
-  location: 'queued' | 'booting' | null;
-  bootStartedMs: number | null;
-  abort: AbortController | null;
-  boot: Promise<DevicePhone | null> | null;
-  phone: DevicePhone | null;
-  cancelDeadline: (() => void) | null;
-  cancelBilling: (() => void) | null;
-  cleanup: Promise<void> | null;
-  /** Last API activity in ms (idle_s); persisted as `last`. */
-  activityMs: number;
-  frame: { png: Buffer; atMs: number } | null;
-  capturing: Promise<Buffer> | null;
+/** A frame and when it was captured. */
+interface Frame {
+  png: Buffer;
+  atMs: number;
 }
 
-export type AdmitResult = { status: 202 | 503; live: LiveSession; replayed: boolean };
+/** Where a live session is in its lifecycle, with what exists only there. */
+export type Phase =
+  | { readonly kind: 'queued' }
+  | {
+      readonly kind: 'booting';
+      readonly startedMs: number;
+      readonly abort: AbortController;
+      /** Resolves to the phone, or null when the boot failed. */
+      readonly boot: Promise<DevicePhone | null>;
+    }
+  | {
+      readonly kind: 'ready';
+      readonly phone: DevicePhone;
+      cancelBilling: () => void;
+      frame: Frame | null;
+      capturing: Promise<Buffer> | null;
+    }
+  | { readonly kind: 'failed' }
+  | { readonly kind: 'orphaned' }
+  | {
+      readonly kind: 'closing';
+      /** The phone cleanup stops: the ready phone, or whatever an interrupted boot yields. */
+      readonly phone: Promise<DevicePhone | null>;
+      readonly cleanup: Promise<void>;
+    }
+  | { readonly kind: 'done' };
+
+export type PhaseKind = Phase['kind'];
+
+/** The moves the machine allows; anything else is a bug and throws. */
+const NEXT: Record<PhaseKind, readonly PhaseKind[]> = {
+  queued: ['booting', 'closing'],
+  booting: ['ready', 'failed', 'closing'],
+  ready: ['closing'],
+  failed: ['closing'],
+  orphaned: ['closing'],
+  closing: ['done'],
+  done: [],
+};
+
+/** The stored state of each phase (the API's session state). */
+const ROW_STATE: Record<PhaseKind, SessionRow['state']> = {
+  queued: 'provisioning',
+  booting: 'provisioning',
+  ready: 'ready',
+  failed: 'error',
+  orphaned: 'ready',
+  closing: 'closing',
+  done: 'closing',
+};
+
+/** The event each phase announces (the API's long-polls and the gateway listen to them). */
+const EVENT: Record<PhaseKind, 'changed' | 'closing' | 'ended'> = {
+  queued: 'changed',
+  booting: 'changed',
+  ready: 'changed',
+  failed: 'changed',
+  orphaned: 'changed',
+  closing: 'closing',
+  done: 'ended',
+};
+
+let setPhase: (live: LiveSession, phase: Phase) => void;
+
+/** A live session: its stored row and its phase. Only the runtime changes the phase. */
+export class LiveSession {
+  #phase: Phase;
+  /** Last API activity in ms (idle_s); persisted as `last`. */
+  activityMs: number;
+  /** Cancels the deadline timer (armed from admission until closing). */
+  cancelDeadline: () => void = () => undefined;
+
+  static {
+    setPhase = (live, phase) => {
+      live.#phase = phase;
+    };
+  }
+
+  constructor(
+    readonly row: SessionRow,
+    phase: Phase,
+  ) {
+    this.#phase = phase;
+    this.activityMs = row.last * 1000;
+  }
+
+  get phase(): Phase {
+    return this.#phase;
+  }
+
+  /** The phone, while the session is ready. */
+  get phone(): DevicePhone | null {
+    return this.#phase.kind === 'ready' ? this.#phase.phone : null;
+  }
+
+  /** Where a provisioning session waits (the API's `location`). */
+  get location(): 'queued' | 'booting' | null {
+    const kind = this.#phase.kind;
+    return kind === 'queued' || kind === 'booting' ? kind : null;
+  }
+}
+
+/**
+ * What a create did: `admitted` (a new session), `replayed` (the session this idempotency
+ * key created before), or `recorded` (admitted while the runtime is unavailable: it is
+ * provisioned once the runtime is available again, and the caller should look it up).
+ */
+export interface Admission {
+  outcome: 'admitted' | 'replayed' | 'recorded';
+  live: LiveSession;
+}
 
 /** Captures are taken at most once per this interval per session; callers get the cached image in between. */
 export const FRAME_INTERVAL_MS = 2000;
@@ -105,6 +203,36 @@ export class Runtime extends EventEmitter {
   }
 
   // ---------------------------------------------------------------------------------
+  // The one place a session changes phase
+
+  /**
+   * Moves a session to `next`, with the row changes that go with it, persisted in one
+   * transaction (with `alsoCommit`, for writes that must commit with the move), then
+   * announces it. The row in memory changes only once the store has it.
+   */
+  private transition(
+    live: LiveSession,
+    next: Phase,
+    change: Partial<SessionRow> = {},
+    alsoCommit?: () => void,
+  ): void {
+    const from = live.phase.kind;
+    if (!NEXT[from].includes(next.kind)) {
+      throw new Error(`session ${live.row.id}: ${from} -> ${next.kind} is not a transition of the lifecycle`);
+    }
+    const row: SessionRow = { ...live.row, ...change, state: ROW_STATE[next.kind] };
+    if (row.state !== live.row.state || Object.keys(change).length > 0 || alsoCommit) {
+      this.o.store.transaction(() => {
+        alsoCommit?.();
+        this.o.store.saveSession(row);
+      });
+    }
+    Object.assign(live.row, row);
+    setPhase(live, next);
+    this.emit(EVENT[next.kind], live);
+  }
+
+  // ---------------------------------------------------------------------------------
   // Start-up and shutdown
 
   /**
@@ -116,21 +244,35 @@ export class Runtime extends EventEmitter {
     const now = this.nowSec();
     const lastAlive = Number(this.o.store.getMeta('last_alive') ?? now);
     for (const row of this.o.store.liveSessions()) {
-      const live = this.track(row);
       if (row.state === 'provisioning') {
+        const live = this.track(row, { kind: 'queued' });
         if (row.expires_at <= now) void this.finish(live, 'expired', row.expires_at);
         else {
           this.armDeadline(live);
           this.enqueue(live);
         }
       } else if (row.state === 'ready') {
-        const at = Math.min(now, Math.max(lastAlive, row.ready ?? row.created), row.expires_at);
+        const live = this.track(row, { kind: 'orphaned' });
+        // The phone lived at least until the server was last known alive and until its last
+        // debit (a minute may be debited between two heartbeats); ending earlier would put
+        // acknowledged debits after the end and bill minutes that history does not show.
+        const ready = row.ready ?? row.created;
+        const lastDebit = this.o.store.lastDebitAt(row.id) ?? ready;
+        const at = Math.max(Math.min(now, Math.max(lastAlive, ready), row.expires_at), lastDebit);
         this.o.log.warn('phone lost in restart', { session: row.id });
         void this.finish(live, 'lost', at, { lostProfile: true });
       } else if (row.state === 'closing') {
         // Its save (if any) never committed: the commit and `done` share one transaction.
-        live.cleanup = Promise.resolve().then(() => this.cleanup(live, true));
+        // The phone died with the old process.
+        // The cleanup starts on the next microtask, once the session is tracked.
+        const phone = Promise.resolve(null);
+        const live: LiveSession = this.track(row, {
+          kind: 'closing',
+          phone,
+          cleanup: Promise.resolve().then(() => this.cleanup(live, phone, true)),
+        });
       } else {
+        const live = this.track(row, { kind: 'failed' });
         this.armDeadline(live);
       }
     }
@@ -179,7 +321,7 @@ export class Runtime extends EventEmitter {
     this.o.store.setMeta('last_alive', String(this.nowSec()));
   }
 
-  /** Makes the runtime unavailable: admissions are recorded and answered 503 create_request_recorded. */
+  /** Makes the runtime unavailable: admissions are recorded (outcome `recorded`) and provisioned later. */
   pause(): void {
     this.available = false;
   }
@@ -194,67 +336,60 @@ export class Runtime extends EventEmitter {
   // ---------------------------------------------------------------------------------
   // Admission
 
-  admit(uid: string, body: CreateSessionBody, requestKey: string | null): AdmitResult {
+  /** Decides a create (admission.ts) and commits it; a refusal is raised as its error code. */
+  admit(uid: string, body: CreateSessionBody, requestKey: string | null): Admission {
     const nowMs = this.o.clock.now();
     const now = seconds(nowMs);
     const bodyHash = sha256Hex(canonicalJson(body));
-
-    if (requestKey) {
-      const receipt = this.o.store.receipt(uid, requestKey);
-      if (receipt) return this.replay(uid, receipt.sid, receipt.body_hash, bodyHash, requestKey);
+    const receipt = requestKey ? this.o.store.receipt(uid, requestKey) : undefined;
+    const replayed = receipt ? this.live.get(receipt.sid) : undefined;
+    const decision = decideAdmission({
+      body,
+      bodyHash,
+      requestKey,
+      now,
+      receipt,
+      receiptSession: receipt
+        ? {
+            live: replayed !== undefined,
+            state: replayed ? null : (this.o.store.session(receipt.sid)?.state ?? null),
+          }
+        : null,
+      account: this.o.accounts.account(uid),
+      activeSessions: this.perAccount.get(uid) ?? 0,
+      profile: body.profile_id !== undefined ? this.o.store.profileOf(uid) : undefined,
+      liveSessions: this.live.size,
+      phones: this.o.phones,
+      retryAfterSeconds: this.retryAfterSeconds(now),
+    });
+    switch (decision.kind) {
+      case 'refuse': {
+        const { code, message, details } = decision.refusal;
+        throw apiError(code, message, details);
+      }
+      case 'replay': {
+        if (!replayed || replayed.row.uid !== uid) throw new Error('receipt points at another account');
+        return { outcome: 'replayed', live: replayed };
+      }
+      case 'admit':
+        return {
+          outcome: this.available ? 'admitted' : 'recorded',
+          live: this.commitAdmission(uid, decision, bodyHash, requestKey, nowMs),
+        };
     }
+  }
 
-    if (body.provider !== undefined && body.provider !== PROVIDER) {
-      throw badRequest(`provider must be "${PROVIDER}", the only provider; omit it to use the default.`);
-    }
-    const timeout = body.timeout_seconds ?? 300;
-    if (now + timeout > MAX_TIMESTAMP) {
-      throw badRequest(
-        `timeout_seconds ${timeout} puts expires_at past the largest supported timestamp (${MAX_TIMESTAMP}); choose a shorter timeout.`,
-      );
-    }
-
+  /** Inserts an admitted session (and its receipt, and its hold on the profile) and queues it. */
+  private commitAdmission(
+    uid: string,
+    decision: Extract<ReturnType<typeof decideAdmission>, { kind: 'admit' }>,
+    bodyHash: string,
+    requestKey: string | null,
+    nowMs: number,
+  ): LiveSession {
+    const now = seconds(nowMs);
     const account = this.o.accounts.account(uid);
-    if (!account.can_rent) {
-      throw apiError(ERROR_CODES.rentalUnavailable,
-        account.rent_blocked_reason ?? 'Rentals are not enabled for this account.',
-      );
-    }
-    if (account.billing_mode === 'metered' && account.balance_cents < 2 * account.price_cents_per_minute) {
-      throw apiError(ERROR_CODES.insufficientCredit,
-        `Starting a session needs at least two minutes of credit (${2 * account.price_cents_per_minute} cents); the balance is ${account.balance_cents} cents. Add credit and retry.`,
-        { balance_cents: account.balance_cents },
-      );
-    }
-    const active = this.perAccount.get(uid) ?? 0;
-    if (active >= account.session_limit) {
-      throw apiError(ERROR_CODES.sessionLimit,
-        `The account's ${account.session_limit} session slots are in use (sessions pending cleanup count); end a session and retry.`,
-        { session_limit: account.session_limit, active_session_count: active, available_session_slots: 0 },
-      );
-    }
-    let profile: ProfileRow | undefined;
-    if (body.profile_id !== undefined) {
-      profile = this.o.store.profileOf(uid);
-      if (!profile || profile.id !== body.profile_id) {
-        throw badRequest("profile_id is not this account's profile; use profile.id from GET /me.");
-      }
-      if (profile.holder || profile.state === 'saving') {
-        throw apiError(ERROR_CODES.profileRunning,
-          'The profile phone is held by a live session or is still being saved; end that session (or wait for the save) and retry.',
-          profile.holder ? { session: profile.holder } : {},
-        );
-      }
-    }
-    if (this.live.size >= this.o.phones) {
-      const retry = this.retryAfterSeconds(now);
-      throw apiError(ERROR_CODES.phonesBusy,
-        `All phones are in use; no session was created. Retry after ${retry} s with the same idempotency key.`,
-        { retry_after_seconds: retry },
-        { 'retry-after': String(retry) },
-      );
-    }
-
+    const profile = decision.profile;
     const row: SessionRow = {
       id: `ses_${randomToken(this.o.random, 20)}`,
       uid,
@@ -269,9 +404,9 @@ export class Runtime extends EventEmitter {
       screen_h: null,
       billing_mode: account.billing_mode,
       price_cents_per_minute: account.price_cents_per_minute,
-      timeout_seconds: timeout,
+      timeout_seconds: decision.timeoutSeconds,
       created: now,
-      expires_at: now + timeout,
+      expires_at: now + decision.timeoutSeconds,
       ready: null,
       close_requested: null,
       ended: null,
@@ -299,63 +434,25 @@ export class Runtime extends EventEmitter {
       }
       if (profile) this.o.store.saveProfile({ ...profile, holder: row.id });
     });
-    const live = this.track(row);
+    const live = this.track(row, { kind: 'queued' });
     live.activityMs = nowMs;
     this.armDeadline(live);
     this.enqueue(live);
     this.emit('admitted', live);
-    return { status: this.available ? 202 : 503, live, replayed: false };
-  }
-
-  private replay(
-    uid: string,
-    sid: string,
-    storedHash: string,
-    bodyHash: string,
-    requestKey: string,
-  ): AdmitResult {
-    if (storedHash !== bodyHash) {
-      throw apiError(ERROR_CODES.idempotencyKeyReused,
-        'This Idempotency-Key was used with a different request body; reuse a key only to retry the identical request, or use a new key for a new session.',
-        { request_key: requestKey },
-      );
-    }
-    const live = this.live.get(sid);
-    if (!live) {
-      const row = this.o.store.session(sid);
-      throw apiError(ERROR_CODES.requestCompleted,
-        'The session created with this Idempotency-Key has ended and its cleanup completed; use a new key to start a new session.',
-        { id: sid, request_key: requestKey, cleanup_complete: true, ...(row ? { state: row.state } : {}) },
-      );
-    }
-    if (live.row.uid !== uid) throw new Error('receipt points at another account');
-    return { status: 202, live, replayed: true };
+    return live;
   }
 
   private retryAfterSeconds(now: number): number {
     let soonest = Infinity;
     for (const l of this.live.values()) {
-      if (l.row.state === 'closing') return 1;
+      if (l.phase.kind === 'closing') return 1;
       soonest = Math.min(soonest, l.row.expires_at - now);
     }
     return Math.max(1, Math.min(5, Number.isFinite(soonest) ? soonest : 5));
   }
 
-  private track(row: SessionRow): LiveSession {
-    const live: LiveSession = {
-      row,
-      location: row.state === 'provisioning' ? 'queued' : null,
-      bootStartedMs: null,
-      abort: null,
-      boot: null,
-      phone: null,
-      cancelDeadline: null,
-      cancelBilling: null,
-      cleanup: null,
-      activityMs: row.last * 1000,
-      frame: null,
-      capturing: null,
-    };
+  private track(row: SessionRow, phase: Phase): LiveSession {
+    const live = new LiveSession(row, phase);
     this.live.set(row.id, live);
     this.perAccount.set(row.uid, (this.perAccount.get(row.uid) ?? 0) + 1);
     return live;
@@ -373,7 +470,6 @@ export class Runtime extends EventEmitter {
   // Boot queue
 
   private enqueue(live: LiveSession): void {
-    live.location = 'queued';
     this.queue.push(live);
     this.pump();
   }
@@ -381,111 +477,118 @@ export class Runtime extends EventEmitter {
   private pump(): void {
     while (this.available && !this.closed && this.booting < this.o.bootSlots && this.queue.length > 0) {
       const live = this.queue.shift()!;
-      if (live.row.state !== 'provisioning') continue;
-      this.startBoot(live);
+      if (live.phase.kind === 'queued') this.startBoot(live);
     }
   }
 
   private startBoot(live: LiveSession): void {
     const row = live.row;
     this.booting++;
-    live.location = 'booting';
-    live.bootStartedMs = this.o.clock.now();
-    live.abort = new AbortController();
+    const abort = new AbortController();
     const restoreFrom = row.profile_id ? (this.o.saves.current(row.profile_id) ?? null) : null;
     this.o.log.debug('booting phone', { session: row.id, profile: row.profile_id !== null });
-    this.emit('changed', live);
-    live.boot = this.o.backend
+    let settle!: (phone: DevicePhone | null) => void;
+    const boot = new Promise<DevicePhone | null>((resolve) => (settle = resolve));
+    const phase: Phase = { kind: 'booting', startedMs: this.o.clock.now(), abort, boot };
+    this.transition(live, phase);
+    this.o.backend
       .boot({
         sessionId: row.id,
         // A profile phone without a save boots fresh; null would mean "temporary".
         restoreFrom: row.profile_id ? (restoreFrom ?? '') : null,
-        signal: live.abort.signal,
+        signal: abort.signal,
         log: this.o.log,
       })
       .then(
         (phone) => {
           this.booting--;
-          this.bootFinished(live, phone);
-          return phone;
+          this.bootFinished(live, phase, phone);
+          settle(phone);
         },
         (err: unknown) => {
           this.booting--;
           this.bootFailed(live, err);
-          return null;
+          settle(null);
         },
       )
       .finally(() => this.pump());
   }
 
-  private bootFinished(live: LiveSession, phone: DevicePhone): void {
+  private bootFinished(
+    live: LiveSession,
+    booting: Extract<Phase, { kind: 'booting' }>,
+    phone: DevicePhone,
+  ): void {
     const row = live.row;
-    live.phone = phone;
-    live.location = null;
-    const tookMs = this.o.clock.now() - (live.bootStartedMs ?? this.o.clock.now());
+    const tookMs = this.o.clock.now() - booting.startedMs;
     // A moving average: eta_seconds follows what boots really take on this machine.
     this.typicalBootMs = Math.round(this.typicalBootMs * 0.7 + tookMs * 0.3);
-    if (row.state !== 'provisioning') return; // closed while booting; cleanup stops the phone
-    row.state = 'ready';
-    row.ready = this.nowSec();
-    row.device = phone.label;
-    row.screen_w = phone.screen.w;
-    row.screen_h = phone.screen.h;
-    row.adb_code = randomToken(this.o.random, 32);
-    this.o.store.saveSession(row);
-    this.adbCodes.set(sha256Hex(row.adb_code), row.id);
+    if (live.phase !== booting) return; // closed while booting; cleanup stops the phone
+    // A recognisable prefix lets redact() find the code wherever a client puts it.
+    const adbCode = `pau_${randomToken(this.o.random, 32)}`;
+    const ready: Phase = {
+      kind: 'ready',
+      phone,
+      cancelBilling: () => undefined,
+      frame: null,
+      capturing: null,
+    };
+    this.transition(live, ready, {
+      ready: this.nowSec(),
+      device: phone.label,
+      screen_w: phone.screen.w,
+      screen_h: phone.screen.h,
+      adb_code: adbCode,
+    });
+    this.adbCodes.set(sha256Hex(adbCode), row.id);
     phone.onLost((reason) => {
       this.o.log.warn('phone lost', { session: row.id, reason });
       void this.finish(live, 'lost', this.nowSec(), { lostProfile: true });
     });
-    this.armBilling(live);
+    this.armBilling(live, ready);
     this.o.log.info('phone ready', { session: row.id, boot_ms: tookMs });
-    this.emit('changed', live);
   }
 
   private bootFailed(live: LiveSession, err: unknown): void {
-    const row = live.row;
-    live.location = null;
-    if (row.state !== 'provisioning') return; // aborted because the session ended
+    if (live.phase.kind !== 'booting') return; // aborted because the session ended
     const isPublic = err instanceof PhoneBootError;
-    row.state = 'error';
-    row.failure_code = isPublic ? err.code : 'boot_failed';
-    row.failure_message = isPublic
-      ? err.message
-      : 'The phone failed to start. End this session and start a new one.';
-    this.o.store.saveSession(row);
-    this.o.log.error('phone failed to start', { session: row.id, error: String(err) });
-    this.emit('changed', live);
+    this.transition(
+      live,
+      { kind: 'failed' },
+      {
+        failure_code: isPublic ? err.code : 'boot_failed',
+        failure_message: isPublic
+          ? err.message
+          : 'The phone failed to start. End this session and start a new one.',
+      },
+    );
+    this.o.log.error('phone failed to start', { session: live.row.id, error: String(err) });
   }
 
   /** Seconds until the phone is likely ready (provisioning only). */
   eta(live: LiveSession): number | undefined {
     const typical = this.typicalBootMs;
-    if (live.location === 'booting') {
-      const elapsed = this.o.clock.now() - (live.bootStartedMs ?? this.o.clock.now());
-      return Math.max(0, Math.ceil((typical - elapsed) / 1000));
+    const now = this.o.clock.now();
+    const phase = live.phase;
+    if (phase.kind === 'booting') return Math.max(0, Math.ceil((typical - (now - phase.startedMs)) / 1000));
+    if (phase.kind !== 'queued') return undefined;
+    // Play the queue forward: each slot frees when its boot should end, and the queue
+    // takes slots in order, each boot taking the typical time.
+    const slotsFreeAt: number[] = [];
+    for (const other of this.live.values()) {
+      const p = other.phase;
+      if (p.kind === 'booting') slotsFreeAt.push(Math.max(0, typical - (now - p.startedMs)));
     }
-    if (live.location === 'queued') {
-      // Play the queue forward: each slot frees when its boot should end, and the queue
-      // takes slots in order, each boot taking the typical time.
-      const now = this.o.clock.now();
-      const slotsFreeAt: number[] = [];
-      for (const other of this.live.values()) {
-        if (other.location === 'booting')
-          slotsFreeAt.push(Math.max(0, typical - (now - (other.bootStartedMs ?? now))));
-      }
-      while (slotsFreeAt.length < this.o.bootSlots) slotsFreeAt.push(0);
-      const position = Math.max(0, this.queue.indexOf(live));
-      let readyInMs = typical;
-      for (let i = 0; i <= position; i++) {
-        slotsFreeAt.sort((a, b) => a - b);
-        const startsInMs = slotsFreeAt.shift()!;
-        readyInMs = startsInMs + typical;
-        slotsFreeAt.push(readyInMs);
-      }
-      return Math.ceil(readyInMs / 1000);
+    while (slotsFreeAt.length < this.o.bootSlots) slotsFreeAt.push(0);
+    const position = Math.max(0, this.queue.indexOf(live));
+    let readyInMs = typical;
+    for (let i = 0; i <= position; i++) {
+      slotsFreeAt.sort((a, b) => a - b);
+      const startsInMs = slotsFreeAt.shift()!;
+      readyInMs = startsInMs + typical;
+      slotsFreeAt.push(readyInMs);
     }
-    return undefined;
+    return Math.ceil(readyInMs / 1000);
   }
 
   // ---------------------------------------------------------------------------------
@@ -500,18 +603,19 @@ export class Runtime extends EventEmitter {
   }
 
   /** Schedules the debit of the next started minute. */
-  private armBilling(live: LiveSession): void {
+  private armBilling(live: LiveSession, ready: Extract<Phase, { kind: 'ready' }>): void {
     const row = live.row;
     if (row.billing_mode !== 'metered' || row.ready === null) return;
     // Minute k starts one second after ready + (k-1) * 60 (usage rounds up to whole minutes).
     const nextStartSec = row.ready + row.minutes_debited * 60 + 1;
-    live.cancelBilling = this.o.clock.setTimeout(
+    // A minute that would start past the deadline is never billed; the deadline ends the session.
+    if (nextStartSec > row.expires_at) return;
+    ready.cancelBilling = this.o.clock.setTimeout(
       () => {
-        live.cancelBilling = null;
-        if (row.state !== 'ready') return;
+        if (live.phase !== ready) return;
         const exhaustedAt = this.bill(live, this.nowSec());
         if (exhaustedAt !== null) return this.finish(live, 'credit_exhausted', exhaustedAt);
-        this.armBilling(live);
+        this.armBilling(live, ready);
       },
       nextStartSec * 1000 - this.o.clock.now(),
     );
@@ -524,13 +628,17 @@ export class Runtime extends EventEmitter {
   private bill(live: LiveSession, upto: number): number | null {
     const row = live.row;
     if (row.billing_mode !== 'metered' || row.ready === null) return null;
-    const due = Math.ceil(Math.max(0, upto - row.ready) / 60);
+    // Nothing is billed past the deadline, however late a timer fires.
+    const due = Math.ceil(Math.max(0, Math.min(upto, row.expires_at) - row.ready) / 60);
     while (row.minutes_debited < due) {
       const account = this.o.accounts.account(row.uid);
       if (account.balance_cents < row.price_cents_per_minute) return row.ready + row.minutes_debited * 60;
       const minute = row.minutes_debited + 1;
+      // A debit is dated the second its minute started: always inside [ready, ended], even
+      // when it is recorded late (at closure, or by recovery after a crash).
+      const startedAt = row.ready + (minute - 1) * 60 + 1;
       this.o.store.transaction(() => {
-        this.o.store.insertDebit(row.id, minute, row.uid, row.price_cents_per_minute, this.nowSec());
+        this.o.store.insertDebit(row.id, minute, row.uid, row.price_cents_per_minute, startedAt);
         this.o.accounts.setBalance(row.uid, account.balance_cents - row.price_cents_per_minute);
         row.minutes_debited = minute;
         row.cost_cents += row.price_cents_per_minute;
@@ -545,7 +653,7 @@ export class Runtime extends EventEmitter {
 
   /**
    * Ends a session: records the closure (billing stops there), then cleans up. Idempotent:
-   * a second call returns the cleanup already under way.
+   * a later call returns the cleanup already under way.
    */
   finish(
     live: LiveSession,
@@ -553,13 +661,15 @@ export class Runtime extends EventEmitter {
     at: number,
     opts: { lostProfile?: boolean } = {},
   ): Promise<void> {
-    if (live.cleanup) return live.cleanup;
+    const phase = live.phase;
+    if (phase.kind === 'closing') return phase.cleanup;
+    if (phase.kind === 'done') return Promise.resolve();
     const row = live.row;
-    live.cancelDeadline?.();
-    live.cancelBilling?.();
-    let endReason: EndReason = row.state === 'error' ? 'failed' : reason;
+    live.cancelDeadline();
+    let endReason: EndReason = phase.kind === 'failed' ? 'failed' : reason;
     let endAt = at;
-    if (row.state === 'ready') {
+    if (phase.kind === 'ready' || phase.kind === 'orphaned') {
+      if (phase.kind === 'ready') phase.cancelBilling();
       const exhaustedAt = this.bill(live, at);
       if (exhaustedAt !== null) {
         endReason = 'credit_exhausted';
@@ -568,26 +678,39 @@ export class Runtime extends EventEmitter {
     }
     const queued = this.queue.indexOf(live);
     if (queued >= 0) this.queue.splice(queued, 1);
-    row.state = 'closing';
-    row.close_requested = endAt;
-    row.ended = endAt;
-    row.end_reason = endReason;
-    row.cleanup_status = 'pending';
-    row.last = seconds(live.activityMs);
-    this.o.store.saveSession(row);
-    live.location = null;
-    live.abort?.abort(new Error('session ended'));
+    if (phase.kind === 'booting') phase.abort.abort(new Error('session ended'));
+    const phone =
+      phase.kind === 'ready'
+        ? Promise.resolve(phase.phone)
+        : phase.kind === 'booting'
+          ? phase.boot
+          : Promise.resolve(null);
+    // Deferred by a microtask so that the closing phase (with its cleanup) is in place before
+    // any of the cleanup runs: a re-entrant finish() (from an event handler) joins it.
+    const cleanup = Promise.resolve().then(() => this.cleanup(live, phone, opts.lostProfile ?? false));
     if (row.adb_code) this.adbCodes.delete(sha256Hex(row.adb_code));
-    this.emit('closing', live);
-    // Deferred by a microtask so that `live.cleanup` is set before any of the cleanup runs:
-    // a re-entrant finish() (from an event handler) then joins it instead of starting another.
-    live.cleanup = Promise.resolve().then(() => this.cleanup(live, opts.lostProfile ?? false));
-    return live.cleanup;
+    this.transition(
+      live,
+      { kind: 'closing', phone, cleanup },
+      {
+        close_requested: endAt,
+        ended: endAt,
+        end_reason: endReason,
+        cleanup_status: 'pending',
+        last: seconds(live.activityMs),
+      },
+    );
+    return cleanup;
   }
 
-  private async cleanup(live: LiveSession, lostProfile = false, attempt = 1): Promise<void> {
+  private async cleanup(
+    live: LiveSession,
+    phonePromise: Promise<DevicePhone | null>,
+    lostProfile = false,
+    attempt = 1,
+  ): Promise<void> {
     const row = live.row;
-    const phone = live.phone ?? (live.boot ? await live.boot : null);
+    const phone = await phonePromise;
     const profile = row.profile_id ? this.o.store.profileOf(row.uid) : undefined;
     let staged: string | null = null;
     try {
@@ -597,7 +720,6 @@ export class Runtime extends EventEmitter {
           this.o.store.saveProfile({ ...profile, state: 'saving' });
         }
         await phone.shutdown({ saveTo: staged });
-        live.phone = null;
       }
     } catch (err) {
       if (staged) this.o.saves.discard(staged);
@@ -608,7 +730,7 @@ export class Runtime extends EventEmitter {
         row.cleanup_status = 'allocation_uncertain';
         this.o.store.saveSession(row);
         await new Promise<void>((resolve) => this.o.clock.setTimeout(resolve, CLEANUP_RETRY_MS));
-        return this.cleanup(live, lostProfile, attempt + 1);
+        return this.cleanup(live, phonePromise, lostProfile, attempt + 1);
       }
       // Out of attempts: the profile keeps its previous save (marked inexact), and the phone
       // is stopped without saving so nothing stays allocated. If even that fails, the phone
@@ -617,32 +739,26 @@ export class Runtime extends EventEmitter {
       await phone
         ?.shutdown({ saveTo: null })
         .catch((e: unknown) => this.o.log.error('phone did not stop', { session: row.id, error: String(e) }));
-      live.phone = null;
     }
     const now = this.nowSec();
-    this.o.store.transaction(() => {
-      if (profile) {
-        const current = this.o.store.profileOf(row.uid)!;
-        if (staged && !lostProfile) this.o.saves.commit(profile.id, staged);
-        const saved = staged !== null;
-        this.o.store.saveProfile({
-          ...current,
-          state: saved ? 'stored' : this.o.saves.current(profile.id) ? 'stored' : 'empty',
-          holder: current.holder === row.id ? null : current.holder,
-          exact: saved ? 1 : lostProfile ? 0 : current.exact,
-          saved_at: saved ? now : current.saved_at,
-        });
-      }
-      row.cleanup_status = 'complete';
-      row.done = 1;
-      this.o.store.saveSession(row);
+    this.transition(live, { kind: 'done' }, { cleanup_status: 'complete', done: 1 }, () => {
+      if (!profile) return;
+      const current = this.o.store.profileOf(row.uid)!;
+      if (staged && !lostProfile) this.o.saves.commit(profile.id, staged);
+      const saved = staged !== null;
+      this.o.store.saveProfile({
+        ...current,
+        state: saved ? 'stored' : this.o.saves.current(profile.id) ? 'stored' : 'empty',
+        holder: current.holder === row.id ? null : current.holder,
+        exact: saved ? 1 : lostProfile ? 0 : current.exact,
+        saved_at: saved ? now : current.saved_at,
+      });
     });
     this.untrack(live);
     this.o.log.info('session ended', { session: row.id, reason: row.end_reason });
-    this.emit('ended', live);
   }
 
-  /** DELETE /sessions/{sid}: 200 when cleanup is confirmed quickly, else 202 pending. */
+  /** Ends a session for its owner; `released` when cleanup is confirmed quickly, else it is still pending. */
   async release(uid: string, sid: string): Promise<{ released: boolean }> {
     const live = this.get(uid, sid);
     const cleanup = this.finish(live, 'released', this.nowSec());
@@ -660,7 +776,7 @@ export class Runtime extends EventEmitter {
   // ---------------------------------------------------------------------------------
   // Reads
 
-  /** A live session of this account (404 otherwise, exactly as for an unknown id). */
+  /** A live session of this account (not_found otherwise, exactly as for an unknown id). */
   get(uid: string, sid: string): LiveSession {
     const live = this.live.get(sid);
     if (!live || live.row.uid !== uid) throw notFound();
@@ -694,29 +810,31 @@ export class Runtime extends EventEmitter {
   }
 
   requireReady(live: LiveSession): DevicePhone {
-    if (live.row.state !== 'ready' || !live.phone) throw notReady(live.row.state, live.row.id);
-    return live.phone;
+    const phase = live.phase;
+    if (phase.kind !== 'ready') throw notReady(live.row.state, live.row.id);
+    return phase.phone;
   }
 
   /** The current frame, captured at most once per FRAME_INTERVAL_MS; concurrent callers share one capture. */
   async frame(live: LiveSession): Promise<Buffer> {
-    const phone = this.requireReady(live);
+    const phase = live.phase;
+    if (phase.kind !== 'ready') throw notReady(live.row.state, live.row.id);
     const now = this.o.clock.now();
-    if (live.frame && now - live.frame.atMs < FRAME_INTERVAL_MS) return live.frame.png;
-    if (live.capturing) return live.capturing;
-    live.capturing = phone
+    if (phase.frame && now - phase.frame.atMs < FRAME_INTERVAL_MS) return phase.frame.png;
+    if (phase.capturing) return phase.capturing;
+    phase.capturing = phase.phone
       .capture()
       .then((png) => {
-        live.frame = { png, atMs: this.o.clock.now() };
+        phase.frame = { png, atMs: this.o.clock.now() };
         return png;
       })
       .catch((err: unknown) => {
         this.o.log.warn('capture failed', { session: live.row.id, error: String(err) });
-        if (live.frame) return live.frame.png;
+        if (phase.frame) return phase.frame.png;
         throw apiError(ERROR_CODES.noFrame, 'No frame is available yet; retry in a few seconds.');
       })
-      .finally(() => (live.capturing = null));
-    return live.capturing;
+      .finally(() => (phase.capturing = null));
+    return phase.capturing;
   }
 
   async input(live: LiveSession, event: PhoneInput): Promise<void> {
@@ -731,7 +849,7 @@ export class Runtime extends EventEmitter {
   sessionForAdbCode(code: string): LiveSession | null {
     const sid = this.adbCodes.get(sha256Hex(code));
     const live = sid ? this.live.get(sid) : undefined;
-    if (!live || live.row.state !== 'ready' || !live.row.adb_enabled || !live.phone) return null;
+    if (!live || live.phase.kind !== 'ready' || !live.row.adb_enabled) return null;
     if (live.row.expires_at <= this.nowSec()) return null;
     return live;
   }
@@ -748,7 +866,8 @@ export class Runtime extends EventEmitter {
     const profile = this.o.store.profileOf(uid);
     if (!profile) throw new Error(`account ${uid} has no profile`);
     if (profile.holder || profile.state === 'saving') {
-      throw apiError(ERROR_CODES.profileRunning,
+      throw apiError(
+        ERROR_CODES.profileRunning,
         'The profile phone is held by a live session or is still being saved; end that session, then reset.',
         profile.holder ? { session: profile.holder } : {},
       );

@@ -206,6 +206,7 @@ export class Store {
         'INSERT INTO receipts (uid, request_key, body_hash, sid, created) VALUES (@uid, @request_key, @body_hash, @sid, @created)',
       ),
       debitInsert: db.prepare('INSERT INTO debits (sid, minute, uid, cents, at) VALUES (?, ?, ?, ?, ?)'),
+      debitLast: db.prepare<[string], { n: number | null }>('SELECT MAX(at) AS n FROM debits WHERE sid = ?'),
       debitSum: db.prepare<[string], { n: number | null }>(
         'SELECT SUM(cents) AS n FROM debits WHERE sid = ?',
       ),
@@ -296,6 +297,10 @@ export class Store {
 
   insertDebit(sid: string, minute: number, uid: string, cents: number, at: number): void {
     this.s.debitInsert.run(sid, minute, uid, cents, at);
+  }
+  /** The time of the session's latest debit, or null when nothing was debited. */
+  lastDebitAt(sid: string): number | null {
+    return this.s.debitLast.get(sid)!.n;
   }
   debitedCents(sid: string): number {
     return this.s.debitSum.get(sid)!.n ?? 0;

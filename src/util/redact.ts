@@ -1,17 +1,26 @@
 /**
- * Secrets must never reach a log line, an error message or a report: account keys,
- * view grants, ADB unlock codes and viewer URLs. Everything that prints text from the
- * wire passes it through redact() first.
+ * Secrets must never reach a log line, an error message or a report: account keys (pck_),
+ * view grants (pvg_), ADB unlock codes (pau_) and viewer URLs. Everything that prints text
+ * from the wire passes it through redact() first.
+ *
+ * A client may put a secret anywhere: glued to other text (`?x=a_pvg_...`), behind an
+ * encoded separator (`?token%3Dpvg_...`), or percent-encoded itself, once or more. So the
+ * prefixes match without a word boundary, and any run of text that holds percent escapes
+ * is decoded before it is checked; a run that hides a secret is replaced whole.
  */
 
+/** Characters of an account key, a grant, an unlock code or a viewer token. */
+const BODY = '[A-Za-z0-9_-]+';
+
 const PATTERNS: Array<[RegExp, string]> = [
-  // Account keys and view grants, wherever they appear (headers, URLs, bodies).
-  [/\bpck_[A-Za-z0-9_-]+/g, 'pck_[redacted]'],
-  [/\bpvg_[A-Za-z0-9_-]+/g, 'pvg_[redacted]'],
+  // Account keys, view grants and unlock codes, wherever they appear (headers, URLs, bodies).
+  [new RegExp(`pck_${BODY}`, 'gi'), 'pck_[redacted]'],
+  [new RegExp(`pvg_${BODY}`, 'gi'), 'pvg_[redacted]'],
+  [new RegExp(`pau_${BODY}`, 'gi'), 'pau_[redacted]'],
   // Viewer capability URLs carry their token in the path.
   [/\/v\/[A-Za-z0-9_-]{16,}/g, '/v/[redacted]'],
-  // Query tokens of any kind.
-  [/([?&]token=)[^&\s"']+/g, '$1[redacted]'],
+  // Query (or fragment) parameters that carry secrets of any kind.
+  [/([?&;#](?:token|access_token|code|key|grant|unlock)=)[^&#\s"']+/gi, '$1[redacted]'],
   // The ADB gateway's unlock line and JSON fields that hold secrets.
   [/(UNLOCK )\S+/g, '$1[redacted]'],
   [/("(?:code|key|url|watch_url|token)"\s*:\s*")[^"]*(")/g, '$1[redacted]$2'],
@@ -19,8 +28,42 @@ const PATTERNS: Array<[RegExp, string]> = [
   [/(\bBearer )[A-Za-z0-9._~+/-]{8,}=*/gi, '$1[redacted]'],
 ];
 
-export function redact(text: string): string {
+/** A run of non-space text with at least one percent escape in it. */
+const ENCODED_RUN = /[^\s"'<>]*%[0-9A-Fa-f]{2}[^\s"'<>]*/g;
+/** Enough for a secret encoded several times over; deeper nesting is redacted whole. */
+const MAX_DECODES = 4;
+
+function redactPlain(text: string): string {
   let out = text;
   for (const [re, replacement] of PATTERNS) out = out.replace(re, replacement);
   return out;
+}
+
+/** Decodes every %XX escape (malformed ones stay as they are). */
+function decodeOnce(text: string): string {
+  return text.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => {
+    try {
+      return decodeURIComponent(run);
+    } catch {
+      // Not UTF-8: decode byte by byte so an ASCII secret still shows.
+      return run.replace(/%([0-9A-Fa-f]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+    }
+  });
+}
+
+/** True when some decoding of `run` shows a secret (or the run is encoded too deeply to tell). */
+function hidesSecret(run: string): boolean {
+  let current = run;
+  for (let i = 0; i < MAX_DECODES; i++) {
+    const decoded = decodeOnce(current);
+    if (decoded === current) return false;
+    if (redactPlain(decoded) !== decoded) return true;
+    current = decoded;
+  }
+  return /%[0-9A-Fa-f]{2}/.test(current);
+}
+
+export function redact(text: string): string {
+  const decodedRuns = text.replace(ENCODED_RUN, (run) => (hidesSecret(run) ? '[redacted]' : run));
+  return redactPlain(decodedRuns);
 }

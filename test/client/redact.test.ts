@@ -28,6 +28,32 @@ describe('redact', () => {
     expect(out).toContain('[redacted]');
   });
 
+  // Secrets where a client may put them: glued to other text, percent-encoded (once or
+  // twice, the prefix included), in any query parameter or fragment.
+  const ADB = `pau_${token()}`;
+  const enc = (s: string) => encodeURIComponent(s);
+  const encAll = (s: string) =>
+    [...s].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join('');
+  it.each([
+    ['a grant glued to a query value', `/sessions/s?x=a_${GRANT}`, GRANT],
+    ['a grant after an encoded equals sign', `/sessions/s?token%3D${GRANT}`, GRANT],
+    ['a key glued to a word', `/me?apikey${KEY}`, KEY],
+    ['a grant with an encoded underscore', `/sessions/s?t=pvg%5F${GRANT.slice(4)}`, GRANT.slice(4)],
+    ['a fully percent-encoded grant', `/sessions/s?q=${encAll(GRANT)}`, GRANT.slice(4)],
+    ['a twice-encoded key', `/x?u=${enc(enc(`k=${KEY}`))}`, KEY.slice(4)],
+    ['an encoded viewer URL', `/x?next=${enc(VIEWER)}`, VIEWER_TOKEN],
+    ['a viewer URL glued to text', `go:${VIEWER}`, VIEWER_TOKEN],
+    ['an unlock code anywhere', `/sessions/s/${ADB}/x`, ADB.slice(4)],
+    ['an encoded unlock code', `/x?${encAll(ADB)}`, ADB.slice(4)],
+    ['a code query parameter', '/x?a=1&code=abcdef123456', 'abcdef123456'],
+    ['a token in a fragment', '/watch/ses_1#token=s3cr3tvalue', 's3cr3tvalue'],
+    ['an upper-case prefix', `/x?${KEY.replace('pck_', 'PCK_')}`, KEY.slice(4)],
+  ])('removes %s', (_what, text, secret) => {
+    const out = redact(text);
+    expect(out).not.toContain(secret);
+    expect(out).toContain('[redacted]');
+  });
+
   it('keeps placeholders in advice readable', () => {
     const advice = 'send a valid key as "Authorization: Bearer pck_...".';
     expect(redact(advice)).toBe(advice);

@@ -3,10 +3,36 @@
  * instrumentations (the UiAutomator2 server among them). The screen itself is the UI side's;
  * this decides what runs and tells the UI what to bring to the front.
  */
-import type { Device, PortHandler } from './device.js';
+import type { Duplex } from 'node:stream';
+import type { DeviceLogger } from '../types.js';
+import type { LogBuffer, LogPriority } from './logcat.js';
+import type { ProcessTable } from './processes.js';
+import type { PackageManager } from './packages.js';
 import { appUserName } from './packages.js';
 import type { PackageRecord } from './packages.js';
-import type { UiAutomator2Server } from './ui/types.js';
+import type { PhoneUi, UiAutomator2Server } from './ui/types.js';
+
+/** Handles one connection to a port inside the phone (what `adb forward` reaches). */
+export type PortHandler = (socket: Duplex) => void;
+
+/**
+ * What the activity manager uses of its phone. The Device provides it; the interface lives
+ * here so that the model's files do not import each other in a circle.
+ */
+export interface ActivityHost {
+  readonly logcat: LogBuffer;
+  readonly processes: ProcessTable;
+  readonly packages: PackageManager;
+  readonly activity: ActivityManager;
+  readonly ui: PhoneUi;
+  readonly hasUi: boolean;
+  readonly now: () => number;
+  /** Ports inside the phone that accept connections (`tcp:PORT` streams). */
+  readonly ports: Map<number, PortHandler>;
+  readonly log: DeviceLogger;
+  onClose(closer: () => void): () => void;
+  appLog(priority: LogPriority, tag: string, message: string, pid?: number): void;
+}
 
 export interface ComponentName {
   pkg: string;
@@ -52,7 +78,7 @@ export type StartResult =
   | { ok: false; lines: string[] };
 
 /** Creates the UiAutomator2 server while its instrumentation runs. */
-export type UiAutomator2Factory = (device: Device) => UiAutomator2Server;
+export type UiAutomator2Factory = (device: ActivityHost) => UiAutomator2Server;
 
 /** The instrumentation Appium starts; its server listens on device port 6790. */
 export const UIA2_TEST_PACKAGE = 'io.appium.uiautomator2.server.test';
@@ -77,7 +103,7 @@ export class ActivityManager {
   /** Set by the phone once the UiAutomator2 server implementation is available. */
   uiAutomator2Factory: UiAutomator2Factory | null = null;
 
-  constructor(private readonly device: Device) {}
+  constructor(private readonly device: ActivityHost) {}
 
   private log(priority: 'I' | 'W' | 'E', tag: string, message: string, pid = 860): void {
     this.device.logcat.add({ pid, tid: pid + 14, priority, tag, message });

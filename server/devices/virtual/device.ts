@@ -4,7 +4,6 @@
  * services work on this object; phone.ts wraps it in the DevicePhone interface.
  */
 import { randomBytes } from 'node:crypto';
-import type { Duplex } from 'node:stream';
 import type { DeviceLogger } from '../types.js';
 import { VirtualFs } from './fs.js';
 import type { DirNode } from './fs.js';
@@ -14,9 +13,9 @@ import type { LogPriority } from './logcat.js';
 import { ProcessTable } from './processes.js';
 import { SystemProps } from './props.js';
 import { SettingsStore } from './settings.js';
-import { ActivityManager } from './activity.js';
+import { ActivityManager, type PortHandler } from './activity.js';
 import { PackageManager, appUserName } from './packages.js';
-import type { InstallSession } from './shell/commands/pm.js';
+import type { InstallSession } from './packages.js';
 import { createPhoneUi } from './ui/index.js';
 import type { LauncherApp, PhoneUi, PhoneUiHost } from './ui/types.js';
 
@@ -55,8 +54,7 @@ export interface SystemServiceState {
 
 export const DEFAULT_IME = 'com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME';
 
-/** Handles one connection to a port inside the phone (what `adb forward` reaches). */
-export type PortHandler = (socket: Duplex) => void;
+export type { PortHandler } from './activity.js';
 
 export class Device {
   readonly fs: VirtualFs;

@@ -309,6 +309,16 @@ export interface InstallOptions {
   installer?: string;
 }
 
+/**
+ * One session of `pm install-create` / `install-write` / `install-commit`. The device holds
+ * these between shell commands, so the type lives with the package model, not in a command.
+ */
+export interface InstallSession {
+  id: number;
+  options: InstallOptions;
+  parts: Map<string, Buffer>;
+}
+
 export type InstallResult = { ok: true; record: PackageRecord } | { ok: false; failure: string };
 
 const BASE_TIME = Date.UTC(2024, 0, 1);

@@ -7,13 +7,6 @@ import { resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { dumpPackage } from './dumpsys.js';
 
-/** One session of install-create / install-write / install-commit. */
-export interface InstallSession {
-  id: number;
-  options: InstallOptions;
-  parts: Map<string, Buffer>;
-}
-
 function parseInstallOptions(args: string[]): {
   options: InstallOptions;
   size: number | null;

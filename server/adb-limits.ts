@@ -1,0 +1,116 @@
+/**
+ * Limits on wrong ADB unlock codes. Codes are long random strings, so guessing one is
+ * hopeless; the limits keep it that way under a flood and stop a gateway from being a
+ * free oracle, without letting a stranger lock the owner out:
+ *
+ * - Per source (remote address): each wrong code costs one token of a bucket of
+ *   SOURCE_BURST tokens that refills one token every SOURCE_REFILL_MS. A source with an empty
+ *   bucket gets `DENIED` without its code being looked at. Other sources are unaffected.
+ * - Per session: a wrong code whose first TAG_LENGTH characters match a live session's code
+ *   (a partly leaked code, the only way to aim at one session) also costs a token of that
+ *   session's bucket (SESSION_BURST, one token every SESSION_REFILL_MS). While it is empty,
+ *   only sources that already unlocked that session are still checked; everyone else gets
+ *   `DENIED`. The owner's tunnel, which unlocked before, keeps reconnecting.
+ * - A right code costs nothing.
+ */
+import type { Clock } from './clock.js';
+
+export const SOURCE_BURST = 10;
+export const SOURCE_REFILL_MS = 5_000;
+export const SESSION_BURST = 5;
+export const SESSION_REFILL_MS = 30_000;
+/** `pau_` and 8 random characters. */
+export const TAG_LENGTH = 12;
+/** Above this many remembered sources, full buckets (which carry no information) are dropped. */
+const MAX_SOURCES = 4096;
+
+export class TokenBucket {
+  private tokens: number;
+  private atMs: number;
+
+  constructor(
+    private readonly burst: number,
+    private readonly refillMs: number,
+    nowMs: number,
+  ) {
+    this.tokens = burst;
+    this.atMs = nowMs;
+  }
+
+  private refill(nowMs: number): void {
+    const gained = Math.max(0, nowMs - this.atMs) / this.refillMs;
+    this.tokens = Math.min(this.burst, this.tokens + gained);
+    this.atMs = nowMs;
+  }
+
+  /** True when at least one whole token is left. */
+  available(nowMs: number): boolean {
+    this.refill(nowMs);
+    return this.tokens >= 1;
+  }
+
+  take(nowMs: number): void {
+    this.refill(nowMs);
+    this.tokens = Math.max(0, this.tokens - 1);
+  }
+
+  full(nowMs: number): boolean {
+    this.refill(nowMs);
+    return this.tokens >= this.burst;
+  }
+}
+
+interface SessionGuard {
+  bucket: TokenBucket;
+  /** Sources that unlocked this session with its code. */
+  trusted: Set<string>;
+}
+
+export class UnlockLimiter {
+  private readonly sources = new Map<string, TokenBucket>();
+  private readonly sessions = new Map<string, SessionGuard>();
+
+  constructor(private readonly clock: Clock) {}
+
+  /** Whether an attempt from `source`, aimed (by its tag) at session `sid` or at none, may be checked. */
+  mayTry(source: string, sid: string | null): boolean {
+    const now = this.clock.now();
+    if (!(this.sources.get(source)?.available(now) ?? true)) return false;
+    if (sid === null) return true;
+    const guard = this.sessions.get(sid);
+    return !guard || guard.bucket.available(now) || guard.trusted.has(source);
+  }
+
+  failed(source: string, sid: string | null): void {
+    const now = this.clock.now();
+    let bucket = this.sources.get(source);
+    if (!bucket) {
+      if (this.sources.size >= MAX_SOURCES) this.sweep(now);
+      this.sources.set(source, (bucket = new TokenBucket(SOURCE_BURST, SOURCE_REFILL_MS, now)));
+    }
+    bucket.take(now);
+    if (sid !== null) this.guard(sid, now).bucket.take(now);
+  }
+
+  succeeded(source: string, sid: string): void {
+    this.guard(sid, this.clock.now()).trusted.add(source);
+  }
+
+  /** The session's code is dead (revoked, closed): nothing about it is needed any more. */
+  forget(sid: string): void {
+    this.sessions.delete(sid);
+  }
+
+  private guard(sid: string, now: number): SessionGuard {
+    let guard = this.sessions.get(sid);
+    if (!guard) {
+      guard = { bucket: new TokenBucket(SESSION_BURST, SESSION_REFILL_MS, now), trusted: new Set() };
+      this.sessions.set(sid, guard);
+    }
+    return guard;
+  }
+
+  private sweep(now: number): void {
+    for (const [source, bucket] of this.sources) if (bucket.full(now)) this.sources.delete(source);
+  }
+}

@@ -1,0 +1,147 @@
+/**
+ * Admission as a pure decision: given what the runtime knows at the moment of a create
+ * (the account, the receipt of the idempotency key, what is running), say whether the
+ * request replays an earlier one, is admitted, or is refused, and why. No I/O, no clock, no
+ * HTTP: refusals are error codes with a message that says what to do next and the details
+ * the contract gives; the API maps codes to statuses. The runtime commits an admission.
+ */
+import {
+  ERROR_CODES,
+  MAX_TIMESTAMP,
+  PROVIDER,
+  type CreateSessionBody,
+  type ErrorCode,
+} from '../../src/api/schemas.js';
+import type { ErrorDetails } from '../errors.js';
+import type { AccountRow, ProfileRow, ReceiptRow } from '../store/store.js';
+
+export const DEFAULT_TIMEOUT_SECONDS = 300;
+
+/** What a create needs to be decided. */
+export interface AdmissionFacts {
+  body: CreateSessionBody;
+  /** sha256 of the canonical body: the "same request" of an idempotent replay. */
+  bodyHash: string;
+  requestKey: string | null;
+  /** Seconds since the epoch. */
+  now: number;
+  /** The receipt of (uid, requestKey), if the key was used before. */
+  receipt: ReceiptRow | undefined;
+  /** For a receipt: whether its session is still live (else its cleanup completed), and its last state. */
+  receiptSession: { live: boolean; state: string | null } | null;
+  account: AccountRow;
+  /** Live sessions of the account (sessions pending cleanup count). */
+  activeSessions: number;
+  /** The account's profile, when the body names one. */
+  profile: ProfileRow | undefined;
+  /** Live sessions on this server, and how many phones it has. */
+  liveSessions: number;
+  phones: number;
+  /** How long until a phone is likely free, for phones_busy. */
+  retryAfterSeconds: number;
+}
+
+export interface Refusal {
+  code: ErrorCode;
+  message: string;
+  details: ErrorDetails;
+}
+
+export type AdmissionDecision =
+  | { kind: 'replay'; sid: string }
+  | { kind: 'admit'; timeoutSeconds: number; profile: ProfileRow | null }
+  | { kind: 'refuse'; refusal: Refusal };
+
+const refuse = (code: ErrorCode, message: string, details: ErrorDetails = {}): AdmissionDecision => ({
+  kind: 'refuse',
+  refusal: { code, message, details },
+});
+
+export function decideAdmission(f: AdmissionFacts): AdmissionDecision {
+  if (f.receipt && f.requestKey) {
+    if (f.receipt.body_hash !== f.bodyHash) {
+      return refuse(
+        ERROR_CODES.idempotencyKeyReused,
+        'This Idempotency-Key was used with a different request body; reuse a key only to retry the identical request, or use a new key for a new session.',
+        { request_key: f.requestKey },
+      );
+    }
+    if (!f.receiptSession?.live) {
+      const state = f.receiptSession?.state;
+      return refuse(
+        ERROR_CODES.requestCompleted,
+        'The session created with this Idempotency-Key has ended and its cleanup completed; use a new key to start a new session.',
+        { id: f.receipt.sid, request_key: f.requestKey, cleanup_complete: true, ...(state ? { state } : {}) },
+      );
+    }
+    return { kind: 'replay', sid: f.receipt.sid };
+  }
+
+  const { body, account, now } = f;
+  if (body.provider !== undefined && body.provider !== PROVIDER) {
+    return refuse(
+      ERROR_CODES.invalidRequest,
+      `provider must be "${PROVIDER}", the only provider; omit it to use the default.`,
+    );
+  }
+  const timeout = body.timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS;
+  if (now + timeout > MAX_TIMESTAMP) {
+    return refuse(
+      ERROR_CODES.invalidRequest,
+      `timeout_seconds ${timeout} puts expires_at past the largest supported timestamp (${MAX_TIMESTAMP}); choose a shorter timeout.`,
+    );
+  }
+  if (!account.can_rent) {
+    return refuse(
+      ERROR_CODES.rentalUnavailable,
+      account.rent_blocked_reason ?? 'Rentals are not enabled for this account.',
+    );
+  }
+  const twoMinutes = 2 * account.price_cents_per_minute;
+  if (account.billing_mode === 'metered' && account.balance_cents < twoMinutes) {
+    return refuse(
+      ERROR_CODES.insufficientCredit,
+      `Starting a session needs at least two minutes of credit (${twoMinutes} cents); the balance is ${account.balance_cents} cents. Add credit and retry.`,
+      { balance_cents: account.balance_cents },
+    );
+  }
+  if (f.activeSessions >= account.session_limit) {
+    return refuse(
+      ERROR_CODES.sessionLimit,
+      `The account's ${account.session_limit} session slots are in use (sessions pending cleanup count); end a session and retry.`,
+      {
+        session_limit: account.session_limit,
+        active_session_count: f.activeSessions,
+        available_session_slots: 0,
+      },
+    );
+  }
+  if (body.profile_id !== undefined) {
+    const profile = f.profile;
+    if (!profile || profile.id !== body.profile_id) {
+      return refuse(
+        ERROR_CODES.invalidRequest,
+        "profile_id is not this account's profile; use profile.id from GET /me.",
+      );
+    }
+    if (profile.holder || profile.state === 'saving') {
+      return refuse(
+        ERROR_CODES.profileRunning,
+        'The profile phone is held by a live session or is still being saved; end that session (or wait for the save) and retry.',
+        profile.holder ? { session: profile.holder } : {},
+      );
+    }
+  }
+  if (f.liveSessions >= f.phones) {
+    return refuse(
+      ERROR_CODES.phonesBusy,
+      `All phones are in use; no session was created. Retry after ${f.retryAfterSeconds} s with the same idempotency key.`,
+      { retry_after_seconds: f.retryAfterSeconds },
+    );
+  }
+  return {
+    kind: 'admit',
+    timeoutSeconds: timeout,
+    profile: body.profile_id !== undefined ? (f.profile ?? null) : null,
+  };
+}

@@ -1,0 +1,147 @@
+/**
+ * The runtime in-process over a real SQLite store, with an injected clock and fast fake
+ * phones, and a `crash()` that does what kill -9 does to the server: the process's memory,
+ * timers and phones are gone; only what was committed to the store survives. A new runtime
+ * then recovers from the same data directory, as `phonelease server` does on restart.
+ */
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ManualClock } from '../../server/clock.js';
+import type { BootRequest, DeviceBackend, DevicePhone } from '../../server/devices/types.js';
+import { createLogger } from '../../server/log.js';
+import {
+  AccountService,
+  createAccount,
+  type CreatedAccount,
+  type NewAccount,
+} from '../../server/runtime/accounts.js';
+import { ProfileSaves } from '../../server/runtime/profile-saves.js';
+import { Runtime } from '../../server/runtime/runtime.js';
+import { cryptoRandom } from '../../server/secrets.js';
+import { openDatabase, Store } from '../../server/store/store.js';
+
+/** Phones that boot at once and hold nothing: the runtime's bookkeeping is what is under test. */
+export class FakePhones implements DeviceBackend {
+  readonly name = 'virtual' as const;
+  readonly typicalBootMs = 0;
+  readonly startupSource = 'cold' as const;
+  /** Phones booted and not shut down, by session id. */
+  readonly running = new Map<string, DevicePhone>();
+  private dead = false;
+
+  async boot(request: BootRequest): Promise<DevicePhone> {
+    if (this.dead) return new Promise<DevicePhone>(() => undefined); // the process is gone
+    const phones = this.running;
+    const phone: DevicePhone = {
+      label: 'Fake phone',
+      screen: { w: 100, h: 200 },
+      adb: { host: '127.0.0.1', port: 9 },
+      capture: async () => Buffer.from('png'),
+      apps: async () => [],
+      input: async () => undefined,
+      onScreenChange: () => () => undefined,
+      onLost: () => undefined,
+      async shutdown({ saveTo }) {
+        if (saveTo) writeFileSync(join(saveTo, 'state'), request.sessionId);
+        phones.delete(request.sessionId);
+      },
+    };
+    phones.set(request.sessionId, phone);
+    return phone;
+  }
+
+  async close(): Promise<void> {
+    this.running.clear();
+  }
+
+  /** kill -9: the phones die with the process, without telling anyone. */
+  kill(): void {
+    this.dead = true;
+    this.running.clear();
+  }
+}
+
+export interface WorldOptions {
+  phones?: number;
+  bootSlots?: number;
+  startMs?: number;
+}
+
+/** Lets every pending promise callback run (fake phones and the store are synchronous or instant). */
+export async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+export class RuntimeWorld {
+  // On tmpfs where there is one: thousands of small stores are made, and fsyncs on a shared
+  // disk would dominate a model-based run.
+  readonly dir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'phonelease-world-'));
+  clock: ManualClock;
+  store!: Store;
+  accounts!: AccountService;
+  runtime!: Runtime;
+  backend!: FakePhones;
+  /** How many times the process was killed. */
+  crashes = 0;
+
+  constructor(private readonly options: WorldOptions = {}) {
+    this.clock = new ManualClock(options.startMs);
+    this.boot();
+  }
+
+  /** Starts a "process" over the data directory and recovers what the last one left. */
+  private boot(): void {
+    this.store = new Store(openDatabase(this.dir));
+    this.accounts = new AccountService(this.store, this.clock, cryptoRandom);
+    this.backend = new FakePhones();
+    this.runtime = new Runtime({
+      store: this.store,
+      accounts: this.accounts,
+      backend: this.backend,
+      saves: new ProfileSaves(join(this.dir, 'profiles')),
+      clock: this.clock,
+      random: cryptoRandom,
+      log: createLogger({ level: 'silent' }),
+      phones: this.options.phones ?? 20,
+      bootSlots: this.options.bootSlots ?? 4,
+    });
+    this.runtime.recover();
+  }
+
+  createAccount(opts: NewAccount = {}): CreatedAccount {
+    return createAccount(this.store, this.clock, cryptoRandom, opts);
+  }
+
+  /** Moves time forward and lets the runtime react. */
+  async advance(ms: number): Promise<void> {
+    await settle();
+    await this.clock.advance(ms);
+    await settle();
+  }
+
+  /**
+   * kill -9 and restart: timers of the dead process never fire (it gets a clock of its own
+   * that is thrown away), its phones die, its store connection is dropped; the new process
+   * starts `downMs` later.
+   */
+  async crash(downMs = 0): Promise<void> {
+    await settle();
+    const now = this.clock.now() + downMs;
+    this.runtime.removeAllListeners();
+    this.backend.kill();
+    this.store.close();
+    this.clock = new ManualClock(now);
+    this.crashes++;
+    this.boot();
+    await settle();
+  }
+
+  async close(): Promise<void> {
+    await settle();
+    await this.runtime.close();
+    await settle();
+    this.store.close();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
