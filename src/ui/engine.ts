@@ -18,8 +18,6 @@ export interface UiOptions {
    * Playwright fixture sets it from `use.actionTimeout`, else the test's timeout.
    */
   actionTimeout: number;
-  /** Time expect() matchers wait when called outside Playwright's expect, in ms. */
-  expectTimeout: number;
   /** Which back end to use: 'auto' (UiAutomator2, else dump), or one of them. */
   engine: 'auto' | UiEngineName;
   /** Wraps each action and assertion (default: runs it as is). */
@@ -28,7 +26,6 @@ export interface UiOptions {
 
 const DEFAULT_OPTIONS: UiOptions = {
   actionTimeout: 30_000,
-  expectTimeout: 5_000,
   engine: 'auto',
   stepRunner: (_title, body) => body(),
 };
@@ -114,13 +111,18 @@ export class UiEngine {
     return snap;
   }
 
-  /** The most recent tree this engine saw, or a fresh one (for failure reports). */
-  async lastXml(): Promise<string | null> {
-    if (!this.#driver && !this.#last) return null;
+  /**
+   * The tree as XML now, for failure reports: from the running back end, or a plain
+   * `uiautomator dump` when no locator started one (a report must not install a server).
+   * Falls back to the last tree seen when the phone cannot answer.
+   */
+  async treeXml(): Promise<string> {
     try {
-      return (await this.snapshot()).xml;
-    } catch {
-      return this.#last?.xml ?? null;
+      if (this.#driver) return (await this.snapshot()).xml;
+      return await new DumpDriver(this.#phone).source();
+    } catch (error) {
+      if (this.#last) return this.#last.xml;
+      throw error;
     }
   }
 
