@@ -64,6 +64,11 @@ export class PhoneAdb {
           timer = setTimeout(() => reject(new Error(`no ADB handshake within ${timeoutMs} ms`)), timeoutMs);
         }),
       ]);
+      // A connection that dies (the session ended, the network dropped) rejects this
+      // promise; every operation in flight fails on its own, so nothing else should.
+      // Unobserved, it would surface as an unhandled rejection in whatever runs next —
+      // under Playwright, a failure of an unrelated test.
+      transport.disconnected.catch(() => undefined);
       return new PhoneAdb(new Adb(transport));
     } catch (error) {
       socket.destroy();

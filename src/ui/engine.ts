@@ -126,6 +126,22 @@ export class UiEngine {
     }
   }
 
+  /**
+   * Stops the back end (the UiAutomator2 instrumentation and its streams) while the ADB
+   * connection is still up, waiting at most `timeoutMs`; call before ending the lease.
+   */
+  async stop(timeoutMs = 2000): Promise<void> {
+    const driver = this.#driver;
+    if (!driver) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      driver.then((d) => d.close()).catch(() => undefined),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+    clearTimeout(timer);
+    if (this.#driver === driver) this.#driver = null;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     const driver = this.#driver;

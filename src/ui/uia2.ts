@@ -364,7 +364,8 @@ export class Uia2Driver implements UiDriver {
   }
 
   async close(): Promise<void> {
-    await this.#on('DELETE', '').catch(() => undefined);
+    // No DELETE /session: stopping the instrumentation ends the server and its session,
+    // and no request is left in flight when the lease's connection closes next.
     await this.#http.reset();
     await this.#instrument.kill().catch(() => undefined);
   }

@@ -31,6 +31,15 @@ function byTitle(run: InlineRun, title: string): FlatTest {
   return found;
 }
 
+function expectPassed(run: InlineRun, title: string): void {
+  const result = byTitle(run, title).results[0]!;
+  const why = JSON.stringify({ errors: result.errors, steps: result.steps, stderr: result.stderr }).slice(
+    0,
+    5000,
+  );
+  expect(result.status, `${title}: ${why}`).toBe('passed');
+}
+
 interface Step {
   title: string;
   error?: unknown;
@@ -113,13 +122,7 @@ describe('locators in Playwright', () => {
       },
       { env, args: ['--retries=0'] },
     );
-    const passed = (title: string) => {
-      const result = byTitle(run, title).results[0]!;
-      expect(
-        result.status,
-        `${title}: ${result.errors.map((e) => (e as { stack?: string }).stack ?? e.message).join('\n')}`,
-      ).toBe('passed');
-    };
+    const passed = (title: string) => expectPassed(run, title);
     passed('logs in by every selector kind');
     passed('waits for a login that answers late');
     passed('expect.timeout bounds an assertion');
@@ -196,7 +199,7 @@ describe('locators in Playwright', () => {
 
     // Same files, same screen: it passes. (Each run is a new directory: copy the snapshot over.)
     const again = await runWithSnapshot(files, snapshot, env, []);
-    expect(byTitle(again, 'looks right').results[0]!.status).toBe('passed');
+    expectPassed(again, 'looks right');
 
     // The screen changed: it fails with expected, actual and diff images attached.
     const changed = await runWithSnapshot(files, snapshot, { ...env, TYPE_NAME: 'demo' }, []);
@@ -206,7 +209,7 @@ describe('locators in Playwright', () => {
       /\d+ pixels \(ratio [\d.]+ of all image pixels\) are different/,
     );
     const diff = failed.attachments.find((a) => a.name === 'login-diff.png');
-    expect(diff?.path).toBeTruthy();
+    expect(diff?.path, JSON.stringify(failed.attachments.map((a) => [a.name, a.path]))).toBeTruthy();
     const diffPng = PNG.sync.read(readFileSync(diff!.path!));
     let red = 0;
     for (let i = 0; i < diffPng.data.length; i += 4)
@@ -220,10 +223,10 @@ describe('locators in Playwright', () => {
     const updated = await runWithSnapshot(files, snapshot, { ...env, TYPE_NAME: 'demo' }, [
       '--update-snapshots',
     ]);
-    expect(byTitle(updated, 'looks right').results[0]!.status).toBe('passed');
+    expectPassed(updated, 'looks right');
     const newSnapshot = join(updated.dir, 'shot.spec.ts-snapshots', 'login-linux.png');
     const after = await runWithSnapshot(files, newSnapshot, { ...env, TYPE_NAME: 'demo' }, []);
-    expect(byTitle(after, 'looks right').results[0]!.status).toBe('passed');
+    expectPassed(after, 'looks right');
     rmSync(first.dir, { recursive: true, force: true });
   }, 300_000);
 });
