@@ -4,7 +4,7 @@
  * install as its own ADB stream; nothing needs the stock adb binary or an adb server.
  */
 import { randomBytes } from 'node:crypto';
-import { Adb, AdbDaemonTransport } from '@yume-chan/adb';
+import { Adb, AdbDaemonTransport, type AdbSocket } from '@yume-chan/adb';
 import { ReadableStream } from '@yume-chan/stream-extra';
 import { AdbError } from '../errors.js';
 import { LazyAdbCredentialStore } from './credentials.js';
@@ -23,6 +23,13 @@ export interface ShellBytesResult {
   stdout: Buffer;
   stderr: Buffer;
   exitCode: number;
+}
+
+export interface RunningCommand {
+  /** Its standard output (stdout and stderr mixed without shell protocol v2). */
+  output: ReadableStream<Uint8Array>;
+  exited: Promise<number>;
+  kill(): Promise<void>;
 }
 
 /** Chunks handed to the sync protocol when pushing (it splits them into 64 KiB DATA packets). */
@@ -57,6 +64,11 @@ export class PhoneAdb {
           timer = setTimeout(() => reject(new Error(`no ADB handshake within ${timeoutMs} ms`)), timeoutMs);
         }),
       ]);
+      // A connection that dies (the session ended, the network dropped) rejects this
+      // promise; every operation in flight fails on its own, so nothing else should.
+      // Unobserved, it would surface as an unhandled rejection in whatever runs next —
+      // under Playwright, a failure of an unrelated test.
+      transport.disconnected.catch(() => undefined);
       return new PhoneAdb(new Adb(transport));
     } catch (error) {
       socket.destroy();
@@ -190,6 +202,40 @@ export class PhoneAdb {
       );
     }
     return r.stdout;
+  }
+
+  /**
+   * Opens a raw stream to a device service, e.g. `tcp:6790` (what `adb forward` does for
+   * each connection, without a local port or the adb server).
+   */
+  async openSocket(service: string): Promise<AdbSocket> {
+    try {
+      return await this.#adb.createSocket(service);
+    } catch (error) {
+      throw new AdbError('adb_failed', `The phone refused the stream ${service}: ${messageOf(error)}.`, {
+        cause: error,
+      });
+    }
+  }
+
+  /**
+   * Starts a long-running shell command (e.g. `am instrument -w ...`, which lives as long as
+   * its stream stays open). kill() closes the stream; exited resolves with its exit code.
+   */
+  async spawn(command: string): Promise<RunningCommand> {
+    const v2 = this.#adb.subprocess.shellProtocol;
+    try {
+      if (v2?.isSupported) {
+        const p = await v2.spawn([command]);
+        return { output: p.stdout, exited: p.exited, kill: async () => void (await p.kill()) };
+      }
+      const p = await this.#adb.subprocess.noneProtocol.spawn([command]);
+      return { output: p.output, exited: p.exited.then(() => 0), kill: async () => void (await p.kill()) };
+    } catch (error) {
+      throw new AdbError('adb_failed', `shell "${command.slice(0, 80)}" failed: ${messageOf(error)}.`, {
+        cause: error,
+      });
+    }
   }
 
   async close(): Promise<void> {

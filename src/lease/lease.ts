@@ -30,6 +30,16 @@ import { formatDuration, sleep } from '../util/time.js';
 import { END_RETRY_MS, endAndConfirm, reportEnd, type EndOutcome } from './end.js';
 import { startSession, type StartStats } from './start.js';
 import { messageOf } from '../util/message.js';
+import type { Locator } from '../ui/index.js';
+import {
+  launchApp,
+  pressKey,
+  rootLocator,
+  UiEngine,
+  type KeyName,
+  type Selector,
+  type TextMatch,
+} from '../ui/index.js';
 
 export interface LeaseOptions extends PhoneSessionClientOptions {
   /** A client to use instead of one built from baseUrl / apiKey / the environment. */
@@ -261,6 +271,7 @@ export class Lease implements AsyncDisposable {
   #tunnel: Promise<AdbTunnel> | null = null;
   #adbConnected: Promise<void> | null = null;
   #ending: Promise<EndedLease> | null = null;
+  #ui: UiEngine | null = null;
 
   /** @internal Use leasePhone(). */
   constructor(init: LeaseInit, onEnded: OnEnded) {
@@ -390,6 +401,56 @@ export class Lease implements AsyncDisposable {
   }
 
   // -------------------------------------------------------------------------------------
+  // UI automation (src/ui): locators that wait, over the UiAutomator2 server or uiautomator dump
+
+  /** @internal The UI engine behind the locators (the fixtures set its step runner and timeouts). */
+  get ui(): UiEngine {
+    this.#assertLive();
+    this.#ui ??= new UiEngine({
+      id: this.id,
+      shell: (command) => this.shell(command),
+      adb: () => this.#phoneAdb(),
+      logger: this.#logger,
+    });
+    return this.#ui;
+  }
+
+  /** Views matching an AndroidSelector (`{ text, res, desc, clazz, ... }`) or `xpath=...`. */
+  locator(selector: Selector): Locator {
+    return rootLocator(this.ui).locator(selector);
+  }
+
+  /** Views whose text contains `text` (case-insensitive), equals it with `{ exact: true }`, or matches a RegExp. */
+  getByText(text: TextMatch, options: { exact?: boolean } = {}): Locator {
+    return rootLocator(this.ui).getByText(text, options);
+  }
+
+  /** Views with this resource id: `username` (resolved in the app in front) or `com.app:id/username`. */
+  getById(id: string | RegExp): Locator {
+    return rootLocator(this.ui).getById(id);
+  }
+
+  /** Views with this content description (accessibility id). */
+  getByDesc(desc: TextMatch): Locator {
+    return rootLocator(this.ui).getByDesc(desc);
+  }
+
+  /** Views of this class, e.g. `android.widget.Button`. */
+  getByClass(className: TextMatch): Locator {
+    return rootLocator(this.ui).getByClass(className);
+  }
+
+  /** Starts an app's launcher activity and waits until it is in front. */
+  launch(packageName: string, options: { timeout?: number } = {}): Promise<void> {
+    return launchApp(this.ui, packageName, options);
+  }
+
+  /** Presses a key: 'Back', 'Home', 'Enter', 'Tab', ..., a KEYCODE_ name or a key code. */
+  press(key: KeyName): Promise<void> {
+    return pressKey(this.ui, key);
+  }
+
+  // -------------------------------------------------------------------------------------
   // Service operations
 
   /** The service's snapshot of the screen (frame.png; at most one new capture every two seconds). */
@@ -497,6 +558,8 @@ export class Lease implements AsyncDisposable {
     this.#adb = null;
     this.#tunnel = null;
     this.#adbConnected = null;
+    // The UI server's streams ride on the ADB connection: stop them first.
+    await this.#ui?.close();
     await Promise.allSettled([
       adb?.then((a) => a.close()),
       tunnel?.then(async (t) => {

@@ -43,7 +43,7 @@ describe('examples', () => {
     expect(code, output.slice(-3000)).toBe(0);
     expect(existsSync(report)).toBe(true);
     const json = JSON.parse(readFileSync(report, 'utf8'));
-    expect(json.stats).toMatchObject({ expected: 6, unexpected: 0, flaky: 0 });
+    expect(json.stats).toMatchObject({ expected: 7, unexpected: 0, flaky: 0 });
     const specs: any[] = [];
     const walk = (s: any) => {
       specs.push(...(s.specs ?? []));
@@ -54,7 +54,7 @@ describe('examples', () => {
     const result = failing.tests[0].results[0];
     expect(result.status).toBe('failed');
     expect(result.attachments.map((a: { name: string }) => a.name)).toEqual(
-      expect.arrayContaining(['phone-screen', 'phone-logcat']),
+      expect.arrayContaining(['phone-screen', 'phone-logcat', 'phone-ui.xml']),
     );
   }, 180_000);
 

@@ -26,6 +26,8 @@ export interface JsonResult {
   attachments: JsonAttachment[];
   stdout: Array<{ text?: string }>;
   stderr: Array<{ text?: string }>;
+  /** test.step steps (the JSON reporter leaves out other categories). */
+  steps?: unknown[];
 }
 export interface JsonTest {
   title: string;

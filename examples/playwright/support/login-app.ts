@@ -1,27 +1,29 @@
 /**
- * The built-in Login app of the virtual phone as a small page object.
+ * The built-in Login app of the virtual phone as a small page object: locators only, so
+ * every step waits for the screen by itself and shows in the report by name.
  */
-import type { Lease } from 'phonelease/playwright';
-import { findById, tap, type } from './screen.js';
-
-const ID = (name: string) => `com.phonelease.login:id/${name}`;
+import type { Lease, Locator } from 'phonelease/playwright';
 
 export class LoginApp {
-  constructor(private readonly phone: Lease) {}
+  readonly username: Locator;
+  readonly password: Locator;
+  readonly logInButton: Locator;
+  readonly result: Locator;
+
+  constructor(private readonly phone: Lease) {
+    this.username = phone.getById('username');
+    this.password = phone.getByDesc('password');
+    this.logInButton = phone.getByText('Log in', { exact: true });
+    this.result = phone.getById('result');
+  }
 
   async open(): Promise<void> {
-    await this.phone.shell('am start -W -n com.phonelease.login/.LoginActivity');
+    await this.phone.launch('com.phonelease.login');
   }
 
   async logIn(username: string, password: string): Promise<void> {
-    await tap(this.phone, await findById(this.phone, ID('username')));
-    await type(this.phone, username);
-    await tap(this.phone, await findById(this.phone, ID('password')));
-    await type(this.phone, password);
-    await tap(this.phone, await findById(this.phone, ID('login')));
-  }
-
-  async result(): Promise<string> {
-    return (await findById(this.phone, ID('result'))).text;
+    await this.username.fill(username);
+    await this.password.fill(password);
+    await this.logInButton.click();
   }
 }

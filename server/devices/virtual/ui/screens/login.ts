@@ -20,7 +20,18 @@ const BULLET = '\u2022';
 export const LOGIN_MESSAGES = {
   missing: 'Enter username and password',
   wrong: 'Wrong username or password',
+  pending: 'Signing in\u2026',
 } as const;
+
+/**
+ * Accounts that sign in. `slow` answers after SLOW_LOGIN_MS, like an app waiting for its
+ * backend: tests of auto-waiting use it (the button is disabled meanwhile).
+ */
+export const SLOW_LOGIN_MS = 1500;
+const ACCOUNTS: Record<string, { password: string; delayMs: number }> = {
+  demo: { password: 'secret', delayMs: 0 },
+  slow: { password: 'secret', delayMs: SLOW_LOGIN_MS },
+};
 
 export function newLoginState(id: number): LoginState {
   return { kind: 'login', id, username: '', password: '', focus: null, result: '' };
@@ -28,11 +39,26 @@ export function newLoginState(id: number): LoginState {
 
 /** Checks the credentials, sets the result line and logs the attempt (never the password). */
 export function submitLogin(state: LoginState, ctx: ScreenContext): void {
+  if (state.pending) return;
   let outcome: 'success' | 'failure' | 'missing';
+  const account = Object.hasOwn(ACCOUNTS, state.username) ? ACCOUNTS[state.username] : undefined;
   if (!state.username || !state.password) {
     state.result = LOGIN_MESSAGES.missing;
     outcome = 'missing';
-  } else if (state.username === 'demo' && state.password === 'secret') {
+  } else if (account && account.password === state.password && account.delayMs > 0) {
+    state.result = LOGIN_MESSAGES.pending;
+    state.pending = true;
+    ctx.changed();
+    const user = state.username;
+    // unref: a phone shut down mid-sign-in must not hold the process open.
+    setTimeout(() => {
+      state.pending = false;
+      state.result = `Welcome, ${user}!`;
+      ctx.log('I', 'PhoneleaseLogin', `login attempt user=${user} result=success`);
+      ctx.changed();
+    }, account.delayMs).unref();
+    return;
+  } else if (account && account.password === state.password) {
     state.result = `Welcome, ${state.username}!`;
     outcome = 'success';
   } else {
@@ -226,6 +252,7 @@ export function buildLogin(state: LoginState, ctx: ScreenContext): ScreenView {
   const button = filledButton(f, ctx, 'login', rect(left, y, width, 48 * dp), 'Log in', {
     resourceId: f.id('login'),
     contentDesc: 'login',
+    enabled: !state.pending,
     onClick: () => submitLogin(state, ctx),
   });
   y += 48 * dp + 24 * dp;

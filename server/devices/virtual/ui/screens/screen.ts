@@ -40,6 +40,8 @@ export interface LoginState {
   password: string;
   focus: LoginField | null;
   result: string;
+  /** True while a slow sign-in is under way (the button is disabled). */
+  pending?: boolean;
 }
 
 export interface GenericState {

@@ -1,0 +1,78 @@
+/**
+ * What the locator engine needs from a phone, whichever back end answers: the UI tree as
+ * XML, and input (taps, long presses, swipes, keys, text). Two implementations: the
+ * UiAutomator2 server over the lease's ADB (./uia2.ts) and `uiautomator dump` + `input`
+ * (./dump.ts).
+ */
+import type { PhoneAdb, ShellResult } from '../adb/phone-adb.js';
+import type { PhoneleaseLogger } from '../util/log.js';
+import type { UiNode } from './tree.js';
+
+export type UiEngineName = 'uiautomator2' | 'dump';
+
+export interface UiDriver {
+  readonly engine: UiEngineName;
+  /** The current UI hierarchy as XML. */
+  source(): Promise<string>;
+  tap(x: number, y: number): Promise<void>;
+  longPress(x: number, y: number, durationMs: number): Promise<void>;
+  swipe(from: { x: number; y: number }, to: { x: number; y: number }, durationMs: number): Promise<void>;
+  key(keycode: number): Promise<void>;
+  /** Replaces the text of `node`, which the caller has just tapped (so it has focus). */
+  replaceText(node: UiNode, text: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** What a driver may use of its lease. */
+export interface PhoneChannel {
+  readonly id: string;
+  shell(command: string): Promise<ShellResult>;
+  adb(): Promise<PhoneAdb>;
+  readonly logger: PhoneleaseLogger;
+}
+
+/** Android key codes for the names phone.press() and locator.press() accept. */
+export const KEYS: Readonly<Record<string, number>> = {
+  Home: 3,
+  Back: 4,
+  Call: 5,
+  EndCall: 6,
+  ArrowUp: 19,
+  ArrowDown: 20,
+  ArrowLeft: 21,
+  ArrowRight: 22,
+  VolumeUp: 24,
+  VolumeDown: 25,
+  Power: 26,
+  Camera: 27,
+  Tab: 61,
+  Space: 62,
+  Enter: 66,
+  Backspace: 67,
+  Menu: 82,
+  Search: 84,
+  Escape: 111,
+  Delete: 112,
+  MoveHome: 122,
+  MoveEnd: 123,
+  AppSwitch: 187,
+};
+
+export type KeyName = keyof typeof KEYS | `KEYCODE_${string}` | number;
+
+export function keycodeOf(key: string | number): number {
+  if (typeof key === 'number') return key;
+  const named = KEYS[key];
+  if (named !== undefined) return named;
+  if (/^\d+$/.test(key)) return Number(key);
+  const constant = /^KEYCODE_(.+)$/.exec(key)?.[1];
+  if (constant) {
+    const byConstant = Object.entries(KEYS).find(([k]) => k.toUpperCase() === constant.replace(/_/g, ''));
+    if (byConstant) return byConstant[1];
+    if (/^[A-Z]$/.test(constant)) return 29 + constant.charCodeAt(0) - 65;
+    if (/^[0-9]$/.test(constant)) return 7 + Number(constant);
+  }
+  throw new TypeError(
+    `Unknown key ${JSON.stringify(key)}: use one of ${Object.keys(KEYS).join(', ')}, a KEYCODE_ name or a key code number.`,
+  );
+}

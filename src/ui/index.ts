@@ -1,0 +1,16 @@
+/** UI automation for a leased phone: locators, actions and the engine behind them. */
+export {
+  Locator,
+  rootLocator,
+  type BoundingBox,
+  type SwipeDirection,
+  type TimeoutOption,
+  type WaitForState,
+} from './locator.js';
+export type { AssertionOutcome } from './locator.js';
+export { UiEngine, type StepRunner, type UiOptions } from './engine.js';
+export { KEYS, keycodeOf, type KeyName, type UiEngineName } from './driver.js';
+export type { AndroidSelector, Selector, TextMatch } from './selector.js';
+export { StrictModeViolationError, UiTimeoutError } from './diagnostics.js';
+export { launchApp, pressKey } from './phone.js';
+export { textOf, type UiNode, type UiSnapshot } from './tree.js';

@@ -1,0 +1,508 @@
+/**
+ * Locators for a phone's UI, modelled on Playwright's Locator: a lazy description of how
+ * to find views, resolved afresh on every attempt. Actions wait until their element is
+ * attached, visible, enabled and stable (same bounds in two snapshots in a row), then act;
+ * a locator that matches several views fails at once (strict mode), and a wait that runs
+ * out names the locator and the views on screen nearest to it.
+ */
+import { inspect } from 'node:util';
+import {
+  foregroundPackage,
+  describeCandidates,
+  nearestCandidates,
+  StrictModeViolationError,
+  strictModeMessage,
+  UiTimeoutError,
+} from './diagnostics.js';
+import { keycodeOf, type KeyName, type UiDriver } from './driver.js';
+import type { UiEngine } from './engine.js';
+import {
+  formatValue,
+  resolveSteps,
+  selectorStep,
+  type Selector,
+  type Step,
+  type TextMatch,
+} from './selector.js';
+import { centre, sameBounds, textOf, type UiNode, type UiSnapshot } from './tree.js';
+
+export interface TimeoutOption {
+  /** How long to wait, in ms (default: the action timeout; 0 waits without a limit of its own). */
+  timeout?: number;
+}
+
+export interface BoundingBox {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+export type WaitForState = 'attached' | 'detached' | 'visible' | 'hidden';
+export type SwipeDirection = 'up' | 'down' | 'left' | 'right';
+
+/** Poll intervals between snapshots, as Playwright's: quick at first, then every half second. */
+const BACKOFF = [0, 20, 50, 100, 100, 250];
+
+function isVisible(n: UiNode): boolean {
+  const b = n.bounds;
+  return n.displayed && b.right > b.left && b.bottom > b.top;
+}
+
+/** Attribute names as tests write them, mapped to the source's. */
+const ATTRIBUTE_ALIASES: Record<string, string> = {
+  resourceId: 'resource-id',
+  res: 'resource-id',
+  contentDescription: 'content-desc',
+  desc: 'content-desc',
+  className: 'class',
+  clazz: 'class',
+  packageName: 'package',
+  pkg: 'package',
+  longClickable: 'long-clickable',
+};
+
+function attributeOf(n: UiNode, name: string): string | null {
+  const key = ATTRIBUTE_ALIASES[name] ?? name;
+  if (key === 'class') return n.className;
+  if (key === 'displayed') return String(n.displayed);
+  return n.attributes[key] ?? null;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+interface Attempt<T> {
+  value?: T;
+  /** Why this attempt was not good enough (for the timeout message). */
+  waiting?: string;
+}
+
+export interface AssertionOutcome {
+  pass: boolean;
+  /** What was on screen at the last attempt, for the message. */
+  received: string;
+  /** Set when nothing matched. */
+  candidates?: string;
+}
+
+export class Locator {
+  readonly #engine: UiEngine;
+  readonly #steps: readonly Step[];
+  readonly #title: string;
+
+  /** @internal Use phone.locator() and the phone's getBy* methods. */
+  constructor(engine: UiEngine, steps: readonly Step[], title: string) {
+    this.#engine = engine;
+    this.#steps = steps;
+    this.#title = title;
+  }
+
+  /** How the locator reads in steps and errors, e.g. `phone.getByText('Log in')`. */
+  toString(): string {
+    return this.#title;
+  }
+
+  [inspect.custom](): string {
+    return `Locator(${this.#title})`;
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Refining
+
+  #with(step: Step, suffix: string): Locator {
+    return new Locator(this.#engine, [...this.#steps, step], `${this.#title}${suffix}`);
+  }
+
+  /** Views inside this locator's views that match `selector` (an AndroidSelector or `xpath=...`). */
+  locator(selector: Selector): Locator {
+    return this.#with(selectorStep(selector), `.locator(${formatValue(selector)})`);
+  }
+
+  /** Views whose text contains `text` (case-insensitive), equals it with `{ exact: true }`, or matches a RegExp. */
+  getByText(text: TextMatch, options: { exact?: boolean } = {}): Locator {
+    const exact = options.exact ?? false;
+    return this.#with(
+      { kind: 'text', query: { text, exact } },
+      `.getByText(${formatValue(text)}${exact ? ', { exact: true }' : ''})`,
+    );
+  }
+
+  /** Views with this resource id: `username` (in the view's own app) or `com.app:id/username`. */
+  getById(id: string | RegExp): Locator {
+    return this.#with({ kind: 'select', selector: { res: id } }, `.getById(${formatValue(id)})`);
+  }
+
+  /** Views with this content description (accessibility id). */
+  getByDesc(desc: TextMatch): Locator {
+    return this.#with({ kind: 'select', selector: { desc } }, `.getByDesc(${formatValue(desc)})`);
+  }
+
+  /** Views of this class, e.g. `android.widget.EditText`. */
+  getByClass(className: TextMatch): Locator {
+    return this.#with(
+      { kind: 'select', selector: { clazz: className } },
+      `.getByClass(${formatValue(className)})`,
+    );
+  }
+
+  first(): Locator {
+    return this.#with({ kind: 'nth', index: 0 }, '.first()');
+  }
+
+  last(): Locator {
+    return this.#with({ kind: 'nth', index: -1 }, '.last()');
+  }
+
+  /** The view at `index` (0-based; negative counts from the end). */
+  nth(index: number): Locator {
+    return this.#with({ kind: 'nth', index }, `.nth(${index})`);
+  }
+
+  /** Keeps the views whose text (or their children's) contains hasText and not hasNotText. */
+  filter(options: { hasText?: TextMatch; hasNotText?: TextMatch }): Locator {
+    return this.#with({ kind: 'filter', ...options }, `.filter(${formatValue(options)})`);
+  }
+
+  /** One locator per view that matches now. */
+  async all(): Promise<Locator[]> {
+    const n = await this.count();
+    return Array.from({ length: n }, (_, i) => this.nth(i));
+  }
+
+  /** How many views match now (no waiting). */
+  async count(): Promise<number> {
+    return this.#resolve(await this.#engine.snapshot()).length;
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Actions
+
+  /** Taps the centre of the element once it is visible, enabled and stable. */
+  click(options: TimeoutOption = {}): Promise<void> {
+    return this.#action('click', '', options, { enabled: true }, async (n, d) => {
+      const { x, y } = centre(n.bounds);
+      await d.tap(x, y);
+    });
+  }
+
+  /** Touches and holds the element (default 1 s). */
+  longPress(options: TimeoutOption & { duration?: number } = {}): Promise<void> {
+    return this.#action('longPress', '', options, { enabled: true }, async (n, d) => {
+      const { x, y } = centre(n.bounds);
+      await d.longPress(x, y, options.duration ?? 1000);
+    });
+  }
+
+  /** Focuses the element and replaces its text with `value`. */
+  fill(value: string, options: TimeoutOption = {}): Promise<void> {
+    return this.#action(
+      'fill',
+      formatValue(value),
+      options,
+      { enabled: true, editable: true },
+      async (n, d) => {
+        const { x, y } = centre(n.bounds);
+        await d.tap(x, y);
+        await d.replaceText(n, value);
+      },
+    );
+  }
+
+  /** Empties the element's text. */
+  clear(options: TimeoutOption = {}): Promise<void> {
+    return this.#action('clear', '', options, { enabled: true, editable: true }, async (n, d) => {
+      const { x, y } = centre(n.bounds);
+      await d.tap(x, y);
+      await d.replaceText(n, '');
+    });
+  }
+
+  /** Focuses the element and presses a key (`Enter`, `Tab`, `Backspace`, a KEYCODE_ name or a number). */
+  press(key: KeyName, options: TimeoutOption = {}): Promise<void> {
+    const code = keycodeOf(key);
+    return this.#action('press', formatValue(key), options, { enabled: true }, async (n, d) => {
+      const { x, y } = centre(n.bounds);
+      await d.tap(x, y);
+      await d.key(code);
+    });
+  }
+
+  /** Checks a checkbox or switch (taps it unless it is checked), then waits until it reads checked. */
+  check(options: TimeoutOption = {}): Promise<void> {
+    return this.#setChecked(true, options);
+  }
+
+  uncheck(options: TimeoutOption = {}): Promise<void> {
+    return this.#setChecked(false, options);
+  }
+
+  #setChecked(checked: boolean, options: TimeoutOption): Promise<void> {
+    const name = checked ? 'check' : 'uncheck';
+    return this.#engine.step(`${this.#title}.${name}()`, async () => {
+      let tapped = false;
+      await this.#poll(name, options.timeout, async (snap, matches, stableSince) => {
+        const n = this.#one(matches, snap);
+        if (!n) return { waiting: 'waiting for the element to be attached' };
+        if (!n.checkable) throw new Error(`${this.#title} is not checkable: ${n.className}`);
+        if (n.checked === checked) return { value: true };
+        if (tapped)
+          return { waiting: `waiting for the element to become ${checked ? 'checked' : 'unchecked'}` };
+        const ready = this.#actionable(n, stableSince, { enabled: true });
+        if (ready) return { waiting: ready };
+        const { x, y } = centre(n.bounds);
+        await (await this.#engine.driver()).tap(x, y);
+        tapped = true;
+        return { waiting: 'tapped; waiting for the state to change' };
+      });
+    });
+  }
+
+  /** Scrolls the nearest scrollable view until the element shows, then stops. */
+  scrollIntoView(options: TimeoutOption = {}): Promise<void> {
+    return this.#engine.step(`${this.#title}.scrollIntoView()`, async () => {
+      let direction: 1 | -1 = 1;
+      let lastXml = '';
+      await this.#poll('scrollIntoView', options.timeout, async (snap, matches) => {
+        const n = this.#one(matches, snap);
+        const area = snap.nodes.find((s) => s.scrollable && isVisible(s));
+        if (n && isVisible(n) && (!area || insideOf(n, area))) return { value: true };
+        if (!area) return { waiting: 'waiting for the element; nothing on screen scrolls' };
+        if (snap.xml === lastXml) {
+          // The list did not move: its end is reached; search the other way (once).
+          if (direction === -1) return { waiting: 'scrolled both ways; the element never showed' };
+          direction = -1;
+        }
+        lastXml = snap.xml;
+        const b = area.bounds;
+        const x = Math.round((b.left + b.right) / 2);
+        const h = b.bottom - b.top;
+        const from = { x, y: Math.round(b.top + h * (direction === 1 ? 0.75 : 0.25)) };
+        const to = { x, y: Math.round(b.top + h * (direction === 1 ? 0.25 : 0.75)) };
+        await (await this.#engine.driver()).swipe(from, to, 300);
+        return { waiting: 'scrolling' };
+      });
+    });
+  }
+
+  /** Swipes across the element: `up` moves the finger up (the content follows it). */
+  swipe(direction: SwipeDirection, options: TimeoutOption = {}): Promise<void> {
+    return this.#action('swipe', formatValue(direction), options, {}, async (n, d) => {
+      const b = n.bounds;
+      const c = centre(b);
+      const dx = Math.round((b.right - b.left) * 0.35);
+      const dy = Math.round((b.bottom - b.top) * 0.35);
+      const delta = { up: [0, -dy], down: [0, dy], left: [-dx, 0], right: [dx, 0] }[direction];
+      await d.swipe(
+        { x: c.x - delta[0]!, y: c.y - delta[1]! },
+        { x: c.x + delta[0]!, y: c.y + delta[1]! },
+        300,
+      );
+    });
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Queries
+
+  /** The element's text (waits for it to be attached). */
+  textContent(options: TimeoutOption = {}): Promise<string> {
+    return this.#query('textContent', options, (n) => textOf(n));
+  }
+
+  /** An attribute of the element as the source writes it (`text`, `resource-id`, `content-desc`, `checked`, ...). */
+  getAttribute(name: string, options: TimeoutOption = {}): Promise<string | null> {
+    return this.#query(`getAttribute(${formatValue(name)})`, options, (n) => attributeOf(n, name));
+  }
+
+  isEnabled(options: TimeoutOption = {}): Promise<boolean> {
+    return this.#query('isEnabled', options, (n) => n.enabled);
+  }
+
+  isChecked(options: TimeoutOption = {}): Promise<boolean> {
+    return this.#query('isChecked', options, (n) => n.checked);
+  }
+
+  /** Whether the element is on screen now (no waiting; false when nothing matches). */
+  async isVisible(): Promise<boolean> {
+    const snap = await this.#engine.snapshot();
+    const n = this.#one(this.#resolve(snap), snap);
+    return n !== null && isVisible(n);
+  }
+
+  /** The element's rectangle in screen pixels, or null when nothing matches. */
+  async boundingBox(): Promise<BoundingBox | null> {
+    const snap = await this.#engine.snapshot();
+    const n = this.#one(this.#resolve(snap), snap);
+    if (!n) return null;
+    const b = n.bounds;
+    return { x: b.left, y: b.top, width: b.right - b.left, height: b.bottom - b.top };
+  }
+
+  /** Waits until the element reaches `state` (default 'visible'). */
+  waitFor(options: TimeoutOption & { state?: WaitForState } = {}): Promise<void> {
+    const state = options.state ?? 'visible';
+    return this.#engine.step(`${this.#title}.waitFor(${formatValue({ state })})`, async () => {
+      await this.#poll('waitFor', options.timeout, (snap, matches) => {
+        const n =
+          state === 'detached' || state === 'hidden' ? (matches[0] ?? null) : this.#one(matches, snap);
+        const done =
+          state === 'attached'
+            ? n !== null
+            : state === 'detached'
+              ? matches.length === 0
+              : state === 'visible'
+                ? n !== null && isVisible(n)
+                : matches.every((m) => !isVisible(m));
+        return Promise.resolve(
+          done ? { value: true } : { waiting: `waiting for the element to be ${state}` },
+        );
+      });
+    });
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Assertions (used by expect(locator) matchers)
+
+  /**
+   * @internal Polls `check` until it gives `pass !== isNot` or the time runs out; returns
+   * the last outcome. Strict-mode violations throw.
+   */
+  async _expect(
+    timeout: number,
+    isNot: boolean,
+    check: (matches: UiNode[], snap: UiSnapshot) => AssertionOutcome,
+  ): Promise<AssertionOutcome> {
+    const deadline = timeout > 0 ? Date.now() + timeout : Infinity;
+    for (let attempt = 0; ; attempt++) {
+      const snap = await this.#engine.snapshot();
+      const outcome = check(this.#resolve(snap), snap);
+      if (outcome.pass !== isNot || Date.now() >= deadline) {
+        if (outcome.pass === isNot && outcome.candidates === undefined && this.#resolve(snap).length === 0)
+          outcome.candidates = describeCandidates(nearestCandidates(this.#steps, snap));
+        return outcome;
+      }
+      await sleep(
+        Math.min(BACKOFF[Math.min(attempt + 1, BACKOFF.length - 1)]!, Math.max(0, deadline - Date.now())),
+      );
+    }
+  }
+
+  /** @internal The one element, or a strict-mode error; null when nothing matches. */
+  _single(matches: UiNode[], snap: UiSnapshot): UiNode | null {
+    return this.#one(matches, snap);
+  }
+
+  /** @internal */
+  get _engine(): UiEngine {
+    return this.#engine;
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Machinery
+
+  #resolve(snap: UiSnapshot): UiNode[] {
+    return resolveSteps(snap.root, this.#steps);
+  }
+
+  #one(matches: UiNode[], snap: UiSnapshot): UiNode | null {
+    if (matches.length > 1) throw new StrictModeViolationError(strictModeMessage(this.#title, matches, snap));
+    return matches[0] ?? null;
+  }
+
+  /** Why `n` cannot be acted on yet, or null when it can. */
+  #actionable(
+    n: UiNode,
+    stableSince: UiNode | null,
+    needs: { enabled?: boolean; editable?: boolean },
+  ): string | null {
+    if (!isVisible(n)) return 'waiting for the element to be visible';
+    if (needs.enabled && !n.enabled) return 'waiting for the element to be enabled';
+    if (!stableSince || !sameBounds(stableSince.bounds, n.bounds))
+      return 'waiting for the element to be stable';
+    return null;
+  }
+
+  async #action(
+    name: string,
+    args: string,
+    options: TimeoutOption,
+    needs: { enabled?: boolean; editable?: boolean },
+    perform: (node: UiNode, driver: UiDriver) => Promise<void>,
+  ): Promise<void> {
+    await this.#engine.step(`${this.#title}.${name}(${args})`, async () => {
+      await this.#poll(name, options.timeout, async (snap, matches, previous) => {
+        const n = this.#one(matches, snap);
+        if (!n) return { waiting: 'waiting for the element to be attached' };
+        if (needs.editable && !/EditText|AutoCompleteTextView|SearchView/.test(n.className) && !n.focusable) {
+          throw new Error(`${this.#title}.${name}: the element is not editable (${n.className}).`);
+        }
+        const notYet = this.#actionable(n, previous, needs);
+        if (notYet) return { waiting: notYet };
+        await perform(n, await this.#engine.driver());
+        return { value: true };
+      });
+    });
+  }
+
+  async #query<T>(name: string, options: TimeoutOption, read: (n: UiNode) => T): Promise<T> {
+    return this.#engine.step(`${this.#title}.${name}()`, () =>
+      this.#poll(name, options.timeout, (snap, matches) => {
+        const n = this.#one(matches, snap);
+        return Promise.resolve(
+          n ? { value: read(n) } : { waiting: 'waiting for the element to be attached' },
+        );
+      }),
+    );
+  }
+
+  /**
+   * The auto-wait loop: a snapshot per attempt, `attempt` decides. It also receives this
+   * locator's single match from the previous snapshot, so "stable" means the same bounds
+   * twice in a row; the first attempt snapshots again at once rather than waiting.
+   */
+  async #poll<T>(
+    name: string,
+    timeout: number | undefined,
+    attempt: (snap: UiSnapshot, matches: UiNode[], previous: UiNode | null) => Promise<Attempt<T>>,
+  ): Promise<T> {
+    const budget = timeout ?? this.#engine.options.actionTimeout;
+    const deadline = budget > 0 ? Date.now() + budget : Infinity;
+    let previous: UiNode | null = null;
+    let waiting = '';
+    let snap: UiSnapshot | null = null;
+    for (let i = 0; ; i++) {
+      snap = await this.#engine.snapshot();
+      const matches = this.#resolve(snap);
+      const result = await attempt(snap, matches, previous);
+      if ('value' in result && result.value !== undefined) return result.value;
+      waiting = result.waiting ?? waiting;
+      previous = matches.length === 1 ? matches[0]! : null;
+      const now = Date.now();
+      if (now >= deadline) break;
+      const pause =
+        waiting === 'waiting for the element to be stable' && i === 0
+          ? 0
+          : BACKOFF[Math.min(i + 1, BACKOFF.length - 1)]!;
+      await sleep(Math.min(pause, deadline - now));
+    }
+    const matches = this.#resolve(snap);
+    const app = foregroundPackage(snap);
+    const seen =
+      matches.length === 0
+        ? `${this.#title} matched nothing on screen${app ? ` (${app} in front)` : ''}.\n${describeCandidates(nearestCandidates(this.#steps, snap))}`
+        : `${this.#title} matched, but the last attempt was still ${waiting}.`;
+    throw new UiTimeoutError(`${name}: Timeout ${budget}ms exceeded.\nCall log:\n  - ${waiting}\n${seen}`);
+  }
+}
+
+function insideOf(n: UiNode, area: UiNode): boolean {
+  const c = centre(n.bounds);
+  const b = area.bounds;
+  return c.x >= b.left && c.x <= b.right && c.y >= b.top && c.y <= b.bottom;
+}
+
+/** The root for phone.locator() and phone.getBy*(): every locator's title starts with `phone`. */
+export function rootLocator(engine: UiEngine): Locator {
+  return new Locator(engine, [], 'phone');
+}

@@ -1,0 +1,95 @@
+/**
+ * Locators on a leased phone of the real server: the login app driven by every selector
+ * kind on both back ends (the UiAutomator2 server installed from the npm package, and the
+ * `uiautomator dump` fallback), strict mode, timeouts that name what is on screen, and
+ * auto-waiting for a login that answers late.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { leasePhone, type Lease } from '../../src/index.js';
+import { StrictModeViolationError, UiTimeoutError } from '../../src/ui/index.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { leaseOptions, type RecordingLogger } from './helpers.js';
+
+let t: TestServer;
+beforeAll(async () => {
+  t = await startTestServer({ bootMs: 20, phones: 8 });
+}, 60_000);
+afterAll(() => t?.close());
+
+async function lease(engine?: 'dump' | 'uiautomator2'): Promise<Lease & { log: RecordingLogger }> {
+  const opts = leaseOptions(t);
+  const phone = await leasePhone(opts);
+  if (engine) phone.ui.configure({ engine });
+  phone.ui.configure({ actionTimeout: 10_000 });
+  return Object.assign(phone, { log: opts.logger });
+}
+
+describe.each(['uiautomator2', 'dump'] as const)('locators over %s', (engine) => {
+  it('logs in through every selector kind', async () => {
+    await using phone = await lease(engine);
+    await phone.launch('com.phonelease.login');
+    await phone.getById('username').fill('demo');
+    await phone.getByDesc('password').fill('secret');
+    await phone.locator({ clazz: 'android.widget.Button', text: 'Log in' }).click();
+    await phone.locator('xpath=//*[@resource-id="com.phonelease.login:id/result"]').waitFor();
+    expect(await phone.getById('com.phonelease.login:id/result').textContent()).toBe('Welcome, demo!');
+    expect(await phone.getByText(/welcome, \w+!/i).count()).toBe(1);
+    expect(await phone.getByText('sign IN').count()).toBe(1);
+    expect(await phone.getByText('sign IN', { exact: true }).count()).toBe(0);
+    expect(await phone.getByClass('android.widget.EditText').count()).toBe(2);
+    expect(await phone.getByClass('android.widget.EditText').first().getAttribute('text')).toBe('demo');
+    expect(await phone.getByClass('android.widget.EditText').last().getAttribute('password')).toBe('true');
+    // fill replaces what was typed before.
+    await phone.getById('username').fill('someone');
+    expect(await phone.getById('username').textContent()).toBe('someone');
+    await phone.getById('username').clear();
+    expect(await phone.getById('username').textContent()).toBe('');
+    if (engine === 'uiautomator2') expect(phone.log.lines.join('\n')).not.toMatch(/falls back/);
+  });
+});
+
+describe('the UiAutomator2 engine', () => {
+  it('installs the server from the npm package on a fresh phone, once', async () => {
+    await using phone = await lease();
+    const before = await phone.shell('pm list instrumentation');
+    expect(before.stdout).not.toContain('io.appium.uiautomator2.server.test/');
+    await phone.launch('com.phonelease.login');
+    expect(await phone.getByText('Log in').count()).toBe(1);
+    const after = await phone.shell('pm list instrumentation');
+    expect(after.stdout).toContain(
+      'io.appium.uiautomator2.server.test/androidx.test.runner.AndroidJUnitRunner',
+    );
+    expect(phone.log.lines.filter((l) => /installed the UiAutomator2 server/.test(l))).toHaveLength(1);
+    expect(phone.log.lines.join('\n')).not.toMatch(/falls back/);
+  });
+});
+
+describe('strictness and timeouts', () => {
+  it('fails an action on a locator that matches several views, listing them', async () => {
+    await using phone = await lease();
+    await phone.launch('com.phonelease.login');
+    const error = await phone
+      .getByClass('android.widget.EditText')
+      .fill('x')
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StrictModeViolationError);
+    const message = (error as Error).message;
+    expect(message).toContain("phone.getByClass('android.widget.EditText') resolved to 2 elements");
+    expect(message).toContain("aka phone.getById('username')");
+    expect(message).toContain("aka phone.getById('password')");
+  });
+
+  it('names the locator and the nearest views on screen when an element never shows', async () => {
+    await using phone = await lease();
+    await phone.launch('com.phonelease.login');
+    const error = await phone
+      .getByText('Log on', { exact: true })
+      .click({ timeout: 300 })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UiTimeoutError);
+    const message = (error as Error).message;
+    expect(message).toContain('click: Timeout 300ms exceeded');
+    expect(message).toContain("phone.getByText('Log on', { exact: true }) matched nothing on screen");
+    expect(message).toMatch(/Nearest candidates on screen:\n {2}- Button id=login text="Log in"/);
+  });
+});

@@ -1,0 +1,259 @@
+/**
+ * Driving the phone's UI from Playwright Test: the real runner on inline projects, phones
+ * of a real server. Locators by every selector kind, auto-waiting on a slow login,
+ * strict-mode and timeout messages, `.not` and expect's timeout, steps in the JSON
+ * report, the UI tree on failure, and toHaveScreenshot with --update-snapshots.
+ */
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { PNG } from 'pngjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runInlineTest, type FlatTest, type InlineRun } from '../support/playwright-inline.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+let t: TestServer;
+let env: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  t = await startTestServer({ bootMs: 50, phones: 20, account: { sessionLimit: 200 } });
+  env = { PHONELEASE_BASE_URL: t.url, PHONELEASE_API_KEY: t.account.key };
+});
+afterAll(() => t.close());
+
+const config = (extra = '') => `
+import { defineConfig } from '@playwright/test';
+export default defineConfig({ timeout: 60_000, workers: 1, outputDir: './test-results', ${extra} });
+`;
+
+function byTitle(run: InlineRun, title: string): FlatTest {
+  const found = run.tests.find((x) => x.title === title);
+  if (!found) throw new Error(`no test "${title}" in the report:\n${run.stdout}\n${run.stderr}`);
+  return found;
+}
+
+function expectPassed(run: InlineRun, title: string): void {
+  const result = byTitle(run, title).results[0]!;
+  const why = JSON.stringify({ errors: result.errors, steps: result.steps, stderr: result.stderr }).slice(
+    0,
+    5000,
+  );
+  expect(result.status, `${title}: ${why}`).toBe('passed');
+}
+
+interface Step {
+  title: string;
+  error?: unknown;
+  steps?: Step[];
+}
+
+function stepTitles(steps: Step[] | undefined): string[] {
+  return (steps ?? []).flatMap((s) => [s.title, ...stepTitles(s.steps)]);
+}
+
+const LOGIN_SPEC = `
+import { test, expect } from 'phonelease/playwright';
+
+test('logs in by every selector kind', async ({ phone }) => {
+  await phone.launch('com.phonelease.login');
+  await phone.getById('username').fill('demo');
+  await phone.getByDesc('password').fill('secret');
+  await phone.getByText('Log in').click();
+  await expect(phone.getById('result')).toHaveText('Welcome, demo!');
+  await expect(phone.locator({ res: 'com.phonelease.login:id/result' })).toContainText('demo');
+  await expect(phone.locator('xpath=//android.widget.EditText[@resource-id="com.phonelease.login:id/username"]')).toHaveText('demo');
+  await expect(phone.getByClass('android.widget.EditText')).toHaveCount(2);
+  await expect(phone.getByClass('android.widget.EditText').last()).toHaveAttribute('password', 'true');
+  await expect(phone.locator({ clazz: 'android.widget.Button', enabled: true })).toBeEnabled();
+  await expect(phone.getByText('Wrong username or password')).toBeHidden();
+  await expect(phone.getByText('Wrong username or password')).not.toBeVisible();
+});
+
+test('waits for a login that answers late', async ({ phone }) => {
+  await phone.launch('com.phonelease.login');
+  await phone.getById('username').fill('slow');
+  await phone.getById('password').fill('secret');
+  await phone.getByText('Log in').click();
+  await expect(phone.getById('login')).toBeDisabled();
+  await expect(phone.getById('result')).toHaveText('Welcome, slow!');
+  await expect(phone.getById('login')).toBeEnabled();
+  // An action waits too: the button is disabled until the login answers.
+  await phone.getById('username').fill('slow');
+  await phone.getByText('Log in').click();
+  await phone.getByText('Log in').click();
+  await expect(phone.getById('result')).toHaveText('Welcome, slow!');
+});
+
+test('expect.timeout bounds an assertion', async ({ phone }) => {
+  await phone.launch('com.phonelease.login');
+  await phone.getById('username').fill('slow');
+  await phone.getById('password').fill('secret');
+  await phone.getByText('Log in').click();
+  await expect(phone.getById('result')).toHaveText('Welcome, slow!');
+});
+
+test('strict mode', async ({ phone }) => {
+  await phone.launch('com.phonelease.login');
+  await phone.getByClass('android.widget.EditText').fill('demo');
+});
+
+test('timeout', async ({ phone }) => {
+  await phone.launch('com.phonelease.login');
+  await phone.getByText('Sign up').click({ timeout: 500 });
+});
+`;
+
+describe('locators in Playwright', () => {
+  it('drives the login app, waits, reports steps and explains failures', async () => {
+    const run = await runInlineTest(
+      'ui-login',
+      {
+        'playwright.config.ts': config(`expect: { timeout: 5000 }`),
+        'login.spec.ts': LOGIN_SPEC,
+        'timeout.spec.ts': `
+          import { test, expect } from 'phonelease/playwright';
+          test.use({ phoneOptions: {} });
+          test('expect timeout shorter than the login', async ({ phone }) => {
+            await phone.launch('com.phonelease.login');
+            await phone.getById('username').fill('slow');
+            await phone.getById('password').fill('secret');
+            await phone.getByText('Log in').click();
+            await expect(phone.getById('result')).toHaveText('Welcome, slow!', { timeout: 300 });
+          });`,
+      },
+      { env, args: ['--retries=0'] },
+    );
+    const passed = (title: string) => expectPassed(run, title);
+    passed('logs in by every selector kind');
+    passed('waits for a login that answers late');
+    passed('expect.timeout bounds an assertion');
+
+    // Every action and assertion is a step titled like the call.
+    const steps = stepTitles(byTitle(run, 'logs in by every selector kind').results[0]!.steps as Step[]);
+    expect(steps).toEqual(
+      expect.arrayContaining([
+        "phone.launch('com.phonelease.login')",
+        "phone.getById('username').fill('demo')",
+        "phone.getByDesc('password').fill('secret')",
+        "phone.getByText('Log in').click()",
+        "expect(phone.getById('result')).toHaveText('Welcome, demo!')",
+        "expect(phone.getByText('Wrong username or password')).not.toBeVisible()",
+      ]),
+    );
+
+    const strict = byTitle(run, 'strict mode').results[0]!;
+    expect(strict.status).toBe('failed');
+    const strictMessage = strict.errors.map((e) => e.message).join('\n');
+    expect(strictMessage).toContain(
+      "strict mode violation: phone.getByClass('android.widget.EditText') resolved to 2 elements",
+    );
+    expect(strictMessage).toMatch(/1\) EditText id=username .* aka phone\.getById\('username'\)/);
+    expect(strictMessage).toMatch(/2\) EditText id=password .* aka phone\.getById\('password'\)/);
+
+    const timeout = byTitle(run, 'timeout').results[0]!;
+    expect(timeout.status).toBe('failed');
+    const timeoutMessage = timeout.errors.map((e) => e.message).join('\n');
+    expect(timeoutMessage).toContain('click: Timeout 500ms exceeded');
+    expect(timeoutMessage).toContain(
+      "phone.getByText('Sign up') matched nothing on screen (com.phonelease.login in front)",
+    );
+    expect(timeoutMessage).toMatch(/Nearest candidates on screen:\n {2}- \w+ .*text="Sign in"/);
+    // The failure carries the UI tree beside the screen and the logcat.
+    const names = timeout.attachments.map((a) => a.name);
+    expect(names).toEqual(expect.arrayContaining(['phone-screen', 'phone-logcat', 'phone-ui.xml']));
+    const tree = timeout.attachments.find((a) => a.name === 'phone-ui.xml')!;
+    const xml = tree.path
+      ? readFileSync(tree.path, 'utf8')
+      : Buffer.from(tree.body ?? '', 'base64').toString();
+    expect(xml).toContain('com.phonelease.login:id/username');
+
+    const late = byTitle(run, 'expect timeout shorter than the login').results[0]!;
+    expect(late.status).toBe('failed');
+    const lateMessage = late.errors.map((e) => e.message).join('\n');
+    expect(lateMessage).toContain("Locator:  phone.getById('result')");
+    expect(lateMessage).toContain('Expected: "Welcome, slow!"');
+    expect(lateMessage).toContain('Received: "Signing in…"');
+    expect(lateMessage).toContain('Timeout:  300ms');
+  }, 240_000);
+
+  it('compares the screen with a snapshot file, attaches a diff, and updates it on request', async () => {
+    const files = {
+      'playwright.config.ts': config(),
+      'shot.spec.ts': `
+        import { test, expect } from 'phonelease/playwright';
+        test('looks right', async ({ phone }) => {
+          await phone.launch('com.phonelease.login');
+          if (process.env.TYPE_NAME) await phone.getById('username').fill(process.env.TYPE_NAME);
+          await expect(phone).toHaveScreenshot('login.png', { mask: [phone.getById('title')] });
+        });`,
+    };
+    const shot = (args: string[] = [], extra: NodeJS.ProcessEnv = {}) =>
+      runInlineTest('ui-shot', files, { env: { ...env, ...extra }, args: ['--retries=0', ...args] });
+
+    // No snapshot yet: the first run writes it and fails, as Playwright does for pages.
+    const first = await shot();
+    const firstResult = byTitle(first, 'looks right').results[0]!;
+    expect(firstResult.status).toBe('failed');
+    expect(firstResult.errors.map((e) => e.message).join('\n')).toContain("doesn't exist");
+    const snapshot = join(first.dir, 'shot.spec.ts-snapshots', 'login-linux.png');
+    expect(existsSync(snapshot)).toBe(true);
+
+    // Same files, same screen: it passes. (Each run is a new directory: copy the snapshot over.)
+    const again = await runWithSnapshot(files, snapshot, env, []);
+    expectPassed(again, 'looks right');
+
+    // The screen changed: it fails with expected, actual and diff images attached.
+    const changed = await runWithSnapshot(files, snapshot, { ...env, TYPE_NAME: 'demo' }, []);
+    const failed = byTitle(changed, 'looks right').results[0]!;
+    expect(failed.status).toBe('failed');
+    expect(failed.errors.map((e) => e.message).join('\n')).toMatch(
+      /\d+ pixels \(ratio [\d.]+ of all image pixels\) are different/,
+    );
+    const diff = failed.attachments.find((a) => a.name === 'login-diff.png');
+    expect(diff?.path, JSON.stringify(failed.attachments.map((a) => [a.name, a.path]))).toBeTruthy();
+    const diffPng = PNG.sync.read(readFileSync(diff!.path!));
+    let red = 0;
+    for (let i = 0; i < diffPng.data.length; i += 4)
+      if (diffPng.data[i] === 255 && diffPng.data[i + 1] === 0 && diffPng.data[i + 2] === 0) red++;
+    expect(red).toBeGreaterThan(0);
+    expect(failed.attachments.map((a) => a.name)).toEqual(
+      expect.arrayContaining(['login-expected.png', 'login-actual.png', 'login-diff.png']),
+    );
+
+    // --update-snapshots takes the new screen, and it passes from then on.
+    const updated = await runWithSnapshot(files, snapshot, { ...env, TYPE_NAME: 'demo' }, [
+      '--update-snapshots',
+    ]);
+    expectPassed(updated, 'looks right');
+    const newSnapshot = join(updated.dir, 'shot.spec.ts-snapshots', 'login-linux.png');
+    const after = await runWithSnapshot(files, newSnapshot, { ...env, TYPE_NAME: 'demo' }, []);
+    expectPassed(after, 'looks right');
+    rmSync(first.dir, { recursive: true, force: true });
+  }, 300_000);
+});
+
+/** Runs `files` with an existing snapshot file placed where Playwright looks for it. */
+function runWithSnapshot(
+  files: Record<string, string>,
+  snapshot: string,
+  env: NodeJS.ProcessEnv,
+  args: string[],
+): Promise<InlineRun> {
+  const png = readFileSync(snapshot).toString('base64');
+  return runInlineTest(
+    'ui-shot',
+    {
+      ...files,
+      // Written by a tiny global setup so the snapshot bytes travel inside the project.
+      'setup.ts': `
+        import { mkdirSync, writeFileSync } from 'node:fs';
+        import { join } from 'node:path';
+        export default function () {
+          const dir = join(import.meta.dirname, 'shot.spec.ts-snapshots');
+          mkdirSync(dir, { recursive: true });
+          writeFileSync(join(dir, 'login-linux.png'), Buffer.from('${png}', 'base64'));
+        }`,
+      'playwright.config.ts': config(`globalSetup: './setup.ts'`),
+    },
+    { env, args: ['--retries=0', ...args] },
+  );
+}
