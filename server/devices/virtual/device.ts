@@ -4,7 +4,6 @@
  * services work on this object; phone.ts wraps it in the DevicePhone interface.
  */
 import { randomBytes } from 'node:crypto';
-import type { Duplex } from 'node:stream';
 import type { DeviceLogger } from '../types.js';
 import { VirtualFs } from './fs.js';
 import type { DirNode } from './fs.js';
@@ -18,6 +17,8 @@ import { ActivityManager } from './activity.js';
 import { PackageManager, appUserName } from './packages.js';
 import type { InstallSession } from './shell/commands/pm.js';
 import { createPhoneUi } from './ui/index.js';
+import { PhoneNetwork } from './network.js';
+import type { PortHandler } from './network.js';
 import type { LauncherApp, PhoneUi, PhoneUiHost } from './ui/types.js';
 
 export interface DeviceOptions {
@@ -56,7 +57,7 @@ export interface SystemServiceState {
 export const DEFAULT_IME = 'com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME';
 
 /** Handles one connection to a port inside the phone (what `adb forward` reaches). */
-export type PortHandler = (socket: Duplex) => void;
+export type { PortHandler };
 
 export class Device {
   readonly fs: VirtualFs;
@@ -84,8 +85,10 @@ export class Device {
   };
   readonly log: DeviceLogger;
   readonly now: () => number;
-  /** Ports inside the phone that accept connections (`tcp:PORT` streams). */
-  readonly ports = new Map<number, PortHandler>();
+  /** The phone's own network: its loopback ports, abstract sockets and the way out. */
+  readonly network: PhoneNetwork;
+  /** Ports inside the phone that accept connections (`tcp:PORT` streams); the network's table. */
+  readonly ports: Map<number, PortHandler>;
   /** Teardown callbacks of long-lived things (instrumentation, listeners). */
   private readonly closers = new Set<() => void>();
   private uiInstance: PhoneUi | null = null;
@@ -104,6 +107,16 @@ export class Device {
     this.processes = new ProcessTable(this.now);
     this.packages = new PackageManager(this.fs, this.now);
     this.activity = new ActivityManager(this);
+    this.network = new PhoneNetwork((target) =>
+      this.logcat.add({
+        pid: 860,
+        tid: 901,
+        priority: 'W',
+        tag: 'PhoneNetwork',
+        message: `connection to ${target} refused: nothing listens there on the phone (use adb reverse to reach the host)`,
+      }),
+    );
+    this.ports = this.network.ports;
     // A changed app set or setting redraws what shows it, but never creates the UI for that.
     this.packages.onChange(() => this.uiInstance?.appsChanged());
     this.closers.add(this.settings.onChange(() => this.uiInstance?.settingsChanged?.()));
@@ -233,7 +246,7 @@ export class Device {
       }
     }
     this.closers.clear();
-    this.ports.clear();
+    this.network.close();
     this.screenListeners.clear();
   }
 }
