@@ -4,6 +4,7 @@
  * this decides what runs and tells the UI what to bring to the front.
  */
 import type { Device, PortHandler } from './device.js';
+import { BROWSER_PACKAGE } from './browser/browser-app.js';
 import { appUserName } from './packages.js';
 import type { PackageRecord } from './packages.js';
 import type { UiAutomator2Server } from './ui/types.js';
@@ -148,6 +149,7 @@ export class ActivityManager {
     }
     const ui = this.device.ui;
     const front = ui.foreground();
+    if (pkg.name === BROWSER_PACKAGE) this.openBrowser(req.data);
     if (front.package === component.pkg && front.activity === component.cls) {
       return { ok: true, component, launchState: 'HOT', deliveredToTop: true, totalMs: 0 };
     }
@@ -178,6 +180,16 @@ export class ActivityManager {
     return { ok: true, component, launchState: wasRunning ? 'WARM' : 'COLD', deliveredToTop: false, totalMs };
   }
 
+  /** Chrome shows `url` (an intent's data), starting its Chromium on first use. */
+  private openBrowser(url: string | null): void {
+    const browser = this.device.browser;
+    if (!browser) {
+      this.log('E', 'chromium', 'Chrome cannot run on this phone: no browser engine is configured');
+      return;
+    }
+    browser.open(url);
+  }
+
   startService(c: ComponentName, foreground: boolean): boolean {
     const pkg = this.device.packages.get(c.pkg);
     if (!pkg) return false;
@@ -205,6 +217,7 @@ export class ActivityManager {
       if (inst.component.pkg === name || inst.target === name) inst.stop(`force-stop ${name}`);
     }
     if (this.device.hasUi) this.device.ui.forceStop(name);
+    if (name === BROWSER_PACKAGE) void this.device.browser?.stop();
     const wasRunning = this.device.processes.stopPackage(name);
     pkg.stopped = true;
     if (wasRunning && !pkg.launcherActivity)
