@@ -135,7 +135,11 @@ describe('adb reverse', () => {
 describe("the phone's network", () => {
   it("reaches the runner's localhost only through reverse, and refuses other loopback ports", async () => {
     // The site listens on the server machine's loopback, but the phone's localhost is its own.
-    expect(await socksGet('localhost', sitePort, '/direct')).toBe('SOCKS status 5');
+    // Answered by the phone itself (a 502 page that says what to do), never by the runner's server.
+    const refused = await socksGet('localhost', sitePort, '/direct');
+    expect(refused).toMatch(/^HTTP\/1\.1 502 /);
+    expect(refused).toContain(`phone.reverse(${sitePort})`);
+    expect(refused).not.toContain('host says hi');
     const phonePort = 45000 + Math.floor(Math.random() * 1000);
     await v.adbOk(['reverse', `tcp:${phonePort}`, `tcp:${sitePort}`]);
     expect(await socksGet('localhost', phonePort, '/via-proxy')).toContain('host says hi to /via-proxy');

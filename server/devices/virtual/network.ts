@@ -176,29 +176,31 @@ export class PhoneNetwork {
         fail(7);
         return;
       }
-      this.route(socket, host, port, rest, fail);
+      this.route(socket, host, port, rest);
     };
     socket.on('data', onData);
   }
 
-  private route(
-    socket: Socket,
-    host: string,
-    port: number,
-    rest: Buffer,
-    fail: (code: number) => void,
-  ): void {
+  private route(socket: Socket, host: string, port: number, rest: Buffer): void {
     const ok = Buffer.from([5, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
     if (isLoopbackHost(host)) {
-      const inner = this.connectPort(port);
-      if (!inner) {
-        this.onRefused(`${host}:${port}`);
-        fail(5); // connection refused, as a phone's loopback port with no listener
-        return;
-      }
+      // The port is looked up when the first bytes arrive, not at CONNECT: Chromium opens
+      // (preconnects) proxy connections ahead of requests and keeps them, so a connection
+      // made before `adb reverse` may carry the first request after it. Browsers speak
+      // first (HTTP, TLS, WebSocket), so nothing waits on the phone's side meanwhile.
       socket.write(ok);
-      if (rest.length > 0) inner.write(rest);
-      pipeBoth(socket, inner);
+      const decide = (first: Buffer) => {
+        const inner = this.connectPort(port);
+        if (inner) {
+          inner.write(first);
+          pipeBoth(socket, inner);
+          return;
+        }
+        this.onRefused(`${host}:${port}`);
+        answerFailure(socket, first, refusedPage(host, port));
+      };
+      if (rest.length > 0) decide(rest);
+      else socket.once('data', decide);
       return;
     }
     const outer = netConnect({ host, port });
@@ -208,11 +210,47 @@ export class PhoneNetwork {
       pipeBoth(socket, outer);
     });
     outer.once('error', (error: NodeJS.ErrnoException) => {
-      if (outer.connecting || !outer.readyState.includes('open')) {
-        fail(error.code === 'ECONNREFUSED' ? 5 : error.code === 'ENOTFOUND' ? 4 : 1);
+      if (socket.destroyed) return;
+      if (outer.readyState === 'opening' || outer.connecting) {
+        // Not a SOCKS failure reply: see answerFailure.
+        socket.write(ok);
+        const explain = (first: Buffer) =>
+          answerFailure(socket, first, failedPage(host, port, error.code ?? error.message));
+        if (rest.length > 0) explain(rest);
+        else socket.once('data', explain);
       } else socket.destroy();
     });
   }
+}
+
+/**
+ * Ends a proxied connection that cannot reach its target. Chromium marks a SOCKS proxy bad
+ * when it refuses or drops connections and then fails every request for minutes (reversed
+ * ports included), so the connection is accepted: a plain HTTP request gets a 502 page that
+ * says what happened; anything else (TLS) is closed.
+ */
+function answerFailure(socket: Socket, first: Buffer, page: string): void {
+  const line = first.toString('latin1', 0, Math.min(first.length, 512)).split('\n')[0] ?? '';
+  if (!/^[A-Z]+ \S+ HTTP\/1\.[01]\r?$/.test(line)) {
+    socket.end();
+    return;
+  }
+  socket.end(
+    `HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(page)}\r\nConnection: close\r\n\r\n${page}`,
+  );
+}
+
+function failedPage(host: string, port: number, why: string): string {
+  return `<!doctype html><meta name="viewport" content="width=device-width"><title>Cannot reach ${host}</title>
+<h1>The phone cannot reach ${host}:${port}</h1><p>${why.replace(/[<>&]/g, '')}</p>`;
+}
+
+/** What the phone's browser shows for a loopback port nothing listens on. */
+function refusedPage(host: string, port: number): string {
+  return `<!doctype html><meta name="viewport" content="width=device-width"><title>Nothing on ${port}</title>
+<h1>Nothing listens on ${host}:${port} on the phone</h1>
+<p>The phone's localhost is the phone's own. To reach a server on your machine, reverse the port first:
+<code>phone.reverse(${port})</code> or <code>adb reverse tcp:${port} tcp:${port}</code>.</p>`;
 }
 
 /** Relays two connections both ways; either side closing closes the other. */
