@@ -40,6 +40,17 @@ export {
 } from './lease/end.js';
 export type { StartStats } from './lease/start.js';
 export { PhoneAdb, type ShellResult, type ShellBytesResult } from './adb/phone-adb.js';
+export { PortForwards, PortAlreadyReversedError, PortForwardError } from './adb/port-forwards.js';
+export {
+  launchBrowser,
+  BrowserUnavailableError,
+  DevToolsTimeoutError,
+  CHROME_PACKAGE,
+  DEVTOOLS_SOCKET,
+  type LaunchBrowserOptions,
+  type PhoneBrowser,
+  type BrowserHost,
+} from './web/browser.js';
 export { AdbTunnel, type TunnelOptions } from './adb/tunnel.js';
 export { openGateway, type AdbEndpoint } from './adb/gateway.js';
 export { appiumCapabilities, type AppiumCapabilities, type AppiumCapabilityOptions } from './adb/appium.js';

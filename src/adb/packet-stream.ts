@@ -45,9 +45,12 @@ export function socketToAdbConnection(socket: Socket): AdbDaemonConnection {
             // already closed or errored
           }
         });
-        socket.on('error', (error) => {
+        socket.on('error', (error: NodeJS.ErrnoException) => {
           try {
-            controller.error(error);
+            // The far end going away (the session ended while a stream still wrote, e.g. a
+            // browser's DevTools traffic) is the connection's end, not a failure to report.
+            if (error.code === 'EPIPE' || error.code === 'ECONNRESET') controller.close();
+            else controller.error(error);
           } catch {
             // already closed
           }
@@ -75,14 +78,17 @@ export function socketToAdbConnection(socket: Socket): AdbDaemonConnection {
       // One write, one copy: the caller may reuse its payload buffer once this resolves.
       const ok = socket.write(Buffer.concat([header, packet.payload]));
       if (ok) return;
-      return new Promise<void>((resolve, reject) => {
+      return new Promise<void>((resolve) => {
         const onDrain = () => {
           socket.off('close', onClose);
           resolve();
         };
+        // A packet still waiting when the connection closes is dropped, not failed: the
+        // readable side ends and tells the dispatcher. A rejection here would surface as an
+        // unhandled rejection inside @yume-chan's Consumable (nobody awaits `consumed`).
         const onClose = () => {
           socket.off('drain', onDrain);
-          reject(new Error('ADB connection closed'));
+          resolve();
         };
         socket.once('drain', onDrain);
         socket.once('close', onClose);

@@ -10,6 +10,7 @@ import { AdbError } from '../errors.js';
 import { LazyAdbCredentialStore } from './credentials.js';
 import { openGateway, type AdbEndpoint } from './gateway.js';
 import { socketToAdbConnection } from './packet-stream.js';
+import { PortForwards } from './port-forwards.js';
 import { messageOf } from '../util/message.js';
 
 export interface ShellResult {
@@ -38,6 +39,7 @@ const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0
 
 export class PhoneAdb {
   readonly #adb: Adb;
+  #ports: PortForwards | null = null;
 
   private constructor(adb: Adb) {
     this.#adb = adb;
@@ -238,7 +240,14 @@ export class PhoneAdb {
     }
   }
 
+  /** `adb forward` / `adb reverse` on this connection; they end when it closes. */
+  get ports(): PortForwards {
+    this.#ports ??= new PortForwards(this.#adb);
+    return this.#ports;
+  }
+
   async close(): Promise<void> {
+    await this.#ports?.close();
     await this.#adb.close().catch(() => undefined);
   }
 

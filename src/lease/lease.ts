@@ -40,6 +40,8 @@ import {
   type Selector,
   type TextMatch,
 } from '../ui/index.js';
+import type { BrowserContext } from '@playwright/test';
+import { launchBrowser, type LaunchBrowserOptions, type PhoneBrowser } from '../web/browser.js';
 
 export interface LeaseOptions extends PhoneSessionClientOptions {
   /** A client to use instead of one built from baseUrl / apiKey / the environment. */
@@ -272,6 +274,8 @@ export class Lease implements AsyncDisposable {
   #adbConnected: Promise<void> | null = null;
   #ending: Promise<EndedLease> | null = null;
   #ui: UiEngine | null = null;
+  /** Browsers connected by launchBrowser(), disconnected when the lease ends. */
+  readonly #browsers = new Set<PhoneBrowser>();
 
   /** @internal Use leasePhone(). */
   constructor(init: LeaseInit, onEnded: OnEnded) {
@@ -451,6 +455,46 @@ export class Lease implements AsyncDisposable {
   }
 
   // -------------------------------------------------------------------------------------
+  // Mobile web: ports and the phone's browser (all undone when the lease ends)
+
+  /**
+   * `adb forward`: listens on 127.0.0.1:localPort (0 picks a free port) and connects each
+   * connection to `remote` on the phone (a port, or a spec like `localabstract:NAME`).
+   * Resolves with the local port.
+   */
+  async forward(localPort: number, remote: number | string): Promise<number> {
+    return (await this.#phoneAdb()).ports.forward(localPort, remote);
+  }
+
+  /**
+   * `adb reverse`: the phone's `localhost:remotePort` reaches this machine's
+   * 127.0.0.1:localPort (default the same port). Resolves with the phone's port (the one it
+   * picked, for 0). A port already reversed throws PortAlreadyReversedError.
+   */
+  async reverse(remotePort: number, localPort: number = remotePort): Promise<number> {
+    return (await this.#phoneAdb()).ports.reverse(remotePort, localPort);
+  }
+
+  /**
+   * Playwright in the phone's Chrome: starts the browser if needed and resolves with its
+   * BrowserContext (pages in it run on the phone). Needs @playwright/test.
+   */
+  async launchBrowser(options: LaunchBrowserOptions = {}): Promise<BrowserContext> {
+    const adb = await this.#phoneAdb();
+    const browser = await launchBrowser(
+      {
+        shell: (command) => adb.shell(command),
+        forward: (local, remote) => adb.ports.forward(local, remote),
+        removeForward: (local) => adb.ports.removeForward(local),
+      },
+      options,
+    );
+    this.#browsers.add(browser);
+    browser.browser.on('disconnected', () => this.#browsers.delete(browser));
+    return browser.context;
+  }
+
+  // -------------------------------------------------------------------------------------
   // Service operations
 
   /** The service's snapshot of the screen (frame.png; at most one new capture every two seconds). */
@@ -555,6 +599,10 @@ export class Lease implements AsyncDisposable {
     const adb = this.#adb;
     const tunnel = this.#tunnel;
     const connected = this.#adbConnected;
+    const browsers = [...this.#browsers];
+    this.#browsers.clear();
+    // Playwright is told first, so its pages fail with "closed" rather than a broken pipe.
+    await Promise.allSettled(browsers.map((b) => b.close()));
     this.#adb = null;
     this.#tunnel = null;
     this.#adbConnected = null;

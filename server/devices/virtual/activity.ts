@@ -3,17 +3,15 @@
  * instrumentations (the UiAutomator2 server among them). The screen itself is the UI side's;
  * this decides what runs and tells the UI what to bring to the front.
  */
-import type { Duplex } from 'node:stream';
 import type { DeviceLogger } from '../types.js';
 import type { LogBuffer, LogPriority } from './logcat.js';
 import type { ProcessTable } from './processes.js';
 import type { PackageManager } from './packages.js';
+import { BROWSER_PACKAGE, type BrowserApp } from './browser/browser-app.js';
+import type { PortHandler } from './network.js';
 import { appUserName } from './packages.js';
 import type { PackageRecord } from './packages.js';
 import type { PhoneUi, UiAutomator2Server } from './ui/types.js';
-
-/** Handles one connection to a port inside the phone (what `adb forward` reaches). */
-export type PortHandler = (socket: Duplex) => void;
 
 /**
  * What the activity manager uses of its phone. The Device provides it; the interface lives
@@ -29,6 +27,8 @@ export interface ActivityHost {
   readonly now: () => number;
   /** Ports inside the phone that accept connections (`tcp:PORT` streams). */
   readonly ports: Map<number, PortHandler>;
+  /** Chrome, or null when this phone has no browser to run. */
+  readonly browser: BrowserApp | null;
   readonly log: DeviceLogger;
   onClose(closer: () => void): () => void;
   appLog(priority: LogPriority, tag: string, message: string, pid?: number): void;
@@ -174,6 +174,7 @@ export class ActivityManager {
     }
     const ui = this.device.ui;
     const front = ui.foreground();
+    if (pkg.name === BROWSER_PACKAGE) this.openBrowser(req.data);
     if (front.package === component.pkg && front.activity === component.cls) {
       return { ok: true, component, launchState: 'HOT', deliveredToTop: true, totalMs: 0 };
     }
@@ -204,6 +205,16 @@ export class ActivityManager {
     return { ok: true, component, launchState: wasRunning ? 'WARM' : 'COLD', deliveredToTop: false, totalMs };
   }
 
+  /** Chrome shows `url` (an intent's data), starting its Chromium on first use. */
+  private openBrowser(url: string | null): void {
+    const browser = this.device.browser;
+    if (!browser) {
+      this.log('E', 'chromium', 'Chrome cannot run on this phone: no browser engine is configured');
+      return;
+    }
+    browser.open(url);
+  }
+
   startService(c: ComponentName, foreground: boolean): boolean {
     const pkg = this.device.packages.get(c.pkg);
     if (!pkg) return false;
@@ -231,6 +242,7 @@ export class ActivityManager {
       if (inst.component.pkg === name || inst.target === name) inst.stop(`force-stop ${name}`);
     }
     if (this.device.hasUi) this.device.ui.forceStop(name);
+    if (name === BROWSER_PACKAGE) void this.device.browser?.stop();
     const wasRunning = this.device.processes.stopPackage(name);
     pkg.stopped = true;
     if (wasRunning && !pkg.launcherActivity)

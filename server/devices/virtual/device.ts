@@ -13,10 +13,15 @@ import type { LogPriority } from './logcat.js';
 import { ProcessTable } from './processes.js';
 import { SystemProps } from './props.js';
 import { SettingsStore } from './settings.js';
-import { ActivityManager, type PortHandler } from './activity.js';
+import { ActivityManager } from './activity.js';
 import { PackageManager, appUserName } from './packages.js';
 import type { InstallSession } from './packages.js';
 import { createPhoneUi } from './ui/index.js';
+import { PhoneNetwork } from './network.js';
+import { BROWSER_TOOLBAR_DP, BrowserApp } from './browser/browser-app.js';
+import type { BrowserConfig } from './browser/browser-app.js';
+import { metrics } from './ui/theme.js';
+import type { PortHandler } from './network.js';
 import type { LauncherApp, PhoneUi, PhoneUiHost } from './ui/types.js';
 
 export interface DeviceOptions {
@@ -25,6 +30,8 @@ export interface DeviceOptions {
   now?: () => number;
   /** Storage quota for the phone's own files (default DEFAULT_STORAGE_BYTES, 2 GiB). */
   storageBytes?: number;
+  /** How Chrome runs on this phone (a real Chromium); without it the browser cannot start. */
+  browser?: BrowserConfig | null;
 }
 
 /** Small pieces of system service state that `cmd`, `appops`, `wm` and dumpsys report. */
@@ -54,7 +61,8 @@ export interface SystemServiceState {
 
 export const DEFAULT_IME = 'com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME';
 
-export type { PortHandler } from './activity.js';
+/** Handles one connection to a port inside the phone (what `adb forward` reaches). */
+export type { PortHandler };
 
 export class Device {
   readonly fs: VirtualFs;
@@ -82,8 +90,12 @@ export class Device {
   };
   readonly log: DeviceLogger;
   readonly now: () => number;
-  /** Ports inside the phone that accept connections (`tcp:PORT` streams). */
-  readonly ports = new Map<number, PortHandler>();
+  /** The phone's own network: its loopback ports, abstract sockets and the way out. */
+  readonly network: PhoneNetwork;
+  /** Ports inside the phone that accept connections (`tcp:PORT` streams); the network's table. */
+  readonly ports: Map<number, PortHandler>;
+  /** Chrome (`com.android.chrome`), or null when this phone has no browser to run. */
+  readonly browser: BrowserApp | null;
   /** Teardown callbacks of long-lived things (instrumentation, listeners). */
   private readonly closers = new Set<() => void>();
   private uiInstance: PhoneUi | null = null;
@@ -102,9 +114,43 @@ export class Device {
     this.processes = new ProcessTable(this.now);
     this.packages = new PackageManager(this.fs, this.now);
     this.activity = new ActivityManager(this);
+    this.network = new PhoneNetwork((target) =>
+      this.logcat.add({
+        pid: 860,
+        tid: 901,
+        priority: 'W',
+        tag: 'PhoneNetwork',
+        message: `connection to ${target} refused: nothing listens there on the phone (use adb reverse to reach the host)`,
+      }),
+    );
+    this.ports = this.network.ports;
+    this.browser = options.browser ? this.createBrowser(options.browser) : null;
     // A changed app set or setting redraws what shows it, but never creates the UI for that.
     this.packages.onChange(() => this.uiInstance?.appsChanged());
     this.closers.add(this.settings.onChange(() => this.uiInstance?.settingsChanged?.()));
+  }
+
+  private createBrowser(config: BrowserConfig): BrowserApp {
+    // The page fills the app window below Chrome's toolbar.
+    const m = metrics(DEVICE.width, DEVICE.height, DEVICE.density);
+    const toolbar = Math.round(BROWSER_TOOLBAR_DP * m.dp);
+    return new BrowserApp({
+      config,
+      network: this.network,
+      geometry: {
+        left: m.content.left,
+        top: m.content.top + toolbar,
+        width: m.content.right - m.content.left,
+        height: m.content.bottom - m.content.top - toolbar,
+        scale: m.dp,
+      },
+      log: this.log,
+      logcat: (priority, message) => {
+        const pid = this.processes.list().find((p) => p.name === 'com.android.chrome')?.pid ?? 860;
+        this.logcat.add({ pid, tid: pid, priority, tag: 'chromium', message });
+      },
+      changed: () => this.uiInstance?.contentChanged?.(),
+    });
   }
 
   launcherApps(): LauncherApp[] {
@@ -120,6 +166,7 @@ export class Device {
         setting: (ns, key) => this.settings.get(ns, key),
         // Toggles in the Settings app write through, so `settings get` sees them.
         setSetting: (ns, key, value) => this.settings.put(ns, key, value),
+        browser: () => this.browser,
       };
       const ui = createPhoneUi(host, {
         width: DEVICE.width,
@@ -231,7 +278,7 @@ export class Device {
       }
     }
     this.closers.clear();
-    this.ports.clear();
+    this.network.close();
     this.screenListeners.clear();
   }
 }

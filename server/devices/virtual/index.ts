@@ -4,6 +4,7 @@
  */
 import type { BootRequest, DeviceBackend, DevicePhone } from '../types.js';
 import type { DirNode } from './fs.js';
+import { DEFAULT_CHROMIUM, browserConfig } from './browser/config.js';
 import { VirtualPhone } from './phone.js';
 import { buildSystemImage } from './system-image.js';
 import type { CommandTable } from './shell/command.js';
@@ -17,6 +18,11 @@ export interface VirtualBackendOptions {
   host?: string;
   /** Storage quota of each phone's own files in bytes (default 2 GiB); writes beyond fail with ENOSPC. */
   storageBytes?: number;
+  /**
+   * The Chromium behind each phone's Chrome (default PHONELEASE_CHROMIUM or /usr/bin/chromium);
+   * null: phones have no browser engine (Chrome is listed but cannot start).
+   */
+  chromium?: string | null;
 }
 
 export { PHONE_LABEL } from './identity.js';
@@ -38,6 +44,10 @@ async function delay(ms: number, signal: AbortSignal): Promise<void> {
 
 export function createVirtualBackend(options: VirtualBackendOptions): DeviceBackend {
   const host = options.host ?? '127.0.0.1';
+  const chromium =
+    options.chromium === undefined ? (process.env.PHONELEASE_CHROMIUM ?? DEFAULT_CHROMIUM) : options.chromium;
+  // One configuration for every phone: the Chromium version is asked once.
+  const browser = chromium ? browserConfig(chromium) : null;
   const phones = new Set<VirtualPhone>();
   // Built on first boot and shared by every phone of this backend (copy-on-write).
   let systemRoot: DirNode | null = null;
@@ -60,6 +70,7 @@ export function createVirtualBackend(options: VirtualBackendOptions): DeviceBack
         host,
         restoreFrom: request.restoreFrom,
         storageBytes: options.storageBytes,
+        browser,
       });
       phones.add(phone);
       try {

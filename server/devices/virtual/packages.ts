@@ -127,6 +127,19 @@ const BUILT_INS: readonly BuiltIn[] = [
     launcher: 'com.phonelease.login.LoginActivity',
   },
   {
+    // A real Chromium runs behind it (browser/browser-app.ts) when the phone has one.
+    name: 'com.android.chrome',
+    label: 'Chrome',
+    dir: '/product/app/Chrome',
+    apk: 'Chrome.apk',
+    uid: 10131,
+    versionCode: 612800031,
+    versionName: '128.0.6613.127',
+    activities: ['com.google.android.apps.chrome.Main'],
+    actions: { 'com.google.android.apps.chrome.Main': ['android.intent.action.VIEW'] },
+    launcher: 'com.google.android.apps.chrome.Main',
+  },
+  {
     name: 'com.android.launcher3',
     label: 'Pixel Launcher',
     dir: '/system_ext/priv-app/Launcher3QuickStep',
@@ -408,7 +421,12 @@ export class PackageManager {
   /** Launcher apps for the home screen: the UI's built-in apps, then installs in order. */
   launcherApps(): LauncherApp[] {
     const out: LauncherApp[] = [];
-    for (const name of ['com.android.settings', 'com.phonelease.login', ...this.installed]) {
+    for (const name of [
+      'com.android.settings',
+      'com.android.chrome',
+      'com.phonelease.login',
+      ...this.installed,
+    ]) {
       const p = this.packages.get(name);
       if (p?.launcherActivity && p.enabled)
         out.push({ package: p.name, label: p.label, activity: p.launcherActivity });

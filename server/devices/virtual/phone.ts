@@ -3,6 +3,7 @@ import type { AppSummary, DeviceLogger, DevicePhone, PhoneInput, ScreenSize } fr
 import { UIA2_SERVER_PACKAGE, UIA2_TEST_PACKAGE } from './activity.js';
 import { AdbServer } from './adb/server.js';
 import { createServiceResolver } from './adb/services.js';
+import type { BrowserConfig } from './browser/browser-app.js';
 import { Device } from './device.js';
 import type { DirNode } from './fs.js';
 import { DEVICE, PHONE_LABEL, connectBanner } from './identity.js';
@@ -35,6 +36,8 @@ export interface VirtualPhoneOptions {
   restoreFrom: string | null;
   /** Storage quota for the phone's own files (default 2 GiB). */
   storageBytes?: number;
+  /** How Chrome runs (a real Chromium), or null for a phone without a browser engine. */
+  browser?: BrowserConfig | null;
 }
 
 export class VirtualPhone implements DevicePhone {
@@ -54,6 +57,7 @@ export class VirtualPhone implements DevicePhone {
       systemRoot: options.systemRoot,
       log: options.log,
       storageBytes: options.storageBytes,
+      browser: options.browser ?? null,
     });
     // The UiAutomator2 server runs while its instrumentation does (am instrument -w).
     this.device.activity.uiAutomator2Factory = (device) =>
@@ -215,6 +219,8 @@ export class VirtualPhone implements DevicePhone {
     });
     await this.adbStopped;
     if (saveTo) await saveDeviceState(this.device, this.stateParts(), saveTo);
+    // The browser is a real process: it and its profile are gone before the phone says stopped.
+    await this.device.browser?.stop();
     this.closed = true;
     this.device.close();
     this.lostListeners.clear();

@@ -23,8 +23,23 @@ import type { StreamTransport } from './stream.js';
 import type { DeviceLogger } from '../../types.js';
 
 export type ServiceHandler = (stream: AdbStream) => void;
+
+/**
+ * What a service may do with the connection it arrived on. `adb reverse` needs it: the
+ * phone's listener opens streams back to the host (a device-initiated OPEN) on the same
+ * transport, and its listeners go away with that transport, as in adbd.
+ */
+export interface DeviceTransport {
+  /** Names the transport in `reverse:list-forward` (adbd says `host-N` for TCP transports). */
+  readonly serial: string;
+  /** Opens a stream to `destination` on the host side; rejects when the host refuses it. */
+  openStream(destination: string): Promise<AdbStream>;
+  /** Runs once when the connection closes; returns a function that unregisters it. */
+  onClose(listener: () => void): () => void;
+}
+
 /** Maps an OPEN destination to its handler, or null to refuse the stream (CLSE). */
-export type ServiceResolver = (destination: string) => ServiceHandler | null;
+export type ServiceResolver = (destination: string, transport: DeviceTransport) => ServiceHandler | null;
 
 export interface ConnectionOptions {
   /** `device::ro.product.name=...;features=...` */
@@ -33,8 +48,20 @@ export interface ConnectionOptions {
   log: DeviceLogger;
 }
 
-export class AdbConnection implements StreamTransport {
+let nextTransportNumber = 1;
+
+/** A device-initiated OPEN waiting for the host's OKAY (or CLSE). */
+interface PendingOpen {
+  destination: string;
+  resolve: (stream: AdbStream) => void;
+  reject: (error: Error) => void;
+}
+
+export class AdbConnection implements StreamTransport, DeviceTransport {
+  readonly serial = `host-${nextTransportNumber++}`;
   private readonly streams = new Map<number, AdbStream>();
+  private readonly pendingOpens = new Map<number, PendingOpen>();
+  private readonly closeListeners = new Set<() => void>();
   private nextLocalId = 1;
   private online = false;
   private hostMaxPayload = DEVICE_MAX_PAYLOAD;
@@ -90,6 +117,25 @@ export class AdbConnection implements StreamTransport {
     this.streams.delete(localId);
   }
 
+  openStream(destination: string): Promise<AdbStream> {
+    if (this.closed || !this.online) return Promise.reject(new Error('the ADB connection is closed'));
+    const localId = this.nextLocalId++;
+    return new Promise<AdbStream>((resolve, reject) => {
+      this.pendingOpens.set(localId, { destination, resolve, reject });
+      // arg1 0: this adbd does not offer delayed acks, like adbd without the feature.
+      this.send(A_OPEN, localId, 0, [Buffer.from(`${destination}\0`, 'utf8')]);
+    });
+  }
+
+  onClose(listener: () => void): () => void {
+    if (this.closed) {
+      listener();
+      return () => undefined;
+    }
+    this.closeListeners.add(listener);
+    return () => this.closeListeners.delete(listener);
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
@@ -98,7 +144,25 @@ export class AdbConnection implements StreamTransport {
       stream.destroy();
     }
     this.streams.clear();
+    for (const pending of this.pendingOpens.values()) pending.reject(new Error('the ADB connection closed'));
+    this.pendingOpens.clear();
+    for (const listener of [...this.closeListeners]) {
+      try {
+        listener();
+      } catch (error) {
+        this.options.log.debug('virtual adb: close listener failed', { error: String(error) });
+      }
+    }
+    this.closeListeners.clear();
     this.socket.destroy();
+  }
+
+  private addStream(localId: number, remoteId: number, destination: string): AdbStream {
+    const stream = new AdbStream(this, localId, remoteId, destination);
+    // Streams are full-duplex Node streams; an unhandled 'error' would crash the server.
+    stream.on('error', () => undefined);
+    this.streams.set(localId, stream);
+    return stream;
   }
 
   private onMessage(message: AdbMessage): void {
@@ -128,7 +192,7 @@ export class AdbConnection implements StreamTransport {
         if (destination.endsWith('\0')) destination = destination.slice(0, -1);
         let handler: ServiceHandler | null = null;
         try {
-          handler = this.options.resolve(destination);
+          handler = this.options.resolve(destination, this);
         } catch (error) {
           this.options.log.debug('virtual adb: service failed to open', {
             destination,
@@ -141,10 +205,7 @@ export class AdbConnection implements StreamTransport {
           return;
         }
         const localId = this.nextLocalId++;
-        const stream = new AdbStream(this, localId, remoteId, destination);
-        // Streams are full-duplex Node streams; an unhandled 'error' would crash the server.
-        stream.on('error', () => undefined);
-        this.streams.set(localId, stream);
+        const stream = this.addStream(localId, remoteId, destination);
         this.send(A_OKAY, localId, remoteId);
         try {
           handler(stream);
@@ -156,6 +217,13 @@ export class AdbConnection implements StreamTransport {
         return;
       }
       case A_OKAY: {
+        const pending = this.pendingOpens.get(message.arg1);
+        if (pending) {
+          // The host accepted a stream this side opened: arg0 is its id for it.
+          this.pendingOpens.delete(message.arg1);
+          pending.resolve(this.addStream(message.arg1, message.arg0, pending.destination));
+          return;
+        }
         this.streams.get(message.arg1)?.handleOkay();
         return;
       }
@@ -166,6 +234,12 @@ export class AdbConnection implements StreamTransport {
         return;
       }
       case A_CLSE: {
+        const pending = this.pendingOpens.get(message.arg1);
+        if (pending) {
+          this.pendingOpens.delete(message.arg1);
+          pending.reject(new Error(`the host refused ${pending.destination}`));
+          return;
+        }
         const stream = this.streams.get(message.arg1);
         if (stream) stream.handlePeerClose();
         return;

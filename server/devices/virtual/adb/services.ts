@@ -1,13 +1,15 @@
 /** Maps ADB stream destinations (`shell:`, `exec:`, `sync:`, `tcp:` ...) to services. */
 import type { Device } from '../device.js';
 import type { CommandTable } from '../shell/command.js';
-import type { ServiceHandler, ServiceResolver } from './connection.js';
+import type { DeviceTransport, ServiceHandler, ServiceResolver } from './connection.js';
+import { pipeBoth } from '../network.js';
+import { runReverseService } from './reverse.js';
 import { runBinderService, runShellService } from './shell-service.js';
 import { runSyncService } from './sync.js';
 
 export function createServiceResolver(device: Device, commands: CommandTable): ServiceResolver {
   const shellOptions = { device, commands };
-  return (destination: string): ServiceHandler | null => {
+  return (destination: string, transport: DeviceTransport): ServiceHandler | null => {
     if (
       destination.startsWith('shell:') ||
       destination.startsWith('shell,') ||
@@ -26,6 +28,18 @@ export function createServiceResolver(device: Device, commands: CommandTable): S
       const handler = device.ports.get(Number(tcp[1]));
       if (!handler) return null;
       return (stream) => handler(stream);
+    }
+    if (destination.startsWith('reverse:')) {
+      const command = destination.slice('reverse:'.length);
+      return (stream) => runReverseService(stream, device, transport, command);
+    }
+    const abstract = /^localabstract:(.+)$/.exec(destination);
+    if (abstract) {
+      // Refused (CLSE) when nothing listens on the name, as adbd does: clients poll for
+      // sockets like chrome_devtools_remote this way.
+      const inner = device.network.connectAbstract(abstract[1]!);
+      if (!inner) return null;
+      return (stream) => pipeBoth(stream, inner);
     }
     if (
       destination === 'root:' ||

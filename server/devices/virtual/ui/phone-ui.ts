@@ -7,6 +7,7 @@ import { PNG } from 'pngjs';
 import { TextRenderer } from './font.js';
 import { dumpUiAutomator } from './hierarchy.js';
 import { Canvas } from './raster.js';
+import { BROWSER_ACTIVITY, BROWSER_PACKAGE_NAME, buildBrowser } from './screens/browser.js';
 import { buildGeneric } from './screens/generic.js';
 import { LAUNCHER_ACTIVITY, LAUNCHER_PACKAGE, buildLauncher } from './screens/launcher.js';
 import {
@@ -206,6 +207,7 @@ export class VirtualPhoneUi implements PhoneUi {
       identity: this.options.identity,
       now: () => this.now(),
       apps: () => this.apps(),
+      browser: () => this.host.browser?.() ?? null,
       label: (pkg) => this.findApp(pkg)?.label ?? pkg,
       setting: (ns, key) => this.setting(ns, key),
       putSetting: (ns, key, value) => {
@@ -240,6 +242,8 @@ export class VirtualPhoneUi implements PhoneUi {
       case 'settings-page':
       case 'generic':
         return s.activity;
+      case 'browser':
+        return BROWSER_ACTIVITY;
     }
   }
 
@@ -254,6 +258,8 @@ export class VirtualPhoneUi implements PhoneUi {
         return SETTINGS_PACKAGE;
       case 'generic':
         return s.package;
+      case 'browser':
+        return BROWSER_PACKAGE_NAME;
     }
   }
 
@@ -266,6 +272,7 @@ export class VirtualPhoneUi implements PhoneUi {
       return { kind: 'settings-home', id, activity: SETTINGS_ACTIVITY, scroll: 0 };
     }
     if (app.package === LOGIN_PACKAGE) return newLoginState(id);
+    if (app.package === BROWSER_PACKAGE_NAME) return { kind: 'browser', id };
     return { kind: 'generic', id, package: app.package, activity: activity ?? app.activity };
   }
 
@@ -371,6 +378,8 @@ export class VirtualPhoneUi implements PhoneUi {
         return buildLogin(s, this.ctx);
       case 'generic':
         return buildGeneric(s, this.ctx);
+      case 'browser':
+        return buildBrowser(s, this.ctx);
     }
   }
 
@@ -528,6 +537,10 @@ export class VirtualPhoneUi implements PhoneUi {
     this.changed();
   }
 
+  contentChanged(): void {
+    this.changed();
+  }
+
   clockTick(): boolean {
     // Reading the version may already have moved to the new minute without telling
     // anyone, so compare with the minute listeners last heard about.
@@ -597,7 +610,7 @@ export class VirtualPhoneUi implements PhoneUi {
   }
 }
 
-const KINDS = new Set(['settings-home', 'settings-page', 'login', 'generic']);
+const KINDS = new Set(['settings-home', 'settings-page', 'login', 'generic', 'browser']);
 
 /** Accepts a saveState() result (after a JSON round trip); null for anything else. */
 function parseSaved(v: unknown): SavedUi | null {

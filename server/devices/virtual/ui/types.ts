@@ -5,6 +5,7 @@
  * shell commands (`input`, `am`, `screencap`, `uiautomator dump`, ...).
  */
 import type { Duplex } from 'node:stream';
+import type { BrowserView } from '../browser/browser-app.js';
 
 /** What the UI needs from the rest of the phone. */
 export interface PhoneUiHost {
@@ -20,6 +21,8 @@ export interface PhoneUiHost {
    * the UI but not in `settings get`).
    */
   setSetting?(namespace: 'system' | 'secure' | 'global', key: string, value: string): void;
+  /** Optional: the browser app's page (URL, title, latest frame), when the phone has one. */
+  browser?(): BrowserView | null;
 }
 
 export interface LauncherApp {
@@ -109,6 +112,8 @@ export interface PhoneUi {
    * `settings put global airplane_mode_on 1`), so the status bar and Settings redraw.
    */
   settingsChanged?(): void;
+  /** Optional: call when what an app draws changed on its own (a browser page repainted). */
+  contentChanged?(): void;
   /**
    * Optional: call periodically (e.g. every 15 s from a timer the phone owns). When the
    * status-bar clock shows a new minute it bumps the version and fires change listeners,

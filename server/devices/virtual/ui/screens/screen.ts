@@ -2,6 +2,7 @@
  * What a screen is: plain JSON state (so a profile save can keep it) plus build and input
  * functions in the screen's module. The phone keeps a stack of states per app task.
  */
+import type { BrowserView } from '../../browser/browser-app.js';
 import type { TextRenderer } from '../font.js';
 import type { Color } from '../raster.js';
 import type { Metrics, Palette } from '../theme.js';
@@ -51,7 +52,14 @@ export interface GenericState {
   activity: string;
 }
 
-export type ScreenState = LauncherState | SettingsHomeState | SettingsPageState | LoginState | GenericState;
+/** Chrome's window: the toolbar and the page the phone's browser shows. */
+export interface BrowserState {
+  kind: 'browser';
+  id: number;
+}
+
+export type ScreenState =
+  LauncherState | SettingsHomeState | SettingsPageState | LoginState | GenericState | BrowserState;
 
 /** Everything a screen may use while building its views or handling input. */
 export interface ScreenContext {
@@ -66,6 +74,8 @@ export interface ScreenContext {
   label(pkg: string): string;
   setting(namespace: 'system' | 'secure' | 'global', key: string): string | null;
   putSetting(namespace: 'system' | 'secure' | 'global', key: string, value: string): void;
+  /** The browser app's page, when the phone runs one. */
+  browser(): BrowserView | null;
   /** Opens an app the way the launcher does. */
   launch(pkg: string): void;
   forceStop(pkg: string): void;

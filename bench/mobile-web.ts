@@ -1,0 +1,125 @@
+/**
+ * Mobile web: how long until a test has its phone page, how fast actions on it are against a
+ * desktop Chromium page in the same run, and what a phone with its browser open costs.
+ *
+ * - first page: lease start -> ready, and ready -> a Page in the phone's Chrome (launchBrowser
+ *   + newPage, Chrome started cold by it).
+ * - actions: goto + click + waiting for the result, on a page served locally (through
+ *   reverse on the phone), median of --rounds, against the same on a desktop page.
+ * - memory: proportional set size (PSS) of the phone's Chromium process group.
+ *
+ * Goals: first page within 2 s of the phone being ready; actions within 1.5x of desktop.
+ * Run: npx tsx bench/mobile-web.ts [--phones 3] [--rounds 15]
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parseArgs } from 'node:util';
+import { chromium, type Page } from 'playwright-core';
+import { startServer } from '../server/main.js';
+import { leasePhone } from '../src/index.js';
+
+const { values } = parseArgs({
+  options: { phones: { type: 'string', default: '3' }, rounds: { type: 'string', default: '15' } },
+});
+const phones = Number(values.phones);
+const rounds = Number(values.rounds);
+
+const PAGE = `<!doctype html><meta name="viewport" content="width=device-width"><title>Shop</title>
+<h1>Shop</h1><button onclick="document.querySelector('output').textContent='Thank you'">Buy</button><output></output>`;
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const ms = (x: number): string => `${x.toFixed(0)} ms`;
+
+/** goto + click + the result visible: one round, in ms. */
+async function roundTrip(page: Page, url: string): Promise<number> {
+  const t0 = performance.now();
+  await page.goto(url);
+  await page.getByRole('button', { name: 'Buy' }).click();
+  await page.getByText('Thank you').waitFor({ state: 'visible' });
+  return performance.now() - t0;
+}
+
+/** PSS in MiB of every process in the group led by pid (Chromium's browser, renderers, GPU, zygotes). */
+function groupPssMiB(pgid: number): number {
+  let kib = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[2]) !== pgid) continue;
+      const rollup = readFileSync(`/proc/${entry}/smaps_rollup`, 'utf8');
+      kib += Number(/^Pss:\s+(\d+)/m.exec(rollup)?.[1] ?? 0);
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return kib / 1024;
+}
+
+async function main(): Promise<void> {
+  const site = createServer((_req, res) => {
+    res.setHeader('content-type', 'text/html');
+    res.end(PAGE);
+  });
+  await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', () => resolve()));
+  const port = (site.address() as AddressInfo).port;
+  const server = await startServer({ bootMs: 500, log: 'warn', phones: phones + 1 });
+  const { key } = server.createAccount({ billingMode: 'disabled', sessionLimit: phones + 1 });
+
+  // Desktop baseline, same machine, same Chromium binary.
+  const desktop = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+  const desktopPage = await desktop.newPage();
+  await roundTrip(desktopPage, `http://127.0.0.1:${port}/`); // warm-up
+  const desktopTimes: number[] = [];
+  for (let i = 0; i < rounds; i++)
+    desktopTimes.push(await roundTrip(desktopPage, `http://127.0.0.1:${port}/`));
+
+  const toReady: number[] = [];
+  const toPage: number[] = [];
+  const phoneTimes: number[] = [];
+  const pss: number[] = [];
+  for (let n = 0; n < phones; n++) {
+    const t0 = performance.now();
+    const phone = await leasePhone({ baseUrl: server.url, apiKey: key, reaper: false, ledger: false });
+    const tReady = performance.now();
+    const context = await phone.launchBrowser();
+    const page = await context.newPage();
+    const tPage = performance.now();
+    toReady.push(tReady - t0);
+    toPage.push(tPage - tReady);
+    await phone.reverse(port);
+    await roundTrip(page, `http://localhost:${port}/`); // warm-up, like the desktop page
+    for (let i = 0; i < rounds; i++) phoneTimes.push(await roundTrip(page, `http://localhost:${port}/`));
+    const cdp = await context.browser()!.newBrowserCDPSession();
+    const info = (await cdp.send('SystemInfo.getProcessInfo')) as {
+      processInfo: { type: string; id: number }[];
+    };
+    const pid = info.processInfo.find((p) => p.type === 'browser')?.id;
+    if (pid) pss.push(groupPssMiB(pid));
+    await phone.end();
+  }
+  await desktop.close();
+  await server.close();
+  site.close();
+
+  const desktopMedian = median(desktopTimes);
+  const phoneMedian = median(phoneTimes);
+  console.log(`phones: ${phones}, rounds per page: ${rounds}`);
+  console.log(`lease start -> ready: median ${ms(median(toReady))} (virtual boot 500 ms)`);
+  console.log(
+    `ready -> first phonePage: median ${ms(median(toPage))}, max ${ms(Math.max(...toPage))} (goal <= 2000 ms)`,
+  );
+  console.log(`lease start -> first phonePage: median ${ms(median(toReady) + median(toPage))}`);
+  console.log(`goto+click+assert, desktop page: median ${ms(desktopMedian)}`);
+  console.log(
+    `goto+click+assert, phone page:   median ${ms(phoneMedian)} (ratio ${(phoneMedian / desktopMedian).toFixed(2)}x, goal <= 1.5x)`,
+  );
+  if (pss.length)
+    console.log(
+      `memory per phone with the browser open (Chromium group PSS): median ${median(pss).toFixed(0)} MiB`,
+    );
+}
+
+await main();

@@ -1,0 +1,327 @@
+/**
+ * Chrome on the virtual phone (`com.android.chrome`): a real headless Chromium, started when
+ * the browser is first used and stopped by `am force-stop` or the phone's shutdown.
+ *
+ * As on a real phone, its DevTools are reachable through the phone's abstract socket
+ * `chrome_devtools_remote` (`adb forward tcp:X localabstract:chrome_devtools_remote`, what
+ * chrome://inspect and Playwright use), and every connection it makes goes through the
+ * phone's own network. The phone keeps its own DevTools connection to watch the front tab:
+ * it gives pages the phone's metrics (mobile viewport, touch) and screencasts them, and the
+ * UI draws the latest frame below Chrome's toolbar, so frame.png, the viewer and
+ * screenshots show the page.
+ */
+import { connect as netConnect } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { PNG } from 'pngjs';
+import type { DeviceLogger } from '../../types.js';
+import type { PhoneNetwork } from '../network.js';
+import { pipeBoth } from '../network.js';
+import { CdpClient } from './cdp.js';
+import { ChromiumProcess } from './chromium.js';
+
+export const BROWSER_PACKAGE = 'com.android.chrome';
+export const BROWSER_ACTIVITY = 'com.google.android.apps.chrome.Main';
+export const DEVTOOLS_SOCKET = 'chrome_devtools_remote';
+/** Chrome's toolbar (the address bar) above the page, in dp. */
+export const BROWSER_TOOLBAR_DP = 56;
+/** Viewers redraw on every change: at most this many screen updates per second from the page. */
+const FRAME_NOTIFY_MS = 100;
+
+/** How the backend runs browsers: shared by every phone. */
+export interface BrowserConfig {
+  executable: string;
+  /** Chrome for Android's user agent for this Chromium's version. */
+  userAgent(): Promise<string>;
+}
+
+/** Where the page is drawn on the phone's screen, in screen pixels. */
+export interface BrowserGeometry {
+  left: number;
+  top: number;
+  width: number;
+  height: number;
+  /** Device pixel ratio. */
+  scale: number;
+}
+
+/** A decoded screencast frame (RGBA). */
+export interface BrowserFrame {
+  width: number;
+  height: number;
+  data: Buffer;
+}
+
+/** What the UI shows for the browser. */
+export interface BrowserView {
+  url: string;
+  title: string;
+  frame(): BrowserFrame | null;
+}
+
+interface Running {
+  chromium: ChromiumProcess;
+  cdp: CdpClient;
+  /** Page targets, most recently opened last: the last one is the tab in front. */
+  pages: { targetId: string; url: string; title: string }[];
+  watched: { targetId: string; sessionId: string } | null;
+}
+
+export interface BrowserAppOptions {
+  config: BrowserConfig;
+  network: PhoneNetwork;
+  geometry: BrowserGeometry;
+  log: DeviceLogger;
+  /** A logcat line from the browser's process. */
+  logcat(priority: 'I' | 'W' | 'E', message: string): void;
+  /** The picture changed (a new frame, another URL). */
+  changed(): void;
+}
+
+export class BrowserApp implements BrowserView {
+  private running: Promise<Running> | null = null;
+  private current: Running | null = null;
+  private framePng: { seq: number; png: Buffer } | null = null;
+  private decoded: { seq: number; frame: BrowserFrame } | null = null;
+  private frameSeq = 0;
+  private notifyTimer: NodeJS.Timeout | null = null;
+  private stopping: Promise<void> = Promise.resolve();
+
+  constructor(private readonly options: BrowserAppOptions) {}
+
+  get isRunning(): boolean {
+    return this.running !== null;
+  }
+
+  /** The browser process id while it runs (for tests that check nothing is left). */
+  get pid(): number | undefined {
+    return this.current?.chromium.pid;
+  }
+
+  get url(): string {
+    const front = this.current?.pages.at(-1);
+    return front?.url ?? '';
+  }
+
+  get title(): string {
+    return this.current?.pages.at(-1)?.title ?? '';
+  }
+
+  frame(): BrowserFrame | null {
+    const png = this.framePng;
+    if (!png) return null;
+    // Decoded only when the screen is drawn (frame.png, a viewer): frames nobody looks at cost nothing.
+    if (this.decoded?.seq !== png.seq) {
+      try {
+        const image = PNG.sync.read(png.png);
+        this.decoded = {
+          seq: png.seq,
+          frame: { width: image.width, height: image.height, data: image.data },
+        };
+      } catch (error) {
+        this.options.log.debug('virtual browser: undecodable frame', { error: String(error) });
+        return this.decoded?.frame ?? null;
+      }
+    }
+    return this.decoded.frame;
+  }
+
+  /**
+   * What an intent does: starts the browser (with `url` as its first page) or shows `url`
+   * in the tab in front. Returns at once; the browser comes up in the background like an
+   * Android app, and its DevTools socket accepts connections meanwhile (they wait).
+   */
+  open(url: string | null): void {
+    if (!this.running) {
+      this.start(url ?? 'about:blank');
+      return;
+    }
+    if (url) {
+      this.running.then(
+        (r) => this.navigate(r, url),
+        () => undefined,
+      );
+    }
+  }
+
+  /** Ends the browser process (and its children), its socket and its frames. */
+  stop(): Promise<void> {
+    const running = this.running;
+    this.running = null;
+    this.current = null;
+    this.framePng = null;
+    this.decoded = null;
+    if (this.notifyTimer) clearTimeout(this.notifyTimer);
+    this.notifyTimer = null;
+    const network = this.options.network;
+    if (network.abstractSockets.get(DEVTOOLS_SOCKET) === this.socketHandler)
+      network.abstractSockets.delete(DEVTOOLS_SOCKET);
+    if (!running) return this.stopping;
+    this.stopping = running.then(
+      async (r) => {
+        r.cdp.close();
+        await r.chromium.stop();
+        this.options.logcat('I', 'Chrome stopped');
+      },
+      () => undefined,
+    );
+    this.options.changed();
+    return this.stopping;
+  }
+
+  private readonly socketHandler = (socket: Duplex): void => {
+    const running = this.running;
+    if (!running) {
+      socket.destroy();
+      return;
+    }
+    running.then(
+      (r) => {
+        const devtools = netConnect({ host: '127.0.0.1', port: r.chromium.debugPort });
+        pipeBoth(socket, devtools);
+      },
+      () => socket.destroy(),
+    );
+  };
+
+  private start(url: string): void {
+    const { config, network, geometry } = this.options;
+    network.abstractSockets.set(DEVTOOLS_SOCKET, this.socketHandler);
+    const starting = (async (): Promise<Running> => {
+      const [userAgent, proxyPort] = await Promise.all([config.userAgent(), network.proxyPort()]);
+      const chromium = await ChromiumProcess.launch({
+        executable: config.executable,
+        cssWidth: Math.round(geometry.width / geometry.scale),
+        cssHeight: Math.round(geometry.height / geometry.scale),
+        scale: geometry.scale,
+        userAgent,
+        proxyPort,
+        url,
+      });
+      let cdp: CdpClient;
+      try {
+        cdp = await CdpClient.connect(chromium.browserWsUrl);
+      } catch (error) {
+        await chromium.stop();
+        throw error;
+      }
+      const r: Running = { chromium, cdp, pages: [], watched: null };
+      this.watchTargets(r);
+      await cdp.send('Target.setDiscoverTargets', { discover: true });
+      return r;
+    })();
+    this.running = starting;
+    starting.then(
+      (r) => {
+        if (this.running !== starting) return;
+        this.current = r;
+        this.options.logcat(
+          'I',
+          `Chrome started (pid ${r.chromium.pid ?? '?'}), DevTools on @${DEVTOOLS_SOCKET}`,
+        );
+      },
+      (error: unknown) => {
+        if (this.running !== starting) return;
+        // Like an app that crashes at launch: the socket goes away and the log says why.
+        this.options.logcat(
+          'E',
+          `Chrome failed to start: ${error instanceof Error ? error.message : String(error)}`,
+        );
+        void this.stop();
+      },
+    );
+  }
+
+  private watchTargets(r: Running): void {
+    const { cdp } = r;
+    cdp.on('Target.targetCreated', (params) => {
+      const info = params.targetInfo as { targetId: string; type: string; url: string; title: string };
+      if (info.type !== 'page') return;
+      r.pages.push({ targetId: info.targetId, url: info.url, title: info.title });
+      this.watchFront(r);
+    });
+    cdp.on('Target.targetInfoChanged', (params) => {
+      const info = params.targetInfo as { targetId: string; url: string; title: string };
+      const page = r.pages.find((p) => p.targetId === info.targetId);
+      if (!page) return;
+      page.url = info.url;
+      page.title = info.title;
+      if (page === r.pages.at(-1)) this.scheduleNotify();
+    });
+    cdp.on('Target.targetDestroyed', (params) => {
+      const targetId = params.targetId as string;
+      r.pages = r.pages.filter((p) => p.targetId !== targetId);
+      if (r.watched?.targetId === targetId) {
+        r.watched = null;
+        this.framePng = null;
+        this.watchFront(r);
+      }
+    });
+    cdp.on('Page.screencastFrame', (params, sessionId) => {
+      if (!sessionId) return;
+      // Acknowledge every frame, or Chromium stops sending them.
+      cdp.send('Page.screencastFrameAck', { sessionId: params.sessionId }, sessionId).catch(() => undefined);
+      if (r.watched?.sessionId !== sessionId || this.current !== r) return;
+      this.framePng = { seq: ++this.frameSeq, png: Buffer.from(params.data as string, 'base64') };
+      this.scheduleNotify();
+    });
+  }
+
+  /** Screencasts the tab in front (the most recently opened one), as the phone's screen shows it. */
+  private watchFront(r: Running): void {
+    const front = r.pages.at(-1);
+    if (!front || r.watched?.targetId === front.targetId) return;
+    const previous = r.watched;
+    const { cdp } = r;
+    const { geometry } = this.options;
+    r.watched = { targetId: front.targetId, sessionId: '' };
+    const watching = r.watched;
+    (async () => {
+      if (previous?.sessionId)
+        await cdp.send('Target.detachFromTarget', { sessionId: previous.sessionId }).catch(() => undefined);
+      const { sessionId } = (await cdp.send('Target.attachToTarget', {
+        targetId: front.targetId,
+        flatten: true,
+      })) as { sessionId: string };
+      watching.sessionId = sessionId;
+      await Promise.all([
+        cdp.send(
+          'Emulation.setDeviceMetricsOverride',
+          {
+            width: Math.round(geometry.width / geometry.scale),
+            height: Math.round(geometry.height / geometry.scale),
+            deviceScaleFactor: geometry.scale,
+            mobile: true,
+          },
+          sessionId,
+        ),
+        cdp.send('Emulation.setTouchEmulationEnabled', { enabled: true, maxTouchPoints: 5 }, sessionId),
+      ]);
+      await cdp.send(
+        'Page.startScreencast',
+        { format: 'png', maxWidth: geometry.width, maxHeight: geometry.height, everyNthFrame: 1 },
+        sessionId,
+      );
+    })().catch((error: unknown) => {
+      // A tab closed while we attached: the next front tab takes over.
+      this.options.log.debug('virtual browser: cannot watch the front tab', { error: String(error) });
+    });
+  }
+
+  /** Tells the screen, at most every FRAME_NOTIFY_MS, that the page changed. */
+  private scheduleNotify(): void {
+    if (this.notifyTimer) return;
+    this.notifyTimer = setTimeout(() => {
+      this.notifyTimer = null;
+      this.options.changed();
+    }, FRAME_NOTIFY_MS);
+    this.notifyTimer.unref();
+  }
+
+  private navigate(r: Running, url: string): void {
+    const front = r.watched?.sessionId ? r.watched : null;
+    const go = front
+      ? r.cdp.send('Page.navigate', { url }, front.sessionId)
+      : r.cdp.send('Target.createTarget', { url });
+    go.catch((error: unknown) => this.options.logcat('W', `cannot open ${url}: ${String(error)}`));
+  }
+}

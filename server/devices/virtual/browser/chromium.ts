@@ -1,0 +1,151 @@
+/**
+ * The real browser behind the virtual phone's Chrome: a headless Chromium process sized and
+ * dressed like the phone (CSS viewport, device pixel ratio, a mobile user agent, touch), with
+ * every connection it makes going through the phone's network (its SOCKS5 proxy, loopback
+ * included), and a fresh profile that is deleted with the process.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface ChromiumOptions {
+  executable: string;
+  /** The page's CSS viewport (screen pixels / scale, without the system bars). */
+  cssWidth: number;
+  cssHeight: number;
+  /** Device pixel ratio (density / 160). */
+  scale: number;
+  userAgent: string;
+  /** The phone network's SOCKS5 proxy on 127.0.0.1. */
+  proxyPort: number;
+  /** The first page (an intent's URL, or about:blank). */
+  url: string;
+  /** How long to wait for DevTools to listen (default 20 s). */
+  startTimeoutMs?: number;
+}
+
+/** Chromium's switches for a quiet, reproducible, phone-shaped headless browser. */
+export function chromiumArgs(options: ChromiumOptions, userDataDir: string): string[] {
+  return [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--no-default-browser-check',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+    '--disable-dev-shm-usage',
+    '--mute-audio',
+    '--hide-scrollbars',
+    `--user-data-dir=${userDataDir}`,
+    '--remote-debugging-address=127.0.0.1',
+    '--remote-debugging-port=0',
+    `--window-size=${options.cssWidth},${options.cssHeight}`,
+    `--force-device-scale-factor=${options.scale}`,
+    `--user-agent=${options.userAgent}`,
+    '--touch-events=enabled',
+    // Every connection, localhost included (Chromium bypasses proxies for loopback unless
+    // told not to), goes through the phone's network.
+    `--proxy-server=socks5://127.0.0.1:${options.proxyPort}`,
+    '--proxy-bypass-list=<-loopback>',
+    options.url,
+  ];
+}
+
+export class ChromiumProcess {
+  private exited: Promise<void>;
+  private stopped = false;
+
+  private constructor(
+    private readonly child: ChildProcess,
+    private readonly userDataDir: string,
+    /** ws://127.0.0.1:PORT/devtools/browser/ID */
+    readonly browserWsUrl: string,
+    /** The DevTools HTTP/WebSocket port on 127.0.0.1. */
+    readonly debugPort: number,
+    exited: Promise<void>,
+  ) {
+    this.exited = exited;
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** Starts Chromium and resolves once its DevTools endpoint listens. */
+  static async launch(options: ChromiumOptions): Promise<ChromiumProcess> {
+    const userDataDir = await mkdtemp(join(tmpdir(), 'phonelease-chrome-'));
+    // Its own process group, so stop() ends the renderer, GPU and zygote children too.
+    const child = spawn(options.executable, chromiumArgs(options, userDataDir), {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      detached: true,
+    });
+    const exited = new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.once('error', () => resolve());
+    });
+    let stderr = '';
+    try {
+      const wsUrl = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(
+          () =>
+            reject(new Error(`Chromium did not open DevTools within ${options.startTimeoutMs ?? 20_000} ms`)),
+          options.startTimeoutMs ?? 20_000,
+        );
+        child.once('error', (error) => {
+          clearTimeout(timer);
+          reject(new Error(`cannot start ${options.executable}: ${error.message}`));
+        });
+        child.once('exit', (code, signal) => {
+          clearTimeout(timer);
+          reject(
+            new Error(
+              `Chromium exited (${signal ?? `code ${code}`}) before DevTools listened: ${stderr.slice(-500)}`,
+            ),
+          );
+        });
+        child.stderr?.on('data', (chunk: Buffer) => {
+          // Keep only the tail: Chromium can be chatty, and only the last lines explain a failure.
+          stderr = (stderr + chunk.toString('utf8')).slice(-4000);
+          const match = /DevTools listening on (ws:\/\/\S+)/.exec(stderr);
+          if (match) {
+            clearTimeout(timer);
+            resolve(match[1]!);
+          }
+        });
+      });
+      // Drain stderr from now on so a full pipe never stalls the browser.
+      child.stderr?.resume();
+      const port = Number(new URL(wsUrl).port);
+      return new ChromiumProcess(child, userDataDir, wsUrl, port, exited);
+    } catch (error) {
+      killGroup(child);
+      await exited;
+      await rm(userDataDir, { recursive: true, force: true }).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Ends the browser and all its processes, then deletes its profile. */
+  async stop(): Promise<void> {
+    if (!this.stopped) {
+      this.stopped = true;
+      killGroup(this.child);
+    }
+    await this.exited;
+    await rm(this.userDataDir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // The group is already gone (or never formed): kill the browser itself.
+    child.kill('SIGKILL');
+  }
+}

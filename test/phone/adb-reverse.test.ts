@@ -1,0 +1,180 @@
+/**
+ * Stock `adb reverse` and `adb forward ... localabstract:` through the session's gateway: the
+ * phone listens on its own port, each connection comes back to the host over the ADB
+ * transport, and the phone's network reaches the host only through those listeners.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { connect as netConnect } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startVirtualAdb } from '../support/virtual-adb.js';
+import type { VirtualAdb } from '../support/virtual-adb.js';
+import { freePort } from '../../src/util/ports.js';
+
+let v: VirtualAdb;
+let site: Server;
+let sitePort: number;
+
+beforeAll(async () => {
+  v = await startVirtualAdb();
+  site = createServer((req, res) => res.end(`host says hi to ${req.url}`));
+  await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+  sitePort = (site.address() as AddressInfo).port;
+});
+
+afterAll(async () => {
+  await v?.close();
+  await new Promise((resolve) => site?.close(resolve));
+});
+
+/** An HTTP GET over a connection made inside the phone; the raw response. */
+function getOver(socket: Duplex, path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.once('error', reject);
+    socket.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
+  });
+}
+
+/**
+ * Connects through the phone's own network the way its browser does (SOCKS5, by name) and
+ * makes a GET; the response, or `SOCKS status N` when the phone refuses the connection.
+ */
+async function socksGet(host: string, port: number, path: string): Promise<string> {
+  const proxyPort = await v.phone.device.network.proxyPort();
+  const socket = netConnect({ host: '127.0.0.1', port: proxyPort });
+  let buffered = Buffer.alloc(0);
+  let closed = false;
+  let wake: () => void = () => undefined;
+  socket.on('data', (c: Buffer) => {
+    buffered = Buffer.concat([buffered, c]);
+    wake();
+  });
+  socket.once('close', () => {
+    closed = true;
+    wake();
+  });
+  socket.on('error', () => undefined);
+  const take = async (n: number): Promise<Buffer | null> => {
+    while (buffered.length < n && !closed) await new Promise<void>((resolve) => (wake = resolve));
+    if (buffered.length < n) return null;
+    const head = buffered.subarray(0, n);
+    buffered = buffered.subarray(n);
+    return head;
+  };
+  socket.write(Buffer.from([5, 1, 0]));
+  expect([...((await take(2)) ?? [])]).toEqual([5, 0]);
+  const name = Buffer.from(host);
+  socket.write(
+    Buffer.concat([Buffer.from([5, 1, 0, 3, name.length]), name, Buffer.from([port >> 8, port & 255])]),
+  );
+  const reply = await take(10);
+  if (!reply || reply[1] !== 0) {
+    socket.destroy();
+    return `SOCKS status ${reply?.[1] ?? 'none'}`;
+  }
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+  while (!closed) await new Promise<void>((resolve) => (wake = resolve));
+  return buffered.toString('utf8');
+}
+
+describe('adb reverse', () => {
+  it('makes the phone port reach the host port over the ADB transport', async () => {
+    const phonePort = 41000 + Math.floor(Math.random() * 1000);
+    const out = await v.adbOk(['reverse', `tcp:${phonePort}`, `tcp:${sitePort}`]);
+    // adb 29 prints the bound port reported by the phone for tcp: listeners.
+    expect(out.trim() === '' || out.trim() === String(phonePort)).toBe(true);
+    const inner = v.phone.device.network.connectPort(phonePort);
+    expect(inner).not.toBeNull();
+    const response = await getOver(inner!, '/through-reverse');
+    expect(response).toContain('host says hi to /through-reverse');
+
+    const list = await v.adbOk(['reverse', '--list']);
+    expect(list).toMatch(new RegExp(`^host-\\d+ tcp:${phonePort} tcp:${sitePort}$`, 'm'));
+    await v.adbOk(['reverse', '--remove', `tcp:${phonePort}`]);
+  });
+
+  it('answers tcp:0 with the port the phone picked', async () => {
+    const out = (await v.adbOk(['reverse', 'tcp:0', `tcp:${sitePort}`])).trim();
+    const port = Number(out);
+    expect(port).toBeGreaterThan(0);
+    const response = await getOver(v.phone.device.network.connectPort(port)!, '/picked');
+    expect(response).toContain('host says hi to /picked');
+    await v.adbOk(['reverse', '--remove', `tcp:${port}`]);
+  });
+
+  it('refuses a rebind with --no-rebind and a removal of an unknown listener, in adbd words', async () => {
+    const phonePort = 43000 + Math.floor(Math.random() * 1000);
+    await v.adbOk(['reverse', `tcp:${phonePort}`, `tcp:${sitePort}`]);
+    const again = await v.adb(['reverse', '--no-rebind', `tcp:${phonePort}`, `tcp:${sitePort}`]);
+    expect(again.code).not.toBe(0);
+    expect(again.stderr + again.stdout).toContain('cannot rebind existing socket');
+    // Without --no-rebind the listener moves to the new target.
+    const other = await freePort();
+    await v.adbOk(['reverse', `tcp:${phonePort}`, `tcp:${other}`]);
+    expect(await v.adbOk(['reverse', '--list'])).toContain(`tcp:${phonePort} tcp:${other}`);
+    await v.adbOk(['reverse', '--remove', `tcp:${phonePort}`]);
+    const gone = await v.adb(['reverse', '--remove', `tcp:${phonePort}`]);
+    expect(gone.code).not.toBe(0);
+    expect(gone.stderr + gone.stdout).toContain(`listener 'tcp:${phonePort}' not found`);
+    expect(v.phone.device.network.connectPort(phonePort)).toBeNull();
+  });
+
+  it('removes every listener with --remove-all', async () => {
+    await v.adbOk(['reverse', 'tcp:44001', `tcp:${sitePort}`]);
+    await v.adbOk(['reverse', 'tcp:44002', `tcp:${sitePort}`]);
+    await v.adbOk(['reverse', '--remove-all']);
+    expect((await v.adbOk(['reverse', '--list'])).trim()).toBe('');
+    expect(v.phone.device.network.connectPort(44001)).toBeNull();
+  });
+});
+
+describe("the phone's network", () => {
+  it("reaches the runner's localhost only through reverse, and refuses other loopback ports", async () => {
+    // The site listens on the server machine's loopback, but the phone's localhost is its own.
+    // Answered by the phone itself (a 502 page that says what to do), never by the runner's server.
+    const refused = await socksGet('localhost', sitePort, '/direct');
+    expect(refused).toMatch(/^HTTP\/1\.1 502 /);
+    expect(refused).toContain(`phone.reverse(${sitePort})`);
+    expect(refused).not.toContain('host says hi');
+    const phonePort = 45000 + Math.floor(Math.random() * 1000);
+    await v.adbOk(['reverse', `tcp:${phonePort}`, `tcp:${sitePort}`]);
+    expect(await socksGet('localhost', phonePort, '/via-proxy')).toContain('host says hi to /via-proxy');
+    expect(await socksGet('127.0.0.1', phonePort, '/by-ip')).toContain('host says hi to /by-ip');
+    await v.adbOk(['reverse', '--remove', `tcp:${phonePort}`]);
+    const logcat = await v.adbOk(['logcat', '-d', '-s', 'PhoneNetwork']);
+    expect(logcat).toContain(`connection to localhost:${sitePort} refused`);
+  });
+});
+
+describe('adb forward to an abstract socket', () => {
+  it('connects tcp:X to localabstract:NAME while something listens there, and is refused otherwise', async () => {
+    v.phone.device.network.abstractSockets.set('phonelease_echo', (socket) => {
+      socket.on('data', (c: Buffer) => socket.write(Buffer.from(c.toString().toUpperCase())));
+    });
+    const local = await freePort();
+    await v.adbOk(['forward', `tcp:${local}`, 'localabstract:phonelease_echo']);
+    const echoed = await new Promise<string>((resolve, reject) => {
+      const s = netConnect({ host: '127.0.0.1', port: local }, () => s.write('hello'));
+      s.once('data', (c: Buffer) => {
+        resolve(c.toString());
+        s.destroy();
+      });
+      s.once('error', reject);
+    });
+    expect(echoed).toBe('HELLO');
+    v.phone.device.network.abstractSockets.delete('phonelease_echo');
+    const refused = await new Promise<string>((resolve) => {
+      const s = netConnect({ host: '127.0.0.1', port: local });
+      const chunks: Buffer[] = [];
+      s.on('data', (c: Buffer) => chunks.push(c));
+      s.once('close', () => resolve(Buffer.concat(chunks).toString()));
+      s.once('error', () => resolve('error'));
+    });
+    expect(refused).toBe('');
+    await v.adbOk(['forward', '--remove', `tcp:${local}`]);
+  });
+});
