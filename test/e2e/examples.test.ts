@@ -43,13 +43,15 @@ describe('examples', () => {
     expect(code, output.slice(-3000)).toBe(0);
     expect(existsSync(report)).toBe(true);
     const json = JSON.parse(readFileSync(report, 'utf8'));
-    expect(json.stats).toMatchObject({ expected: 7, unexpected: 0, flaky: 0 });
+    expect(json.stats).toMatchObject({ expected: 8, unexpected: 0, flaky: 0 });
     const specs: any[] = [];
     const walk = (s: any) => {
       specs.push(...(s.specs ?? []));
       (s.suites ?? []).forEach(walk);
     };
     json.suites.forEach(walk);
+    const mobileWeb = specs.find((s) => s.title === 'checkout works on a phone');
+    expect(mobileWeb?.tests[0].results[0].status).toBe('passed');
     const failing = specs.find((s) => s.title === 'a failing login shows the phone in the report');
     const result = failing.tests[0].results[0];
     expect(result.status).toBe('failed');
