@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runInlineTest, type FlatTest } from '../support/playwright-inline.js';
+import { embeddedServers, type ProcessInfo } from '../support/processes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 let t: TestServer;
@@ -266,6 +267,8 @@ describe('phone fixture', () => {
 
 describe('embedded default', () => {
   it('with no PHONELEASE_BASE_URL, one embedded server serves every worker and stops with the run', async () => {
+    // The embedded processes seen while the run goes (there must be exactly one).
+    const seen = new Map<number, ProcessInfo>();
     const run = await runInlineTest(
       'embedded',
       {
@@ -275,11 +278,21 @@ describe('embedded default', () => {
         for (const n of [1, 2, 3, 4]) {
           test('phone ' + n, async ({ phone, phoneleaseService }) => {
             console.log('phone=' + phone.id + ' server=' + phoneleaseService.baseUrl + ' embedded=' + phoneleaseService.embedded);
+            // Code in the test reaches the same server through the environment.
+            console.log('env=' + process.env.PHONELEASE_BASE_URL);
             expect((await phone.shell('getprop ro.product.model')).exitCode).toBe(0);
           });
         }`,
       },
-      { env: { PHONELEASE_BASE_URL: '', PHONELEASE_API_KEY: '' } },
+      {
+        env: { PHONELEASE_BASE_URL: '', PHONELEASE_API_KEY: '' },
+        onSpawn(child, dir) {
+          const poll = setInterval(() => {
+            for (const p of embeddedServers(dir)) seen.set(p.pid, p);
+          }, 100);
+          child.once('close', () => clearInterval(poll));
+        },
+      },
     );
     expect(run.exitCode, run.stderr.slice(-2000)).toBe(0);
     const out = run.tests
@@ -288,7 +301,12 @@ describe('embedded default', () => {
     const servers = new Set([...out.matchAll(/server=(\S+)/g)].map((m) => m[1]));
     expect(servers.size).toBe(1);
     expect(out).toContain('embedded=true');
+    expect(new Set([...out.matchAll(/env=(\S+)/g)].map((m) => m[1]))).toEqual(servers);
     expect(new Set(run.tests.flatMap((x) => x.results.map((r) => r.workerIndex))).size).toBe(2);
+    // One process for the whole run, its warm pool sized to the run's 2 workers.
+    expect([...seen.values()]).toHaveLength(1);
+    const [server] = [...seen.values()];
+    expect(server!.args.join(' ')).toContain('--pool 2');
     // Its data lives under the test output directory, and it stopped when the run ended.
     const log = join(run.dir, 'test-results', '.phonelease-server', 'server.log');
     await expect
@@ -305,5 +323,6 @@ describe('embedded default', () => {
         { timeout: 10_000 },
       )
       .toBe('down');
+    await expect.poll(() => embeddedServers(run.dir), { timeout: 10_000 }).toEqual([]);
   });
 });

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/util/ports.js';
+import { embeddedServers, type ProcessInfo } from '../support/processes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { runWdio, wdioConfig } from '../support/wdio-inline.js';
 
@@ -272,5 +273,56 @@ describe('waits', () => {
     expect(run.exitCode).not.toBe(0);
     await expectNoLiveSessions(15_000);
     expect((await endReasons([id]))[0]).toBeDefined();
+  });
+});
+
+describe('embedded default', () => {
+  it('with no PHONELEASE_BASE_URL, one embedded server serves every worker and stops with the run', async () => {
+    const spec = (name: string) => `
+describe('${name}', () => {
+  it('leases from the embedded server', async () => {
+    const phone = await browser.phonelease();
+    console.log('phone=' + phone.id + ' worker=' + process.pid + ' server=' + process.env.PHONELEASE_BASE_URL);
+    await driver.activateApp('com.phonelease.login');
+    await expect($('id=com.phonelease.login:id/username')).toBeDisplayed();
+  });
+});`;
+    const seen = new Map<number, ProcessInfo>();
+    const run = await runWdio(
+      'wdio-embedded',
+      {
+        'wdio.conf.ts': wdioConfig({ maxInstances: 2, appiumPort: await freePort() }),
+        'specs/a.e2e.ts': spec('a'),
+        'specs/b.e2e.ts': spec('b'),
+      },
+      {
+        env: { ...env, PHONELEASE_BASE_URL: '', PHONELEASE_API_KEY: '' },
+        onSpawn(child, dir) {
+          const poll = setInterval(() => {
+            for (const p of embeddedServers(dir)) seen.set(p.pid, p);
+          }, 100);
+          child.once('close', () => clearInterval(poll));
+        },
+      },
+    );
+    expect(run.exitCode, run.output.slice(-3000)).toBe(0);
+    expect(phoneIds(run.output)).toHaveLength(2);
+    const workers = new Set([...run.output.matchAll(/worker=(\d+)/g)].map((m) => m[1]));
+    expect(workers.size).toBe(2);
+    const servers = new Set([...run.output.matchAll(/server=(\S+)/g)].map((m) => m[1]));
+    expect(servers.size).toBe(1);
+    expect([...servers][0]).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    // One process for the whole run, its warm pool sized to maxInstances.
+    expect([...seen.values()]).toHaveLength(1);
+    expect([...seen.values()][0]!.args.join(' ')).toContain('--pool 2');
+    // onComplete stopped it (its data and log under outputDir), and nothing is left running.
+    const log = readFileSync(join(run.dir, 'out', '.phonelease-server', 'server.log'), 'utf8');
+    expect(log).toContain('embedded server stopping');
+    expect(embeddedServers(run.dir)).toEqual([]);
+    const down = await fetch([...servers][0]!).then(
+      () => false,
+      () => true,
+    );
+    expect(down).toBe(true);
   });
 });
