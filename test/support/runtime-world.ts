@@ -65,6 +65,8 @@ export class FakePhones implements DeviceBackend {
 export interface WorldOptions {
   phones?: number;
   bootSlots?: number;
+  /** Warm pool size (default 0). */
+  pool?: number;
   startMs?: number;
 }
 
@@ -105,6 +107,7 @@ export class RuntimeWorld {
       log: createLogger({ level: 'silent' }),
       phones: this.options.phones ?? 20,
       bootSlots: this.options.bootSlots ?? 4,
+      pool: this.options.pool ?? 0,
     });
     this.runtime.recover();
   }
