@@ -266,6 +266,7 @@ export class Runtime extends EventEmitter {
   private readonly poolTarget: number;
   /** Pooled phones being stopped (evicted, lost, drained); close() waits for them. */
   private readonly stopping = new Set<Promise<void>>();
+  private refillScheduled = false;
   private refillFailures = 0;
   private refillAfterMs = 0;
   private cancelRefillRetry: (() => void) | null = null;
@@ -592,7 +593,21 @@ export class Runtime extends EventEmitter {
       const live = this.queue.shift()!;
       if (live.phase.kind === 'queued') this.startSessionBoot(live);
     }
-    this.refill();
+    this.scheduleRefill();
+  }
+
+  /**
+   * Refills on the next turn of the event loop: a backend's boot does synchronous work
+   * before its first await (an emulator is spawned there), which must not delay the answer
+   * that hands out a pooled phone.
+   */
+  private scheduleRefill(): void {
+    if (this.refillScheduled || this.pool.size >= this.poolTarget) return;
+    this.refillScheduled = true;
+    setImmediate(() => {
+      this.refillScheduled = false;
+      if (this.available && !this.closed) this.refill();
+    });
   }
 
   /** Starts pooled boots while a slot is free, no session waits for one, and there is room. */
@@ -1031,6 +1046,8 @@ export class Runtime extends EventEmitter {
     });
     this.untrack(live);
     this.o.log.info('session ended', { session: row.id, reason: row.end_reason });
+    // Its phone is gone: the pool may refill into the room it leaves.
+    this.pump();
   }
 
   /** Ends a session for its owner; `released` when cleanup is confirmed quickly, else it is still pending. */

@@ -297,6 +297,7 @@ describe('the runtime against its model', () => {
           const opening = new Map(
             accounts.filter((a) => a.opts.billingMode === 'metered').map((a) => [a.created.uid, 100_000]),
           );
+          await world.advance(0); // the pool fills
           await fc.asyncModelRun(
             () => ({
               model: {
