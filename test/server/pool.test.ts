@@ -4,13 +4,17 @@
  * never the cause of phones_busy, and drained on close. The pool is watched through
  * GET /metrics, which is itself checked with a strict Prometheus text parser.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runServerCommand, UsageError } from '../../server/cli.js';
 import { createVirtualBackend } from '../../server/devices/virtual/index.js';
 import type { DeviceBackend } from '../../server/devices/types.js';
 import { startServer } from '../../server/main.js';
 import { delegatePhone, wrapBackend } from '../support/backends.js';
+import { startServerProcess } from '../support/cli.js';
 import { parsePrometheusText, sampleValue, type Family } from '../support/prometheus.js';
 import { Api, serverPerTest, type TestServer } from '../support/server.js';
 
@@ -210,6 +214,21 @@ describe('GET /metrics', () => {
     const text = (await t.api.as(null).get('/metrics')).raw.toString('utf8');
     expect(text).not.toContain(t.account.uid);
     expect(text).not.toMatch(/ses_|pck_|pau_|pvg_/);
+  });
+
+  it('is served by `phonelease server --metrics`, with the pool of --pool', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'phonelease-metrics-'));
+    const server = await startServerProcess(['--data', data, '--pool', '2', '--phones', '3', '--metrics']);
+    try {
+      const t = { api: new Api(server.url, null) } as TestServer;
+      await poolSettled(t, 2);
+      const m = await scrape(t);
+      expect(sampleValue(m, 'phonelease_pool_target')).toBe(2);
+      expect(sampleValue(m, 'phonelease_phones_capacity')).toBe(3);
+    } finally {
+      expect(await server.stop('SIGTERM')).toBe(0);
+      rmSync(data, { recursive: true, force: true });
+    }
   });
 
   it('is not served without --metrics', async () => {
