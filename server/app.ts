@@ -14,6 +14,7 @@ import { installAuth } from './api/auth.js';
 import { SessionViews } from './api/common.js';
 import type { AppDeps } from './api/deps.js';
 import { historyRoutes } from './api/history.js';
+import { metricsRoutes } from './api/metrics.js';
 import { openApiRoutes, recordRoutes } from './api/openapi.js';
 import { opRoutes } from './api/ops.js';
 import {
@@ -26,10 +27,16 @@ import {
 import { installFastSerialization } from './api/serialization.js';
 import { sessionRoutes } from './api/sessions.js';
 import { viewerPages } from './viewer/pages.js';
+import type { ServerMetrics } from './metrics.js';
 
 export type { AppDeps } from './api/deps.js';
 
-export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+export interface AppOptions {
+  /** Serves GET /metrics (--metrics). */
+  metrics?: ServerMetrics;
+}
+
+export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: false,
     bodyLimit: BODY_LIMIT,
@@ -72,6 +79,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(accountRoutes, { deps });
   await app.register(historyRoutes, { deps });
   await app.register(viewerPages, { deps });
+  if (options.metrics) await app.register(metricsRoutes, { metrics: options.metrics });
   await app.register(openApiRoutes, { routes });
 
   await app.ready();

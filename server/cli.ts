@@ -27,10 +27,13 @@ function int(name: string, value: string | undefined, fallback: number, min: num
 }
 
 export const SERVER_USAGE = `Usage: phonelease server [--host 127.0.0.1] [--port 8080] [--data DIR] [--phones N]
-  [--boot-slots N] [--boot-ms MS] [--device virtual|emulator] [--dashboard-origin URL] [--json]
+  [--boot-slots N] [--boot-ms MS] [--pool N] [--metrics] [--device virtual|emulator]
+  [--dashboard-origin URL] [--json]
 
-Serves the phone-session API over local phones. --port 0 picks a free port. With --json,
-prints one line {"url": "..."} to stdout once it listens; logs go to stderr.`;
+Serves the phone-session API over local phones. --port 0 picks a free port. --pool N keeps
+N temporary phones booted ahead of demand (within --phones); --metrics serves GET /metrics
+(Prometheus text, no API key). With --json, prints one line {"url": "..."} to stdout once
+it listens; logs go to stderr.`;
 
 export async function runServerCommand(argv: string[]): Promise<void> {
   const { values, positionals } = parseCommandLine(
@@ -42,6 +45,8 @@ export async function runServerCommand(argv: string[]): Promise<void> {
       phones: { type: 'string' },
       'boot-slots': { type: 'string' },
       'boot-ms': { type: 'string' },
+      pool: { type: 'string' },
+      metrics: { type: 'boolean', default: false },
       device: { type: 'string' },
       'dashboard-origin': { type: 'string' },
       json: { type: 'boolean', default: false },
@@ -65,6 +70,14 @@ export async function runServerCommand(argv: string[]): Promise<void> {
       '--dashboard-origin must be an origin such as https://dashboard.example.com (no path)',
     );
   }
+  const phones =
+    values.phones === undefined ? undefined : int('phones', values.phones, SERVER_DEFAULTS.phones, 1);
+  const pool = int('pool', values.pool, 0, 0);
+  if (phones !== undefined && pool > phones) {
+    throw new UsageError(
+      `--pool ${pool} is more than --phones ${phones}: pooled phones count toward --phones; lower --pool or raise --phones`,
+    );
+  }
   const dataDir = values.data ?? defaultDataDir();
   mkdirSync(dataDir, { recursive: true });
 
@@ -77,9 +90,11 @@ export async function runServerCommand(argv: string[]): Promise<void> {
     port: int('port', values.port, 8080, 0),
     dataDir,
     // Not given: the server sizes it (emulators: from the host).
-    phones: values.phones === undefined ? undefined : int('phones', values.phones, SERVER_DEFAULTS.phones, 1),
+    phones,
     bootSlots: int('boot-slots', values['boot-slots'], SERVER_DEFAULTS.bootSlots, 1),
     bootMs: int('boot-ms', values['boot-ms'], SERVER_DEFAULTS.bootMs, 0),
+    pool,
+    metrics: values.metrics,
     device,
     dashboardOrigin: values['dashboard-origin'] ?? null,
   });

@@ -30,6 +30,13 @@ export interface ServerOptions {
   phones?: number;
   /** Phones booting at once; the rest wait as `queued` (default 4). */
   bootSlots?: number;
+  /**
+   * Temporary phones kept booted ahead of demand, within `phones` (default 0). A new
+   * temporary session takes one and is ready at once (`startup.source` `pool`).
+   */
+  pool?: number;
+  /** Serve GET /metrics in the Prometheus text format, without an API key (default false). */
+  metrics?: boolean;
   /** Boot time of the virtual phone in ms (default 1000). */
   bootMs?: number;
   /** Which phones to serve (default virtual). */
@@ -131,6 +138,20 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const backend =
     options.backend ??
     (await loadBackend(options.device ?? 'virtual', options.bootMs ?? SERVER_DEFAULTS.bootMs, log));
+  const phones = options.phones ?? (await defaultPhones(backend, log));
+  const pool = options.pool ?? 0;
+  if (pool > phones) {
+    if (options.phones !== undefined) {
+      await backend.close().catch(() => undefined);
+      store.close();
+      if (ephemeral) rmSync(dataDir, { recursive: true, force: true });
+      throw new RangeError(
+        `pool ${pool} is more than phones ${phones}: the pool holds phones within the server's capacity; lower the pool or raise phones.`,
+      );
+    }
+    log.warn(`--pool ${pool} is more than this host's ${phones} phones; the pool keeps ${phones}`);
+  }
+  const metrics = options.metrics ? new (await import('./metrics.js')).ServerMetrics() : undefined;
   const accounts = new AccountService(store, clock, random);
   const grants = new Grants(Buffer.from(secret, 'hex'), clock, random);
   const runtime = new Runtime({
@@ -141,10 +162,13 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     clock,
     random,
     log,
-    phones: options.phones ?? (await defaultPhones(backend, log)),
+    phones,
     bootSlots: options.bootSlots ?? SERVER_DEFAULTS.bootSlots,
+    pool: Math.min(pool, phones),
+    observer: metrics,
   });
   runtime.setMaxListeners(0);
+  metrics?.watch(() => runtime.stats());
 
   const gateway = new AdbGateway(runtime, log, clock);
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
@@ -156,20 +180,23 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     // On a wildcard address the URLs handed out name the address the client used.
     const reached = (requestHost: string | undefined) =>
       wildcard && requestHost !== undefined ? hostHeader(requestHost) : null;
-    app = await buildApp({
-      runtime,
-      accounts,
-      grants,
-      store,
-      clock,
-      log,
-      publicUrl: (requestHost) => {
-        const r = reached(requestHost);
-        return r ? `http://${r.authority}` : url;
+    app = await buildApp(
+      {
+        runtime,
+        accounts,
+        grants,
+        store,
+        clock,
+        log,
+        publicUrl: (requestHost) => {
+          const r = reached(requestHost);
+          return r ? `http://${r.authority}` : url;
+        },
+        adbEndpoint: (requestHost) => ({ host: reached(requestHost)?.hostname ?? publicHost, port: adbPort }),
+        dashboardOrigin: options.dashboardOrigin ?? null,
       },
-      adbEndpoint: (requestHost) => ({ host: reached(requestHost)?.hostname ?? publicHost, port: adbPort }),
-      dashboardOrigin: options.dashboardOrigin ?? null,
-    });
+      { metrics },
+    );
     await app.listen({ host, port: options.port ?? 0 });
     const { port } = app.server.address() as AddressInfo;
     url = `http://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${port}`;
@@ -179,6 +206,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       adb_gateway_port: adbPort,
       device: backend.name,
       data: dataDir,
+      phones,
+      pool: Math.min(pool, phones),
+      ...(metrics ? { metrics: `${url}/metrics` } : {}),
     });
   } catch (err) {
     // Nothing half-started may keep the process alive or hold a port: a caller that gets

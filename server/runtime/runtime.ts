@@ -13,9 +13,24 @@
  * commit; both run synchronously, so concurrent creates with one idempotency key cannot
  * both pass the receipt check: the first commits its receipt, every later one replays it.
  * The deadline counts from admission.
+ *
+ * The warm pool (`pool` > 0) keeps temporary phones booted ahead of demand. A pooled phone
+ * is its own typed thing (PooledPhone: warming, then warm), owned by no session and no
+ * account. A new temporary session takes a warm one at admission (queued -> ready, startup
+ * source `pool`), or adopts the boot of a warming one; a replacement boots when a boot slot
+ * is free and no session waits for one. Each live session reserves one of `phones`, and the
+ * pool only holds what is left, so the pool never makes a create get phones_busy: a session
+ * that needs a boot of its own (a profile phone) evicts a pooled phone when there is no
+ * room. Pooled phones are drained on close and simply gone after a crash.
  */
 import { EventEmitter } from 'node:events';
-import { ERROR_CODES, PROVIDER, type CreateSessionBody, type EndReason } from '../../src/api/schemas.js';
+import {
+  ERROR_CODES,
+  PROVIDER,
+  type CreateSessionBody,
+  type EndReason,
+  type ErrorCode,
+} from '../../src/api/schemas.js';
 import type { Clock } from '../clock.js';
 import { seconds } from '../clock.js';
 import type { DeviceBackend, DeviceLogger, DevicePhone, PhoneInput } from '../devices/types.js';
@@ -37,9 +52,50 @@ export interface RuntimeOptions {
   log: DeviceLogger;
   /** Shared phone capacity across accounts (phones_busy beyond it). */
   phones: number;
-  /** Phones booting at once; the rest wait as `queued`. */
+  /** Phones booting at once (sessions' and the pool's); the rest wait as `queued`. */
+  bootSlots: number;
+  /** Temporary phones kept booted ahead of demand, within `phones` (default 0: no pool). */
+  pool?: number;
+  /** Told about admissions, boots and ready phones (metrics); optional. */
+  observer?: RuntimeObserver;
+}
+
+/** Where a session's phone came from (the API's `startup.source`). */
+export type StartupSource = 'cold' | 'snapshot' | 'pool';
+
+/** What the runtime tells an observer (the metrics) as it happens. */
+export interface RuntimeObserver {
+  /** A create the runtime answered: admitted, replayed, recorded, or refused with a code. */
+  admission(outcome: Admission['outcome'] | { refused: ErrorCode }): void;
+  /** A backend boot succeeded, for a session or for the pool, taking `ms`. */
+  phoneBooted(boot: { source: 'cold' | 'snapshot'; purpose: 'session' | 'pool'; ms: number }): void;
+  /** A session's phone became ready, `leaseToReadyMs` after its admission. */
+  sessionReady(start: { source: StartupSource; leaseToReadyMs: number }): void;
+}
+
+/** A point-in-time count of what the runtime holds (metrics gauges read it when scraped). */
+export interface RuntimeStats {
+  sessions: Record<'queued' | 'booting' | 'ready' | 'error' | 'closing', number>;
+  pool: { ready: number; booting: number; target: number };
+  phones: number;
   bootSlots: number;
 }
+
+/** A backend boot under way in a boot slot; the slot frees when it settles, whoever owns it by then. */
+interface PhoneBoot {
+  readonly startedMs: number;
+  readonly abort: AbortController;
+  readonly phone: Promise<DevicePhone>;
+}
+
+/**
+ * A phone booted ahead of demand for no session: `warming` while it boots, `warm` once it is
+ * up. It leaves the pool exactly once: handed to a session, adopted while warming, evicted,
+ * lost, or drained.
+ */
+export type PooledPhone =
+  | ({ readonly kind: 'warming'; readonly id: string } & PhoneBoot)
+  | { readonly kind: 'warm'; readonly id: string; readonly phone: DevicePhone };
 
 /** A frame and when it was captured. */
 interface Frame {
@@ -78,7 +134,8 @@ export type PhaseKind = Phase['kind'];
 
 /** The moves the machine allows; anything else is a bug and throws. */
 const NEXT: Record<PhaseKind, readonly PhaseKind[]> = {
-  queued: ['booting', 'closing'],
+  // queued -> ready: handed a warm pooled phone.
+  queued: ['booting', 'ready', 'closing'],
   booting: ['ready', 'failed', 'closing'],
   ready: ['closing'],
   failed: ['closing'],
@@ -118,6 +175,8 @@ export class LiveSession {
   activityMs: number;
   /** Cancels the deadline timer (armed from admission until closing). */
   cancelDeadline: () => void = () => undefined;
+  /** Where its phone came from, once it had one (unknown for a session recovered after a restart). */
+  startupSource: StartupSource | null = null;
 
   static {
     setPhase = (live, phase) => {
@@ -128,6 +187,8 @@ export class LiveSession {
   constructor(
     readonly row: SessionRow,
     phase: Phase,
+    /** When it was admitted, in ms (lease-to-ready time). */
+    readonly admittedMs = row.created * 1000,
   ) {
     this.#phase = phase;
     this.activityMs = row.last * 1000;
@@ -166,6 +227,15 @@ const RELEASE_WAIT_MS = 1500;
 const HEARTBEAT_MS = 2000;
 const CLEANUP_RETRY_MS = 5000;
 const CLEANUP_ATTEMPTS = 5;
+/** After a pooled boot fails, refills wait this long, doubling per failure up to the maximum. */
+const REFILL_BACKOFF_MS = 1000;
+const REFILL_BACKOFF_MAX_MS = 60_000;
+
+const NO_OBSERVER: RuntimeObserver = {
+  admission: () => undefined,
+  phoneBooted: () => undefined,
+  sessionReady: () => undefined,
+};
 
 /** Stable JSON with sorted keys: the "same parsed body" of an idempotent replay. */
 export function canonicalJson(value: unknown): string {
@@ -191,11 +261,24 @@ export class Runtime extends EventEmitter {
   private cancelHeartbeat: (() => void) | null = null;
   /** sha256(code) -> session id, for the ADB gateway. */
   private readonly adbCodes = new Map<string, string>();
+  /** Pooled phones by id, oldest first. */
+  private readonly pool = new Map<string, PooledPhone>();
+  private readonly poolTarget: number;
+  /** Pooled phones being stopped (evicted, lost, drained); close() waits for them. */
+  private readonly stopping = new Set<Promise<void>>();
+  private refillScheduled = false;
+  private refillFailures = 0;
+  private refillAfterMs = 0;
+  private cancelRefillRetry: (() => void) | null = null;
+  private readonly observer: RuntimeObserver;
 
   constructor(private readonly o: RuntimeOptions) {
     super();
     this.seq = o.store.maxSeq();
     this.typicalBootMs = o.backend.typicalBootMs;
+    // startServer refuses a pool larger than --phones; this keeps the runtime's own promise.
+    this.poolTarget = Math.max(0, Math.min(o.pool ?? 0, o.phones));
+    this.observer = o.observer ?? NO_OBSERVER;
   }
 
   private nowSec(): number {
@@ -316,6 +399,10 @@ export class Runtime extends EventEmitter {
     this.available = false;
     const now = this.nowSec();
     await Promise.all([...this.live.values()].map((l) => this.finish(l, 'lost', now)));
+    // Drained: pooled phones are stopped, booting ones aborted (and stopped if they come up).
+    this.cancelRefillRetry?.();
+    for (const entry of [...this.pool.values()]) this.evict(entry, 'the server is stopping');
+    await Promise.all([...this.stopping]);
     this.closed = true;
     this.cancelHeartbeat?.();
     this.o.store.setMeta('last_alive', String(this.nowSec()));
@@ -365,17 +452,21 @@ export class Runtime extends EventEmitter {
     switch (decision.kind) {
       case 'refuse': {
         const { code, message, details } = decision.refusal;
+        this.observer.admission({ refused: code });
         throw apiError(code, message, details);
       }
       case 'replay': {
         if (!replayed || replayed.row.uid !== uid) throw new Error('receipt points at another account');
+        this.observer.admission('replayed');
         return { outcome: 'replayed', live: replayed };
       }
-      case 'admit':
-        return {
-          outcome: this.available ? 'admitted' : 'recorded',
-          live: this.commitAdmission(uid, decision, bodyHash, requestKey, nowMs),
-        };
+      case 'admit': {
+        const outcome = this.available ? 'admitted' : 'recorded';
+        this.observer.admission(outcome);
+        // A temporary session is handed a warm pooled phone right here (pump), so the 202
+        // answer already says ready.
+        return { outcome, live: this.commitAdmission(uid, decision, bodyHash, requestKey, nowMs) };
+      }
     }
   }
 
@@ -434,7 +525,7 @@ export class Runtime extends EventEmitter {
       }
       if (profile) this.o.store.saveProfile({ ...profile, holder: row.id });
     });
-    const live = this.track(row, { kind: 'queued' });
+    const live = this.track(row, { kind: 'queued' }, nowMs);
     live.activityMs = nowMs;
     this.armDeadline(live);
     this.enqueue(live);
@@ -451,8 +542,8 @@ export class Runtime extends EventEmitter {
     return Math.max(1, Math.min(5, Number.isFinite(soonest) ? soonest : 5));
   }
 
-  private track(row: SessionRow, phase: Phase): LiveSession {
-    const live = new LiveSession(row, phase);
+  private track(row: SessionRow, phase: Phase, admittedMs?: number): LiveSession {
+    const live = new LiveSession(row, phase, admittedMs);
     this.live.set(row.id, live);
     this.perAccount.set(row.uid, (this.perAccount.get(row.uid) ?? 0) + 1);
     return live;
@@ -474,44 +565,197 @@ export class Runtime extends EventEmitter {
     this.pump();
   }
 
+  /**
+   * Gives out what is free, in order of precedence: pooled phones to waiting temporary
+   * sessions, then boot slots to waiting sessions, then boot slots to pool refills. Also
+   * keeps the pool within what live sessions leave of `phones`.
+   */
   private pump(): void {
-    while (this.available && !this.closed && this.booting < this.o.bootSlots && this.queue.length > 0) {
+    if (!this.available || this.closed) return;
+    // A waiting temporary session takes a warm phone at once, else the boot of a warming
+    // one: that boot started earlier, so it never ends later than a boot of its own.
+    for (const live of [...this.queue]) {
+      if (live.row.profile_id !== null || live.phase.kind !== 'queued') continue;
+      const entry = this.oldestPooled('warm') ?? this.oldestPooled('warming');
+      if (!entry) break;
+      this.queue.splice(this.queue.indexOf(live), 1);
+      this.pool.delete(entry.id);
+      if (entry.kind === 'warm') this.becomeReady(live, entry.phone, 'pool', 0);
+      else this.bootSession(live, entry);
+    }
+    // Each live session reserves a phone; the pool gets only what is left. A session that
+    // needs a boot of its own (a profile phone) thus evicts a pooled phone, never waits for one.
+    while (this.pool.size > 0 && this.live.size + this.pool.size > this.o.phones) {
+      const entry = this.newestPooled('warming') ?? this.newestPooled('warm')!;
+      this.evict(entry, 'a session needs its phone slot');
+    }
+    while (this.booting < this.o.bootSlots && this.queue.length > 0) {
       const live = this.queue.shift()!;
-      if (live.phase.kind === 'queued') this.startBoot(live);
+      if (live.phase.kind === 'queued') this.startSessionBoot(live);
+    }
+    this.scheduleRefill();
+  }
+
+  /**
+   * Refills on the next turn of the event loop: a backend's boot does synchronous work
+   * before its first await (an emulator is spawned there), which must not delay the answer
+   * that hands out a pooled phone.
+   */
+  private scheduleRefill(): void {
+    if (this.refillScheduled || this.pool.size >= this.poolTarget) return;
+    this.refillScheduled = true;
+    setImmediate(() => {
+      this.refillScheduled = false;
+      if (this.available && !this.closed) this.refill();
+    });
+  }
+
+  /** Starts pooled boots while a slot is free, no session waits for one, and there is room. */
+  private refill(): void {
+    const nowMs = this.o.clock.now();
+    while (
+      this.queue.length === 0 &&
+      this.booting < this.o.bootSlots &&
+      this.pool.size < this.poolTarget &&
+      // Phones still stopping hold what they hold (an emulator's memory) until they are gone.
+      this.live.size + this.pool.size + this.stopping.size < this.o.phones
+    ) {
+      if (nowMs < this.refillAfterMs) {
+        // A pooled boot failed recently: retry later rather than boot-fail in a loop.
+        this.cancelRefillRetry ??= this.o.clock.setTimeout(() => {
+          this.cancelRefillRetry = null;
+          this.pump();
+        }, this.refillAfterMs - nowMs);
+        return;
+      }
+      this.startPoolBoot();
     }
   }
 
-  private startBoot(live: LiveSession): void {
-    const row = live.row;
+  private oldestPooled<K extends PooledPhone['kind']>(
+    kind: K,
+  ): Extract<PooledPhone, { kind: K }> | undefined {
+    for (const entry of this.pool.values()) {
+      if (entry.kind === kind) return entry as Extract<PooledPhone, { kind: K }>;
+    }
+    return undefined;
+  }
+
+  private newestPooled(kind: PooledPhone['kind']): PooledPhone | undefined {
+    return [...this.pool.values()].reverse().find((e) => e.kind === kind);
+  }
+
+  /**
+   * Starts a backend boot in a boot slot. The slot frees when the boot settles, whoever
+   * owns it by then (a session, the pool, or nobody after an eviction), and what it took
+   * feeds eta_seconds.
+   */
+  private startBoot(name: string, restoreFrom: string | null, purpose: 'session' | 'pool'): PhoneBoot {
     this.booting++;
     const abort = new AbortController();
+    const startedMs = this.o.clock.now();
+    const phone = this.o.backend.boot({
+      sessionId: name,
+      restoreFrom,
+      signal: abort.signal,
+      log: this.o.log,
+    });
+    void phone
+      .then(
+        (p) => {
+          const ms = this.o.clock.now() - startedMs;
+          // A moving average: eta_seconds follows what boots really take on this machine.
+          this.typicalBootMs = Math.round(this.typicalBootMs * 0.7 + ms * 0.3);
+          const source = p.startupSource ?? this.o.backend.startupSource;
+          if (source !== 'pool') this.observer.phoneBooted({ source, purpose, ms });
+        },
+        () => undefined,
+      )
+      .finally(() => {
+        this.booting--;
+        this.pump();
+      });
+    return { startedMs, abort, phone };
+  }
+
+  private startSessionBoot(live: LiveSession): void {
+    const row = live.row;
     const restoreFrom = row.profile_id ? (this.o.saves.current(row.profile_id) ?? null) : null;
     this.o.log.debug('booting phone', { session: row.id, profile: row.profile_id !== null });
-    let settle!: (phone: DevicePhone | null) => void;
-    const boot = new Promise<DevicePhone | null>((resolve) => (settle = resolve));
-    const phase: Phase = { kind: 'booting', startedMs: this.o.clock.now(), abort, boot };
+    // A profile phone without a save boots fresh; null would mean "temporary".
+    this.bootSession(live, this.startBoot(row.id, row.profile_id ? (restoreFrom ?? '') : null, 'session'));
+  }
+
+  /** The session waits for this boot (its own, or a warming pooled phone's it adopted). */
+  private bootSession(live: LiveSession, boot: PhoneBoot): void {
+    const phase: Phase = {
+      kind: 'booting',
+      startedMs: boot.startedMs,
+      abort: boot.abort,
+      boot: boot.phone.catch(() => null),
+    };
     this.transition(live, phase);
-    this.o.backend
-      .boot({
-        sessionId: row.id,
-        // A profile phone without a save boots fresh; null would mean "temporary".
-        restoreFrom: row.profile_id ? (restoreFrom ?? '') : null,
-        signal: abort.signal,
-        log: this.o.log,
-      })
-      .then(
-        (phone) => {
-          this.booting--;
-          this.bootFinished(live, phase, phone);
-          settle(phone);
-        },
-        (err: unknown) => {
-          this.booting--;
-          this.bootFailed(live, err);
-          settle(null);
-        },
+    void boot.phone.then(
+      (phone) => this.bootFinished(live, phase, phone),
+      (err: unknown) => this.bootFailed(live, err),
+    );
+  }
+
+  private startPoolBoot(): void {
+    const id = `pool_${randomToken(this.o.random, 12)}`;
+    const entry: PooledPhone = { kind: 'warming', id, ...this.startBoot(id, null, 'pool') };
+    this.pool.set(id, entry);
+    this.o.log.debug('booting pooled phone', { pooled: id });
+    void entry.phone.then(
+      (phone) => {
+        // Adopted by a session, or evicted: whoever took it out of the pool has it.
+        if (this.pool.get(id) !== entry) return;
+        this.refillFailures = 0;
+        const warm: PooledPhone = { kind: 'warm', id, phone };
+        this.pool.set(id, warm);
+        phone.onLost((reason) => {
+          if (this.pool.get(id) !== warm) return; // handed out: the session listens now
+          this.o.log.warn('pooled phone lost', { pooled: id, reason });
+          // Stopped all the same: whatever it still holds (ports, files) is freed.
+          this.evict(warm, 'lost');
+          this.pump();
+        });
+        this.o.log.debug('pooled phone warm', { pooled: id });
+      },
+      (err: unknown) => {
+        if (this.pool.get(id) !== entry) return;
+        this.pool.delete(id);
+        this.refillFailures++;
+        const backoff = Math.min(REFILL_BACKOFF_MAX_MS, REFILL_BACKOFF_MS * 2 ** (this.refillFailures - 1));
+        this.refillAfterMs = this.o.clock.now() + backoff;
+        this.o.log.error('pooled phone failed to start; the pool retries later', {
+          error: String(err),
+          retry_in_ms: backoff,
+        });
+      },
+    );
+  }
+
+  /** Takes a phone out of the pool and stops it (a warming one: its boot is aborted). */
+  private evict(entry: PooledPhone, why: string): void {
+    this.pool.delete(entry.id);
+    this.o.log.debug('pooled phone stopped', { pooled: entry.id, why });
+    let phone: Promise<DevicePhone | null>;
+    if (entry.kind === 'warm') phone = Promise.resolve(entry.phone);
+    else {
+      entry.abort.abort(new Error(why));
+      phone = entry.phone.catch(() => null);
+    }
+    const stopped = phone
+      .then((p) => p?.shutdown({ saveTo: null }))
+      .catch((err: unknown) =>
+        this.o.log.error('pooled phone did not stop', { pooled: entry.id, error: String(err) }),
       )
-      .finally(() => this.pump());
+      .finally(() => {
+        this.stopping.delete(stopped);
+        this.pump();
+      });
+    this.stopping.add(stopped);
   }
 
   private bootFinished(
@@ -519,11 +763,14 @@ export class Runtime extends EventEmitter {
     booting: Extract<Phase, { kind: 'booting' }>,
     phone: DevicePhone,
   ): void {
-    const row = live.row;
-    const tookMs = this.o.clock.now() - booting.startedMs;
-    // A moving average: eta_seconds follows what boots really take on this machine.
-    this.typicalBootMs = Math.round(this.typicalBootMs * 0.7 + tookMs * 0.3);
     if (live.phase !== booting) return; // closed while booting; cleanup stops the phone
+    const bootMs = this.o.clock.now() - booting.startedMs;
+    this.becomeReady(live, phone, phone.startupSource ?? this.o.backend.startupSource, bootMs);
+  }
+
+  /** The session has its phone: from its boot (which took `bootMs`), or handed from the pool. */
+  private becomeReady(live: LiveSession, phone: DevicePhone, source: StartupSource, bootMs: number): void {
+    const row = live.row;
     // A recognisable prefix lets redact() find the code wherever a client puts it.
     const adbCode = `pau_${randomToken(this.o.random, 32)}`;
     const ready: Phase = {
@@ -533,6 +780,7 @@ export class Runtime extends EventEmitter {
       frame: null,
       capturing: null,
     };
+    live.startupSource = source;
     this.transition(live, ready, {
       ready: this.nowSec(),
       device: phone.label,
@@ -546,7 +794,14 @@ export class Runtime extends EventEmitter {
       void this.finish(live, 'lost', this.nowSec(), { lostProfile: true });
     });
     this.armBilling(live, ready);
-    this.o.log.info('phone ready', { session: row.id, boot_ms: tookMs });
+    const leaseToReadyMs = this.o.clock.now() - live.admittedMs;
+    this.observer.sessionReady({ source, leaseToReadyMs });
+    this.o.log.info('phone ready', {
+      session: row.id,
+      source,
+      boot_ms: bootMs,
+      lease_to_ready_ms: leaseToReadyMs,
+    });
   }
 
   private bootFailed(live: LiveSession, err: unknown): void {
@@ -570,17 +825,33 @@ export class Runtime extends EventEmitter {
     const typical = this.typicalBootMs;
     const now = this.o.clock.now();
     const phase = live.phase;
-    if (phase.kind === 'booting') return Math.max(0, Math.ceil((typical - (now - phase.startedMs)) / 1000));
+    const remaining = (startedMs: number) => Math.max(0, typical - (now - startedMs));
+    if (phase.kind === 'booting') return Math.ceil(remaining(phase.startedMs) / 1000);
     if (phase.kind !== 'queued') return undefined;
-    // Play the queue forward: each slot frees when its boot should end, and the queue
-    // takes slots in order, each boot taking the typical time.
+    // Temporary sessions waiting (only while the runtime is unavailable, otherwise they take
+    // one at once) get pooled phones in order: warm ones first, then the warming ones.
+    const waiting = this.queue.filter((l) => l.phase.kind === 'queued');
+    const pooled = [...this.pool.values()]
+      .map((e) => (e.kind === 'warm' ? 0 : remaining(e.startedMs)))
+      .sort((a, b) => a - b);
+    const temporaryAhead = waiting.filter(
+      (l, i) => i < waiting.indexOf(live) && l.row.profile_id === null,
+    ).length;
+    if (live.row.profile_id === null && temporaryAhead < pooled.length) {
+      return Math.ceil(pooled[temporaryAhead]! / 1000);
+    }
+    // Play the queue forward: each slot frees when its boot (a session's or the pool's)
+    // should end, and the sessions the pool does not serve take slots in order, each boot
+    // taking the typical time.
     const slotsFreeAt: number[] = [];
     for (const other of this.live.values()) {
-      const p = other.phase;
-      if (p.kind === 'booting') slotsFreeAt.push(Math.max(0, typical - (now - p.startedMs)));
+      if (other.phase.kind === 'booting') slotsFreeAt.push(remaining(other.phase.startedMs));
     }
+    for (const entry of this.pool.values())
+      if (entry.kind === 'warming') slotsFreeAt.push(remaining(entry.startedMs));
     while (slotsFreeAt.length < this.o.bootSlots) slotsFreeAt.push(0);
-    const position = Math.max(0, this.queue.indexOf(live));
+    const servedByPool = Math.min(pooled.length, temporaryAhead);
+    const position = Math.max(0, waiting.indexOf(live) - servedByPool);
     let readyInMs = typical;
     for (let i = 0; i <= position; i++) {
       slotsFreeAt.sort((a, b) => a - b);
@@ -589,6 +860,25 @@ export class Runtime extends EventEmitter {
       slotsFreeAt.push(readyInMs);
     }
     return Math.ceil(readyInMs / 1000);
+  }
+
+  /** What the runtime holds now, for the metrics. */
+  stats(): RuntimeStats {
+    const sessions: RuntimeStats['sessions'] = { queued: 0, booting: 0, ready: 0, error: 0, closing: 0 };
+    for (const live of this.live.values()) {
+      const kind = live.phase.kind;
+      if (kind === 'queued' || kind === 'booting' || kind === 'ready') sessions[kind]++;
+      else if (kind === 'failed') sessions.error++;
+      else if (kind === 'orphaned' || kind === 'closing') sessions.closing++;
+    }
+    let warm = 0;
+    for (const entry of this.pool.values()) if (entry.kind === 'warm') warm++;
+    return {
+      sessions,
+      pool: { ready: warm, booting: this.pool.size - warm, target: this.poolTarget },
+      phones: this.o.phones,
+      bootSlots: this.o.bootSlots,
+    };
   }
 
   // ---------------------------------------------------------------------------------
@@ -756,6 +1046,8 @@ export class Runtime extends EventEmitter {
     });
     this.untrack(live);
     this.o.log.info('session ended', { session: row.id, reason: row.end_reason });
+    // Its phone is gone: the pool may refill into the room it leaves.
+    this.pump();
   }
 
   /** Ends a session for its owner; `released` when cleanup is confirmed quickly, else it is still pending. */

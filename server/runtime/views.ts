@@ -47,7 +47,9 @@ export function sessionView(live: LiveSession, ctx: ViewContext, opts: { owner: 
     if (eta !== undefined) view.eta_seconds = eta;
   }
   if (r.failure_code) view.failure = { code: r.failure_code, message: r.failure_message ?? '' };
-  if (r.ready !== null) view.startup = { source: ctx.runtime.startupSource };
+  // The phone's own source when the backend says it per boot (an emulator may cold-boot
+  // when it refuses a snapshot), `pool` for a phone handed from the warm pool.
+  if (r.ready !== null) view.startup = { source: live.startupSource ?? ctx.runtime.startupSource };
   // ADB is owner-only: a session read with a view grant never carries it.
   if (opts.owner && r.state === 'ready' && r.adb_enabled && r.adb_code) {
     view.adb = {

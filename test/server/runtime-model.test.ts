@@ -3,7 +3,7 @@
  * without idempotency keys, replays, reused keys), ends, ADB revocations, clock ticks that
  * pass deadlines, pauses of the runtime (creates are recorded, phones wait queued) and
  * kill -9 restarts against the real runtime over a real SQLite store
- * with instant fake phones. A small model says what each call must answer; after every
+ * with instant fake phones and a warm pool. A small model says what each call must answer; after every
  * step the live sessions must match the model and the books must agree (audit.ts).
  *
  * On failure fast-check prints the seed and the path of the shrunk sequence; replay one
@@ -17,6 +17,7 @@ import { auditBooks } from '../../server/store/audit.js';
 import { RuntimeWorld } from '../support/runtime-world.js';
 
 const PHONES = 4;
+const POOL = 2;
 const KEYS = ['key-aaaaaaaaaaaaaaaa', 'key-bbbbbbbbbbbbbbbb', 'key-cccccccccccccccc'];
 const TIMEOUTS = [60, 120, 600];
 
@@ -91,6 +92,20 @@ function checkAgreement(m: Model, r: Real): void {
     });
   }
   expect(auditBooks(world.store.db, r.opening)).toEqual([]);
+  // The pool: never more phones than the server has, never one phone in two sessions, and
+  // (while the runtime is available; phones boot at once here) full to what sessions leave.
+  expect(world.backend.running.size).toBeLessThanOrEqual(PHONES);
+  const phones = [...world.runtime.all()].flatMap((l) => (l.phone ? [l.phone] : []));
+  expect(new Set(phones).size).toBe(phones.length);
+  if (!m.paused) {
+    const live = liveOf(m).length;
+    expect(world.runtime.stats().pool).toEqual({
+      ready: Math.min(POOL, PHONES - live),
+      booting: 0,
+      target: POOL,
+    });
+    expect(world.backend.running.size).toBe(live + Math.min(POOL, PHONES - live));
+  }
 }
 
 class Create implements Cmd {
@@ -124,6 +139,12 @@ class Create implements Cmd {
       expect('ok' in answer).toBe(true);
       const { outcome, live } = (answer as { ok: { outcome: string; live: LiveSession } }).ok;
       expect(outcome).toBe(m.paused ? 'recorded' : 'admitted');
+      // Below capacity the pool always holds a warm phone for an available runtime.
+      if (!m.paused)
+        expect({ phase: live.phase.kind, source: live.startupSource }).toEqual({
+          phase: 'ready',
+          source: 'pool',
+        });
       m.sessions.push({
         phase: m.paused ? 'queued' : 'ready',
         sid: live.row.id,
@@ -265,7 +286,8 @@ describe('the runtime against its model', () => {
     const seed = process.env.MODEL_SEED ? Number(process.env.MODEL_SEED) : undefined;
     await fc.assert(
       fc.asyncProperty(fc.commands(commands, { maxCommands: 25 }), async (cmds) => {
-        const world = new RuntimeWorld({ phones: PHONES });
+        const world = new RuntimeWorld({ phones: PHONES, pool: POOL });
+        let closed = false;
         try {
           const accounts = [
             { opts: { billingMode: 'disabled' as const, sessionLimit: 2 }, limit: 2 },
@@ -275,6 +297,7 @@ describe('the runtime against its model', () => {
           const opening = new Map(
             accounts.filter((a) => a.opts.billingMode === 'metered').map((a) => [a.created.uid, 100_000]),
           );
+          await world.advance(0); // the pool fills
           await fc.asyncModelRun(
             () => ({
               model: {
@@ -288,8 +311,12 @@ describe('the runtime against its model', () => {
             }),
             cmds,
           );
-        } finally {
           await world.close();
+          closed = true;
+          // Drained: every phone, pooled or in a session, was stopped.
+          expect(world.backend.running.size).toBe(0);
+        } finally {
+          if (!closed) await world.close();
         }
       }),
       { numRuns: Number(process.env.MODEL_RUNS ?? 300), seed, path: process.env.MODEL_PATH },

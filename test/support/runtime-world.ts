@@ -24,13 +24,22 @@ import { openDatabase, Store } from '../../server/store/store.js';
 /** Phones that boot at once and hold nothing: the runtime's bookkeeping is what is under test. */
 export class FakePhones implements DeviceBackend {
   readonly name = 'virtual' as const;
-  readonly typicalBootMs = 0;
+  readonly typicalBootMs: number;
   readonly startupSource = 'cold' as const;
   /** Phones booted and not shut down, by session id. */
   readonly running = new Map<string, DevicePhone>();
   private dead = false;
 
+  /** `wait(ms, signal)`: a boot takes `bootMs` on the world's clock (default: at once). */
+  constructor(
+    private readonly bootMs = 0,
+    private readonly wait: (ms: number, signal: AbortSignal) => Promise<void> = async () => undefined,
+  ) {
+    this.typicalBootMs = bootMs;
+  }
+
   async boot(request: BootRequest): Promise<DevicePhone> {
+    if (this.bootMs > 0) await this.wait(this.bootMs, request.signal);
     if (this.dead) return new Promise<DevicePhone>(() => undefined); // the process is gone
     const phones = this.running;
     const phone: DevicePhone = {
@@ -65,6 +74,10 @@ export class FakePhones implements DeviceBackend {
 export interface WorldOptions {
   phones?: number;
   bootSlots?: number;
+  /** Warm pool size (default 0). */
+  pool?: number;
+  /** How long a phone takes to boot on the world's clock (default 0: at once). */
+  bootMs?: number;
   startMs?: number;
 }
 
@@ -94,7 +107,18 @@ export class RuntimeWorld {
   private boot(): void {
     this.store = new Store(openDatabase(this.dir));
     this.accounts = new AccountService(this.store, this.clock, cryptoRandom);
-    this.backend = new FakePhones();
+    this.backend = new FakePhones(
+      this.options.bootMs ?? 0,
+      // Aborted boots end at once, as the real backends' do.
+      (ms, signal) =>
+        new Promise<void>((resolve, reject) => {
+          const cancel = this.clock.setTimeout(resolve, ms);
+          signal.addEventListener('abort', () => {
+            cancel();
+            reject(new Error('boot aborted'));
+          });
+        }),
+    );
     this.runtime = new Runtime({
       store: this.store,
       accounts: this.accounts,
@@ -105,6 +129,7 @@ export class RuntimeWorld {
       log: createLogger({ level: 'silent' }),
       phones: this.options.phones ?? 20,
       bootSlots: this.options.bootSlots ?? 4,
+      pool: this.options.pool ?? 0,
     });
     this.runtime.recover();
   }
