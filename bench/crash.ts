@@ -8,7 +8,7 @@
  * Goals: duplicates 0; books agree after every cycle.
  * Run: npm run build && npx tsx bench/crash.ts [--cycles 20] [--concurrency 12] [--seed N]
  */
-import Database from 'better-sqlite3';
+import { Database } from '../server/store/sqlite.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -9,7 +9,7 @@
  * as history reports it is exactly the number of minutes debited. For every account whose
  * opening balance is known, the balance is the opening balance minus its debits.
  */
-import type Database from 'better-sqlite3';
+import type { Database } from './sqlite.js';
 import { historyView } from '../runtime/views.js';
 import type { AccountRow, SessionRow } from './store.js';
 
@@ -22,10 +22,7 @@ interface DebitRow {
 }
 
 /** Every disagreement found, in words (empty when the books agree). */
-export function auditBooks(
-  db: Database.Database,
-  openingBalances: ReadonlyMap<string, number> = new Map(),
-): string[] {
+export function auditBooks(db: Database, openingBalances: ReadonlyMap<string, number> = new Map()): string[] {
   const problems: string[] = [];
   const sessions = db.prepare<[], SessionRow>('SELECT * FROM sessions').all();
   const debits = db.prepare<[], DebitRow>('SELECT * FROM debits ORDER BY sid, minute').all();

@@ -7,7 +7,7 @@
  * an OS crash or power loss can drop the last commits. That trade buys an order of
  * magnitude in create throughput over FULL, which would fsync every commit.
  */
-import Database from 'better-sqlite3';
+import { Database } from './sqlite.js';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BillingMode, EndReason, SessionState } from '../../src/api/schemas.js';
@@ -116,7 +116,7 @@ const SESSION_COLUMNS: Array<keyof SessionRow> = [
   'adb_enabled',
 ];
 
-export function openDatabase(dataDir: string): Database.Database {
+export function openDatabase(dataDir: string): Database {
   // The store holds key hashes and the secret view grants are signed with: only its owner
   // may read it.
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -132,7 +132,7 @@ export function openDatabase(dataDir: string): Database.Database {
   return db;
 }
 
-function migrate(db: Database.Database): void {
+function migrate(db: Database): void {
   const current = db.pragma('user_version', { simple: true }) as number;
   if (current > MIGRATIONS.length) {
     throw new Error(
@@ -151,7 +151,7 @@ function migrate(db: Database.Database): void {
 export class Store {
   private readonly s;
 
-  constructor(readonly db: Database.Database) {
+  constructor(readonly db: Database) {
     const placeholders = SESSION_COLUMNS.map((c) => `@${c}`).join(', ');
     const updates = SESSION_COLUMNS.filter((c) => c !== 'id')
       .map((c) => `${c} = @${c}`)
