@@ -259,15 +259,31 @@ export class Locator {
     });
   }
 
-  /** Scrolls the nearest scrollable view until the element shows, then stops. */
+  /**
+   * Scrolls the nearest scrollable view that holds the element until the element shows
+   * whole, then stops; an element outside every scrollable view is left where it is. While
+   * the element is not attached (a RecyclerView keeps no views for rows off screen) the
+   * largest scrollable view on screen is searched: towards its end first, then back.
+   */
   scrollIntoView(options: TimeoutOption = {}): Promise<void> {
     return this.#engine.step(`${this.#title}.scrollIntoView()`, async () => {
       let direction: 1 | -1 = 1;
       let lastXml = '';
       await this.#poll('scrollIntoView', options.timeout, async (snap, matches) => {
         const n = this.#one(matches, snap);
-        const area = snap.nodes.find((s) => s.scrollable && isVisible(s));
-        if (n && isVisible(n) && (!area || insideOf(n, area))) return { value: true };
+        const holder = n ? scrollableAncestor(n) : null;
+        const driver = await this.#engine.driver();
+        if (n && isVisible(n)) {
+          if (!holder) return { value: true };
+          // Bounds are clipped to the list, so a row cut by an edge touches it: move the
+          // list a little that way until the row comes clear or the list stops moving.
+          const edge = touchedEdge(n, holder);
+          if (edge === null || snap.xml === lastXml) return { value: true };
+          lastXml = snap.xml;
+          await driver.swipe(...scrollSwipe(holder, edge === 'bottom' ? 1 : -1, 0.25), 300);
+          return { waiting: 'waiting for the element to show whole' };
+        }
+        const area = holder ?? largestScrollable(snap);
         if (!area) return { waiting: 'waiting for the element; nothing on screen scrolls' };
         if (snap.xml === lastXml) {
           // The list did not move: its end is reached; search the other way (once).
@@ -275,12 +291,7 @@ export class Locator {
           direction = -1;
         }
         lastXml = snap.xml;
-        const b = area.bounds;
-        const x = Math.round((b.left + b.right) / 2);
-        const h = b.bottom - b.top;
-        const from = { x, y: Math.round(b.top + h * (direction === 1 ? 0.75 : 0.25)) };
-        const to = { x, y: Math.round(b.top + h * (direction === 1 ? 0.25 : 0.75)) };
-        await (await this.#engine.driver()).swipe(from, to, 300);
+        await driver.swipe(...scrollSwipe(area, direction, 0.5), 300);
         return { waiting: 'scrolling' };
       });
     });
@@ -496,10 +507,50 @@ export class Locator {
   }
 }
 
-function insideOf(n: UiNode, area: UiNode): boolean {
-  const c = centre(n.bounds);
+/** The closest ancestor that scrolls, if any. */
+function scrollableAncestor(n: UiNode): UiNode | null {
+  for (let p = n.parent; p; p = p.parent) if (p.scrollable && isVisible(p)) return p;
+  return null;
+}
+
+function largestScrollable(snap: UiSnapshot): UiNode | null {
+  const size = (b: UiNode['bounds']) => (b.right - b.left) * (b.bottom - b.top);
+  let best: UiNode | null = null;
+  for (const s of snap.nodes)
+    if (s.scrollable && isVisible(s) && (!best || size(s.bounds) > size(best.bounds))) best = s;
+  return best;
+}
+
+/** Which edge of its scrolling view `n` touches (and may be cut by); null when neither or both. */
+function touchedEdge(n: UiNode, area: UiNode): 'top' | 'bottom' | null {
+  const top = n.bounds.top <= area.bounds.top;
+  const bottom = n.bounds.bottom >= area.bounds.bottom;
+  return top === bottom ? null : top ? 'top' : 'bottom';
+}
+
+/**
+ * A vertical swipe over `area` that scrolls its content by `share` of its height: towards
+ * the end (finger up) for 1, towards the start for -1.
+ */
+function scrollSwipe(
+  area: UiNode,
+  direction: 1 | -1,
+  share: number,
+): [{ x: number; y: number }, { x: number; y: number }] {
   const b = area.bounds;
-  return c.x >= b.left && c.x <= b.right && c.y >= b.top && c.y <= b.bottom;
+  const x = Math.round((b.left + b.right) / 2);
+  const h = b.bottom - b.top;
+  const low = Math.round(b.top + h * (0.5 + share / 2));
+  const high = Math.round(b.top + h * (0.5 - share / 2));
+  return direction === 1
+    ? [
+        { x, y: low },
+        { x, y: high },
+      ]
+    : [
+        { x, y: high },
+        { x, y: low },
+      ];
 }
 
 /** The root for phone.locator() and phone.getBy*(): every locator's title starts with `phone`. */
