@@ -24,7 +24,15 @@ import {
   type Step,
   type TextMatch,
 } from './selector.js';
-import { centre, sameBounds, textOf, type UiNode, type UiSnapshot } from './tree.js';
+import {
+  centre,
+  descendants,
+  describeNode,
+  sameBounds,
+  textOf,
+  type UiNode,
+  type UiSnapshot,
+} from './tree.js';
 
 export interface TimeoutOption {
   /** How long to wait, in ms (default: the action timeout; 0 waits without a limit of its own). */
@@ -245,7 +253,7 @@ export class Locator {
       await this.#poll(name, options.timeout, async (snap, matches, stableSince) => {
         const n = this.#one(matches, snap);
         if (!n) return { waiting: 'waiting for the element to be attached' };
-        if (!n.checkable) throw new Error(`${this.#title} is not checkable: ${n.className}`);
+        if (!n.checkable) throw new Error(this.#notCheckable(name, n));
         if (n.checked === checked) return { value: true };
         if (tapped)
           return { waiting: `waiting for the element to become ${checked ? 'checked' : 'unchecked'}` };
@@ -330,8 +338,12 @@ export class Locator {
     return this.#query('isEnabled', options, (n) => n.enabled);
   }
 
+  /** Whether a checkbox or switch is checked; throws for a view that cannot be checked. */
   isChecked(options: TimeoutOption = {}): Promise<boolean> {
-    return this.#query('isChecked', options, (n) => n.checked);
+    return this.#query('isChecked', options, (n) => {
+      if (!n.checkable) throw new Error(this.#notCheckable('isChecked', n));
+      return n.checked;
+    });
   }
 
   /** Whether the element is on screen now (no waiting; false when nothing matches). */
@@ -419,6 +431,28 @@ export class Locator {
   #one(matches: UiNode[], snap: UiSnapshot): UiNode | null {
     if (matches.length > 1) throw new StrictModeViolationError(strictModeMessage(this.#title, matches, snap));
     return matches[0] ?? null;
+  }
+
+  /**
+   * Says that `n` cannot be checked, and where its switch is: Settings rows and list items
+   * are clickable containers whose switch or checkbox is a separate, non-clickable view.
+   */
+  #notCheckable(name: string, n: UiNode): string {
+    let hint = 'Point the locator at the checkbox or switch itself.';
+    for (let p: UiNode | null = n; p && p.parent; p = p.parent) {
+      const found = descendants(p).filter((d) => d.checkable);
+      if (found.length > 1) break;
+      const control = found[0];
+      if (!control) continue;
+      const container = p === n ? this.#title : `its ${p.clickable ? 'row' : 'container'}`;
+      hint =
+        `${container === this.#title ? 'Its' : 'The'} checkable view inside ${container} is ${describeNode(control)}: ` +
+        (p === n
+          ? `use ${this.#title}.locator({ checkable: true }).`
+          : `use a locator of the row, e.g. phone.locator({ clickable: true }).filter({ hasText: ${formatValue(textOf(n))} }).locator({ checkable: true }).`);
+      break;
+    }
+    return `${this.#title}.${name}: the element is not checkable (${n.className}). ${hint}`;
   }
 
   /** Why `n` cannot be acted on yet, or null when it can. */
