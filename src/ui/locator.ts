@@ -77,6 +77,11 @@ function attributeOf(n: UiNode, name: string): string | null {
   return n.attributes[key] ?? null;
 }
 
+/** Text fields: the classes that take typed text. */
+function isEditable(n: UiNode): boolean {
+  return /EditText|AutoCompleteTextView|SearchView/.test(n.className);
+}
+
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
@@ -227,12 +232,19 @@ export class Locator {
     });
   }
 
-  /** Focuses the element and presses a key (`Enter`, `Tab`, `Backspace`, a KEYCODE_ name or a number). */
+  /**
+   * Presses a key (`Enter`, `Tab`, `Backspace`, a KEYCODE_ name or a number) with the
+   * element focused: a text field is tapped first unless it has focus. Other views are not
+   * tapped — a tap on a button would click it — so, as on a phone in touch mode, the key
+   * goes to the view that has focus.
+   */
   press(key: KeyName, options: TimeoutOption = {}): Promise<void> {
     const code = keycodeOf(key);
     return this.#action('press', formatValue(key), options, { enabled: true }, async (n, d) => {
-      const { x, y } = centre(n.bounds);
-      await d.tap(x, y);
+      if (isEditable(n) && !n.focused) {
+        const { x, y } = centre(n.bounds);
+        await d.tap(x, y);
+      }
       await d.key(code);
     });
   }
@@ -479,7 +491,7 @@ export class Locator {
       await this.#poll(name, options.timeout, async (snap, matches, previous) => {
         const n = this.#one(matches, snap);
         if (!n) return { waiting: 'waiting for the element to be attached' };
-        if (needs.editable && !/EditText|AutoCompleteTextView|SearchView/.test(n.className) && !n.focusable) {
+        if (needs.editable && !isEditable(n) && !n.focusable) {
           throw new Error(`${this.#title}.${name}: the element is not editable (${n.className}).`);
         }
         const notYet = this.#actionable(n, previous, needs);
