@@ -77,7 +77,10 @@ function attributeOf(n: UiNode, name: string): string | null {
   return n.attributes[key] ?? null;
 }
 
-/** Text fields: the classes that take typed text. */
+/**
+ * Text fields: the classes that take typed text (Compose text fields and inputs in a
+ * WebView report android.widget.EditText too).
+ */
 function isEditable(n: UiNode): boolean {
   return /EditText|AutoCompleteTextView|SearchView/.test(n.className);
 }
@@ -491,8 +494,11 @@ export class Locator {
       await this.#poll(name, options.timeout, async (snap, matches, previous) => {
         const n = this.#one(matches, snap);
         if (!n) return { waiting: 'waiting for the element to be attached' };
-        if (needs.editable && !isEditable(n) && !n.focusable) {
-          throw new Error(`${this.#title}.${name}: the element is not editable (${n.className}).`);
+        // Checked before any tap: tapping a row to "focus" it would click it.
+        if (needs.editable && !isEditable(n)) {
+          throw new Error(
+            `${this.#title}.${name}: the element is not editable (${n.className}); point the locator at a text field (android.widget.EditText).`,
+          );
         }
         const notYet = this.#actionable(n, previous, needs);
         if (notYet) return { waiting: notYet };

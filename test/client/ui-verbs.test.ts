@@ -244,6 +244,20 @@ describe.each(['uiautomator2', 'dump'] as const)('locator verbs over %s', (engin
     expect(await phone.getById('result').textContent()).toBe('Enter username and password');
   });
 
+  it('refuses to fill or clear a view that takes no text, without tapping it', async () => {
+    await using phone = await lease(engine);
+    await phone.shell('am start -a android.settings.WIRELESS_SETTINGS');
+    const row = phone.locator({ clickable: true }).filter({ hasText: 'Use Wi-Fi' });
+    for (const attempt of [() => row.fill('x', { timeout: 2000 }), () => row.clear({ timeout: 2000 })]) {
+      const error = await attempt().catch((e: unknown) => e);
+      expect((error as Error).message).toMatch(
+        /the element is not editable \(android\.widget\.LinearLayout\)/,
+      );
+    }
+    // The row was never tapped: Wi-Fi is still on.
+    expect(await setting(phone, 'global', 'wifi_on')).toBe('1');
+  });
+
   it('refines: filter, nth, first, last, all, descendants, XPath and RegExps', async () => {
     await using phone = await lease(engine);
     await phone.shell('am start -a android.settings.WIRELESS_SETTINGS');
