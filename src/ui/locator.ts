@@ -298,9 +298,10 @@ export class Locator {
         const driver = await this.#engine.driver();
         if (n && isVisible(n)) {
           if (!holder) return { value: true };
-          // Bounds are clipped to the list, so a row cut by an edge touches it: move the
-          // list a little that way until the row comes clear or the list stops moving.
-          const edge = touchedEdge(n, holder);
+          // Bounds are clipped to the list, so a row cut by an edge touches it and is
+          // shorter than its siblings: move the list a little that way until the row comes
+          // clear or the list stops moving.
+          const edge = cutEdge(n, holder);
           if (edge === null || snap.xml === lastXml) return { value: true };
           lastXml = snap.xml;
           await driver.swipe(...scrollSwipe(holder, edge === 'bottom' ? 1 : -1, 0.25), 300);
@@ -573,10 +574,19 @@ function largestScrollable(snap: UiSnapshot): UiNode | null {
   return best;
 }
 
-/** Which edge of its scrolling view `n` touches (and may be cut by); null when neither or both. */
-function touchedEdge(n: UiNode, area: UiNode): 'top' | 'bottom' | null {
-  const top = n.bounds.top <= area.bounds.top;
-  const bottom = n.bounds.bottom >= area.bounds.bottom;
+/**
+ * Which edge of its scrolling view cuts `n`: the edge its item (the list's child that holds
+ * it) touches, when that item is shorter than the list's tallest item. A whole first row at
+ * the top is left alone, so no swipe pulls a pull-to-refresh list.
+ */
+function cutEdge(n: UiNode, area: UiNode): 'top' | 'bottom' | null {
+  let item = n;
+  while (item.parent && item.parent !== area) item = item.parent;
+  const height = (x: UiNode) => x.bounds.bottom - x.bounds.top;
+  const tallest = Math.max(...area.children.map(height));
+  if (height(item) >= tallest) return null;
+  const top = item.bounds.top <= area.bounds.top;
+  const bottom = item.bounds.bottom >= area.bounds.bottom;
   return top === bottom ? null : top ? 'top' : 'bottom';
 }
 

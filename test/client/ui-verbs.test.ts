@@ -106,6 +106,23 @@ describe.each(['uiautomator2', 'dump'] as const)('locator verbs over %s', (engin
     const after = (await row(cut).boundingBox())!;
     expect(after.height).toBe(full);
     expect(after.y + after.height).toBeLessThanOrEqual(list.y + list.height);
+
+    // A whole row that merely touches the edge is left where it is: line the last row up
+    // with the bottom edge (this list scrolls by exactly the finger's travel), then ask.
+    const last = async () => {
+      const all = await phone.getById('android:id/title').all();
+      return row((await all[all.length - 1]!.textContent())!);
+    };
+    const edge = (await (await last()).boundingBox())!;
+    const travel = full - edge.height + (full - edge.height < 40 ? full : 0);
+    const x = list.x + list.width / 2;
+    await phone.shell(`input swipe ${x} ${list.y + 600} ${x} ${list.y + 600 - travel} 300`);
+    const whole = await last();
+    const lined = (await whole.boundingBox())!;
+    expect(lined.height).toBe(full);
+    expect(lined.y + lined.height).toBe(list.y + list.height);
+    await whole.scrollIntoView();
+    expect(await whole.boundingBox()).toEqual(lined);
   });
 
   it('swipes the Settings list: the rows move with the finger and come back', async () => {
