@@ -58,6 +58,29 @@ export const KEYS: Readonly<Record<string, number>> = {
   AppSwitch: 187,
 };
 
+/**
+ * Android's KeyEvent constant names whose spelling differs from the names above
+ * (KEYCODE_DEL is Backspace); the others are found by the names above or are a letter or
+ * a digit.
+ */
+const ANDROID_KEYCODES: Readonly<Record<string, number>> = {
+  DPAD_UP: 19,
+  DPAD_DOWN: 20,
+  DPAD_LEFT: 21,
+  DPAD_RIGHT: 22,
+  DPAD_CENTER: 23,
+  CLEAR: 28,
+  COMMA: 55,
+  PERIOD: 56,
+  DEL: 67,
+  FORWARD_DEL: 112,
+  PAGE_UP: 92,
+  PAGE_DOWN: 93,
+  NUMPAD_ENTER: 160,
+  WAKEUP: 224,
+  SLEEP: 223,
+};
+
 export type KeyName = keyof typeof KEYS | `KEYCODE_${string}` | number;
 
 export function keycodeOf(key: string | number): number {
@@ -67,12 +90,14 @@ export function keycodeOf(key: string | number): number {
   if (/^\d+$/.test(key)) return Number(key);
   const constant = /^KEYCODE_(.+)$/.exec(key)?.[1];
   if (constant) {
+    const android = ANDROID_KEYCODES[constant];
+    if (android !== undefined) return android;
     const byConstant = Object.entries(KEYS).find(([k]) => k.toUpperCase() === constant.replace(/_/g, ''));
     if (byConstant) return byConstant[1];
     if (/^[A-Z]$/.test(constant)) return 29 + constant.charCodeAt(0) - 65;
     if (/^[0-9]$/.test(constant)) return 7 + Number(constant);
   }
   throw new TypeError(
-    `Unknown key ${JSON.stringify(key)}: use one of ${Object.keys(KEYS).join(', ')}, a KEYCODE_ name or a key code number.`,
+    `Unknown key ${JSON.stringify(key)}: use one of ${Object.keys(KEYS).join(', ')}, a KEYCODE_ name (KEYCODE_DEL, KEYCODE_DPAD_DOWN, KEYCODE_A, ...) or a key code number.`,
   );
 }

@@ -24,7 +24,15 @@ import {
   type Step,
   type TextMatch,
 } from './selector.js';
-import { centre, sameBounds, textOf, type UiNode, type UiSnapshot } from './tree.js';
+import {
+  centre,
+  descendants,
+  describeNode,
+  sameBounds,
+  textOf,
+  type UiNode,
+  type UiSnapshot,
+} from './tree.js';
 
 export interface TimeoutOption {
   /** How long to wait, in ms (default: the action timeout; 0 waits without a limit of its own). */
@@ -67,6 +75,14 @@ function attributeOf(n: UiNode, name: string): string | null {
   if (key === 'class') return n.className;
   if (key === 'displayed') return String(n.displayed);
   return n.attributes[key] ?? null;
+}
+
+/**
+ * Text fields: the classes that take typed text (Compose text fields and inputs in a
+ * WebView report android.widget.EditText too).
+ */
+function isEditable(n: UiNode): boolean {
+  return /EditText|AutoCompleteTextView|SearchView/.test(n.className);
 }
 
 function sleep(ms: number): Promise<void> {
@@ -219,12 +235,19 @@ export class Locator {
     });
   }
 
-  /** Focuses the element and presses a key (`Enter`, `Tab`, `Backspace`, a KEYCODE_ name or a number). */
+  /**
+   * Presses a key (`Enter`, `Tab`, `Backspace`, a KEYCODE_ name or a number) with the
+   * element focused: a text field is tapped first unless it has focus. Other views are not
+   * tapped — a tap on a button would click it — so, as on a phone in touch mode, the key
+   * goes to the view that has focus.
+   */
   press(key: KeyName, options: TimeoutOption = {}): Promise<void> {
     const code = keycodeOf(key);
     return this.#action('press', formatValue(key), options, { enabled: true }, async (n, d) => {
-      const { x, y } = centre(n.bounds);
-      await d.tap(x, y);
+      if (isEditable(n) && !n.focused) {
+        const { x, y } = centre(n.bounds);
+        await d.tap(x, y);
+      }
       await d.key(code);
     });
   }
@@ -245,7 +268,7 @@ export class Locator {
       await this.#poll(name, options.timeout, async (snap, matches, stableSince) => {
         const n = this.#one(matches, snap);
         if (!n) return { waiting: 'waiting for the element to be attached' };
-        if (!n.checkable) throw new Error(`${this.#title} is not checkable: ${n.className}`);
+        if (!n.checkable) throw new Error(this.#notCheckable(name, n));
         if (n.checked === checked) return { value: true };
         if (tapped)
           return { waiting: `waiting for the element to become ${checked ? 'checked' : 'unchecked'}` };
@@ -259,15 +282,32 @@ export class Locator {
     });
   }
 
-  /** Scrolls the nearest scrollable view until the element shows, then stops. */
+  /**
+   * Scrolls the nearest scrollable view that holds the element until the element shows
+   * whole, then stops; an element outside every scrollable view is left where it is. While
+   * the element is not attached (a RecyclerView keeps no views for rows off screen) the
+   * largest scrollable view on screen is searched: towards its end first, then back.
+   */
   scrollIntoView(options: TimeoutOption = {}): Promise<void> {
     return this.#engine.step(`${this.#title}.scrollIntoView()`, async () => {
       let direction: 1 | -1 = 1;
       let lastXml = '';
       await this.#poll('scrollIntoView', options.timeout, async (snap, matches) => {
         const n = this.#one(matches, snap);
-        const area = snap.nodes.find((s) => s.scrollable && isVisible(s));
-        if (n && isVisible(n) && (!area || insideOf(n, area))) return { value: true };
+        const holder = n ? scrollableAncestor(n) : null;
+        const driver = await this.#engine.driver();
+        if (n && isVisible(n)) {
+          if (!holder) return { value: true };
+          // Bounds are clipped to the list, so a row cut by an edge touches it and is
+          // shorter than its siblings: move the list a little that way until the row comes
+          // clear or the list stops moving.
+          const edge = cutEdge(n, holder);
+          if (edge === null || snap.xml === lastXml) return { value: true };
+          lastXml = snap.xml;
+          await driver.swipe(...scrollSwipe(holder, edge === 'bottom' ? 1 : -1, 0.25), 300);
+          return { waiting: 'waiting for the element to show whole' };
+        }
+        const area = holder ?? largestScrollable(snap);
         if (!area) return { waiting: 'waiting for the element; nothing on screen scrolls' };
         if (snap.xml === lastXml) {
           // The list did not move: its end is reached; search the other way (once).
@@ -275,12 +315,7 @@ export class Locator {
           direction = -1;
         }
         lastXml = snap.xml;
-        const b = area.bounds;
-        const x = Math.round((b.left + b.right) / 2);
-        const h = b.bottom - b.top;
-        const from = { x, y: Math.round(b.top + h * (direction === 1 ? 0.75 : 0.25)) };
-        const to = { x, y: Math.round(b.top + h * (direction === 1 ? 0.25 : 0.75)) };
-        await (await this.#engine.driver()).swipe(from, to, 300);
+        await driver.swipe(...scrollSwipe(area, direction, 0.5), 300);
         return { waiting: 'scrolling' };
       });
     });
@@ -319,8 +354,12 @@ export class Locator {
     return this.#query('isEnabled', options, (n) => n.enabled);
   }
 
+  /** Whether a checkbox or switch is checked; throws for a view that cannot be checked. */
   isChecked(options: TimeoutOption = {}): Promise<boolean> {
-    return this.#query('isChecked', options, (n) => n.checked);
+    return this.#query('isChecked', options, (n) => {
+      if (!n.checkable) throw new Error(this.#notCheckable('isChecked', n));
+      return n.checked;
+    });
   }
 
   /** Whether the element is on screen now (no waiting; false when nothing matches). */
@@ -410,6 +449,28 @@ export class Locator {
     return matches[0] ?? null;
   }
 
+  /**
+   * Says that `n` cannot be checked, and where its switch is: Settings rows and list items
+   * are clickable containers whose switch or checkbox is a separate, non-clickable view.
+   */
+  #notCheckable(name: string, n: UiNode): string {
+    let hint = 'Point the locator at the checkbox or switch itself.';
+    for (let p: UiNode | null = n; p && p.parent; p = p.parent) {
+      const found = descendants(p).filter((d) => d.checkable);
+      if (found.length > 1) break;
+      const control = found[0];
+      if (!control) continue;
+      const container = p === n ? this.#title : `its ${p.clickable ? 'row' : 'container'}`;
+      hint =
+        `${container === this.#title ? 'Its' : 'The'} checkable view inside ${container} is ${describeNode(control)}: ` +
+        (p === n
+          ? `use ${this.#title}.locator({ checkable: true }).`
+          : `use a locator of the row, e.g. phone.locator({ clickable: true }).filter({ hasText: ${formatValue(textOf(n))} }).locator({ checkable: true }).`);
+      break;
+    }
+    return `${this.#title}.${name}: the element is not checkable (${n.className}). ${hint}`;
+  }
+
   /** Why `n` cannot be acted on yet, or null when it can. */
   #actionable(
     n: UiNode,
@@ -434,8 +495,11 @@ export class Locator {
       await this.#poll(name, options.timeout, async (snap, matches, previous) => {
         const n = this.#one(matches, snap);
         if (!n) return { waiting: 'waiting for the element to be attached' };
-        if (needs.editable && !/EditText|AutoCompleteTextView|SearchView/.test(n.className) && !n.focusable) {
-          throw new Error(`${this.#title}.${name}: the element is not editable (${n.className}).`);
+        // Checked before any tap: tapping a row to "focus" it would click it.
+        if (needs.editable && !isEditable(n)) {
+          throw new Error(
+            `${this.#title}.${name}: the element is not editable (${n.className}); point the locator at a text field (android.widget.EditText).`,
+          );
         }
         const notYet = this.#actionable(n, previous, needs);
         if (notYet) return { waiting: notYet };
@@ -496,10 +560,59 @@ export class Locator {
   }
 }
 
-function insideOf(n: UiNode, area: UiNode): boolean {
-  const c = centre(n.bounds);
+/** The closest ancestor that scrolls, if any. */
+function scrollableAncestor(n: UiNode): UiNode | null {
+  for (let p = n.parent; p; p = p.parent) if (p.scrollable && isVisible(p)) return p;
+  return null;
+}
+
+function largestScrollable(snap: UiSnapshot): UiNode | null {
+  const size = (b: UiNode['bounds']) => (b.right - b.left) * (b.bottom - b.top);
+  let best: UiNode | null = null;
+  for (const s of snap.nodes)
+    if (s.scrollable && isVisible(s) && (!best || size(s.bounds) > size(best.bounds))) best = s;
+  return best;
+}
+
+/**
+ * Which edge of its scrolling view cuts `n`: the edge its item (the list's child that holds
+ * it) touches, when that item is shorter than the list's tallest item. A whole first row at
+ * the top is left alone, so no swipe pulls a pull-to-refresh list.
+ */
+function cutEdge(n: UiNode, area: UiNode): 'top' | 'bottom' | null {
+  let item = n;
+  while (item.parent && item.parent !== area) item = item.parent;
+  const height = (x: UiNode) => x.bounds.bottom - x.bounds.top;
+  const tallest = Math.max(...area.children.map(height));
+  if (height(item) >= tallest) return null;
+  const top = item.bounds.top <= area.bounds.top;
+  const bottom = item.bounds.bottom >= area.bounds.bottom;
+  return top === bottom ? null : top ? 'top' : 'bottom';
+}
+
+/**
+ * A vertical swipe over `area` that scrolls its content by `share` of its height: towards
+ * the end (finger up) for 1, towards the start for -1.
+ */
+function scrollSwipe(
+  area: UiNode,
+  direction: 1 | -1,
+  share: number,
+): [{ x: number; y: number }, { x: number; y: number }] {
   const b = area.bounds;
-  return c.x >= b.left && c.x <= b.right && c.y >= b.top && c.y <= b.bottom;
+  const x = Math.round((b.left + b.right) / 2);
+  const h = b.bottom - b.top;
+  const low = Math.round(b.top + h * (0.5 + share / 2));
+  const high = Math.round(b.top + h * (0.5 - share / 2));
+  return direction === 1
+    ? [
+        { x, y: low },
+        { x, y: high },
+      ]
+    : [
+        { x, y: high },
+        { x, y: low },
+      ];
 }
 
 /** The root for phone.locator() and phone.getBy*(): every locator's title starts with `phone`. */

@@ -229,6 +229,26 @@ describe('screen', () => {
     await v.adbOk(['shell', 'input keyevent 4']);
   });
 
+  it('long-presses with input swipe held in place and with input motionevent; a quick one taps', async () => {
+    await v.adbOk(['shell', 'input keyevent 3']);
+    const home = await v.adbOk(['exec-out', 'uiautomator dump /dev/tty']);
+    const m = /<node [^>]*content-desc="Login"[^>]*bounds="\[(\d+),(\d+)\]\[(\d+),(\d+)\]"/.exec(home);
+    if (!m) throw new Error('no Login icon on the home screen');
+    const x = Math.round((Number(m[1]) + Number(m[3])) / 2);
+    const y = Math.round((Number(m[2]) + Number(m[4])) / 2);
+    const menu = async () => /text="App info"/.test(await v.adbOk(['exec-out', 'uiautomator dump /dev/tty']));
+    await v.adbOk(['shell', `input swipe ${x} ${y} ${x} ${y} 1000`]);
+    expect(await menu()).toBe(true);
+    await v.adbOk(['shell', 'input keyevent 4']);
+    expect(await menu()).toBe(false);
+    await v.adbOk(['shell', `input motionevent DOWN ${x} ${y}; sleep 0.6; input motionevent UP ${x} ${y}`]);
+    expect(await menu()).toBe(true);
+    await v.adbOk(['shell', 'input keyevent 4']);
+    await v.adbOk(['shell', `input motionevent DOWN ${x} ${y}; input motionevent UP ${x} ${y}`]);
+    expect((await focus()).app).toBe('com.phonelease.login/.LoginActivity');
+    await v.adbOk(['shell', 'input keyevent 4']);
+  });
+
   it('logs app events that logcat shows', async () => {
     const log = await v.adbOk(['logcat', '-d', '-v', 'threadtime']);
     expect(log).toMatch(/ I ActivityTaskManager: START u0 \{.*cmp=com\.phonelease\.login\/\.LoginActivity/);

@@ -449,6 +449,45 @@ describe('UiAutomator2 server over HTTP', () => {
     expect(bad.status).toBe(400);
   });
 
+  it('long-presses with long_click and with W3C actions held in place; a short hold is a tap', async () => {
+    const sid = await newSession();
+    const appInfo = async () =>
+      (await find(sid, 'accessibility id', 'App info', true)).body.value as unknown[];
+    const icon = elementId(await find(sid, 'accessibility id', 'Login'));
+    await call('POST', `/session/${sid}/appium/gestures/long_click`, {
+      origin: { [ELEMENT_KEY]: icon, ELEMENT: icon },
+      duration: 1000,
+    });
+    expect(await appInfo()).toHaveLength(1);
+    await call('POST', `/session/${sid}/back`);
+    expect(await appInfo()).toEqual([]);
+    expect(h.ui.foreground().package).toBe('com.android.launcher3');
+
+    const hold = (ms: number) => ({
+      actions: [
+        {
+          type: 'pointer',
+          id: 'finger1',
+          parameters: { pointerType: 'touch' },
+          actions: [
+            { type: 'pointerMove', duration: 0, origin: { [ELEMENT_KEY]: icon, ELEMENT: icon }, x: 0, y: 0 },
+            { type: 'pointerDown', button: 0 },
+            { type: 'pause', duration: ms },
+            { type: 'pointerUp', button: 0 },
+          ],
+        },
+      ],
+    });
+    await call('POST', `/session/${sid}/actions`, hold(600));
+    expect(await appInfo()).toHaveLength(1);
+    // A tap on the icon while its menu is open only closes the menu.
+    await call('POST', `/session/${sid}/element/${icon}/click`);
+    expect(await appInfo()).toEqual([]);
+    expect(h.ui.foreground().package).toBe('com.android.launcher3');
+    await call('POST', `/session/${sid}/actions`, hold(50));
+    expect(h.ui.foreground().package).toBe('com.phonelease.login');
+  });
+
   it('presses keys, reports the current app, and keeps settings', async () => {
     h.ui.launch('com.phonelease.login');
     const sid = await newSession();

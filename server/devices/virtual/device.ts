@@ -49,7 +49,7 @@ export interface SystemServiceState {
   data: boolean;
   locationEnabled: boolean;
   /** Where an `input motionevent DOWN` started, until its UP. */
-  motionDown: { x: number; y: number } | null;
+  motionDown: { x: number; y: number; at: number } | null;
   /** `pm install-create` sessions waiting for their commit. */
   installSessions: Map<number, InstallSession>;
   /**

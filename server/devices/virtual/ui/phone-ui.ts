@@ -22,6 +22,7 @@ import type { LauncherState, ScreenContext, ScreenState, ScreenView } from './sc
 import {
   SETTINGS_ACTIVITY,
   SETTINGS_PACKAGE,
+  SETTINGS_SUB_ACTIVITY,
   airplaneOn,
   buildSettingsHome,
   buildSettingsPage,
@@ -38,7 +39,7 @@ import type {
   PhoneUiOptions,
   UiNodeInfo,
 } from './types.js';
-import { KEYCODE } from './types.js';
+import { KEYCODE, LONG_PRESS_MS } from './types.js';
 import { ViewFactory, findByKey, hitTest, paintTree, type ViewNode } from './views.js';
 
 type Namespace = 'system' | 'secure' | 'global';
@@ -218,6 +219,18 @@ export class VirtualPhoneUi implements PhoneUi {
         this.open(pkg, undefined, 'launcher');
       },
       forceStop: (pkg) => this.forceStop(pkg),
+      showAppInfo: (pkg) => {
+        // APPLICATION_DETAILS_SETTINGS: the page opens on top of Settings' task.
+        this.open(SETTINGS_PACKAGE, undefined, 'launcher');
+        this.ctx.push({
+          kind: 'settings-page',
+          id: this.newId(),
+          activity: SETTINGS_SUB_ACTIVITY,
+          page: 'app-info',
+          arg: pkg,
+          scroll: 0,
+        });
+      },
       push: (state) => {
         const t = this.front ? this.task(this.front) : undefined;
         if (!t) return;
@@ -300,6 +313,7 @@ export class VirtualPhoneUi implements PhoneUi {
     }
     const app = this.findApp(pkg);
     if (!app) return false;
+    this.launcher.menu = undefined;
     const wanted = activity ? qualify(pkg, activity) : undefined;
     let t = this.task(pkg);
     if (t) {
@@ -445,11 +459,31 @@ export class VirtualPhoneUi implements PhoneUi {
     hit?.onClick?.();
   }
 
-  swipe(x1: number, y1: number, x2: number, y2: number, _durationMs: number): void {
+  longPress(x: number, y: number): void {
+    if (navButtonAt(this.m, x, y)) {
+      this.tap(x, y);
+      return;
+    }
+    if (y < this.m.statusBar) return;
+    const { root } = this.build();
+    // The view that takes the touch is the innermost one that handles a click or a long
+    // click; one without a long-click action gets a click on release, as View does.
+    const hit = hitTest(
+      root,
+      x,
+      y,
+      (n) => n.enabled && ((n.longClickable && !!n.onLongClick) || (n.clickable && !!n.onClick)),
+    );
+    if (hit?.longClickable && hit.onLongClick) hit.onLongClick();
+    else hit?.onClick?.();
+  }
+
+  swipe(x1: number, y1: number, x2: number, y2: number, durationMs: number): void {
     const dist = Math.hypot(x2 - x1, y2 - y1);
     if (dist < 8 * this.m.dp) {
-      // A swipe that does not move is a (long) press.
-      this.tap(x1, y1);
+      // A swipe that does not move is a press: long once held past the long-press timeout.
+      if (durationMs >= LONG_PRESS_MS) this.longPress(x1, y1);
+      else this.tap(x1, y1);
       return;
     }
     // Swiping up from the navigation bar is the home gesture.
@@ -470,6 +504,12 @@ export class VirtualPhoneUi implements PhoneUi {
 
   key(keycode: number): void {
     const s = this.current();
+    if (s.kind === 'launcher' && s.menu && (keycode === KEYCODE.BACK || keycode === KEYCODE.HOME)) {
+      // An open icon menu takes BACK and HOME first, as Launcher3's floating views do.
+      s.menu = undefined;
+      this.changed();
+      return;
+    }
     if (s.kind === 'login' && loginKey(s, keycode, this.ctx)) return;
     switch (keycode) {
       case KEYCODE.HOME:

@@ -56,6 +56,9 @@ export interface ForegroundActivity {
   activity: string;
 }
 
+/** ViewConfiguration.getLongPressTimeout() on Android 12+: a press held this long is a long press. */
+export const LONG_PRESS_MS = 400;
+
 /** Android key codes the UI understands (others are logged and ignored). */
 export const KEYCODE = {
   HOME: 3,
@@ -82,6 +85,9 @@ export interface PhoneUi {
   renderPng(): Buffer;
 
   tap(x: number, y: number): void;
+  /** Touches and holds (a long press); a view without a long-click action gets a tap on release. */
+  longPress(x: number, y: number): void;
+  /** A swipe that does not move is a tap, or a long press when held LONG_PRESS_MS or more. */
   swipe(x1: number, y1: number, x2: number, y2: number, durationMs: number): void;
   /** Types into the focused text field (ignored when none has focus). */
   text(value: string): void;

@@ -44,6 +44,8 @@ export interface ViewNode {
   /** Clip the children's painting to this node's bounds (scroll containers). */
   clipChildren?: boolean;
   onClick?: () => void;
+  /** Long-clickable views: what holding a finger on the view does. */
+  onLongClick?: () => void;
   /** Scroll containers: scrolls content by dy pixels (positive = towards the end). */
   onScroll?: (dy: number) => void;
   /** Text fields: the real value (password fields show dots in `text`). */

@@ -13,7 +13,7 @@ import type { Duplex } from 'node:stream';
 import { PNG } from 'pngjs';
 import { formatBounds } from '../ui/hierarchy.js';
 import type { DeviceIdentity, PhoneUi, UiAutomator2Server, UiNodeInfo } from '../ui/types.js';
-import { KEYCODE } from '../ui/types.js';
+import { KEYCODE, LONG_PRESS_MS } from '../ui/types.js';
 import { buildSource, serializeSource } from './source.js';
 import {
   matchSelector,
@@ -610,8 +610,11 @@ class Uia2Server implements UiAutomator2Server {
       } else if (a.type === 'pause') {
         if (down) down.ms += ms;
       } else if (a.type === 'pointerUp' && down) {
-        if (Math.hypot(x - down.x, y - down.y) < 10) this.ui.tap(Math.round(down.x), Math.round(down.y));
-        else
+        // A finger held in place past the long-press timeout is a long press.
+        if (Math.hypot(x - down.x, y - down.y) < 10) {
+          if (down.ms >= LONG_PRESS_MS) this.ui.longPress(Math.round(down.x), Math.round(down.y));
+          else this.ui.tap(Math.round(down.x), Math.round(down.y));
+        } else
           this.ui.swipe(
             Math.round(down.x),
             Math.round(down.y),
@@ -678,7 +681,9 @@ class Uia2Server implements UiAutomator2Server {
     return this.ui.version !== before;
   }
 
-  private gestureClick(r: Request): void {
+  /** appium/gestures/click and long_click: at the element (offset inside it) or at an offset on screen. */
+  private gestureClick(r: Request, long = false): void {
+    const press = (x: number, y: number) => (long ? this.ui.longPress(x, y) : this.ui.tap(x, y));
     const origin = r.body.origin;
     const offset = isRecord(r.body.offset) ? r.body.offset : null;
     const id = str(
@@ -688,11 +693,11 @@ class Uia2Server implements UiAutomator2Server {
       const b = this.element(r, id).bounds;
       const ox = typeof offset?.x === 'number' ? offset.x : (b.right - b.left) / 2;
       const oy = typeof offset?.y === 'number' ? offset.y : (b.bottom - b.top) / 2;
-      this.ui.tap(Math.round(b.left + ox), Math.round(b.top + oy));
+      press(Math.round(b.left + ox), Math.round(b.top + oy));
       return;
     }
     if (typeof offset?.x === 'number' && typeof offset.y === 'number') {
-      this.ui.tap(Math.round(offset.x), Math.round(offset.y));
+      press(Math.round(offset.x), Math.round(offset.y));
       return;
     }
     throw invalidArgument('a click needs an element (origin) or an offset');
@@ -951,7 +956,7 @@ class Uia2Server implements UiAutomator2Server {
       return null;
     });
     on('POST', '/appium/gestures/long_click', (r) => {
-      this.gestureClick(r);
+      this.gestureClick(r, true);
       return null;
     });
     on('POST', '/appium/gestures/double_click', (r) => {

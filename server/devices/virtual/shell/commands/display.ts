@@ -205,11 +205,11 @@ const input: CommandFn = (ctx) => {
       const sys = ctx.device.system;
       const start = sys.motionDown;
       const a = action.toUpperCase();
-      if (a === 'DOWN') sys.motionDown = { x, y };
+      if (a === 'DOWN') sys.motionDown = { x, y, at: Date.now() };
       else if (a === 'UP' && start) {
         sys.motionDown = null;
-        if (Math.hypot(x - start.x, y - start.y) < 10) ui.tap(x, y);
-        else ui.swipe(start.x, start.y, x, y, 300);
+        // The time between DOWN and UP is how long the finger was held.
+        ui.swipe(start.x, start.y, x, y, Math.max(1, Date.now() - start.at));
       } else if (a === 'CANCEL') sys.motionDown = null;
       return 0;
     }

@@ -1,9 +1,10 @@
 /**
  * The home screen (Launcher3): wallpaper, a date line, and a grid of round app icons with
  * labels for every launcher app in install order. The grid scrolls when apps overflow.
+ * Holding an icon opens its menu (Launcher3's popup) with "App info".
  */
 import { drawIcon, type IconName } from '../icons.js';
-import { rect } from '../raster.js';
+import { rect, type Rect } from '../raster.js';
 import { appColor, COLORS } from '../theme.js';
 import { drawLabel } from '../widgets.js';
 import type { ViewNode } from '../views.js';
@@ -69,7 +70,15 @@ export function buildLauncher(state: LauncherState, ctx: ScreenContext): ScreenV
         clickable: true,
         focusable: true,
         longClickable: true,
-        onClick: () => ctx.launch(app.package),
+        onClick: () => {
+          // While a menu is open, a tap anywhere else closes it and does nothing more.
+          if (state.menu) closeMenu(state, ctx);
+          else ctx.launch(app.package);
+        },
+        onLongClick: () => {
+          state.menu = app.package;
+          ctx.changed();
+        },
         paint: (p, n) => {
           const r = n.frame;
           const cx = (r.left + r.right) / 2;
@@ -149,9 +158,20 @@ export function buildLauncher(state: LauncherState, ctx: ScreenContext): ScreenV
     },
   );
 
+  const menuAt = state.menu ? apps.findIndex((a) => a.package === state.menu) : -1;
+  const menuCell =
+    menuAt < 0
+      ? null
+      : rect(
+          g.left + (menuAt % COLUMNS) * g.cellW,
+          g.top + Math.floor(menuAt / COLUMNS) * g.cellH - state.scroll,
+          g.cellW,
+          g.cellH,
+        );
+  if (state.menu && !menuCell) state.menu = undefined;
   const root: ViewNode = f.root('launcher', 'android.widget.FrameLayout', m.content, {
     resourceId: 'com.android.launcher3:id/launcher',
-    children: [glance, workspace],
+    children: [glance, workspace, menuCell && state.menu ? iconMenu(f, ctx, state, menuCell) : null],
   });
   return {
     content: [root],
@@ -160,4 +180,73 @@ export function buildLauncher(state: LauncherState, ctx: ScreenContext): ScreenV
     navBar: { background: COLORS.wallpaperBottom, lightIcons: true },
     edgeToEdge: true,
   };
+}
+
+function closeMenu(state: LauncherState, ctx: ScreenContext): void {
+  state.menu = undefined;
+  ctx.changed();
+}
+
+/** The popup under (or, near the bottom, over) a held icon: one item, "App info". */
+function iconMenu(f: ViewFactory, ctx: ScreenContext, state: LauncherState, cell: Rect): ViewNode | null {
+  const { m } = ctx;
+  const pkg = state.menu ?? '';
+  const width = 200 * m.dp;
+  const height = 56 * m.dp;
+  const left = Math.max(8 * m.dp, Math.min(m.width - width - 8 * m.dp, (cell.left + cell.right - width) / 2));
+  const below = cell.bottom + 4 * m.dp;
+  const top = below + height > m.content.bottom ? cell.top - height - 4 * m.dp : below;
+  const frame = rect(left, top, width, height);
+  const colors = ctx.colors;
+  return f.node('popup', 'android.widget.LinearLayout', frame, {
+    resourceId: 'com.android.launcher3:id/popup_container',
+    paint: (p, n) => {
+      const r = n.frame;
+      p.canvas.fillRoundRect(
+        r.left,
+        r.top + m.dp,
+        r.right - r.left,
+        r.bottom - r.top,
+        16 * m.dp,
+        0x000000,
+        0.2,
+      );
+      p.canvas.fillRoundRect(r.left, r.top, r.right - r.left, r.bottom - r.top, 16 * m.dp, colors.surface);
+    },
+    children: [
+      f.node('popup/app_info', 'android.widget.TextView', frame, {
+        resourceId: 'com.android.launcher3:id/bubble_text',
+        text: 'App info',
+        contentDesc: 'App info',
+        clickable: true,
+        focusable: true,
+        onClick: () => {
+          state.menu = undefined;
+          ctx.showAppInfo(pkg);
+        },
+        paint: (p, n) => {
+          const r = n.frame;
+          const cy = (r.top + r.bottom) / 2;
+          drawIcon(
+            p.canvas,
+            'info',
+            r.left + 28 * m.dp,
+            cy,
+            22 * m.dp,
+            colors.onSurfaceVariant,
+            colors.surface,
+          );
+          drawLabel(
+            p,
+            'App info',
+            rect(r.left + 52 * m.dp, r.top, r.right - r.left - 64 * m.dp, r.bottom - r.top),
+            {
+              scale: m.text.body,
+              color: colors.onSurface,
+            },
+          );
+        },
+      }),
+    ],
+  });
 }

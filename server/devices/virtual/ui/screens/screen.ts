@@ -13,6 +13,8 @@ export interface LauncherState {
   kind: 'launcher';
   id: number;
   scroll: number;
+  /** The app whose icon menu (long press) is open, if any. */
+  menu?: string;
 }
 
 export interface SettingsHomeState {
@@ -79,6 +81,8 @@ export interface ScreenContext {
   /** Opens an app the way the launcher does. */
   launch(pkg: string): void;
   forceStop(pkg: string): void;
+  /** Opens Settings' App info page for a package (what a launcher's "App info" does). */
+  showAppInfo(pkg: string): void;
   /** Opens a screen on top of the current one in the same task. */
   push(state: ScreenState): void;
   /** Leaves the current screen (like BACK). */
