@@ -52,9 +52,10 @@ describe('built-in packages', () => {
     expect(await v.adbOk(['shell', 'pm path com.android.settings'])).toMatch(/^package:\/.+\.apk\n$/);
   });
 
-  it('offers Settings and Login on the home screen, not the launcher itself', async () => {
+  it('offers Settings, Chrome and Login on the home screen, not the launcher itself', async () => {
     expect(await v.phone.apps()).toEqual([
       { package: 'com.android.settings', label: 'Settings' },
+      { package: 'com.android.chrome', label: 'Chrome' },
       { package: 'com.phonelease.login', label: 'Login' },
     ]);
   });
@@ -156,11 +157,12 @@ describe('apps on the phone', () => {
     const apps = await v.phone.apps();
     expect(apps.map((a) => a.package)).toEqual([
       'com.android.settings',
+      'com.android.chrome',
       'com.phonelease.login',
       'io.appium.settings',
       'com.example.notes',
     ]);
-    expect(apps[3]).toEqual({ package: 'com.example.notes', label: 'Notes' });
+    expect(apps[4]).toEqual({ package: 'com.example.notes', label: 'Notes' });
     expect(await v.adbOk(['uninstall', 'com.example.notes'])).toBe('Success\n');
     expect((await v.phone.apps()).map((a) => a.package)).not.toContain('com.example.notes');
     expect(await v.adbOk(['shell', 'pm list packages com.example.notes'])).toBe('');
