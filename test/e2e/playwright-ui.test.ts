@@ -119,6 +119,20 @@ describe('locators in Playwright', () => {
             await phone.getByText('Log in').click();
             await expect(phone.getById('result')).toHaveText('Welcome, slow!', { timeout: 300 });
           });`,
+        'checked.spec.ts': `
+          import { test, expect } from 'phonelease/playwright';
+          const row = (phone, title) => phone.locator({ clickable: true }).filter({ hasText: title });
+          test('toBeChecked reads switches', async ({ phone }) => {
+            await phone.shell('settings put global wifi_on 1 && settings put global airplane_mode_on 0');
+            await phone.shell('am start -a android.settings.WIRELESS_SETTINGS');
+            await expect(row(phone, 'Use Wi-Fi').locator({ checkable: true })).toBeChecked();
+            await expect(row(phone, 'Airplane mode').locator({ checkable: true })).not.toBeChecked();
+            await expect(row(phone, 'Airplane mode').locator({ checkable: true })).toBeChecked({ checked: false });
+          });
+          test('toBeChecked on a title', async ({ phone }) => {
+            await phone.shell('am start -a android.settings.WIRELESS_SETTINGS');
+            await expect(phone.getByText('Airplane mode', { exact: true })).not.toBeChecked({ timeout: 300 });
+          });`,
       },
       { env, args: ['--retries=0'] },
     );
@@ -165,6 +179,12 @@ describe('locators in Playwright', () => {
       ? readFileSync(tree.path, 'utf8')
       : Buffer.from(tree.body ?? '', 'base64').toString();
     expect(xml).toContain('com.phonelease.login:id/username');
+
+    // A view without a checked state fails toBeChecked either way, and says what it is.
+    passed('toBeChecked reads switches');
+    const title = byTitle(run, 'toBeChecked on a title').results[0]!;
+    expect(title.status).toBe('failed');
+    expect(title.errors.map((e) => e.message).join('\n')).toContain('Received: not checkable');
 
     const late = byTitle(run, 'expect timeout shorter than the login').results[0]!;
     expect(late.status).toBe('failed');
