@@ -37,8 +37,11 @@ export interface AdmissionFacts {
   /** Live sessions on this server, and how many phones it has. */
   liveSessions: number;
   phones: number;
-  /** How long until a phone is likely free, for phones_busy. */
-  retryAfterSeconds: number;
+  /**
+   * How long until a phone is likely free, for phones_busy. A function: it walks every live
+   * session, and only a phones_busy refusal needs it (not every create).
+   */
+  retryAfterSeconds: () => number;
 }
 
 export interface Refusal {
@@ -133,10 +136,11 @@ export function decideAdmission(f: AdmissionFacts): AdmissionDecision {
     }
   }
   if (f.liveSessions >= f.phones) {
+    const retryAfter = f.retryAfterSeconds();
     return refuse(
       ERROR_CODES.phonesBusy,
-      `All phones are in use; no session was created. Retry after ${f.retryAfterSeconds} s with the same idempotency key.`,
-      { retry_after_seconds: f.retryAfterSeconds },
+      `All phones are in use; no session was created. Retry after ${retryAfter} s with the same idempotency key.`,
+      { retry_after_seconds: retryAfter },
     );
   }
   return {

@@ -447,7 +447,7 @@ export class Runtime extends EventEmitter {
       profile: body.profile_id !== undefined ? this.o.store.profileOf(uid) : undefined,
       liveSessions: this.live.size,
       phones: this.o.phones,
-      retryAfterSeconds: this.retryAfterSeconds(now),
+      retryAfterSeconds: () => this.retryAfterSeconds(now),
     });
     switch (decision.kind) {
       case 'refuse': {

@@ -29,7 +29,7 @@ const facts = (over: Partial<AdmissionFacts> = {}): AdmissionFacts => ({
   profile: undefined,
   liveSessions: 0,
   phones: 4,
-  retryAfterSeconds: 3,
+  retryAfterSeconds: () => 3,
   ...over,
 });
 const receipt = { uid: 'acc_1', request_key: 'k'.repeat(16), body_hash: 'h1', sid: 'ses_1', created: 0 };
