@@ -14,6 +14,7 @@ const require = createRequire(import.meta.url);
 const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
 
 export type Database = BetterSqlite3.Database;
+export type Transaction<F extends (...args: never[]) => unknown> = BetterSqlite3.Transaction<F>;
 
 /** What phonelease uses of the driver: opening a database file. */
 export interface DatabaseConstructor {

@@ -7,7 +7,7 @@
  * an OS crash or power loss can drop the last commits. That trade buys an order of
  * magnitude in create throughput over FULL, which would fsync every commit.
  */
-import { Database } from './sqlite.js';
+import { Database, type Transaction } from './sqlite.js';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BillingMode, EndReason, SessionState } from '../../src/api/schemas.js';
@@ -155,7 +155,7 @@ export class Store {
    * BEGIN/COMMIT statements' bookkeeping) per db.transaction() call, which showed as a
    * measurable share of each create under load.
    */
-  private readonly tx: Database.Transaction<(fn: () => void) => void>;
+  private readonly tx: Transaction<(fn: () => void) => void>;
 
   constructor(readonly db: Database) {
     const placeholders = SESSION_COLUMNS.map((c) => `@${c}`).join(', ');
