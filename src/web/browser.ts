@@ -38,7 +38,7 @@ export class BrowserUnavailableError extends PhoneleaseError {
   constructor(pkg: string) {
     super(
       'browser_unavailable',
-      `The phone has no browser: ${pkg} is not installed or is disabled. Install Chrome on the phone (phone.install(apk)), enable it (pm enable ${pkg}), or pass launchBrowser({ package }) for another Chromium-based browser.`,
+      `The phone has no browser: ${pkg} is not installed or is disabled. Install Chrome on the phone (phone.install(apk)), enable it (pm enable ${pkg}), or pass launchBrowser({ package }) for another Chromium-based browser. (phonelease's virtual phone runs its Chrome on the server machine's Chromium: install Debian's chromium there, or set PHONELEASE_CHROMIUM for the server.)`,
     );
   }
 }

@@ -8,6 +8,8 @@ import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runInlineTest, type FlatTest } from '../support/playwright-inline.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { createVirtualBackend } from '../../server/devices/virtual/index.js';
+import { leasePhone } from '../../src/index.js';
 
 let t: TestServer;
 let env: NodeJS.ProcessEnv;
@@ -210,5 +212,24 @@ test('errors', async ({ phone }) => {
       { env },
     );
     expect(run.exitCode, run.stdout + run.stderr).toBe(0);
+  });
+
+  it('a server machine without Chromium gives phones without Chrome, and launchBrowser says so at once', async () => {
+    const bare = await startTestServer({
+      backend: createVirtualBackend({ bootMs: 50, chromium: '/nonexistent/chromium' }),
+    });
+    try {
+      const phone = await leasePhone({ baseUrl: bare.url, apiKey: bare.account.key });
+      try {
+        expect((await phone.shell('pm list packages -e com.android.chrome')).stdout).toBe('');
+        const error = await phone.launchBrowser().catch((e: Error) => e);
+        expect(error).toMatchObject({ code: 'browser_unavailable' });
+        expect((error as Error).message).toContain("install Debian's chromium");
+      } finally {
+        await phone.end();
+      }
+    } finally {
+      await bare.close();
+    }
   });
 });

@@ -3,6 +3,7 @@
  * itself; phone.reverse() makes the phone's localhost:PORT this machine's server, and
  * phonePage runs in the phone's Chrome.
  */
+import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test, expect } from 'phonelease/playwright';
@@ -13,6 +14,14 @@ const SHOP = `<!doctype html>
 <h1>Phone case</h1>
 <button onclick="document.querySelector('output').textContent = 'Thank you for your order'">Buy</button>
 <output></output>`;
+
+// The embedded server's virtual phone runs its Chrome on this machine's Chromium; a shared
+// service (PHONELEASE_BASE_URL) brings its own phones and browsers.
+const chromium = process.env.PHONELEASE_CHROMIUM ?? '/usr/bin/chromium';
+test.skip(
+  !process.env.PHONELEASE_BASE_URL && !existsSync(chromium),
+  `No Chromium at ${chromium} for the virtual phone's Chrome: install Debian's chromium (apt-get install chromium) or set PHONELEASE_CHROMIUM.`,
+);
 
 let server: Server;
 let port: number;

@@ -18,7 +18,7 @@ import { PackageManager, appUserName } from './packages.js';
 import type { InstallSession } from './packages.js';
 import { createPhoneUi } from './ui/index.js';
 import { PhoneNetwork } from './network.js';
-import { BROWSER_TOOLBAR_DP, BrowserApp } from './browser/browser-app.js';
+import { BROWSER_PACKAGE, BROWSER_TOOLBAR_DP, BrowserApp } from './browser/browser-app.js';
 import type { BrowserConfig } from './browser/browser-app.js';
 import { metrics } from './ui/theme.js';
 import type { PortHandler } from './network.js';
@@ -125,6 +125,7 @@ export class Device {
     );
     this.ports = this.network.ports;
     this.browser = options.browser ? this.createBrowser(options.browser) : null;
+    if (!this.browser) this.packages.setEnabled(BROWSER_PACKAGE, false);
     // A changed app set or setting redraws what shows it, but never creates the UI for that.
     this.packages.onChange(() => this.uiInstance?.appsChanged());
     this.closers.add(this.settings.onChange(() => this.uiInstance?.settingsChanged?.()));

@@ -2,6 +2,7 @@
  * The built-in virtual phone backend: simulated Android phones inside the server process,
  * driven by the stock adb client and Appium over the real ADB protocol.
  */
+import { existsSync } from 'node:fs';
 import type { BootRequest, DeviceBackend, DevicePhone } from '../types.js';
 import type { DirNode } from './fs.js';
 import { DEFAULT_CHROMIUM, browserConfig } from './browser/config.js';
@@ -48,7 +49,9 @@ export function createVirtualBackend(options: VirtualBackendOptions): DeviceBack
   const chromium =
     options.chromium === undefined ? (process.env.PHONELEASE_CHROMIUM ?? DEFAULT_CHROMIUM) : options.chromium;
   // One configuration for every phone: the Chromium version is asked once.
-  const browser = chromium ? browserConfig(chromium) : null;
+  // Without a Chromium on this machine the phones have no browser: Chrome is disabled on
+  // them, as on a phone without it, so launchBrowser() says so at once instead of waiting.
+  const browser = chromium && existsSync(chromium) ? browserConfig(chromium) : null;
   const phones = new Set<VirtualPhone>();
   // Built on first boot and shared by every phone of this backend (copy-on-write).
   let systemRoot: DirNode | null = null;
