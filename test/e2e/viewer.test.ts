@@ -55,7 +55,8 @@ async function clickPhone(page: Page, x: number, y: number) {
   await page.mouse.click(box.x + (x / 720) * box.width, box.y + (y / 1280) * box.height);
 }
 
-const LOGIN_ICON = { x: 274, y: 360 };
+// The Login icon: third on the home screen, after Settings and Chrome.
+const LOGIN_ICON = { x: 446, y: 360 };
 
 async function openViewer(url: string) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
