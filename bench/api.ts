@@ -12,7 +12,7 @@
  * Run: npm run build && npx tsx bench/api.ts [--seconds 3] [--rounds 3] [--concurrency 32]
  */
 import { readFileSync } from 'node:fs';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +20,7 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { load, type LoadResult } from './support/load.js';
+import { CLI, runCli, startJsonProcess as start } from './support/process.js';
 
 const { values } = parseArgs({
   options: {
@@ -31,37 +32,12 @@ const { values } = parseArgs({
 const seconds = Number(values.seconds);
 const rounds = Number(values.rounds);
 const concurrency = Number(values.concurrency);
-const cli = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
 const children: ChildProcess[] = [];
 
-function startJsonProcess(
-  args: string[],
-  env: NodeJS.ProcessEnv = {},
-): Promise<{ url: string; child: ChildProcess }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    children.push(child);
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('\n'))
-        resolve({ url: (JSON.parse(out.split('\n')[0]!) as { url: string }).url, child });
-    });
-    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}`)));
-  });
-}
-
-async function runCli(args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.once('exit', (code) =>
-      code === 0 ? resolve(out) : reject(new Error(`phonelease ${args[0]} exited ${code}`)),
-    );
+function startJsonProcess(args: string[], env: NodeJS.ProcessEnv = {}) {
+  return start(args, env).then((started) => {
+    children.push(started.child);
+    return started;
   });
 }
 
@@ -98,7 +74,7 @@ const data = mkdtempSync(join(tmpdir(), 'phonelease-bench-'));
 try {
   const server = await startJsonProcess(
     [
-      cli,
+      CLI,
       'server',
       '--port',
       '0',

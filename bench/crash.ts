@@ -9,14 +9,14 @@
  * Run: npm run build && npx tsx bench/crash.ts [--cycles 20] [--concurrency 12] [--seed N]
  */
 import { Database } from '../server/store/sqlite.js';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { auditBooks } from '../server/store/audit.js';
+import { CLI, runCli, startJsonProcess } from './support/process.js';
 
 const { values } = parseArgs({
   options: {
@@ -27,7 +27,6 @@ const { values } = parseArgs({
 });
 const cycles = Number(values.cycles);
 const concurrency = Number(values.concurrency);
-const cli = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
 
 // A small seeded generator, so a run that finds a problem can be repeated with --seed.
 let seed = values.seed !== undefined ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
@@ -61,47 +60,24 @@ async function call(
 }
 
 function startServer(data: string): Promise<{ url: string; child: ChildProcess }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [
-        cli,
-        'server',
-        '--port',
-        '0',
-        '--json',
-        '--data',
-        data,
-        '--boot-ms',
-        '20',
-        '--phones',
-        '64',
-        '--boot-slots',
-        '8',
-      ],
-      { env: { ...process.env, PHONELEASE_LOG_LEVEL: 'error' }, stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('\n'))
-        resolve({ url: (JSON.parse(out.split('\n')[0]!) as { url: string }).url, child });
-    });
-    child.once('exit', (code, signal) =>
-      reject(new Error(`server exited (${code ?? signal}) before listening`)),
-    );
-  });
-}
-
-function runCli(args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.once('exit', (code) =>
-      code === 0 ? resolve(out) : reject(new Error(`phonelease exited ${code}`)),
-    );
-  });
+  return startJsonProcess(
+    [
+      CLI,
+      'server',
+      '--port',
+      '0',
+      '--json',
+      '--data',
+      data,
+      '--boot-ms',
+      '20',
+      '--phones',
+      '64',
+      '--boot-slots',
+      '8',
+    ],
+    { PHONELEASE_LOG_LEVEL: 'error' },
+  );
 }
 
 interface Account {
