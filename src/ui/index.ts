@@ -13,4 +13,4 @@ export { KEYS, keycodeOf, type KeyName, type UiEngineName } from './driver.js';
 export type { AndroidSelector, Selector, TextMatch } from './selector.js';
 export { StrictModeViolationError, UiTimeoutError } from './diagnostics.js';
 export { launchApp, pressKey } from './phone.js';
-export { textOf, type UiNode, type UiSnapshot } from './tree.js';
+export { isVisible, textOf, type UiNode, type UiSnapshot } from './tree.js';

@@ -29,6 +29,7 @@ import {
   descendants,
   describeNode,
   sameBounds,
+  isVisible,
   textOf,
   type UiNode,
   type UiSnapshot,
@@ -51,11 +52,6 @@ export type SwipeDirection = 'up' | 'down' | 'left' | 'right';
 
 /** Poll intervals between snapshots, as Playwright's: quick at first, then every half second. */
 const BACKOFF = [0, 20, 50, 100, 100, 250];
-
-function isVisible(n: UiNode): boolean {
-  const b = n.bounds;
-  return n.displayed && b.right > b.left && b.bottom > b.top;
-}
 
 /** Attribute names as tests write them, mapped to the source's. */
 const ATTRIBUTE_ALIASES: Record<string, string> = {

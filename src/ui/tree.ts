@@ -153,6 +153,12 @@ export function descendants(node: UiNode): UiNode[] {
   return out;
 }
 
+/** Playwright's visibility: shown, with a non-empty box. */
+export function isVisible(n: UiNode): boolean {
+  const b = n.bounds;
+  return n.displayed && b.right > b.left && b.bottom > b.top;
+}
+
 /** The text a person reads in a view: its own text, else its children's joined by spaces. */
 export function textOf(node: UiNode): string {
   if (node.text) return node.text;
