@@ -46,6 +46,15 @@ describe.each(['uiautomator2', 'dump'] as const)('locators over %s', (engine) =>
     expect(await phone.getById('username').textContent()).toBe('');
     if (engine === 'uiautomator2') expect(phone.log.lines.join('\n')).not.toMatch(/falls back/);
   });
+
+  it('reads back text that the XML escapes', async () => {
+    await using phone = await lease(engine);
+    await phone.launch('com.phonelease.login');
+    const text = `Tom & "Jerry" <3 it's`;
+    await phone.getById('username').fill(text);
+    expect(await phone.getById('username').textContent()).toBe(text);
+    expect(await phone.getByText(text, { exact: true }).count()).toBe(1);
+  });
 });
 
 describe('the UiAutomator2 engine', () => {
