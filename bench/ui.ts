@@ -47,12 +47,14 @@ async function timed<T>(into: Timings, trips: TripLog, name: string, body: () =>
 }
 
 /**
- * Counts the lease's shells and its UI server's requests. The engine reaches the phone
- * only through lease.shell() and its driver, so wrapping those two sees every round trip.
+ * Counts the UI engine's shells and its UI server's requests. The engine reaches the phone
+ * only through its channel's shell() and its driver, so wrapping those two sees every
+ * round trip.
  */
 async function countTrips(phone: Lease): Promise<void> {
-  const shell = phone.shell.bind(phone);
-  phone.shell = (command) => {
+  const channel = phone.ui.phone;
+  const shell = channel.shell.bind(channel);
+  channel.shell = (command) => {
     tripsOf.shells++;
     return shell(command);
   };
