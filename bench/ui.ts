@@ -11,6 +11,11 @@
  *
  * Goals: locator click p50 <= 40 ms; the whole flow >= 5x faster than the dump baseline.
  *
+ * Reading the ratio: the virtual phone answers `uiautomator dump` and `input` as fast as
+ * `shell true` (the last line prints all three), where a device starts a Java process for
+ * each and the dump also waits for the UI to go idle. Here both flows cost their round
+ * trips, so the ratio is about (shells x a shell) / (shells + requests x a request).
+ *
  * Run: npm run build && node --import tsx bench/ui.ts [rounds]
  */
 import { leasePhone, type Lease } from '../src/index.js';
