@@ -316,6 +316,14 @@ export class Lease implements AsyncDisposable {
 
   /** Runs a shell command on the phone (shell protocol v2: separate stdout, stderr and the exit code). */
   shell(command: string): Promise<ShellResult> {
+    // A command may change the screen (am start, input ...): locators must not take a
+    // read of the tree from before it as a recent one.
+    this.#ui?.noteInput();
+    return this.#shell(command);
+  }
+
+  /** shell() for the UI engine, which notes its own input (its dumps are reads). */
+  #shell(command: string): Promise<ShellResult> {
     return this.#named(async () => (await this.#phoneAdb()).shell(command));
   }
 
@@ -412,7 +420,7 @@ export class Lease implements AsyncDisposable {
     this.#assertLive();
     this.#ui ??= new UiEngine({
       id: this.id,
-      shell: (command) => this.shell(command),
+      shell: (command) => this.#shell(command),
       adb: () => this.#phoneAdb(),
       logger: this.#logger,
     });

@@ -26,6 +26,7 @@ export interface UiDriver {
 /** What a driver may use of its lease. */
 export interface PhoneChannel {
   readonly id: string;
+  /** Runs a command; the engine notes the ones that are input itself (a dump is a read). */
   shell(command: string): Promise<ShellResult>;
   adb(): Promise<PhoneAdb>;
   readonly logger: PhoneleaseLogger;

@@ -7,7 +7,7 @@
 import { messageOf } from '../util/message.js';
 import { DumpDriver } from './dump.js';
 import type { PhoneChannel, UiDriver, UiEngineName } from './driver.js';
-import { parseHierarchy, type UiSnapshot } from './tree.js';
+import { parseHierarchy, type UiNode, type UiSnapshot } from './tree.js';
 import { findUia2Apks, startUia2 } from './uia2.js';
 
 export type StepRunner = <T>(title: string, body: () => Promise<T>) => Promise<T>;
@@ -22,12 +22,19 @@ export interface UiOptions {
   engine: 'auto' | UiEngineName;
   /** Wraps each action and assertion (default: runs it as is). */
   stepRunner: StepRunner;
+  /**
+   * How long a read of the tree counts as recent, in ms: an action takes a recent read as
+   * the first of the two its "stable" check compares, when nothing was sent to the phone
+   * since. The default is about what two reads in a row are apart on a real phone.
+   */
+  recentReadMs: number;
 }
 
 const DEFAULT_OPTIONS: UiOptions = {
   actionTimeout: 30_000,
   engine: 'auto',
   stepRunner: (_title, body) => body(),
+  recentReadMs: 100,
 };
 
 function engineFromEnv(env: NodeJS.ProcessEnv): UiOptions['engine'] {
@@ -40,6 +47,10 @@ export class UiEngine {
   readonly #phone: PhoneChannel;
   #driver: Promise<UiDriver> | null = null;
   #last: UiSnapshot | null = null;
+  /** When #last was read (performance.now() at its reply) and how many inputs came before it. */
+  #lastRead = { at: -Infinity, inputs: -1 };
+  /** Inputs sent so far: taps, keys, text, and any shell command (it may launch or type). */
+  #inputs = 0;
   #closed = false;
 
   constructor(phone: PhoneChannel, env: NodeJS.ProcessEnv = process.env) {
@@ -75,6 +86,10 @@ export class UiEngine {
   }
 
   async #start(): Promise<UiDriver> {
+    return new InputNotingDriver(await this.#startBackEnd(), () => this.noteInput());
+  }
+
+  async #startBackEnd(): Promise<UiDriver> {
     const { engine } = this.options;
     if (engine === 'dump') return new DumpDriver(this.#phone);
     const apks = findUia2Apks();
@@ -106,9 +121,27 @@ export class UiEngine {
   /** A fresh snapshot of the tree. */
   async snapshot(): Promise<UiSnapshot> {
     const driver = await this.driver();
+    const inputs = this.#inputs;
     const snap = parseHierarchy(await driver.source());
     this.#last = snap;
+    this.#lastRead = { at: performance.now(), inputs };
     return snap;
+  }
+
+  /**
+   * The last read of the tree if it is recent (options.recentReadMs) and nothing was sent to
+   * the phone since it started, else null. Actions use it only as the earlier of the two
+   * reads that "stable" compares: what they act on always comes from a fresh read.
+   */
+  recentSnapshot(): UiSnapshot | null {
+    const { at, inputs } = this.#lastRead;
+    if (inputs !== this.#inputs || performance.now() - at > this.options.recentReadMs) return null;
+    return this.#last;
+  }
+
+  /** Something was sent that may change the screen: the last read is no longer recent. */
+  noteInput(): void {
+    this.#inputs++;
   }
 
   /**
@@ -147,5 +180,53 @@ export class UiEngine {
     const driver = this.#driver;
     this.#driver = null;
     if (driver) await driver.then((d) => d.close()).catch(() => undefined);
+  }
+}
+
+/** A back end whose every input is noted first (see UiEngine.recentSnapshot). */
+class InputNotingDriver implements UiDriver {
+  readonly #inner: UiDriver;
+  readonly #note: () => void;
+
+  constructor(inner: UiDriver, note: () => void) {
+    this.#inner = inner;
+    this.#note = note;
+  }
+
+  get engine(): UiEngineName {
+    return this.#inner.engine;
+  }
+
+  source(): Promise<string> {
+    return this.#inner.source();
+  }
+
+  tap(x: number, y: number): Promise<void> {
+    this.#note();
+    return this.#inner.tap(x, y);
+  }
+
+  longPress(x: number, y: number, durationMs: number): Promise<void> {
+    this.#note();
+    return this.#inner.longPress(x, y, durationMs);
+  }
+
+  swipe(from: { x: number; y: number }, to: { x: number; y: number }, durationMs: number): Promise<void> {
+    this.#note();
+    return this.#inner.swipe(from, to, durationMs);
+  }
+
+  key(keycode: number): Promise<void> {
+    this.#note();
+    return this.#inner.key(keycode);
+  }
+
+  replaceText(node: UiNode, text: string): Promise<void> {
+    this.#note();
+    return this.#inner.replaceText(node, text);
+  }
+
+  close(): Promise<void> {
+    return this.#inner.close();
   }
 }

@@ -50,7 +50,7 @@ export interface BoundingBox {
 export type WaitForState = 'attached' | 'detached' | 'visible' | 'hidden';
 export type SwipeDirection = 'up' | 'down' | 'left' | 'right';
 
-/** Poll intervals between snapshots, as Playwright's: quick at first, then every half second. */
+/** Poll intervals between snapshots, like Playwright's: quick at first, then every quarter second. */
 const BACKOFF = [0, 20, 50, 100, 100, 250];
 
 /** Attribute names as tests write them, mapped to the source's. */
@@ -440,6 +440,13 @@ export class Locator {
     return resolveSteps(snap.root, this.#steps);
   }
 
+  /** This locator's one match in `snap`, or null (none, several, or no snapshot). */
+  #single(snap: UiSnapshot | null): UiNode | null {
+    if (!snap) return null;
+    const matches = this.#resolve(snap);
+    return matches.length === 1 ? matches[0]! : null;
+  }
+
   #one(matches: UiNode[], snap: UiSnapshot): UiNode | null {
     if (matches.length > 1) throw new StrictModeViolationError(strictModeMessage(this.#title, matches, snap));
     return matches[0] ?? null;
@@ -519,7 +526,9 @@ export class Locator {
   /**
    * The auto-wait loop: a snapshot per attempt, `attempt` decides. It also receives this
    * locator's single match from the previous snapshot, so "stable" means the same bounds
-   * twice in a row; the first attempt snapshots again at once rather than waiting.
+   * in two reads in a row. The first attempt's previous read is the engine's last one when
+   * that is recent and no input was sent since (a launch or an assertion just read the
+   * screen), else the first attempt reads again at once rather than waiting.
    */
   async #poll<T>(
     name: string,
@@ -528,7 +537,7 @@ export class Locator {
   ): Promise<T> {
     const budget = timeout ?? this.#engine.options.actionTimeout;
     const deadline = budget > 0 ? Date.now() + budget : Infinity;
-    let previous: UiNode | null = null;
+    let previous = this.#single(this.#engine.recentSnapshot());
     let waiting = '';
     let snap: UiSnapshot | null = null;
     for (let i = 0; ; i++) {
@@ -544,7 +553,8 @@ export class Locator {
         waiting === 'waiting for the element to be stable' && i === 0
           ? 0
           : BACKOFF[Math.min(i + 1, BACKOFF.length - 1)]!;
-      await sleep(Math.min(pause, deadline - now));
+      // No timer for no pause: even setTimeout(0) waits a millisecond or more.
+      if (pause > 0) await sleep(Math.min(pause, deadline - now));
     }
     const matches = this.#resolve(snap);
     const app = foregroundPackage(snap);

@@ -24,6 +24,7 @@ export function launchApp(
     if (!PACKAGE_NAME.test(packageName)) {
       throw new TypeError(`${JSON.stringify(packageName)} is not a package name (like com.example.app).`);
     }
+    engine.noteInput();
     const r = await phone.shell(`monkey -p ${packageName} -c android.intent.category.LAUNCHER 1`);
     const out = `${r.stdout}${r.stderr}`;
     if (r.exitCode !== 0 || /No activities found|monkey aborted/.test(out)) {

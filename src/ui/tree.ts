@@ -54,6 +54,8 @@ export interface UiSnapshot {
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
 
 function unescapeXml(value: string): string {
+  // Most values have no entity: skip the regex for them (a tree has hundreds of values).
+  if (!value.includes('&')) return value;
   return value.replace(/&(#x[0-9a-fA-F]+|#\d+|\w+);/g, (whole, name: string) => {
     if (name.startsWith('#x')) return String.fromCodePoint(parseInt(name.slice(2), 16));
     if (name.startsWith('#')) return String.fromCodePoint(parseInt(name.slice(1), 10));

@@ -46,6 +46,15 @@ describe.each(['uiautomator2', 'dump'] as const)('locators over %s', (engine) =>
     expect(await phone.getById('username').textContent()).toBe('');
     if (engine === 'uiautomator2') expect(phone.log.lines.join('\n')).not.toMatch(/falls back/);
   });
+
+  it('reads back text that the XML escapes', async () => {
+    await using phone = await lease(engine);
+    await phone.launch('com.phonelease.login');
+    const text = `Tom & "Jerry" <3 it's`;
+    await phone.getById('username').fill(text);
+    expect(await phone.getById('username').textContent()).toBe(text);
+    expect(await phone.getByText(text, { exact: true }).count()).toBe(1);
+  });
 });
 
 describe('the UiAutomator2 engine', () => {
@@ -91,5 +100,50 @@ describe('strictness and timeouts', () => {
     expect(message).toContain('click: Timeout 300ms exceeded');
     expect(message).toContain("phone.getByText('Log on', { exact: true }) matched nothing on screen");
     expect(message).toMatch(/Nearest candidates on screen:\n {2}- Button id=login text="Log in"/);
+  });
+});
+
+describe.each(['uiautomator2', 'dump'] as const)('reads of the screen over %s', (engine) => {
+  /** Counts the engine's reads of the tree from here on. */
+  async function countReads(phone: Lease): Promise<{ reads: number }> {
+    const counter = { reads: 0 };
+    const driver = await phone.ui.driver();
+    const source = driver.source.bind(driver);
+    driver.source = () => {
+      counter.reads++;
+      return source();
+    };
+    return counter;
+  }
+
+  it('takes a recent read as the first of the two that "stable" compares, unless input came since', async () => {
+    await using phone = await lease(engine);
+    // A window no stall of a loaded machine outlasts: this test is about what counts, not when.
+    phone.ui.configure({ recentReadMs: 60_000 });
+    const counter = await countReads(phone);
+    await phone.launch('com.phonelease.login');
+    // The launch read the screen last and nothing was sent since: one fresh read to compare.
+    let before = counter.reads;
+    await phone.getById('username').fill('demo');
+    expect(counter.reads - before).toBe(1);
+    // The fill typed: its read is no longer recent, so two fresh reads.
+    before = counter.reads;
+    await phone.getByDesc('password').fill('secret');
+    expect(counter.reads - before).toBe(2);
+    // A read, then a shell command (it may change the screen): two fresh reads again.
+    await phone.getById('login').isVisible();
+    await phone.shell('true');
+    before = counter.reads;
+    await phone.getByText('Log in').click();
+    expect(counter.reads - before).toBe(2);
+    expect(await phone.getById('result').textContent()).toBe('Welcome, demo!');
+    // Past the window, a read is not recent either.
+    phone.ui.configure({ recentReadMs: 0 });
+    await phone.getById('username').isVisible();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    before = counter.reads;
+    await phone.getById('username').fill('someone');
+    expect(counter.reads - before).toBe(2);
+    expect(await phone.getById('username').textContent()).toBe('someone');
   });
 });
