@@ -6,6 +6,8 @@
  *   + newPage, Chrome started cold by it).
  * - actions: goto + click + waiting for the result, on a page served locally (through
  *   reverse on the phone), median of --rounds, against the same on a desktop page.
+ * - DevTools round trip: one page.evaluate, median, phone against desktop (what every action
+ *   pays per command; the ADB tunnel's share of the actions' time).
  * - memory: proportional set size (PSS) of the phone's Chromium process group.
  *
  * Goals: first page within 2 s of the phone being ready; actions within 1.5x of desktop.
@@ -38,6 +40,17 @@ async function roundTrip(page: Page, url: string): Promise<number> {
   await page.getByRole('button', { name: 'Buy' }).click();
   await page.getByText('Thank you').waitFor({ state: 'visible' });
   return performance.now() - t0;
+}
+
+/** One DevTools command and its answer (page.evaluate of a constant), median of 20, in ms. */
+async function roundTripCdp(page: Page): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < 20; i++) {
+    const t0 = performance.now();
+    await page.evaluate('1');
+    times.push(performance.now() - t0);
+  }
+  return median(times);
 }
 
 /** PSS in MiB of every process in the group led by pid (Chromium's browser, renderers, GPU, zygotes). */
@@ -75,11 +88,13 @@ async function main(): Promise<void> {
   const desktopTimes: number[] = [];
   for (let i = 0; i < rounds; i++)
     desktopTimes.push(await roundTrip(desktopPage, `http://127.0.0.1:${port}/`));
+  const desktopCdp = await roundTripCdp(desktopPage);
 
   const toReady: number[] = [];
   const toPage: number[] = [];
   const phoneTimes: number[] = [];
   const pss: number[] = [];
+  const phoneCdp: number[] = [];
   for (let n = 0; n < phones; n++) {
     const t0 = performance.now();
     const phone = await leasePhone({ baseUrl: server.url, apiKey: key, reaper: false, ledger: false });
@@ -92,6 +107,7 @@ async function main(): Promise<void> {
     await phone.reverse(port);
     await roundTrip(page, `http://localhost:${port}/`); // warm-up, like the desktop page
     for (let i = 0; i < rounds; i++) phoneTimes.push(await roundTrip(page, `http://localhost:${port}/`));
+    phoneCdp.push(await roundTripCdp(page));
     const cdp = await context.browser()!.newBrowserCDPSession();
     const info = (await cdp.send('SystemInfo.getProcessInfo')) as {
       processInfo: { type: string; id: number }[];
@@ -115,6 +131,9 @@ async function main(): Promise<void> {
   console.log(`goto+click+assert, desktop page: median ${ms(desktopMedian)}`);
   console.log(
     `goto+click+assert, phone page:   median ${ms(phoneMedian)} (ratio ${(phoneMedian / desktopMedian).toFixed(2)}x, goal <= 1.5x)`,
+  );
+  console.log(
+    `DevTools round trip (page.evaluate): desktop ${desktopCdp.toFixed(1)} ms, phone ${median(phoneCdp).toFixed(1)} ms`,
   );
   if (pss.length)
     console.log(
