@@ -56,6 +56,8 @@ export interface BrowserView {
   url: string;
   title: string;
   frame(): BrowserFrame | null;
+  /** A finger tap on the page at (x, y) screen pixels from its top-left corner. */
+  tap(x: number, y: number): void;
 }
 
 interface Running {
@@ -123,6 +125,25 @@ export class BrowserApp implements BrowserView {
       }
     }
     return this.decoded.frame;
+  }
+
+  /**
+   * A tap on the tab in front, as a finger makes it: a touch at the page's CSS position, which
+   * the page sees as touchstart/touchend and then a click (touch is on, as on a phone).
+   */
+  tap(x: number, y: number): void {
+    const r = this.current;
+    const sessionId = r?.watched?.sessionId;
+    if (!r || !sessionId) return;
+    const { scale } = this.options.geometry;
+    const point = { x: x / scale, y: y / scale, radiusX: 1, radiusY: 1, force: 1, id: 0 };
+    const send = (type: 'touchStart' | 'touchEnd', touchPoints: (typeof point)[]) =>
+      r.cdp.send('Input.dispatchTouchEvent', { type, touchPoints }, sessionId);
+    send('touchStart', [point])
+      .then(() => send('touchEnd', []))
+      .catch((error: unknown) =>
+        this.options.log.debug('virtual browser: tap not delivered', { error: String(error) }),
+      );
   }
 
   /**
