@@ -5,7 +5,10 @@
  * - first page: lease start -> ready, and ready -> a Page in the phone's Chrome (launchBrowser
  *   + newPage, Chrome started cold by it).
  * - actions: goto + click + waiting for the result, on a page served locally (through
- *   reverse on the phone), median of --rounds, against the same on a desktop page.
+ *   reverse on the phone), median of --rounds, against the same on a desktop page; desktop
+ *   and phone rounds alternate, so a load that comes and goes weighs on both alike.
+ * - DevTools round trip: one page.evaluate, median, phone against desktop (what every action
+ *   pays per command; the ADB tunnel's share of the actions' time).
  * - memory: proportional set size (PSS) of the phone's Chromium process group.
  *
  * Goals: first page within 2 s of the phone being ready; actions within 1.5x of desktop.
@@ -40,6 +43,17 @@ async function roundTrip(page: Page, url: string): Promise<number> {
   return performance.now() - t0;
 }
 
+/** One DevTools command and its answer (page.evaluate of a constant), median of 20, in ms. */
+async function roundTripCdp(page: Page): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < 20; i++) {
+    const t0 = performance.now();
+    await page.evaluate('1');
+    times.push(performance.now() - t0);
+  }
+  return median(times);
+}
+
 /** PSS in MiB of every process in the group led by pid (Chromium's browser, renderers, GPU, zygotes). */
 function groupPssMiB(pgid: number): number {
   let kib = 0;
@@ -68,18 +82,20 @@ async function main(): Promise<void> {
   const server = await startServer({ bootMs: 500, log: 'warn', phones: phones + 1 });
   const { key } = server.createAccount({ billingMode: 'disabled', sessionLimit: phones + 1 });
 
-  // Desktop baseline, same machine, same Chromium binary.
+  // Desktop baseline, same machine, same Chromium binary. Its rounds alternate with the
+  // phone's below, so both see the same load from whatever else runs on the machine.
   const desktop = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
   const desktopPage = await desktop.newPage();
-  await roundTrip(desktopPage, `http://127.0.0.1:${port}/`); // warm-up
+  const desktopUrl = `http://127.0.0.1:${port}/`;
+  await roundTrip(desktopPage, desktopUrl); // warm-up
   const desktopTimes: number[] = [];
-  for (let i = 0; i < rounds; i++)
-    desktopTimes.push(await roundTrip(desktopPage, `http://127.0.0.1:${port}/`));
+  const desktopCdp: number[] = [];
 
   const toReady: number[] = [];
   const toPage: number[] = [];
   const phoneTimes: number[] = [];
   const pss: number[] = [];
+  const phoneCdp: number[] = [];
   for (let n = 0; n < phones; n++) {
     const t0 = performance.now();
     const phone = await leasePhone({ baseUrl: server.url, apiKey: key, reaper: false, ledger: false });
@@ -91,7 +107,12 @@ async function main(): Promise<void> {
     toPage.push(tPage - tReady);
     await phone.reverse(port);
     await roundTrip(page, `http://localhost:${port}/`); // warm-up, like the desktop page
-    for (let i = 0; i < rounds; i++) phoneTimes.push(await roundTrip(page, `http://localhost:${port}/`));
+    for (let i = 0; i < rounds; i++) {
+      desktopTimes.push(await roundTrip(desktopPage, desktopUrl));
+      phoneTimes.push(await roundTrip(page, `http://localhost:${port}/`));
+    }
+    desktopCdp.push(await roundTripCdp(desktopPage));
+    phoneCdp.push(await roundTripCdp(page));
     const cdp = await context.browser()!.newBrowserCDPSession();
     const info = (await cdp.send('SystemInfo.getProcessInfo')) as {
       processInfo: { type: string; id: number }[];
@@ -115,6 +136,9 @@ async function main(): Promise<void> {
   console.log(`goto+click+assert, desktop page: median ${ms(desktopMedian)}`);
   console.log(
     `goto+click+assert, phone page:   median ${ms(phoneMedian)} (ratio ${(phoneMedian / desktopMedian).toFixed(2)}x, goal <= 1.5x)`,
+  );
+  console.log(
+    `DevTools round trip (page.evaluate): desktop ${median(desktopCdp).toFixed(1)} ms, phone ${median(phoneCdp).toFixed(1)} ms`,
   );
   if (pss.length)
     console.log(

@@ -102,7 +102,9 @@ export class PortForwards {
   async forward(localPort: number, remote: number | string): Promise<number> {
     const spec = socketSpec(remote);
     const sockets = new Set<Socket>();
-    const server = createServer((tcp) => {
+    // No Nagle on either side of the relay: DevTools is many small request/response messages,
+    // and Nagle holding each one for the previous one's ACK cost ~8 ms per round trip.
+    const server = createServer({ noDelay: true }, (tcp) => {
       sockets.add(tcp);
       tcp.once('close', () => sockets.delete(tcp));
       tcp.on('error', () => undefined);
@@ -152,7 +154,7 @@ export class PortForwards {
     const transport = this.#adb.transport;
     if (!this.#targets.has(target)) {
       await transport.addReverseTunnel((adb) => {
-        const tcp = netConnect({ host: '127.0.0.1', port: localPort });
+        const tcp = netConnect({ host: '127.0.0.1', port: localPort, noDelay: true });
         tcp.on('error', () => undefined);
         tcp.pause();
         tcp.once('connect', () => {

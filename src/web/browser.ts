@@ -144,17 +144,21 @@ export async function launchBrowser(
       throw new PhoneleaseError('browser_start_failed', `${pkg} has no browser context to drive.`);
     }
     let closing: Promise<void> | null = null;
-    return {
-      browser,
-      context,
-      close() {
-        closing ??= (async () => {
-          await browser.close().catch(() => undefined);
-          await host.removeForward(port);
-        })();
-        return closing;
-      },
+    const close = (): Promise<void> => {
+      closing ??= (async () => {
+        // The context first, not just the browser: Playwright's test runner finishes its trace
+        // chunk and failure screenshots for a context it is told is closing (a browser that only
+        // disconnects loses them). Over CDP this closing only disconnects: Chrome and its tabs
+        // stay on the phone, as they would for a user.
+        await context.close().catch(() => undefined);
+        await browser.close().catch(() => undefined);
+        await host.removeForward(port).catch(() => undefined);
+      })();
+      return closing;
     };
+    // Closed from Playwright's side (context.close(), browser.close()): the forward goes too.
+    browser.once('disconnected', () => void close());
+    return { browser, context, close };
   } catch (error) {
     await host.removeForward(port).catch(() => undefined);
     throw error;

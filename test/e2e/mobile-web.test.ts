@@ -10,6 +10,7 @@ import { runInlineTest, type FlatTest } from '../support/playwright-inline.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createVirtualBackend } from '../../server/devices/virtual/index.js';
 import { leasePhone } from '../../src/index.js';
+import { launchChromium } from '../support/chromium.js';
 
 let t: TestServer;
 let env: NodeJS.ProcessEnv;
@@ -188,6 +189,46 @@ test('fails on the phone page', async ({ phonePage }) => {
     const png = PNG.sync.read(page.path ? readFileSync(page.path) : Buffer.from(page.body!, 'base64'));
     // The page screenshot is the phone's viewport at its pixel ratio.
     expect(png.width).toBe(720);
+  });
+
+  it("the owner viewer's tap on the phone's screen clicks the button under it in the page", async () => {
+    const phone = await leasePhone({ baseUrl: t.url, apiKey: t.account.key });
+    const viewerBrowser = await launchChromium();
+    try {
+      const context = await phone.launchBrowser();
+      const page = await context.newPage();
+      await page.setContent(
+        '<meta name="viewport" content="width=device-width"><body style="margin:0;background:#00a86b">' +
+          '<button style="margin:40px;width:200px;height:80px" onclick="this.textContent=\'Bought\'">Buy</button>',
+      );
+      // The phone's screen shows the page (the tab in front is watched, taps go to it).
+      await expect
+        .poll(
+          async () => PNG.sync.read((await phone.snapshot()).data).data.readUInt32BE(4 * (720 * 900 + 360)),
+          {
+            timeout: 15_000,
+          },
+        )
+        .toBe(0x00a86bff);
+      // Where the button is on the phone's screen: the page's position (the WebView's bounds)
+      // plus the button's CSS box at the phone's 2x density.
+      const webView = /compositor_view_holder"[^>]*bounds="\[(\d+),(\d+)\]/.exec(await phone.ui.treeXml());
+      expect(webView).not.toBeNull();
+      const box = (await page.getByRole('button').boundingBox())!;
+      const x = Number(webView![1]) + (box.x + box.width / 2) * 2;
+      const y = Number(webView![2]) + (box.y + box.height / 2) * 2;
+
+      const { url } = (await t.api.get(`/sessions/${phone.id}/owner-viewer`)).body as { url: string };
+      const viewer = await viewerBrowser.newPage({ viewport: { width: 1280, height: 800 } });
+      await viewer.goto(url);
+      await expect.poll(() => viewer.locator('#state').textContent(), { timeout: 15_000 }).toBe('Live');
+      const screen = (await viewer.locator('#screen').boundingBox())!;
+      await viewer.mouse.click(screen.x + (x / 720) * screen.width, screen.y + (y / 1280) * screen.height);
+      await expect.poll(() => page.getByRole('button').textContent(), { timeout: 10_000 }).toBe('Bought');
+    } finally {
+      await viewerBrowser.close();
+      await phone.end();
+    }
   });
 
   it('says what to do when the browser is missing, a port is already reversed, or DevTools never answer', async () => {

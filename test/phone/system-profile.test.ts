@@ -148,6 +148,35 @@ describe('profiles', () => {
     }
   });
 
+  it('keeps system apps the user disabled, but not Chrome turned off for a server machine without Chromium', async () => {
+    const save = join(dir, 'no-chromium');
+    const bare = await startVirtualAdb({ restoreFrom: null, chromium: '/nonexistent/chromium' });
+    try {
+      expect(await bare.adbOk(['shell', 'pm list packages -e com.android.chrome'])).toBe('');
+      await bare.adbOk(['shell', 'pm disable-user com.phonelease.login']);
+      await bare.phone.saveState(save);
+    } finally {
+      await bare.close();
+    }
+    // On a machine with Chromium the profile has Chrome, and the user's own choice stays.
+    const full = await startVirtualAdb({ restoreFrom: save });
+    try {
+      expect(await full.adbOk(['shell', 'pm list packages -e com.android.chrome'])).toBe(
+        'package:com.android.chrome\n',
+      );
+      expect(await full.adbOk(['shell', 'pm list packages -d'])).toBe('package:com.phonelease.login\n');
+    } finally {
+      await full.close();
+    }
+    // Back on a machine without one, Chrome is off again: the machine's, not the profile's.
+    const again = await startVirtualAdb({ restoreFrom: save, chromium: '/nonexistent/chromium' });
+    try {
+      expect(await again.adbOk(['shell', 'pm list packages -e com.android.chrome'])).toBe('');
+    } finally {
+      await again.close();
+    }
+  });
+
   it('refuses a save whose bytes were damaged without changing their size', async () => {
     const backend = createVirtualBackend({ bootMs: 0 });
     try {

@@ -97,6 +97,8 @@ export interface StartOptions {
   profile?: boolean;
   /** Boot straight from a save directory, without a server (device-level save/restore tests). */
   restoreFrom?: string | null;
+  /** With restoreFrom: the backend's Chromium (a missing path: a server machine without one). */
+  chromium?: string;
   log?: DeviceLogger;
 }
 
@@ -176,7 +178,8 @@ function wrap(
 
 /** A phone connected to the stock adb through its session's gateway (or, with restoreFrom, straight). */
 export async function startVirtualAdb(options: StartOptions = {}): Promise<VirtualAdb> {
-  if (options.restoreFrom !== undefined) return startDirect(options.restoreFrom, options.log);
+  if (options.restoreFrom !== undefined)
+    return startDirect(options.restoreFrom, options.log, options.chromium);
   const own = !options.on;
   const ps = options.on ?? (await startPhoneServer(options.log ? { log: options.log } : {}));
   const host = (args: string[], o?: AdbRunOptions) => runAdb(['-P', String(ps.adbServerPort), ...args], o);
@@ -229,8 +232,12 @@ export async function startVirtualAdb(options: StartOptions = {}): Promise<Virtu
 }
 
 /** Boots a phone from a save directory and connects adb straight to its port. */
-async function startDirect(restoreFrom: string | null, log: DeviceLogger | undefined): Promise<VirtualAdb> {
-  const backend = createVirtualBackend({ bootMs: 0 });
+async function startDirect(
+  restoreFrom: string | null,
+  log: DeviceLogger | undefined,
+  chromium: string | undefined,
+): Promise<VirtualAdb> {
+  const backend = createVirtualBackend({ bootMs: 0, ...(chromium ? { chromium } : {}) });
   const phone = (await backend.boot({
     sessionId: `test-${process.pid}-${Date.now()}`,
     restoreFrom,

@@ -125,7 +125,7 @@ export class Device {
     );
     this.ports = this.network.ports;
     this.browser = options.browser ? this.createBrowser(options.browser) : null;
-    if (!this.browser) this.packages.setEnabled(BROWSER_PACKAGE, false);
+    if (!this.browser) this.packages.setUnavailable(BROWSER_PACKAGE);
     // A changed app set or setting redraws what shows it, but never creates the UI for that.
     this.packages.onChange(() => this.uiInstance?.appsChanged());
     this.closers.add(this.settings.onChange(() => this.uiInstance?.settingsChanged?.()));

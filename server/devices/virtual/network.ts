@@ -92,7 +92,8 @@ export class PhoneNetwork {
     if (this.closed) return Promise.reject(new Error('the phone is shut down'));
     if (!this.proxy) {
       const sockets = new Set<Socket>();
-      const server = createServer((socket) => {
+      // No Nagle: the browser's requests and the answers are relayed as they come.
+      const server = createServer({ noDelay: true }, (socket) => {
         sockets.add(socket);
         socket.once('close', () => sockets.delete(socket));
         socket.on('error', () => undefined);
@@ -203,7 +204,7 @@ export class PhoneNetwork {
       else socket.once('data', decide);
       return;
     }
-    const outer = netConnect({ host, port });
+    const outer = netConnect({ host, port, noDelay: true });
     outer.once('connect', () => {
       socket.write(ok);
       if (rest.length > 0) outer.write(rest);

@@ -398,6 +398,8 @@ export class PackageManager {
   /** Install order of non-system packages (the launcher lists them in this order). */
   private installed: string[] = [];
   private nextUid = 10190;
+  /** Packages turned off because the server machine cannot run them (see setUnavailable). */
+  private readonly unavailable = new Set<string>();
   private readonly listeners = new Set<() => void>();
 
   constructor(
@@ -572,12 +574,32 @@ export class PackageManager {
     return true;
   }
 
+  /** The user's choice (`pm enable`, `pm disable-user`): a profile save keeps it. */
   setEnabled(name: string, enabled: boolean): boolean {
     const p = this.packages.get(name);
     if (!p) return false;
     p.enabled = enabled;
+    this.unavailable.delete(name);
     this.changed();
     return true;
+  }
+
+  /**
+   * Turns off a package this server machine cannot run (Chrome without a Chromium). Unlike
+   * the user's disable, a profile save does not keep it: the profile may boot next on a
+   * machine that can.
+   */
+  setUnavailable(name: string): boolean {
+    if (!this.setEnabled(name, false)) return false;
+    this.unavailable.add(name);
+    return true;
+  }
+
+  /** System packages the user disabled: what a profile keeps of the built-in apps' states. */
+  userDisabledSystem(): string[] {
+    return this.all()
+      .filter((p) => p.system && !p.enabled && !this.unavailable.has(p.name))
+      .map((p) => p.name);
   }
 
   /** Stable hex id for `Package [x] (hash):` lines. */

@@ -24,6 +24,8 @@ interface SavedSystem {
   wmDensity: number | null;
   enabledImes: string[];
   currentIme: string;
+  /** Built-in apps the user disabled (pm disable-user); absent in older saves. */
+  disabledSystemPackages?: string[];
 }
 
 export interface VirtualPhoneOptions {
@@ -140,6 +142,9 @@ export class VirtualPhone implements DevicePhone {
           wmDensity: sys.wmDensity,
           enabledImes: [...sys.enabledImes],
           currentIme: sys.currentIme,
+          // The user's choices only: Chrome turned off for want of a Chromium on this
+          // machine is the machine's, and must not follow the profile to one that has it.
+          disabledSystemPackages: device.packages.userDisabledSystem(),
         };
       },
       restoreSystem: (state) => {
@@ -153,6 +158,7 @@ export class VirtualPhone implements DevicePhone {
         sys.wmDensity = saved.wmDensity ?? null;
         if (saved.enabledImes) sys.enabledImes = new Set(saved.enabledImes);
         if (saved.currentIme) sys.currentIme = saved.currentIme;
+        for (const name of saved.disabledSystemPackages ?? []) device.packages.setEnabled(name, false);
       },
     };
   }

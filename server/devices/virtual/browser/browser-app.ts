@@ -56,6 +56,8 @@ export interface BrowserView {
   url: string;
   title: string;
   frame(): BrowserFrame | null;
+  /** A finger tap on the page at (x, y) screen pixels from its top-left corner. */
+  tap(x: number, y: number): void;
 }
 
 interface Running {
@@ -126,6 +128,25 @@ export class BrowserApp implements BrowserView {
   }
 
   /**
+   * A tap on the tab in front, as a finger makes it: a touch at the page's CSS position, which
+   * the page sees as touchstart/touchend and then a click (touch is on, as on a phone).
+   */
+  tap(x: number, y: number): void {
+    const r = this.current;
+    const sessionId = r?.watched?.sessionId;
+    if (!r || !sessionId) return;
+    const { scale } = this.options.geometry;
+    const point = { x: x / scale, y: y / scale, radiusX: 1, radiusY: 1, force: 1, id: 0 };
+    const send = (type: 'touchStart' | 'touchEnd', touchPoints: (typeof point)[]) =>
+      r.cdp.send('Input.dispatchTouchEvent', { type, touchPoints }, sessionId);
+    send('touchStart', [point])
+      .then(() => send('touchEnd', []))
+      .catch((error: unknown) =>
+        this.options.log.debug('virtual browser: tap not delivered', { error: String(error) }),
+      );
+  }
+
+  /**
    * What an intent does: starts the browser (with `url` as its first page) or shows `url`
    * in the tab in front. Returns at once; the browser comes up in the background like an
    * Android app, and its DevTools socket accepts connections meanwhile (they wait).
@@ -176,7 +197,9 @@ export class BrowserApp implements BrowserView {
     }
     running.then(
       (r) => {
-        const devtools = netConnect({ host: '127.0.0.1', port: r.chromium.debugPort });
+        // No Nagle: every DevTools command and its answer is a small message that must not
+        // wait for the previous one's ACK (what made actions on the phone's page slow).
+        const devtools = netConnect({ host: '127.0.0.1', port: r.chromium.debugPort, noDelay: true });
         pipeBoth(socket, devtools);
       },
       () => socket.destroy(),

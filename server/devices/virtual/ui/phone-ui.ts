@@ -455,8 +455,9 @@ export class VirtualPhoneUi implements PhoneUi {
     }
     if (y < this.m.statusBar) return;
     const { root } = this.build();
-    const hit = hitTest(root, x, y, (n) => n.enabled && n.clickable && !!n.onClick);
-    hit?.onClick?.();
+    const hit = hitTest(root, x, y, (n) => n.enabled && (!!n.onTapAt || (n.clickable && !!n.onClick)));
+    if (hit?.onTapAt) hit.onTapAt(x - hit.frame.left, y - hit.frame.top);
+    else hit?.onClick?.();
   }
 
   longPress(x: number, y: number): void {

@@ -44,6 +44,11 @@ export interface ViewNode {
   /** Clip the children's painting to this node's bounds (scroll containers). */
   clipChildren?: boolean;
   onClick?: () => void;
+  /**
+   * Views that take the touch where it lands (Chrome's page): a tap at (x, y) in screen
+   * pixels from the view's top-left corner.
+   */
+  onTapAt?: (x: number, y: number) => void;
   /** Long-clickable views: what holding a finger on the view does. */
   onLongClick?: () => void;
   /** Scroll containers: scrolls content by dy pixels (positive = towards the end). */

@@ -73,6 +73,8 @@ export function buildBrowser(state: BrowserState, ctx: ScreenContext): ScreenVie
     resourceId: `${BROWSER_PACKAGE_NAME}:id/compositor_view_holder`,
     focusable: true,
     scrollable: true,
+    // A finger on the page touches the page, at the same spot of the picture.
+    onTapAt: (x, y) => view?.tap(x, y),
     paint: (p, n) => {
       const frame = view?.frame() ?? null;
       if (!frame) {
