@@ -106,6 +106,10 @@ test('checkout works on a phone', async ({ phone, phonePage }) => {
   await expect(phonePage.locator('#done')).toHaveText('Thank you, 360px');
   expect(await phonePage.evaluate(() => navigator.userAgent)).toMatch(/Android 14; Pixel 8.*Mobile Safari/);
   expect(await phonePage.evaluate(() => navigator.maxTouchPoints)).toBeGreaterThan(0);
+  // Every tab is phone-sized, not only the one in front (Playwright screenshots them all on failure).
+  const widths = await Promise.all(phonePage.context().pages().map((p) => p.evaluate(() => screen.width)));
+  expect(widths.length).toBeGreaterThan(1);
+  expect(widths).toEqual(widths.map(() => 360));
   // The phone's own screen shows the page (frame.png is what the viewer and reports show).
   await expect.poll(() => greenPixels(phone), { timeout: 15_000 }).toBeGreaterThan(100_000);
   const cdp = await phonePage.context().browser()!.newBrowserCDPSession();

@@ -60,11 +60,24 @@ export interface BrowserView {
   tap(x: number, y: number): void;
 }
 
+interface PageTarget {
+  targetId: string;
+  url: string;
+  title: string;
+  /**
+   * The phone's own DevTools session on the tab, attached once with the phone's metrics.
+   * Every tab keeps it, not only the one in front: an emulation override lasts only as
+   * long as its session, and a tab in the background is still phone-sized on a phone
+   * (Playwright screenshots every open tab when a test fails).
+   */
+  session: Promise<string>;
+}
+
 interface Running {
   chromium: ChromiumProcess;
   cdp: CdpClient;
   /** Page targets, most recently opened last: the last one is the tab in front. */
-  pages: { targetId: string; url: string; title: string }[];
+  pages: PageTarget[];
   watched: { targetId: string; sessionId: string } | null;
 }
 
@@ -259,7 +272,10 @@ export class BrowserApp implements BrowserView {
     cdp.on('Target.targetCreated', (params) => {
       const info = params.targetInfo as { targetId: string; type: string; url: string; title: string };
       if (info.type !== 'page') return;
-      r.pages.push({ targetId: info.targetId, url: info.url, title: info.title });
+      const session = this.attachPage(r, info.targetId);
+      // A tab closed before the phone attached: nothing to do, whoever awaits it handles it.
+      session.catch(() => undefined);
+      r.pages.push({ targetId: info.targetId, url: info.url, title: info.title, session });
       this.watchFront(r);
     });
     cdp.on('Target.targetInfoChanged', (params) => {
@@ -289,6 +305,29 @@ export class BrowserApp implements BrowserView {
     });
   }
 
+  /** Attaches the phone to a tab: the phone's metrics (mobile viewport, density) and touch. */
+  private async attachPage(r: Running, targetId: string): Promise<string> {
+    const { cdp } = r;
+    const { geometry } = this.options;
+    const { sessionId } = (await cdp.send('Target.attachToTarget', { targetId, flatten: true })) as {
+      sessionId: string;
+    };
+    await Promise.all([
+      cdp.send(
+        'Emulation.setDeviceMetricsOverride',
+        {
+          width: Math.round(geometry.width / geometry.scale),
+          height: Math.round(geometry.height / geometry.scale),
+          deviceScaleFactor: geometry.scale,
+          mobile: true,
+        },
+        sessionId,
+      ),
+      cdp.send('Emulation.setTouchEmulationEnabled', { enabled: true, maxTouchPoints: 5 }, sessionId),
+    ]);
+    return sessionId;
+  }
+
   /** Screencasts the tab in front (the most recently opened one), as the phone's screen shows it. */
   private watchFront(r: Running): void {
     const front = r.pages.at(-1);
@@ -300,25 +339,9 @@ export class BrowserApp implements BrowserView {
     const watching = r.watched;
     (async () => {
       if (previous?.sessionId)
-        await cdp.send('Target.detachFromTarget', { sessionId: previous.sessionId }).catch(() => undefined);
-      const { sessionId } = (await cdp.send('Target.attachToTarget', {
-        targetId: front.targetId,
-        flatten: true,
-      })) as { sessionId: string };
+        await cdp.send('Page.stopScreencast', {}, previous.sessionId).catch(() => undefined);
+      const sessionId = await front.session;
       watching.sessionId = sessionId;
-      await Promise.all([
-        cdp.send(
-          'Emulation.setDeviceMetricsOverride',
-          {
-            width: Math.round(geometry.width / geometry.scale),
-            height: Math.round(geometry.height / geometry.scale),
-            deviceScaleFactor: geometry.scale,
-            mobile: true,
-          },
-          sessionId,
-        ),
-        cdp.send('Emulation.setTouchEmulationEnabled', { enabled: true, maxTouchPoints: 5 }, sessionId),
-      ]);
       await cdp.send(
         'Page.startScreencast',
         { format: 'png', maxWidth: geometry.width, maxHeight: geometry.height, everyNthFrame: 1 },
