@@ -45,7 +45,6 @@ export class VirtualPhone implements DevicePhone {
   readonly screen: ScreenSize = { w: DEVICE.width, h: DEVICE.height };
   readonly device: Device;
   private readonly server: AdbServer;
-  private port = 0;
   private readonly lostListeners = new Set<(reason: string) => void>();
   private adbStopped: Promise<void> | null = null;
   private shutdownQueue: Promise<void> = Promise.resolve();
@@ -90,8 +89,13 @@ export class VirtualPhone implements DevicePhone {
     });
   }
 
-  get adb(): { host: string; port: number } {
-    return { host: this.options.host, port: this.port };
+  /**
+   * The phone's ADB port, opened on the first call (by the gateway once a client unlocked,
+   * or by a test connecting straight to it): a create pays no listening socket for a phone
+   * whose ADB nobody uses.
+   */
+  async adbEndpoint(): Promise<{ host: string; port: number }> {
+    return { host: this.options.host, port: await this.server.listen(this.options.host) };
   }
 
   async start(): Promise<void> {
@@ -107,7 +111,6 @@ export class VirtualPhone implements DevicePhone {
         throw error;
       }
     }
-    this.port = await this.server.listen(this.options.host);
   }
 
   /**
