@@ -291,7 +291,8 @@ export class Runtime extends EventEmitter {
   /**
    * Moves a session to `next`, with the row changes that go with it, persisted in one
    * transaction (with `alsoCommit`, for writes that must commit with the move), then
-   * announces it. The row in memory changes only once the store has it.
+   * announces it. The row in memory changes only once the store has it. The write joins the
+   * store's group commit: the API answers nothing until it is committed.
    */
   private transition(
     live: LiveSession,
@@ -305,7 +306,7 @@ export class Runtime extends EventEmitter {
     }
     const row: SessionRow = { ...live.row, ...change, state: ROW_STATE[next.kind] };
     if (row.state !== live.row.state || Object.keys(change).length > 0 || alsoCommit) {
-      this.o.store.transaction(() => {
+      this.o.store.grouped(() => {
         alsoCommit?.();
         this.o.store.saveSession(row);
       });
@@ -511,8 +512,10 @@ export class Runtime extends EventEmitter {
       adb_code: null,
       adb_enabled: 1,
     };
-    // The admission (and its receipt) is committed before the runtime is asked.
-    this.o.store.transaction(() => {
+    // The admission (and its receipt) is written before the runtime is asked, in the group
+    // commit of this turn: the 202 answer waits for that commit (app.ts), and so does any
+    // replay of the same key that reads the receipt in the meantime.
+    this.o.store.grouped(() => {
       this.o.store.insertSession(row);
       if (requestKey) {
         this.o.store.insertReceipt({

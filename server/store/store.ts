@@ -6,6 +6,13 @@
  * synchronous=NORMAL: in WAL mode a commit survives the process dying at any point; only
  * an OS crash or power loss can drop the last commits. That trade buys an order of
  * magnitude in create throughput over FULL, which would fsync every commit.
+ *
+ * Group commit: the writes of a create and of session transitions (`grouped()`) share one
+ * transaction per turn of the event loop, committed as the turn ends, so that creates
+ * arriving together pay one commit instead of two each. Until then they are visible only to
+ * this process; the API answers nothing before `uncommitted` has settled (app.ts), which
+ * keeps "committed before acknowledged". A `transaction()` commits the open group with it
+ * at once; a lone statement run while a group is open joins the group.
  */
 import { Database, type Transaction } from './sqlite.js';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
@@ -156,6 +163,15 @@ export class Store {
    * measurable share of each create under load.
    */
   private readonly tx: Transaction<(fn: () => void) => void>;
+  private readonly groupBegin;
+  private readonly groupCommit;
+  private readonly groupRollback;
+  /** The open group transaction: its commit, which `uncommitted` hands out, and how to settle it. */
+  private group: { committed: Promise<void>; settle: (error?: unknown) => void } | null = null;
+  /** How deep inside transaction()/grouped() callbacks we are: the group commits only outside them. */
+  private depth = 0;
+  /** Why a group commit failed: the store then refuses writes until the server restarts. */
+  private failure: Error | null = null;
 
   constructor(readonly db: Database) {
     const placeholders = SESSION_COLUMNS.map((c) => `@${c}`).join(', ');
@@ -218,18 +234,91 @@ export class Store {
       ),
     };
     this.tx = db.transaction((fn: () => void) => fn());
+    this.groupBegin = db.prepare('BEGIN IMMEDIATE');
+    this.groupCommit = db.prepare('COMMIT');
+    this.groupRollback = db.prepare('ROLLBACK');
   }
 
-  /** Runs fn in one IMMEDIATE transaction (a savepoint when already inside one). */
+  /**
+   * Runs fn in one IMMEDIATE transaction (a savepoint when already inside one), committed
+   * when this returns; an open group commits with it.
+   */
   transaction<T>(fn: () => T): T {
     let result!: T;
-    this.tx.immediate(() => {
+    this.run(() => {
       result = fn();
     });
+    if (this.depth === 0) this.flush();
     return result;
   }
 
+  /**
+   * Runs fn now in the transaction this turn of the event loop shares (in a savepoint of
+   * its own: if fn throws, only its writes are undone), committed once the turn ends. Reads
+   * on this connection see the writes at once; `uncommitted` says when they are durable.
+   */
+  grouped(fn: () => void): void {
+    if (!this.group) {
+      this.writable();
+      this.groupBegin.run();
+      let settle!: (error?: unknown) => void;
+      const committed = new Promise<void>((resolve, reject) => {
+        settle = (error) => (error === undefined ? resolve() : reject(error));
+      });
+      // Nobody may be waiting (a transition no request asked for): the failure is kept in
+      // `failure` and refused on the next write, not thrown at the event loop.
+      committed.catch(() => undefined);
+      this.group = { committed, settle };
+      setImmediate(() => this.flush());
+    }
+    this.run(fn);
+  }
+
+  /**
+   * Settles once every write made so far is committed, or null when none waits (the usual
+   * case, so that a read answers without a turn of the event loop). Rejects when the
+   * commit failed: nothing that depends on those writes may then be answered as done.
+   */
+  get uncommitted(): Promise<void> | null {
+    return this.group?.committed ?? null;
+  }
+
+  /** Commits the open group now (transaction() and close() do; otherwise the end of the turn does). */
+  flush(): void {
+    const group = this.group;
+    if (!group || this.depth > 0) return;
+    this.group = null;
+    try {
+      this.groupCommit.run();
+      group.settle();
+    } catch (error) {
+      if (this.db.inTransaction) this.groupRollback.run();
+      // What the runtime holds in memory is now ahead of the store; only a restart (which
+      // recovers from what was committed) makes them agree again.
+      this.failure = new Error(
+        `The store could not commit (${String(error)}); restart the server: it recovers from what was committed.`,
+        { cause: error },
+      );
+      group.settle(this.failure);
+    }
+  }
+
+  private run(fn: () => void): void {
+    this.writable();
+    this.depth++;
+    try {
+      this.tx.immediate(fn);
+    } finally {
+      this.depth--;
+    }
+  }
+
+  private writable(): void {
+    if (this.failure) throw this.failure;
+  }
+
   close(): void {
+    this.flush();
     this.db.close();
   }
 
