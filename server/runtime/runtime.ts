@@ -308,7 +308,8 @@ export class Runtime extends EventEmitter {
     if (row.state !== live.row.state || Object.keys(change).length > 0 || alsoCommit) {
       this.o.store.grouped(() => {
         alsoCommit?.();
-        this.o.store.saveSession(row);
+        // Only what this move changes: every other column is stored already.
+        this.o.store.updateSession(row.id, { ...change, state: row.state });
       });
     }
     Object.assign(live.row, row);
@@ -384,7 +385,7 @@ export class Runtime extends EventEmitter {
         const last = seconds(live.activityMs);
         if (last !== live.row.last) {
           live.row.last = last;
-          this.o.store.saveSession(live.row);
+          this.o.store.updateSession(live.row.id, { last });
         }
       }
     });
@@ -935,7 +936,7 @@ export class Runtime extends EventEmitter {
         this.o.accounts.setBalance(row.uid, account.balance_cents - row.price_cents_per_minute);
         row.minutes_debited = minute;
         row.cost_cents += row.price_cents_per_minute;
-        this.o.store.saveSession(row);
+        this.o.store.updateSession(row.id, { minutes_debited: minute, cost_cents: row.cost_cents });
       });
     }
     return null;
@@ -1021,7 +1022,7 @@ export class Runtime extends EventEmitter {
       this.o.log.error('cleanup failed', { session: row.id, attempt, error: String(err) });
       if (attempt < CLEANUP_ATTEMPTS && !this.closed) {
         row.cleanup_status = 'allocation_uncertain';
-        this.o.store.saveSession(row);
+        this.o.store.updateSession(row.id, { cleanup_status: row.cleanup_status });
         await new Promise<void>((resolve) => this.o.clock.setTimeout(resolve, CLEANUP_RETRY_MS));
         return this.cleanup(live, phonePromise, lostProfile, attempt + 1);
       }
@@ -1152,7 +1153,7 @@ export class Runtime extends EventEmitter {
   revokeAdb(live: LiveSession): void {
     if (live.row.adb_code) this.adbCodes.delete(sha256Hex(live.row.adb_code));
     live.row.adb_enabled = 0;
-    this.o.store.saveSession(live.row);
+    this.o.store.updateSession(live.row.id, { adb_enabled: 0 });
     this.emit('adb-revoked', live);
   }
 

@@ -15,6 +15,9 @@ const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
 
 export type Database = BetterSqlite3.Database;
 export type Transaction<F extends (...args: never[]) => unknown> = BetterSqlite3.Transaction<F>;
+export type Statement<P extends unknown[] | object = unknown[]> = P extends unknown[]
+  ? BetterSqlite3.Statement<P>
+  : BetterSqlite3.Statement<[P]>;
 
 /** What phonelease uses of the driver: opening a database file. */
 export interface DatabaseConstructor {

@@ -14,7 +14,7 @@
  * keeps "committed before acknowledged". A `transaction()` commits the open group with it
  * at once; a lone statement run while a group is open joins the group.
  */
-import { Database, type Transaction } from './sqlite.js';
+import { Database, type Statement, type Transaction } from './sqlite.js';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BillingMode, EndReason, SessionState } from '../../src/api/schemas.js';
@@ -123,6 +123,11 @@ const SESSION_COLUMNS: Array<keyof SessionRow> = [
   'adb_enabled',
 ];
 
+const SESSION_COLUMN_SET: ReadonlySet<string> = new Set(SESSION_COLUMNS);
+/** A column updateSession may set: a session column other than the id (which names the row). */
+const isSessionColumn = (c: string): c is Exclude<keyof SessionRow, 'id'> =>
+  c !== 'id' && SESSION_COLUMN_SET.has(c);
+
 export function openDatabase(dataDir: string): Database {
   // The store holds key hashes and the secret view grants are signed with: only its owner
   // may read it.
@@ -168,6 +173,8 @@ export class Store {
   private readonly groupRollback;
   /** The open group transaction: its commit, which `uncommitted` hands out, and how to settle it. */
   private group: { committed: Promise<void>; settle: (error?: unknown) => void } | null = null;
+  /** UPDATE statements by the columns they set (a handful of shapes: one per kind of change). */
+  private readonly sessionUpdates = new Map<string, Statement<Record<string, unknown>>>();
   /** How deep inside transaction()/grouped() callbacks we are: the group commits only outside them. */
   private depth = 0;
   /** Why a group commit failed: the store then refuses writes until the server restarts. */
@@ -175,9 +182,6 @@ export class Store {
 
   constructor(readonly db: Database) {
     const placeholders = SESSION_COLUMNS.map((c) => `@${c}`).join(', ');
-    const updates = SESSION_COLUMNS.filter((c) => c !== 'id')
-      .map((c) => `${c} = @${c}`)
-      .join(', ');
     this.s = {
       metaGet: db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?'),
       metaSet: db.prepare(
@@ -211,7 +215,6 @@ export class Store {
       sessionInsert: db.prepare(
         `INSERT INTO sessions (${SESSION_COLUMNS.join(', ')}) VALUES (${placeholders})`,
       ),
-      sessionSave: db.prepare(`UPDATE sessions SET ${updates} WHERE id = @id`),
       sessionGet: db.prepare<[string], SessionRow>('SELECT * FROM sessions WHERE id = ?'),
       sessionsLive: db.prepare<[], SessionRow>('SELECT * FROM sessions WHERE done = 0 ORDER BY seq'),
       sessionMaxSeq: db.prepare<[], { n: number | null }>('SELECT MAX(seq) AS n FROM sessions'),
@@ -371,8 +374,23 @@ export class Store {
   insertSession(row: SessionRow): void {
     this.s.sessionInsert.run(row);
   }
-  saveSession(row: SessionRow): void {
-    this.s.sessionSave.run(row);
+  /**
+   * Writes only the given columns of a session. Most changes touch a few columns (a move to
+   * ready, a heartbeat's `last`); rewriting the whole row also rewrote the entries of every
+   * index over it, a large share of a create's store time.
+   */
+  updateSession(id: string, fields: Partial<Omit<SessionRow, 'id'>>): void {
+    const columns = Object.keys(fields).filter(isSessionColumn).sort();
+    if (columns.length === 0) return;
+    const name = columns.join(',');
+    let statement = this.sessionUpdates.get(name);
+    if (!statement) {
+      statement = this.db.prepare<Record<string, unknown>>(
+        `UPDATE sessions SET ${columns.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`,
+      );
+      this.sessionUpdates.set(name, statement);
+    }
+    statement.run({ ...Object.fromEntries(columns.map((c) => [c, fields[c]])), id });
   }
   session(id: string): SessionRow | undefined {
     return this.s.sessionGet.get(id);
