@@ -102,7 +102,8 @@ try {
   console.log('phonelease virtual phone benchmark');
 
   // 1. The transport: in-process client, straight vs tunnel + gateway.
-  const straightAdb = await inProcessAdb(phone.adb.host, phone.adb.port);
+  const straight = await phone.adbEndpoint();
+  const straightAdb = await inProcessAdb(straight.host, straight.port);
   const gatewayAdb = await inProcessAdb(tunnelHost, Number(tunnelPort));
   await echoTimes(straightAdb, 50);
   await echoTimes(gatewayAdb, 50);
@@ -117,7 +118,7 @@ try {
   );
 
   // 2. End to end with the stock adb (one adb process per command, as people use it).
-  const straightSerial = `${phone.adb.host}:${phone.adb.port}`;
+  const straightSerial = `${straight.host}:${straight.port}`;
   for (const serial of [straightSerial, tunnel.serial]) {
     const { stdout } = await run(ADB, ['connect', serial], { env: adbEnv });
     if (!/connected to/.test(stdout)) throw new Error(`adb connect ${serial}: ${stdout}`);

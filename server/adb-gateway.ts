@@ -107,9 +107,29 @@ export class AdbGateway {
   }
 
   private relay(client: net.Socket, live: LiveSession, code: string, early: Buffer): void {
-    const sid = live.row.id;
-    const { host, port } = live.phone!.adb;
     client.pause();
+    // A virtual phone opens its ADB port only now, on its first unlocked connection.
+    live.phone!.adbEndpoint().then(
+      (endpoint) => {
+        // The client left, or the code died (revoked, closed), while the port opened.
+        if (client.destroyed || this.runtime.sessionForAdbCode(code) !== live) client.destroy();
+        else this.connectPhone(client, live, code, early, endpoint);
+      },
+      (err: unknown) => {
+        this.log.warn('adb gateway could not reach the phone', { session: live.row.id, error: String(err) });
+        client.destroy();
+      },
+    );
+  }
+
+  private connectPhone(
+    client: net.Socket,
+    live: LiveSession,
+    code: string,
+    early: Buffer,
+    { host, port }: { host: string; port: number },
+  ): void {
+    const sid = live.row.id;
     const phone = net.connect({ host, port });
     phone.setNoDelay(true);
     const relay: Relay = { client, phone };

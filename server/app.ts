@@ -61,6 +61,17 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   installFastSerialization(app);
   installRefusals(app, deps.log);
   installAuth(app, deps);
+  // Committed before acknowledged: the store commits the writes of a turn of the event loop
+  // together (group commit), so an answer that may reflect them leaves only once they are
+  // committed. Nothing waits when no write is pending (reads answer in the same turn).
+  app.addHook('onSend', (_req, _reply, payload, done) => {
+    const uncommitted = deps.store.uncommitted;
+    if (!uncommitted) return done(null, payload);
+    uncommitted.then(
+      () => done(null, payload),
+      (error: unknown) => done(error instanceof Error ? error : new Error(String(error))),
+    );
+  });
 
   if (deps.log.enabled('debug')) {
     app.addHook('onResponse', async (req, reply) => {

@@ -17,6 +17,7 @@ import { Grants } from './runtime/grants.js';
 import { ProfileSaves } from './runtime/profile-saves.js';
 import { Runtime } from './runtime/runtime.js';
 import { cryptoRandom, type RandomSource } from './secrets.js';
+import { startCheckpointer } from './store/checkpointer.js';
 import { openDatabase, Store } from './store/store.js';
 
 export interface ServerOptions {
@@ -171,6 +172,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   metrics?.watch(() => runtime.stats());
 
   const gateway = new AdbGateway(runtime, log, clock);
+  // WAL checkpoints leave the thread that answers requests.
+  const checkpointer = startCheckpointer(store.db, (error) =>
+    log.warn('the checkpoint worker failed; the store checkpoints on the main thread again', {
+      error: String(error),
+    }),
+  );
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let url = '';
   try {
@@ -216,6 +223,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     await app?.close().catch(() => undefined);
     await gateway.close().catch(() => undefined);
     await backend.close().catch(() => undefined);
+    await checkpointer.stop();
     store.close();
     if (ephemeral) rmSync(dataDir, { recursive: true, force: true });
     throw listenError(err, host, options.port ?? 0);
@@ -234,6 +242,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         await listening.close();
         await gateway.close();
         await backend.close();
+        await checkpointer.stop();
         store.close();
         if (ephemeral) rmSync(dataDir, { recursive: true, force: true });
       })();

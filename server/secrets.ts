@@ -5,7 +5,33 @@
 import { createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export type RandomSource = (bytes: number) => Buffer;
-export const cryptoRandom: RandomSource = (n) => randomBytes(n);
+
+/** How many bytes the OS's randomness is drawn in. */
+const RANDOM_POOL_BYTES = 4096;
+
+/**
+ * Cryptographic randomness drawn from the OS a pool at a time: each randomBytes() call is a
+ * trip into OpenSSL whose fixed cost dwarfs the few dozen bytes a token needs, and every
+ * create draws two tokens. Each caller gets its own copy, and a byte is handed out once.
+ */
+export function pooledRandom(poolBytes = RANDOM_POOL_BYTES): RandomSource {
+  let pool = Buffer.alloc(0);
+  let offset = 0;
+  return (n) => {
+    if (n > poolBytes) return randomBytes(n);
+    if (offset + n > pool.length) {
+      pool = randomBytes(poolBytes);
+      offset = 0;
+    }
+    const out = Buffer.from(pool.subarray(offset, offset + n));
+    // Handed-out bytes do not stay behind in the pool.
+    pool.fill(0, offset, offset + n);
+    offset += n;
+    return out;
+  };
+}
+
+export const cryptoRandom: RandomSource = pooledRandom();
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 

@@ -64,8 +64,12 @@ export interface DevicePhone {
    * `startupSource`.
    */
   readonly startupSource?: 'cold' | 'snapshot';
-  /** Where the phone accepts ADB connections; the ADB gateway relays to it. */
-  readonly adb: { host: string; port: number };
+  /**
+   * Where the phone accepts ADB connections; the ADB gateway relays to it. A phone may open
+   * its port only on the first call: most sessions never use ADB, and a listening socket per
+   * phone is a large share of what a create costs.
+   */
+  adbEndpoint(): Promise<{ host: string; port: number }>;
   /** PNG of the current screen. */
   capture(): Promise<Buffer>;
   /** Launcher apps, for the apps.list op. */

@@ -291,7 +291,8 @@ export class Runtime extends EventEmitter {
   /**
    * Moves a session to `next`, with the row changes that go with it, persisted in one
    * transaction (with `alsoCommit`, for writes that must commit with the move), then
-   * announces it. The row in memory changes only once the store has it.
+   * announces it. The row in memory changes only once the store has it. The write joins the
+   * store's group commit: the API answers nothing until it is committed.
    */
   private transition(
     live: LiveSession,
@@ -305,9 +306,10 @@ export class Runtime extends EventEmitter {
     }
     const row: SessionRow = { ...live.row, ...change, state: ROW_STATE[next.kind] };
     if (row.state !== live.row.state || Object.keys(change).length > 0 || alsoCommit) {
-      this.o.store.transaction(() => {
+      this.o.store.grouped(() => {
         alsoCommit?.();
-        this.o.store.saveSession(row);
+        // Only what this move changes: every other column is stored already.
+        this.o.store.updateSession(row.id, { ...change, state: row.state });
       });
     }
     Object.assign(live.row, row);
@@ -383,7 +385,7 @@ export class Runtime extends EventEmitter {
         const last = seconds(live.activityMs);
         if (last !== live.row.last) {
           live.row.last = last;
-          this.o.store.saveSession(live.row);
+          this.o.store.updateSession(live.row.id, { last });
         }
       }
     });
@@ -511,8 +513,10 @@ export class Runtime extends EventEmitter {
       adb_code: null,
       adb_enabled: 1,
     };
-    // The admission (and its receipt) is committed before the runtime is asked.
-    this.o.store.transaction(() => {
+    // The admission (and its receipt) is written before the runtime is asked, in the group
+    // commit of this turn: the 202 answer waits for that commit (app.ts), and so does any
+    // replay of the same key that reads the receipt in the meantime.
+    this.o.store.grouped(() => {
       this.o.store.insertSession(row);
       if (requestKey) {
         this.o.store.insertReceipt({
@@ -932,7 +936,7 @@ export class Runtime extends EventEmitter {
         this.o.accounts.setBalance(row.uid, account.balance_cents - row.price_cents_per_minute);
         row.minutes_debited = minute;
         row.cost_cents += row.price_cents_per_minute;
-        this.o.store.saveSession(row);
+        this.o.store.updateSession(row.id, { minutes_debited: minute, cost_cents: row.cost_cents });
       });
     }
     return null;
@@ -1018,7 +1022,7 @@ export class Runtime extends EventEmitter {
       this.o.log.error('cleanup failed', { session: row.id, attempt, error: String(err) });
       if (attempt < CLEANUP_ATTEMPTS && !this.closed) {
         row.cleanup_status = 'allocation_uncertain';
-        this.o.store.saveSession(row);
+        this.o.store.updateSession(row.id, { cleanup_status: row.cleanup_status });
         await new Promise<void>((resolve) => this.o.clock.setTimeout(resolve, CLEANUP_RETRY_MS));
         return this.cleanup(live, phonePromise, lostProfile, attempt + 1);
       }
@@ -1149,7 +1153,7 @@ export class Runtime extends EventEmitter {
   revokeAdb(live: LiveSession): void {
     if (live.row.adb_code) this.adbCodes.delete(sha256Hex(live.row.adb_code));
     live.row.adb_enabled = 0;
-    this.o.store.saveSession(live.row);
+    this.o.store.updateSession(live.row.id, { adb_enabled: 0 });
     this.emit('adb-revoked', live);
   }
 

@@ -15,16 +15,20 @@ const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
 
 export type Database = BetterSqlite3.Database;
 export type Transaction<F extends (...args: never[]) => unknown> = BetterSqlite3.Transaction<F>;
+export type Statement<P extends unknown[] | object = unknown[]> = P extends unknown[]
+  ? BetterSqlite3.Statement<P>
+  : BetterSqlite3.Statement<[P]>;
 
 /** What phonelease uses of the driver: opening a database file. */
 export interface DatabaseConstructor {
   new (filename: string, options?: BetterSqlite3.Options): Database;
 }
 
-function load(): DatabaseConstructor {
+/** The driver module to load: the Node-API build on Node 22+, where npm installed it. */
+function driverModule(): string {
   if (NODE_MAJOR >= 22) {
     try {
-      return require('better-sqlite3-napi') as DatabaseConstructor;
+      return require.resolve('better-sqlite3-napi');
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw error;
       process.emitWarning(
@@ -32,7 +36,9 @@ function load(): DatabaseConstructor {
       );
     }
   }
-  return require('better-sqlite3') as DatabaseConstructor;
+  return require.resolve('better-sqlite3');
 }
 
-export const Database: DatabaseConstructor = load();
+/** The resolved path of the driver this process uses; a worker thread loads the same one. */
+export const DRIVER_PATH = driverModule();
+export const Database = require(DRIVER_PATH) as DatabaseConstructor;

@@ -6,8 +6,15 @@
  * synchronous=NORMAL: in WAL mode a commit survives the process dying at any point; only
  * an OS crash or power loss can drop the last commits. That trade buys an order of
  * magnitude in create throughput over FULL, which would fsync every commit.
+ *
+ * Group commit: the writes of a create and of session transitions (`grouped()`) share one
+ * transaction per turn of the event loop, committed as the turn ends, so that creates
+ * arriving together pay one commit instead of two each. Until then they are visible only to
+ * this process; the API answers nothing before `uncommitted` has settled (app.ts), which
+ * keeps "committed before acknowledged". A `transaction()` commits the open group with it
+ * at once; a lone statement run while a group is open joins the group.
  */
-import { Database, type Transaction } from './sqlite.js';
+import { Database, type Statement, type Transaction } from './sqlite.js';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BillingMode, EndReason, SessionState } from '../../src/api/schemas.js';
@@ -116,6 +123,11 @@ const SESSION_COLUMNS: Array<keyof SessionRow> = [
   'adb_enabled',
 ];
 
+const SESSION_COLUMN_SET: ReadonlySet<string> = new Set(SESSION_COLUMNS);
+/** A column updateSession may set: a session column other than the id (which names the row). */
+const isSessionColumn = (c: string): c is Exclude<keyof SessionRow, 'id'> =>
+  c !== 'id' && SESSION_COLUMN_SET.has(c);
+
 export function openDatabase(dataDir: string): Database {
   // The store holds key hashes and the secret view grants are signed with: only its owner
   // may read it.
@@ -156,12 +168,20 @@ export class Store {
    * measurable share of each create under load.
    */
   private readonly tx: Transaction<(fn: () => void) => void>;
+  private readonly groupBegin;
+  private readonly groupCommit;
+  private readonly groupRollback;
+  /** The open group transaction: its commit, which `uncommitted` hands out, and how to settle it. */
+  private group: { committed: Promise<void>; settle: (error?: unknown) => void } | null = null;
+  /** UPDATE statements by the columns they set (a handful of shapes: one per kind of change). */
+  private readonly sessionUpdates = new Map<string, Statement<Record<string, unknown>>>();
+  /** How deep inside transaction()/grouped() callbacks we are: the group commits only outside them. */
+  private depth = 0;
+  /** Why a group commit failed: the store then refuses writes until the server restarts. */
+  private failure: Error | null = null;
 
   constructor(readonly db: Database) {
     const placeholders = SESSION_COLUMNS.map((c) => `@${c}`).join(', ');
-    const updates = SESSION_COLUMNS.filter((c) => c !== 'id')
-      .map((c) => `${c} = @${c}`)
-      .join(', ');
     this.s = {
       metaGet: db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?'),
       metaSet: db.prepare(
@@ -195,7 +215,6 @@ export class Store {
       sessionInsert: db.prepare(
         `INSERT INTO sessions (${SESSION_COLUMNS.join(', ')}) VALUES (${placeholders})`,
       ),
-      sessionSave: db.prepare(`UPDATE sessions SET ${updates} WHERE id = @id`),
       sessionGet: db.prepare<[string], SessionRow>('SELECT * FROM sessions WHERE id = ?'),
       sessionsLive: db.prepare<[], SessionRow>('SELECT * FROM sessions WHERE done = 0 ORDER BY seq'),
       sessionMaxSeq: db.prepare<[], { n: number | null }>('SELECT MAX(seq) AS n FROM sessions'),
@@ -218,18 +237,91 @@ export class Store {
       ),
     };
     this.tx = db.transaction((fn: () => void) => fn());
+    this.groupBegin = db.prepare('BEGIN IMMEDIATE');
+    this.groupCommit = db.prepare('COMMIT');
+    this.groupRollback = db.prepare('ROLLBACK');
   }
 
-  /** Runs fn in one IMMEDIATE transaction (a savepoint when already inside one). */
+  /**
+   * Runs fn in one IMMEDIATE transaction (a savepoint when already inside one), committed
+   * when this returns; an open group commits with it.
+   */
   transaction<T>(fn: () => T): T {
     let result!: T;
-    this.tx.immediate(() => {
+    this.run(() => {
       result = fn();
     });
+    if (this.depth === 0) this.flush();
     return result;
   }
 
+  /**
+   * Runs fn now in the transaction this turn of the event loop shares (in a savepoint of
+   * its own: if fn throws, only its writes are undone), committed once the turn ends. Reads
+   * on this connection see the writes at once; `uncommitted` says when they are durable.
+   */
+  grouped(fn: () => void): void {
+    if (!this.group) {
+      this.writable();
+      this.groupBegin.run();
+      let settle!: (error?: unknown) => void;
+      const committed = new Promise<void>((resolve, reject) => {
+        settle = (error) => (error === undefined ? resolve() : reject(error));
+      });
+      // Nobody may be waiting (a transition no request asked for): the failure is kept in
+      // `failure` and refused on the next write, not thrown at the event loop.
+      committed.catch(() => undefined);
+      this.group = { committed, settle };
+      setImmediate(() => this.flush());
+    }
+    this.run(fn);
+  }
+
+  /**
+   * Settles once every write made so far is committed, or null when none waits (the usual
+   * case, so that a read answers without a turn of the event loop). Rejects when the
+   * commit failed: nothing that depends on those writes may then be answered as done.
+   */
+  get uncommitted(): Promise<void> | null {
+    return this.group?.committed ?? null;
+  }
+
+  /** Commits the open group now (transaction() and close() do; otherwise the end of the turn does). */
+  flush(): void {
+    const group = this.group;
+    if (!group || this.depth > 0) return;
+    this.group = null;
+    try {
+      this.groupCommit.run();
+      group.settle();
+    } catch (error) {
+      if (this.db.inTransaction) this.groupRollback.run();
+      // What the runtime holds in memory is now ahead of the store; only a restart (which
+      // recovers from what was committed) makes them agree again.
+      this.failure = new Error(
+        `The store could not commit (${String(error)}); restart the server: it recovers from what was committed.`,
+        { cause: error },
+      );
+      group.settle(this.failure);
+    }
+  }
+
+  private run(fn: () => void): void {
+    this.writable();
+    this.depth++;
+    try {
+      this.tx.immediate(fn);
+    } finally {
+      this.depth--;
+    }
+  }
+
+  private writable(): void {
+    if (this.failure) throw this.failure;
+  }
+
   close(): void {
+    this.flush();
     this.db.close();
   }
 
@@ -282,8 +374,23 @@ export class Store {
   insertSession(row: SessionRow): void {
     this.s.sessionInsert.run(row);
   }
-  saveSession(row: SessionRow): void {
-    this.s.sessionSave.run(row);
+  /**
+   * Writes only the given columns of a session. Most changes touch a few columns (a move to
+   * ready, a heartbeat's `last`); rewriting the whole row also rewrote the entries of every
+   * index over it, a large share of a create's store time.
+   */
+  updateSession(id: string, fields: Partial<Omit<SessionRow, 'id'>>): void {
+    const columns = Object.keys(fields).filter(isSessionColumn).sort();
+    if (columns.length === 0) return;
+    const name = columns.join(',');
+    let statement = this.sessionUpdates.get(name);
+    if (!statement) {
+      statement = this.db.prepare<Record<string, unknown>>(
+        `UPDATE sessions SET ${columns.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`,
+      );
+      this.sessionUpdates.set(name, statement);
+    }
+    statement.run({ ...Object.fromEntries(columns.map((c) => [c, fields[c]])), id });
   }
   session(id: string): SessionRow | undefined {
     return this.s.sessionGet.get(id);

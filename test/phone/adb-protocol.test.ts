@@ -136,6 +136,8 @@ class RawHost {
 
 let backend: DeviceBackend;
 let phone: DevicePhone;
+/** The phone's ADB port (a virtual phone opens it when first asked). */
+let phonePort: number;
 
 beforeAll(async () => {
   backend = createVirtualBackend({ bootMs: 0 });
@@ -145,6 +147,7 @@ beforeAll(async () => {
     signal: new AbortController().signal,
     log: quietLog,
   });
+  phonePort = (await phone.adbEndpoint()).port;
 });
 
 afterAll(async () => {
@@ -154,7 +157,7 @@ afterAll(async () => {
 async function handshake(
   version = 0x01000001,
   maxdata = 4096,
-  port = phone.adb.port,
+  port = phonePort,
 ): Promise<{ host: RawHost; reply: Msg }> {
   const host = await RawHost.open(port);
   host.send(
@@ -551,7 +554,7 @@ describe('ADB wire protocol', () => {
 describe('sync pushes that cannot succeed', () => {
   /** Opens sync: and returns a sender of one WRTE that waits for its OKAY. */
   async function openSync(
-    port = phone.adb.port,
+    port = phonePort,
   ): Promise<{ host: RawHost; write: (data: Buffer) => Promise<void>; deviceId: number }> {
     const { host } = await handshake(0x01000001, 1024 * 1024, port);
     host.send(OPEN, 20, 0, Buffer.from('sync:\0'));
@@ -633,7 +636,7 @@ describe('sync pushes that cannot succeed', () => {
       signal: new AbortController().signal,
       log: quietLog,
     });
-    const { host, write, deviceId } = await openSync(tiny.adb.port);
+    const { host, write, deviceId } = await openSync((await tiny.adbEndpoint()).port);
     try {
       await write(syncRequest('SEND', '/sdcard/big.bin,33188'));
       for (let i = 0; i < 5; i++) await write(syncRequest('DATA', Buffer.alloc(65536, i)));

@@ -65,20 +65,27 @@ describe('booting', () => {
     const phone = await backend.boot(bootRequest(null));
     expect(phone.label).toBe('Virtual Android phone (Pixel 8, Android 14)');
     expect(phone.screen).toEqual({ w: 720, h: 1280 });
-    expect(phone.adb.host).toBe('127.0.0.1');
-    expect(await refused(phone.adb.port)).toBe(false);
+    const adb = await phone.adbEndpoint();
+    expect(adb.host).toBe('127.0.0.1');
+    expect(await refused(adb.port)).toBe(false);
     const png = await phone.capture();
     expect(png.subarray(1, 4).toString()).toBe('PNG');
     await phone.shutdown({ saveTo: null });
-    expect(await refused(phone.adb.port)).toBe(true);
+    expect(await refused(adb.port)).toBe(true);
+    // A stopped phone opens no port again.
+    await expect(phone.adbEndpoint()).rejects.toThrow(/stopped/);
     await backend.close();
   });
 
   it('closes every phone when the backend closes', async () => {
     const backend = createVirtualBackend({ bootMs: 0 });
     const phones = await Promise.all([backend.boot(bootRequest(null)), backend.boot(bootRequest(null))]);
+    const opened = await phones[0]!.adbEndpoint();
+    // The second phone's port is still opening when the backend closes: it is closed too.
+    const opening = phones[1]!.adbEndpoint();
     await backend.close();
-    for (const p of phones) expect(await refused(p.adb.port)).toBe(true);
+    expect(await refused(opened.port)).toBe(true);
+    expect(await refused((await opening).port)).toBe(true);
   });
 });
 
@@ -204,12 +211,13 @@ describe('profiles', () => {
     const backend = createVirtualBackend({ bootMs: 0 });
     try {
       const phone = (await backend.boot(bootRequest(null))) as VirtualPhone;
+      const adb = await phone.adbEndpoint();
       phone.device.fs.writeFile('/sdcard/kept.txt', Buffer.from('kept'));
       // The first save cannot create its directory (a file is in the way).
       const blocker = join(dir, 'blocker');
       writeFileSync(blocker, 'x');
       await expect(phone.shutdown({ saveTo: join(blocker, 'save') })).rejects.toThrow();
-      expect(await refused(phone.adb.port)).toBe(true);
+      expect(await refused(adb.port)).toBe(true);
       // The runtime retries with a fresh directory: the phone is still there to be saved.
       const save = join(dir, 'profile-retried');
       await phone.shutdown({ saveTo: save });
@@ -276,9 +284,9 @@ describe('many idle phones', () => {
       // screen until first use). The bound leaves a wide margin without hiding a leak.
       const perPhone = (after.heapUsed + after.external - before.heapUsed - before.external) / 50;
       expect(perPhone).toBeLessThan(1024 * 1024);
-      const ports = new Set(phones.map((p) => p.adb.port));
+      const ports = new Set((await Promise.all(phones.map((p) => p.adbEndpoint()))).map((a) => a.port));
       expect(ports.size).toBe(50);
-      expect(await refused(phones[49]!.adb.port)).toBe(false);
+      expect(await refused((await phones[49]!.adbEndpoint()).port)).toBe(false);
     } finally {
       await warm.shutdown({ saveTo: null });
       await backend.close();

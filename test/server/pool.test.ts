@@ -24,15 +24,16 @@ const server = serverPerTest();
 function numberedPhones(bootMs: number): {
   backend: DeviceBackend;
   running: Set<string>;
-  adbPorts: number[];
+  /** Each phone's ADB port (opened as it boots, so that the drain must close it). */
+  adbPorts: Array<Promise<number>>;
 } {
   const running = new Set<string>();
-  const adbPorts: number[] = [];
+  const adbPorts: Array<Promise<number>> = [];
   let n = 0;
   const backend = wrapBackend(createVirtualBackend({ bootMs }), (phone) => {
     const label = `Phone #${++n}`;
     running.add(label);
-    adbPorts.push(phone.adb.port);
+    adbPorts.push(phone.adbEndpoint().then((a) => a.port));
     return delegatePhone(phone, {
       label,
       async shutdown(options) {
@@ -154,7 +155,7 @@ describe('the warm pool', () => {
     // One phone in a session, three pooled (one of them still booting its replacement).
     await s.close();
     expect(phones.running.size).toBe(0);
-    for (const port of phones.adbPorts) expect(await refused(port)).toBe(true);
+    for (const port of phones.adbPorts) expect(await refused(await port)).toBe(true);
   });
 
   it('refuses a pool larger than --phones, saying what to change', async () => {

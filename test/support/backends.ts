@@ -26,7 +26,7 @@ export function delegatePhone(phone: DevicePhone, overrides: Partial<DevicePhone
   return {
     label: phone.label,
     screen: phone.screen,
-    adb: phone.adb,
+    adbEndpoint: () => phone.adbEndpoint(),
     capture: () => phone.capture(),
     apps: () => phone.apps(),
     input: (event) => phone.input(event),

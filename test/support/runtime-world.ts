@@ -45,7 +45,7 @@ export class FakePhones implements DeviceBackend {
     const phone: DevicePhone = {
       label: 'Fake phone',
       screen: { w: 100, h: 200 },
-      adb: { host: '127.0.0.1', port: 9 },
+      adbEndpoint: async () => ({ host: '127.0.0.1', port: 9 }),
       capture: async () => Buffer.from('png'),
       apps: async () => [],
       input: async () => undefined,

@@ -245,7 +245,8 @@ async function startDirect(
     log: log ?? quietLog,
   })) as VirtualPhone;
   const adbServerPort = await freePort();
-  const serial = `${phone.adb.host}:${phone.adb.port}`;
+  const adb = await phone.adbEndpoint();
+  const serial = `${adb.host}:${adb.port}`;
   const host = (args: string[], o?: AdbRunOptions) => runAdb(['-P', String(adbServerPort), ...args], o);
   try {
     await connect(host, serial);

@@ -35,7 +35,8 @@ export interface EmulatorPhoneOptions {
 export class EmulatorPhone implements DevicePhone {
   readonly label: string;
   readonly screen: ScreenSize;
-  readonly adb: { host: string; port: number };
+  /** The emulator's own adbd port (console port + 1), listening from boot. */
+  private readonly adb: { host: string; port: number };
   readonly startupSource: 'cold' | 'snapshot';
   private readonly lost = new Set<(reason: string) => void>();
   private readonly changes = new Set<() => void>();
@@ -73,6 +74,10 @@ export class EmulatorPhone implements DevicePhone {
     return (
       await runTool(this.o.sdk.adb, ['-s', this.serial, ...args], this.o.sdk.env, { timeoutMs: 60_000 })
     ).stdout;
+  }
+
+  async adbEndpoint(): Promise<{ host: string; port: number }> {
+    return this.adb;
   }
 
   async capture(): Promise<Buffer> {

@@ -86,7 +86,7 @@ export function createVirtualBackend(options: VirtualBackendOptions): DeviceBack
         throw error;
       }
       phone.onStopped(() => phones.delete(phone));
-      request.log.debug('virtual phone booted', { sessionId: request.sessionId, adbPort: phone.adb.port });
+      request.log.debug('virtual phone booted', { sessionId: request.sessionId });
       return phone;
     },
     async close(): Promise<void> {

@@ -45,25 +45,37 @@ export interface VirtualPhoneOptions {
 export class VirtualPhone implements DevicePhone {
   readonly label = PHONE_LABEL;
   readonly screen: ScreenSize = { w: DEVICE.width, h: DEVICE.height };
-  readonly device: Device;
-  private readonly server: AdbServer;
-  private port = 0;
+  private lazyDevice: Device | null = null;
+  /** The phone's ADB listener, made with its first endpoint request. */
+  private server: AdbServer | null = null;
   private readonly lostListeners = new Set<(reason: string) => void>();
   private adbStopped: Promise<void> | null = null;
   private shutdownQueue: Promise<void> = Promise.resolve();
   private closed = false;
   private readonly stoppedListeners = new Set<() => void>();
 
-  constructor(private readonly options: VirtualPhoneOptions) {
-    this.device = new Device({
-      systemRoot: options.systemRoot,
-      log: options.log,
-      storageBytes: options.storageBytes,
-      browser: options.browser ?? null,
+  constructor(private readonly options: VirtualPhoneOptions) {}
+
+  /**
+   * The phone's system state (filesystem, settings, services, UI), made on first use: a
+   * session that is created and ended without touching its phone (most of a benchmark's,
+   * many API clients') pays for none of it, and a create stays cheap. Nothing in it depends
+   * on when it was made.
+   */
+  get device(): Device {
+    return (this.lazyDevice ??= this.createDevice());
+  }
+
+  private createDevice(): Device {
+    const device = new Device({
+      systemRoot: this.options.systemRoot,
+      log: this.options.log,
+      storageBytes: this.options.storageBytes,
+      browser: this.options.browser ?? null,
     });
     // The UiAutomator2 server runs while its instrumentation does (am instrument -w).
-    this.device.activity.uiAutomator2Factory = (device) =>
-      createUiAutomator2Server(device.ui, {
+    device.activity.uiAutomator2Factory = (d) =>
+      createUiAutomator2Server(d.ui, {
         identity: {
           manufacturer: DEVICE.manufacturer,
           model: DEVICE.model,
@@ -71,29 +83,36 @@ export class VirtualPhone implements DevicePhone {
           sdk: DEVICE.sdk,
         },
         log: (priority, tag, message) => {
-          device.appLog(
+          d.appLog(
             priority,
             tag,
             message,
-            device.processes.list().find((p) => p.name === UIA2_SERVER_PACKAGE)?.pid,
+            d.processes.list().find((p) => p.name === UIA2_SERVER_PACKAGE)?.pid,
           );
         },
         // On a device the server's test method returns once its session is deleted, and
         // the driver waits for the process to go (5 s otherwise).
-        onSessionDeleted: () => device.activity.completeInstrumentation(UIA2_TEST_PACKAGE, 'session deleted'),
+        onSessionDeleted: () => d.activity.completeInstrumentation(UIA2_TEST_PACKAGE, 'session deleted'),
       });
-    this.server = new AdbServer({
+    return device;
+  }
+
+  /**
+   * The phone's ADB port, opened on the first call (by the gateway once a client unlocked,
+   * or by a test connecting straight to it): a create pays no listening socket for a phone
+   * whose ADB nobody uses. Refused once the phone has begun to stop.
+   */
+  async adbEndpoint(): Promise<{ host: string; port: number }> {
+    if (this.adbStopped) throw new Error('virtual adb: the phone is stopped');
+    this.server ??= new AdbServer({
       banner: connectBanner(),
-      resolve: createServiceResolver(this.device, options.commands),
-      log: options.log,
+      resolve: createServiceResolver(this.device, this.options.commands),
+      log: this.options.log,
       onFailure: (reason) => {
         for (const l of this.lostListeners) l(reason);
       },
     });
-  }
-
-  get adb(): { host: string; port: number } {
-    return { host: this.options.host, port: this.port };
+    return { host: this.options.host, port: await this.server.listen(this.options.host) };
   }
 
   async start(): Promise<void> {
@@ -109,7 +128,6 @@ export class VirtualPhone implements DevicePhone {
         throw error;
       }
     }
-    this.port = await this.server.listen(this.options.host);
   }
 
   /**
@@ -219,16 +237,16 @@ export class VirtualPhone implements DevicePhone {
   private async stop(saveTo: string | null): Promise<void> {
     if (this.closed) return;
     // Stop ADB first so nothing changes the phone while it is being written out.
-    this.adbStopped ??= this.server.close().catch((error: unknown) => {
+    this.adbStopped ??= (this.server?.close() ?? Promise.resolve()).catch((error: unknown) => {
       this.adbStopped = null;
       throw error;
     });
     await this.adbStopped;
     if (saveTo) await saveDeviceState(this.device, this.stateParts(), saveTo);
     // The browser is a real process: it and its profile are gone before the phone says stopped.
-    await this.device.browser?.stop();
+    await this.lazyDevice?.browser?.stop();
     this.closed = true;
-    this.device.close();
+    this.lazyDevice?.close();
     this.lostListeners.clear();
     for (const l of this.stoppedListeners) l();
     this.stoppedListeners.clear();

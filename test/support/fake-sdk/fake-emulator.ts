@@ -442,7 +442,18 @@ class Guest {
       socket.destroy();
       return;
     }
-    const inner = net.connect(phone.adb.port, phone.adb.host);
+    socket.pause();
+    phone.adbEndpoint().then(
+      ({ host, port }) => this.pipe(socket, net.connect(port, host)),
+      () => socket.destroy(),
+    );
+  }
+
+  private pipe(socket: net.Socket, inner: net.Socket): void {
+    if (socket.destroyed) {
+      inner.destroy();
+      return;
+    }
     inner.on('error', () => socket.destroy());
     socket.on('close', () => inner.destroy());
     inner.on('close', () => socket.destroy());

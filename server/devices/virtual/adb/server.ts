@@ -22,7 +22,22 @@ export class AdbServer {
     this.server = createServer({ noDelay: true }, (socket) => this.accept(socket));
   }
 
-  async listen(host: string): Promise<number> {
+  private listening: Promise<number> | null = null;
+
+  /**
+   * Listens on a free port of `host` (once: later calls share the first call's port; a
+   * failed attempt may be retried). Refused once the server is closed.
+   */
+  listen(host: string): Promise<number> {
+    if (this.closed) return Promise.reject(new Error('virtual adb: the phone is stopped'));
+    this.listening ??= this.open(host).catch((error: unknown) => {
+      this.listening = null;
+      throw error;
+    });
+    return this.listening;
+  }
+
+  private async open(host: string): Promise<number> {
     await new Promise<void>((resolve, reject) => {
       const onError = (error: Error) => reject(error);
       this.server.once('error', onError);
@@ -48,6 +63,8 @@ export class AdbServer {
     for (const c of this.connections) c.close();
     for (const s of this.sockets) s.destroy();
     this.connections.clear();
+    // A listen under way finishes first, so that its port is closed too.
+    await this.listening?.catch(() => undefined);
     await new Promise<void>((resolve) => {
       if (!this.server.listening) {
         resolve();
