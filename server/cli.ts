@@ -6,7 +6,8 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { systemClock } from './clock.js';
-import { createAccount } from './runtime/accounts.js';
+import { createAccount, type CreatedAccount, type NewAccount } from './runtime/accounts.js';
+import { createLogger } from './log.js';
 import { SERVER_DEFAULTS, startServer } from './main.js';
 import { cryptoRandom } from './secrets.js';
 import { openDatabase, Store } from './store/store.js';
@@ -129,14 +130,16 @@ export async function runServerCommand(argv: string[]): Promise<void> {
   });
 }
 
-export const ACCOUNTS_USAGE = `Usage: phonelease accounts create [--data DIR] [--email E] [--name N] [--balance-cents N]
-  [--price-cents-per-minute N] [--session-limit N] [--billing-mode metered|disabled] [--no-rent] [--json]
+export const ACCOUNTS_USAGE = `Usage: phonelease accounts create [--data DIR | --store postgres://USER@HOST:PORT/DB]
+  [--email E] [--name N] [--balance-cents N] [--price-cents-per-minute N] [--session-limit N]
+  [--billing-mode metered|disabled] [--no-rent] [--json]
 
-Creates an account on the server's data directory (also while the server runs) and prints
-its uid, its profile id and its first API key (shown only now). With --json, prints exactly
-one line {"uid":"...","key":"pck_...","profile_id":"..."} instead.`;
+Creates an account on the server's data directory (also while the server runs), or in the
+shared PostgreSQL store of API nodes and device hosts (--store), and prints its uid, its
+profile id and its first API key (shown only now). With --json, prints exactly one line
+{"uid":"...","key":"pck_...","profile_id":"..."} instead.`;
 
-export function runAccountsCommand(argv: string[]): void {
+export async function runAccountsCommand(argv: string[]): Promise<void> {
   const [sub, ...rest] = argv;
   if (sub === '--help' || sub === '-h' || sub === 'help') {
     console.log(ACCOUNTS_USAGE);
@@ -151,6 +154,7 @@ export function runAccountsCommand(argv: string[]): void {
     rest,
     {
       data: { type: 'string' },
+      store: { type: 'string' },
       email: { type: 'string' },
       name: { type: 'string' },
       'balance-cents': { type: 'string' },
@@ -175,24 +179,49 @@ export function runAccountsCommand(argv: string[]): void {
   const mode = values['billing-mode'] ?? 'metered';
   if (mode !== 'metered' && mode !== 'disabled')
     throw new UsageError('--billing-mode must be metered or disabled');
-  const store = new Store(openDatabase(values.data ?? defaultDataDir()));
-  try {
-    const created = createAccount(store, systemClock, cryptoRandom, {
-      ...(values.email !== undefined ? { email: values.email } : {}),
-      ...(values.name !== undefined ? { name: values.name } : {}),
-      balanceCents: int('balance-cents', values['balance-cents'], 10_000, 0),
-      priceCentsPerMinute: int('price-cents-per-minute', values['price-cents-per-minute'], 10, 0),
-      sessionLimit: int('session-limit', values['session-limit'], 50, 0),
-      billingMode: mode,
-      canRent: !values['no-rent'],
-    });
-    if (values.json) process.stdout.write(JSON.stringify(created) + '\n');
-    else {
-      process.stdout.write(
-        `Created account ${created.uid}\n  profile: ${created.profile_id}\n  API key (shown only now): ${created.key}\n`,
-      );
+  if (values.store !== undefined && values.data !== undefined)
+    throw new UsageError('--store and --data name two different stores; give one of them');
+  const opts: NewAccount = {
+    ...(values.email !== undefined ? { email: values.email } : {}),
+    ...(values.name !== undefined ? { name: values.name } : {}),
+    balanceCents: int('balance-cents', values['balance-cents'], 10_000, 0),
+    priceCentsPerMinute: int('price-cents-per-minute', values['price-cents-per-minute'], 10, 0),
+    sessionLimit: int('session-limit', values['session-limit'], 50, 0),
+    billingMode: mode,
+    canRent: !values['no-rent'],
+  };
+  let created: CreatedAccount;
+  if (values.store !== undefined) {
+    const url = storeUrl(values.store);
+    const { createAccountPg, migratePg, openPool } = await import('./store/pg.js');
+    const db = openPool(url, createLogger({ level: 'warn' }), 1);
+    try {
+      await migratePg(db);
+      created = await createAccountPg(db, systemClock, cryptoRandom, opts);
+    } finally {
+      await db.end();
     }
-  } finally {
-    store.close();
+  } else {
+    const store = new Store(openDatabase(values.data ?? defaultDataDir()));
+    try {
+      created = createAccount(store, systemClock, cryptoRandom, opts);
+    } finally {
+      store.close();
+    }
   }
+  if (values.json) process.stdout.write(JSON.stringify(created) + '\n');
+  else {
+    process.stdout.write(
+      `Created account ${created.uid}\n  profile: ${created.profile_id}\n  API key (shown only now): ${created.key}\n`,
+    );
+  }
+}
+
+/** A --store value: a PostgreSQL URL (the only shared store there is). */
+function storeUrl(value: string): string {
+  if (!/^postgres(ql)?:\/\/[^\s]+$/.test(value))
+    throw new UsageError(
+      `--store must be a PostgreSQL URL such as postgres://USER@HOST:5432/DB (got "${value.replace(/:[^:@/]*@/, ':***@')}")`,
+    );
+  return value;
 }

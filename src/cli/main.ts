@@ -43,7 +43,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'accounts': {
       const { runAccountsCommand } = await import('phonelease/server');
-      runAccountsCommand(rest);
+      await runAccountsCommand(rest);
       return 0;
     }
     case 'doctor': {
