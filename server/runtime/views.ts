@@ -3,10 +3,25 @@
  */
 import { PHONE_OPS, type CreateReceipt, type HistoryRecord, type Session } from '../../src/api/schemas.js';
 import type { SessionRow } from '../store/store.js';
-import type { LiveSession, Runtime } from './runtime.js';
+import type { StartupSource } from './runtime.js';
+
+/**
+ * What a session is rendered from: the in-process runtime's LiveSession, or a session that
+ * API nodes read from the shared store (which names the ADB gateway of its device host).
+ */
+export interface ViewedSession {
+  readonly row: SessionRow;
+  /** Last API activity in ms (idle_s). */
+  readonly activityMs: number;
+  readonly location: 'queued' | 'booting' | null;
+  readonly startupSource: StartupSource | null;
+  /** Where this session's ADB is reached, when not at the context's gateway. */
+  readonly adbEndpoint?: { host: string; port: number };
+}
 
 export interface ViewContext {
-  runtime: Runtime;
+  /** eta_seconds of a provisioning session, and the startup source of a phone that does not say. */
+  runtime: { eta(live: ViewedSession): number | undefined; readonly startupSource: StartupSource };
   nowMs: number;
   watchUrl(sid: string): string;
   /** Where clients reach the ADB gateway. */
@@ -15,7 +30,7 @@ export interface ViewContext {
 
 const OPS = [...PHONE_OPS];
 
-export function sessionView(live: LiveSession, ctx: ViewContext, opts: { owner: boolean }): Session {
+export function sessionView(live: ViewedSession, ctx: ViewContext, opts: { owner: boolean }): Session {
   const r = live.row;
   const now = ctx.nowMs / 1000;
   const view: Session = {
@@ -52,9 +67,10 @@ export function sessionView(live: LiveSession, ctx: ViewContext, opts: { owner: 
   if (r.ready !== null) view.startup = { source: live.startupSource ?? ctx.runtime.startupSource };
   // ADB is owner-only: a session read with a view grant never carries it.
   if (opts.owner && r.state === 'ready' && r.adb_enabled && r.adb_code) {
+    const endpoint = live.adbEndpoint ?? ctx.adbEndpoint;
     view.adb = {
-      host: ctx.adbEndpoint.host,
-      port: ctx.adbEndpoint.port,
+      host: endpoint.host,
+      port: endpoint.port,
       code: r.adb_code,
       expires_at: r.expires_at,
     };

@@ -126,6 +126,8 @@ export const MIGRATIONS: readonly Migration[] = [
     device TEXT NOT NULL,
     started INTEGER NOT NULL,
     heartbeat_ms INTEGER NOT NULL,
+    -- How long this host may be silent before any node declares it dead.
+    lost_after_ms INTEGER NOT NULL,
     state TEXT NOT NULL CHECK (state IN ('live', 'dead', 'stopped'))
   );
   CREATE INDEX hosts_live ON hosts(state) WHERE state = 'live';

@@ -87,7 +87,8 @@ export interface ReceiptRow {
   created: number;
 }
 
-const SESSION_COLUMNS: Array<keyof SessionRow> = [
+/** Every column of a session row, in table order (both stores write them all). */
+export const SESSION_COLUMNS: Array<keyof SessionRow> = [
   'id',
   'uid',
   'seq',
