@@ -23,7 +23,9 @@ const INT8_OID = 20;
 const NUMERIC_OID = 1700;
 /** Retried SQLSTATEs: serialization_failure, deadlock_detected, and the classes of a lost server. */
 const RETRIED = new Set(['40001', '40P01', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001']);
-const RETRY_BUDGET_MS = 30_000;
+// Long enough to ride out a failover or a quick restart, short enough that a caller gets a clear
+// error (and retries on its own terms) while the database is down.
+const RETRY_BUDGET_MS = 5_000;
 /** Any node migrates under this advisory lock, so nodes starting together migrate once. */
 const MIGRATION_LOCK = 7_204_118;
 
@@ -93,7 +95,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /**
  * Runs fn in one transaction (READ COMMITTED with the row and advisory locks fn takes, or
  * SERIALIZABLE), retrying it whole on transient failures with exponential backoff and
- * jitter for up to 30 s.
+ * jitter for up to 5 s.
  */
 export async function tx<T>(
   db: Db,
