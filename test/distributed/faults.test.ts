@@ -176,10 +176,10 @@ describe.skipIf(missing !== null)('deployment faults', () => {
       });
       expect(retry.status).toBe(202);
     }
-    const live = (await survivor.get('/sessions')).body as Array<{ request_key: string }>;
+    const live = (await survivor.get('/sessions')).body as Array<{ id: string; request_key: string }>;
     expect(live).toHaveLength(keys.length);
     expect(new Set(live.map((s) => s.request_key))).toEqual(new Set(keys));
-    for (const s of live as Array<{ id: string }>) await survivor.delete(`/sessions/${s.id}`);
+    for (const s of live) await survivor.delete(`/sessions/${s.id}`);
   });
 
   it('survives a PostgreSQL restart: clear errors while it is down, then the same sessions and new ones', async () => {
