@@ -18,22 +18,15 @@ import {
   ApiKeyMeta,
   AppEntry,
   CreateKeyBody,
-  CreateReceipt,
-  CreateSessionBody,
   CreatedKey,
   ERROR_CODES,
-  ErrorBody,
   HistoryPage,
   HistoryPageQuery,
   HistoryRecord,
-  KEY_HASH_PATTERN,
-  MAX_WAIT_S,
   OpDone,
   PHONE_OPS,
-  PROVIDER,
   ProfileReset,
   Release,
-  REQUEST_KEY_PATTERN,
   Revoked,
   ScreenGeometry,
   Session,
@@ -41,12 +34,13 @@ import {
   ViewerCapability,
   type PhoneOp,
 } from '../../src/api/schemas.js';
-import { apiError, notFound, notReady } from '../errors.js';
+import { apiError, notFound, notReady, profileHeld } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { newApiKey } from '../runtime/accounts.js';
 import type { Grants } from '../runtime/grants.js';
 import {
+  accountView,
   historyView,
   receiptView,
   sessionView,
@@ -60,6 +54,15 @@ import { ownerUid, readCaller } from '../api/auth.js';
 import { PRIVATE_HEADERS, REFUSALS, SidParams } from '../api/common.js';
 import { HISTORY_LIMIT, PAGE_DEFAULT, decodeCursor, encodeCursor, type Cursor } from '../api/history.js';
 import { partMessages } from '../api/refusals.js';
+import {
+  createSessionSpec,
+  noReceipt,
+  readSessionSpec,
+  receiptSpec,
+  revokeKeySpec,
+  unknownOp,
+  unknownOpSpec,
+} from '../api/route-specs.js';
 import type { Caller } from '../api/types.js';
 import { NODE_HEADER, type NodeSigner } from './node-auth.js';
 import { HOST_CHANNEL, admit, count, endSession, one, type SessionRecord } from './shared-sessions.js';
@@ -201,36 +204,17 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
   // ---------------------------------------------------------------------------------
   // Sessions
 
-  app.post(
-    '/sessions',
-    {
-      config: { auth: 'owner' },
-      schema: {
-        body: Type.Optional(CreateSessionBody),
-        headers: Type.Object({
-          'idempotency-key': Type.Optional(Type.String({ pattern: REQUEST_KEY_PATTERN })),
-        }),
-        response: { 202: Session, 410: ErrorBody, 503: ErrorBody, ...REFUSALS },
-      },
-      schemaErrorFormatter: partMessages({
-        headers: `Idempotency-Key must match ${REQUEST_KEY_PATTERN}; use one stable key per logical start.`,
-      }),
-      preValidation: async (req) => {
-        if (req.body === undefined) req.body = {};
-      },
-    },
-    async (req, reply) => {
-      const { row } = await admit(db, {
-        uid: ownerUid(req),
-        body: req.body ?? {},
-        requestKey: req.headers['idempotency-key'] ?? null,
-        nowMs: clock.now(),
-        random: deps.random,
-      });
-      const placed: PlacedSession = { host_url: null, adb_host: null, adb_port: null, ...row };
-      return reply.code(202).send(sessionView(viewed(placed), context(req), { owner: true }));
-    },
-  );
+  app.post('/sessions', createSessionSpec, async (req, reply) => {
+    const { row } = await admit(db, {
+      uid: ownerUid(req),
+      body: req.body ?? {},
+      requestKey: req.headers['idempotency-key'] ?? null,
+      nowMs: clock.now(),
+      random: deps.random,
+    });
+    const placed: PlacedSession = { host_url: null, adb_host: null, adb_port: null, ...row };
+    return reply.code(202).send(sessionView(viewed(placed), context(req), { owner: true }));
+  });
 
   app.get(
     '/sessions',
@@ -246,43 +230,29 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
     },
   );
 
-  app.get(
-    '/sessions/:sid',
-    {
-      config: { auth: 'read' },
-      schema: {
-        params: SidParams,
-        querystring: Type.Object({
-          token: Type.Optional(Type.String()),
-          wait: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_WAIT_S })),
-        }),
-        response: { 200: Session, ...REFUSALS },
-      },
-    },
-    async (req) => {
-      const caller = readCaller(req);
-      let row = await touch(await sessionFor(caller, req.params.sid));
-      const wait = req.query.wait ?? 0;
-      const transitional =
-        row.state === 'provisioning' || (row.state === 'closing' && row.cleanup_status !== 'complete');
-      if (wait > 0 && transitional) {
-        // The long poll over the shared store: re-read until state, placement or cleanup changes.
-        const snapshot = (r: PlacedSession) => `${r.state}/${r.host_id}/${r.cleanup_status}/${r.done}`;
-        const before = snapshot(row);
-        const until = clock.now() + wait * 1000;
-        let gone = false;
-        req.raw.once('close', () => (gone = true));
-        while (!gone && clock.now() < until) {
-          await sleep(POLL_MS);
-          const next = await one<PlacedSession>(db, `${PLACED} WHERE s.id = $1`, [row.id]);
-          if (!next) break;
-          row = next;
-          if (snapshot(row) !== before) break;
-        }
+  app.get('/sessions/:sid', readSessionSpec, async (req) => {
+    const caller = readCaller(req);
+    let row = await touch(await sessionFor(caller, req.params.sid));
+    const wait = req.query.wait ?? 0;
+    const transitional =
+      row.state === 'provisioning' || (row.state === 'closing' && row.cleanup_status !== 'complete');
+    if (wait > 0 && transitional) {
+      // The long poll over the shared store: re-read until state, placement or cleanup changes.
+      const snapshot = (r: PlacedSession) => `${r.state}/${r.host_id}/${r.cleanup_status}/${r.done}`;
+      const before = snapshot(row);
+      const until = clock.now() + wait * 1000;
+      let gone = false;
+      req.raw.once('close', () => (gone = true));
+      while (!gone && clock.now() < until) {
+        await sleep(POLL_MS);
+        const next = await one<PlacedSession>(db, `${PLACED} WHERE s.id = $1`, [row.id]);
+        if (!next) break;
+        row = next;
+        if (snapshot(row) !== before) break;
       }
-      return sessionView(viewed(row), context(req), { owner: caller.kind === 'owner' });
-    },
-  );
+    }
+    return sessionView(viewed(row), context(req), { owner: caller.kind === 'owner' });
+  });
 
   app.delete(
     '/sessions/:sid',
@@ -304,35 +274,18 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
     },
   );
 
-  app.get(
-    '/sessions/requests/:request_key',
-    {
-      config: { auth: 'owner' },
-      schema: {
-        params: Type.Object({ request_key: Type.String({ pattern: REQUEST_KEY_PATTERN }) }),
-        response: { 200: CreateReceipt, ...REFUSALS },
-      },
-      schemaErrorFormatter: partMessages({ params: `request_key must match ${REQUEST_KEY_PATTERN}.` }),
-    },
-    async (req) => {
-      const key = req.params.request_key;
-      const receipt = await one<ReceiptRow>(
-        db,
-        'SELECT * FROM receipts WHERE uid = $1 AND request_key = $2',
-        [ownerUid(req), key],
-      );
-      const row = receipt
-        ? await one<SessionRecord>(db, 'SELECT * FROM sessions WHERE id = $1', [receipt.sid])
-        : undefined;
-      if (!receipt || !row) {
-        throw apiError(
-          ERROR_CODES.notFound,
-          'No create request with this key is recorded for this account; retry the create with the same key and body (not a new key).',
-        );
-      }
-      return receiptView(row, key);
-    },
-  );
+  app.get('/sessions/requests/:request_key', receiptSpec, async (req) => {
+    const key = req.params.request_key;
+    const receipt = await one<ReceiptRow>(db, 'SELECT * FROM receipts WHERE uid = $1 AND request_key = $2', [
+      ownerUid(req),
+      key,
+    ]);
+    const row = receipt
+      ? await one<SessionRecord>(db, 'SELECT * FROM sessions WHERE id = $1', [receipt.sid])
+      : undefined;
+    if (!receipt || !row) throw noReceipt();
+    return receiptView(row, key);
+  });
 
   // ---------------------------------------------------------------------------------
   // Access to the phone: its frame and operations on its host, ADB at its host's gateway
@@ -454,22 +407,9 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
         req.body,
       ),
   );
-  app.post(
-    '/sessions/:sid/ops/:op',
-    {
-      config: { auth: 'owner' },
-      schema: {
-        params: Type.Object({ sid: Type.String(), op: Type.String({ maxLength: 50 }) }),
-        response: REFUSALS,
-      },
-    },
-    async (req) => {
-      throw apiError(
-        ERROR_CODES.notFound,
-        `Unknown operation "${req.params.op}"; advertised operations are listed in the session's ops.`,
-      );
-    },
-  );
+  app.post('/sessions/:sid/ops/:op', unknownOpSpec, async (req) => {
+    throw unknownOp(req.params.op);
+  });
 
   // ---------------------------------------------------------------------------------
   // The account
@@ -488,37 +428,7 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
           [uid],
         )
       ).rows;
-      const active = live.length;
-      const canRent = a.can_rent === 1;
-      return {
-        uid: a.uid,
-        email: a.email,
-        name: a.name,
-        created: a.created,
-        balance_cents: a.balance_cents,
-        price_cents_per_minute: a.price_cents_per_minute,
-        environment: a.environment,
-        billing_mode: a.billing_mode,
-        active_session_billing_mode: live[0]?.billing_mode ?? null,
-        session_create_idempotency: 'v1',
-        default_provider: PROVIDER,
-        session_limit: a.session_limit,
-        active_session_count: active,
-        available_session_slots: Math.max(0, a.session_limit - active),
-        can_rent: canRent,
-        profile: {
-          id: profile.id,
-          state: profile.state,
-          session: profile.holder,
-          exact: profile.exact === 1,
-          saved_at: profile.saved_at ?? 0,
-        },
-        default_start: { platform: 'android' as const, kind: 'emulator' as const },
-        startable: [{ platform: 'android' as const, kind: 'emulator' as const }],
-        ...(canRent
-          ? {}
-          : { rent_blocked_reason: a.rent_blocked_reason ?? 'Rentals are not enabled for this account.' }),
-      };
+      return accountView(a, profile, { active: live.length, billingMode: live[0]?.billing_mode ?? null });
     },
   );
 
@@ -559,29 +469,15 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
       ).rows,
   );
 
-  app.delete(
-    '/me/keys/:key_hash',
-    {
-      config: { auth: 'owner' },
-      schema: {
-        params: Type.Object({ key_hash: Type.String({ pattern: KEY_HASH_PATTERN }) }),
-        response: { 200: Revoked, ...REFUSALS },
-      },
-      schemaErrorFormatter: partMessages({
-        params:
-          'key_hash must be the 64 lowercase hex characters of the sha256 of the key (see GET /me/keys).',
-      }),
-    },
-    async (req) => {
-      const done = await db.query(
-        'UPDATE api_keys SET revoked = $1 WHERE key_hash = $2 AND uid = $3 AND revoked IS NULL',
-        [nowSec(), req.params.key_hash, ownerUid(req)],
-      );
-      if (!done.rowCount)
-        throw apiError(ERROR_CODES.notFound, 'No active key with this key_hash on this account.');
-      return { revoked: true };
-    },
-  );
+  app.delete('/me/keys/:key_hash', revokeKeySpec, async (req) => {
+    const done = await db.query(
+      'UPDATE api_keys SET revoked = $1 WHERE key_hash = $2 AND uid = $3 AND revoked IS NULL',
+      [nowSec(), req.params.key_hash, ownerUid(req)],
+    );
+    if (!done.rowCount)
+      throw apiError(ERROR_CODES.notFound, 'No active key with this key_hash on this account.');
+    return { revoked: true };
+  });
 
   app.post(
     '/me/profile/reset',
@@ -592,11 +488,7 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
         const profile = await one<ProfileRow>(c, 'SELECT * FROM profiles WHERE uid = $1 FOR UPDATE', [uid]);
         if (!profile) throw new Error(`account ${uid} has no profile`);
         if (profile.holder || profile.state === 'saving') {
-          throw apiError(
-            ERROR_CODES.profileRunning,
-            'The profile phone is held by a live session or is still being saved; end that session, then reset.',
-            profile.holder ? { session: profile.holder } : {},
-          );
+          throw profileHeld(profile.holder, 'end that session, then reset');
         }
         // Hosts restore a profile only while it is `stored`: its saves on every host are forgotten.
         await c.query("UPDATE profiles SET state = 'empty', exact = 1, saved_at = $2 WHERE id = $1", [

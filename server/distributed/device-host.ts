@@ -258,8 +258,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
     for (const h of this.sessions.values()) {
       const r = byId.get(h.row.id);
       if (!r || r.done === 1 || r.host_id !== this.id || r.state === 'closing') {
-        if (h.phase !== 'stopping')
-          void this.stopLocal(h, { record: r?.done === 0 && r.host_id === this.id });
+        if (h.stopped === null) this.stopInBackground(h, { record: r?.done === 0 && r.host_id === this.id });
       } else if (!r.adb_enabled && h.adbEnabled) {
         h.adbEnabled = false;
         this.emit('adb-revoked', h);
@@ -422,30 +421,44 @@ class DeviceHost extends EventEmitter implements AdbSessions {
     this.o.log.info('phone ready', { session: sid, host: this.id });
   }
 
+  /** stopLocal from the loop: a failure is logged, and the next sync tries again. */
+  private stopInBackground(h: Hosted, opts: { record: boolean }): void {
+    this.stopLocal(h, opts).catch((err: unknown) => {
+      this.o.log.warn('could not confirm a cleanup yet; retrying', { session: h.row.id, error: String(err) });
+      h.stopped = null;
+    });
+  }
+
   /**
    * Stops a session's phone (saving a profile phone) and, with `record`, confirms its
-   * cleanup in the store. Idempotent: later calls join the first.
+   * cleanup in the store. Idempotent: later calls join the first (a failed one is retried
+   * by the next sync, which finds the phone already stopped).
    */
   private stopLocal(h: Hosted, opts: { record: boolean; lostProfile?: boolean }): Promise<void> {
     h.stopped ??= (async () => {
       const sid = h.row.id;
       const wasBooting = h.phase === 'booting';
-      h.phase = 'stopping';
-      this.emit('closing', h);
+      if (h.phase !== 'stopping') {
+        h.phase = 'stopping';
+        this.emit('closing', h);
+      }
       if (h.row.adb_code) this.byCode.delete(sha256Hex(h.row.adb_code));
       if (wasBooting) h.abort.abort(new Error('session ended'));
       let staged: string | null = null;
+      // Stopped once: a retried confirmation finds it gone.
+      const phone = h.phone;
+      h.phone = null;
       try {
-        if (h.phone) {
+        if (phone) {
           if (h.profileId !== null && opts.record && !opts.lostProfile)
             staged = this.saves.stage(h.profileId, sid);
-          await h.phone.shutdown({ saveTo: staged });
+          await phone.shutdown({ saveTo: staged });
         }
       } catch (err) {
         this.o.log.error('phone did not stop cleanly', { session: sid, error: String(err) });
         if (staged) this.saves.discard(staged);
         staged = null;
-        await h.phone?.shutdown({ saveTo: null }).catch(() => undefined);
+        await phone?.shutdown({ saveTo: null }).catch(() => undefined);
       }
       if (opts.record) {
         const saved = staged;
@@ -560,7 +573,7 @@ export async function startDeviceHost(options: DeviceHostOptions): Promise<Runni
   const listenHost = options.host ?? '127.0.0.1';
   const ephemeral = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'phonelease-host-'));
-  const db = openPool(options.store, log, 5);
+  const db = openPool(options.store, log, 10);
   const cleanupStart = async () => {
     await options.backend.close().catch(() => undefined);
     await db.end().catch(() => undefined);

@@ -13,10 +13,10 @@
  * The decisions themselves are the embedded runtime's: decideAdmission, the same billing
  * rule, the same end reasons.
  */
-import { PROVIDER, type CreateSessionBody, type EndReason } from '../../src/api/schemas.js';
+import type { CreateSessionBody, EndReason } from '../../src/api/schemas.js';
 import { apiError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { decideAdmission } from '../runtime/admission.js';
+import { admittedSession, decideAdmission } from '../runtime/admission.js';
 import { canonicalJson, type StartupSource } from '../runtime/runtime.js';
 import { randomToken, sha256Hex, type RandomSource } from '../secrets.js';
 import { tx, type Db, type Tx } from '../store/pg.js';
@@ -138,34 +138,15 @@ export async function admit(
       case 'admit': {
         const seq = await count(c, "SELECT nextval('session_seq') AS n");
         const row: SessionRecord = {
-          id: `ses_${randomToken(input.random, 20)}`,
-          uid,
-          seq,
-          provider: PROVIDER,
-          profile_id: decision.profile?.id ?? null,
-          request_key: requestKey,
-          state: 'provisioning',
-          done: 0,
-          device: null,
-          screen_w: null,
-          screen_h: null,
-          billing_mode: account.billing_mode,
-          price_cents_per_minute: account.price_cents_per_minute,
-          timeout_seconds: decision.timeoutSeconds,
-          created: now,
-          expires_at: now + decision.timeoutSeconds,
-          ready: null,
-          close_requested: null,
-          ended: null,
-          end_reason: null,
-          cleanup_status: null,
-          last: now,
-          cost_cents: 0,
-          minutes_debited: 0,
-          failure_code: null,
-          failure_message: null,
-          adb_code: null,
-          adb_enabled: 1,
+          ...admittedSession({
+            id: `ses_${randomToken(input.random, 20)}`,
+            uid,
+            seq,
+            account,
+            decision,
+            requestKey,
+            now,
+          }),
           host_id: null,
           startup_source: null,
         };

@@ -1,8 +1,15 @@
 /**
  * Renders runtime state as the API's resources.
  */
-import { PHONE_OPS, type CreateReceipt, type HistoryRecord, type Session } from '../../src/api/schemas.js';
-import type { SessionRow } from '../store/store.js';
+import {
+  PHONE_OPS,
+  PROVIDER,
+  type Account,
+  type CreateReceipt,
+  type HistoryRecord,
+  type Session,
+} from '../../src/api/schemas.js';
+import type { AccountRow, ProfileRow, SessionRow } from '../store/store.js';
 import type { StartupSource } from './runtime.js';
 
 /**
@@ -109,5 +116,45 @@ export function historyView(row: SessionRow, genericDevice: string): HistoryReco
     billable_minutes: row.billing_mode === 'metered' ? usage : 0,
     platform: 'android',
     kind: 'emulator',
+  };
+}
+
+/** GET /me: the account, its profile phone, and what its live sessions take of its slots. */
+export function accountView(
+  a: AccountRow,
+  profile: ProfileRow,
+  live: { active: number; billingMode: SessionRow['billing_mode'] | null },
+): Account {
+  const active = live.active;
+  const canRent = a.can_rent === 1;
+  return {
+    uid: a.uid,
+    email: a.email,
+    name: a.name,
+    created: a.created,
+    balance_cents: a.balance_cents,
+    price_cents_per_minute: a.price_cents_per_minute,
+    environment: a.environment,
+    billing_mode: a.billing_mode,
+    active_session_billing_mode: live.billingMode,
+    session_create_idempotency: 'v1',
+    default_provider: PROVIDER,
+    session_limit: a.session_limit,
+    active_session_count: active,
+    available_session_slots: Math.max(0, a.session_limit - active),
+    can_rent: canRent,
+    profile: {
+      id: profile.id,
+      state: profile.state,
+      session: profile.holder,
+      exact: profile.exact === 1,
+      // An integer as the contract types it (data dirs of older versions may hold null).
+      saved_at: profile.saved_at ?? 0,
+    },
+    default_start: { platform: 'android' as const, kind: 'emulator' as const },
+    startable: [{ platform: 'android' as const, kind: 'emulator' as const }],
+    ...(canRent
+      ? {}
+      : { rent_blocked_reason: a.rent_blocked_reason ?? 'Rentals are not enabled for this account.' }),
   };
 }

@@ -80,7 +80,7 @@ export function isTransient(err: unknown): boolean {
   if (code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EPIPE' || code === 'ETIMEDOUT')
     return true;
   const message = err instanceof Error ? err.message : '';
-  return /Connection terminated|connection timeout|Client has encountered a connection error|terminating connection/i.test(
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|terminating connection/i.test(
     message,
   );
 }
