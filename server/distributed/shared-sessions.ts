@@ -57,7 +57,11 @@ const CAPACITY_LOCK = 7_204_119;
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
-const INSERT_SESSION = `INSERT INTO sessions (${SESSION_COLUMNS.join(', ')}) VALUES (${SESSION_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`;
+/** The session insert; its seq comes from the deployment's sequence, the rest from the row. */
+const INSERTED_COLUMNS = SESSION_COLUMNS.filter((c) => c !== 'seq');
+const INSERT_SESSION = `INSERT INTO sessions (${SESSION_COLUMNS.join(', ')}) VALUES (${SESSION_COLUMNS.map(
+  (c) => (c === 'seq' ? "nextval('session_seq')" : `$${INSERTED_COLUMNS.indexOf(c) + 1}`),
+).join(', ')})`;
 
 export interface AdmitInput {
   uid: string;
@@ -113,15 +117,18 @@ export async function admit(
     let decision = decideAdmission(facts);
     if (decision.kind === 'admit') {
       await c.query('SELECT pg_advisory_xact_lock($1)', [CAPACITY_LOCK]);
-      const load = await one<{ live: number; closing: number; soonest: number | null }>(
+      // Everything under the capacity lock is one round trip here and one insert below: the
+      // lock is the deployment's one queue, and its hold time bounds creates per second.
+      const load = await one<{ live: number; closing: number; soonest: number | null; phones: number }>(
         c,
-        "SELECT count(*) AS live, count(*) FILTER (WHERE state = 'closing') AS closing, min(expires_at) AS soonest FROM sessions WHERE done = 0",
+        `SELECT count(*) AS live, count(*) FILTER (WHERE state = 'closing') AS closing, min(expires_at) AS soonest,
+                (SELECT coalesce(sum(phones), 0) FROM hosts WHERE state = 'live') AS phones
+           FROM sessions WHERE done = 0`,
       );
-      const phones = await count(c, "SELECT coalesce(sum(phones), 0) AS n FROM hosts WHERE state = 'live'");
       decision = decideAdmission({
         ...facts,
         liveSessions: load!.live,
-        phones,
+        phones: load!.phones,
         retryAfterSeconds: () =>
           load!.closing > 0 ? 1 : Math.max(1, Math.min(5, load!.soonest !== null ? load!.soonest - now : 5)),
       });
@@ -136,12 +143,11 @@ export async function admit(
         return { outcome: 'replayed', row: receiptRow };
       }
       case 'admit': {
-        const seq = await count(c, "SELECT nextval('session_seq') AS n");
         const row: SessionRecord = {
           ...admittedSession({
             id: `ses_${randomToken(input.random, 20)}`,
             uid,
-            seq,
+            seq: 0, // numbered by the insert
             account,
             decision,
             requestKey,
@@ -150,20 +156,19 @@ export async function admit(
           host_id: null,
           startup_source: null,
         };
-        await c.query(
-          INSERT_SESSION,
-          SESSION_COLUMNS.map((k) => row[k]),
+        // The session, its receipt and the hosts' wake-up (delivered on commit) in one statement.
+        const values = INSERTED_COLUMNS.map((k) => row[k]);
+        const receipt = requestKey
+          ? `, r AS (INSERT INTO receipts (uid, request_key, body_hash, sid, created) VALUES ($${values.length + 1}, $${values.length + 2}, $${values.length + 3}, $${values.length + 4}, $${values.length + 5}))`
+          : '';
+        const inserted = await one<{ seq: number }>(
+          c,
+          `WITH s AS (${INSERT_SESSION} RETURNING seq)${receipt} SELECT s.seq, pg_notify('${QUEUE_CHANNEL}', '') FROM s`,
+          requestKey ? [...values, uid, requestKey, bodyHash, row.id, now] : values,
         );
-        if (requestKey) {
-          await c.query(
-            'INSERT INTO receipts (uid, request_key, body_hash, sid, created) VALUES ($1, $2, $3, $4, $5)',
-            [uid, requestKey, bodyHash, row.id, now],
-          );
-        }
+        row.seq = inserted!.seq;
         if (decision.profile)
           await c.query('UPDATE profiles SET holder = $1 WHERE id = $2', [row.id, decision.profile.id]);
-        // Delivered on commit: idle hosts claim it at once instead of at their next poll.
-        await c.query(`NOTIFY ${QUEUE_CHANNEL}`);
         return { outcome: 'admitted', row };
       }
     }
