@@ -85,9 +85,25 @@ export type PlacedSession = SessionRecord & {
   host_url: string | null;
   adb_host: string | null;
   adb_port: number | null;
+  typical_boot_ms: number;
 };
 
-const PLACED = `SELECT s.*, h.url AS host_url, h.adb_host, h.adb_port FROM sessions s LEFT JOIN hosts h ON h.id = s.host_id`;
+/**
+ * eta_seconds: a typical boot once a host has it, one boot's wait more while it is queued
+ * (a typical remaining time, not a promise, as the contract says).
+ */
+function eta(live: ViewedSession): number | undefined {
+  if (live.location === null) return undefined;
+  const typicalMs = (live.row as PlacedSession).typical_boot_ms;
+  return Math.max(1, Math.ceil(((live.location === 'queued' ? 2 : 1) * typicalMs) / 1000));
+}
+
+/** What a boot takes on the live hosts, on average (for sessions no host has claimed yet). */
+const TYPICAL_BOOT = `coalesce((SELECT avg(typical_boot_ms) FROM hosts WHERE state = 'live'), 1000)`;
+/** A session with its host's endpoints, and what a boot takes there (or anywhere, while queued). */
+const PLACED = `SELECT s.*, h.url AS host_url, h.adb_host, h.adb_port,
+  coalesce(h.typical_boot_ms, ${TYPICAL_BOOT}) AS typical_boot_ms
+  FROM sessions s LEFT JOIN hosts h ON h.id = s.host_id`;
 /** How long DELETE waits for the host to confirm cleanup before answering 202, as the embedded server. */
 const RELEASE_WAIT_MS = 1500;
 const POLL_MS = 150;
@@ -125,9 +141,7 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
   const context = (req: FastifyRequest): ViewContext => {
     const base = deps.publicUrl(req.headers.host);
     return {
-      // eta_seconds is the embedded runtime's estimate from its own boot queue; hosts' queues
-      // are not modelled here, so it is left out (it is optional).
-      runtime: { eta: () => undefined, startupSource: 'cold' },
+      runtime: { eta, startupSource: 'cold' },
       nowMs: clock.now(),
       watchUrl: (sid) => `${base}/watch/${sid}?token=${deps.grants.viewGrant(sid)}`,
       adbEndpoint: { host: '', port: 0 },
@@ -212,7 +226,9 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
       nowMs: clock.now(),
       random: deps.random,
     });
-    const placed: PlacedSession = { host_url: null, adb_host: null, adb_port: null, ...row };
+    // As stored now, with its host: a replay of a session that is ready names its gateway.
+    const placed = await one<PlacedSession>(db, `${PLACED} WHERE s.id = $1`, [row.id]);
+    if (!placed) throw notFound();
     return reply.code(202).send(sessionView(viewed(placed), context(req), { owner: true }));
   });
 

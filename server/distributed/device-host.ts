@@ -103,6 +103,8 @@ class DeviceHost extends EventEmitter implements AdbSessions {
   private readonly random: RandomSource;
   private readonly saves: ProfileSaves;
   private booting = 0;
+  /** A moving average of what boots take here, published for eta_seconds. */
+  private typicalBootMs: number;
   private closed = false;
   private lastReapMs = 0;
   private wake: (() => void) | null = null;
@@ -118,6 +120,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
     this.clock = o.clock ?? systemClock;
     this.random = o.random ?? cryptoRandom;
     this.saves = new ProfileSaves(join(dataDir, 'profiles'));
+    this.typicalBootMs = o.backend.typicalBootMs;
   }
 
   private nowSec(): number {
@@ -146,8 +149,8 @@ class DeviceHost extends EventEmitter implements AdbSessions {
     const now = this.clock.now();
     await tx(this.db, (c) =>
       c.query(
-        `INSERT INTO hosts (id, url, adb_host, adb_port, phones, boot_slots, device, started, heartbeat_ms, lost_after_ms, state)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'live')`,
+        `INSERT INTO hosts (id, url, adb_host, adb_port, phones, boot_slots, device, started, heartbeat_ms, lost_after_ms, typical_boot_ms, state)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'live')`,
         [
           this.id,
           advertised.url,
@@ -159,6 +162,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
           Math.floor(now / 1000),
           now,
           this.o.lostAfterMs ?? HOST_DEFAULTS.lostAfterMs,
+          this.typicalBootMs,
         ],
       ),
     );
@@ -209,10 +213,10 @@ class DeviceHost extends EventEmitter implements AdbSessions {
 
   private async tick(): Promise<void> {
     const nowMs = this.clock.now();
-    const beat = await this.db.query("UPDATE hosts SET heartbeat_ms = $2 WHERE id = $1 AND state = 'live'", [
-      this.id,
-      nowMs,
-    ]);
+    const beat = await this.db.query(
+      "UPDATE hosts SET heartbeat_ms = $2, typical_boot_ms = $3 WHERE id = $1 AND state = 'live'",
+      [this.id, nowMs, this.typicalBootMs],
+    );
     if (beat.rowCount === 0) {
       // Declared dead while we could not heartbeat: our sessions were ended `lost` and
       // their slots freed. Our phones are nobody's now; stop them and rejoin afresh.
@@ -351,6 +355,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
       restoreFrom = profile?.state === 'stored' ? (this.saves.current(h.profileId) ?? '') : '';
     }
     let phone: DevicePhone;
+    const bootStartedMs = this.clock.now();
     try {
       phone = await this.o.backend.boot({
         sessionId: sid,
@@ -376,6 +381,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
       );
       return;
     }
+    this.typicalBootMs = Math.round(this.typicalBootMs * 0.7 + (this.clock.now() - bootStartedMs) * 0.3);
     const adbCode = `pau_${randomToken(this.random, 32)}`;
     const now = this.nowSec();
     const row =

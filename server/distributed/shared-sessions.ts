@@ -45,6 +45,7 @@ export interface HostRow {
   started: number;
   heartbeat_ms: number;
   lost_after_ms: number;
+  typical_boot_ms: number;
   state: 'live' | 'dead' | 'stopped';
 }
 

@@ -128,6 +128,8 @@ export const MIGRATIONS: readonly Migration[] = [
     heartbeat_ms INTEGER NOT NULL,
     -- How long this host may be silent before any node declares it dead.
     lost_after_ms INTEGER NOT NULL,
+    -- What a boot takes there, as measured (eta_seconds of provisioning sessions).
+    typical_boot_ms INTEGER NOT NULL,
     state TEXT NOT NULL CHECK (state IN ('live', 'dead', 'stopped'))
   );
   CREATE INDEX hosts_live ON hosts(state) WHERE state = 'live';

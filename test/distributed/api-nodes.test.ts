@@ -72,10 +72,20 @@ describe.skipIf(missing !== null)('API nodes and device hosts on PostgreSQL', ()
 
   it('a session admitted on one node is ready on a host, and stock adb reaches it through that host', async () => {
     const account = await d.account();
-    const created = await d.api(0, account.key).post('/sessions', { body: { timeout_seconds: 120 } });
+    const key = newKey();
+    const create = (i: number) =>
+      d
+        .api(i, account.key)
+        .post('/sessions', { body: { timeout_seconds: 120 }, headers: { 'idempotency-key': key } });
+    const created = await create(0);
     expect(created.status).toBe(202);
     expect(created.body.state).toBe('provisioning');
+    expect(['queued', 'booting']).toContain(created.body.location);
+    expect(Number.isInteger(created.body.eta_seconds)).toBe(true);
     const ready = await d.api(1, account.key).waitFor(created.body.id, ['ready']);
+    // A replay on the other node answers the ready session as a read does, gateway included.
+    const replay = await create(1);
+    expect(replay.body).toMatchObject({ id: ready.id, state: 'ready', adb: ready.adb });
     expect(ready.device).toMatch(/Android/);
     const hostGateways = await Promise.all(d.hosts.map(async (h) => new URL(h.line.url).hostname));
     expect(hostGateways).toContain(ready.adb.host);
@@ -137,8 +147,14 @@ describe.skipIf(missing !== null)('API nodes and device hosts on PostgreSQL', ()
     }
     const me = await d.api(1, account.key).get('/me');
     expect(me.body).toMatchObject({ active_session_count: 1, available_session_slots: 0 });
-    await d.api(1, account.key).delete(`/sessions/${admitted[0]!.body.id}`);
-    await d.api(0, account.key).waitGone(admitted[0]!.body.id);
+    const end = await d.api(1, account.key).delete(`/sessions/${admitted[0]!.body.id}`);
+    expect([200, 202], JSON.stringify(end.body)).toContain(end.status);
+    await d
+      .api(0, account.key)
+      .waitGone(admitted[0]!.body.id)
+      .catch((err: unknown) => {
+        throw new Error(`${String(err)}\n${d.logs()}`);
+      });
   });
 
   it('answers 503 phones_busy with Retry-After once the phones of every live host are taken', async () => {

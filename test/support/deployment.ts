@@ -71,6 +71,11 @@ export class Deployment {
     return new Api(this.nodes[i % this.nodes.length]!.url, key);
   }
 
+  /** What every process logged (for a failing test's message). */
+  logs(): string {
+    return [...this.nodes, ...this.hosts].map((p, i) => `--- process ${i}\n${p.stderr()}`).join('\n');
+  }
+
   async stop(): Promise<void> {
     await Promise.all(this.hosts.map((h) => h.stop()));
     await Promise.all(this.nodes.map((n) => n.stop()));
