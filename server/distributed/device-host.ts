@@ -246,6 +246,15 @@ class DeviceHost extends EventEmitter implements AdbSessions {
 
   /** Stops phones whose sessions ended elsewhere (DELETE on an API node, deadline) and applies ADB revocations. */
   private async sync(): Promise<void> {
+    // Sessions ended while this host holds no phone for them (a boot that failed, or ended
+    // before it finished): nothing to stop, only the cleanup to confirm.
+    const orphans = (
+      await this.db.query<{ id: string }>(
+        "SELECT id FROM sessions WHERE host_id = $1 AND done = 0 AND state = 'closing' AND NOT (id = ANY($2))",
+        [this.id, [...this.sessions.keys()]],
+      )
+    ).rows;
+    for (const { id } of orphans) await this.confirmCleanup(id, { saved: null, lostProfile: false });
     if (this.sessions.size === 0) return;
     const rows = (
       await this.db.query<{
@@ -467,27 +476,43 @@ class DeviceHost extends EventEmitter implements AdbSessions {
         await phone?.shutdown({ saveTo: null }).catch(() => undefined);
       }
       if (opts.record) {
-        const saved = staged;
-        await tx(this.db, async (c) => {
-          const row = await one<SessionRecord>(c, 'SELECT * FROM sessions WHERE id = $1 FOR UPDATE', [sid]);
-          if (!row || row.done === 1 || row.host_id !== this.id) return;
-          if (row.state !== 'closing') await endSession(c, sid, 'lost', this.nowSec());
-          const current = (await one<SessionRecord>(c, 'SELECT * FROM sessions WHERE id = $1', [sid]))!;
-          if (saved && h.profileId !== null) this.saves.commit(h.profileId, saved);
-          await completeCleanup(c, current, {
-            saved: saved !== null,
-            lostProfile: opts.lostProfile ?? false,
-            nowSec: this.nowSec(),
-          });
-        }).catch((err: unknown) => {
-          if (saved) this.saves.discard(saved);
-          throw err;
+        await this.confirmCleanup(sid, {
+          saved: staged !== null && h.profileId !== null ? { profileId: h.profileId, staged } : null,
+          lostProfile: opts.lostProfile ?? false,
         });
       } else if (staged) this.saves.discard(staged);
       if (this.sessions.get(sid) === h) this.sessions.delete(sid);
       this.poke();
     })();
     return h.stopped;
+  }
+
+  /**
+   * Confirms a session's cleanup (its end recorded first if nobody had): it moves to history
+   * and lets go of its profile, whose staged save commits with it. Only while this host
+   * still holds it.
+   */
+  private async confirmCleanup(
+    sid: string,
+    opts: { saved: { profileId: string; staged: string } | null; lostProfile: boolean },
+  ): Promise<void> {
+    const { saved } = opts;
+    await tx(this.db, async (c) => {
+      const row = await one<SessionRecord>(c, 'SELECT * FROM sessions WHERE id = $1 FOR UPDATE', [sid]);
+      if (!row || row.done === 1 || row.host_id !== this.id) return;
+      if (row.state !== 'closing') await endSession(c, sid, 'lost', this.nowSec());
+      const current = (await one<SessionRecord>(c, 'SELECT * FROM sessions WHERE id = $1', [sid]))!;
+      if (current.done === 1) return;
+      if (saved) this.saves.commit(saved.profileId, saved.staged);
+      await completeCleanup(c, current, {
+        saved: saved !== null,
+        lostProfile: opts.lostProfile,
+        nowSec: this.nowSec(),
+      });
+    }).catch((err: unknown) => {
+      if (saved) this.saves.discard(saved.staged);
+      throw err;
+    });
   }
 
   // ---------------------------------------------------------------------------------

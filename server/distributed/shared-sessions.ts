@@ -230,7 +230,8 @@ export async function endSession(
 ): Promise<SessionRecord | undefined> {
   const row = await one<SessionRecord>(c, 'SELECT * FROM sessions WHERE id = $1 FOR UPDATE', [sid]);
   if (!row || row.done === 1 || row.state === 'closing') return row;
-  let endReason: EndReason = row.state === 'error' ? 'failed' : reason;
+  const failed = row.state === 'error';
+  let endReason: EndReason = failed ? 'failed' : reason;
   let endAt = at;
   if (row.state === 'ready') {
     const exhaustedAt = await billUpTo(c, row, at);
@@ -250,7 +251,8 @@ export async function endSession(
     "UPDATE sessions SET state = 'closing', close_requested = $2, ended = $2, end_reason = $3, cleanup_status = 'pending' WHERE id = $1",
     [sid, endAt, endReason],
   );
-  if (row.host_id === null || opts.hostGone)
+  // A failed boot left no phone to stop: nothing for its host to do.
+  if (row.host_id === null || opts.hostGone || failed)
     await completeCleanup(c, row, { saved: false, lostProfile: opts.hostGone ?? false });
   else await c.query(`SELECT pg_notify('${HOST_CHANNEL}', $1)`, [row.host_id]);
   return row;

@@ -134,6 +134,32 @@ describe.skipIf(missing !== null)('API nodes and device hosts on PostgreSQL', ()
     });
   });
 
+  it('cleans up sessions ended at every point of their boot, whichever node ends them', async () => {
+    const account = await d.account();
+    // Ended at once or a little later, so the end lands while queued, while a host claims
+    // it, while it boots, or just as it becomes ready; 4 at a time (the deployment's phones).
+    const ids: string[] = [];
+    for (let round = 0; round < 6; round++) {
+      const batch = await Promise.all(
+        [0, 1, 2, 3].map(async (i) => {
+          const r = await d.api(i, account.key).post('/sessions', { body: { timeout_seconds: 60 } });
+          expect(r.status).toBe(202);
+          await new Promise((res) => setTimeout(res, (round * 4 + i) * 4));
+          const end = await d.api(i + 1, account.key).delete(`/sessions/${r.body.id}`);
+          expect([200, 202]).toContain(end.status);
+          return r.body.id as string;
+        }),
+      );
+      for (const id of batch) await d.waitGone(d.api(0, account.key), id);
+      ids.push(...batch);
+    }
+    const history = (await d.api(1, account.key).get('/history')).body as Array<{
+      sid: string;
+      end_reason: string;
+    }>;
+    for (const id of ids) expect(history.find((h) => h.sid === id)?.end_reason).toBe('released');
+  });
+
   it('enforces the account session_limit across nodes', async () => {
     const account = await d.account(['--billing-mode', 'disabled', '--session-limit', '1']);
     const replies = await Promise.all(

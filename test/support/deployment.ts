@@ -3,6 +3,7 @@
  * database, API nodes (`phonelease server --store URL --phones 0`) and device hosts
  * (`phonelease host --store URL --json`), each its own process through the built CLI.
  */
+import pg from 'pg';
 import { Api } from './server.js';
 import { runCli, startJsonProcess, startServerProcess, type CliProcess, type ServerProcess } from './cli.js';
 import type { PostgresCluster } from './postgres.js';
@@ -69,6 +70,19 @@ export class Deployment {
   /** A client of API node `i` (modulo the number of nodes). */
   api(i: number, key: string): Api {
     return new Api(this.nodes[i % this.nodes.length]!.url, key);
+  }
+
+  /** Waits until the session is gone from the live list; says where it stands and what the processes logged if not. */
+  async waitGone(api: Api, sid: string, timeoutMs = 20_000): Promise<void> {
+    try {
+      await api.waitGone(sid, timeoutMs);
+    } catch (err) {
+      const c = new pg.Client(this.store);
+      await c.connect();
+      const row = (await c.query('SELECT * FROM sessions WHERE id = $1', [sid])).rows[0] as unknown;
+      await c.end();
+      throw new Error(`${String(err)}: ${JSON.stringify(row)}\n${this.logs()}`, { cause: err });
+    }
   }
 
   /** What every process logged (for a failing test's message). */
