@@ -18,11 +18,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { request } from 'undici';
 import { load, type LoadResult } from './support/load.js';
 import { CLI, runCli, startJsonProcess as start } from './support/process.js';
-import { startPostgres } from '../test/support/postgres.js';
+import { sql, startPostgres } from '../test/support/postgres.js';
 
 const { values } = parseArgs({
   options: {
@@ -59,20 +58,6 @@ function rssMb(pid: number | undefined): number {
     return Math.round(Number(kb) / 1024);
   } catch {
     return NaN;
-  }
-}
-
-async function sql<R extends pg.QueryResultRow>(
-  url: string,
-  text: string,
-  params: unknown[] = [],
-): Promise<R[]> {
-  const c = new pg.Client(url);
-  await c.connect();
-  try {
-    return (await c.query<R>(text, params)).rows;
-  } finally {
-    await c.end();
   }
 }
 

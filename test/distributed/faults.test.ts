@@ -6,29 +6,14 @@
  * restarted under live sessions (clear errors meanwhile, then everything works again).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import pg from 'pg';
 import { Deployment } from '../support/deployment.js';
 import { newKey } from '../support/server.js';
-import { postgresMissing, startPostgres, type PostgresCluster } from '../support/postgres.js';
+import { postgresMissing, sql, startPostgres, type PostgresCluster } from '../support/postgres.js';
 
 const missing = postgresMissing();
 if (missing) console.warn(`skipping the deployment fault tests: ${missing}`);
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function sql<R extends pg.QueryResultRow>(
-  url: string,
-  text: string,
-  values: unknown[] = [],
-): Promise<R[]> {
-  const c = new pg.Client(url);
-  await c.connect();
-  try {
-    return (await c.query<R>(text, values)).rows;
-  } finally {
-    await c.end();
-  }
-}
 
 describe.skipIf(missing !== null)('deployment faults', () => {
   let cluster: PostgresCluster;

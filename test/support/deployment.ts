@@ -3,10 +3,9 @@
  * database, API nodes (`phonelease server --store URL --phones 0`) and device hosts
  * (`phonelease host --store URL --json`), each its own process through the built CLI.
  */
-import pg from 'pg';
 import { Api } from './server.js';
 import { runCli, startJsonProcess, startServerProcess, type CliProcess, type ServerProcess } from './cli.js';
-import type { PostgresCluster } from './postgres.js';
+import { sql, type PostgresCluster } from './postgres.js';
 
 export type HostProcess = CliProcess<{ host: string; url: string }>;
 
@@ -77,10 +76,7 @@ export class Deployment {
     try {
       await api.waitGone(sid, timeoutMs);
     } catch (err) {
-      const c = new pg.Client(this.store);
-      await c.connect();
-      const row = (await c.query('SELECT * FROM sessions WHERE id = $1', [sid])).rows[0] as unknown;
-      await c.end();
+      const [row] = await sql(this.store, 'SELECT * FROM sessions WHERE id = $1', [sid]);
       throw new Error(`${String(err)}: ${JSON.stringify(row)}\n${this.logs()}`, { cause: err });
     }
   }

@@ -138,3 +138,18 @@ export async function startPostgres(): Promise<PostgresCluster> {
     },
   };
 }
+
+/** Runs one statement on its own connection (tests and benchmarks read the store with it). */
+export async function sql<R extends pg.QueryResultRow>(
+  url: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<R[]> {
+  const c = new pg.Client(url);
+  await c.connect();
+  try {
+    return (await c.query<R>(text, values)).rows;
+  } finally {
+    await c.end();
+  }
+}
