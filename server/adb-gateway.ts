@@ -9,7 +9,22 @@ import net from 'node:net';
 import { systemClock, type Clock } from './clock.js';
 import { TAG_LENGTH, UnlockLimiter } from './adb-limits.js';
 import type { Logger } from './log.js';
-import type { LiveSession, Runtime } from './runtime/runtime.js';
+
+/** A session the gateway relays to: its id and code, and its phone's ADB while it has one. */
+export interface AdbSession {
+  readonly row: { readonly id: string; readonly adb_code: string | null };
+  readonly phone: { adbEndpoint(): Promise<{ host: string; port: number }> } | null;
+}
+
+/**
+ * Whose phones the gateway serves: the in-process runtime, or a device host's phones. It
+ * announces `closing` and `adb-revoked` with the session, whose relays are then cut.
+ */
+export interface AdbSessions {
+  sessionForAdbCode(code: string): AdbSession | null;
+  all(): Iterable<AdbSession>;
+  on(event: 'closing' | 'adb-revoked', listener: (live: AdbSession) => void): unknown;
+}
 
 const MAX_LINE = 512;
 const LINE_TIMEOUT_MS = 10_000;
@@ -33,12 +48,12 @@ export class AdbGateway {
   private readonly limiter: UnlockLimiter;
 
   constructor(
-    private readonly runtime: Runtime,
+    private readonly runtime: AdbSessions,
     private readonly log: Logger,
     private readonly clock: Clock = systemClock,
   ) {
     this.limiter = new UnlockLimiter(clock);
-    const cut = (live: LiveSession) => this.cut(live.row.id);
+    const cut = (live: AdbSession) => this.cut(live.row.id);
     runtime.on('closing', cut);
     runtime.on('adb-revoked', cut);
   }
@@ -106,7 +121,7 @@ export class AdbGateway {
     return null;
   }
 
-  private relay(client: net.Socket, live: LiveSession, code: string, early: Buffer): void {
+  private relay(client: net.Socket, live: AdbSession, code: string, early: Buffer): void {
     client.pause();
     // A virtual phone opens its ADB port only now, on its first unlocked connection.
     live.phone!.adbEndpoint().then(
@@ -124,7 +139,7 @@ export class AdbGateway {
 
   private connectPhone(
     client: net.Socket,
-    live: LiveSession,
+    live: AdbSession,
     code: string,
     early: Buffer,
     { host, port }: { host: string; port: number },

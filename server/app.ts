@@ -10,7 +10,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { accessRoutes } from './api/access.js';
 import { accountRoutes } from './api/account.js';
-import { installAuth } from './api/auth.js';
+import { installAuth, type AuthDeps } from './api/auth.js';
 import { SessionViews } from './api/common.js';
 import type { AppDeps } from './api/deps.js';
 import { historyRoutes } from './api/history.js';
@@ -28,6 +28,9 @@ import { installFastSerialization } from './api/serialization.js';
 import { sessionRoutes } from './api/sessions.js';
 import { viewerPages } from './viewer/pages.js';
 import type { ServerMetrics } from './metrics.js';
+import type { ApiError } from './errors.js';
+import type { Logger } from './log.js';
+import type { App } from './api/types.js';
 
 export type { AppDeps } from './api/deps.js';
 
@@ -36,7 +39,17 @@ export interface AppOptions {
   metrics?: ServerMetrics;
 }
 
-export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise<FastifyInstance> {
+/**
+ * The app every API is built on, before its routes: the server's limits, refusals as error
+ * bodies, the credential check, fast serialisation, and the route recorder of the OpenAPI
+ * document. The embedded server (buildApp) and API nodes over the shared store register
+ * their resources on it.
+ */
+export function baseApp(
+  auth: AuthDeps,
+  log: Logger,
+  translate?: (err: Error) => ApiError | undefined,
+): { app: App; routes: ReturnType<typeof recordRoutes> } {
   const app = Fastify({
     logger: false,
     bodyLimit: BODY_LIMIT,
@@ -59,8 +72,24 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
 
   const routes = recordRoutes(app);
   installFastSerialization(app);
-  installRefusals(app, deps.log);
-  installAuth(app, deps);
+  installRefusals(app, log, translate);
+  installAuth(app, auth);
+
+  if (log.enabled('debug')) {
+    app.addHook('onResponse', async (req, reply) => {
+      log.debug('http', {
+        method: req.method,
+        url: req.url,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+      });
+    });
+  }
+  return { app, routes };
+}
+
+export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise<FastifyInstance> {
+  const { app, routes } = baseApp(deps, deps.log);
   // Committed before acknowledged: the store commits the writes of a turn of the event loop
   // together (group commit), so an answer that may reflect them leaves only once they are
   // committed. Nothing waits when no write is pending (reads answer in the same turn).
@@ -72,17 +101,6 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
       (error: unknown) => done(error instanceof Error ? error : new Error(String(error))),
     );
   });
-
-  if (deps.log.enabled('debug')) {
-    app.addHook('onResponse', async (req, reply) => {
-      deps.log.debug('http', {
-        method: req.method,
-        url: req.url,
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime),
-      });
-    });
-  }
 
   await app.register(sessionRoutes, { deps, views: new SessionViews(deps) });
   await app.register(accessRoutes, { deps });

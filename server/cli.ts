@@ -6,8 +6,9 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { systemClock } from './clock.js';
-import { createAccount } from './runtime/accounts.js';
-import { SERVER_DEFAULTS, startServer } from './main.js';
+import { createAccount, type CreatedAccount, type NewAccount } from './runtime/accounts.js';
+import { createLogger, levelFromEnv } from './log.js';
+import { SERVER_DEFAULTS, defaultPhones, loadBackend, startServer } from './main.js';
 import { cryptoRandom } from './secrets.js';
 import { openDatabase, Store } from './store/store.js';
 import { parseCommandLine, UsageError, usageHint } from '../src/util/args.js';
@@ -28,12 +29,16 @@ function int(name: string, value: string | undefined, fallback: number, min: num
 
 export const SERVER_USAGE = `Usage: phonelease server [--host 127.0.0.1] [--port 8080] [--data DIR] [--phones N]
   [--boot-slots N] [--boot-ms MS] [--pool N] [--metrics] [--device virtual|emulator]
-  [--dashboard-origin URL] [--json]
+  [--dashboard-origin URL] [--store postgres://USER@HOST:PORT/DB] [--json]
 
 Serves the phone-session API over local phones. --port 0 picks a free port. --pool N keeps
 N temporary phones booted ahead of demand (within --phones); --metrics serves GET /metrics
 (Prometheus text, no API key). With --json, prints one line {"url": "..."} to stdout once
-it listens; logs go to stderr.`;
+it listens; logs go to stderr.
+
+With --store, it is an API node of a deployment whose state is in PostgreSQL: any number
+of nodes serve the API from one database behind a load balancer, and phones run on device
+hosts (phonelease host). --phones N (default 0 there) also runs N phones in this process.`;
 
 export async function runServerCommand(argv: string[]): Promise<void> {
   const { values, positionals } = parseCommandLine(
@@ -49,6 +54,7 @@ export async function runServerCommand(argv: string[]): Promise<void> {
       metrics: { type: 'boolean', default: false },
       device: { type: 'string' },
       'dashboard-origin': { type: 'string' },
+      store: { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -70,13 +76,45 @@ export async function runServerCommand(argv: string[]): Promise<void> {
       '--dashboard-origin must be an origin such as https://dashboard.example.com (no path)',
     );
   }
+  // An API node may run no phones itself (--phones 0); a server alone needs at least one.
   const phones =
-    values.phones === undefined ? undefined : int('phones', values.phones, SERVER_DEFAULTS.phones, 1);
+    values.phones === undefined
+      ? undefined
+      : int('phones', values.phones, SERVER_DEFAULTS.phones, values.store !== undefined ? 0 : 1);
   const pool = int('pool', values.pool, 0, 0);
   if (phones !== undefined && pool > phones) {
     throw new UsageError(
       `--pool ${pool} is more than --phones ${phones}: pooled phones count toward --phones; lower --pool or raise --phones`,
     );
+  }
+  if (values.store !== undefined) {
+    if (values.data !== undefined)
+      throw new UsageError(
+        '--store and --data name two different stores; an API node keeps its state in --store',
+      );
+    const log = createLogger({ level: levelFromEnv() });
+    const ownPhones = phones ?? 0;
+    const { startApiNode } = await import('./distributed/api-node.js');
+    const node = await startApiNode({
+      store: storeUrl(values.store),
+      host: values.host ?? SERVER_DEFAULTS.host,
+      port: int('port', values.port, 8080, 0),
+      phones: ownPhones,
+      bootSlots: int('boot-slots', values['boot-slots'], SERVER_DEFAULTS.bootSlots, 1),
+      ...(ownPhones > 0
+        ? {
+            backend: await loadBackend(
+              device,
+              int('boot-ms', values['boot-ms'], SERVER_DEFAULTS.bootMs, 0),
+              log,
+            ),
+          }
+        : {}),
+      log,
+    });
+    announce(values.json, { url: node.url }, `phonelease API node listening on ${node.url}`);
+    await untilSignalled('phonelease API node', () => node.close());
+    return;
   }
   const dataDir = values.data ?? defaultDataDir();
   mkdirSync(dataDir, { recursive: true });
@@ -116,27 +154,117 @@ export async function runServerCommand(argv: string[]): Promise<void> {
       process.stderr.write(`Created the local account; its API key is in ${file} (readable only by you).\n`);
     }
   }
-  if (values.json) process.stdout.write(JSON.stringify({ url: server.url }) + '\n');
-  else process.stderr.write(`phonelease server listening on ${server.url}\n`);
+  announce(values.json, { url: server.url }, `phonelease server listening on ${server.url}`);
+  await untilSignalled('phonelease server', () => server.close());
+}
 
-  await new Promise<void>((resolve) => {
+/** The one JSON line other programs wait for (--json), or a line for people on stderr. */
+function announce(json: boolean, line: Record<string, string>, words: string): void {
+  if (json) process.stdout.write(JSON.stringify(line) + '\n');
+  else process.stderr.write(`${words}\n`);
+}
+
+/** Runs until SIGINT or SIGTERM, then stops (live sessions end) and returns. */
+function untilSignalled(what: string, close: () => Promise<void>): Promise<void> {
+  return new Promise<void>((resolve) => {
     const stop = (signal: NodeJS.Signals) => {
-      process.stderr.write(`phonelease server: ${signal}, ending live sessions and stopping\n`);
-      void server.close().then(resolve, resolve);
+      process.stderr.write(`${what}: ${signal}, ending live sessions and stopping\n`);
+      void close().then(resolve, resolve);
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
 }
 
-export const ACCOUNTS_USAGE = `Usage: phonelease accounts create [--data DIR] [--email E] [--name N] [--balance-cents N]
-  [--price-cents-per-minute N] [--session-limit N] [--billing-mode metered|disabled] [--no-rent] [--json]
+export const HOST_USAGE = `Usage: phonelease host --store postgres://USER@HOST:PORT/DB [--phones N] [--boot-slots K]
+  [--boot-ms MS] [--pool N] [--device virtual|emulator] [--host ADDR] [--port 0] [--json]
 
-Creates an account on the server's data directory (also while the server runs) and prints
-its uid, its profile id and its first API key (shown only now). With --json, prints exactly
-one line {"uid":"...","key":"pck_...","profile_id":"..."} instead.`;
+Runs phones for the API nodes of a deployment that share the PostgreSQL store: registers
+N phones of capacity, claims admitted sessions, boots and serves them (ADB through this
+host's own gateway on ADDR), and heartbeats. A host silent for longer than
+PHONELEASE_HOST_LOST_AFTER_MS (default 15000) is declared dead by the other nodes and its
+sessions end as lost. With --json, prints one line {"host":"<id>","url":"http://..."} once
+registered; logs go to stderr.`;
 
-export function runAccountsCommand(argv: string[]): void {
+export async function runHostCommand(argv: string[]): Promise<void> {
+  const { values, positionals } = parseCommandLine(
+    argv,
+    {
+      store: { type: 'string' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      phones: { type: 'string' },
+      'boot-slots': { type: 'string' },
+      'boot-ms': { type: 'string' },
+      pool: { type: 'string' },
+      device: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    { command: 'host', usage: HOST_USAGE },
+  );
+  if (values.help) {
+    console.log(HOST_USAGE);
+    return;
+  }
+  if (positionals.length > 0)
+    throw new UsageError(
+      `host takes no arguments (got "${positionals[0]}")\n\n${usageHint('host', HOST_USAGE)}`,
+    );
+  if (values.store === undefined)
+    throw new UsageError(
+      `host needs --store postgres://USER@HOST:PORT/DB, the deployment's database\n\n${usageHint('host', HOST_USAGE)}`,
+    );
+  const device = values.device ?? 'virtual';
+  if (device !== 'virtual' && device !== 'emulator')
+    throw new UsageError(`--device must be virtual or emulator (got "${device}")`);
+  const pool = int('pool', values.pool, 0, 0);
+  const lostAfter = process.env.PHONELEASE_HOST_LOST_AFTER_MS;
+  if (lostAfter !== undefined && !/^\d+$/.test(lostAfter))
+    throw new UsageError(
+      `PHONELEASE_HOST_LOST_AFTER_MS must be a number of milliseconds (got "${lostAfter}")`,
+    );
+  const log = createLogger({ level: levelFromEnv() });
+  const backend = await loadBackend(
+    device,
+    int('boot-ms', values['boot-ms'], SERVER_DEFAULTS.bootMs, 0),
+    log,
+  );
+  const phones =
+    values.phones === undefined
+      ? await defaultPhones(backend, log)
+      : int('phones', values.phones, SERVER_DEFAULTS.phones, 1);
+  if (pool > 0)
+    log.warn('--pool is not served by device hosts yet; this host boots each phone on demand', { pool });
+  const { startDeviceHost } = await import('./distributed/device-host.js');
+  const host = await startDeviceHost({
+    store: storeUrl(values.store),
+    host: values.host ?? SERVER_DEFAULTS.host,
+    port: int('port', values.port, 0, 0),
+    phones,
+    bootSlots: int('boot-slots', values['boot-slots'], SERVER_DEFAULTS.bootSlots, 1),
+    backend,
+    ...(lostAfter !== undefined ? { lostAfterMs: Number(lostAfter) } : {}),
+    log,
+  });
+  announce(
+    values.json,
+    { host: host.id, url: host.url },
+    `phonelease device host ${host.id} serving on ${host.url}`,
+  );
+  await untilSignalled('phonelease host', () => host.close());
+}
+
+export const ACCOUNTS_USAGE = `Usage: phonelease accounts create [--data DIR | --store postgres://USER@HOST:PORT/DB]
+  [--email E] [--name N] [--balance-cents N] [--price-cents-per-minute N] [--session-limit N]
+  [--billing-mode metered|disabled] [--no-rent] [--json]
+
+Creates an account on the server's data directory (also while the server runs), or in the
+shared PostgreSQL store of API nodes and device hosts (--store), and prints its uid, its
+profile id and its first API key (shown only now). With --json, prints exactly one line
+{"uid":"...","key":"pck_...","profile_id":"..."} instead.`;
+
+export async function runAccountsCommand(argv: string[]): Promise<void> {
   const [sub, ...rest] = argv;
   if (sub === '--help' || sub === '-h' || sub === 'help') {
     console.log(ACCOUNTS_USAGE);
@@ -151,6 +279,7 @@ export function runAccountsCommand(argv: string[]): void {
     rest,
     {
       data: { type: 'string' },
+      store: { type: 'string' },
       email: { type: 'string' },
       name: { type: 'string' },
       'balance-cents': { type: 'string' },
@@ -175,24 +304,49 @@ export function runAccountsCommand(argv: string[]): void {
   const mode = values['billing-mode'] ?? 'metered';
   if (mode !== 'metered' && mode !== 'disabled')
     throw new UsageError('--billing-mode must be metered or disabled');
-  const store = new Store(openDatabase(values.data ?? defaultDataDir()));
-  try {
-    const created = createAccount(store, systemClock, cryptoRandom, {
-      ...(values.email !== undefined ? { email: values.email } : {}),
-      ...(values.name !== undefined ? { name: values.name } : {}),
-      balanceCents: int('balance-cents', values['balance-cents'], 10_000, 0),
-      priceCentsPerMinute: int('price-cents-per-minute', values['price-cents-per-minute'], 10, 0),
-      sessionLimit: int('session-limit', values['session-limit'], 50, 0),
-      billingMode: mode,
-      canRent: !values['no-rent'],
-    });
-    if (values.json) process.stdout.write(JSON.stringify(created) + '\n');
-    else {
-      process.stdout.write(
-        `Created account ${created.uid}\n  profile: ${created.profile_id}\n  API key (shown only now): ${created.key}\n`,
-      );
+  if (values.store !== undefined && values.data !== undefined)
+    throw new UsageError('--store and --data name two different stores; give one of them');
+  const opts: NewAccount = {
+    ...(values.email !== undefined ? { email: values.email } : {}),
+    ...(values.name !== undefined ? { name: values.name } : {}),
+    balanceCents: int('balance-cents', values['balance-cents'], 10_000, 0),
+    priceCentsPerMinute: int('price-cents-per-minute', values['price-cents-per-minute'], 10, 0),
+    sessionLimit: int('session-limit', values['session-limit'], 50, 0),
+    billingMode: mode,
+    canRent: !values['no-rent'],
+  };
+  let created: CreatedAccount;
+  if (values.store !== undefined) {
+    const url = storeUrl(values.store);
+    const { createAccountPg, migratePg, openPool } = await import('./store/pg.js');
+    const db = openPool(url, createLogger({ level: 'warn' }), 1);
+    try {
+      await migratePg(db);
+      created = await createAccountPg(db, systemClock, cryptoRandom, opts);
+    } finally {
+      await db.end();
     }
-  } finally {
-    store.close();
+  } else {
+    const store = new Store(openDatabase(values.data ?? defaultDataDir()));
+    try {
+      created = createAccount(store, systemClock, cryptoRandom, opts);
+    } finally {
+      store.close();
+    }
   }
+  if (values.json) process.stdout.write(JSON.stringify(created) + '\n');
+  else {
+    process.stdout.write(
+      `Created account ${created.uid}\n  profile: ${created.profile_id}\n  API key (shown only now): ${created.key}\n`,
+    );
+  }
+}
+
+/** A --store value: a PostgreSQL URL (the only shared store there is). */
+function storeUrl(value: string): string {
+  if (!/^postgres(ql)?:\/\/[^\s]+$/.test(value))
+    throw new UsageError(
+      `--store must be a PostgreSQL URL such as postgres://USER@HOST:5432/DB (got "${value.replace(/:[^:@/]*@/, ':***@')}")`,
+    );
+  return value;
 }

@@ -65,3 +65,11 @@ export const notReady = (state: string, id: string) =>
       : `The session is ${state}, not ready; poll GET /sessions/${id} until its state is ready.`,
     { state, id },
   );
+
+/** The profile phone is taken: a reset must wait for it (`next` says what to do). */
+export const profileHeld = (holder: string | null, next: string) =>
+  apiError(
+    ERROR_CODES.profileRunning,
+    `The profile phone is held by a live session or is still being saved; ${next}.`,
+    holder ? { session: holder } : {},
+  );

@@ -2,7 +2,15 @@
  * phonelease/server: run the phone-session API over local phones.
  */
 export { startServer, SERVER_DEFAULTS, type RunningServer, type ServerOptions } from './main.js';
-export { runServerCommand, runAccountsCommand, UsageError, SERVER_USAGE, ACCOUNTS_USAGE } from './cli.js';
+export {
+  runServerCommand,
+  runAccountsCommand,
+  runHostCommand,
+  UsageError,
+  SERVER_USAGE,
+  ACCOUNTS_USAGE,
+  HOST_USAGE,
+} from './cli.js';
 export type { NewAccount, CreatedAccount } from './runtime/accounts.js';
 export { ManualClock, systemClock, type Clock } from './clock.js';
 export type { DeviceBackend, DevicePhone, BootRequest, PhoneInput, ScreenSize } from './devices/types.js';

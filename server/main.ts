@@ -67,7 +67,7 @@ export interface RunningServer {
 
 export const SERVER_DEFAULTS = { host: '127.0.0.1', phones: 20, bootSlots: 4, bootMs: 1000 } as const;
 
-async function loadBackend(
+export async function loadBackend(
   device: 'virtual' | 'emulator',
   bootMs: number,
   log: Logger,
@@ -86,7 +86,7 @@ async function loadBackend(
  * Capacity when --phones is not given: what the host fits for emulators (about 2 cores and
  * 3 GB each), the fixed default for virtual phones.
  */
-async function defaultPhones(backend: DeviceBackend, log: Logger): Promise<number> {
+export async function defaultPhones(backend: DeviceBackend, log: Logger): Promise<number> {
   if (backend.name !== 'emulator') return SERVER_DEFAULTS.phones;
   const { emulatorCapacity } = await import('./devices/emulator/capacity.js');
   const capacity = emulatorCapacity();

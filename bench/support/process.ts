@@ -14,7 +14,7 @@ export const CLI = fileURLToPath(new URL('../../dist/src/cli/main.js', import.me
 export function startJsonProcess(
   args: string[],
   env: NodeJS.ProcessEnv = {},
-): Promise<{ url: string; child: ChildProcess }> {
+): Promise<{ url: string; line: Record<string, string>; child: ChildProcess }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, {
       env: { ...process.env, ...env },
@@ -23,8 +23,10 @@ export function startJsonProcess(
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
-      if (out.includes('\n'))
-        resolve({ url: (JSON.parse(out.split('\n')[0]!) as { url: string }).url, child });
+      if (out.includes('\n')) {
+        const line = JSON.parse(out.split('\n')[0]!) as Record<string, string>;
+        resolve({ url: line.url ?? '', line, child });
+      }
     });
     child.once('exit', (code, signal) =>
       reject(new Error(`${args.join(' ')} exited (${code ?? signal}) before listening`)),

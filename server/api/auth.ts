@@ -7,8 +7,19 @@
 import type { FastifyRequest } from 'fastify';
 import { ERROR_CODES } from '../../src/api/schemas.js';
 import { apiError, notFound, type ApiError } from '../errors.js';
-import type { AppDeps } from './deps.js';
+import type { Grants } from '../runtime/grants.js';
 import type { App, Caller } from './types.js';
+
+/**
+ * What the credential check needs: keys resolved to accounts (synchronously by the embedded
+ * store's cache, or asynchronously by API nodes over the shared store) and view grants.
+ */
+export interface AuthDeps {
+  accounts: { authenticate(rawKey: string): string | null | Promise<string | null> };
+  grants: Pick<Grants, 'viewGrantSession'>;
+}
+
+type Checked = Caller | Promise<Caller>;
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 const PUBLIC: Caller = Object.freeze({ kind: 'public' });
@@ -36,9 +47,17 @@ function field(source: unknown, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-export function installAuth(app: App, { accounts, grants }: AppDeps): void {
+export function installAuth(app: App, { accounts, grants }: AuthDeps): void {
+  const keyCaller = (uid: string | null): Caller => {
+    if (!uid)
+      throw unauthenticated(
+        'The API key is not valid (unknown or revoked); send a valid key as "Authorization: Bearer pck_...".',
+      );
+    return { kind: 'owner', uid };
+  };
+
   /** Owner-only endpoints: an account key, nothing else. */
-  function owner(req: FastifyRequest): Caller {
+  function owner(req: FastifyRequest): Checked {
     const token = bearer(req);
     if (token === null) throw unauthenticated();
     if (token.startsWith('pvg_')) {
@@ -49,11 +68,7 @@ export function installAuth(app: App, { accounts, grants }: AppDeps): void {
       );
     }
     const uid = token.startsWith('pck_') ? accounts.authenticate(token) : null;
-    if (!uid)
-      throw unauthenticated(
-        'The API key is not valid (unknown or revoked); send a valid key as "Authorization: Bearer pck_...".',
-      );
-    return { kind: 'owner', uid };
+    return uid instanceof Promise ? uid.then(keyCaller) : keyCaller(uid);
   }
 
   /**
@@ -61,7 +76,7 @@ export function installAuth(app: App, { accounts, grants }: AppDeps): void {
    * is a bad credential (401); a real grant of another session answers 404, exactly as a
    * session the caller cannot see.
    */
-  function reader(req: FastifyRequest): Caller {
+  function reader(req: FastifyRequest): Checked {
     const sid = field(req.params, 'sid') ?? '';
     const query = field(req.query, 'token');
     if (query !== undefined && query !== '') {
@@ -93,11 +108,22 @@ export function installAuth(app: App, { accounts, grants }: AppDeps): void {
   // A callback hook, not an async one: it runs on every request and needs no promise.
   app.addHook('onRequest', (req, _reply, done) => {
     const auth = req.routeOptions.config.auth;
+    const fail = (err: unknown) => done(err instanceof Error ? err : new Error(String(err)));
+    let caller: Checked;
     try {
-      req.caller = auth === 'owner' ? owner(req) : auth === 'read' ? reader(req) : PUBLIC;
+      caller = auth === 'owner' ? owner(req) : auth === 'read' ? reader(req) : PUBLIC;
     } catch (err) {
-      return done(err instanceof Error ? err : new Error(String(err)));
+      return fail(err);
     }
+    // Only a store that answers asynchronously (API nodes) makes a promise here.
+    if (caller instanceof Promise) {
+      caller.then((c) => {
+        req.caller = c;
+        done();
+      }, fail);
+      return;
+    }
+    req.caller = caller;
     done();
   });
 }

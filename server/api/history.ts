@@ -10,16 +10,16 @@ import { REFUSALS } from './common.js';
 import type { RoutePlugin } from './types.js';
 
 /** GET /history answers the newest this many; older ones are paged. */
-const HISTORY_LIMIT = 100;
-const PAGE_DEFAULT = 50;
+export const HISTORY_LIMIT = 100;
+export const PAGE_DEFAULT = 50;
 
-type Cursor = { created: number; id: string };
+export type Cursor = { created: number; id: string };
 
-function encodeCursor({ created, id }: Cursor): string {
+export function encodeCursor({ created, id }: Cursor): string {
   return Buffer.from(JSON.stringify([created, id])).toString('base64url');
 }
 
-function decodeCursor(cursor: string): Cursor | undefined {
+export function decodeCursor(cursor: string): Cursor | undefined {
   try {
     const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
     if (Array.isArray(v) && Number.isInteger(v[0]) && typeof v[1] === 'string')

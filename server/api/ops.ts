@@ -4,19 +4,12 @@
  * advertised ones are).
  */
 import { Type } from '@sinclair/typebox';
-import {
-  AppEntry,
-  ERROR_CODES,
-  OpDone,
-  ScreenGeometry,
-  TapBody,
-  type PhoneOp,
-} from '../../src/api/schemas.js';
-import { apiError } from '../errors.js';
+import { AppEntry, OpDone, ScreenGeometry, TapBody, type PhoneOp } from '../../src/api/schemas.js';
 import type { DevicePhone } from '../devices/types.js';
 import type { LiveSession } from '../runtime/runtime.js';
 import { ownerUid } from './auth.js';
 import { partMessages } from './refusals.js';
+import { unknownOp, unknownOpSpec } from './route-specs.js';
 import { PRIVATE_HEADERS, REFUSALS, SidParams, touched } from './common.js';
 import type { RoutePlugin } from './types.js';
 
@@ -89,20 +82,7 @@ export const opRoutes: RoutePlugin = async (app, { deps }) => {
     async (req) => ready(ownerUid(req), req.params.sid).phone.apps(),
   );
 
-  app.post(
-    '/sessions/:sid/ops/:op',
-    {
-      config: { auth: 'owner' },
-      schema: {
-        params: Type.Object({ sid: Type.String(), op: Type.String({ maxLength: 50 }) }),
-        response: REFUSALS,
-      },
-    },
-    async (req) => {
-      throw apiError(
-        ERROR_CODES.notFound,
-        `Unknown operation "${req.params.op}"; advertised operations are listed in the session's ops.`,
-      );
-    },
-  );
+  app.post('/sessions/:sid/ops/:op', unknownOpSpec, async (req) => {
+    throw unknownOp(req.params.op);
+  });
 };

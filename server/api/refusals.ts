@@ -121,7 +121,15 @@ type ValidationError = FastifyError & {
   }>;
 };
 
-export function installRefusals(app: App, log: Logger): void {
+/**
+ * `translate` turns failures the app knows beyond the API's own (an API node's lost
+ * database) into the error the caller should see; anything else unexpected is a 500.
+ */
+export function installRefusals(
+  app: App,
+  log: Logger,
+  translate: (err: Error) => ApiError | undefined = () => undefined,
+): void {
   // Bodies are validated as sent: "300" is not an integer and an unknown field is refused,
   // never stripped. Query strings and path parameters arrive as text and are coerced.
   const strict = new Ajv({ coerceTypes: false, useDefaults: false, removeAdditional: false, strict: false });
@@ -197,6 +205,11 @@ export function installRefusals(app: App, log: Logger): void {
     }
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
       return send(reply, badRequest(err.message || 'Invalid request.'));
+    }
+    const translated = translate(err);
+    if (translated) {
+      log.warn('request failed', { method: req.method, url: req.url, error: err.message });
+      return send(reply, translated);
     }
     log.error('unexpected error', { method: req.method, url: req.url, error: err.stack ?? String(err) });
     return send(

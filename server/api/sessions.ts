@@ -4,21 +4,12 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import {
-  CreateReceipt,
-  CreateSessionBody,
-  ERROR_CODES,
-  ErrorBody,
-  MAX_WAIT_S,
-  REQUEST_KEY_PATTERN,
-  Release,
-  Session,
-} from '../../src/api/schemas.js';
+import { ERROR_CODES, Release, Session } from '../../src/api/schemas.js';
 import { apiError } from '../errors.js';
 import type { LiveSession, Runtime } from '../runtime/runtime.js';
 import { receiptView, sessionView } from '../runtime/views.js';
 import { ownerUid, readCaller } from './auth.js';
-import { partMessages } from './refusals.js';
+import { createSessionSpec, noReceipt, readSessionSpec, receiptSpec } from './route-specs.js';
 import { REFUSALS, SidParams, sessionFor, touched, type SessionViews } from './common.js';
 import type { RouteOptions } from './deps.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
@@ -58,40 +49,20 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions & { views: Se
 ) => {
   const { runtime, store } = deps;
 
-  app.post(
-    '/sessions',
-    {
-      config: { auth: 'owner' },
-      schema: {
-        body: Type.Optional(CreateSessionBody),
-        headers: Type.Object({
-          'idempotency-key': Type.Optional(Type.String({ pattern: REQUEST_KEY_PATTERN })),
-        }),
-        response: { 202: Session, 410: ErrorBody, 503: ErrorBody, ...REFUSALS },
-      },
-      schemaErrorFormatter: partMessages({
-        headers: `Idempotency-Key must match ${REQUEST_KEY_PATTERN}; use one stable key per logical start.`,
-      }),
-      // No body at all means the defaults; a JSON null or array is still refused.
-      preValidation: async (req) => {
-        if (req.body === undefined) req.body = {};
-      },
-    },
-    async (req, reply) => {
-      const uid = ownerUid(req);
-      const key = req.headers['idempotency-key'];
-      const { outcome, live } = runtime.admit(uid, req.body ?? {}, key ?? null);
-      if (outcome === 'recorded') {
-        throw apiError(
-          ERROR_CODES.createRequestRecorded,
-          'The request was recorded but the runtime is unavailable; look it up with GET /sessions/requests/{request_key} or retry with the same key and body.',
-          { id: live.row.id, ...(key ? { request_key: key } : {}), outcome: 'unknown' },
-          { 'retry-after': '2' },
-        );
-      }
-      return reply.code(202).send(sessionView(live, views.context(req), { owner: true }));
-    },
-  );
+  app.post('/sessions', createSessionSpec, async (req, reply) => {
+    const uid = ownerUid(req);
+    const key = req.headers['idempotency-key'];
+    const { outcome, live } = runtime.admit(uid, req.body ?? {}, key ?? null);
+    if (outcome === 'recorded') {
+      throw apiError(
+        ERROR_CODES.createRequestRecorded,
+        'The request was recorded but the runtime is unavailable; look it up with GET /sessions/requests/{request_key} or retry with the same key and body.',
+        { id: live.row.id, ...(key ? { request_key: key } : {}), outcome: 'unknown' },
+        { 'retry-after': '2' },
+      );
+    }
+    return reply.code(202).send(sessionView(live, views.context(req), { owner: true }));
+  });
 
   app.get(
     '/sessions',
@@ -102,33 +73,19 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions & { views: Se
     },
   );
 
-  app.get(
-    '/sessions/:sid',
-    {
-      config: { auth: 'read' },
-      schema: {
-        params: SidParams,
-        querystring: Type.Object({
-          token: Type.Optional(Type.String()),
-          wait: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_WAIT_S })),
-        }),
-        response: { 200: Session, ...REFUSALS },
-      },
-    },
-    async (req) => {
-      const caller = readCaller(req);
-      let live = touched(deps, sessionFor(deps, caller, req.params.sid));
-      // Only a session in transition is worth waiting on: a ready or failed session answers
-      // at once (the caller cannot tell us what it last saw, so "until it changes" would
-      // otherwise mean "for the whole wait" right after a fast boot).
-      const wait = req.query.wait ?? 0;
-      const transitional =
-        live.row.state === 'provisioning' ||
-        (live.row.state === 'closing' && live.row.cleanup_status !== 'complete');
-      if (wait > 0 && transitional) live = await waitForChange(runtime, live, wait * 1000, req);
-      return sessionView(live, views.context(req), { owner: caller.kind === 'owner' });
-    },
-  );
+  app.get('/sessions/:sid', readSessionSpec, async (req) => {
+    const caller = readCaller(req);
+    let live = touched(deps, sessionFor(deps, caller, req.params.sid));
+    // Only a session in transition is worth waiting on: a ready or failed session answers
+    // at once (the caller cannot tell us what it last saw, so "until it changes" would
+    // otherwise mean "for the whole wait" right after a fast boot).
+    const wait = req.query.wait ?? 0;
+    const transitional =
+      live.row.state === 'provisioning' ||
+      (live.row.state === 'closing' && live.row.cleanup_status !== 'complete');
+    if (wait > 0 && transitional) live = await waitForChange(runtime, live, wait * 1000, req);
+    return sessionView(live, views.context(req), { owner: caller.kind === 'owner' });
+  });
 
   app.delete(
     '/sessions/:sid',
@@ -142,28 +99,12 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions & { views: Se
     },
   );
 
-  app.get(
-    '/sessions/requests/:request_key',
-    {
-      config: { auth: 'owner' },
-      schema: {
-        params: Type.Object({ request_key: Type.String({ pattern: REQUEST_KEY_PATTERN }) }),
-        response: { 200: CreateReceipt, ...REFUSALS },
-      },
-      schemaErrorFormatter: partMessages({ params: `request_key must match ${REQUEST_KEY_PATTERN}.` }),
-    },
-    async (req) => {
-      const uid = ownerUid(req);
-      const key = req.params.request_key;
-      const receipt = store.receipt(uid, key);
-      const row = receipt ? store.session(receipt.sid) : undefined;
-      if (!receipt || !row) {
-        throw apiError(
-          ERROR_CODES.notFound,
-          'No create request with this key is recorded for this account; retry the create with the same key and body (not a new key).',
-        );
-      }
-      return receiptView(row, key);
-    },
-  );
+  app.get('/sessions/requests/:request_key', receiptSpec, async (req) => {
+    const uid = ownerUid(req);
+    const key = req.params.request_key;
+    const receipt = store.receipt(uid, key);
+    const row = receipt ? store.session(receipt.sid) : undefined;
+    if (!receipt || !row) throw noReceipt();
+    return receiptView(row, key);
+  });
 };

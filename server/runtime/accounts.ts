@@ -6,7 +6,7 @@ import type { BillingMode } from '../../src/api/schemas.js';
 import type { Clock } from '../clock.js';
 import { seconds } from '../clock.js';
 import { keyHint, randomToken, safeEqual, sha256Hex, type RandomSource } from '../secrets.js';
-import type { AccountRow, KeyRow, Store } from '../store/store.js';
+import type { AccountRow, KeyRow, ProfileRow, Store } from '../store/store.js';
 
 export interface NewAccount {
   email?: string;
@@ -34,23 +34,23 @@ export const ACCOUNT_DEFAULTS = {
 
 export const newApiKey = (random: RandomSource): string => `pck_${randomToken(random, 40)}`;
 
-/**
- * Creates an account with its first key and its (empty) profile phone. Works on any Store,
- * so `phonelease accounts create` can add accounts while a server runs on the same data.
- */
-export function createAccount(
-  store: Store,
-  clock: Clock,
-  random: RandomSource,
-  opts: NewAccount,
-): CreatedAccount {
+/** The rows of a new account: the account, its first key and its (empty) profile phone. */
+export interface NewAccountRows {
+  account: AccountRow;
+  key: Omit<KeyRow, 'revoked'>;
+  profile: ProfileRow;
+  created: CreatedAccount;
+}
+
+/** Builds a new account's rows; each store inserts them in one transaction. */
+export function newAccountRows(clock: Clock, random: RandomSource, opts: NewAccount): NewAccountRows {
   const now = seconds(clock.now());
   const uid = `acc_${randomToken(random, 16)}`;
   const profileId = `prof_${randomToken(random, 16)}`;
   const key = newApiKey(random);
   const canRent = opts.canRent ?? true;
-  store.transaction(() => {
-    store.insertAccount({
+  return {
+    account: {
       uid,
       email: opts.email ?? `${uid}@localhost`,
       name: opts.name ?? 'Local account',
@@ -64,11 +64,30 @@ export function createAccount(
         ? null
         : (opts.rentBlockedReason ?? 'Rentals are not enabled for this account.'),
       environment: 'local',
-    });
-    store.insertKey({ key_hash: sha256Hex(key), uid, label: 'first key', hint: keyHint(key), created: now });
-    store.insertProfile({ id: profileId, uid, state: 'empty', holder: null, exact: 1, saved_at: now });
+    },
+    key: { key_hash: sha256Hex(key), uid, label: 'first key', hint: keyHint(key), created: now },
+    profile: { id: profileId, uid, state: 'empty', holder: null, exact: 1, saved_at: now },
+    created: { uid, key, profile_id: profileId },
+  };
+}
+
+/**
+ * Creates an account with its first key and its (empty) profile phone. Works on any Store,
+ * so `phonelease accounts create` can add accounts while a server runs on the same data.
+ */
+export function createAccount(
+  store: Store,
+  clock: Clock,
+  random: RandomSource,
+  opts: NewAccount,
+): CreatedAccount {
+  const rows = newAccountRows(clock, random, opts);
+  store.transaction(() => {
+    store.insertAccount(rows.account);
+    store.insertKey(rows.key);
+    store.insertProfile(rows.profile);
   });
-  return { uid, key, profile_id: profileId };
+  return rows.created;
 }
 
 /**

@@ -13,7 +13,7 @@ import {
   type ErrorCode,
 } from '../../src/api/schemas.js';
 import type { ErrorDetails } from '../errors.js';
-import type { AccountRow, ProfileRow, ReceiptRow } from '../store/store.js';
+import type { AccountRow, ProfileRow, ReceiptRow, SessionRow } from '../store/store.js';
 
 export const DEFAULT_TIMEOUT_SECONDS = 300;
 
@@ -147,5 +147,50 @@ export function decideAdmission(f: AdmissionFacts): AdmissionDecision {
     kind: 'admit',
     timeoutSeconds: timeout,
     profile: body.profile_id !== undefined ? (f.profile ?? null) : null,
+  };
+}
+
+/**
+ * The stored row of a session just admitted: provisioning, billed at the account's current
+ * terms, due `timeoutSeconds` after admission. Both stores insert exactly this.
+ */
+export function admittedSession(a: {
+  id: string;
+  uid: string;
+  seq: number;
+  account: AccountRow;
+  decision: Extract<AdmissionDecision, { kind: 'admit' }>;
+  requestKey: string | null;
+  now: number;
+}): SessionRow {
+  return {
+    id: a.id,
+    uid: a.uid,
+    seq: a.seq,
+    provider: PROVIDER,
+    profile_id: a.decision.profile?.id ?? null,
+    request_key: a.requestKey,
+    state: 'provisioning',
+    done: 0,
+    device: null,
+    screen_w: null,
+    screen_h: null,
+    billing_mode: a.account.billing_mode,
+    price_cents_per_minute: a.account.price_cents_per_minute,
+    timeout_seconds: a.decision.timeoutSeconds,
+    created: a.now,
+    expires_at: a.now + a.decision.timeoutSeconds,
+    ready: null,
+    close_requested: null,
+    ended: null,
+    end_reason: null,
+    cleanup_status: null,
+    last: a.now,
+    cost_cents: 0,
+    minutes_debited: 0,
+    failure_code: null,
+    failure_message: null,
+    adb_code: null,
+    adb_enabled: 1,
   };
 }

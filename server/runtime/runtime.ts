@@ -26,7 +26,6 @@
 import { EventEmitter } from 'node:events';
 import {
   ERROR_CODES,
-  PROVIDER,
   type CreateSessionBody,
   type EndReason,
   type ErrorCode,
@@ -35,11 +34,11 @@ import type { Clock } from '../clock.js';
 import { seconds } from '../clock.js';
 import type { DeviceBackend, DeviceLogger, DevicePhone, PhoneInput } from '../devices/types.js';
 import { PhoneBootError } from '../devices/types.js';
-import { apiError, badRequest, notFound, notReady } from '../errors.js';
+import { apiError, badRequest, notFound, notReady, profileHeld } from '../errors.js';
 import { randomToken, sha256Hex, type RandomSource } from '../secrets.js';
 import type { SessionRow, Store } from '../store/store.js';
 import type { AccountService } from './accounts.js';
-import { decideAdmission } from './admission.js';
+import { admittedSession, decideAdmission } from './admission.js';
 import type { ProfileSaves } from './profile-saves.js';
 
 export interface RuntimeOptions {
@@ -483,36 +482,15 @@ export class Runtime extends EventEmitter {
     const now = seconds(nowMs);
     const account = this.o.accounts.account(uid);
     const profile = decision.profile;
-    const row: SessionRow = {
+    const row = admittedSession({
       id: `ses_${randomToken(this.o.random, 20)}`,
       uid,
       seq: ++this.seq,
-      provider: PROVIDER,
-      profile_id: profile?.id ?? null,
-      request_key: requestKey,
-      state: 'provisioning',
-      done: 0,
-      device: null,
-      screen_w: null,
-      screen_h: null,
-      billing_mode: account.billing_mode,
-      price_cents_per_minute: account.price_cents_per_minute,
-      timeout_seconds: decision.timeoutSeconds,
-      created: now,
-      expires_at: now + decision.timeoutSeconds,
-      ready: null,
-      close_requested: null,
-      ended: null,
-      end_reason: null,
-      cleanup_status: null,
-      last: now,
-      cost_cents: 0,
-      minutes_debited: 0,
-      failure_code: null,
-      failure_message: null,
-      adb_code: null,
-      adb_enabled: 1,
-    };
+      account,
+      decision,
+      requestKey,
+      now,
+    });
     // The admission (and its receipt) is written before the runtime is asked, in the group
     // commit of this turn: the 202 answer waits for that commit (app.ts), and so does any
     // replay of the same key that reads the receipt in the meantime.
@@ -1162,11 +1140,7 @@ export class Runtime extends EventEmitter {
     const profile = this.o.store.profileOf(uid);
     if (!profile) throw new Error(`account ${uid} has no profile`);
     if (profile.holder || profile.state === 'saving') {
-      throw apiError(
-        ERROR_CODES.profileRunning,
-        'The profile phone is held by a live session or is still being saved; end that session, then reset.',
-        profile.holder ? { session: profile.holder } : {},
-      );
+      throw profileHeld(profile.holder, 'end that session, then reset');
     }
     this.o.store.transaction(() => {
       this.o.saves.reset(profile.id);

@@ -1,12 +1,34 @@
 /**
  * Renders runtime state as the API's resources.
  */
-import { PHONE_OPS, type CreateReceipt, type HistoryRecord, type Session } from '../../src/api/schemas.js';
-import type { SessionRow } from '../store/store.js';
-import type { LiveSession, Runtime } from './runtime.js';
+import {
+  PHONE_OPS,
+  PROVIDER,
+  type Account,
+  type CreateReceipt,
+  type HistoryRecord,
+  type Session,
+} from '../../src/api/schemas.js';
+import type { AccountRow, ProfileRow, SessionRow } from '../store/store.js';
+import type { StartupSource } from './runtime.js';
+
+/**
+ * What a session is rendered from: the in-process runtime's LiveSession, or a session that
+ * API nodes read from the shared store (which names the ADB gateway of its device host).
+ */
+export interface ViewedSession {
+  readonly row: SessionRow;
+  /** Last API activity in ms (idle_s). */
+  readonly activityMs: number;
+  readonly location: 'queued' | 'booting' | null;
+  readonly startupSource: StartupSource | null;
+  /** Where this session's ADB is reached, when not at the context's gateway. */
+  readonly adbEndpoint?: { host: string; port: number };
+}
 
 export interface ViewContext {
-  runtime: Runtime;
+  /** eta_seconds of a provisioning session, and the startup source of a phone that does not say. */
+  runtime: { eta(live: ViewedSession): number | undefined; readonly startupSource: StartupSource };
   nowMs: number;
   watchUrl(sid: string): string;
   /** Where clients reach the ADB gateway. */
@@ -15,7 +37,7 @@ export interface ViewContext {
 
 const OPS = [...PHONE_OPS];
 
-export function sessionView(live: LiveSession, ctx: ViewContext, opts: { owner: boolean }): Session {
+export function sessionView(live: ViewedSession, ctx: ViewContext, opts: { owner: boolean }): Session {
   const r = live.row;
   const now = ctx.nowMs / 1000;
   const view: Session = {
@@ -52,9 +74,10 @@ export function sessionView(live: LiveSession, ctx: ViewContext, opts: { owner: 
   if (r.ready !== null) view.startup = { source: live.startupSource ?? ctx.runtime.startupSource };
   // ADB is owner-only: a session read with a view grant never carries it.
   if (opts.owner && r.state === 'ready' && r.adb_enabled && r.adb_code) {
+    const endpoint = live.adbEndpoint ?? ctx.adbEndpoint;
     view.adb = {
-      host: ctx.adbEndpoint.host,
-      port: ctx.adbEndpoint.port,
+      host: endpoint.host,
+      port: endpoint.port,
       code: r.adb_code,
       expires_at: r.expires_at,
     };
@@ -93,5 +116,45 @@ export function historyView(row: SessionRow, genericDevice: string): HistoryReco
     billable_minutes: row.billing_mode === 'metered' ? usage : 0,
     platform: 'android',
     kind: 'emulator',
+  };
+}
+
+/** GET /me: the account, its profile phone, and what its live sessions take of its slots. */
+export function accountView(
+  a: AccountRow,
+  profile: ProfileRow,
+  live: { active: number; billingMode: SessionRow['billing_mode'] | null },
+): Account {
+  const active = live.active;
+  const canRent = a.can_rent === 1;
+  return {
+    uid: a.uid,
+    email: a.email,
+    name: a.name,
+    created: a.created,
+    balance_cents: a.balance_cents,
+    price_cents_per_minute: a.price_cents_per_minute,
+    environment: a.environment,
+    billing_mode: a.billing_mode,
+    active_session_billing_mode: live.billingMode,
+    session_create_idempotency: 'v1',
+    default_provider: PROVIDER,
+    session_limit: a.session_limit,
+    active_session_count: active,
+    available_session_slots: Math.max(0, a.session_limit - active),
+    can_rent: canRent,
+    profile: {
+      id: profile.id,
+      state: profile.state,
+      session: profile.holder,
+      exact: profile.exact === 1,
+      // An integer as the contract types it (data dirs of older versions may hold null).
+      saved_at: profile.saved_at ?? 0,
+    },
+    default_start: { platform: 'android' as const, kind: 'emulator' as const },
+    startable: [{ platform: 'android' as const, kind: 'emulator' as const }],
+    ...(canRent
+      ? {}
+      : { rent_blocked_reason: a.rent_blocked_reason ?? 'Rentals are not enabled for this account.' }),
   };
 }

@@ -1,9 +1,30 @@
 /**
- * Versioned schema migrations. PRAGMA user_version records how many have run; each runs
- * once, in a transaction, in order. Never edit a released migration: add the next one.
+ * Versioned schema migrations for both stores, from this one list: the embedded SQLite store
+ * (PRAGMA user_version counts the migrations run) and the shared PostgreSQL store of API
+ * nodes and device hosts (its `schema_version` table does). Each runs once, in a
+ * transaction, in order. Never edit a released migration: add the next one.
+ *
+ * The SQL is written once, in the subset both engines read alike; `sqlFor` turns it into
+ * each dialect. The one difference that matters: INTEGER is 64-bit in SQLite and 32-bit in
+ * PostgreSQL, where times (expires_at may reach year 9999) and money need BIGINT. A
+ * migration that only the shared store needs (hosts, placement of sessions on hosts) names
+ * its dialect, and each store's version counts only the migrations it runs: data
+ * directories of the embedded store are untouched by the shared store's additions.
  */
-export const MIGRATIONS: readonly string[] = [
-  `
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface Migration {
+  /** What it adds, in words (errors and logs name it). */
+  readonly name: string;
+  readonly sql: string;
+  /** Only this store needs it (default: both). */
+  readonly only?: Dialect;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    name: 'accounts, keys, profiles, sessions, receipts and debits',
+    sql: `
   CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
   CREATE TABLE accounts (
@@ -90,4 +111,41 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (sid, minute)
   );
   `,
+  },
+  {
+    name: 'device hosts and where each session runs',
+    only: 'postgres',
+    sql: `
+  CREATE TABLE hosts (
+    id TEXT PRIMARY KEY,
+    url TEXT NOT NULL,
+    adb_host TEXT NOT NULL,
+    adb_port INTEGER NOT NULL,
+    phones INTEGER NOT NULL,
+    boot_slots INTEGER NOT NULL,
+    device TEXT NOT NULL,
+    started INTEGER NOT NULL,
+    heartbeat_ms INTEGER NOT NULL,
+    -- How long this host may be silent before any node declares it dead.
+    lost_after_ms INTEGER NOT NULL,
+    -- What a boot takes there, as measured (eta_seconds of provisioning sessions).
+    typical_boot_ms INTEGER NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('live', 'dead', 'stopped'))
+  );
+  CREATE INDEX hosts_live ON hosts(state) WHERE state = 'live';
+
+  ALTER TABLE sessions ADD COLUMN host_id TEXT REFERENCES hosts(id);
+  ALTER TABLE sessions ADD COLUMN startup_source TEXT;
+  CREATE INDEX sessions_queue ON sessions(seq) WHERE done = 0 AND state = 'provisioning' AND host_id IS NULL;
+  CREATE INDEX sessions_host ON sessions(host_id) WHERE done = 0;
+  CREATE SEQUENCE session_seq;
+  `,
+  },
 ];
+
+/** The migrations one store runs, in order, as that dialect's SQL. */
+export function migrationsFor(dialect: Dialect): string[] {
+  return MIGRATIONS.filter((m) => m.only === undefined || m.only === dialect).map((m) =>
+    dialect === 'postgres' ? m.sql.replace(/\bINTEGER\b/g, 'BIGINT') : m.sql,
+  );
+}

@@ -18,7 +18,9 @@ import { Database, type Statement, type Transaction } from './sqlite.js';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BillingMode, EndReason, SessionState } from '../../src/api/schemas.js';
-import { MIGRATIONS } from './migrations.js';
+import { migrationsFor } from './migrations.js';
+
+const SQLITE_MIGRATIONS = migrationsFor('sqlite');
 
 export interface AccountRow {
   uid: string;
@@ -92,7 +94,8 @@ export interface ReceiptRow {
   created: number;
 }
 
-const SESSION_COLUMNS: Array<keyof SessionRow> = [
+/** Every column of a session row, in table order (both stores write them all). */
+export const SESSION_COLUMNS: Array<keyof SessionRow> = [
   'id',
   'uid',
   'seq',
@@ -146,14 +149,14 @@ export function openDatabase(dataDir: string): Database {
 
 function migrate(db: Database): void {
   const current = db.pragma('user_version', { simple: true }) as number;
-  if (current > MIGRATIONS.length) {
+  if (current > SQLITE_MIGRATIONS.length) {
     throw new Error(
-      `The data directory was written by a newer phonelease (schema ${current}, this one knows ${MIGRATIONS.length}); upgrade phonelease or use another --data directory.`,
+      `The data directory was written by a newer phonelease (schema ${current}, this one knows ${SQLITE_MIGRATIONS.length}); upgrade phonelease or use another --data directory.`,
     );
   }
-  for (let v = current; v < MIGRATIONS.length; v++) {
+  for (let v = current; v < SQLITE_MIGRATIONS.length; v++) {
     db.transaction(() => {
-      db.exec(MIGRATIONS[v]!);
+      db.exec(SQLITE_MIGRATIONS[v]!);
       db.pragma(`user_version = ${v + 1}`);
     }).immediate();
   }

@@ -41,9 +41,14 @@ async function main(argv: string[]): Promise<number> {
       await runServerCommand(rest);
       return 0;
     }
+    case 'host': {
+      const { runHostCommand } = await import('phonelease/server');
+      await runHostCommand(rest);
+      return 0;
+    }
     case 'accounts': {
       const { runAccountsCommand } = await import('phonelease/server');
-      runAccountsCommand(rest);
+      await runAccountsCommand(rest);
       return 0;
     }
     case 'doctor': {
@@ -82,7 +87,7 @@ async function main(argv: string[]): Promise<number> {
   });
 }
 
-const COMMANDS = [...Object.keys(USAGE), 'server', 'accounts', 'doctor', 'help'];
+const COMMANDS = [...Object.keys(USAGE), 'server', 'host', 'accounts', 'doctor', 'help'];
 
 /** The installed package's version, from its own package.json (exported as phonelease/package.json). */
 function packageVersion(): string {

@@ -23,7 +23,8 @@ Client commands:
 
 Server commands:
   server [...]                      Run the phone-session API over local phones
-  accounts create [...]             Create an account on a server's data directory
+  host --store URL [...]            Run phones for API nodes that share a PostgreSQL store
+  accounts create [...]             Create an account on a server's data directory or store
   doctor                            Check this machine for running emulators (--device emulator)
 
 Every command takes --help, and --json for machine-readable output; "phonelease help

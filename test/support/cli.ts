@@ -41,20 +41,34 @@ export function runNode(
   });
 }
 
-export interface ServerProcess {
+export interface CliProcess<T> {
   child: ChildProcess;
-  url: string;
+  /** The JSON line it printed once ready. */
+  line: T;
   stdout: () => string;
   stderr: () => string;
   /** Sends a signal and waits for the process to exit. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+export interface ServerProcess extends CliProcess<{ url: string }> {
+  url: string;
+}
+
 /** Starts `phonelease server --json --port 0 ...` and waits for its URL line. */
-export function startServerProcess(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+export async function startServerProcess(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<ServerProcess> {
+  const p = await startJsonProcess<{ url: string }>(['server', '--port', '0', '--json', ...args], env);
+  return { ...p, url: p.line.url };
+}
+
+/** Starts a `phonelease` command that prints one JSON line once ready (--json) and waits for it. */
+export function startJsonProcess<T>(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliProcess<T>> {
   requireBuild();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'server', '--port', '0', '--json', ...args], {
+    const child = spawn(process.execPath, [CLI, ...args], {
       env: { ...process.env, PHONELEASE_LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -67,10 +81,10 @@ export function startServerProcess(args: string[], env: NodeJS.ProcessEnv = {}):
       const nl = out.indexOf('\n');
       if (nl >= 0) {
         try {
-          const { url } = JSON.parse(out.slice(0, nl)) as { url: string };
+          const line = JSON.parse(out.slice(0, nl)) as T;
           resolve({
             child,
-            url,
+            line,
             stdout: () => out,
             stderr: () => err,
             stop: async (signal = 'SIGTERM') => {
@@ -79,10 +93,14 @@ export function startServerProcess(args: string[], env: NodeJS.ProcessEnv = {}):
             },
           });
         } catch (e) {
-          reject(new Error(`server printed something other than its URL line: ${out}\n${err}`, { cause: e }));
+          reject(
+            new Error(`${args[0]} printed something other than its JSON line: ${out}\n${err}`, { cause: e }),
+          );
         }
       }
     });
-    child.once('exit', (code) => reject(new Error(`server exited (${code}) before listening:\n${err}`)));
+    child.once('exit', (code) =>
+      reject(new Error(`${args[0]} exited (${code}) before it was ready:\n${err}`)),
+    );
   });
 }

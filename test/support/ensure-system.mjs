@@ -1,13 +1,29 @@
-// Checks the system tools the end-to-end tests drive (stock adb, Debian Chromium) and
+// Checks the system tools the end-to-end tests drive (stock adb, Debian Chromium, the
+// PostgreSQL server the multi-node tests start their own cluster with) and
 // installs them when this runs as root on Debian; otherwise says exactly what is missing.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
+
+/** Whether some PostgreSQL version's server binaries are installed where Debian puts them. */
+const hasPostgres = () => {
+  try {
+    return readdirSync('/usr/lib/postgresql').some((v) => existsSync(`/usr/lib/postgresql/${v}/bin/initdb`));
+  } catch {
+    return false;
+  }
+};
 
 const wanted = [
   { pkg: 'adb', path: '/usr/bin/adb', why: 'stock adb client for the ADB and Appium tests' },
   { pkg: 'chromium', path: '/usr/bin/chromium', why: 'Chromium for the viewer and report tests' },
+  {
+    pkg: 'postgresql',
+    path: '/usr/lib/postgresql/VERSION/bin/initdb',
+    present: hasPostgres,
+    why: 'PostgreSQL server binaries for the API node and device host tests',
+  },
 ];
-const missing = wanted.filter((w) => !existsSync(w.path));
+const missing = wanted.filter((w) => !(w.present ? w.present() : existsSync(w.path)));
 if (missing.length > 0) {
   const names = missing.map((m) => m.pkg).join(' ');
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;

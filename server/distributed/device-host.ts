@@ -1,0 +1,732 @@
+/**
+ * A device host: runs phones for a deployment whose state is in PostgreSQL. It registers
+ * its capacity, claims admitted sessions from the queue (`FOR UPDATE SKIP LOCKED`: hosts
+ * never wait on each other, and a session goes to exactly one), boots them with the same
+ * device backends as the embedded server, marks them ready, bills their minutes, and stops
+ * them when any node records their end. It heartbeats all along; a host that falls silent
+ * for longer than it declared (lost_after_ms) is declared dead by whichever node notices,
+ * and its sessions end `lost`.
+ *
+ * Clients reach its phones directly: ADB through this host's own gateway (the session's
+ * adb object names it), and frames and operations through API nodes, which forward them
+ * here signed (node-auth.ts).
+ */
+import { EventEmitter } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { networkInterfaces, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { Type } from '@sinclair/typebox';
+import { ERROR_CODES, TapBody, type PhoneOp } from '../../src/api/schemas.js';
+import { AdbGateway, type AdbSession, type AdbSessions } from '../adb-gateway.js';
+import { baseApp } from '../app.js';
+import { systemClock, type Clock } from '../clock.js';
+import { PhoneBootError, type DeviceBackend, type DevicePhone } from '../devices/types.js';
+import { apiError, badRequest, notFound, notReady } from '../errors.js';
+import type { Logger } from '../log.js';
+import { ProfileSaves } from '../runtime/profile-saves.js';
+import { FRAME_INTERVAL_MS } from '../runtime/runtime.js';
+import { cryptoRandom, randomToken, sha256Hex, type RandomSource } from '../secrets.js';
+import { isTransient, migratePg, openPool, sharedSecret, tx, type Db } from '../store/pg.js';
+import { NODE_HEADER, NodeSigner } from './node-auth.js';
+import {
+  HOST_CHANNEL,
+  QUEUE_CHANNEL,
+  billUpTo,
+  completeCleanup,
+  endSession,
+  one,
+  reap,
+  type SessionRecord,
+} from './shared-sessions.js';
+
+export interface DeviceHostOptions {
+  /** PostgreSQL URL of the deployment. */
+  store: string;
+  /** Interface the host's HTTP server and ADB gateway listen on (default 127.0.0.1). */
+  host?: string;
+  port?: number;
+  /** Phones this host runs at once (its share of the deployment's capacity). */
+  phones: number;
+  bootSlots: number;
+  backend: DeviceBackend;
+  /** Profile saves of the sessions this host ran (default: a temp dir removed on close). */
+  dataDir?: string;
+  /** Declared to the deployment: silent for longer than this, the host is dead (default 15 s). */
+  lostAfterMs?: number;
+  /** How often it heartbeats, claims and syncs (default 500 ms). */
+  tickMs?: number;
+  log: Logger;
+  clock?: Clock;
+  random?: RandomSource;
+}
+
+export interface RunningDeviceHost {
+  readonly id: string;
+  readonly url: string;
+  /** Ends its sessions (`lost`: their phones go with the host) and leaves the deployment. */
+  close(): Promise<void>;
+}
+
+export const HOST_DEFAULTS = { lostAfterMs: 15_000, tickMs: 500 } as const;
+
+/** A session whose phone this host runs. */
+interface Hosted extends AdbSession {
+  readonly row: { readonly id: string; adb_code: string | null };
+  readonly uid: string;
+  readonly profileId: string | null;
+  readonly expiresAt: number;
+  phase: 'booting' | 'ready' | 'stopping';
+  phone: DevicePhone | null;
+  readonly abort: AbortController;
+  adbEnabled: boolean;
+  /** Next second a started minute is due to be debited (metered and ready only). */
+  billAt: number | null;
+  frame: { png: Buffer; atMs: number } | null;
+  capturing: Promise<Buffer> | null;
+  stopped: Promise<void> | null;
+}
+
+/** An address other machines reach this one by, for a host listening on a wildcard. */
+function reachableAddress(): string {
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  }
+  return '127.0.0.1';
+}
+
+class DeviceHost extends EventEmitter implements AdbSessions {
+  readonly sessions = new Map<string, Hosted>();
+  private readonly byCode = new Map<string, string>();
+  private readonly clock: Clock;
+  private readonly random: RandomSource;
+  private readonly saves: ProfileSaves;
+  private booting = 0;
+  /** A moving average of what boots take here, published for eta_seconds. */
+  private typicalBootMs: number;
+  private closed = false;
+  private lastReapMs = 0;
+  private wake: (() => void) | null = null;
+  private loop: Promise<void> | null = null;
+  id = '';
+
+  constructor(
+    private readonly o: DeviceHostOptions,
+    private readonly db: Db,
+    dataDir: string,
+  ) {
+    super();
+    this.clock = o.clock ?? systemClock;
+    this.random = o.random ?? cryptoRandom;
+    this.saves = new ProfileSaves(join(dataDir, 'profiles'));
+    this.typicalBootMs = o.backend.typicalBootMs;
+  }
+
+  private nowSec(): number {
+    return Math.floor(this.clock.now() / 1000);
+  }
+
+  // ---------------------------------------------------------------------------------
+  // What the ADB gateway asks
+
+  sessionForAdbCode(code: string): Hosted | null {
+    const sid = this.byCode.get(sha256Hex(code));
+    const h = sid ? this.sessions.get(sid) : undefined;
+    if (!h || h.phase !== 'ready' || !h.adbEnabled || h.expiresAt <= this.nowSec()) return null;
+    return h;
+  }
+
+  all(): Iterable<Hosted> {
+    return this.sessions.values();
+  }
+
+  // ---------------------------------------------------------------------------------
+  // Membership
+
+  async register(advertised: { url: string; adbHost: string; adbPort: number }): Promise<void> {
+    this.id = `hst_${randomToken(this.random, 12)}`;
+    const now = this.clock.now();
+    await tx(this.db, (c) =>
+      c.query(
+        `INSERT INTO hosts (id, url, adb_host, adb_port, phones, boot_slots, device, started, heartbeat_ms, lost_after_ms, typical_boot_ms, state)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'live')`,
+        [
+          this.id,
+          advertised.url,
+          advertised.adbHost,
+          advertised.adbPort,
+          this.o.phones,
+          this.o.bootSlots,
+          this.o.backend.name,
+          Math.floor(now / 1000),
+          now,
+          this.o.lostAfterMs ?? HOST_DEFAULTS.lostAfterMs,
+          this.typicalBootMs,
+        ],
+      ),
+    );
+  }
+
+  start(): void {
+    this.loop = this.run();
+  }
+
+  /** Heartbeat, sync, bill, claim, reap; again every tick or as soon as a notification wakes it. */
+  private async run(): Promise<void> {
+    const tickMs = this.o.tickMs ?? HOST_DEFAULTS.tickMs;
+    let failures = 0;
+    while (!this.closed) {
+      try {
+        await this.tick();
+        if (failures > 0) this.o.log.info('shared store reachable again', { host: this.id });
+        failures = 0;
+      } catch (err) {
+        failures++;
+        // A database restart: phones keep running, ADB keeps relaying; the host retries
+        // with backoff and picks up where the committed state says.
+        (isTransient(err) || failures > 1 ? this.o.log.warn : this.o.log.error).call(
+          this.o.log,
+          'host tick failed',
+          {
+            host: this.id,
+            error: err instanceof Error ? err.message : String(err),
+          },
+        );
+      }
+      const wait = failures > 0 ? Math.min(5_000, tickMs * 2 ** failures) : tickMs;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, wait);
+        this.wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+      this.wake = null;
+    }
+  }
+
+  /** Wakes the loop now (a notification arrived). */
+  poke(): void {
+    this.wake?.();
+  }
+
+  private async tick(): Promise<void> {
+    const nowMs = this.clock.now();
+    const beat = await this.db.query(
+      "UPDATE hosts SET heartbeat_ms = $2, typical_boot_ms = $3 WHERE id = $1 AND state = 'live'",
+      [this.id, nowMs, this.typicalBootMs],
+    );
+    if (beat.rowCount === 0) {
+      // Declared dead while we could not heartbeat: our sessions were ended `lost` and
+      // their slots freed. Our phones are nobody's now; stop them and rejoin afresh.
+      this.o.log.error(
+        'this host was declared dead by the deployment; stopping its phones and registering again',
+        {
+          host: this.id,
+        },
+      );
+      await Promise.all([...this.sessions.values()].map((h) => this.stopLocal(h, { record: false })));
+      const { url, adb_host, adb_port } = (await one<{ url: string; adb_host: string; adb_port: number }>(
+        this.db,
+        'SELECT url, adb_host, adb_port FROM hosts WHERE id = $1',
+        [this.id],
+      ))!;
+      await this.register({ url, adbHost: adb_host, adbPort: adb_port });
+      return;
+    }
+    await this.sync();
+    await this.bill();
+    await this.claim();
+    if (nowMs - this.lastReapMs >= 1000) {
+      this.lastReapMs = nowMs;
+      await reap(this.db, nowMs, this.o.log);
+    }
+  }
+
+  /** Stops phones whose sessions ended elsewhere (DELETE on an API node, deadline) and applies ADB revocations. */
+  private async sync(): Promise<void> {
+    // Sessions ended while this host holds no phone for them (a boot that failed, or ended
+    // before it finished): nothing to stop, only the cleanup to confirm.
+    const orphans = (
+      await this.db.query<{ id: string }>(
+        "SELECT id FROM sessions WHERE host_id = $1 AND done = 0 AND state = 'closing' AND NOT (id = ANY($2))",
+        [this.id, [...this.sessions.keys()]],
+      )
+    ).rows;
+    for (const { id } of orphans) await this.confirmCleanup(id, { saved: null, lostProfile: false });
+    if (this.sessions.size === 0) return;
+    const rows = (
+      await this.db.query<{
+        id: string;
+        state: string;
+        done: number;
+        adb_enabled: number;
+        host_id: string | null;
+      }>('SELECT id, state, done, adb_enabled, host_id FROM sessions WHERE id = ANY($1)', [
+        [...this.sessions.keys()],
+      ])
+    ).rows;
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    for (const h of this.sessions.values()) {
+      const r = byId.get(h.row.id);
+      if (!r || r.done === 1 || r.host_id !== this.id || r.state === 'closing') {
+        if (h.stopped === null) this.stopInBackground(h, { record: r?.done === 0 && r.host_id === this.id });
+      } else if (!r.adb_enabled && h.adbEnabled) {
+        h.adbEnabled = false;
+        this.emit('adb-revoked', h);
+      }
+    }
+  }
+
+  /** Debits the started minutes of metered sessions as they fall due; credit running out ends the session. */
+  private async bill(): Promise<void> {
+    const now = this.nowSec();
+    for (const h of this.sessions.values()) {
+      if (h.phase !== 'ready' || h.billAt === null || h.billAt > now) continue;
+      const next = await tx(this.db, async (c) => {
+        const row = await one<SessionRecord>(c, 'SELECT * FROM sessions WHERE id = $1 FOR UPDATE', [
+          h.row.id,
+        ]);
+        if (!row || row.state !== 'ready' || row.ready === null) return null;
+        const exhaustedAt = await billUpTo(c, row, now);
+        if (exhaustedAt !== null) {
+          await endSession(c, row.id, 'credit_exhausted', exhaustedAt);
+          return null;
+        }
+        const nextStart = row.ready + row.minutes_debited * 60 + 1;
+        return nextStart > row.expires_at ? null : nextStart;
+      });
+      h.billAt = next;
+    }
+  }
+
+  /** Takes queued sessions while it has a free boot slot and a free phone. */
+  private async claim(): Promise<void> {
+    const free = Math.min(this.o.bootSlots - this.booting, this.o.phones - this.sessions.size);
+    if (free <= 0 || this.closed) return;
+    const claimed = await tx(this.db, async (c) => {
+      const rows = (
+        await c.query<SessionRecord>(
+          "SELECT * FROM sessions WHERE done = 0 AND state = 'provisioning' AND host_id IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED",
+          [free],
+        )
+      ).rows;
+      if (rows.length > 0)
+        await c.query('UPDATE sessions SET host_id = $1 WHERE id = ANY($2)', [
+          this.id,
+          rows.map((r) => r.id),
+        ]);
+      return rows;
+    });
+    for (const row of claimed) this.boot(row);
+  }
+
+  // ---------------------------------------------------------------------------------
+  // A session's phone
+
+  private boot(row: SessionRecord): void {
+    const h: Hosted = {
+      row: { id: row.id, adb_code: null },
+      uid: row.uid,
+      profileId: row.profile_id,
+      expiresAt: row.expires_at,
+      phase: 'booting',
+      phone: null,
+      abort: new AbortController(),
+      adbEnabled: true,
+      billAt: null,
+      frame: null,
+      capturing: null,
+      stopped: null,
+    };
+    this.sessions.set(row.id, h);
+    this.booting++;
+    void this.bootPhone(h)
+      .catch((err: unknown) =>
+        this.o.log.error('boot bookkeeping failed', { session: row.id, error: String(err) }),
+      )
+      .finally(() => {
+        this.booting--;
+        this.poke();
+      });
+  }
+
+  private async bootPhone(h: Hosted): Promise<void> {
+    const sid = h.row.id;
+    let restoreFrom: string | null = null;
+    if (h.profileId !== null) {
+      // A profile restores only its save on this host, and only while the profile is stored
+      // (a reset forgets it); otherwise it starts fresh ('').
+      const profile = await one<{ state: string }>(this.db, 'SELECT state FROM profiles WHERE id = $1', [
+        h.profileId,
+      ]);
+      restoreFrom = profile?.state === 'stored' ? (this.saves.current(h.profileId) ?? '') : '';
+    }
+    let phone: DevicePhone;
+    const bootStartedMs = this.clock.now();
+    try {
+      phone = await this.o.backend.boot({
+        sessionId: sid,
+        restoreFrom,
+        signal: h.abort.signal,
+        log: this.o.log,
+      });
+    } catch (err) {
+      if (h.phase !== 'booting') return;
+      const isPublic = err instanceof PhoneBootError;
+      this.o.log.error('phone failed to start', { session: sid, error: String(err) });
+      this.sessions.delete(sid);
+      await tx(this.db, (c) =>
+        c.query(
+          "UPDATE sessions SET state = 'error', failure_code = $3, failure_message = $4 WHERE id = $1 AND host_id = $2 AND done = 0 AND state = 'provisioning'",
+          [
+            sid,
+            this.id,
+            isPublic ? err.code : 'boot_failed',
+            isPublic ? err.message : 'The phone failed to start. End this session and start a new one.',
+          ],
+        ),
+      );
+      return;
+    }
+    this.typicalBootMs = Math.round(this.typicalBootMs * 0.7 + (this.clock.now() - bootStartedMs) * 0.3);
+    const adbCode = `pau_${randomToken(this.random, 32)}`;
+    const now = this.nowSec();
+    const row =
+      h.phase === 'booting'
+        ? await tx(this.db, async (c) => {
+            const r = await one<SessionRecord>(c, 'SELECT * FROM sessions WHERE id = $1 FOR UPDATE', [sid]);
+            if (!r || r.done === 1 || r.state !== 'provisioning' || r.host_id !== this.id) return null;
+            await c.query(
+              "UPDATE sessions SET state = 'ready', ready = $2, device = $3, screen_w = $4, screen_h = $5, adb_code = $6, startup_source = $7 WHERE id = $1",
+              [
+                sid,
+                now,
+                phone.label,
+                phone.screen.w,
+                phone.screen.h,
+                adbCode,
+                phone.startupSource ?? this.o.backend.startupSource,
+              ],
+            );
+            return { ...r, ready: now };
+          })
+        : null;
+    if (!row) {
+      // Ended while it booted (or the row moved on): the phone is nobody's.
+      await phone.shutdown({ saveTo: null }).catch(() => undefined);
+      this.sessions.delete(sid);
+      return;
+    }
+    h.phone = phone;
+    h.row.adb_code = adbCode;
+    h.adbEnabled = row.adb_enabled === 1;
+    h.phase = 'ready';
+    h.billAt = row.billing_mode === 'metered' ? now + 1 : null;
+    this.byCode.set(sha256Hex(adbCode), sid);
+    phone.onLost((reason) => {
+      this.o.log.warn('phone lost', { session: sid, reason });
+      void tx(this.db, (c) => endSession(c, sid, 'lost', this.nowSec()))
+        .then(() => this.stopLocal(h, { record: true, lostProfile: true }))
+        .catch((err: unknown) =>
+          this.o.log.error('could not record a lost phone', { session: sid, error: String(err) }),
+        );
+    });
+    this.o.log.info('phone ready', { session: sid, host: this.id });
+  }
+
+  /** stopLocal from the loop: a failure is logged, and the next sync tries again. */
+  private stopInBackground(h: Hosted, opts: { record: boolean }): void {
+    this.stopLocal(h, opts).catch((err: unknown) => {
+      this.o.log.warn('could not confirm a cleanup yet; retrying', { session: h.row.id, error: String(err) });
+      h.stopped = null;
+    });
+  }
+
+  /**
+   * Stops a session's phone (saving a profile phone) and, with `record`, confirms its
+   * cleanup in the store. Idempotent: later calls join the first (a failed one is retried
+   * by the next sync, which finds the phone already stopped).
+   */
+  private stopLocal(h: Hosted, opts: { record: boolean; lostProfile?: boolean }): Promise<void> {
+    h.stopped ??= (async () => {
+      const sid = h.row.id;
+      const wasBooting = h.phase === 'booting';
+      if (h.phase !== 'stopping') {
+        h.phase = 'stopping';
+        this.emit('closing', h);
+      }
+      if (h.row.adb_code) this.byCode.delete(sha256Hex(h.row.adb_code));
+      if (wasBooting) h.abort.abort(new Error('session ended'));
+      let staged: string | null = null;
+      // Stopped once: a retried confirmation finds it gone.
+      const phone = h.phone;
+      h.phone = null;
+      try {
+        if (phone) {
+          if (h.profileId !== null && opts.record && !opts.lostProfile)
+            staged = this.saves.stage(h.profileId, sid);
+          await phone.shutdown({ saveTo: staged });
+        }
+      } catch (err) {
+        this.o.log.error('phone did not stop cleanly', { session: sid, error: String(err) });
+        if (staged) this.saves.discard(staged);
+        staged = null;
+        await phone?.shutdown({ saveTo: null }).catch(() => undefined);
+      }
+      if (opts.record) {
+        await this.confirmCleanup(sid, {
+          saved: staged !== null && h.profileId !== null ? { profileId: h.profileId, staged } : null,
+          lostProfile: opts.lostProfile ?? false,
+        });
+      } else if (staged) this.saves.discard(staged);
+      if (this.sessions.get(sid) === h) this.sessions.delete(sid);
+      this.poke();
+    })();
+    return h.stopped;
+  }
+
+  /**
+   * Confirms a session's cleanup (its end recorded first if nobody had): it moves to history
+   * and lets go of its profile, whose staged save commits with it. Only while this host
+   * still holds it.
+   */
+  private async confirmCleanup(
+    sid: string,
+    opts: { saved: { profileId: string; staged: string } | null; lostProfile: boolean },
+  ): Promise<void> {
+    const { saved } = opts;
+    await tx(this.db, async (c) => {
+      const row = await one<SessionRecord>(c, 'SELECT * FROM sessions WHERE id = $1 FOR UPDATE', [sid]);
+      if (!row || row.done === 1 || row.host_id !== this.id) return;
+      if (row.state !== 'closing') await endSession(c, sid, 'lost', this.nowSec());
+      const current = (await one<SessionRecord>(c, 'SELECT * FROM sessions WHERE id = $1', [sid]))!;
+      if (current.done === 1) return;
+      if (saved) this.saves.commit(saved.profileId, saved.staged);
+      await completeCleanup(c, current, {
+        saved: saved !== null,
+        lostProfile: opts.lostProfile,
+        nowSec: this.nowSec(),
+      });
+    }).catch((err: unknown) => {
+      if (saved) this.saves.discard(saved.staged);
+      throw err;
+    });
+  }
+
+  // ---------------------------------------------------------------------------------
+  // Frames and operations for API nodes
+
+  ready(sid: string): { h: Hosted; phone: DevicePhone } {
+    const h = this.sessions.get(sid);
+    if (!h) throw notFound();
+    if (h.phase !== 'ready' || !h.phone)
+      throw notReady(h.phase === 'stopping' ? 'closing' : 'provisioning', sid);
+    return { h, phone: h.phone };
+  }
+
+  /** At most one capture per FRAME_INTERVAL_MS per phone, as the embedded runtime. */
+  frame(sid: string): Promise<Buffer> {
+    const { h, phone } = this.ready(sid);
+    const now = this.clock.now();
+    if (h.frame && now - h.frame.atMs < FRAME_INTERVAL_MS) return Promise.resolve(h.frame.png);
+    h.capturing ??= phone
+      .capture()
+      .then((png) => {
+        h.frame = { png, atMs: this.clock.now() };
+        return png;
+      })
+      .catch((err: unknown) => {
+        this.o.log.warn('capture failed', { session: sid, error: String(err) });
+        if (h.frame) return h.frame.png;
+        throw apiError(ERROR_CODES.noFrame, 'No frame is available yet; retry in a few seconds.');
+      })
+      .finally(() => (h.capturing = null));
+    return h.capturing;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.poke();
+    await this.loop;
+    const now = this.nowSec();
+    await Promise.all(
+      [...this.sessions.values()].map(async (h) => {
+        await tx(this.db, (c) => endSession(c, h.row.id, 'lost', now)).catch(() => undefined);
+        await this.stopLocal(h, { record: true, lostProfile: true }).catch(() => undefined);
+      }),
+    );
+    await this.db.query("UPDATE hosts SET state = 'stopped' WHERE id = $1", [this.id]).catch(() => undefined);
+  }
+}
+
+/** Listens for notifications on its own connection (re-established after a database restart). */
+async function listen(
+  url: string,
+  host: DeviceHost,
+  log: Logger,
+  stopped: () => boolean,
+): Promise<() => Promise<void>> {
+  let client: pg.Client | null = null;
+  const connect = async (): Promise<void> => {
+    if (stopped()) return;
+    const c = new pg.Client({ connectionString: url });
+    c.on('error', () => undefined);
+    c.on('end', () => {
+      if (client === c) client = null;
+      if (!stopped()) setTimeout(() => void connect().catch(() => undefined), 1000).unref();
+    });
+    c.on('notification', (msg) => {
+      if (msg.channel === QUEUE_CHANNEL || msg.payload === host.id) host.poke();
+    });
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${QUEUE_CHANNEL}`);
+      await c.query(`LISTEN ${HOST_CHANNEL}`);
+      client = c;
+    } catch (err) {
+      log.debug('notification connection failed; polling meanwhile', { error: String(err) });
+      await c.end().catch(() => undefined);
+    }
+  };
+  await connect();
+  return async () => {
+    const c = client;
+    client = null;
+    await c?.end().catch(() => undefined);
+  };
+}
+
+export async function startDeviceHost(options: DeviceHostOptions): Promise<RunningDeviceHost> {
+  const { log } = options;
+  const listenHost = options.host ?? '127.0.0.1';
+  const ephemeral = options.dataDir === undefined;
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'phonelease-host-'));
+  const db = openPool(options.store, log, 10);
+  const cleanupStart = async () => {
+    await options.backend.close().catch(() => undefined);
+    await db.end().catch(() => undefined);
+    if (ephemeral) rmSync(dataDir, { recursive: true, force: true });
+  };
+  let secret: Buffer;
+  try {
+    await migratePg(db);
+    secret = await sharedSecret(db, options.random ?? cryptoRandom);
+  } catch (err) {
+    await cleanupStart();
+    throw err;
+  }
+  const signer = new NodeSigner(secret);
+  const host = new DeviceHost(options, db, dataDir);
+  const gateway = new AdbGateway(host, log, options.clock);
+
+  // The host's HTTP side: frames and operations for API nodes, each request signed.
+  const { app } = baseApp(
+    { accounts: { authenticate: () => null }, grants: { viewGrantSession: () => null } },
+    log,
+  );
+  app.addHook('onRequest', (req, _reply, done) => {
+    if (req.routeOptions.url === '/healthz') return done();
+    const path = req.url.split('?')[0] ?? '';
+    if (!signer.verify(req.headers[NODE_HEADER] as string | undefined, req.method, path)) {
+      return done(
+        apiError(
+          ERROR_CODES.unauthenticated,
+          'Only the API nodes of this deployment may call a device host.',
+        ),
+      );
+    }
+    done();
+  });
+  const SidParams = Type.Object({ sid: Type.String() });
+  app.get('/healthz', { config: { auth: 'public' } }, async () => ({
+    host: host.id,
+    phones: host.sessions.size,
+  }));
+  app.get(
+    '/internal/sessions/:sid/frame.png',
+    { config: { auth: 'public' }, schema: { params: SidParams } },
+    async (req, reply) => reply.header('content-type', 'image/png').send(await host.frame(req.params.sid)),
+  );
+  app.post(
+    '/internal/sessions/:sid/ops/input.tap',
+    { config: { auth: 'public' }, schema: { params: SidParams, body: TapBody } },
+    async (req) => {
+      const { phone } = host.ready(req.params.sid);
+      const { x, y } = req.body;
+      if (x >= phone.screen.w || y >= phone.screen.h)
+        throw badRequest(`(${x}, ${y}) is outside the ${phone.screen.w}x${phone.screen.h} screen.`);
+      await phone.input({ type: 'tap', x, y });
+      return { ok: true };
+    },
+  );
+  app.post(
+    '/internal/sessions/:sid/ops/:op',
+    {
+      config: { auth: 'public' },
+      schema: { params: Type.Object({ sid: Type.String(), op: Type.String() }) },
+    },
+    async (req, reply) => {
+      const { phone } = host.ready(req.params.sid);
+      switch (req.params.op as PhoneOp) {
+        case 'screen.capture':
+          return reply.header('content-type', 'image/png').send(await host.frame(req.params.sid));
+        case 'screen.bounds':
+          return { w: phone.screen.w, h: phone.screen.h };
+        case 'nav.home':
+          await phone.input({ type: 'key', key: 'home' });
+          return { ok: true };
+        case 'apps.list':
+          return phone.apps();
+        default:
+          throw notFound(`Unknown operation "${req.params.op}".`);
+      }
+    },
+  );
+
+  let stopListening: () => Promise<void> = async () => undefined;
+  let url = '';
+  let closed = false;
+  try {
+    const adbPort = await gateway.listen(listenHost, 0);
+    await app.listen({ host: listenHost, port: options.port ?? 0 });
+    const { port } = app.server.address() as AddressInfo;
+    const wildcard = listenHost === '0.0.0.0' || listenHost === '::';
+    const advertised = wildcard ? reachableAddress() : listenHost;
+    url = `http://${advertised.includes(':') ? `[${advertised}]` : advertised}:${port}`;
+    await host.register({ url, adbHost: advertised, adbPort });
+    stopListening = await listen(options.store, host, log, () => closed);
+    host.start();
+    log.info('device host registered', {
+      host: host.id,
+      url,
+      adb_gateway_port: adbPort,
+      phones: options.phones,
+    });
+  } catch (err) {
+    closed = true;
+    await app.close().catch(() => undefined);
+    await gateway.close().catch(() => undefined);
+    await cleanupStart();
+    throw err;
+  }
+
+  let closing: Promise<void> | null = null;
+  return {
+    id: host.id,
+    url,
+    close() {
+      closing ??= (async () => {
+        closed = true;
+        await host.close();
+        await stopListening();
+        await app.close();
+        await gateway.close();
+        await cleanupStart();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,351 @@
+/**
+ * The session lifecycle over the shared store, as every node of a deployment runs it: API
+ * nodes admit and end sessions, device hosts claim, boot, bill and clean them up, and any
+ * node ends what expired or what a dead host held. Each step is one transaction that locks
+ * the rows it decides on, so whichever node gets there first does it, exactly once, and the
+ * others find it done:
+ * - admission locks the account row (idempotency receipts, session_limit and the profile
+ *   hold are per account) and, only when it is about to admit, the deployment's capacity
+ *   (an advisory lock), then counts live sessions against the phones of live hosts;
+ * - a session's end locks its row; debits are keyed (session, minute), so a minute is never
+ *   debited twice whoever records it;
+ * - a dead host is claimed by flipping its row from live to dead.
+ * The decisions themselves are the embedded runtime's: decideAdmission, the same billing
+ * rule, the same end reasons.
+ */
+import type { CreateSessionBody, EndReason } from '../../src/api/schemas.js';
+import { apiError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { admittedSession, decideAdmission } from '../runtime/admission.js';
+import { canonicalJson, type StartupSource } from '../runtime/runtime.js';
+import { randomToken, sha256Hex, type RandomSource } from '../secrets.js';
+import { tx, type Db, type Tx } from '../store/pg.js';
+import {
+  SESSION_COLUMNS,
+  type AccountRow,
+  type ProfileRow,
+  type ReceiptRow,
+  type SessionRow,
+} from '../store/store.js';
+
+/** A session row of the shared store: where it runs, and where its phone came from. */
+export interface SessionRecord extends SessionRow {
+  host_id: string | null;
+  startup_source: StartupSource | null;
+}
+
+export interface HostRow {
+  id: string;
+  url: string;
+  adb_host: string;
+  adb_port: number;
+  phones: number;
+  boot_slots: number;
+  device: string;
+  started: number;
+  heartbeat_ms: number;
+  lost_after_ms: number;
+  typical_boot_ms: number;
+  state: 'live' | 'dead' | 'stopped';
+}
+
+/** Hosts LISTEN here for admitted sessions to claim (payload: none). */
+export const QUEUE_CHANNEL = 'phonelease_queue';
+/** A host LISTENs here for changes to its sessions (payload: the host id). */
+export const HOST_CHANNEL = 'phonelease_host';
+/** The deployment's capacity is decided under this advisory lock, one admission at a time. */
+const CAPACITY_LOCK = 7_204_119;
+
+const seconds = (ms: number) => Math.floor(ms / 1000);
+
+/** The session insert; its seq comes from the deployment's sequence, the rest from the row. */
+const INSERTED_COLUMNS = SESSION_COLUMNS.filter((c) => c !== 'seq');
+const INSERT_SESSION = `INSERT INTO sessions (${SESSION_COLUMNS.join(', ')}) VALUES (${SESSION_COLUMNS.map(
+  (c) => (c === 'seq' ? "nextval('session_seq')" : `$${INSERTED_COLUMNS.indexOf(c) + 1}`),
+).join(', ')})`;
+
+export interface AdmitInput {
+  uid: string;
+  body: CreateSessionBody;
+  requestKey: string | null;
+  nowMs: number;
+  random: RandomSource;
+}
+
+/**
+ * POST /sessions over the shared store: replays, refusals (raised as their error code) and
+ * admissions, decided by decideAdmission on facts read under the account's row lock.
+ */
+export async function admit(
+  db: Db,
+  input: AdmitInput,
+): Promise<{ outcome: 'admitted' | 'replayed'; row: SessionRecord }> {
+  const { uid, body, requestKey, nowMs } = input;
+  const now = seconds(nowMs);
+  const bodyHash = sha256Hex(canonicalJson(body));
+  return tx(db, async (c) => {
+    const account = await one<AccountRow>(c, 'SELECT * FROM accounts WHERE uid = $1 FOR UPDATE', [uid]);
+    if (!account) throw new Error(`account ${uid} vanished from the store`);
+    const receipt = requestKey
+      ? await one<ReceiptRow>(c, 'SELECT * FROM receipts WHERE uid = $1 AND request_key = $2', [
+          uid,
+          requestKey,
+        ])
+      : undefined;
+    const receiptRow = receipt
+      ? await one<SessionRecord>(c, 'SELECT * FROM sessions WHERE id = $1', [receipt.sid])
+      : undefined;
+    const active = await count(c, 'SELECT count(*) AS n FROM sessions WHERE uid = $1 AND done = 0', [uid]);
+    const profile =
+      body.profile_id !== undefined
+        ? await one<ProfileRow>(c, 'SELECT * FROM profiles WHERE uid = $1 FOR UPDATE', [uid])
+        : undefined;
+    const facts = {
+      body,
+      bodyHash,
+      requestKey,
+      now,
+      receipt,
+      receiptSession: receipt ? { live: receiptRow?.done === 0, state: receiptRow?.state ?? null } : null,
+      account,
+      activeSessions: active,
+      profile,
+      // Capacity is decided only for a request that passes everything else (below).
+      liveSessions: 0,
+      phones: 1,
+      retryAfterSeconds: () => 1,
+    };
+    let decision = decideAdmission(facts);
+    if (decision.kind === 'admit') {
+      await c.query('SELECT pg_advisory_xact_lock($1)', [CAPACITY_LOCK]);
+      // Everything under the capacity lock is one round trip here and one insert below: the
+      // lock is the deployment's one queue, and its hold time bounds creates per second.
+      const load = await one<{ live: number; closing: number; soonest: number | null; phones: number }>(
+        c,
+        `SELECT count(*) AS live, count(*) FILTER (WHERE state = 'closing') AS closing, min(expires_at) AS soonest,
+                (SELECT coalesce(sum(phones), 0) FROM hosts WHERE state = 'live') AS phones
+           FROM sessions WHERE done = 0`,
+      );
+      decision = decideAdmission({
+        ...facts,
+        liveSessions: load!.live,
+        phones: load!.phones,
+        retryAfterSeconds: () =>
+          load!.closing > 0 ? 1 : Math.max(1, Math.min(5, load!.soonest !== null ? load!.soonest - now : 5)),
+      });
+    }
+    switch (decision.kind) {
+      case 'refuse': {
+        const { code, message, details } = decision.refusal;
+        throw apiError(code, message, details);
+      }
+      case 'replay': {
+        if (!receiptRow || receiptRow.uid !== uid) throw new Error('receipt points at another account');
+        return { outcome: 'replayed', row: receiptRow };
+      }
+      case 'admit': {
+        const row: SessionRecord = {
+          ...admittedSession({
+            id: `ses_${randomToken(input.random, 20)}`,
+            uid,
+            seq: 0, // numbered by the insert
+            account,
+            decision,
+            requestKey,
+            now,
+          }),
+          host_id: null,
+          startup_source: null,
+        };
+        // The session, its receipt and the hosts' wake-up (delivered on commit) in one statement.
+        const values = INSERTED_COLUMNS.map((k) => row[k]);
+        const receipt = requestKey
+          ? `, r AS (INSERT INTO receipts (uid, request_key, body_hash, sid, created) VALUES ($${values.length + 1}, $${values.length + 2}, $${values.length + 3}, $${values.length + 4}, $${values.length + 5}))`
+          : '';
+        const inserted = await one<{ seq: number }>(
+          c,
+          `WITH s AS (${INSERT_SESSION} RETURNING seq)${receipt} SELECT s.seq, pg_notify('${QUEUE_CHANNEL}', '') FROM s`,
+          requestKey ? [...values, uid, requestKey, bodyHash, row.id, now] : values,
+        );
+        row.seq = inserted!.seq;
+        if (decision.profile)
+          await c.query('UPDATE profiles SET holder = $1 WHERE id = $2', [row.id, decision.profile.id]);
+        return { outcome: 'admitted', row };
+      }
+    }
+  });
+}
+
+/**
+ * Debits every started minute of a ready metered session up to `upto` (seconds), as the
+ * embedded runtime does. Returns null, or the time the paid minutes ran out. The caller
+ * holds the session's row lock; the account row is locked here.
+ */
+export async function billUpTo(c: Tx, row: SessionRecord, upto: number): Promise<number | null> {
+  if (row.billing_mode !== 'metered' || row.ready === null) return null;
+  const due = Math.ceil(Math.max(0, Math.min(upto, row.expires_at) - row.ready) / 60);
+  if (row.minutes_debited >= due) return null;
+  const account = await one<AccountRow>(c, 'SELECT * FROM accounts WHERE uid = $1 FOR UPDATE', [row.uid]);
+  let balance = account!.balance_cents;
+  let exhaustedAt: number | null = null;
+  while (row.minutes_debited < due) {
+    if (balance < row.price_cents_per_minute) {
+      exhaustedAt = row.ready + row.minutes_debited * 60;
+      break;
+    }
+    const minute = row.minutes_debited + 1;
+    // Dated the second its minute started: inside [ready, ended] however late it is recorded.
+    const startedAt = row.ready + (minute - 1) * 60 + 1;
+    await c.query('INSERT INTO debits (sid, minute, uid, cents, at) VALUES ($1, $2, $3, $4, $5)', [
+      row.id,
+      minute,
+      row.uid,
+      row.price_cents_per_minute,
+      startedAt,
+    ]);
+    balance -= row.price_cents_per_minute;
+    row.minutes_debited = minute;
+    row.cost_cents += row.price_cents_per_minute;
+  }
+  await c.query('UPDATE accounts SET balance_cents = $1 WHERE uid = $2', [balance, row.uid]);
+  await c.query('UPDATE sessions SET minutes_debited = $1, cost_cents = $2 WHERE id = $3', [
+    row.minutes_debited,
+    row.cost_cents,
+    row.id,
+  ]);
+  return exhaustedAt;
+}
+
+/**
+ * Records a session's end (billing stops there) in the caller's transaction: once, whoever
+ * calls first; later calls return the row as it is. A session no host holds (still queued,
+ * or its host is gone) is cleaned up at once; otherwise its host is told and stops the phone.
+ */
+export async function endSession(
+  c: Tx,
+  sid: string,
+  reason: EndReason,
+  at: number,
+  opts: { hostGone?: boolean } = {},
+): Promise<SessionRecord | undefined> {
+  const row = await one<SessionRecord>(c, 'SELECT * FROM sessions WHERE id = $1 FOR UPDATE', [sid]);
+  if (!row || row.done === 1 || row.state === 'closing') return row;
+  const failed = row.state === 'error';
+  let endReason: EndReason = failed ? 'failed' : reason;
+  let endAt = at;
+  if (row.state === 'ready') {
+    const exhaustedAt = await billUpTo(c, row, at);
+    if (exhaustedAt !== null) {
+      endReason = 'credit_exhausted';
+      endAt = exhaustedAt;
+    }
+  }
+  Object.assign(row, {
+    state: 'closing',
+    close_requested: endAt,
+    ended: endAt,
+    end_reason: endReason,
+    cleanup_status: 'pending',
+  } satisfies Partial<SessionRecord>);
+  await c.query(
+    "UPDATE sessions SET state = 'closing', close_requested = $2, ended = $2, end_reason = $3, cleanup_status = 'pending' WHERE id = $1",
+    [sid, endAt, endReason],
+  );
+  // A failed boot left no phone to stop: nothing for its host to do.
+  if (row.host_id === null || opts.hostGone || failed)
+    await completeCleanup(c, row, { saved: false, lostProfile: opts.hostGone ?? false });
+  else await c.query(`SELECT pg_notify('${HOST_CHANNEL}', $1)`, [row.host_id]);
+  return row;
+}
+
+/** Cleanup confirmed: the session moves to history and lets go of its profile phone. */
+export async function completeCleanup(
+  c: Tx,
+  row: SessionRecord,
+  opts: { saved: boolean; lostProfile: boolean; nowSec?: number },
+): Promise<void> {
+  row.done = 1;
+  row.cleanup_status = 'complete';
+  await c.query("UPDATE sessions SET done = 1, cleanup_status = 'complete' WHERE id = $1", [row.id]);
+  if (row.profile_id === null) return;
+  if (opts.saved) {
+    await c.query(
+      "UPDATE profiles SET holder = NULL, state = 'stored', exact = 1, saved_at = $2 WHERE holder = $1",
+      [row.id, opts.nowSec ?? row.ended ?? row.last],
+    );
+  } else {
+    // Its previous save stays; a lost phone makes it inexact.
+    await c.query(
+      `UPDATE profiles SET holder = NULL, exact = CASE WHEN $2 THEN 0 ELSE exact END WHERE holder = $1`,
+      [row.id, opts.lostProfile],
+    );
+  }
+}
+
+/**
+ * What any node does now and then: hosts silent for longer than they declared are dead,
+ * their ready sessions end `lost` (billed up to the host's last heartbeat) and their queued
+ * boots go back to the queue; sessions past their deadline end `expired`. Each is claimed
+ * by one node only (a host row flips once; session rows are locked, skipping those another
+ * node holds).
+ */
+export async function reap(db: Db, nowMs: number, log: Logger): Promise<void> {
+  const dead = await tx(db, async (c) => {
+    const hosts = (
+      await c.query<HostRow>(
+        "UPDATE hosts SET state = 'dead' WHERE state = 'live' AND heartbeat_ms < $1 - lost_after_ms RETURNING *",
+        [nowMs],
+      )
+    ).rows;
+    for (const host of hosts) {
+      const lastAlive = seconds(host.heartbeat_ms);
+      const held = (
+        await c.query<SessionRecord>(
+          'SELECT * FROM sessions WHERE host_id = $1 AND done = 0 ORDER BY seq FOR UPDATE',
+          [host.id],
+        )
+      ).rows;
+      for (const row of held) {
+        if (row.state === 'provisioning') {
+          // Never booted there: another host can still start it.
+          await c.query('UPDATE sessions SET host_id = NULL WHERE id = $1', [row.id]);
+          await c.query(`NOTIFY ${QUEUE_CHANNEL}`);
+        } else if (row.state === 'closing') {
+          await completeCleanup(c, row, { saved: false, lostProfile: true });
+        } else {
+          // Billed up to the last moment the host was known alive (and never before a debit
+          // already recorded, nor past the deadline).
+          const ready = row.ready ?? row.created;
+          const lastDebit = await count(c, 'SELECT coalesce(max(at), 0) AS n FROM debits WHERE sid = $1', [
+            row.id,
+          ]);
+          const at = Math.max(Math.min(Math.max(lastAlive, ready), row.expires_at), lastDebit);
+          await endSession(c, row.id, 'lost', at, { hostGone: true });
+        }
+      }
+    }
+    return hosts;
+  });
+  for (const host of dead)
+    log.warn('device host stopped heartbeating; its sessions ended lost', { host: host.id });
+
+  const now = seconds(nowMs);
+  await tx(db, async (c) => {
+    const due = (
+      await c.query<{ id: string; expires_at: number }>(
+        "SELECT id, expires_at FROM sessions WHERE done = 0 AND state <> 'closing' AND expires_at <= $1 ORDER BY expires_at LIMIT 100 FOR UPDATE SKIP LOCKED",
+        [now],
+      )
+    ).rows;
+    for (const { id, expires_at } of due) await endSession(c, id, 'expired', expires_at);
+  });
+}
+
+export async function one<R>(c: Tx | Db, text: string, values: unknown[] = []): Promise<R | undefined> {
+  return (await c.query(text, values)).rows[0] as R | undefined;
+}
+
+export async function count(c: Tx | Db, text: string, values: unknown[] = []): Promise<number> {
+  const row = (await c.query<{ n: number | string }>(text, values)).rows[0];
+  return Number(row?.n ?? 0);
+}
