@@ -186,8 +186,16 @@ describe.skipIf(missing !== null)('live viewers on a deployment', () => {
       const stranger = await d.account();
       expect((await d.api(i, stranger.key).get(`/sessions/${a.id}/owner-viewer`)).status).toBe(404);
     }
-    // A viewer URL whose token was altered is the expired page, not someone's phone.
     const { url } = (await d.api(0, account.key).get(`/sessions/${a.id}/owner-viewer`)).body;
+    // The viewer URL's still frame, through the node that did not issue it.
+    const still = await d
+      .api(1, account.key)
+      .as(null)
+      .get(new URL(url).pathname + '/frame.png');
+    expect(still.status).toBe(200);
+    expect(still.headers['content-type']).toBe('image/png');
+    expect(still.headers['cache-control']).toContain('no-store');
+    // A viewer URL whose token was altered is the expired page, not someone's phone.
     const token = new URL(url).pathname.split('/')[2]!;
     const altered = url.replace(token, token.slice(0, 5) + (token[5] === 'A' ? 'B' : 'A') + token.slice(6));
     const page = await browser.newPage();
@@ -215,5 +223,8 @@ describe.skipIf(missing !== null)('live viewers on a deployment', () => {
     expect(hostStatus).toBe(401);
     expect(await foregroundPackage(d.api(0, account.key), a.id)).toBe('com.android.launcher3');
     for (const s of [a, b]) await d.api(0, account.key).delete(`/sessions/${s.id}`);
+    // No node or host logged a grant or a viewer token.
+    expect(d.logs()).not.toContain(grantA.slice(4, 30));
+    expect(d.logs()).not.toContain(token.slice(0, 30));
   });
 });
