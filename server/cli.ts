@@ -110,6 +110,7 @@ export async function runServerCommand(argv: string[]): Promise<void> {
             ),
           }
         : {}),
+      dashboardOrigin: values['dashboard-origin'] ?? null,
       log,
     });
     announce(values.json, { url: node.url }, `phonelease API node listening on ${node.url}`);

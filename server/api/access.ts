@@ -6,7 +6,7 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { AdbAccess, Revoked, ViewerCapability } from '../../src/api/schemas.js';
 import { seconds } from '../clock.js';
-import type { ViewerMode } from '../runtime/grants.js';
+import type { Grants, ViewerMode } from '../runtime/grants.js';
 import type { LiveSession } from '../runtime/runtime.js';
 import { ownerUid, readCaller } from './auth.js';
 import { PRIVATE_HEADERS, REFUSALS, SidParams, sessionFor, touched } from './common.js';
@@ -17,14 +17,27 @@ const VIEWER_MAX_S = 3600;
 
 const TokenQuery = Type.Object({ token: Type.Optional(Type.String()) });
 
+/**
+ * The viewer capability of a ready session: a URL under `base` that expires with its
+ * session, and within VIEWER_MAX_S. The embedded server and API nodes answer with it.
+ */
+export function viewerCapability(
+  grants: Pick<Grants, 'issueViewer'>,
+  base: string,
+  session: { id: string; expires_at: number },
+  mode: ViewerMode,
+  nowSec: number,
+): { url: string; expires_at: number } {
+  const expiresAt = Math.min(session.expires_at, nowSec + VIEWER_MAX_S);
+  return { url: `${base}/v/${grants.issueViewer(session.id, mode, expiresAt)}`, expires_at: expiresAt };
+}
+
 export const accessRoutes: RoutePlugin = async (app, { deps }) => {
   const { runtime, grants, clock } = deps;
 
   const viewerUrl = (req: FastifyRequest, mode: ViewerMode, live: LiveSession) => {
     runtime.requireReady(live);
-    const expiresAt = Math.min(live.row.expires_at, seconds(clock.now()) + VIEWER_MAX_S);
-    const token = grants.issueViewer(live.row.id, mode, expiresAt);
-    return { url: `${deps.publicUrl(req.headers.host)}/v/${token}`, expires_at: expiresAt };
+    return viewerCapability(grants, deps.publicUrl(req.headers.host), live.row, mode, seconds(clock.now()));
   };
 
   app.get(

@@ -16,7 +16,9 @@ import { StoreUnavailableError, isTransient, migratePg, openPool, sharedSecret }
 import { ERROR_CODES } from '../../src/api/schemas.js';
 import { SharedAccounts, sharedApiRoutes } from './api-routes.js';
 import { startDeviceHost, type RunningDeviceHost } from './device-host.js';
+import { viewerPagesOf } from '../viewer/pages.js';
 import { NodeSigner } from './node-auth.js';
+import { deploymentViewers } from './viewer-proxy.js';
 import { reap } from './shared-sessions.js';
 
 export interface ApiNodeOptions {
@@ -32,6 +34,8 @@ export interface ApiNodeOptions {
   log: Logger;
   clock?: Clock;
   random?: RandomSource;
+  /** Origin allowed to embed the viewer pages (CSP frame-ancestors); null allows none. */
+  dashboardOrigin?: string | null;
   /** How often this node looks for dead hosts and passed deadlines (default 1 s). */
   reapEveryMs?: number;
 }
@@ -66,7 +70,9 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
     await db.end().catch(() => undefined);
     throw err;
   }
-  const grants = new Grants(secret, clock, random);
+  // Signed viewer URLs: the load balancer may send a viewer page to any node.
+  const grants = new Grants(secret, clock, random, true);
+  const signer = new NodeSigner(secret);
   const wildcard = listenHost === '0.0.0.0' || listenHost === '::';
   const publicHost = wildcard ? '127.0.0.1' : listenHost;
   let url = '';
@@ -75,7 +81,7 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
     deps: {
       db,
       grants,
-      signer: new NodeSigner(secret),
+      signer,
       clock,
       random,
       log,
@@ -83,6 +89,11 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
       publicUrl: (requestHost) => (wildcard && requestHost ? `http://${requestHost}` : url),
       genericDevice: options.backend?.name === 'emulator' ? 'Android emulator' : 'Virtual Android phone',
     },
+  });
+
+  await app.register(viewerPagesOf, {
+    source: deploymentViewers({ db, grants, signer, log }),
+    dashboardOrigin: options.dashboardOrigin ?? null,
   });
 
   let ownHost: RunningDeviceHost | null = null;

@@ -11,7 +11,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { request } from 'undici';
 import {
   Account,
   AdbAccess,
@@ -38,7 +37,7 @@ import { apiError, notFound, notReady, profileHeld } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { newApiKey } from '../runtime/accounts.js';
-import type { Grants } from '../runtime/grants.js';
+import type { Grants, ViewerMode } from '../runtime/grants.js';
 import {
   accountView,
   historyView,
@@ -50,6 +49,7 @@ import {
 import { keyHint, sha256Hex, type RandomSource } from '../secrets.js';
 import { tx, type Db } from '../store/pg.js';
 import type { AccountRow, KeyRow, ProfileRow, ReceiptRow } from '../store/store.js';
+import { viewerCapability } from '../api/access.js';
 import { ownerUid, readCaller } from '../api/auth.js';
 import { PRIVATE_HEADERS, REFUSALS, SidParams } from '../api/common.js';
 import { HISTORY_LIMIT, PAGE_DEFAULT, decodeCursor, encodeCursor, type Cursor } from '../api/history.js';
@@ -64,7 +64,7 @@ import {
   unknownOpSpec,
 } from '../api/route-specs.js';
 import type { Caller } from '../api/types.js';
-import { NODE_HEADER, type NodeSigner } from './node-auth.js';
+import { callHost, type NodeSigner } from './node-auth.js';
 import { HOST_CHANNEL, admit, count, endSession, one, type SessionRecord } from './shared-sessions.js';
 
 export interface SharedApiDeps {
@@ -107,7 +107,6 @@ const PLACED = `SELECT s.*, h.url AS host_url, h.adb_host, h.adb_port,
 /** How long DELETE waits for the host to confirm cleanup before answering 202, as the embedded server. */
 const RELEASE_WAIT_MS = 1500;
 const POLL_MS = 150;
-const HOST_TIMEOUT_MS = 10_000;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -182,36 +181,13 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
     path: string,
     body?: unknown,
   ): Promise<FastifyReply> => {
-    const hostUrl = ready(row);
-    let res;
-    try {
-      res = await request(hostUrl + path, {
-        method,
-        headers: {
-          [NODE_HEADER]: deps.signer.sign(method, path),
-          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-        },
-        body: body !== undefined ? JSON.stringify(body) : undefined,
-        headersTimeout: HOST_TIMEOUT_MS,
-        bodyTimeout: HOST_TIMEOUT_MS,
-      });
-    } catch (err) {
-      deps.log.warn('device host did not answer', { session: row.id, error: String(err) });
-      throw apiError(
-        ERROR_CODES.internal,
-        'The device host holding this phone did not answer; retry shortly (if the host is gone, the session ends as lost).',
-      );
-    }
-    const payload = Buffer.from(await res.body.arrayBuffer());
+    const answer = await callHost(deps.signer, deps.log, row.id, ready(row), method, path, body);
     return (
       reply
-        .code(res.statusCode)
-        .headers({
-          'content-type': String(res.headers['content-type'] ?? 'application/json'),
-          ...PRIVATE_HEADERS,
-        })
+        .code(answer.status)
+        .headers({ 'content-type': answer.contentType, ...PRIVATE_HEADERS })
         // A Buffer is sent as it came: the host's JSON or PNG, not serialised again.
-        .send(payload)
+        .send(answer.payload)
     );
   };
 
@@ -318,12 +294,10 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
     },
   );
 
-  const noViewer = async (row: PlacedSession): Promise<never> => {
+  /** A viewer URL of a ready session; any API node serves it (the token is signed, not stored). */
+  const viewerUrl = (req: FastifyRequest, row: PlacedSession, mode: ViewerMode) => {
     ready(row);
-    throw apiError(
-      ERROR_CODES.notFound,
-      'Live viewers are not served by multi-node deployments yet; use frame.png (or watch_url) for the screen and the ops endpoints for input.',
-    );
+    return viewerCapability(deps.grants, deps.publicUrl(req.headers.host), row, mode, nowSec());
   };
   app.get(
     '/sessions/:sid/owner-viewer',
@@ -331,7 +305,10 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
       config: { auth: 'owner' },
       schema: { params: SidParams, response: { 200: ViewerCapability, ...REFUSALS } },
     },
-    async (req) => noViewer(await touch(await owned(req, req.params.sid))),
+    async (req, reply) =>
+      reply
+        .headers(PRIVATE_HEADERS)
+        .send(viewerUrl(req, await touch(await owned(req, req.params.sid)), 'owner')),
   );
   app.get(
     '/sessions/:sid/viewer',
@@ -343,7 +320,10 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
         response: { 200: ViewerCapability, ...REFUSALS },
       },
     },
-    async (req) => noViewer(await touch(await sessionFor(readCaller(req), req.params.sid))),
+    async (req, reply) =>
+      reply
+        .headers(PRIVATE_HEADERS)
+        .send(viewerUrl(req, await touch(await sessionFor(readCaller(req), req.params.sid)), 'view')),
   );
 
   app.get(

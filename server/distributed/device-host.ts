@@ -13,9 +13,11 @@
  */
 import { EventEmitter } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import { Type } from '@sinclair/typebox';
 import { ERROR_CODES, TapBody, type PhoneOp } from '../../src/api/schemas.js';
@@ -29,6 +31,7 @@ import { ProfileSaves } from '../runtime/profile-saves.js';
 import { FRAME_INTERVAL_MS } from '../runtime/runtime.js';
 import { cryptoRandom, randomToken, sha256Hex, type RandomSource } from '../secrets.js';
 import { isTransient, migratePg, openPool, sharedSecret, tx, type Db } from '../store/pg.js';
+import { HostViewerStreams } from './host-viewer.js';
 import { NODE_HEADER, NodeSigner } from './node-auth.js';
 import {
   HOST_CHANNEL,
@@ -640,6 +643,17 @@ export async function startDeviceHost(options: DeviceHostOptions): Promise<Runni
     }
     done();
   });
+  // Live viewer streams, relayed here by API nodes (host-viewer.ts).
+  const streams = new HostViewerStreams({
+    phones: host,
+    signer,
+    db,
+    clock: options.clock ?? systemClock,
+    log,
+  });
+  app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (!streams.handleUpgrade(req, socket, head)) socket.destroy();
+  });
   const SidParams = Type.Object({ sid: Type.String() });
   app.get('/healthz', { config: { auth: 'public' } }, async () => ({
     host: host.id,
@@ -722,6 +736,7 @@ export async function startDeviceHost(options: DeviceHostOptions): Promise<Runni
         closed = true;
         await host.close();
         await stopListening();
+        streams.close();
         await app.close();
         await gateway.close();
         await cleanupStart();

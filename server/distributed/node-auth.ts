@@ -5,10 +5,16 @@
  * header is good for that one request for a minute, and nothing in it unlocks anything else
  * (no API key, no unlock code, no view grant travels between nodes).
  */
+import { request } from 'undici';
+import { ERROR_CODES, type ErrorCode } from '../../src/api/schemas.js';
+import { apiError, type ApiError } from '../errors.js';
+import type { Logger } from '../log.js';
 import { hmacB64url, safeEqual } from '../secrets.js';
 
 export const NODE_HEADER = 'x-phonelease-node';
 const MAX_SKEW_MS = 60_000;
+const HOST_TIMEOUT_MS = 10_000;
+const KNOWN_CODES = new Set<string>(Object.values(ERROR_CODES));
 
 export class NodeSigner {
   private readonly key: Buffer;
@@ -29,4 +35,60 @@ export class NodeSigner {
     if (dot <= 0 || !Number.isSafeInteger(at) || Math.abs(nowMs - at) > MAX_SKEW_MS) return false;
     return safeEqual(header, this.sign(method, path, at));
   }
+}
+
+export interface HostAnswer {
+  status: number;
+  contentType: string;
+  payload: Buffer;
+}
+
+/**
+ * Asks the device host at `hostUrl` about a session's phone, signed. A host that does not
+ * answer is a 500 that says what to do; any answer (the host's own refusals too) is returned.
+ */
+export async function callHost(
+  signer: NodeSigner,
+  log: Logger,
+  sid: string,
+  hostUrl: string,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+): Promise<HostAnswer> {
+  try {
+    const res = await request(hostUrl + path, {
+      method,
+      headers: {
+        [NODE_HEADER]: signer.sign(method, path),
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+      headersTimeout: HOST_TIMEOUT_MS,
+      bodyTimeout: HOST_TIMEOUT_MS,
+    });
+    return {
+      status: res.statusCode,
+      contentType: String(res.headers['content-type'] ?? 'application/json'),
+      payload: Buffer.from(await res.body.arrayBuffer()),
+    };
+  } catch (err) {
+    log.warn('device host did not answer', { session: sid, error: String(err) });
+    throw apiError(
+      ERROR_CODES.internal,
+      'The device host holding this phone did not answer; retry shortly (if the host is gone, the session ends as lost).',
+    );
+  }
+}
+
+/** A host's refusal as the same ApiError, for callers that do not pass its answer on as it is. */
+export function hostRefusal(answer: HostAnswer): ApiError {
+  try {
+    const body = JSON.parse(answer.payload.toString('utf8')) as { code?: unknown; error?: unknown };
+    if (typeof body.code === 'string' && KNOWN_CODES.has(body.code) && typeof body.error === 'string')
+      return apiError(body.code as ErrorCode, body.error);
+  } catch {
+    // not a refusal body: a generic error below
+  }
+  return apiError(ERROR_CODES.internal, `The device host answered ${answer.status}; retry shortly.`);
 }

@@ -8,6 +8,10 @@
  * Viewer capability URLs are random, held in memory and expire; they die with the process,
  * as do the phones they show. A grant outlives its session until it expires, so a page can
  * tell "this session has ended" from "this link has expired".
+ * On a deployment of several API nodes (`signedViewers`), a viewer URL issued by one node
+ * is opened through whichever node the load balancer picks: the token then carries its
+ * session, mode and expiry under an HMAC of the deployment's secret instead of naming an
+ * entry in one process's memory.
  */
 import type { Clock } from '../clock.js';
 import { seconds } from '../clock.js';
@@ -16,6 +20,10 @@ import { hmacB64url, randomToken, safeEqual, sha256Hex, type RandomSource } from
 /** `pvg_` and an HMAC-SHA256 in base64url (43 characters); the session id follows. */
 const GRANT_PREFIX_CHARS = 4 + 43;
 const MAX_GRANT_CHARS = 512;
+/** An HMAC-SHA256 in base64url. */
+const MAC_CHARS = 43;
+/** Viewer tokens travel in URL paths limited to 200 characters (pages.ts, stream.ts). */
+const MAX_VIEWER_CHARS = 200;
 
 export type ViewerMode = 'owner' | 'view';
 
@@ -32,6 +40,8 @@ export class Grants {
     private readonly secret: Buffer,
     private readonly clock: Clock,
     private readonly random: RandomSource,
+    /** Viewer tokens any process holding the secret accepts (API nodes of a deployment). */
+    private readonly signedViewers = false,
   ) {}
 
   viewGrant(sid: string): string {
@@ -54,6 +64,7 @@ export class Grants {
 
   /** A new viewer capability token; the URL is built by the caller. */
   issueViewer(sid: string, mode: ViewerMode, expiresAt: number): string {
+    if (this.signedViewers) return this.signedViewer(sid, mode, expiresAt);
     this.sweep();
     const token = randomToken(this.random, 43);
     this.viewers.set(sha256Hex(token), { sid, mode, expiresAt });
@@ -62,6 +73,10 @@ export class Grants {
 
   /** The grant behind a viewer token, or null when unknown or expired. */
   viewer(token: string): ViewerGrant | null {
+    if (this.signedViewers) {
+      const grant = this.verifySignedViewer(token);
+      return grant && grant.expiresAt > seconds(this.clock.now()) ? grant : null;
+    }
     const grant = this.viewers.get(sha256Hex(token));
     if (!grant) return null;
     if (grant.expiresAt <= seconds(this.clock.now())) {
@@ -69,6 +84,24 @@ export class Grants {
       return null;
     }
     return grant;
+  }
+
+  /** The MAC first (fixed length), then `o|v`, the expiry and the session id in base64url. */
+  private signedViewer(sid: string, mode: ViewerMode, expiresAt: number): string {
+    const payload = Buffer.from(`${mode === 'owner' ? 'o' : 'v'}${expiresAt}.${sid}`).toString('base64url');
+    // Its own domain ("viewer:"): a viewer token can never pass as a view grant, or back.
+    return `${hmacB64url(this.secret, `viewer:${payload}`)}${payload}`;
+  }
+
+  private verifySignedViewer(token: string): ViewerGrant | null {
+    if (token.length <= MAC_CHARS || token.length > MAX_VIEWER_CHARS) return null;
+    const m = /^([ov])(\d{1,12})\.(.+)$/s.exec(
+      Buffer.from(token.slice(MAC_CHARS), 'base64url').toString('utf8'),
+    );
+    if (!m) return null;
+    const grant: ViewerGrant = { sid: m[3]!, mode: m[1] === 'o' ? 'owner' : 'view', expiresAt: Number(m[2]) };
+    // Re-signing what was decoded also refuses non-canonical encodings of the same payload.
+    return safeEqual(token, this.signedViewer(grant.sid, grant.mode, grant.expiresAt)) ? grant : null;
   }
 
   private sweep(): void {

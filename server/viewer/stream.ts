@@ -14,69 +14,66 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Clock } from '../clock.js';
 import { seconds } from '../clock.js';
-import type { PhoneInput } from '../devices/types.js';
+import type { DevicePhone, PhoneInput } from '../devices/types.js';
 import type { Logger } from '../log.js';
-import type { Grants, ViewerGrant } from '../runtime/grants.js';
+import type { Grants, ViewerMode } from '../runtime/grants.js';
 import type { LiveSession, Runtime } from '../runtime/runtime.js';
 
 const MAX_FPS = 20;
 /** Frames are skipped (the newest is sent later) while this much is still queued to the page. */
 const MAX_BUFFERED = 4 * 1024 * 1024;
 const MAX_MESSAGE = 8 * 1024;
-const STREAM_PATH = /^\/v\/([A-Za-z0-9_-]{16,200})\/stream$/;
+/** The stream of a viewer page; group 1 is the page's token. */
+export const STREAM_PATH = /^\/v\/([A-Za-z0-9_-]{16,200})\/stream$/;
 
-export interface StreamDeps {
-  runtime: Runtime;
-  grants: Grants;
-  clock: Clock;
-  log: Logger;
+/** Answers an upgrade request with a bare HTTP status and closes it; always true ("handled"). */
+export function refuseUpgrade(socket: Duplex, status: number, text: string): true {
+  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+  return true;
 }
 
-export class ViewerStreams {
+/**
+ * One viewer's phone, wherever it runs: the embedded runtime's, or a device host's whose
+ * stream an API node relays. Whoever builds it has already checked the credential.
+ */
+export interface StreamTarget {
+  sid: string;
+  device: string | null;
+  mode: ViewerMode;
+  /** The earlier of the viewer URL's and the session's expiry, in seconds. */
+  expiresAt: number;
+  phone: Pick<DevicePhone, 'screen' | 'capture' | 'onScreenChange'>;
+  /** Applies an owner's input (and counts it as activity on the session). */
+  input(event: PhoneInput): Promise<void>;
+  /** Calls listener once the session starts closing; returns unsubscribe. */
+  onClosing(listener: () => void): () => void;
+}
+
+/** Serves viewer WebSockets: frames out, owner input in. */
+export class ViewerSockets {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE });
   private readonly open = new Set<WebSocket>();
 
-  constructor(private readonly deps: StreamDeps) {}
+  constructor(private readonly deps: { clock: Clock; log: Logger }) {}
 
-  /** Handles an HTTP upgrade if it is a viewer stream; returns false otherwise. */
-  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
-    const path = (req.url ?? '').split('?')[0] ?? '';
-    const m = STREAM_PATH.exec(path);
-    if (!m) return false;
-    const refuse = (status: number, text: string) => {
-      socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
-      return true;
-    };
-    // Only the viewer page itself (same origin) may open the stream: a page on another site
-    // must not drive the phone with a token it obtained somehow (cross-site WebSocket hijacking).
-    if (!sameOrigin(req)) return refuse(403, 'Forbidden');
-    const grant = this.deps.grants.viewer(m[1]!);
-    if (!grant) return refuse(404, 'Not Found');
-    let live: LiveSession;
-    try {
-      live = this.deps.runtime.byId(grant.sid);
-    } catch {
-      return refuse(410, 'Gone');
-    }
-    if (live.row.state !== 'ready' || !live.phone) return refuse(409, 'Conflict');
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.serve(ws, grant, live));
-    return true;
+  accept(req: IncomingMessage, socket: Duplex, head: Buffer, target: StreamTarget): void {
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.serve(ws, target));
   }
 
-  private serve(ws: WebSocket, grant: ViewerGrant, live: LiveSession): void {
-    const { runtime, clock, log } = this.deps;
-    const phone = live.phone!;
+  private serve(ws: WebSocket, target: StreamTarget): void {
+    const { clock, log } = this.deps;
+    const { phone } = target;
     this.open.add(ws);
     const send = (msg: Record<string, unknown>) => {
       if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(msg));
     };
     send({
       type: 'hello',
-      mode: grant.mode,
-      session: live.row.id,
-      device: live.row.device,
+      mode: target.mode,
+      session: target.sid,
+      device: target.device,
       screen: phone.screen,
-      expires_at: Math.min(grant.expiresAt, live.row.expires_at),
+      expires_at: target.expiresAt,
       now: seconds(clock.now()),
     });
 
@@ -106,7 +103,7 @@ export class ViewerStreams {
         },
         (err: unknown) => {
           capturing = false;
-          log.debug('viewer capture failed', { session: live.row.id, error: String(err) });
+          log.debug('viewer capture failed', { session: target.sid, error: String(err) });
         },
       );
     };
@@ -120,15 +117,11 @@ export class ViewerStreams {
       send({ type: 'ended', reason });
       ws.close(1000, reason);
     };
-    const onClosing = (closing: LiveSession) => {
-      if (closing === live) end('closed');
-    };
-    runtime.on('closing', onClosing);
-    const expiresMs = Math.min(grant.expiresAt, live.row.expires_at) * 1000 - clock.now();
-    const cancelExpiry = clock.setTimeout(() => end('expired'), expiresMs);
+    const stopWatching = target.onClosing(() => end('closed'));
+    const cancelExpiry = clock.setTimeout(() => end('expired'), target.expiresAt * 1000 - clock.now());
 
     ws.on('message', (data, isBinary) => {
-      if (grant.mode !== 'owner') {
+      if (target.mode !== 'owner') {
         send({
           type: 'error',
           code: 'read_only',
@@ -141,8 +134,7 @@ export class ViewerStreams {
         send({ type: 'error', code: 'invalid_input', message: 'Unrecognised input message.' });
         return;
       }
-      runtime.touch(live);
-      runtime.input(live, event).catch((err: unknown) => {
+      target.input(event).catch((err: unknown) => {
         send({
           type: 'error',
           code: 'input_failed',
@@ -153,7 +145,7 @@ export class ViewerStreams {
     ws.on('close', () => {
       this.open.delete(ws);
       unsubscribe();
-      runtime.off('closing', onClosing);
+      stopWatching();
       cancelExpiry();
       if (timer) clearTimeout(timer);
     });
@@ -166,7 +158,67 @@ export class ViewerStreams {
   }
 }
 
-function sameOrigin(req: IncomingMessage): boolean {
+export interface StreamDeps {
+  runtime: Runtime;
+  grants: Grants;
+  clock: Clock;
+  log: Logger;
+}
+
+/** The embedded server's streams: the token names a session of this process's runtime. */
+export class ViewerStreams {
+  private readonly sockets: ViewerSockets;
+
+  constructor(private readonly deps: StreamDeps) {
+    this.sockets = new ViewerSockets(deps);
+  }
+
+  /** Handles an HTTP upgrade if it is a viewer stream; returns false otherwise. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const path = (req.url ?? '').split('?')[0] ?? '';
+    const m = STREAM_PATH.exec(path);
+    if (!m) return false;
+    // Only the viewer page itself (same origin) may open the stream: a page on another site
+    // must not drive the phone with a token it obtained somehow (cross-site WebSocket hijacking).
+    if (!sameOrigin(req)) return refuseUpgrade(socket, 403, 'Forbidden');
+    const grant = this.deps.grants.viewer(m[1]!);
+    if (!grant) return refuseUpgrade(socket, 404, 'Not Found');
+    const { runtime } = this.deps;
+    let live: LiveSession;
+    try {
+      live = runtime.byId(grant.sid);
+    } catch {
+      return refuseUpgrade(socket, 410, 'Gone');
+    }
+    if (live.row.state !== 'ready' || !live.phone) return refuseUpgrade(socket, 409, 'Conflict');
+    this.sockets.accept(req, socket, head, {
+      sid: live.row.id,
+      device: live.row.device,
+      mode: grant.mode,
+      expiresAt: Math.min(grant.expiresAt, live.row.expires_at),
+      phone: live.phone,
+      input: (event) => {
+        runtime.touch(live);
+        return runtime.input(live, event);
+      },
+      onClosing: (listener) => {
+        const onClosing = (closing: LiveSession) => {
+          if (closing === live) listener();
+        };
+        runtime.on('closing', onClosing);
+        return () => runtime.off('closing', onClosing);
+      },
+    });
+    return true;
+  }
+
+  close(): void {
+    this.sockets.close();
+  }
+}
+
+/** True unless a browser on another origin opened it (a non-browser sends no Origin). */
+export function sameOrigin(req: IncomingMessage): boolean {
   const origin = req.headers.origin;
   if (!origin) return true; // not a browser: the token alone is the credential
   try {
