@@ -1,0 +1,131 @@
+/**
+ * A device host's warm pool (`phonelease host --pool N`), started through the CLI: claimed
+ * temporary sessions take warm phones (startup source `pool`, distinct phones), the next one
+ * boots, the pool refills, the phones work through an API node and the host's own ADB
+ * gateway, a host with warm phones is preferred to one that would cold-boot, and the pool's
+ * phones stop with the host.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectAdb } from '../support/adb.js';
+import { Deployment, type HostProcess } from '../support/deployment.js';
+import { postgresMissing, sql, startPostgres, type PostgresCluster } from '../support/postgres.js';
+
+const missing = postgresMissing();
+if (missing) console.warn(`skipping the host pool tests: ${missing}`);
+
+/** Waits until the host has published `warm` warm pooled phones with its heartbeat. */
+async function waitWarm(d: Deployment, host: HostProcess, warm: number, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const [row] = await sql<{ warm: number }>(d.store, 'SELECT warm FROM hosts WHERE id = $1', [
+      host.line.host,
+    ]);
+    if (Number(row?.warm) === warm) return;
+    if (Date.now() > deadline)
+      throw new Error(`host ${host.line.host} has ${row?.warm} warm phones, not ${warm}\n${d.logs()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe.skipIf(missing !== null)('a device host with a warm pool', () => {
+  let cluster: PostgresCluster;
+  let d: Deployment;
+  let pooled: HostProcess;
+  let cold: HostProcess;
+
+  beforeAll(async () => {
+    cluster = await startPostgres();
+    d = await Deployment.start(cluster, { nodes: 1 });
+    pooled = await d.startHost(['--phones', '5', '--pool', '2', '--boot-ms', '1000']);
+    // A second host without a pool, free to claim everything: the warm host must still win.
+    cold = await d.startHost(['--phones', '5', '--boot-ms', '1000']);
+  }, 120_000);
+  afterAll(async () => {
+    await d?.stop();
+    await cluster?.stop();
+  });
+
+  it('hands warm phones to temporary sessions, boots the next, refills, and the phones work', async () => {
+    await waitWarm(d, pooled, 2);
+    const account = await d.account();
+    const api = d.api(0, account.key);
+    const create = () => api.post('/sessions', { body: { timeout_seconds: 120 } });
+    const [a, b] = await Promise.all([create(), create()]);
+    expect([a.status, b.status]).toEqual([202, 202]);
+    const ready = await Promise.all([a, b].map((r) => api.waitFor(r.body.id, ['ready'])));
+    for (const s of ready) expect(s.startup).toEqual({ source: 'pool' });
+    const rows = await sql<{ host_id: string }>(d.store, 'SELECT host_id FROM sessions WHERE id = ANY($1)', [
+      ready.map((s) => s.id),
+    ]);
+    expect(rows.map((r) => r.host_id)).toEqual([pooled.line.host, pooled.line.host]);
+    expect(new Set(ready.map((s) => `${s.adb.host}:${s.adb.port}`)).size).toBe(1);
+
+    // The pool is spent (its refills are still warming): the third boots, or adopts a refill's boot.
+    const third = await create();
+    const thirdReady = await api.waitFor(third.body.id, ['ready']);
+    expect(thirdReady.startup.source).not.toBe('pool');
+
+    // The pool refills within the host's room (5 phones, 3 of them or fewer in use there).
+    await waitWarm(d, pooled, 2);
+
+    // A pooled phone works like any other: its frame through the API node, stock adb through
+    // the host. Each session marks its phone, and finds no other session's mark: three phones.
+    for (const s of [...ready, thirdReady]) {
+      const frame = await api.get(`/sessions/${s.id}/frame.png`);
+      expect(frame.status).toBe(200);
+      expect(frame.raw.subarray(1, 4).toString()).toBe('PNG');
+      const adb = await connectAdb(api, s.id);
+      try {
+        expect(await adb.adb('shell', 'ls', '/sdcard/')).not.toContain('pool-mark');
+        await adb.adb('shell', 'touch', '/sdcard/pool-mark');
+        expect(await adb.adb('shell', 'ls', '/sdcard/')).toContain('pool-mark');
+      } finally {
+        await adb.close();
+      }
+    }
+
+    for (const s of [...ready, thirdReady]) await api.delete(`/sessions/${s.id}`);
+    for (const s of [...ready, thirdReady]) await d.waitGone(api, s.id);
+    const history = await api.get('/history');
+    expect(history.body.map((h: { end_reason: string }) => h.end_reason)).toEqual([
+      'released',
+      'released',
+      'released',
+    ]);
+  });
+
+  it('a profile session takes a phone of its own, never a pooled one', async () => {
+    await waitWarm(d, pooled, 2);
+    const account = await d.account();
+    const api = d.api(0, account.key);
+    const created = await api.post('/sessions', {
+      body: { timeout_seconds: 60, profile_id: account.profile_id },
+    });
+    expect(created.status).toBe(202);
+    const ready = await api.waitFor(created.body.id, ['ready']);
+    expect(ready.startup.source).not.toBe('pool');
+    await api.delete(`/sessions/${ready.id}`);
+    await d.waitGone(api, ready.id);
+  });
+
+  it('stops its pooled phones when it stops', async () => {
+    await waitWarm(d, pooled, 2);
+    expect(await pooled.stop('SIGTERM')).toBe(0);
+    const [row] = await sql<{ state: string }>(d.store, 'SELECT state FROM hosts WHERE id = $1', [
+      pooled.line.host,
+    ]);
+    expect(row?.state).toBe('stopped');
+    // The cold host serves what comes next.
+    const account = await d.account();
+    const api = d.api(0, account.key);
+    const created = await api.post('/sessions', { body: { timeout_seconds: 60 } });
+    const ready = await api.waitFor(created.body.id, ['ready']);
+    expect(ready.startup.source).not.toBe('pool');
+    const [placed] = await sql<{ host_id: string }>(d.store, 'SELECT host_id FROM sessions WHERE id = $1', [
+      ready.id,
+    ]);
+    expect(placed?.host_id).toBe(cold.line.host);
+    await api.delete(`/sessions/${ready.id}`);
+    await d.waitGone(api, ready.id);
+  });
+});
