@@ -3,12 +3,15 @@
  * temporary sessions take warm phones (startup source `pool`, distinct phones), the next one
  * boots, the pool refills, the phones work through an API node and the host's own ADB
  * gateway, a host with warm phones is preferred to one that would cold-boot, and the pool's
- * phones stop with the host.
+ * phones stop with the host (emulator processes included).
  */
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectAdb } from '../support/adb.js';
 import { Deployment, type HostProcess } from '../support/deployment.js';
+import { makeFakeSdk, type FakeSdk } from '../support/fake-sdk/index.js';
 import { postgresMissing, sql, startPostgres, type PostgresCluster } from '../support/postgres.js';
+import { processesMentioning } from '../support/processes.js';
 
 const missing = postgresMissing();
 if (missing) console.warn(`skipping the host pool tests: ${missing}`);
@@ -128,4 +131,52 @@ describe.skipIf(missing !== null)('a device host with a warm pool', () => {
     await api.delete(`/sessions/${ready.id}`);
     await d.waitGone(api, ready.id);
   });
+});
+
+describe.skipIf(missing !== null)('an emulator host with a warm pool', () => {
+  let cluster: PostgresCluster;
+  let d: Deployment;
+  let sdk: FakeSdk;
+
+  beforeAll(async () => {
+    cluster = await startPostgres();
+    sdk = await makeFakeSdk();
+    await sdk.startAdbServer();
+    // Every process finds the fake SDK, its AVD and its adb server as a user's would.
+    d = await Deployment.start(cluster, {
+      nodes: 1,
+      env: { ...sdk.env, XDG_CACHE_HOME: join(sdk.root, 'cache') },
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await d?.stop();
+    await sdk?.close();
+    await cluster?.stop();
+  });
+
+  /** The fake emulators running from this test's SDK. */
+  const emulators = () =>
+    processesMentioning(sdk.root).filter((p) => p.args.some((a) => a.endsWith('/emulator/emulator')));
+
+  it('leaves no emulator running after SIGTERM: neither a session phone nor a pooled one', async () => {
+    const host = await d.startHost(['--device', 'emulator', '--phones', '3', '--pool', '2']);
+    await waitWarm(d, host, 2, 90_000);
+    const account = await d.account();
+    const api = d.api(0, account.key);
+    const created = await api.post('/sessions', { body: { timeout_seconds: 120 } });
+    const ready = await api.waitFor(created.body.id, ['ready'], 90_000);
+    expect(ready.startup).toEqual({ source: 'pool' });
+    // The session's emulator, and the pool's two (one of them still warming, perhaps).
+    await expect.poll(() => emulators().length, { timeout: 30_000 }).toBe(3);
+
+    expect(await host.stop('SIGTERM')).toBe(0);
+    expect(emulators()).toEqual([]);
+    // Its session went with the host, as any host's does when it stops.
+    const [row] = await sql<{ end_reason: string }>(
+      d.store,
+      'SELECT end_reason FROM sessions WHERE id = $1',
+      [ready.id],
+    );
+    expect(row?.end_reason).toBe('lost');
+  }, 180_000);
 });
