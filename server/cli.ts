@@ -94,6 +94,10 @@ export async function runServerCommand(argv: string[]): Promise<void> {
       );
     const log = createLogger({ level: levelFromEnv() });
     const ownPhones = phones ?? 0;
+    if (pool > ownPhones)
+      throw new UsageError(
+        `--pool ${pool} needs phones of this node's own: an API node runs none without --phones N; give the pool to a device host (phonelease host --pool ${pool}) or add --phones`,
+      );
     const { startApiNode } = await import('./distributed/api-node.js');
     const node = await startApiNode({
       store: storeUrl(values.store),
@@ -101,6 +105,7 @@ export async function runServerCommand(argv: string[]): Promise<void> {
       port: int('port', values.port, 8080, 0),
       phones: ownPhones,
       bootSlots: int('boot-slots', values['boot-slots'], SERVER_DEFAULTS.bootSlots, 1),
+      pool,
       ...(ownPhones > 0
         ? {
             backend: await loadBackend(

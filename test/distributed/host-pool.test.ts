@@ -7,6 +7,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runHostCommand, runServerCommand, UsageError } from '../../server/cli.js';
 import { connectAdb } from '../support/adb.js';
 import { Deployment, type HostProcess } from '../support/deployment.js';
 import { makeFakeSdk, type FakeSdk } from '../support/fake-sdk/index.js';
@@ -179,4 +180,21 @@ describe.skipIf(missing !== null)('an emulator host with a warm pool', () => {
     );
     expect(row?.end_reason).toBe('lost');
   }, 180_000);
+});
+
+describe('--pool on the nodes of a deployment', () => {
+  // Refused before anything connects: no database is needed (nothing listens on port 1).
+  const store = 'postgres://nobody@127.0.0.1:1/none';
+
+  it('refuses a host pool larger than --phones, saying what to change', async () => {
+    const cli = runHostCommand(['--store', store, '--phones', '2', '--pool', '3']);
+    await expect(cli).rejects.toBeInstanceOf(UsageError);
+    await expect(cli).rejects.toThrow(/--pool 3 is more than --phones 2.*lower --pool or raise --phones/);
+  });
+
+  it('refuses a pool on an API node that runs no phones of its own', async () => {
+    const cli = runServerCommand(['--store', store, '--port', '0', '--pool', '2']);
+    await expect(cli).rejects.toBeInstanceOf(UsageError);
+    await expect(cli).rejects.toThrow(/phonelease host --pool 2/);
+  });
 });
