@@ -134,6 +134,52 @@ describe.skipIf(missing !== null)('a device host with a warm pool', () => {
   });
 });
 
+describe.skipIf(missing !== null)('a host whose every phone is pooled', () => {
+  let cluster: PostgresCluster;
+  let d: Deployment;
+  let host: HostProcess;
+
+  beforeAll(async () => {
+    cluster = await startPostgres();
+    d = await Deployment.start(cluster, { nodes: 1 });
+    host = await d.startHost(['--phones', '2', '--pool', '2']);
+  }, 120_000);
+  afterAll(async () => {
+    await d?.stop();
+    await cluster?.stop();
+  });
+
+  it('serves as many sessions as it has phones: the pool gives way, never causes phones_busy', async () => {
+    await waitWarm(d, host, 2);
+    const account = await d.account();
+    const api = d.api(0, account.key);
+    const temporary = await api.post('/sessions', { body: { timeout_seconds: 60 } });
+    expect(temporary.status).toBe(202);
+    expect((await api.waitFor(temporary.body.id, ['ready'])).startup).toEqual({ source: 'pool' });
+    // A profile phone needs a boot of its own, in the room a pooled phone held.
+    const profile = await api.post('/sessions', {
+      body: { timeout_seconds: 60, profile_id: account.profile_id },
+    });
+    expect(profile.status).toBe(202);
+    const ready = await api.waitFor(profile.body.id, ['ready']);
+    expect(ready.startup.source).not.toBe('pool');
+    // The host holds no pooled phone beside its two sessions (one was stopped to make room).
+    const health = (await (await fetch(`${host.line.url}/healthz`)).json()) as {
+      phones: number;
+      pool: { warm: number; warming: number };
+    };
+    expect(health).toMatchObject({ phones: 2, pool: { warm: 0, warming: 0 } });
+    // Both phones are in sessions now: the next create is refused for capacity, not for the pool.
+    const third = await api.post('/sessions', { body: { timeout_seconds: 60 } });
+    expect(third.status).toBe(503);
+    expect(third.body.code).toBe('phones_busy');
+    for (const sid of [temporary.body.id as string, ready.id as string]) {
+      await api.delete(`/sessions/${sid}`);
+      await d.waitGone(api, sid);
+    }
+  });
+});
+
 describe.skipIf(missing !== null)('an emulator host with a warm pool', () => {
   let cluster: PostgresCluster;
   let d: Deployment;
