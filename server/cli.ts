@@ -94,6 +94,10 @@ export async function runServerCommand(argv: string[]): Promise<void> {
       );
     const log = createLogger({ level: levelFromEnv() });
     const ownPhones = phones ?? 0;
+    if (pool > ownPhones)
+      throw new UsageError(
+        `--pool ${pool} needs phones of this node's own: an API node runs none without --phones N; give the pool to a device host (phonelease host --pool ${pool}) or add --phones`,
+      );
     const { startApiNode } = await import('./distributed/api-node.js');
     const node = await startApiNode({
       store: storeUrl(values.store),
@@ -101,6 +105,7 @@ export async function runServerCommand(argv: string[]): Promise<void> {
       port: int('port', values.port, 8080, 0),
       phones: ownPhones,
       bootSlots: int('boot-slots', values['boot-slots'], SERVER_DEFAULTS.bootSlots, 1),
+      pool,
       ...(ownPhones > 0
         ? {
             backend: await loadBackend(
@@ -184,7 +189,8 @@ Runs phones for the API nodes of a deployment that share the PostgreSQL store: r
 N phones of capacity, claims admitted sessions, boots and serves them (ADB through this
 host's own gateway on ADDR), and heartbeats. A host silent for longer than
 PHONELEASE_HOST_LOST_AFTER_MS (default 15000) is declared dead by the other nodes and its
-sessions end as lost. With --json, prints one line {"host":"<id>","url":"http://..."} once
+sessions end as lost. --pool N keeps N temporary phones booted (within --phones) for the
+sessions this host claims. With --json, prints one line {"host":"<id>","url":"http://..."} once
 registered; logs go to stderr.`;
 
 export async function runHostCommand(argv: string[]): Promise<void> {
@@ -235,8 +241,12 @@ export async function runHostCommand(argv: string[]): Promise<void> {
     values.phones === undefined
       ? await defaultPhones(backend, log)
       : int('phones', values.phones, SERVER_DEFAULTS.phones, 1);
-  if (pool > 0)
-    log.warn('--pool is not served by device hosts yet; this host boots each phone on demand', { pool });
+  if (values.phones !== undefined && pool > phones)
+    throw new UsageError(
+      `--pool ${pool} is more than --phones ${phones}: pooled phones count toward --phones; lower --pool or raise --phones`,
+    );
+  if (pool > phones)
+    log.warn(`--pool ${pool} is more than this host's ${phones} phones; the pool keeps ${phones}`);
   const { startDeviceHost } = await import('./distributed/device-host.js');
   const host = await startDeviceHost({
     store: storeUrl(values.store),
@@ -244,6 +254,7 @@ export async function runHostCommand(argv: string[]): Promise<void> {
     port: int('port', values.port, 0, 0),
     phones,
     bootSlots: int('boot-slots', values['boot-slots'], SERVER_DEFAULTS.bootSlots, 1),
+    pool: Math.min(pool, phones),
     backend,
     ...(lostAfter !== undefined ? { lostAfterMs: Number(lostAfter) } : {}),
     log,

@@ -29,6 +29,8 @@ export interface ApiNodeOptions {
   /** Phones this node runs itself as a device host (default 0: none). */
   phones?: number;
   bootSlots?: number;
+  /** Temporary phones kept booted among those phones (as a device host's --pool). */
+  pool?: number;
   /** The backend of those phones (only with phones > 0). */
   backend?: DeviceBackend;
   log: Logger;
@@ -108,6 +110,7 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
         host: listenHost,
         phones: options.phones ?? 0,
         bootSlots: options.bootSlots ?? 4,
+        pool: options.pool ?? 0,
         backend: options.backend,
         log: log.child({ role: 'host' }),
         clock,

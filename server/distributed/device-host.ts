@@ -7,6 +7,14 @@
  * for longer than it declared (lost_after_ms) is declared dead by whichever node notices,
  * and its sessions end `lost`.
  *
+ * With a pool (`pool` > 0) it keeps that many temporary phones booted ahead of demand, as the
+ * embedded runtime does: within its `phones` (each hosted session reserves one; the pool holds
+ * what is left and yields it to a session that needs a boot), refilled in its boot slots once
+ * it has claimed what it can serve, stopped when it stops. A claimed temporary session takes a
+ * warm phone (ready at once, startup source `pool`) or adopts a warming one's boot. Hosts
+ * publish how many warm phones they hold, and a host that would cold-boot a temporary session
+ * leaves it, for its first second, to a host that has a warm one (see claim()).
+ *
  * Clients reach its phones directly: ADB through this host's own gateway (the session's
  * adb object names it), and frames and operations through API nodes, which forward them
  * here signed (node-auth.ts).
@@ -28,7 +36,7 @@ import { PhoneBootError, type DeviceBackend, type DevicePhone } from '../devices
 import { apiError, badRequest, notFound, notReady } from '../errors.js';
 import type { Logger } from '../log.js';
 import { ProfileSaves } from '../runtime/profile-saves.js';
-import { FRAME_INTERVAL_MS } from '../runtime/runtime.js';
+import { FRAME_INTERVAL_MS, type StartupSource } from '../runtime/runtime.js';
 import { cryptoRandom, randomToken, sha256Hex, type RandomSource } from '../secrets.js';
 import { isTransient, migratePg, openPool, sharedSecret, tx, type Db } from '../store/pg.js';
 import { HostViewerStreams } from './host-viewer.js';
@@ -53,6 +61,8 @@ export interface DeviceHostOptions {
   /** Phones this host runs at once (its share of the deployment's capacity). */
   phones: number;
   bootSlots: number;
+  /** Temporary phones kept booted ahead of demand, within `phones` (default 0: none). */
+  pool?: number;
   backend: DeviceBackend;
   /** Profile saves of the sessions this host ran (default: a temp dir removed on close). */
   dataDir?: string;
@@ -74,6 +84,31 @@ export interface RunningDeviceHost {
 
 export const HOST_DEFAULTS = { lostAfterMs: 15_000, tickMs: 500 } as const;
 
+/**
+ * How long (in whole seconds of the session's `created`) a host that would cold-boot a new
+ * temporary session leaves it to a host that advertises a warm phone: that host claims on
+ * the wake-up, within milliseconds, so this only matters when it cannot (stopped, or its
+ * warm phones already handed out since its last heartbeat).
+ */
+const WARM_PREFERENCE_SECONDS = 1;
+/** After a pooled boot fails, refills wait this long, doubling per failure up to the maximum. */
+const REFILL_BACKOFF_MS = 1000;
+const REFILL_BACKOFF_MAX_MS = 60_000;
+
+/** A backend boot under way in one of the host's boot slots, whoever owns it. */
+interface Boot {
+  readonly abort: AbortController;
+  readonly phone: Promise<DevicePhone>;
+}
+
+/**
+ * A phone of the pool: warming (its boot under way), then warm. It leaves the pool once:
+ * taken by a session (warm, or its boot adopted while warming), or evicted (stopped).
+ */
+type PooledPhone =
+  | { readonly kind: 'warming'; readonly id: string; readonly boot: Boot }
+  | { readonly kind: 'warm'; readonly id: string; readonly phone: DevicePhone };
+
 /** A session whose phone this host runs. */
 interface Hosted extends AdbSession {
   readonly row: { readonly id: string; adb_code: string | null };
@@ -82,7 +117,8 @@ interface Hosted extends AdbSession {
   readonly expiresAt: number;
   phase: 'booting' | 'ready' | 'stopping';
   phone: DevicePhone | null;
-  readonly abort: AbortController;
+  /** Aborts its boot (its own, or the pooled one it adopted). */
+  abort: AbortController;
   adbEnabled: boolean;
   /** Next second a started minute is due to be debited (metered and ready only). */
   billAt: number | null;
@@ -105,7 +141,15 @@ class DeviceHost extends EventEmitter implements AdbSessions {
   private readonly clock: Clock;
   private readonly random: RandomSource;
   private readonly saves: ProfileSaves;
+  /** Boots under way (sessions' and the pool's); each holds one of `bootSlots`. */
   private booting = 0;
+  /** Pooled phones by id, oldest first. */
+  private readonly pool = new Map<string, PooledPhone>();
+  private readonly poolTarget: number;
+  /** Pooled phones being stopped; they hold their room until gone, and close() waits for them. */
+  private readonly stopping = new Set<Promise<void>>();
+  private refillFailures = 0;
+  private refillAfterMs = 0;
   /** A moving average of what boots take here, published for eta_seconds. */
   private typicalBootMs: number;
   private closed = false;
@@ -124,6 +168,20 @@ class DeviceHost extends EventEmitter implements AdbSessions {
     this.random = o.random ?? cryptoRandom;
     this.saves = new ProfileSaves(join(dataDir, 'profiles'));
     this.typicalBootMs = o.backend.typicalBootMs;
+    this.poolTarget = Math.max(0, Math.min(o.pool ?? 0, o.phones));
+  }
+
+  /** The pool as it stands (for /healthz). */
+  poolSize(): { warm: number; warming: number; target: number } {
+    const warm = this.warmCount();
+    return { warm, warming: this.pool.size - warm, target: this.poolTarget };
+  }
+
+  /** Warm pooled phones, as published with each heartbeat. */
+  private warmCount(): number {
+    let n = 0;
+    for (const entry of this.pool.values()) if (entry.kind === 'warm') n++;
+    return n;
   }
 
   private nowSec(): number {
@@ -217,8 +275,8 @@ class DeviceHost extends EventEmitter implements AdbSessions {
   private async tick(): Promise<void> {
     const nowMs = this.clock.now();
     const beat = await this.db.query(
-      "UPDATE hosts SET heartbeat_ms = $2, typical_boot_ms = $3 WHERE id = $1 AND state = 'live'",
-      [this.id, nowMs, this.typicalBootMs],
+      "UPDATE hosts SET heartbeat_ms = $2, typical_boot_ms = $3, warm = $4 WHERE id = $1 AND state = 'live'",
+      [this.id, nowMs, this.typicalBootMs, this.warmCount()],
     );
     if (beat.rowCount === 0) {
       // Declared dead while we could not heartbeat: our sessions were ended `lost` and
@@ -241,6 +299,8 @@ class DeviceHost extends EventEmitter implements AdbSessions {
     await this.sync();
     await this.bill();
     await this.claim();
+    // After the claim: a slot still free here is one no queued session could use.
+    this.refill();
     if (nowMs - this.lastReapMs >= 1000) {
       this.lastReapMs = nowMs;
       await reap(this.db, nowMs, this.o.log);
@@ -304,31 +364,194 @@ class DeviceHost extends EventEmitter implements AdbSessions {
     }
   }
 
-  /** Takes queued sessions while it has a free boot slot and a free phone. */
+  /**
+   * Takes queued sessions it can serve now, oldest first, in one transaction:
+   * - temporary sessions, one per pooled phone (warm ones first, then warming boots to
+   *   adopt), which need no boot slot of their own;
+   * - then any session, while it has a free boot slot. A temporary session younger than
+   *   WARM_PREFERENCE_SECONDS is left alone here while another live host advertises a warm
+   *   phone: that host serves it without a boot.
+   * Each hosted session reserves one of `phones`; pooled phones hold only what is left and
+   * give way (newest first) to sessions that need a boot, so the pool never refuses work.
+   */
   private async claim(): Promise<void> {
-    const free = Math.min(this.o.bootSlots - this.booting, this.o.phones - this.sessions.size);
-    if (free <= 0 || this.closed) return;
+    const room = this.o.phones - this.sessions.size;
+    if (room <= 0 || this.closed) return;
+    const pooled = [...this.pool.values()].sort(
+      (a, b) => (a.kind === 'warm' ? 0 : 1) - (b.kind === 'warm' ? 0 : 1),
+    );
+    const slots = this.o.bootSlots - this.booting;
+    if (pooled.length === 0 && slots <= 0) return;
     const claimed = await tx(this.db, async (c) => {
-      const rows = (
-        await c.query<SessionRecord>(
-          "SELECT * FROM sessions WHERE done = 0 AND state = 'provisioning' AND host_id IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED",
-          [free],
-        )
-      ).rows;
+      const fromPool =
+        pooled.length === 0
+          ? []
+          : (
+              await c.query<SessionRecord>(
+                "SELECT * FROM sessions WHERE done = 0 AND state = 'provisioning' AND host_id IS NULL AND profile_id IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED",
+                [Math.min(room, pooled.length)],
+              )
+            ).rows;
+      const toBoot = Math.min(room - fromPool.length, slots);
+      const booted =
+        toBoot <= 0
+          ? []
+          : (
+              await c.query<SessionRecord>(
+                `SELECT * FROM sessions WHERE done = 0 AND state = 'provisioning' AND host_id IS NULL AND NOT (id = ANY($2))
+                   AND (profile_id IS NOT NULL OR created <= $3
+                        OR NOT EXISTS (SELECT 1 FROM hosts WHERE state = 'live' AND warm > 0 AND id <> $4))
+                 ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`,
+                [
+                  toBoot,
+                  fromPool.map((r) => r.id),
+                  // Whole seconds: at least WARM_PREFERENCE_SECONDS old, whatever the fraction.
+                  this.nowSec() - WARM_PREFERENCE_SECONDS - 1,
+                  this.id,
+                ],
+              )
+            ).rows;
+      const rows = [...fromPool, ...booted];
       if (rows.length > 0)
         await c.query('UPDATE sessions SET host_id = $1 WHERE id = ANY($2)', [
           this.id,
           rows.map((r) => r.id),
         ]);
-      return rows;
+      return { fromPool, booted };
     });
-    for (const row of claimed) this.boot(row);
+    claimed.fromPool.forEach((row, i) => {
+      // As it is now: a warming phone may have come up during the transaction, or gone (its
+      // boot failed, or it was lost); then this session boots a phone of its own.
+      const entry = this.pool.get(pooled[i]!.id) ?? null;
+      if (entry) this.pool.delete(entry.id);
+      this.host(row, entry);
+    });
+    for (const row of claimed.booted) this.host(row, null);
+    // Room for the sessions that boot comes out of the pool, its newest (least warm) first.
+    while (this.pool.size > 0 && this.sessions.size + this.pool.size > this.o.phones) {
+      const entry = this.newestPooled('warming') ?? this.newestPooled('warm')!;
+      this.evict(entry, 'a session needs its phone slot');
+    }
+  }
+
+  // ---------------------------------------------------------------------------------
+  // The pool
+
+  /** Starts pooled boots while a slot is free, the pool is short, and there is room. */
+  private refill(): void {
+    const nowMs = this.clock.now();
+    while (
+      !this.closed &&
+      nowMs >= this.refillAfterMs &&
+      this.pool.size < this.poolTarget &&
+      this.booting < this.o.bootSlots &&
+      // Phones still stopping hold what they hold (an emulator's memory) until they are gone.
+      this.sessions.size + this.pool.size + this.stopping.size < this.o.phones
+    ) {
+      this.startPoolBoot();
+    }
+  }
+
+  private newestPooled(kind: PooledPhone['kind']): PooledPhone | undefined {
+    return [...this.pool.values()].reverse().find((e) => e.kind === kind);
+  }
+
+  private startPoolBoot(): void {
+    const id = `pool_${randomToken(this.random, 12)}`;
+    const entry: PooledPhone = { kind: 'warming', id, boot: this.startBoot(id, async () => null) };
+    this.pool.set(id, entry);
+    this.o.log.debug('booting pooled phone', { pooled: id, host: this.id });
+    void entry.boot.phone.then(
+      (phone) => {
+        // Adopted by a session, or evicted: whoever took it out of the pool has it.
+        if (this.pool.get(id) !== entry) return;
+        this.refillFailures = 0;
+        const warm: PooledPhone = { kind: 'warm', id, phone };
+        this.pool.set(id, warm);
+        phone.onLost((reason) => {
+          if (this.pool.get(id) !== warm) return; // handed out: its session listens now
+          this.o.log.warn('pooled phone lost', { pooled: id, reason });
+          this.evict(warm, 'lost');
+        });
+        this.o.log.debug('pooled phone warm', { pooled: id });
+      },
+      (err: unknown) => {
+        if (this.pool.get(id) !== entry) return;
+        this.pool.delete(id);
+        this.refillFailures++;
+        const backoff = Math.min(REFILL_BACKOFF_MAX_MS, REFILL_BACKOFF_MS * 2 ** (this.refillFailures - 1));
+        this.refillAfterMs = this.clock.now() + backoff;
+        this.o.log.error('pooled phone failed to start; the pool retries later', {
+          error: String(err),
+          retry_in_ms: backoff,
+        });
+      },
+    );
+  }
+
+  /** Takes a phone out of the pool and stops it (a warming one: its boot is aborted). */
+  private evict(entry: PooledPhone, why: string): void {
+    this.pool.delete(entry.id);
+    this.o.log.debug('pooled phone stopped', { pooled: entry.id, why });
+    let phone: Promise<DevicePhone | null>;
+    if (entry.kind === 'warm') phone = Promise.resolve(entry.phone);
+    else {
+      entry.boot.abort.abort(new Error(why));
+      phone = entry.boot.phone.catch(() => null);
+    }
+    const stopped = phone
+      .then((p) => p?.shutdown({ saveTo: null }))
+      .catch((err: unknown) =>
+        this.o.log.error('pooled phone did not stop', { pooled: entry.id, error: String(err) }),
+      )
+      .finally(() => {
+        this.stopping.delete(stopped);
+        this.poke();
+      });
+    this.stopping.add(stopped);
+  }
+
+  /**
+   * Starts a backend boot in a boot slot (taken now). The slot frees when the boot settles,
+   * whoever owns it by then (a session, the pool, or nobody), and what it took feeds
+   * eta_seconds.
+   */
+  private startBoot(name: string, restoreFrom: () => Promise<string | null>): Boot {
+    this.booting++;
+    const abort = new AbortController();
+    const startedMs = this.clock.now();
+    const phone = (async () =>
+      this.o.backend.boot({
+        sessionId: name,
+        restoreFrom: await restoreFrom(),
+        signal: abort.signal,
+        log: this.o.log,
+      }))();
+    void phone
+      .then(
+        () => {
+          this.typicalBootMs = Math.round(this.typicalBootMs * 0.7 + (this.clock.now() - startedMs) * 0.3);
+        },
+        () => undefined,
+      )
+      .finally(() => {
+        this.booting--;
+        this.poke();
+      });
+    return { abort, phone };
   }
 
   // ---------------------------------------------------------------------------------
   // A session's phone
 
-  private boot(row: SessionRecord): void {
+  /** Hosts a claimed session: on a pooled phone (warm, or a warming one's boot), or a boot of its own. */
+  private host(row: SessionRecord, pooled: PooledPhone | null): void {
+    const boot =
+      pooled === null
+        ? this.startBoot(row.id, () => this.restoreFrom(row.profile_id))
+        : pooled.kind === 'warming'
+          ? pooled.boot
+          : null;
     const h: Hosted = {
       row: { id: row.id, adb_code: null },
       uid: row.uid,
@@ -336,7 +559,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
       expiresAt: row.expires_at,
       phase: 'booting',
       phone: null,
-      abort: new AbortController(),
+      abort: boot?.abort ?? new AbortController(),
       adbEnabled: true,
       billAt: null,
       frame: null,
@@ -344,56 +567,49 @@ class DeviceHost extends EventEmitter implements AdbSessions {
       stopped: null,
     };
     this.sessions.set(row.id, h);
-    this.booting++;
-    void this.bootPhone(h)
-      .catch((err: unknown) =>
-        this.o.log.error('boot bookkeeping failed', { session: row.id, error: String(err) }),
-      )
-      .finally(() => {
-        this.booting--;
-        this.poke();
-      });
+    const ready =
+      pooled?.kind === 'warm'
+        ? this.becomeReady(h, pooled.phone, 'pool')
+        : boot!.phone.then(
+            (phone) => this.becomeReady(h, phone, phone.startupSource ?? this.o.backend.startupSource),
+            (err: unknown) => this.bootFailed(h, err),
+          );
+    ready.catch((err: unknown) =>
+      this.o.log.error('boot bookkeeping failed', { session: row.id, error: String(err) }),
+    );
   }
 
-  private async bootPhone(h: Hosted): Promise<void> {
+  /** A profile restores only its save on this host, and only while the profile is stored (a reset forgets it); otherwise it starts fresh (''). Temporary phones: null. */
+  private async restoreFrom(profileId: string | null): Promise<string | null> {
+    if (profileId === null) return null;
+    const profile = await one<{ state: string }>(this.db, 'SELECT state FROM profiles WHERE id = $1', [
+      profileId,
+    ]);
+    return profile?.state === 'stored' ? (this.saves.current(profileId) ?? '') : '';
+  }
+
+  private async bootFailed(h: Hosted, err: unknown): Promise<void> {
     const sid = h.row.id;
-    let restoreFrom: string | null = null;
-    if (h.profileId !== null) {
-      // A profile restores only its save on this host, and only while the profile is stored
-      // (a reset forgets it); otherwise it starts fresh ('').
-      const profile = await one<{ state: string }>(this.db, 'SELECT state FROM profiles WHERE id = $1', [
-        h.profileId,
-      ]);
-      restoreFrom = profile?.state === 'stored' ? (this.saves.current(h.profileId) ?? '') : '';
-    }
-    let phone: DevicePhone;
-    const bootStartedMs = this.clock.now();
-    try {
-      phone = await this.o.backend.boot({
-        sessionId: sid,
-        restoreFrom,
-        signal: h.abort.signal,
-        log: this.o.log,
-      });
-    } catch (err) {
-      if (h.phase !== 'booting') return;
-      const isPublic = err instanceof PhoneBootError;
-      this.o.log.error('phone failed to start', { session: sid, error: String(err) });
-      this.sessions.delete(sid);
-      await tx(this.db, (c) =>
-        c.query(
-          "UPDATE sessions SET state = 'error', failure_code = $3, failure_message = $4 WHERE id = $1 AND host_id = $2 AND done = 0 AND state = 'provisioning'",
-          [
-            sid,
-            this.id,
-            isPublic ? err.code : 'boot_failed',
-            isPublic ? err.message : 'The phone failed to start. End this session and start a new one.',
-          ],
-        ),
-      );
-      return;
-    }
-    this.typicalBootMs = Math.round(this.typicalBootMs * 0.7 + (this.clock.now() - bootStartedMs) * 0.3);
+    if (h.phase !== 'booting') return;
+    const isPublic = err instanceof PhoneBootError;
+    this.o.log.error('phone failed to start', { session: sid, error: String(err) });
+    this.sessions.delete(sid);
+    await tx(this.db, (c) =>
+      c.query(
+        "UPDATE sessions SET state = 'error', failure_code = $3, failure_message = $4 WHERE id = $1 AND host_id = $2 AND done = 0 AND state = 'provisioning'",
+        [
+          sid,
+          this.id,
+          isPublic ? err.code : 'boot_failed',
+          isPublic ? err.message : 'The phone failed to start. End this session and start a new one.',
+        ],
+      ),
+    );
+  }
+
+  /** The session has its phone (booted for it, or from the pool): it is ready, unless it ended meanwhile. */
+  private async becomeReady(h: Hosted, phone: DevicePhone, source: StartupSource): Promise<void> {
+    const sid = h.row.id;
     const adbCode = `pau_${randomToken(this.random, 32)}`;
     const now = this.nowSec();
     const row =
@@ -403,15 +619,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
             if (!r || r.done === 1 || r.state !== 'provisioning' || r.host_id !== this.id) return null;
             await c.query(
               "UPDATE sessions SET state = 'ready', ready = $2, device = $3, screen_w = $4, screen_h = $5, adb_code = $6, startup_source = $7 WHERE id = $1",
-              [
-                sid,
-                now,
-                phone.label,
-                phone.screen.w,
-                phone.screen.h,
-                adbCode,
-                phone.startupSource ?? this.o.backend.startupSource,
-              ],
+              [sid, now, phone.label, phone.screen.w, phone.screen.h, adbCode, source],
             );
             return { ...r, ready: now };
           })
@@ -554,6 +762,8 @@ class DeviceHost extends EventEmitter implements AdbSessions {
     this.closed = true;
     this.poke();
     await this.loop;
+    // The pool drains: warm phones stop, warming boots are aborted (and stopped if they come up).
+    for (const entry of [...this.pool.values()]) this.evict(entry, 'the host is stopping');
     const now = this.nowSec();
     await Promise.all(
       [...this.sessions.values()].map(async (h) => {
@@ -561,6 +771,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
         await this.stopLocal(h, { record: true, lostProfile: true }).catch(() => undefined);
       }),
     );
+    await Promise.all([...this.stopping]);
     await this.db.query("UPDATE hosts SET state = 'stopped' WHERE id = $1", [this.id]).catch(() => undefined);
   }
 }
@@ -658,6 +869,7 @@ export async function startDeviceHost(options: DeviceHostOptions): Promise<Runni
   app.get('/healthz', { config: { auth: 'public' } }, async () => ({
     host: host.id,
     phones: host.sessions.size,
+    pool: host.poolSize(),
   }));
   app.get(
     '/internal/sessions/:sid/frame.png',
@@ -718,6 +930,7 @@ export async function startDeviceHost(options: DeviceHostOptions): Promise<Runni
       url,
       adb_gateway_port: adbPort,
       phones: options.phones,
+      pool: Math.min(options.pool ?? 0, options.phones),
     });
   } catch (err) {
     closed = true;

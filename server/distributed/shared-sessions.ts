@@ -46,6 +46,8 @@ export interface HostRow {
   heartbeat_ms: number;
   lost_after_ms: number;
   typical_boot_ms: number;
+  /** Warm pooled phones, as of its last heartbeat. */
+  warm: number;
   state: 'live' | 'dead' | 'stopped';
 }
 

@@ -141,6 +141,15 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE SEQUENCE session_seq;
   `,
   },
+  {
+    name: "device hosts' warm pools",
+    only: 'postgres',
+    sql: `
+  -- Warm pooled phones a host holds, as of its last heartbeat: hosts that would cold-boot
+  -- leave a new temporary session to a host with a warm phone for a moment.
+  ALTER TABLE hosts ADD COLUMN warm INTEGER NOT NULL DEFAULT 0;
+  `,
+  },
 ];
 
 /** The migrations one store runs, in order, as that dialect's SQL. */
