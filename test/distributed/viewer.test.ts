@@ -9,11 +9,10 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { connectAdb } from '../support/adb.js';
+import { foregroundPackage } from '../support/adb.js';
 import { launchChromium } from '../support/chromium.js';
 import { Deployment, type CreatedAccountLine } from '../support/deployment.js';
 import { postgresMissing, startPostgres, type PostgresCluster } from '../support/postgres.js';
-import type { Api } from '../support/server.js';
 
 const missing = postgresMissing();
 if (missing) console.warn(`skipping the deployment viewer tests: ${missing}`);
@@ -44,21 +43,6 @@ describe.skipIf(missing !== null)('live viewers on a deployment', () => {
     const created = await d.api(0, account.key).post('/sessions', { body: { timeout_seconds: 600 } });
     expect(created.status).toBe(202);
     return d.api(0, account.key).waitFor(created.body.id, ['ready']);
-  }
-
-  async function foregroundPackage(api: Api, sid: string): Promise<string> {
-    const adb = await connectAdb(api, sid);
-    try {
-      const xml = await adb.adb(
-        'shell',
-        'uiautomator dump /sdcard/window_dump.xml >/dev/null && cat /sdcard/window_dump.xml',
-      );
-      const m = /<node [^>]*package="([^"]+)"/.exec(xml);
-      if (!m) throw new Error(`no hierarchy in: ${xml.slice(0, 200)}`);
-      return m[1]!;
-    } finally {
-      await adb.close();
-    }
   }
 
   async function openViewer(url: string): Promise<Page> {

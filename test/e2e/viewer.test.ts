@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { ManualClock } from '../../server/clock.js';
 import { freePort } from '../../src/util/ports.js';
-import { connectAdb } from '../support/adb.js';
+import { foregroundPackage as foregroundPackageOf } from '../support/adb.js';
 import { launchChromium } from '../support/chromium.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
@@ -34,20 +34,8 @@ async function readySession(timeout = 7200): Promise<string> {
   return s.id;
 }
 
-async function foregroundPackage(sid: string): Promise<string> {
-  const adb = await connectAdb(t.api, sid);
-  try {
-    const xml = await adb.adb(
-      'shell',
-      'uiautomator dump /sdcard/window_dump.xml >/dev/null && cat /sdcard/window_dump.xml',
-    );
-    const m = /<node [^>]*package="([^"]+)"/.exec(xml);
-    if (!m) throw new Error(`no hierarchy in: ${xml.slice(0, 200)}`);
-    return m[1]!;
-  } finally {
-    await adb.close();
-  }
-}
+/** The app in front of the phone, through stock adb. */
+const foregroundPackage = (sid: string) => foregroundPackageOf(t.api, sid);
 
 /** Clicks the launcher icon of an app on the page's phone screen, in phone pixels. */
 async function clickPhone(page: Page, x: number, y: number) {

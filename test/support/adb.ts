@@ -73,3 +73,19 @@ export async function connectAdb(api: Api, sid: string): Promise<AdbSession> {
     },
   };
 }
+
+/** The package of the app in front of a ready session's phone, read through stock adb. */
+export async function foregroundPackage(api: Api, sid: string): Promise<string> {
+  const adb = await connectAdb(api, sid);
+  try {
+    const xml = await adb.adb(
+      'shell',
+      'uiautomator dump /sdcard/window_dump.xml >/dev/null && cat /sdcard/window_dump.xml',
+    );
+    const m = /<node [^>]*package="([^"]+)"/.exec(xml);
+    if (!m) throw new Error(`no hierarchy in: ${xml.slice(0, 200)}`);
+    return m[1]!;
+  } finally {
+    await adb.close();
+  }
+}
