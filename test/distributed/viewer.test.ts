@@ -10,7 +10,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { foregroundPackage } from '../support/adb.js';
-import { launchChromium } from '../support/chromium.js';
+import { launchChromium, openViewer as openViewerIn } from '../support/chromium.js';
 import { Deployment, type CreatedAccountLine } from '../support/deployment.js';
 import { postgresMissing, startPostgres, type PostgresCluster } from '../support/postgres.js';
 
@@ -45,16 +45,7 @@ describe.skipIf(missing !== null)('live viewers on a deployment', () => {
     return d.api(0, account.key).waitFor(created.body.id, ['ready']);
   }
 
-  async function openViewer(url: string): Promise<Page> {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    await page.goto(url);
-    await page.waitForFunction(
-      () => (document.getElementById('screen') as HTMLImageElement).naturalWidth > 0,
-      undefined,
-      { timeout: 15_000 },
-    );
-    return page;
-  }
+  const openViewer = (url: string) => openViewerIn(browser, url);
 
   async function clickPhone(page: Page, x: number, y: number) {
     const box = (await page.locator('#screen').boundingBox())!;

@@ -10,7 +10,7 @@ import WebSocket from 'ws';
 import { ManualClock } from '../../server/clock.js';
 import { freePort } from '../../src/util/ports.js';
 import { foregroundPackage as foregroundPackageOf } from '../support/adb.js';
-import { launchChromium } from '../support/chromium.js';
+import { launchChromium, openViewer as openViewerIn } from '../support/chromium.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 let t: TestServer;
@@ -46,16 +46,7 @@ async function clickPhone(page: Page, x: number, y: number) {
 // The Login icon: third on the home screen, after Settings and Chrome.
 const LOGIN_ICON = { x: 446, y: 360 };
 
-async function openViewer(url: string) {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  await page.goto(url);
-  await page.waitForFunction(
-    () => (document.getElementById('screen') as HTMLImageElement).naturalWidth > 0,
-    undefined,
-    { timeout: 15_000 },
-  );
-  return page;
-}
+const openViewer = (url: string) => openViewerIn(browser, url);
 
 describe('owner viewer', () => {
   it('shows the phone live and a click on an app icon opens that app', async () => {
