@@ -15,7 +15,7 @@ import { createLogger, levelFromEnv, type Logger, type LogLevel } from './log.js
 import { AccountService, createAccount, type CreatedAccount, type NewAccount } from './runtime/accounts.js';
 import { Grants } from './runtime/grants.js';
 import { ProfileSaves } from './runtime/profile-saves.js';
-import { Runtime } from './runtime/runtime.js';
+import { Runtime, type RuntimeObserver } from './runtime/runtime.js';
 import { cryptoRandom, type RandomSource } from './secrets.js';
 import { startCheckpointer } from './store/checkpointer.js';
 import { openDatabase, Store } from './store/store.js';
@@ -119,6 +119,50 @@ function listenError(err: unknown, host: string, port: number): unknown {
   return err;
 }
 
+/** What the runtime is built from: the server and in-process route tests share this wiring. */
+export interface RuntimeParts {
+  store: Store;
+  backend: DeviceBackend;
+  clock: Clock;
+  random: RandomSource;
+  log: Logger;
+  /** Profile saves live under `<dataDir>/profiles`. */
+  dataDir: string;
+  /** Signs view grants; kept in the store so grants survive a restart. */
+  secret: Buffer;
+  phones: number;
+  bootSlots: number;
+  pool?: number;
+  observer?: RuntimeObserver;
+}
+
+/** The accounts, view grants and runtime over one store and device backend. */
+export function wireRuntime(parts: RuntimeParts): {
+  accounts: AccountService;
+  grants: Grants;
+  runtime: Runtime;
+} {
+  const { store, clock, random } = parts;
+  const accounts = new AccountService(store, clock, random);
+  const grants = new Grants(parts.secret, clock, random);
+  const runtime = new Runtime({
+    store,
+    accounts,
+    backend: parts.backend,
+    saves: new ProfileSaves(join(parts.dataDir, 'profiles')),
+    clock,
+    random,
+    log: parts.log,
+    phones: parts.phones,
+    bootSlots: parts.bootSlots,
+    pool: parts.pool ?? 0,
+    observer: parts.observer,
+  });
+  // Every waiting request, ADB connection and viewer stream listens to the runtime.
+  runtime.setMaxListeners(0);
+  return { accounts, grants, runtime };
+}
+
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const host = options.host ?? SERVER_DEFAULTS.host;
   const clock = options.clock ?? systemClock;
@@ -153,22 +197,19 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     log.warn(`--pool ${pool} is more than this host's ${phones} phones; the pool keeps ${phones}`);
   }
   const metrics = options.metrics ? new (await import('./metrics.js')).ServerMetrics() : undefined;
-  const accounts = new AccountService(store, clock, random);
-  const grants = new Grants(Buffer.from(secret, 'hex'), clock, random);
-  const runtime = new Runtime({
+  const { accounts, grants, runtime } = wireRuntime({
     store,
-    accounts,
     backend,
-    saves: new ProfileSaves(join(dataDir, 'profiles')),
     clock,
     random,
     log,
+    dataDir,
+    secret: Buffer.from(secret, 'hex'),
     phones,
     bootSlots: options.bootSlots ?? SERVER_DEFAULTS.bootSlots,
     pool: Math.min(pool, phones),
     observer: metrics,
   });
-  runtime.setMaxListeners(0);
   metrics?.watch(() => runtime.stats());
 
   const gateway = new AdbGateway(runtime, log, clock);

@@ -11,15 +11,9 @@ import { buildApp, type AppDeps } from '../../server/app.js';
 import { systemClock, type Clock } from '../../server/clock.js';
 import { createVirtualBackend } from '../../server/devices/virtual/index.js';
 import { createLogger } from '../../server/log.js';
-import {
-  AccountService,
-  createAccount,
-  type CreatedAccount,
-  type NewAccount,
-} from '../../server/runtime/accounts.js';
-import { Grants } from '../../server/runtime/grants.js';
-import { ProfileSaves } from '../../server/runtime/profile-saves.js';
-import { Runtime } from '../../server/runtime/runtime.js';
+import { wireRuntime } from '../../server/main.js';
+import { createAccount, type CreatedAccount, type NewAccount } from '../../server/runtime/accounts.js';
+import type { Runtime } from '../../server/runtime/runtime.js';
 import { cryptoRandom } from '../../server/secrets.js';
 import { openDatabase, Store } from '../../server/store/store.js';
 
@@ -42,20 +36,17 @@ export async function buildTestApp(
   const store = new Store(openDatabase(dataDir));
   const log = createLogger({ level: 'silent' });
   const backend = createVirtualBackend({ bootMs: options.bootMs ?? 0, host: '127.0.0.1' });
-  const accounts = new AccountService(store, clock, cryptoRandom);
-  const grants = new Grants(cryptoRandom(32), clock, cryptoRandom);
-  const runtime = new Runtime({
+  const { accounts, grants, runtime } = wireRuntime({
     store,
-    accounts,
     backend,
-    saves: new ProfileSaves(join(dataDir, 'profiles')),
     clock,
     random: cryptoRandom,
     log,
+    dataDir,
+    secret: cryptoRandom(32),
     phones: options.phones ?? 20,
     bootSlots: 4,
   });
-  runtime.setMaxListeners(0);
   const url = 'http://127.0.0.1:9';
   const deps: AppDeps = {
     runtime,
