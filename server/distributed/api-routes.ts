@@ -486,11 +486,11 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
         if (profile.holder || profile.state === 'saving') {
           throw profileHeld(profile.holder, 'end that session, then reset');
         }
-        // Hosts restore a profile only while it is `stored`: its saves on every host are forgotten.
-        await c.query("UPDATE profiles SET state = 'empty', exact = 1, saved_at = $2 WHERE id = $1", [
-          profile.id,
-          nowSec(),
-        ]);
+        // Hosts restore a profile only while it is `stored`: its save on its host is forgotten.
+        await c.query(
+          "UPDATE profiles SET state = 'empty', exact = 1, saved_at = $2, saved_host = NULL WHERE id = $1",
+          [profile.id, nowSec()],
+        );
         return profile.id;
       });
       return { id, reset: true };

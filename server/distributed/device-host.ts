@@ -46,6 +46,7 @@ import {
   QUEUE_CHANNEL,
   billUpTo,
   completeCleanup,
+  forgetSavesOn,
   endSession,
   one,
   reap,
@@ -401,6 +402,10 @@ class DeviceHost extends EventEmitter implements AdbSessions {
                 `SELECT * FROM sessions WHERE done = 0 AND state = 'provisioning' AND host_id IS NULL AND NOT (id = ANY($2))
                    AND (profile_id IS NOT NULL OR created <= $3
                         OR NOT EXISTS (SELECT 1 FROM hosts WHERE state = 'live' AND warm > 0 AND id <> $4))
+                   -- A profile whose save is on another live host waits for that host.
+                   AND NOT EXISTS (SELECT 1 FROM profiles p JOIN hosts h ON h.id = p.saved_host
+                                   WHERE p.id = sessions.profile_id AND p.state = 'stored'
+                                     AND h.state = 'live' AND h.id <> $4)
                  ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`,
                 [
                   toBoot,
@@ -579,13 +584,21 @@ class DeviceHost extends EventEmitter implements AdbSessions {
     );
   }
 
-  /** A profile restores only its save on this host, and only while the profile is stored (a reset forgets it); otherwise it starts fresh (''). Temporary phones: null. */
+  /**
+   * What a phone boots from: a profile restores its save while the profile is stored (a
+   * reset forgets it) and the save is on this host's disk (the claim brings a profile to
+   * the host that holds its save while that host is live); otherwise it starts fresh ('').
+   * Temporary phones: null.
+   */
   private async restoreFrom(profileId: string | null): Promise<string | null> {
     if (profileId === null) return null;
-    const profile = await one<{ state: string }>(this.db, 'SELECT state FROM profiles WHERE id = $1', [
-      profileId,
-    ]);
-    return profile?.state === 'stored' ? (this.saves.current(profileId) ?? '') : '';
+    const profile = await one<{ state: string; saved_host: string | null }>(
+      this.db,
+      'SELECT state, saved_host FROM profiles WHERE id = $1',
+      [profileId],
+    );
+    const here = profile?.state === 'stored' && profile.saved_host === this.id;
+    return here ? (this.saves.current(profileId) ?? '') : '';
   }
 
   private async bootFailed(h: Hosted, err: unknown): Promise<void> {
@@ -716,7 +729,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
       if (current.done === 1) return;
       if (saved) this.saves.commit(saved.profileId, saved.staged);
       await completeCleanup(c, current, {
-        saved: saved !== null,
+        savedOn: saved !== null ? this.id : null,
         lostProfile: opts.lostProfile,
         nowSec: this.nowSec(),
       });
@@ -772,7 +785,11 @@ class DeviceHost extends EventEmitter implements AdbSessions {
       }),
     );
     await Promise.all([...this.stopping]);
-    await this.db.query("UPDATE hosts SET state = 'stopped' WHERE id = $1", [this.id]).catch(() => undefined);
+    // A host that comes back registers anew: the saves on this disk are nobody's then.
+    await tx(this.db, async (c) => {
+      await c.query("UPDATE hosts SET state = 'stopped' WHERE id = $1", [this.id]);
+      await forgetSavesOn(c, [this.id]);
+    }).catch(() => undefined);
   }
 }
 

@@ -255,25 +255,28 @@ export async function endSession(
   );
   // A failed boot left no phone to stop: nothing for its host to do.
   if (row.host_id === null || opts.hostGone || failed)
-    await completeCleanup(c, row, { saved: false, lostProfile: opts.hostGone ?? false });
+    await completeCleanup(c, row, { savedOn: null, lostProfile: opts.hostGone ?? false });
   else await c.query(`SELECT pg_notify('${HOST_CHANNEL}', $1)`, [row.host_id]);
   return row;
 }
 
-/** Cleanup confirmed: the session moves to history and lets go of its profile phone. */
+/**
+ * Cleanup confirmed: the session moves to history and lets go of its profile phone.
+ * `savedOn` names the host whose disk now holds the profile's save (null: nothing saved).
+ */
 export async function completeCleanup(
   c: Tx,
   row: SessionRecord,
-  opts: { saved: boolean; lostProfile: boolean; nowSec?: number },
+  opts: { savedOn: string | null; lostProfile: boolean; nowSec?: number },
 ): Promise<void> {
   row.done = 1;
   row.cleanup_status = 'complete';
   await c.query("UPDATE sessions SET done = 1, cleanup_status = 'complete' WHERE id = $1", [row.id]);
   if (row.profile_id === null) return;
-  if (opts.saved) {
+  if (opts.savedOn !== null) {
     await c.query(
-      "UPDATE profiles SET holder = NULL, state = 'stored', exact = 1, saved_at = $2 WHERE holder = $1",
-      [row.id, opts.nowSec ?? row.ended ?? row.last],
+      "UPDATE profiles SET holder = NULL, state = 'stored', exact = 1, saved_at = $2, saved_host = $3 WHERE holder = $1",
+      [row.id, opts.nowSec ?? row.ended ?? row.last, opts.savedOn],
     );
   } else {
     // Its previous save stays; a lost phone makes it inexact.
@@ -313,7 +316,7 @@ export async function reap(db: Db, nowMs: number, log: Logger): Promise<void> {
           await c.query('UPDATE sessions SET host_id = NULL WHERE id = $1', [row.id]);
           await c.query(`NOTIFY ${QUEUE_CHANNEL}`);
         } else if (row.state === 'closing') {
-          await completeCleanup(c, row, { saved: false, lostProfile: true });
+          await completeCleanup(c, row, { savedOn: null, lostProfile: true });
         } else {
           // Billed up to the last moment the host was known alive (and never before a debit
           // already recorded, nor past the deadline).
@@ -326,6 +329,11 @@ export async function reap(db: Db, nowMs: number, log: Logger): Promise<void> {
         }
       }
     }
+    if (hosts.length > 0)
+      await forgetSavesOn(
+        c,
+        hosts.map((h) => h.id),
+      );
     return hosts;
   });
   for (const host of dead)
@@ -341,6 +349,17 @@ export async function reap(db: Db, nowMs: number, log: Logger): Promise<void> {
     ).rows;
     for (const { id, expires_at } of due) await endSession(c, id, 'expired', expires_at);
   });
+}
+
+/**
+ * The profile saves on these hosts' disks went with them (a dead host, or one that left):
+ * their profiles start fresh next time, and say that what they held was lost.
+ */
+export async function forgetSavesOn(c: Tx | Db, hostIds: string[]): Promise<void> {
+  await c.query(
+    "UPDATE profiles SET state = 'empty', exact = 0, saved_host = NULL WHERE saved_host = ANY($1)",
+    [hostIds],
+  );
 }
 
 export async function one<R>(c: Tx | Db, text: string, values: unknown[] = []): Promise<R | undefined> {

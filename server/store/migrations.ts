@@ -150,6 +150,15 @@ export const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE hosts ADD COLUMN warm INTEGER NOT NULL DEFAULT 0;
   `,
   },
+  {
+    name: 'the device host that holds each profile save',
+    only: 'postgres',
+    sql: `
+  -- A profile's save is on the disk of the host that ran its last session: its next session
+  -- runs there while that host is live. NULL: nothing saved (or the save went with its host).
+  ALTER TABLE profiles ADD COLUMN saved_host TEXT;
+  `,
+  },
 ];
 
 /** The migrations one store runs, in order, as that dialect's SQL. */

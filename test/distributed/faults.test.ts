@@ -80,7 +80,12 @@ describe.skipIf(missing !== null)('deployment faults', () => {
     const again = await d.api(1, account.key).post('/sessions', { body: { timeout_seconds: 60 } });
     expect(again.status).toBe(202);
     await api.waitFor(again.body.id, ['ready']);
-    // The books agree: each debit once, the balance is the opening one minus them.
+    // The books agree once nothing runs (a running session may be debited its next minute
+    // between two reads): each debit once, the balance is the opening one minus them.
+    for (const sid of [again.body.id as string, keptSid]) {
+      await api.delete(`/sessions/${sid}`);
+      await d.waitGone(api, sid);
+    }
     const debits = await sql<{ n: number; cents: number }>(
       d.store,
       'SELECT count(*)::int AS n, coalesce(sum(cents), 0)::int AS cents FROM debits WHERE uid = $1',
