@@ -26,7 +26,6 @@ import type { AddressInfo } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
-import pg from 'pg';
 import { Type } from '@sinclair/typebox';
 import { ERROR_CODES, TapBody, type PhoneOp } from '../../src/api/schemas.js';
 import { AdbGateway, type AdbSession, type AdbSessions } from '../adb-gateway.js';
@@ -42,12 +41,12 @@ import { cryptoRandom, randomToken, sha256Hex, type RandomSource } from '../secr
 import { isTransient, migratePg, openPool, sharedSecret, tx, type Db } from '../store/pg.js';
 import { HostViewerStreams } from './host-viewer.js';
 import { NODE_HEADER, NodeSigner } from './node-auth.js';
+import { HOST_CHANNEL, Listener, QUEUE_CHANNEL } from './notifications.js';
 import {
-  HOST_CHANNEL,
-  QUEUE_CHANNEL,
   billUpTo,
   completeCleanup,
   endSession,
+  notifySessions,
   one,
   reap,
   type SessionRecord,
@@ -391,11 +390,12 @@ class DeviceHost extends EventEmitter implements AdbSessions {
               )
             ).rows;
       const rows = [...fromPool, ...booted];
-      if (rows.length > 0)
-        await c.query('UPDATE sessions SET host_id = $1 WHERE id = ANY($2)', [
-          this.id,
-          rows.map((r) => r.id),
-        ]);
+      if (rows.length > 0) {
+        const ids = rows.map((r) => r.id);
+        await c.query('UPDATE sessions SET host_id = $1 WHERE id = ANY($2)', [this.id, ids]);
+        // Their location moved from queued to booting.
+        await notifySessions(c, ids);
+      }
       return { fromPool, booted };
     });
     claimed.fromPool.forEach((row, i) => {
@@ -502,8 +502,8 @@ class DeviceHost extends EventEmitter implements AdbSessions {
     const isPublic = err instanceof PhoneBootError;
     this.o.log.error('phone failed to start', { session: sid, error: String(err) });
     this.sessions.delete(sid);
-    await tx(this.db, (c) =>
-      c.query(
+    await tx(this.db, async (c) => {
+      await c.query(
         "UPDATE sessions SET state = 'error', failure_code = $3, failure_message = $4 WHERE id = $1 AND host_id = $2 AND done = 0 AND state = 'provisioning'",
         [
           sid,
@@ -511,8 +511,9 @@ class DeviceHost extends EventEmitter implements AdbSessions {
           isPublic ? err.code : 'boot_failed',
           isPublic ? err.message : 'The phone failed to start. End this session and start a new one.',
         ],
-      ),
-    );
+      );
+      await notifySessions(c, [sid]);
+    });
   }
 
   /** The session has its phone (booted for it, or from the pool): it is ready, unless it ended meanwhile. */
@@ -529,6 +530,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
               "UPDATE sessions SET state = 'ready', ready = $2, device = $3, screen_w = $4, screen_h = $5, adb_code = $6, startup_source = $7 WHERE id = $1",
               [sid, now, phone.label, phone.screen.w, phone.screen.h, adbCode, source],
             );
+            await notifySessions(c, [sid]);
             return { ...r, ready: now };
           })
         : null;
@@ -684,43 +686,6 @@ class DeviceHost extends EventEmitter implements AdbSessions {
   }
 }
 
-/** Listens for notifications on its own connection (re-established after a database restart). */
-async function listen(
-  url: string,
-  host: DeviceHost,
-  log: Logger,
-  stopped: () => boolean,
-): Promise<() => Promise<void>> {
-  let client: pg.Client | null = null;
-  const connect = async (): Promise<void> => {
-    if (stopped()) return;
-    const c = new pg.Client({ connectionString: url });
-    c.on('error', () => undefined);
-    c.on('end', () => {
-      if (client === c) client = null;
-      if (!stopped()) setTimeout(() => void connect().catch(() => undefined), 1000).unref();
-    });
-    c.on('notification', (msg) => {
-      if (msg.channel === QUEUE_CHANNEL || msg.payload === host.id) host.poke();
-    });
-    try {
-      await c.connect();
-      await c.query(`LISTEN ${QUEUE_CHANNEL}`);
-      await c.query(`LISTEN ${HOST_CHANNEL}`);
-      client = c;
-    } catch (err) {
-      log.debug('notification connection failed; polling meanwhile', { error: String(err) });
-      await c.end().catch(() => undefined);
-    }
-  };
-  await connect();
-  return async () => {
-    const c = client;
-    client = null;
-    await c?.end().catch(() => undefined);
-  };
-}
-
 export async function startDeviceHost(options: DeviceHostOptions): Promise<RunningDeviceHost> {
   const { log } = options;
   const listenHost = options.host ?? '127.0.0.1';
@@ -820,9 +785,17 @@ export async function startDeviceHost(options: DeviceHostOptions): Promise<Runni
     },
   );
 
-  let stopListening: () => Promise<void> = async () => undefined;
+  // Wake-ups: a session admitted anywhere (claim it), or a change to one of ours.
+  const listener = new Listener({
+    url: options.store,
+    channels: [QUEUE_CHANNEL, HOST_CHANNEL],
+    onNotification: (channel, payload) => {
+      if (channel === QUEUE_CHANNEL || payload === host.id) host.poke();
+    },
+    onConnected: () => host.poke(),
+    log,
+  });
   let url = '';
-  let closed = false;
   try {
     const adbPort = await gateway.listen(listenHost, 0);
     await app.listen({ host: listenHost, port: options.port ?? 0 });
@@ -831,7 +804,7 @@ export async function startDeviceHost(options: DeviceHostOptions): Promise<Runni
     const advertised = wildcard ? reachableAddress() : listenHost;
     url = `http://${advertised.includes(':') ? `[${advertised}]` : advertised}:${port}`;
     await host.register({ url, adbHost: advertised, adbPort });
-    stopListening = await listen(options.store, host, log, () => closed);
+    await listener.start();
     host.start();
     log.info('device host registered', {
       host: host.id,
@@ -841,7 +814,7 @@ export async function startDeviceHost(options: DeviceHostOptions): Promise<Runni
       pool: Math.min(options.pool ?? 0, options.phones),
     });
   } catch (err) {
-    closed = true;
+    await listener.close();
     await app.close().catch(() => undefined);
     await gateway.close().catch(() => undefined);
     await cleanupStart();
@@ -854,9 +827,8 @@ export async function startDeviceHost(options: DeviceHostOptions): Promise<Runni
     url,
     close() {
       closing ??= (async () => {
-        closed = true;
         await host.close();
-        await stopListening();
+        await listener.close();
         streams.close();
         await app.close();
         await gateway.close();

@@ -20,6 +20,7 @@ import { admittedSession, decideAdmission } from '../runtime/admission.js';
 import { canonicalJson, type StartupSource } from '../runtime/runtime.js';
 import { randomToken, sha256Hex, type RandomSource } from '../secrets.js';
 import { tx, type Db, type Tx } from '../store/pg.js';
+import { HOST_CHANNEL, QUEUE_CHANNEL, SESSION_CHANNEL } from './notifications.js';
 import {
   SESSION_COLUMNS,
   type AccountRow,
@@ -51,10 +52,6 @@ export interface HostRow {
   state: 'live' | 'dead' | 'stopped';
 }
 
-/** Hosts LISTEN here for admitted sessions to claim (payload: none). */
-export const QUEUE_CHANNEL = 'phonelease_queue';
-/** A host LISTENs here for changes to its sessions (payload: the host id). */
-export const HOST_CHANNEL = 'phonelease_host';
 /** The deployment's capacity is decided under this advisory lock, one admission at a time. */
 const CAPACITY_LOCK = 7_204_119;
 
@@ -257,7 +254,17 @@ export async function endSession(
   if (row.host_id === null || opts.hostGone || failed)
     await completeCleanup(c, row, { saved: false, lostProfile: opts.hostGone ?? false });
   else await c.query(`SELECT pg_notify('${HOST_CHANNEL}', $1)`, [row.host_id]);
+  await notifySessions(c, [sid]);
   return row;
+}
+
+/**
+ * Tells API nodes that these sessions changed (state, placement or cleanup), on commit: a
+ * long poll or a DELETE waiting on one reads it again at once.
+ */
+export async function notifySessions(c: Tx, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await c.query(`SELECT pg_notify('${SESSION_CHANNEL}', id) FROM unnest($1::text[]) AS id`, [ids]);
 }
 
 /** Cleanup confirmed: the session moves to history and lets go of its profile phone. */
@@ -269,6 +276,7 @@ export async function completeCleanup(
   row.done = 1;
   row.cleanup_status = 'complete';
   await c.query("UPDATE sessions SET done = 1, cleanup_status = 'complete' WHERE id = $1", [row.id]);
+  await notifySessions(c, [row.id]);
   if (row.profile_id === null) return;
   if (opts.saved) {
     await c.query(
@@ -312,6 +320,7 @@ export async function reap(db: Db, nowMs: number, log: Logger): Promise<void> {
           // Never booted there: another host can still start it.
           await c.query('UPDATE sessions SET host_id = NULL WHERE id = $1', [row.id]);
           await c.query(`NOTIFY ${QUEUE_CHANNEL}`);
+          await notifySessions(c, [row.id]);
         } else if (row.state === 'closing') {
           await completeCleanup(c, row, { saved: false, lostProfile: true });
         } else {
