@@ -18,6 +18,7 @@ import { SharedAccounts, sharedApiRoutes } from './api-routes.js';
 import { startDeviceHost, type RunningDeviceHost } from './device-host.js';
 import { viewerPagesOf } from '../viewer/pages.js';
 import { NodeSigner } from './node-auth.js';
+import { SessionEvents } from './notifications.js';
 import { deploymentViewers } from './viewer-proxy.js';
 import { reap } from './shared-sessions.js';
 
@@ -78,6 +79,8 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
   const wildcard = listenHost === '0.0.0.0' || listenHost === '::';
   const publicHost = wildcard ? '127.0.0.1' : listenHost;
   let url = '';
+  // Long polls and DELETE wake on the commits that change their session, on any node.
+  const events = new SessionEvents(options.store, log);
   const { app } = baseApp({ accounts: new SharedAccounts(db), grants }, log, storeErrors);
   await app.register(sharedApiRoutes, {
     deps: {
@@ -90,6 +93,7 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
       // Behind a load balancer the URLs handed out name the address the client used.
       publicUrl: (requestHost) => (wildcard && requestHost ? `http://${requestHost}` : url),
       genericDevice: options.backend?.name === 'emulator' ? 'Android emulator' : 'Virtual Android phone',
+      events,
     },
   });
 
@@ -101,6 +105,7 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
   let ownHost: RunningDeviceHost | null = null;
   let reaping: NodeJS.Timeout | null = null;
   try {
+    await events.start();
     await app.listen({ host: listenHost, port: options.port ?? 0 });
     const { port } = app.server.address() as AddressInfo;
     url = `http://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${port}`;
@@ -119,6 +124,7 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
     }
   } catch (err) {
     await app.close().catch(() => undefined);
+    await events.close();
     await db.end().catch(() => undefined);
     throw err;
   }
@@ -156,6 +162,7 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
         if (reaping) clearTimeout(reaping);
         await ownHost?.close();
         await app.close();
+        await events.close();
         await db.end();
       })();
       return closing;

@@ -65,7 +65,8 @@ import {
 } from '../api/route-specs.js';
 import type { Caller } from '../api/types.js';
 import { callHost, type NodeSigner } from './node-auth.js';
-import { HOST_CHANNEL, admit, count, endSession, one, type SessionRecord } from './shared-sessions.js';
+import { HOST_CHANNEL, type SessionEvents } from './notifications.js';
+import { admit, count, endSession, one, type SessionRecord } from './shared-sessions.js';
 
 export interface SharedApiDeps {
   db: Db;
@@ -78,6 +79,8 @@ export interface SharedApiDeps {
   publicUrl(requestHost?: string): string;
   /** Display label of sessions that never got a phone. */
   genericDevice: string;
+  /** Wake-ups on session changes (long polls and DELETE wait on them). */
+  events: SessionEvents;
 }
 
 /** A session with the host it runs on (null while queued). */
@@ -106,9 +109,6 @@ const PLACED = `SELECT s.*, h.url AS host_url, h.adb_host, h.adb_port,
   FROM sessions s LEFT JOIN hosts h ON h.id = s.host_id`;
 /** How long DELETE waits for the host to confirm cleanup before answering 202, as the embedded server. */
 const RELEASE_WAIT_MS = 1500;
-const POLL_MS = 150;
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export function viewed(row: PlacedSession): ViewedSession {
   return {
@@ -134,7 +134,7 @@ export class SharedAccounts {
 }
 
 export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }> = async (app, { deps }) => {
-  const { db, clock } = deps;
+  const { db, clock, events } = deps;
   const nowSec = () => Math.floor(clock.now() / 1000);
 
   const context = (req: FastifyRequest): ViewContext => {
@@ -229,18 +229,21 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
     const transitional =
       row.state === 'provisioning' || (row.state === 'closing' && row.cleanup_status !== 'complete');
     if (wait > 0 && transitional) {
-      // The long poll over the shared store: re-read until state, placement or cleanup changes.
+      // The long poll over the shared store: re-read whenever the session's change is
+      // announced (notifications.ts), until state, placement or cleanup changes.
       const snapshot = (r: PlacedSession) => `${r.state}/${r.host_id}/${r.cleanup_status}/${r.done}`;
       const before = snapshot(row);
       const until = clock.now() + wait * 1000;
       let gone = false;
       req.raw.once('close', () => (gone = true));
       while (!gone && clock.now() < until) {
-        await sleep(POLL_MS);
+        // Registered before the read: a change committed after it wakes this wait.
+        const changed = events.next(row.id, until - clock.now());
         const next = await one<PlacedSession>(db, `${PLACED} WHERE s.id = $1`, [row.id]);
         if (!next) break;
         row = next;
         if (snapshot(row) !== before) break;
+        await changed;
       }
     }
     return sessionView(viewed(row), context(req), { owner: caller.kind === 'owner' });
@@ -255,12 +258,14 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
     async (req, reply) => {
       const row = await owned(req, req.params.sid);
       await tx(db, (c) => endSession(c, row.id, 'released', nowSec()));
+      // The host confirms the cleanup; its commit announces it (notifications.ts).
       const until = Date.now() + RELEASE_WAIT_MS;
       let released = false;
       for (;;) {
+        const changed = events.next(row.id, until - Date.now());
         released = (await count(db, 'SELECT done AS n FROM sessions WHERE id = $1', [row.id])) === 1;
         if (released || Date.now() >= until) break;
-        await sleep(POLL_MS);
+        await changed;
       }
       return reply.code(released ? 200 : 202).send({ released, cleanup_pending: !released });
     },

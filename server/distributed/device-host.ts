@@ -26,7 +26,6 @@ import type { AddressInfo } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
-import pg from 'pg';
 import { Type } from '@sinclair/typebox';
 import { ERROR_CODES, TapBody, type PhoneOp } from '../../src/api/schemas.js';
 import { AdbGateway, type AdbSession, type AdbSessions } from '../adb-gateway.js';
@@ -37,17 +36,18 @@ import { apiError, badRequest, notFound, notReady } from '../errors.js';
 import type { Logger } from '../log.js';
 import { ProfileSaves } from '../runtime/profile-saves.js';
 import { FRAME_INTERVAL_MS, type StartupSource } from '../runtime/runtime.js';
+import { WarmPool, type PhoneBoot, type PooledPhone } from '../runtime/warm-pool.js';
 import { cryptoRandom, randomToken, sha256Hex, type RandomSource } from '../secrets.js';
 import { isTransient, migratePg, openPool, sharedSecret, tx, type Db } from '../store/pg.js';
 import { HostViewerStreams } from './host-viewer.js';
 import { NODE_HEADER, NodeSigner } from './node-auth.js';
+import { HOST_CHANNEL, Listener, QUEUE_CHANNEL } from './notifications.js';
 import {
-  HOST_CHANNEL,
-  QUEUE_CHANNEL,
   billUpTo,
   completeCleanup,
   forgetSavesOn,
   endSession,
+  notifySessions,
   one,
   reap,
   type SessionRecord,
@@ -92,23 +92,6 @@ export const HOST_DEFAULTS = { lostAfterMs: 15_000, tickMs: 500 } as const;
  * warm phones already handed out since its last heartbeat).
  */
 const WARM_PREFERENCE_SECONDS = 1;
-/** After a pooled boot fails, refills wait this long, doubling per failure up to the maximum. */
-const REFILL_BACKOFF_MS = 1000;
-const REFILL_BACKOFF_MAX_MS = 60_000;
-
-/** A backend boot under way in one of the host's boot slots, whoever owns it. */
-interface Boot {
-  readonly abort: AbortController;
-  readonly phone: Promise<DevicePhone>;
-}
-
-/**
- * A phone of the pool: warming (its boot under way), then warm. It leaves the pool once:
- * taken by a session (warm, or its boot adopted while warming), or evicted (stopped).
- */
-type PooledPhone =
-  | { readonly kind: 'warming'; readonly id: string; readonly boot: Boot }
-  | { readonly kind: 'warm'; readonly id: string; readonly phone: DevicePhone };
 
 /** A session whose phone this host runs. */
 interface Hosted extends AdbSession {
@@ -144,13 +127,8 @@ class DeviceHost extends EventEmitter implements AdbSessions {
   private readonly saves: ProfileSaves;
   /** Boots under way (sessions' and the pool's); each holds one of `bootSlots`. */
   private booting = 0;
-  /** Pooled phones by id, oldest first. */
-  private readonly pool = new Map<string, PooledPhone>();
-  private readonly poolTarget: number;
-  /** Pooled phones being stopped; they hold their room until gone, and close() waits for them. */
-  private readonly stopping = new Set<Promise<void>>();
-  private refillFailures = 0;
-  private refillAfterMs = 0;
+  /** Temporary phones booted ahead of demand (warm-pool.ts), as in the embedded runtime. */
+  private readonly pool: WarmPool;
   /** A moving average of what boots take here, published for eta_seconds. */
   private typicalBootMs: number;
   private closed = false;
@@ -169,20 +147,22 @@ class DeviceHost extends EventEmitter implements AdbSessions {
     this.random = o.random ?? cryptoRandom;
     this.saves = new ProfileSaves(join(dataDir, 'profiles'));
     this.typicalBootMs = o.backend.typicalBootMs;
-    this.poolTarget = Math.max(0, Math.min(o.pool ?? 0, o.phones));
+    this.pool = new WarmPool({
+      target: o.pool ?? 0,
+      phones: o.phones,
+      startBoot: (id) => this.startBoot(id, async () => null),
+      // A pooled phone stopped (its room is free) or was lost: the loop looks again now.
+      changed: () => this.poke(),
+      clock: this.clock,
+      random: this.random,
+      log: o.log,
+      logContext: () => ({ host: this.id }),
+    });
   }
 
   /** The pool as it stands (for /healthz). */
   poolSize(): { warm: number; warming: number; target: number } {
-    const warm = this.warmCount();
-    return { warm, warming: this.pool.size - warm, target: this.poolTarget };
-  }
-
-  /** Warm pooled phones, as published with each heartbeat. */
-  private warmCount(): number {
-    let n = 0;
-    for (const entry of this.pool.values()) if (entry.kind === 'warm') n++;
-    return n;
+    return this.pool.counts();
   }
 
   private nowSec(): number {
@@ -277,7 +257,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
     const nowMs = this.clock.now();
     const beat = await this.db.query(
       "UPDATE hosts SET heartbeat_ms = $2, typical_boot_ms = $3, warm = $4 WHERE id = $1 AND state = 'live'",
-      [this.id, nowMs, this.typicalBootMs, this.warmCount()],
+      [this.id, nowMs, this.typicalBootMs, this.pool.counts().warm],
     );
     if (beat.rowCount === 0) {
       // Declared dead while we could not heartbeat: our sessions were ended `lost` and
@@ -378,9 +358,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
   private async claim(): Promise<void> {
     const room = this.o.phones - this.sessions.size;
     if (room <= 0 || this.closed) return;
-    const pooled = [...this.pool.values()].sort(
-      (a, b) => (a.kind === 'warm' ? 0 : 1) - (b.kind === 'warm' ? 0 : 1),
-    );
+    const pooled = this.pool.handoutOrder();
     const slots = this.o.bootSlots - this.booting;
     if (pooled.length === 0 && slots <= 0) return;
     const claimed = await tx(this.db, async (c) => {
@@ -417,103 +395,33 @@ class DeviceHost extends EventEmitter implements AdbSessions {
               )
             ).rows;
       const rows = [...fromPool, ...booted];
-      if (rows.length > 0)
-        await c.query('UPDATE sessions SET host_id = $1 WHERE id = ANY($2)', [
-          this.id,
-          rows.map((r) => r.id),
-        ]);
+      if (rows.length > 0) {
+        const ids = rows.map((r) => r.id);
+        await c.query('UPDATE sessions SET host_id = $1 WHERE id = ANY($2)', [this.id, ids]);
+        // Their location moved from queued to booting.
+        await notifySessions(c, ids);
+      }
       return { fromPool, booted };
     });
     claimed.fromPool.forEach((row, i) => {
       // As it is now: a warming phone may have come up during the transaction, or gone (its
       // boot failed, or it was lost); then this session boots a phone of its own.
-      const entry = this.pool.get(pooled[i]!.id) ?? null;
-      if (entry) this.pool.delete(entry.id);
-      this.host(row, entry);
+      this.host(row, this.pool.take(pooled[i]!.id));
     });
     for (const row of claimed.booted) this.host(row, null);
     // Room for the sessions that boot comes out of the pool, its newest (least warm) first.
-    while (this.pool.size > 0 && this.sessions.size + this.pool.size > this.o.phones) {
-      const entry = this.newestPooled('warming') ?? this.newestPooled('warm')!;
-      this.evict(entry, 'a session needs its phone slot');
-    }
+    this.pool.shrinkTo(this.o.phones - this.sessions.size);
   }
 
   // ---------------------------------------------------------------------------------
-  // The pool
+  // Boots
 
-  /** Starts pooled boots while a slot is free, the pool is short, and there is room. */
+  /**
+   * Starts pooled boots while a slot is free, the pool is short, and there is room. A refill
+   * held back after a failed boot needs no timer here: the loop comes back every tick.
+   */
   private refill(): void {
-    const nowMs = this.clock.now();
-    while (
-      !this.closed &&
-      nowMs >= this.refillAfterMs &&
-      this.pool.size < this.poolTarget &&
-      this.booting < this.o.bootSlots &&
-      // Phones still stopping hold what they hold (an emulator's memory) until they are gone.
-      this.sessions.size + this.pool.size + this.stopping.size < this.o.phones
-    ) {
-      this.startPoolBoot();
-    }
-  }
-
-  private newestPooled(kind: PooledPhone['kind']): PooledPhone | undefined {
-    return [...this.pool.values()].reverse().find((e) => e.kind === kind);
-  }
-
-  private startPoolBoot(): void {
-    const id = `pool_${randomToken(this.random, 12)}`;
-    const entry: PooledPhone = { kind: 'warming', id, boot: this.startBoot(id, async () => null) };
-    this.pool.set(id, entry);
-    this.o.log.debug('booting pooled phone', { pooled: id, host: this.id });
-    void entry.boot.phone.then(
-      (phone) => {
-        // Adopted by a session, or evicted: whoever took it out of the pool has it.
-        if (this.pool.get(id) !== entry) return;
-        this.refillFailures = 0;
-        const warm: PooledPhone = { kind: 'warm', id, phone };
-        this.pool.set(id, warm);
-        phone.onLost((reason) => {
-          if (this.pool.get(id) !== warm) return; // handed out: its session listens now
-          this.o.log.warn('pooled phone lost', { pooled: id, reason });
-          this.evict(warm, 'lost');
-        });
-        this.o.log.debug('pooled phone warm', { pooled: id });
-      },
-      (err: unknown) => {
-        if (this.pool.get(id) !== entry) return;
-        this.pool.delete(id);
-        this.refillFailures++;
-        const backoff = Math.min(REFILL_BACKOFF_MAX_MS, REFILL_BACKOFF_MS * 2 ** (this.refillFailures - 1));
-        this.refillAfterMs = this.clock.now() + backoff;
-        this.o.log.error('pooled phone failed to start; the pool retries later', {
-          error: String(err),
-          retry_in_ms: backoff,
-        });
-      },
-    );
-  }
-
-  /** Takes a phone out of the pool and stops it (a warming one: its boot is aborted). */
-  private evict(entry: PooledPhone, why: string): void {
-    this.pool.delete(entry.id);
-    this.o.log.debug('pooled phone stopped', { pooled: entry.id, why });
-    let phone: Promise<DevicePhone | null>;
-    if (entry.kind === 'warm') phone = Promise.resolve(entry.phone);
-    else {
-      entry.boot.abort.abort(new Error(why));
-      phone = entry.boot.phone.catch(() => null);
-    }
-    const stopped = phone
-      .then((p) => p?.shutdown({ saveTo: null }))
-      .catch((err: unknown) =>
-        this.o.log.error('pooled phone did not stop', { pooled: entry.id, error: String(err) }),
-      )
-      .finally(() => {
-        this.stopping.delete(stopped);
-        this.poke();
-      });
-    this.stopping.add(stopped);
+    if (!this.closed) this.pool.refill(this.sessions.size, () => this.booting < this.o.bootSlots);
   }
 
   /**
@@ -521,7 +429,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
    * whoever owns it by then (a session, the pool, or nobody), and what it took feeds
    * eta_seconds.
    */
-  private startBoot(name: string, restoreFrom: () => Promise<string | null>): Boot {
+  private startBoot(name: string, restoreFrom: () => Promise<string | null>): PhoneBoot {
     this.booting++;
     const abort = new AbortController();
     const startedMs = this.clock.now();
@@ -543,7 +451,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
         this.booting--;
         this.poke();
       });
-    return { abort, phone };
+    return { startedMs, abort, phone };
   }
 
   // ---------------------------------------------------------------------------------
@@ -555,7 +463,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
       pooled === null
         ? this.startBoot(row.id, () => this.restoreFrom(row.profile_id))
         : pooled.kind === 'warming'
-          ? pooled.boot
+          ? pooled
           : null;
     const h: Hosted = {
       row: { id: row.id, adb_code: null },
@@ -607,8 +515,8 @@ class DeviceHost extends EventEmitter implements AdbSessions {
     const isPublic = err instanceof PhoneBootError;
     this.o.log.error('phone failed to start', { session: sid, error: String(err) });
     this.sessions.delete(sid);
-    await tx(this.db, (c) =>
-      c.query(
+    await tx(this.db, async (c) => {
+      await c.query(
         "UPDATE sessions SET state = 'error', failure_code = $3, failure_message = $4 WHERE id = $1 AND host_id = $2 AND done = 0 AND state = 'provisioning'",
         [
           sid,
@@ -616,8 +524,9 @@ class DeviceHost extends EventEmitter implements AdbSessions {
           isPublic ? err.code : 'boot_failed',
           isPublic ? err.message : 'The phone failed to start. End this session and start a new one.',
         ],
-      ),
-    );
+      );
+      await notifySessions(c, [sid]);
+    });
   }
 
   /** The session has its phone (booted for it, or from the pool): it is ready, unless it ended meanwhile. */
@@ -634,6 +543,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
               "UPDATE sessions SET state = 'ready', ready = $2, device = $3, screen_w = $4, screen_h = $5, adb_code = $6, startup_source = $7 WHERE id = $1",
               [sid, now, phone.label, phone.screen.w, phone.screen.h, adbCode, source],
             );
+            await notifySessions(c, [sid]);
             return { ...r, ready: now };
           })
         : null;
@@ -776,7 +686,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
     this.poke();
     await this.loop;
     // The pool drains: warm phones stop, warming boots are aborted (and stopped if they come up).
-    for (const entry of [...this.pool.values()]) this.evict(entry, 'the host is stopping');
+    const drained = this.pool.drain('the host is stopping');
     const now = this.nowSec();
     await Promise.all(
       [...this.sessions.values()].map(async (h) => {
@@ -784,50 +694,13 @@ class DeviceHost extends EventEmitter implements AdbSessions {
         await this.stopLocal(h, { record: true, lostProfile: true }).catch(() => undefined);
       }),
     );
-    await Promise.all([...this.stopping]);
+    await drained;
     // A host that comes back registers anew: the saves on this disk are nobody's then.
     await tx(this.db, async (c) => {
       await c.query("UPDATE hosts SET state = 'stopped' WHERE id = $1", [this.id]);
       await forgetSavesOn(c, [this.id]);
     }).catch(() => undefined);
   }
-}
-
-/** Listens for notifications on its own connection (re-established after a database restart). */
-async function listen(
-  url: string,
-  host: DeviceHost,
-  log: Logger,
-  stopped: () => boolean,
-): Promise<() => Promise<void>> {
-  let client: pg.Client | null = null;
-  const connect = async (): Promise<void> => {
-    if (stopped()) return;
-    const c = new pg.Client({ connectionString: url });
-    c.on('error', () => undefined);
-    c.on('end', () => {
-      if (client === c) client = null;
-      if (!stopped()) setTimeout(() => void connect().catch(() => undefined), 1000).unref();
-    });
-    c.on('notification', (msg) => {
-      if (msg.channel === QUEUE_CHANNEL || msg.payload === host.id) host.poke();
-    });
-    try {
-      await c.connect();
-      await c.query(`LISTEN ${QUEUE_CHANNEL}`);
-      await c.query(`LISTEN ${HOST_CHANNEL}`);
-      client = c;
-    } catch (err) {
-      log.debug('notification connection failed; polling meanwhile', { error: String(err) });
-      await c.end().catch(() => undefined);
-    }
-  };
-  await connect();
-  return async () => {
-    const c = client;
-    client = null;
-    await c?.end().catch(() => undefined);
-  };
 }
 
 export async function startDeviceHost(options: DeviceHostOptions): Promise<RunningDeviceHost> {
@@ -929,9 +802,17 @@ export async function startDeviceHost(options: DeviceHostOptions): Promise<Runni
     },
   );
 
-  let stopListening: () => Promise<void> = async () => undefined;
+  // Wake-ups: a session admitted anywhere (claim it), or a change to one of ours.
+  const listener = new Listener({
+    url: options.store,
+    channels: [QUEUE_CHANNEL, HOST_CHANNEL],
+    onNotification: (channel, payload) => {
+      if (channel === QUEUE_CHANNEL || payload === host.id) host.poke();
+    },
+    onConnected: () => host.poke(),
+    log,
+  });
   let url = '';
-  let closed = false;
   try {
     const adbPort = await gateway.listen(listenHost, 0);
     await app.listen({ host: listenHost, port: options.port ?? 0 });
@@ -940,7 +821,7 @@ export async function startDeviceHost(options: DeviceHostOptions): Promise<Runni
     const advertised = wildcard ? reachableAddress() : listenHost;
     url = `http://${advertised.includes(':') ? `[${advertised}]` : advertised}:${port}`;
     await host.register({ url, adbHost: advertised, adbPort });
-    stopListening = await listen(options.store, host, log, () => closed);
+    await listener.start();
     host.start();
     log.info('device host registered', {
       host: host.id,
@@ -950,7 +831,7 @@ export async function startDeviceHost(options: DeviceHostOptions): Promise<Runni
       pool: Math.min(options.pool ?? 0, options.phones),
     });
   } catch (err) {
-    closed = true;
+    await listener.close();
     await app.close().catch(() => undefined);
     await gateway.close().catch(() => undefined);
     await cleanupStart();
@@ -963,9 +844,8 @@ export async function startDeviceHost(options: DeviceHostOptions): Promise<Runni
     url,
     close() {
       closing ??= (async () => {
-        closed = true;
         await host.close();
-        await stopListening();
+        await listener.close();
         streams.close();
         await app.close();
         await gateway.close();

@@ -20,6 +20,7 @@ import { admittedSession, decideAdmission } from '../runtime/admission.js';
 import { canonicalJson, type StartupSource } from '../runtime/runtime.js';
 import { randomToken, sha256Hex, type RandomSource } from '../secrets.js';
 import { tx, type Db, type Tx } from '../store/pg.js';
+import { HOST_CHANNEL, QUEUE_CHANNEL, SESSION_CHANNEL } from './notifications.js';
 import {
   SESSION_COLUMNS,
   type AccountRow,
@@ -51,10 +52,6 @@ export interface HostRow {
   state: 'live' | 'dead' | 'stopped';
 }
 
-/** Hosts LISTEN here for admitted sessions to claim (payload: none). */
-export const QUEUE_CHANNEL = 'phonelease_queue';
-/** A host LISTENs here for changes to its sessions (payload: the host id). */
-export const HOST_CHANNEL = 'phonelease_host';
 /** The deployment's capacity is decided under this advisory lock, one admission at a time. */
 const CAPACITY_LOCK = 7_204_119;
 
@@ -257,7 +254,17 @@ export async function endSession(
   if (row.host_id === null || opts.hostGone || failed)
     await completeCleanup(c, row, { savedOn: null, lostProfile: opts.hostGone ?? false });
   else await c.query(`SELECT pg_notify('${HOST_CHANNEL}', $1)`, [row.host_id]);
+  await notifySessions(c, [sid]);
   return row;
+}
+
+/**
+ * Tells API nodes that these sessions changed (state, placement or cleanup), on commit: a
+ * long poll or a DELETE waiting on one reads it again at once.
+ */
+export async function notifySessions(c: Tx, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await c.query(`SELECT pg_notify('${SESSION_CHANNEL}', id) FROM unnest($1::text[]) AS id`, [ids]);
 }
 
 /**
@@ -272,6 +279,7 @@ export async function completeCleanup(
   row.done = 1;
   row.cleanup_status = 'complete';
   await c.query("UPDATE sessions SET done = 1, cleanup_status = 'complete' WHERE id = $1", [row.id]);
+  await notifySessions(c, [row.id]);
   if (row.profile_id === null) return;
   if (opts.savedOn !== null) {
     await c.query(
@@ -302,42 +310,19 @@ export async function reap(db: Db, nowMs: number, log: Logger): Promise<void> {
         [nowMs],
       )
     ).rows;
-    for (const host of hosts) {
-      const lastAlive = seconds(host.heartbeat_ms);
-      const held = (
-        await c.query<SessionRecord>(
-          'SELECT * FROM sessions WHERE host_id = $1 AND done = 0 ORDER BY seq FOR UPDATE',
-          [host.id],
-        )
-      ).rows;
-      for (const row of held) {
-        if (row.state === 'provisioning') {
-          // Never booted there: another host can still start it.
-          await c.query('UPDATE sessions SET host_id = NULL WHERE id = $1', [row.id]);
-          await c.query(`NOTIFY ${QUEUE_CHANNEL}`);
-        } else if (row.state === 'closing') {
-          await completeCleanup(c, row, { savedOn: null, lostProfile: true });
-        } else {
-          // Billed up to the last moment the host was known alive (and never before a debit
-          // already recorded, nor past the deadline).
-          const ready = row.ready ?? row.created;
-          const lastDebit = await count(c, 'SELECT coalesce(max(at), 0) AS n FROM debits WHERE sid = $1', [
-            row.id,
-          ]);
-          const at = Math.max(Math.min(Math.max(lastAlive, ready), row.expires_at), lastDebit);
-          await endSession(c, row.id, 'lost', at, { hostGone: true });
-        }
-      }
-    }
+    const ended = hosts.length > 0 ? await endDeadHostSessions(c, hosts) : 0;
     if (hosts.length > 0)
       await forgetSavesOn(
         c,
         hosts.map((h) => h.id),
       );
-    return hosts;
+    return { hosts, ended };
   });
-  for (const host of dead)
-    log.warn('device host stopped heartbeating; its sessions ended lost', { host: host.id });
+  if (dead.hosts.length > 0)
+    log.warn('device hosts stopped heartbeating; their sessions ended lost and their slots are free', {
+      hosts: dead.hosts.map((h) => h.id),
+      sessions_ended: dead.ended,
+    });
 
   const now = seconds(nowMs);
   await tx(db, async (c) => {
@@ -369,4 +354,147 @@ export async function one<R>(c: Tx | Db, text: string, values: unknown[] = []): 
 export async function count(c: Tx | Db, text: string, values: unknown[] = []): Promise<number> {
   const row = (await c.query<{ n: number | string }>(text, values)).rows[0];
   return Number(row?.n ?? 0);
+}
+
+/** A session a dead host held, as its sweep ends it. */
+interface Ended {
+  id: string;
+  at: number;
+  reason: EndReason;
+  minutes: number;
+  cost: number;
+}
+
+/**
+ * Ends what dead hosts held, in the caller's transaction (the one that flipped them dead),
+ * in a fixed number of set-based statements whatever the count: a host of hundreds of phones
+ * frees its slots in one round of the sweep, not one session's transaction after another.
+ * The outcome is endSession's and completeCleanup's for each session (the host is gone, so
+ * there is no phone to stop and no save to keep):
+ * - provisioning: back to the queue, for another host to boot;
+ * - ready: ended `lost` at the host's last heartbeat (never before a debit already recorded,
+ *   nor past the deadline), its started minutes up to then debited once (debits are keyed by
+ *   session and minute), `credit_exhausted` when the balance ran out first;
+ * - error: ended `failed`; closing: its cleanup completes;
+ * and a held profile is released, its previous save marked inexact.
+ * Returns how many sessions it ended.
+ */
+async function endDeadHostSessions(c: Tx, hosts: HostRow[]): Promise<number> {
+  const lastAlive = new Map(hosts.map((h) => [h.id, seconds(h.heartbeat_ms)]));
+  // Locked in seq order, as every other path that locks sessions one at a time meets them.
+  const held = (
+    await c.query<SessionRecord>(
+      'SELECT * FROM sessions WHERE host_id = ANY($1) AND done = 0 ORDER BY seq FOR UPDATE',
+      [hosts.map((h) => h.id)],
+    )
+  ).rows;
+  if (held.length === 0) return 0;
+
+  const requeued = held.filter((r) => r.state === 'provisioning').map((r) => r.id);
+  const closing = held.filter((r) => r.state === 'closing').map((r) => r.id);
+  const ending = held.filter((r) => r.state === 'ready' || r.state === 'error');
+
+  // Billing: the started minutes of ready metered sessions up to their end, per account in seq
+  // order (the balance runs out for the later ones first), as billUpTo does one at a time.
+  const lastDebit = new Map(
+    (
+      await c.query<{ sid: string; at: number }>(
+        'SELECT sid, max(at) AS at FROM debits WHERE sid = ANY($1) GROUP BY sid',
+        [ending.map((r) => r.id)],
+      )
+    ).rows.map((r) => [r.sid, Number(r.at)]),
+  );
+  const endAt = (r: SessionRecord) => {
+    const ready = r.ready ?? r.created;
+    const alive = lastAlive.get(r.host_id ?? '') ?? ready;
+    return Math.max(Math.min(Math.max(alive, ready), r.expires_at), lastDebit.get(r.id) ?? 0);
+  };
+  const due = (r: SessionRecord, at: number) =>
+    r.state === 'ready' && r.billing_mode === 'metered' && r.ready !== null
+      ? Math.ceil(Math.max(0, Math.min(at, r.expires_at) - r.ready) / 60)
+      : 0;
+  const billed = ending.filter((r) => due(r, endAt(r)) > r.minutes_debited);
+  const balances = new Map(
+    (
+      await c.query<AccountRow>('SELECT * FROM accounts WHERE uid = ANY($1) ORDER BY uid FOR UPDATE', [
+        [...new Set(billed.map((r) => r.uid))],
+      ])
+    ).rows.map((a) => [a.uid, a.balance_cents]),
+  );
+  const debits: Array<[sid: string, minute: number, uid: string, cents: number, at: number]> = [];
+  const ended: Ended[] = ending.map((r) => {
+    const at = endAt(r);
+    const out: Ended = {
+      id: r.id,
+      at,
+      reason: r.state === 'error' ? 'failed' : 'lost',
+      minutes: r.minutes_debited,
+      cost: r.cost_cents,
+    };
+    const minutes = due(r, at);
+    while (out.minutes < minutes) {
+      const balance = balances.get(r.uid)!;
+      if (balance < r.price_cents_per_minute) {
+        out.reason = 'credit_exhausted';
+        out.at = r.ready! + out.minutes * 60;
+        break;
+      }
+      out.minutes++;
+      // Dated the second its minute started: inside [ready, ended] however late it is recorded.
+      debits.push([
+        r.id,
+        out.minutes,
+        r.uid,
+        r.price_cents_per_minute,
+        r.ready! + (out.minutes - 1) * 60 + 1,
+      ]);
+      balances.set(r.uid, balance - r.price_cents_per_minute);
+      out.cost += r.price_cents_per_minute;
+    }
+    return out;
+  });
+
+  if (debits.length > 0) {
+    await c.query(
+      `INSERT INTO debits (sid, minute, uid, cents, at)
+       SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::int[])`,
+      [0, 1, 2, 3, 4].map((k) => debits.map((d) => d[k])),
+    );
+    await c.query(
+      'UPDATE accounts a SET balance_cents = v.balance FROM unnest($1::text[], $2::int[]) AS v(uid, balance) WHERE a.uid = v.uid',
+      [[...balances.keys()], [...balances.values()]],
+    );
+  }
+  if (ended.length > 0) {
+    // Ended and cleaned up at once: the host that would have stopped the phone is gone.
+    await c.query(
+      `UPDATE sessions s SET state = 'closing', close_requested = v.at, ended = v.at, end_reason = v.reason,
+              minutes_debited = v.minutes, cost_cents = v.cost, cleanup_status = 'complete', done = 1
+         FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::int[]) AS v(id, at, reason, minutes, cost)
+        WHERE s.id = v.id`,
+      [
+        ended.map((e) => e.id),
+        ended.map((e) => e.at),
+        ended.map((e) => e.reason),
+        ended.map((e) => e.minutes),
+        ended.map((e) => e.cost),
+      ],
+    );
+  }
+  if (closing.length > 0)
+    await c.query("UPDATE sessions SET done = 1, cleanup_status = 'complete' WHERE id = ANY($1)", [closing]);
+  const finished = [...ended.map((e) => e.id), ...closing];
+  // Their phones died with the host: a held profile keeps its previous save, now inexact.
+  if (finished.length > 0)
+    await c.query('UPDATE profiles SET holder = NULL, exact = 0 WHERE holder = ANY($1)', [finished]);
+  if (requeued.length > 0) {
+    // Never booted there: another host can still start them.
+    await c.query('UPDATE sessions SET host_id = NULL WHERE id = ANY($1)', [requeued]);
+    await c.query(`NOTIFY ${QUEUE_CHANNEL}`);
+  }
+  await notifySessions(
+    c,
+    held.map((r) => r.id),
+  );
+  return finished.length;
 }

@@ -40,6 +40,7 @@ import type { SessionRow, Store } from '../store/store.js';
 import type { AccountService } from './accounts.js';
 import { admittedSession, decideAdmission } from './admission.js';
 import type { ProfileSaves } from './profile-saves.js';
+import { WarmPool, type PhoneBoot } from './warm-pool.js';
 
 export interface RuntimeOptions {
   store: Store;
@@ -79,22 +80,6 @@ export interface RuntimeStats {
   phones: number;
   bootSlots: number;
 }
-
-/** A backend boot under way in a boot slot; the slot frees when it settles, whoever owns it by then. */
-interface PhoneBoot {
-  readonly startedMs: number;
-  readonly abort: AbortController;
-  readonly phone: Promise<DevicePhone>;
-}
-
-/**
- * A phone booted ahead of demand for no session: `warming` while it boots, `warm` once it is
- * up. It leaves the pool exactly once: handed to a session, adopted while warming, evicted,
- * lost, or drained.
- */
-export type PooledPhone =
-  | ({ readonly kind: 'warming'; readonly id: string } & PhoneBoot)
-  | { readonly kind: 'warm'; readonly id: string; readonly phone: DevicePhone };
 
 /** A frame and when it was captured. */
 interface Frame {
@@ -226,9 +211,6 @@ const RELEASE_WAIT_MS = 1500;
 const HEARTBEAT_MS = 2000;
 const CLEANUP_RETRY_MS = 5000;
 const CLEANUP_ATTEMPTS = 5;
-/** After a pooled boot fails, refills wait this long, doubling per failure up to the maximum. */
-const REFILL_BACKOFF_MS = 1000;
-const REFILL_BACKOFF_MAX_MS = 60_000;
 
 const NO_OBSERVER: RuntimeObserver = {
   admission: () => undefined,
@@ -260,14 +242,9 @@ export class Runtime extends EventEmitter {
   private cancelHeartbeat: (() => void) | null = null;
   /** sha256(code) -> session id, for the ADB gateway. */
   private readonly adbCodes = new Map<string, string>();
-  /** Pooled phones by id, oldest first. */
-  private readonly pool = new Map<string, PooledPhone>();
-  private readonly poolTarget: number;
-  /** Pooled phones being stopped (evicted, lost, drained); close() waits for them. */
-  private readonly stopping = new Set<Promise<void>>();
+  /** Temporary phones booted ahead of demand (warm-pool.ts). */
+  private readonly pool: WarmPool;
   private refillScheduled = false;
-  private refillFailures = 0;
-  private refillAfterMs = 0;
   private cancelRefillRetry: (() => void) | null = null;
   private readonly observer: RuntimeObserver;
 
@@ -275,9 +252,17 @@ export class Runtime extends EventEmitter {
     super();
     this.seq = o.store.maxSeq();
     this.typicalBootMs = o.backend.typicalBootMs;
-    // startServer refuses a pool larger than --phones; this keeps the runtime's own promise.
-    this.poolTarget = Math.max(0, Math.min(o.pool ?? 0, o.phones));
     this.observer = o.observer ?? NO_OBSERVER;
+    // startServer refuses a pool larger than --phones; the pool keeps that promise itself too.
+    this.pool = new WarmPool({
+      target: o.pool ?? 0,
+      phones: o.phones,
+      startBoot: (id) => this.startBoot(id, null, 'pool'),
+      changed: () => this.pump(),
+      clock: o.clock,
+      random: o.random,
+      log: o.log,
+    });
   }
 
   private nowSec(): number {
@@ -402,8 +387,7 @@ export class Runtime extends EventEmitter {
     await Promise.all([...this.live.values()].map((l) => this.finish(l, 'lost', now)));
     // Drained: pooled phones are stopped, booting ones aborted (and stopped if they come up).
     this.cancelRefillRetry?.();
-    for (const entry of [...this.pool.values()]) this.evict(entry, 'the server is stopping');
-    await Promise.all([...this.stopping]);
+    await this.pool.drain('the server is stopping');
     this.closed = true;
     this.cancelHeartbeat?.();
     this.o.store.setMeta('last_alive', String(this.nowSec()));
@@ -558,19 +542,15 @@ export class Runtime extends EventEmitter {
     // one: that boot started earlier, so it never ends later than a boot of its own.
     for (const live of [...this.queue]) {
       if (live.row.profile_id !== null || live.phase.kind !== 'queued') continue;
-      const entry = this.oldestPooled('warm') ?? this.oldestPooled('warming');
+      const entry = this.pool.takeNext();
       if (!entry) break;
       this.queue.splice(this.queue.indexOf(live), 1);
-      this.pool.delete(entry.id);
       if (entry.kind === 'warm') this.becomeReady(live, entry.phone, 'pool', 0);
       else this.bootSession(live, entry);
     }
     // Each live session reserves a phone; the pool gets only what is left. A session that
     // needs a boot of its own (a profile phone) thus evicts a pooled phone, never waits for one.
-    while (this.pool.size > 0 && this.live.size + this.pool.size > this.o.phones) {
-      const entry = this.newestPooled('warming') ?? this.newestPooled('warm')!;
-      this.evict(entry, 'a session needs its phone slot');
-    }
+    this.pool.shrinkTo(this.o.phones - this.live.size);
     while (this.booting < this.o.bootSlots && this.queue.length > 0) {
       const live = this.queue.shift()!;
       if (live.phase.kind === 'queued') this.startSessionBoot(live);
@@ -584,7 +564,7 @@ export class Runtime extends EventEmitter {
    * that hands out a pooled phone.
    */
   private scheduleRefill(): void {
-    if (this.refillScheduled || this.pool.size >= this.poolTarget) return;
+    if (this.refillScheduled || !this.pool.short) return;
     this.refillScheduled = true;
     setImmediate(() => {
       this.refillScheduled = false;
@@ -594,37 +574,16 @@ export class Runtime extends EventEmitter {
 
   /** Starts pooled boots while a slot is free, no session waits for one, and there is room. */
   private refill(): void {
-    const nowMs = this.o.clock.now();
-    while (
-      this.queue.length === 0 &&
-      this.booting < this.o.bootSlots &&
-      this.pool.size < this.poolTarget &&
-      // Phones still stopping hold what they hold (an emulator's memory) until they are gone.
-      this.live.size + this.pool.size + this.stopping.size < this.o.phones
-    ) {
-      if (nowMs < this.refillAfterMs) {
-        // A pooled boot failed recently: retry later rather than boot-fail in a loop.
-        this.cancelRefillRetry ??= this.o.clock.setTimeout(() => {
-          this.cancelRefillRetry = null;
-          this.pump();
-        }, this.refillAfterMs - nowMs);
-        return;
-      }
-      this.startPoolBoot();
-    }
-  }
-
-  private oldestPooled<K extends PooledPhone['kind']>(
-    kind: K,
-  ): Extract<PooledPhone, { kind: K }> | undefined {
-    for (const entry of this.pool.values()) {
-      if (entry.kind === kind) return entry as Extract<PooledPhone, { kind: K }>;
-    }
-    return undefined;
-  }
-
-  private newestPooled(kind: PooledPhone['kind']): PooledPhone | undefined {
-    return [...this.pool.values()].reverse().find((e) => e.kind === kind);
+    const retryInMs = this.pool.refill(
+      this.live.size,
+      () => this.queue.length === 0 && this.booting < this.o.bootSlots,
+    );
+    // A pooled boot failed recently: retry later rather than boot-fail in a loop.
+    if (retryInMs !== null)
+      this.cancelRefillRetry ??= this.o.clock.setTimeout(() => {
+        this.cancelRefillRetry = null;
+        this.pump();
+      }, retryInMs);
   }
 
   /**
@@ -681,63 +640,6 @@ export class Runtime extends EventEmitter {
       (phone) => this.bootFinished(live, phase, phone),
       (err: unknown) => this.bootFailed(live, err),
     );
-  }
-
-  private startPoolBoot(): void {
-    const id = `pool_${randomToken(this.o.random, 12)}`;
-    const entry: PooledPhone = { kind: 'warming', id, ...this.startBoot(id, null, 'pool') };
-    this.pool.set(id, entry);
-    this.o.log.debug('booting pooled phone', { pooled: id });
-    void entry.phone.then(
-      (phone) => {
-        // Adopted by a session, or evicted: whoever took it out of the pool has it.
-        if (this.pool.get(id) !== entry) return;
-        this.refillFailures = 0;
-        const warm: PooledPhone = { kind: 'warm', id, phone };
-        this.pool.set(id, warm);
-        phone.onLost((reason) => {
-          if (this.pool.get(id) !== warm) return; // handed out: the session listens now
-          this.o.log.warn('pooled phone lost', { pooled: id, reason });
-          // Stopped all the same: whatever it still holds (ports, files) is freed.
-          this.evict(warm, 'lost');
-          this.pump();
-        });
-        this.o.log.debug('pooled phone warm', { pooled: id });
-      },
-      (err: unknown) => {
-        if (this.pool.get(id) !== entry) return;
-        this.pool.delete(id);
-        this.refillFailures++;
-        const backoff = Math.min(REFILL_BACKOFF_MAX_MS, REFILL_BACKOFF_MS * 2 ** (this.refillFailures - 1));
-        this.refillAfterMs = this.o.clock.now() + backoff;
-        this.o.log.error('pooled phone failed to start; the pool retries later', {
-          error: String(err),
-          retry_in_ms: backoff,
-        });
-      },
-    );
-  }
-
-  /** Takes a phone out of the pool and stops it (a warming one: its boot is aborted). */
-  private evict(entry: PooledPhone, why: string): void {
-    this.pool.delete(entry.id);
-    this.o.log.debug('pooled phone stopped', { pooled: entry.id, why });
-    let phone: Promise<DevicePhone | null>;
-    if (entry.kind === 'warm') phone = Promise.resolve(entry.phone);
-    else {
-      entry.abort.abort(new Error(why));
-      phone = entry.phone.catch(() => null);
-    }
-    const stopped = phone
-      .then((p) => p?.shutdown({ saveTo: null }))
-      .catch((err: unknown) =>
-        this.o.log.error('pooled phone did not stop', { pooled: entry.id, error: String(err) }),
-      )
-      .finally(() => {
-        this.stopping.delete(stopped);
-        this.pump();
-      });
-    this.stopping.add(stopped);
   }
 
   private bootFinished(
@@ -813,7 +715,8 @@ export class Runtime extends EventEmitter {
     // Temporary sessions waiting (only while the runtime is unavailable, otherwise they take
     // one at once) get pooled phones in order: warm ones first, then the warming ones.
     const waiting = this.queue.filter((l) => l.phase.kind === 'queued');
-    const pooled = [...this.pool.values()]
+    const pooled = this.pool
+      .entries()
       .map((e) => (e.kind === 'warm' ? 0 : remaining(e.startedMs)))
       .sort((a, b) => a - b);
     const temporaryAhead = waiting.filter(
@@ -829,7 +732,7 @@ export class Runtime extends EventEmitter {
     for (const other of this.live.values()) {
       if (other.phase.kind === 'booting') slotsFreeAt.push(remaining(other.phase.startedMs));
     }
-    for (const entry of this.pool.values())
+    for (const entry of this.pool.entries())
       if (entry.kind === 'warming') slotsFreeAt.push(remaining(entry.startedMs));
     while (slotsFreeAt.length < this.o.bootSlots) slotsFreeAt.push(0);
     const servedByPool = Math.min(pooled.length, temporaryAhead);
@@ -853,11 +756,10 @@ export class Runtime extends EventEmitter {
       else if (kind === 'failed') sessions.error++;
       else if (kind === 'orphaned' || kind === 'closing') sessions.closing++;
     }
-    let warm = 0;
-    for (const entry of this.pool.values()) if (entry.kind === 'warm') warm++;
+    const { warm, warming, target } = this.pool.counts();
     return {
       sessions,
-      pool: { ready: warm, booting: this.pool.size - warm, target: this.poolTarget },
+      pool: { ready: warm, booting: warming, target },
       phones: this.o.phones,
       bootSlots: this.o.bootSlots,
     };

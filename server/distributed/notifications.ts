@@ -1,0 +1,182 @@
+/**
+ * PostgreSQL notifications between the nodes of a deployment (LISTEN/NOTIFY). Every change a
+ * node waits for is announced in the transaction that makes it, so it arrives on commit, and
+ * only then: an admitted session (hosts claim it), a change to a host's sessions (the host
+ * stops a phone, cuts an ADB relay), a change of a session's state (API nodes answer a long
+ * poll or a DELETE).
+ *
+ * A notification is a wake-up, never the news itself: the woken node reads the committed
+ * state. One sent while a listener's connection is down is lost, so every listener also
+ * looks on its own now and then (a slow poll), and looks at once when it reconnects.
+ */
+import pg from 'pg';
+import type { Logger } from '../log.js';
+
+/** Hosts LISTEN here for admitted sessions to claim (payload: none). */
+export const QUEUE_CHANNEL = 'phonelease_queue';
+/** A host LISTENs here for changes to its sessions (payload: the host id). */
+export const HOST_CHANNEL = 'phonelease_host';
+/** API nodes LISTEN here for changes of a session's state, placement or cleanup (payload: the session id). */
+export const SESSION_CHANNEL = 'phonelease_session';
+
+/** The application_name of listening connections. */
+export const LISTENER_APPLICATION = 'phonelease-listener';
+const RECONNECT_MS = 250;
+const RECONNECT_MAX_MS = 5_000;
+
+export interface ListenerOptions {
+  url: string;
+  channels: readonly string[];
+  onNotification(channel: string, payload: string): void;
+  /** Connected (again): whatever was announced while disconnected is lost; look now. */
+  onConnected(): void;
+  log: Logger;
+}
+
+/**
+ * One dedicated connection that LISTENs on `channels` (a pooled connection cannot: LISTEN
+ * belongs to a session). Re-established with backoff after a database restart.
+ */
+export class Listener {
+  #client: pg.Client | null = null;
+  #closed = false;
+  #failures = 0;
+  #retry: NodeJS.Timeout | null = null;
+  #connecting = false;
+
+  constructor(private readonly o: ListenerOptions) {}
+
+  /** True while notifications arrive; otherwise listeners should poll at their fallback pace. */
+  get connected(): boolean {
+    return this.#client !== null;
+  }
+
+  /** Connects once (a failure is retried in the background; meanwhile `connected` is false). */
+  async start(): Promise<void> {
+    await this.#connect();
+  }
+
+  async #connect(): Promise<void> {
+    if (this.#closed || this.#connecting) return;
+    this.#connecting = true;
+    // Named, so an operator can tell it from the pooled connections in pg_stat_activity.
+    const c = new pg.Client({ connectionString: this.o.url, application_name: LISTENER_APPLICATION });
+    c.on('error', () => undefined);
+    c.on('end', () => {
+      if (this.#client === c) {
+        this.#client = null;
+        this.o.log.debug('notification connection lost; polling until it is back');
+      }
+      this.#scheduleReconnect();
+    });
+    c.on('notification', (msg) => this.o.onNotification(msg.channel, msg.payload ?? ''));
+    try {
+      await c.connect();
+      for (const channel of this.o.channels) await c.query(`LISTEN ${channel}`);
+      if (this.#closed) {
+        await c.end().catch(() => undefined);
+        return;
+      }
+      this.#client = c;
+      this.#failures = 0;
+      this.#connecting = false;
+      this.o.onConnected();
+    } catch (err) {
+      this.o.log.debug('notification connection failed; polling meanwhile', { error: String(err) });
+      await c.end().catch(() => undefined);
+      this.#connecting = false;
+      this.#scheduleReconnect();
+    }
+  }
+
+  /** One retry at a time, and none while connected or connecting. */
+  #scheduleReconnect(): void {
+    if (this.#closed || this.#retry || this.#connecting || this.#client) return;
+    const wait = Math.min(RECONNECT_MAX_MS, RECONNECT_MS * 2 ** this.#failures++);
+    this.#retry = setTimeout(() => {
+      this.#retry = null;
+      void this.#connect();
+    }, wait);
+    this.#retry.unref();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#retry) clearTimeout(this.#retry);
+    const c = this.#client;
+    this.#client = null;
+    await c?.end().catch(() => undefined);
+  }
+}
+
+/** While notifications arrive, a waiter still looks this often (one can be lost in a reconnect). */
+export const SAFETY_POLL_MS = 1_000;
+/** While they do not, waiters look this often. */
+export const FALLBACK_POLL_MS = 150;
+
+/**
+ * What an API node waits for: a change of one session, announced on SESSION_CHANNEL. A wait
+ * ends on its session's notification, at the poll interval (slow while notifications arrive,
+ * fast while they do not), or when the listener (re)connects.
+ */
+export class SessionEvents {
+  readonly #waiters = new Map<string, Set<() => void>>();
+  readonly #listener: Listener;
+  readonly #safetyPollMs: number;
+  readonly #fallbackPollMs: number;
+
+  constructor(url: string, log: Logger, polls: { safetyPollMs?: number; fallbackPollMs?: number } = {}) {
+    this.#safetyPollMs = polls.safetyPollMs ?? SAFETY_POLL_MS;
+    this.#fallbackPollMs = polls.fallbackPollMs ?? FALLBACK_POLL_MS;
+    this.#listener = new Listener({
+      url,
+      channels: [SESSION_CHANNEL],
+      onNotification: (_channel, sid) => this.#wake(sid),
+      onConnected: () => {
+        for (const sid of [...this.#waiters.keys()]) this.#wake(sid);
+      },
+      log,
+    });
+  }
+
+  start(): Promise<void> {
+    return this.#listener.start();
+  }
+
+  /** True while notifications arrive (waits then end on them, or at the slow safety poll). */
+  get connected(): boolean {
+    return this.#listener.connected;
+  }
+
+  close(): Promise<void> {
+    for (const sid of [...this.#waiters.keys()]) this.#wake(sid);
+    return this.#listener.close();
+  }
+
+  /**
+   * A wait for the next change of `sid`, at most `maxMs`, registered now: take it before
+   * reading the session, then await it only if the read shows nothing new, and no change
+   * committed in between is missed.
+   */
+  next(sid: string, maxMs: number): Promise<void> {
+    const pollMs = this.#listener.connected ? this.#safetyPollMs : this.#fallbackPollMs;
+    return new Promise<void>((resolve) => {
+      let set = this.#waiters.get(sid);
+      if (!set) this.#waiters.set(sid, (set = new Set()));
+      const waiters = set;
+      const done = () => {
+        clearTimeout(timer);
+        waiters.delete(done);
+        if (waiters.size === 0 && this.#waiters.get(sid) === waiters) this.#waiters.delete(sid);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, Math.min(maxMs, pollMs)));
+      waiters.add(done);
+    });
+  }
+
+  #wake(sid: string): void {
+    const set = this.#waiters.get(sid);
+    if (set) for (const done of [...set]) done();
+  }
+}
