@@ -356,6 +356,12 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
         // The host cuts open relays when it hears of it.
         if (row.host_id !== null) await c.query(`SELECT pg_notify('${HOST_CHANNEL}', $1)`, [row.host_id]);
       });
+      // Cut the open relays before answering, as the embedded server does. A host that does
+      // not answer (callHost logs it) still applies the stored revocation when it hears of it.
+      if (row.state === 'ready' && row.host_url !== null) {
+        const path = `/internal/sessions/${encodeURIComponent(row.id)}/adb/revoke`;
+        await callHost(deps.signer, deps.log, row.id, row.host_url, 'POST', path).catch(() => undefined);
+      }
       return { revoked: true };
     },
   );
