@@ -9,7 +9,7 @@ const server = targets.perTest;
 
 describe('provisioning', () => {
   it('queues phones beyond the boot slots, then boots them in order', async () => {
-    const t = await server({ bootSlots: 1, bootMs: 600 });
+    const t = await server({ bootSlots: 1, bootMs: 1_000 });
     const a = (await t.api.post('/sessions')).body;
     const b = (await t.api.post('/sessions')).body;
     expect(a.location).toBe('booting');
@@ -38,7 +38,8 @@ describe('provisioning', () => {
   });
 
   it('long-polls with ?wait= until the state changes', async () => {
-    const t = await server({ bootMs: 300 });
+    // The shape of the tests above (a deployment starts one per shape).
+    const t = await server({ bootSlots: 1, bootMs: 1_000 });
     const a = (await t.api.post('/sessions')).body;
     let s = (await t.api.get(`/sessions/${a.id}?wait=10`)).body;
     while (s.state === 'provisioning') s = (await t.api.get(`/sessions/${a.id}?wait=10`)).body;

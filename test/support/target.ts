@@ -212,8 +212,8 @@ class DeploymentPool {
     this.cluster ??= startPostgres();
     const d = await Deployment.start(await this.cluster, { nodes: 0 });
     try {
-      await Promise.all([d.startNode(nodeArgs), d.startNode(nodeArgs)]);
-      await Promise.all(hosts.map((args) => d.startHost(args)));
+      // All at once: whichever process comes first migrates, the others wait on its lock.
+      await Promise.all([d.startNode(nodeArgs), d.startNode(nodeArgs), ...hosts.map((a) => d.startHost(a))]);
     } catch (err) {
       await d.stop();
       throw err;
