@@ -1,5 +1,5 @@
-import { existsSync, readdirSync } from 'node:fs';
 import { defineConfig } from 'vitest/config';
+import { postgresMissing } from './test/support/postgres.js';
 
 /**
  * Server contract tests that speak only HTTP and ADB (test/support/target.ts): they run
@@ -18,21 +18,8 @@ export const SHARED_CONTRACT_FILES = [
   'test/server/accounts.test.ts',
 ];
 
-/** Whether Debian's PostgreSQL server binaries are here (test/support/postgres.ts runs them). */
-function postgresInstalled(): boolean {
-  if (process.env.PHONELEASE_PG_BIN) return existsSync(`${process.env.PHONELEASE_PG_BIN}/initdb`);
-  try {
-    return readdirSync('/usr/lib/postgresql').some((v) => existsSync(`/usr/lib/postgresql/${v}/bin/initdb`));
-  } catch {
-    return false;
-  }
-}
-
-const deployment = postgresInstalled();
-if (!deployment)
-  console.warn(
-    "not running the server contract tests against a deployment: PostgreSQL server binaries are missing; install Debian's postgresql package (apt-get install postgresql).",
-  );
+const missing = postgresMissing();
+if (missing) console.warn(`not running the server contract tests against a deployment: ${missing}`);
 
 export default defineConfig({
   test: {
@@ -46,7 +33,7 @@ export default defineConfig({
     maxWorkers: 2,
     projects: [
       { extends: true, test: { name: 'single-process', include: ['test/**/*.test.ts'] } },
-      ...(deployment
+      ...(missing === null
         ? [
             {
               extends: true as const,
