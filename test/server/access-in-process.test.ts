@@ -1,8 +1,8 @@
 /**
  * Access contract tests that need the server in this process: the frame cache under an
- * injected clock, a paused runtime (a session held in provisioning), a backend whose screen
- * has no image yet, and a server on a wildcard address. The rest of the access contract is
- * in access.test.ts, which also runs against a deployment.
+ * injected clock, a backend whose screen has no image yet, and a server on a wildcard
+ * address. The rest of the access contract is in access.test.ts, which also runs against a
+ * deployment.
  */
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -40,18 +40,6 @@ describe('frame.png', () => {
     PNG.sync.read(fresh.raw);
     expect(fresh.raw.equals(first.raw)).toBe(false);
     await t.api.post(`/sessions/${sid}/ops/nav.home`);
-  });
-
-  it('is 409 while the session is not ready', async () => {
-    t.server.runtime.pause();
-    const queued = (await t.api.post('/sessions')).body;
-    const r = await t.api.get(`/sessions/${queued.id}/frame.png`);
-    expect(r.status).toBe(409);
-    expect(r.body).toMatchObject({ code: 'session_not_ready', state: 'provisioning', id: queued.id });
-    for (const path of ['owner-viewer', 'viewer', 'adb'])
-      expect((await t.api.get(`/sessions/${queued.id}/${path}`)).status).toBe(409);
-    await t.api.delete(`/sessions/${queued.id}`);
-    t.server.runtime.resume();
   });
 });
 

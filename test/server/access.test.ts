@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { A_CNXN, closed, hostCnxn, readPacket, unlock } from '../support/adb-wire.js';
 import { useTargets, type Target } from '../support/target.js';
 
-// What needs the server in this process (an injected clock, a paused runtime, a custom
-// backend, a wildcard listening address) is in access-in-process.test.ts.
+// What needs the server in this process (an injected clock, a custom backend, a wildcard
+// listening address) is in access-in-process.test.ts.
 const targets = useTargets();
 let t: Target;
 let sid: string;
@@ -28,6 +28,18 @@ describe('frame.png', () => {
     const png = PNG.sync.read(r.raw);
     const session = (await t.api.get(`/sessions/${sid}`)).body;
     expect([png.width, png.height]).toEqual([session.screen.w, session.screen.h]);
+  });
+
+  it('is 409 while the session is not ready', async () => {
+    // A phone that takes half a minute to boot: the session stays provisioning meanwhile.
+    const slow = await targets.perTest({ bootMs: 30_000 });
+    const booting = (await slow.api.post('/sessions')).body;
+    const r = await slow.api.get(`/sessions/${booting.id}/frame.png`);
+    expect(r.status).toBe(409);
+    expect(r.body).toMatchObject({ code: 'session_not_ready', state: 'provisioning', id: booting.id });
+    for (const path of ['owner-viewer', 'viewer', 'adb'])
+      expect((await slow.api.get(`/sessions/${booting.id}/${path}`)).status).toBe(409);
+    await slow.api.delete(`/sessions/${booting.id}`);
   });
 });
 

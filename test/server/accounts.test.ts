@@ -53,6 +53,15 @@ describe('GET /me', () => {
     expect(Number.isInteger(r.body.created)).toBe(true);
     expect(r.body).not.toHaveProperty('rent_blocked_reason');
   });
+
+  it('refuses sessions to an account that cannot rent', async () => {
+    const { api } = await t.other({ canRent: false });
+    expect((await api.get('/me')).body.can_rent).toBe(false);
+    const create = await api.post('/sessions');
+    expect(create.status).toBe(403);
+    expect(create.body.code).toBe('rental_unavailable');
+    expect((await api.get('/sessions')).body).toEqual([]);
+  });
 });
 
 describe('authentication', () => {
