@@ -89,6 +89,8 @@ export type PlacedSession = SessionRecord & {
   adb_host: string | null;
   adb_port: number | null;
   typical_boot_ms: number;
+  /** Unclaimed, and a live host's boot slot is free for it: a host claims it at once. */
+  slot_free: boolean;
 };
 
 /**
@@ -103,9 +105,18 @@ function eta(live: ViewedSession): number | undefined {
 
 /** What a boot takes on the live hosts, on average (for sessions no host has claimed yet). */
 const TYPICAL_BOOT = `coalesce((SELECT avg(typical_boot_ms) FROM hosts WHERE state = 'live'), 1000)`;
+/**
+ * Whether an unclaimed session has a boot slot waiting for it: the unclaimed sessions up to
+ * it in queue order fit in the live hosts' boot slots that claimed boots do not hold.
+ */
+const SLOT_FREE = `CASE WHEN s.state = 'provisioning' AND s.host_id IS NULL THEN
+  (SELECT count(*) FROM sessions q WHERE q.done = 0 AND q.state = 'provisioning' AND q.host_id IS NULL AND q.seq <= s.seq)
+  <= (SELECT coalesce(sum(boot_slots), 0) FROM hosts WHERE state = 'live')
+   - (SELECT count(*) FROM sessions b WHERE b.done = 0 AND b.state = 'provisioning' AND b.host_id IS NOT NULL)
+  ELSE false END`;
 /** A session with its host's endpoints, and what a boot takes there (or anywhere, while queued). */
 const PLACED = `SELECT s.*, h.url AS host_url, h.adb_host, h.adb_port,
-  coalesce(h.typical_boot_ms, ${TYPICAL_BOOT}) AS typical_boot_ms
+  coalesce(h.typical_boot_ms, ${TYPICAL_BOOT}) AS typical_boot_ms, ${SLOT_FREE} AS slot_free
   FROM sessions s LEFT JOIN hosts h ON h.id = s.host_id`;
 /** How long DELETE waits for the host to confirm cleanup before answering 202, as the embedded server. */
 const RELEASE_WAIT_MS = 1500;
@@ -114,7 +125,10 @@ export function viewed(row: PlacedSession): ViewedSession {
   return {
     row,
     activityMs: row.last * 1000,
-    location: row.state === 'provisioning' ? (row.host_id === null ? 'queued' : 'booting') : null,
+    // As the contract defines them: queued only while every boot slot is busy. A session a
+    // host has not claimed yet but will at once (a slot is free) is already booting.
+    location:
+      row.state === 'provisioning' ? (row.host_id === null && !row.slot_free ? 'queued' : 'booting') : null,
     startupSource: row.startup_source,
     ...(row.adb_host !== null && row.adb_port !== null
       ? { adbEndpoint: { host: row.adb_host, port: row.adb_port } }
@@ -361,6 +375,12 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
         // The host cuts open relays when it hears of it.
         if (row.host_id !== null) await c.query(`SELECT pg_notify('${HOST_CHANNEL}', $1)`, [row.host_id]);
       });
+      // Cut the open relays before answering, as the embedded server does. A host that does
+      // not answer (callHost logs it) still applies the stored revocation when it hears of it.
+      if (row.state === 'ready' && row.host_url !== null) {
+        const path = `/internal/sessions/${encodeURIComponent(row.id)}/adb/revoke`;
+        await callHost(deps.signer, deps.log, row.id, row.host_url, 'POST', path).catch(() => undefined);
+      }
       return { revoked: true };
     },
   );

@@ -660,6 +660,17 @@ class DeviceHost extends EventEmitter implements AdbSessions {
     return { h, phone: h.phone };
   }
 
+  /**
+   * Applies a stored ADB revocation now: an API node asks before it answers the owner, so
+   * that no relay outlives the answer (sync() applies it too, for a node that could not ask).
+   */
+  revokeAdb(sid: string): void {
+    const h = this.sessions.get(sid);
+    if (!h?.adbEnabled) return;
+    h.adbEnabled = false;
+    this.emit('adb-revoked', h);
+  }
+
   /** At most one capture per FRAME_INTERVAL_MS per phone, as the embedded runtime. */
   frame(sid: string): Promise<Buffer> {
     const { h, phone } = this.ready(sid);
@@ -765,6 +776,14 @@ export async function startDeviceHost(options: DeviceHostOptions): Promise<Runni
     '/internal/sessions/:sid/frame.png',
     { config: { auth: 'public' }, schema: { params: SidParams } },
     async (req, reply) => reply.header('content-type', 'image/png').send(await host.frame(req.params.sid)),
+  );
+  app.post(
+    '/internal/sessions/:sid/adb/revoke',
+    { config: { auth: 'public' }, schema: { params: SidParams } },
+    async (req) => {
+      host.revokeAdb(req.params.sid);
+      return { revoked: true };
+    },
   );
   app.post(
     '/internal/sessions/:sid/ops/input.tap',

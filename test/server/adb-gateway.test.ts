@@ -6,11 +6,11 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TAG_LENGTH } from '../../server/adb-limits.js';
-import { ManualClock } from '../../server/clock.js';
 import { A_CNXN, closed, hostCnxn, readPacket, unlock } from '../support/adb-wire.js';
-import { serverPerTest, startTestServer, type TestServer } from '../support/server.js';
+import { useTargets, type Target } from '../support/target.js';
 
-const start = serverPerTest();
+const targets = useTargets();
+const start = targets.perTest;
 
 /** Resolves with the bytes that arrive within `ms`, or with none (never rejects). */
 function bytesWithin(socket: net.Socket, ms: number): Promise<number> {
@@ -27,7 +27,7 @@ function bytesWithin(socket: net.Socket, ms: number): Promise<number> {
   });
 }
 
-async function readySession(t: TestServer): Promise<{ sid: string; port: number; code: string }> {
+async function readySession(t: Target): Promise<{ sid: string; port: number; code: string }> {
   const s = (await t.api.post('/sessions', { body: { timeout_seconds: 600 } })).body;
   await t.api.waitFor(s.id, ['ready']);
   const adb = (await t.api.get(`/sessions/${s.id}/adb`)).body;
@@ -35,9 +35,9 @@ async function readySession(t: TestServer): Promise<{ sid: string; port: number;
 }
 
 describe('revoking ADB or ending a session leaves no relay open', () => {
-  let t: TestServer;
+  let t: Target;
   beforeAll(async () => {
-    t = await startTestServer({ bootMs: 0, account: { sessionLimit: 50 } });
+    t = await targets.start({ bootMs: 0, account: { sessionLimit: 50 } });
   });
   afterAll(() => t.close());
 
@@ -74,7 +74,7 @@ describe('wrong unlock codes are limited', () => {
   const from = (localAddress: string) => (port: number, code: string) => unlockFrom(port, code, localAddress);
 
   it('a source that keeps guessing is refused, while another source unlocks with the right code', async () => {
-    const t = await start({ bootMs: 0, clock: new ManualClock(Date.now()) });
+    const t = await start({ bootMs: 0 });
     const { port, code } = await readySession(t);
     const wrong = code.slice(0, -1) + (code.endsWith('a') ? 'b' : 'a');
     const guesser = from('127.0.0.3');
@@ -88,7 +88,7 @@ describe('wrong unlock codes are limited', () => {
   });
 
   it('guesses that name a session stop counting against it for the source that unlocked it before', async () => {
-    const t = await start({ bootMs: 0, clock: new ManualClock(Date.now()) });
+    const t = await start({ bootMs: 0 });
     const { port, code } = await readySession(t);
     const owner = await from('127.0.0.1')(port, code);
     expect(owner.line).toBe('OK');

@@ -7,7 +7,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_REGISTRY } from '../../src/api/errors.js';
 import { isErrorCode } from '../../src/api/errors.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { useTargets, type Target } from '../support/target.js';
 
 interface RawReply {
   status: number;
@@ -18,7 +18,7 @@ interface RawReply {
 /** Writes `bytes` on a new connection and reads until the server closes it. */
 function exchange(port: number, bytes: Buffer | string): Promise<RawReply> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
+    const socket = net.connect(nextPort(), '127.0.0.1');
     const chunks: Buffer[] = [];
     socket.on('data', (d: Buffer) => chunks.push(d));
     socket.on('error', reject);
@@ -36,11 +36,13 @@ function exchange(port: number, bytes: Buffer | string): Promise<RawReply> {
   });
 }
 
-let t: TestServer;
-let port: number;
+const targets = useTargets();
+let t: Target;
+let turn = 0;
+/** The port of the next server in turn (each API node of a deployment). */
+const nextPort = () => Number(new URL(t.urls[turn++ % t.urls.length]!).port);
 beforeAll(async () => {
-  t = await startTestServer();
-  port = Number(new URL(t.url).port);
+  t = await targets.start();
 });
 afterAll(() => t.close());
 
@@ -89,7 +91,7 @@ const cases: Array<[name: string, bytes: () => Buffer | string, status: number, 
 
 describe('HTTP-layer refusals', () => {
   it.each(cases)('%s: the error body, and the server still answers', async (_name, bytes, status, code) => {
-    const r = await exchange(port, bytes());
+    const r = await exchange(nextPort(), bytes());
     expect(r.status).toBe(status);
     expect(r.headers['content-type']).toMatch(/^application\/json/);
     const body = JSON.parse(r.body) as Record<string, unknown>;
@@ -104,7 +106,7 @@ describe('HTTP-layer refusals', () => {
   });
 
   it('answers each refused connection once, however much more the client sends', async () => {
-    const socket = net.connect(port, '127.0.0.1');
+    const socket = net.connect(nextPort(), '127.0.0.1');
     const chunks: Buffer[] = [];
     socket.on('data', (d: Buffer) => chunks.push(d));
     socket.on('error', () => undefined);
@@ -117,7 +119,10 @@ describe('HTTP-layer refusals', () => {
   });
 
   it('HTTP/1.0 without Host is still a request', async () => {
-    const r = await exchange(port, request(`GET /me HTTP/1.0\r\nAuthorization: Bearer ${t.account.key}`));
+    const r = await exchange(
+      nextPort(),
+      request(`GET /me HTTP/1.0\r\nAuthorization: Bearer ${t.account.key}`),
+    );
     expect(r.status).toBe(200);
     expect(JSON.parse(r.body)).toMatchObject({ uid: t.account.uid });
   });
