@@ -382,10 +382,20 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
         if (row.host_id !== null) await c.query(`SELECT pg_notify('${HOST_CHANNEL}', $1)`, [row.host_id]);
       });
       // Cut the open relays before answering, as the embedded server does. A host that does
-      // not answer (callHost logs it) still applies the stored revocation when it hears of it.
+      // not answer soon (callHost logs it) still applies the stored revocation when it hears
+      // of it, so the answer does not wait out an unreachable host.
       if (row.state === 'ready' && row.host_url !== null) {
         const path = `/internal/sessions/${encodeURIComponent(row.id)}/adb/revoke`;
-        await callHost(deps.signer, deps.log, row.id, row.host_url, 'POST', path).catch(() => undefined);
+        await callHost(
+          deps.signer,
+          deps.log,
+          row.id,
+          row.host_url,
+          'POST',
+          path,
+          undefined,
+          RELEASE_WAIT_MS,
+        ).catch(() => undefined);
       }
       return { revoked: true };
     },
