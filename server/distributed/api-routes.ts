@@ -107,12 +107,18 @@ function eta(live: ViewedSession): number | undefined {
 const TYPICAL_BOOT = `coalesce((SELECT avg(typical_boot_ms) FROM hosts WHERE state = 'live'), 1000)`;
 /**
  * Whether an unclaimed session has a boot slot waiting for it: the unclaimed sessions up to
- * it in queue order fit in the live hosts' boot slots that claimed boots do not hold.
+ * it in queue order fit in what the live hosts can start now, each host counting the boot
+ * slots its claimed boots leave and no more than its phones left. A profile whose save is on
+ * a live host waits for that host alone (the claim brings it there).
  */
 const SLOT_FREE = `CASE WHEN s.state = 'provisioning' AND s.host_id IS NULL THEN
   (SELECT count(*) FROM sessions q WHERE q.done = 0 AND q.state = 'provisioning' AND q.host_id IS NULL AND q.seq <= s.seq)
-  <= (SELECT coalesce(sum(boot_slots), 0) FROM hosts WHERE state = 'live')
-   - (SELECT count(*) FROM sessions b WHERE b.done = 0 AND b.state = 'provisioning' AND b.host_id IS NOT NULL)
+  <= (SELECT coalesce(sum(GREATEST(0, LEAST(
+        h.boot_slots - (SELECT count(*) FROM sessions b WHERE b.host_id = h.id AND b.done = 0 AND b.state = 'provisioning'),
+        h.phones - (SELECT count(*) FROM sessions b WHERE b.host_id = h.id AND b.done = 0)))), 0)
+      FROM hosts h WHERE h.state = 'live'
+       AND h.id = coalesce((SELECT p.saved_host FROM profiles p JOIN hosts ph ON ph.id = p.saved_host
+                            WHERE p.id = s.profile_id AND p.state = 'stored' AND ph.state = 'live'), h.id))
   ELSE false END`;
 /** A session with its host's endpoints, and what a boot takes there (or anywhere, while queued). */
 const PLACED = `SELECT s.*, h.url AS host_url, h.adb_host, h.adb_port,
@@ -376,10 +382,20 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
         if (row.host_id !== null) await c.query(`SELECT pg_notify('${HOST_CHANNEL}', $1)`, [row.host_id]);
       });
       // Cut the open relays before answering, as the embedded server does. A host that does
-      // not answer (callHost logs it) still applies the stored revocation when it hears of it.
+      // not answer soon (callHost logs it) still applies the stored revocation when it hears
+      // of it, so the answer does not wait out an unreachable host.
       if (row.state === 'ready' && row.host_url !== null) {
         const path = `/internal/sessions/${encodeURIComponent(row.id)}/adb/revoke`;
-        await callHost(deps.signer, deps.log, row.id, row.host_url, 'POST', path).catch(() => undefined);
+        await callHost(
+          deps.signer,
+          deps.log,
+          row.id,
+          row.host_url,
+          'POST',
+          path,
+          undefined,
+          RELEASE_WAIT_MS,
+        ).catch(() => undefined);
       }
       return { revoked: true };
     },

@@ -631,22 +631,25 @@ class DeviceHost extends EventEmitter implements AdbSessions {
     opts: { saved: { profileId: string; staged: string } | null; lostProfile: boolean },
   ): Promise<void> {
     const { saved } = opts;
-    await tx(this.db, async (c) => {
+    const confirmed = await tx(this.db, async (c) => {
       const row = await one<SessionRecord>(c, 'SELECT * FROM sessions WHERE id = $1 FOR UPDATE', [sid]);
-      if (!row || row.done === 1 || row.host_id !== this.id) return;
+      if (!row || row.done === 1 || row.host_id !== this.id) return false;
       if (row.state !== 'closing') await endSession(c, sid, 'lost', this.nowSec());
       const current = (await one<SessionRecord>(c, 'SELECT * FROM sessions WHERE id = $1', [sid]))!;
-      if (current.done === 1) return;
+      if (current.done === 1) return false;
       if (saved) this.saves.commit(saved.profileId, saved.staged);
       await completeCleanup(c, current, {
         savedOn: saved !== null ? this.id : null,
         lostProfile: opts.lostProfile,
         nowSec: this.nowSec(),
       });
+      return true;
     }).catch((err: unknown) => {
       if (saved) this.saves.discard(saved.staged);
       throw err;
     });
+    // Someone else finished it (the host was declared dead meanwhile): the save is nobody's.
+    if (!confirmed && saved) this.saves.discard(saved.staged);
   }
 
   // ---------------------------------------------------------------------------------

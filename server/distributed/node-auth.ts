@@ -55,10 +55,13 @@ export async function callHost(
   method: 'GET' | 'POST',
   path: string,
   body?: unknown,
+  /** Gives up sooner than a host's usual time to answer (connecting included). */
+  timeoutMs?: number,
 ): Promise<HostAnswer> {
   try {
     const res = await request(hostUrl + path, {
       method,
+      ...(timeoutMs !== undefined ? { signal: AbortSignal.timeout(timeoutMs) } : {}),
       headers: {
         [NODE_HEADER]: signer.sign(method, path),
         ...(body !== undefined ? { 'content-type': 'application/json' } : {}),

@@ -457,11 +457,11 @@ async function endDeadHostSessions(c: Tx, hosts: HostRow[]): Promise<number> {
   if (debits.length > 0) {
     await c.query(
       `INSERT INTO debits (sid, minute, uid, cents, at)
-       SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::int[])`,
+       SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[])`,
       [0, 1, 2, 3, 4].map((k) => debits.map((d) => d[k])),
     );
     await c.query(
-      'UPDATE accounts a SET balance_cents = v.balance FROM unnest($1::text[], $2::int[]) AS v(uid, balance) WHERE a.uid = v.uid',
+      'UPDATE accounts a SET balance_cents = v.balance FROM unnest($1::text[], $2::bigint[]) AS v(uid, balance) WHERE a.uid = v.uid',
       [[...balances.keys()], [...balances.values()]],
     );
   }
@@ -470,7 +470,7 @@ async function endDeadHostSessions(c: Tx, hosts: HostRow[]): Promise<number> {
     await c.query(
       `UPDATE sessions s SET state = 'closing', close_requested = v.at, ended = v.at, end_reason = v.reason,
               minutes_debited = v.minutes, cost_cents = v.cost, cleanup_status = 'complete', done = 1
-         FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::int[]) AS v(id, at, reason, minutes, cost)
+         FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[]) AS v(id, at, reason, minutes, cost)
         WHERE s.id = v.id`,
       [
         ended.map((e) => e.id),

@@ -157,6 +157,9 @@ export const MIGRATIONS: readonly Migration[] = [
   -- A profile's save is on the disk of the host that ran its last session: its next session
   -- runs there while that host is live. NULL: nothing saved (or the save went with its host).
   ALTER TABLE profiles ADD COLUMN saved_host TEXT;
+  -- Saves made before this are on hosts that restarted for the upgrade (a host that starts
+  -- joins anew, with none): say they are gone rather than report them stored and boot fresh.
+  UPDATE profiles SET state = 'empty', exact = 0 WHERE state = 'stored';
   `,
   },
 ];

@@ -19,6 +19,8 @@ if (missing) console.warn(`skipping the dead-host sweep tests: ${missing}`);
 
 const log = createLogger({ level: 'silent' });
 const PRICE = 10;
+/** Beyond 32 bits, as the store's BIGINT columns allow: the sweep must not overflow on it. */
+const RICH = 3_000_000_000;
 
 describe.skipIf(missing !== null)('the dead-host sweep', () => {
   let cluster: PostgresCluster;
@@ -54,7 +56,7 @@ describe.skipIf(missing !== null)('the dead-host sweep', () => {
           priceCentsPerMinute: PRICE,
           sessionLimit: 10,
         });
-      const rich = await account(1000);
+      const rich = await account(RICH);
       const poor = await account(25);
       const open = async (uid: string, body: { profile_id?: string } = {}) =>
         (
@@ -153,7 +155,7 @@ describe.skipIf(missing !== null)('the dead-host sweep', () => {
           await db.query<{ uid: string; balance_cents: number }>('SELECT uid, balance_cents FROM accounts')
         ).rows.map((a) => [a.uid, a.balance_cents]),
       );
-      expect(balances.get(rich.uid)).toBe(1000 - 5 * PRICE);
+      expect(balances.get(rich.uid)).toBe(RICH - 5 * PRICE);
       expect(balances.get(poor.uid)).toBe(25 - 2 * PRICE);
       const profile = (
         await db.query<{ holder: string | null; exact: number }>(

@@ -79,7 +79,11 @@ describe.skipIf(missing !== null)('the profile phone across device hosts', () =>
       await other.post('/sessions', { body: { profile_id: account.profile_id, timeout_seconds: 120 } })
     ).body.id as string;
     await new Promise((r) => setTimeout(r, 1500));
-    expect((await api.get(`/sessions/${p2}`)).body.state).toBe('provisioning');
+    // Queued, not booting: the free host's boot slot is not one it can use.
+    expect((await api.get(`/sessions/${p2}`)).body).toMatchObject({
+      state: 'provisioning',
+      location: 'queued',
+    });
     expect(await hostOf(d, p2)).toBeNull();
     await other.delete(`/sessions/${temp}`);
     await api.waitFor(p2, ['ready']);

@@ -7,7 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migratePg, openPool } from '../../server/store/pg.js';
+import { createAccountPg, migratePg, openPool } from '../../server/store/pg.js';
+import { systemClock } from '../../server/clock.js';
+import { cryptoRandom } from '../../server/secrets.js';
 import { migrationsFor } from '../../server/store/migrations.js';
 import { openDatabase } from '../../server/store/store.js';
 import { createLogger } from '../../server/log.js';
@@ -76,6 +78,35 @@ describe.skipIf(missing !== null)('PostgreSQL store', () => {
     }
     expect(Object.keys(shared)).toEqual(expect.arrayContaining(['hosts', 'schema_version']));
     expect(shared.sessions).toEqual(expect.arrayContaining(['host_id?', 'startup_source?']));
+  });
+
+  it('upgrading to saves held by hosts says that the saves made before are gone', async () => {
+    const url = await cluster.createDatabase();
+    const migrations = migrationsFor('postgres');
+    const upgrade = migrations.findIndex((m) => m.includes('saved_host'));
+    expect(upgrade).toBeGreaterThan(0);
+    const c = new pg.Client(url);
+    await c.connect();
+    try {
+      // The schema as the release before built it, with a profile it reports as stored.
+      for (const m of migrations.slice(0, upgrade)) await c.query(m);
+      await c.query('CREATE TABLE schema_version (version BIGINT NOT NULL)');
+      await c.query('INSERT INTO schema_version (version) VALUES ($1)', [upgrade]);
+    } finally {
+      await c.end();
+    }
+    const db = openPool(url, createLogger({ level: 'silent' }));
+    try {
+      const { profile_id } = await createAccountPg(db, systemClock, cryptoRandom, {});
+      await db.query("UPDATE profiles SET state = 'stored', exact = 1 WHERE id = $1", [profile_id]);
+      await migratePg(db);
+      const { rows } = await db.query('SELECT state, exact, saved_host FROM profiles WHERE id = $1', [
+        profile_id,
+      ]);
+      expect(rows).toEqual([{ state: 'empty', exact: 0, saved_host: null }]);
+    } finally {
+      await db.end();
+    }
   });
 
   it('accounts create --store writes an account whose key is stored only as its hash', async () => {

@@ -7,6 +7,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_REGISTRY } from '../../src/api/errors.js';
 import { isErrorCode } from '../../src/api/errors.js';
+import { Api } from '../support/server.js';
 import { useTargets, type Target } from '../support/target.js';
 
 interface RawReply {
@@ -18,7 +19,7 @@ interface RawReply {
 /** Writes `bytes` on a new connection and reads until the server closes it. */
 function exchange(port: number, bytes: Buffer | string): Promise<RawReply> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect(nextPort(), '127.0.0.1');
+    const socket = net.connect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
     socket.on('data', (d: Buffer) => chunks.push(d));
     socket.on('error', reject);
@@ -39,8 +40,12 @@ function exchange(port: number, bytes: Buffer | string): Promise<RawReply> {
 const targets = useTargets();
 let t: Target;
 let turn = 0;
-/** The port of the next server in turn (each API node of a deployment). */
-const nextPort = () => Number(new URL(t.urls[turn++ % t.urls.length]!).port);
+/** The next server in turn (each API node of a deployment). */
+const nextNode = () => {
+  const url = t.urls[turn++ % t.urls.length]!;
+  return { url, port: Number(new URL(url).port) };
+};
+const nextPort = () => nextNode().port;
 beforeAll(async () => {
   t = await targets.start();
 });
@@ -91,7 +96,8 @@ const cases: Array<[name: string, bytes: () => Buffer | string, status: number, 
 
 describe('HTTP-layer refusals', () => {
   it.each(cases)('%s: the error body, and the server still answers', async (_name, bytes, status, code) => {
-    const r = await exchange(nextPort(), bytes());
+    const node = nextNode();
+    const r = await exchange(node.port, bytes());
     expect(r.status).toBe(status);
     expect(r.headers['content-type']).toMatch(/^application\/json/);
     const body = JSON.parse(r.body) as Record<string, unknown>;
@@ -100,7 +106,8 @@ describe('HTTP-layer refusals', () => {
     // The answer never echoes what was refused.
     expect(r.body).not.toContain('aaaaaaaa');
 
-    const after = await t.api.get('/me');
+    // The node that refused still answers.
+    const after = await new Api(node.url, t.account.key).get('/me');
     expect(after.status).toBe(200);
     expect(after.body.uid).toBe(t.account.uid);
   });

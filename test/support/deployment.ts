@@ -76,7 +76,12 @@ export class Deployment {
     try {
       await api.waitGone(sid, timeoutMs);
     } catch (err) {
-      const [row] = await sql(this.store, 'SELECT * FROM sessions WHERE id = $1', [sid]);
+      // Where it stands, never its unlock code.
+      const [row] = await sql(
+        this.store,
+        'SELECT id, state, done, host_id, end_reason, cleanup_status FROM sessions WHERE id = $1',
+        [sid],
+      );
       throw new Error(`${String(err)}: ${JSON.stringify(row)}\n${this.logs()}`, { cause: err });
     }
   }
