@@ -33,7 +33,7 @@ import {
   ViewerCapability,
   type PhoneOp,
 } from '../../src/api/schemas.js';
-import { apiError, notFound, notReady, profileHeld } from '../errors.js';
+import { ApiError, apiError, notFound, notReady, profileHeld } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { newApiKey } from '../runtime/accounts.js';
@@ -65,6 +65,7 @@ import {
 } from '../api/route-specs.js';
 import type { Caller } from '../api/types.js';
 import { callHost, type NodeSigner } from './node-auth.js';
+import type { ApiNodeMetrics } from './node-metrics.js';
 import { HOST_CHANNEL, type SessionEvents } from './notifications.js';
 import { admit, count, endSession, one, type SessionRecord } from './shared-sessions.js';
 
@@ -81,6 +82,8 @@ export interface SharedApiDeps {
   genericDevice: string;
   /** Wake-ups on session changes (long polls and DELETE wait on them). */
   events: SessionEvents;
+  /** Told what each create came to (--metrics); optional. */
+  metrics?: Pick<ApiNodeMetrics, 'admission'>;
 }
 
 /** A session with the host it runs on (null while queued). */
@@ -195,13 +198,17 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
   // Sessions
 
   app.post('/sessions', createSessionSpec, async (req, reply) => {
-    const { row } = await admit(db, {
+    const { row, outcome } = await admit(db, {
       uid: ownerUid(req),
       body: req.body ?? {},
       requestKey: req.headers['idempotency-key'] ?? null,
       nowMs: clock.now(),
       random: deps.random,
+    }).catch((err: unknown) => {
+      if (err instanceof ApiError) deps.metrics?.admission({ refused: err.code });
+      throw err;
     });
+    deps.metrics?.admission(outcome);
     // As stored now, with its host: a replay of a session that is ready names its gateway.
     const placed = await one<PlacedSession>(db, `${PLACED} WHERE s.id = $1`, [row.id]);
     if (!placed) throw notFound();

@@ -150,6 +150,15 @@ export const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE hosts ADD COLUMN warm INTEGER NOT NULL DEFAULT 0;
   `,
   },
+  {
+    name: "device hosts' whole pools, for API nodes' metrics",
+    only: 'postgres',
+    sql: `
+  -- Pooled phones still booting, as of the last heartbeat, and the host's --pool.
+  ALTER TABLE hosts ADD COLUMN warming INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE hosts ADD COLUMN pool_target INTEGER NOT NULL DEFAULT 0;
+  `,
+  },
 ];
 
 /** The migrations one store runs, in order, as that dialect's SQL. */
