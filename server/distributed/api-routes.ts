@@ -67,6 +67,7 @@ import type { Caller } from '../api/types.js';
 import { callHost, type NodeSigner } from './node-auth.js';
 import type { ApiNodeMetrics } from './node-metrics.js';
 import { HOST_CHANNEL, type SessionEvents } from './notifications.js';
+import { estimateEta } from './shared-eta.js';
 import { admit, count, endSession, one, type SessionRecord } from './shared-sessions.js';
 
 export interface SharedApiDeps {
@@ -92,15 +93,20 @@ export type PlacedSession = SessionRecord & {
   adb_host: string | null;
   adb_port: number | null;
   typical_boot_ms: number;
+  /** Computed for provisioning sessions before they are shown (shared-eta.ts). */
+  eta_seconds?: number;
 };
 
 /**
- * eta_seconds: a typical boot once a host has it, one boot's wait more while it is queued
- * (a typical remaining time, not a promise, as the contract says).
+ * eta_seconds: as estimateEta computed it (the single server's queue model over the live
+ * hosts); for a view it did not see, a typical boot once a host has the session, one boot's
+ * wait more while it is queued (a typical remaining time, not a promise, as the contract says).
  */
 function eta(live: ViewedSession): number | undefined {
   if (live.location === null) return undefined;
-  const typicalMs = (live.row as PlacedSession).typical_boot_ms;
+  const row = live.row as PlacedSession;
+  if (row.eta_seconds !== undefined) return row.eta_seconds;
+  const typicalMs = row.typical_boot_ms;
   return Math.max(1, Math.ceil(((live.location === 'queued' ? 2 : 1) * typicalMs) / 1000));
 }
 
@@ -212,6 +218,7 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
     // As stored now, with its host: a replay of a session that is ready names its gateway.
     const placed = await one<PlacedSession>(db, `${PLACED} WHERE s.id = $1`, [row.id]);
     if (!placed) throw notFound();
+    await estimateEta(db, [placed], clock.now());
     return reply.code(202).send(sessionView(viewed(placed), context(req), { owner: true }));
   });
 
@@ -224,6 +231,7 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
           ownerUid(req),
         ])
       ).rows;
+      await estimateEta(db, rows, clock.now());
       const c = context(req);
       return rows.map((r) => sessionView(viewed(r), c, { owner: true }));
     },
@@ -253,6 +261,7 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
         await changed;
       }
     }
+    await estimateEta(db, [row], clock.now());
     return sessionView(viewed(row), context(req), { owner: caller.kind === 'owner' });
   });
 

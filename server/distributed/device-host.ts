@@ -394,7 +394,11 @@ class DeviceHost extends EventEmitter implements AdbSessions {
       const rows = [...fromPool, ...booted];
       if (rows.length > 0) {
         const ids = rows.map((r) => r.id);
-        await c.query('UPDATE sessions SET host_id = $1 WHERE id = ANY($2)', [this.id, ids]);
+        await c.query('UPDATE sessions SET host_id = $1, claimed_ms = $3 WHERE id = ANY($2)', [
+          this.id,
+          ids,
+          this.clock.now(),
+        ]);
         // Their location moved from queued to booting.
         await notifySessions(c, ids);
       }

@@ -159,6 +159,13 @@ export const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE hosts ADD COLUMN pool_target INTEGER NOT NULL DEFAULT 0;
   `,
   },
+  {
+    name: 'when a host claimed each session, for eta_seconds',
+    only: 'postgres',
+    sql: `
+  ALTER TABLE sessions ADD COLUMN claimed_ms INTEGER;
+  `,
+  },
 ];
 
 /** The migrations one store runs, in order, as that dialect's SQL. */

@@ -14,7 +14,7 @@ import { createLogger } from '../../server/log.js';
 import { runCli } from '../support/cli.js';
 import { postgresMissing, startPostgres, type PostgresCluster } from '../support/postgres.js';
 
-const SHARED_ONLY = ['host_id?', 'startup_source?'];
+const SHARED_ONLY = ['host_id?', 'startup_source?', 'claimed_ms?'];
 const missing = postgresMissing();
 if (missing) console.warn(`skipping the PostgreSQL store tests: ${missing}`);
 

@@ -1,0 +1,100 @@
+/**
+ * eta_seconds of a deployment's provisioning sessions, with the single server's queue model
+ * (runtime/eta.ts) fed from the shared store:
+ * - a session a host has claimed is booting there: what is left of that host's typical boot
+ *   since the claim;
+ * - a queued session waits behind the sessions queued before it (by seq), for the live
+ *   hosts' pooled phones (temporary sessions only) and boot slots. Each host offers its
+ *   `boot_slots`: those its claimed boots hold free when they should end, the rest are free
+ *   now while it has room (phones its sessions leave), and a boot in a slot takes that host's
+ *   typical boot time.
+ * Hosts publish their pools by count only, not when each warming phone started: a warming
+ * phone is taken to be half-way through its boot.
+ */
+import { queuedEtaSeconds, type EtaSlot } from '../runtime/eta.js';
+import type { Db } from '../store/pg.js';
+
+/** What the estimate needs of a session row (a PlacedSession). */
+export interface EtaRow {
+  id: string;
+  seq: number;
+  state: string;
+  host_id: string | null;
+  profile_id: string | null;
+  claimed_ms: number | null;
+  typical_boot_ms: number;
+  eta_seconds?: number;
+}
+
+interface LiveHost {
+  boot_slots: number;
+  phones: number;
+  typical_boot_ms: number;
+  warm: number;
+  warming: number;
+  held: number;
+  claimed: number[];
+}
+
+/** The live hosts' slots and pools, in ms from `nowMs`. */
+async function capacity(db: Db, nowMs: number): Promise<{ slots: EtaSlot[]; pooled: number[] }> {
+  const hosts = (
+    await db.query<LiveHost>(
+      `SELECT h.boot_slots, h.phones, h.typical_boot_ms, h.warm, h.warming,
+              (SELECT count(*) FROM sessions s WHERE s.host_id = h.id AND s.done = 0) AS held,
+              coalesce((SELECT array_agg(coalesce(s.claimed_ms, 0)) FROM sessions s
+                         WHERE s.host_id = h.id AND s.done = 0 AND s.state = 'provisioning'), '{}') AS claimed
+         FROM hosts h WHERE h.state = 'live'`,
+    )
+  ).rows;
+  const slots: EtaSlot[] = [];
+  const pooled: number[] = [];
+  for (const h of hosts) {
+    const typicalMs = Number(h.typical_boot_ms);
+    const busy = [
+      ...h.claimed.map((at) => Math.max(0, typicalMs - (nowMs - Number(at)))),
+      ...Array.from({ length: Number(h.warming) }, () => typicalMs / 2),
+    ].slice(0, Number(h.boot_slots));
+    for (const freeInMs of busy) slots.push({ freeInMs, typicalMs });
+    const free = Math.min(Number(h.boot_slots) - busy.length, Math.max(0, Number(h.phones) - Number(h.held)));
+    for (let i = 0; i < free; i++) slots.push({ freeInMs: 0, typicalMs });
+    for (let i = 0; i < Number(h.warm); i++) pooled.push(0);
+    for (let i = 0; i < Number(h.warming); i++) pooled.push(typicalMs / 2);
+  }
+  return { slots, pooled };
+}
+
+/**
+ * Sets eta_seconds on the provisioning rows among `rows` (the rest are left alone). Reads
+ * the shared store only when one of them is queued.
+ */
+export async function estimateEta(db: Db, rows: EtaRow[], nowMs: number): Promise<void> {
+  let shared: Promise<{ slots: EtaSlot[]; pooled: number[] }> | null = null;
+  for (const row of rows) {
+    if (row.state !== 'provisioning') continue;
+    const typicalMs = Number(row.typical_boot_ms);
+    if (row.host_id !== null) {
+      const since = row.claimed_ms === null ? 0 : nowMs - Number(row.claimed_ms);
+      row.eta_seconds = Math.ceil(Math.max(0, typicalMs - since) / 1000);
+      continue;
+    }
+    shared ??= capacity(db, nowMs);
+    const [{ slots, pooled }, ahead] = await Promise.all([
+      shared,
+      db.query<{ ahead: number; temporary: number }>(
+        `SELECT count(*) AS ahead, count(*) FILTER (WHERE profile_id IS NULL) AS temporary FROM sessions
+          WHERE done = 0 AND state = 'provisioning' AND host_id IS NULL AND seq < $1`,
+        [row.seq],
+      ),
+    ]);
+    const eta = queuedEtaSeconds({
+      temporary: row.profile_id === null,
+      ahead: Number(ahead.rows[0]!.ahead),
+      temporaryAhead: Number(ahead.rows[0]!.temporary),
+      pooledReadyInMs: pooled,
+      slots,
+    });
+    // No live host with room: a typical boot after one more (a guess until one has room).
+    row.eta_seconds = eta ?? Math.max(1, Math.ceil((2 * typicalMs) / 1000));
+  }
+}
