@@ -36,17 +36,26 @@ interface LiveHost {
   claimed: number[];
 }
 
+/**
+ * Where a queued session stands, in one round trip: the queued sessions ahead of it (and how
+ * many of those are temporary), and every live host with its held sessions and the claim
+ * times of its boots.
+ */
+const QUEUE_POSITION = `
+  SELECT a.ahead, a.temporary, coalesce(hs.hosts, '[]'::json) AS hosts
+    FROM (SELECT count(*) AS ahead, count(*) FILTER (WHERE profile_id IS NULL) AS temporary
+            FROM sessions WHERE done = 0 AND state = 'provisioning' AND host_id IS NULL AND seq < $1) a,
+         (SELECT json_agg(json_build_object(
+                   'boot_slots', h.boot_slots, 'phones', h.phones, 'typical_boot_ms', h.typical_boot_ms,
+                   'warm', h.warm, 'warming', h.warming,
+                   'held', (SELECT count(*) FROM sessions s WHERE s.host_id = h.id AND s.done = 0),
+                   'claimed', coalesce((SELECT array_agg(coalesce(s.claimed_ms, 0)) FROM sessions s
+                                         WHERE s.host_id = h.id AND s.done = 0 AND s.state = 'provisioning'), '{}')
+                 )) AS hosts
+            FROM hosts h WHERE h.state = 'live') hs`;
+
 /** The live hosts' slots and pools, in ms from `nowMs`. */
-async function capacity(db: Db, nowMs: number): Promise<{ slots: EtaSlot[]; pooled: number[] }> {
-  const hosts = (
-    await db.query<LiveHost>(
-      `SELECT h.boot_slots, h.phones, h.typical_boot_ms, h.warm, h.warming,
-              (SELECT count(*) FROM sessions s WHERE s.host_id = h.id AND s.done = 0) AS held,
-              coalesce((SELECT array_agg(coalesce(s.claimed_ms, 0)) FROM sessions s
-                         WHERE s.host_id = h.id AND s.done = 0 AND s.state = 'provisioning'), '{}') AS claimed
-         FROM hosts h WHERE h.state = 'live'`,
-    )
-  ).rows;
+function capacity(hosts: LiveHost[], nowMs: number): { slots: EtaSlot[]; pooled: number[] } {
   const slots: EtaSlot[] = [];
   const pooled: number[] = [];
   for (const h of hosts) {
@@ -66,10 +75,9 @@ async function capacity(db: Db, nowMs: number): Promise<{ slots: EtaSlot[]; pool
 
 /**
  * Sets eta_seconds on the provisioning rows among `rows` (the rest are left alone). Reads
- * the shared store only when one of them is queued.
+ * the shared store only for a queued one: one statement each.
  */
 export async function estimateEta(db: Db, rows: EtaRow[], nowMs: number): Promise<void> {
-  let shared: Promise<{ slots: EtaSlot[]; pooled: number[] }> | null = null;
   for (const row of rows) {
     if (row.state !== 'provisioning') continue;
     const typicalMs = Number(row.typical_boot_ms);
@@ -78,19 +86,14 @@ export async function estimateEta(db: Db, rows: EtaRow[], nowMs: number): Promis
       row.eta_seconds = Math.ceil(Math.max(0, typicalMs - since) / 1000);
       continue;
     }
-    shared ??= capacity(db, nowMs);
-    const [{ slots, pooled }, ahead] = await Promise.all([
-      shared,
-      db.query<{ ahead: number; temporary: number }>(
-        `SELECT count(*) AS ahead, count(*) FILTER (WHERE profile_id IS NULL) AS temporary FROM sessions
-          WHERE done = 0 AND state = 'provisioning' AND host_id IS NULL AND seq < $1`,
-        [row.seq],
-      ),
-    ]);
+    const q = (
+      await db.query<{ ahead: number; temporary: number; hosts: LiveHost[] }>(QUEUE_POSITION, [row.seq])
+    ).rows[0]!;
+    const { slots, pooled } = capacity(q.hosts, nowMs);
     const eta = queuedEtaSeconds({
       temporary: row.profile_id === null,
-      ahead: Number(ahead.rows[0]!.ahead),
-      temporaryAhead: Number(ahead.rows[0]!.temporary),
+      ahead: Number(q.ahead),
+      temporaryAhead: Number(q.temporary),
       pooledReadyInMs: pooled,
       slots,
     });
