@@ -26,7 +26,8 @@ export interface EtaRow {
   eta_seconds?: number;
 }
 
-interface LiveHost {
+/** A live host as QUEUE_POSITION reads it. */
+export interface LiveHost {
   boot_slots: number;
   phones: number;
   typical_boot_ms: number;
@@ -55,7 +56,7 @@ const QUEUE_POSITION = `
             FROM hosts h WHERE h.state = 'live') hs`;
 
 /** The live hosts' slots and pools, in ms from `nowMs`. */
-function capacity(hosts: LiveHost[], nowMs: number): { slots: EtaSlot[]; pooled: number[] } {
+export function capacity(hosts: LiveHost[], nowMs: number): { slots: EtaSlot[]; pooled: number[] } {
   const slots: EtaSlot[] = [];
   const pooled: number[] = [];
   for (const h of hosts) {
