@@ -38,7 +38,8 @@ it listens; logs go to stderr.
 
 With --store, it is an API node of a deployment whose state is in PostgreSQL: any number
 of nodes serve the API from one database behind a load balancer, and phones run on device
-hosts (phonelease host). --phones N (default 0 there) also runs N phones in this process.`;
+hosts (phonelease host). --phones N (default 0 there) also runs N phones in this process;
+--metrics serves the deployment's state from the database and this node's own requests.`;
 
 export async function runServerCommand(argv: string[]): Promise<void> {
   const { values, positionals } = parseCommandLine(
@@ -116,6 +117,7 @@ export async function runServerCommand(argv: string[]): Promise<void> {
           }
         : {}),
       dashboardOrigin: values['dashboard-origin'] ?? null,
+      metrics: values.metrics,
       log,
     });
     announce(values.json, { url: node.url }, `phonelease API node listening on ${node.url}`);

@@ -6,9 +6,13 @@
  * (--host) or leave --metrics off where that matters.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { ServerMetrics } from '../metrics.js';
 
-export const metricsRoutes: FastifyPluginAsyncTypebox<{ metrics: ServerMetrics }> = async (
+/** What serves the exposition: the single server's metrics, or an API node's. */
+export interface MetricsSource {
+  text(): Promise<{ contentType: string; body: string }>;
+}
+
+export const metricsRoutes: FastifyPluginAsyncTypebox<{ metrics: MetricsSource }> = async (
   app,
   { metrics },
 ) => {

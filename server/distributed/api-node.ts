@@ -17,7 +17,9 @@ import { ERROR_CODES } from '../../src/api/schemas.js';
 import { SharedAccounts, sharedApiRoutes } from './api-routes.js';
 import { startDeviceHost, type RunningDeviceHost } from './device-host.js';
 import { viewerPagesOf } from '../viewer/pages.js';
+import { metricsRoutes } from '../api/metrics.js';
 import { NodeSigner } from './node-auth.js';
+import { ApiNodeMetrics } from './node-metrics.js';
 import { SessionEvents } from './notifications.js';
 import { deploymentViewers } from './viewer-proxy.js';
 import { reap } from './shared-sessions.js';
@@ -41,6 +43,8 @@ export interface ApiNodeOptions {
   dashboardOrigin?: string | null;
   /** How often this node looks for dead hosts and passed deadlines (default 1 s). */
   reapEveryMs?: number;
+  /** Serve GET /metrics in the Prometheus text format, without an API key (default false). */
+  metrics?: boolean;
 }
 
 export interface RunningApiNode {
@@ -82,6 +86,9 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
   // Long polls and DELETE wake on the commits that change their session, on any node.
   const events = new SessionEvents(options.store, log);
   const { app } = baseApp({ accounts: new SharedAccounts(db), grants }, log, storeErrors);
+  const metrics = options.metrics ? new ApiNodeMetrics(db) : undefined;
+  // Before the routes: the hook then times every one of them.
+  metrics?.observe(app);
   await app.register(sharedApiRoutes, {
     deps: {
       db,
@@ -94,8 +101,10 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
       publicUrl: (requestHost) => (wildcard && requestHost ? `http://${requestHost}` : url),
       genericDevice: options.backend?.name === 'emulator' ? 'Android emulator' : 'Virtual Android phone',
       events,
+      ...(metrics ? { metrics } : {}),
     },
   });
+  if (metrics) await app.register(metricsRoutes, { metrics });
 
   await app.register(viewerPagesOf, {
     source: deploymentViewers({ db, grants, signer, log }),
@@ -151,7 +160,11 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
     );
   };
   reapLoop();
-  log.info('phonelease API node listening', { url, own_phones: options.phones ?? 0 });
+  log.info('phonelease API node listening', {
+    url,
+    own_phones: options.phones ?? 0,
+    ...(metrics ? { metrics: `${url}/metrics` } : {}),
+  });
 
   let closing: Promise<void> | null = null;
   return {

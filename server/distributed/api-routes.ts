@@ -33,7 +33,7 @@ import {
   ViewerCapability,
   type PhoneOp,
 } from '../../src/api/schemas.js';
-import { apiError, notFound, notReady, profileHeld } from '../errors.js';
+import { ApiError, apiError, notFound, notReady, profileHeld } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { newApiKey } from '../runtime/accounts.js';
@@ -65,7 +65,9 @@ import {
 } from '../api/route-specs.js';
 import type { Caller } from '../api/types.js';
 import { callHost, type NodeSigner } from './node-auth.js';
+import type { ApiNodeMetrics } from './node-metrics.js';
 import { HOST_CHANNEL, type SessionEvents } from './notifications.js';
+import { estimateEta } from './shared-eta.js';
 import { admit, count, endSession, one, type SessionRecord } from './shared-sessions.js';
 
 export interface SharedApiDeps {
@@ -81,6 +83,8 @@ export interface SharedApiDeps {
   genericDevice: string;
   /** Wake-ups on session changes (long polls and DELETE wait on them). */
   events: SessionEvents;
+  /** Told what each create came to (--metrics); optional. */
+  metrics?: Pick<ApiNodeMetrics, 'admission'>;
 }
 
 /** A session with the host it runs on (null while queued). */
@@ -91,15 +95,20 @@ export type PlacedSession = SessionRecord & {
   typical_boot_ms: number;
   /** Unclaimed, and a live host's boot slot is free for it: a host claims it at once. */
   slot_free: boolean;
+  /** Computed for provisioning sessions before they are shown (shared-eta.ts). */
+  eta_seconds?: number;
 };
 
 /**
- * eta_seconds: a typical boot once a host has it, one boot's wait more while it is queued
- * (a typical remaining time, not a promise, as the contract says).
+ * eta_seconds: as estimateEta computed it (the single server's queue model over the live
+ * hosts); for a view it did not see, a typical boot once a host has the session, one boot's
+ * wait more while it is queued (a typical remaining time, not a promise, as the contract says).
  */
 function eta(live: ViewedSession): number | undefined {
   if (live.location === null) return undefined;
-  const typicalMs = (live.row as PlacedSession).typical_boot_ms;
+  const row = live.row as PlacedSession;
+  if (row.eta_seconds !== undefined) return row.eta_seconds;
+  const typicalMs = row.typical_boot_ms;
   return Math.max(1, Math.ceil(((live.location === 'queued' ? 2 : 1) * typicalMs) / 1000));
 }
 
@@ -215,16 +224,21 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
   // Sessions
 
   app.post('/sessions', createSessionSpec, async (req, reply) => {
-    const { row } = await admit(db, {
+    const { row, outcome } = await admit(db, {
       uid: ownerUid(req),
       body: req.body ?? {},
       requestKey: req.headers['idempotency-key'] ?? null,
       nowMs: clock.now(),
       random: deps.random,
+    }).catch((err: unknown) => {
+      if (err instanceof ApiError) deps.metrics?.admission({ refused: err.code });
+      throw err;
     });
+    deps.metrics?.admission(outcome);
     // As stored now, with its host: a replay of a session that is ready names its gateway.
     const placed = await one<PlacedSession>(db, `${PLACED} WHERE s.id = $1`, [row.id]);
     if (!placed) throw notFound();
+    await estimateEta(db, [placed], clock.now());
     return reply.code(202).send(sessionView(viewed(placed), context(req), { owner: true }));
   });
 
@@ -237,6 +251,7 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
           ownerUid(req),
         ])
       ).rows;
+      await estimateEta(db, rows, clock.now());
       const c = context(req);
       return rows.map((r) => sessionView(viewed(r), c, { owner: true }));
     },
@@ -266,6 +281,7 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
         await changed;
       }
     }
+    await estimateEta(db, [row], clock.now());
     return sessionView(viewed(row), context(req), { owner: caller.kind === 'owner' });
   });
 

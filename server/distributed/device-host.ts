@@ -191,8 +191,8 @@ class DeviceHost extends EventEmitter implements AdbSessions {
     const now = this.clock.now();
     await tx(this.db, (c) =>
       c.query(
-        `INSERT INTO hosts (id, url, adb_host, adb_port, phones, boot_slots, device, started, heartbeat_ms, lost_after_ms, typical_boot_ms, state)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'live')`,
+        `INSERT INTO hosts (id, url, adb_host, adb_port, phones, boot_slots, device, started, heartbeat_ms, lost_after_ms, typical_boot_ms, pool_target, state)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'live')`,
         [
           this.id,
           advertised.url,
@@ -205,6 +205,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
           now,
           this.o.lostAfterMs ?? HOST_DEFAULTS.lostAfterMs,
           this.typicalBootMs,
+          this.pool.target,
         ],
       ),
     );
@@ -255,9 +256,10 @@ class DeviceHost extends EventEmitter implements AdbSessions {
 
   private async tick(): Promise<void> {
     const nowMs = this.clock.now();
+    const pool = this.pool.counts();
     const beat = await this.db.query(
-      "UPDATE hosts SET heartbeat_ms = $2, typical_boot_ms = $3, warm = $4 WHERE id = $1 AND state = 'live'",
-      [this.id, nowMs, this.typicalBootMs, this.pool.counts().warm],
+      "UPDATE hosts SET heartbeat_ms = $2, typical_boot_ms = $3, warm = $4, warming = $5 WHERE id = $1 AND state = 'live'",
+      [this.id, nowMs, this.typicalBootMs, pool.warm, pool.warming],
     );
     if (beat.rowCount === 0) {
       // Declared dead while we could not heartbeat: our sessions were ended `lost` and
@@ -397,7 +399,11 @@ class DeviceHost extends EventEmitter implements AdbSessions {
       const rows = [...fromPool, ...booted];
       if (rows.length > 0) {
         const ids = rows.map((r) => r.id);
-        await c.query('UPDATE sessions SET host_id = $1 WHERE id = ANY($2)', [this.id, ids]);
+        await c.query('UPDATE sessions SET host_id = $1, claimed_ms = $3 WHERE id = ANY($2)', [
+          this.id,
+          ids,
+          this.clock.now(),
+        ]);
         // Their location moved from queued to booting.
         await notifySessions(c, ids);
       }

@@ -33,6 +33,8 @@ import {
 export interface SessionRecord extends SessionRow {
   host_id: string | null;
   startup_source: StartupSource | null;
+  /** When its host claimed it (ms), while it is placed; eta_seconds counts from there. */
+  claimed_ms: number | null;
 }
 
 export interface HostRow {
@@ -155,6 +157,7 @@ export async function admit(
           }),
           host_id: null,
           startup_source: null,
+          claimed_ms: null,
         };
         // The session, its receipt and the hosts' wake-up (delivered on commit) in one statement.
         const values = INSERTED_COLUMNS.map((k) => row[k]);
@@ -489,7 +492,7 @@ async function endDeadHostSessions(c: Tx, hosts: HostRow[]): Promise<number> {
     await c.query('UPDATE profiles SET holder = NULL, exact = 0 WHERE holder = ANY($1)', [finished]);
   if (requeued.length > 0) {
     // Never booted there: another host can still start them.
-    await c.query('UPDATE sessions SET host_id = NULL WHERE id = ANY($1)', [requeued]);
+    await c.query('UPDATE sessions SET host_id = NULL, claimed_ms = NULL WHERE id = ANY($1)', [requeued]);
     await c.query(`NOTIFY ${QUEUE_CHANNEL}`);
   }
   await notifySessions(

@@ -40,6 +40,7 @@ import type { SessionRow, Store } from '../store/store.js';
 import type { AccountService } from './accounts.js';
 import { admittedSession, decideAdmission } from './admission.js';
 import type { ProfileSaves } from './profile-saves.js';
+import { queuedEtaSeconds, type EtaSlot } from './eta.js';
 import { WarmPool, type PhoneBoot } from './warm-pool.js';
 
 export interface RuntimeOptions {
@@ -713,38 +714,25 @@ export class Runtime extends EventEmitter {
     if (phase.kind === 'booting') return Math.ceil(remaining(phase.startedMs) / 1000);
     if (phase.kind !== 'queued') return undefined;
     // Temporary sessions waiting (only while the runtime is unavailable, otherwise they take
-    // one at once) get pooled phones in order: warm ones first, then the warming ones.
+    // one at once) get pooled phones in order: warm ones first, then the warming ones. The
+    // boot slots are held by sessions' boots and the pool's (eta.ts plays the queue forward).
     const waiting = this.queue.filter((l) => l.phase.kind === 'queued');
-    const pooled = this.pool
-      .entries()
-      .map((e) => (e.kind === 'warm' ? 0 : remaining(e.startedMs)))
-      .sort((a, b) => a - b);
-    const temporaryAhead = waiting.filter(
-      (l, i) => i < waiting.indexOf(live) && l.row.profile_id === null,
-    ).length;
-    if (live.row.profile_id === null && temporaryAhead < pooled.length) {
-      return Math.ceil(pooled[temporaryAhead]! / 1000);
-    }
-    // Play the queue forward: each slot frees when its boot (a session's or the pool's)
-    // should end, and the sessions the pool does not serve take slots in order, each boot
-    // taking the typical time.
-    const slotsFreeAt: number[] = [];
+    const index = waiting.indexOf(live);
+    const slots: EtaSlot[] = [];
     for (const other of this.live.values()) {
-      if (other.phase.kind === 'booting') slotsFreeAt.push(remaining(other.phase.startedMs));
+      if (other.phase.kind === 'booting')
+        slots.push({ freeInMs: remaining(other.phase.startedMs), typicalMs: typical });
     }
     for (const entry of this.pool.entries())
-      if (entry.kind === 'warming') slotsFreeAt.push(remaining(entry.startedMs));
-    while (slotsFreeAt.length < this.o.bootSlots) slotsFreeAt.push(0);
-    const servedByPool = Math.min(pooled.length, temporaryAhead);
-    const position = Math.max(0, waiting.indexOf(live) - servedByPool);
-    let readyInMs = typical;
-    for (let i = 0; i <= position; i++) {
-      slotsFreeAt.sort((a, b) => a - b);
-      const startsInMs = slotsFreeAt.shift()!;
-      readyInMs = startsInMs + typical;
-      slotsFreeAt.push(readyInMs);
-    }
-    return Math.ceil(readyInMs / 1000);
+      if (entry.kind === 'warming') slots.push({ freeInMs: remaining(entry.startedMs), typicalMs: typical });
+    while (slots.length < this.o.bootSlots) slots.push({ freeInMs: 0, typicalMs: typical });
+    return queuedEtaSeconds({
+      temporary: live.row.profile_id === null,
+      ahead: Math.max(0, index),
+      temporaryAhead: waiting.filter((l, i) => i < index && l.row.profile_id === null).length,
+      pooledReadyInMs: this.pool.entries().map((e) => (e.kind === 'warm' ? 0 : remaining(e.startedMs))),
+      slots,
+    });
   }
 
   /** What the runtime holds now, for the metrics. */

@@ -162,6 +162,22 @@ export const MIGRATIONS: readonly Migration[] = [
   UPDATE profiles SET state = 'empty', exact = 0 WHERE state = 'stored';
   `,
   },
+  {
+    name: "device hosts' whole pools, for API nodes' metrics",
+    only: 'postgres',
+    sql: `
+  -- Pooled phones still booting, as of the last heartbeat, and the host's --pool.
+  ALTER TABLE hosts ADD COLUMN warming INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE hosts ADD COLUMN pool_target INTEGER NOT NULL DEFAULT 0;
+  `,
+  },
+  {
+    name: 'when a host claimed each session, for eta_seconds',
+    only: 'postgres',
+    sql: `
+  ALTER TABLE sessions ADD COLUMN claimed_ms INTEGER;
+  `,
+  },
 ];
 
 /** The migrations one store runs, in order, as that dialect's SQL. */

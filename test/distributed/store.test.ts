@@ -16,7 +16,7 @@ import { createLogger } from '../../server/log.js';
 import { runCli } from '../support/cli.js';
 import { postgresMissing, startPostgres, type PostgresCluster } from '../support/postgres.js';
 
-const SHARED_ONLY = ['host_id?', 'startup_source?', 'saved_host?'];
+const SHARED_ONLY = ['host_id?', 'startup_source?', 'saved_host?', 'claimed_ms?'];
 const missing = postgresMissing();
 if (missing) console.warn(`skipping the PostgreSQL store tests: ${missing}`);
 
