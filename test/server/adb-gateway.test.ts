@@ -1,13 +1,16 @@
 /**
  * The ADB gateway under hostile ordering of events and under code guessing: a revoked or
  * ended session keeps no relay open, and wrong codes are limited per source and per session
- * without locking the owner out.
+ * without locking the owner out. Phones in the server's process take the unlocked socket;
+ * others are relayed to over TCP; both carry what the client sent right behind its line.
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TAG_LENGTH } from '../../server/adb-limits.js';
 import { ManualClock } from '../../server/clock.js';
+import { createVirtualBackend } from '../../server/devices/virtual/index.js';
 import { A_CNXN, closed, hostCnxn, readPacket, unlock } from '../support/adb-wire.js';
+import { delegatePhone, wrapBackend } from '../support/backends.js';
 import { serverPerTest, startTestServer, type TestServer } from '../support/server.js';
 
 const start = serverPerTest();
@@ -33,6 +36,44 @@ async function readySession(t: TestServer): Promise<{ sid: string; port: number;
   const adb = (await t.api.get(`/sessions/${s.id}/adb`)).body;
   return { sid: s.id, port: adb.port, code: adb.code };
 }
+
+describe('the gateway hands over what followed the unlock line', () => {
+  /** Unlocks with CNXN in the same write as the line; the phone's first packet. */
+  async function cnxnGluedToUnlock(t: TestServer): Promise<number> {
+    const { port, code } = await readySession(t);
+    const socket = net.connect({ host: '127.0.0.1', port });
+    await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+    socket.write(Buffer.concat([Buffer.from(`UNLOCK ${code}\n`), hostCnxn()]));
+    const reply = await new Promise<Buffer>((resolve) => {
+      let buf = Buffer.alloc(0);
+      socket.on('data', (c: Buffer) => {
+        buf = Buffer.concat([buf, c]);
+        if (buf.indexOf(0x0a) >= 0) {
+          socket.removeAllListeners('data');
+          socket.pause();
+          resolve(buf);
+        }
+      });
+    });
+    const nl = reply.indexOf(0x0a);
+    expect(reply.subarray(0, nl).toString()).toBe('OK');
+    const first = await readPacket(socket, reply.subarray(nl + 1));
+    socket.destroy();
+    return first.command;
+  }
+
+  it('to a phone in its own process, which serves the socket itself', async () => {
+    const t = await start({ bootMs: 0 });
+    expect(await cnxnGluedToUnlock(t)).toBe(A_CNXN);
+  });
+
+  it('to a phone it reaches over TCP, through the relay', async () => {
+    // A phone without serveAdb (as an emulator in its own process): the gateway relays.
+    const backend = wrapBackend(createVirtualBackend({ bootMs: 0 }), (phone) => delegatePhone(phone, {}));
+    const t = await start({ backend });
+    expect(await cnxnGluedToUnlock(t)).toBe(A_CNXN);
+  });
+});
 
 describe('revoking ADB or ending a session leaves no relay open', () => {
   let t: TestServer;

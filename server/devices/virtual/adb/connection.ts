@@ -84,17 +84,21 @@ export class AdbConnection implements StreamTransport, DeviceTransport {
   constructor(
     private readonly socket: Socket,
     private readonly options: ConnectionOptions,
+    /** Bytes the host sent before this connection took the socket (the gateway read them). */
+    early?: Buffer,
   ) {
     socket.setNoDelay(true);
     this.reader = new MessageReader((m) => this.onMessage(m));
-    socket.on('data', (chunk: Buffer) => {
+    const receive = (chunk: Buffer) => {
       try {
         this.reader.push(chunk);
       } catch (error) {
         this.options.log.debug('virtual adb: dropping connection', { error: String(error) });
         this.close();
       }
-    });
+    };
+    if (early && early.length > 0) receive(early);
+    socket.on('data', receive);
     socket.on('error', () => this.close());
     socket.on('close', () => this.close());
   }
