@@ -194,6 +194,8 @@ export class VirtualPhone implements DevicePhone {
   }
 
   async capture(): Promise<Buffer> {
+    // The browser's page as it is now, not its last frame from before nobody watched.
+    await this.device.browser?.refreshFrame();
     // Viewers poll; the UI re-encodes only when the screen changed (renderPng caches).
     return this.device.ui.renderPng();
   }
