@@ -15,7 +15,7 @@ import type { Duplex } from 'node:stream';
 import { PNG } from 'pngjs';
 import type { DeviceLogger } from '../../types.js';
 import type { PhoneNetwork } from '../network.js';
-import { pipeBoth } from '../network.js';
+import { relayDevTools } from './devtools-relay.js';
 import { CdpClient } from './cdp.js';
 import { ChromiumProcess } from './chromium.js';
 
@@ -269,7 +269,7 @@ export class BrowserApp implements BrowserView {
         // No Nagle: every DevTools command and its answer is a small message that must not
         // wait for the previous one's ACK (what made actions on the phone's page slow).
         const devtools = netConnect({ host: '127.0.0.1', port: r.chromium.debugPort, noDelay: true });
-        pipeBoth(socket, devtools);
+        relayDevTools(socket, devtools);
       },
       () => socket.destroy(),
     );

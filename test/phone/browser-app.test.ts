@@ -1,9 +1,12 @@
 /**
- * The phone's screen and its browser's page: the page is screencast only while someone looks
- * at the screen, so a capture taken when nobody did must still show the page as it is now.
+ * The virtual phone's Chrome: the page is screencast only while someone looks at the screen,
+ * so a capture taken when nobody did must still show the page as it is now; and its DevTools
+ * socket declines WebSocket compression, which only cost CPU on both ends.
  */
 import { createServer } from 'node:http';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { PNG } from 'pngjs';
+import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeviceBackend } from '../../server/devices/types.js';
 import { createVirtualBackend } from '../../server/devices/virtual/index.js';
@@ -66,19 +69,23 @@ async function until(what: string, done: () => boolean, ms = 20_000): Promise<vo
   }
 }
 
+/** What `am start -a android.intent.action.VIEW -d URL` does: Chrome in front, showing URL. */
+function startChrome(url: string): { ok: boolean } {
+  return phone.device.activity.startActivity({
+    component: { pkg: 'com.android.chrome', cls: 'com.google.android.apps.chrome.Main' },
+    pkg: null,
+    action: 'android.intent.action.VIEW',
+    categories: [],
+    data: url,
+    flags: 0,
+  });
+}
+
 describe("the phone's screen shows its browser's page", () => {
   it('as it is now, in one capture, after the page changed while nobody looked at the screen', async () => {
     const browser = phone.device.browser!;
     expect(browser).not.toBeNull();
-    // What `am start -a android.intent.action.VIEW -d URL` does: Chrome in front, showing URL.
-    const started = phone.device.activity.startActivity({
-      component: { pkg: 'com.android.chrome', cls: 'com.google.android.apps.chrome.Main' },
-      pkg: null,
-      action: 'android.intent.action.VIEW',
-      categories: [],
-      data: coloured('green', '#00a86b'),
-      flags: 0,
-    });
+    const started = startChrome(coloured('green', '#00a86b'));
     expect(started.ok).toBe(true);
     await until('the green page', () => painted.has('green'));
     await expect.poll(() => pixelsOf([0x00, 0xa8, 0x6b]), { timeout: 15_000 }).toBeGreaterThan(100_000);
@@ -91,5 +98,47 @@ describe("the phone's screen shows its browser's page", () => {
     await until('the red page', () => painted.has('red'));
     expect(await pixelsOf([0xd0, 0x1c, 0x1c])).toBeGreaterThan(100_000);
     expect(await pixelsOf([0x00, 0xa8, 0x6b])).toBe(0);
+  });
+});
+
+describe("the phone's DevTools socket", () => {
+  it('serves DevTools over WebSocket without compression, though the client offers it', async () => {
+    expect(startChrome('about:blank').ok).toBe(true);
+    await until('the DevTools socket', () =>
+      phone.device.network.abstractSockets.has('chrome_devtools_remote'),
+    );
+    // A local port forwarded to the socket, as `adb forward tcp:0 localabstract:...` makes.
+    const forward = createNetServer((tcp) => {
+      const inner = phone.device.network.connectAbstract('chrome_devtools_remote');
+      if (!inner) return tcp.destroy();
+      tcp.on('error', () => inner.destroy());
+      inner.on('error', () => tcp.destroy());
+      tcp.pipe(inner).pipe(tcp);
+    });
+    await new Promise<void>((resolve) => forward.listen(0, '127.0.0.1', resolve));
+    const { port } = forward.address() as AddressInfo;
+    const version = (await (await fetch(`http://127.0.0.1:${port}/json/version`)).json()) as {
+      webSocketDebuggerUrl: string;
+    };
+    const path = new URL(version.webSocketDebuggerUrl).pathname;
+    // As Playwright's connectOverCDP does: permessage-deflate offered.
+    const ws = new WebSocket(`ws://127.0.0.1:${port}${path}`, {
+      perMessageDeflate: { clientNoContextTakeover: true },
+    });
+    try {
+      await new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject));
+      expect(ws.extensions).toBe('');
+      const reply = new Promise<string>((resolve) =>
+        ws.once('message', (data: Buffer) => resolve(data.toString())),
+      );
+      ws.send(JSON.stringify({ id: 1, method: 'Browser.getVersion' }));
+      expect(JSON.parse(await reply)).toMatchObject({
+        id: 1,
+        result: { product: expect.stringMatching(/Chrome/) },
+      });
+    } finally {
+      ws.terminate();
+      forward.close();
+    }
   });
 });
