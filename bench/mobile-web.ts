@@ -9,6 +9,9 @@
  *   and phone rounds alternate, so a load that comes and goes weighs on both alike.
  * - DevTools round trip: one page.evaluate, median, phone against desktop (what every action
  *   pays per command; the ADB tunnel's share of the actions' time).
+ * - the same actions and round trip on the phone's Chromium reached directly (its DevTools
+ *   port on the server machine, no ADB): what is left of the gap without the ADB path, so a
+ *   change can be told apart as the tunnel's or the phone browser's.
  * - memory: proportional set size (PSS) of the phone's Chromium process group.
  *
  * Goals: first page within 2 s of the phone being ready; actions within 1.5x of desktop.
@@ -54,6 +57,13 @@ async function roundTripCdp(page: Page): Promise<number> {
   return median(times);
 }
 
+/** The DevTools port of the Chromium with this pid (DevToolsActivePort in its profile). */
+function devToolsPort(pid: number): number {
+  const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  const profile = args.find((a) => a.startsWith('--user-data-dir='))!.slice('--user-data-dir='.length);
+  return Number(readFileSync(`${profile}/DevToolsActivePort`, 'utf8').split('\n')[0]);
+}
+
 /** PSS in MiB of every process in the group led by pid (Chromium's browser, renderers, GPU, zygotes). */
 function groupPssMiB(pgid: number): number {
   let kib = 0;
@@ -96,6 +106,9 @@ async function main(): Promise<void> {
   const phoneTimes: number[] = [];
   const pss: number[] = [];
   const phoneCdp: number[] = [];
+  const directTimes: number[] = [];
+  const directDesktop: number[] = [];
+  const directCdp: number[] = [];
   for (let n = 0; n < phones; n++) {
     const t0 = performance.now();
     const phone = await leasePhone({ baseUrl: server.url, apiKey: key, reaper: false, ledger: false });
@@ -107,18 +120,32 @@ async function main(): Promise<void> {
     toPage.push(tPage - tReady);
     await phone.reverse(port);
     await roundTrip(page, `http://localhost:${port}/`); // warm-up, like the desktop page
+    const cdp = await context.browser()!.newBrowserCDPSession();
+    const info = (await cdp.send('SystemInfo.getProcessInfo')) as {
+      processInfo: { type: string; id: number }[];
+    };
+    const pid = info.processInfo.find((p) => p.type === 'browser')?.id;
     for (let i = 0; i < rounds; i++) {
       desktopTimes.push(await roundTrip(desktopPage, desktopUrl));
       phoneTimes.push(await roundTrip(page, `http://localhost:${port}/`));
     }
     desktopCdp.push(await roundTripCdp(desktopPage));
     phoneCdp.push(await roundTripCdp(page));
-    const cdp = await context.browser()!.newBrowserCDPSession();
-    const info = (await cdp.send('SystemInfo.getProcessInfo')) as {
-      processInfo: { type: string; id: number }[];
-    };
-    const pid = info.processInfo.find((p) => p.type === 'browser')?.id;
     if (pid) pss.push(groupPssMiB(pid));
+    // The same Chromium without the ADB path (its DevTools port, from its profile), once the
+    // tunnel's Playwright has let go: a second client would get every event of every tab too.
+    await context.browser()!.close();
+    if (pid) {
+      const direct = await chromium.connectOverCDP(`http://127.0.0.1:${devToolsPort(pid)}`);
+      const directPage = await direct.contexts()[0]!.newPage();
+      await roundTrip(directPage, `http://localhost:${port}/`);
+      for (let i = 0; i < rounds; i++) {
+        directDesktop.push(await roundTrip(desktopPage, desktopUrl));
+        directTimes.push(await roundTrip(directPage, `http://localhost:${port}/`));
+      }
+      directCdp.push(await roundTripCdp(directPage));
+      await direct.close();
+    }
     await phone.end();
   }
   await desktop.close();
@@ -137,8 +164,13 @@ async function main(): Promise<void> {
   console.log(
     `goto+click+assert, phone page:   median ${ms(phoneMedian)} (ratio ${(phoneMedian / desktopMedian).toFixed(2)}x, goal <= 1.5x)`,
   );
+  if (directTimes.length)
+    console.log(
+      `goto+click+assert, phone's Chromium without ADB: median ${ms(median(directTimes))} (ratio ${(median(directTimes) / median(directDesktop)).toFixed(2)}x to desktop rounds run alongside: the phone browser's share)`,
+    );
   console.log(
-    `DevTools round trip (page.evaluate): desktop ${median(desktopCdp).toFixed(1)} ms, phone ${median(phoneCdp).toFixed(1)} ms`,
+    `DevTools round trip (page.evaluate): desktop ${median(desktopCdp).toFixed(1)} ms, phone ${median(phoneCdp).toFixed(1)} ms` +
+      (directCdp.length ? `, phone's Chromium without ADB ${median(directCdp).toFixed(1)} ms` : ''),
   );
   if (pss.length)
     console.log(

@@ -4,6 +4,8 @@
  * phone, or `DENIED\n` and a closed socket (nothing ever follows DENIED). Codes stop
  * working when ADB is revoked, the session closes or its deadline passes; open relays are
  * cut at that moment too. Wrong codes are limited per source and per session (adb-limits.ts).
+ * A phone in this process (the virtual phone) is handed the unlocked socket instead of a
+ * relay: one TCP connection from the client to the phone's adbd, not two.
  */
 import net from 'node:net';
 import { systemClock, type Clock } from './clock.js';
@@ -13,7 +15,11 @@ import type { Logger } from './log.js';
 /** A session the gateway relays to: its id and code, and its phone's ADB while it has one. */
 export interface AdbSession {
   readonly row: { readonly id: string; readonly adb_code: string | null };
-  readonly phone: { adbEndpoint(): Promise<{ host: string; port: number }> } | null;
+  readonly phone: {
+    adbEndpoint(): Promise<{ host: string; port: number }>;
+    /** A phone in this process takes the unlocked socket itself (DevicePhone.serveAdb). */
+    serveAdb?(socket: net.Socket, early: Buffer): void;
+  } | null;
 }
 
 /**
@@ -31,10 +37,13 @@ const LINE_TIMEOUT_MS = 10_000;
 /** A denied peer that never closes its side is dropped after this long. */
 const DENIED_LINGER_MS = 2_000;
 
-/** One client connection relayed to one phone connection. */
+/**
+ * One client connection relayed to one phone connection, or (phone null) served by a phone
+ * in this process directly.
+ */
 interface Relay {
   client: net.Socket;
-  phone: net.Socket;
+  phone: net.Socket | null;
 }
 
 export class AdbGateway {
@@ -123,6 +132,10 @@ export class AdbGateway {
 
   private relay(client: net.Socket, live: AdbSession, code: string, early: Buffer): void {
     client.pause();
+    if (live.phone!.serveAdb) {
+      this.serveInProcess(client, live, early);
+      return;
+    }
     // A virtual phone opens its ADB port only now, on its first unlocked connection.
     live.phone!.adbEndpoint().then(
       (endpoint) => {
@@ -137,6 +150,37 @@ export class AdbGateway {
     );
   }
 
+  /**
+   * A phone in this process (the virtual phone) serves the client's socket itself: every ADB
+   * message then crosses one TCP connection instead of two and a relay between them.
+   */
+  private serveInProcess(client: net.Socket, live: AdbSession, early: Buffer): void {
+    const relay: Relay = { client, phone: null };
+    const own = this.track(live.row.id, relay);
+    client.on('close', () => own.delete(relay));
+    client.write('OK\n');
+    try {
+      live.phone!.serveAdb!(client, early);
+    } catch (err) {
+      // The phone began to stop between the unlock and now.
+      this.log.warn('adb gateway could not reach the phone', {
+        session: live.row.id,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      client.destroy();
+      return;
+    }
+    client.resume();
+  }
+
+  /** Adds a relay to its session's set; returns that set. */
+  private track(sid: string, relay: Relay): Set<Relay> {
+    let set = this.relays.get(sid);
+    if (!set) this.relays.set(sid, (set = new Set()));
+    set.add(relay);
+    return set;
+  }
+
   private connectPhone(
     client: net.Socket,
     live: AdbSession,
@@ -148,10 +192,7 @@ export class AdbGateway {
     const phone = net.connect({ host, port });
     phone.setNoDelay(true);
     const relay: Relay = { client, phone };
-    let set = this.relays.get(sid);
-    if (!set) this.relays.set(sid, (set = new Set()));
-    const own = set;
-    own.add(relay);
+    const own = this.track(sid, relay);
     // Runs on the client's and on the phone's close; both calls are harmless.
     const close = () => {
       client.destroy();
@@ -183,7 +224,7 @@ export class AdbGateway {
     if (!set) return;
     for (const { client, phone } of set) {
       client.destroy();
-      phone.destroy();
+      phone?.destroy();
     }
   }
 

@@ -3,6 +3,7 @@
  * (the built-in virtual phone, an Android SDK emulator). The runtime owns admission,
  * deadlines, billing and profile bookkeeping; a backend only boots, serves and stops phones.
  */
+import type { Socket } from 'node:net';
 
 export interface ScreenSize {
   w: number;
@@ -70,6 +71,14 @@ export interface DevicePhone {
    * phone is a large share of what a create costs.
    */
   adbEndpoint(): Promise<{ host: string; port: number }>;
+  /**
+   * Serves ADB on a connection the gateway accepted and unlocked, in this process: the same
+   * ADB bytes as through adbEndpoint(), without a second TCP connection and a relay between
+   * the two (what every message paid twice). `early` holds bytes the client sent after its
+   * unlock line. Optional: phones in another process (emulators) are reached through
+   * adbEndpoint(). Throws once the phone has begun to stop.
+   */
+  serveAdb?(socket: Socket, early: Buffer): void;
   /** PNG of the current screen. */
   capture(): Promise<Buffer>;
   /** Launcher apps, for the apps.list op. */

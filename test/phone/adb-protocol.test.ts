@@ -1,7 +1,7 @@
 /**
  * The device side of the ADB wire protocol, checked with a raw TCP client: the CNXN
- * handshake (no AUTH), maxdata, one WRTE in flight per stream, refused streams, checksums
- * for old hosts.
+ * handshake (no AUTH), maxdata, one WRTE in flight per stream, delayed acks with hosts that
+ * announce them, refused streams, checksums for old hosts.
  */
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
@@ -154,18 +154,16 @@ afterAll(async () => {
   await backend?.close();
 });
 
+const HOST_FEATURES = 'shell_v2,cmd,stat_v2,ls_v2,fixed_push_mkdir,apex,abb,abb_exec';
+
 async function handshake(
   version = 0x01000001,
   maxdata = 4096,
   port = phonePort,
+  features = HOST_FEATURES,
 ): Promise<{ host: RawHost; reply: Msg }> {
   const host = await RawHost.open(port);
-  host.send(
-    CNXN,
-    version,
-    maxdata,
-    Buffer.from('host::features=shell_v2,cmd,stat_v2,ls_v2,fixed_push_mkdir,apex,abb,abb_exec\0'),
-  );
+  host.send(CNXN, version, maxdata, Buffer.from(`host::features=${features}\0`));
   const reply = await host.next();
   if (!reply) throw new Error('no CNXN reply');
   return { host, reply };
@@ -252,7 +250,7 @@ describe('ADB wire protocol', () => {
       expect(reply.arg1).toBe(1024 * 1024);
       expect(reply.payload.toString()).toBe(
         'device::ro.product.name=shiba;ro.product.model=Pixel 8;ro.product.device=shiba;' +
-          'features=shell_v2,cmd,stat_v2,ls_v2,fixed_push_mkdir,apex,abb,abb_exec,fixed_push_symlink_timestamp,remount_shell',
+          'features=shell_v2,cmd,stat_v2,ls_v2,fixed_push_mkdir,apex,abb,abb_exec,fixed_push_symlink_timestamp,remount_shell,delayed_ack',
       );
     } finally {
       host.close();
@@ -547,6 +545,146 @@ describe('ADB wire protocol', () => {
       expect(after.map((m) => m?.command)).toContain(CLSE);
     } finally {
       host.close();
+    }
+  });
+});
+
+/** A delayed-ack OKAY's payload: the u32 byte count. */
+function acked(bytes: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(bytes, 0);
+  return b;
+}
+
+describe('delayed acks (hosts that announce delayed_ack)', () => {
+  const DELAYED = `${HOST_FEATURES},delayed_ack`;
+
+  it('sends WRTEs without waiting for OKAYs up to the window the host granted, and more after its OKAY', async () => {
+    const { host } = await handshake(0x01000001, 4096, phonePort, DELAYED);
+    try {
+      await host.barrier('yes | head -c 20000 > /sdcard/delayed.txt');
+      // The host grants 12288 bytes: three full WRTEs of its maxdata, then the device waits.
+      host.send(OPEN, 1, 12288, Buffer.from('exec:cat /sdcard/delayed.txt\0'));
+      const okay = await host.nextFor(1);
+      expect(okay?.command).toBe(OKAY);
+      // The device's own window: what the host may send before the device's OKAY.
+      expect(okay!.payload.length).toBe(4);
+      expect(okay!.payload.readUInt32LE(0)).toBeGreaterThanOrEqual(1024 * 1024);
+      const deviceId = okay!.arg0;
+      let received = 0;
+      for (let i = 0; i < 3; i++) {
+        const m = await host.nextFor(1);
+        expect(m?.command).toBe(WRTE);
+        expect(m!.payload.length).toBe(4096);
+        received += m!.payload.length;
+      }
+      // The window is used up: nothing more arrives, however long the device had.
+      await host.barrier();
+      expect(host.has((x) => x.arg1 === 1)).toBe(false);
+      // Acknowledging 12288 bytes at once lets the rest flow, again without waiting.
+      host.send(OKAY, 1, deviceId, acked(12288));
+      for (;;) {
+        const m = await host.nextFor(1);
+        if (!m) throw new Error(`stalled after ${received} bytes`);
+        if (m.command === CLSE) break;
+        expect(m.command).toBe(WRTE);
+        received += m.payload.length;
+      }
+      expect(received).toBe(20000);
+    } finally {
+      host.close();
+    }
+  });
+
+  it('takes several WRTEs in flight from the host, acknowledges each with its byte count, and closes a stream written past its window', async () => {
+    const { host } = await handshake(0x01000001, 1024 * 1024, phonePort, DELAYED);
+    try {
+      host.send(OPEN, 2, 1024 * 1024, Buffer.from('exec:cat > /sdcard/burst\0'));
+      const okay = await host.nextFor(2);
+      const deviceId = okay!.arg0;
+      const window = okay!.payload.readUInt32LE(0);
+      // Three writes back to back, none waiting for an OKAY.
+      for (const size of [1000, 2000, 3000]) host.send(WRTE, 2, deviceId, Buffer.alloc(size, 0x61));
+      const acks = [await host.nextFor(2), await host.nextFor(2), await host.nextFor(2)];
+      expect(acks.map((m) => m?.command)).toEqual([OKAY, OKAY, OKAY]);
+      expect(acks.map((m) => m!.payload.readUInt32LE(0))).toEqual([1000, 2000, 3000]);
+      host.send(CLSE, 2, deviceId);
+      expect(await host.barrier('stat -c %s /sdcard/burst')).toBe('6000\n');
+
+      // A stream nobody reads: the host may keep its window full, but not one byte more.
+      host.send(OPEN, 3, 1024 * 1024, Buffer.from('exec:sleep 30\0'));
+      const sleeper = (await host.nextFor(3))!.arg0;
+      let sent = 0;
+      let granted = 0;
+      for (let round = 0; ; round++) {
+        if (round === 8) throw new Error('the device acknowledged everything while nothing read stdin');
+        while (sent - granted < window) {
+          const size = Math.min(1024 * 1024, window - (sent - granted));
+          host.send(WRTE, 3, sleeper, Buffer.alloc(size));
+          sent += size;
+        }
+        await host.barrier();
+        const before = granted;
+        for (let m; (m = await host.take((x) => x.arg1 === 3 && x.command === OKAY, 0));)
+          granted += m.payload.readUInt32LE(0);
+        // Its buffers are full: the device stopped acknowledging, the window stays used up.
+        if (granted === before) break;
+      }
+      host.send(WRTE, 3, sleeper, Buffer.alloc(1));
+      expect(await host.nextFor(3)).toMatchObject({ command: CLSE, arg0: sleeper, arg1: 3 });
+      expect(await host.barrier('echo still here')).toBe('still here\n');
+    } finally {
+      host.close();
+    }
+  });
+
+  it('keeps one WRTE in flight with hosts that do not announce delayed_ack, whatever their OPEN says', async () => {
+    const { host } = await handshake(0x01000001, 4096);
+    try {
+      await host.barrier('yes | head -c 9000 > /sdcard/classic.txt');
+      host.send(OPEN, 1, 65536, Buffer.from('exec:cat /sdcard/classic.txt\0'));
+      const okay = await host.nextFor(1);
+      expect(okay).toMatchObject({ command: OKAY, arg1: 1 });
+      expect(okay!.payload.length).toBe(0);
+      const first = await host.nextFor(1);
+      expect(first?.command).toBe(WRTE);
+      await host.barrier();
+      expect(host.has((x) => x.arg1 === 1)).toBe(false);
+      host.send(OKAY, 1, okay!.arg0);
+      expect((await host.nextFor(1))?.command).toBe(WRTE);
+    } finally {
+      host.close();
+    }
+  });
+
+  it('grants its window in the OPENs it makes for adb reverse, and only to hosts that announce delayed_ack', async () => {
+    for (const [features, delayed] of [
+      [DELAYED, true],
+      [HOST_FEATURES, false],
+    ] as const) {
+      const { host } = await handshake(0x01000001, 1024 * 1024, phonePort, features);
+      try {
+        const phonePortNumber = 42000 + Math.floor(Math.random() * 1000);
+        expect(await host.barrier()).toBe('');
+        host.send(
+          OPEN,
+          5,
+          delayed ? 65536 : 0,
+          Buffer.from(`reverse:forward:tcp:${phonePortNumber};tcp:1\0`),
+        );
+        const deviceId = (await host.nextFor(5))!.arg0;
+        await host.nextFor(5); // OKAY + port, as one WRTE
+        const ack = delayed ? acked(64) : Buffer.alloc(0);
+        host.send(OKAY, 5, deviceId, ack);
+        const inner = (phone as VirtualPhone).device.network.connectPort(phonePortNumber);
+        expect(inner).not.toBeNull();
+        const open = await host.take((m) => m.command === OPEN, 2000);
+        expect(open?.payload.toString()).toBe('tcp:1\0');
+        expect(open!.arg1 > 0).toBe(delayed);
+        inner!.destroy();
+      } finally {
+        host.close();
+      }
     }
   });
 });

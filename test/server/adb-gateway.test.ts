@@ -6,7 +6,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TAG_LENGTH } from '../../server/adb-limits.js';
-import { A_CNXN, closed, hostCnxn, readPacket, unlock } from '../support/adb-wire.js';
+import { A_CNXN, closed, hostCnxn, readPacket, readyAdbAccess, unlock } from '../support/adb-wire.js';
 import { useTargets, type Target } from '../support/target.js';
 
 const targets = useTargets();
@@ -27,13 +27,6 @@ function bytesWithin(socket: net.Socket, ms: number): Promise<number> {
   });
 }
 
-async function readySession(t: Target): Promise<{ sid: string; port: number; code: string }> {
-  const s = (await t.api.post('/sessions', { body: { timeout_seconds: 600 } })).body;
-  await t.api.waitFor(s.id, ['ready']);
-  const adb = (await t.api.get(`/sessions/${s.id}/adb`)).body;
-  return { sid: s.id, port: adb.port, code: adb.code };
-}
-
 describe('revoking ADB or ending a session leaves no relay open', () => {
   let t: Target;
   beforeAll(async () => {
@@ -47,7 +40,7 @@ describe('revoking ADB or ending a session leaves no relay open', () => {
   for (const how of ['revoke', 'end'] as const) {
     it(`a relay opened while an earlier one closes is cut by ${how}`, async () => {
       for (let i = 0; i < 8; i++) {
-        const { sid, port, code } = await readySession(t);
+        const { sid, port, code } = await readyAdbAccess(t.api);
         const first = await unlock(port, code);
         expect(first.line).toBe('OK');
         first.socket.write(hostCnxn());
@@ -75,7 +68,7 @@ describe('wrong unlock codes are limited', () => {
 
   it('a source that keeps guessing is refused, while another source unlocks with the right code', async () => {
     const t = await start({ bootMs: 0 });
-    const { port, code } = await readySession(t);
+    const { port, code } = await readyAdbAccess(t.api);
     const wrong = code.slice(0, -1) + (code.endsWith('a') ? 'b' : 'a');
     const guesser = from('127.0.0.3');
     for (let i = 0; i < 10; i++) expect((await guesser(port, `x${i}${wrong}`)).line).toBe('DENIED');
@@ -89,7 +82,7 @@ describe('wrong unlock codes are limited', () => {
 
   it('guesses that name a session stop counting against it for the source that unlocked it before', async () => {
     const t = await start({ bootMs: 0 });
-    const { port, code } = await readySession(t);
+    const { port, code } = await readyAdbAccess(t.api);
     const owner = await from('127.0.0.1')(port, code);
     expect(owner.line).toBe('OK');
     owner.socket.destroy();
@@ -109,7 +102,7 @@ describe('wrong unlock codes are limited', () => {
 
   it('answers DENIED and closes when anything follows the unlock line of a refused attempt', async () => {
     const t = await start({ bootMs: 0 });
-    const { port } = await readySession(t);
+    const { port } = await readyAdbAccess(t.api);
     const socket = net.connect({ host: '127.0.0.1', port });
     await new Promise<void>((resolve) => socket.once('connect', resolve));
     socket.write(`UNLOCK nope\n${hostCnxn().toString('latin1')}`, 'latin1');

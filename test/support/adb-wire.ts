@@ -3,6 +3,7 @@
  * without any client library: a CNXN packet and a reader for the reply.
  */
 import net from 'node:net';
+import type { Api } from './server.js';
 
 export const A_CNXN = 0x4e584e43;
 
@@ -84,4 +85,12 @@ export function closed(socket: net.Socket, ms = 5000): Promise<void> {
     });
     socket.resume();
   });
+}
+
+/** A new ready session of `api`'s account, and its gateway port and unlock code. */
+export async function readyAdbAccess(api: Api): Promise<{ sid: string; port: number; code: string }> {
+  const s = (await api.post('/sessions', { body: { timeout_seconds: 600 } })).body;
+  await api.waitFor(s.id, ['ready']);
+  const adb = (await api.get(`/sessions/${s.id}/adb`)).body;
+  return { sid: s.id, port: adb.port, code: adb.code };
 }

@@ -216,7 +216,12 @@ export class Device {
 
   onScreenChange(listener: () => void): () => void {
     this.screenListeners.add(listener);
-    return () => this.screenListeners.delete(listener);
+    // Someone watches the screen: the browser's page is screencast only then.
+    this.browser?.setViewers(this.screenListeners.size);
+    return () => {
+      this.screenListeners.delete(listener);
+      this.browser?.setViewers(this.screenListeners.size);
+    };
   }
 
   /** A log line from an app (via the UI) or the system; pid of the app when it runs. */

@@ -34,6 +34,8 @@ export const ADB_FEATURES = [
   'abb_exec',
   'fixed_push_symlink_timestamp',
   'remount_shell',
+  // Only used with hosts that announce it too (adb 29 does not; @yume-chan/adb does).
+  'delayed_ack',
 ] as const;
 
 export function connectBanner(): string {

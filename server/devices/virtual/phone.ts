@@ -1,4 +1,5 @@
 /** A booted virtual phone: the DevicePhone the runtime sees, over a Device and its ADB port. */
+import type { Socket } from 'node:net';
 import type { AppSummary, DeviceLogger, DevicePhone, PhoneInput, ScreenSize } from '../types.js';
 import { UIA2_SERVER_PACKAGE, UIA2_TEST_PACKAGE } from './activity.js';
 import { AdbServer } from './adb/server.js';
@@ -98,11 +99,22 @@ export class VirtualPhone implements DevicePhone {
   }
 
   /**
-   * The phone's ADB port, opened on the first call (by the gateway once a client unlocked,
-   * or by a test connecting straight to it): a create pays no listening socket for a phone
+   * The phone's ADB port, opened on the first call (by a gateway in another process once a
+   * client unlocked, or by a test connecting straight to it): a create pays no listening socket for a phone
    * whose ADB nobody uses. Refused once the phone has begun to stop.
    */
   async adbEndpoint(): Promise<{ host: string; port: number }> {
+    const server = this.adbServer();
+    return { host: this.options.host, port: await server.listen(this.options.host) };
+  }
+
+  /** ADB on a socket the gateway in this process unlocked: no port of its own, no relay. */
+  serveAdb(socket: Socket, early: Buffer): void {
+    this.adbServer().serve(socket, early);
+  }
+
+  /** The phone's adbd, made on first use. */
+  private adbServer(): AdbServer {
     if (this.adbStopped) throw new Error('virtual adb: the phone is stopped');
     this.server ??= new AdbServer({
       banner: connectBanner(),
@@ -112,7 +124,7 @@ export class VirtualPhone implements DevicePhone {
         for (const l of this.lostListeners) l(reason);
       },
     });
-    return { host: this.options.host, port: await this.server.listen(this.options.host) };
+    return this.server;
   }
 
   async start(): Promise<void> {
@@ -182,6 +194,8 @@ export class VirtualPhone implements DevicePhone {
   }
 
   async capture(): Promise<Buffer> {
+    // The browser's page as it is now, not its last frame from before nobody watched.
+    await this.device.browser?.refreshFrame();
     // Viewers poll; the UI re-encodes only when the screen changed (renderPng caches).
     return this.device.ui.renderPng();
   }

@@ -18,8 +18,8 @@ import {
   encodeHeader,
 } from './protocol.js';
 import type { AdbMessage } from './protocol.js';
-import { AdbStream } from './stream.js';
-import type { StreamTransport } from './stream.js';
+import { AdbStream, ackPayload } from './stream.js';
+import type { DelayedAckWindows, StreamTransport } from './stream.js';
 import type { DeviceLogger } from '../../types.js';
 
 export type ServiceHandler = (stream: AdbStream) => void;
@@ -50,6 +50,15 @@ export interface ConnectionOptions {
 
 let nextTransportNumber = 1;
 
+/** AOSP's feature name for delayed acks (docs/dev/delayed_ack.md). */
+export const DELAYED_ACK_FEATURE = 'delayed_ack';
+/**
+ * What a delayed-ack stream lets the host send before our OKAY. At least two WRTEs of the
+ * largest payload: a host never splits a write below its max payload, and one that waits
+ * for room for a whole WRTE must get it.
+ */
+export const DELAYED_ACK_WINDOW = 2 * DEVICE_MAX_PAYLOAD;
+
 /** A device-initiated OPEN waiting for the host's OKAY (or CLSE). */
 interface PendingOpen {
   destination: string;
@@ -67,23 +76,29 @@ export class AdbConnection implements StreamTransport, DeviceTransport {
   private hostMaxPayload = DEVICE_MAX_PAYLOAD;
   /** Hosts older than version 0x01000001 expect payload checksums. */
   private checksums = false;
+  /** Both this device and the host announced `delayed_ack`: streams may use it. */
+  private delayedAck = false;
   private readonly reader: MessageReader;
   private closed = false;
 
   constructor(
     private readonly socket: Socket,
     private readonly options: ConnectionOptions,
+    /** Bytes the host sent before this connection took the socket (the gateway read them). */
+    early?: Buffer,
   ) {
     socket.setNoDelay(true);
     this.reader = new MessageReader((m) => this.onMessage(m));
-    socket.on('data', (chunk: Buffer) => {
+    const receive = (chunk: Buffer) => {
       try {
         this.reader.push(chunk);
       } catch (error) {
         this.options.log.debug('virtual adb: dropping connection', { error: String(error) });
         this.close();
       }
-    });
+    };
+    if (early && early.length > 0) receive(early);
+    socket.on('data', receive);
     socket.on('error', () => this.close());
     socket.on('close', () => this.close());
   }
@@ -122,8 +137,9 @@ export class AdbConnection implements StreamTransport, DeviceTransport {
     const localId = this.nextLocalId++;
     return new Promise<AdbStream>((resolve, reject) => {
       this.pendingOpens.set(localId, { destination, resolve, reject });
-      // arg1 0: this adbd does not offer delayed acks, like adbd without the feature.
-      this.send(A_OPEN, localId, 0, [Buffer.from(`${destination}\0`, 'utf8')]);
+      // arg1: the window we grant with delayed acks, 0 (one WRTE in flight) without them.
+      const window = this.delayedAck ? DELAYED_ACK_WINDOW : 0;
+      this.send(A_OPEN, localId, window, [Buffer.from(`${destination}\0`, 'utf8')]);
     });
   }
 
@@ -157,8 +173,13 @@ export class AdbConnection implements StreamTransport, DeviceTransport {
     this.socket.destroy();
   }
 
-  private addStream(localId: number, remoteId: number, destination: string): AdbStream {
-    const stream = new AdbStream(this, localId, remoteId, destination);
+  private addStream(
+    localId: number,
+    remoteId: number,
+    destination: string,
+    delayedAck: DelayedAckWindows | null,
+  ): AdbStream {
+    const stream = new AdbStream(this, localId, remoteId, destination, delayedAck);
     // Streams are full-duplex Node streams; an unhandled 'error' would crash the server.
     stream.on('error', () => undefined);
     this.streams.set(localId, stream);
@@ -172,6 +193,9 @@ export class AdbConnection implements StreamTransport, DeviceTransport {
         for (const stream of [...this.streams.values()]) stream.handlePeerClose();
         this.hostMaxPayload = message.arg1 > 0 ? message.arg1 : DEVICE_MAX_PAYLOAD;
         this.checksums = message.arg0 < A_VERSION;
+        this.delayedAck =
+          bannerFeatures(this.options.banner).includes(DELAYED_ACK_FEATURE) &&
+          bannerFeatures(message.payload.toString('utf8')).includes(DELAYED_ACK_FEATURE);
         this.online = true;
         this.send(
           A_CNXN,
@@ -205,8 +229,17 @@ export class AdbConnection implements StreamTransport, DeviceTransport {
           return;
         }
         const localId = this.nextLocalId++;
-        const stream = this.addStream(localId, remoteId, destination);
-        this.send(A_OKAY, localId, remoteId);
+        // A host with delayed acks says in arg1 how much we may send before its OKAY, and
+        // learns from our OKAY's payload how much it may send. Hosts without them send 0.
+        const delayed = this.delayedAck && message.arg1 > 0;
+        const stream = this.addStream(
+          localId,
+          remoteId,
+          destination,
+          delayed ? { send: message.arg1, receive: DELAYED_ACK_WINDOW } : null,
+        );
+        if (delayed) this.send(A_OKAY, localId, remoteId, [ackPayload(DELAYED_ACK_WINDOW)]);
+        else this.send(A_OKAY, localId, remoteId);
         try {
           handler(stream);
         } catch (error) {
@@ -221,10 +254,15 @@ export class AdbConnection implements StreamTransport, DeviceTransport {
         if (pending) {
           // The host accepted a stream this side opened: arg0 is its id for it.
           this.pendingOpens.delete(message.arg1);
-          pending.resolve(this.addStream(message.arg1, message.arg0, pending.destination));
+          // With delayed acks, its payload is how much we may send on it before its next OKAY.
+          const windows =
+            this.delayedAck && message.payload.length === 4
+              ? { send: message.payload.readUInt32LE(0), receive: DELAYED_ACK_WINDOW }
+              : null;
+          pending.resolve(this.addStream(message.arg1, message.arg0, pending.destination, windows));
           return;
         }
-        this.streams.get(message.arg1)?.handleOkay();
+        this.streams.get(message.arg1)?.handleOkay(message.payload);
         return;
       }
       case A_WRTE: {
@@ -248,4 +286,10 @@ export class AdbConnection implements StreamTransport, DeviceTransport {
         this.options.log.debug('virtual adb: unknown message', { command: commandName(message.command) });
     }
   }
+}
+
+/** The features a CNXN banner (`host::features=a,b` or `device::k=v;...;features=a,b`) announces. */
+function bannerFeatures(banner: string): string[] {
+  const features = /(?:::|;)features=([^;\0]*)/.exec(banner)?.[1];
+  return features ? features.split(',') : [];
 }

@@ -74,13 +74,21 @@ export class AdbServer {
     });
   }
 
-  private accept(socket: Socket): void {
+  /**
+   * Serves a connection accepted elsewhere in this process (the ADB gateway, past its unlock
+   * line), as if it had arrived on the port; `early` is what the host already sent.
+   */
+  serve(socket: Socket, early: Buffer = Buffer.alloc(0)): void {
+    this.accept(socket, early);
+  }
+
+  private accept(socket: Socket, early?: Buffer): void {
     if (this.closed) {
       socket.destroy();
       return;
     }
     this.sockets.add(socket);
-    const connection = new AdbConnection(socket, this.options);
+    const connection = new AdbConnection(socket, this.options, early);
     this.connections.add(connection);
     socket.once('close', () => {
       this.sockets.delete(socket);

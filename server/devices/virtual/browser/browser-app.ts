@@ -15,7 +15,7 @@ import type { Duplex } from 'node:stream';
 import { PNG } from 'pngjs';
 import type { DeviceLogger } from '../../types.js';
 import type { PhoneNetwork } from '../network.js';
-import { pipeBoth } from '../network.js';
+import { relayDevTools } from './devtools-relay.js';
 import { CdpClient } from './cdp.js';
 import { ChromiumProcess } from './chromium.js';
 
@@ -26,6 +26,15 @@ export const DEVTOOLS_SOCKET = 'chrome_devtools_remote';
 export const BROWSER_TOOLBAR_DP = 56;
 /** Viewers redraw on every change: at most this many screen updates per second from the page. */
 const FRAME_NOTIFY_MS = 100;
+/**
+ * The page is screencast only while someone looks at the phone's screen: a viewer, or a
+ * capture (frame.png, screencap) in the last CAST_LINGER_MS. A screencast makes Chromium
+ * capture every frame it draws, which slowed every action on the page by a third (goto +
+ * click + assert, bench/mobile-web.ts) for frames nobody saw.
+ */
+const CAST_LINGER_MS = 3_000;
+/** How long a capture waits for the page's first frame once the screencast (re)starts. */
+const FIRST_FRAME_MS = 1_000;
 
 /** How the backend runs browsers: shared by every phone. */
 export interface BrowserConfig {
@@ -78,7 +87,11 @@ interface Running {
   cdp: CdpClient;
   /** Page targets, most recently opened last: the last one is the tab in front. */
   pages: PageTarget[];
-  watched: { targetId: string; sessionId: string } | null;
+  /**
+   * The tab in front (taps and navigations go to it) and whether it is screencast now;
+   * `framed` once a frame of the current screencast arrived.
+   */
+  watched: { targetId: string; sessionId: string; casting: boolean; framed: boolean } | null;
 }
 
 export interface BrowserAppOptions {
@@ -100,6 +113,13 @@ export class BrowserApp implements BrowserView {
   private frameSeq = 0;
   private notifyTimer: NodeJS.Timeout | null = null;
   private stopping: Promise<void> = Promise.resolve();
+  /** Viewers watching the phone's screen (they keep the screencast on). */
+  private viewers = 0;
+  /** Captures keep the screencast on until then (ms since the epoch). */
+  private demandUntil = 0;
+  private lingerTimer: NodeJS.Timeout | null = null;
+  /** Captures waiting for the first frame of a screencast that just started. */
+  private frameWaiters: (() => void)[] = [];
 
   constructor(private readonly options: BrowserAppOptions) {}
 
@@ -138,6 +158,39 @@ export class BrowserApp implements BrowserView {
       }
     }
     return this.decoded.frame;
+  }
+
+  /** How many viewers watch the screen now; the page is screencast while any does. */
+  setViewers(count: number): void {
+    this.viewers = count;
+    if (this.current) this.updateCast(this.current);
+  }
+
+  /**
+   * Makes frame() show the page as it is now, for a capture of the screen: starts the
+   * screencast if it is off (it stays on for CAST_LINGER_MS) and waits for its first frame.
+   */
+  async refreshFrame(): Promise<void> {
+    const r = this.current;
+    if (!r) return;
+    this.demandUntil = Date.now() + CAST_LINGER_MS;
+    if (this.lingerTimer) clearTimeout(this.lingerTimer);
+    this.lingerTimer = setTimeout(() => {
+      this.lingerTimer = null;
+      if (this.current) this.updateCast(this.current);
+    }, CAST_LINGER_MS + 10);
+    this.lingerTimer.unref();
+    this.updateCast(r);
+    // No tab attached yet (it starts casting once attached), or a frame is already fresh.
+    if (!r.watched?.casting || r.watched.framed) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, FIRST_FRAME_MS);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.frameWaiters.push(done);
+    });
   }
 
   /**
@@ -186,6 +239,9 @@ export class BrowserApp implements BrowserView {
     this.decoded = null;
     if (this.notifyTimer) clearTimeout(this.notifyTimer);
     this.notifyTimer = null;
+    if (this.lingerTimer) clearTimeout(this.lingerTimer);
+    this.lingerTimer = null;
+    for (const done of this.frameWaiters.splice(0)) done();
     const network = this.options.network;
     if (network.abstractSockets.get(DEVTOOLS_SOCKET) === this.socketHandler)
       network.abstractSockets.delete(DEVTOOLS_SOCKET);
@@ -213,7 +269,7 @@ export class BrowserApp implements BrowserView {
         // No Nagle: every DevTools command and its answer is a small message that must not
         // wait for the previous one's ACK (what made actions on the phone's page slow).
         const devtools = netConnect({ host: '127.0.0.1', port: r.chromium.debugPort, noDelay: true });
-        pipeBoth(socket, devtools);
+        relayDevTools(socket, devtools);
       },
       () => socket.destroy(),
     );
@@ -301,6 +357,8 @@ export class BrowserApp implements BrowserView {
       cdp.send('Page.screencastFrameAck', { sessionId: params.sessionId }, sessionId).catch(() => undefined);
       if (r.watched?.sessionId !== sessionId || this.current !== r) return;
       this.framePng = { seq: ++this.frameSeq, png: Buffer.from(params.data as string, 'base64') };
+      r.watched.framed = true;
+      for (const done of this.frameWaiters.splice(0)) done();
       this.scheduleNotify();
     });
   }
@@ -328,29 +386,51 @@ export class BrowserApp implements BrowserView {
     return sessionId;
   }
 
-  /** Screencasts the tab in front (the most recently opened one), as the phone's screen shows it. */
+  /** Follows the tab in front (the most recently opened one), as the phone's screen shows it. */
   private watchFront(r: Running): void {
     const front = r.pages.at(-1);
     if (!front || r.watched?.targetId === front.targetId) return;
     const previous = r.watched;
     const { cdp } = r;
-    const { geometry } = this.options;
-    r.watched = { targetId: front.targetId, sessionId: '' };
+    r.watched = { targetId: front.targetId, sessionId: '', casting: false, framed: false };
     const watching = r.watched;
     (async () => {
-      if (previous?.sessionId)
+      if (previous?.casting) {
+        previous.casting = false;
         await cdp.send('Page.stopScreencast', {}, previous.sessionId).catch(() => undefined);
-      const sessionId = await front.session;
-      watching.sessionId = sessionId;
-      await cdp.send(
-        'Page.startScreencast',
-        { format: 'png', maxWidth: geometry.width, maxHeight: geometry.height, everyNthFrame: 1 },
-        sessionId,
-      );
+      }
+      watching.sessionId = await front.session;
+      if (r.watched === watching) this.updateCast(r);
     })().catch((error: unknown) => {
       // A tab closed while we attached: the next front tab takes over.
       this.options.log.debug('virtual browser: cannot watch the front tab', { error: String(error) });
     });
+  }
+
+  /** Screencasts the tab in front while someone looks at the screen, and only then. */
+  private updateCast(r: Running): void {
+    const watched = r.watched;
+    if (!watched?.sessionId) return;
+    const wanted = this.viewers > 0 || Date.now() < this.demandUntil;
+    if (wanted === watched.casting) return;
+    watched.casting = wanted;
+    watched.framed = false;
+    const { cdp } = r;
+    const { geometry } = this.options;
+    if (!wanted) {
+      // The last frame stays on the screen; the next capture starts the screencast again.
+      cdp.send('Page.stopScreencast', {}, watched.sessionId).catch(() => undefined);
+      return;
+    }
+    cdp
+      .send(
+        'Page.startScreencast',
+        { format: 'png', maxWidth: geometry.width, maxHeight: geometry.height, everyNthFrame: 1 },
+        watched.sessionId,
+      )
+      .catch((error: unknown) => {
+        this.options.log.debug('virtual browser: cannot screencast the front tab', { error: String(error) });
+      });
   }
 
   /** Tells the screen, at most every FRAME_NOTIFY_MS, that the page changed. */

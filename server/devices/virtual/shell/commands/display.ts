@@ -248,6 +248,7 @@ const screencap: CommandFn = async (ctx) => {
     } else if (a.startsWith('-')) return fail(ctx, `unknown option ${a}`);
     else file = a;
   }
+  await ctx.device.browser?.refreshFrame();
   const png = ctx.device.ui.renderPng();
   const asPng = pngFlag || (file?.endsWith('.png') ?? false);
   const data = asPng ? png : rawScreen(png);
