@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { expectReleasedRecord } from '../support/history.js';
 
 let t: TestServer;
 const clock = new ManualClock();
@@ -31,37 +32,7 @@ describe('GET /history', () => {
     expect(r.status).toBe(200);
     expect(r.body.length).toBe(100);
     expect(r.body.map((h: { sid: string }) => h.sid)).toEqual(ids.slice(5).reverse());
-    for (const h of r.body) {
-      expect(Object.keys(h).sort()).toEqual(
-        [
-          'billable_minutes',
-          'billing_mode',
-          'cost_cents',
-          'created',
-          'device',
-          'end_reason',
-          'ended',
-          'kind',
-          'last',
-          'phone',
-          'platform',
-          'provider',
-          'ready',
-          'sid',
-          'uid',
-          'usage_minutes',
-        ].sort(),
-      );
-      expect(h).toMatchObject({
-        uid: t.account.uid,
-        provider: 'shlut',
-        end_reason: 'released',
-        platform: 'android',
-        kind: 'emulator',
-        phone: null,
-      });
-      expect(h.ended).toBeGreaterThanOrEqual(h.created);
-    }
+    for (const h of r.body) expectReleasedRecord(h, t.account.uid);
     const created = r.body.map((h: { created: number }) => h.created);
     expect([...created].sort((a, b) => b - a)).toEqual(created);
     expect((await t.api.get('/sessions')).body).toEqual([]);

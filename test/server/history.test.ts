@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTargets, type Target } from '../support/target.js';
+import { expectReleasedRecord } from '../support/history.js';
 
 interface HistoryRecord {
   sid: string;
@@ -41,37 +42,7 @@ describe('GET /history', () => {
     expect(r.status).toBe(200);
     expect(r.body.map((h) => h.sid).sort()).toEqual([...ids].sort());
     expect(r.body.map((h) => h.sid)).toEqual(contractOrder(r.body));
-    for (const h of r.body) {
-      expect(Object.keys(h).sort()).toEqual(
-        [
-          'billable_minutes',
-          'billing_mode',
-          'cost_cents',
-          'created',
-          'device',
-          'end_reason',
-          'ended',
-          'kind',
-          'last',
-          'phone',
-          'platform',
-          'provider',
-          'ready',
-          'sid',
-          'uid',
-          'usage_minutes',
-        ].sort(),
-      );
-      expect(h).toMatchObject({
-        uid: t.account.uid,
-        provider: 'shlut',
-        end_reason: 'released',
-        platform: 'android',
-        kind: 'emulator',
-        phone: null,
-      });
-      expect(h.ended).toBeGreaterThanOrEqual(h.created);
-    }
+    for (const h of r.body) expectReleasedRecord(h, t.account.uid);
     expect((await t.api.get('/sessions')).body).toEqual([]);
   });
 
