@@ -182,13 +182,28 @@ export class AdbStream extends Duplex {
   }
 
   override _final(callback: (error?: Error | null) => void): void {
-    if (this.sendClose()) {
-      // Closed from this side: the host forgets the stream, nothing more arrives and unread
-      // data is moot. Destroy once finished, so 'close' fires even if the consumer stopped
-      // reading (a paused stdin, an HTTP parser that is done).
-      this.once('finish', () => this.destroy());
+    void this.allAcknowledged().then(() => {
+      if (this.sendClose()) {
+        // Closed from this side: the host forgets the stream, nothing more arrives and unread
+        // data is moot. Destroy once finished, so 'close' fires even if the consumer stopped
+        // reading (a paused stdin, an HTTP parser that is done).
+        this.once('finish', () => this.destroy());
+      }
+      callback();
+    });
+  }
+
+  /**
+   * Delayed acks: resolves once the host has taken every byte we sent, so our CLSE never
+   * overtakes data it still holds (as in classic mode, where the last WRTE's OKAY comes
+   * before the CLSE). A host may drop what it has not consumed when a stream closes: the
+   * lease's ADB client cut shell v2 exit packets short that way.
+   */
+  private async allAcknowledged(): Promise<void> {
+    if (!this.delayedAck) return;
+    while (!this.peerClosed && !this.closeSent && this.sendWindow < this.delayedAck.send) {
+      await new Promise<void>((resolve) => (this.okayWaiter = resolve));
     }
-    callback();
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
