@@ -335,6 +335,13 @@ export async function reap(db: Db, nowMs: number, log: Logger): Promise<void> {
         [now],
       )
     ).rows;
+    // Their accounts' rows in uid order first, as the dead-host sweep takes them, so the two
+    // (on any nodes) never wait on each other in a cycle.
+    if (due.length > 0)
+      await c.query(
+        'SELECT 1 FROM accounts WHERE uid IN (SELECT uid FROM sessions WHERE id = ANY($1)) ORDER BY uid FOR UPDATE',
+        [due.map((d) => d.id)],
+      );
     for (const { id, expires_at } of due) await endSession(c, id, 'expired', expires_at);
   });
 }
