@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { load, type LoadResult } from './support/load.js';
-import { CLI, runCli, startJsonProcess as start } from './support/process.js';
+import { BenchProcesses, runCli } from './support/process.js';
 
 const { values } = parseArgs({
   options: {
@@ -32,14 +32,7 @@ const { values } = parseArgs({
 const seconds = Number(values.seconds);
 const rounds = Number(values.rounds);
 const concurrency = Number(values.concurrency);
-const children: ChildProcess[] = [];
-
-function startJsonProcess(args: string[], env: NodeJS.ProcessEnv = {}) {
-  return start(args, env).then((started) => {
-    children.push(started.child);
-    return started;
-  });
-}
+const processes = new BenchProcesses({});
 
 /** CPU seconds (user + system) a process has used so far, or null where /proc is missing. */
 function cpuSeconds(pid: number | undefined): number | null {
@@ -72,22 +65,9 @@ const fmt = (r: LoadResult) =>
 
 const data = mkdtempSync(join(tmpdir(), 'phonelease-bench-'));
 try {
-  const server = await startJsonProcess(
-    [
-      CLI,
-      'server',
-      '--port',
-      '0',
-      '--json',
-      '--data',
-      data,
-      '--boot-ms',
-      '0',
-      '--phones',
-      '1000000',
-      '--boot-slots',
-      '64',
-    ],
+  const server = await processes.sqliteServer(
+    data,
+    ['--boot-ms', '0', '--phones', '1000000', '--boot-slots', '64'],
     {
       PHONELEASE_LOG_LEVEL: 'warn',
     },
@@ -118,7 +98,7 @@ try {
     if (view.state === 'ready') break;
     await new Promise((r) => setTimeout(r, 10));
   }
-  const bare = await startJsonProcess(
+  const bare = await processes.startNode(
     ['--import', 'tsx', fileURLToPath(new URL('./support/bare-server.ts', import.meta.url))],
     {
       BARE_BODY: JSON.stringify(view),
@@ -178,6 +158,6 @@ try {
   console.log(`POST /sessions (fresh keys):   ${fmt(post)}, CPU/request ${cpu(post)}`);
   console.log(`  goal >= 1,500/s:             ${post.perSecond >= 1500 ? 'met' : 'NOT MET'}`);
 } finally {
-  for (const c of children) c.kill('SIGKILL');
+  processes.killAll();
   rmSync(data, { recursive: true, force: true });
 }

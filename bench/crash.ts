@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { auditBooks } from '../server/store/audit.js';
-import { CLI, runCli, startJsonProcess } from './support/process.js';
+import { BenchProcesses, runCli } from './support/process.js';
 
 const { values } = parseArgs({
   options: {
@@ -59,25 +59,11 @@ async function call(
   return { status: res.statusCode, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
 
+const processes = new BenchProcesses();
+
+/** The server under test; each cycle kills it itself. */
 function startServer(data: string): Promise<{ url: string; child: ChildProcess }> {
-  return startJsonProcess(
-    [
-      CLI,
-      'server',
-      '--port',
-      '0',
-      '--json',
-      '--data',
-      data,
-      '--boot-ms',
-      '20',
-      '--phones',
-      '64',
-      '--boot-slots',
-      '8',
-    ],
-    { PHONELEASE_LOG_LEVEL: 'error' },
-  );
+  return processes.sqliteServer(data, ['--boot-ms', '20', '--phones', '64', '--boot-slots', '8']);
 }
 
 interface Account {

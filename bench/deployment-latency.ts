@@ -10,24 +10,18 @@
  *
  * Run: npm run build && npx tsx bench/deployment-latency.ts [--sessions 40]
  */
-import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { CLI, runCli, startJsonProcess as start } from './support/process.js';
+import { BenchProcesses, runCli } from './support/process.js';
 import { startPostgres } from '../test/support/postgres.js';
 
 const { values } = parseArgs({ options: { sessions: { type: 'string', default: '40' } } });
 const sessions = Number(values.sessions);
-const children: ChildProcess[] = [];
-
-async function startJsonProcess(args: string[]) {
-  const started = await start([CLI, ...args], { PHONELEASE_LOG_LEVEL: 'error' });
-  children.push(started.child);
-  return started;
-}
+const processes = new BenchProcesses();
+const startJsonProcess = (args: string[]) => processes.cli(args);
 
 async function account(store: string[]): Promise<string> {
   const line = await runCli([...['accounts', 'create'], ...store, '--json', '--billing-mode', 'disabled']);
@@ -77,16 +71,7 @@ const show = (xs: number[]) => `median ${pct(xs, 50).toFixed(1)} ms, p90 ${pct(x
 const cluster = await startPostgres();
 const data = mkdtempSync(join(tmpdir(), 'phonelease-latency-'));
 try {
-  const sqlite = await startJsonProcess([
-    'server',
-    '--port',
-    '0',
-    '--json',
-    '--data',
-    data,
-    '--boot-ms',
-    '0',
-  ]);
+  const sqlite = await processes.sqliteServer(data, ['--boot-ms', '0']);
   const base = await measure(sqlite.url, sqlite.url, await account(['--data', data]));
 
   const store = await cluster.createDatabase();
@@ -111,7 +96,7 @@ try {
     `  DELETE answered 200 released (cleanup confirmed within the wait): ${deployed.releasedAt200} of ${sessions} (baseline ${base.releasedAt200})`,
   );
 } finally {
-  for (const c of children) c.kill('SIGKILL');
+  processes.killAll();
   await cluster.stop();
   rmSync(data, { recursive: true, force: true });
 }

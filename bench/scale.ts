@@ -14,14 +14,13 @@
  * Run: npm run build && npx tsx bench/scale.ts [--seconds 3] [--concurrency 32] [--phones 1000]
  *        [--skip-throughput] (parts 2 and 3 only)
  */
-import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { load, type LoadResult } from './support/load.js';
-import { CLI, runCli, startJsonProcess as start } from './support/process.js';
+import { BenchProcesses, runCli } from './support/process.js';
 import { sql, startPostgres } from '../test/support/postgres.js';
 
 const { values } = parseArgs({
@@ -37,15 +36,8 @@ const seconds = Number(values.seconds);
 const concurrency = Number(values.concurrency);
 const phoneGoal = Number(values.phones);
 const lostAfterMs = Number(values['lost-after-ms']);
-const children: ChildProcess[] = [];
-const quiet = { PHONELEASE_LOG_LEVEL: 'error' };
-
-/** Starts `phonelease ARGS` and waits for its JSON line. */
-async function startJsonProcess(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const started = await start([CLI, ...args], { ...quiet, ...env });
-  children.push(started.child);
-  return started;
-}
+const processes = new BenchProcesses();
+const startJsonProcess = (args: string[], env: NodeJS.ProcessEnv = {}) => processes.cli(args, env);
 
 const fmt = (r: LoadResult) =>
   `${Math.round(r.perSecond).toLocaleString('en')}/s${r.errors ? ` (${r.errors} errors)` : ''}${
@@ -119,13 +111,7 @@ try {
 
   // 1. Throughput: SQLite baseline, then 1 and 2 API nodes.
   if (!values['skip-throughput']) {
-    const sqlite = await startJsonProcess([
-      'server',
-      '--port',
-      '0',
-      '--json',
-      '--data',
-      data,
+    const sqlite = await processes.sqliteServer(data, [
       '--phones',
       '1000000',
       '--boot-slots',
@@ -280,7 +266,7 @@ try {
     `Dead host: ${held} sessions ended lost and their slots freed ${(noticedMs / 1000).toFixed(2)} s after SIGKILL (declared lost-after ${(lostAfterMs / 1000).toFixed(1)} s; ratio ${(noticedMs / lostAfterMs).toFixed(2)}), ${freedAtMs - Number(due)} ms after it was due (last heartbeat + lost-after)`,
   );
 } finally {
-  for (const c of children) c.kill('SIGKILL');
+  processes.killAll();
   await cluster.stop();
   rmSync(data, { recursive: true, force: true });
 }

@@ -45,3 +45,41 @@ export function runCli(args: string[]): Promise<string> {
     );
   });
 }
+
+/**
+ * The processes one benchmark started (`phonelease` commands, or `node ARGS` with
+ * startNode), killed together when it ends, whatever happened.
+ */
+export class BenchProcesses {
+  readonly #children: ChildProcess[] = [];
+
+  constructor(
+    /** Environment of every process it starts (default: quiet logs). */
+    private readonly env: NodeJS.ProcessEnv = { PHONELEASE_LOG_LEVEL: 'error' },
+  ) {}
+
+  /** `phonelease ARGS` (one that prints its JSON line once ready, e.g. with --json). */
+  cli(args: string[], env: NodeJS.ProcessEnv = {}): ReturnType<typeof startJsonProcess> {
+    return this.startNode([CLI, ...args], env);
+  }
+
+  /** `phonelease server` on SQLite under `data`, on a free port, with `args` on top. */
+  sqliteServer(
+    data: string,
+    args: string[],
+    env: NodeJS.ProcessEnv = {},
+  ): ReturnType<typeof startJsonProcess> {
+    return this.cli(['server', '--port', '0', '--json', '--data', data, ...args], env);
+  }
+
+  /** `node ARGS` that prints a JSON line with its URL once it listens. */
+  async startNode(args: string[], env: NodeJS.ProcessEnv = {}): ReturnType<typeof startJsonProcess> {
+    const started = await startJsonProcess(args, { ...this.env, ...env });
+    this.#children.push(started.child);
+    return started;
+  }
+
+  killAll(): void {
+    for (const child of this.#children) child.kill('SIGKILL');
+  }
+}
