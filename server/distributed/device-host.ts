@@ -13,7 +13,7 @@
  * it has claimed what it can serve, stopped when it stops. A claimed temporary session takes a
  * warm phone (ready at once, startup source `pool`) or adopts a warming one's boot. Hosts
  * publish how many warm phones they hold, and a host that would cold-boot a temporary session
- * leaves it, for its first second, to a host that has a warm one (see claim()).
+ * leaves it, for its first seconds, to a host that has a warm one (see claim()).
  *
  * Clients reach its phones directly: ADB through this host's own gateway (the session's
  * adb object names it), and frames and operations through API nodes, which forward them
@@ -89,9 +89,11 @@ export const HOST_DEFAULTS = { lostAfterMs: 15_000, tickMs: 500 } as const;
  * How long (in whole seconds of the session's `created`) a host that would cold-boot a new
  * temporary session leaves it to a host that advertises a warm phone: that host claims on
  * the wake-up, within milliseconds, so this only matters when it cannot (stopped, or its
- * warm phones already handed out since its last heartbeat).
+ * warm phones already handed out since its last heartbeat). Long enough for a warm host
+ * whose loop a busy machine holds up for a second or two (one second lost such races in
+ * CI), short beside the cold boot it saves: an emulator takes tens of seconds.
  */
-const WARM_PREFERENCE_SECONDS = 1;
+const WARM_PREFERENCE_SECONDS = 3;
 
 /** A session whose phone this host runs. */
 interface Hosted extends AdbSession {
