@@ -12,6 +12,11 @@ export type UiEngineName = 'uiautomator2' | 'dump';
 
 export interface UiDriver {
   readonly engine: UiEngineName;
+  /**
+   * Whether source() reads only a settled screen (it waits until nothing has changed for a
+   * while), so one read shows stable bounds on its own; otherwise "stable" takes two reads.
+   */
+  readonly settles: boolean;
   /** The current UI hierarchy as XML. */
   source(): Promise<string>;
   tap(x: number, y: number): Promise<void>;

@@ -1,7 +1,9 @@
 /**
  * The fallback back end: `uiautomator dump` for the tree and `input` for gestures. Every
  * Android phone has both, so it works where the UiAutomator2 server cannot be installed,
- * but each dump takes a few hundred milliseconds on a real phone.
+ * but each dump costs a second or more: `uiautomator dump` first waits for the screen to go a
+ * whole second without an accessibility event (AOSP's DumpCommand: waitForIdle(1000,
+ * 10000)). That wait makes one read stable on its own (`settles`).
  */
 import type { PhoneChannel, UiDriver } from './driver.js';
 import type { UiNode } from './tree.js';
@@ -15,6 +17,7 @@ function quote(s: string): string {
 
 export class DumpDriver implements UiDriver {
   readonly engine = 'dump' as const;
+  readonly settles = true;
   readonly #phone: PhoneChannel;
 
   constructor(phone: PhoneChannel) {
@@ -22,11 +25,16 @@ export class DumpDriver implements UiDriver {
   }
 
   async source(): Promise<string> {
-    const r = await this.#phone.shell(`uiautomator dump ${DUMP_FILE} >/dev/null && cat ${DUMP_FILE}`);
+    // The old file goes first: a dump that cannot get an idle screen says so and exits 0
+    // without writing one, and the previous screen must not be read as this one.
+    const r = await this.#phone.shell(
+      `rm -f ${DUMP_FILE}; uiautomator dump ${DUMP_FILE} >/dev/null && cat ${DUMP_FILE}`,
+    );
     const at = r.stdout.indexOf('<');
     if (r.exitCode !== 0 || at < 0) {
+      const said = (r.stderr || r.stdout).trim().split('\n')[0];
       throw new Error(
-        `uiautomator dump failed (exit code ${r.exitCode}${r.stderr.trim() ? `: ${r.stderr.trim()}` : ''}); the screen may be animating or locked.`,
+        `uiautomator dump failed (exit code ${r.exitCode}${said ? `: ${said}` : ''}); it reads only a screen that stays still for a second, so an animation or a ticking view keeps it from reading.`,
       );
     }
     return r.stdout.slice(at);

@@ -51,6 +51,7 @@ export class UiEngine {
   #lastRead = { at: -Infinity, inputs: -1 };
   /** Inputs sent so far: taps, keys, text, and any shell command (it may launch or type). */
   #inputs = 0;
+  #settles = false;
   #closed = false;
 
   constructor(phone: PhoneChannel, env: NodeJS.ProcessEnv = process.env) {
@@ -123,6 +124,7 @@ export class UiEngine {
     const driver = await this.driver();
     const inputs = this.#inputs;
     const snap = parseHierarchy(await driver.source());
+    this.#settles = driver.settles;
     this.#last = snap;
     this.#lastRead = { at: performance.now(), inputs };
     return snap;
@@ -137,6 +139,11 @@ export class UiEngine {
     const { at, inputs } = this.#lastRead;
     if (inputs !== this.#inputs || performance.now() - at > this.options.recentReadMs) return null;
     return this.#last;
+  }
+
+  /** Whether the back end of the last read reads only a settled screen (UiDriver.settles). */
+  get settles(): boolean {
+    return this.#settles;
   }
 
   /** Something was sent that may change the screen: the last read is no longer recent. */
@@ -195,6 +202,10 @@ class InputNotingDriver implements UiDriver {
 
   get engine(): UiEngineName {
     return this.#inner.engine;
+  }
+
+  get settles(): boolean {
+    return this.#inner.settles;
   }
 
   source(): Promise<string> {

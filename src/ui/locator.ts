@@ -528,7 +528,8 @@ export class Locator {
    * locator's single match from the previous snapshot, so "stable" means the same bounds
    * in two reads in a row. The first attempt's previous read is the engine's last one when
    * that is recent and no input was sent since (a launch or an assertion just read the
-   * screen), else the first attempt reads again at once rather than waiting.
+   * screen), else the first attempt reads again at once rather than waiting. A back end
+   * whose reads settle first (UiDriver.settles) needs no second read.
    */
   async #poll<T>(
     name: string,
@@ -543,6 +544,8 @@ export class Locator {
     for (let i = 0; ; i++) {
       snap = await this.#engine.snapshot();
       const matches = this.#resolve(snap);
+      // A back end that reads only a settled screen (`uiautomator dump`) makes one read enough.
+      if (this.#engine.settles) previous = this.#single(snap);
       const result = await attempt(snap, matches, previous);
       if ('value' in result && result.value !== undefined) return result.value;
       waiting = result.waiting ?? waiting;

@@ -268,6 +268,7 @@ async function collect(cmd: RunningCommand): Promise<string> {
 
 export class Uia2Driver implements UiDriver {
   readonly engine = 'uiautomator2' as const;
+  readonly settles = false;
   readonly #http: StreamHttp;
   readonly #instrument: RunningCommand;
   #session = '';
@@ -284,6 +285,10 @@ export class Uia2Driver implements UiDriver {
     const id = value.sessionId ?? this.#lastSessionId;
     if (!id) throw new Error('the UiAutomator2 server did not return a session id');
     this.#session = id;
+    // By default the server waits, before each lookup, for the screen to go quiet (up to
+    // 10 s). The locators' own "stable" check (the same bounds in two reads) does that job
+    // per element, so an animation elsewhere on screen does not hold up every read.
+    await this.#on('POST', '/appium/settings', { settings: { waitForIdleTimeout: 0 } });
   }
 
   #lastSessionId: string | null = null;

@@ -268,10 +268,49 @@ const screencap: CommandFn = async (ctx) => {
   return 0;
 };
 
-const uiautomator: CommandFn = (ctx) => {
+/**
+ * What `uiautomator dump` waits for before it reads the screen, as AOSP's DumpCommand does:
+ * it connects a new UiAutomation and calls waitForIdle(1000, 10000), so the screen must go
+ * a whole second without an accessibility event (counted from the connection, which has
+ * seen none yet), for at most ten seconds. That second is why a dump costs at least a
+ * second on every phone, and why a screen that never settles cannot be dumped.
+ */
+export const DUMP_IDLE = { quietMs: 1_000, timeoutMs: 10_000 } as const;
+
+/** Resolves true once the phone's screen has not changed for DUMP_IDLE.quietMs, false at the timeout or an abort. */
+function waitForIdle(ctx: Parameters<CommandFn>[0]): Promise<boolean> {
+  return new Promise((resolve) => {
+    const started = performance.now();
+    let quiet: NodeJS.Timeout;
+    const finish = (idle: boolean) => {
+      clearTimeout(quiet);
+      clearTimeout(limit);
+      unsubscribe();
+      ctx.signal.removeEventListener('abort', onAbort);
+      resolve(idle);
+    };
+    const arm = () => {
+      clearTimeout(quiet);
+      const left = DUMP_IDLE.timeoutMs - (performance.now() - started);
+      if (left >= DUMP_IDLE.quietMs) quiet = setTimeout(() => finish(true), DUMP_IDLE.quietMs);
+    };
+    const onAbort = () => finish(false);
+    const limit = setTimeout(() => finish(false), DUMP_IDLE.timeoutMs);
+    const unsubscribe = ctx.device.ui.onChange(arm);
+    ctx.signal.addEventListener('abort', onAbort, { once: true });
+    arm();
+  });
+}
+
+const uiautomator: CommandFn = async (ctx) => {
   const [verb, ...rest] = ctx.args;
   if (verb === 'dump') {
     const target = rest.filter((a) => !a.startsWith('--'))[0] ?? '/sdcard/window_dump.xml';
+    if (!(await waitForIdle(ctx))) {
+      // DumpCommand prints this and returns normally: the exit code is 0, and no file is written.
+      if (!ctx.signal.aborted) ctx.stderr.write('ERROR: could not get idle state.\n');
+      return 0;
+    }
     const xml = ctx.device.ui.dumpHierarchy();
     if (target === '/dev/tty' || target === '/dev/stdout') {
       ctx.stdout.write(xml);
