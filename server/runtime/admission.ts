@@ -17,14 +17,22 @@ import type { AccountRow, ProfileRow, ReceiptRow, SessionRow } from '../store/st
 
 export const DEFAULT_TIMEOUT_SECONDS = 300;
 
+/**
+ * When a session admitted at `nowMs` with `timeoutSeconds` expires, in whole seconds: the
+ * admission second rounded up, so a session never lives less than its timeout from
+ * admission (rounded down, `timeout_seconds: 1` could end within milliseconds).
+ */
+export const expiryOf = (nowMs: number, timeoutSeconds: number): number =>
+  Math.ceil(nowMs / 1000) + timeoutSeconds;
+
 /** What a create needs to be decided. */
 export interface AdmissionFacts {
   body: CreateSessionBody;
   /** sha256 of the canonical body: the "same request" of an idempotent replay. */
   bodyHash: string;
   requestKey: string | null;
-  /** Seconds since the epoch. */
-  now: number;
+  /** Now, in ms since the epoch (the expiry rounds it up to a whole second: expiryOf). */
+  nowMs: number;
   /** The receipt of (uid, requestKey), if the key was used before. */
   receipt: ReceiptRow | undefined;
   /** For a receipt: whether its session is still live (else its cleanup completed), and its last state. */
@@ -80,7 +88,7 @@ export function decideAdmission(f: AdmissionFacts): AdmissionDecision {
     return { kind: 'replay', sid: f.receipt.sid };
   }
 
-  const { body, account, now } = f;
+  const { body, account } = f;
   if (body.provider !== undefined && body.provider !== PROVIDER) {
     return refuse(
       ERROR_CODES.invalidRequest,
@@ -88,7 +96,7 @@ export function decideAdmission(f: AdmissionFacts): AdmissionDecision {
     );
   }
   const timeout = body.timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS;
-  if (now + timeout > MAX_TIMESTAMP) {
+  if (expiryOf(f.nowMs, timeout) > MAX_TIMESTAMP) {
     return refuse(
       ERROR_CODES.invalidRequest,
       `timeout_seconds ${timeout} puts expires_at past the largest supported timestamp (${MAX_TIMESTAMP}); choose a shorter timeout.`,
@@ -161,8 +169,10 @@ export function admittedSession(a: {
   account: AccountRow;
   decision: Extract<AdmissionDecision, { kind: 'admit' }>;
   requestKey: string | null;
-  now: number;
+  /** Admission time in ms: `created` is its whole second, the expiry rounds it up. */
+  nowMs: number;
 }): SessionRow {
+  const now = Math.floor(a.nowMs / 1000);
   return {
     id: a.id,
     uid: a.uid,
@@ -178,14 +188,14 @@ export function admittedSession(a: {
     billing_mode: a.account.billing_mode,
     price_cents_per_minute: a.account.price_cents_per_minute,
     timeout_seconds: a.decision.timeoutSeconds,
-    created: a.now,
-    expires_at: a.now + a.decision.timeoutSeconds,
+    created: now,
+    expires_at: expiryOf(a.nowMs, a.decision.timeoutSeconds),
     ready: null,
     close_requested: null,
     ended: null,
     end_reason: null,
     cleanup_status: null,
-    last: a.now,
+    last: now,
     cost_cents: 0,
     minutes_debited: 0,
     failure_code: null,

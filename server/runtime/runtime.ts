@@ -420,7 +420,7 @@ export class Runtime extends EventEmitter {
       body,
       bodyHash,
       requestKey,
-      now,
+      nowMs,
       receipt,
       receiptSession: receipt
         ? {
@@ -449,8 +449,8 @@ export class Runtime extends EventEmitter {
       case 'admit': {
         const outcome = this.available ? 'admitted' : 'recorded';
         this.observer.admission(outcome);
-        // A temporary session is handed a warm pooled phone right here (pump), so the 202
-        // answer already says ready.
+        // A temporary session is handed a warm pooled phone right here (pump); it is ready
+        // a microtask later, so the 202 still says provisioning (handOver).
         return { outcome, live: this.commitAdmission(uid, decision, bodyHash, requestKey, nowMs) };
       }
     }
@@ -474,7 +474,7 @@ export class Runtime extends EventEmitter {
       account,
       decision,
       requestKey,
-      now,
+      nowMs,
     });
     // The admission (and its receipt) is written before the runtime is asked, in the group
     // commit of this turn: the 202 answer waits for that commit (app.ts), and so does any
@@ -546,7 +546,7 @@ export class Runtime extends EventEmitter {
       const entry = this.pool.takeNext();
       if (!entry) break;
       this.queue.splice(this.queue.indexOf(live), 1);
-      if (entry.kind === 'warm') this.becomeReady(live, entry.phone, 'pool', 0);
+      if (entry.kind === 'warm') this.handOver(live, entry.phone);
       else this.bootSession(live, entry);
     }
     // Each live session reserves a phone; the pool gets only what is left. A session that
@@ -641,6 +641,27 @@ export class Runtime extends EventEmitter {
       (phone) => this.bootFinished(live, phase, phone),
       (err: unknown) => this.bootFailed(live, err),
     );
+  }
+
+  /**
+   * Gives a waiting session a warm pooled phone. It is ready a microtask later, not at once:
+   * a create's 202 is built in this turn, and the contract returns a newly admitted session
+   * in state provisioning (here `location: booting`, `eta_seconds: 0`). A poll right after
+   * the 202 finds it ready.
+   */
+  private handOver(live: LiveSession, phone: DevicePhone): void {
+    const phase: Phase = {
+      kind: 'booting',
+      // As if a boot were just ending: eta_seconds 0.
+      startedMs: this.o.clock.now() - this.typicalBootMs,
+      abort: new AbortController(),
+      boot: Promise.resolve(phone),
+    };
+    this.transition(live, phase);
+    queueMicrotask(() => {
+      // Closed meanwhile: the closing phase stops the phone it gets from `boot`.
+      if (live.phase === phase) this.becomeReady(live, phone, 'pool', 0);
+    });
   }
 
   private bootFinished(

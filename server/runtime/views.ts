@@ -20,6 +20,8 @@ export interface ViewedSession {
   readonly row: SessionRow;
   /** Last API activity in ms (idle_s). */
   readonly activityMs: number;
+  /** When it was admitted, in ms, where known (age_s); else its whole-second `created`. */
+  readonly admittedMs?: number;
   readonly location: 'queued' | 'booting' | null;
   readonly startupSource: StartupSource | null;
   /** Where this session's ADB is reached, when not at the context's gateway. */
@@ -52,7 +54,7 @@ export function sessionView(live: ViewedSession, ctx: ViewContext, opts: { owner
     phone: null,
     watch_url: ctx.watchUrl(r.id),
     screen: r.screen_w !== null && r.screen_h !== null ? { w: r.screen_w, h: r.screen_h } : null,
-    age_s: Math.max(0, Math.round(now - r.created)),
+    age_s: Math.max(0, Math.round((ctx.nowMs - (live.admittedMs ?? r.created * 1000)) / 1000)),
     ready_age_s: r.ready !== null ? Math.max(0, Math.round((r.close_requested ?? now) - r.ready)) : 0,
     idle_s: Math.max(0, Math.round((ctx.nowMs - live.activityMs) / 1000)),
     ops: OPS,

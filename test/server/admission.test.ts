@@ -9,7 +9,7 @@ const facts = (over: Partial<AdmissionFacts> = {}): AdmissionFacts => ({
   body: {},
   bodyHash: 'h1',
   requestKey: null,
-  now: 1_800_000_000,
+  nowMs: 1_800_000_000_000,
   receipt: undefined,
   receiptSession: null,
   account: {

@@ -77,6 +77,21 @@ function refused(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * Creates a temporary session that a warm phone serves: the 202 says provisioning, as the
+ * contract has every new session, with nothing left to wait for; the next read finds it
+ * ready from the pool. Resolves with that read.
+ */
+async function createFromPool(api: Api) {
+  const r = await api.post('/sessions');
+  expect(r.status).toBe(202);
+  expect(r.body).toMatchObject({ state: 'provisioning', location: 'booting', eta_seconds: 0, device: null });
+  const read = await api.get(`/sessions/${r.body.id}`);
+  expect(read.body).toMatchObject({ state: 'ready', startup: { source: 'pool' } });
+  expect(read.body.adb).toMatchObject({ code: expect.stringMatching(/^pau_/) });
+  return read.body;
+}
+
 describe('the warm pool', () => {
   it('hands ready phones to temporary sessions, never the same phone twice, and refills', async () => {
     // Boots long enough that the third create surely comes while the replacements boot.
@@ -84,16 +99,9 @@ describe('the warm pool', () => {
     const t = await server({ backend: phones.backend, phones: 6, pool: 2, bootSlots: 2, metrics: true });
     await poolSettled(t, 2);
 
-    const a = await t.api.post('/sessions');
-    const b = await t.api.post('/sessions');
-    for (const r of [a, b]) {
-      expect(r.status).toBe(202);
-      // Ready in the 202 answer itself: no boot, no poll.
-      expect(r.body).toMatchObject({ state: 'ready', startup: { source: 'pool' } });
-      expect(r.body).not.toHaveProperty('location');
-      expect(r.body.adb).toMatchObject({ code: expect.stringMatching(/^pau_/) });
-    }
-    expect(a.body.device).not.toBe(b.body.device);
+    const a = await createFromPool(t.api);
+    const b = await createFromPool(t.api);
+    expect(a.device).not.toBe(b.device);
 
     // The pool is empty and refilling: the next session adopts a warming phone's boot.
     const c = await t.api.post('/sessions');
@@ -106,13 +114,12 @@ describe('the warm pool', () => {
 
     // Refilled: a later create gets a pooled phone again, one no session had.
     await poolSettled(t, 2);
-    const d = await t.api.post('/sessions');
-    expect(d.body).toMatchObject({ state: 'ready', startup: { source: 'pool' } });
-    const devices = [a, b, d].map((r) => r.body.device).concat(cReady.device);
+    const d = await createFromPool(t.api);
+    const devices = [a, b, d].map((r) => r.device).concat(cReady.device);
     expect(new Set(devices).size).toBe(4);
 
     // The phone works like any other.
-    const frame = await t.api.post(`/sessions/${d.body.id}/ops/screen.capture`);
+    const frame = await t.api.post(`/sessions/${d.id}/ops/screen.capture`);
     expect(frame.status).toBe(200);
     expect(frame.raw.subarray(1, 4).toString()).toBe('PNG');
   });
@@ -132,9 +139,8 @@ describe('the warm pool', () => {
     expect(pooled.has(ready.device)).toBe(false);
 
     // The profile phone took a pooled phone's place; the one left is handed out at once.
-    const temp = await t.api.post('/sessions');
-    expect(temp.body).toMatchObject({ state: 'ready', startup: { source: 'pool' } });
-    expect(pooled.has(temp.body.device)).toBe(true);
+    const temp = await createFromPool(t.api);
+    expect(pooled.has(temp.device)).toBe(true);
     // Now the server's two phones are sessions'.
     const busy = await t.api.post('/sessions');
     expect(busy.status).toBe(503);
@@ -153,7 +159,7 @@ describe('the warm pool', () => {
     const t = { api: new Api(s.url, null) } as TestServer;
     await poolSettled(t, 3);
     const api = new Api(s.url, s.createAccount({ billingMode: 'disabled' }).key);
-    expect((await api.post('/sessions')).body.state).toBe('ready');
+    await createFromPool(api);
     // One phone in a session, three pooled (one of them still booting its replacement).
     await s.close();
     expect(phones.running.size).toBe(0);

@@ -149,7 +149,8 @@ class Create implements Cmd {
         phase: m.paused ? 'queued' : 'ready',
         sid: live.row.id,
         uid: a.uid,
-        expiresAt: Math.floor(m.nowMs / 1000) + this.timeout,
+        // Whole seconds, the admission's rounded up: never less than the timeout.
+        expiresAt: Math.ceil(m.nowMs / 1000) + this.timeout,
         endReason: null,
         adb: true,
       });
