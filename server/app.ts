@@ -22,6 +22,7 @@ import {
   MAX_HEADER_SIZE,
   clientErrorHandler,
   frameworkErrors,
+  MAX_PARAM_LENGTH,
   installRefusals,
 } from './api/refusals.js';
 import { installFastSerialization } from './api/serialization.js';
@@ -66,7 +67,9 @@ export function baseApp(
     // Live sessions have ended by then (main.ts closes the runtime first).
     forceCloseConnections: true,
     // Session ids and keys are case-sensitive; trailing slashes are not part of the contract.
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    // Path parameters up to 4096 characters reach the routes, so an over-long session id is
+    // a 404 (or a 401 without a credential) like any unknown one; only longer ones are 414.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>();
 

@@ -58,7 +58,10 @@ export function installAuth(app: App, { accounts, grants }: AuthDeps): void {
 
   /** Owner-only endpoints: an account key, nothing else. */
   function owner(req: FastifyRequest): Checked {
-    const token = bearer(req);
+    // A view grant in the query is as much a credential as one in the header: a valid one
+    // is refused for lack of access (403), not taken for no credential at all (401).
+    const query = field(req.query, 'token');
+    const token = bearer(req) ?? (query?.startsWith('pvg_') ? query : null);
     if (token === null) throw unauthenticated();
     if (token.startsWith('pvg_')) {
       if (grants.viewGrantSession(token) === null) throw invalidGrant();

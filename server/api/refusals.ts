@@ -86,12 +86,18 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
   socket.once('close', () => clearTimeout(cutOff));
 }
 
+/** The longest path parameter the router takes (longer: 414 uri_too_long). */
+export const MAX_PARAM_LENGTH = 4096;
+
 /** fastify's `frameworkErrors`: URLs the router cannot take, without echoing the URL. */
 export function frameworkErrors(err: FastifyError, _req: FastifyRequest, reply: FastifyReply): void {
   void send(
     reply,
     err.code === 'FST_ERR_MAX_PARAM_LENGTH'
-      ? apiError(ERROR_CODES.uriTooLong, 'A path segment is longer than 200 characters; no id is that long.')
+      ? apiError(
+          ERROR_CODES.uriTooLong,
+          `A path segment is longer than ${MAX_PARAM_LENGTH} characters; no id is that long.`,
+        )
       : badRequest('The URL is not valid (check its percent-encoding).'),
   );
 }
@@ -155,6 +161,13 @@ export function installRefusals(
       done(badRequest('The request body is not valid JSON; send a JSON object.'), undefined);
     }
   });
+  // Any other content type: an empty body is no body, whatever a client's default type
+  // (`fetch` sends text/plain, `curl -d ''` a form type); a body with content must be JSON.
+  app.removeContentTypeParser(['text/plain']);
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
+    if (String(body).trim() === '') return done(null, undefined);
+    done(badRequest('Send the request body as application/json.'), undefined);
+  });
 
   // Node answers an HTTP/1.1 request without Host with an empty 400 unless told not to
   // (see the `http` option in app.ts); this says the same with the error body. It runs
@@ -179,10 +192,13 @@ export function installRefusals(
       const first = err.validation[0];
       if (first?.keyword === 'additionalProperties') {
         const name = String(first.params?.additionalProperty ?? 'field');
+        const create = req.method === 'POST' && req.routeOptions.url === '/sessions';
         return send(
           reply,
           unsupported(
-            `"${name}" is not supported in this request: raw capabilities and runtime resource overrides cannot be set; remove the field.`,
+            create
+              ? `"${name}" is not supported in this request: raw capabilities and runtime resource overrides cannot be set; remove the field.`
+              : `"${name}" is not a field of this request; remove it.`,
           ),
         );
       }

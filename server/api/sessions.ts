@@ -10,7 +10,7 @@ import type { LiveSession, Runtime } from '../runtime/runtime.js';
 import { receiptView, sessionView } from '../runtime/views.js';
 import { ownerUid, readCaller } from './auth.js';
 import { createSessionSpec, noReceipt, readSessionSpec, receiptSpec } from './route-specs.js';
-import { REFUSALS, SidParams, sessionFor, touched, type SessionViews } from './common.js';
+import { PRIVATE_HEADERS, REFUSALS, SidParams, sessionFor, touched, type SessionViews } from './common.js';
 import type { RouteOptions } from './deps.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 
@@ -61,20 +61,26 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions & { views: Se
         { 'retry-after': '2' },
       );
     }
-    return reply.code(202).send(sessionView(live, views.context(req), { owner: true }));
+    // Sessions carry secrets (watch_url, the ADB unlock code): no cache keeps them.
+    return reply
+      .code(202)
+      .headers(PRIVATE_HEADERS)
+      .send(sessionView(live, views.context(req), { owner: true }));
   });
 
   app.get(
     '/sessions',
     { config: { auth: 'owner' }, schema: { response: { 200: Type.Array(Session), ...REFUSALS } } },
-    async (req) => {
+    async (req, reply) => {
       const c = views.context(req);
+      reply.headers(PRIVATE_HEADERS);
       return runtime.list(ownerUid(req)).map((l) => sessionView(l, c, { owner: true }));
     },
   );
 
-  app.get('/sessions/:sid', readSessionSpec, async (req) => {
+  app.get('/sessions/:sid', readSessionSpec, async (req, reply) => {
     const caller = readCaller(req);
+    reply.headers(PRIVATE_HEADERS);
     let live = touched(deps, sessionFor(deps, caller, req.params.sid));
     // Only a session in transition is worth waiting on: a ready or failed session answers
     // at once (the caller cannot tell us what it last saw, so "until it changes" would

@@ -239,13 +239,18 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
     const placed = await one<PlacedSession>(db, `${PLACED} WHERE s.id = $1`, [row.id]);
     if (!placed) throw notFound();
     await estimateEta(db, [placed], clock.now());
-    return reply.code(202).send(sessionView(viewed(placed), context(req), { owner: true }));
+    // Sessions carry secrets (watch_url, the ADB unlock code): no cache keeps them.
+    return reply
+      .code(202)
+      .headers(PRIVATE_HEADERS)
+      .send(sessionView(viewed(placed), context(req), { owner: true }));
   });
 
   app.get(
     '/sessions',
     { config: { auth: 'owner' }, schema: { response: { 200: Type.Array(Session), ...REFUSALS } } },
-    async (req) => {
+    async (req, reply) => {
+      reply.headers(PRIVATE_HEADERS);
       const rows = (
         await db.query<PlacedSession>(`${PLACED} WHERE s.uid = $1 AND s.done = 0 ORDER BY s.seq`, [
           ownerUid(req),
@@ -257,8 +262,9 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
     },
   );
 
-  app.get('/sessions/:sid', readSessionSpec, async (req) => {
+  app.get('/sessions/:sid', readSessionSpec, async (req, reply) => {
     const caller = readCaller(req);
+    reply.headers(PRIVATE_HEADERS);
     let row = await touch(await sessionFor(caller, req.params.sid));
     const wait = req.query.wait ?? 0;
     const transitional =

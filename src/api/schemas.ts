@@ -211,7 +211,7 @@ export const HistoryPageQuery = Type.Object(
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
     cursor: Type.Optional(Type.String({ maxLength: 200 })),
   },
-  { additionalProperties: false },
+  // Other query parameters (a cache-buster, a tracking tag) are ignored, as on every route.
 );
 
 export const TapBody = Type.Object(

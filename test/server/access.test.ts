@@ -75,6 +75,12 @@ describe('view grants', () => {
       expect(r.status, path).toBe(403);
       expect(r.body.code).toBe('forbidden');
     }
+    // The same grant in the query is the same credential: 403, not "no credential" (401).
+    for (const path of [`/sessions/${sid}/owner-viewer`, `/sessions/${sid}/adb`, '/me']) {
+      const r = await t.api.get(`${path}?token=${grant}`, { auth: null });
+      expect(r.status, path).toBe(403);
+      expect(r.body.code).toBe('forbidden');
+    }
     expect((await t.api.get(`/sessions/${sid}`)).body.state).toBe('ready');
     expect((await t.api.get(`/sessions/${sid}/adb`)).body.enabled).toBe(true);
   });
@@ -129,7 +135,7 @@ describe('credentials come first', () => {
   });
 
   it('URLs the router cannot take get the error body without the URL echoed', async () => {
-    const long = await t.api.get(`/sessions/${'y'.repeat(250)}`);
+    const long = await t.api.get(`/sessions/${'y'.repeat(5000)}`);
     expect(long.status).toBe(414);
     // Its own code: the registry gives every code one status (invalid_request is 400).
     expect(long.body.code).toBe('uri_too_long');
@@ -140,6 +146,15 @@ describe('credentials come first', () => {
   });
 
   it('an id no session can have is 404 for the owner, like any unknown session', async () => {
+    for (const length of [150, 250, 4000]) {
+      const id = 'x'.repeat(length);
+      const r = await t.api.get(`/sessions/${id}`);
+      expect(r.status, `${length} characters`).toBe(404);
+      expect(r.body.code).toBe('not_found');
+      expect((await t.api.delete(`/sessions/${id}`)).status).toBe(404);
+      // And without a credential, 401 like any other request.
+      expect((await t.api.get(`/sessions/${id}`, { auth: null })).status).toBe(401);
+    }
     const r = await t.api.get(`/sessions/${'x'.repeat(150)}`);
     expect(r.status).toBe(404);
     expect(r.body.code).toBe('not_found');

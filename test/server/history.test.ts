@@ -70,6 +70,13 @@ describe('GET /history/page', () => {
     expect(seen).toEqual((await t.api.get<HistoryRecord[]>('/history')).body.map((h) => h.sid));
   });
 
+  it('ignores query parameters it does not know (a cache-buster breaks no paging)', async () => {
+    const plain = await t.api.get('/history/page?limit=2');
+    const busted = await t.api.get('/history/page?limit=2&_=1700000000&utm_source=ci');
+    expect(busted.status).toBe(200);
+    expect(busted.body).toEqual(plain.body);
+  });
+
   it('refuses bad limits and cursors', async () => {
     expect((await t.api.get('/history/page?limit=0')).status).toBe(400);
     expect((await t.api.get('/history/page?limit=abc')).status).toBe(400);

@@ -66,6 +66,37 @@ describe('POST /sessions', () => {
     await t.api.delete(`/sessions/${s.id}`);
   });
 
+  it('lives at least timeout_seconds from admission, even one second, and is private', async () => {
+    const before = Date.now();
+    const r = await t.api.post('/sessions', { body: { timeout_seconds: 1 } });
+    expect(r.status).toBe(202);
+    // Whole seconds, rounded up: admitted at x.93 s, it is not due 70 ms later.
+    expect(r.body.expires_at * 1000).toBeGreaterThanOrEqual(before + 1000);
+    // It carries secrets (watch_url): no cache may keep it, nor any read or list of it.
+    expect(r.headers['cache-control']).toBe('private, no-store');
+    expect((await t.api.get('/sessions')).headers['cache-control']).toBe('private, no-store');
+    const read = await t.api.get(`/sessions/${r.body.id}`);
+    if (read.status === 200) expect(read.headers['cache-control']).toBe('private, no-store');
+    await t.api.delete(`/sessions/${r.body.id}`);
+  });
+
+  it('takes an empty body of any content type as no body; other bodies must be JSON', async () => {
+    // What `fetch(url, { method: 'POST', body: '' })` and `curl -d ''` send.
+    for (const type of ['text/plain;charset=UTF-8', 'application/x-www-form-urlencoded']) {
+      const r = await t.api.post('/sessions', { rawBody: '', headers: { 'content-type': type } });
+      expect(r.status, type).toBe(202);
+      expect(r.body.timeout_seconds).toBe(300);
+      await t.api.delete(`/sessions/${r.body.id}`);
+    }
+    const text = await t.api.post('/sessions', {
+      rawBody: 'timeout_seconds=60',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(text.status).toBe(400);
+    expect(text.body).toEqual({ error: expect.stringContaining('application/json'), code: 'invalid_request' });
+    expect((await t.api.get('/sessions')).body).toEqual([]);
+  });
+
   it('defaults timeout_seconds to 300 and accepts no body at all', async () => {
     const r = await t.api.post('/sessions');
     expect(r.status).toBe(202);
@@ -138,7 +169,8 @@ describe('POST /sessions', () => {
       expect(r.body.code).toBe('invalid_request');
     }
     expect(await liveCount()).toBe(0);
-    expect((await t.api.get('/sessions/requests/short')).status).toBe(400);
+    // Nothing was recorded under them: their lookups find nothing.
+    expect((await t.api.get('/sessions/requests/short')).status).toBe(404);
   });
 });
 
@@ -224,9 +256,11 @@ describe('idempotency', () => {
     await endAll();
   });
 
-  it('unknown receipts answer 404', async () => {
-    const r = await t.api.get(`/sessions/requests/${newKey()}`);
-    expect(r.status).toBe(404);
-    expect(r.body.code).toBe('not_found');
+  it('unknown receipts answer 404, also for a key no create could have used', async () => {
+    for (const key of [newKey(), 'short', 'x'.repeat(300)]) {
+      const r = await t.api.get(`/sessions/requests/${key}`);
+      expect(r.status, key).toBe(404);
+      expect(r.body.code).toBe('not_found');
+    }
   });
 });
