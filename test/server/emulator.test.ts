@@ -90,7 +90,8 @@ describe('temporary emulator phones', () => {
     const png = (await t.api.get(`/sessions/${sid}/frame.png`)).raw;
     expect(png.subarray(1, 4).toString()).toBe('PNG');
     await end(sid);
-    expect(await sdk.adb('devices')).not.toMatch(/\tdevice$/m);
+    // The emulator has exited; the adb server drops it once it sees the transport close.
+    await expect.poll(() => sdk.adb('devices'), { timeout: 10_000 }).not.toMatch(/\tdevice$/m);
     const history = (await t.api.get('/history')).body as { sid: string; end_reason: string }[];
     expect(history.find((h) => h.sid === sid)).toMatchObject({ end_reason: 'released' });
   });
