@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { removeStaleLocks } from '../../server/devices/emulator/avd.js';
-import { ConsoleError, EmulatorConsole } from '../../server/devices/emulator/console.js';
+import { ConsoleError, EmulatorConsole, consoleCommand } from '../../server/devices/emulator/console.js';
 import { createEmulatorBackend } from '../../server/devices/emulator/index.js';
 import { PortPool, PORT_PAIRS } from '../../server/devices/emulator/ports.js';
 import { formatFindings, runDoctor, type Finding } from '../../server/doctor.js';
@@ -120,6 +120,30 @@ describe('the fake emulator console', () => {
     expect(await removeStaleLocks(sdk.avdDir('test_phone'))).toEqual(['multiinstance.lock']);
     const third = await emulator(sdk, ['-avd', 'test_phone', '-port', '5582'], /Serial number|ERROR/);
     expect(third.output()).toContain('emulator-5582');
+  });
+});
+
+describe('the backend console client', () => {
+  it('gives a silent snapshot save its own limit, not the one for connecting', async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_SNAPSHOT_SAVE_MS: '1500' } });
+    const emu = await emulator(sdk, ['-avd', 'test_phone', '-port', '5578'], /Boot completed/);
+    const tokenPath = join(sdk.home, '.emulator_console_auth_token');
+    // A connect limit shorter than the save: the save still gets its answer.
+    const console = await EmulatorConsole.connect(5578, tokenPath, 500);
+    try {
+      expect(await console.command('avd snapshot save slow')).toEqual([]);
+      expect(await console.command('avd snapshot list')).toContain('slow');
+    } finally {
+      console.close();
+    }
+    // A command past its own limit fails, saying which command did not answer.
+    const late = await consoleCommand(5578, tokenPath, 'avd snapshot save later', { timeoutMs: 300 }).catch(
+      (e: unknown) => e as Error,
+    );
+    expect(late).toBeInstanceOf(Error);
+    expect((late as Error).message).toContain('did not answer "avd snapshot save later" within 300 ms');
+    expect(await consoleCommand(5578, tokenPath, 'kill')).toEqual([]);
+    expect(await emu.exited).toBe(0);
   });
 });
 

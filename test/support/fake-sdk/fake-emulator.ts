@@ -14,6 +14,8 @@
  *   FAKE_EMULATOR_REFUSE_SNAPSHOT   `1`: every snapshot load is refused (cold boot instead)
  *   FAKE_EMULATOR_CRASH_AFTER_MS    the process dies (SIGKILL) this long after its boot
  *   FAKE_EMULATOR_VERSION           the emulator build it reports (default 35.2.10.0)
+ *   FAKE_EMULATOR_SNAPSHOT_SAVE_MS  how long a console `avd snapshot save` takes, silent until
+ *                                   its OK as a real save of GBs of RAM is (default 0)
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -558,8 +560,10 @@ class Guest {
         return send("KO: bad sub-command, try 'help avd snapshot'");
       if (this.o.readOnly) return send('KO: Snapshot save is disabled because "-read-only" was specified');
       try {
-        if (verb === 'save') await this.saveSnapshot(name);
-        else if (verb === 'delete') rmSync(this.snapshotDir(name), { recursive: true, force: true });
+        if (verb === 'save') {
+          await sleep(numberEnv('FAKE_EMULATOR_SNAPSHOT_SAVE_MS', 0));
+          await this.saveSnapshot(name);
+        } else if (verb === 'delete') rmSync(this.snapshotDir(name), { recursive: true, force: true });
         else if (!existsSync(join(this.snapshotDir(name), 'snapshot.pb')))
           return send(`KO: Snapshot '${name}' does not exist`);
         else await this.reload(name);
