@@ -147,6 +147,44 @@ describe('the backend console client', () => {
   });
 });
 
+/** A backend over a fake SDK, with its log lines and an environment a test may change. */
+async function backendOn(sdk: FakeSdk, options: { workDir?: string } = {}) {
+  const workDir = options.workDir ?? mkdtempSync(join(tmpdir(), 'phonelease-emu-work-'));
+  const lines: string[] = [];
+  const record =
+    (level: string) =>
+    (message: string, fields?: Record<string, unknown>): void => {
+      lines.push(`${level} ${message} ${JSON.stringify(fields ?? {})}`);
+    };
+  const log = { debug() {}, info: record('info'), warn: record('warn'), error: record('error') };
+  const env: Record<string, string | undefined> = { PATH: process.env.PATH, ...sdk.env };
+  const backend = createEmulatorBackend({ log, env, workDir });
+  const boot = (signal = new AbortController().signal) =>
+    backend.boot({ sessionId: 's', restoreFrom: null, signal, log });
+  return { backend, boot, env, lines, workDir, avdHome: join(workDir, 'avd') };
+}
+
+describe('temporary phones of the backend', () => {
+  it('sees a refused snapshot however much the emulator prints after it', async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '300' } });
+    await sdk.startAdbServer();
+    const b = await backendOn(sdk);
+    try {
+      b.env.FAKE_EMULATOR_REFUSE_SNAPSHOT = '1';
+      b.env.FAKE_EMULATOR_BOOT_CHATTER = '200';
+      const phone = await b.boot();
+      expect(phone.startupSource).toBe('cold');
+      expect(b.lines.some((l) => l.includes('refused the golden snapshot; this phone cold-booted'))).toBe(
+        true,
+      );
+      await phone.shutdown({ saveTo: null });
+    } finally {
+      await b.backend.close();
+      rmSync(b.workDir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('public startup failures', () => {
   const boot = async (env: Record<string, string | undefined>) => {
     const workDir = mkdtempSync(join(tmpdir(), 'phonelease-emu-work-'));

@@ -26,7 +26,7 @@ import { consoleCommand } from './console.js';
 import { emulatorCapacity } from './capacity.js';
 import { EmulatorPhone } from './phone.js';
 import { PortPool } from './ports.js';
-import { EmulatorProcess, SNAPSHOT_REFUSED, emulatorArgs, type LaunchPlan } from './process.js';
+import { EmulatorProcess, emulatorArgs, type LaunchPlan } from './process.js';
 import { prepareProfileAvd } from './profiles.js';
 import { FleetAvds, GOLDEN_SNAPSHOT, goldenKey, type FleetAvd } from './snapshots.js';
 import {
@@ -182,7 +182,7 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
       void proc.exited.then(() => waiting.abort(new Error('exited')));
       try {
         await waitForBoot(sdk, `emulator-${consolePort}`, waiting.signal);
-        return { proc, consolePort, refused: plan.snapshot !== null && proc.saw(SNAPSHOT_REFUSED) };
+        return { proc, consolePort, refused: plan.snapshot !== null && proc.snapshotRefused };
       } catch (error) {
         if (proc.hasExited) {
           ports.release(consolePort);

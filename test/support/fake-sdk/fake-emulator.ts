@@ -14,6 +14,8 @@
  *   FAKE_EMULATOR_REFUSE_SNAPSHOT   `1`: every snapshot load is refused (cold boot instead)
  *   FAKE_EMULATOR_CRASH_AFTER_MS    the process dies (SIGKILL) this long after its boot
  *   FAKE_EMULATOR_VERSION           the emulator build it reports (default 35.2.10.0)
+ *   FAKE_EMULATOR_BOOT_CHATTER      lines of output a boot prints after choosing what to load
+ *                                   (a real boot prints hundreds; default 0)
  *   FAKE_EMULATOR_SNAPSHOT_SAVE_MS  how long a console `avd snapshot save` takes, silent until
  *                                   its OK as a real save of GBs of RAM is (default 0)
  */
@@ -381,6 +383,8 @@ class Guest {
   async boot(): Promise<void> {
     if (this.o.wipeData && !this.o.readOnly) rmSync(this.disk, { recursive: true, force: true });
     const snapshot = this.chooseSnapshot();
+    const chatter = numberEnv('FAKE_EMULATOR_BOOT_CHATTER', 0);
+    for (let i = 1; i <= chatter; i++) say('INFO', `boot progress ${i}/${chatter}: ${'.'.repeat(72)}`);
     const started = Date.now();
     const total = snapshot
       ? numberEnv('FAKE_EMULATOR_SNAPSHOT_LOAD_MS', 300)
