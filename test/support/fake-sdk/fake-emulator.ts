@@ -14,6 +14,8 @@
  *   FAKE_EMULATOR_REFUSE_SNAPSHOT   `1`: every snapshot load is refused (cold boot instead)
  *   FAKE_EMULATOR_CRASH_AFTER_MS    the process dies (SIGKILL) this long after its boot
  *   FAKE_EMULATOR_VERSION           the emulator build it reports (default 35.2.10.0)
+ *   FAKE_EMULATOR_LOSE_PORT_RACE    `1`: another program takes the console port between the
+ *                                   caller's check and this emulator's bind, every time
  *   FAKE_EMULATOR_BOOT_CHATTER      lines of output a boot prints after choosing what to load
  *                                   (a real boot prints hundreds; default 0)
  *   FAKE_EMULATOR_SNAPSHOT_SAVE_MS  how long a console `avd snapshot save` takes, silent until
@@ -286,7 +288,8 @@ export async function main(argv: string[]): Promise<number> {
   }
 
   const guest = new Guest(avdDir, o, o.avd);
-  const consoleServer = await listen(consolePort, (s) => guest.console(s));
+  const consoleServer =
+    env('FAKE_EMULATOR_LOSE_PORT_RACE') === '1' ? null : await listen(consolePort, (s) => guest.console(s));
   const adbServer = consoleServer ? await listen(adbPort, (s) => guest.forward(s)) : null;
   if (!consoleServer || !adbServer) {
     consoleServer?.close();
