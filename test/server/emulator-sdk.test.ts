@@ -134,6 +134,44 @@ describe('the fake emulator console', () => {
   });
 });
 
+describe('the fake emulator guest', () => {
+  it('comes out of a cold boot locked until MENU (keyevent 82), and a snapshot keeps the lock as saved', async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '300' } });
+    await sdk.startAdbServer();
+    const tokenPath = join(sdk.home, '.emulator_console_auth_token');
+    const serial = 'emulator-5572';
+    const dump = () => sdk.adb('-s', serial, 'exec-out', 'uiautomator dump /dev/tty');
+    const boot = async (args: string[]) => {
+      const emu = await emulator(
+        sdk,
+        ['-avd', 'test_phone', '-port', '5572', ...args],
+        /Boot completed|Successfully loaded/,
+      );
+      await sdk.adb('-s', serial, 'wait-for-device');
+      return emu;
+    };
+    let emu = await boot(['-no-snapshot-load']);
+    expect(await dump()).toContain('com.android.systemui:id/keyguard_root_view');
+    await consoleCommand(5572, tokenPath, 'avd snapshot save locked');
+    await sdk.adb('-s', serial, 'shell', 'input tap 360 640; input keyevent 3');
+    expect(await dump()).toContain('keyguard_root_view');
+    await sdk.adb('-s', serial, 'shell', 'input keyevent 82');
+    expect(await dump()).not.toContain('keyguard');
+    await consoleCommand(5572, tokenPath, 'avd snapshot save unlocked');
+    await consoleCommand(5572, tokenPath, 'kill');
+    await emu.exited;
+
+    emu = await boot(['-snapshot', 'unlocked', '-no-snapshot-save']);
+    expect(await dump()).not.toContain('keyguard');
+    await consoleCommand(5572, tokenPath, 'kill');
+    await emu.exited;
+    emu = await boot(['-snapshot', 'locked', '-no-snapshot-save']);
+    expect(await dump()).toContain('keyguard_root_view');
+    await consoleCommand(5572, tokenPath, 'kill');
+    await emu.exited;
+  });
+});
+
 describe('the backend console client', () => {
   it('gives a silent snapshot save its own limit, not the one for connecting', async () => {
     const sdk = await fakeSdk({ env: { FAKE_EMULATOR_SNAPSHOT_SAVE_MS: '1500' } });

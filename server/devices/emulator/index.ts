@@ -21,7 +21,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { PhoneBootError, type BootRequest, type DeviceBackend, type DeviceLogger } from '../types.js';
 import { readAvd, removeAvd, removeStaleLocks, type Avd } from './avd.js';
-import { waitForBoot } from './boot.js';
+import { dismissKeyguard, waitForBoot } from './boot.js';
 import { consoleCommand } from './console.js';
 import { emulatorCapacity } from './capacity.js';
 import { EmulatorPhone } from './phone.js';
@@ -75,6 +75,8 @@ interface Launched {
   refused: boolean;
   /** It cold-booted: it was given no snapshot, or refused the one it was given. */
   cold: boolean;
+  /** It cold-booted and its lock screen could not be dismissed. */
+  locked: boolean;
 }
 
 export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBackend {
@@ -136,6 +138,7 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
       make: async (avd, signal) => {
         const launched = await launch(childSdk, { avd, readOnly: false, snapshot: null }, signal);
         try {
+          if (launched.locked) throw new Error('the golden phone could not be unlocked; nothing was saved');
           await consoleCommand(launched.consolePort, tokenPath, `avd snapshot save ${GOLDEN_SNAPSHOT}`, {
             signal,
           });
@@ -188,7 +191,22 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
       try {
         await waitForBoot(sdk, `emulator-${consolePort}`, waiting.signal);
         const refused = plan.snapshot !== null && proc.snapshotRefused;
-        return { proc, consolePort, refused, cold: plan.snapshot === null || refused };
+        const cold = plan.snapshot === null || refused;
+        // Before the golden is saved from it or anyone sees it: nobody is there to unlock it.
+        // A phone that stays locked still works (its user can swipe it open); a golden does not.
+        const locked =
+          cold &&
+          (await dismissKeyguard(sdk, `emulator-${consolePort}`).then(
+            () => false,
+            (error: unknown) => {
+              log.warn('could not dismiss the lock screen after a cold boot', {
+                serial: `emulator-${consolePort}`,
+                error: String(error).split('\n')[0],
+              });
+              return true;
+            },
+          ));
+        return { proc, consolePort, refused, cold, locked };
       } catch (error) {
         if (proc.hasExited) {
           ports.release(consolePort);

@@ -30,6 +30,7 @@ import type { DeviceLogger } from '../../../server/devices/types.js';
 import { VirtualPhone } from '../../../server/devices/virtual/phone.js';
 import { buildSystemImage } from '../../../server/devices/virtual/system-image.js';
 import { createCommandTable } from '../../../server/devices/virtual/shell/commands/index.js';
+import { Keyguard } from './keyguard.js';
 
 const DEFAULT_VERSION = '35.2.10.0';
 const BUILD_ID = '12414864';
@@ -320,6 +321,8 @@ function registerWithAdbServer(adbPort: number): void {
 
 class Guest {
   private phone: VirtualPhone | null = null;
+  /** The lock screen in front of the phone (keyguard.ts); a snapshot keeps its state. */
+  private keyguard: Keyguard | null = null;
   /** Connections to the adb port that wait for the guest's adbd (adb shows `offline`). */
   private readonly waiting: net.Socket[] = [];
   private adbdUp = false;
@@ -409,6 +412,8 @@ class Guest {
       props.set('sys.boot_completed', '');
       props.set('dev.bootcomplete', '');
     }
+    // A cold boot comes up locked; a snapshot as it was saved.
+    this.keyguard = Keyguard.install(phone.device.ui, snapshot ? this.savedKeyguard(snapshot) : true);
     // A restored snapshot already says boot_completed=1 (the reference's trap): only the boot
     // animation and the services tell that the framework is back.
     props.set('init.svc.bootanim', 'running');
@@ -480,8 +485,20 @@ class Guest {
     const dir = this.snapshotDir(name);
     rmSync(dir, { recursive: true, force: true });
     await this.phone!.saveState(dir);
-    writeFileSync(join(dir, 'snapshot.pb'), JSON.stringify(snapshotKey(this.avdDir, this.o)));
+    const keyguard = this.keyguard?.showing ? 'showing' : 'dismissed';
+    writeFileSync(
+      join(dir, 'snapshot.pb'),
+      JSON.stringify({ ...snapshotKey(this.avdDir, this.o), keyguard }),
+    );
     writeFileSync(join(dir, 'hardware.ini'), readFileSync(join(this.avdDir, 'config.ini')));
+  }
+
+  /** Whether the lock screen showed when `name` was saved. */
+  private savedKeyguard(name: string): boolean {
+    const saved = JSON.parse(readFileSync(join(this.snapshotDir(name), 'snapshot.pb'), 'utf8')) as {
+      keyguard?: string;
+    };
+    return saved.keyguard === 'showing';
   }
 
   /** The console: the reference's line protocol, token and replies. */
@@ -593,6 +610,7 @@ class Guest {
       restoreFrom: this.snapshotDir(name),
     });
     await phone.start();
+    this.keyguard = Keyguard.install(phone.device.ui, this.savedKeyguard(name));
     this.phone = phone;
     await old?.shutdown({ saveTo: null });
   }
