@@ -5,8 +5,11 @@
  * - Temporary phones start read-only from a golden snapshot of a private copy of the base
  *   AVD (snapshots.ts): `-read-only -no-snapshot-save -snapshot phonelease_golden`, about a
  *   second on a real host instead of a 12-28 s cold boot. When the emulator refuses the
- *   golden, that phone cold-boots (said in the log) and the next boot makes a new golden.
- *   They are killed after use, never reset and reused.
+ *   golden, that phone cold-boots (said in the log) and the next boot makes a new golden;
+ *   when it refuses one it has just saved, temporary phones cold-boot for the rest of the
+ *   run. They are killed after use, never reset and reused.
+ * - A cold-booted phone has its lock screen dismissed (`input keyevent 82`, as CI runners
+ *   do) before it is handed out or a golden is saved from it (boot.ts).
  * - Profile phones run their own AVD directory, read-write, saved with a console snapshot at
  *   the end of each session and loaded at the next start (profiles.ts).
  * - Each emulator gets an explicit console port in 5554-5584, where the adb server finds it
