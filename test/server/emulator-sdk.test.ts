@@ -1,7 +1,9 @@
 /**
- * The emulator path's edges against the fake SDK: the console's token and replies, lock
- * files after a crash, public startup failures in the tool's own words, the port range, and
- * `phonelease doctor` on machines with and without each part.
+ * The emulator path's edges against the fake SDK: the console's token, replies and limits,
+ * lock files after a crash, the guest's lock screen, goldens across server runs (stale
+ * locks, saves cut short, leftovers, refusals, a close mid-making), public startup failures
+ * in the tool's own words, the port range, and `phonelease doctor` on machines with and
+ * without each part.
  */
 import { spawn } from 'node:child_process';
 import {
