@@ -1,17 +1,30 @@
 /**
- * The emulator path's edges against the fake SDK: the console's token and replies, lock
- * files after a crash, public startup failures in the tool's own words, the port range, and
- * `phonelease doctor` on machines with and without each part.
+ * The emulator path's edges against the fake SDK: the console's token, replies and limits,
+ * lock files after a crash, the guest's lock screen, goldens across server runs (stale
+ * locks, saves cut short, leftovers, refusals, a close mid-making), public startup failures
+ * in the tool's own words, the port range, and `phonelease doctor` on machines with and
+ * without each part.
  */
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { removeStaleLocks } from '../../server/devices/emulator/avd.js';
-import { ConsoleError, EmulatorConsole } from '../../server/devices/emulator/console.js';
+import { ConsoleError, EmulatorConsole, consoleCommand } from '../../server/devices/emulator/console.js';
 import { createEmulatorBackend } from '../../server/devices/emulator/index.js';
+import { processAlive } from '../../server/devices/emulator/owners.js';
 import { PortPool, PORT_PAIRS } from '../../server/devices/emulator/ports.js';
 import { formatFindings, runDoctor, type Finding } from '../../server/doctor.js';
 import { makeFakeSdk, type FakeSdk, type FakeSdkOptions } from '../support/fake-sdk/index.js';
@@ -32,9 +45,9 @@ async function fakeSdk(options: FakeSdkOptions = {}): Promise<FakeSdk> {
 }
 
 /** Starts the fake emulator directly; resolves once its output matches `until`. */
-async function emulator(sdk: FakeSdk, args: string[], until: RegExp) {
+async function emulator(sdk: FakeSdk, args: string[], until: RegExp, env: Record<string, string> = {}) {
   const child = spawn(join(sdk.sdk, 'emulator', 'emulator'), args, {
-    env: { ...process.env, ...sdk.env },
+    env: { ...process.env, ...sdk.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
@@ -120,6 +133,284 @@ describe('the fake emulator console', () => {
     expect(await removeStaleLocks(sdk.avdDir('test_phone'))).toEqual(['multiinstance.lock']);
     const third = await emulator(sdk, ['-avd', 'test_phone', '-port', '5582'], /Serial number|ERROR/);
     expect(third.output()).toContain('emulator-5582');
+  });
+});
+
+describe('the fake emulator guest', () => {
+  it('comes out of a cold boot locked until MENU (keyevent 82), and a snapshot keeps the lock as saved', async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '300' } });
+    await sdk.startAdbServer();
+    const tokenPath = join(sdk.home, '.emulator_console_auth_token');
+    const serial = 'emulator-5572';
+    const dump = () => sdk.adb('-s', serial, 'exec-out', 'uiautomator dump /dev/tty');
+    const boot = async (args: string[]) => {
+      const emu = await emulator(
+        sdk,
+        ['-avd', 'test_phone', '-port', '5572', ...args],
+        /Boot completed|Successfully loaded/,
+      );
+      await sdk.adb('-s', serial, 'wait-for-device');
+      return emu;
+    };
+    let emu = await boot(['-no-snapshot-load']);
+    expect(await dump()).toContain('com.android.systemui:id/keyguard_root_view');
+    await consoleCommand(5572, tokenPath, 'avd snapshot save locked');
+    await sdk.adb('-s', serial, 'shell', 'input tap 360 640; input keyevent 3');
+    expect(await dump()).toContain('keyguard_root_view');
+    await sdk.adb('-s', serial, 'shell', 'input keyevent 82');
+    expect(await dump()).not.toContain('keyguard');
+    await consoleCommand(5572, tokenPath, 'avd snapshot save unlocked');
+    await consoleCommand(5572, tokenPath, 'kill');
+    await emu.exited;
+
+    emu = await boot(['-snapshot', 'unlocked', '-no-snapshot-save']);
+    expect(await dump()).not.toContain('keyguard');
+    await consoleCommand(5572, tokenPath, 'kill');
+    await emu.exited;
+    emu = await boot(['-snapshot', 'locked', '-no-snapshot-save']);
+    expect(await dump()).toContain('keyguard_root_view');
+    await consoleCommand(5572, tokenPath, 'kill');
+    await emu.exited;
+  });
+});
+
+describe('the backend console client', () => {
+  it('gives a silent snapshot save its own limit, not the one for connecting', async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_SNAPSHOT_SAVE_MS: '1500' } });
+    const emu = await emulator(sdk, ['-avd', 'test_phone', '-port', '5578'], /Boot completed/);
+    const tokenPath = join(sdk.home, '.emulator_console_auth_token');
+    // A connect limit shorter than the save: the save still gets its answer.
+    const console = await EmulatorConsole.connect(5578, tokenPath, 500);
+    try {
+      expect(await console.command('avd snapshot save slow')).toEqual([]);
+      expect(await console.command('avd snapshot list')).toContain('slow');
+    } finally {
+      console.close();
+    }
+    // A command past its own limit fails, saying which command did not answer.
+    const late = await consoleCommand(5578, tokenPath, 'avd snapshot save later', { timeoutMs: 300 }).catch(
+      (e: unknown) => e as Error,
+    );
+    expect(late).toBeInstanceOf(Error);
+    expect((late as Error).message).toContain('did not answer "avd snapshot save later" within 300 ms');
+    expect(await consoleCommand(5578, tokenPath, 'kill')).toEqual([]);
+    expect(await emu.exited).toBe(0);
+  });
+});
+
+/** A backend over a fake SDK, with its log lines and an environment a test may change. */
+async function backendOn(sdk: FakeSdk, options: { workDir?: string } = {}) {
+  const workDir = options.workDir ?? mkdtempSync(join(tmpdir(), 'phonelease-emu-work-'));
+  const lines: string[] = [];
+  const record =
+    (level: string) =>
+    (message: string, fields?: Record<string, unknown>): void => {
+      lines.push(`${level} ${message} ${JSON.stringify(fields ?? {})}`);
+    };
+  const log = { debug() {}, info: record('info'), warn: record('warn'), error: record('error') };
+  const env: Record<string, string | undefined> = { PATH: process.env.PATH, ...sdk.env };
+  const backend = createEmulatorBackend({ log, env, workDir });
+  const boot = (signal = new AbortController().signal) =>
+    backend.boot({ sessionId: 's', restoreFrom: null, signal, log });
+  return { backend, boot, env, lines, workDir, avdHome: join(workDir, 'avd') };
+}
+
+/** The fleet AVDs (`pl_<key>_<generation>`) in an AVD home, oldest first. */
+const fleetAvds = (avdHome: string) =>
+  readdirSync(avdHome)
+    .filter((n) => /^pl_[0-9a-f]{12}_\d+\.avd$/.test(n))
+    .sort();
+
+/** A process id nothing runs under (above Linux's largest pid). */
+const DEAD_PID = '99999999';
+
+describe('golden snapshots across server runs', () => {
+  it("clears the lock a killed host left in a reused golden, instead of failing every boot as 'busy'", async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '300' } });
+    await sdk.startAdbServer();
+    const first = await backendOn(sdk);
+    try {
+      await (await first.boot()).shutdown({ saveTo: null });
+    } finally {
+      await first.backend.close();
+    }
+    const [fleet] = fleetAvds(first.avdHome);
+    // The host died while an emulator held the golden AVD read-write.
+    writeFileSync(join(first.avdHome, fleet!, 'multiinstance.lock'), DEAD_PID);
+
+    const second = await backendOn(sdk, { workDir: first.workDir });
+    try {
+      const phone = await second.boot();
+      expect(phone.startupSource).toBe('snapshot');
+      await phone.shutdown({ saveTo: null });
+      expect(second.lines.filter((l) => l.includes('golden snapshot made'))).toEqual([]);
+      expect(second.lines.some((l) => l.includes('removed lock files'))).toBe(true);
+      expect(existsSync(join(first.avdHome, fleet!, 'multiinstance.lock'))).toBe(false);
+    } finally {
+      await second.backend.close();
+      rmSync(first.workDir, { recursive: true, force: true });
+    }
+  });
+
+  it('never reuses a golden cut short, and removes leftovers no live process owns', async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '300' } });
+    await sdk.startAdbServer();
+    const first = await backendOn(sdk);
+    try {
+      await (await first.boot()).shutdown({ saveTo: null });
+    } finally {
+      await first.backend.close();
+    }
+    const avdHome = first.avdHome;
+    const [made] = fleetAvds(avdHome);
+    const key = /^pl_([0-9a-f]{12})_/.exec(made!)![1]!;
+    const leftover = (name: string, owner: string | null, golden = false) => {
+      const dir = join(avdHome, `${name}.avd`);
+      mkdirSync(golden ? join(dir, 'snapshots', 'phonelease_golden') : dir, { recursive: true });
+      copyFileSync(join(sdk.avdDir('test_phone'), 'config.ini'), join(dir, 'config.ini'));
+      if (owner) writeFileSync(join(dir, 'phonelease-owner'), owner);
+      writeFileSync(join(avdHome, `${name}.ini`), `path=${dir}\ntarget=android-34\n`);
+    };
+    // A newer golden whose save the host did not live to finish (no completion marker).
+    leftover(`pl_${key}_7`, DEAD_PID, true);
+    leftover(`pl_${key}_8`, null, true);
+    // Leftovers of dead servers, a profile copy of a live one, and an AVD an emulator runs.
+    leftover(`pl_profile_${DEAD_PID}_1`, null);
+    leftover('pl_0123456789ab_3', DEAD_PID);
+    leftover(`pl_profile_${process.pid}_1`, null);
+    leftover('pl_feedfeedfeed_1', DEAD_PID);
+    const running = await emulator(
+      sdk,
+      ['-avd', 'pl_feedfeedfeed_1', '-port', '5576', '-read-only'],
+      /Serial number|ERROR/,
+      { ANDROID_AVD_HOME: avdHome },
+    );
+    expect(running.output()).toContain('emulator-5576');
+
+    const second = await backendOn(sdk, { workDir: first.workDir });
+    try {
+      const phone = await second.boot();
+      expect(phone.startupSource).toBe('snapshot');
+      await phone.shutdown({ saveTo: null });
+      expect(second.lines.filter((l) => l.includes('golden snapshot made'))).toEqual([]);
+      expect(
+        readdirSync(avdHome)
+          .filter((n) => n.endsWith('.avd'))
+          .sort(),
+      ).toEqual([made!, 'pl_feedfeedfeed_1.avd', `pl_profile_${process.pid}_1.avd`].sort());
+      expect(existsSync(join(avdHome, `pl_${key}_7.ini`))).toBe(false);
+    } finally {
+      await second.backend.close();
+      rmSync(first.workDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('temporary phones of the backend', () => {
+  it('makes a new golden when another instance holds the golden AVD, instead of failing', async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '300' } });
+    await sdk.startAdbServer();
+    const b = await backendOn(sdk);
+    try {
+      await (await b.boot()).shutdown({ saveTo: null });
+      const [fleet] = fleetAvds(b.avdHome);
+      writeFileSync(join(b.avdHome, fleet!, 'multiinstance.lock'), DEAD_PID);
+      const phone = await b.boot();
+      expect(phone.startupSource).toBe('snapshot');
+      await phone.shutdown({ saveTo: null });
+      expect(b.lines.filter((l) => l.includes('golden snapshot made'))).toHaveLength(2);
+      expect(fleetAvds(b.avdHome)).not.toContain(fleet);
+    } finally {
+      await b.backend.close();
+      rmSync(b.workDir, { recursive: true, force: true });
+    }
+  });
+
+  it('stops making goldens, once, when the emulator refuses the one it just saved', async () => {
+    const sdk = await fakeSdk({
+      env: { FAKE_EMULATOR_COLD_BOOT_MS: '300', FAKE_EMULATOR_REFUSE_SNAPSHOT: '1' },
+    });
+    await sdk.startAdbServer();
+    const b = await backendOn(sdk);
+    try {
+      for (let i = 0; i < 3; i++) {
+        const phone = await b.boot();
+        expect(phone.startupSource).toBe('cold');
+        await phone.shutdown({ saveTo: null });
+      }
+      expect(b.lines.filter((l) => l.includes('golden snapshot made'))).toHaveLength(1);
+      expect(b.lines.filter((l) => l.includes('cold-boot from now on'))).toHaveLength(1);
+    } finally {
+      await b.backend.close();
+      rmSync(b.workDir, { recursive: true, force: true });
+    }
+  });
+
+  it('stops the emulator making a golden when it closes, and waits for it', async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '8000' } });
+    await sdk.startAdbServer();
+    const b = await backendOn(sdk);
+    let pid = 0;
+    try {
+      const booting = b.boot().then(
+        () => null,
+        (e: unknown) => e as Error,
+      );
+      // The golden's emulator is up once its lock is in the fleet AVD.
+      await expect
+        .poll(
+          () => {
+            const [fleet] = existsSync(b.avdHome) ? fleetAvds(b.avdHome) : [];
+            const lock = fleet ? join(b.avdHome, fleet, 'multiinstance.lock') : '';
+            return lock && existsSync(lock) ? (pid = Number(readFileSync(lock, 'utf8'))) : 0;
+          },
+          { timeout: 20_000 },
+        )
+        .toBeGreaterThan(0);
+      await b.backend.close();
+      expect(processAlive(pid)).toBe(false);
+      expect(await booting).toBeInstanceOf(Error);
+      expect(fleetAvds(b.avdHome)).toEqual([]);
+    } finally {
+      if (pid && processAlive(pid)) process.kill(pid, 'SIGKILL');
+      await b.backend.close();
+      rmSync(b.workDir, { recursive: true, force: true });
+    }
+  });
+
+  it('says the ports are used up after losing the race for a port pair four times', async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_LOSE_PORT_RACE: '1' } });
+    await sdk.startAdbServer();
+    const b = await backendOn(sdk);
+    try {
+      const e = await b.boot().then(
+        () => null,
+        (err: unknown) => err as { code: string },
+      );
+      expect(e).toMatchObject({ code: 'emulator_ports_exhausted' });
+    } finally {
+      await b.backend.close();
+      rmSync(b.workDir, { recursive: true, force: true });
+    }
+  });
+
+  it('sees a refused snapshot however much the emulator prints after it', async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '300' } });
+    await sdk.startAdbServer();
+    const b = await backendOn(sdk);
+    try {
+      b.env.FAKE_EMULATOR_REFUSE_SNAPSHOT = '1';
+      b.env.FAKE_EMULATOR_BOOT_CHATTER = '200';
+      const phone = await b.boot();
+      expect(phone.startupSource).toBe('cold');
+      expect(b.lines.some((l) => l.includes('refused the golden snapshot; this phone cold-booted'))).toBe(
+        true,
+      );
+      await phone.shutdown({ saveTo: null });
+    } finally {
+      await b.backend.close();
+      rmSync(b.workDir, { recursive: true, force: true });
+    }
   });
 });
 

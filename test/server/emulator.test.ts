@@ -84,6 +84,8 @@ describe('temporary emulator phones', () => {
     try {
       expect((await adb.adb('shell', 'getprop sys.boot_completed')).trim()).toBe('1');
       expect(await adb.adb('shell', 'service list')).toMatch(/\twindow: /);
+      // Its golden was saved after the cold boot's lock screen was dismissed.
+      expect(await adb.adb('exec-out', 'uiautomator dump /dev/tty')).not.toContain('keyguard');
     } finally {
       await adb.close();
     }
@@ -117,6 +119,13 @@ describe('temporary emulator phones', () => {
       setEnv({ FAKE_EMULATOR_REFUSE_SNAPSHOT: undefined });
     }
     expect(logs.some((l) => l.includes('refused the golden snapshot; this phone cold-booted'))).toBe(true);
+    // A cold-booted phone is handed out unlocked.
+    const adb = await connectAdb(t.api, sid);
+    try {
+      expect(await adb.adb('exec-out', 'uiautomator dump /dev/tty')).not.toContain('keyguard');
+    } finally {
+      await adb.close();
+    }
     await end(sid);
     // The next phone makes the next generation, and the refused one is removed.
     await end(await readySession());

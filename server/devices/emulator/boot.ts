@@ -3,6 +3,11 @@
  * the boot animation has stopped (or never ran), and `service list` includes the activity,
  * package and window services. The property alone is not enough: a snapshot restore comes
  * back with it already 1 while the framework is still coming up.
+ *
+ * A cold boot comes up behind the keyguard; CI runners dismiss it with `input keyevent 82`
+ * (MENU, which dismisses the swipe keyguard an AVD has) once the phone has booted. A phone
+ * loaded from a snapshot shows what was saved, so a golden saved after the dismissal starts
+ * unlocked, and a phone restored with an app in front must not get a stray MENU key.
  */
 import { runTool, type Sdk } from './sdk.js';
 
@@ -62,4 +67,9 @@ export async function waitForBoot(
       signal.addEventListener('abort', done, { once: true });
     });
   }
+}
+
+/** Dismisses the keyguard of a phone that has just cold-booted (as AER does). */
+export async function dismissKeyguard(sdk: Sdk, serial: string): Promise<void> {
+  await runTool(sdk.adb, ['-s', serial, 'shell', 'input keyevent 82'], sdk.env, { timeoutMs: 30_000 });
 }

@@ -5,8 +5,11 @@
  * - Temporary phones start read-only from a golden snapshot of a private copy of the base
  *   AVD (snapshots.ts): `-read-only -no-snapshot-save -snapshot phonelease_golden`, about a
  *   second on a real host instead of a 12-28 s cold boot. When the emulator refuses the
- *   golden, that phone cold-boots (said in the log) and the next boot makes a new golden.
- *   They are killed after use, never reset and reused.
+ *   golden, that phone cold-boots (said in the log) and the next boot makes a new golden;
+ *   when it refuses one it has just saved, temporary phones cold-boot for the rest of the
+ *   run. They are killed after use, never reset and reused.
+ * - A cold-booted phone has its lock screen dismissed (`input keyevent 82`, as CI runners
+ *   do) before it is handed out or a golden is saved from it (boot.ts).
  * - Profile phones run their own AVD directory, read-write, saved with a console snapshot at
  *   the end of each session and loaded at the next start (profiles.ts).
  * - Each emulator gets an explicit console port in 5554-5584, where the adb server finds it
@@ -21,12 +24,12 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { PhoneBootError, type BootRequest, type DeviceBackend, type DeviceLogger } from '../types.js';
 import { readAvd, removeAvd, removeStaleLocks, type Avd } from './avd.js';
-import { waitForBoot } from './boot.js';
+import { dismissKeyguard, waitForBoot } from './boot.js';
 import { consoleCommand } from './console.js';
 import { emulatorCapacity } from './capacity.js';
 import { EmulatorPhone } from './phone.js';
-import { PortPool } from './ports.js';
-import { EmulatorProcess, SNAPSHOT_REFUSED, emulatorArgs, type LaunchPlan } from './process.js';
+import { PortPool, portsExhausted } from './ports.js';
+import { EmulatorProcess, emulatorArgs, type LaunchPlan } from './process.js';
 import { prepareProfileAvd } from './profiles.js';
 import { FleetAvds, GOLDEN_SNAPSHOT, goldenKey, type FleetAvd } from './snapshots.js';
 import {
@@ -73,6 +76,10 @@ interface Launched {
   consolePort: number;
   /** The emulator cold-booted instead of loading the snapshot it was given. */
   refused: boolean;
+  /** It cold-booted: it was given no snapshot, or refused the one it was given. */
+  cold: boolean;
+  /** It cold-booted and its lock screen could not be dismissed. */
+  locked: boolean;
 }
 
 export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBackend {
@@ -134,12 +141,16 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
       make: async (avd, signal) => {
         const launched = await launch(childSdk, { avd, readOnly: false, snapshot: null }, signal);
         try {
-          await consoleCommand(launched.consolePort, tokenPath, `avd snapshot save ${GOLDEN_SNAPSHOT}`);
+          if (launched.locked) throw new Error('the golden phone could not be unlocked; nothing was saved');
+          await consoleCommand(launched.consolePort, tokenPath, `avd snapshot save ${GOLDEN_SNAPSHOT}`, {
+            signal,
+          });
         } finally {
           await stop(launched);
         }
       },
     });
+    await fleets.open();
     return { sdk: childSdk, base, target, fleets };
   };
 
@@ -182,12 +193,30 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
       void proc.exited.then(() => waiting.abort(new Error('exited')));
       try {
         await waitForBoot(sdk, `emulator-${consolePort}`, waiting.signal);
-        return { proc, consolePort, refused: plan.snapshot !== null && proc.saw(SNAPSHOT_REFUSED) };
+        const refused = plan.snapshot !== null && proc.snapshotRefused;
+        const cold = plan.snapshot === null || refused;
+        // Before the golden is saved from it or anyone sees it: nobody is there to unlock it.
+        // A phone that stays locked still works (its user can swipe it open); a golden does not.
+        const locked =
+          cold &&
+          (await dismissKeyguard(sdk, `emulator-${consolePort}`).then(
+            () => false,
+            (error: unknown) => {
+              log.warn('could not dismiss the lock screen after a cold boot', {
+                serial: `emulator-${consolePort}`,
+                error: String(error).split('\n')[0],
+              });
+              return true;
+            },
+          ));
+        return { proc, consolePort, refused, cold, locked };
       } catch (error) {
         if (proc.hasExited) {
           ports.release(consolePort);
           const exit = await proc.exited;
-          if (proc.lostPortRace() && attempt < PORT_ATTEMPTS) {
+          if (proc.lostPortRace()) {
+            // Other programs keep taking the pairs we find free: as good as none free.
+            if (attempt >= PORT_ATTEMPTS) throw portsExhausted();
             tried.add(consolePort);
             continue;
           }
@@ -229,30 +258,36 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
   };
 
   const bootTemporary = async (s: Setup, request: BootRequest): Promise<EmulatorPhone> => {
-    const fleet: FleetAvd = await s.fleets.ensure(request.signal);
-    s.fleets.started(fleet);
-    let launched: Launched;
-    try {
-      launched = await launch(
-        s.sdk,
-        { avd: fleet.name, readOnly: true, snapshot: GOLDEN_SNAPSHOT },
-        request.signal,
-      );
-    } catch (error) {
-      s.fleets.ended(fleet);
-      throw error;
-    }
-    if (launched.refused) {
-      request.log.warn('the emulator refused the golden snapshot; this phone cold-booted', {
-        session: request.sessionId,
-        emulator_said: launched.proc.tail(3),
+    for (let attempt = 1; ; attempt++) {
+      const fleet: FleetAvd = await s.fleets.ensure(request.signal);
+      const snapshot = s.fleets.coldBootsOnly ? null : GOLDEN_SNAPSHOT;
+      s.fleets.started(fleet);
+      let launched: Launched;
+      try {
+        launched = await launch(s.sdk, { avd: fleet.name, readOnly: true, snapshot }, request.signal);
+      } catch (error) {
+        s.fleets.ended(fleet);
+        // Only our read-only phones run on a fleet AVD, and they do not block each other: a
+        // writer's lock there is stale (a host killed mid-save) or not ours. A new fleet AVD
+        // gets this phone and the next ones going instead of failing every boot.
+        if (error instanceof PhoneBootError && error.code === 'emulator_avd_busy' && attempt === 1) {
+          s.fleets.busy(fleet);
+          continue;
+        }
+        throw error;
+      }
+      if (launched.refused) {
+        request.log.warn('the emulator refused the golden snapshot; this phone cold-booted', {
+          session: request.sessionId,
+          emulator_said: launched.proc.tail(3),
+        });
+        s.fleets.refused(fleet);
+      } else if (snapshot) s.fleets.loaded(fleet);
+      return phoneFor(s, launched, null, async () => {
+        ports.release(launched.consolePort);
+        s.fleets.ended(fleet);
       });
-      s.fleets.refused(fleet);
     }
-    return phoneFor(s, launched, null, async () => {
-      ports.release(launched.consolePort);
-      s.fleets.ended(fleet);
-    });
   };
 
   const bootProfile = async (s: Setup, request: BootRequest, restoreFrom: string): Promise<EmulatorPhone> => {
@@ -304,7 +339,7 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
         tokenPath,
         label,
         screen,
-        startupSource: launched.refused ? 'cold' : 'snapshot',
+        startupSource: launched.cold ? 'cold' : 'snapshot',
         profileAvdDir,
         release: async () => {
           phones.delete(phone);
@@ -348,6 +383,9 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
     },
     async close() {
       closed = true;
+      // A golden being made runs an emulator no phone owns: stop it and wait for it to end.
+      const s = await setup?.catch(() => null);
+      await s?.fleets.close();
       await Promise.all([...phones].map((p) => p.shutdown({ saveTo: null }).catch(() => undefined)));
     },
   };

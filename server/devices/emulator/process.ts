@@ -32,27 +32,40 @@ export function emulatorArgs(plan: LaunchPlan): string[] {
 export const SNAPSHOT_REFUSED = /Failed to load snapshot/;
 const PORT_TAKEN = /too many emulator instances are running/;
 
+/** The last output kept for errors and logs; the facts the backend acts on are latched per line. */
+const KEPT_OUTPUT = 8000;
+
 export class EmulatorProcess {
   private output = '';
   private readonly watchers = new Set<(line: string) => void>();
+  /**
+   * Set from each output line as it comes, so a chatty boot (a real one prints hundreds of
+   * lines) cannot push the fact out of the kept tail before the backend looks.
+   */
+  private refusedSnapshot = false;
+  private portTaken = false;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private exitedNow = false;
 
   private constructor(readonly child: ChildProcess) {
-    let partial = '';
-    const onData = (chunk: Buffer) => {
-      const text = chunk.toString('utf8');
-      this.output = (this.output + text).slice(-8000);
-      partial += text;
-      let nl: number;
-      while ((nl = partial.indexOf('\n')) >= 0) {
-        const line = partial.slice(0, nl);
-        partial = partial.slice(nl + 1);
-        for (const w of this.watchers) w(line);
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
+    // Lines are cut per stream: stdout and stderr chunks interleave.
+    for (const stream of [child.stdout, child.stderr]) {
+      let partial = '';
+      stream?.on('data', (chunk: Buffer) => {
+        const text = chunk.toString('utf8');
+        this.output = (this.output + text).slice(-KEPT_OUTPUT);
+        partial += text;
+        let nl: number;
+        while ((nl = partial.indexOf('\n')) >= 0) {
+          this.line(partial.slice(0, nl));
+          partial = partial.slice(nl + 1);
+        }
+      });
+      stream?.on('end', () => {
+        if (partial) this.line(partial);
+        partial = '';
+      });
+    }
     this.exited = new Promise((resolve) => {
       child.once('error', (error) => {
         this.output += `\n${error.message}`;
@@ -64,6 +77,12 @@ export class EmulatorProcess {
         resolve({ code, signal });
       });
     });
+  }
+
+  private line(line: string): void {
+    if (SNAPSHOT_REFUSED.test(line)) this.refusedSnapshot = true;
+    if (PORT_TAKEN.test(line)) this.portTaken = true;
+    for (const w of this.watchers) w(line);
   }
 
   static spawn(emulator: string, args: string[], env: Environment): EmulatorProcess {
@@ -88,8 +107,9 @@ export class EmulatorProcess {
     this.watchers.add(listener);
   }
 
-  saw(pattern: RegExp): boolean {
-    return pattern.test(this.output);
+  /** True once it said it could not load the snapshot it was given (and cold-booted). */
+  get snapshotRefused(): boolean {
+    return this.refusedSnapshot;
   }
 
   kill(signal: NodeJS.Signals = 'SIGKILL'): void {
@@ -98,7 +118,7 @@ export class EmulatorProcess {
 
   /** True when it aborted because its port was taken between our check and its bind. */
   lostPortRace(): boolean {
-    return this.saw(PORT_TAKEN);
+    return this.portTaken;
   }
 
   /** The public failure for an emulator that stopped while starting, in its own words. */

@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
 import { readFile, readdir, writeFile, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { copyAvdDir, removeAvd, writeAvdIni } from './avd.js';
-import { GOLDEN_SNAPSHOT } from './snapshots.js';
+import { BOOKKEEPING_FILES, GOLDEN_SNAPSHOT } from './snapshots.js';
 import { PhoneBootError } from '../types.js';
 
 export const PROFILE_SNAPSHOT = 'phonelease_profile';
@@ -75,7 +75,10 @@ export async function prepareProfileAvd(options: {
   await removeAvd(options.avdHome, options.name, dir);
   const saved = options.restoreFrom ? await readSave(options.restoreFrom) : null;
   if (saved) await copyAvdDir(join(options.restoreFrom, 'avd'), dir);
-  else await copyAvdDir((await options.fresh()).dir, dir, { skip: (n) => n === 'hardware-qemu.ini' });
+  else
+    await copyAvdDir((await options.fresh()).dir, dir, {
+      skip: (n) => n === 'hardware-qemu.ini' || BOOKKEEPING_FILES.has(n),
+    });
   await writeAvdIni(options.avdHome, options.name, dir, options.target);
   return { name: options.name, dir, snapshot: saved ? saved.snapshot : GOLDEN_SNAPSHOT, fresh: !saved };
 }

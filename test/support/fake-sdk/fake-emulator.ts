@@ -14,6 +14,12 @@
  *   FAKE_EMULATOR_REFUSE_SNAPSHOT   `1`: every snapshot load is refused (cold boot instead)
  *   FAKE_EMULATOR_CRASH_AFTER_MS    the process dies (SIGKILL) this long after its boot
  *   FAKE_EMULATOR_VERSION           the emulator build it reports (default 35.2.10.0)
+ *   FAKE_EMULATOR_LOSE_PORT_RACE    `1`: another program takes the console port between the
+ *                                   caller's check and this emulator's bind, every time
+ *   FAKE_EMULATOR_BOOT_CHATTER      lines of output a boot prints after choosing what to load
+ *                                   (a real boot prints hundreds; default 0)
+ *   FAKE_EMULATOR_SNAPSHOT_SAVE_MS  how long a console `avd snapshot save` takes, silent until
+ *                                   its OK as a real save of GBs of RAM is (default 0)
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -24,6 +30,7 @@ import type { DeviceLogger } from '../../../server/devices/types.js';
 import { VirtualPhone } from '../../../server/devices/virtual/phone.js';
 import { buildSystemImage } from '../../../server/devices/virtual/system-image.js';
 import { createCommandTable } from '../../../server/devices/virtual/shell/commands/index.js';
+import { Keyguard } from './keyguard.js';
 
 const DEFAULT_VERSION = '35.2.10.0';
 const BUILD_ID = '12414864';
@@ -282,7 +289,8 @@ export async function main(argv: string[]): Promise<number> {
   }
 
   const guest = new Guest(avdDir, o, o.avd);
-  const consoleServer = await listen(consolePort, (s) => guest.console(s));
+  const consoleServer =
+    env('FAKE_EMULATOR_LOSE_PORT_RACE') === '1' ? null : await listen(consolePort, (s) => guest.console(s));
   const adbServer = consoleServer ? await listen(adbPort, (s) => guest.forward(s)) : null;
   if (!consoleServer || !adbServer) {
     consoleServer?.close();
@@ -313,6 +321,8 @@ function registerWithAdbServer(adbPort: number): void {
 
 class Guest {
   private phone: VirtualPhone | null = null;
+  /** The lock screen in front of the phone (keyguard.ts); a snapshot keeps its state. */
+  private keyguard: Keyguard | null = null;
   /** Connections to the adb port that wait for the guest's adbd (adb shows `offline`). */
   private readonly waiting: net.Socket[] = [];
   private adbdUp = false;
@@ -379,6 +389,8 @@ class Guest {
   async boot(): Promise<void> {
     if (this.o.wipeData && !this.o.readOnly) rmSync(this.disk, { recursive: true, force: true });
     const snapshot = this.chooseSnapshot();
+    const chatter = numberEnv('FAKE_EMULATOR_BOOT_CHATTER', 0);
+    for (let i = 1; i <= chatter; i++) say('INFO', `boot progress ${i}/${chatter}: ${'.'.repeat(72)}`);
     const started = Date.now();
     const total = snapshot
       ? numberEnv('FAKE_EMULATOR_SNAPSHOT_LOAD_MS', 300)
@@ -400,6 +412,8 @@ class Guest {
       props.set('sys.boot_completed', '');
       props.set('dev.bootcomplete', '');
     }
+    // A cold boot comes up locked; a snapshot as it was saved.
+    this.keyguard = Keyguard.install(phone.device.ui, snapshot ? this.savedKeyguard(snapshot) : true);
     // A restored snapshot already says boot_completed=1 (the reference's trap): only the boot
     // animation and the services tell that the framework is back.
     props.set('init.svc.bootanim', 'running');
@@ -471,8 +485,20 @@ class Guest {
     const dir = this.snapshotDir(name);
     rmSync(dir, { recursive: true, force: true });
     await this.phone!.saveState(dir);
-    writeFileSync(join(dir, 'snapshot.pb'), JSON.stringify(snapshotKey(this.avdDir, this.o)));
+    const keyguard = this.keyguard?.showing ? 'showing' : 'dismissed';
+    writeFileSync(
+      join(dir, 'snapshot.pb'),
+      JSON.stringify({ ...snapshotKey(this.avdDir, this.o), keyguard }),
+    );
     writeFileSync(join(dir, 'hardware.ini'), readFileSync(join(this.avdDir, 'config.ini')));
+  }
+
+  /** Whether the lock screen showed when `name` was saved. */
+  private savedKeyguard(name: string): boolean {
+    const saved = JSON.parse(readFileSync(join(this.snapshotDir(name), 'snapshot.pb'), 'utf8')) as {
+      keyguard?: string;
+    };
+    return saved.keyguard === 'showing';
   }
 
   /** The console: the reference's line protocol, token and replies. */
@@ -558,8 +584,10 @@ class Guest {
         return send("KO: bad sub-command, try 'help avd snapshot'");
       if (this.o.readOnly) return send('KO: Snapshot save is disabled because "-read-only" was specified');
       try {
-        if (verb === 'save') await this.saveSnapshot(name);
-        else if (verb === 'delete') rmSync(this.snapshotDir(name), { recursive: true, force: true });
+        if (verb === 'save') {
+          await sleep(numberEnv('FAKE_EMULATOR_SNAPSHOT_SAVE_MS', 0));
+          await this.saveSnapshot(name);
+        } else if (verb === 'delete') rmSync(this.snapshotDir(name), { recursive: true, force: true });
         else if (!existsSync(join(this.snapshotDir(name), 'snapshot.pb')))
           return send(`KO: Snapshot '${name}' does not exist`);
         else await this.reload(name);
@@ -582,6 +610,7 @@ class Guest {
       restoreFrom: this.snapshotDir(name),
     });
     await phone.start();
+    this.keyguard = Keyguard.install(phone.device.ui, this.savedKeyguard(name));
     this.phone = phone;
     await old?.shutdown({ saveTo: null });
   }
