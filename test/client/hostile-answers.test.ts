@@ -21,7 +21,7 @@ import {
   summarizeBody,
   DEFAULT_RETRY,
 } from '../../src/index.js';
-import { recordingLogger, tempDir } from './helpers.js';
+import { eventually, recordingLogger, tempDir } from './helpers.js';
 
 interface Seen {
   method: string;
@@ -272,4 +272,42 @@ describe("the gist of a page that is not the API's", () => {
     expect(gist).not.toContain(secret.slice(0, 8));
     expect(gist).toContain('[redacted]');
   });
+});
+
+describe('an end whose cleanup stays pending', () => {
+  it('is handed to the reaper, which asks again until the cleanup is confirmed', async () => {
+    const id = 'ses_pending1';
+    let handedBack = false;
+    let deletesAfterEnd = 0;
+    const { url } = await scripted((req, res) => {
+      if (isCreate(req)) return json(res, 202, { id, state: 'ready', provider: 'fake', created_at: 1 });
+      if (req.path.startsWith('/sessions/requests/')) {
+        const key = decodeURIComponent(req.path.split('/')[3]!.split('?')[0]!);
+        // Cleanup is confirmed only once the lease has given up waiting for it.
+        return json(res, 200, {
+          id,
+          request_key: key,
+          provider: 'fake',
+          state: 'closing',
+          cleanup_complete: handedBack,
+          cleanup_pending: !handedBack,
+        });
+      }
+      if (req.method === 'DELETE') {
+        if (handedBack) deletesAfterEnd++;
+        return json(res, 202, { id, released: false, cleanup_pending: true });
+      }
+      json(res, 200, { id, state: 'ready', provider: 'fake', created_at: 1 });
+    });
+    const leased = await leasePhone({ ...lease(url), reaper: true });
+    const ended = await leased.end();
+    handedBack = true;
+    expect(ended.outcome).toBe('cleanup_pending');
+    expect(ended.handedToReaper).toBe(true);
+    // The reaper, a process of its own, sends the DELETE again and reads the confirmation.
+    await eventually(
+      async () => deletesAfterEnd,
+      (n) => n > 0,
+    );
+  }, 40_000);
 });
