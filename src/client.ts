@@ -109,6 +109,8 @@ interface RequestSpec {
   binary?: boolean;
   timeoutMs?: number;
   call?: CallOptions;
+  /** An empty 2xx is fine: the caller reads nothing of it (a tap; a provider may answer 204). */
+  emptyOk?: boolean;
   /** The shape a 2xx answer must have, named for the message when it has not. */
   expect?: { what: string; check(body: unknown): boolean };
 }
@@ -333,6 +335,7 @@ export class PhoneSessionClient {
       path: `/sessions/${enc(sid)}/ops/input.tap`,
       body: { x, y },
       idempotent: false,
+      emptyOk: true,
       call: options,
     });
   }
@@ -342,6 +345,7 @@ export class PhoneSessionClient {
       method: 'POST',
       path: `/sessions/${enc(sid)}/ops/nav.home`,
       idempotent: false,
+      emptyOk: true,
       call: options,
     });
   }
@@ -451,6 +455,7 @@ export class PhoneSessionClient {
   async #json<T>(spec: RequestSpec): Promise<T> {
     const answer = await this.#send(spec);
     const text = answer.data.toString('utf8');
+    if (spec.emptyOk && text.trim() === '') return undefined as T;
     let body: unknown;
     let parsed = false;
     if (text.trim() !== '') {

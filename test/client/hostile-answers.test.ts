@@ -227,6 +227,13 @@ describe('answers from something else at the address', () => {
     );
   });
 
+  it('takes an empty 2xx for a tap, whose answer nobody reads', async () => {
+    const { url } = await scripted((req, res) => void res.writeHead(204).end());
+    const client = new PhoneSessionClient({ baseUrl: url, apiKey: 'pck_test1234567890' });
+    await expect(client.tap('ses_1', 1, 2)).resolves.toBeUndefined();
+    await expect(client.me()).rejects.toBeInstanceOf(ConfigurationError);
+  });
+
   it('never follows a redirect: names where it goes (without its query) and keeps the key home', async () => {
     const other = await scripted((req, res) => json(res, 200, []));
     const { url, seen } = await scripted((req, res) => {
