@@ -24,7 +24,14 @@ import {
   type Session,
   type ViewerCapability,
 } from './api/schemas.js';
-import { CONNECT_FAILURE_CODES, ConfigurationError, ConnectionError, errorFromResponse } from './errors.js';
+import {
+  CONNECT_FAILURE_CODES,
+  ConfigurationError,
+  ConnectionError,
+  errorFromResponse,
+  redirected,
+  unexpectedSuccess,
+} from './errors.js';
 import { mayRetry, retryPolicy, withRetry, type RetryOptions, type RetryPolicy } from './retry.js';
 import { newRequestId } from './util/ids.js';
 import { createDebug } from './util/log.js';
@@ -43,6 +50,8 @@ export interface FetchInitLike {
   headers: Record<string, string>;
   body?: string;
   signal: AbortSignal;
+  /** Always 'manual': a redirect is a configuration error, never followed (see #attempt). */
+  redirect: 'manual';
 }
 
 /** Any fetch: undici's (the default), the global one, or a test double. */
@@ -100,6 +109,28 @@ interface RequestSpec {
   binary?: boolean;
   timeoutMs?: number;
   call?: CallOptions;
+  /** An empty 2xx is fine: the caller reads nothing of it (a tap; a provider may answer 204). */
+  emptyOk?: boolean;
+  /** The shape a 2xx answer must have, named for the message when it has not. */
+  expect?: { what: string; check(body: unknown): boolean };
+}
+
+/** What a session (POST /sessions, GET /sessions/{sid}) or a create receipt always has. */
+const SESSION_SHAPE = {
+  what: 'a session (JSON with an id and a state)',
+  check: (body: unknown): boolean =>
+    typeof body === 'object' &&
+    body !== null &&
+    typeof (body as { id?: unknown }).id === 'string' &&
+    typeof (body as { state?: unknown }).state === 'string',
+};
+
+interface Answer {
+  data: Buffer;
+  contentType: string;
+  status: number;
+  requestId: string;
+  what: string;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -193,6 +224,8 @@ export class PhoneSessionClient {
       headers: key ? { 'idempotency-key': key } : {},
       // Without a key, sending a create whose outcome is unknown again can start a second phone.
       idempotent: Boolean(key),
+      // An answer without a session id is an unknown outcome (the lease asks the receipt).
+      expect: SESSION_SHAPE,
       call: options,
     });
   }
@@ -213,6 +246,7 @@ export class PhoneSessionClient {
       path: `/sessions/${enc(sid)}`,
       query: { wait: wait || undefined },
       idempotent: true,
+      expect: SESSION_SHAPE,
       timeoutMs: this.#timeoutMs + (wait ?? 0) * 1000,
       call: options,
     });
@@ -234,6 +268,7 @@ export class PhoneSessionClient {
       method: 'GET',
       path: `/sessions/requests/${enc(requestKey)}`,
       idempotent: true,
+      expect: SESSION_SHAPE,
       call: options,
     });
   }
@@ -300,6 +335,7 @@ export class PhoneSessionClient {
       path: `/sessions/${enc(sid)}/ops/input.tap`,
       body: { x, y },
       idempotent: false,
+      emptyOk: true,
       call: options,
     });
   }
@@ -309,6 +345,7 @@ export class PhoneSessionClient {
       method: 'POST',
       path: `/sessions/${enc(sid)}/ops/nav.home`,
       idempotent: false,
+      emptyOk: true,
       call: options,
     });
   }
@@ -411,9 +448,36 @@ export class PhoneSessionClient {
   // -------------------------------------------------------------------------------------
   // The HTTP exchange
 
+  /**
+   * A JSON answer. Every 2xx of the API is JSON (of the expected shape, where the spec
+   * names one): anything else comes from another program at the address, and says so.
+   */
   async #json<T>(spec: RequestSpec): Promise<T> {
-    const { data } = await this.#send(spec);
-    return (data.length === 0 ? undefined : JSON.parse(data.toString('utf8'))) as T;
+    const answer = await this.#send(spec);
+    const text = answer.data.toString('utf8');
+    if (spec.emptyOk && text.trim() === '') return undefined as T;
+    let body: unknown;
+    let parsed = false;
+    if (text.trim() !== '') {
+      try {
+        body = JSON.parse(text);
+        parsed = true;
+      } catch {
+        // not JSON: reported below
+      }
+    }
+    if (!parsed || (spec.expect && !spec.expect.check(body))) {
+      throw unexpectedSuccess({
+        status: answer.status,
+        body: parsed ? body : text,
+        requestId: answer.requestId,
+        what: answer.what,
+        service: this.baseUrl,
+        contentType: answer.contentType,
+        expected: spec.expect?.what ?? 'JSON',
+      });
+    }
+    return body as T;
   }
 
   async #image(spec: RequestSpec): Promise<Image> {
@@ -421,7 +485,7 @@ export class PhoneSessionClient {
     return { data, contentType };
   }
 
-  #send(spec: RequestSpec): Promise<{ data: Buffer; contentType: string }> {
+  #send(spec: RequestSpec): Promise<Answer> {
     const policy = spec.call?.retry === undefined ? this.#retry : retryPolicy(spec.call.retry);
     return withRetry(() => this.#attempt(spec), {
       policy,
@@ -434,7 +498,7 @@ export class PhoneSessionClient {
     });
   }
 
-  async #attempt(spec: RequestSpec): Promise<{ data: Buffer; contentType: string }> {
+  async #attempt(spec: RequestSpec): Promise<Answer> {
     const requestId = newRequestId();
     const url = new URL(this.baseUrl + spec.path);
     for (const [k, v] of Object.entries(spec.query ?? {}))
@@ -466,6 +530,7 @@ export class PhoneSessionClient {
         headers,
         ...(body !== undefined ? { body } : {}),
         signal,
+        redirect: 'manual',
       });
       status = res.status;
       data = Buffer.from(await res.arrayBuffer());
@@ -497,10 +562,23 @@ export class PhoneSessionClient {
         : `<${data.length} bytes ${contentType}>`;
       this.#debug(`<- ${status} ${what} ${requestId} ${ms}ms ${shown}`);
     }
-    if (status >= 200 && status < 300) return { data, contentType };
+    if (status >= 200 && status < 300) return { data, contentType, status, requestId, what };
+    if (status >= 300 && status < 400) {
+      throw redirected({
+        status,
+        body: null,
+        location: res.headers.get('location'),
+        url: url.href,
+        requestId,
+        what,
+        service: this.baseUrl,
+      });
+    }
 
     let parsed: unknown = data.toString('utf8');
-    if (contentType.includes('json')) {
+    // The API's errors are JSON; one sent without a JSON content type (a proxy rewrote it,
+    // an older server) is still read as JSON when it looks like it.
+    if (contentType.includes('json') || (parsed as string).trimStart().startsWith('{')) {
       try {
         parsed = JSON.parse(parsed as string);
       } catch {

@@ -88,8 +88,7 @@ export class PhoneleaseError extends Error {
     this.retry = options.retry ?? (isErrorCode(code) ? ERROR_REGISTRY[code].retry : 'never');
     this.retryable = this.retry !== 'never';
     this.body = options.body;
-    const fromBody = options.body?.retry_after_seconds;
-    this.retryAfterMs = options.retryAfterMs ?? (typeof fromBody === 'number' ? fromBody * 1000 : null);
+    this.retryAfterMs = options.retryAfterMs ?? waitOfSeconds(options.body?.retry_after_seconds);
     this.sessionId = options.sessionId ?? null;
     this.requestKey = options.requestKey ?? null;
   }
@@ -239,7 +238,7 @@ export class PhonesBusyError extends PhoneleaseError {
   constructor(message: string, options: PhoneleaseErrorOptions = {}) {
     super(ERROR_CODES.phonesBusy, message, {
       ...options,
-      retryAfterMs: options.retryAfterMs ?? (options.body?.retry_after_seconds ?? 1) * 1000,
+      retryAfterMs: options.retryAfterMs ?? waitOfSeconds(options.body?.retry_after_seconds) ?? 1000,
     });
   }
 }
@@ -395,13 +394,27 @@ export interface ErrorResponse {
   contentType?: string;
 }
 
-/** Retry-After in ms: delta-seconds or an HTTP date; null when absent or unreadable. */
+/**
+ * A wait the server asked for, in whole seconds, as ms; null for anything that is not a
+ * positive whole number. A wait of 0 (or less, or a fraction) would make a retry loop send
+ * back to back, so it counts as no advice at all: the caller's backoff applies.
+ */
+export function waitOfSeconds(seconds: unknown): number | null {
+  return typeof seconds === 'number' && Number.isSafeInteger(seconds) && seconds > 0 ? seconds * 1000 : null;
+}
+
+/**
+ * Retry-After in ms: delta-seconds or an HTTP date; null when absent, unreadable, or no wait
+ * at all (0, a past date). Only a text that looks like a date is read as one: Date.parse
+ * takes "-1" or "1.5" for a day in 2001.
+ */
 export function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | null {
   if (!value) return null;
   const trimmed = value.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  if (/^\d+$/.test(trimmed)) return waitOfSeconds(Number(trimmed));
+  if (!/^[A-Za-z]{3,9},? /.test(trimmed)) return null;
   const at = Date.parse(trimmed);
-  return Number.isNaN(at) ? null : Math.max(0, at - now);
+  return Number.isNaN(at) || at <= now ? null : at - now;
 }
 
 /** The class of every API code: adding a code to the registry without a class does not compile. */
@@ -464,10 +477,17 @@ function jsonGist(body: object): string {
 
 const SUMMARY_MAX = 100;
 
+/** The character of a numeric entity (&#95; or &#x5f;); a code point that is none stays as text. */
+function fromCodePoint(entity: string, code: number): string {
+  return Number.isInteger(code) && code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : entity;
+}
+
 /**
  * A short plain-text gist of a body that is not the API's, for a message: the text of an
  * HTML page (no tags, scripts or styles), or the start of a text or JSON body, whitespace
- * collapsed, cut at SUMMARY_MAX characters. Never the page itself.
+ * collapsed, cut at SUMMARY_MAX characters. Never the page itself. Entities are decoded
+ * and secrets redacted before the cut: `pck&#95;...` is a key, and a cut inside a secret
+ * would leave its start for anyone to read.
  */
 export function summarizeBody(body: unknown): string {
   let text =
@@ -482,16 +502,19 @@ export function summarizeBody(body: unknown): string {
     text = text
       .replace(/<(script|style|head)\b[\s\S]*?<\/\1\s*>/gi, ' ')
       .replace(/<!--[\s\S]*?-->/g, ' ')
-      .replace(/<[^>]*>?/g, ' ')
-      .replace(/&nbsp;/gi, ' ')
-      .replace(/&lt;/gi, '‹')
-      .replace(/&gt;/gi, '›')
-      .replace(/&quot;/gi, '"')
-      .replace(/&#39;|&apos;/gi, "'")
-      .replace(/&amp;/gi, '&');
+      .replace(/<[^>]*>?/g, ' ');
   }
+  text = text
+    .replace(/&#x([0-9a-f]{1,6});?/gi, (entity, hex: string) => fromCodePoint(entity, parseInt(hex, 16)))
+    .replace(/&#([0-9]{1,7});?/g, (entity, dec: string) => fromCodePoint(entity, Number(dec)))
+    .replace(/&nbsp;/gi, ' ')
+    .replace(/&lt;/gi, '‹')
+    .replace(/&gt;/gi, '›')
+    .replace(/&quot;/gi, '"')
+    .replace(/&apos;/gi, "'")
+    .replace(/&amp;/gi, '&');
   // Whatever is left of markup (a stray "<" in a torn page) is not shown either.
-  text = text.replace(/[<>]/g, ' ').replace(/\s+/g, ' ').trim();
+  text = redact(text.replace(/[<>]/g, ' ').replace(/\s+/g, ' ').trim());
   return text.length > SUMMARY_MAX ? `${text.slice(0, SUMMARY_MAX - 1).trimEnd()}…` : text;
 }
 
@@ -575,8 +598,51 @@ export function errorFromResponse(res: ErrorResponse): PhoneleaseError {
     }
     return new PhoneleaseError(code, message, withBody);
   }
+  return notTheApi(answered, opts);
+}
+
+/** The error for an answer that cannot come from the phonelease API. */
+function notTheApi(answered: string, opts: PhoneleaseErrorOptions): ConfigurationError {
   return new ConfigurationError(
     `${answered}, which is not the phonelease API; check that PHONELEASE_BASE_URL (or baseUrl) points at a phonelease server.`,
     opts,
+  );
+}
+
+/**
+ * A 2xx whose body is not what the API sends (an HTML page, an empty body, JSON of another
+ * shape): another program answered, the same ConfigurationError as any answer that is not
+ * the API's. `status` stays on it, so that a create can tell that its outcome is unknown.
+ */
+export function unexpectedSuccess(res: ErrorResponse & { expected: string }): ConfigurationError {
+  const type = res.contentType?.split(';')[0]?.trim() || 'no content type';
+  const summary = summarizeBody(res.body);
+  const service = res.service ?? 'The service';
+  return notTheApi(
+    `${service} answered ${res.what ?? 'the request'} with HTTP ${res.status} (${type}${summary ? `: "${summary}"` : ', empty'}) instead of ${res.expected}`,
+    { status: res.status, requestId: res.requestId ?? null },
+  );
+}
+
+/**
+ * A redirect, which the client never follows: across origins it drops the API key (and the
+ * user is told the key is bad), and a 301 or 302 turns a create into GET /sessions.
+ * `location` is shown without its query or fragment, which may hold a token.
+ */
+export function redirected(
+  res: ErrorResponse & { location: string | null; url: string },
+): ConfigurationError {
+  let where = 'an address it did not name';
+  if (res.location) {
+    try {
+      const to = new URL(res.location, res.url);
+      where = `${to.origin}${to.pathname}`;
+    } catch {
+      where = 'an address that is not a URL';
+    }
+  }
+  return new ConfigurationError(
+    `${res.service ?? 'The service'} redirected ${res.what ?? 'the request'} (HTTP ${res.status}) to ${where}; the client does not follow redirects (they drop the API key, or turn a create into a GET). Set PHONELEASE_BASE_URL (or baseUrl) to the final address of the phonelease server.`,
+    { status: res.status, requestId: res.requestId ?? null },
   );
 }

@@ -42,8 +42,10 @@ export function retryPolicy(options: RetryOptions | false | undefined): RetryPol
 
 /**
  * The wait before retry number `retry` (0-based). With a Retry-After, the server's figure
- * (capped at maxDelayMs) plus up to 10% so that many waiting clients do not return in the
- * same millisecond. Without, "equal jitter": half the exponential step fixed, half random.
+ * (capped at maxDelayMs, and never under minDelayMs) plus up to 10% so that many waiting
+ * clients do not return in the same millisecond. Without, "equal jitter": half the
+ * exponential step fixed, half random. A Retry-After of 0 or less counts as none: a server
+ * (or a proxy) that says "now" on every answer must not turn a retry loop into a flood.
  */
 export function retryDelay(
   policy: RetryPolicy,
@@ -51,8 +53,8 @@ export function retryDelay(
   retryAfterMs: number | null,
   random: () => number = Math.random,
 ): number {
-  if (retryAfterMs !== null && retryAfterMs >= 0) {
-    const capped = Math.min(retryAfterMs, policy.maxDelayMs);
+  if (retryAfterMs !== null && retryAfterMs > 0) {
+    const capped = Math.min(Math.max(retryAfterMs, policy.minDelayMs), policy.maxDelayMs);
     return Math.min(policy.maxDelayMs, capped + capped * 0.1 * random());
   }
   const step = Math.min(policy.maxDelayMs, policy.minDelayMs * policy.factor ** retry);

@@ -124,12 +124,17 @@ export class RunLedger {
   }
 
   /**
-   * Leases that may still hold a phone: no end recorded, or an end that failed, or a start
-   * whose cleanup could not be confirmed.
+   * Leases that may still hold a phone: no end recorded, an end that failed or whose
+   * cleanup was not confirmed (the phone may still be up), or a start whose cleanup could
+   * not be confirmed.
    */
   open(): LedgerLease[] {
     return this.read().filter(
-      (l) => l.endedAt === null || l.outcome === 'failed' || l.outcome === 'start_unresolved',
+      (l) =>
+        l.endedAt === null ||
+        l.outcome === 'failed' ||
+        l.outcome === 'cleanup_pending' ||
+        l.outcome === 'start_unresolved',
     );
   }
 }

@@ -62,7 +62,9 @@ async function reap(key: string, r: Registered): Promise<EndResult> {
     log(
       `session ${result.sessionId ?? '(none)'} for key ${key.slice(0, 6)}…: ${result.outcome}${result.cleanupConfirmed ? ', cleanup confirmed' : ''}${detail}`,
     );
-    if (result.outcome !== 'failed') return result;
+    // Done once the end is confirmed; a cleanup still pending is asked about again (the
+    // DELETE is idempotent) until it is confirmed or the deadline passes.
+    if (result.outcome !== 'failed' && result.cleanupConfirmed) return result;
     const pause = Math.min(MAX_PAUSE_MS, 1000 * 2 ** round);
     if (Date.now() + pause >= r.deadline) {
       log(`gave up on key ${key.slice(0, 6)}…: its deadline has passed, so the server has ended it`);

@@ -223,8 +223,10 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
           outcome: ended.outcome,
           at: new Date().toISOString(),
         });
-        // An end that failed within its budget goes to the reaper, which keeps trying.
-        return guard.untrack(guarded, { handOver: ended.outcome === 'failed' });
+        // An end that failed within its budget, or whose cleanup was not confirmed (202
+        // cleanup_pending, still pending after the wait), goes to the reaper, which keeps
+        // trying until the cleanup is confirmed or the session's deadline passes.
+        return guard.untrack(guarded, { handOver: ended.outcome === 'failed' || !ended.cleanupConfirmed });
       },
     );
     return lease;

@@ -20,6 +20,7 @@ import type { CreateReceipt, CreateSessionBody, Session } from '../api/schemas.j
 import { MAX_WAIT_S } from '../api/schemas.js';
 import type { PhoneSessionClient } from '../client.js';
 import {
+  ConfigurationError,
   ConnectionError,
   CreateRequestRecordedError,
   NotFoundError,
@@ -179,12 +180,28 @@ async function admit(
     }
     if (!(error instanceof ConnectionError)) answered = true;
 
+    if (error instanceof ConfigurationError && error.status !== null && error.status < 300) {
+      // A 2xx that is not a session (empty, `null`, a page): something accepted the create,
+      // and it may have reached the service. Its receipt says; without one, the key's
+      // cleanup in startSession() looks for it a while longer. Never sent again: whatever
+      // answered would answer the same.
+      creates.mayHaveLanded = true;
+      const receipt = await lookUp(plan, stats);
+      if (!receipt || receipt.cleanup_complete || receipt.state === 'closing') throw error;
+      stats.recoveredFromReceipt = true;
+      logger.info(
+        `the create's answer was not a session (${messageOf(error)}); its receipt names session ${receipt.id}`,
+      );
+      return await readSession(plan, receipt.id, deadline);
+    }
+
     let delay: number;
     switch (error.retry) {
       case 'never':
-        // The service answered this key for good (a create that had landed would have been
-        // replayed instead), so nothing of this start is running.
-        if (error.body) creates.mayHaveLanded = false;
+        // The answer stands. If an earlier create's outcome was unknown, it still is: the
+        // refusal may come from a gateway in front of the service, or from a key revoked
+        // since, neither of which knows about the earlier create. mayHaveLanded stays set,
+        // so startSession() ends whatever the key made.
         throw error;
 
       case 'after_retry_after':

@@ -23,9 +23,14 @@ const PATTERNS: Array<[RegExp, string]> = [
   [/([?&;#](?:token|access_token|code|key|grant|unlock)=)[^&#\s"']+/gi, '$1[redacted]'],
   // The ADB gateway's unlock line and JSON fields that hold secrets.
   [/(UNLOCK )\S+/g, '$1[redacted]'],
-  [/("(?:code|key|url|watch_url|token)"\s*:\s*")[^"]*(")/g, '$1[redacted]$2'],
-  // Any bearer credential; a placeholder such as `Bearer pck_...` in advice stays readable.
-  [/(\bBearer )[A-Za-z0-9._~+/-]{8,}=*/gi, '$1[redacted]'],
+  [/("(?:key|url|watch_url|token)"\s*:\s*")[^"]*(")/g, '$1[redacted]$2'],
+  // A "code" field holds an unlock code or an error code: the API's error codes
+  // (session_limit, phones_busy: lower-case words) are what users need to read.
+  [/("code"\s*:\s*")(?![a-z]+(?:_[a-z]+)*")[^"]*(")/g, '$1[redacted]$2'],
+  // Any bearer credential: a token has a digit or punctuation in it, or is long. The words
+  // of a message ("Missing bearer credential") and a placeholder such as `Bearer pck_...`
+  // in advice stay readable.
+  [/(\bBearer )(?:(?=[A-Za-z]*[0-9._~+/-])[A-Za-z0-9._~+/-]{8,}|[A-Za-z]{20,})=*/gi, '$1[redacted]'],
 ];
 
 /** A run of non-space text with at least one percent escape in it. */

@@ -59,6 +59,13 @@ describe('redact', () => {
     expect(redact(advice)).toBe(advice);
   });
 
+  it.each([
+    ['an error code field', '{"error":"session limit reached","code":"session_limit"}'],
+    ['the word after "bearer" in a message', 'Missing bearer credential; send Authorization: Bearer <key>'],
+  ])('keeps %s readable', (_what, text) => {
+    expect(redact(text)).toBe(text);
+  });
+
   it('leaves text without secrets as it is', () => {
     const text = 'session ses_abc123 ready in 1.2 s on 127.0.0.1:5555';
     expect(redact(text)).toBe(text);

@@ -81,6 +81,7 @@ describe('ending', () => {
       ['k_failed', 'failed'],
       ['k_unresolved', 'start_unresolved'],
       ['k_released', 'released'],
+      ['k_pending', 'cleanup_pending'],
       ['k_start', 'start_failed'],
     ]) {
       ledger.append({ event: 'start', request_key: key!, base_url: BASE, pid: 1, at });
@@ -91,7 +92,7 @@ describe('ending', () => {
         .open()
         .map((l) => l.requestKey)
         .sort(),
-    ).toEqual(['k_failed', 'k_unresolved']);
+    ).toEqual(['k_failed', 'k_pending', 'k_unresolved']);
   });
 });
 

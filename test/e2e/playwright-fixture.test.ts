@@ -113,6 +113,35 @@ describe('phone fixture', () => {
     await expectNoLiveSessions();
   });
 
+  it('hands the phone back without the evidence a stalled ADB link cannot give, and says what was skipped', async () => {
+    const run = await runInlineTest(
+      'stalled-evidence',
+      {
+        'playwright.config.ts': config(),
+        'a.spec.ts': `
+        import { test, expect } from 'phonelease/playwright';
+        test('fails', async ({ phone }) => {
+          console.log('phone=' + phone.id);
+          // What a phone whose ADB link stalled does: the commands never answer.
+          phone.shell = () => new Promise(() => {});
+          phone.ui.treeXml = () => new Promise(() => {});
+          expect('shown').toBe('not shown');
+        });`,
+      },
+      // Without the budget, teardown waits for the fixture's own 240 s timeout.
+      { env },
+    );
+    expect(run.exitCode).toBe(1);
+    const result = run.tests[0]!.results[0]!;
+    expect(result.status).toBe('failed');
+    expect(result.attachments.map((a) => a.name)).toContain('phone-screen');
+    expect(result.attachments.map((a) => a.name)).not.toContain('phone-logcat');
+    expect(run.stderr).toMatch(/skipped phone evidence phone-ui\.xml, phone-logcat: not read within 5 s/);
+    const [id] = phoneIds(run.tests);
+    expect((await history()).get(id!)?.end_reason).toBe('released');
+    await expectNoLiveSessions();
+  }, 90_000);
+
   it('ends the phone when the test times out', async () => {
     const run = await runInlineTest(
       'timeout',

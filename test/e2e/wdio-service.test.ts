@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/util/ports.js';
+import { PhoneleaseWorkerService } from '../../fixtures/wdio/service.js';
 import { embeddedServers, type ProcessInfo } from '../support/processes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { runWdio, wdioConfig } from '../support/wdio-inline.js';
@@ -141,6 +142,35 @@ describe('per test', () => {
     expect(ids).toHaveLength(3);
     expect(await endReasons(ids)).toEqual(['released', 'released', 'released']);
     await expectNoLiveSessions();
+  });
+
+  it("scope 'test' ends the previous test's phone when moving the WebDriver session to the next one fails", async () => {
+    // In this process, hooks called as the runner calls them: the reload onto the fresh
+    // phone is what fails (Appium refused it), so no runner is needed to show it.
+    const saved = { ...process.env };
+    Object.assign(process.env, env, { PHONELEASE_RUN_ID: `reload-${Date.now()}` });
+    try {
+      const service = new PhoneleaseWorkerService({ scope: 'test', progress: false });
+      await service.beforeSession({} as never, {}, ['specs/reload.e2e.ts'], '0-0');
+      const first = service.phone;
+      expect(first).not.toBeNull();
+      const browser = {
+        addCommand: () => undefined,
+        reloadSession: () => Promise.reject(new Error('Appium refused the new session')),
+      };
+      service.before({}, [], browser as unknown as WebdriverIO.Browser);
+      await service.beforeTest({ title: 'one', fullName: 'reload one' } as never);
+      await expect(service.beforeTest({ title: 'two', fullName: 'reload two' } as never)).rejects.toThrow(
+        /Appium refused/,
+      );
+      const second = service.phone;
+      expect(second?.id).not.toBe(first?.id);
+      expect(first?.ended).toBe(true);
+      await service.afterSession();
+      await expectNoLiveSessions();
+    } finally {
+      process.env = saved;
+    }
   });
 
   it("scope 'test' fails the test whose fresh phone cannot be leased, never running it on the old one", async () => {
