@@ -2,6 +2,7 @@
  * The WebdriverIO service under the real wdio runner, with real Appium and the
  * UiAutomator2 driver, against virtual phones of a real server.
  */
+import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PNG } from 'pngjs';
@@ -25,6 +26,10 @@ beforeAll(async () => {
   };
 });
 afterAll(async () => {
+  // Appium started that adb server as a daemon, as stock adb does; it is this run's alone.
+  await new Promise<void>((resolve) =>
+    execFile('adb', ['kill-server'], { env: { ...process.env, ...env } }, () => resolve()),
+  );
   await t.close();
 });
 
