@@ -93,7 +93,10 @@ describe('POST /sessions', () => {
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
     expect(text.status).toBe(400);
-    expect(text.body).toEqual({ error: expect.stringContaining('application/json'), code: 'invalid_request' });
+    expect(text.body).toEqual({
+      error: expect.stringContaining('application/json'),
+      code: 'invalid_request',
+    });
     expect((await t.api.get('/sessions')).body).toEqual([]);
   });
 
