@@ -99,10 +99,12 @@ describe.skipIf(missing !== null)('deployment faults', () => {
     const d = await deploy({ nodes: 2, hosts: [['--phones', '4']] });
     const account = await d.account(['--billing-mode', 'metered']);
     const sids: string[] = [];
+    const expiresAt = new Map<string, number>();
     for (let i = 0; i < 4; i++) {
       const r = await d.api(i, account.key).post('/sessions', { body: { timeout_seconds: 2 } });
       expect(r.status).toBe(202);
       sids.push(r.body.id);
+      expiresAt.set(r.body.id, r.body.expires_at);
     }
     for (const sid of sids) await d.api(1, account.key).waitGone(sid, 20_000);
     const history = (await d.api(0, account.key).get('/history')).body as Array<{
@@ -115,7 +117,9 @@ describe.skipIf(missing !== null)('deployment faults', () => {
     expect(history.map((h) => h.sid).sort()).toEqual([...sids].sort());
     for (const h of history) {
       expect(h.end_reason).toBe('expired');
-      expect(h.ended).toBe(h.created + 2);
+      // At its expires_at: two whole seconds after the admission's, rounded up.
+      expect(h.ended).toBe(expiresAt.get(h.sid));
+      expect([h.created + 2, h.created + 3]).toContain(h.ended);
     }
     const debits = await sql<{ sid: string; n: number }>(
       d.store,
