@@ -9,7 +9,12 @@
  */
 import { PNG } from 'pngjs';
 import { dumpUiAutomator } from '../../../server/devices/virtual/ui/hierarchy.js';
-import { KEYCODE, type PhoneUi, type UiNodeInfo } from '../../../server/devices/virtual/ui/types.js';
+import {
+  KEYCODE,
+  PLAIN_VIEW,
+  type PhoneUi,
+  type UiNodeInfo,
+} from '../../../server/devices/virtual/ui/types.js';
 
 export const KEYGUARD_PACKAGE = 'com.android.systemui';
 
@@ -17,20 +22,8 @@ function node(
   fields: Pick<UiNodeInfo, 'key' | 'className' | 'resourceId' | 'bounds'> & Partial<UiNodeInfo>,
 ): UiNodeInfo {
   return {
+    ...PLAIN_VIEW,
     packageName: KEYGUARD_PACKAGE,
-    text: '',
-    contentDesc: '',
-    hint: '',
-    checkable: false,
-    checked: false,
-    clickable: false,
-    enabled: true,
-    focusable: false,
-    focused: false,
-    scrollable: false,
-    longClickable: false,
-    password: false,
-    selected: false,
     children: [],
     ...fields,
   };
