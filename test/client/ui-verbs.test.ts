@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leasePhone, type Lease } from '../../src/index.js';
+import { uiEngineOf } from '../../src/lease/lease.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { leaseOptions } from './helpers.js';
 
@@ -20,7 +21,7 @@ type Engine = 'uiautomator2' | 'dump';
 
 async function lease(engine: Engine): Promise<Lease> {
   const phone = await leasePhone(leaseOptions(t));
-  phone.ui.configure({ engine, actionTimeout: 10_000 });
+  uiEngineOf(phone).configure({ engine, actionTimeout: 10_000 });
   return phone;
 }
 
