@@ -23,4 +23,4 @@ export {
   type UiNode,
   type UiSnapshot,
 } from './tree.js';
-export { shownRatio } from './viewport.js';
+export { shownOnScreen } from './viewport.js';

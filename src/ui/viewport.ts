@@ -39,13 +39,20 @@ export function cutOf(n: UiNode, list: UiNode): { edge: 'top' | 'bottom'; missin
   return { edge: top ? 'top' : 'bottom', missing: tallest - height(row) };
 }
 
+/** How much of a view shows, and which edge of its list cuts it, if one does. */
+export interface Shown {
+  /** From 0 (none, or not visible) to 1 (all of it). */
+  ratio: number;
+  cutBy: 'top' | 'bottom' | null;
+}
+
 /**
- * How much of `n` shows on `screen`, from 0 (none, or not visible) to 1: the share of its
- * bounds on the screen, times, when a list's edge cuts its row and `n` reaches that edge,
- * the share of `n` left once the row's missing part is added back.
+ * How much of `n` shows on `screen`: the share of its bounds on the screen, times, when a
+ * list's edge cuts its row and `n` reaches that edge, the share of `n` left once the row's
+ * missing part is added back.
  */
-export function shownRatio(n: UiNode, screen: Bounds): number {
-  if (!isVisible(n)) return 0;
+export function shownOnScreen(n: UiNode, screen: Bounds): Shown {
+  if (!isVisible(n)) return { ratio: 0, cutBy: null };
   const b = n.bounds;
   const onScreen =
     area({
@@ -56,10 +63,10 @@ export function shownRatio(n: UiNode, screen: Bounds): number {
     }) / area(b);
   const list = scrollableAncestor(n);
   const cut = list ? cutOf(n, list) : null;
-  if (!list || !cut) return onScreen;
+  if (!list || !cut) return { ratio: onScreen, cutBy: null };
   // A title in the upper half of a row cut at the bottom shows whole: only what reaches the edge lost a part.
   const reaches = cut.edge === 'bottom' ? b.bottom >= list.bounds.bottom : b.top <= list.bounds.top;
-  if (!reaches) return onScreen;
+  if (!reaches) return { ratio: onScreen, cutBy: null };
   const shown = b.bottom - b.top;
-  return (onScreen * shown) / (shown + cut.missing);
+  return { ratio: (onScreen * shown) / (shown + cut.missing), cutBy: cut.edge };
 }

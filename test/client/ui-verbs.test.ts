@@ -9,7 +9,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leasePhone, type Lease } from '../../src/index.js';
 import { uiEngineOf } from '../../src/lease/lease.js';
-import { StrictModeViolationError, type Locator } from '../../src/ui/index.js';
+import { fieldValue, StrictModeViolationError, type Locator } from '../../src/ui/index.js';
+import { parseHierarchy } from '../../src/ui/tree.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { leaseOptions } from './helpers.js';
 
@@ -454,12 +455,11 @@ describe.each(['uiautomator2', 'dump'] as const)('locator verbs over %s', (engin
     if (engine === 'dump') {
       // A dump carries no size: what `wm size` reports is the screen, an override first.
       await phone.shell('wm size 600x1000');
-      expect(await engineOfPhone.screen(await engineOfPhone.snapshot())).toEqual({
-        left: 0,
-        top: 0,
-        right: 600,
-        bottom: 1000,
-      });
+      const snap = await engineOfPhone.snapshot();
+      expect(await engineOfPhone.screen(snap)).toEqual({ left: 0, top: 0, right: 600, bottom: 1000 });
+      // `wm size` reports the natural orientation; a dump taken sideways says rotation="1".
+      const sideways = parseHierarchy(snap.xml.replace('rotation="0"', 'rotation="1"'));
+      expect(await engineOfPhone.screen(sideways)).toEqual({ left: 0, top: 0, right: 1000, bottom: 600 });
     }
   });
 
@@ -502,6 +502,27 @@ describe.each(['uiautomator2', 'dump'] as const)('locator verbs over %s', (engin
       .catch((e: unknown) => e);
     expect((error as Error).message).toContain('waitFor: Timeout 300ms exceeded');
     expect((error as Error).message).toContain('waiting for the element to be detached');
+  });
+});
+
+describe("a text field's value", () => {
+  it('reads as empty while the field shows its hint, as Android reports the hint as its text', async () => {
+    await using phone = await lease('uiautomator2');
+    await phone.launch('com.phonelease.login');
+    const field = (xml: string) =>
+      parseHierarchy(xml).nodes.find((n) => n.resourceId === 'com.phonelease.login:id/username')!;
+    const empty = await uiEngineOf(phone).treeXml();
+    expect(field(empty).hint).toBe('Username');
+    expect(fieldValue(field(empty))).toBe('');
+    // What Android 8 and later report for an empty field: the hint as the text, the hint beside it.
+    const withHint = empty.replace(
+      /text=""([^>]*resource-id="com\.phonelease\.login:id\/username")/,
+      'text="Username"$1',
+    );
+    expect(field(withHint).text).toBe('Username');
+    expect(fieldValue(field(withHint))).toBe('');
+    await phone.getById('username').fill('demo');
+    expect(fieldValue(field(await uiEngineOf(phone).treeXml()))).toBe('demo');
   });
 });
 
