@@ -319,58 +319,53 @@ describe('locators in Playwright', () => {
       ]),
     );
 
-    /** The failed test's messages, one per soft assertion, in order. */
-    const failures = (title: string): string[] => {
+    /** Checks a failed test's messages, one per soft assertion in order, each holding its parts. */
+    const expectFailures = (title: string, messages: Array<Array<string | RegExp>>) => {
       const result = byTitle(run, title).results[0]!;
       expect(result.status, title).toBe('failed');
-      return result.errors.map((e) => e.message ?? '');
+      const errors = result.errors.map((e) => e.message ?? '');
+      expect(errors, title).toHaveLength(messages.length);
+      messages.forEach((parts, i) => {
+        for (const part of parts)
+          if (typeof part === 'string') expect(errors[i]).toContain(part);
+          else expect(errors[i]).toMatch(part);
+      });
     };
 
-    const value = failures('toHaveValue fails');
-    expect(value).toHaveLength(4);
-    expect(value[0]).toContain("Locator:  phone.getById('username')");
-    expect(value[0]).toContain('Expected: "someone"');
-    expect(value[0]).toContain('Received: "demo"');
     // A label is no text field: it fails either way, and says what it is.
-    for (const message of value.slice(1, 3)) {
-      expect(message).toContain("Locator:  phone.getById('title')");
-      expect(message).toContain(
-        'Received: not a text field (android.widget.TextView); toHaveText reads the text of other views',
-      );
-    }
-    expect(value[3]).toContain("Locator:  phone.getById('password')");
-    expect(value[3]).toContain('a password field: the phone shows one \u2022 per character, never the text');
-
-    const focus = failures('toBeFocused fails');
-    expect(focus).toHaveLength(2);
-    expect(focus[0]).toContain("Locator:  phone.getById('password')");
-    expect(focus[0]).toContain('Expected: focused');
-    expect(focus[0]).toContain('Received: not focused');
-    expect(focus[1]).toContain("Locator:  phone.getById('username')");
-    expect(focus[1]).toContain('Expected: not focused');
-    expect(focus[1]).toContain('Timeout:  300ms');
-
-    const editable = failures('toBeEditable fails');
-    expect(editable).toHaveLength(3);
-    expect(editable[0]).toContain("Locator:  phone.getById('login')");
-    expect(editable[0]).toContain('Received: not a text field (android.widget.Button)');
-    expect(editable[1]).toContain('Expected: read-only');
-    expect(editable[1]).toContain('Received: editable');
-    expect(editable[2]).toContain("Locator:  phone.getById('username')");
-    expect(editable[2]).toContain('Expected: not editable');
-
-    const viewport = failures('toBeInViewport fails');
-    expect(viewport).toHaveLength(3);
+    const label = [
+      "Locator:  phone.getById('title')",
+      'Received: not a text field (android.widget.TextView); toHaveText reads the text of other views',
+    ];
+    expectFailures('toHaveValue fails', [
+      ["Locator:  phone.getById('username')", 'Expected: "someone"', 'Received: "demo"'],
+      label,
+      label,
+      [
+        "Locator:  phone.getById('password')",
+        'a password field: the phone shows one \u2022 per character, never the text',
+      ],
+    ]);
+    expectFailures('toBeFocused fails', [
+      ["Locator:  phone.getById('password')", 'Expected: focused', 'Received: not focused'],
+      ["Locator:  phone.getById('username')", 'Expected: not focused', 'Timeout:  300ms'],
+    ]);
+    expectFailures('toBeEditable fails', [
+      ["Locator:  phone.getById('login')", 'Received: not a text field (android.widget.Button)'],
+      ["Locator:  phone.getById('username')", 'Expected: read-only', 'Received: editable'],
+      ["Locator:  phone.getById('username')", 'Expected: not editable'],
+    ]);
     const cut = /cut=(.+)/.exec(run.stdout)?.[1];
     expect(cut, run.stdout).toBeTruthy();
-    expect(viewport[0]).toContain(
-      `Locator:  phone.locator({ clickable: true }).filter({ has: phone.getByText('${cut}', { exact: true }) })`,
-    );
-    expect(viewport[0]).toContain('Expected: at least 100% in the viewport');
-    expect(viewport[0]).toMatch(/Received: [1-9]\d% in the viewport \(the list's bottom edge cuts it\)/);
-    expect(viewport[1]).toContain("Locator:  phone.getByText('About phone')");
-    expect(viewport[1]).toContain('Received: <element(s) not found>');
-    expect(viewport[2]).toContain('toBeInViewport: ratio must be a number from 0 to 1 (got 2)');
+    expectFailures('toBeInViewport fails', [
+      [
+        `Locator:  phone.locator({ clickable: true }).filter({ has: phone.getByText('${cut}', { exact: true }) })`,
+        'Expected: at least 100% in the viewport',
+        /Received: [1-9]\d% in the viewport \(the list's bottom edge cuts it\)/,
+      ],
+      ["Locator:  phone.getByText('About phone')", 'Received: <element(s) not found>'],
+      ['toBeInViewport: ratio must be a number from 0 to 1 (got 2)'],
+    ]);
   }, 240_000);
 
   it('compares the screen with a snapshot file, attaches a diff, and updates it on request', async () => {
