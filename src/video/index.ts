@@ -5,7 +5,7 @@
  */
 export { Mp4FormatError } from './box.js';
 export { FileSink, FileSource, MemorySink, bufferSource, type ByteSink, type ByteSource } from './io.js';
-export { joinMp4, joinMp4Bytes, type Mp4Piece } from './mp4-join.js';
+export { joinMp4 } from './mp4-join.js';
 export { readMp4, type Mp4File } from './mp4-read.js';
 export {
   Mp4Writer,

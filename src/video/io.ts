@@ -30,11 +30,6 @@ export class MemorySink implements ByteSink {
   }
 
   async append(bytes: Uint8Array): Promise<void> {
-    this.appendSync(bytes);
-  }
-
-  /** The synchronous form, for callers that cannot wait (nothing here ever does). */
-  appendSync(bytes: Uint8Array): void {
     if (this.length + bytes.length > this.buffer.length) {
       // Doubling keeps appends amortised O(1) for a recording that grows frame by frame.
       const grown = new Uint8Array(Math.max(this.buffer.length * 2, this.length + bytes.length));

@@ -9,7 +9,7 @@
  * piece. Pieces whose decoder configurations (SPS/PPS) differ keep one sample entry each, and
  * every sample points at its own, so a player switches configuration where the piece changes.
  */
-import { FileSink, FileSource, bufferSource, type ByteSink, type ByteSource } from './io.js';
+import { FileSink, FileSource, type ByteSink, type ByteSource } from './io.js';
 import { readMp4 } from './mp4-read.js';
 import {
   VIDEO_TIMESCALE,
@@ -32,7 +32,7 @@ import { resolve } from 'node:path';
 /** How much of a piece is copied at once. */
 const COPY_BYTES = 4 * 1024 * 1024;
 
-export interface Mp4Piece {
+interface Mp4Piece {
   source: ByteSource;
   /** How errors refer to this piece (its path). */
   name: string;
@@ -63,14 +63,6 @@ export async function joinMp4(pieces: readonly string[], output: string): Promis
   } finally {
     await Promise.all(sources.map((s) => s.close()));
   }
-}
-
-/** joinMp4 over bytes in memory: the pieces' bytes in, the joined file's bytes out. */
-export async function joinMp4Bytes(pieces: readonly Uint8Array[], sink: ByteSink): Promise<Mp4Summary> {
-  return writeJoined(
-    await readPieces(pieces.map((p, i) => ({ source: bufferSource(p), name: `piece ${i + 1}` }))),
-    sink,
-  );
 }
 
 interface ReadPiece extends Mp4Piece {

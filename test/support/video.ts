@@ -109,21 +109,27 @@ export async function decodeErrors(file: string): Promise<string> {
   return r.code === 0 ? r.stderr.trim() : `exit ${r.code}: ${r.stderr.trim()}`;
 }
 
-/** Every decoded frame as planar Y'CbCr 4:2:0, as the decoder output it (no conversion). */
-export async function decodeYuv(file: string, width: number, height: number): Promise<Uint8Array[]> {
-  const raw = await runOk('ffmpeg', [
+/** Every decoded frame, as raw pixels of `pixFmt` after the filters in `vf` (if any). */
+async function decodeRaw(file: string, pixFmt: string, vf?: string): Promise<Buffer> {
+  const filter = vf ? ['-vf', vf] : [];
+  return runOk('ffmpeg', [
     '-v',
     'error',
     '-i',
     file,
     ...EVERY_FRAME,
+    ...filter,
     '-f',
     'rawvideo',
     '-pix_fmt',
-    'yuv420p',
+    pixFmt,
     '-',
   ]);
-  return split(raw, (width * height * 3) / 2);
+}
+
+/** Every decoded frame as planar Y'CbCr 4:2:0, as the decoder output it (no conversion). */
+export async function decodeYuv(file: string, width: number, height: number): Promise<Uint8Array[]> {
+  return split(await decodeRaw(file, 'yuv420p'), (width * height * 3) / 2);
 }
 
 /**
@@ -131,21 +137,9 @@ export async function decodeYuv(file: string, width: number, height: number): Pr
  * (what its VUI says) with exact rounding, so that only the encoding's loss remains.
  */
 export async function decodeRgb(file: string, width: number, height: number): Promise<Uint8Array[]> {
-  const raw = await runOk('ffmpeg', [
-    '-v',
-    'error',
-    '-i',
-    file,
-    ...EVERY_FRAME,
-    '-vf',
-    'scale=in_range=tv:in_color_matrix=bt601:flags=accurate_rnd+full_chroma_int+bitexact,format=rgb24',
-    '-f',
-    'rawvideo',
-    '-pix_fmt',
-    'rgb24',
-    '-',
-  ]);
-  return split(raw, width * height * 3);
+  const vf =
+    'scale=in_range=tv:in_color_matrix=bt601:flags=accurate_rnd+full_chroma_int+bitexact,format=rgb24';
+  return split(await decodeRaw(file, 'rgb24', vf), width * height * 3);
 }
 
 /** An MD5 per decoded frame (ffmpeg's framemd5), to compare two files' pictures. */

@@ -230,7 +230,8 @@ export function satd4x4(
   predAt: number,
   predStride: number,
 ): number {
-  // Horizontal butterflies of each row's differences, then vertical ones per column.
+  // Horizontal butterflies of each row's differences, then vertical ones per column; written
+  // out row by row because this is where the encoder spends most of its time.
   let s = srcAt;
   let p = predAt;
   let a = src[s]! - pred[p]!;
