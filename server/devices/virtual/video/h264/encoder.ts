@@ -467,8 +467,11 @@ export class H264Encoder {
 
   /** SATD of the source macroblock at srcAt against a 16x16 prediction at pred[predAt] (stride predStride). */
   private satd16(srcAt: number, pred: Uint8Array | Int32Array, predAt: number, predStride: number): number {
-    let sum = 0;
     const s = this.stride;
+    // Most of a phone's screen is flat, where some prediction is exact: finding that out by
+    // comparing costs far less than transforming a residual of zeros.
+    if (same(this.srcY, srcAt, s, pred, predAt, predStride, 16)) return 0;
+    let sum = 0;
     for (let by = 0; by < 16; by += 4) {
       for (let bx = 0; bx < 16; bx += 4) {
         sum += satd4x4(this.srcY, srcAt + by * s + bx, s, pred, predAt + by * predStride + bx, predStride);
@@ -742,6 +745,7 @@ export class H264Encoder {
 
   private satd8(src: Uint8Array, at: number, pred: Int32Array): number {
     const cs = this.cStride;
+    if (same(src, at, cs, pred, 0, 8, 8)) return 0;
     return (
       satd4x4(src, at, cs, pred, 0, 8) +
       satd4x4(src, at + 4, cs, pred, 4, 8) +
@@ -893,4 +897,22 @@ function cbpOf(luma: Int32Array): number {
     }
   }
   return cbp;
+}
+
+/** Whether a size x size block of `src` equals the one of `pred` (stopping at the first difference). */
+function same(
+  src: Uint8Array,
+  srcAt: number,
+  srcStride: number,
+  pred: Uint8Array | Int32Array,
+  predAt: number,
+  predStride: number,
+  size: number,
+): boolean {
+  for (let y = 0; y < size; y++) {
+    const a = srcAt + y * srcStride;
+    const b = predAt + y * predStride;
+    for (let x = 0; x < size; x++) if (src[a + x] !== pred[b + x]) return false;
+  }
+  return true;
 }
