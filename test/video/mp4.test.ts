@@ -12,7 +12,7 @@ import { ScreenScaler } from '../../server/devices/virtual/video/scale.js';
 import { MemorySink, bufferSource } from '../../src/video/io.js';
 import { joinMp4 } from '../../src/video/mp4-join.js';
 import { readMp4 } from '../../src/video/mp4-read.js';
-import { Mp4Writer } from '../../src/video/mp4-write.js';
+import { Mp4Writer, ftypBox, moovBox, patchMdatSize } from '../../src/video/mp4-write.js';
 import { Mp4FormatError } from '../../src/video/box.js';
 import {
   decodeErrors,
@@ -149,6 +149,67 @@ describe('streaming writer', () => {
     const decoded = await decodeYuv(file, W, H);
     expect(decoded).toHaveLength(6);
     decoded.forEach((picture, i) => expect(Buffer.compare(picture, pictures[i]!), `frame ${i}`).toBe(0));
+  });
+});
+
+describe('files past 4 GiB', () => {
+  it('index samples with 64-bit chunk offsets and give the mdat a 64-bit size', async () => {
+    // A 30-minute recording at 20 Mbit/s is 4.5 GB: its samples lie past 32-bit offsets.
+    const far = 2 ** 32 + 1000;
+    const entry = (await readMp4(bufferSource((await record(screens.slice(0, 1), [0], 100)).bytes))).track
+      .entries[0]!;
+    const track = {
+      timescale: 90_000,
+      width: W,
+      height: H,
+      entries: [entry],
+      samples: [0, 1, 2].map((i) => ({
+        offset: far + i * 500,
+        size: 500,
+        duration: 3000,
+        compositionOffset: 0,
+        sync: i === 0,
+        entry: 0,
+      })),
+      mediaTime: 0,
+    };
+    const moov = moovBox(track);
+    // A file of ftyp, an mdat reaching past 4 GiB, then the index, read through a source that
+    // holds only those three boxes' headers and contents.
+    const ftyp = ftypBox();
+    const moovAt = far + 1500;
+    const mdatHeader = new DataView(new ArrayBuffer(16));
+    mdatHeader.setUint32(0, 1);
+    mdatHeader.setUint32(4, 0x6d646174); // 'mdat', its 64-bit size follows
+    mdatHeader.setBigUint64(8, BigInt(moovAt - ftyp.length));
+    const boxes = new Map([
+      [0, ftyp],
+      [ftyp.length, new Uint8Array(mdatHeader.buffer)],
+      [moovAt, moov],
+    ]);
+    const read = await readMp4({
+      size: moovAt + moov.length,
+      read: async (position, length) => (boxes.get(position) ?? new Uint8Array(length)).subarray(0, length),
+    });
+    expect(read.track.samples.map((s) => s.offset)).toEqual([far, far + 500, far + 1000]);
+    expect(new TextDecoder().decode(moov)).toContain('co64');
+
+    const patches: Array<[number, Uint8Array]> = [];
+    const sink = {
+      append: async () => undefined,
+      patch: async (at: number, bytes: Uint8Array) => void patches.push([at, bytes]),
+    };
+    await patchMdatSize(sink, 32, far);
+    expect(patches).toHaveLength(1);
+    const [at, bytes] = patches[0]!;
+    const view = new DataView(bytes.buffer, bytes.byteOffset);
+    // The free + mdat header pair becomes one 16-byte mdat header with a 64-bit size.
+    expect([
+      at,
+      view.getUint32(0),
+      new TextDecoder().decode(bytes.subarray(4, 8)),
+      view.getBigUint64(8),
+    ]).toEqual([32, 1, 'mdat', BigInt(far)]);
   });
 });
 
