@@ -38,7 +38,8 @@ class BitReader {
   }
   se(): number {
     const k = this.ue();
-    return k % 2 === 1 ? (k + 1) / 2 : -k / 2;
+    // k = 0 is 0, not -0 (which toBe tells apart).
+    return k % 2 === 1 ? (k + 1) / 2 : k === 0 ? 0 : -k / 2;
   }
   /** Reads the one code of `table` that the next bits spell. */
   code(table: readonly (Code | undefined)[]): number {
