@@ -10,6 +10,7 @@ const config: KnipConfig = {
     'src/index.ts',
     'src/cli/main.ts',
     'fixtures/playwright.ts',
+    'fixtures/playwright-teardown.ts',
     'fixtures/wdio/index.ts',
     'server/index.ts',
     // Started as their own processes or worker threads, by path.

@@ -3,7 +3,7 @@
  * CI builds whose ids share a long prefix never share a phone (the second would get 410).
  */
 import { describe, expect, it } from 'vitest';
-import { ciRunId, leaseRequestKey, testRequestKey } from '../../fixtures/shared/run.js';
+import { ciRunId, leaseRequestKey } from '../../fixtures/shared/run.js';
 import { isValidRequestKey } from '../../src/util/ids.js';
 
 const JENKINS = 'https://ci.example.com/';
@@ -31,9 +31,10 @@ describe('lease request keys', () => {
   });
 
   it('is stable for one attempt and new for a retry (Playwright)', () => {
-    const parts = { runId: 'run1', project: 'android', testId: 't1', retry: 0, repeatEachIndex: 0 };
-    expect(testRequestKey(parts)).toBe(testRequestKey({ ...parts }));
-    expect(testRequestKey({ ...parts, retry: 1 })).not.toBe(testRequestKey(parts));
-    expect(isValidRequestKey(testRequestKey(parts))).toBe(true);
+    // The fixture's parts: project, test id, retry, repeat index.
+    const key = (retry: number) => leaseRequestKey('pw', 'run1', ['android', 't1', retry, 0]);
+    expect(key(0)).toBe(key(0));
+    expect(key(1)).not.toBe(key(0));
+    expect(isValidRequestKey(key(0))).toBe(true);
   });
 });

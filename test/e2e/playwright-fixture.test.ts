@@ -79,7 +79,7 @@ describe('phone fixture', () => {
     await expectNoLiveSessions();
   });
 
-  it('attaches the phone screen (a real PNG) and logcat when a test fails', async () => {
+  it('attaches the phone screen (a real PNG), the UI tree and logcat when a test fails', async () => {
     const run = await runInlineTest(
       'fail',
       {
@@ -110,6 +110,10 @@ describe('phone fixture', () => {
       ? Buffer.from(logcat!.body, 'base64').toString()
       : readFileSync(logcat!.path!, 'utf8');
     expect(logText).toContain('com.phonelease.login');
+    const tree = result.attachments.find((a) => a.name === 'phone-ui.xml');
+    expect(tree?.contentType).toBe('application/xml');
+    const xml = tree!.body ? Buffer.from(tree!.body, 'base64').toString() : readFileSync(tree!.path!, 'utf8');
+    expect(xml).toMatch(/<hierarchy[\s\S]*package="com\.phonelease\.login"/);
     await expectNoLiveSessions();
   });
 
@@ -209,6 +213,37 @@ describe('phone fixture', () => {
     expect(run.exitCode).toBe(1);
     expect(run.tests[0]!.results[0]!.status).toBe('failed');
     await expectNoLiveSessions(15_000);
+  });
+
+  it('ends, in the global teardown, the phone of a worker SIGKILLed mid-test, and names it', async () => {
+    const run = await runInlineTest(
+      'worker-sigkill',
+      {
+        // What a user writes is globalTeardown: 'phonelease/playwright/teardown'; Playwright
+        // resolves that from node_modules, and this inline project reaches the package by
+        // self-reference, which only import resolution follows.
+        'playwright.config.ts':
+          "import { fileURLToPath } from 'node:url';\n" +
+          config(`globalTeardown: fileURLToPath(import.meta.resolve('phonelease/playwright/teardown'))`),
+        'a.spec.ts': `
+        import { writeFileSync } from 'node:fs';
+        import { join } from 'node:path';
+        import { test } from 'phonelease/playwright';
+        test('is killed holding its phone', async ({ phone }) => {
+          writeFileSync(join(test.info().project.testDir, 'ready'), phone.id);
+          process.kill(process.pid, 'SIGKILL');
+        });`,
+      },
+      // No reaper: the run's teardown is what ends the phone.
+      { env: { ...env, PHONELEASE_REAPER: '0' } },
+    );
+    expect(existsSync(join(run.dir, 'ready')), run.stdout + run.stderr).toBe(true);
+    const id = readFileSync(join(run.dir, 'ready'), 'utf8');
+    expect(run.exitCode).toBe(1);
+    expect(run.tests[0]!.results[0]!.status).toBe('failed');
+    expect(run.stderr).toContain(`[phonelease] ended 1 phone(s) left by workers that did not finish (${id})`);
+    expect((await history()).get(id)?.end_reason).toBe('released');
+    await expectNoLiveSessions();
   });
 
   it('ends the phones when the runner gets SIGINT (Ctrl-C)', async () => {
