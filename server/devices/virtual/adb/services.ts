@@ -2,7 +2,7 @@
 import type { Device } from '../device.js';
 import type { CommandTable } from '../shell/command.js';
 import type { DeviceTransport, ServiceHandler, ServiceResolver } from './connection.js';
-import { pipeBoth } from '../network.js';
+import { relay } from '../../../../src/util/relay.js';
 import { runReverseService } from './reverse.js';
 import { runBinderService, runShellService } from './shell-service.js';
 import { runSyncService } from './sync.js';
@@ -39,7 +39,7 @@ export function createServiceResolver(device: Device, commands: CommandTable): S
       // sockets like chrome_devtools_remote this way.
       const inner = device.network.connectAbstract(abstract[1]!);
       if (!inner) return null;
-      return (stream) => pipeBoth(stream, inner);
+      return (stream) => relay(stream, inner);
     }
     if (
       destination === 'root:' ||

@@ -193,6 +193,8 @@ function finish(stream: AdbStream, protocol: boolean, status: number): void {
   if (stream.closedByPeer || stream.destroyed) return;
   if (protocol) for (const part of frame(ID_EXIT, Buffer.from([status & 0xff]))) stream.write(part);
   stream.end();
+  // Input nobody will read any more (a paused stdin) is dropped, so the stream can close.
+  stream.resume();
 }
 
 function ioFor(stream: AdbStream, mode: Mode): { io: Io; input: StreamInput } {
