@@ -154,9 +154,21 @@ describe('properties and settings', () => {
 
 describe('processes and identity', () => {
   it('lists processes with ps, ps -A, ps -o and ps --help', async () => {
-    const mine = await v.adbOk(['shell', 'ps']);
-    expect(mine.split('\n')[0]).toMatch(/^USER\s+PID\s+PPID\s+VSZ\s+RSS\s+WCHAN\s+ADDR\s+S\s+NAME/);
-    expect(mine).not.toContain('system_server');
+    // Without -A, toybox ps shows the processes on its own terminal: on a pty only the
+    // session's shell and ps; without one (shell v2 pipes) those without a terminal.
+    const rows = async (command: string) =>
+      (await v.adbOk(['shell', '-tt', command]))
+        .replace(/\r/g, '')
+        .trim()
+        .split('\n')
+        .map((l) => l.trim().split(/\s+/));
+    const [header, ...listed] = await rows('ps; true');
+    expect(header).toEqual(['USER', 'PID', 'PPID', 'VSZ', 'RSS', 'WCHAN', 'ADDR', 'S', 'NAME']);
+    expect(listed.map((r) => r[8])).toEqual(['sh', 'ps']);
+    expect(listed[1]![2]).toBe(listed[0]![1]);
+    // A lone command replaces the shell (mksh's exec): ps is then adbd's child itself.
+    expect((await rows('ps')).slice(1).map((r) => [r[8], r[2]])).toEqual([['ps', '455']]);
+    expect(await v.adbOk(['shell', 'ps'])).toMatch(/^system\s+\d+\s+\d+.*\ssystem_server$/m);
     const all = await v.adbOk(['shell', 'ps', '-A']);
     expect(all).toMatch(/^system\s+\d+\s+\d+.*\ssystem_server$/m);
     expect(await v.adbOk(['shell', 'ps --help'])).toMatch(/^-A\b/m);

@@ -4,6 +4,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Device } from '../../server/devices/virtual/device.js';
+import { SHELL_CREDENTIALS } from '../../server/devices/virtual/fs.js';
 import { createCommandTable } from '../../server/devices/virtual/shell/commands/index.js';
 import { BufferInput, BufferOutput } from '../../server/devices/virtual/shell/io.js';
 import type { Output } from '../../server/devices/virtual/shell/io.js';
@@ -225,7 +226,8 @@ describe('storage', () => {
   it('appends without copying the whole file each time, and never changes bytes already read', async () => {
     const device = newDevice();
     const path = '/data/local/tmp/grow.log';
-    device.fs.writeFile(path, Buffer.from('start\n'));
+    // Created by the shell user, so the shell may append to it below.
+    device.fs.as(SHELL_CREDENTIALS).writeFile(path, Buffer.from('start\n'));
     const early = device.fs.readFile(path);
     let copies = 0;
     let previous = early;

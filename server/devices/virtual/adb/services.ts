@@ -1,5 +1,6 @@
 /** Maps ADB stream destinations (`shell:`, `exec:`, `sync:`, `tcp:` ...) to services. */
 import type { Device } from '../device.js';
+import { SHELL_CREDENTIALS } from '../fs.js';
 import type { CommandTable } from '../shell/command.js';
 import type { DeviceTransport, ServiceHandler, ServiceResolver } from './connection.js';
 import { relay } from '../../../../src/util/relay.js';
@@ -21,7 +22,7 @@ export function createServiceResolver(device: Device, commands: CommandTable): S
       return (stream) => runBinderService(stream, shellOptions, destination);
     }
     if (destination === 'sync:') {
-      return (stream) => runSyncService(stream, { fs: device.fs, log: device.log });
+      return (stream) => runSyncService(stream, { fs: device.fs.as(SHELL_CREDENTIALS), log: device.log });
     }
     const tcp = /^tcp:(?:(?:localhost|127\.0\.0\.1):)?(\d+)$/.exec(destination);
     if (tcp) {

@@ -4,7 +4,22 @@
  */
 import type { Writable } from 'node:stream';
 import { FsError } from '../fs.js';
-import type { VirtualFs } from '../fs.js';
+
+/** Where a FileOutput writes: the filesystem (or a caller's view of it). */
+interface FileWriter {
+  writeFile(path: string, data: Buffer, options: { append: boolean }): void;
+}
+
+/** A pseudo-terminal (`/dev/pts/N`): what adbd gives a session with a pty. */
+export interface Terminal {
+  /** `pts/0` */
+  readonly name: string;
+  /** Window size the client reported (0 until it does, as on a fresh pty). */
+  rows: number;
+  cols: number;
+  /** Whether the terminal echoes what is typed (`stty -echo` turns it off). */
+  echo: boolean;
+}
 
 export interface Output {
   write(data: string | Buffer): void;
@@ -12,12 +27,31 @@ export interface Output {
   drain(): Promise<void>;
   /** True once nobody reads this output any more (the host closed, a pipe reader exited). */
   readonly closed: boolean;
+  /** The terminal this output is, when it is one (`test -t 1`, `tty`). */
+  readonly terminal?: Terminal;
+  /**
+   * Counts the caller as holding this output open, as a process holds a file descriptor;
+   * returns the release. An ADB shell stream ends only once no process holds it.
+   */
+  hold?(): () => void;
 }
 
 export interface Input {
   /** Next chunk, or null at end of input. */
   read(): Promise<Buffer | null>;
+  /** The terminal this input is, when it is one (`test -t 0`, `tty`, `stty`). */
+  readonly terminal?: Terminal;
 }
+
+/** No input at all (what a background job reads instead of the terminal: /dev/null). */
+export const EMPTY_INPUT: Input = { read: () => Promise.resolve(null) };
+
+/** An output that swallows everything (/dev/null). */
+export const NULL_OUTPUT: Output = {
+  write: () => undefined,
+  drain: () => Promise.resolve(),
+  closed: false,
+};
 
 /**
  * How much a command may hold in memory at once (whole-input readers such as sort or
@@ -79,7 +113,7 @@ export class FileOutput implements Output {
   error: FsError | null = null;
 
   constructor(
-    private readonly fs: VirtualFs,
+    private readonly fs: FileWriter,
     readonly path: string,
   ) {}
 

@@ -27,7 +27,7 @@ const cat: CommandFn = async (ctx) => {
       continue;
     }
     try {
-      const data = ctx.device.fs.readFile(resolvePath(ctx, f));
+      const data = ctx.fs.readFile(resolvePath(ctx, f));
       for (let i = 0; i < data.length && !ctx.stdout.closed; i += 256 * 1024) {
         ctx.stdout.write(data.subarray(i, i + 256 * 1024));
         await ctx.stdout.drain();
@@ -54,7 +54,7 @@ const ls: CommandFn = (ctx) => {
   const almostAll = flags.has('A');
   const dirAsFile = flags.has('d');
   const classify = flags.has('F') || flags.has('p');
-  const fs = ctx.device.fs;
+  const fs = ctx.fs;
   if (operands.length === 0) operands.push('.');
   let status = 0;
   const files: LsEntry[] = [];
@@ -154,7 +154,7 @@ const mkdir: CommandFn = (ctx) => {
   const mode = values.has('m') ? parseInt(values.get('m')!, 8) : undefined;
   for (const op of operands) {
     try {
-      ctx.device.fs.mkdir(resolvePath(ctx, op), { parents: flags.has('p'), mode });
+      ctx.fs.mkdir(resolvePath(ctx, op), { parents: flags.has('p'), mode });
     } catch (error) {
       ctx.stderr.write(`mkdir: ${op}: ${errText(error)}\n`);
       status = 1;
@@ -172,13 +172,13 @@ const rm: CommandFn = (ctx) => {
   for (const op of operands) {
     const path = resolvePath(ctx, op);
     try {
-      const st = ctx.device.fs.lstat(path);
+      const st = ctx.fs.lstat(path);
       if (st.kind === 'dir' && !recursive && !flags.has('d')) {
         ctx.stderr.write(`rm: ${op}: Is a directory\n`);
         status = 1;
         continue;
       }
-      ctx.device.fs.remove(path, { recursive: recursive || flags.has('d'), dirOnly: false });
+      ctx.fs.remove(path, { recursive: recursive || flags.has('d'), dirOnly: false });
     } catch (error) {
       if (force && error instanceof FsError && error.code === 'ENOENT') continue;
       ctx.stderr.write(`rm: ${op}: ${errText(error)}\n`);
@@ -193,7 +193,7 @@ const rmdir: CommandFn = (ctx) => {
   let status = 0;
   for (const op of operands) {
     try {
-      ctx.device.fs.remove(resolvePath(ctx, op), { dirOnly: true });
+      ctx.fs.remove(resolvePath(ctx, op), { dirOnly: true });
     } catch (error) {
       ctx.stderr.write(`rmdir: ${op}: ${errText(error)}\n`);
       status = 1;
@@ -210,9 +210,8 @@ const mv: CommandFn = (ctx) => {
   for (const src of operands) {
     try {
       const destPath = resolvePath(ctx, dest);
-      if (flags.has('n') && ctx.device.fs.exists(destPath) && ctx.device.fs.stat(destPath).kind !== 'dir')
-        continue;
-      ctx.device.fs.rename(resolvePath(ctx, src), destPath);
+      if (flags.has('n') && ctx.fs.exists(destPath) && ctx.fs.stat(destPath).kind !== 'dir') continue;
+      ctx.fs.rename(resolvePath(ctx, src), destPath);
     } catch (error) {
       ctx.stderr.write(`mv: ${src}: ${errText(error)}\n`);
       status = 1;
@@ -224,7 +223,7 @@ const mv: CommandFn = (ctx) => {
 const cp: CommandFn = (ctx) => {
   const { flags, operands } = getopt(ctx.args);
   if (operands.length < 2) return fail(ctx, 'Needs 2 arguments');
-  const fs = ctx.device.fs;
+  const fs = ctx.fs;
   const destArg = operands.pop()!;
   const dest = resolvePath(ctx, destArg);
   const destIsDir = fs.exists(dest) && fs.stat(dest).kind === 'dir';
@@ -259,7 +258,7 @@ const cp: CommandFn = (ctx) => {
 
 const touch: CommandFn = (ctx) => {
   const { flags, values, operands } = getopt(ctx.args, 'dtr');
-  const fs = ctx.device.fs;
+  const fs = ctx.fs;
   let time = ctx.device.now();
   if (values.has('d')) time = Date.parse(values.get('d')!) || time;
   if (values.has('t')) {
@@ -327,7 +326,7 @@ const chmod: CommandFn = (ctx) => {
   const spec = symbolicMinus ?? operands.shift();
   if (!spec || operands.length === 0) return fail(ctx, 'Needs 2 arguments');
   let status = 0;
-  const fs = ctx.device.fs;
+  const fs = ctx.fs;
   const apply = (path: string, shown: string) => {
     const st = fs.stat(path);
     const mode = applyMode(spec, st.mode, st.kind === 'dir');
@@ -353,7 +352,7 @@ const chown: CommandFn = (ctx) => {
   const { operands } = getopt(ctx.args);
   for (const op of operands.slice(1)) {
     const path = resolvePath(ctx, op);
-    if (!ctx.device.fs.exists(path)) return fail(ctx, `${op}: No such file or directory`);
+    if (!ctx.fs.exists(path)) return fail(ctx, `${op}: No such file or directory`);
     ctx.stderr.write(`chown: ${op}: Operation not permitted\n`);
     return 1;
   }
@@ -423,7 +422,7 @@ function statFormat(format: string, shown: string, st: Stat, target: string | nu
 
 const stat: CommandFn = (ctx) => {
   const { flags, values, operands } = getopt(ctx.args, 'c');
-  const fs = ctx.device.fs;
+  const fs = ctx.fs;
   let status = 0;
   for (const op of operands) {
     const path = resolvePath(ctx, op);
@@ -457,9 +456,9 @@ const ln: CommandFn = (ctx) => {
   const [target, link] = operands as [string, string];
   const path = resolvePath(ctx, link);
   try {
-    if (flags.has('f') && ctx.device.fs.exists(path)) ctx.device.fs.remove(path);
-    if (flags.has('s')) ctx.device.fs.symlink(target, path);
-    else ctx.device.fs.writeFile(path, ctx.device.fs.readFile(resolvePath(ctx, target)));
+    if (flags.has('f') && ctx.fs.exists(path)) ctx.fs.remove(path);
+    if (flags.has('s')) ctx.fs.symlink(target, path);
+    else ctx.fs.writeFile(path, ctx.fs.readFile(resolvePath(ctx, target)));
     return 0;
   } catch (error) {
     return fail(ctx, `${link}: ${errText(error)}`);
@@ -473,7 +472,7 @@ const readlink: CommandFn = (ctx) => {
   try {
     const path = resolvePath(ctx, op);
     ctx.stdout.write(
-      `${flags.has('f') || flags.has('e') || flags.has('m') ? ctx.device.fs.realpath(path) : ctx.device.fs.readlink(path)}\n`,
+      `${flags.has('f') || flags.has('e') || flags.has('m') ? ctx.fs.realpath(path) : ctx.fs.readlink(path)}\n`,
     );
     return 0;
   } catch {
@@ -485,7 +484,7 @@ const realpath: CommandFn = (ctx) => {
   let status = 0;
   for (const op of getopt(ctx.args).operands) {
     try {
-      ctx.stdout.write(`${ctx.device.fs.realpath(resolvePath(ctx, op))}\n`);
+      ctx.stdout.write(`${ctx.fs.realpath(resolvePath(ctx, op))}\n`);
     } catch (error) {
       ctx.stderr.write(`realpath: ${op}: ${errText(error)}\n`);
       status = 1;
@@ -496,7 +495,7 @@ const realpath: CommandFn = (ctx) => {
 
 function treeSize(ctx: CommandContext, path: string): number {
   let total = 0;
-  for (const { node } of ctx.device.fs.walkTree(path)) if (node.kind === 'file') total += node.data.length;
+  for (const { node } of ctx.fs.walkTree(path)) if (node.kind === 'file') total += node.data.length;
   return total;
 }
 
@@ -516,7 +515,7 @@ const df: CommandFn = (ctx) => {
     for (const op of operands) {
       let path: string;
       try {
-        path = ctx.device.fs.realpath(resolvePath(ctx, op));
+        path = ctx.fs.realpath(resolvePath(ctx, op));
       } catch {
         ctx.stderr.write(`df: ${op}: No such file or directory\n`);
         return 1;
@@ -580,7 +579,7 @@ function digest(algorithm: 'md5' | 'sha1' | 'sha256'): CommandFn {
     let status = 0;
     for (const op of operands) {
       try {
-        const data = op === '-' ? await readAll(ctx.stdin) : ctx.device.fs.readFile(resolvePath(ctx, op));
+        const data = op === '-' ? await readAll(ctx.stdin) : ctx.fs.readFile(resolvePath(ctx, op));
         ctx.stdout.write(`${createHash(algorithm).update(data).digest('hex')}  ${op}\n`);
       } catch (error) {
         ctx.stderr.write(`${ctx.name}: ${op}: ${errText(error)}\n`);
@@ -611,7 +610,7 @@ const find: CommandFn = (ctx) => {
     else if (a === '-maxdepth') maxDepth = Number(args[++i] ?? 'Infinity');
   }
   let status = 0;
-  const fs = ctx.device.fs;
+  const fs = ctx.fs;
   for (const root of roots) {
     const base = resolvePath(ctx, root);
     try {
@@ -662,7 +661,7 @@ const test: CommandFn = (ctx) => {
     if (args[args.length - 1] !== ']') return fail(ctx, "missing ']'", 2);
     args = args.slice(0, -1);
   }
-  const fs = ctx.device.fs;
+  const fs = ctx.fs;
   const fileTest = (op: string, operand: string): boolean => {
     const path = normalizePath(operand, ctx.cwd);
     try {
@@ -708,6 +707,7 @@ const test: CommandFn = (ctx) => {
     '-b',
     '-p',
     '-S',
+    '-t',
   ]);
   let i = 0;
   const primary = (): boolean => {
@@ -760,6 +760,12 @@ const test: CommandFn = (ctx) => {
       i += 2;
       if (a === '-n') return b.length > 0;
       if (a === '-z') return b.length === 0;
+      // -t FD: is that descriptor a terminal (a pty session's, not a pipe or a file)?
+      if (a === '-t')
+        return (
+          (b === '0' ? ctx.stdin : b === '1' ? ctx.stdout : b === '2' ? ctx.stderr : null)?.terminal !==
+          undefined
+        );
       return fileTest(a, b);
     }
     i++;

@@ -8,13 +8,14 @@ import { FILE_COMMANDS } from './files.js';
 import { logcat } from './logcat.js';
 import { nc } from './nc.js';
 import { pm } from './pm.js';
+import { PROCESS_COMMANDS } from './procs.js';
 import { SYSTEM_COMMANDS, makeWhich } from './system.js';
 import { TEXT_COMMANDS } from './text.js';
 
 export function createCommandTable(): CommandTable {
   const table = new Map<string, CommandFn>();
   const get = () => table;
-  for (const group of [FILE_COMMANDS, TEXT_COMMANDS, SYSTEM_COMMANDS, DISPLAY_COMMANDS]) {
+  for (const group of [FILE_COMMANDS, TEXT_COMMANDS, SYSTEM_COMMANDS, PROCESS_COMMANDS, DISPLAY_COMMANDS]) {
     for (const [name, fn] of Object.entries(group)) table.set(name, fn);
   }
   table.set('am', am);

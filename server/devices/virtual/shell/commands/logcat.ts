@@ -91,7 +91,7 @@ export const logcat: CommandFn = async (ctx) => {
     return true;
   };
   // -f appends to a file (as logcat opens it with O_APPEND); a full disk ends the command.
-  const out: Output = file ? new FileOutput(ctx.device.fs, resolvePath(ctx, file)) : ctx.stdout;
+  const out: Output = file ? new FileOutput(ctx.fs, resolvePath(ctx, file)) : ctx.stdout;
   const finish = (): number => {
     if (out instanceof FileOutput && out.error) {
       ctx.stderr.write(`logcat: write error: ${out.error.reason}\n`);

@@ -1,12 +1,10 @@
-/** System applets: getprop, setprop, settings, id, date, sleep, ps, kill, which, sh, log, ... */
+/** System applets: getprop, setprop, settings, id, date, which, sh, log, run-as, ... */
 import { DEFAULT_IME } from '../../device.js';
 import { SYSTEM_BIN } from '../../system-image.js';
 import { isNamespace } from '../../settings.js';
 import { fail, getopt, resolvePath } from '../command.js';
-import type { CommandContext, CommandFn } from '../command.js';
+import type { CommandFn } from '../command.js';
 import { readAll } from '../io.js';
-import { abortableSleep } from '../../timers.js';
-import type { ProcessInfo } from '../../processes.js';
 
 const getprop: CommandFn = (ctx) => {
   const args = ctx.args.filter((a) => a !== '-T' && a !== '-Z');
@@ -94,25 +92,6 @@ const id: CommandFn = (ctx) => {
 const whoami: CommandFn = (ctx) => {
   ctx.stdout.write('shell\n');
   return 0;
-};
-
-function parseDuration(spec: string): number | null {
-  const m = /^(\d*\.?\d+)([smhd]?)$/.exec(spec);
-  if (!m) return null;
-  const unit = { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[m[2] as '' | 's' | 'm' | 'h' | 'd'];
-  return Number(m[1]) * unit * 1000;
-}
-
-const sleep: CommandFn = async (ctx) => {
-  let total = 0;
-  for (const a of ctx.args) {
-    const ms = parseDuration(a);
-    if (ms === null) return fail(ctx, `invalid number '${a}'`);
-    total += ms;
-  }
-  if (ctx.args.length === 0) return fail(ctx, 'Needs 1 argument');
-  await abortableSleep(total, ctx.signal);
-  return ctx.signal.aborted ? 130 : 0;
 };
 
 const DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
@@ -249,7 +228,7 @@ const sh: CommandFn = async (ctx) => {
     const path = resolvePath(ctx, args[0]!);
     let text: string;
     try {
-      text = ctx.device.fs.readFile(path).toString('utf8');
+      text = ctx.fs.readFile(path).toString('utf8');
     } catch {
       ctx.stderr.write(`/system/bin/sh: ${args[0]}: No such file or directory\n`);
       return 127;
@@ -258,235 +237,6 @@ const sh: CommandFn = async (ctx) => {
   }
   const script = (await readAll(ctx.stdin)).toString('utf8');
   return ctx.runShell(script, { ...ctx, stdin: { read: () => Promise.resolve(null) } });
-};
-
-const PS_HELP = `usage: ps [-AadefLlnwZ] [-gG GROUP,] [-k FIELD,] [-o FIELD,] [-p PID,] [-t TTY,] [-uU USER,]
-
-List processes.
-
-Which processes to show (-gGuUpPt selections may be comma separated lists):
-
--A  All					-a  Has terminal not session leader
--d  All but session leaders		-e  Synonym for -A
--g  In GROUPs				-G  In real GROUPs (before sgid)
--p  PIDs (--pid)			-P  Parent PIDs (--ppid)
--s  In session IDs			-t  Attached to selected TTYs
--T  Show threads also			-u  Owned by selected USERs
--U  Real USERs (before suid)
-
-Output modifiers:
-
--k  Sort FIELDs (-FIELD to reverse)	-M  Measure/pad future field widths
--n  Show numeric USER and GROUP		-w  Wide output (don't truncate fields)
-
-Which FIELDs to show. (-o HELP for list, default = -o PID,TTY,TIME,CMD)
-
--f  Full listing (-o USER:12=UID,PID,PPID,C,STIME,TTY,TIME,ARGS=CMD)
--l  Long listing (-o F,S,UID,PID,PPID,C,PRI,NI,ADDR,SZ,WCHAN,TTY,TIME,CMD)
--o  Output FIELDs instead of defaults, each with optional :size and =title
--O  Add FIELDS to defaults
--Z  Include LABEL
-`;
-
-function psField(p: ProcessInfo, field: string): string {
-  switch (field) {
-    case 'PID':
-      return String(p.pid);
-    case 'PPID':
-      return String(p.ppid);
-    case 'USER':
-    case 'UID':
-    case 'RUSER':
-      return p.user;
-    case 'NAME':
-    case 'COMM':
-    case 'CMD':
-      return p.name;
-    case 'ARGS':
-    case 'CMDLINE':
-      return p.args;
-    case 'RSS':
-      return String(p.rss);
-    case 'VSZ':
-    case 'VSIZE':
-      return String(p.vsz);
-    case 'S':
-    case 'STAT':
-      return 'S';
-    case 'TIME':
-      return '00:00:01';
-    case 'TTY':
-      return '?';
-    case 'STIME':
-      return '00:00';
-    case 'PCY':
-      return 'fg';
-    case 'WCHAN':
-      return 'do_epoll_wait';
-    case 'ADDR':
-      return '0';
-    case 'C':
-    case 'PRI':
-    case 'NI':
-      return '0';
-    default:
-      return '-';
-  }
-}
-
-const ps: CommandFn = (ctx) => {
-  if (ctx.args.includes('--help')) {
-    ctx.stdout.write(PS_HELP);
-    return 0;
-  }
-  const { flags, values, operands } = getopt(ctx.args, 'opuUgGkt');
-  const self: ProcessInfo[] = [
-    {
-      pid: 7001,
-      ppid: 455,
-      user: 'shell',
-      name: 'sh',
-      vsz: 10823212,
-      rss: 3468,
-      args: '/system/bin/sh -',
-      startedMs: 0,
-    },
-    {
-      pid: 7002,
-      ppid: 7001,
-      user: 'shell',
-      name: 'ps',
-      vsz: 10863460,
-      rss: 3756,
-      args: `ps ${ctx.args.join(' ')}`.trim(),
-      startedMs: 0,
-    },
-  ];
-  let list = flags.has('A') || flags.has('e') ? [...ctx.device.processes.list(), ...self] : self;
-  if (values.has('p')) {
-    const pids = new Set(values.get('p')!.split(',').map(Number));
-    list = [...ctx.device.processes.list(), ...self].filter((p) => pids.has(p.pid));
-  }
-  if (values.has('u') || values.has('U')) {
-    const users = new Set((values.get('u') ?? values.get('U')!).split(','));
-    list = [...ctx.device.processes.list(), ...self].filter((p) => users.has(p.user));
-  }
-  for (const op of operands) {
-    // toybox treats bare numbers as PIDs
-    if (/^\d+$/.test(op)) list = list.filter((p) => p.pid === Number(op));
-  }
-  if (values.has('o')) {
-    const fields = values
-      .get('o')!
-      .split(',')
-      .map((f) => f.split('=')[0]!.split(':')[0]!.toUpperCase());
-    const rows = [
-      fields.map((f) => (f === 'CMDLINE' ? 'ARGS' : f)),
-      ...list.map((p) => fields.map((f) => psField(p, f))),
-    ];
-    const widths = fields.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-    for (const r of rows)
-      ctx.stdout.write(
-        `${r.map((c, i) => (i === r.length - 1 ? c : /^\d+$/.test(c) || i === 0 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' ')}\n`,
-      );
-    return 0;
-  }
-  ctx.stdout.write(
-    'USER            PID   PPID        VSZ    RSS WCHAN            ADDR S NAME                       \n',
-  );
-  for (const p of list) {
-    ctx.stdout.write(
-      `${p.user.padEnd(12)} ${String(p.pid).padStart(6)} ${String(p.ppid).padStart(6)} ${String(p.vsz).padStart(10)} ${String(p.rss).padStart(6)} ${'do_epoll_wait'.padEnd(16)}    0 S ${p.name}\n`,
-    );
-  }
-  return 0;
-};
-
-const pidof: CommandFn = (ctx) => {
-  const names = ctx.args.filter((a) => !a.startsWith('-'));
-  const pids = ctx.device.processes
-    .list()
-    .filter((p) => names.includes(p.name))
-    .map((p) => p.pid)
-    .sort((a, b) => b - a);
-  if (pids.length === 0) return 1;
-  ctx.stdout.write(`${(ctx.args.includes('-s') ? pids.slice(0, 1) : pids).join(' ')}\n`);
-  return 0;
-};
-
-function matchProcesses(ctx: CommandContext): ProcessInfo[] | number {
-  const { flags, operands } = getopt(ctx.args, 'u');
-  const pattern = operands[0];
-  if (pattern === undefined) return fail(ctx, 'Needs 1 argument', 2);
-  let re: RegExp;
-  try {
-    re = new RegExp(flags.has('x') ? `^(?:${pattern})$` : pattern);
-  } catch {
-    return fail(ctx, `bad regex '${pattern}'`, 2);
-  }
-  return ctx.device.processes.list().filter((p) => re.test(flags.has('f') ? p.args : p.name));
-}
-
-const pgrep: CommandFn = (ctx) => {
-  const found = matchProcesses(ctx);
-  if (typeof found === 'number') return found;
-  const long = ctx.args.includes('-l') || ctx.args.includes('-lf') || ctx.args.includes('-fl');
-  for (const p of found) ctx.stdout.write(long ? `${p.pid} ${p.name}\n` : `${p.pid}\n`);
-  return found.length > 0 ? 0 : 1;
-};
-
-function killPid(ctx: CommandContext, pid: number, signal: string): number {
-  const proc = ctx.device.processes.byPid(pid);
-  if (!proc) {
-    ctx.stderr.write(`kill: pid ${pid}: No such process\n`);
-    return 1;
-  }
-  if (proc.user !== 'shell' && proc.ppid !== 512) {
-    ctx.stderr.write(`kill: pid ${pid}: Operation not permitted\n`);
-    return 1;
-  }
-  if (signal === '0') return 0;
-  if (proc.ppid === 512 && !proc.user.startsWith('u0_a')) {
-    ctx.stderr.write(`kill: pid ${pid}: Operation not permitted\n`);
-    return 1;
-  }
-  if (proc.ppid === 512) ctx.device.activity.forceStop(proc.name.split(':')[0]!);
-  return 0;
-}
-
-const kill: CommandFn = (ctx) => {
-  let signal = '15';
-  const pids: string[] = [];
-  for (let i = 0; i < ctx.args.length; i++) {
-    const a = ctx.args[i]!;
-    if (a === '-l') {
-      ctx.stdout.write('HUP INT QUIT ILL TRAP ABRT BUS FPE KILL USR1 SEGV USR2 PIPE ALRM TERM\n');
-      return 0;
-    }
-    if (a === '-s') signal = ctx.args[++i] ?? '15';
-    else if (/^-\w+$/.test(a)) signal = a.slice(1);
-    else pids.push(a);
-  }
-  if (pids.length === 0) return fail(ctx, 'Needs 1 argument');
-  let status = 0;
-  for (const p of pids) {
-    const n = Number(p);
-    if (!Number.isInteger(n)) {
-      ctx.stderr.write(`kill: unknown pid '${p}'\n`);
-      status = 1;
-      continue;
-    }
-    if (killPid(ctx, n, signal.replace(/^SIG/, '')) !== 0) status = 1;
-  }
-  return status;
-};
-
-const pkill: CommandFn = (ctx) => {
-  const found = matchProcesses(ctx);
-  if (typeof found === 'number') return found;
-  let status = found.length > 0 ? 0 : 1;
-  for (const p of found) if (killPid(ctx, p.pid, '15') !== 0) status = 1;
-  return status;
 };
 
 export function makeWhich(commands: () => ReadonlyMap<string, CommandFn>): CommandFn {
@@ -692,18 +442,12 @@ const denied =
     return status;
   };
 
-const nohup: CommandFn = (ctx) => {
-  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  return ctx.runShell(ctx.args.map(q).join(' '), ctx);
-};
-
 export const SYSTEM_COMMANDS: Record<string, CommandFn> = {
   getprop,
   setprop,
   settings,
   id,
   whoami,
-  sleep,
   date,
   uname,
   hostname,
@@ -711,11 +455,6 @@ export const SYSTEM_COMMANDS: Record<string, CommandFn> = {
   env,
   printenv: env,
   sh,
-  ps,
-  pidof,
-  pgrep,
-  pkill,
-  kill,
   log,
   svc,
   'run-as': runAs,
@@ -723,7 +462,6 @@ export const SYSTEM_COMMANDS: Record<string, CommandFn> = {
   service,
   content,
   ime,
-  nohup,
   true: () => 0,
   false: () => 1,
   getenforce: (ctx) => {

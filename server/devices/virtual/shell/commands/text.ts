@@ -173,7 +173,7 @@ async function inputText(
   const out: { name: string; text: string }[] = [];
   for (const f of files) {
     try {
-      out.push({ name: f, text: ctx.device.fs.readFile(resolvePath(ctx, f)).toString('utf8') });
+      out.push({ name: f, text: ctx.fs.readFile(resolvePath(ctx, f)).toString('utf8') });
     } catch (error) {
       ctx.stderr.write(`${ctx.name}: ${f}: ${error instanceof FsError ? error.reason : String(error)}\n`);
       return 2;
@@ -478,7 +478,7 @@ const tee: CommandFn = async (ctx) => {
   let status = 0;
   for (const f of operands) {
     try {
-      ctx.device.fs.writeFile(resolvePath(ctx, f), data, { append: flags.has('a') });
+      ctx.fs.writeFile(resolvePath(ctx, f), data, { append: flags.has('a') });
     } catch (error) {
       ctx.stderr.write(`tee: ${f}: ${error instanceof FsError ? error.reason : String(error)}\n`);
       status = 1;
@@ -515,7 +515,7 @@ const xargs: CommandFn = async (ctx) => {
 
 const base64: CommandFn = async (ctx) => {
   const { flags, operands } = getopt(ctx.args);
-  const data = operands[0] ? ctx.device.fs.readFile(resolvePath(ctx, operands[0])) : await readAll(ctx.stdin);
+  const data = operands[0] ? ctx.fs.readFile(resolvePath(ctx, operands[0])) : await readAll(ctx.stdin);
   if (flags.has('d')) ctx.stdout.write(Buffer.from(data.toString('utf8'), 'base64'));
   else ctx.stdout.write(`${(data.toString('base64').match(/.{1,76}/g) ?? []).join('\n')}\n`);
   return 0;
