@@ -236,11 +236,11 @@ describe('files from the shell', () => {
   it('keeps the system read-only and private data private', async () => {
     expect(await shell('touch /system/bin/x')).toMatchObject({
       code: 1,
-      stderr: 'touch: /system/bin/x: Read-only file system\n',
+      stderr: "touch: '/system/bin/x': Read-only file system\n",
     });
     expect(await shell('mkdir /data/data/evil')).toMatchObject({
       code: 1,
-      stderr: 'mkdir: /data/data/evil: Permission denied\n',
+      stderr: "mkdir: '/data/data/evil': Permission denied\n",
     });
     expect((await shell('ls /sdcard/')).stdout).toContain('Download\n');
     expect((await shell('echo x > /storage/emulated/0/alias.txt && cat /sdcard/alias.txt')).stdout).toBe(

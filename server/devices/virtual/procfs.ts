@@ -35,7 +35,7 @@ function statusFile(p: ProcessInfo, signals: { ignored: number[]; caught: number
   const kb = (n: number) => `${String(n).padStart(8)} kB`;
   return [
     `Name:\t${p.comm ?? commName(p.name)}`,
-    'Umask:\t0077',
+    'Umask:\t0022',
     `State:\t${STATE_NAMES[p.state ?? 'S'] ?? STATE_NAMES.S}`,
     `Tgid:\t${p.pid}`,
     'Ngid:\t0',

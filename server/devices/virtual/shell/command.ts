@@ -1,8 +1,9 @@
 /** What a shell command (an applet like `ls` or a service tool like `pm`) gets to work with. */
 import type { Device } from '../device.js';
-import { normalizePath } from '../fs.js';
+import { FsError, normalizePath } from '../fs.js';
 import type { Credentials, FsView } from '../fs.js';
 import type { Process } from '../processes.js';
+import { openInput } from './io.js';
 import type { Input, Output } from './io.js';
 
 export interface Io {
@@ -117,4 +118,28 @@ export function getopt(
     operands.push(a);
   }
   return { flags, values, operands, unknown };
+}
+
+/**
+ * Opens an operand for reading, as toybox's loopfiles does: `-` is stdin, a file its bytes,
+ * a device its stream. On failure writes `NAME: OPERAND: reason` and returns null.
+ */
+export function openOperand(ctx: CommandContext, operand: string): Input | null {
+  if (operand === '-') return ctx.stdin;
+  try {
+    return openInput(ctx.fs, resolvePath(ctx, operand), ctx.stdin);
+  } catch (error) {
+    ctx.stderr.write(`${ctx.name}: ${operand}: ${error instanceof FsError ? error.reason : String(error)}\n`);
+    return null;
+  }
+}
+
+/** Quotes a word for the shell (`it's` becomes `'it'\''s'`), to run argv as source. */
+export function quoteWord(word: string): string {
+  return `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/** argv as shell source that runs exactly that command. */
+export function commandSource(argv: readonly string[]): string {
+  return argv.map(quoteWord).join(' ');
 }

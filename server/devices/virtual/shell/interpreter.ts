@@ -31,7 +31,7 @@ import {
 } from '../signals.js';
 import type { CommandContext, CommandTable, Io, RunShellOptions } from './command.js';
 import { userName } from './commands/format.js';
-import { BufferInput, BufferOutput, EMPTY_INPUT, FileOutput, NULL_OUTPUT, Pipe } from './io.js';
+import { BufferOutput, EMPTY_INPUT, FileOutput, NULL_OUTPUT, Pipe, openInput } from './io.js';
 import type { Output } from './io.js';
 import { ShellSyntaxError, parseShell } from './parse.js';
 import type { AndOr, Command, List, Pipeline, Redirect, Word } from './parse.js';
@@ -495,7 +495,8 @@ export class Interpreter {
     }
     if (p.negate) status = status === 0 ? 1 : 0;
     this.state.status = status;
-    if (status !== 0 && this.conditionDepth === 0) await this.errTrap(io, signal);
+    if (status !== 0 && !asCondition && !p.negate && this.conditionDepth === 0)
+      await this.errTrap(io, signal);
     return status;
   }
 
@@ -693,7 +694,7 @@ export class Interpreter {
       const path = normalizePath(target, this.state.cwd);
       if (r.op === '<') {
         try {
-          stdin = new BufferInput(this.fs.readFile(path));
+          stdin = openInput(this.fs, path, io.stdin);
         } catch (error) {
           io.stderr.write(
             `${SHELL_NAME}: can't open ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`,
@@ -1119,6 +1120,7 @@ export class Interpreter {
         try {
           const st = this.fs.stat(path);
           if (st.kind !== 'dir') throw new FsError('ENOTDIR', target);
+          if (!this.fs.canAccess(path, { exec: true })) throw new FsError('EACCES', target);
         } catch (error) {
           io.stderr.write(
             `${SHELL_NAME}: cd: ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`,

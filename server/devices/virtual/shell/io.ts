@@ -2,6 +2,7 @@
  * Byte plumbing for shell commands: outputs that write synchronously and expose drain()
  * for flow control, inputs that are read asynchronously, and in-memory pipes between them.
  */
+import { randomBytes } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import { FsError } from '../fs.js';
 
@@ -256,5 +257,63 @@ export class Pipe implements Input, Output {
     const waiters = this.drainWaiters;
     this.drainWaiters = [];
     for (const w of waiters) w();
+  }
+}
+
+/** How much a file or device read hands out at once. */
+const READ_CHUNK = 64 * 1024;
+
+/** A file's bytes as an Input, in views of READ_CHUNK bytes (nothing is copied). */
+export class ChunkedInput implements Input {
+  private offset = 0;
+  constructor(private readonly data: Buffer) {}
+  read(): Promise<Buffer | null> {
+    if (this.offset >= this.data.length) return Promise.resolve(null);
+    const chunk = this.data.subarray(this.offset, this.offset + READ_CHUNK);
+    this.offset += chunk.length;
+    return Promise.resolve(chunk);
+  }
+}
+
+/**
+ * A device that never runs dry (/dev/zero, /dev/urandom). Each read waits for the event loop
+ * to turn, so a reader copying it forever (`cat /dev/zero > /dev/null`) cannot starve the
+ * rest of the server; it ends when its process does.
+ */
+class EndlessInput implements Input {
+  constructor(private readonly next: () => Buffer) {}
+  read(): Promise<Buffer | null> {
+    return new Promise((resolve) => setImmediate(() => resolve(this.next())));
+  }
+}
+
+const ZEROS = Buffer.alloc(READ_CHUNK);
+
+/** What a file open for reading needs: the caller's view of the filesystem. */
+interface FileReader {
+  openRead(path: string): { kind: 'file'; data: Buffer } | { kind: 'device'; device: CharDevice };
+}
+
+type CharDevice = 'null' | 'zero' | 'tty' | 'random';
+
+/**
+ * Opens a file or character device for reading, as `cat`, `<` and `dd if=` do: a file
+ * reads its bytes, /dev/null nothing, /dev/zero zeros and /dev/urandom random bytes without
+ * end, and /dev/tty the terminal (with none, ENXIO as for a process without a controlling
+ * terminal). Throws the FsError of the open.
+ */
+export function openInput(fs: FileReader, path: string, terminal?: Input): Input {
+  const opened = fs.openRead(path);
+  if (opened.kind === 'file') return new ChunkedInput(opened.data);
+  switch (opened.device) {
+    case 'null':
+      return EMPTY_INPUT;
+    case 'zero':
+      return new EndlessInput(() => ZEROS);
+    case 'random':
+      return new EndlessInput(() => randomBytes(READ_CHUNK));
+    case 'tty':
+      if (terminal?.terminal) return terminal;
+      throw new FsError('ENXIO', path);
   }
 }

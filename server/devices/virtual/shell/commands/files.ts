@@ -2,9 +2,8 @@
 import { createHash } from 'node:crypto';
 import { FsError, basename, dirname, normalizePath } from '../../fs.js';
 import type { FsNode, Stat } from '../../fs.js';
-import { fail, getopt, resolvePath } from '../command.js';
+import { fail, getopt, openOperand, resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
-import { readAll } from '../io.js';
 import { fileType, lsDate, modeString, statDate, userName } from './format.js';
 
 function errText(error: unknown): string {
@@ -17,24 +16,16 @@ const cat: CommandFn = async (ctx) => {
   if (operands.length === 0) operands.push('-');
   let status = 0;
   for (const f of operands) {
-    if (f === '-') {
-      for (;;) {
-        const chunk = await ctx.stdin.read();
-        if (chunk === null) break;
-        ctx.stdout.write(chunk);
-        await ctx.stdout.drain();
-      }
+    const input = openOperand(ctx, f);
+    if (!input) {
+      status = 1;
       continue;
     }
-    try {
-      const data = ctx.fs.readFile(resolvePath(ctx, f));
-      for (let i = 0; i < data.length && !ctx.stdout.closed; i += 256 * 1024) {
-        ctx.stdout.write(data.subarray(i, i + 256 * 1024));
-        await ctx.stdout.drain();
-      }
-    } catch (error) {
-      ctx.stderr.write(`cat: ${f}: ${errText(error)}\n`);
-      status = 1;
+    while (!ctx.stdout.closed && !ctx.signal.aborted) {
+      const chunk = await input.read();
+      if (chunk === null) break;
+      ctx.stdout.write(chunk);
+      await ctx.stdout.drain();
     }
   }
   return status;
@@ -67,6 +58,8 @@ const ls: CommandFn = (ctx) => {
       const followed =
         lst.kind === 'link' && ((!long && !dirAsFile) || op.endsWith('/')) ? fs.stat(path) : lst;
       if (followed.kind === 'dir' && !dirAsFile) dirs.push({ shown: op, path });
+      else if (followed !== lst)
+        files.push({ name: op, path, st: followed, node: fs.resolve(path, true).node });
       else files.push({ name: op, path, st: lst, node: fs.resolve(path, false).node });
     } catch (error) {
       ctx.stderr.write(`ls: ${op}: ${errText(error)}\n`);
@@ -156,7 +149,7 @@ const mkdir: CommandFn = (ctx) => {
     try {
       ctx.fs.mkdir(resolvePath(ctx, op), { parents: flags.has('p'), mode });
     } catch (error) {
-      ctx.stderr.write(`mkdir: ${op}: ${errText(error)}\n`);
+      ctx.stderr.write(`mkdir: '${op}': ${errText(error)}\n`);
       status = 1;
     }
   }
@@ -213,7 +206,7 @@ const mv: CommandFn = (ctx) => {
       if (flags.has('n') && ctx.fs.exists(destPath) && ctx.fs.stat(destPath).kind !== 'dir') continue;
       ctx.fs.rename(resolvePath(ctx, src), destPath);
     } catch (error) {
-      ctx.stderr.write(`mv: ${src}: ${errText(error)}\n`);
+      ctx.stderr.write(`mv: bad '${src}': ${errText(error)}\n`);
       status = 1;
     }
   }
@@ -230,28 +223,53 @@ const cp: CommandFn = (ctx) => {
   if (operands.length > 1 && !destIsDir) return fail(ctx, `${destArg}: Not a directory`);
   let status = 0;
   const copy = (from: string, to: string, shown: string) => {
-    const st = fs.stat(from);
+    let st: Stat;
+    try {
+      st = fs.stat(from);
+    } catch (error) {
+      ctx.stderr.write(`cp: bad '${shown}': ${errText(error)}\n`);
+      status = 1;
+      return;
+    }
     if (st.kind === 'dir') {
       if (!(flags.has('r') || flags.has('R') || flags.has('a'))) {
         ctx.stderr.write(`cp: Skipped dir '${shown}'\n`);
         status = 1;
         return;
       }
-      if (!fs.exists(to)) fs.mkdir(to);
-      for (const e of fs.readdir(from)) copy(`${from}/${e.name}`, `${to}/${e.name}`, `${shown}/${e.name}`);
+      let entries: { name: string }[];
+      try {
+        if (!fs.exists(to)) fs.mkdir(to);
+        entries = fs.readdir(from);
+      } catch (error) {
+        ctx.stderr.write(
+          `cp: '${error instanceof FsError && error.path === from ? shown : to}': ${errText(error)}\n`,
+        );
+        status = 1;
+        return;
+      }
+      for (const e of entries) copy(`${from}/${e.name}`, `${to}/${e.name}`, `${shown}/${e.name}`);
+      return;
+    }
+    let data: Buffer;
+    try {
+      data = fs.readFile(from);
+    } catch (error) {
+      ctx.stderr.write(`cp: '${shown}': ${errText(error)}\n`);
+      status = 1;
       return;
     }
     const keep = flags.has('p') || flags.has('a');
-    fs.writeFile(to, fs.readFile(from), keep ? { mode: st.mode & 0o7777, mtimeMs: st.mtimeMs } : {});
-  };
-  for (const src of operands) {
     try {
-      const from = resolvePath(ctx, src);
-      copy(from, destIsDir ? `${dest}/${basename(from)}` : dest, src);
+      fs.writeFile(to, data, keep ? { mode: st.mode & 0o7777, mtimeMs: st.mtimeMs } : {});
     } catch (error) {
-      ctx.stderr.write(`cp: ${src}: ${errText(error)}\n`);
+      ctx.stderr.write(`cp: '${to}': ${errText(error)}\n`);
       status = 1;
     }
+  };
+  for (const src of operands) {
+    const from = resolvePath(ctx, src);
+    copy(from, destIsDir ? `${dest}/${basename(from)}` : dest, src);
   }
   return status;
 };
@@ -262,16 +280,27 @@ const touch: CommandFn = (ctx) => {
   let time = ctx.device.now();
   if (values.has('d')) time = Date.parse(values.get('d')!) || time;
   if (values.has('t')) {
-    const m = /^(\d{4})?(\d{2})(\d{2})(\d{2})(\d{2})(?:\.(\d{2}))?$/.exec(values.get('t')!);
-    if (m)
-      time = Date.UTC(
-        Number(m[1] ?? new Date(time).getUTCFullYear()),
-        Number(m[2]) - 1,
-        Number(m[3]),
-        Number(m[4]),
-        Number(m[5]),
-        Number(m[6] ?? 0),
-      );
+    // [[CC]YY]MMDDhhmm[.ss], told apart by length as toybox's parser does.
+    const stamp = values.get('t')!;
+    const m = /^(\d{8}|\d{10}|\d{12})(?:\.(\d{2}))?$/.exec(stamp);
+    if (!m) {
+      ctx.stderr.write(`touch: bad date '${stamp}'\n`);
+      return 1;
+    }
+    const digits = m[1]!;
+    let year = new Date(time).getUTCFullYear();
+    if (digits.length === 12) year = Number(digits.slice(0, 4));
+    else if (digits.length === 10)
+      year = (Number(digits.slice(0, 2)) < 69 ? 2000 : 1900) + Number(digits.slice(0, 2));
+    const rest = digits.slice(digits.length - 8);
+    time = Date.UTC(
+      year,
+      Number(rest.slice(0, 2)) - 1,
+      Number(rest.slice(2, 4)),
+      Number(rest.slice(4, 6)),
+      Number(rest.slice(6, 8)),
+      Number(m[2] ?? 0),
+    );
   }
   if (values.has('r')) time = fs.stat(resolvePath(ctx, values.get('r')!)).mtimeMs;
   let status = 0;
@@ -281,9 +310,9 @@ const touch: CommandFn = (ctx) => {
       if (!fs.exists(path)) {
         if (flags.has('c')) continue;
         fs.writeFile(path, Buffer.alloc(0), { mtimeMs: time });
-      } else fs.utimes(path, time, time);
+      } else fs.utimes(path, time, time, { now: !values.has('t') && !values.has('d') && !values.has('r') });
     } catch (error) {
-      ctx.stderr.write(`touch: ${op}: ${errText(error)}\n`);
+      ctx.stderr.write(`touch: '${op}': ${errText(error)}\n`);
       status = 1;
     }
   }
@@ -328,23 +357,41 @@ const chmod: CommandFn = (ctx) => {
   let status = 0;
   const fs = ctx.fs;
   const apply = (path: string, shown: string) => {
-    const st = fs.stat(path);
-    const mode = applyMode(spec, st.mode, st.kind === 'dir');
-    if (mode === null) throw new Error(`bad mode '${spec}'`);
-    fs.chmod(path, mode);
-    if (flags.has('R') && st.kind === 'dir')
-      for (const e of fs.readdir(path)) apply(`${path}/${e.name}`, `${shown}/${e.name}`);
-  };
-  for (const op of operands) {
+    let st: Stat;
     try {
-      apply(resolvePath(ctx, op), op);
+      st = fs.stat(path);
+    } catch (error) {
+      ctx.stderr.write(`chmod: ${shown}: ${errText(error)}\n`);
+      status = 1;
+      return;
+    }
+    const mode = applyMode(spec, st.mode, st.kind === 'dir');
+    if (mode === null) {
+      ctx.stderr.write(`chmod: bad mode '${spec}'\n`);
+      status = 1;
+      return;
+    }
+    try {
+      fs.chmod(path, mode);
     } catch (error) {
       ctx.stderr.write(
-        `chmod: ${op}: ${errText(error instanceof FsError ? error : (error as Error).message)}\n`,
+        `chmod: chmod '${shown}' to ${mode.toString(8).padStart(4, '0')}: ${errText(error)}\n`,
       );
       status = 1;
     }
-  }
+    if (flags.has('R') && st.kind === 'dir') {
+      let entries: { name: string }[];
+      try {
+        entries = fs.readdir(path);
+      } catch (error) {
+        ctx.stderr.write(`chmod: ${shown}: ${errText(error)}\n`);
+        status = 1;
+        return;
+      }
+      for (const e of entries) apply(`${path}/${e.name}`, `${shown}/${e.name}`);
+    }
+  };
+  for (const op of operands) apply(resolvePath(ctx, op), op);
   return status;
 };
 
@@ -565,26 +612,25 @@ const du: CommandFn = (ctx) => {
   return status;
 };
 
+/** md5sum, sha1sum, sha256sum: each operand (or stdin) hashed as it is read. */
 function digest(algorithm: 'md5' | 'sha1' | 'sha256'): CommandFn {
   return async (ctx) => {
     const { operands } = getopt(ctx.args);
-    if (operands.length === 0) {
-      ctx.stdout.write(
-        `${createHash(algorithm)
-          .update(await readAll(ctx.stdin))
-          .digest('hex')}  -\n`,
-      );
-      return 0;
-    }
+    if (operands.length === 0) operands.push('-');
     let status = 0;
     for (const op of operands) {
-      try {
-        const data = op === '-' ? await readAll(ctx.stdin) : ctx.fs.readFile(resolvePath(ctx, op));
-        ctx.stdout.write(`${createHash(algorithm).update(data).digest('hex')}  ${op}\n`);
-      } catch (error) {
-        ctx.stderr.write(`${ctx.name}: ${op}: ${errText(error)}\n`);
+      const input = openOperand(ctx, op);
+      if (!input) {
         status = 1;
+        continue;
       }
+      const hash = createHash(algorithm);
+      for (;;) {
+        const chunk = await input.read();
+        if (chunk === null || ctx.signal.aborted) break;
+        hash.update(chunk);
+      }
+      ctx.stdout.write(`${hash.digest('hex')}  ${op}\n`);
     }
     return status;
   };
@@ -677,11 +723,11 @@ const test: CommandFn = (ctx) => {
         case '-s':
           return st.size > 0;
         case '-r':
-          return true;
+          return fs.canAccess(path, { read: true });
         case '-w':
           return fs.isWritable(path);
         case '-x':
-          return (st.mode & 0o111) !== 0;
+          return fs.canAccess(path, { exec: true });
         case '-c':
           return st.kind === 'chr';
         default:

@@ -2,6 +2,7 @@
 import type { CommandFn, CommandTable } from '../command.js';
 import { am, monkey } from './am.js';
 import { appops, makeCmd } from './cmd.js';
+import { dd } from './dd.js';
 import { DISPLAY_COMMANDS } from './display.js';
 import { dumpsys } from './dumpsys.js';
 import { FILE_COMMANDS } from './files.js';
@@ -26,6 +27,7 @@ export function createCommandTable(): CommandTable {
   table.set('dumpsys', dumpsys);
   table.set('logcat', logcat);
   table.set('nc', nc);
+  table.set('dd', dd);
   table.set('which', makeWhich(get));
   // toybox multiplexer: `toybox ls` runs ls
   table.set('toybox', (ctx) => {

@@ -8,7 +8,7 @@ import { commName, uidOfUser } from '../../processes.js';
 import type { ProcessInfo, SignalResult } from '../../processes.js';
 import { SIGHUP, SIGKILL, SIGNALS, SIGTERM, signalName, signalNumber } from '../../signals.js';
 import { abortableSleep } from '../../timers.js';
-import { usageError } from '../command.js';
+import { commandSource, usageError } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { FileOutput, NULL_OUTPUT } from '../io.js';
 
@@ -539,8 +539,6 @@ const kill: CommandFn = (ctx) => {
 
 // ---------- timeout, nohup ----------
 
-const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-
 const timeout: CommandFn = async (ctx) => {
   const args = [...ctx.args];
   let signal = SIGTERM;
@@ -584,7 +582,7 @@ const timeout: CommandFn = async (ctx) => {
     return 125;
   }
   // The command runs as a child in a process group of its own (unless --foreground).
-  const child = ctx.spawn(args.slice(1).map(q).join(' '), ctx, { exec: true, newGroup: !foreground });
+  const child = ctx.spawn(commandSource(args.slice(1)), ctx, { exec: true, newGroup: !foreground });
   let timedOut: number | null = null;
   const send = (s: number) => {
     timedOut = s;
@@ -622,7 +620,7 @@ const nohup: CommandFn = (ctx) => {
     }
   }
   const stdin = ctx.stdin.terminal ? { read: () => Promise.resolve(null) } : ctx.stdin;
-  return ctx.runShell(ctx.args.map(q).join(' '), { stdin, stdout, stderr: ctx.stderr }, { exec: true });
+  return ctx.runShell(commandSource(ctx.args), { stdin, stdout, stderr: ctx.stderr }, { exec: true });
 };
 
 // ---------- terminals ----------

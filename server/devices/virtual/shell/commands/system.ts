@@ -1,8 +1,10 @@
 /** System applets: getprop, setprop, settings, id, date, which, sh, log, run-as, ... */
 import { DEFAULT_IME } from '../../device.js';
+import { appCredentials } from '../../fs.js';
 import { SYSTEM_BIN } from '../../system-image.js';
 import { isNamespace } from '../../settings.js';
-import { fail, getopt, resolvePath } from '../command.js';
+import { SYSTEM_SERVICES, publishedServices } from '../../system-services.js';
+import { commandSource, fail, getopt, quoteWord, resolvePath } from '../command.js';
 import type { CommandFn } from '../command.js';
 import { readAll } from '../io.js';
 
@@ -206,11 +208,10 @@ const env: CommandFn = async (ctx) => {
     for (const [k, v] of all) if (k !== 'IFS' && k !== 'PS1') ctx.stdout.write(`${k}=${v}\n`);
     return 0;
   }
-  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   return ctx.runShell(
     [
-      ...assigns.map((a) => `${a.slice(0, a.indexOf('=') + 1)}${q(a.slice(a.indexOf('=') + 1))}`),
-      ...rest.map(q),
+      ...assigns.map((a) => `${a.slice(0, a.indexOf('=') + 1)}${quoteWord(a.slice(a.indexOf('=') + 1))}`),
+      ...rest.map(quoteWord),
     ].join(' '),
     ctx,
   );
@@ -287,12 +288,12 @@ const runAs: CommandFn = async (ctx) => {
   if (!pkg) return fail(ctx, `unknown package: ${pkgName}`);
   if (!pkg.debuggable) return fail(ctx, `package not debuggable: ${pkgName}`);
   const command = args.slice(1);
-  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  return ctx.runShell(
-    command.length > 0 ? (command.length === 1 ? command[0]! : command.map(q).join(' ')) : 'true',
-    ctx,
-    { cwd: `/data/data/${pkgName}` },
-  );
+  // run-as execs the command (a shell without one) as the app, in its data directory.
+  return ctx.runShell(command.length > 0 ? commandSource(command) : 'sh', ctx, {
+    cwd: `/data/data/${pkgName}`,
+    cred: appCredentials(pkg.uid),
+    exec: true,
+  });
 };
 
 const locksettings: CommandFn = (ctx) => {
@@ -320,57 +321,124 @@ const locksettings: CommandFn = (ctx) => {
   }
 };
 
-const SERVICES = [
-  'activity',
-  'alarm',
-  'appops',
-  'audio',
-  'battery',
-  'clipboard',
-  'connectivity',
-  'deviceidle',
-  'display',
-  'input',
-  'input_method',
-  'location',
-  'notification',
-  'package',
-  'power',
-  'settings',
-  'statusbar',
-  'uimode',
-  'wifi',
-  'window',
-];
-
 const service: CommandFn = (ctx) => {
   const [verb, name] = ctx.args;
+  const names = publishedServices(ctx.device.system);
   if (verb === 'list') {
-    const published = ctx.device.system.publishedServices;
-    const listed = published ? SERVICES.filter((s) => published.has(s)) : SERVICES;
-    ctx.stdout.write(`Found ${listed.length} services:\n`);
-    listed.forEach((s, i) =>
-      ctx.stdout.write(`${i}\t${s}: [android.app.I${s[0]!.toUpperCase()}${s.slice(1)}]\n`),
-    );
+    ctx.stdout.write(`Found ${names.length} services:\n`);
+    names.forEach((s, i) => {
+      const iface = SYSTEM_SERVICES.find((x) => x.name === s)?.iface ?? '';
+      ctx.stdout.write(`${i}\t${s}: [${iface}]\n`);
+    });
     return 0;
   }
-  if (verb === 'check') {
-    ctx.stdout.write(`Service ${name ?? ''}: ${name && SERVICES.includes(name) ? 'found' : 'not found'}\n`);
+  if (verb === 'check' && name !== undefined) {
+    ctx.stdout.write(`Service ${name}: ${names.includes(name) ? 'found' : 'not found'}\n`);
     return 0;
   }
   if (verb === 'call') {
-    ctx.stdout.write("Result: Parcel(00000000 00000000 00000000   '............')\n");
-    return 0;
+    ctx.stderr.write(
+      'service: the virtual phone does not model raw binder transactions; use the cmd, am, pm, settings or input commands instead\n',
+    );
+    return 1;
   }
   ctx.stderr.write(
     'Usage: service [-h|-?]\n       service list\n       service check SERVICE\n       service call SERVICE CODE [i32 N | i64 N | f N | d N | s16 STR | null | fd f | nfd n | afd f ] ...\n',
   );
-  return 1;
+  return verb === '-h' || verb === '-?' ? 0 : 1;
 };
 
+/** `--where "name='x'"` as the settings provider takes it: the name, or null for anything else. */
+function whereName(where: string | undefined): string | null | undefined {
+  if (where === undefined) return undefined;
+  const m = /^\s*name\s*=\s*'([^']*)'\s*$/.exec(where) ?? /^\s*name\s*=\s*"([^"]*)"\s*$/.exec(where);
+  return m ? m[1]! : null;
+}
+
+/**
+ * `content` on the settings provider (content://settings/system|secure|global): query,
+ * insert, update and delete, which read and write what `settings` does. Other providers are
+ * not modeled and say so.
+ */
 const content: CommandFn = (ctx) => {
-  if (ctx.args[0] === 'query') ctx.stdout.write('No result found.\n');
-  return 0;
+  const [verb, ...rest] = ctx.args;
+  const options = new Map<string, string[]>();
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i]!;
+    if (a.startsWith('--')) options.set(a, [...(options.get(a) ?? []), rest[++i] ?? '']);
+  }
+  const uri = options.get('--uri')?.[0];
+  if (!verb || !['query', 'insert', 'update', 'delete'].includes(verb) || !uri) {
+    ctx.stderr.write(
+      'usage: adb shell content [subcommand] [options]\n\nusage: adb shell content insert --uri <URI> [--user <USER_ID>] --bind <BINDING> [--bind <BINDING>...]\n',
+    );
+    return verb === undefined || verb === 'help' ? 0 : 1;
+  }
+  const m = /^content:\/\/settings\/(system|secure|global)\/?$/.exec(uri);
+  if (!m) {
+    ctx.stderr.write(
+      `content: the virtual phone models content://settings/{system,secure,global} only, not ${uri}\n`,
+    );
+    return 1;
+  }
+  const ns = m[1] as 'system' | 'secure' | 'global';
+  const store = ctx.device.settings;
+  const binds = new Map<string, string>();
+  for (const b of options.get('--bind') ?? []) {
+    const bind = /^([^:]+):[a-z]:(.*)$/.exec(b);
+    if (bind) binds.set(bind[1]!, bind[2]!);
+  }
+  const name = whereName(options.get('--where')?.[0]);
+  if (name === null) {
+    ctx.stderr.write("content: the virtual phone's settings provider takes --where \"name='KEY'\" only\n");
+    return 1;
+  }
+  switch (verb) {
+    case 'query': {
+      const rows = store.list(ns).filter(([k]) => name === undefined || k === name);
+      if (rows.length === 0) {
+        ctx.stdout.write('No result found.\n');
+        return 0;
+      }
+      const projection = options.get('--projection')?.[0]?.split(':');
+      rows.forEach(([k, v], i) => {
+        const columns: [string, string][] = [
+          ['_id', String(i + 1)],
+          ['name', k],
+          ['value', v],
+        ];
+        const shown = projection ? columns.filter(([c]) => projection.includes(c)) : columns;
+        ctx.stdout.write(`Row: ${i} ${shown.map(([c, x]) => `${c}=${x}`).join(', ')}\n`);
+      });
+      return 0;
+    }
+    case 'insert': {
+      const key = binds.get('name');
+      if (key === undefined) {
+        ctx.stderr.write('content: insert needs --bind name:s:KEY --bind value:s:VALUE\n');
+        return 1;
+      }
+      store.put(ns, key, binds.get('value') ?? '');
+      return 0;
+    }
+    case 'update': {
+      const key = name ?? binds.get('name');
+      if (key === undefined || !binds.has('value')) {
+        ctx.stderr.write('content: update needs --bind value:s:VALUE and --where "name=\'KEY\'"\n');
+        return 1;
+      }
+      store.put(ns, key, binds.get('value')!);
+      return 0;
+    }
+    default: {
+      if (name === undefined) {
+        ctx.stderr.write('content: delete needs --where "name=\'KEY\'"\n');
+        return 1;
+      }
+      store.delete(ns, name);
+      return 0;
+    }
+  }
 };
 
 const IMES = [

@@ -1,9 +1,10 @@
 /** Text applets for pipes: echo, printf, grep, head, tail, wc, sort, uniq, tr, cut, tee, ... */
 import { StringDecoder } from 'node:string_decoder';
 import { FsError } from '../../fs.js';
-import { fail, getopt, resolvePath } from '../command.js';
+import { commandSource, fail, getopt, openOperand, resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { readAll } from '../io.js';
+import type { Input } from '../io.js';
 
 /** Backslash escapes of echo -e and printf formats. */
 function unescape(s: string): { text: string; stop: boolean } {
@@ -163,7 +164,7 @@ const printf: CommandFn = (ctx) => {
   return 0;
 };
 
-/** Reads the named files (or stdin) as text. */
+/** Reads the named files (or stdin) as text, each whole (within the in-memory limit). */
 async function inputText(
   ctx: CommandContext,
   files: string[],
@@ -172,12 +173,9 @@ async function inputText(
     return [{ name: '(standard input)', text: (await readAll(ctx.stdin)).toString('utf8') }];
   const out: { name: string; text: string }[] = [];
   for (const f of files) {
-    try {
-      out.push({ name: f, text: ctx.fs.readFile(resolvePath(ctx, f)).toString('utf8') });
-    } catch (error) {
-      ctx.stderr.write(`${ctx.name}: ${f}: ${error instanceof FsError ? error.reason : String(error)}\n`);
-      return 2;
-    }
+    const input = openOperand(ctx, f);
+    if (!input) return 2;
+    out.push({ name: f, text: (await readAll(input)).toString('utf8') });
   }
   return out;
 }
@@ -280,46 +278,49 @@ function countArg(ctx: CommandContext): { n: number; files: string[]; bytes: boo
   return { n, files, bytes, fromStart };
 }
 
+/** The first lines (or bytes) of an input, read only as far as needed (`logcat | head -1` ends). */
+async function headOf(ctx: CommandContext, input: Input, n: number, bytes: boolean): Promise<void> {
+  let taken = 0;
+  let pending = '';
+  // A character may be split between chunks: decode across them.
+  const decoder = new StringDecoder('utf8');
+  while (taken < n || n === 0) {
+    if (n === 0) return;
+    const chunk = await input.read();
+    if (chunk === null) break;
+    if (bytes) {
+      const part = chunk.subarray(0, n - taken);
+      ctx.stdout.write(part);
+      taken += part.length;
+      continue;
+    }
+    pending += decoder.write(chunk);
+    let i: number;
+    while (taken < n && (i = pending.indexOf('\n')) >= 0) {
+      ctx.stdout.write(pending.slice(0, i + 1));
+      pending = pending.slice(i + 1);
+      taken++;
+    }
+  }
+  if (bytes || taken >= n) return;
+  pending += decoder.end();
+  if (pending) ctx.stdout.write(pending);
+}
+
 const head: CommandFn = async (ctx) => {
   const { n, files, bytes } = countArg(ctx);
-  if (files.length === 0) {
-    // Stop reading as soon as enough arrived, so `logcat | head -1` ends.
-    let taken = 0;
-    let pending = '';
-    // A character may be split between chunks: decode across them.
-    const decoder = new StringDecoder('utf8');
-    for (;;) {
-      const chunk = await ctx.stdin.read();
-      if (chunk === null) break;
-      if (bytes) {
-        const part = chunk.subarray(0, n - taken);
-        ctx.stdout.write(part);
-        taken += part.length;
-        if (taken >= n) return 0;
-        continue;
-      }
-      pending += decoder.write(chunk);
-      let i: number;
-      while ((i = pending.indexOf('\n')) >= 0) {
-        if (taken >= n) return 0;
-        ctx.stdout.write(pending.slice(0, i + 1));
-        pending = pending.slice(i + 1);
-        taken++;
-      }
-      if (taken >= n) return 0;
+  if (files.length === 0) files.push('-');
+  let status = 0;
+  for (const [i, f] of files.entries()) {
+    const input = openOperand(ctx, f);
+    if (!input) {
+      status = 1;
+      continue;
     }
-    pending += decoder.end();
-    if (!bytes && pending && taken < n) ctx.stdout.write(pending);
-    return 0;
+    if (files.length > 1) ctx.stdout.write(`${i > 0 ? '\n' : ''}==> ${f} <==\n`);
+    await headOf(ctx, input, n, bytes);
   }
-  const inputs = await inputText(ctx, files);
-  if (typeof inputs === 'number') return 1;
-  for (const { name, text } of inputs) {
-    if (inputs.length > 1) ctx.stdout.write(`==> ${name} <==\n`);
-    if (bytes) ctx.stdout.write(Buffer.from(text).subarray(0, n));
-    else for (const l of splitLines(text).slice(0, n)) ctx.stdout.write(`${l}\n`);
-  }
-  return 0;
+  return status;
 };
 
 const tail: CommandFn = async (ctx) => {
@@ -340,28 +341,57 @@ const tail: CommandFn = async (ctx) => {
   return 0;
 };
 
+/** Counts lines, words, bytes and characters of a stream as it is read. */
+async function countOf(input: Input, signal: AbortSignal): Promise<[number, number, number, number]> {
+  let lines = 0;
+  let words = 0;
+  let bytes = 0;
+  let chars = 0;
+  let inWord = false;
+  for (;;) {
+    const chunk = await input.read();
+    if (chunk === null || signal.aborted) break;
+    bytes += chunk.length;
+    for (const b of chunk) {
+      if (b === 0x0a) lines++;
+      // A UTF-8 character starts at every byte that is not a continuation byte.
+      if ((b & 0xc0) !== 0x80) chars++;
+      const space = b === 0x20 || (b >= 0x09 && b <= 0x0d);
+      if (!space && !inWord) words++;
+      inWord = !space;
+    }
+  }
+  return [lines, words, bytes, chars];
+}
+
 const wc: CommandFn = async (ctx) => {
   const { flags, operands } = getopt(ctx.args);
-  const inputs = await inputText(ctx, operands);
-  if (typeof inputs === 'number') return 1;
   const all = !flags.has('l') && !flags.has('w') && !flags.has('c') && !flags.has('m');
-  const totals = [0, 0, 0];
-  for (const { name, text } of inputs) {
-    const counts = [
-      (text.match(/\n/g) ?? []).length,
-      text.split(/\s+/).filter(Boolean).length,
-      Buffer.byteLength(text),
-    ];
-    counts.forEach((c, i) => (totals[i] = totals[i]! + c));
+  const files = operands.length > 0 ? operands : ['-'];
+  const totals = [0, 0, 0, 0];
+  let status = 0;
+  const show = (counts: number[], name: string | null) => {
     const shown = [
       all || flags.has('l') ? counts[0] : null,
       all || flags.has('w') ? counts[1] : null,
-      all || flags.has('c') || flags.has('m') ? counts[2] : null,
+      all || flags.has('c') ? counts[2] : null,
+      flags.has('m') ? counts[3] : null,
     ].filter((c): c is number => c !== null);
     const numbers = shown.map((c) => (shown.length > 1 ? String(c).padStart(7) : String(c))).join(' ');
-    ctx.stdout.write(operands.length > 0 ? `${numbers} ${name}\n` : `${numbers}\n`);
+    ctx.stdout.write(name !== null ? `${numbers} ${name}\n` : `${numbers}\n`);
+  };
+  for (const f of files) {
+    const input = openOperand(ctx, f);
+    if (!input) {
+      status = 1;
+      continue;
+    }
+    const counts = await countOf(input, ctx.signal);
+    counts.forEach((c, i) => (totals[i] = totals[i]! + c));
+    show(counts, operands.length > 0 ? f : null);
   }
-  return 0;
+  if (files.length > 1) show(totals, 'total');
+  return status;
 };
 
 const sort: CommandFn = async (ctx) => {
@@ -502,11 +532,10 @@ const xargs: CommandFn = async (ctx) => {
   }
   const command = i < ctx.args.length ? ctx.args.slice(i) : ['echo'];
   const items = (await readAll(ctx.stdin)).toString('utf8').split(/\s+/).filter(Boolean);
-  const quote = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
   let status = 0;
   for (let start = 0; start === 0 || start < items.length; start += per) {
     const batch = items.slice(start, start + per);
-    const s = await ctx.runShell([...command, ...batch].map(quote).join(' '), ctx);
+    const s = await ctx.runShell(commandSource([...command, ...batch]), ctx);
     if (s !== 0) status = 123;
     if (items.length === 0 || per === Infinity) break;
   }
