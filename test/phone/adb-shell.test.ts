@@ -283,3 +283,55 @@ describe('logcat', () => {
     }
   });
 });
+
+describe('cmd and abb', () => {
+  const NO_SERVICE =
+    'cmd: No service specified; use -l to list all running services. Use -w to start and wait for a service.\n';
+
+  it('answers no arguments, -l and an unknown service as Android 14 does', async () => {
+    expect(await shell('cmd')).toMatchObject({ code: 20, stdout: '', stderr: NO_SERVICE });
+    const listed = await v.adbOk(['shell', 'cmd', '-l']);
+    expect(listed.startsWith('Currently running services:\n')).toBe(true);
+    const names = listed
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.trim());
+    expect(names).toEqual(expect.arrayContaining(['activity', 'package', 'settings', 'statusbar', 'window']));
+    expect(names).toEqual([...names].sort());
+    // The same services service list reports.
+    const service = await v.adbOk(['shell', 'service list']);
+    for (const name of names) expect(service).toMatch(new RegExp(`^\\d+\\t${name}: \\[`, 'm'));
+    expect(await shell('cmd no.such.service list')).toMatchObject({
+      code: 20,
+      stderr: "cmd: Can't find service: no.such.service\n",
+    });
+  });
+
+  it("runs the services' commands through cmd and abb alike, with their own status", async () => {
+    expect(
+      await v.adbOk([
+        'shell',
+        'cmd -w settings put global phonelease_cmd 1; cmd settings get global phonelease_cmd',
+      ]),
+    ).toBe('1\n');
+    expect(await v.adbOk(['abb', 'settings', 'get', 'global', 'phonelease_cmd'])).toBe('1\n');
+    expect(await v.adbOk(['abb', 'package', 'list', 'packages'])).toContain('package:android\n');
+    expect(await v.adb(['abb', 'uimode', 'night', 'maybe'])).toMatchObject({ code: 255 });
+    expect(await v.adb(['abb'])).toMatchObject({ code: 20, stderr: NO_SERVICE });
+    expect((await v.adbOk(['abb', '-l'])).split('\n')[0]).toBe('Currently running services:');
+    expect(await v.adb(['abb', 'nope'])).toMatchObject({
+      code: 20,
+      stderr: "cmd: Can't find service: nope\n",
+    });
+  });
+
+  it('says what it does not model instead of pretending to succeed', async () => {
+    expect(await shell('cmd audio get-volume 3')).toMatchObject({
+      code: 255,
+      stderr: "cmd: the virtual phone does not model 'cmd audio get-volume 3' (see docs/virtual-phone.md)\n",
+    });
+    expect((await shell('service call statusbar 1')).code).toBe(1);
+    expect((await shell('content query --uri content://media/external/images/media')).code).toBe(1);
+  });
+});
