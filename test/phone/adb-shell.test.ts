@@ -115,9 +115,14 @@ describe('properties and settings', () => {
   });
 
   it('sets properties, refusing read-only ones', async () => {
-    expect((await shell('setprop persist.phonelease.test on; getprop persist.phonelease.test')).stdout).toBe(
+    expect((await shell('setprop debug.phonelease.test on; getprop debug.phonelease.test')).stdout).toBe(
       'on\n',
     );
+    // The shell user may not set other families (SELinux), only debug.* and log tags.
+    expect(await shell('setprop persist.sys.phonelease on')).toMatchObject({
+      code: 1,
+      stderr: "Failed to set property 'persist.sys.phonelease' to 'on'.\nSee dmesg for error reason.\n",
+    });
     const ro = await shell('setprop ro.build.version.sdk 99');
     expect(ro.code).toBe(1);
     expect(ro.stderr).toMatch(/Failed to set property 'ro.build.version.sdk'/);

@@ -42,6 +42,7 @@ export const SYSTEM_BIN = [
   'getenforce',
   'getprop',
   'grep',
+  'gunzip',
   'gzip',
   'head',
   'hostname',
@@ -77,6 +78,7 @@ export const SYSTEM_BIN = [
   'screencap',
   'screenrecord',
   'sed',
+  'seq',
   'service',
   'setprop',
   'settings',
@@ -108,6 +110,7 @@ export const SYSTEM_BIN = [
   'wm',
   'xargs',
   'yes',
+  'zcat',
 ];
 
 const CPUINFO = `Processor\t: AArch64 Processor rev 0 (aarch64)

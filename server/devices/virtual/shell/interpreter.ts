@@ -17,6 +17,7 @@ import type { Device } from '../device.js';
 import { FsError, SHELL_CREDENTIALS, basename, normalizePath } from '../fs.js';
 import type { Credentials, FsView } from '../fs.js';
 import { ADBD } from '../processes.js';
+import { SYSTEM_BIN } from '../system-image.js';
 import type { Process } from '../processes.js';
 import {
   SIGHUP,
@@ -52,6 +53,8 @@ export interface ShellState {
   traps: Map<TrapKey, string>;
   /** Who the shell runs as. */
   cred: Credentials;
+  /** Functions defined with `name() { ... }`. */
+  functions: Map<string, Command>;
 }
 
 export interface InterpreterOptions {
@@ -68,6 +71,11 @@ class ExitSignal {
     /** The untrapped signal (INT, QUIT, TERM) that ended the shell, if one did. */
     readonly interrupt: number | null = null,
   ) {}
+}
+
+/** `return` from a function. */
+class ReturnSignal {
+  constructor(readonly status: number) {}
 }
 
 class LoopSignal {
@@ -129,7 +137,17 @@ export function initialShellState(
     ...Object.entries(extraEnv),
   ]);
   void device;
-  return { vars, cwd: '/', status: 0, positional: [], pid: 0, lastBackground: null, traps: new Map(), cred };
+  return {
+    vars,
+    cwd: '/',
+    status: 0,
+    positional: [],
+    pid: 0,
+    lastBackground: null,
+    traps: new Map(),
+    cred,
+    functions: new Map(),
+  };
 }
 
 /** The state a forked subshell starts with: a copy, with caught traps reset (ignored ones stay). */
@@ -143,6 +161,7 @@ function subshellState(state: ShellState): ShellState {
     lastBackground: state.lastBackground,
     traps: new Map([...state.traps].filter(([, action]) => action === '')),
     cred: state.cred,
+    functions: new Map(state.functions),
   };
 }
 
@@ -556,6 +575,10 @@ export class Interpreter {
 
   private async command(cmd: Command, io: Io, signal: AbortSignal, exec: boolean): Promise<number> {
     if (cmd.type === 'simple') return this.simple(cmd, io, signal, exec);
+    if (cmd.type === 'function') {
+      this.state.functions.set(cmd.name, cmd.body);
+      return (this.state.status = 0);
+    }
     const redirected = await this.applyRedirects(cmd.redirects, io, signal);
     if (typeof redirected === 'number') return redirected;
     const { io: rio, files } = redirected;
@@ -754,6 +777,8 @@ export class Interpreter {
     const args = argv.slice(1);
     const builtin = await this.builtin(name, args, assigns, io, signal);
     if (builtin !== null) return builtin;
+    const body = this.state.functions.get(name);
+    if (body) return this.callFunction(body, args, io, signal);
     let lookup = name;
     if (name.includes('/')) {
       const path = normalizePath(name, this.state.cwd);
@@ -768,6 +793,13 @@ export class Interpreter {
       lookup = basename(path);
     }
     const fn = this.commands.get(lookup);
+    if (!fn && SYSTEM_BIN.includes(lookup)) {
+      // The program is on the phone but the virtual phone does not run it: say so.
+      io.stderr.write(
+        `${SHELL_NAME}: ${name}: not modeled by the virtual phone (see docs/virtual-phone.md)\n`,
+      );
+      return 126;
+    }
     if (!fn) {
       io.stderr.write(`${SHELL_NAME}: ${name}: not found\n`);
       this.device.log.debug('virtual shell: command not found', { command: name, args });
@@ -840,6 +872,25 @@ export class Interpreter {
     }
   }
 
+  /** Runs a function in this shell with its own $1..., until it ends or returns. */
+  private async callFunction(body: Command, args: string[], io: Io, signal: AbortSignal): Promise<number> {
+    const saved = this.state.positional;
+    this.state.positional = args;
+    this.functionDepth++;
+    try {
+      return await this.command(body, io, signal, false);
+    } catch (error) {
+      if (error instanceof ReturnSignal) return (this.state.status = error.status);
+      throw error;
+    } finally {
+      this.functionDepth--;
+      this.state.positional = saved;
+    }
+  }
+
+  /** How many function calls deep the shell is (`return` ends the innermost). */
+  private functionDepth = 0;
+
   private async runCommand(
     fn: (ctx: CommandContext) => number | Promise<number>,
     ctx: CommandContext,
@@ -884,6 +935,7 @@ export class Interpreter {
       lastBackground: null,
       traps: new Map(),
       cred,
+      functions: new Map(),
     };
     const shell = new Interpreter(this.device, this.commands, state, proc, {});
     return shell.script(source, io, signal, { exec: options.exec === true });
@@ -1154,8 +1206,11 @@ export class Interpreter {
         this.exited = true;
         throw new ExitSignal(Number.isFinite(status) ? status : 2);
       }
-      case 'return':
-        throw new ExitSignal(args[0] === undefined ? this.state.status : Number(args[0]) & 0xff);
+      case 'return': {
+        const status = args[0] === undefined ? this.state.status : Number(args[0]) & 0xff;
+        if (this.functionDepth > 0) throw new ReturnSignal(status);
+        throw new ExitSignal(status);
+      }
       case 'break':
       case 'continue':
         throw new LoopSignal(name, Math.max(1, Number(args[0] ?? '1') || 1));

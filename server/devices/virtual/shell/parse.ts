@@ -39,7 +39,8 @@ export type Command =
   | { type: 'group'; body: List; redirects: Redirect[] }
   | { type: 'if'; clauses: { cond: List; body: List }[]; otherwise: List | null; redirects: Redirect[] }
   | { type: 'while' | 'until'; cond: List; body: List; redirects: Redirect[] }
-  | { type: 'for'; name: string; items: Word[] | null; body: List; redirects: Redirect[] };
+  | { type: 'for'; name: string; items: Word[] | null; body: List; redirects: Redirect[] }
+  | { type: 'function'; name: string; body: Command; redirects: Redirect[] };
 
 export interface Pipeline {
   negate: boolean;
@@ -80,6 +81,31 @@ function isNameStart(c: string | undefined): boolean {
 function isNameChar(c: string | undefined): boolean {
   return c !== undefined && /[A-Za-z0-9_]/.test(c);
 }
+
+/** A name a function may have (mksh allows a few punctuation characters too). */
+function isFunctionName(name: string): boolean {
+  return /^[A-Za-z_][A-Za-z0-9_.-]*$/.test(name) && !RESERVED.has(name);
+}
+
+const RESERVED = new Set([
+  'if',
+  'then',
+  'else',
+  'elif',
+  'fi',
+  'do',
+  'done',
+  'while',
+  'until',
+  'for',
+  'in',
+  'case',
+  'esac',
+  'function',
+  '{',
+  '}',
+  '!',
+]);
 
 class Lexer {
   pos = 0;
@@ -298,20 +324,21 @@ function matchParen(s: string, open: number): number {
 
 class Parser {
   private readonly lexer: Lexer;
-  private peeked: Token | null = null;
+  /** Tokens read ahead (at most two: a function definition is known by `name (`). */
+  private readonly ahead: Token[] = [];
 
   constructor(src: string) {
     this.lexer = new Lexer(src);
   }
 
-  private peek(): Token {
-    this.peeked ??= this.lexer.next();
-    return this.peeked;
+  private peek(n = 0): Token {
+    while (this.ahead.length <= n) this.ahead.push(this.lexer.next());
+    return this.ahead[n]!;
   }
 
   private take(): Token {
     const t = this.peek();
-    this.peeked = null;
+    this.ahead.shift();
     return t;
   }
 
@@ -434,6 +461,15 @@ class Parser {
         }
         case 'for':
           return this.forCommand();
+        case 'function': {
+          // ksh's `function name compound-command`
+          this.take();
+          const nameTok = this.take();
+          if (nameTok.type !== 'word' || !isFunctionName(nameTok.raw))
+            throw new ShellSyntaxError(`syntax error: bad function name${this.near()}`);
+          this.skipNewlines();
+          return { type: 'function', name: nameTok.raw, body: this.command(), redirects: [] };
+        }
         case 'then':
         case 'elif':
         case 'else':
@@ -443,6 +479,16 @@ class Parser {
         case '}':
           throw new ShellSyntaxError(`syntax error: unexpected '${t.raw}'`);
       }
+    }
+    // POSIX `name() compound-command`
+    const next = this.peek(1);
+    if (t.type === 'word' && t.plain && isFunctionName(t.raw) && next.type === 'op' && next.op === '(') {
+      this.take();
+      this.take();
+      if (!this.isOp(')')) throw new ShellSyntaxError(`syntax error: expected ')'${this.near()}`);
+      this.take();
+      this.skipNewlines();
+      return { type: 'function', name: t.raw, body: this.command(), redirects: [] };
     }
     return this.simple();
   }

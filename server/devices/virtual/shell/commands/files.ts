@@ -4,6 +4,7 @@ import { FsError, basename, dirname, normalizePath } from '../../fs.js';
 import type { FsNode, Stat } from '../../fs.js';
 import { fail, getopt, openOperand, resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
+import { humanReadable } from './dd.js';
 import { fileType, lsDate, modeString, statDate, userName } from './format.js';
 
 function errText(error: unknown): string {
@@ -596,14 +597,49 @@ const df: CommandFn = (ctx) => {
   return 0;
 };
 
+/** Disk blocks a node takes, in bytes: whole 4 KiB blocks for data, one for a directory. */
+function allocated(node: FsNode): number {
+  if (node.kind === 'file') return Math.ceil(node.data.length / 4096) * 4096;
+  return node.kind === 'dir' ? 4096 : 0;
+}
+
+/**
+ * toybox du: the disk space of each directory below the operands (in 1 KiB units, -h
+ * human-readable, -s only the totals, -a files too), counted in whole blocks.
+ */
 const du: CommandFn = (ctx) => {
-  const { flags, operands } = getopt(ctx.args);
+  const { flags, operands } = getopt(ctx.args, 'd');
   if (operands.length === 0) operands.push('.');
   let status = 0;
+  const show = (bytes: number, name: string) =>
+    ctx.stdout.write(
+      `${flags.has('h') ? humanReadable(bytes).replace(' ', '').replace(/B$/, '') : Math.ceil(bytes / 1024)}\t${name}\n`,
+    );
+  const visit = (real: string, shown: string, node: FsNode, depth: number): number => {
+    let total = allocated(node);
+    if (node.kind === 'dir') {
+      let entries: { name: string; node: FsNode }[] = [];
+      try {
+        entries = ctx.fs.readdir(real);
+      } catch (error) {
+        ctx.stderr.write(`du: ${shown}: ${errText(error)}\n`);
+        status = 1;
+      }
+      for (const e of entries)
+        total += visit(
+          `${real === '/' ? '' : real}/${e.name}`,
+          `${shown.replace(/\/$/, '')}/${e.name}`,
+          e.node,
+          depth + 1,
+        );
+      if (!flags.has('s') || depth === 0) show(total, shown);
+    } else if (depth === 0 || (flags.has('a') && !flags.has('s'))) show(total, shown);
+    return total;
+  };
   for (const op of operands) {
     try {
-      const kb = Math.ceil(treeSize(ctx, resolvePath(ctx, op)) / 1024);
-      ctx.stdout.write(`${flags.has('h') ? `${kb}K` : kb}\t${op}\n`);
+      const resolved = ctx.fs.resolve(resolvePath(ctx, op));
+      visit(resolved.path, op, resolved.node, 0);
     } catch (error) {
       ctx.stderr.write(`du: ${op}: ${errText(error)}\n`);
       status = 1;
@@ -635,53 +671,6 @@ function digest(algorithm: 'md5' | 'sha1' | 'sha256'): CommandFn {
     return status;
   };
 }
-
-const find: CommandFn = (ctx) => {
-  const args = [...ctx.args];
-  const roots: string[] = [];
-  while (args.length > 0 && !args[0]!.startsWith('-')) roots.push(args.shift()!);
-  if (roots.length === 0) roots.push('.');
-  let namePattern: RegExp | null = null;
-  let type: string | null = null;
-  let maxDepth = Infinity;
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (a === '-name' || a === '-iname') {
-      const glob = (args[++i] ?? '*')
-        .replace(/[.+^${}()|\\]/g, '\\$&')
-        .replace(/\*/g, '.*')
-        .replace(/\?/g, '.');
-      namePattern = new RegExp(`^${glob}$`, a === '-iname' ? 'i' : '');
-    } else if (a === '-type') type = args[++i] ?? null;
-    else if (a === '-maxdepth') maxDepth = Number(args[++i] ?? 'Infinity');
-  }
-  let status = 0;
-  const fs = ctx.fs;
-  for (const root of roots) {
-    const base = resolvePath(ctx, root);
-    try {
-      const real = fs.realpath(base);
-      for (const { path, node } of fs.walkTree(real)) {
-        const rel = path === real ? '' : path.slice(real === '/' ? 0 : real.length);
-        const depth = rel.split('/').filter(Boolean).length;
-        if (depth > maxDepth) continue;
-        if (namePattern && !namePattern.test(basename(path))) continue;
-        if (
-          type &&
-          ((type === 'f' && node.kind !== 'file') ||
-            (type === 'd' && node.kind !== 'dir') ||
-            (type === 'l' && node.kind !== 'link'))
-        )
-          continue;
-        ctx.stdout.write(`${root.replace(/\/$/, '') || '/'}${rel}\n`);
-      }
-    } catch (error) {
-      ctx.stderr.write(`find: ${root}: ${errText(error)}\n`);
-      status = 1;
-    }
-  }
-  return status;
-};
 
 const basenameCmd: CommandFn = (ctx) => {
   const [path, suffix] = ctx.args;
@@ -859,7 +848,6 @@ export const FILE_COMMANDS: Record<string, CommandFn> = {
   md5sum: digest('md5'),
   sha1sum: digest('sha1'),
   sha256sum: digest('sha256'),
-  find,
   basename: basenameCmd,
   dirname: dirnameCmd,
   test,

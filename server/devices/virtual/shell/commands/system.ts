@@ -19,12 +19,21 @@ const getprop: CommandFn = (ctx) => {
   return 0;
 };
 
+/** Property families the shell user may set on Android 14 (debug_prop, log_tag_prop ...). */
+const SHELL_PROPERTIES = ['debug.', 'persist.debug.', 'log.tag.', 'persist.log.tag'];
+
 const setprop: CommandFn = (ctx) => {
   if (ctx.args.length !== 2) {
     ctx.stderr.write('usage: setprop NAME VALUE\n\nSets an Android system property.\n');
     return 1;
   }
-  const error = ctx.device.props.set(ctx.args[0]!, ctx.args[1]!);
+  const [key, value] = ctx.args as [string, string];
+  // SELinux lets the shell domain set only a few property families (debug, log tags);
+  // init refuses the rest, as it does ro.* once set.
+  const allowed = ctx.cred.uid === 0 || SHELL_PROPERTIES.some((prefix) => key.startsWith(prefix));
+  const error = allowed
+    ? ctx.device.props.set(key, value)
+    : `Failed to set property '${key}' to '${value}'.\nSee dmesg for error reason.`;
   if (error) {
     ctx.stderr.write(`${error}\n`);
     return 1;
@@ -157,10 +166,54 @@ export function strftime(format: string, ms: number): string {
   });
 }
 
+/** A date as toybox date -d takes it: @SECONDS, or YYYY-MM-DD [hh:mm[:ss]] (the phone is UTC). */
+function parseDate(text: string): number | null {
+  const epoch = /^@(-?\d+(?:\.\d+)?)$/.exec(text);
+  if (epoch) return Math.round(Number(epoch[1]) * 1000);
+  const m = /^(\d{4})-(\d\d)-(\d\d)(?:[ T](\d\d):(\d\d)(?::(\d\d))?)?$/.exec(text.trim());
+  if (!m) return null;
+  return Date.UTC(
+    Number(m[1]),
+    Number(m[2]) - 1,
+    Number(m[3]),
+    Number(m[4] ?? 0),
+    Number(m[5] ?? 0),
+    Number(m[6] ?? 0),
+  );
+}
+
+/** toybox date: +FORMAT, -u, -d DATE, -r FILE; setting the clock needs root. */
 const date: CommandFn = (ctx) => {
-  const format = ctx.args.find((a) => a.startsWith('+'));
-  const now = ctx.device.now();
-  ctx.stdout.write(`${strftime(format ? format.slice(1) : '%a %b %e %H:%M:%S %Z %Y', now)}\n`);
+  let when = ctx.device.now();
+  let format = '%a %b %e %H:%M:%S %Z %Y';
+  for (let i = 0; i < ctx.args.length; i++) {
+    const a = ctx.args[i]!;
+    if (a.startsWith('+')) format = a.slice(1);
+    else if (a === '-u' || a === '--utc') continue;
+    else if (a === '-d' || a.startsWith('-d') || a.startsWith('--date=')) {
+      const text = a === '-d' ? (ctx.args[++i] ?? '') : a.replace(/^(-d|--date=)/, '');
+      const parsed = parseDate(text);
+      if (parsed === null) {
+        ctx.stderr.write(`date: bad date '${text}'\n`);
+        return 1;
+      }
+      when = parsed;
+    } else if (a === '-r') {
+      try {
+        when = ctx.fs.stat(resolvePath(ctx, ctx.args[++i] ?? '')).mtimeMs;
+      } catch {
+        ctx.stderr.write(`date: ${ctx.args[i] ?? ''}: No such file or directory\n`);
+        return 1;
+      }
+    } else if (/^\d{8,12}(\.\d\d)?$/.test(a)) {
+      ctx.stderr.write('date: cannot set date: Operation not permitted\n');
+      return 1;
+    } else {
+      ctx.stderr.write(`date: bad date '${a}'\n`);
+      return 1;
+    }
+  }
+  ctx.stdout.write(`${strftime(format, when)}\n`);
   return 0;
 };
 
@@ -240,16 +293,15 @@ const sh: CommandFn = async (ctx) => {
   return ctx.runShell(script, { ...ctx, stdin: { read: () => Promise.resolve(null) } });
 };
 
-export function makeWhich(commands: () => ReadonlyMap<string, CommandFn>): CommandFn {
-  return (ctx) => {
-    let status = 0;
-    for (const a of ctx.args.filter((x) => !x.startsWith('-'))) {
-      if (commands().has(a) && SYSTEM_BIN.includes(a)) ctx.stdout.write(`/system/bin/${a}\n`);
-      else status = 1;
-    }
-    return status;
-  };
-}
+/** which: the programs that are on the phone's /system/bin (whether it models them or not). */
+const which: CommandFn = (ctx) => {
+  let status = 0;
+  for (const a of ctx.args.filter((x) => !x.startsWith('-'))) {
+    if (SYSTEM_BIN.includes(a)) ctx.stdout.write(`/system/bin/${a}\n`);
+    else status = 1;
+  }
+  return status;
+};
 
 const log: CommandFn = async (ctx) => {
   const { values, operands } = getopt(ctx.args, 'tpb');
@@ -526,6 +578,7 @@ export const SYSTEM_COMMANDS: Record<string, CommandFn> = {
   log,
   svc,
   'run-as': runAs,
+  which,
   locksettings,
   service,
   content,

@@ -1,9 +1,10 @@
 /** Text applets for pipes: echo, printf, grep, head, tail, wc, sort, uniq, tr, cut, tee, ... */
 import { StringDecoder } from 'node:string_decoder';
 import { FsError } from '../../fs.js';
-import { commandSource, fail, getopt, openOperand, resolvePath } from '../command.js';
+import { commandSource, fail, getopt, openOperand, resolvePath, usageError } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { readAll } from '../io.js';
+import { regexSource } from './sed.js';
 import type { Input } from '../io.js';
 
 /** Backslash escapes of echo -e and printf formats. */
@@ -187,21 +188,6 @@ function splitLines(text: string): string[] {
   return lines;
 }
 
-function basicRegexToJs(pattern: string, extended: boolean): string {
-  if (extended) return pattern;
-  // BRE: \| \( \) \{ \} \+ \? are operators; bare ( ) { } + ? | are literals.
-  let out = '';
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i]!;
-    if (c === '\\' && i + 1 < pattern.length) {
-      const n = pattern[++i]!;
-      out += '|(){}+?'.includes(n) ? n : `\\${n}`;
-    } else if ('|(){}+?'.includes(c)) out += `\\${c}`;
-    else out += c;
-  }
-  return out;
-}
-
 const grep: CommandFn = async (ctx) => {
   const { flags, values, operands } = getopt(ctx.args, 'efmABC');
   const patterns: string[] = [];
@@ -213,7 +199,7 @@ const grep: CommandFn = async (ctx) => {
   let re: RegExp;
   try {
     const source = patterns
-      .map((p) => (fixed ? p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : basicRegexToJs(p, extended)))
+      .map((p) => (fixed ? p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : regexSource(p, extended)))
       .join('|');
     re = new RegExp(
       flags.has('x') ? `^(?:${source})$` : flags.has('w') ? `\\b(?:${source})\\b` : source,
@@ -517,27 +503,63 @@ const tee: CommandFn = async (ctx) => {
   return status;
 };
 
+/**
+ * toybox xargs: -n N, -I REPLACE (one line per command), -0 / -d DELIM, -r (nothing on
+ * empty input), -t (show each command); statuses 123 (a command failed), 124 (one exited
+ * 255), 125 (one was killed), 127 (not found).
+ */
 const xargs: CommandFn = async (ctx) => {
-  let i = 0;
   let per = Infinity;
-  while (i < ctx.args.length && ctx.args[i]!.startsWith('-')) {
+  let replace: string | null = null;
+  let delimiter: string | RegExp = /\s+/;
+  let noEmpty = false;
+  let trace = false;
+  let i = 0;
+  for (; i < ctx.args.length && ctx.args[i]!.startsWith('-') && ctx.args[i] !== '-'; i++) {
     const a = ctx.args[i]!;
-    if (a === '-n') {
-      per = Math.max(1, Number(ctx.args[i + 1]) || 1);
-      i += 2;
-    } else if (/^-n\d+$/.test(a)) {
-      per = Math.max(1, Number(a.slice(2)));
+    const value = (flag: string) => (a.length > flag.length ? a.slice(flag.length) : (ctx.args[++i] ?? ''));
+    if (a === '--') {
       i++;
-    } else i++;
+      break;
+    }
+    if (a.startsWith('-n')) per = Math.max(1, Number(value('-n')) || 1);
+    else if (a.startsWith('-I')) replace = value('-I');
+    else if (a.startsWith('-d')) delimiter = unescape(value('-d')).text;
+    else if (a.startsWith('-s') || a.startsWith('-E') || a.startsWith('-L')) value(a.slice(0, 2));
+    else if (/^-[0rtpx]+$/.test(a)) {
+      if (a.includes('0')) delimiter = '\0';
+      noEmpty ||= a.includes('r');
+      trace ||= a.includes('t');
+      if (a.includes('p')) {
+        ctx.stderr.write("xargs: the virtual phone's xargs does not model -p (no terminal to ask)\n");
+        return 1;
+      }
+    } else return usageError(ctx, `Unknown option '${a.replace(/^-+/, '')}'`);
   }
   const command = i < ctx.args.length ? ctx.args.slice(i) : ['echo'];
-  const items = (await readAll(ctx.stdin)).toString('utf8').split(/\s+/).filter(Boolean);
+  const text = (await readAll(ctx.stdin)).toString('utf8');
+  const items =
+    replace !== null
+      ? text.split('\n').filter((l) => l.length > 0)
+      : text.split(delimiter).filter((x) => x.length > 0);
+  if (items.length === 0 && (noEmpty || replace !== null)) return 0;
+  const batches: string[][] = [];
+  if (replace !== null)
+    for (const item of items) batches.push(command.map((w) => w.replaceAll(replace!, item)));
+  else if (per === Infinity) batches.push([...command, ...items]);
+  else
+    for (let start = 0; start < Math.max(items.length, 1); start += per)
+      batches.push([...command, ...items.slice(start, start + per)]);
   let status = 0;
-  for (let start = 0; start === 0 || start < items.length; start += per) {
-    const batch = items.slice(start, start + per);
-    const s = await ctx.runShell(commandSource([...command, ...batch]), ctx);
+  for (const argv of batches) {
+    if (ctx.signal.aborted) break;
+    if (trace) ctx.stderr.write(`${argv.join(' ')}\n`);
+    const child = ctx.spawn(commandSource(argv), ctx, { exec: true });
+    const s = await child.done;
+    if (s === 127 || s === 126) return s;
+    if (s === 255) return 124;
+    if (s > 128) return 125;
     if (s !== 0) status = 123;
-    if (items.length === 0 || per === Infinity) break;
   }
   return status;
 };
@@ -547,23 +569,6 @@ const base64: CommandFn = async (ctx) => {
   const data = operands[0] ? ctx.fs.readFile(resolvePath(ctx, operands[0])) : await readAll(ctx.stdin);
   if (flags.has('d')) ctx.stdout.write(Buffer.from(data.toString('utf8'), 'base64'));
   else ctx.stdout.write(`${(data.toString('base64').match(/.{1,76}/g) ?? []).join('\n')}\n`);
-  return 0;
-};
-
-const sed: CommandFn = async (ctx) => {
-  const { flags, values, operands } = getopt(ctx.args, 'e');
-  const script = values.get('e') ?? operands.shift() ?? '';
-  const m = /^s(.)(.*?)\1(.*?)\1([gip]*)$/.exec(script);
-  if (!m) return fail(ctx, `unsupported script '${script}'`);
-  const re = new RegExp(
-    basicRegexToJs(m[2]!, flags.has('E') || flags.has('r')),
-    m[4]!.includes('g') ? 'g' : '' + (m[4]!.includes('i') ? 'i' : ''),
-  );
-  const replacement = m[3]!.replace(/\\(\d)/g, '$$$1').replace(/&/g, '$$&');
-  const inputs = await inputText(ctx, operands);
-  if (typeof inputs === 'number') return 1;
-  for (const { text } of inputs)
-    for (const line of splitLines(text)) ctx.stdout.write(`${line.replace(re, replacement)}\n`);
   return 0;
 };
 
@@ -593,6 +598,5 @@ export const TEXT_COMMANDS: Record<string, CommandFn> = {
   tee,
   xargs,
   base64,
-  sed,
   yes,
 };
