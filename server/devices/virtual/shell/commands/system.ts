@@ -311,7 +311,13 @@ const log: CommandFn = async (ctx) => {
   const p = ['V', 'D', 'I', 'W', 'E', 'F'].includes(priority)
     ? (priority as 'V' | 'D' | 'I' | 'W' | 'E' | 'F')
     : 'I';
-  ctx.device.logcat.add({ pid: 7001, tid: 7001, priority: p, tag: values.get('t') ?? 'log', message });
+  ctx.device.logcat.add({
+    pid: ctx.process.pid,
+    tid: ctx.process.pid,
+    priority: p,
+    tag: values.get('t') ?? 'log',
+    message,
+  });
   return 0;
 };
 
