@@ -55,6 +55,8 @@ export interface ShellState {
   cred: Credentials;
   /** Functions defined with `name() { ... }`. */
   functions: Map<string, Command>;
+  /** `set` options in force: e (errexit), u (nounset), x (xtrace), f (noglob), p (pipefail). */
+  options: Set<string>;
 }
 
 export interface InterpreterOptions {
@@ -97,6 +99,15 @@ export const SHELL_NAME = '/system/bin/sh';
 
 /** Signals mksh always catches (to clean up): their traps run, or they end the shell. */
 const SHELL_SIGNALS = [SIGHUP, SIGINT, SIGQUIT, SIGTERM];
+
+/** `set -o NAME` for the options the shell models. */
+const LONG_OPTIONS: Record<string, string> = {
+  errexit: 'e',
+  nounset: 'u',
+  xtrace: 'x',
+  noglob: 'f',
+  pipefail: 'p',
+};
 
 /** Builtins of mksh that the command table also has: they run in the shell's own process. */
 const IN_PROCESS = new Set(['echo', 'test', '[', 'true', 'false']);
@@ -147,6 +158,7 @@ export function initialShellState(
     traps: new Map(),
     cred,
     functions: new Map(),
+    options: new Set(),
   };
 }
 
@@ -162,6 +174,7 @@ function subshellState(state: ShellState): ShellState {
     traps: new Map([...state.traps].filter(([, action]) => action === '')),
     cred: state.cred,
     functions: new Map(state.functions),
+    options: new Set(state.options),
   };
 }
 
@@ -458,9 +471,11 @@ export class Interpreter {
 
   // ---------- lists and pipelines ----------
 
-  private async list(list: List, io: Io, signal: AbortSignal, exec: boolean): Promise<number> {
+  private async list(list: List, callerIo: Io, signal: AbortSignal, exec: boolean): Promise<number> {
     let status = this.state.status;
     for (const item of list) {
+      // `exec >file` redirects the rest of the shell's commands.
+      const io = this.persistentIo ?? callerIo;
       if (this.stopped(signal)) return (this.state.status = this.stoppedStatus());
       if (item.background) {
         this.background(item.andOr, io, signal);
@@ -514,8 +529,11 @@ export class Interpreter {
     }
     if (p.negate) status = status === 0 ? 1 : 0;
     this.state.status = status;
-    if (status !== 0 && !asCondition && !p.negate && this.conditionDepth === 0)
+    if (status !== 0 && !asCondition && !p.negate && this.conditionDepth === 0) {
       await this.errTrap(io, signal);
+      // set -e: a failure outside a condition ends the shell.
+      if (this.state.options.has('e')) throw new ExitSignal(status);
+    }
     return status;
   }
 
@@ -555,14 +573,31 @@ export class Interpreter {
         }
       }
       const child = this.fork();
-      holdOutputs(child.proc, stageIo);
-      this.foreground.add(child.proc);
-      // The stage after this one exited: writing on is SIGPIPE.
-      pipes[i]!.onReaderGone(() => {
+      // Writing on after the next stage exited is SIGPIPE for the writer (the stage, and
+      // what it runs in the foreground).
+      // (A producer that checks whether anyone still reads is about to write: it gets it too.)
+      const pipe = pipes[i]!;
+      const broken = () => {
         for (const p of [child.proc, ...child.foreground]) p.deliver(SIGPIPE);
-      });
+      };
+      const writerIo: Io = {
+        ...stageIo,
+        stdout: {
+          get closed() {
+            if (pipe.closed) broken();
+            return pipe.closed;
+          },
+          write: (data) => {
+            if (!pipe.closed) pipe.write(data);
+            else broken();
+          },
+          drain: () => pipe.drain(),
+        },
+      };
+      holdOutputs(child.proc, writerIo);
+      this.foreground.add(child.proc);
       try {
-        return await this.runChild(child, stageIo, signal, () => child.command(cmd, stageIo, signal, true));
+        return await this.runChild(child, writerIo, signal, () => child.command(cmd, writerIo, signal, true));
       } finally {
         this.foreground.delete(child.proc);
         pipes[i]!.end();
@@ -570,6 +605,8 @@ export class Interpreter {
       }
     });
     const statuses = await Promise.all(runs);
+    // set -o pipefail: the last stage that failed decides.
+    if (this.state.options.has('p')) return [...statuses].reverse().find((s) => s !== 0) ?? 0;
     return statuses[statuses.length - 1]!;
   }
 
@@ -625,6 +662,18 @@ export class Interpreter {
           }
           break;
         }
+        case 'case': {
+          const subject = await this.expandString(cmd.word, io, signal);
+          status = 0;
+          outer: for (const clause of cmd.clauses) {
+            for (const p of clause.patterns) {
+              if (!globSegmentRegex(await this.expandPattern(p, io, signal)).test(subject)) continue;
+              status = await this.list(clause.body, rio, signal, false);
+              break outer;
+            }
+          }
+          break;
+        }
         case 'for': {
           const items = cmd.items
             ? (await Promise.all(cmd.items.map((w) => this.expandFields(w, io, signal)))).flat()
@@ -670,7 +719,8 @@ export class Interpreter {
     exec: boolean,
   ): Promise<number> {
     const argv: string[] = [];
-    for (const w of cmd.words) argv.push(...(await this.expandFields(w, io, signal)));
+    for (const word of cmd.words)
+      for (const w of braceExpand(word)) argv.push(...(await this.expandFields(w, io, signal)));
     const assigns: [string, string][] = [];
     for (const a of cmd.assigns) assigns.push([a.name, await this.expandString(a.value, io, signal)]);
     const redirected = await this.applyRedirects(cmd.redirects, io, signal);
@@ -680,9 +730,16 @@ export class Interpreter {
     if (argv.length === 0) {
       for (const [k, v] of assigns) this.state.vars.set(k, v);
       status = 0;
+    } else if (argv.length === 1 && argv[0] === 'exec' && cmd.redirects.length > 0) {
+      // exec with redirections only: they stay for the rest of the shell.
+      this.persistentIo = rio;
+      status = 0;
+      return (this.state.status = status);
     } else if (this.stopped(signal)) {
       status = this.stoppedStatus();
     } else {
+      if (this.state.options.has('x'))
+        io.stderr.write(`+ ${[...assigns.map(([k, v]) => `${k}=${v}`), ...argv].join(' ')}\n`);
       status = await this.invoke(argv, assigns, rio, signal, exec);
     }
     status = this.reportFiles(files, io, argv[0] ?? SHELL_NAME, status);
@@ -888,6 +945,9 @@ export class Interpreter {
     }
   }
 
+  /** What `exec >file` redirected for the rest of the shell. */
+  private persistentIo: Io | null = null;
+
   /** How many function calls deep the shell is (`return` ends the innermost). */
   private functionDepth = 0;
 
@@ -936,6 +996,7 @@ export class Interpreter {
       traps: new Map(),
       cred,
       functions: new Map(),
+      options: new Set(),
     };
     const shell = new Interpreter(this.device, this.commands, state, proc, {});
     return shell.script(source, io, signal, { exec: options.exec === true });
@@ -1108,6 +1169,44 @@ export class Interpreter {
     return status;
   }
 
+  /** set: positional parameters, and the options the shell models (-e -u -x -f, -o pipefail). */
+  private setBuiltin(args: string[], io: Io): number {
+    if (args.length === 0) {
+      for (const [k, v] of [...this.state.vars].sort()) io.stdout.write(`${k}=${v}\n`);
+      return 0;
+    }
+    const refuse = (option: string) => {
+      io.stderr.write(`${SHELL_NAME}: set: ${option}: the virtual phone does not model this option\n`);
+      return 1;
+    };
+    for (let i = 0; i < args.length; i++) {
+      const a = args[i]!;
+      if (a === '--' || a === '-') {
+        this.state.positional = args.slice(i + 1);
+        return 0;
+      }
+      if (a === '-o' || a === '+o') {
+        const name = args[++i];
+        const flag = name === undefined ? undefined : LONG_OPTIONS[name];
+        if (flag === undefined) return refuse(name ?? '-o');
+        if (a === '-o') this.state.options.add(flag);
+        else this.state.options.delete(flag);
+        continue;
+      }
+      if (/^[-+][a-zA-Z]+$/.test(a)) {
+        for (const f of a.slice(1)) {
+          if (!'efux'.includes(f)) return refuse(`-${f}`);
+          if (a[0] === '-') this.state.options.add(f);
+          else this.state.options.delete(f);
+        }
+        continue;
+      }
+      this.state.positional = args.slice(i);
+      return 0;
+    }
+    return 0;
+  }
+
   /** mksh's trap builtin: set, ignore ('') or reset (-) actions; list them without arguments. */
   private trapBuiltin(args: string[], io: Io): number {
     if (args[0]?.startsWith('-') && args[0] !== '-' && args[0] !== '--') {
@@ -1237,12 +1336,8 @@ export class Interpreter {
       }
       case ':':
         return 0;
-      case 'set': {
-        if (args[0] === '--') this.state.positional = args.slice(1);
-        else if (args.length === 0)
-          for (const [k, v] of [...this.state.vars].sort()) io.stdout.write(`${k}=${v}\n`);
-        return 0;
-      }
+      case 'set':
+        return this.setBuiltin(args, io);
       case 'shift': {
         const n = Number(args[0] ?? '1');
         this.state.positional = this.state.positional.slice(n);
@@ -1281,6 +1376,20 @@ export class Interpreter {
       }
       case 'wait':
         return this.waitBuiltin(args, io, signal);
+      case '[[':
+        io.stderr.write(`${SHELL_NAME}: [[ ... ]] is not modeled by the virtual phone; use [ ... ]\n`);
+        return 2;
+      case 'time': {
+        // mksh's time keyword, for a simple command: real time, no CPU accounting.
+        const started = this.device.now();
+        const status = args.length > 0 ? await this.invoke(args, assigns, io, signal, false) : 0;
+        const seconds = (this.device.now() - started) / 1000;
+        const real = `${Math.floor(seconds / 60)}m${(seconds % 60).toFixed(2).padStart(5, '0')}s`;
+        io.stderr.write(
+          `${real.padStart(12)} real ${'0m00.00s'.padStart(12)} user ${'0m00.00s'.padStart(12)} system\n`,
+        );
+        return status;
+      }
       case 'kill':
         return this.killBuiltin(args, io);
       case 'trap':
@@ -1374,8 +1483,36 @@ export class Interpreter {
     const value = this.param(part.name);
     const unsetOrEmpty = value === undefined || (value === '' && part.op.startsWith(':'));
     switch (part.op) {
-      case '#':
+      case 'length':
         return String((value ?? '').length);
+      case '%':
+      case '%%':
+      case '#':
+      case '##': {
+        // Pattern removal: the shortest (or longest, doubled) match of a glob at the end (%)
+        // or the start (#).
+        const text = value ?? '';
+        const pattern = part.arg ? await this.expandPattern(part.arg, io, signal) : '';
+        const re = globSegmentRegex(pattern);
+        const longest = part.op.length === 2;
+        const suffix = part.op.startsWith('%');
+        const cuts = [...Array(text.length + 1).keys()];
+        if (suffix !== longest) cuts.reverse();
+        for (const cut of cuts) {
+          if (suffix ? re.test(text.slice(cut)) : re.test(text.slice(0, cut)))
+            return suffix ? text.slice(0, cut) : text.slice(cut);
+        }
+        return text;
+      }
+      case ':?':
+      case '?': {
+        if (!unsetOrEmpty) return value ?? '';
+        const message = part.arg
+          ? await this.expandString(part.arg, io, signal)
+          : 'parameter null or not set';
+        io.stderr.write(`${SHELL_NAME}: ${part.name}: ${message}\n`);
+        throw new ExitSignal(1);
+      }
       case ':-':
       case '-':
         return unsetOrEmpty ? (part.arg ? await this.expandString(part.arg, io, signal) : '') : (value ?? '');
@@ -1390,8 +1527,22 @@ export class Interpreter {
       case '+':
         return unsetOrEmpty ? '' : part.arg ? await this.expandString(part.arg, io, signal) : '';
       default:
+        if (value === undefined && this.state.options.has('u') && !/^[@*]$/.test(part.name)) {
+          io.stderr.write(`${SHELL_NAME}: ${part.name}: parameter not set\n`);
+          throw new ExitSignal(1);
+        }
         return value ?? '';
     }
+  }
+
+  /** Expands a word into a glob pattern: quoted parts match literally. */
+  private async expandPattern(word: Word, io: Io, signal: AbortSignal): Promise<string> {
+    let out = '';
+    for (const part of word.parts) {
+      const text = part.type === 'lit' ? part.text : await this.partValue(part, io, signal);
+      out += part.quoted ? text.replace(/[*?[\]\\]/g, '\\$&') : text;
+    }
+    return out;
   }
 
   /** Expands a word without field splitting or globbing (assignments, redirect targets). */
@@ -1467,7 +1618,7 @@ export class Interpreter {
     const out: string[] = [];
     for (const f of fields) {
       if (f.text === '' && !f.quoted) continue;
-      if (f.glob) {
+      if (f.glob && !this.state.options.has('f')) {
         const matches = this.glob(f.pattern);
         if (matches.length > 0) {
           out.push(...matches);
@@ -1628,6 +1779,45 @@ function globSegmentRegex(seg: string): RegExp {
 
 function escapeRegex(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+}
+
+/**
+ * mksh's brace expansion: `a{b,c}d` becomes `abd acd` (nested braces too). Only braces in
+ * unquoted literal text, with a comma at their top level, expand.
+ */
+export function braceExpand(word: Word): Word[] {
+  for (let p = 0; p < word.parts.length; p++) {
+    const part = word.parts[p]!;
+    if (part.type !== 'lit' || part.quoted) continue;
+    const text = part.text;
+    for (let open = text.indexOf('{'); open >= 0; open = text.indexOf('{', open + 1)) {
+      let depth = 0;
+      const commas: number[] = [];
+      let close = -1;
+      for (let k = open; k < text.length; k++) {
+        const c = text[k];
+        if (c === '{') depth++;
+        else if (c === '}' && --depth === 0) {
+          close = k;
+          break;
+        } else if (c === ',' && depth === 1) commas.push(k);
+      }
+      if (close < 0 || commas.length === 0) continue;
+      const bounds = [open, ...commas, close];
+      const out: Word[] = [];
+      for (let k = 0; k + 1 < bounds.length; k++) {
+        const piece = text.slice(bounds[k]! + 1, bounds[k + 1]);
+        const lit = {
+          type: 'lit' as const,
+          quoted: false,
+          text: text.slice(0, open) + piece + text.slice(close + 1),
+        };
+        out.push(...braceExpand({ parts: [...word.parts.slice(0, p), lit, ...word.parts.slice(p + 1)] }));
+      }
+      return out;
+    }
+  }
+  return [word];
 }
 
 /** An input whose reads end (null) once `signal` aborts. */

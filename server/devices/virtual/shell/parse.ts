@@ -9,12 +9,19 @@ export type WordPart =
   | {
       type: 'param';
       name: string;
-      op: '' | ':-' | '-' | ':=' | '=' | ':+' | '+' | '#';
+      op: ParamOp;
       arg: Word | null;
       quoted: boolean;
     }
   | { type: 'cmdsub'; source: string; quoted: boolean }
   | { type: 'arith'; source: string; quoted: boolean };
+
+/**
+ * What `${NAME OP ARG}` does: defaults (:- - := = :+ +), errors (:? ?), pattern removal
+ * (% %% # ##), or `length` for `${#NAME}`.
+ */
+export type ParamOp =
+  '' | ':-' | '-' | ':=' | '=' | ':+' | '+' | ':?' | '?' | '%' | '%%' | '#' | '##' | 'length';
 
 export interface Word {
   parts: WordPart[];
@@ -40,7 +47,8 @@ export type Command =
   | { type: 'if'; clauses: { cond: List; body: List }[]; otherwise: List | null; redirects: Redirect[] }
   | { type: 'while' | 'until'; cond: List; body: List; redirects: Redirect[] }
   | { type: 'for'; name: string; items: Word[] | null; body: List; redirects: Redirect[] }
-  | { type: 'function'; name: string; body: Command; redirects: Redirect[] };
+  | { type: 'function'; name: string; body: Command; redirects: Redirect[] }
+  | { type: 'case'; word: Word; clauses: { patterns: Word[]; body: List }[]; redirects: Redirect[] };
 
 export interface Pipeline {
   negate: boolean;
@@ -245,11 +253,16 @@ class Lexer {
       if (end < 0) throw new ShellSyntaxError('bad substitution');
       const body = s.slice(this.pos + 2, end);
       this.pos = end + 1;
-      if (body.startsWith('#') && body.length > 1)
-        return { type: 'param', name: body.slice(1), op: '#', arg: null, quoted };
-      const m = /^([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[?$#@*!-])(:-|-|:=|=|:\+|\+)?([\s\S]*)$/.exec(body);
-      if (!m) throw new ShellSyntaxError(`\${${body}}: bad substitution`);
-      const op = (m[2] ?? '') as '' | ':-' | '-' | ':=' | '=' | ':+' | '+';
+      if (
+        body.startsWith('#') &&
+        body.length > 1 &&
+        /^#([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[?$#@*!-])$/.test(body)
+      )
+        return { type: 'param', name: body.slice(1), op: 'length', arg: null, quoted };
+      const m =
+        /^([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[?$#@*!-])(:-|-|:=|=|:\+|\+|:\?|\?|%%|%|##|#)?([\s\S]*)$/.exec(body);
+      if (!m || (!m[2] && m[3])) throw new ShellSyntaxError(`\${${body}}: bad substitution`);
+      const op = (m[2] ?? '') as ParamOp;
       let arg: Word | null = null;
       if (op) {
         const inner = new Lexer(m[3] ?? '').wordOnly();
@@ -382,7 +395,7 @@ class Parser {
     for (;;) {
       const t = this.peek();
       if (t.type === 'eof') break;
-      if (t.type === 'op' && t.op === ')') break;
+      if (t.type === 'op' && (t.op === ')' || t.op === ';;')) break;
       if (t.type === 'word' && t.plain && stop.has(t.raw)) break;
       const andOr = this.andOr();
       let background = false;
@@ -461,6 +474,8 @@ class Parser {
         }
         case 'for':
           return this.forCommand();
+        case 'case':
+          return this.caseCommand();
         case 'function': {
           // ksh's `function name compound-command`
           this.take();
@@ -476,6 +491,7 @@ class Parser {
         case 'fi':
         case 'do':
         case 'done':
+        case 'esac':
         case '}':
           throw new ShellSyntaxError(`syntax error: unexpected '${t.raw}'`);
       }
@@ -513,6 +529,39 @@ class Parser {
     }
     this.expectReserved('fi');
     return { type: 'if', clauses, otherwise, redirects: this.redirects() };
+  }
+
+  /** `case WORD in [(]PATTERN[|PATTERN]) LIST ;; ... esac` */
+  private caseCommand(): Command {
+    this.take();
+    const subject = this.take();
+    if (subject.type !== 'word')
+      throw new ShellSyntaxError(`syntax error: expected a word after case${this.near()}`);
+    this.skipNewlines();
+    this.expectReserved('in');
+    this.skipNewlines();
+    const clauses: { patterns: Word[]; body: List }[] = [];
+    while (!this.isReserved('esac')) {
+      if (this.isOp('(')) this.take();
+      const patterns: Word[] = [];
+      for (;;) {
+        const p = this.take();
+        if (p.type !== 'word') throw new ShellSyntaxError(`syntax error: bad case pattern${this.near()}`);
+        patterns.push(p.word);
+        if (!this.isOp('|')) break;
+        this.take();
+      }
+      if (!this.isOp(')')) throw new ShellSyntaxError(`syntax error: expected ')'${this.near()}`);
+      this.take();
+      const body = this.list(new Set(['esac']));
+      clauses.push({ patterns, body });
+      if (this.isOp(';;')) this.take();
+      this.skipNewlines();
+      if (this.peek().type === 'eof')
+        throw new ShellSyntaxError("syntax error: expected 'esac': unexpected end of file");
+    }
+    this.take();
+    return { type: 'case', word: subject.word, clauses, redirects: this.redirects() };
   }
 
   private forCommand(): Command {

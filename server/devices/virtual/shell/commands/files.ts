@@ -505,8 +505,8 @@ const ln: CommandFn = (ctx) => {
   const path = resolvePath(ctx, link);
   try {
     if (flags.has('f') && ctx.fs.exists(path)) ctx.fs.remove(path);
-    if (flags.has('s')) ctx.fs.symlink(target, path);
-    else ctx.fs.writeFile(path, ctx.fs.readFile(resolvePath(ctx, target)));
+    if (!flags.has('s')) return fail(ctx, 'hard links are not modeled by the virtual phone; use ln -s');
+    ctx.fs.symlink(target, path);
     return 0;
   } catch (error) {
     return fail(ctx, `${link}: ${errText(error)}`);
