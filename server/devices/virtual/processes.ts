@@ -173,7 +173,6 @@ export class Process {
   private readonly death = new AbortController();
   private readonly handlers = new Map<number, Handler>();
   private readonly ignored = new Set<number>();
-  private readonly exitListeners = new Set<() => void>();
   private gone = false;
   private holds: (() => void)[] = [];
   private deathStatus: Promise<number> | null = null;
@@ -302,18 +301,6 @@ export class Process {
     this.gone = true;
     this.table.remove(this);
     this.setHolds([]);
-    for (const l of [...this.exitListeners]) l();
-    this.exitListeners.clear();
-  }
-
-  /** Runs once the process has exited. */
-  onExit(listener: () => void): () => void {
-    if (this.gone) {
-      listener();
-      return () => undefined;
-    }
-    this.exitListeners.add(listener);
-    return () => this.exitListeners.delete(listener);
   }
 }
 

@@ -55,10 +55,12 @@ export const SIGNALS: readonly SignalInfo[] = (
   ] as const
 ).map(([number, name, description]) => ({ number, name, description }));
 
-const BY_NAME = new Map(SIGNALS.map((s) => [s.name, s.number]));
-/** Aliases toybox and mksh accept. */
-BY_NAME.set('POLL', 29);
-BY_NAME.set('IOT', 6);
+/** Signal numbers by name, with the aliases toybox and mksh accept (POLL, IOT). */
+const BY_NAME: ReadonlyMap<string, number> = new Map([
+  ...SIGNALS.map((s) => [s.name, s.number] as const),
+  ['POLL', 29],
+  ['IOT', 6],
+]);
 
 /**
  * The number of a signal given as toybox's sig_to_num takes it: a number, or a name with or

@@ -11,6 +11,7 @@ import { WritableOutput } from '../shell/io.js';
 import type { Device } from '../device.js';
 import { ROOT_CREDENTIALS, SHELL_CREDENTIALS } from '../fs.js';
 import { ADBD } from '../processes.js';
+import type { Process } from '../processes.js';
 import { SIGHUP } from '../signals.js';
 import type { AdbStream } from './stream.js';
 
@@ -252,6 +253,20 @@ class HeldOutput extends WritableOutput {
   }
 }
 
+/**
+ * adbd: "protocol FD died, sending SIGHUP". When the client goes away (the host closed the
+ * stream) while the process still runs, the process is hung up.
+ */
+function hangUpWhenClientLeaves(stream: AdbStream, device: Device, proc: Process): void {
+  stream.signal.addEventListener(
+    'abort',
+    () => {
+      if (stream.closedByPeer && !proc.exited) device.processes.signal(proc.pid, SIGHUP, ROOT_CREDENTIALS);
+    },
+    { once: true },
+  );
+}
+
 function finish(stream: AdbStream, protocol: boolean, status: number): void {
   if (stream.closedByPeer || stream.destroyed) return;
   if (protocol) for (const part of frame(ID_EXIT, Buffer.from([status & 0xff]))) stream.write(part);
@@ -313,14 +328,7 @@ export function runShellService(stream: AdbStream, options: ShellServiceOptions,
   const shell = new Interpreter(device, options.commands, initialShellState(device, env), proc, {
     interactive: command.length === 0 && mode.pty,
   });
-  // adbd: the client is gone while the shell runs, so the shell is hung up.
-  stream.signal.addEventListener(
-    'abort',
-    () => {
-      if (stream.closedByPeer && !proc.exited) device.processes.signal(proc.pid, SIGHUP, ROOT_CREDENTIALS);
-    },
-    { once: true },
-  );
+  hangUpWhenClientLeaves(stream, device, proc);
   const lifetime = device.lifetimeSignal;
   const run =
     command.length > 0
@@ -417,13 +425,7 @@ export function runBinderService(stream: AdbStream, options: ShellServiceOptions
     tty: null,
   });
   const shell = new Interpreter(device, options.commands, initialShellState(device), proc);
-  stream.signal.addEventListener(
-    'abort',
-    () => {
-      if (stream.closedByPeer && !proc.exited) device.processes.signal(proc.pid, SIGHUP, ROOT_CREDENTIALS);
-    },
-    { once: true },
-  );
+  hangUpWhenClientLeaves(stream, device, proc);
   shell.execute(['cmd', ...argv], io, device.lifetimeSignal).then(
     (status) => {
       proc.exit();
