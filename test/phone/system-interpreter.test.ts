@@ -509,6 +509,20 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect(gz.out).toBe('/data/local/tmp/z.gz\nhello\n');
   });
 
+  it('reads line by line with read, leaving the rest of the input to the next reader', async () => {
+    expect((await sh('printf \'a\\nb\\nc\\n\' | while read l; do echo "got $l"; done')).out).toBe(
+      'got a\ngot b\ngot c\n',
+    );
+    expect((await sh("printf '1\\n2\\n3\\n' | { read x; cat; }")).out).toBe('2\n3\n');
+    expect((await sh("printf 'x y z\\nlast' | { read a b; echo $b $?; read c; echo $c $?; }")).out).toBe(
+      'y z 0\nlast 1\n',
+    );
+    // A trapped signal interrupts wait (status 128+N) and its action runs.
+    expect(
+      (await sh("trap 'echo usr1' USR1; sleep 5 & (sleep 0.02; kill -USR1 $$) & wait; echo $?; kill %1")).out,
+    ).toBe('usr1\n138\n');
+  });
+
   it('says so for a program /system/bin has but the virtual phone does not run', async () => {
     expect(await sh("awk '{print $1}'")).toMatchObject({
       code: 126,

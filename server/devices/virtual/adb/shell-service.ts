@@ -58,6 +58,12 @@ class StreamInput implements Input {
     this.wake();
   }
 
+  unread(chunk: Buffer): void {
+    if (chunk.length === 0) return;
+    this.chunks.unshift(chunk);
+    this.buffered += chunk.length;
+  }
+
   read(): Promise<Buffer | null> {
     const next = this.chunks.shift();
     if (next) {

@@ -366,20 +366,6 @@ export class Interpreter {
     for (const w of [...this.wakers]) w();
   }
 
-  /** Resolves when a signal needs the shell's attention (a pending trap, an interrupt). */
-  private attention(): Promise<number> {
-    return new Promise((resolve) => {
-      const check = () => {
-        const signal = this.interrupt ?? this.pendingTraps[0];
-        if (signal === undefined) return false;
-        this.wakers.delete(check as () => void);
-        resolve(signal);
-        return true;
-      };
-      if (!check()) this.wakers.add(check as () => void);
-    });
-  }
-
   /** Between commands: an interrupt ends the shell; pending traps run, keeping `$?`. */
   private async checkpoint(io: Io, signal: AbortSignal): Promise<void> {
     if (this.interrupt !== null) {
@@ -1024,21 +1010,49 @@ export class Interpreter {
   }
 
   /** Waits for `promise`, unless a trapped signal or an interrupt arrives first (mksh's wait). */
-  private async interruptible<T>(
+  /**
+   * Waits for `promise`, unless a trapped signal or an interrupt arrives first (mksh's wait
+   * and read), the shell is killed, or the caller stops it. Every listener it adds is
+   * removed again, so a `while read` loop over a long input holds nothing per line.
+   */
+  private interruptible<T>(
     promise: Promise<T>,
     signal: AbortSignal,
   ): Promise<{ value: T } | { signal: number }> {
-    const attention = this.attention();
-    const stop = new Promise<{ signal: number }>((resolve) => {
-      if (signal.aborted) resolve({ signal: SIGINT });
-      else signal.addEventListener('abort', () => resolve({ signal: SIGINT }), { once: true });
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const cleanup = () => {
+        signal.removeEventListener('abort', onStop);
+        this.proc.terminated.removeEventListener('abort', onStop);
+        this.wakers.delete(onAttention);
+      };
+      const settle = (result: { value: T } | { signal: number }) => {
+        if (settled) return;
+        settled = true;
+        cleanup();
+        resolve(result);
+      };
+      const onStop = () => settle({ signal: this.proc.termSignal ?? SIGINT });
+      const onAttention = () => {
+        const pending = this.interrupt ?? this.pendingTraps[0];
+        if (pending !== undefined) settle({ signal: pending });
+      };
+      if (signal.aborted || this.proc.terminated.aborted) return onStop();
+      onAttention();
+      if (settled) return;
+      signal.addEventListener('abort', onStop, { once: true });
+      this.proc.terminated.addEventListener('abort', onStop, { once: true });
+      this.wakers.add(onAttention);
+      promise.then(
+        (value) => settle({ value }),
+        (error: unknown) => {
+          if (settled) return;
+          settled = true;
+          cleanup();
+          reject(error);
+        },
+      );
     });
-    return Promise.race([
-      promise.then((value) => ({ value })),
-      attention.then((sig) => ({ signal: sig })),
-      this.death.then((status) => ({ signal: status - 128 })),
-      stop,
-    ]);
   }
 
   private async waitBuiltin(args: string[], io: Io, signal: AbortSignal): Promise<number> {
@@ -1347,15 +1361,16 @@ export class Interpreter {
         const names = args.filter((a) => !a.startsWith('-'));
         const r = await this.interruptible(readLine(io.stdin), signal);
         if ('signal' in r) return 128 + r.signal;
-        const line = r.value;
-        if (line === null) return 1;
+        if (r.value === null) return 1;
+        const { line, complete } = r.value;
         const fields = line.split(/[ \t]+/).filter(Boolean);
         names.forEach((n, i) => {
           const value = i === names.length - 1 ? fields.slice(i).join(' ') : (fields[i] ?? '');
           this.state.vars.set(n, value);
         });
         if (names.length === 0) this.state.vars.set('REPLY', line);
-        return 0;
+        // A last line without its newline is read, but read reports end of input.
+        return complete ? 0 : 1;
       }
       case 'eval':
         return this.evaluate(args.join(' '), io, signal);
@@ -1829,6 +1844,7 @@ function untilAborted(input: Io['stdin'], signal: AbortSignal): Io['stdin'] {
   return {
     terminal: input.terminal,
     read: () => (signal.aborted ? Promise.resolve(null) : Promise.race([input.read(), aborted])),
+    unread: (chunk) => input.unread?.(chunk),
   };
 }
 
@@ -1879,12 +1895,20 @@ function mkshSignalTable(): string {
   return `${lines.join('\n')}\n`;
 }
 
-async function readLine(input: Io['stdin']): Promise<string | null> {
-  // `read` takes one line; inputs here are line-oriented buffers or pipes, so reading the
-  // next chunk and keeping its first line is close enough for scripts adb clients send.
-  const chunk = await input.read();
-  if (chunk === null) return null;
-  const text = chunk.toString('utf8');
-  const nl = text.indexOf('\n');
-  return nl >= 0 ? text.slice(0, nl) : text;
+/** Reads one line (without its newline); what follows it stays for the next reader. */
+async function readLine(input: Io['stdin']): Promise<{ line: string; complete: boolean } | null> {
+  const parts: Buffer[] = [];
+  for (;;) {
+    const chunk = await input.read();
+    if (chunk === null)
+      return parts.length === 0 ? null : { line: Buffer.concat(parts).toString('utf8'), complete: false };
+    const nl = chunk.indexOf(0x0a);
+    if (nl < 0) {
+      parts.push(chunk);
+      continue;
+    }
+    parts.push(chunk.subarray(0, nl));
+    input.unread?.(chunk.subarray(nl + 1));
+    return { line: Buffer.concat(parts).toString('utf8'), complete: true };
+  }
 }

@@ -40,6 +40,11 @@ export interface Output {
 export interface Input {
   /** Next chunk, or null at end of input. */
   read(): Promise<Buffer | null>;
+  /**
+   * Puts bytes back to be read first: the shell's `read` takes one line and leaves the rest
+   * of the chunk to whoever reads next, as reading a pipe one byte at a time would.
+   */
+  unread?(chunk: Buffer): void;
   /** The terminal this input is, when it is one (`test -t 0`, `tty`, `stty`). */
   readonly terminal?: Terminal;
 }
@@ -141,11 +146,17 @@ export class FileOutput implements Output {
 
 export class BufferInput implements Input {
   private done = false;
+  private readonly back: Buffer[] = [];
   constructor(private readonly data: Buffer) {}
   read(): Promise<Buffer | null> {
+    const back = this.back.shift();
+    if (back) return Promise.resolve(back);
     if (this.done || this.data.length === 0) return Promise.resolve(null);
     this.done = true;
     return Promise.resolve(this.data);
+  }
+  unread(chunk: Buffer): void {
+    if (chunk.length > 0) this.back.unshift(chunk);
   }
 }
 
@@ -218,6 +229,12 @@ export class Pipe implements Input, Output {
     this.wakeReader();
   }
 
+  unread(chunk: Buffer): void {
+    if (chunk.length === 0 || this.readerGone) return;
+    this.chunks.unshift(chunk);
+    this.buffered += chunk.length;
+  }
+
   read(): Promise<Buffer | null> {
     const next = this.chunks.shift();
     if (next) {
@@ -266,8 +283,14 @@ const READ_CHUNK = 64 * 1024;
 /** A file's bytes as an Input, in views of READ_CHUNK bytes (nothing is copied). */
 export class ChunkedInput implements Input {
   private offset = 0;
+  private readonly back: Buffer[] = [];
   constructor(private readonly data: Buffer) {}
+  unread(chunk: Buffer): void {
+    if (chunk.length > 0) this.back.unshift(chunk);
+  }
   read(): Promise<Buffer | null> {
+    const back = this.back.shift();
+    if (back) return Promise.resolve(back);
     if (this.offset >= this.data.length) return Promise.resolve(null);
     const chunk = this.data.subarray(this.offset, this.offset + READ_CHUNK);
     this.offset += chunk.length;
