@@ -523,6 +523,11 @@ describe('what scripts use, as mksh and toybox do it', () => {
     ).toBe('usr1\n138\n');
   });
 
+  it('signals jobs by %N and reports unknown ones as mksh does', async () => {
+    expect((await sh('sleep 5 & kill %1; wait %1; echo $?')).out).toBe('143\n');
+    expect(await sh('kill %9')).toMatchObject({ code: 1, err: '/system/bin/sh: kill: %9: no such job\n' });
+  });
+
   it('says so for a program /system/bin has but the virtual phone does not run', async () => {
     expect(await sh("awk '{print $1}'")).toMatchObject({
       code: 126,

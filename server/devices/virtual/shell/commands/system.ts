@@ -7,6 +7,7 @@ import { SYSTEM_SERVICES, publishedServices } from '../../system-services.js';
 import { commandSource, fail, getopt, quoteWord, resolvePath } from '../command.js';
 import type { CommandFn } from '../command.js';
 import { readAll } from '../io.js';
+import { userName } from './format.js';
 
 const getprop: CommandFn = (ctx) => {
   const args = ctx.args.filter((a) => a !== '-T' && a !== '-Z');
@@ -86,22 +87,49 @@ export const settings: CommandFn = (ctx) => {
   return 255;
 };
 
+/** Group names `id` shows (Android's android_filesystem_config names). */
+const GROUP_NAMES: Record<number, string> = {
+  1004: 'input',
+  1007: 'log',
+  1011: 'adb',
+  1015: 'sdcard_rw',
+  1028: 'sdcard_r',
+  1078: 'ext_data_rw',
+  1079: 'ext_obb_rw',
+  3001: 'net_bt_admin',
+  3002: 'net_bt',
+  3003: 'inet',
+  3006: 'net_bw_stats',
+  3009: 'readproc',
+  3011: 'uhid',
+  3012: 'readtracefs',
+  9997: 'everybody',
+};
+
+function groupName(gid: number): string {
+  if (gid >= 20000 && gid < 30000) return `${userName(gid - 10000)}_cache`;
+  return GROUP_NAMES[gid] ?? userName(gid);
+}
+
+/** id: who the command runs as (the shell user, or an app under run-as). */
 const id: CommandFn = (ctx) => {
   const { flags } = getopt(ctx.args);
-  if (flags.has('u')) ctx.stdout.write(flags.has('n') ? 'shell\n' : '2000\n');
-  else if (flags.has('g')) ctx.stdout.write(flags.has('n') ? 'shell\n' : '2000\n');
+  const { uid, gid, groups } = ctx.cred;
+  const name = flags.has('n');
+  if (flags.has('u')) ctx.stdout.write(`${name ? userName(uid) : uid}\n`);
+  else if (flags.has('g')) ctx.stdout.write(`${name ? groupName(gid) : gid}\n`);
+  else if (flags.has('G')) ctx.stdout.write(`${groups.map((g) => (name ? groupName(g) : g)).join(' ')}\n`);
   else {
+    const context = uid === 2000 ? 'u:r:shell:s0' : 'u:r:untrusted_app:s0';
     ctx.stdout.write(
-      'uid=2000(shell) gid=2000(shell) groups=2000(shell),1004(input),1007(log),1011(adb),1015(sdcard_rw),1028(sdcard_r),' +
-        '1078(ext_data_rw),1079(ext_obb_rw),3001(net_bt_admin),3002(net_bt),3003(inet),3006(net_bw_stats),3009(readproc),' +
-        '3011(uhid),3012(readtracefs) context=u:r:shell:s0\n',
+      `uid=${uid}(${userName(uid)}) gid=${gid}(${groupName(gid)}) groups=${groups.map((g) => `${g}(${groupName(g)})`).join(',')} context=${context}\n`,
     );
   }
   return 0;
 };
 
 const whoami: CommandFn = (ctx) => {
-  ctx.stdout.write('shell\n');
+  ctx.stdout.write(`${userName(ctx.cred.uid)}\n`);
   return 0;
 };
 
