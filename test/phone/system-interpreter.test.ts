@@ -524,8 +524,25 @@ describe('what scripts use, as mksh and toybox do it', () => {
   });
 
   it('signals jobs by %N and reports unknown ones as mksh does', async () => {
-    expect((await sh('sleep 5 & kill %1; wait %1; echo $?')).out).toBe('143\n');
+    // An ended job leaves the numbered table at once (mksh without job control), so its
+    // status is waited for by pid.
+    expect((await sh('sleep 5 & kill %1; wait $!; echo $?')).out).toBe('143\n');
     expect(await sh('kill %9')).toMatchObject({ code: 1, err: '/system/bin/sh: kill: %9: no such job\n' });
+    expect(await sh('sleep 5 & sleep 6 & kill %sleep')).toMatchObject({
+      code: 1,
+      err: '/system/bin/sh: kill: %sleep: ambiguous\n',
+    });
+    expect((await sh('sleep 5 & sleep 6 & kill %?6 %-; wait; echo $?')).out).toBe('0\n');
+  });
+
+  it('numbers jobs from the lowest free number and lists them as mksh does', async () => {
+    const r = await sh('sleep 0.01 & wait; sleep 5 & sleep 6 | cat & jobs; jobs -p %1; kill %1 %2');
+    const [first, second, pid] = r.out.split('\n');
+    expect(first).toBe('[1] - Running              sleep 5');
+    expect(second).toBe('[2] + Running              sleep 6 | cat');
+    expect(pid).toMatch(/^\d+$/);
+    const ended = await sh('sleep 0.01 & p=$!; wait $p; sleep 5 & jobs; kill %1');
+    expect(ended.out).toBe('[1] + Running              sleep 5\n');
   });
 
   it('says so for a program /system/bin has but the virtual phone does not run', async () => {
