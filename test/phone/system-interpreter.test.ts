@@ -419,6 +419,21 @@ describe('memory', () => {
 });
 
 describe('what scripts use, as mksh and toybox do it', () => {
+  it('formats numbers as toybox printf does, and says which argument is not one', async () => {
+    expect(
+      (await sh("printf '%d %i %x %o %X|%5.3d|%-4d|%+d|%05d\\n' 0x1f 010 255 8 255 7 3 4 -42")).out,
+    ).toBe('31 8 ff 10 FF|  007|3   |+4|-0042\n');
+    expect((await sh("printf '%d %u %c %.2f %e\\n' \"'A\" -1 xyz 2.345 1500")).out).toBe(
+      '65 18446744073709551615 x 2.35 1.500000e+03\n',
+    );
+    expect(await sh('printf "%d|" 12abc x; echo')).toMatchObject({
+      code: 0,
+      out: '12|0|\n',
+      err: 'printf: bad %d 12abc\nprintf: bad %d x\n',
+    });
+    expect((await sh('printf %d x')).code).toBe(1);
+  });
+
   it('defines and calls functions, with their own arguments and return', async () => {
     expect((await sh('f() { echo "in f $1 $#"; return 3; echo never; }; f x y; echo $?')).out).toBe(
       'in f x 2\n3\n',
