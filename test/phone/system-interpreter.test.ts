@@ -2,6 +2,7 @@
  * The phone's sh: quoting as adb clients send it, lists, pipes, redirections, expansions.
  * Runs the interpreter on a phone's system state directly (no adb), so every case is fast.
  */
+import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Device } from '../../server/devices/virtual/device.js';
 import { SHELL_CREDENTIALS } from '../../server/devices/virtual/fs.js';
@@ -566,5 +567,16 @@ describe('what scripts use, as mksh and toybox do it', () => {
       err: '/system/bin/sh: awk: not modeled by the virtual phone (see docs/virtual-phone.md)\n',
     });
     expect((await sh('which awk')).out).toBe('/system/bin/awk\n');
+    // toybox tar is on every phone: the virtual one says it does not run it, not that it is missing.
+    expect(await sh('tar -czf /data/local/tmp/t.tgz /data/local/tmp')).toMatchObject({
+      code: 126,
+      err: '/system/bin/sh: tar: not modeled by the virtual phone (see docs/virtual-phone.md)\n',
+    });
+  });
+
+  it('hashes with every sum toybox has on Android', async () => {
+    const r = await sh('echo abc | sha224sum; echo abc | sha384sum; echo abc | sha512sum');
+    const hash = (algorithm: string) => createHash(algorithm).update('abc\n').digest('hex');
+    expect(r.out).toBe(`${hash('sha224')}  -\n${hash('sha384')}  -\n${hash('sha512')}  -\n`);
   });
 });
