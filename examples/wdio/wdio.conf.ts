@@ -14,7 +14,7 @@ export const config: WebdriverIO.Config = {
   capabilities: [{ platformName: 'Android', 'appium:automationName': 'UiAutomator2' }],
   services: [
     // phonelease first: it leases the phone and fills in udid, systemPort and adbPort.
-    [PhoneleaseService, { scope: 'session', screenshotOnFailure: true }],
+    [PhoneleaseService, { scope: 'session', attachScreenshot: 'on-failure' }],
     ['appium', { args: { address: '127.0.0.1' }, logPath: './test-results' }],
   ],
   framework: 'mocha',

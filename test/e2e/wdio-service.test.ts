@@ -81,7 +81,7 @@ describe('phonelease WebdriverIO service', () => {
     await expectNoLiveSessions();
   });
 
-  it('saves the phone screen as a PNG on disk when a spec fails', async () => {
+  it('saves the phone screen (PNG), UI tree and logcat under the output dir when a spec fails, and prints their paths', async () => {
     const run = await runWdio(
       'wdio-fail',
       {
@@ -92,19 +92,29 @@ describe('phonelease WebdriverIO service', () => {
     );
     expect(run.exitCode).toBe(1);
     const dir = join(run.dir, 'out', 'phonelease');
-    const pngs = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.png')) : [];
-    expect(pngs).toHaveLength(1);
-    expect(run.output).toContain(join(dir, pngs[0]!));
-    const png = PNG.sync.read(readFileSync(join(dir, pngs[0]!)));
+    const files = existsSync(dir) ? readdirSync(dir).sort() : [];
+    const stem = 'login.e2e.ts--logs-in--0-0--';
+    expect(files).toEqual([`${stem}phone-logcat.txt`, `${stem}phone-screen.png`, `${stem}phone-ui.xml`]);
+    for (const file of files) expect(run.output).toContain(join(dir, file));
+    const png = PNG.sync.read(readFileSync(join(dir, `${stem}phone-screen.png`)));
     expect([png.width, png.height]).toEqual([720, 1280]);
+    // Appium's page source, taken while the failed login's screen was up.
+    expect(readFileSync(join(dir, `${stem}phone-ui.xml`), 'utf8')).toMatch(
+      /<hierarchy[\s\S]*com\.phonelease\.login:id\/result/,
+    );
+    expect(readFileSync(join(dir, `${stem}phone-logcat.txt`), 'utf8')).toContain('com.phonelease.login');
     await expectNoLiveSessions();
   });
 
-  it('gives 2 parallel workers distinct phones', async () => {
+  it('gives 2 parallel workers distinct phones, and warns once per run of a renamed option', async () => {
     const run = await runWdio(
       'wdio-parallel',
       {
-        'wdio.conf.ts': wdioConfig({ maxInstances: 2, appiumPort: await freePort() }),
+        'wdio.conf.ts': wdioConfig({
+          maxInstances: 2,
+          appiumPort: await freePort(),
+          service: '{ screenshotOnFailure: true }',
+        }),
         'specs/a.e2e.ts': LOGIN_SPEC('a', 'secret'),
         'specs/b.e2e.ts': LOGIN_SPEC('b', 'secret'),
       },
@@ -114,6 +124,9 @@ describe('phonelease WebdriverIO service', () => {
     const ids = phoneIds(run.output);
     expect(ids).toHaveLength(2);
     expect(await endReasons(ids)).toEqual(['released', 'released']);
+    const warning =
+      "[phonelease] warning: the option `screenshotOnFailure` is now `attachScreenshot: 'on-failure' | 'off'`";
+    expect(run.output.split(warning)).toHaveLength(2);
     await expectNoLiveSessions();
   });
 
