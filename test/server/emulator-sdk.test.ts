@@ -24,6 +24,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { removeStaleLocks } from '../../server/devices/emulator/avd.js';
 import { ConsoleError, EmulatorConsole, consoleCommand } from '../../server/devices/emulator/console.js';
 import { createEmulatorBackend } from '../../server/devices/emulator/index.js';
+import type { EmulatorPhone } from '../../server/devices/emulator/phone.js';
 import { processAlive } from '../../server/devices/emulator/owners.js';
 import { PortPool, PORT_PAIRS } from '../../server/devices/emulator/ports.js';
 import { formatFindings, runDoctor, type Finding } from '../../server/doctor.js';
@@ -174,6 +175,45 @@ describe('the fake emulator guest', () => {
   });
 });
 
+describe('the fake emulator snapshot checks', () => {
+  it('refuses a snapshot under another AVD name or with a changed image, saying only "Cold boot: <reason>"', async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '300' } });
+    const tokenPath = join(sdk.home, '.emulator_console_auth_token');
+    const boot = (avd: string, args: string[]) =>
+      emulator(sdk, ['-avd', avd, '-port', '5570', ...args], /Boot completed|Successfully loaded/);
+    const stop = async (emu: Awaited<ReturnType<typeof boot>>) => {
+      await consoleCommand(5570, tokenPath, 'kill');
+      await emu.exited;
+    };
+    let emu = await boot('test_phone', ['-no-snapshot-load']);
+    expect(emu.output()).toContain('Cold boot:  requested by the user');
+    // The emulator writes the identity it runs under into hardware-qemu.ini at every start.
+    const hardware = readFileSync(join(sdk.avdDir('test_phone'), 'hardware-qemu.ini'), 'utf8');
+    expect(hardware).toContain('avd.name = test_phone\n');
+    expect(hardware).toContain(`android.avd.home = ${sdk.avdHome}\n`);
+    await consoleCommand(5570, tokenPath, 'avd snapshot save saved');
+    await stop(emu);
+
+    emu = await boot('test_phone', ['-snapshot', 'saved', '-no-snapshot-save']);
+    expect(emu.output()).toContain("Successfully loaded snapshot 'saved'");
+    await stop(emu);
+
+    // The same AVD directory under another name: its snapshot's avd.name no longer matches.
+    writeFileSync(join(sdk.avdHome, 'renamed.ini'), `path=${sdk.avdDir('test_phone')}\ntarget=android-34\n`);
+    emu = await boot('renamed', ['-snapshot', 'saved', '-no-snapshot-save']);
+    expect(emu.output()).toContain('WARNING | Cold boot: Different AVD configuration\n');
+    expect(emu.output()).not.toContain('Failed to load snapshot');
+    await stop(emu);
+
+    // A system image of another size (an update the AVD's config does not show).
+    writeFileSync(join(sdk.sdk, 'system-images/android-34/google_apis/x86_64/system.img'), 'updated');
+    emu = await boot('test_phone', ['-snapshot', 'saved', '-no-snapshot-save']);
+    expect(emu.output()).toContain('WARNING | Cold boot: System image changed\n');
+    expect(emu.output()).not.toContain('Failed to load snapshot');
+    await stop(emu);
+  });
+});
+
 describe('the backend console client', () => {
   it('gives a silent snapshot save its own limit, not the one for connecting', async () => {
     const sdk = await fakeSdk({ env: { FAKE_EMULATOR_SNAPSHOT_SAVE_MS: '1500' } });
@@ -278,6 +318,8 @@ describe('golden snapshots across server runs', () => {
     leftover(`pl_profile_${DEAD_PID}_1`, null);
     leftover('pl_0123456789ab_3', DEAD_PID);
     leftover(`pl_profile_${process.pid}_1`, null);
+    leftover('pl_profile_0123456789ab', DEAD_PID);
+    leftover('pl_profile_ba9876543210', String(process.pid));
     leftover('pl_feedfeedfeed_1', DEAD_PID);
     const running = await emulator(
       sdk,
@@ -297,7 +339,14 @@ describe('golden snapshots across server runs', () => {
         readdirSync(avdHome)
           .filter((n) => n.endsWith('.avd'))
           .sort(),
-      ).toEqual([made!, 'pl_feedfeedfeed_1.avd', `pl_profile_${process.pid}_1.avd`].sort());
+      ).toEqual(
+        [
+          made!,
+          'pl_feedfeedfeed_1.avd',
+          `pl_profile_${process.pid}_1.avd`,
+          'pl_profile_ba9876543210.avd',
+        ].sort(),
+      );
       expect(existsSync(join(avdHome, `pl_${key}_7.ini`))).toBe(false);
     } finally {
       await second.backend.close();
@@ -388,6 +437,33 @@ describe('temporary phones of the backend', () => {
         (err: unknown) => err as { code: string },
       );
       expect(e).toMatchObject({ code: 'emulator_ports_exhausted' });
+    } finally {
+      await b.backend.close();
+      rmSync(b.workDir, { recursive: true, force: true });
+    }
+  });
+
+  it("sees a golden refused with only 'Cold boot: <reason>', hands the phone out unlocked, and replaces the golden", async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '300' } });
+    await sdk.startAdbServer();
+    const b = await backendOn(sdk);
+    try {
+      await (await b.boot()).shutdown({ saveTo: null });
+      // An updated system image of the same revision: the golden key cannot see it, the
+      // emulator's own check does ("Cold boot: System image changed", and nothing else).
+      writeFileSync(join(sdk.sdk, 'system-images/android-34/google_apis/x86_64/system.img'), 'updated');
+      const phone = (await b.boot()) as EmulatorPhone;
+      expect(phone.startupSource).toBe('cold');
+      expect(b.lines.some((l) => l.includes('Cold boot: System image changed'))).toBe(true);
+      expect(await sdk.adb('-s', phone.serial, 'exec-out', 'uiautomator dump /dev/tty')).not.toContain(
+        'keyguard',
+      );
+      await phone.shutdown({ saveTo: null });
+      expect(b.lines.some((l) => l.includes('the next boot makes a new one'))).toBe(true);
+      const next = await b.boot();
+      expect(next.startupSource).toBe('snapshot');
+      await next.shutdown({ saveTo: null });
+      expect(b.lines.filter((l) => l.includes('golden snapshot made'))).toHaveLength(2);
     } finally {
       await b.backend.close();
       rmSync(b.workDir, { recursive: true, force: true });

@@ -152,11 +152,12 @@ describe('temporary emulator phones', () => {
 describe('the profile phone on an emulator', () => {
   const apkFile = () => join(sdk.root, 'kept.apk');
 
-  async function onProfile<T>(run: (adb: AdbSession) => Promise<T>): Promise<T> {
+  async function onProfile<T>(run: (adb: AdbSession, source: string) => Promise<T>): Promise<T> {
     const sid = await readySession({ profile_id: t.account.profile_id });
+    const source = (await t.api.get(`/sessions/${sid}`)).body.startup?.source as string;
     const adb = await connectAdb(t.api, sid);
     try {
-      return await run(adb);
+      return await run(adb, source);
     } finally {
       await adb.close();
       await end(sid);
@@ -174,7 +175,11 @@ describe('the profile phone on an emulator', () => {
         launcher: true,
       }),
     );
-    await onProfile(async (adb) => {
+    await onProfile(async (adb, source) => {
+      // A fresh profile cold-boots from the fleet AVD's disks: the golden was saved under
+      // the fleet AVD's name, and the emulator would refuse it under the profile's.
+      expect(source).toBe('cold');
+      expect(await adb.adb('exec-out', 'uiautomator dump /dev/tty')).not.toContain('keyguard');
       await adb.adb('install', apkFile());
       await adb.adb('shell', 'am start -W -n com.phonelease.login/.LoginActivity');
       const form = await adb.adb('exec-out', 'uiautomator dump /dev/tty');
@@ -184,10 +189,15 @@ describe('the profile phone on an emulator', () => {
     });
     expect((await t.api.get('/me')).body.profile).toMatchObject({ state: 'stored', exact: true });
 
-    await onProfile(async (adb) => {
+    // The second session loads the snapshot the first one saved: the emulator checks that the
+    // AVD runs under the name (and id and home) it was saved with, so the screen and the
+    // login held in memory are back, not only what is on disk.
+    await onProfile(async (adb, source) => {
+      expect(source).toBe('snapshot');
       expect(await adb.adb('shell', 'pm list packages -3')).toContain('package:com.example.kept');
       expect(await adb.adb('exec-out', 'uiautomator dump /dev/tty')).toContain('Welcome, demo!');
     });
+    expect(logs.some((l) => l.includes('refused the profile snapshot'))).toBe(false);
 
     expect((await t.api.post('/me/profile/reset')).status).toBe(200);
     await onProfile(async (adb) => {

@@ -10,8 +10,9 @@
  *   run. They are killed after use, never reset and reused.
  * - A cold-booted phone has its lock screen dismissed (`input keyevent 82`, as CI runners
  *   do) before it is handed out or a golden is saved from it (boot.ts).
- * - Profile phones run their own AVD directory, read-write, saved with a console snapshot at
- *   the end of each session and loaded at the next start (profiles.ts).
+ * - Profile phones run their own AVD directory, read-write, under one name for all of the
+ *   profile's sessions (a snapshot loads only under the name it was saved with), saved with
+ *   a console snapshot at the end of each session and loaded at the next start (profiles.ts).
  * - Each emulator gets an explicit console port in 5554-5584, where the adb server finds it
  *   by itself (ports.ts), and is ready when Appium's boot rule holds (boot.ts).
  * - An emulator that dies on its own is reported through onLost.
@@ -19,6 +20,7 @@
  * Public startup failures quote the emulator and say what to do (no SDK, no AVD, no KVM,
  * no free port); the server keeps running, and `phonelease doctor` checks the machine.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -94,7 +96,6 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
   const phones = new Set<EmulatorPhone>();
   let setup: Promise<Setup> | null = null;
   let closed = false;
-  let profileCounter = 0;
 
   const capacity = emulatorCapacity();
   log.info('emulator host capacity', { summary: capacity.summary });
@@ -193,7 +194,7 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
       void proc.exited.then(() => waiting.abort(new Error('exited')));
       try {
         await waitForBoot(sdk, `emulator-${consolePort}`, waiting.signal);
-        const refused = plan.snapshot !== null && proc.snapshotRefused;
+        const refused = plan.snapshot !== null && proc.snapshotRefusal !== null;
         const cold = plan.snapshot === null || refused;
         // Before the golden is saved from it or anyone sees it: nobody is there to unlock it.
         // A phone that stays locked still works (its user can swipe it open); a golden does not.
@@ -279,7 +280,7 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
       if (launched.refused) {
         request.log.warn('the emulator refused the golden snapshot; this phone cold-booted', {
           session: request.sessionId,
-          emulator_said: launched.proc.tail(3),
+          emulator_said: launched.proc.snapshotRefusal,
         });
         s.fleets.refused(fleet);
       } else if (snapshot) s.fleets.loaded(fleet);
@@ -291,11 +292,10 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
   };
 
   const bootProfile = async (s: Setup, request: BootRequest, restoreFrom: string): Promise<EmulatorPhone> => {
-    const name = `pl_profile_${process.pid}_${++profileCounter}`;
     const avd = await prepareProfileAvd({
       restoreFrom,
       avdHome,
-      name,
+      newName: `pl_profile_${randomBytes(6).toString('hex')}`,
       target: s.target,
       fresh: () => s.fleets.ensure(request.signal),
     });
@@ -315,10 +315,10 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
     if (launched.refused) {
       request.log.warn(
         'the emulator refused the profile snapshot; this phone cold-booted (its apps and files are kept, its screen and app state in memory are not)',
-        { session: request.sessionId, emulator_said: launched.proc.tail(3) },
+        { session: request.sessionId, emulator_said: launched.proc.snapshotRefusal },
       );
     }
-    return phoneFor(s, launched, avd.dir, async () => {
+    return phoneFor(s, launched, avd, async () => {
       ports.release(launched.consolePort);
       await cleanup();
     });
@@ -327,7 +327,7 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
   const phoneFor = async (
     s: Setup,
     launched: Launched,
-    profileAvdDir: string | null,
+    profileAvd: { name: string; dir: string } | null,
     release: () => Promise<void>,
   ): Promise<EmulatorPhone> => {
     try {
@@ -340,7 +340,7 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
         label,
         screen,
         startupSource: launched.cold ? 'cold' : 'snapshot',
-        profileAvdDir,
+        profileAvd,
         release: async () => {
           phones.delete(phone);
           await release();

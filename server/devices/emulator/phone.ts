@@ -26,8 +26,8 @@ export interface EmulatorPhoneOptions {
   label: string;
   screen: ScreenSize;
   startupSource: 'cold' | 'snapshot';
-  /** The profile AVD directory this phone runs (saved on shutdown with saveTo), or null. */
-  profileAvdDir: string | null;
+  /** The profile AVD this phone runs (saved on shutdown with saveTo), or null. */
+  profileAvd: { name: string; dir: string } | null;
   /** Frees the port, the fleet AVD count or the profile's working AVD (once). */
   release: () => Promise<void>;
 }
@@ -151,7 +151,7 @@ export class EmulatorPhone implements DevicePhone {
 
   private async stop(saveTo: string | null): Promise<void> {
     if (saveTo) {
-      if (!this.o.profileAvdDir) throw new Error('a temporary emulator phone has nothing to save');
+      if (!this.o.profileAvd) throw new Error('a temporary emulator phone has nothing to save');
       if (!this.snapshotSaved) {
         if (this.o.proc.hasExited) throw new Error('the emulator has stopped; its last state is lost');
         // `KO: ...` (a full disk, a read-only instance) rejects here with the console's words.
@@ -159,7 +159,7 @@ export class EmulatorPhone implements DevicePhone {
         this.snapshotSaved = true;
       }
       await this.stopProcess();
-      await storeProfileAvd(this.o.profileAvdDir, saveTo);
+      await storeProfileAvd(this.o.profileAvd.name, this.o.profileAvd.dir, saveTo);
     }
     await this.stopProcess();
     await this.release();

@@ -30,6 +30,14 @@ import type { DeviceLogger } from '../../../server/devices/types.js';
 import { VirtualPhone } from '../../../server/devices/virtual/phone.js';
 import { buildSystemImage } from '../../../server/devices/virtual/system-image.js';
 import { createCommandTable } from '../../../server/devices/virtual/shell/commands/index.js';
+import {
+  hardwareConfig,
+  readIni,
+  refusal,
+  systemImageOf,
+  writeIni,
+  type SnapshotRecord,
+} from './hardware.js';
 import { Keyguard } from './keyguard.js';
 
 const DEFAULT_VERSION = '35.2.10.0';
@@ -67,15 +75,6 @@ export function avdHome(): string {
 
 function sdkRoot(): string | undefined {
   return env('ANDROID_HOME') ?? env('ANDROID_SDK_ROOT');
-}
-
-function readIni(path: string): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const line of readFileSync(path, 'utf8').split('\n')) {
-    const m = /^\s*([^#=\s][^=]*?)\s*=\s*(.*?)\s*$/.exec(line);
-    if (m) out.set(m[1]!, m[2]!);
-  }
-  return out;
 }
 
 interface Options {
@@ -184,23 +183,6 @@ function listen(port: number, onConnection: (s: net.Socket) => void): Promise<ne
   });
 }
 
-/** What a snapshot was made with; a load is refused when any of it changed. */
-function snapshotKey(avdDir: string, o: Options): Record<string, string> {
-  const config = readIni(join(avdDir, 'config.ini'));
-  const sysdir = config.get('image.sysdir.1') ?? '';
-  const root = sdkRoot();
-  let imageRevision = '';
-  const props = root ? join(root, sysdir, 'source.properties') : '';
-  if (props && existsSync(props)) imageRevision = readIni(props).get('Pkg.Revision') ?? '';
-  return {
-    system_image: `${sysdir}@${imageRevision}`,
-    emulator: `${version()} (build_id ${BUILD_ID})`,
-    cores: String(o.cores ?? config.get('hw.cpu.ncore') ?? '2'),
-    ram: String(o.memory ?? config.get('hw.ramSize') ?? '2048'),
-    renderer: o.gpu,
-  };
-}
-
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
@@ -288,7 +270,7 @@ export async function main(argv: string[]): Promise<number> {
     adbPort = found + 1;
   }
 
-  const guest = new Guest(avdDir, o, o.avd);
+  const guest = new Guest(avdDir, o, o.avd, config);
   const consoleServer =
     env('FAKE_EMULATOR_LOSE_PORT_RACE') === '1' ? null : await listen(consolePort, (s) => guest.console(s));
   const adbServer = consoleServer ? await listen(adbPort, (s) => guest.forward(s)) : null;
@@ -298,6 +280,7 @@ export async function main(argv: string[]): Promise<number> {
     return 1;
   }
   guest.lock(consolePort);
+  guest.writeHardwareConfig();
   say('INFO', `Android emulator version ${version()} (build_id ${BUILD_ID}) (CL:N/A)`);
   say('INFO', `Serial number of this emulator (for ADB): emulator-${consolePort}`);
   registerWithAdbServer(adbPort);
@@ -331,11 +314,25 @@ class Guest {
   private readonly token: string;
   private readonly tokenPath: string;
 
+  /** The hardware config this instance runs with (hardware.ts). */
+  private readonly hardware: Map<string, string>;
+
   constructor(
     private readonly avdDir: string,
     private readonly o: Options,
     private readonly name: string,
+    config: ReadonlyMap<string, string>,
   ) {
+    this.hardware = hardwareConfig({
+      avdName: name,
+      avdDir,
+      avdHome: avdHome(),
+      sdkRoot: sdkRoot() ?? '',
+      config,
+      cores: o.cores,
+      memory: o.memory,
+      gpu: o.gpu,
+    });
     this.tokenPath = join(env('HOME') ?? homedir(), '.emulator_console_auth_token');
     if (!existsSync(this.tokenPath)) {
       writeFileSync(this.tokenPath, randomBytes(18).toString('base64'), { mode: 0o600 });
@@ -360,30 +357,51 @@ class Guest {
     writeFileSync(this.lockFile, String(process.pid));
   }
 
-  /** The snapshot to load, or null for a cold boot (said in the output when refused). */
+  /**
+   * Written at every start: `hardware-qemu.ini` of a read-write instance; a read-only one
+   * keeps its config to itself (the real one writes a temporary file), as the AVD is shared.
+   */
+  writeHardwareConfig(): void {
+    if (!this.o.readOnly) writeIni(join(this.avdDir, 'hardware-qemu.ini'), this.hardware);
+  }
+
+  /**
+   * The snapshot to load, or null for a cold boot, said the way Quickboot says it: a load the
+   * user turned off, a snapshot that is missing, one that failed while loading, and one
+   * refused by checkValid (a changed config, image or emulator build: `Cold boot: <reason>`
+   * alone, as Quickboot's failure report prints it).
+   */
   private chooseSnapshot(): string | null {
-    if (this.o.noSnapshotLoad || this.o.wipeData) return null;
+    if (this.o.wipeData) return null;
+    if (this.o.noSnapshotLoad) {
+      say('WARNING', 'Cold boot:  requested by the user');
+      return null;
+    }
     const name = this.o.snapshot ?? 'default_boot';
     const dir = this.snapshotDir(name);
     if (!existsSync(join(dir, 'snapshot.pb'))) {
-      if (this.o.snapshot) say('WARNING', `Failed to load snapshot '${name}': it does not exist. Cold boot.`);
+      if (this.o.snapshot) say('WARNING', `Failed to load snapshot '${name}'`);
+      return null;
+    }
+    const saved = JSON.parse(readFileSync(join(dir, 'snapshot.pb'), 'utf8')) as SnapshotRecord;
+    const reason = refusal(saved, readIni(join(dir, 'hardware.ini')), {
+      emulator: this.build,
+      hardware: this.hardware,
+    });
+    if (reason) {
+      say('WARNING', `Cold boot: ${reason}`);
       return null;
     }
     if (env('FAKE_EMULATOR_REFUSE_SNAPSHOT') === '1') {
-      say('WARNING', `Failed to load snapshot '${name}': the snapshot is damaged. Cold boot.`);
-      return null;
-    }
-    const saved = JSON.parse(readFileSync(join(dir, 'snapshot.pb'), 'utf8')) as Record<string, string>;
-    const now = snapshotKey(this.avdDir, this.o);
-    const changed = Object.keys(now).filter((k) => saved[k] !== now[k]);
-    if (changed.length > 0) {
-      say(
-        'WARNING',
-        `Failed to load snapshot '${name}': ${changed.join(', ')} changed since it was saved. Cold boot.`,
-      );
+      say('WARNING', `Failed to load snapshot '${name}'`);
+      say('WARNING', 'Cold boot: snapshot failed to load');
       return null;
     }
     return name;
+  }
+
+  private get build(): string {
+    return `${version()} (build_id ${BUILD_ID})`;
   }
 
   async boot(): Promise<void> {
@@ -485,19 +503,22 @@ class Guest {
     const dir = this.snapshotDir(name);
     rmSync(dir, { recursive: true, force: true });
     await this.phone!.saveState(dir);
-    const keyguard = this.keyguard?.showing ? 'showing' : 'dismissed';
-    writeFileSync(
-      join(dir, 'snapshot.pb'),
-      JSON.stringify({ ...snapshotKey(this.avdDir, this.o), keyguard }),
-    );
-    writeFileSync(join(dir, 'hardware.ini'), readFileSync(join(this.avdDir, 'config.ini')));
+    const record: SnapshotRecord = {
+      emulator: this.build,
+      cores: this.hardware.get('hw.cpu.ncore')!,
+      ram: this.hardware.get('hw.ramSize')!,
+      systemImage: systemImageOf(this.hardware),
+      keyguard: this.keyguard?.showing ? 'showing' : 'dismissed',
+    };
+    writeFileSync(join(dir, 'snapshot.pb'), JSON.stringify(record));
+    writeIni(join(dir, 'hardware.ini'), this.hardware);
   }
 
   /** Whether the lock screen showed when `name` was saved. */
   private savedKeyguard(name: string): boolean {
-    const saved = JSON.parse(readFileSync(join(this.snapshotDir(name), 'snapshot.pb'), 'utf8')) as {
-      keyguard?: string;
-    };
+    const saved = JSON.parse(
+      readFileSync(join(this.snapshotDir(name), 'snapshot.pb'), 'utf8'),
+    ) as Partial<SnapshotRecord>;
     return saved.keyguard === 'showing';
   }
 
