@@ -5,18 +5,22 @@
  * working when ADB is revoked, the session closes or its deadline passes; open relays are
  * cut at that moment too. Wrong codes are limited per source and per session (adb-limits.ts).
  * A phone in this process (the virtual phone) is handed the unlocked socket instead of a
- * relay: one TCP connection from the client to the phone's adbd, not two.
+ * relay: one TCP connection from the client to the phone's adbd, not two. For a phone whose
+ * adbd asks for a key (an emulator), the gateway signs in for the client before it relays
+ * (adb-sign-in.ts), so any client with the code gets in, whatever its own adb key.
  */
 import net from 'node:net';
 import { systemClock, type Clock } from './clock.js';
 import { TAG_LENGTH, UnlockLimiter } from './adb-limits.js';
+import { signInForClient } from './adb-sign-in.js';
+import type { AdbEndpoint } from './devices/types.js';
 import type { Logger } from './log.js';
 
 /** A session the gateway relays to: its id and code, and its phone's ADB while it has one. */
 export interface AdbSession {
   readonly row: { readonly id: string; readonly adb_code: string | null };
   readonly phone: {
-    adbEndpoint(): Promise<{ host: string; port: number }>;
+    adbEndpoint(): Promise<AdbEndpoint>;
     /** A phone in this process takes the unlocked socket itself (DevicePhone.serveAdb). */
     serveAdb?(socket: net.Socket, early: Buffer): void;
   } | null;
@@ -186,7 +190,7 @@ export class AdbGateway {
     live: AdbSession,
     code: string,
     early: Buffer,
-    { host, port }: { host: string; port: number },
+    { host, port, signIn }: AdbEndpoint,
   ): void {
     const sid = live.row.id;
     const phone = net.connect({ host, port });
@@ -199,14 +203,22 @@ export class AdbGateway {
       phone.destroy();
       own.delete(relay);
     };
+    const start = (pending: Buffer) => {
+      if (pending.length > 0) phone.write(pending);
+      client.pipe(phone);
+      phone.pipe(client);
+      client.resume();
+    };
     phone.once('connect', () => {
       // The code may have died while the phone connection opened.
       if (this.runtime.sessionForAdbCode(code) !== live) return close();
       client.write('OK\n');
-      if (early.length > 0) phone.write(early);
-      client.pipe(phone);
-      phone.pipe(client);
-      client.resume();
+      if (!signIn) return start(early);
+      // The phone's adbd asks for a key the client may not have: the gateway signs in for it.
+      void signInForClient({ client, phone, early, keyring: signIn, log: this.log, session: sid }).then(
+        start,
+        close,
+      );
     });
     phone.on('error', (err) => {
       this.log.warn('adb gateway could not reach the phone', { session: sid, error: err.message });

@@ -28,6 +28,13 @@ import type { EmulatorPhone } from '../../server/devices/emulator/phone.js';
 import { processAlive } from '../../server/devices/emulator/owners.js';
 import { PortPool, PORT_PAIRS } from '../../server/devices/emulator/ports.js';
 import { formatFindings, runDoctor, type Finding } from '../../server/doctor.js';
+import { AdbGateway } from '../../server/adb-gateway.js';
+import { createLogger } from '../../server/log.js';
+import { adbConnect, runAdb, type StockAdbOptions } from '../../src/adb/stock-adb.js';
+import { AdbError } from '../../src/errors.js';
+import { freePort } from '../../src/util/ports.js';
+import { gatewayTunnel } from '../support/adb.js';
+import type { TrackedServer } from '../support/tcp.js';
 import { makeFakeSdk, type FakeSdk, type FakeSdkOptions } from '../support/fake-sdk/index.js';
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
@@ -485,6 +492,73 @@ describe('temporary phones of the backend', () => {
       await phone.shutdown({ saveTo: null });
     } finally {
       await b.backend.close();
+      rmSync(b.workDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('ADB through the gateway to an emulator', () => {
+  const CODE = 'adbcode-for-the-emulator-test-0123456789';
+
+  it("signs in for a client with any key; when the phone refuses the server's key, the client signs in itself and the lease names why", async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '300' } });
+    await sdk.startAdbServer();
+    const b = await backendOn(sdk);
+    const gatewayLog: string[] = [];
+    const homes: string[] = [];
+    const adbServers: StockAdbOptions[] = [];
+    let gateway: AdbGateway | null = null;
+    let tunnel: TrackedServer | null = null;
+    /** Stock adb with a HOME (so an adb key) of its own, or the given one, on its own server. */
+    const adbClient = async (home?: string): Promise<StockAdbOptions> => {
+      if (!home) homes.push((home = mkdtempSync(join(tmpdir(), 'phonelease-adb-home-'))));
+      const options = { env: { ...process.env, HOME: home }, serverPort: await freePort() };
+      adbServers.push(options);
+      return options;
+    };
+    try {
+      const phone = await b.boot();
+      const live = { row: { id: 'emu-session', adb_code: CODE }, phone };
+      gateway = new AdbGateway(
+        { sessionForAdbCode: (c) => (c === CODE ? live : null), all: () => [live], on: () => undefined },
+        createLogger({ level: 'debug', write: (l) => gatewayLog.push(l) }),
+      );
+      tunnel = await gatewayTunnel('127.0.0.1', await gateway.listen('127.0.0.1'), CODE);
+      const serial = `127.0.0.1:${tunnel.port}`;
+
+      const stranger = await adbClient();
+      await adbConnect(serial, stranger);
+      expect((await runAdb(['-s', serial, 'shell', 'echo in'], stranger)).stdout.trim()).toBe('in');
+      expect(gatewayLog.some((l) => l.includes('signed in to the phone'))).toBe(true);
+
+      // The server's adb key is now one the phone never saw (its AVD was made elsewhere).
+      const serverHome = mkdtempSync(join(tmpdir(), 'phonelease-adb-home-'));
+      homes.push(serverHome);
+      mkdirSync(join(serverHome, '.android'));
+      await runAdb(['keygen', join(serverHome, '.android', 'adbkey')], { env: process.env });
+      b.env.HOME = serverHome;
+
+      const refused = await adbConnect(serial, await adbClient(), 10_000).then(
+        () => null,
+        (e: unknown) => e as Error,
+      );
+      expect(refused).toBeInstanceOf(AdbError);
+      expect(refused!.message).toContain('the phone did not accept an adb key');
+      expect(refused!.message).not.toContain('daemon');
+      expect(gatewayLog.some((l) => l.includes("the phone refused this server's adb keys"))).toBe(true);
+      expect(gatewayLog.join('\n')).toContain(join(serverHome, '.android', 'adbkey'));
+
+      // A client whose own key the phone trusts still gets in: the gateway stepped aside.
+      const trusted = await adbClient(sdk.home);
+      await adbConnect(serial, trusted);
+      expect((await runAdb(['-s', serial, 'shell', 'echo in'], trusted)).stdout.trim()).toBe('in');
+      await phone.shutdown({ saveTo: null });
+    } finally {
+      for (const options of adbServers) await runAdb(['kill-server'], options).catch(() => undefined);
+      await tunnel?.close();
+      await gateway?.close();
+      await b.backend.close();
+      for (const home of homes) rmSync(home, { recursive: true, force: true });
       rmSync(b.workDir, { recursive: true, force: true });
     }
   });

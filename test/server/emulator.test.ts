@@ -5,7 +5,8 @@
  * falls back to a cold boot and a new golden, an emulator that dies ends its session `lost`,
  * and a profile phone keeps an app and a login across sessions until it is reset.
  */
-import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../server/log.js';
@@ -96,6 +97,27 @@ describe('temporary emulator phones', () => {
     await expect.poll(() => sdk.adb('devices'), { timeout: 10_000 }).not.toMatch(/\tdevice$/m);
     const history = (await t.api.get('/history')).body as { sid: string; end_reason: string }[];
     expect(history.find((h) => h.sid === sid)).toMatchObject({ end_reason: 'released' });
+  });
+
+  it('lets in a client whose adb key the emulator does not trust, as the virtual phone does', async () => {
+    const sid = await readySession();
+    // Another machine's adb: a HOME of its own, so a key of its own (adb makes one).
+    const elsewhere = { HOME: mkdtempSync(join(tmpdir(), 'phonelease-other-adb-')) };
+    const adb = await connectAdb(t.api, sid, { env: elsewhere });
+    try {
+      expect((await adb.adb('shell', 'echo signed in')).trim()).toBe('signed in');
+      expect(await adb.adb('devices')).toMatch(
+        new RegExp(`^${adb.serial.replace(/\./g, '\\.')}\tdevice$`, 'm'),
+      );
+      // The emulator itself would not let that key in: its adbd trusts only this host's key.
+      const port = Number(/^emulator-(\d+)\tdevice$/m.exec(await sdk.adb('devices'))![1]) + 1;
+      const direct = await adb.adb('connect', `127.0.0.1:${port}`);
+      expect(direct).toContain(`failed to authenticate to 127.0.0.1:${port}`);
+    } finally {
+      await adb.close();
+      rmSync(elsewhere.HOME, { recursive: true, force: true });
+    }
+    await end(sid);
   });
 
   it('makes the golden snapshot once and starts the next phones from it', async () => {

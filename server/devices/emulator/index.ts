@@ -33,6 +33,7 @@ import { EmulatorPhone } from './phone.js';
 import { PortPool, portsExhausted } from './ports.js';
 import { EmulatorProcess, emulatorArgs, type LaunchPlan } from './process.js';
 import { prepareProfileAvd } from './profiles.js';
+import { loadAdbKeys } from './adb-keys.js';
 import { FleetAvds, GOLDEN_SNAPSHOT, goldenKey, type FleetAvd } from './snapshots.js';
 import {
   avdHomeOf,
@@ -92,6 +93,8 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
   const avdHome = join(workDir, 'avd');
   const bootTimeoutMs = options.bootTimeoutMs ?? 600_000;
   const tokenPath = tokenPathOf(env);
+  // The keys stock adb on this machine signs in with: the emulator's adbd trusts those.
+  const adbKeys = () => loadAdbKeys(env);
   const ports = new PortPool();
   const phones = new Set<EmulatorPhone>();
   let setup: Promise<Setup> | null = null;
@@ -340,6 +343,7 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
         label,
         screen,
         startupSource: launched.cold ? 'cold' : 'snapshot',
+        adbKeys,
         profileAvd,
         release: async () => {
           phones.delete(phone);

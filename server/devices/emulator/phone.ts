@@ -2,7 +2,7 @@
  * A booted emulator as the runtime's DevicePhone. Everything on the phone goes through the
  * adb server (`adb -s emulator-N`); the emulator itself is driven through its console.
  */
-import type { AppSummary, DevicePhone, PhoneInput, ScreenSize } from '../types.js';
+import type { AdbEndpoint, AdbKeyring, AppSummary, DevicePhone, PhoneInput, ScreenSize } from '../types.js';
 import { consoleCommand } from './console.js';
 import type { EmulatorProcess } from './process.js';
 import { PROFILE_SNAPSHOT, storeProfileAvd } from './profiles.js';
@@ -28,6 +28,8 @@ export interface EmulatorPhoneOptions {
   startupSource: 'cold' | 'snapshot';
   /** The profile AVD this phone runs (saved on shutdown with saveTo), or null. */
   profileAvd: { name: string; dir: string } | null;
+  /** The keys the gateway signs in to the emulator's adbd with (it trusts only its adb_keys). */
+  adbKeys: AdbKeyring;
   /** Frees the port, the fleet AVD count or the profile's working AVD (once). */
   release: () => Promise<void>;
 }
@@ -36,7 +38,7 @@ export class EmulatorPhone implements DevicePhone {
   readonly label: string;
   readonly screen: ScreenSize;
   /** The emulator's own adbd port (console port + 1), listening from boot. */
-  private readonly adb: { host: string; port: number };
+  private readonly adb: AdbEndpoint;
   readonly startupSource: 'cold' | 'snapshot';
   private readonly lost = new Set<(reason: string) => void>();
   private readonly changes = new Set<() => void>();
@@ -49,7 +51,7 @@ export class EmulatorPhone implements DevicePhone {
     this.label = o.label;
     this.screen = o.screen;
     this.startupSource = o.startupSource;
-    this.adb = { host: '127.0.0.1', port: o.consolePort + 1 };
+    this.adb = { host: '127.0.0.1', port: o.consolePort + 1, signIn: o.adbKeys };
     void o.proc.exited.then((exit) => {
       if (this.stopping) return;
       // Died on its own (crash, OOM killer, someone's `emu kill`): the runtime ends the
@@ -76,7 +78,7 @@ export class EmulatorPhone implements DevicePhone {
     ).stdout;
   }
 
-  async adbEndpoint(): Promise<{ host: string; port: number }> {
+  async adbEndpoint(): Promise<AdbEndpoint> {
     return this.adb;
   }
 

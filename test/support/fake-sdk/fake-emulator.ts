@@ -1,8 +1,10 @@
 /**
  * A fake Android SDK emulator for tests: it follows the real one's command line, console,
  * adb registration, lock files and snapshots as /work/shared/reference/android-emulator.md
- * describes them, and its guest is a virtual phone (server/devices/virtual) whose ADB port
- * is forwarded from the emulator's adb port, as QEMU forwards it to the guest's adbd.
+ * describes them, and its guest is a virtual phone (server/devices/virtual) whose ADB service
+ * is reached through the emulator's adb port, as QEMU passes that port to the guest's adbd;
+ * the guest's adbd signs hosts in against its adb_keys first (guest-adbd.ts), and snapshots
+ * are checked against the hardware config they were saved with (hardware.ts).
  *
  * Where the reference does not give the real tool's words (an unknown option, a missing
  * named snapshot), the fake says something plain and the backend does not depend on it.
@@ -38,12 +40,16 @@ import {
   writeIni,
   type SnapshotRecord,
 } from './hardware.js';
+import { signInHost } from './guest-adbd.js';
 import { Keyguard } from './keyguard.js';
 
 const DEFAULT_VERSION = '35.2.10.0';
 const BUILD_ID = '12414864';
 /** Services a booting guest has published before the framework is up (Appium waits for the rest). */
 const EARLY_SERVICES = new Set(['package']);
+
+/** The guest's adb_keys beside the rest of its saved state (a snapshot, the disk). */
+const ADB_KEYS = 'adb_keys';
 
 const quiet: DeviceLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -304,6 +310,8 @@ function registerWithAdbServer(adbPort: number): void {
 
 class Guest {
   private phone: VirtualPhone | null = null;
+  /** The public keys the guest's adbd trusts (/data/misc/adb/adb_keys). */
+  private adbKeys: string[] = [];
   /** The lock screen in front of the phone (keyguard.ts); a snapshot keeps its state. */
   private keyguard: Keyguard | null = null;
   /** Connections to the adb port that wait for the guest's adbd (adb shows `offline`). */
@@ -414,6 +422,7 @@ class Guest {
       ? numberEnv('FAKE_EMULATOR_SNAPSHOT_LOAD_MS', 300)
       : numberEnv('FAKE_EMULATOR_COLD_BOOT_MS', 1500);
     const from = snapshot ? this.snapshotDir(snapshot) : existsSync(this.disk) ? this.disk : null;
+    this.adbKeys = this.loadAdbKeys(from);
     const phone = new VirtualPhone({
       systemRoot: buildSystemImage(),
       commands: createCommandTable(),
@@ -468,30 +477,35 @@ class Guest {
     this.relay(socket);
   }
 
+  /** The guest's adbd: signs the host in against adb_keys (guest-adbd.ts), then serves it. */
   private relay(socket: net.Socket): void {
-    const phone = this.phone;
-    if (!phone || socket.destroyed) {
-      socket.destroy();
-      return;
-    }
-    socket.pause();
-    phone.adbEndpoint().then(
-      ({ host, port }) => this.pipe(socket, net.connect(port, host)),
-      () => socket.destroy(),
+    if (socket.destroyed) return;
+    signInHost(
+      socket,
+      () => this.adbKeys,
+      (signedIn, early) => {
+        if (!this.phone || signedIn.destroyed) return void signedIn.destroy();
+        this.phone.serveAdb(signedIn, early);
+        signedIn.resume();
+      },
     );
   }
 
-  private pipe(socket: net.Socket, inner: net.Socket): void {
-    if (socket.destroyed) {
-      inner.destroy();
-      return;
-    }
-    inner.on('error', () => socket.destroy());
-    socket.on('close', () => inner.destroy());
-    inner.on('close', () => socket.destroy());
-    socket.pipe(inner);
-    inner.pipe(socket);
-    socket.resume();
+  /**
+   * adb_keys as the guest has it: from the snapshot or the disk it boots from, else seeded at
+   * this first boot from the host key the emulator passes in (ro.boot.qemu.adb.pubkey), which
+   * it reads from its user directory (ANDROID_EMULATOR_HOME, else $ANDROID_SDK_HOME/.android,
+   * else ~/.android). A host key made later is not seen by this AVD.
+   */
+  private loadAdbKeys(from: string | null): string[] {
+    const saved = from ? join(from, ADB_KEYS) : null;
+    if (saved && existsSync(saved)) return readFileSync(saved, 'utf8').split('\n').filter(Boolean);
+    const sdkHome = env('ANDROID_SDK_HOME');
+    const userDir =
+      env('ANDROID_EMULATOR_HOME') ??
+      (sdkHome ? join(sdkHome, '.android') : join(env('HOME') ?? homedir(), '.android'));
+    const hostKey = join(userDir, 'adbkey.pub');
+    return existsSync(hostKey) ? [readFileSync(hostKey, 'utf8').trim()] : [];
   }
 
   private snapshotNames(): string[] {
@@ -503,6 +517,7 @@ class Guest {
     const dir = this.snapshotDir(name);
     rmSync(dir, { recursive: true, force: true });
     await this.phone!.saveState(dir);
+    writeFileSync(join(dir, ADB_KEYS), this.adbKeys.join('\n'));
     const record: SnapshotRecord = {
       emulator: this.build,
       cores: this.hardware.get('hw.cpu.ncore')!,
@@ -632,6 +647,7 @@ class Guest {
     });
     await phone.start();
     this.keyguard = Keyguard.install(phone.device.ui, this.savedKeyguard(name));
+    this.adbKeys = this.loadAdbKeys(this.snapshotDir(name));
     this.phone = phone;
     await old?.shutdown({ saveTo: null });
   }
@@ -645,6 +661,7 @@ class Guest {
       if (quickboot) await this.saveSnapshot('default_boot');
       rmSync(this.disk, { recursive: true, force: true });
       await this.phone.saveState(this.disk);
+      writeFileSync(join(this.disk, ADB_KEYS), this.adbKeys.join('\n'));
     }
     await this.phone?.shutdown({ saveTo: null });
     if (this.lockFile) {
