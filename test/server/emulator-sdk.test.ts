@@ -564,6 +564,44 @@ describe('ADB through the gateway to an emulator', () => {
   });
 });
 
+describe('emulator builds that serve one ADB connection at a time', () => {
+  it("are found on the first phone, named in the server's log, refused to gateway clients with the reason, and reported by doctor", async () => {
+    const sdk = await fakeSdk({
+      env: { FAKE_EMULATOR_COLD_BOOT_MS: '300', FAKE_EMULATOR_ADB_CONNECTIONS: '1' },
+    });
+    await sdk.startAdbServer();
+    const b = await backendOn(sdk);
+    try {
+      const phone = await b.boot();
+      // The server's own use of the phone goes through the adb server's one connection.
+      expect(phone.startupSource).toBe('snapshot');
+      expect((await phone.capture()).subarray(1, 4).toString()).toBe('PNG');
+      const refused = await phone.adbEndpoint().then(
+        () => null,
+        (e: unknown) => e as Error,
+      );
+      expect(refused?.message).toContain(
+        'emulator 35.2.10.0 (build_id 12414864) serves one ADB connection at a time',
+      );
+      expect(refused?.message).toContain('sdkmanager --install "emulator"');
+      expect(b.lines.filter((l) => l.includes('serves one ADB connection at a time'))).toHaveLength(1);
+
+      const doctor = await runDoctor({ env: { PATH: process.env.PATH, ...sdk.env } });
+      expect(doctor.find((f) => f.check === 'adb-connections')).toMatchObject({
+        status: 'warn',
+        fix: ['sdkmanager --install "emulator"  # a current emulator build'],
+      });
+      expect(doctor.find((f) => f.check === 'adb-connections')!.detail).toMatch(
+        /^emulator-\d+ serves one ADB connection at a time/,
+      );
+      await phone.shutdown({ saveTo: null });
+    } finally {
+      await b.backend.close();
+      rmSync(b.workDir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('public startup failures', () => {
   const boot = async (env: Record<string, string | undefined>) => {
     const workDir = mkdtempSync(join(tmpdir(), 'phonelease-emu-work-'));
@@ -636,6 +674,7 @@ describe('phonelease doctor', () => {
     const f = byCheck(findings);
     expect(findings.filter((x) => x.status !== 'ok')).toEqual([]);
     expect(f.emulator!.detail).toBe('Emulator 35.2.10.0 (build_id 12414864).');
+    expect(f['adb-connections']!.detail).toContain('No emulator runs now to ask');
     expect(f.avd!.detail).toContain('"test_phone"');
     expect(f.capacity!.detail).toContain('8 emulators at once');
     expect(formatFindings(findings)).toContain('This machine can run phonelease over emulators');

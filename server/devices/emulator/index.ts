@@ -16,6 +16,10 @@
  * - Each emulator gets an explicit console port in 5554-5584, where the adb server finds it
  *   by itself (ports.ts), and is ready when Appium's boot rule holds (boot.ts).
  * - An emulator that dies on its own is reported through onLost.
+ * - ADB clients reach a phone through the gateway, which signs in to the emulator's adbd
+ *   with this machine's adb keys (adb-keys.ts, server/adb-sign-in.ts); an emulator build
+ *   that serves only the adb server's connection is found on the first phone, said in the
+ *   log, and its phones refuse gateway clients with that reason (adb-connections.ts).
  *
  * Public startup failures quote the emulator and say what to do (no SDK, no AVD, no KVM,
  * no free port); the server keeps running, and `phonelease doctor` checks the machine.
@@ -33,6 +37,11 @@ import { EmulatorPhone } from './phone.js';
 import { PortPool, portsExhausted } from './ports.js';
 import { EmulatorProcess, emulatorArgs, type LaunchPlan } from './process.js';
 import { prepareProfileAvd } from './profiles.js';
+import {
+  ONE_CONNECTION_FIX,
+  SEVERAL_CONNECTIONS_NEEDED,
+  acceptsAnotherAdbConnection,
+} from './adb-connections.js';
 import { loadAdbKeys } from './adb-keys.js';
 import { FleetAvds, GOLDEN_SNAPSHOT, goldenKey, type FleetAvd } from './snapshots.js';
 import {
@@ -72,6 +81,13 @@ interface Setup {
   base: Avd;
   target: string;
   fleets: FleetAvds;
+  /** `emulator -version`'s build. */
+  version: string;
+  /**
+   * Whether this emulator build serves ADB clients beside the adb server, checked on the
+   * first phone (adb-connections.ts); null until then.
+   */
+  severalAdbConnections: Promise<boolean> | null;
 }
 
 interface Launched {
@@ -155,7 +171,7 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
       },
     });
     await fleets.open();
-    return { sdk: childSdk, base, target, fleets };
+    return { sdk: childSdk, base, target, fleets, version, severalAdbConnections: null };
   };
 
   /** Stops an emulator this backend started and frees its port. */
@@ -335,6 +351,19 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
   ): Promise<EmulatorPhone> => {
     try {
       const { label, screen } = await describe(s.sdk, launched.consolePort);
+      s.severalAdbConnections ??= acceptsAnotherAdbConnection(launched.consolePort + 1).then((several) => {
+        if (several)
+          log.debug('the emulator serves several ADB connections at once', { emulator: s.version });
+        else
+          log.warn(
+            `emulator ${s.version} serves one ADB connection at a time, which the adb server holds: ADB clients through the gateway cannot reach its phones`,
+            { needs: SEVERAL_CONNECTIONS_NEEDED, fix: ONE_CONNECTION_FIX },
+          );
+        return several;
+      });
+      const adbRefusal = (await s.severalAdbConnections)
+        ? null
+        : `emulator ${s.version} serves one ADB connection at a time, and the server's adb holds it. ${SEVERAL_CONNECTIONS_NEEDED} Fix: ${ONE_CONNECTION_FIX}`;
       const phone = new EmulatorPhone({
         sdk: s.sdk,
         proc: launched.proc,
@@ -344,6 +373,7 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
         screen,
         startupSource: launched.cold ? 'cold' : 'snapshot',
         adbKeys,
+        adbRefusal,
         profileAvd,
         release: async () => {
           phones.delete(phone);

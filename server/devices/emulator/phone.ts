@@ -30,6 +30,11 @@ export interface EmulatorPhoneOptions {
   profileAvd: { name: string; dir: string } | null;
   /** The keys the gateway signs in to the emulator's adbd with (it trusts only its adb_keys). */
   adbKeys: AdbKeyring;
+  /**
+   * Why gateway clients cannot reach this phone (an emulator build that serves one ADB
+   * connection, the adb server's), or null.
+   */
+  adbRefusal: string | null;
   /** Frees the port, the fleet AVD count or the profile's working AVD (once). */
   release: () => Promise<void>;
 }
@@ -79,6 +84,7 @@ export class EmulatorPhone implements DevicePhone {
   }
 
   async adbEndpoint(): Promise<AdbEndpoint> {
+    if (this.o.adbRefusal) throw new Error(this.o.adbRefusal);
     return this.adb;
   }
 

@@ -13,13 +13,16 @@
  *   FAKE_EMULATOR_COLD_BOOT_MS      cold boot time (default 1500)
  *   FAKE_EMULATOR_SNAPSHOT_LOAD_MS  snapshot load time (default 300)
  *   FAKE_EMULATOR_KVM               `missing` or `denied`: x86_64 images refuse to start
- *   FAKE_EMULATOR_REFUSE_SNAPSHOT   `1`: every snapshot load is refused (cold boot instead)
+ *   FAKE_EMULATOR_REFUSE_SNAPSHOT   `1`: every snapshot load that passes the checks fails while
+ *                                   loading (`Failed to load snapshot`, then a cold boot)
  *   FAKE_EMULATOR_CRASH_AFTER_MS    the process dies (SIGKILL) this long after its boot
  *   FAKE_EMULATOR_VERSION           the emulator build it reports (default 35.2.10.0)
  *   FAKE_EMULATOR_LOSE_PORT_RACE    `1`: another program takes the console port between the
  *                                   caller's check and this emulator's bind, every time
  *   FAKE_EMULATOR_BOOT_CHATTER      lines of output a boot prints after choosing what to load
  *                                   (a real boot prints hundreds; default 0)
+ *   FAKE_EMULATOR_ADB_CONNECTIONS   `1`: the adb port serves one host connection at a time, as
+ *                                   builds before several AdbGuestPipe connections did
  *   FAKE_EMULATOR_SNAPSHOT_SAVE_MS  how long a console `avd snapshot save` takes, silent until
  *                                   its OK as a real save of GBs of RAM is (default 0)
  */
@@ -279,7 +282,7 @@ export async function main(argv: string[]): Promise<number> {
   const guest = new Guest(avdDir, o, o.avd, config);
   const consoleServer =
     env('FAKE_EMULATOR_LOSE_PORT_RACE') === '1' ? null : await listen(consolePort, (s) => guest.console(s));
-  const adbServer = consoleServer ? await listen(adbPort, (s) => guest.forward(s)) : null;
+  const adbServer = consoleServer ? await listenAdb(adbPort, (s) => guest.forward(s)) : null;
   if (!consoleServer || !adbServer) {
     consoleServer?.close();
     say('ERROR', 'It seems too many emulator instances are running on this machine. Aborting.');
@@ -296,6 +299,24 @@ export async function main(argv: string[]): Promise<number> {
   const crashAfter = env('FAKE_EMULATOR_CRASH_AFTER_MS');
   if (crashAfter !== undefined) setTimeout(() => process.kill(process.pid, 'SIGKILL'), Number(crashAfter));
   return new Promise<number>(() => undefined); // runs until killed
+}
+
+/**
+ * The emulator's adb port. Builds before AdbGuestPipe served several connections stopped
+ * listening once a host connected and listened again when it left (FAKE_EMULATOR_ADB_CONNECTIONS=1):
+ * a second host was refused while the adb server held its connection.
+ */
+async function listenAdb(port: number, onConnection: (s: net.Socket) => void): Promise<net.Server | null> {
+  if (env('FAKE_EMULATOR_ADB_CONNECTIONS') !== '1') return listen(port, onConnection);
+  const one = (socket: net.Socket) => {
+    server?.close();
+    socket.once('close', () => {
+      void listen(port, one).then((s) => (server = s));
+    });
+    onConnection(socket);
+  };
+  let server = await listen(port, one);
+  return server;
 }
 
 /** The one message an emulator sends to the adb server at start: no reply, no retry. */
