@@ -6,6 +6,7 @@
  * without each part.
  */
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   chmodSync,
   copyFileSync,
@@ -25,6 +26,7 @@ import { removeStaleLocks } from '../../server/devices/emulator/avd.js';
 import { ConsoleError, EmulatorConsole, consoleCommand } from '../../server/devices/emulator/console.js';
 import { createEmulatorBackend } from '../../server/devices/emulator/index.js';
 import type { EmulatorPhone } from '../../server/devices/emulator/phone.js';
+import { INSTALL_RECORD_DIR } from '../../server/devices/emulator/preinstall.js';
 import { processAlive } from '../../server/devices/emulator/owners.js';
 import { PortPool, PORT_PAIRS } from '../../server/devices/emulator/ports.js';
 import { formatFindings, runDoctor, type Finding } from '../../server/doctor.js';
@@ -34,6 +36,7 @@ import { adbConnect, runAdb, type StockAdbOptions } from '../../src/adb/stock-ad
 import { AdbError } from '../../src/errors.js';
 import { freePort } from '../../src/util/ports.js';
 import { gatewayTunnel } from '../support/adb.js';
+import { buildTestApk } from '../support/apk-builder.js';
 import type { TrackedServer } from '../support/tcp.js';
 import { makeFakeSdk, type FakeSdk, type FakeSdkOptions } from '../support/fake-sdk/index.js';
 
@@ -246,7 +249,7 @@ describe('the backend console client', () => {
 });
 
 /** A backend over a fake SDK, with its log lines and an environment a test may change. */
-async function backendOn(sdk: FakeSdk, options: { workDir?: string } = {}) {
+async function backendOn(sdk: FakeSdk, options: { workDir?: string; preinstall?: string[] } = {}) {
   const workDir = options.workDir ?? mkdtempSync(join(tmpdir(), 'phonelease-emu-work-'));
   const lines: string[] = [];
   const record =
@@ -256,7 +259,7 @@ async function backendOn(sdk: FakeSdk, options: { workDir?: string } = {}) {
     };
   const log = { debug() {}, info: record('info'), warn: record('warn'), error: record('error') };
   const env: Record<string, string | undefined> = { PATH: process.env.PATH, ...sdk.env };
-  const backend = createEmulatorBackend({ log, env, workDir });
+  const backend = createEmulatorBackend({ log, env, workDir, preinstall: options.preinstall });
   const boot = (signal = new AbortController().signal) =>
     backend.boot({ sessionId: 's', restoreFrom: null, signal, log });
   return { backend, boot, env, lines, workDir, avdHome: join(workDir, 'avd') };
@@ -559,6 +562,82 @@ describe('ADB through the gateway to an emulator', () => {
       await gateway?.close();
       await b.backend.close();
       for (const home of homes) rmSync(home, { recursive: true, force: true });
+      rmSync(b.workDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('APKs preinstalled into the golden snapshot', () => {
+  it('puts them on every phone with their hashes; the same build reuses its golden, a new build makes one', async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '300' } });
+    await sdk.startAdbServer();
+    const apk = join(sdk.root, 'app-debug.apk');
+    const build = (versionName: string) => {
+      const bytes = buildTestApk({
+        package: 'com.example.pre',
+        label: 'Pre',
+        versionName,
+        activities: ['.Main'],
+        launcher: true,
+      });
+      writeFileSync(apk, bytes);
+      return createHash('sha256').update(bytes).digest('hex');
+    };
+    const workDir = mkdtempSync(join(tmpdir(), 'phonelease-emu-work-'));
+    /** A server run: boots one phone and returns what it has and what the run did. */
+    const run = async () => {
+      const b = await backendOn(sdk, { workDir, preinstall: [apk] });
+      try {
+        const phone = (await b.boot()) as EmulatorPhone;
+        const shell = (cmd: string) => sdk.adb('-s', phone.serial, 'shell', cmd);
+        const seen = {
+          source: phone.startupSource,
+          packages: await shell('pm list packages -3'),
+          recorded: (await shell(`cat ${INSTALL_RECORD_DIR}/com.example.pre`)).trim(),
+          version: /versionName=(\S+)/.exec(await shell('dumpsys package com.example.pre'))?.[1],
+          made: b.lines.filter((l) => l.includes('golden snapshot made')).length,
+          fleets: fleetAvds(b.avdHome),
+        };
+        await phone.shutdown({ saveTo: null });
+        return seen;
+      } finally {
+        await b.backend.close();
+      }
+    };
+    try {
+      const first = build('1.0');
+      const made = await run();
+      expect(made).toMatchObject({ made: 1, recorded: first, version: '1.0' });
+      expect(made.packages).toContain('package:com.example.pre');
+
+      const reused = await run();
+      expect(reused).toMatchObject({ made: 0, source: 'snapshot', recorded: first, fleets: made.fleets });
+
+      const second = build('2.0');
+      const rebuilt = await run();
+      expect(rebuilt).toMatchObject({ made: 1, recorded: second, version: '2.0' });
+      // A golden of its own (the old build's goes at a later start, once its server is gone).
+      expect(rebuilt.fleets.filter((f) => !made.fleets.includes(f))).toHaveLength(1);
+    } finally {
+      rmSync(workDir, { recursive: true, force: true });
+    }
+  });
+
+  it('fails the boot naming the file when it is not an APK', async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '300' } });
+    await sdk.startAdbServer();
+    const notApk = join(sdk.root, 'notes.txt');
+    writeFileSync(notApk, 'not a zip');
+    const b = await backendOn(sdk, { preinstall: [notApk] });
+    try {
+      const e = await b.boot().then(
+        () => null,
+        (err: unknown) => err as { code: string; message: string },
+      );
+      expect(e).toMatchObject({ code: 'emulator_preinstall_failed' });
+      expect(e!.message).toContain(`${notApk} is not an APK`);
+    } finally {
+      await b.backend.close();
       rmSync(b.workDir, { recursive: true, force: true });
     }
   });

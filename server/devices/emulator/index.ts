@@ -8,6 +8,8 @@
  *   golden, that phone cold-boots (said in the log) and the next boot makes a new golden;
  *   when it refuses one it has just saved, temporary phones cold-boot for the rest of the
  *   run. They are killed after use, never reset and reused.
+ * - APKs given as `preinstall` are installed into the golden before it is saved, and recorded
+ *   on the phone with their hashes; the golden's key includes the hashes (preinstall.ts).
  * - A cold-booted phone has its lock screen dismissed (`input keyevent 82`, as CI runners
  *   do) before it is handed out or a golden is saved from it (boot.ts).
  * - Profile phones run their own AVD directory, read-write, under one name for all of the
@@ -43,6 +45,7 @@ import {
   acceptsAnotherAdbConnection,
 } from './adb-connections.js';
 import { loadAdbKeys } from './adb-keys.js';
+import { installApps, preinstallKey, readPreinstall } from './preinstall.js';
 import { FleetAvds, GOLDEN_SNAPSHOT, goldenKey, type FleetAvd } from './snapshots.js';
 import {
   avdHomeOf,
@@ -71,6 +74,11 @@ export interface EmulatorBackendOptions {
   workDir?: string;
   /** Boot budget before a start counts as failed (default 600 s, as CI runners take minutes). */
   bootTimeoutMs?: number;
+  /**
+   * APKs (absolute paths) installed into the golden snapshot, so every temporary phone and
+   * every fresh profile starts with them; a new build makes a new golden (preinstall.ts).
+   */
+  preinstall?: readonly string[];
 }
 
 /** How often a failed start is retried on the next port pair after losing a port race. */
@@ -140,7 +148,13 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
       );
     }
     const version = await emulatorVersion(sdk);
-    const key = goldenKey({ sdkRoot: sdk.root, base, emulatorVersion: version });
+    const apps = await readPreinstall(options.preinstall ?? []);
+    const key = goldenKey({
+      sdkRoot: sdk.root,
+      base,
+      emulatorVersion: version,
+      preinstalled: preinstallKey(apps),
+    });
     mkdirSync(avdHome, { recursive: true });
     // The tools see the environment as it is when they start (a test may flip an emulator
     // switch between boots), with the backend's own AVD home.
@@ -151,7 +165,13 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
       },
     };
     const target = `android-${/android-(\d+)/.exec(base.config.get('image.sysdir.1') ?? '')?.[1] ?? '34'}`;
-    log.info('emulator backend ready', { avd: name, emulator: version, golden_key: key, work_dir: workDir });
+    log.info('emulator backend ready', {
+      avd: name,
+      emulator: version,
+      golden_key: key,
+      work_dir: workDir,
+      preinstall: apps.map((a) => a.package),
+    });
     const fleets = new FleetAvds({
       avdHome,
       base,
@@ -162,6 +182,7 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
         const launched = await launch(childSdk, { avd, readOnly: false, snapshot: null }, signal);
         try {
           if (launched.locked) throw new Error('the golden phone could not be unlocked; nothing was saved');
+          await installApps(childSdk, `emulator-${launched.consolePort}`, apps);
           await consoleCommand(launched.consolePort, tokenPath, `avd snapshot save ${GOLDEN_SNAPSHOT}`, {
             signal,
           });

@@ -38,8 +38,16 @@ export const BOOKKEEPING_FILES: ReadonlySet<string> = new Set([GOLDEN_MARKER, OW
 /** Profile AVDs of earlier versions, named after their server's pid (now OWNER_FILE says). */
 const LEGACY_PROFILE_AVD = /^pl_profile_(\d+)_\d+$/;
 
-/** The identity a golden snapshot is valid for. */
-export function goldenKey(parts: { sdkRoot: string; base: Avd; emulatorVersion: string }): string {
+/**
+ * The identity a golden snapshot is valid for: the system image, the emulator build, the AVD
+ * config and the apps preinstalled into it (preinstall.ts's preinstallKey, '' for none).
+ */
+export function goldenKey(parts: {
+  sdkRoot: string;
+  base: Avd;
+  emulatorVersion: string;
+  preinstalled?: string;
+}): string {
   const sysdir = parts.base.config.get('image.sysdir.1') ?? '';
   const props = join(parts.sdkRoot, sysdir, 'source.properties');
   const revision = existsSync(props) ? (parseIni(readFileSync(props, 'utf8')).get('Pkg.Revision') ?? '') : '';
@@ -51,6 +59,7 @@ export function goldenKey(parts: { sdkRoot: string; base: Avd; emulatorVersion: 
     .join('\n');
   return createHash('sha256')
     .update(`${sysdir}@${revision}\n${parts.emulatorVersion}\n${config}`)
+    .update(parts.preinstalled ? `\npreinstalled:\n${parts.preinstalled}` : '')
     .digest('hex')
     .slice(0, 12);
 }
