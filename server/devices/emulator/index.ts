@@ -234,6 +234,17 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
       void proc.exited.then(() => waiting.abort(new Error('exited')));
       try {
         await waitForBoot(sdk, `emulator-${consolePort}`, waiting.signal);
+        // An emulator that lost its port pair to another one exits, but the serial it would
+        // have had answers: the other emulator (which the adb server found on its own). Only
+        // our emulator's console names our AVD.
+        if (!(await runsAvd(consolePort, plan.avd))) {
+          proc.kill('SIGKILL');
+          await proc.exited;
+          ports.release(consolePort);
+          if (attempt >= PORT_ATTEMPTS) throw portsExhausted();
+          tried.add(consolePort);
+          continue;
+        }
         const refused = plan.snapshot !== null && proc.snapshotRefusal !== null;
         const cold = plan.snapshot === null || refused;
         // Before the golden is saved from it or anyone sees it: nobody is there to unlock it.
@@ -276,6 +287,12 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
         signal.removeEventListener('abort', onAbort);
       }
     }
+  };
+
+  /** Whether the emulator whose console is on `consolePort` runs `avd`. */
+  const runsAvd = async (consolePort: number, avd: string): Promise<boolean> => {
+    const said = await consoleCommand(consolePort, tokenPath, 'avd name').catch(() => null);
+    return said?.[0]?.trim() === avd;
   };
 
   /** Label and screen of a booted phone, from the phone itself. */
