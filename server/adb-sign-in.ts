@@ -40,7 +40,7 @@ const AUTH_SIGNATURE = 2;
 /** A CNXN or AUTH is small; a larger first "message" is not ADB. */
 const MAX_HANDSHAKE_PAYLOAD = 64 * 1024;
 /** A booted phone answers at once; past this the client is dropped rather than left hanging. */
-export const SIGN_IN_TIMEOUT_MS = 20_000;
+const SIGN_IN_TIMEOUT_MS = 20_000;
 
 export interface SignInLog {
   debug(msg: string, fields?: Record<string, unknown>): void;

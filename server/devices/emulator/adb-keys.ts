@@ -22,10 +22,10 @@ import { homeOf, nonEmpty, type Environment } from './sdk.js';
 /** DER of DigestInfo { sha1, NULL } followed by OCTET STRING(20): what precedes the token. */
 const SHA1_DIGEST_INFO = Buffer.from('3021300906052b0e03021a05000414', 'hex');
 /** adb's token size (TOKEN_SIZE): anything else is not an adb challenge. */
-export const AUTH_TOKEN_BYTES = 20;
+const AUTH_TOKEN_BYTES = 20;
 
 /** Private key files adb and the emulator would use on this machine, most likely first. */
-export function adbKeyPaths(env: Environment): string[] {
+function adbKeyPaths(env: Environment): string[] {
   const home = homeOf(env);
   const dirs = [
     nonEmpty(env.ANDROID_USER_HOME),
@@ -38,7 +38,7 @@ export function adbKeyPaths(env: Environment): string[] {
   return [...new Set(paths)];
 }
 
-export function signToken(key: KeyObject, token: Buffer): Buffer {
+function signToken(key: KeyObject, token: Buffer): Buffer {
   if (token.length !== AUTH_TOKEN_BYTES) {
     throw new Error(`an adb auth token has ${AUTH_TOKEN_BYTES} bytes, not ${token.length}`);
   }

@@ -32,7 +32,7 @@ export interface PreinstallApp {
 const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
 
 /** An app's hash from its APKs' hashes: the APK's own for one, else over them sorted. */
-export function appHash(fileHashes: readonly string[]): string {
+function appHash(fileHashes: readonly string[]): string {
   return fileHashes.length === 1 ? fileHashes[0]! : sha256([...fileHashes].sort().join('\n'));
 }
 

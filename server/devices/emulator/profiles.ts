@@ -35,7 +35,7 @@ interface ProfileManifest {
 }
 
 /** Profile AVDs: `pl_profile_<12 hex>`, one name per profile for all its sessions. */
-export const PROFILE_AVD_NAME = /^pl_profile_[0-9a-f]{12}$/;
+const PROFILE_AVD_NAME = /^pl_profile_[0-9a-f]{12}$/;
 
 export interface ProfileAvd {
   name: string;

@@ -34,7 +34,7 @@ function base64url(bytes: Buffer): string {
 }
 
 /** An adb_keys line as an RSA public key, or null when it is not one. */
-export function parseAdbPublicKey(line: string): KeyObject | null {
+function parseAdbPublicKey(line: string): KeyObject | null {
   const blob = Buffer.from(line.trim().split(/\s+/)[0] ?? '', 'base64');
   if (blob.length < 12) return null;
   const words = blob.readUInt32LE(0);
