@@ -9,8 +9,9 @@
  * The app is a real APK of several MB (io.appium.settings, which the Appium driver ships).
  *  - installed per test: lease, then `lease.install(apk)` (a push and `pm install` through
  *    the ADB gateway, which signs in to the emulator's adbd);
- *  - preinstalled: lease, then what a test whose app is preinstalled does: read the hash the
- *    phone records for the app and compare it with the APK's (one shell command).
+ *  - preinstalled: lease, then what a test whose app is preinstalled does: read the record
+ *    the phone keeps for the app (its hash and install path) and the app's install path,
+ *    and compare them with the APK's hash (one shell command).
  * Each configuration first makes its golden (one cold boot, not timed), then takes LEASES
  * sequential leases. Goal: preinstalled at least 5x faster (p50). The fake's guest is the
  * virtual phone, whose `pm install` costs the transfer and parsing the APK, not the dex
@@ -26,7 +27,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createEmulatorBackend } from '../server/devices/emulator/index.js';
-import { INSTALL_RECORD_DIR } from '../server/devices/emulator/preinstall.js';
+import { installRecordPath } from '../server/devices/emulator/preinstall.js';
 import { createLogger } from '../server/log.js';
 import { startServer } from '../server/main.js';
 import { leasePhone, silentLogger, type LeaseOptions } from '../src/index.js';
@@ -49,7 +50,9 @@ const APK = fileURLToPath(
 );
 const PACKAGE = 'io.appium.settings';
 const apkBytes = readFileSync(APK);
-const apkHash = createHash('sha256').update(apkBytes).digest('hex');
+const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
+/** The app's hash as the lease records it: over its APKs' hashes (here, one). */
+const appHash = sha256(sha256(apkBytes));
 
 const percentile = (xs: number[], p: number): number => {
   const sorted = [...xs].sort((a, b) => a - b);
@@ -85,8 +88,11 @@ async function measure(mode: Mode, env: Record<string, string>): Promise<number[
       try {
         if (mode === 'installed per test') await lease.install(apkBytes);
         else {
-          const recorded = (await lease.shell(`cat ${INSTALL_RECORD_DIR}/${PACKAGE}`)).stdout.trim();
-          if (recorded !== apkHash) throw new Error(`the phone does not have this build (${recorded})`);
+          const [record = '', path = ''] = (
+            await lease.shell(`cat ${installRecordPath(PACKAGE)}; pm path ${PACKAGE}`)
+          ).stdout.split('\n');
+          if (record.trim() !== `${appHash} ${path.trim().replace(/^package:/, '')}`)
+            throw new Error(`the phone does not have this build (${record})`);
         }
         const took = performance.now() - t0;
         const listed = (await lease.shell(`pm list packages ${PACKAGE}`)).stdout;

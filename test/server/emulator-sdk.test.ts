@@ -581,7 +581,8 @@ describe('APKs preinstalled into the golden snapshot', () => {
         launcher: true,
       });
       writeFileSync(apk, bytes);
-      return createHash('sha256').update(bytes).digest('hex');
+      // The lease's app hash: SHA-256 over the app's APKs' SHA-256s (here, one).
+      return createHash('sha256').update(createHash('sha256').update(bytes).digest('hex')).digest('hex');
     };
     const workDir = mkdtempSync(join(tmpdir(), 'phonelease-emu-work-'));
     /** A server run: boots one phone and returns what it has and what the run did. */
@@ -593,7 +594,9 @@ describe('APKs preinstalled into the golden snapshot', () => {
         const seen = {
           source: phone.startupSource,
           packages: await shell('pm list packages -3'),
+          // The record the lease's app install writes and reads: `<app hash> <pm path's APK>`.
           recorded: (await shell(`cat ${INSTALL_RECORD_DIR}/com.example.pre`)).trim(),
+          installedAt: (await shell('pm path com.example.pre')).trim().replace(/^package:/, ''),
           version: /versionName=(\S+)/.exec(await shell('dumpsys package com.example.pre'))?.[1],
           made: b.lines.filter((l) => l.includes('golden snapshot made')).length,
           fleets: fleetAvds(b.avdHome),
@@ -607,15 +610,25 @@ describe('APKs preinstalled into the golden snapshot', () => {
     try {
       const first = build('1.0');
       const made = await run();
-      expect(made).toMatchObject({ made: 1, recorded: first, version: '1.0' });
+      expect(made).toMatchObject({ made: 1, recorded: `${first} ${made.installedAt}`, version: '1.0' });
+      expect(made.installedAt).toMatch(/^\/data\/app\/.*\/base\.apk$/);
       expect(made.packages).toContain('package:com.example.pre');
 
       const reused = await run();
-      expect(reused).toMatchObject({ made: 0, source: 'snapshot', recorded: first, fleets: made.fleets });
+      expect(reused).toMatchObject({
+        made: 0,
+        source: 'snapshot',
+        recorded: made.recorded,
+        fleets: made.fleets,
+      });
 
       const second = build('2.0');
       const rebuilt = await run();
-      expect(rebuilt).toMatchObject({ made: 1, recorded: second, version: '2.0' });
+      expect(rebuilt).toMatchObject({
+        made: 1,
+        recorded: `${second} ${rebuilt.installedAt}`,
+        version: '2.0',
+      });
       // A golden of its own (the old build's goes at a later start, once its server is gone).
       expect(rebuilt.fleets.filter((f) => !made.fleets.includes(f))).toHaveLength(1);
     } finally {

@@ -4,12 +4,15 @@
  *
  * - The golden's key includes each app's content hash: a new build makes a new golden once,
  *   the same build reuses the golden made for it (snapshots.ts).
- * - APKs of one package (a base and its splits) install together (`install-multiple`);
- *   `-r` replaces, `-g` grants the runtime permissions the app asks for.
- * - What was installed is recorded on the phone, one file per package under
- *   INSTALL_RECORD_DIR holding the app's SHA-256 (of its APK; of a split app, of its APKs'
- *   hashes sorted, one a line): a lease that is asked to install the same build sees it is
- *   there already, where the version code cannot tell two builds apart.
+ * - APKs of one package (a base and its splits) install together (`install-multiple`),
+ *   with the flags the lease's app install uses: `-r` replaces, `-t` allows test-only
+ *   builds, `-d` a lower version code, `-g` grants the runtime permissions the app asks for.
+ * - What was installed is recorded on the phone exactly as the lease's app install records
+ *   it, so a lease asked for the same build sees it is there and installs nothing (a debug
+ *   build's version code cannot tell two builds apart): one file per package under
+ *   INSTALL_RECORD_DIR, one line `<app hash> <base APK path>`. The app hash is the SHA-256
+ *   of its APKs' SHA-256s (hex, sorted, one a line); the path is what `pm path` prints
+ *   first, which names this install, so an app replaced since does not pass for this build.
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -31,9 +34,14 @@ export interface PreinstallApp {
 
 const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
 
-/** An app's hash from its APKs' hashes: the APK's own for one, else over them sorted. */
+/** An app's hash from its APKs' hashes (one APK or several, the same rule). */
 function appHash(fileHashes: readonly string[]): string {
-  return fileHashes.length === 1 ? fileHashes[0]! : sha256([...fileHashes].sort().join('\n'));
+  return sha256([...fileHashes].sort().join('\n'));
+}
+
+/** The record of one app on the phone. */
+export function installRecordPath(pkg: string): string {
+  return `${INSTALL_RECORD_DIR}/${pkg}`;
 }
 
 function preinstallFailure(message: string): PhoneBootError {
@@ -110,14 +118,17 @@ const HINTS: [RegExp, string][] = [
  * a public failure quoting the package manager when an install fails.
  */
 export async function installApps(sdk: Sdk, serial: string, apps: readonly PreinstallApp[]): Promise<void> {
+  const adb = (args: string[], timeoutMs?: number) =>
+    runTool(sdk.adb, ['-s', serial, ...args], sdk.env, timeoutMs ? { timeoutMs } : {});
   for (const app of apps) {
+    const flags = ['-r', '-t', '-d', '-g'];
     const args =
       app.files.length === 1
-        ? ['install', '-r', '-g', app.files[0]!]
-        : ['install-multiple', '-r', '-g', ...app.files];
+        ? ['install', ...flags, app.files[0]!]
+        : ['install-multiple', ...flags, ...app.files];
     let output: string;
     try {
-      const r = await runTool(sdk.adb, ['-s', serial, ...args], sdk.env, { timeoutMs: 5 * 60_000 });
+      const r = await adb(args, 5 * 60_000);
       output = r.stdout + r.stderr;
     } catch (error) {
       const e = error as { stdout?: string; stderr?: string; message?: string };
@@ -130,8 +141,12 @@ export async function installApps(sdk: Sdk, serial: string, apps: readonly Prein
         `Preinstalling ${app.files.map((f) => basename(f)).join(', ')} (${app.package}) into the golden snapshot failed: ${said}${hint ? ` (${hint})` : ''}.`,
       );
     }
+    const base = /^package:(\S+)/m.exec((await adb(['shell', `pm path ${app.package}`])).stdout)?.[1];
+    if (!base)
+      throw preinstallFailure(`${app.package} installed, but \`pm path ${app.package}\` names no APK.`);
+    await adb([
+      'shell',
+      `mkdir -p ${INSTALL_RECORD_DIR} && echo '${app.sha256} ${base}' > ${installRecordPath(app.package)}`,
+    ]);
   }
-  if (apps.length === 0) return;
-  const record = apps.map((a) => `echo ${a.sha256} > ${INSTALL_RECORD_DIR}/${a.package}`).join(' && ');
-  await runTool(sdk.adb, ['-s', serial, 'shell', `mkdir -p ${INSTALL_RECORD_DIR} && ${record}`], sdk.env);
 }
