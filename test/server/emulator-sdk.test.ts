@@ -636,23 +636,29 @@ describe('APKs preinstalled into the golden snapshot', () => {
     }
   });
 
-  it('fails the boot naming the file when it is not an APK', async () => {
-    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '300' } });
-    await sdk.startAdbServer();
+  it('refuses, when the backend is made, a file that is missing or is not an APK, naming it', async () => {
+    const sdk = await fakeSdk();
     const notApk = join(sdk.root, 'notes.txt');
     writeFileSync(notApk, 'not a zip');
-    const b = await backendOn(sdk, { preinstall: [notApk] });
-    try {
-      const e = await b.boot().then(
-        () => null,
-        (err: unknown) => err as { code: string; message: string },
-      );
-      expect(e).toMatchObject({ code: 'emulator_preinstall_failed' });
-      expect(e!.message).toContain(`${notApk} is not an APK`);
-    } finally {
-      await b.backend.close();
-      rmSync(b.workDir, { recursive: true, force: true });
-    }
+    const made = (preinstall: string[]) => {
+      try {
+        createEmulatorBackend({ log: quiet, env: { PATH: process.env.PATH, ...sdk.env }, preinstall });
+        return null;
+      } catch (error) {
+        return error as { code: string; message: string };
+      }
+    };
+    // A bad --preinstall stops the server at its start, before any phone is asked for.
+    expect(made([notApk])).toMatchObject({
+      code: 'emulator_preinstall_failed',
+      message: expect.stringContaining(`${notApk} is not an APK`),
+    });
+    const missing = made(['build/missing.apk']);
+    expect(missing).toMatchObject({ code: 'emulator_preinstall_failed' });
+    // A relative path is taken from where the server was started, and said in full.
+    expect(missing!.message).toContain(
+      `cannot be read: ${join(process.cwd(), 'build/missing.apk')} (ENOENT)`,
+    );
   });
 });
 

@@ -75,8 +75,9 @@ export interface EmulatorBackendOptions {
   /** Boot budget before a start counts as failed (default 600 s, as CI runners take minutes). */
   bootTimeoutMs?: number;
   /**
-   * APKs (absolute paths) installed into the golden snapshot, so every temporary phone and
-   * every fresh profile starts with them; a new build makes a new golden (preinstall.ts).
+   * APKs installed into the golden snapshot, so every temporary phone and every fresh profile
+   * starts with them; a new build makes a new golden (preinstall.ts). Read when the backend
+   * is made: a missing file or one that is not an APK throws at once.
    */
   preinstall?: readonly string[];
 }
@@ -117,6 +118,7 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
   const avdHome = join(workDir, 'avd');
   const bootTimeoutMs = options.bootTimeoutMs ?? 600_000;
   const tokenPath = tokenPathOf(env);
+  const apps = readPreinstall(options.preinstall ?? []);
   // The keys stock adb on this machine signs in with: the emulator's adbd trusts those.
   const adbKeys = () => loadAdbKeys(env);
   const ports = new PortPool();
@@ -148,7 +150,6 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
       );
     }
     const version = await emulatorVersion(sdk);
-    const apps = await readPreinstall(options.preinstall ?? []);
     const key = goldenKey({
       sdkRoot: sdk.root,
       base,

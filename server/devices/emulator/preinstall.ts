@@ -15,8 +15,8 @@
  *   first, which names this install, so an app replaced since does not pass for this build.
  */
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { basename, isAbsolute } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { basename, resolve } from 'node:path';
 import { readApk } from '../virtual/apk/manifest.js';
 import { PhoneBootError } from '../types.js';
 import { runTool, type Sdk } from './sdk.js';
@@ -49,17 +49,18 @@ function preinstallFailure(message: string): PhoneBootError {
 }
 
 /**
- * Reads the APKs to preinstall, grouped by package. Rejects with a public failure that names
- * the file for one that is missing or not an APK.
+ * Reads the APKs to preinstall, grouped by package. Throws a failure that names the file for
+ * one that is missing or not an APK: the backend reads them when it is made, so a bad
+ * `--preinstall` stops the server at its start, not at its first session.
  */
-export async function readPreinstall(paths: readonly string[]): Promise<PreinstallApp[]> {
+export function readPreinstall(paths: readonly string[]): PreinstallApp[] {
   const byPackage = new Map<string, { files: string[]; hashes: string[] }>();
-  for (const path of paths) {
-    if (!isAbsolute(path))
-      throw preinstallFailure(`The APK to preinstall must be an absolute path: ${path}.`);
+  for (const given of paths) {
+    // `--preinstall app.apk` names a file where the server was started.
+    const path = resolve(given);
     let bytes: Buffer;
     try {
-      bytes = await readFile(path);
+      bytes = readFileSync(path);
     } catch (error) {
       throw preinstallFailure(
         `The APK to preinstall cannot be read: ${path} (${(error as NodeJS.ErrnoException).code ?? String(error)}). Check the --preinstall path.`,
