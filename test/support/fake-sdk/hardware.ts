@@ -9,11 +9,11 @@
  * - A snapshot keeps a copy of it (`snapshots/<name>/hardware.ini`), and its `snapshot.pb`
  *   records the emulator build, the CPU and RAM it ran with and the system image.
  * - At load every hardware key must match but `*.path`, `*.initPath` and `hw.gpu.mode`
- *   (`areHwConfigsEqual`; newer builds also let `avd.id`, `android.avd.home` and
- *   `android.sdk.root` differ, older ones do not, and the fake is the stricter one). A
- *   mismatch is "Different AVD configuration"; a changed system image "System image
- *   changed"; another emulator build "Incompatible snapshot version". The emulator then
- *   cold-boots and says only `Cold boot: <reason>` (Quickboot's failure report).
+ *   (`areHwConfigsEqual`: the identity keys included, in every version of it we read; the
+ *   renderer only in builds made with ALLOW_CHANGE_RENDERER, which the reference takes as
+ *   the rule). A mismatch is "Different AVD configuration"; a changed system image "System
+ *   image changed"; another emulator build "Incompatible snapshot version". The emulator
+ *   then cold-boots and says only `Cold boot: <reason>` (Quickboot's failure report).
  */
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
