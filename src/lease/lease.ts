@@ -27,7 +27,7 @@ import { isValidRequestKey, newIdempotencyKey } from '../util/ids.js';
 import { defaultLogger, type PhoneleaseLogger } from '../util/log.js';
 import { freePort } from '../util/ports.js';
 import { formatDuration, sleep } from '../util/time.js';
-import { END_RETRY_MS, endAndConfirm, reportEnd, type EndOutcome } from './end.js';
+import { END_RETRY_MS, endAndConfirm, reportEnd, type EndOutcome } from '../end-session.js';
 import { startSession, type StartStats } from './start.js';
 import { messageOf } from '../util/message.js';
 import type { Locator } from '../ui/index.js';
