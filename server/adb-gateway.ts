@@ -15,6 +15,7 @@ import { TAG_LENGTH, UnlockLimiter } from './adb-limits.js';
 import { signInForClient } from './adb-sign-in.js';
 import type { AdbEndpoint } from './devices/types.js';
 import type { Logger } from './log.js';
+import { relay as relayBytes } from '../src/util/relay.js';
 
 /** A session the gateway relays to: its id and code, and its phone's ADB while it has one. */
 export interface AdbSession {
@@ -195,37 +196,47 @@ export class AdbGateway {
     const sid = live.row.id;
     const phone = net.connect({ host, port });
     phone.setNoDelay(true);
-    const relay: Relay = { client, phone };
-    const own = this.track(sid, relay);
-    // Runs on the client's and on the phone's close; both calls are harmless.
+    const entry: Relay = { client, phone };
+    const own = this.track(sid, entry);
+    const forget = () => own.delete(entry);
     const close = () => {
       client.destroy();
       phone.destroy();
-      own.delete(relay);
+      forget();
     };
+    const onConnectError = (err: Error) => {
+      this.log.warn('adb gateway could not reach the phone', { session: sid, error: err.message });
+      close();
+    };
+    phone.once('error', onConnectError);
+    client.once('close', () => {
+      if (phone.connecting) close();
+    });
     const start = (pending: Buffer) => {
       if (pending.length > 0) phone.write(pending);
-      client.pipe(phone);
-      phone.pipe(client);
+      // A clean end on either side reaches the other after every byte before it; only an
+      // error (a reset) or cut() tears both down at once.
+      relayBytes(client, phone);
+      client.once('close', forget);
+      phone.once('close', forget);
       client.resume();
     };
     phone.once('connect', () => {
+      phone.off('error', onConnectError);
       // The code may have died while the phone connection opened.
-      if (this.runtime.sessionForAdbCode(code) !== live) return close();
+      if (this.runtime.sessionForAdbCode(code) !== live || client.destroyed) return close();
       client.write('OK\n');
       if (!signIn) return start(early);
       // The phone's adbd asks for a key the client may not have: the gateway signs in for it.
+      phone.once('error', close);
       void signInForClient({ client, phone, early, keyring: signIn, log: this.log, session: sid }).then(
-        start,
+        (pending) => {
+          phone.off('error', close);
+          start(pending);
+        },
         close,
       );
     });
-    phone.on('error', (err) => {
-      this.log.warn('adb gateway could not reach the phone', { session: sid, error: err.message });
-      close();
-    });
-    phone.on('close', close);
-    client.on('close', close);
   }
 
   /** Closes every relay of a session; its code is dead from now on. */
