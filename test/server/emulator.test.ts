@@ -97,7 +97,8 @@ describe('temporary emulator phones', () => {
     await expect.poll(() => sdk.adb('devices'), { timeout: 10_000 }).not.toMatch(/\tdevice$/m);
     const history = (await t.api.get('/history')).body as { sid: string; end_reason: string }[];
     expect(history.find((h) => h.sid === sid)).toMatchObject({ end_reason: 'released' });
-  });
+    // The first phone waits for the golden's cold boot: readySession's budget, not the default.
+  }, 120_000);
 
   it('lets in a client whose adb key the emulator does not trust, as the virtual phone does', async () => {
     const sid = await readySession();
