@@ -112,7 +112,10 @@ export class Device {
     this.settings = new SettingsStore(randomBytes(8).toString('hex'));
     this.logcat = new LogBuffer(this.now);
     this.processes = new ProcessTable(this.now);
-    this.packages = new PackageManager(this.fs, this.now);
+    // Apps with native code install only for an ABI the phone reports it runs.
+    this.packages = new PackageManager(this.fs, this.now, () =>
+      (this.props.get('ro.product.cpu.abilist') ?? '').split(',').filter(Boolean),
+    );
     this.activity = new ActivityManager(this);
     this.network = new PhoneNetwork((target) =>
       this.logcat.add({
