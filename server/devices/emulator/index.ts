@@ -59,6 +59,11 @@ export interface EmulatorBackendOptions {
   workDir?: string;
   /** Boot budget before a start counts as failed (default 600 s, as CI runners take minutes). */
   bootTimeoutMs?: number;
+  /**
+   * APK files every phone has installed before it is handed out (`--preinstall`): on
+   * emulators they go into the golden snapshot, whose key includes their hashes.
+   */
+  preinstall?: readonly string[];
 }
 
 /** How often a failed start is retried on the next port pair after losing a port race. */
