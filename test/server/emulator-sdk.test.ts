@@ -26,7 +26,13 @@ import { ConsoleError, EmulatorConsole, consoleCommand } from '../../server/devi
 import { createEmulatorBackend } from '../../server/devices/emulator/index.js';
 import { processAlive } from '../../server/devices/emulator/owners.js';
 import { PortPool, PORT_PAIRS } from '../../server/devices/emulator/ports.js';
-import { formatFindings, runDoctor, type Finding } from '../../server/doctor.js';
+import {
+  doctorBrief,
+  formatFindings,
+  parseAccelCheck,
+  runDoctor,
+  type Finding,
+} from '../../server/doctor.js';
 import { makeFakeSdk, type FakeSdk, type FakeSdkOptions } from '../support/fake-sdk/index.js';
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
@@ -471,6 +477,12 @@ describe('public startup failures', () => {
 
 describe('phonelease doctor', () => {
   const byCheck = (findings: Finding[]) => Object.fromEntries(findings.map((f) => [f.check, f]));
+  /** A /proc/cpuinfo stand-in with these CPU flags. */
+  const cpuinfo = (flags: string) => {
+    const file = join(mkdtempSync(join(tmpdir(), 'phonelease-cpuinfo-')), 'cpuinfo');
+    writeFileSync(file, `processor\t: 0\nflags\t\t: ${flags}\n`);
+    return file;
+  };
   const bigHost = { cores: 16, memoryBytes: 64 * 1024 ** 3 };
 
   it('passes a machine with every part', async () => {
@@ -480,11 +492,14 @@ describe('phonelease doctor', () => {
     const findings = await runDoctor({
       env: { PATH: process.env.PATH, ...sdk.env },
       kvmPath: kvm,
+      cpuinfoPath: cpuinfo('fpu vme vmx sse2'),
       host: bigHost,
       freePorts: async () => Array.from({ length: PORT_PAIRS }, (_, i) => 5554 + 2 * i),
     });
     const f = byCheck(findings);
     expect(findings.filter((x) => x.status !== 'ok')).toEqual([]);
+    expect(doctorBrief(findings)).toBeNull();
+    expect(f.kvm!.detail).toBe('emulator -accel-check: "KVM (version 12) is installed and usable."');
     expect(f.emulator!.detail).toBe('Emulator 35.2.10.0 (build_id 12414864).');
     expect(f.avd!.detail).toContain('"test_phone"');
     expect(f.capacity!.detail).toContain('8 emulators at once');
@@ -517,6 +532,56 @@ describe('phonelease doctor', () => {
     } finally {
       rmSync(home, { recursive: true, force: true });
     }
+  });
+
+  it("takes KVM's state from emulator -accel-check, not from /dev/kvm being there", async () => {
+    const kvmOf = async (kvm: string, flags = 'fpu vmx sse2') => {
+      const sdk = await fakeSdk({ env: { FAKE_EMULATOR_KVM: kvm } });
+      // /dev/kvm "exists" for every case: only the emulator's answer differs.
+      const device = join(sdk.root, 'kvm');
+      writeFileSync(device, '');
+      const findings = await runDoctor({
+        env: { PATH: process.env.PATH, ...sdk.env },
+        kvmPath: device,
+        cpuinfoPath: cpuinfo(flags),
+        host: bigHost,
+      });
+      return { kvm: byCheck(findings).kvm!, brief: doctorBrief(findings) };
+    };
+    const [denied, noCpu, paravirtual] = await Promise.all([
+      kvmOf('denied'),
+      kvmOf('no-cpu'),
+      kvmOf('usable', 'fpu sse2 hypervisor'),
+    ]);
+    expect(denied.kvm).toMatchObject({
+      status: 'fail',
+      detail:
+        "emulator -accel-check says KVM is not usable (code 11): This user doesn't have permissions to use KVM (/dev/kvm).",
+      fix: [expect.stringContaining('usermod -aG kvm'), expect.stringContaining('udev/rules.d')],
+    });
+    expect(denied.brief).toBe("KVM not usable (This user doesn't have permissions to use KVM (/dev/kvm))");
+    expect(noCpu.kvm.detail).toContain('(code 3): KVM requires a CPU that supports vmx or svm');
+    // Usable by the emulator's probe, on a CPU that shows no virtualisation: said, not hidden.
+    expect(paravirtual.kvm).toMatchObject({ status: 'warn' });
+    expect(paravirtual.kvm.detail).toContain('the CPU shows no vmx or svm flag');
+    expect(paravirtual.brief).toBeNull();
+  });
+
+  it('reads -accel-check as current emulators print it and as older ones did', () => {
+    expect(parseAccelCheck('accel:\n0\nKVM (version 12) is installed and usable.\naccel\n', '', 0)).toEqual({
+      code: 0,
+      status: 'KVM (version 12) is installed and usable.',
+    });
+    expect(
+      parseAccelCheck('accel:\n11\nThis user cannot.\nSecond line.\naccel\n', 'ProbeKVM: x', 11),
+    ).toEqual({
+      code: 11,
+      status: 'This user cannot.\nSecond line.',
+    });
+    expect(parseAccelCheck('', '/dev/kvm is not found: VT disabled in BIOS\n', 8)).toEqual({
+      code: 8,
+      status: '/dev/kvm is not found: VT disabled in BIOS',
+    });
   });
 
   it('finds an SDK without AVDs, an AVD whose image is gone, and a token others can read', async () => {

@@ -10,7 +10,10 @@
  * Environment switches (tests):
  *   FAKE_EMULATOR_COLD_BOOT_MS      cold boot time (default 1500)
  *   FAKE_EMULATOR_SNAPSHOT_LOAD_MS  snapshot load time (default 300)
- *   FAKE_EMULATOR_KVM               `missing` or `denied`: x86_64 images refuse to start
+ *   FAKE_EMULATOR_KVM               the host's KVM, as `-accel-check` reports it and x86_64
+ *                                   images need it: `usable` (default), `missing` (no
+ *                                   /dev/kvm), `denied` (no permission), `no-cpu` (no
+ *                                   /dev/kvm and no vmx/svm: a VM without nested virtualisation)
  *   FAKE_EMULATOR_REFUSE_SNAPSHOT   `1`: every snapshot load is refused (cold boot instead)
  *   FAKE_EMULATOR_CRASH_AFTER_MS    the process dies (SIGKILL) this long after its boot
  *   FAKE_EMULATOR_VERSION           the emulator build it reports (default 35.2.10.0)
@@ -92,6 +95,7 @@ interface Options {
   gpu: string;
   listAvds: boolean;
   version: boolean;
+  accelCheck: boolean;
 }
 
 class UsageFailure extends Error {}
@@ -121,6 +125,7 @@ function parse(argv: string[]): Options {
     gpu: 'auto',
     listAvds: false,
     version: false,
+    accelCheck: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -133,6 +138,7 @@ function parse(argv: string[]): Options {
     else if (a === '-avd') o.avd = value();
     else if (a === '-list-avds') o.listAvds = true;
     else if (a === '-version') o.version = true;
+    else if (a === '-accel-check') o.accelCheck = true;
     else if (a === '-port') {
       const v = value();
       if (!/^\d+$/.test(v)) throw new UsageFailure(`-port must be a number (got ${v})`);
@@ -205,6 +211,52 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/**
+ * The host's KVM as the emulator's CPU accelerator probe sees it (QEMU
+ * android-emu/android/emulation/CpuAccelerator.cpp, ProbeKVM): its AndroidCpuAcceleration
+ * code (0 ready, 3 no CPU support, 8 device not found, 11 permission) and status text.
+ */
+function kvmStatus(): { code: number; status: string } {
+  switch (env('FAKE_EMULATOR_KVM') ?? 'usable') {
+    case 'missing':
+      return {
+        code: 8,
+        status: '/dev/kvm is not found: VT disabled in BIOS or KVM kernel module not loaded',
+      };
+    case 'no-cpu':
+      return { code: 3, status: 'KVM requires a CPU that supports vmx or svm' };
+    case 'denied':
+      return {
+        code: 11,
+        status:
+          "This user doesn't have permissions to use KVM (/dev/kvm).\n" +
+          'The KVM line in /etc/group is: [LINE_NOT_FOUND]\n\n' +
+          'If the current user has KVM permissions,\nthe KVM line in /etc/group should end with ":" followed by your username.\n\n' +
+          'If we see LINE_NOT_FOUND, the kvm group may need to be created along with permissions:\n' +
+          '    sudo groupadd -r kvm\n' +
+          '    # Then ensure /lib/udev/rules.d/50-udev-default.rules contains something like:\n' +
+          '    # KERNEL=="kvm", GROUP="kvm", MODE="0660"\n' +
+          '    # and then run:\n' +
+          '    sudo gpasswd -a $USER kvm\n\n' +
+          'You may need to log out and back in for changes to take effect.\n',
+      };
+    default:
+      return { code: 0, status: 'KVM (version 12) is installed and usable.' };
+  }
+}
+
+/**
+ * `emulator -accel-check`: the launcher hands it to `emulator-check accel`, which prints
+ * `accel:`, the code, the status and `accel` again, and exits with the code. A refused
+ * permission is also printed by the probe itself on stderr, as ProbeKVM does.
+ */
+function accelCheck(): number {
+  const { code, status } = kvmStatus();
+  if (code === 11) process.stderr.write(`ProbeKVM: ${status}\n`);
+  process.stdout.write(`accel:\n${code}\n${status}\naccel\n`);
+  return code;
+}
+
 export async function main(argv: string[]): Promise<number> {
   let o: Options;
   try {
@@ -220,6 +272,7 @@ export async function main(argv: string[]): Promise<number> {
     );
     return 0;
   }
+  if (o.accelCheck) return accelCheck();
   if (o.listAvds) {
     say('INFO', `Storing crashdata in: /tmp/android-${process.env.USER ?? 'user'}/emu-crash-${version()}.db`);
     for (const name of listAvds()) process.stdout.write(`${name}\n`);
@@ -236,14 +289,10 @@ export async function main(argv: string[]): Promise<number> {
   }
   const avdDir = readIni(iniPath).get('path') ?? join(avdHome(), `${o.avd}.avd`);
   const config = readIni(join(avdDir, 'config.ini'));
-  const kvm = env('FAKE_EMULATOR_KVM');
-  if ((config.get('abi.type') ?? 'x86_64').startsWith('x86') && (kvm === 'missing' || kvm === 'denied')) {
+  const accel = kvmStatus();
+  if ((config.get('abi.type') ?? 'x86_64').startsWith('x86') && accel.code !== 0) {
     say('ERROR', 'x86_64 emulation currently requires hardware acceleration!');
-    process.stdout.write(
-      kvm === 'missing'
-        ? 'CPU acceleration status: /dev/kvm is not found: VT disabled in BIOS or KVM kernel module not loaded\n'
-        : "CPU acceleration status: This user doesn't have permissions to use KVM (/dev/kvm).\n",
-    );
+    process.stdout.write(`CPU acceleration status: ${accel.status.split('\n')[0]}\n`);
     process.stdout.write(
       'More info on configuring VM acceleration on Linux:\nhttps://developer.android.com/studio/run/emulator-acceleration#vm-linux\n',
     );
