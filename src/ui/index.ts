@@ -3,6 +3,7 @@ export {
   Locator,
   rootLocator,
   type BoundingBox,
+  type FilterOptions,
   type SwipeDirection,
   type TimeoutOption,
   type WaitForState,
@@ -13,4 +14,13 @@ export { KEYS, keycodeOf, type KeyName, type UiEngineName } from './driver.js';
 export type { AndroidSelector, Selector, TextMatch } from './selector.js';
 export { StrictModeViolationError, UiTimeoutError } from './diagnostics.js';
 export { launchApp, pressKey } from './phone.js';
-export { isVisible, textOf, type UiNode, type UiSnapshot } from './tree.js';
+export {
+  fieldValue,
+  isTextField,
+  isVisible,
+  textOf,
+  type Bounds,
+  type UiNode,
+  type UiSnapshot,
+} from './tree.js';
+export { shownOnScreen } from './viewport.js';
