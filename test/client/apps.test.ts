@@ -18,6 +18,7 @@ import {
 } from '../../src/index.js';
 import { runServerCommand, UsageError } from '../../server/cli.js';
 import { startServer } from '../../server/main.js';
+import { uiEngineOf } from '../../src/lease/lease.js';
 import { buildTestApk, buildZip } from '../support/apk-builder.js';
 import { poolSettled } from '../support/pool.js';
 import { serverPerTest } from '../support/server.js';
@@ -209,7 +210,7 @@ describe('an app the virtual phone cannot run', () => {
     // It installed and lists like any app.
     expect((await phone.apps()).map((a) => a.package)).toContain('com.example.notes');
     // A minute to come to the front: only a refusal (not a wait) ends this test in time.
-    phone.ui.configure({ actionTimeout: 60_000 });
+    uiEngineOf(phone).configure({ actionTimeout: 60_000 });
     const error = await phone.launch('com.example.notes').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AppNotRunnableError);
     expect(error).toMatchObject({ code: 'app_not_runnable', packageName: 'com.example.notes' });
@@ -217,14 +218,14 @@ describe('an app the virtual phone cannot run', () => {
       /^com\.example\.notes can't run on this virtual phone: .*phoneleaseServer: \{ device: 'emulator' \}.*phonelease doctor/,
     );
     // The dialog is in the UI tree and on the service's frame.
-    const tree = await phone.ui.treeXml();
+    const tree = await uiEngineOf(phone).treeXml();
     expect(tree).toContain('text="Notes can&apos;t run on this virtual phone"');
     const card = /resource-id="android:id\/parentPanel"[^>]*bounds="\[(\d+),(\d+)\]\[(\d+),(\d+)\]"/.exec(
       tree,
     );
     expect(card).not.toBeNull();
     const [left, top, right] = card!.slice(1, 4).map(Number) as [number, number, number];
-    const frame = PNG.sync.read((await phone.snapshot()).data);
+    const frame = PNG.sync.read((await phone.serviceScreenshot()).data);
     const at = (frame.width * (top + 6) + Math.round((left + right) / 2)) * 4;
     // The dialog's surface colour (#e6e0e9), where the launcher shows its wallpaper.
     expect([...frame.data.subarray(at, at + 3)]).toEqual([0xe6, 0xe0, 0xe9]);
