@@ -6,11 +6,8 @@
  * under test (not again on a phone the server preinstalled), and `phone.launch()` of an
  * app the virtual phone cannot run fails with app_not_runnable.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildTestApk } from '../support/apk-builder.js';
+import { testApkFile } from '../support/apk-builder.js';
 import { makeFakeSdk } from '../support/fake-sdk/index.js';
 import { runInlineTest, type InlineRun } from '../support/playwright-inline.js';
 
@@ -43,11 +40,12 @@ function outputOf(run: InlineRun): { stdout: string; stderr: string } {
 describe("the embedded server's phones", () => {
   it('auto without an Android SDK: virtual phones, saying why; apps installed once, preinstalled ones found', async () => {
     const abs = new URL(`../../${SETTINGS_APK}`, import.meta.url).pathname;
-    const notes = join(mkdtempSync(join(tmpdir(), 'phonelease-notes-')), 'notes.apk');
-    writeFileSync(
-      notes,
-      buildTestApk({ package: 'com.example.notes', label: 'Notes', activities: ['.Main'], launcher: true }),
-    );
+    const notes = testApkFile('notes.apk', {
+      package: 'com.example.notes',
+      label: 'Notes',
+      activities: ['.Main'],
+      launcher: true,
+    });
     const run = await runInlineTest(
       'device-auto-virtual',
       {

@@ -3,14 +3,13 @@
  * UiAutomator2 driver, against virtual phones of a real server.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/util/ports.js';
 import { PhoneleaseWorkerService } from '../../fixtures/wdio/service.js';
-import { buildTestApk } from '../support/apk-builder.js';
+import { testApkFile } from '../support/apk-builder.js';
 import { embeddedServers, type ProcessInfo } from '../support/processes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { runWdio, wdioConfig } from '../support/wdio-inline.js';
@@ -370,11 +369,12 @@ describe('the app under test', () => {
       '../../node_modules/appium-uiautomator2-driver/node_modules/io.appium.settings/apks/settings_apk-debug.apk',
       import.meta.url,
     ).pathname;
-    const notes = join(mkdtempSync(join(tmpdir(), 'phonelease-notes-')), 'notes.apk');
-    writeFileSync(
-      notes,
-      buildTestApk({ package: 'com.example.notes', label: 'Notes', activities: ['.Main'], launcher: true }),
-    );
+    const notes = testApkFile('notes.apk', {
+      package: 'com.example.notes',
+      label: 'Notes',
+      activities: ['.Main'],
+      launcher: true,
+    });
     const run = await runWdio(
       'wdio-apps',
       {

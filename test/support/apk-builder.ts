@@ -2,6 +2,9 @@
  * Builds small but real APKs for tests: a zip with a binary AndroidManifest.xml (written
  * with Android's compiled XML format), so installs exercise the same parsing as real apps.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { crc32, deflateRawSync } from 'node:zlib';
 
 const ANDROID_NS = 'http://schemas.android.com/apk/res/android';
@@ -314,4 +317,11 @@ export function buildTestApk(o: TestApkOptions): Buffer {
     ],
     o.signer !== undefined ? v2SigningBlock(o.signer) : undefined,
   );
+}
+
+/** Builds a test APK into a file named `name` in a fresh temporary directory; returns its path. */
+export function testApkFile(name: string, o: TestApkOptions): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'phonelease-apk-')), name);
+  writeFileSync(file, buildTestApk(o));
+  return file;
 }
