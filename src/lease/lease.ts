@@ -29,7 +29,7 @@ import { freePort } from '../util/ports.js';
 import { formatDuration, sleep } from '../util/time.js';
 import { readApps } from '../apk/app-files.js';
 import { ensureApps } from './apps.js';
-import { END_RETRY_MS, endAndConfirm, reportEnd, type EndOutcome } from './end.js';
+import { END_RETRY_MS, endAndConfirm, reportEnd, type EndOutcome } from '../end-session.js';
 import { startSession, type StartStats } from './start.js';
 import { messageOf } from '../util/message.js';
 import type { Locator } from '../ui/index.js';

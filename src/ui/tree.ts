@@ -140,11 +140,6 @@ export function parseHierarchy(xml: string): UiSnapshot {
   return { xml, root, nodes };
 }
 
-export function isDescendant(node: UiNode, ancestor: UiNode): boolean {
-  for (let p = node.parent; p; p = p.parent) if (p === ancestor) return true;
-  return false;
-}
-
 /** Every view below `node`, in document order. */
 export function descendants(node: UiNode): UiNode[] {
   const out: UiNode[] = [];

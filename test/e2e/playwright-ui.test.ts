@@ -288,6 +288,14 @@ describe('locators in Playwright', () => {
             await expect.soft(phone.getByText('About phone')).toBeInViewport({ timeout: 300 });
             await expect.soft(row).toBeInViewport({ ratio: 2 });
           });
+
+          test('.not on a missing view fails, as in Playwright', async ({ phone }) => {
+            await phone.launch('com.phonelease.login');
+            // A missing view is not in the viewport: this one passes.
+            await expect(phone.getById('no-such-view')).not.toBeInViewport({ timeout: 300 });
+            await expect.soft(phone.getById('no-such-view')).not.toBeChecked({ timeout: 300 });
+            await expect.soft(phone.getById('no-such-view')).not.toHaveText('x', { timeout: 300 });
+          });
         `,
       },
       { env, args: ['--retries=0'] },
@@ -365,6 +373,14 @@ describe('locators in Playwright', () => {
       ],
       ["Locator:  phone.getByText('About phone')", 'Received: <element(s) not found>'],
       ['toBeInViewport: ratio must be a number from 0 to 1 (got 2)'],
+    ]);
+    expectFailures('.not on a missing view fails, as in Playwright', [
+      [
+        "Locator:  phone.getById('no-such-view')",
+        'Expected: not checked',
+        'Received: <element(s) not found>',
+      ],
+      ["Locator:  phone.getById('no-such-view')", 'Received: <element(s) not found>'],
     ]);
   }, 240_000);
 
