@@ -30,9 +30,7 @@ import { homedir } from 'node:os';
 import net from 'node:net';
 import { join } from 'node:path';
 import type { DeviceLogger } from '../../../server/devices/types.js';
-import { VirtualPhone } from '../../../server/devices/virtual/phone.js';
-import { buildSystemImage } from '../../../server/devices/virtual/system-image.js';
-import { createCommandTable } from '../../../server/devices/virtual/shell/commands/index.js';
+import type { VirtualPhone } from '../../../server/devices/virtual/phone.js';
 import { Keyguard } from './keyguard.js';
 
 const DEFAULT_VERSION = '35.2.10.0';
@@ -445,6 +443,13 @@ class Guest {
       ? numberEnv('FAKE_EMULATOR_SNAPSHOT_LOAD_MS', 300)
       : numberEnv('FAKE_EMULATOR_COLD_BOOT_MS', 1500);
     const from = snapshot ? this.snapshotDir(snapshot) : existsSync(this.disk) ? this.disk : null;
+    // The guest is loaded only to boot: `-version`, `-list-avds` and `-accel-check` (which
+    // phonelease doctor runs) answer at once, as the real launcher does.
+    const [{ VirtualPhone }, { buildSystemImage }, { createCommandTable }] = await Promise.all([
+      import('../../../server/devices/virtual/phone.js'),
+      import('../../../server/devices/virtual/system-image.js'),
+      import('../../../server/devices/virtual/shell/commands/index.js'),
+    ]);
     const phone = new VirtualPhone({
       systemRoot: buildSystemImage(),
       commands: createCommandTable(),
@@ -651,6 +656,13 @@ class Guest {
   /** `avd snapshot load`: the guest becomes the snapshot's phone; adb connections drop. */
   private async reload(name: string): Promise<void> {
     const old = this.phone;
+    // The guest is loaded only to boot: `-version`, `-list-avds` and `-accel-check` (which
+    // phonelease doctor runs) answer at once, as the real launcher does.
+    const [{ VirtualPhone }, { buildSystemImage }, { createCommandTable }] = await Promise.all([
+      import('../../../server/devices/virtual/phone.js'),
+      import('../../../server/devices/virtual/system-image.js'),
+      import('../../../server/devices/virtual/shell/commands/index.js'),
+    ]);
     const phone = new VirtualPhone({
       systemRoot: buildSystemImage(),
       commands: createCommandTable(),
