@@ -614,7 +614,9 @@ export class PackageManager {
     for (const split of splits)
       this.fs.writeFile(`${codePath}/split_${split.info.split}.apk`, split.data, { root: true, mode: 0o644 });
     if (!existing) {
+      // The app's private directory belongs to the app's uid (what run-as enters).
       this.fs.mkdir(`/data/data/${record.name}`, { root: true, parents: true, mode: 0o700 });
+      this.fs.chown(`/data/data/${record.name}`, record.uid, record.uid);
       this.installed.push(record.name);
     }
     this.packages.set(record.name, record);

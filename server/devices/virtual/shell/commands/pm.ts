@@ -69,7 +69,7 @@ const NO_SPACE =
 
 /** Whether a streamed APK of `size` bytes fits on the phone (checked before reading any of it). */
 function fits(ctx: CommandContext, size: number): boolean {
-  return size <= ctx.device.fs.freeBytes - stagedBytes(ctx);
+  return size <= ctx.fs.freeBytes - stagedBytes(ctx);
 }
 
 /** Reads exactly size bytes of stdin (streamed installs). */
@@ -156,7 +156,7 @@ async function install(ctx: CommandContext, args: string[]): Promise<number> {
 /** An APK file on the phone, or the exit status after saying why it cannot be read. */
 function readApkFile(ctx: CommandContext, path: string): Buffer | number {
   try {
-    return ctx.device.fs.readFile(resolvePath(ctx, path));
+    return ctx.fs.readFile(resolvePath(ctx, path));
   } catch (error) {
     ctx.stderr.write(`Error: Unable to open file: ${path}\nConsider using a file under /data/local/tmp/\n`);
     ctx.stdout.write(
@@ -305,7 +305,7 @@ export const pm: CommandFn = async (ctx) => {
       if (path === undefined || path === '-') data = size === null ? null : await readExactly(ctx, size);
       else {
         try {
-          data = device.fs.readFile(resolvePath(ctx, path));
+          data = ctx.fs.readFile(resolvePath(ctx, path));
         } catch {
           data = null;
         }
