@@ -23,6 +23,8 @@ describe('fixture options', () => {
       attachUiTree: 'on-failure',
       attachLogcat: 'on-failure',
       logcatLines: 200,
+      apps: [],
+      grantPermissions: true,
     });
   });
 
@@ -40,7 +42,8 @@ describe('fixture options', () => {
     const resolved = resolveOptions(old);
     expect(resolved.attachScreenshot).toBe('off');
     expect(resolved.evidenceDir).toBe('shots');
-    expect(resolved.phoneleaseServer).toEqual({ phones: 2, bootMs: 500, bootSlots: 4 });
+    // As set: the embedded server fills in the rest (for emulators, from the host).
+    expect(resolved.phoneleaseServer).toEqual({ phones: 2 });
     expect(renamedOptions(old).map((r) => r.old)).toEqual([
       'screenshotOnFailure',
       'screenshotDir',
@@ -63,7 +66,7 @@ describe('fixture options', () => {
     });
     expect(resolved.attachScreenshot).toBe('always');
     expect(resolved.evidenceDir).toBe('new');
-    expect(resolved.phoneleaseServer).toEqual({ phones: 3, bootMs: 10, bootSlots: 4 });
+    expect(resolved.phoneleaseServer).toEqual({ phones: 3, bootMs: 10 });
     expect(renamedOptions({ attachScreenshot: 'off', evidenceDir: 'x' })).toEqual([]);
   });
 });
