@@ -46,6 +46,7 @@ import {
   type ViewContext,
   type ViewedSession,
 } from '../runtime/views.js';
+import { RELEASE_WAIT_MS } from '../runtime/rules.js';
 import { keyHint, sha256Hex, type RandomSource } from '../secrets.js';
 import { tx, type Db } from '../store/pg.js';
 import type { AccountRow, KeyRow, ProfileRow, ReceiptRow } from '../store/store.js';
@@ -133,8 +134,6 @@ const SLOT_FREE = `CASE WHEN s.state = 'provisioning' AND s.host_id IS NULL THEN
 const PLACED = `SELECT s.*, h.url AS host_url, h.adb_host, h.adb_port,
   coalesce(h.typical_boot_ms, ${TYPICAL_BOOT}) AS typical_boot_ms, ${SLOT_FREE} AS slot_free
   FROM sessions s LEFT JOIN hosts h ON h.id = s.host_id`;
-/** How long DELETE waits for the host to confirm cleanup before answering 202, as the embedded server. */
-const RELEASE_WAIT_MS = 1500;
 
 export function viewed(row: PlacedSession): ViewedSession {
   return {

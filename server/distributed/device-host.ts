@@ -31,11 +31,19 @@ import { ERROR_CODES, TapBody, type PhoneOp } from '../../src/api/schemas.js';
 import { AdbGateway, type AdbSession, type AdbSessions } from '../adb-gateway.js';
 import { baseApp } from '../app.js';
 import { systemClock, type Clock } from '../clock.js';
-import { PhoneBootError, type DeviceBackend, type DevicePhone } from '../devices/types.js';
+import type { DeviceBackend, DevicePhone } from '../devices/types.js';
 import { apiError, badRequest, notFound, notReady } from '../errors.js';
 import type { Logger } from '../log.js';
 import { ProfileSaves } from '../runtime/profile-saves.js';
-import { FRAME_INTERVAL_MS, type StartupSource } from '../runtime/runtime.js';
+import type { StartupSource } from '../runtime/runtime.js';
+import {
+  FRAME_INTERVAL_MS,
+  newAdbCode,
+  nextMinuteStart,
+  nextTypicalBootMs,
+  startupFailure,
+  tapRefusal,
+} from '../runtime/rules.js';
 import { WarmPool, type PhoneBoot, type PooledPhone } from '../runtime/warm-pool.js';
 import { cryptoRandom, randomToken, sha256Hex, type RandomSource } from '../secrets.js';
 import { isTransient, migratePg, openPool, sharedSecret, tx, type Db } from '../store/pg.js';
@@ -342,8 +350,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
           await endSession(c, row.id, 'credit_exhausted', exhaustedAt);
           return null;
         }
-        const nextStart = row.ready + row.minutes_debited * 60 + 1;
-        return nextStart > row.expires_at ? null : nextStart;
+        return nextMinuteStart(row);
       });
       h.billAt = next;
     }
@@ -451,7 +458,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
     void phone
       .then(
         () => {
-          this.typicalBootMs = Math.round(this.typicalBootMs * 0.7 + (this.clock.now() - startedMs) * 0.3);
+          this.typicalBootMs = nextTypicalBootMs(this.typicalBootMs, this.clock.now() - startedMs);
         },
         () => undefined,
       )
@@ -520,18 +527,13 @@ class DeviceHost extends EventEmitter implements AdbSessions {
   private async bootFailed(h: Hosted, err: unknown): Promise<void> {
     const sid = h.row.id;
     if (h.phase !== 'booting') return;
-    const isPublic = err instanceof PhoneBootError;
+    const failure = startupFailure(err);
     this.o.log.error('phone failed to start', { session: sid, error: String(err) });
     this.sessions.delete(sid);
     await tx(this.db, async (c) => {
       await c.query(
         "UPDATE sessions SET state = 'error', failure_code = $3, failure_message = $4 WHERE id = $1 AND host_id = $2 AND done = 0 AND state = 'provisioning'",
-        [
-          sid,
-          this.id,
-          isPublic ? err.code : 'boot_failed',
-          isPublic ? err.message : 'The phone failed to start. End this session and start a new one.',
-        ],
+        [sid, this.id, failure.code, failure.message],
       );
       await notifySessions(c, [sid]);
     });
@@ -540,7 +542,7 @@ class DeviceHost extends EventEmitter implements AdbSessions {
   /** The session has its phone (booted for it, or from the pool): it is ready, unless it ended meanwhile. */
   private async becomeReady(h: Hosted, phone: DevicePhone, source: StartupSource): Promise<void> {
     const sid = h.row.id;
-    const adbCode = `pau_${randomToken(this.random, 32)}`;
+    const adbCode = newAdbCode(this.random);
     const now = this.nowSec();
     const row =
       h.phase === 'booting'
@@ -802,8 +804,8 @@ export async function startDeviceHost(options: DeviceHostOptions): Promise<Runni
     async (req) => {
       const { phone } = host.ready(req.params.sid);
       const { x, y } = req.body;
-      if (x >= phone.screen.w || y >= phone.screen.h)
-        throw badRequest(`(${x}, ${y}) is outside the ${phone.screen.w}x${phone.screen.h} screen.`);
+      const refusal = tapRefusal(x, y, phone.screen);
+      if (refusal) throw badRequest(refusal);
       await phone.input({ type: 'tap', x, y });
       return { ok: true };
     },

@@ -1,17 +1,11 @@
 /**
  * eta_seconds of a deployment's provisioning sessions, with the single server's queue model
- * (runtime/eta.ts) fed from the shared store:
- * - a session a host has claimed is booting there: what is left of that host's typical boot
- *   since the claim;
- * - a queued session waits behind the sessions queued before it (by seq), for the live
- *   hosts' pooled phones (temporary sessions only) and boot slots. Each host offers its
- *   `boot_slots`: those its claimed boots hold free when they should end, the rest are free
- *   now while it has room (phones its sessions leave), and a boot in a slot takes that host's
- *   typical boot time.
- * Hosts publish their pools by count only, not when each warming phone started: a warming
- * phone is taken to be half-way through its boot.
+ * (runtime/rules.ts) fed from the shared store: a session a host has claimed is booting
+ * there (what is left of that host's typical boot since the claim); a queued session waits
+ * behind the sessions queued before it (by seq) for the live hosts' pooled phones and boot
+ * slots (rules.ts hostSlots).
  */
-import { queuedEtaSeconds, type EtaSlot } from '../runtime/eta.js';
+import { bootingEtaSeconds, hostSlots, queuedEtaSeconds, type HostCapacity } from '../runtime/rules.js';
 import type { Db } from '../store/pg.js';
 
 /** What the estimate needs of a session row (a PlacedSession). */
@@ -24,17 +18,6 @@ export interface EtaRow {
   claimed_ms: number | null;
   typical_boot_ms: number;
   eta_seconds?: number;
-}
-
-/** A live host as QUEUE_POSITION reads it. */
-export interface LiveHost {
-  boot_slots: number;
-  phones: number;
-  typical_boot_ms: number;
-  warm: number;
-  warming: number;
-  held: number;
-  claimed: number[];
 }
 
 /**
@@ -55,25 +38,6 @@ const QUEUE_POSITION = `
                  )) AS hosts
             FROM hosts h WHERE h.state = 'live') hs`;
 
-/** The live hosts' slots and pools, in ms from `nowMs`. */
-export function capacity(hosts: LiveHost[], nowMs: number): { slots: EtaSlot[]; pooled: number[] } {
-  const slots: EtaSlot[] = [];
-  const pooled: number[] = [];
-  for (const h of hosts) {
-    const typicalMs = Number(h.typical_boot_ms);
-    const busy = [
-      ...h.claimed.map((at) => Math.max(0, typicalMs - (nowMs - Number(at)))),
-      ...Array.from({ length: Number(h.warming) }, () => typicalMs / 2),
-    ].slice(0, Number(h.boot_slots));
-    for (const freeInMs of busy) slots.push({ freeInMs, typicalMs });
-    const free = Math.min(Number(h.boot_slots) - busy.length, Math.max(0, Number(h.phones) - Number(h.held)));
-    for (let i = 0; i < free; i++) slots.push({ freeInMs: 0, typicalMs });
-    for (let i = 0; i < Number(h.warm); i++) pooled.push(0);
-    for (let i = 0; i < Number(h.warming); i++) pooled.push(typicalMs / 2);
-  }
-  return { slots, pooled };
-}
-
 /**
  * Sets eta_seconds on the provisioning rows among `rows` (the rest are left alone). Reads
  * the shared store only for a queued one: one statement each.
@@ -83,14 +47,16 @@ export async function estimateEta(db: Db, rows: EtaRow[], nowMs: number): Promis
     if (row.state !== 'provisioning') continue;
     const typicalMs = Number(row.typical_boot_ms);
     if (row.host_id !== null) {
-      const since = row.claimed_ms === null ? 0 : nowMs - Number(row.claimed_ms);
-      row.eta_seconds = Math.ceil(Math.max(0, typicalMs - since) / 1000);
+      row.eta_seconds = bootingEtaSeconds(
+        typicalMs,
+        row.claimed_ms === null ? 0 : nowMs - Number(row.claimed_ms),
+      );
       continue;
     }
     const q = (
-      await db.query<{ ahead: number; temporary: number; hosts: LiveHost[] }>(QUEUE_POSITION, [row.seq])
+      await db.query<{ ahead: number; temporary: number; hosts: HostCapacity[] }>(QUEUE_POSITION, [row.seq])
     ).rows[0]!;
-    const { slots, pooled } = capacity(q.hosts, nowMs);
+    const { slots, pooled } = hostSlots(q.hosts, nowMs);
     const eta = queuedEtaSeconds({
       temporary: row.profile_id === null,
       ahead: Number(q.ahead),

@@ -17,8 +17,16 @@ import type { CreateSessionBody, EndReason } from '../../src/api/schemas.js';
 import { apiError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { admittedSession, decideAdmission } from '../runtime/admission.js';
-import { canonicalJson, type StartupSource } from '../runtime/runtime.js';
-import { randomToken, sha256Hex, type RandomSource } from '../secrets.js';
+import type { StartupSource } from '../runtime/runtime.js';
+import {
+  canonicalJson,
+  lostEndTime,
+  minutesDue,
+  newSessionId,
+  planDebits,
+  retryAfterSeconds,
+} from '../runtime/rules.js';
+import { sha256Hex, type RandomSource } from '../secrets.js';
 import { tx, type Db, type Tx } from '../store/pg.js';
 import { HOST_CHANNEL, QUEUE_CHANNEL, SESSION_CHANNEL } from './notifications.js';
 import {
@@ -132,7 +140,7 @@ export async function admit(
         liveSessions: load!.live,
         phones: load!.phones,
         retryAfterSeconds: () =>
-          load!.closing > 0 ? 1 : Math.max(1, Math.min(5, load!.soonest !== null ? load!.soonest - now : 5)),
+          retryAfterSeconds({ closing: load!.closing, soonestExpiresAt: load!.soonest }, now),
       });
     }
     switch (decision.kind) {
@@ -147,7 +155,7 @@ export async function admit(
       case 'admit': {
         const row: SessionRecord = {
           ...admittedSession({
-            id: `ses_${randomToken(input.random, 20)}`,
+            id: newSessionId(input.random),
             uid,
             seq: 0, // numbered by the insert
             account,
@@ -184,38 +192,27 @@ export async function admit(
  * holds the session's row lock; the account row is locked here.
  */
 export async function billUpTo(c: Tx, row: SessionRecord, upto: number): Promise<number | null> {
-  if (row.billing_mode !== 'metered' || row.ready === null) return null;
-  const due = Math.ceil(Math.max(0, Math.min(upto, row.expires_at) - row.ready) / 60);
-  if (row.minutes_debited >= due) return null;
+  if (minutesDue(row, upto) <= row.minutes_debited) return null;
   const account = await one<AccountRow>(c, 'SELECT * FROM accounts WHERE uid = $1 FOR UPDATE', [row.uid]);
-  let balance = account!.balance_cents;
-  let exhaustedAt: number | null = null;
-  while (row.minutes_debited < due) {
-    if (balance < row.price_cents_per_minute) {
-      exhaustedAt = row.ready + row.minutes_debited * 60;
-      break;
-    }
-    const minute = row.minutes_debited + 1;
-    // Dated the second its minute started: inside [ready, ended] however late it is recorded.
-    const startedAt = row.ready + (minute - 1) * 60 + 1;
+  const plan = planDebits(row, account!.balance_cents, upto);
+  for (const d of plan.debits) {
     await c.query('INSERT INTO debits (sid, minute, uid, cents, at) VALUES ($1, $2, $3, $4, $5)', [
       row.id,
-      minute,
+      d.minute,
       row.uid,
-      row.price_cents_per_minute,
-      startedAt,
+      d.cents,
+      d.at,
     ]);
-    balance -= row.price_cents_per_minute;
-    row.minutes_debited = minute;
-    row.cost_cents += row.price_cents_per_minute;
+    row.minutes_debited = d.minute;
+    row.cost_cents += d.cents;
   }
-  await c.query('UPDATE accounts SET balance_cents = $1 WHERE uid = $2', [balance, row.uid]);
+  await c.query('UPDATE accounts SET balance_cents = $1 WHERE uid = $2', [plan.balance, row.uid]);
   await c.query('UPDATE sessions SET minutes_debited = $1, cost_cents = $2 WHERE id = $3', [
     row.minutes_debited,
     row.cost_cents,
     row.id,
   ]);
-  return exhaustedAt;
+  return plan.exhaustedAt;
 }
 
 /**
@@ -313,7 +310,7 @@ export async function reap(db: Db, nowMs: number, log: Logger): Promise<void> {
         [nowMs],
       )
     ).rows;
-    const ended = hosts.length > 0 ? await endDeadHostSessions(c, hosts) : 0;
+    const ended = hosts.length > 0 ? await endDeadHostSessions(c, hosts, nowMs) : 0;
     if (hosts.length > 0)
       await forgetSavesOn(
         c,
@@ -389,7 +386,7 @@ interface Ended {
  * and a held profile is released, its previous save marked inexact.
  * Returns how many sessions it ended.
  */
-async function endDeadHostSessions(c: Tx, hosts: HostRow[]): Promise<number> {
+async function endDeadHostSessions(c: Tx, hosts: HostRow[], nowMs: number): Promise<number> {
   const lastAlive = new Map(hosts.map((h) => [h.id, seconds(h.heartbeat_ms)]));
   // Locked in seq order, as every other path that locks sessions one at a time meets them.
   const held = (
@@ -414,16 +411,16 @@ async function endDeadHostSessions(c: Tx, hosts: HostRow[]): Promise<number> {
       )
     ).rows.map((r) => [r.sid, Number(r.at)]),
   );
-  const endAt = (r: SessionRecord) => {
-    const ready = r.ready ?? r.created;
-    const alive = lastAlive.get(r.host_id ?? '') ?? ready;
-    return Math.max(Math.min(Math.max(alive, ready), r.expires_at), lastDebit.get(r.id) ?? 0);
-  };
-  const due = (r: SessionRecord, at: number) =>
-    r.state === 'ready' && r.billing_mode === 'metered' && r.ready !== null
-      ? Math.ceil(Math.max(0, Math.min(at, r.expires_at) - r.ready) / 60)
-      : 0;
-  const billed = ending.filter((r) => due(r, endAt(r)) > r.minutes_debited);
+  const endAt = (r: SessionRecord) =>
+    lostEndTime({
+      ready: r.ready,
+      created: r.created,
+      expiresAt: r.expires_at,
+      lastAlive: lastAlive.get(r.host_id ?? '') ?? r.ready ?? r.created,
+      lastDebit: lastDebit.get(r.id) ?? null,
+      now: seconds(nowMs),
+    });
+  const billed = ending.filter((r) => r.state === 'ready' && minutesDue(r, endAt(r)) > r.minutes_debited);
   const balances = new Map(
     (
       await c.query<AccountRow>('SELECT * FROM accounts WHERE uid = ANY($1) ORDER BY uid FOR UPDATE', [
@@ -441,25 +438,15 @@ async function endDeadHostSessions(c: Tx, hosts: HostRow[]): Promise<number> {
       minutes: r.minutes_debited,
       cost: r.cost_cents,
     };
-    const minutes = due(r, at);
-    while (out.minutes < minutes) {
-      const balance = balances.get(r.uid)!;
-      if (balance < r.price_cents_per_minute) {
-        out.reason = 'credit_exhausted';
-        out.at = r.ready! + out.minutes * 60;
-        break;
-      }
-      out.minutes++;
-      // Dated the second its minute started: inside [ready, ended] however late it is recorded.
-      debits.push([
-        r.id,
-        out.minutes,
-        r.uid,
-        r.price_cents_per_minute,
-        r.ready! + (out.minutes - 1) * 60 + 1,
-      ]);
-      balances.set(r.uid, balance - r.price_cents_per_minute);
-      out.cost += r.price_cents_per_minute;
+    if (r.state !== 'ready') return out;
+    const plan = planDebits(r, balances.get(r.uid) ?? 0, at);
+    for (const d of plan.debits) debits.push([r.id, d.minute, r.uid, d.cents, d.at]);
+    if (plan.debits.length > 0) balances.set(r.uid, plan.balance);
+    out.minutes += plan.debits.length;
+    out.cost += plan.debits.reduce((n, d) => n + d.cents, 0);
+    if (plan.exhaustedAt !== null) {
+      out.reason = 'credit_exhausted';
+      out.at = plan.exhaustedAt;
     }
     return out;
   });

@@ -33,14 +33,29 @@ import {
 import type { Clock } from '../clock.js';
 import { seconds } from '../clock.js';
 import type { DeviceBackend, DeviceLogger, DevicePhone, PhoneInput } from '../devices/types.js';
-import { PhoneBootError } from '../devices/types.js';
 import { apiError, badRequest, notFound, notReady, profileHeld } from '../errors.js';
-import { randomToken, sha256Hex, type RandomSource } from '../secrets.js';
+import { sha256Hex, type RandomSource } from '../secrets.js';
 import type { SessionRow, Store } from '../store/store.js';
 import type { AccountService } from './accounts.js';
 import { admittedSession, decideAdmission } from './admission.js';
 import type { ProfileSaves } from './profile-saves.js';
-import { queuedEtaSeconds, type EtaSlot } from './eta.js';
+import {
+  FRAME_INTERVAL_MS,
+  RELEASE_WAIT_MS,
+  bootingEtaSeconds,
+  canonicalJson,
+  lostEndTime,
+  newAdbCode,
+  newSessionId,
+  nextMinuteStart,
+  nextTypicalBootMs,
+  planDebits,
+  queuedEtaSeconds,
+  retryAfterSeconds,
+  startupFailure,
+  tapRefusal,
+  type EtaSlot,
+} from './rules.js';
 import { WarmPool, type PhoneBoot } from './warm-pool.js';
 
 export interface RuntimeOptions {
@@ -205,10 +220,6 @@ export interface Admission {
   live: LiveSession;
 }
 
-/** Captures are taken at most once per this interval per session; callers get the cached image in between. */
-export const FRAME_INTERVAL_MS = 2000;
-/** How long DELETE waits for cleanup before answering 202 cleanup_pending. */
-const RELEASE_WAIT_MS = 1500;
 const HEARTBEAT_MS = 2000;
 const CLEANUP_RETRY_MS = 5000;
 const CLEANUP_ATTEMPTS = 5;
@@ -218,18 +229,6 @@ const NO_OBSERVER: RuntimeObserver = {
   phoneBooted: () => undefined,
   sessionReady: () => undefined,
 };
-
-/** Stable JSON with sorted keys: the "same parsed body" of an idempotent replay. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) =>
-      a < b ? -1 : a > b ? 1 : 0,
-    );
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
 
 export class Runtime extends EventEmitter {
   private readonly live = new Map<string, LiveSession>();
@@ -323,12 +322,14 @@ export class Runtime extends EventEmitter {
         }
       } else if (row.state === 'ready') {
         const live = this.track(row, { kind: 'orphaned' });
-        // The phone lived at least until the server was last known alive and until its last
-        // debit (a minute may be debited between two heartbeats); ending earlier would put
-        // acknowledged debits after the end and bill minutes that history does not show.
-        const ready = row.ready ?? row.created;
-        const lastDebit = this.o.store.lastDebitAt(row.id) ?? ready;
-        const at = Math.max(Math.min(now, Math.max(lastAlive, ready), row.expires_at), lastDebit);
+        const at = lostEndTime({
+          ready: row.ready,
+          created: row.created,
+          expiresAt: row.expires_at,
+          lastAlive,
+          lastDebit: this.o.store.lastDebitAt(row.id),
+          now,
+        });
         this.o.log.warn('phone lost in restart', { session: row.id });
         void this.finish(live, 'lost', at, { lostProfile: true });
       } else if (row.state === 'closing') {
@@ -468,7 +469,7 @@ export class Runtime extends EventEmitter {
     const account = this.o.accounts.account(uid);
     const profile = decision.profile;
     const row = admittedSession({
-      id: `ses_${randomToken(this.o.random, 20)}`,
+      id: newSessionId(this.o.random),
       uid,
       seq: ++this.seq,
       account,
@@ -501,12 +502,13 @@ export class Runtime extends EventEmitter {
   }
 
   private retryAfterSeconds(now: number): number {
-    let soonest = Infinity;
+    let closing = 0;
+    let soonestExpiresAt: number | null = null;
     for (const l of this.live.values()) {
-      if (l.phase.kind === 'closing') return 1;
-      soonest = Math.min(soonest, l.row.expires_at - now);
+      if (l.phase.kind === 'closing') closing++;
+      soonestExpiresAt = Math.min(soonestExpiresAt ?? Infinity, l.row.expires_at);
     }
-    return Math.max(1, Math.min(5, Number.isFinite(soonest) ? soonest : 5));
+    return retryAfterSeconds({ closing, soonestExpiresAt }, now);
   }
 
   private track(row: SessionRow, phase: Phase, admittedMs?: number): LiveSession {
@@ -606,8 +608,7 @@ export class Runtime extends EventEmitter {
       .then(
         (p) => {
           const ms = this.o.clock.now() - startedMs;
-          // A moving average: eta_seconds follows what boots really take on this machine.
-          this.typicalBootMs = Math.round(this.typicalBootMs * 0.7 + ms * 0.3);
+          this.typicalBootMs = nextTypicalBootMs(this.typicalBootMs, ms);
           const source = p.startupSource ?? this.o.backend.startupSource;
           if (source !== 'pool') this.observer.phoneBooted({ source, purpose, ms });
         },
@@ -677,8 +678,7 @@ export class Runtime extends EventEmitter {
   /** The session has its phone: from its boot (which took `bootMs`), or handed from the pool. */
   private becomeReady(live: LiveSession, phone: DevicePhone, source: StartupSource, bootMs: number): void {
     const row = live.row;
-    // A recognisable prefix lets redact() find the code wherever a client puts it.
-    const adbCode = `pau_${randomToken(this.o.random, 32)}`;
+    const adbCode = newAdbCode(this.o.random);
     const ready: Phase = {
       kind: 'ready',
       phone,
@@ -712,16 +712,11 @@ export class Runtime extends EventEmitter {
 
   private bootFailed(live: LiveSession, err: unknown): void {
     if (live.phase.kind !== 'booting') return; // aborted because the session ended
-    const isPublic = err instanceof PhoneBootError;
+    const failure = startupFailure(err);
     this.transition(
       live,
       { kind: 'failed' },
-      {
-        failure_code: isPublic ? err.code : 'boot_failed',
-        failure_message: isPublic
-          ? err.message
-          : 'The phone failed to start. End this session and start a new one.',
-      },
+      { failure_code: failure.code, failure_message: failure.message },
     );
     this.o.log.error('phone failed to start', { session: live.row.id, error: String(err) });
   }
@@ -732,7 +727,7 @@ export class Runtime extends EventEmitter {
     const now = this.o.clock.now();
     const phase = live.phase;
     const remaining = (startedMs: number) => Math.max(0, typical - (now - startedMs));
-    if (phase.kind === 'booting') return Math.ceil(remaining(phase.startedMs) / 1000);
+    if (phase.kind === 'booting') return bootingEtaSeconds(typical, now - phase.startedMs);
     if (phase.kind !== 'queued') return undefined;
     // Temporary sessions waiting (only while the runtime is unavailable, otherwise they take
     // one at once) get pooled phones in order: warm ones first, then the warming ones. The
@@ -787,12 +782,8 @@ export class Runtime extends EventEmitter {
 
   /** Schedules the debit of the next started minute. */
   private armBilling(live: LiveSession, ready: Extract<Phase, { kind: 'ready' }>): void {
-    const row = live.row;
-    if (row.billing_mode !== 'metered' || row.ready === null) return;
-    // Minute k starts one second after ready + (k-1) * 60 (usage rounds up to whole minutes).
-    const nextStartSec = row.ready + row.minutes_debited * 60 + 1;
-    // A minute that would start past the deadline is never billed; the deadline ends the session.
-    if (nextStartSec > row.expires_at) return;
+    const nextStartSec = nextMinuteStart(live.row);
+    if (nextStartSec === null) return;
     ready.cancelBilling = this.o.clock.setTimeout(
       () => {
         if (live.phase !== ready) return;
@@ -810,25 +801,20 @@ export class Runtime extends EventEmitter {
    */
   private bill(live: LiveSession, upto: number): number | null {
     const row = live.row;
-    if (row.billing_mode !== 'metered' || row.ready === null) return null;
-    // Nothing is billed past the deadline, however late a timer fires.
-    const due = Math.ceil(Math.max(0, Math.min(upto, row.expires_at) - row.ready) / 60);
-    while (row.minutes_debited < due) {
-      const account = this.o.accounts.account(row.uid);
-      if (account.balance_cents < row.price_cents_per_minute) return row.ready + row.minutes_debited * 60;
-      const minute = row.minutes_debited + 1;
-      // A debit is dated the second its minute started: always inside [ready, ended], even
-      // when it is recorded late (at closure, or by recovery after a crash).
-      const startedAt = row.ready + (minute - 1) * 60 + 1;
+    const plan = planDebits(row, this.o.accounts.account(row.uid).balance_cents, upto);
+    if (plan.debits.length > 0) {
       this.o.store.transaction(() => {
-        this.o.store.insertDebit(row.id, minute, row.uid, row.price_cents_per_minute, startedAt);
-        this.o.accounts.setBalance(row.uid, account.balance_cents - row.price_cents_per_minute);
-        row.minutes_debited = minute;
-        row.cost_cents += row.price_cents_per_minute;
-        this.o.store.updateSession(row.id, { minutes_debited: minute, cost_cents: row.cost_cents });
+        for (const d of plan.debits) this.o.store.insertDebit(row.id, d.minute, row.uid, d.cents, d.at);
+        this.o.accounts.setBalance(row.uid, plan.balance);
+        row.minutes_debited += plan.debits.length;
+        row.cost_cents += plan.debits.reduce((n, d) => n + d.cents, 0);
+        this.o.store.updateSession(row.id, {
+          minutes_debited: row.minutes_debited,
+          cost_cents: row.cost_cents,
+        });
       });
     }
-    return null;
+    return plan.exhaustedAt;
   }
 
   // ---------------------------------------------------------------------------------
@@ -1024,9 +1010,8 @@ export class Runtime extends EventEmitter {
 
   async input(live: LiveSession, event: PhoneInput): Promise<void> {
     const phone = this.requireReady(live);
-    if (event.type === 'tap' && (event.x >= phone.screen.w || event.y >= phone.screen.h)) {
-      throw badRequest(`(${event.x}, ${event.y}) is outside the ${phone.screen.w}x${phone.screen.h} screen.`);
-    }
+    const refusal = event.type === 'tap' ? tapRefusal(event.x, event.y, phone.screen) : null;
+    if (refusal) throw badRequest(refusal);
     await phone.input(event);
   }
 

@@ -11,6 +11,7 @@ import {
 } from '../../src/api/schemas.js';
 import type { AccountRow, ProfileRow, SessionRow } from '../store/store.js';
 import type { StartupSource } from './runtime.js';
+import { usageMinutes } from './rules.js';
 
 /**
  * What a session is rendered from: the in-process runtime's LiveSession, or a session that
@@ -100,7 +101,7 @@ export function receiptView(row: SessionRow, requestKey: string): CreateReceipt 
 
 export function historyView(row: SessionRow, genericDevice: string): HistoryRecord {
   const ended = row.ended ?? row.last;
-  const usage = row.ready !== null ? Math.ceil(Math.max(0, ended - row.ready) / 60) : 0;
+  const usage = usageMinutes(row.ready, ended);
   return {
     sid: row.id,
     uid: row.uid,

@@ -11,7 +11,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { RoutePlugin } from '../api/types.js';
 import type { ViewerGrant } from '../runtime/grants.js';
-import { FRAME_INTERVAL_MS } from '../runtime/runtime.js';
+import { FRAME_INTERVAL_MS } from '../runtime/rules.js';
 import { ViewerStreams } from './stream.js';
 import { viewerHtml } from './viewer-page.js';
 import { esc, goneHtml, page, securityHeaders } from './html.js';
