@@ -13,8 +13,16 @@ import { systemClock } from '../server/clock.js';
 import { createLogger } from '../server/log.js';
 import { cryptoRandom } from '../server/secrets.js';
 import { admit, reap } from '../server/distributed/shared-sessions.js';
-import { createAccountPg, migratePg, openPool } from '../server/store/pg.js';
+import { newAccountRows, type CreatedAccount, type NewAccount } from '../server/runtime/accounts.js';
+import { insertAccount, migratePg, openPool } from '../server/stores/postgres/pool.js';
 import { startPostgres } from '../test/support/postgres.js';
+
+/** Creates an account on the shared store, as `phonelease accounts create --store` does. */
+async function createdOn(db: Parameters<typeof insertAccount>[0], opts: NewAccount): Promise<CreatedAccount> {
+  const rows = newAccountRows(systemClock, cryptoRandom, opts);
+  await insertAccount(db, rows);
+  return rows.created;
+}
 
 const { values } = parseArgs({
   options: { sessions: { type: 'string', default: '334' }, runs: { type: 'string', default: '3' } },
@@ -39,7 +47,7 @@ try {
            VALUES ('hst_dead', 'http://127.0.0.1:1', '127.0.0.1', 1, $1, 4, 'virtual', $2, $3, 3000, 1000, 'live')`,
           [sessions, now - 600, nowMs],
         );
-        const account = await createAccountPg(db, systemClock, cryptoRandom, {
+        const account = await createdOn(db, {
           billingMode: billing,
           balanceCents: 1_000_000,
           sessionLimit: sessions,

@@ -17,8 +17,8 @@ import { Grants } from './runtime/grants.js';
 import { ProfileSaves } from './runtime/profile-saves.js';
 import { Runtime, type RuntimeObserver } from './runtime/runtime.js';
 import { cryptoRandom, type RandomSource } from './secrets.js';
-import { startCheckpointer } from './store/checkpointer.js';
-import { openDatabase, Store } from './store/store.js';
+import { startCheckpointer } from './stores/sqlite/checkpointer.js';
+import { openDatabase, Store } from './stores/sqlite/store.js';
 
 export interface ServerOptions {
   /** Interface to listen on (default 127.0.0.1). */

@@ -7,7 +7,7 @@ import type { Logger } from '../log.js';
 import type { AccountService } from '../runtime/accounts.js';
 import type { Grants } from '../runtime/grants.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../stores/sqlite/store.js';
 
 export interface AppDeps {
   runtime: Runtime;

@@ -12,7 +12,13 @@ import { apiError, type ApiError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { Grants } from '../runtime/grants.js';
 import { cryptoRandom, type RandomSource } from '../secrets.js';
-import { StoreUnavailableError, isTransient, migratePg, openPool, sharedSecret } from '../store/pg.js';
+import {
+  StoreUnavailableError,
+  isTransient,
+  migratePg,
+  openPool,
+  sharedSecret,
+} from '../stores/postgres/pool.js';
 import { ERROR_CODES } from '../../src/api/schemas.js';
 import { SharedAccounts, sharedApiRoutes } from './api-routes.js';
 import { startDeviceHost, type RunningDeviceHost } from './device-host.js';

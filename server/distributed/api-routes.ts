@@ -48,8 +48,8 @@ import {
 } from '../runtime/views.js';
 import { RELEASE_WAIT_MS } from '../runtime/rules.js';
 import { keyHint, sha256Hex, type RandomSource } from '../secrets.js';
-import { tx, type Db } from '../store/pg.js';
-import type { AccountRow, KeyRow, ProfileRow, ReceiptRow } from '../store/store.js';
+import { tx, type Db } from '../stores/postgres/pool.js';
+import type { AccountRow, KeyRow, ProfileRow, ReceiptRow } from '../runtime/rows.js';
 import { viewerCapability } from '../api/access.js';
 import { ownerUid, readCaller } from '../api/auth.js';
 import { PRIVATE_HEADERS, REFUSALS, SidParams } from '../api/common.js';

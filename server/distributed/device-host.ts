@@ -35,7 +35,7 @@ import type { DeviceBackend, DevicePhone } from '../devices/types.js';
 import { apiError, badRequest, notFound, notReady } from '../errors.js';
 import type { Logger } from '../log.js';
 import { ProfileSaves } from '../runtime/profile-saves.js';
-import type { StartupSource } from '../runtime/runtime.js';
+import type { StartupSource } from '../runtime/rows.js';
 import {
   FRAME_INTERVAL_MS,
   newAdbCode,
@@ -46,7 +46,7 @@ import {
 } from '../runtime/rules.js';
 import { WarmPool, type PhoneBoot, type PooledPhone } from '../runtime/warm-pool.js';
 import { cryptoRandom, randomToken, sha256Hex, type RandomSource } from '../secrets.js';
-import { isTransient, migratePg, openPool, sharedSecret, tx, type Db } from '../store/pg.js';
+import { isTransient, migratePg, openPool, sharedSecret, tx, type Db } from '../stores/postgres/pool.js';
 import { HostViewerStreams } from './host-viewer.js';
 import { NODE_HEADER, NodeSigner } from './node-auth.js';
 import { HOST_CHANNEL, Listener, QUEUE_CHANNEL } from './notifications.js';

@@ -12,7 +12,7 @@ import type { DevicePhone } from '../devices/types.js';
 import { ApiError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ViewerMode } from '../runtime/grants.js';
-import type { Db } from '../store/pg.js';
+import type { Db } from '../stores/postgres/pool.js';
 import { ViewerSockets, refuseUpgrade } from '../viewer/stream.js';
 import { NODE_HEADER, type NodeSigner } from './node-auth.js';
 

@@ -14,7 +14,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ErrorCode } from '../../src/api/schemas.js';
-import type { Db } from '../store/pg.js';
+import type { Db } from '../stores/postgres/pool.js';
 
 /** The deployment's state as of one scrape. */
 interface SharedState {

@@ -6,7 +6,7 @@
  * slots (rules.ts hostSlots).
  */
 import { bootingEtaSeconds, hostSlots, queuedEtaSeconds, type HostCapacity } from '../runtime/rules.js';
-import type { Db } from '../store/pg.js';
+import type { Db } from '../stores/postgres/pool.js';
 
 /** What the estimate needs of a session row (a PlacedSession). */
 export interface EtaRow {

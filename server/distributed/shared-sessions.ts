@@ -17,7 +17,7 @@ import type { CreateSessionBody, EndReason } from '../../src/api/schemas.js';
 import { apiError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { admittedSession, decideAdmission } from '../runtime/admission.js';
-import type { StartupSource } from '../runtime/runtime.js';
+import type { StartupSource } from '../runtime/rows.js';
 import {
   canonicalJson,
   lostEndTime,
@@ -27,7 +27,7 @@ import {
   retryAfterSeconds,
 } from '../runtime/rules.js';
 import { sha256Hex, type RandomSource } from '../secrets.js';
-import { tx, type Db, type Tx } from '../store/pg.js';
+import { tx, type Db, type Tx } from '../stores/postgres/pool.js';
 import { HOST_CHANNEL, QUEUE_CHANNEL, SESSION_CHANNEL } from './notifications.js';
 import {
   SESSION_COLUMNS,
@@ -35,7 +35,7 @@ import {
   type ProfileRow,
   type ReceiptRow,
   type SessionRow,
-} from '../store/store.js';
+} from '../runtime/rows.js';
 
 /** A session row of the shared store: where it runs, and where its phone came from. */
 export interface SessionRecord extends SessionRow {

@@ -16,7 +16,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from '../log.js';
 import type { Grants } from '../runtime/grants.js';
 import { notReady } from '../errors.js';
-import type { Db } from '../store/pg.js';
+import type { Db } from '../stores/postgres/pool.js';
 import type { PagedSession, ViewerSource } from '../viewer/pages.js';
 import { STREAM_PATH, refuseUpgrade, sameOrigin } from '../viewer/stream.js';
 import { hostStreamPath } from './host-viewer.js';

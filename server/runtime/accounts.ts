@@ -6,7 +6,8 @@ import type { BillingMode } from '../../src/api/schemas.js';
 import type { Clock } from '../clock.js';
 import { seconds } from '../clock.js';
 import { keyHint, randomToken, safeEqual, sha256Hex, type RandomSource } from '../secrets.js';
-import type { AccountRow, KeyRow, ProfileRow, Store } from '../store/store.js';
+import type { AccountRow, AccountRows, KeyRow } from './rows.js';
+import type { Store } from '../stores/sqlite/store.js';
 
 export interface NewAccount {
   email?: string;
@@ -34,16 +35,12 @@ export const ACCOUNT_DEFAULTS = {
 
 export const newApiKey = (random: RandomSource): string => `pck_${randomToken(random, 40)}`;
 
-/** The rows of a new account: the account, its first key and its (empty) profile phone. */
-export interface NewAccountRows {
-  account: AccountRow;
-  key: Omit<KeyRow, 'revoked'>;
-  profile: ProfileRow;
-  created: CreatedAccount;
-}
-
-/** Builds a new account's rows; each store inserts them in one transaction. */
-export function newAccountRows(clock: Clock, random: RandomSource, opts: NewAccount): NewAccountRows {
+/** Builds a new account's rows (each store inserts them in one transaction), and what its creator is told. */
+export function newAccountRows(
+  clock: Clock,
+  random: RandomSource,
+  opts: NewAccount,
+): AccountRows & { created: CreatedAccount } {
   const now = seconds(clock.now());
   const uid = `acc_${randomToken(random, 16)}`;
   const profileId = `prof_${randomToken(random, 16)}`;
@@ -72,21 +69,17 @@ export function newAccountRows(clock: Clock, random: RandomSource, opts: NewAcco
 }
 
 /**
- * Creates an account with its first key and its (empty) profile phone. Works on any Store,
+ * Creates an account with its first key and its (empty) profile phone on the SQLite store,
  * so `phonelease accounts create` can add accounts while a server runs on the same data.
  */
 export function createAccount(
-  store: Store,
+  store: { insertAccount(rows: AccountRows): void },
   clock: Clock,
   random: RandomSource,
   opts: NewAccount,
 ): CreatedAccount {
   const rows = newAccountRows(clock, random, opts);
-  store.transaction(() => {
-    store.insertAccount(rows.account);
-    store.insertKey(rows.key);
-    store.insertProfile(rows.profile);
-  });
+  store.insertAccount(rows);
   return rows.created;
 }
 

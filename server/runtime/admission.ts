@@ -13,7 +13,7 @@ import {
   type ErrorCode,
 } from '../../src/api/schemas.js';
 import type { ErrorDetails } from '../errors.js';
-import type { AccountRow, ProfileRow, ReceiptRow, SessionRow } from '../store/store.js';
+import type { AccountRow, ProfileRow, ReceiptRow, SessionRow } from './rows.js';
 import { expiryOf } from './rules.js';
 
 export const DEFAULT_TIMEOUT_SECONDS = 300;

@@ -35,7 +35,8 @@ import { seconds } from '../clock.js';
 import type { DeviceBackend, DeviceLogger, DevicePhone, PhoneInput } from '../devices/types.js';
 import { apiError, badRequest, notFound, notReady, profileHeld } from '../errors.js';
 import { sha256Hex, type RandomSource } from '../secrets.js';
-import type { SessionRow, Store } from '../store/store.js';
+import type { SessionRow, StartupSource } from './rows.js';
+import type { Store } from '../stores/sqlite/store.js';
 import type { AccountService } from './accounts.js';
 import { admittedSession, decideAdmission } from './admission.js';
 import type { ProfileSaves } from './profile-saves.js';
@@ -75,9 +76,6 @@ export interface RuntimeOptions {
   /** Told about admissions, boots and ready phones (metrics); optional. */
   observer?: RuntimeObserver;
 }
-
-/** Where a session's phone came from (the API's `startup.source`). */
-export type StartupSource = 'cold' | 'snapshot' | 'pool';
 
 /** What the runtime tells an observer (the metrics) as it happens. */
 export interface RuntimeObserver {

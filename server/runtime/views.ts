@@ -9,8 +9,7 @@ import {
   type HistoryRecord,
   type Session,
 } from '../../src/api/schemas.js';
-import type { AccountRow, ProfileRow, SessionRow } from '../store/store.js';
-import type { StartupSource } from './runtime.js';
+import type { AccountRow, ProfileRow, SessionRow, StartupSource } from './rows.js';
 import { usageMinutes } from './rules.js';
 
 /**

@@ -11,8 +11,16 @@ import { systemClock } from '../../server/clock.js';
 import { createLogger } from '../../server/log.js';
 import { cryptoRandom } from '../../server/secrets.js';
 import { admit, reap, type SessionRecord } from '../../server/distributed/shared-sessions.js';
-import { createAccountPg, migratePg, openPool } from '../../server/store/pg.js';
+import { newAccountRows, type CreatedAccount, type NewAccount } from '../../server/runtime/accounts.js';
+import { insertAccount, migratePg, openPool } from '../../server/stores/postgres/pool.js';
 import { postgresMissing, startPostgres, type PostgresCluster } from '../support/postgres.js';
+
+/** Creates an account on the shared store, as `phonelease accounts create --store` does. */
+async function createdOn(db: Parameters<typeof insertAccount>[0], opts: NewAccount): Promise<CreatedAccount> {
+  const rows = newAccountRows(systemClock, cryptoRandom, opts);
+  await insertAccount(db, rows);
+  return rows.created;
+}
 
 const missing = postgresMissing();
 if (missing) console.warn(`skipping the dead-host sweep tests: ${missing}`);
@@ -50,7 +58,7 @@ describe.skipIf(missing !== null)('the dead-host sweep', () => {
       await host('hst_dead');
       await host('hst_live');
       const account = (balanceCents: number) =>
-        createAccountPg(db, systemClock, cryptoRandom, {
+        createdOn(db, {
           billingMode: 'metered',
           balanceCents,
           priceCentsPerMinute: PRICE,

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../server/log.js';
 import { LISTENER_APPLICATION, SessionEvents } from '../../server/distributed/notifications.js';
 import { notifySessions } from '../../server/distributed/shared-sessions.js';
-import { openPool, tx, type Db } from '../../server/store/pg.js';
+import { openPool, tx, type Db } from '../../server/stores/postgres/pool.js';
 import { postgresMissing, startPostgres, type PostgresCluster } from '../support/postgres.js';
 
 const missing = postgresMissing();

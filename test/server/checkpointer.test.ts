@@ -6,9 +6,9 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { startCheckpointer } from '../../server/store/checkpointer.js';
-import { Database } from '../../server/store/sqlite.js';
-import { openDatabase, Store } from '../../server/store/store.js';
+import { startCheckpointer } from '../../server/stores/sqlite/checkpointer.js';
+import { Database } from '../../server/stores/sqlite/sqlite.js';
+import { openDatabase, Store } from '../../server/stores/sqlite/store.js';
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {

@@ -3,7 +3,7 @@
  * after the restart (server/store/audit.ts says what "agree" means).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { auditBooks } from '../../server/store/audit.js';
+import { auditBooks } from '../../server/stores/sqlite/audit.js';
 import { historyView } from '../../server/runtime/views.js';
 import { RuntimeWorld, settle } from '../support/runtime-world.js';
 

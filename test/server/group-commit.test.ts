@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Database } from '../../server/store/sqlite.js';
-import { openDatabase, Store } from '../../server/store/store.js';
+import { Database } from '../../server/stores/sqlite/sqlite.js';
+import { openDatabase, Store } from '../../server/stores/sqlite/store.js';
 import { buildTestApp, type InProcessApp } from '../support/app.js';
 
 const cleanups: Array<() => unknown> = [];

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const AREAS = ['server/runtime', 'server/store', 'server/devices'];
+const AREAS = ['server/runtime', 'server/stores', 'server/devices'];
 
 function sources(dir: string): string[] {
   return readdirSync(join(root, dir), { withFileTypes: true }).flatMap((e) =>

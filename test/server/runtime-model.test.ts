@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../server/errors.js';
 import type { LiveSession } from '../../server/runtime/runtime.js';
-import { auditBooks } from '../../server/store/audit.js';
+import { auditBooks } from '../../server/stores/sqlite/audit.js';
 import { RuntimeWorld } from '../support/runtime-world.js';
 
 const PHONES = 4;

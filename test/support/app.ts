@@ -15,7 +15,7 @@ import { wireRuntime } from '../../server/main.js';
 import { createAccount, type CreatedAccount, type NewAccount } from '../../server/runtime/accounts.js';
 import type { Runtime } from '../../server/runtime/runtime.js';
 import { cryptoRandom } from '../../server/secrets.js';
-import { openDatabase, Store } from '../../server/store/store.js';
+import { openDatabase, Store } from '../../server/stores/sqlite/store.js';
 
 export interface InProcessApp {
   app: FastifyInstance;

@@ -19,7 +19,7 @@ import {
 import { ProfileSaves } from '../../server/runtime/profile-saves.js';
 import { Runtime } from '../../server/runtime/runtime.js';
 import { cryptoRandom } from '../../server/secrets.js';
-import { openDatabase, Store } from '../../server/store/store.js';
+import { openDatabase, Store } from '../../server/stores/sqlite/store.js';
 
 /** Phones that boot at once and hold nothing: the runtime's bookkeeping is what is under test. */
 export class FakePhones implements DeviceBackend {

@@ -17,114 +17,18 @@
 import { Database, type Statement, type Transaction } from './sqlite.js';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BillingMode, EndReason, SessionState } from '../../src/api/schemas.js';
-import { migrationsFor } from './migrations.js';
+import {
+  SESSION_COLUMNS,
+  type AccountRow,
+  type AccountRows,
+  type KeyRow,
+  type ProfileRow,
+  type ReceiptRow,
+  type SessionRow,
+} from '../../runtime/rows.js';
+import { migrationsFor } from '../migrations.js';
 
 const SQLITE_MIGRATIONS = migrationsFor('sqlite');
-
-export interface AccountRow {
-  uid: string;
-  email: string;
-  name: string;
-  created: number;
-  balance_cents: number;
-  price_cents_per_minute: number;
-  session_limit: number;
-  billing_mode: BillingMode;
-  can_rent: number;
-  rent_blocked_reason: string | null;
-  environment: string;
-}
-
-export interface KeyRow {
-  key_hash: string;
-  uid: string;
-  label: string;
-  hint: string;
-  created: number;
-  revoked: number | null;
-}
-
-export interface ProfileRow {
-  id: string;
-  uid: string;
-  state: 'empty' | 'stored' | 'saving';
-  holder: string | null;
-  exact: number;
-  saved_at: number | null;
-}
-
-export interface SessionRow {
-  id: string;
-  uid: string;
-  seq: number;
-  provider: string;
-  profile_id: string | null;
-  request_key: string | null;
-  state: SessionState;
-  /** 1 once cleanup is confirmed: the session then lives only in history. */
-  done: number;
-  device: string | null;
-  screen_w: number | null;
-  screen_h: number | null;
-  billing_mode: BillingMode;
-  price_cents_per_minute: number;
-  timeout_seconds: number;
-  created: number;
-  expires_at: number;
-  ready: number | null;
-  close_requested: number | null;
-  ended: number | null;
-  end_reason: EndReason | null;
-  cleanup_status: 'complete' | 'allocation_uncertain' | 'pending' | null;
-  last: number;
-  cost_cents: number;
-  minutes_debited: number;
-  failure_code: string | null;
-  failure_message: string | null;
-  adb_code: string | null;
-  adb_enabled: number;
-}
-
-export interface ReceiptRow {
-  uid: string;
-  request_key: string;
-  body_hash: string;
-  sid: string;
-  created: number;
-}
-
-/** Every column of a session row, in table order (both stores write them all). */
-export const SESSION_COLUMNS: Array<keyof SessionRow> = [
-  'id',
-  'uid',
-  'seq',
-  'provider',
-  'profile_id',
-  'request_key',
-  'state',
-  'done',
-  'device',
-  'screen_w',
-  'screen_h',
-  'billing_mode',
-  'price_cents_per_minute',
-  'timeout_seconds',
-  'created',
-  'expires_at',
-  'ready',
-  'close_requested',
-  'ended',
-  'end_reason',
-  'cleanup_status',
-  'last',
-  'cost_cents',
-  'minutes_debited',
-  'failure_code',
-  'failure_message',
-  'adb_code',
-  'adb_enabled',
-];
 
 const SESSION_COLUMN_SET: ReadonlySet<string> = new Set(SESSION_COLUMNS);
 /** A column updateSession may set: a session column other than the id (which names the row). */
@@ -335,8 +239,13 @@ export class Store {
     this.s.metaSet.run(key, value);
   }
 
-  insertAccount(row: AccountRow): void {
-    this.s.accountInsert.run(row);
+  /** A new account with its first key and its profile, in one transaction. */
+  insertAccount(rows: AccountRows): void {
+    this.transaction(() => {
+      this.s.accountInsert.run(rows.account);
+      this.s.keyInsert.run(rows.key);
+      this.s.profileInsert.run(rows.profile);
+    });
   }
   account(uid: string): AccountRow | undefined {
     return this.s.accountGet.get(uid);
@@ -361,9 +270,6 @@ export class Store {
     return this.s.keyRevoke.run(at, hash, uid).changes > 0;
   }
 
-  insertProfile(row: ProfileRow): void {
-    this.s.profileInsert.run(row);
-  }
   profileOf(uid: string): ProfileRow | undefined {
     return this.s.profileByUid.get(uid);
   }
