@@ -10,7 +10,7 @@ import { createAccount, newAccountRows, type CreatedAccount, type NewAccount } f
 import { createLogger, levelFromEnv } from './log.js';
 import { SERVER_DEFAULTS, defaultPhones, loadBackend, startServer } from './main.js';
 import { cryptoRandom } from './secrets.js';
-import { openDatabase, Store } from './stores/sqlite/store.js';
+import { openDatabase, SqliteStore } from './stores/sqlite/store.js';
 import { parseCommandLine, UsageError, usageHint } from '../src/util/args.js';
 
 // The command line's own usage error (exit code 2), so that both halves of `phonelease`
@@ -127,7 +127,7 @@ export async function runServerCommand(argv: string[]): Promise<void> {
   const dataDir = values.data ?? defaultDataDir();
   mkdirSync(dataDir, { recursive: true });
 
-  const store = new Store(openDatabase(dataDir));
+  const store = new SqliteStore(openDatabase(dataDir));
   const firstStart = store.accountCount() === 0;
   store.close();
 
@@ -343,7 +343,7 @@ export async function runAccountsCommand(argv: string[]): Promise<void> {
       await db.end();
     }
   } else {
-    const store = new Store(openDatabase(values.data ?? defaultDataDir()));
+    const store = new SqliteStore(openDatabase(values.data ?? defaultDataDir()));
     try {
       created = createAccount(store, systemClock, cryptoRandom, opts);
     } finally {

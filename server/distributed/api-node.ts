@@ -5,7 +5,7 @@
  * `phones` > 0 the node also runs a device host in the same process.
  */
 import type { AddressInfo } from 'node:net';
-import { baseApp } from '../app.js';
+import { baseApp } from '../api/app.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { DeviceBackend } from '../devices/types.js';
 import { apiError, type ApiError } from '../errors.js';
@@ -91,7 +91,7 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
   let url = '';
   // Long polls and DELETE wake on the commits that change their session, on any node.
   const events = new SessionEvents(options.store, log);
-  const { app } = baseApp({ accounts: new SharedAccounts(db), grants }, log, storeErrors);
+  const { app } = baseApp({ directory: new SharedAccounts(db), grants }, log, storeErrors);
   const metrics = options.metrics ? new ApiNodeMetrics(db) : undefined;
   // Before the routes: the hook then times every one of them.
   metrics?.observe(app);

@@ -38,14 +38,8 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { newApiKey } from '../runtime/accounts.js';
 import type { Grants, ViewerMode } from '../runtime/grants.js';
-import {
-  accountView,
-  historyView,
-  receiptView,
-  sessionView,
-  type ViewContext,
-  type ViewedSession,
-} from '../runtime/views.js';
+import type { SessionSnapshot as ViewedSession } from '../runtime/directory.js';
+import { accountView, historyView, receiptView, sessionView, type ViewContext } from '../api/views.js';
 import { RELEASE_WAIT_MS } from '../runtime/rules.js';
 import { keyHint, sha256Hex, type RandomSource } from '../secrets.js';
 import { tx, type Db } from '../stores/postgres/pool.js';
@@ -168,10 +162,10 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
   const context = (req: FastifyRequest): ViewContext => {
     const base = deps.publicUrl(req.headers.host);
     return {
-      runtime: { eta, startupSource: 'cold' },
+      eta,
       nowMs: clock.now(),
       watchUrl: (sid) => `${base}/watch/${sid}?token=${deps.grants.viewGrant(sid)}`,
-      adbEndpoint: { host: '', port: 0 },
+      adbEndpoint: null,
     };
   };
 
@@ -486,7 +480,12 @@ export const sharedApiRoutes: FastifyPluginAsyncTypebox<{ deps: SharedApiDeps }>
           [uid],
         )
       ).rows;
-      return accountView(a, profile, { active: live.length, billingMode: live[0]?.billing_mode ?? null });
+      return accountView({
+        account: a,
+        profile,
+        active: live.length,
+        billingMode: live[0]?.billing_mode ?? null,
+      });
     },
   );
 

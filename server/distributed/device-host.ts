@@ -29,7 +29,7 @@ import type { Duplex } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import { ERROR_CODES, TapBody, type PhoneOp } from '../../src/api/schemas.js';
 import { AdbGateway, type AdbSession, type AdbSessions } from '../adb-gateway.js';
-import { baseApp } from '../app.js';
+import { baseApp } from '../api/app.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { DeviceBackend, DevicePhone } from '../devices/types.js';
 import { apiError, badRequest, notFound, notReady } from '../errors.js';
@@ -752,7 +752,7 @@ export async function startDeviceHost(options: DeviceHostOptions): Promise<Runni
 
   // The host's HTTP side: frames and operations for API nodes, each request signed.
   const { app } = baseApp(
-    { accounts: { authenticate: () => null }, grants: { viewGrantSession: () => null } },
+    { directory: { authenticate: () => null }, grants: { viewGrantSession: () => null } },
     log,
   );
   app.addHook('onRequest', (req, _reply, done) => {

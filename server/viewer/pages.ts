@@ -12,7 +12,6 @@ import { Type } from '@sinclair/typebox';
 import type { RoutePlugin } from '../api/types.js';
 import type { ViewerGrant } from '../runtime/grants.js';
 import { FRAME_INTERVAL_MS } from '../runtime/rules.js';
-import { ViewerStreams } from './stream.js';
 import { viewerHtml } from './viewer-page.js';
 import { esc, goneHtml, page, securityHeaders } from './html.js';
 import { notFound } from '../errors.js';
@@ -139,22 +138,18 @@ refresh();`;
   );
 };
 
-/** The embedded server's pages: sessions of this process's runtime. */
+/** The pages over the app's session directory, grants and streams. */
 export const viewerPages: RoutePlugin = async (app, { deps }) => {
-  const { runtime, grants } = deps;
-  const streams = new ViewerStreams({ runtime, grants, clock: deps.clock, log: deps.log });
-  const byId = (sid: string) => {
-    try {
-      return runtime.byId(sid);
-    } catch {
-      return null;
-    }
-  };
+  const { directory, grants, streams } = deps;
   const source: ViewerSource = {
     isViewGrantFor: (token, sid) => grants.isViewGrantFor(token, sid),
     viewer: (token) => grants.viewer(token),
-    live: async (sid) => byId(sid)?.row ?? null,
-    frame: (sid) => runtime.frame(runtime.byId(sid)),
+    live: async (sid) => (await directory.find(sid))?.row ?? null,
+    frame: async (sid) => {
+      const session = await directory.find(sid);
+      if (!session) throw notFound();
+      return directory.phone(session).frame();
+    },
     handleUpgrade: (req, socket, head) => streams.handleUpgrade(req, socket, head),
     close: () => streams.close(),
   };

@@ -1,5 +1,5 @@
 /**
- * The embedded store: SQLite through better-sqlite3 in WAL mode. Every acknowledged
+ * The single server's store: SQLite through better-sqlite3 in WAL mode. Every acknowledged
  * change is committed before the API answers, so a restart (kill -9 included) loses no
  * acknowledged session, receipt, debit or history record.
  *
@@ -10,7 +10,7 @@
  * Group commit: the writes of a create and of session transitions (`grouped()`) share one
  * transaction per turn of the event loop, committed as the turn ends, so that creates
  * arriving together pay one commit instead of two each. Until then they are visible only to
- * this process; the API answers nothing before `uncommitted` has settled (app.ts), which
+ * this process; the API answers nothing before `uncommitted` has settled (api/app.ts), which
  * keeps "committed before acknowledged". A `transaction()` commits the open group with it
  * at once; a lone statement run while a group is open joins the group.
  */
@@ -67,8 +67,9 @@ function migrate(db: Database): void {
 }
 
 /** Prepared statements over one database; all methods are synchronous. */
-export class Store {
+export class SqliteStore {
   private readonly s;
+  private readonly accounts = new Map<string, AccountRow>();
   /**
    * One transaction wrapper for every call: better-sqlite3 builds a wrapper (and its
    * BEGIN/COMMIT statements' bookkeeping) per db.transaction() call, which showed as a
@@ -247,14 +248,25 @@ export class Store {
       this.s.profileInsert.run(rows.profile);
     });
   }
+  /**
+   * An account, kept once read: this process is the only one that changes an account (its
+   * balance, by debits), and an account another process creates is read on its first use.
+   */
   account(uid: string): AccountRow | undefined {
-    return this.s.accountGet.get(uid);
+    let row = this.accounts.get(uid);
+    if (!row) {
+      row = this.s.accountGet.get(uid);
+      if (row) this.accounts.set(uid, row);
+    }
+    return row;
   }
   accountCount(): number {
     return this.s.accountCount.get()!.n;
   }
   setBalance(uid: string, balance: number): void {
     this.s.accountBalance.run(balance, uid);
+    const kept = this.accounts.get(uid);
+    if (kept) kept.balance_cents = balance;
   }
 
   insertKey(row: Omit<KeyRow, 'revoked'>): void {
