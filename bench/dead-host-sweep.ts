@@ -1,7 +1,7 @@
 /**
  * What the sweep of a dead device host costs in the shared store: a host's N sessions (ready
  * for five minutes, metered, so each has started minutes to debit at its end; or billing
- * disabled) are ended `lost` by one reap() (server/distributed/shared-sessions.ts), timed
+ * disabled) are ended `lost` by one reap() (server/stores/postgres/sessions.ts), timed
  * in-process against a real PostgreSQL. This is the part of "the time to notice a dead host
  * and free its slots" (bench/scale.ts) that the store decides; the rest is the declared
  * lost-after time and how often nodes look (every second).
@@ -9,20 +9,11 @@
  * Run: npx tsx bench/dead-host-sweep.ts [--sessions 334] [--runs 3]
  */
 import { parseArgs } from 'node:util';
-import { systemClock } from '../server/clock.js';
 import { createLogger } from '../server/log.js';
-import { cryptoRandom } from '../server/secrets.js';
-import { admit, reap } from '../server/distributed/shared-sessions.js';
-import { newAccountRows, type CreatedAccount, type NewAccount } from '../server/runtime/accounts.js';
-import { insertAccount, migratePg, openPool } from '../server/stores/postgres/pool.js';
+import { reap } from '../server/stores/postgres/sessions.js';
+import { migratePg, openPool } from '../server/stores/postgres/pool.js';
+import { createdOn, admittedOn } from '../test/support/shared-store.js';
 import { startPostgres } from '../test/support/postgres.js';
-
-/** Creates an account on the shared store, as `phonelease accounts create --store` does. */
-async function createdOn(db: Parameters<typeof insertAccount>[0], opts: NewAccount): Promise<CreatedAccount> {
-  const rows = newAccountRows(systemClock, cryptoRandom, opts);
-  await insertAccount(db, rows);
-  return rows.created;
-}
 
 const { values } = parseArgs({
   options: { sessions: { type: 'string', default: '334' }, runs: { type: 'string', default: '3' } },
@@ -53,13 +44,7 @@ try {
           sessionLimit: sessions,
         });
         for (let i = 0; i < sessions; i++)
-          await admit(db, {
-            uid: account.uid,
-            body: { timeout_seconds: 3600 },
-            requestKey: null,
-            nowMs: (now - 600) * 1000,
-            random: cryptoRandom,
-          });
+          await admittedOn(db, account.uid, { timeout_seconds: 3600 }, (now - 600) * 1000);
         // Ready there for five minutes until its last heartbeat, 10 s ago.
         await db.query("UPDATE sessions SET host_id = 'hst_dead', state = 'ready', ready = $1", [now - 310]);
         await db.query("UPDATE hosts SET heartbeat_ms = $1 WHERE id = 'hst_dead'", [nowMs - 10_000]);

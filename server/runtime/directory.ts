@@ -107,16 +107,39 @@ export interface SessionDirectory<S extends SessionSnapshot = SessionSnapshot> {
   readonly uncommitted: Promise<void> | null;
 }
 
+/** While notifications of changes arrive, a waiter still looks this often (one can be lost in a reconnect). */
+export const SAFETY_POLL_MS = 1_000;
+/** While they do not, waiters look this often. */
+export const FALLBACK_POLL_MS = 150;
+
+/** Where news of changes comes from when it may be missed: notifications over a connection that can drop. */
+export interface ChangeNews {
+  /** True while notifications arrive. */
+  readonly connected: boolean;
+}
+
 /**
  * Wake-ups of waits on one session: a wait registered before a read ends when that session
- * changes (wake), or after its time. Each directory wakes them from its own news of changes
- * (the runtime's events, or the shared store's notifications).
+ * changes (wake), or after its time. Each directory wakes them from its own news of changes:
+ * the runtime's events (never missed), or the shared store's notifications, which can be
+ * lost while their connection is down; with `news`, a wait then also ends at a poll interval
+ * (slow while notifications arrive, fast while they do not), so the waiter reads again.
  */
 export class SessionChanges {
   readonly #waiters = new Map<string, Set<() => void>>();
 
+  constructor(
+    private readonly news?: ChangeNews,
+    private readonly polls: { safetyPollMs?: number; fallbackPollMs?: number } = {},
+  ) {}
+
   /** A wait for the next change of `sid`, at most `maxMs` (or until `signal` aborts), registered now. */
   next(sid: string, maxMs: number, signal?: AbortSignal): Promise<void> {
+    const pollMs = !this.news
+      ? Infinity
+      : this.news.connected
+        ? (this.polls.safetyPollMs ?? SAFETY_POLL_MS)
+        : (this.polls.fallbackPollMs ?? FALLBACK_POLL_MS);
     return new Promise<void>((resolve) => {
       let set = this.#waiters.get(sid);
       if (!set) this.#waiters.set(sid, (set = new Set()));
@@ -128,7 +151,7 @@ export class SessionChanges {
         if (waiters.size === 0 && this.#waiters.get(sid) === waiters) this.#waiters.delete(sid);
         resolve();
       };
-      const timer = setTimeout(done, Math.max(0, maxMs));
+      const timer = setTimeout(done, Math.max(0, Math.min(maxMs, pollMs)));
       waiters.add(done);
       if (signal?.aborted) done();
       else signal?.addEventListener('abort', done, { once: true });

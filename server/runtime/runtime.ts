@@ -71,6 +71,8 @@ export interface RuntimeOptions {
   refill?: 'when-idle' | 'on-request';
   /** Told about boots and ready phones (metrics); optional. */
   observer?: RuntimeObserver;
+  /** Called when something it held is let go (a boot settled, a phone stopped, a session cleaned up): there may be room. */
+  freed?: () => void;
   /** Added to log lines (a device host's id, known once it registered). */
   logContext?: () => Record<string, unknown>;
 }
@@ -136,6 +138,17 @@ const NEXT: Record<PhaseKind, readonly PhaseKind[]> = {
   orphaned: ['closing'],
   closing: ['done'],
   done: [],
+};
+
+/** The API's session state in each phase. */
+const STATE: Record<PhaseKind, SessionRow['state']> = {
+  queued: 'provisioning',
+  booting: 'provisioning',
+  ready: 'ready',
+  failed: 'error',
+  orphaned: 'closing',
+  closing: 'closing',
+  done: 'closing',
 };
 
 /** The event each phase announces (long polls, the ADB gateway and viewers listen to them). */
@@ -230,7 +243,10 @@ export class Runtime extends EventEmitter {
       target: o.pool ?? 0,
       phones: o.phones,
       startBoot: (id) => this.startBoot(id, null, 'pool'),
-      changed: () => this.pump(),
+      changed: () => {
+        this.pump();
+        this.o.freed?.();
+      },
       clock: o.clock,
       random: o.random,
       log: o.log,
@@ -526,6 +542,7 @@ export class Runtime extends EventEmitter {
       .finally(() => {
         this.booting--;
         this.pump();
+        this.o.freed?.();
       });
     return { startedMs, abort, phone };
   }
@@ -838,6 +855,7 @@ export class Runtime extends EventEmitter {
     this.o.log.info('session ended', { session: row.id, reason: row.end_reason, ...this.context() });
     // Its phone is gone: the pool may refill into the room it leaves.
     this.pump();
+    this.o.freed?.();
   }
 
   // ---------------------------------------------------------------------------------
@@ -885,7 +903,7 @@ export class Runtime extends EventEmitter {
   /** The phone (session_not_ready unless the session is ready). */
   readyPhone(live: LiveSession): DevicePhone {
     const phase = live.phase;
-    if (phase.kind !== 'ready') throw notReady(live.row.state, live.row.id);
+    if (phase.kind !== 'ready') throw notReady(STATE[phase.kind], live.row.id);
     return phase.phone;
   }
 
@@ -903,7 +921,7 @@ export class Runtime extends EventEmitter {
   /** The current frame, captured at most once per FRAME_INTERVAL_MS; concurrent callers share one capture. */
   async frame(live: LiveSession): Promise<Buffer> {
     const phase = live.phase;
-    if (phase.kind !== 'ready') throw notReady(live.row.state, live.row.id);
+    if (phase.kind !== 'ready') throw notReady(STATE[phase.kind], live.row.id);
     const now = this.o.clock.now();
     if (phase.frame && now - phase.frame.atMs < FRAME_INTERVAL_MS) return phase.frame.png;
     if (phase.capturing) return phase.capturing;

@@ -7,22 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newAccountRows, type CreatedAccount, type NewAccount } from '../../server/runtime/accounts.js';
-import { insertAccount, migratePg, openPool } from '../../server/stores/postgres/pool.js';
-import { systemClock } from '../../server/clock.js';
-import { cryptoRandom } from '../../server/secrets.js';
+import { migratePg, openPool } from '../../server/stores/postgres/pool.js';
 import { migrationsFor } from '../../server/stores/migrations.js';
 import { openDatabase } from '../../server/stores/sqlite/store.js';
 import { createLogger } from '../../server/log.js';
 import { runCli } from '../support/cli.js';
+import { createdOn } from '../support/shared-store.js';
 import { postgresMissing, startPostgres, type PostgresCluster } from '../support/postgres.js';
-
-/** Creates an account on the shared store, as `phonelease accounts create --store` does. */
-async function createdOn(db: Parameters<typeof insertAccount>[0], opts: NewAccount): Promise<CreatedAccount> {
-  const rows = newAccountRows(systemClock, cryptoRandom, opts);
-  await insertAccount(db, rows);
-  return rows.created;
-}
 
 const SHARED_ONLY = ['host_id?', 'startup_source?', 'saved_host?', 'claimed_ms?'];
 const missing = postgresMissing();

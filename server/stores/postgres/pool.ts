@@ -10,6 +10,8 @@
  * either committed or did not, and the retried one decides again from what is committed.
  */
 import pg from 'pg';
+import { ERROR_CODES } from '../../../src/api/schemas.js';
+import { apiError, type ApiError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { migrationsFor } from '../migrations.js';
 import type { AccountRows } from '../../runtime/rows.js';
@@ -92,6 +94,15 @@ export function isTransient(err: unknown): boolean {
 /** An error while the database is unreachable, saying so and what the caller may do. */
 export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError';
+}
+
+/** A lost database is the caller's to retry: a 500 that says so (retryable, receipts resolve creates). */
+export function storeUnavailable(err: Error): ApiError | undefined {
+  if (!(err instanceof StoreUnavailableError) && !isTransient(err)) return undefined;
+  return apiError(
+    ERROR_CODES.internal,
+    'The shared store (PostgreSQL) is unavailable; retry shortly (a create with an Idempotency-Key is resolved through GET /sessions/requests/{key}).',
+  );
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -1,66 +1,36 @@
 /**
- * The session lifecycle over the shared store, as every node of a deployment runs it: API
- * nodes admit and end sessions, device hosts claim, boot, bill and clean them up, and any
- * node ends what expired or what a dead host held. Each step is one transaction that locks
- * the rows it decides on, so whichever node gets there first does it, exactly once, and the
- * others find it done:
+ * The session lifecycle in the shared store, as every node of a deployment records it: API
+ * nodes admit and end sessions, device hosts record their phones' moves, and any node ends
+ * what expired or what a dead host held. Each step is one transaction that locks the rows it
+ * decides on, so whichever node gets there first does it, exactly once, and the others find
+ * it done:
  * - admission locks the account row (idempotency receipts, session_limit and the profile
  *   hold are per account) and, only when it is about to admit, the deployment's capacity
  *   (an advisory lock), then counts live sessions against the phones of live hosts;
  * - a session's end locks its row; debits are keyed (session, minute), so a minute is never
  *   debited twice whoever records it;
  * - a dead host is claimed by flipping its row from live to dead.
- * The decisions themselves are the embedded runtime's: decideAdmission, the same billing
- * rule, the same end reasons.
+ * The decisions are the runtime's (the admission is decided by the caller, billing and the
+ * end of a lost session by the rules of runtime/rules.ts); the SQL here records them.
  */
-import type { CreateSessionBody, EndReason } from '../../src/api/schemas.js';
-import { apiError } from '../errors.js';
-import type { Logger } from '../log.js';
-import { admittedSession, decideAdmission } from '../runtime/admission.js';
-import type { StartupSource } from '../runtime/rows.js';
-import {
-  canonicalJson,
-  lostEndTime,
-  minutesDue,
-  newSessionId,
-  planDebits,
-  retryAfterSeconds,
-} from '../runtime/rules.js';
-import { sha256Hex, type RandomSource } from '../secrets.js';
-import { tx, type Db, type Tx } from '../stores/postgres/pool.js';
-import { HOST_CHANNEL, QUEUE_CHANNEL, SESSION_CHANNEL } from './notifications.js';
+import type { EndReason } from '../../../src/api/schemas.js';
+import type { Logger } from '../../log.js';
+import type { SharedAdmissionFacts, SharedAdmissionVerdict } from '../../runtime/ports.js';
 import {
   SESSION_COLUMNS,
   type AccountRow,
+  type HostRow,
+  type Placement,
   type ProfileRow,
   type ReceiptRow,
   type SessionRow,
-} from '../runtime/rows.js';
+} from '../../runtime/rows.js';
+import { lostEndTime, minutesDue, planDebits, retryAfterSeconds } from '../../runtime/rules.js';
+import { HOST_CHANNEL, QUEUE_CHANNEL, SESSION_CHANNEL } from './notifications.js';
+import { tx, type Db, type Tx } from './pool.js';
 
-/** A session row of the shared store: where it runs, and where its phone came from. */
-export interface SessionRecord extends SessionRow {
-  host_id: string | null;
-  startup_source: StartupSource | null;
-  /** When its host claimed it (ms), while it is placed; eta_seconds counts from there. */
-  claimed_ms: number | null;
-}
-
-export interface HostRow {
-  id: string;
-  url: string;
-  adb_host: string;
-  adb_port: number;
-  phones: number;
-  boot_slots: number;
-  device: string;
-  started: number;
-  heartbeat_ms: number;
-  lost_after_ms: number;
-  typical_boot_ms: number;
-  /** Warm pooled phones, as of its last heartbeat. */
-  warm: number;
-  state: 'live' | 'dead' | 'stopped';
-}
+/** A session row of the shared store, with where it runs. */
+type Stored = SessionRow & Placement;
 
 /** The deployment's capacity is decided under this advisory lock, one admission at a time. */
 const CAPACITY_LOCK = 7_204_119;
@@ -73,25 +43,17 @@ const INSERT_SESSION = `INSERT INTO sessions (${SESSION_COLUMNS.join(', ')}) VAL
   (c) => (c === 'seq' ? "nextval('session_seq')" : `$${INSERTED_COLUMNS.indexOf(c) + 1}`),
 ).join(', ')})`;
 
-export interface AdmitInput {
-  uid: string;
-  body: CreateSessionBody;
-  requestKey: string | null;
-  nowMs: number;
-  random: RandomSource;
-}
-
 /**
- * POST /sessions over the shared store: replays, refusals (raised as their error code) and
- * admissions, decided by decideAdmission on facts read under the account's row lock.
+ * POST /sessions in the shared store: a replay, a refusal (thrown) or an admission, decided
+ * by `decide` on facts read under the account's row lock, and for an admission once more
+ * under the deployment's capacity lock.
  */
 export async function admit(
   db: Db,
-  input: AdmitInput,
-): Promise<{ outcome: 'admitted' | 'replayed'; row: SessionRecord }> {
-  const { uid, body, requestKey, nowMs } = input;
-  const now = seconds(nowMs);
-  const bodyHash = sha256Hex(canonicalJson(body));
+  a: { uid: string; requestKey: string | null; bodyHash: string; wantsProfile: boolean },
+  decide: (facts: SharedAdmissionFacts) => SharedAdmissionVerdict,
+): Promise<{ outcome: 'admitted' | 'replayed'; id: string }> {
+  const { uid, requestKey } = a;
   return tx(db, async (c) => {
     const account = await one<AccountRow>(c, 'SELECT * FROM accounts WHERE uid = $1 FOR UPDATE', [uid]);
     if (!account) throw new Error(`account ${uid} vanished from the store`);
@@ -102,85 +64,61 @@ export async function admit(
         ])
       : undefined;
     const receiptRow = receipt
-      ? await one<SessionRecord>(c, 'SELECT * FROM sessions WHERE id = $1', [receipt.sid])
+      ? await one<Stored>(c, 'SELECT * FROM sessions WHERE id = $1', [receipt.sid])
       : undefined;
-    const active = await count(c, 'SELECT count(*) AS n FROM sessions WHERE uid = $1 AND done = 0', [uid]);
-    const profile =
-      body.profile_id !== undefined
-        ? await one<ProfileRow>(c, 'SELECT * FROM profiles WHERE uid = $1 FOR UPDATE', [uid])
-        : undefined;
-    const facts = {
-      body,
-      bodyHash,
-      requestKey,
-      nowMs,
+    const facts: SharedAdmissionFacts = {
       receipt,
       receiptSession: receipt ? { live: receiptRow?.done === 0, state: receiptRow?.state ?? null } : null,
       account,
-      activeSessions: active,
-      profile,
+      activeSessions: await count(c, 'SELECT count(*) AS n FROM sessions WHERE uid = $1 AND done = 0', [uid]),
+      profile: a.wantsProfile
+        ? await one<ProfileRow>(c, 'SELECT * FROM profiles WHERE uid = $1 FOR UPDATE', [uid])
+        : undefined,
       // Capacity is decided only for a request that passes everything else (below).
-      liveSessions: 0,
-      phones: 1,
-      retryAfterSeconds: () => 1,
+      capacity: null,
     };
-    let decision = decideAdmission(facts);
-    if (decision.kind === 'admit') {
+    let verdict = decide(facts);
+    if (verdict.kind === 'admit') {
       await c.query('SELECT pg_advisory_xact_lock($1)', [CAPACITY_LOCK]);
       // Everything under the capacity lock is one round trip here and one insert below: the
       // lock is the deployment's one queue, and its hold time bounds creates per second.
-      const load = await one<{ live: number; closing: number; soonest: number | null; phones: number }>(
+      const load = (await one<{ live: number; closing: number; soonest: number | null; phones: number }>(
         c,
         `SELECT count(*) AS live, count(*) FILTER (WHERE state = 'closing') AS closing, min(expires_at) AS soonest,
                 (SELECT coalesce(sum(phones), 0) FROM hosts WHERE state = 'live') AS phones
            FROM sessions WHERE done = 0`,
-      );
-      decision = decideAdmission({
+      ))!;
+      const now = verdict.row.created;
+      verdict = decide({
         ...facts,
-        liveSessions: load!.live,
-        phones: load!.phones,
-        retryAfterSeconds: () =>
-          retryAfterSeconds({ closing: load!.closing, soonestExpiresAt: load!.soonest }, now),
+        capacity: {
+          liveSessions: load.live,
+          phones: load.phones,
+          retryAfterSeconds: () =>
+            retryAfterSeconds({ closing: load.closing, soonestExpiresAt: load.soonest }, now),
+        },
       });
     }
-    switch (decision.kind) {
-      case 'refuse': {
-        const { code, message, details } = decision.refusal;
-        throw apiError(code, message, details);
-      }
-      case 'replay': {
+    switch (verdict.kind) {
+      case 'refuse':
+        throw verdict.error;
+      case 'replay':
         if (!receiptRow || receiptRow.uid !== uid) throw new Error('receipt points at another account');
-        return { outcome: 'replayed', row: receiptRow };
-      }
+        return { outcome: 'replayed', id: receiptRow.id };
       case 'admit': {
-        const row: SessionRecord = {
-          ...admittedSession({
-            id: newSessionId(input.random),
-            uid,
-            seq: 0, // numbered by the insert
-            account,
-            decision,
-            requestKey,
-            nowMs,
-          }),
-          host_id: null,
-          startup_source: null,
-          claimed_ms: null,
-        };
+        const row = verdict.row;
         // The session, its receipt and the hosts' wake-up (delivered on commit) in one statement.
         const values = INSERTED_COLUMNS.map((k) => row[k]);
-        const receipt = requestKey
+        const withReceipt = requestKey
           ? `, r AS (INSERT INTO receipts (uid, request_key, body_hash, sid, created) VALUES ($${values.length + 1}, $${values.length + 2}, $${values.length + 3}, $${values.length + 4}, $${values.length + 5}))`
           : '';
-        const inserted = await one<{ seq: number }>(
-          c,
-          `WITH s AS (${INSERT_SESSION} RETURNING seq)${receipt} SELECT s.seq, pg_notify('${QUEUE_CHANNEL}', '') FROM s`,
-          requestKey ? [...values, uid, requestKey, bodyHash, row.id, now] : values,
+        await c.query(
+          `WITH s AS (${INSERT_SESSION} RETURNING seq)${withReceipt} SELECT s.seq, pg_notify('${QUEUE_CHANNEL}', '') FROM s`,
+          requestKey ? [...values, uid, requestKey, a.bodyHash, row.id, row.created] : values,
         );
-        row.seq = inserted!.seq;
-        if (decision.profile)
-          await c.query('UPDATE profiles SET holder = $1 WHERE id = $2', [row.id, decision.profile.id]);
-        return { outcome: 'admitted', row };
+        if (verdict.holdProfile)
+          await c.query('UPDATE profiles SET holder = $1 WHERE id = $2', [row.id, verdict.holdProfile.id]);
+        return { outcome: 'admitted', id: row.id };
       }
     }
   });
@@ -188,10 +126,10 @@ export async function admit(
 
 /**
  * Debits every started minute of a ready metered session up to `upto` (seconds), as the
- * embedded runtime does. Returns null, or the time the paid minutes ran out. The caller
+ * single server does. Returns null, or the time the paid minutes ran out. The caller
  * holds the session's row lock; the account row is locked here.
  */
-export async function billUpTo(c: Tx, row: SessionRecord, upto: number): Promise<number | null> {
+export async function billUpTo(c: Tx, row: Stored, upto: number): Promise<number | null> {
   if (minutesDue(row, upto) <= row.minutes_debited) return null;
   const account = await one<AccountRow>(c, 'SELECT * FROM accounts WHERE uid = $1 FOR UPDATE', [row.uid]);
   const plan = planDebits(row, account!.balance_cents, upto);
@@ -225,9 +163,8 @@ export async function endSession(
   sid: string,
   reason: EndReason,
   at: number,
-  opts: { hostGone?: boolean } = {},
-): Promise<SessionRecord | undefined> {
-  const row = await one<SessionRecord>(c, 'SELECT * FROM sessions WHERE id = $1 FOR UPDATE', [sid]);
+): Promise<Stored | undefined> {
+  const row = await one<Stored>(c, 'SELECT * FROM sessions WHERE id = $1 FOR UPDATE', [sid]);
   if (!row || row.done === 1 || row.state === 'closing') return row;
   const failed = row.state === 'error';
   let endReason: EndReason = failed ? 'failed' : reason;
@@ -245,14 +182,13 @@ export async function endSession(
     ended: endAt,
     end_reason: endReason,
     cleanup_status: 'pending',
-  } satisfies Partial<SessionRecord>);
+  } satisfies Partial<Stored>);
   await c.query(
     "UPDATE sessions SET state = 'closing', close_requested = $2, ended = $2, end_reason = $3, cleanup_status = 'pending' WHERE id = $1",
     [sid, endAt, endReason],
   );
   // A failed boot left no phone to stop: nothing for its host to do.
-  if (row.host_id === null || opts.hostGone || failed)
-    await completeCleanup(c, row, { savedOn: null, lostProfile: opts.hostGone ?? false });
+  if (row.host_id === null || failed) await completeCleanup(c, row, { savedOn: null, lostProfile: false });
   else await c.query(`SELECT pg_notify('${HOST_CHANNEL}', $1)`, [row.host_id]);
   await notifySessions(c, [sid]);
   return row;
@@ -273,7 +209,7 @@ export async function notifySessions(c: Tx, ids: readonly string[]): Promise<voi
  */
 export async function completeCleanup(
   c: Tx,
-  row: SessionRecord,
+  row: Stored,
   opts: { savedOn: string | null; lostProfile: boolean; nowSec?: number },
 ): Promise<void> {
   row.done = 1;
@@ -390,7 +326,7 @@ async function endDeadHostSessions(c: Tx, hosts: HostRow[], nowMs: number): Prom
   const lastAlive = new Map(hosts.map((h) => [h.id, seconds(h.heartbeat_ms)]));
   // Locked in seq order, as every other path that locks sessions one at a time meets them.
   const held = (
-    await c.query<SessionRecord>(
+    await c.query<Stored>(
       'SELECT * FROM sessions WHERE host_id = ANY($1) AND done = 0 ORDER BY seq FOR UPDATE',
       [hosts.map((h) => h.id)],
     )
@@ -411,7 +347,7 @@ async function endDeadHostSessions(c: Tx, hosts: HostRow[], nowMs: number): Prom
       )
     ).rows.map((r) => [r.sid, Number(r.at)]),
   );
-  const endAt = (r: SessionRecord) =>
+  const endAt = (r: Stored) =>
     lostEndTime({
       ready: r.ready,
       created: r.created,
