@@ -24,6 +24,7 @@
  * Run: npm run build && node --import tsx bench/ui.ts [rounds]
  */
 import { leasePhone, type Lease } from '../src/index.js';
+import { uiEngineOf } from '../src/lease/lease.js';
 import type { UiDriver } from '../src/ui/driver.js';
 import { parseHierarchy, centre, textOf, type UiNode } from '../src/ui/tree.js';
 import { startServer } from '../server/main.js';
@@ -64,13 +65,13 @@ async function timed<T>(into: Timings, trips: TripLog, name: string, body: () =>
  * round trip.
  */
 async function countTrips(phone: Lease): Promise<void> {
-  const channel = phone.ui.phone;
+  const channel = uiEngineOf(phone).phone;
   const shell = channel.shell.bind(channel);
   channel.shell = (command) => {
     tripsOf.shells++;
     return shell(command);
   };
-  const driver: UiDriver = await phone.ui.driver();
+  const driver: UiDriver = await uiEngineOf(phone).driver();
   // One HTTP request each, except replaceText: the focused element, then its value.
   const requestsPerCall: Partial<Record<keyof UiDriver, number>> = {
     source: 1,
@@ -197,7 +198,7 @@ try {
     await round(dump, true);
   }
   tripsOf = { shells: 0, requests: 0 };
-  const driver = await a.ui.driver();
+  const driver = await uiEngineOf(a).driver();
   const costs = {
     shell: await unitCost(ROUNDS * 2, () => b.shell('true')),
     // Each dump waits a quiet second: a few are enough for a p50.

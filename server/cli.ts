@@ -1,6 +1,6 @@
 /**
  * `phonelease server` and `phonelease accounts create`: the exact command lines other
- * programs and tests depend on (see README, "Server command line").
+ * programs and tests depend on (see docs/server.md).
  */
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';

@@ -37,7 +37,7 @@ export {
   type EndResult,
   type EndTarget,
   type EndOptions,
-} from './lease/end.js';
+} from './end-session.js';
 export type { StartStats } from './lease/start.js';
 export { PhoneAdb, type ShellResult, type ShellBytesResult } from './adb/phone-adb.js';
 export { PortForwards, PortAlreadyReversedError, PortForwardError } from './adb/port-forwards.js';

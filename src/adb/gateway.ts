@@ -1,5 +1,5 @@
 /**
- * The ADB gateway handshake (phonelease's decision, see README): open TCP to the host and
+ * The ADB gateway handshake (phonelease's decision, docs/api.md "ADB"): open TCP to the host and
  * port from GET /sessions/{sid}/adb, send `UNLOCK <code>\n`, and read one line back: `OK`
  * means every following byte is raw ADB to and from the phone; `DENIED` means the code is
  * wrong, revoked, or its session closed or expired.

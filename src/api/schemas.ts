@@ -3,7 +3,7 @@
  * validation and response serialisation, the client's types and the OpenAPI document.
  *
  * Field names and meanings follow the contract (seed-api 2026-09-14); the fields marked
- * "ours" fill what the contract leaves unnamed (see README, API section).
+ * "ours" fill what the contract leaves unnamed (see docs/api.md).
  */
 import { Type, type Static, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox';
 

@@ -8,7 +8,7 @@ import { constants as osConstants } from 'node:os';
 import type { Account, HistoryRecord, Session } from '../api/schemas.js';
 import { PhoneSessionClient } from '../client.js';
 import { AdbError, ConfigurationError, NotFoundError } from '../errors.js';
-import { waitForCleanup } from '../lease/end.js';
+import { waitForCleanup } from '../end-session.js';
 import { leasePhone, type Lease } from '../lease/lease.js';
 import { stderrLogger } from '../util/log.js';
 import { sleep } from '../util/time.js';

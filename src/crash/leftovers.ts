@@ -4,7 +4,7 @@
  * onComplete; a CI step can call it after any test run.
  */
 import { PhoneSessionClient, type PhoneSessionClientOptions } from '../client.js';
-import { endAndConfirm, type EndResult } from '../lease/end.js';
+import { endAndConfirm, type EndResult } from '../end-session.js';
 import type { PhoneleaseLogger } from '../util/log.js';
 import { defaultLogger } from '../util/log.js';
 import { RunLedger, type LedgerLocation } from './ledger.js';

@@ -15,7 +15,7 @@
 import { appendFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { PhoneSessionClient } from '../client.js';
-import { endAndConfirm, type EndResult } from '../lease/end.js';
+import { endAndConfirm, type EndResult } from '../end-session.js';
 import { redact } from '../util/redact.js';
 import { sleep } from '../util/time.js';
 import type { ReaperMessage } from './reaper-protocol.js';

@@ -27,7 +27,7 @@ import { isValidRequestKey, newIdempotencyKey } from '../util/ids.js';
 import { defaultLogger, type PhoneleaseLogger } from '../util/log.js';
 import { freePort } from '../util/ports.js';
 import { formatDuration, sleep } from '../util/time.js';
-import { END_RETRY_MS, endAndConfirm, reportEnd, type EndOutcome } from './end.js';
+import { END_RETRY_MS, endAndConfirm, reportEnd, type EndOutcome } from '../end-session.js';
 import { startSession, type StartStats } from './start.js';
 import { messageOf } from '../util/message.js';
 import type { Locator } from '../ui/index.js';
@@ -245,6 +245,18 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
   }
 }
 
+/**
+ * The UI engine behind a lease's locators, for the fixtures (they set its step runner and
+ * timeouts, read the tree for failure reports and stop it before the end). It is no part of
+ * the Lease's type: tests drive the UI through locators, and the package does not export it.
+ */
+export function uiEngineOf(lease: Lease): UiEngine {
+  return engineOf(lease);
+}
+
+// Set once, by the Lease class's static block: the one way in to a lease's private engine.
+let engineOf: (lease: Lease) => UiEngine;
+
 /** Records a lease's end; returns true when the reaper took over a failed end. */
 type OnEnded = (ended: Omit<EndedLease, 'handedToReaper'>) => boolean;
 
@@ -278,6 +290,10 @@ export class Lease implements AsyncDisposable {
   #ui: UiEngine | null = null;
   /** Browsers connected by launchBrowser(), disconnected when the lease ends. */
   readonly #browsers = new Set<PhoneBrowser>();
+
+  static {
+    engineOf = (lease) => lease.#engine();
+  }
 
   /** @internal Use leasePhone(). */
   constructor(init: LeaseInit, onEnded: OnEnded) {
@@ -350,7 +366,11 @@ export class Lease implements AsyncDisposable {
     });
   }
 
-  /** The screen as PNG, captured on the phone (`screencap -p` over ADB). */
+  /**
+   * The screen as it is now, as PNG: captured on the phone (`screencap -p`) over the lease's
+   * ADB connection. For the image the service keeps (no ADB needed, up to 2 s old), see
+   * serviceScreenshot().
+   */
   screenshot(): Promise<Buffer> {
     return this.#named(async () => (await this.#phoneAdb()).screencap());
   }
@@ -417,8 +437,8 @@ export class Lease implements AsyncDisposable {
   // -------------------------------------------------------------------------------------
   // UI automation (src/ui): locators that wait, over the UiAutomator2 server or uiautomator dump
 
-  /** @internal The UI engine behind the locators (the fixtures set its step runner and timeouts). */
-  get ui(): UiEngine {
+  /** The UI engine behind the locators, started on first use (see uiEngineOf()). */
+  #engine(): UiEngine {
     this.#assertLive();
     this.#ui ??= new UiEngine({
       id: this.id,
@@ -431,37 +451,37 @@ export class Lease implements AsyncDisposable {
 
   /** Views matching an AndroidSelector (`{ text, res, desc, clazz, ... }`) or `xpath=...`. */
   locator(selector: Selector): Locator {
-    return rootLocator(this.ui).locator(selector);
+    return rootLocator(this.#engine()).locator(selector);
   }
 
   /** Views whose text contains `text` (case-insensitive), equals it with `{ exact: true }`, or matches a RegExp. */
   getByText(text: TextMatch, options: { exact?: boolean } = {}): Locator {
-    return rootLocator(this.ui).getByText(text, options);
+    return rootLocator(this.#engine()).getByText(text, options);
   }
 
   /** Views with this resource id: `username` (resolved in the app in front) or `com.app:id/username`. */
   getById(id: string | RegExp): Locator {
-    return rootLocator(this.ui).getById(id);
+    return rootLocator(this.#engine()).getById(id);
   }
 
   /** Views with this content description (accessibility id). */
   getByDesc(desc: TextMatch): Locator {
-    return rootLocator(this.ui).getByDesc(desc);
+    return rootLocator(this.#engine()).getByDesc(desc);
   }
 
   /** Views of this class, e.g. `android.widget.Button`. */
   getByClass(className: TextMatch): Locator {
-    return rootLocator(this.ui).getByClass(className);
+    return rootLocator(this.#engine()).getByClass(className);
   }
 
   /** Starts an app's launcher activity and waits until it is in front. */
   launch(packageName: string, options: { timeout?: number } = {}): Promise<void> {
-    return launchApp(this.ui, packageName, options);
+    return launchApp(this.#engine(), packageName, options);
   }
 
   /** Presses a key: 'Back', 'Home', 'Enter', 'Tab', ..., a KEYCODE_ name or a key code. */
   press(key: KeyName): Promise<void> {
-    return pressKey(this.ui, key);
+    return pressKey(this.#engine(), key);
   }
 
   // -------------------------------------------------------------------------------------
@@ -505,28 +525,43 @@ export class Lease implements AsyncDisposable {
   }
 
   // -------------------------------------------------------------------------------------
-  // Service operations
+  // Service operations: through the phone-session API, no ADB connection needed
 
-  /** The service's snapshot of the screen (frame.png; at most one new capture every two seconds). */
-  snapshot(): Promise<Image> {
+  /**
+   * The screen as the service captured it (GET frame.png): it needs no ADB connection, so it
+   * still answers when the phone's ADB link is stalled — the fixtures attach it when a test
+   * fails — but the service captures at most once every two seconds, so the image may be
+   * up to 2 s old. For the screen as it is now, use screenshot().
+   */
+  serviceScreenshot(): Promise<Image> {
     return this.#named(async () => {
       this.#assertLive();
       return this.#client.frame(this.id);
     });
   }
 
-  /** Taps at (x, y) in screen pixels. */
+  /** @deprecated Renamed serviceScreenshot(), to tell it from screenshot() (the screen now, over ADB). */
+  snapshot(): Promise<Image> {
+    return this.serviceScreenshot();
+  }
+
+  /** Taps at (x, y) in screen pixels (the service's input.tap). To tap a view, use a locator's click(). */
   tap(x: number, y: number): Promise<void> {
     return this.#named(async () => {
       this.#assertLive();
+      this.#ui?.noteInput();
       await this.#client.tap(this.id, x, y);
     });
   }
 
-  /** Presses Home. */
+  /**
+   * @deprecated Use phone.press('Home'), the one way to press a key (a step in the report,
+   * like every other key). home() still sends the service's nav.home.
+   */
   home(): Promise<void> {
     return this.#named(async () => {
       this.#assertLive();
+      this.#ui?.noteInput();
       await this.#client.home(this.id);
     });
   }

@@ -34,7 +34,7 @@ import {
 import { mayRetry, retryAfterOf, retryDelay, type RetryPolicy } from '../retry.js';
 import type { PhoneleaseLogger } from '../util/log.js';
 import { formatDuration, sleep } from '../util/time.js';
-import { endAndConfirm, reportEnd } from './end.js';
+import { endAndConfirm, reportEnd } from '../end-session.js';
 import { messageOf } from '../util/message.js';
 
 export interface StartPlan {

@@ -54,7 +54,11 @@ function queryStrings(steps: readonly Step[]): string[] {
       [text, textContains, res, desc, clazz].forEach(add);
     } else if (s.kind === 'xpath')
       for (const m of s.expression.matchAll(/'([^']*)'|"([^"]*)"/g)) add(m[1] ?? m[2]);
-    else if (s.kind === 'filter') add(s.hasText);
+    else if (s.kind === 'filter') {
+      add(s.hasText);
+      // What the view must hold is worth suggesting too; what it must not hold is not.
+      if (s.has) out.push(...queryStrings(s.has));
+    } else if (s.kind === 'and' || s.kind === 'or') out.push(...queryStrings(s.steps));
   }
   return out;
 }

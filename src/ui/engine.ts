@@ -7,7 +7,7 @@
 import { messageOf } from '../util/message.js';
 import { DumpDriver } from './dump.js';
 import type { PhoneChannel, UiDriver, UiEngineName } from './driver.js';
-import { parseHierarchy, type UiNode, type UiSnapshot } from './tree.js';
+import { parseHierarchy, type Bounds, type UiNode, type UiSnapshot } from './tree.js';
 import { findUia2Apks, startUia2 } from './uia2.js';
 
 export type StepRunner = <T>(title: string, body: () => Promise<T>) => Promise<T>;
@@ -139,6 +139,37 @@ export class UiEngine {
     const { at, inputs } = this.#lastRead;
     if (inputs !== this.#inputs || performance.now() - at > this.options.recentReadMs) return null;
     return this.#last;
+  }
+
+  /**
+   * The phone's screen in the coordinates of `snap`'s bounds: the size the UiAutomator2
+   * server writes on the source's root, else `wm size` (an override wins, as on the phone)
+   * turned as the root's rotation says. `wm size` is read each time: it costs little beside
+   * a dump, and a test may change it.
+   */
+  async screen(snap: UiSnapshot): Promise<Bounds> {
+    const { width, height, rotation } = snap.root.attributes;
+    if (Number(width) > 0 && Number(height) > 0)
+      return { left: 0, top: 0, right: Number(width), bottom: Number(height) };
+    const size = await this.#displaySize();
+    const sideways = rotation === '1' || rotation === '3';
+    return {
+      left: 0,
+      top: 0,
+      right: sideways ? size.height : size.width,
+      bottom: sideways ? size.width : size.height,
+    };
+  }
+
+  async #displaySize(): Promise<{ width: number; height: number }> {
+    const r = await this.#phone.shell('wm size');
+    const m = /Override size: (\d+)x(\d+)/.exec(r.stdout) ?? /Physical size: (\d+)x(\d+)/.exec(r.stdout);
+    if (r.exitCode !== 0 || !m) {
+      throw new Error(
+        `Could not read the screen size of phone ${this.#phone.id} (\`wm size\` said ${JSON.stringify((r.stdout + r.stderr).trim().slice(0, 200))}).`,
+      );
+    }
+    return { width: Number(m[1]), height: Number(m[2]) };
   }
 
   /** Whether the back end of the last read reads only a settled screen (UiDriver.settles). */

@@ -3,14 +3,15 @@ export {
   Locator,
   rootLocator,
   type BoundingBox,
+  type FilterOptions,
   type SwipeDirection,
   type TimeoutOption,
   type WaitForState,
 } from './locator.js';
-export type { AssertionOutcome } from './locator.js';
-export { UiEngine, type StepRunner, type UiOptions } from './engine.js';
-export { KEYS, keycodeOf, type KeyName, type UiEngineName } from './driver.js';
+export { UiEngine } from './engine.js';
+export type { KeyName } from './driver.js';
 export type { AndroidSelector, Selector, TextMatch } from './selector.js';
 export { StrictModeViolationError, UiTimeoutError } from './diagnostics.js';
 export { launchApp, pressKey } from './phone.js';
-export { isVisible, textOf, type UiNode, type UiSnapshot } from './tree.js';
+export { fieldValue, isTextField, isVisible, textOf, type UiNode, type UiSnapshot } from './tree.js';
+export { shownOnScreen } from './viewport.js';

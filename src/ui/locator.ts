@@ -29,11 +29,13 @@ import {
   descendants,
   describeNode,
   sameBounds,
+  isTextField,
   isVisible,
   textOf,
   type UiNode,
   type UiSnapshot,
 } from './tree.js';
+import { cutOf, scrollableAncestor } from './viewport.js';
 
 export interface TimeoutOption {
   /** How long to wait, in ms (default: the action timeout; 0 waits without a limit of its own). */
@@ -49,6 +51,18 @@ export interface BoundingBox {
 
 export type WaitForState = 'attached' | 'detached' | 'visible' | 'hidden';
 export type SwipeDirection = 'up' | 'down' | 'left' | 'right';
+
+/** What locator.filter() keeps (every given condition must hold). */
+export interface FilterOptions {
+  /** Its text, or its children's, contains this (case-insensitive) or matches this RegExp. */
+  hasText?: TextMatch;
+  /** Its text, or its children's, does not contain this. */
+  hasNotText?: TextMatch;
+  /** It holds a view this locator (of the same phone) matches, looked for inside it. */
+  has?: Locator;
+  /** It holds no view this locator matches. */
+  hasNot?: Locator;
+}
 
 /** Poll intervals between snapshots, like Playwright's: quick at first, then every quarter second. */
 const BACKOFF = [0, 20, 50, 100, 100, 250];
@@ -71,14 +85,6 @@ function attributeOf(n: UiNode, name: string): string | null {
   if (key === 'class') return n.className;
   if (key === 'displayed') return String(n.displayed);
   return n.attributes[key] ?? null;
-}
-
-/**
- * Text fields: the classes that take typed text (Compose text fields and inputs in a
- * WebView report android.widget.EditText too).
- */
-function isEditable(n: UiNode): boolean {
-  return /EditText|AutoCompleteTextView|SearchView/.test(n.className);
 }
 
 function sleep(ms: number): Promise<void> {
@@ -172,9 +178,56 @@ export class Locator {
     return this.#with({ kind: 'nth', index }, `.nth(${index})`);
   }
 
-  /** Keeps the views whose text (or their children's) contains hasText and not hasNotText. */
-  filter(options: { hasText?: TextMatch; hasNotText?: TextMatch }): Locator {
-    return this.#with({ kind: 'filter', ...options }, `.filter(${formatValue(options)})`);
+  /**
+   * Keeps the views whose text (or their children's) contains `hasText` and not
+   * `hasNotText`, that hold a view matching `has` and none matching `hasNot`. `has` and
+   * `hasNot` are locators of the same phone, looked for inside each view (not from the
+   * screen's root), as Playwright's are: `phone.locator({ clickable: true }).filter({ has:
+   * phone.getByText('Airplane mode') })` is the row that shows that title.
+   */
+  filter(options: FilterOptions): Locator {
+    const { hasText, hasNotText, has, hasNot } = options;
+    return this.#with(
+      {
+        kind: 'filter',
+        hasText,
+        hasNotText,
+        has: has && this.#stepsOf(has, 'filter({ has })'),
+        hasNot: hasNot && this.#stepsOf(hasNot, 'filter({ hasNot })'),
+      },
+      `.filter(${formatValue(options)})`,
+    );
+  }
+
+  /**
+   * The views that match both this locator and `other` (of the same phone), e.g. a button
+   * with a given text: `phone.getByClass('android.widget.Button').and(phone.getByText('Log in'))`.
+   */
+  and(other: Locator): Locator {
+    return this.#with({ kind: 'and', steps: this.#stepsOf(other, 'and()') }, `.and(${other})`);
+  }
+
+  /**
+   * The views that match this locator or `other` (of the same phone), in screen order. When
+   * both match, strict mode fails: narrow it with .first().
+   */
+  or(other: Locator): Locator {
+    return this.#with({ kind: 'or', steps: this.#stepsOf(other, 'or()') }, `.or(${other})`);
+  }
+
+  /** `other`'s steps, once it is known to be a locator of this locator's phone. */
+  #stepsOf(other: unknown, where: string): readonly Step[] {
+    if (!(other instanceof Locator)) {
+      throw new TypeError(
+        `${this.#title}.${where} takes a locator (phone.getByText(...), phone.locator(...)), got ${inspect(other)}.`,
+      );
+    }
+    if (other.#engine !== this.#engine) {
+      throw new TypeError(
+        `${this.#title}.${where}: ${other} belongs to another phone; both locators must come from the same phone.`,
+      );
+    }
+    return other.#steps;
   }
 
   /** One locator per view that matches now. */
@@ -240,7 +293,7 @@ export class Locator {
   press(key: KeyName, options: TimeoutOption = {}): Promise<void> {
     const code = keycodeOf(key);
     return this.#action('press', formatValue(key), options, { enabled: true }, async (n, d) => {
-      if (isEditable(n) && !n.focused) {
+      if (isTextField(n) && !n.focused) {
         const { x, y } = centre(n.bounds);
         await d.tap(x, y);
       }
@@ -250,16 +303,28 @@ export class Locator {
 
   /** Checks a checkbox or switch (taps it unless it is checked), then waits until it reads checked. */
   check(options: TimeoutOption = {}): Promise<void> {
-    return this.#setChecked(true, options);
+    return this.#setChecked(true, 'check', '', options);
   }
 
+  /** Unchecks a checkbox or switch (taps it unless it is unchecked), then waits until it reads unchecked. */
   uncheck(options: TimeoutOption = {}): Promise<void> {
-    return this.#setChecked(false, options);
+    return this.#setChecked(false, 'uncheck', '', options);
   }
 
-  #setChecked(checked: boolean, options: TimeoutOption): Promise<void> {
-    const name = checked ? 'check' : 'uncheck';
-    return this.#engine.step(`${this.#title}.${name}()`, async () => {
+  /**
+   * Checks or unchecks a checkbox or switch, as `checked` says: taps it only when its state
+   * differs, then waits until it reads that state. Handy when the state comes from data:
+   * `await row.setChecked(wanted)`.
+   */
+  setChecked(checked: boolean, options: TimeoutOption = {}): Promise<void> {
+    if (typeof checked !== 'boolean') {
+      throw new TypeError(`${this.#title}.setChecked takes true or false, got ${inspect(checked)}.`);
+    }
+    return this.#setChecked(checked, 'setChecked', String(checked), options);
+  }
+
+  #setChecked(checked: boolean, name: string, args: string, options: TimeoutOption): Promise<void> {
+    return this.#engine.step(`${this.#title}.${name}(${args})`, async () => {
       let tapped = false;
       await this.#poll(name, options.timeout, async (snap, matches, stableSince) => {
         const n = this.#one(matches, snap);
@@ -297,10 +362,10 @@ export class Locator {
           // Bounds are clipped to the list, so a row cut by an edge touches it and is
           // shorter than its siblings: move the list a little that way until the row comes
           // clear or the list stops moving.
-          const edge = cutEdge(n, holder);
-          if (edge === null || snap.xml === lastXml) return { value: true };
+          const cut = cutOf(n, holder);
+          if (cut === null || snap.xml === lastXml) return { value: true };
           lastXml = snap.xml;
-          await driver.swipe(...scrollSwipe(holder, edge === 'bottom' ? 1 : -1, 0.25), 300);
+          await driver.swipe(...scrollSwipe(holder, cut.edge === 'bottom' ? 1 : -1, 0.25), 300);
           return { waiting: 'waiting for the element to show whole' };
         }
         const area = holder ?? largestScrollable(snap);
@@ -359,7 +424,17 @@ export class Locator {
   }
 
   /** Whether the element is on screen now (no waiting; false when nothing matches). */
-  async isVisible(): Promise<boolean> {
+  isVisible(): Promise<boolean> {
+    return this.#engine.step(`${this.#title}.isVisible()`, () => this.#visibleNow());
+  }
+
+  /** Whether the element is not on screen now: nothing matches, or its view is not shown (no waiting). */
+  isHidden(): Promise<boolean> {
+    return this.#engine.step(`${this.#title}.isHidden()`, async () => !(await this.#visibleNow()));
+  }
+
+  /** One read: whether the one match shows (strict: several matches throw). */
+  async #visibleNow(): Promise<boolean> {
     const snap = await this.#engine.snapshot();
     const n = this.#one(this.#resolve(snap), snap);
     return n !== null && isVisible(n);
@@ -406,12 +481,12 @@ export class Locator {
   async _expect(
     timeout: number,
     isNot: boolean,
-    check: (matches: UiNode[], snap: UiSnapshot) => AssertionOutcome,
+    check: (matches: UiNode[], snap: UiSnapshot) => AssertionOutcome | Promise<AssertionOutcome>,
   ): Promise<AssertionOutcome> {
     const deadline = timeout > 0 ? Date.now() + timeout : Infinity;
     for (let attempt = 0; ; attempt++) {
       const snap = await this.#engine.snapshot();
-      const outcome = check(this.#resolve(snap), snap);
+      const outcome = await check(this.#resolve(snap), snap);
       if (outcome.pass !== isNot || Date.now() >= deadline) {
         if (outcome.pass === isNot && outcome.candidates === undefined && this.#resolve(snap).length === 0)
           outcome.candidates = describeCandidates(nearestCandidates(this.#steps, snap));
@@ -499,7 +574,7 @@ export class Locator {
         const n = this.#one(matches, snap);
         if (!n) return { waiting: 'waiting for the element to be attached' };
         // Checked before any tap: tapping a row to "focus" it would click it.
-        if (needs.editable && !isEditable(n)) {
+        if (needs.editable && !isTextField(n)) {
           throw new Error(
             `${this.#title}.${name}: the element is not editable (${n.className}); point the locator at a text field (android.widget.EditText).`,
           );
@@ -569,34 +644,12 @@ export class Locator {
   }
 }
 
-/** The closest ancestor that scrolls, if any. */
-function scrollableAncestor(n: UiNode): UiNode | null {
-  for (let p = n.parent; p; p = p.parent) if (p.scrollable && isVisible(p)) return p;
-  return null;
-}
-
 function largestScrollable(snap: UiSnapshot): UiNode | null {
   const size = (b: UiNode['bounds']) => (b.right - b.left) * (b.bottom - b.top);
   let best: UiNode | null = null;
   for (const s of snap.nodes)
     if (s.scrollable && isVisible(s) && (!best || size(s.bounds) > size(best.bounds))) best = s;
   return best;
-}
-
-/**
- * Which edge of its scrolling view cuts `n`: the edge its item (the list's child that holds
- * it) touches, when that item is shorter than the list's tallest item. A whole first row at
- * the top is left alone, so no swipe pulls a pull-to-refresh list.
- */
-function cutEdge(n: UiNode, area: UiNode): 'top' | 'bottom' | null {
-  let item = n;
-  while (item.parent && item.parent !== area) item = item.parent;
-  const height = (x: UiNode) => x.bounds.bottom - x.bounds.top;
-  const tallest = Math.max(...area.children.map(height));
-  if (height(item) >= tallest) return null;
-  const top = item.bounds.top <= area.bounds.top;
-  const bottom = item.bounds.bottom >= area.bounds.bottom;
-  return top === bottom ? null : top ? 'top' : 'bottom';
 }
 
 /**

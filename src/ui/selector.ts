@@ -53,7 +53,18 @@ export type Step =
   | { kind: 'xpath'; expression: string }
   | { kind: 'text'; query: TextQuery }
   | { kind: 'nth'; index: number }
-  | { kind: 'filter'; hasText?: TextMatch; hasNotText?: TextMatch };
+  | {
+      kind: 'filter';
+      hasText?: TextMatch;
+      hasNotText?: TextMatch;
+      /** Keeps the views that hold a match of these steps (resolved from the view). */
+      has?: readonly Step[];
+      hasNot?: readonly Step[];
+    }
+  /** The views that also match these steps, resolved from the same scope. */
+  | { kind: 'and'; steps: readonly Step[] }
+  /** The views that match either chain, resolved from the same scope. */
+  | { kind: 'or'; steps: readonly Step[] };
 
 function matchText(value: string, m: TextMatch): boolean {
   if (typeof m === 'string') return value === m;
@@ -116,7 +127,10 @@ export function matchesSelector(node: UiNode, s: AndroidSelector): boolean {
   return true;
 }
 
-/** Applies a chain to a snapshot's root; the result is in document order without duplicates. */
+/**
+ * Applies a chain to `root` (a snapshot's root, or a candidate view for `filter({ has })`);
+ * the result is in document order without duplicates.
+ */
 export function resolveSteps(root: UiNode, steps: readonly Step[]): UiNode[] {
   let current: UiNode[] = [root];
   for (const step of steps) {
@@ -150,8 +164,21 @@ export function resolveSteps(root: UiNode, steps: readonly Step[]): UiNode[] {
           const has = (m: TextMatch) => matchTextQuery(text, { text: m, exact: false });
           if (step.hasText !== undefined && !has(step.hasText)) return false;
           if (step.hasNotText !== undefined && has(step.hasNotText)) return false;
+          // Playwright's rule: the inner locator is looked for inside the candidate, not from the root.
+          if (step.has && resolveSteps(n, step.has).length === 0) return false;
+          if (step.hasNot && resolveSteps(n, step.hasNot).length > 0) return false;
           return true;
         });
+        break;
+      case 'and': {
+        const other = new Set(resolveSteps(root, step.steps));
+        current = current.filter((n) => other.has(n));
+        break;
+      }
+      case 'or':
+        current = [...new Set([...current, ...resolveSteps(root, step.steps)])].sort(
+          (a, b) => a.order - b.order,
+        );
         break;
     }
   }
@@ -175,6 +202,9 @@ export function selectorStep(selector: Selector): Step {
 
 export function formatValue(value: unknown): string {
   if (value instanceof RegExp) return String(value);
+  // A locator (in `filter({ has })`) prints as it is written: `phone.getById('title')`.
+  if (typeof value === 'object' && value !== null && value.toString !== Object.prototype.toString)
+    return String(value);
   if (typeof value === 'string') return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
   if (typeof value === 'object' && value !== null) {
     const entries = Object.entries(value).filter(([, v]) => v !== undefined);

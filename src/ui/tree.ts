@@ -114,17 +114,20 @@ export function parseHierarchy(xml: string): UiSnapshot {
   for (const m of xml.matchAll(TOKEN)) {
     const [, closing, tag, rawAttrs, selfClosing] = m;
     if (!tag) continue;
+    const attrs: Record<string, string> = {};
+    if (!closing)
+      for (const a of (rawAttrs ?? '').matchAll(ATTRIBUTE)) attrs[a[1]!] = unescapeXml(a[2] ?? a[3] ?? '');
     if (tag === 'hierarchy') {
-      // The root element itself is the synthetic root.
+      // The root element itself is the synthetic root; its attributes tell the screen's
+      // rotation (both sources) and size (the UiAutomator2 server's).
       sawHierarchy = true;
+      if (!closing) root.attributes = attrs;
       continue;
     }
     if (closing) {
       if (stack.length > 1) stack.pop();
       continue;
     }
-    const attrs: Record<string, string> = {};
-    for (const a of (rawAttrs ?? '').matchAll(ATTRIBUTE)) attrs[a[1]!] = unescapeXml(a[2] ?? a[3] ?? '');
     const parent = stack[stack.length - 1]!;
     const node = makeNode(tag, attrs, parent, nodes.length + 1);
     parent.children.push(node);
@@ -135,11 +138,6 @@ export function parseHierarchy(xml: string): UiSnapshot {
     throw new Error(`The phone returned no UI hierarchy (got ${JSON.stringify(xml.slice(0, 120))}).`);
   }
   return { xml, root, nodes };
-}
-
-export function isDescendant(node: UiNode, ancestor: UiNode): boolean {
-  for (let p = node.parent; p; p = p.parent) if (p === ancestor) return true;
-  return false;
 }
 
 /** Every view below `node`, in document order. */
@@ -153,6 +151,23 @@ export function descendants(node: UiNode): UiNode[] {
   };
   walk(node);
   return out;
+}
+
+/**
+ * Text fields: the classes that take typed text (Compose text fields and inputs in a
+ * WebView report android.widget.EditText too).
+ */
+export function isTextField(n: UiNode): boolean {
+  return /EditText|AutoCompleteTextView|SearchView/.test(n.className);
+}
+
+/**
+ * A text field's value as the phone reports it: its text, but '' while the field is empty
+ * and shows its hint (Android then reports the hint as the text; the UiAutomator2 server
+ * writes the hint beside it, a dump does not). A password field reports one • per character.
+ */
+export function fieldValue(n: UiNode): string {
+  return n.hint !== '' && n.text === n.hint ? '' : n.text;
 }
 
 /** Playwright's visibility: shown, with a non-empty box. */

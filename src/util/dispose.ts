@@ -6,5 +6,3 @@
  */
 const symbols = Symbol as unknown as { asyncDispose?: symbol };
 symbols.asyncDispose ??= Symbol.for('nodejs.asyncDispose');
-
-export const asyncDispose: typeof Symbol.asyncDispose = Symbol.asyncDispose;

@@ -73,7 +73,7 @@ describe('leases through a faulty proxy', () => {
           );
           try {
             await phone.refresh();
-            await phone.snapshot();
+            await phone.serviceScreenshot();
           } finally {
             ended.push(await phone.end());
           }

@@ -290,14 +290,13 @@ describe('leasePhone', () => {
 });
 
 describe('Lease operations through the service', () => {
-  it('snapshot, tap, home, apps and the owner viewer', async () => {
+  it('service screenshot, tap, apps and the owner viewer', async () => {
     const t = await server();
     await using phone = await leasePhone(leaseOptions(t));
-    const shot = await phone.snapshot();
+    const shot = await phone.serviceScreenshot();
     expect(shot.contentType).toBe('image/png');
     expect(shot.data.subarray(1, 4).toString()).toBe('PNG');
     await phone.tap(10, 10);
-    await phone.home();
     const apps = await phone.apps();
     expect(apps.length).toBeGreaterThan(0);
     expect(apps[0]).toEqual({ package: expect.any(String), label: expect.any(String) });
@@ -305,6 +304,29 @@ describe('Lease operations through the service', () => {
     expect(viewer.url.startsWith(`${t.url}/v/`)).toBe(true);
     const refreshed = await phone.refresh();
     expect(refreshed.id).toBe(phone.id);
+  });
+
+  it('keeps the deprecated snapshot() and home() working for 0.x users', async () => {
+    const t = await server();
+    await using phone = await leasePhone(leaseOptions(t));
+    await phone.shell('am start -n com.phonelease.login/.LoginActivity');
+    const front = async () => (await phone.shell('dumpsys activity activities')).stdout;
+    expect(await front()).toMatch(/mResumedActivity: .*com\.phonelease\.login/);
+    await phone.home();
+    expect(await front()).toMatch(/mResumedActivity: .*com\.android\.launcher3/);
+    const shot = await phone.snapshot();
+    expect(shot.data.subarray(1, 4).toString()).toBe('PNG');
+  });
+
+  it("keeps the UI engine out of the Lease's type and the package's exports", async () => {
+    const t = await server();
+    await using phone = await leasePhone(leaseOptions(t));
+    // @ts-expect-error -- the fixtures reach the engine through uiEngineOf(); tests use locators.
+    expect(phone.ui).toBeUndefined();
+    expect(Object.keys(await import('../../src/index.js'))).not.toContain('uiEngineOf');
+    // The engine is there behind the locators all the same.
+    await phone.launch('com.phonelease.login');
+    expect(await phone.getById('username').isVisible()).toBe(true);
   });
 });
 

@@ -4,7 +4,7 @@
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openGateway } from '../../src/adb/gateway.js';
-import { endAndConfirm } from '../../src/lease/end.js';
+import { endAndConfirm } from '../../src/end-session.js';
 import { startSession } from '../../src/lease/start.js';
 import { PhoneAdb, PhoneSessionClient, RunLedger, ServerError, type FetchLike } from '../../src/index.js';
 import type { AdbTunnel as AdbTunnelType } from '../../src/adb/tunnel.js';

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leasePhone, type Lease } from '../../src/index.js';
+import { uiEngineOf } from '../../src/lease/lease.js';
 import { StrictModeViolationError, UiTimeoutError } from '../../src/ui/index.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { leaseOptions, type RecordingLogger } from './helpers.js';
@@ -19,8 +20,8 @@ afterAll(() => t?.close());
 async function lease(engine?: 'dump' | 'uiautomator2'): Promise<Lease & { log: RecordingLogger }> {
   const opts = leaseOptions(t);
   const phone = await leasePhone(opts);
-  if (engine) phone.ui.configure({ engine });
-  phone.ui.configure({ actionTimeout: 10_000 });
+  if (engine) uiEngineOf(phone).configure({ engine });
+  uiEngineOf(phone).configure({ actionTimeout: 10_000 });
   return Object.assign(phone, { log: opts.logger });
 }
 
@@ -107,7 +108,7 @@ describe.each(['uiautomator2', 'dump'] as const)('reads of the screen over %s', 
   /** Counts the engine's reads of the tree from here on. */
   async function countReads(phone: Lease): Promise<{ reads: number }> {
     const counter = { reads: 0 };
-    const driver = await phone.ui.driver();
+    const driver = await uiEngineOf(phone).driver();
     const source = driver.source.bind(driver);
     driver.source = () => {
       counter.reads++;
@@ -121,7 +122,7 @@ describe.each(['uiautomator2', 'dump'] as const)('reads of the screen over %s', 
     // `uiautomator dump` reads only a settled screen, so one read is stable on its own.
     const fresh = engine === 'dump' ? 1 : 2;
     // A window no stall of a loaded machine outlasts: this test is about what counts, not when.
-    phone.ui.configure({ recentReadMs: 60_000 });
+    uiEngineOf(phone).configure({ recentReadMs: 60_000 });
     const counter = await countReads(phone);
     await phone.launch('com.phonelease.login');
     // The launch read the screen last and nothing was sent since: one fresh read to compare.
@@ -140,7 +141,7 @@ describe.each(['uiautomator2', 'dump'] as const)('reads of the screen over %s', 
     expect(counter.reads - before).toBe(fresh);
     expect(await phone.getById('result').textContent()).toBe('Welcome, demo!');
     // Past the window, a read is not recent either.
-    phone.ui.configure({ recentReadMs: 0 });
+    uiEngineOf(phone).configure({ recentReadMs: 0 });
     await phone.getById('username').isVisible();
     await new Promise((resolve) => setTimeout(resolve, 5));
     before = counter.reads;

@@ -2,11 +2,15 @@
  * The locator verbs beyond fill and click, on a leased phone of the real server and over
  * both back ends: scrolling the Settings list to an item and back, swiping it, flipping
  * switches (checked against `settings get`), long-pressing a launcher icon, keys on a field,
- * clearing, refining (filter, nth, all, descendants, XPath, RegExps), attributes, boxes and
+ * clearing, refining (filter, nth, all, descendants, XPath, RegExps), combining (and, or,
+ * filter({ has, hasNot })), setChecked, isHidden, attributes, boxes, the screen's size and
  * waiting for a view to go away. Every test reads its outcome from the phone.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leasePhone, type Lease } from '../../src/index.js';
+import { uiEngineOf } from '../../src/lease/lease.js';
+import { fieldValue, StrictModeViolationError, type Locator } from '../../src/ui/index.js';
+import { parseHierarchy } from '../../src/ui/tree.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { leaseOptions } from './helpers.js';
 
@@ -20,7 +24,7 @@ type Engine = 'uiautomator2' | 'dump';
 
 async function lease(engine: Engine): Promise<Lease> {
   const phone = await leasePhone(leaseOptions(t));
-  phone.ui.configure({ engine, actionTimeout: 10_000 });
+  uiEngineOf(phone).configure({ engine, actionTimeout: 10_000 });
   return phone;
 }
 
@@ -332,6 +336,133 @@ describe.each(['uiautomator2', 'dump'] as const)('locator verbs over %s', (engin
     expect(await phone.getByText(/mode$/g).textContent()).toBe('Airplane mode'); // lastIndex reset
   });
 
+  it('combines locators: filter({ has, hasNot }) looks inside each view, and() narrows, or() widens', async () => {
+    await using phone = await lease(engine);
+    await phone.shell(
+      'settings put global wifi_on 1 && settings put global airplane_mode_on 0 && settings put global mobile_data 1',
+    );
+    await phone.shell('am start -a android.settings.WIRELESS_SETTINGS');
+    const rows = phone.locator({ clickable: true, clazz: 'android.widget.LinearLayout' });
+    const switches = phone.locator({ checkable: true });
+    await switches.first().waitFor();
+
+    // The row that holds the title, found by what it holds, not by its text.
+    const airplaneRow = rows.filter({ has: phone.getByText('Airplane mode', { exact: true }) });
+    expect(await airplaneRow.count()).toBe(1);
+    await airplaneRow.locator({ checkable: true }).check();
+    expect(await setting(phone, 'global', 'airplane_mode_on')).toBe('1');
+    const total = await rows.count();
+    expect(await rows.filter({ has: switches }).count()).toBe(3);
+    expect(await rows.filter({ hasNot: switches }).count()).toBe(total - 3);
+    expect(await rows.filter({ has: switches, hasText: 'Mobile' }).count()).toBe(1);
+    // `has` looks below each view: a title holds no view, so no title holds itself.
+    const titles = phone.getById('android:id/title');
+    expect(await titles.filter({ has: phone.getByText('Wi-Fi', { exact: true }) }).count()).toBe(0);
+
+    // and(): both at once. Three switches, of which Wi-Fi, airplane mode and mobile data are on.
+    expect(await switches.and(phone.locator({ checked: true })).count()).toBe(3);
+    await rows.filter({ hasText: 'Wi-Fi' }).locator({ checkable: true }).uncheck();
+    expect(await switches.and(phone.locator({ checked: true })).count()).toBe(2);
+    expect(await titles.and(phone.getByText('Airplane')).textContent()).toBe('Airplane mode');
+    // or(): either; the one that is there answers.
+    const either = phone
+      .getByText('Flight mode', { exact: true })
+      .or(phone.getByText('Airplane mode', { exact: true }));
+    expect(await either.textContent()).toBe('Airplane mode');
+    expect(await titles.or(switches).count()).toBe((await titles.count()) + 3);
+
+    // Both there: strict mode names the combined locator.
+    const both = phone
+      .getByText('Wi-Fi', { exact: true })
+      .or(phone.getByText('Airplane mode', { exact: true }));
+    const strict = await both.click({ timeout: 2000 }).catch((e: unknown) => e);
+    expect(strict).toBeInstanceOf(StrictModeViolationError);
+    expect((strict as Error).message).toContain(
+      "strict mode violation: phone.getByText('Wi-Fi', { exact: true }).or(phone.getByText('Airplane mode', { exact: true })) resolved to 2 elements",
+    );
+    // Nothing holds it: the wait names the locator, `has` included, and what is on screen.
+    const missing = await rows
+      .filter({ has: phone.getByText('Bluetooth') })
+      .click({ timeout: 500 })
+      .catch((e: unknown) => e);
+    expect((missing as Error).message).toContain(
+      "phone.locator({ clickable: true, clazz: 'android.widget.LinearLayout' }).filter({ has: phone.getByText('Bluetooth') }) matched nothing on screen",
+    );
+    expect(await setting(phone, 'global', 'airplane_mode_on')).toBe('1');
+  });
+
+  it('isHidden() reads the screen once: true for what is not there, false for what shows; strict', async () => {
+    await using phone = await lease(engine);
+    await phone.launch('com.phonelease.login');
+    const wrong = phone.getByText('Wrong username or password');
+    expect(await wrong.isHidden()).toBe(true);
+    expect(await phone.getById('username').isHidden()).toBe(false);
+    await phone.getById('username').fill('demo');
+    await phone.getById('password').fill('nope');
+    await phone.getByText('Log in').click();
+    await wrong.waitFor();
+    expect(await wrong.isHidden()).toBe(false);
+    expect(await wrong.isVisible()).toBe(true);
+    const error = await phone
+      .getByClass('android.widget.EditText')
+      .isHidden()
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StrictModeViolationError);
+    expect((error as Error).message).toContain(
+      "phone.getByClass('android.widget.EditText') resolved to 2 elements",
+    );
+  });
+
+  it('setChecked() taps only when the state differs, and names the locator when it cannot', async () => {
+    await using phone = await lease(engine);
+    await phone.shell('settings put global wifi_on 1 && settings put global airplane_mode_on 0');
+    await phone.shell('am start -a android.settings.WIRELESS_SETTINGS');
+    const row = (title: string) => phone.locator({ clickable: true }).filter({ hasText: title });
+    const wifi = row('Use Wi-Fi').locator({ checkable: true });
+    const airplane = row('Airplane mode').locator({ checkable: true });
+    await wifi.setChecked(true); // already on: no tap
+    expect(await setting(phone, 'global', 'wifi_on')).toBe('1');
+    await wifi.setChecked(false);
+    expect(await setting(phone, 'global', 'wifi_on')).toBe('0');
+    expect(await wifi.isChecked()).toBe(false);
+    await wifi.setChecked(false); // already off: no tap
+    expect(await setting(phone, 'global', 'wifi_on')).toBe('0');
+    for (const wanted of [true, false]) {
+      await airplane.setChecked(wanted);
+      expect(await setting(phone, 'global', 'airplane_mode_on')).toBe(wanted ? '1' : '0');
+    }
+
+    const title = phone.getByText('Airplane mode', { exact: true });
+    const error = await title.setChecked(true, { timeout: 2000 }).catch((e: unknown) => e);
+    expect((error as Error).message).toContain(
+      "phone.getByText('Airplane mode', { exact: true }).setChecked: the element is not checkable (android.widget.TextView)",
+    );
+    const wrong = await Promise.resolve()
+      .then(() => airplane.setChecked('yes' as unknown as boolean))
+      .catch((e: unknown) => e);
+    expect(wrong).toBeInstanceOf(TypeError);
+    expect((wrong as Error).message).toContain(`${airplane}.setChecked takes true or false, got 'yes'`);
+    expect(await setting(phone, 'global', 'airplane_mode_on')).toBe('0');
+  });
+
+  it("reads the phone's screen size from the UI source, else from wm size", async () => {
+    await using phone = await lease(engine);
+    await phone.launch('com.phonelease.login');
+    const engineOfPhone = uiEngineOf(phone);
+    const physical = /Physical size: (\d+)x(\d+)/.exec((await phone.shell('wm size')).stdout)!;
+    const screen = await engineOfPhone.screen(await engineOfPhone.snapshot());
+    expect(screen).toEqual({ left: 0, top: 0, right: Number(physical[1]), bottom: Number(physical[2]) });
+    if (engine === 'dump') {
+      // A dump carries no size: what `wm size` reports is the screen, an override first.
+      await phone.shell('wm size 600x1000');
+      const snap = await engineOfPhone.snapshot();
+      expect(await engineOfPhone.screen(snap)).toEqual({ left: 0, top: 0, right: 600, bottom: 1000 });
+      // `wm size` reports the natural orientation; a dump taken sideways says rotation="1".
+      const sideways = parseHierarchy(snap.xml.replace('rotation="0"', 'rotation="1"'));
+      expect(await engineOfPhone.screen(sideways)).toEqual({ left: 0, top: 0, right: 1000, bottom: 600 });
+    }
+  });
+
   it('reads attributes and boxes as the source writes them', async () => {
     await using phone = await lease(engine);
     await phone.launch('com.phonelease.login');
@@ -371,5 +502,48 @@ describe.each(['uiautomator2', 'dump'] as const)('locator verbs over %s', (engin
       .catch((e: unknown) => e);
     expect((error as Error).message).toContain('waitFor: Timeout 300ms exceeded');
     expect((error as Error).message).toContain('waiting for the element to be detached');
+  });
+});
+
+describe("a text field's value", () => {
+  it('reads as empty while the field shows its hint, as Android reports the hint as its text', async () => {
+    await using phone = await lease('uiautomator2');
+    await phone.launch('com.phonelease.login');
+    const field = (xml: string) =>
+      parseHierarchy(xml).nodes.find((n) => n.resourceId === 'com.phonelease.login:id/username')!;
+    const empty = await uiEngineOf(phone).treeXml();
+    expect(field(empty).hint).toBe('Username');
+    expect(fieldValue(field(empty))).toBe('');
+    // What Android 8 and later report for an empty field: the hint as the text, the hint beside it.
+    const withHint = empty.replace(
+      /text=""([^>]*resource-id="com\.phonelease\.login:id\/username")/,
+      'text="Username"$1',
+    );
+    expect(field(withHint).text).toBe('Username');
+    expect(fieldValue(field(withHint))).toBe('');
+    await phone.getById('username').fill('demo');
+    expect(fieldValue(field(await uiEngineOf(phone).treeXml()))).toBe('demo');
+  });
+});
+
+describe('combining locators', () => {
+  it('refuses a locator of another phone, or something else, naming both sides', async () => {
+    await using a = await lease('dump');
+    await using b = await lease('dump');
+    const mine = a.getByText('Log in');
+    const theirs = b.getById('login');
+    for (const combine of [
+      () => mine.and(theirs),
+      () => mine.or(theirs),
+      () => mine.filter({ has: theirs }),
+    ]) {
+      expect(combine).toThrow(TypeError);
+      expect(combine).toThrow(
+        "phone.getById('login') belongs to another phone; both locators must come from the same phone",
+      );
+    }
+    expect(() => mine.filter({ hasNot: 'Log in' as unknown as Locator })).toThrow(
+      "phone.getByText('Log in').filter({ hasNot }) takes a locator (phone.getByText(...), phone.locator(...)), got 'Log in'",
+    );
   });
 });

@@ -10,6 +10,7 @@ import { runInlineTest, type FlatTest } from '../support/playwright-inline.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createVirtualBackend } from '../../server/devices/virtual/index.js';
 import { leasePhone } from '../../src/index.js';
+import { uiEngineOf } from '../../src/lease/lease.js';
 import { launchChromium } from '../support/chromium.js';
 
 let t: TestServer;
@@ -85,7 +86,7 @@ import { serveShop } from './serve';
 
 /** Pixels of the phone's screen (frame.png) that have the shop's green. */
 async function greenPixels(phone: { snapshot(): Promise<{ data: Buffer }> }): Promise<number> {
-  const png = PNG.sync.read((await phone.snapshot()).data);
+  const png = PNG.sync.read((await phone.serviceScreenshot()).data);
   let n = 0;
   for (let i = 0; i < png.data.length; i += 4)
     if (png.data[i] === 0x00 && png.data[i + 1] === 0xa8 && png.data[i + 2] === 0x6b) n++;
@@ -208,7 +209,8 @@ test('fails on the phone page', async ({ phonePage }) => {
       // The phone's screen shows the page (the tab in front is watched, taps go to it).
       await expect
         .poll(
-          async () => PNG.sync.read((await phone.snapshot()).data).data.readUInt32BE(4 * (720 * 900 + 360)),
+          async () =>
+            PNG.sync.read((await phone.serviceScreenshot()).data).data.readUInt32BE(4 * (720 * 900 + 360)),
           {
             timeout: 15_000,
           },
@@ -216,7 +218,9 @@ test('fails on the phone page', async ({ phonePage }) => {
         .toBe(0x00a86bff);
       // Where the button is on the phone's screen: the page's position (the WebView's bounds)
       // plus the button's CSS box at the phone's 2x density.
-      const webView = /compositor_view_holder"[^>]*bounds="\[(\d+),(\d+)\]/.exec(await phone.ui.treeXml());
+      const webView = /compositor_view_holder"[^>]*bounds="\[(\d+),(\d+)\]/.exec(
+        await uiEngineOf(phone).treeXml(),
+      );
       expect(webView).not.toBeNull();
       const box = (await page.getByRole('button').boundingBox())!;
       const x = Number(webView![1]) + (box.x + box.width / 2) * 2;

@@ -120,11 +120,13 @@ describe('phone fixture', () => {
         'playwright.config.ts': config(),
         'a.spec.ts': `
         import { test, expect } from 'phonelease/playwright';
+        // The fixtures' own module (the package exports no way to the UI engine).
+        import { uiEngineOf } from '../../dist/src/lease/lease.js';
         test('fails', async ({ phone }) => {
           console.log('phone=' + phone.id);
           // What a phone whose ADB link stalled does: the commands never answer.
           phone.shell = () => new Promise(() => {});
-          phone.ui.treeXml = () => new Promise(() => {});
+          uiEngineOf(phone).treeXml = () => new Promise(() => {});
           expect('shown').toBe('not shown');
         });`,
       },

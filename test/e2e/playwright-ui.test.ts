@@ -2,7 +2,9 @@
  * Driving the phone's UI from Playwright Test: the real runner on inline projects, phones
  * of a real server. Locators by every selector kind, auto-waiting on a slow login,
  * strict-mode and timeout messages, `.not` and expect's timeout, steps in the JSON
- * report, the UI tree on failure, and toHaveScreenshot with --update-snapshots.
+ * report, the UI tree on failure, toHaveValue / toBeFocused / toBeEditable /
+ * toBeInViewport with the locator named in each failure, and toHaveScreenshot with
+ * --update-snapshots.
  */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -193,6 +195,193 @@ describe('locators in Playwright', () => {
     expect(lateMessage).toContain('Expected: "Welcome, slow!"');
     expect(lateMessage).toContain('Received: "Signing in…"');
     expect(lateMessage).toContain('Timeout:  300ms');
+  }, 240_000);
+
+  it('asserts values, focus, editability and the viewport, and the new verbs, naming the locator when they fail', async () => {
+    const run = await runInlineTest(
+      'ui-new-matchers',
+      {
+        'playwright.config.ts': config(`expect: { timeout: 5000 }`),
+        'pass.spec.ts': `
+          import { test, expect } from 'phonelease/playwright';
+
+          test('text fields: value, focus, editable', async ({ phone }) => {
+            await phone.launch('com.phonelease.login');
+            const user = phone.getById('username');
+            const password = phone.getById('password');
+            await expect(user).toHaveValue('');
+            await expect(user).toBeEditable();
+            await expect(user).not.toBeEditable({ editable: false });
+            await expect(user).not.toBeFocused();
+            await user.fill('demo');
+            await expect(user).toHaveValue('demo');
+            await expect(user).toHaveValue(/^de/);
+            await expect(user).not.toHaveValue('demo2');
+            await expect(user).toBeFocused();
+            await password.fill('secret');
+            await expect(password).toBeFocused();
+            await expect(user).not.toBeFocused();
+            // A password field shows one bullet per character: its length is what can be checked.
+            await expect(password).toHaveValue(/^\u2022{6}$/);
+            await expect(user).toBeInViewport();
+            await expect(user).toBeInViewport({ ratio: 1 });
+          });
+
+          test('the viewport: a row the list cuts, then scrolled into view', async ({ phone }) => {
+            await phone.launch('com.android.settings');
+            const titles = await phone.getById('android:id/title').all();
+            const cut = await titles[titles.length - 1].textContent();
+            const row = phone.locator({ clickable: true }).filter({ has: phone.getByText(cut, { exact: true }) });
+            await expect(row).toBeInViewport();
+            await expect(row).not.toBeInViewport({ ratio: 1 });
+            await row.scrollIntoView();
+            await expect(row).toBeInViewport({ ratio: 1 });
+            // Not attached at all (the list keeps no views for rows off screen).
+            await expect(phone.getByText('Network & internet')).not.toBeInViewport();
+          });
+
+          test('the new verbs are steps titled like the call', async ({ phone }) => {
+            await phone.shell('settings put global airplane_mode_on 0');
+            await phone.shell('am start -a android.settings.WIRELESS_SETTINGS');
+            const rows = phone.locator({ clickable: true });
+            const airplane = rows.filter({ has: phone.getByText('Airplane mode', { exact: true }) }).locator({ checkable: true });
+            await airplane.setChecked(true);
+            await expect(airplane).toBeChecked();
+            expect(await phone.getByText('Flight mode').or(phone.getByText('Airplane mode', { exact: true })).isHidden()).toBe(false);
+            await expect(phone.getById('android:id/title').and(phone.getByText('Airplane'))).toHaveText('Airplane mode');
+          });
+        `,
+        'fail.spec.ts': `
+          import { test, expect } from 'phonelease/playwright';
+
+          test('toHaveValue fails', async ({ phone }) => {
+            await phone.launch('com.phonelease.login');
+            await phone.getById('username').fill('demo');
+            await phone.getById('password').fill('secret');
+            await expect.soft(phone.getById('username')).toHaveValue('someone', { timeout: 300 });
+            await expect.soft(phone.getById('title')).toHaveValue('Sign in', { timeout: 300 });
+            await expect.soft(phone.getById('title')).not.toHaveValue('Sign in', { timeout: 300 });
+            await expect.soft(phone.getById('password')).not.toHaveValue('hunter2', { timeout: 300 });
+          });
+
+          test('toBeFocused fails', async ({ phone }) => {
+            await phone.launch('com.phonelease.login');
+            await phone.getById('username').fill('demo');
+            await expect.soft(phone.getById('password')).toBeFocused({ timeout: 300 });
+            await expect.soft(phone.getById('username')).not.toBeFocused({ timeout: 300 });
+          });
+
+          test('toBeEditable fails', async ({ phone }) => {
+            await phone.launch('com.phonelease.login');
+            await expect.soft(phone.getById('login')).toBeEditable({ timeout: 300 });
+            await expect.soft(phone.getById('username')).toBeEditable({ editable: false, timeout: 300 });
+            await expect.soft(phone.getById('username')).not.toBeEditable({ timeout: 300 });
+          });
+
+          test('toBeInViewport fails', async ({ phone }) => {
+            await phone.launch('com.android.settings');
+            const titles = await phone.getById('android:id/title').all();
+            const cut = await titles[titles.length - 1].textContent();
+            console.log('cut=' + cut);
+            const row = phone.locator({ clickable: true }).filter({ has: phone.getByText(cut, { exact: true }) });
+            await expect.soft(row).toBeInViewport({ ratio: 1, timeout: 300 });
+            await expect.soft(phone.getByText('About phone')).toBeInViewport({ timeout: 300 });
+            await expect.soft(row).toBeInViewport({ ratio: 2 });
+          });
+
+          test('.not on a missing view fails, as in Playwright', async ({ phone }) => {
+            await phone.launch('com.phonelease.login');
+            // A missing view is not in the viewport: this one passes.
+            await expect(phone.getById('no-such-view')).not.toBeInViewport({ timeout: 300 });
+            await expect.soft(phone.getById('no-such-view')).not.toBeChecked({ timeout: 300 });
+            await expect.soft(phone.getById('no-such-view')).not.toHaveText('x', { timeout: 300 });
+          });
+        `,
+      },
+      { env, args: ['--retries=0'] },
+    );
+    for (const title of [
+      'text fields: value, focus, editable',
+      'the viewport: a row the list cuts, then scrolled into view',
+      'the new verbs are steps titled like the call',
+    ])
+      expectPassed(run, title);
+    const steps = stepTitles(
+      byTitle(run, 'the new verbs are steps titled like the call').results[0]!.steps as Step[],
+    );
+    expect(steps).toEqual(
+      expect.arrayContaining([
+        "phone.locator({ clickable: true }).filter({ has: phone.getByText('Airplane mode', { exact: true }) }).locator({ checkable: true }).setChecked(true)",
+        "phone.getByText('Flight mode').or(phone.getByText('Airplane mode', { exact: true })).isHidden()",
+        "expect(phone.getById('android:id/title').and(phone.getByText('Airplane'))).toHaveText('Airplane mode')",
+      ]),
+    );
+    expect(
+      stepTitles(byTitle(run, 'text fields: value, focus, editable').results[0]!.steps as Step[]),
+    ).toEqual(
+      expect.arrayContaining([
+        "expect(phone.getById('username')).toHaveValue('demo')",
+        "expect(phone.getById('username')).not.toBeFocused()",
+        "expect(phone.getById('username')).toBeEditable()",
+        "expect(phone.getById('username')).toBeInViewport()",
+      ]),
+    );
+
+    /** Checks a failed test's messages, one per soft assertion in order, each holding its parts. */
+    const expectFailures = (title: string, messages: Array<Array<string | RegExp>>) => {
+      const result = byTitle(run, title).results[0]!;
+      expect(result.status, title).toBe('failed');
+      const errors = result.errors.map((e) => e.message ?? '');
+      expect(errors, title).toHaveLength(messages.length);
+      messages.forEach((parts, i) => {
+        for (const part of parts)
+          if (typeof part === 'string') expect(errors[i]).toContain(part);
+          else expect(errors[i]).toMatch(part);
+      });
+    };
+
+    // A label is no text field: it fails either way, and says what it is.
+    const label = [
+      "Locator:  phone.getById('title')",
+      'Received: not a text field (android.widget.TextView); toHaveText reads the text of other views',
+    ];
+    expectFailures('toHaveValue fails', [
+      ["Locator:  phone.getById('username')", 'Expected: "someone"', 'Received: "demo"'],
+      label,
+      label,
+      [
+        "Locator:  phone.getById('password')",
+        'a password field: the phone shows one \u2022 per character, never the text',
+      ],
+    ]);
+    expectFailures('toBeFocused fails', [
+      ["Locator:  phone.getById('password')", 'Expected: focused', 'Received: not focused'],
+      ["Locator:  phone.getById('username')", 'Expected: not focused', 'Timeout:  300ms'],
+    ]);
+    expectFailures('toBeEditable fails', [
+      ["Locator:  phone.getById('login')", 'Received: not a text field (android.widget.Button)'],
+      ["Locator:  phone.getById('username')", 'Expected: read-only', 'Received: editable'],
+      ["Locator:  phone.getById('username')", 'Expected: not editable'],
+    ]);
+    const cut = /cut=(.+)/.exec(run.stdout)?.[1];
+    expect(cut, run.stdout).toBeTruthy();
+    expectFailures('toBeInViewport fails', [
+      [
+        `Locator:  phone.locator({ clickable: true }).filter({ has: phone.getByText('${cut}', { exact: true }) })`,
+        'Expected: at least 100% in the viewport',
+        /Received: [1-9]\d% in the viewport \(the list's bottom edge cuts it\)/,
+      ],
+      ["Locator:  phone.getByText('About phone')", 'Received: <element(s) not found>'],
+      ['toBeInViewport: ratio must be a number from 0 to 1 (got 2)'],
+    ]);
+    expectFailures('.not on a missing view fails, as in Playwright', [
+      [
+        "Locator:  phone.getById('no-such-view')",
+        'Expected: not checked',
+        'Received: <element(s) not found>',
+      ],
+      ["Locator:  phone.getById('no-such-view')", 'Received: <element(s) not found>'],
+    ]);
   }, 240_000);
 
   it('compares the screen with a snapshot file, attaches a diff, and updates it on request', async () => {

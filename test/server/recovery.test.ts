@@ -130,7 +130,7 @@ describe('command line', () => {
     expect(u.code).toBe(2);
   });
 
-  it('accounts create prints text by default and exactly the JSON line with --json, as the README says', async () => {
+  it('accounts create prints text by default and exactly the JSON line with --json, as docs/server.md says', async () => {
     const [text, json] = await Promise.all([
       runCli(['accounts', 'create', '--data', tempDir()]),
       runCli(['accounts', 'create', '--data', tempDir(), '--json']),
@@ -142,8 +142,8 @@ describe('command line', () => {
     expect(json.code).toBe(0);
     expect(json.stdout.split('\n')).toHaveLength(2);
     expect(Object.keys(JSON.parse(json.stdout)).sort()).toEqual(['key', 'profile_id', 'uid']);
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    expect(readme).toContain(
+    const serverDocs = readFileSync(new URL('../../docs/server.md', import.meta.url), 'utf8');
+    expect(serverDocs).toContain(
       'with `--json` it prints exactly one line `{"uid":"...","key":"pck_...","profile_id":"..."}`',
     );
   });

@@ -1,5 +1,6 @@
 // Checks the system tools the end-to-end tests drive (stock adb, Debian Chromium, the
-// PostgreSQL server the multi-node tests start their own cluster with) and
+// PostgreSQL server the multi-node tests start their own cluster with, ffmpeg and ffprobe
+// that check the videos phonelease writes) and
 // installs them when this runs as root on Debian; otherwise says exactly what is missing.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
@@ -16,6 +17,7 @@ const hasPostgres = () => {
 const wanted = [
   { pkg: 'adb', path: '/usr/bin/adb', why: 'stock adb client for the ADB and Appium tests' },
   { pkg: 'chromium', path: '/usr/bin/chromium', why: 'Chromium for the viewer and report tests' },
+  { pkg: 'ffmpeg', path: '/usr/bin/ffprobe', why: 'ffprobe and ffmpeg to check the recorded videos' },
   {
     pkg: 'postgresql',
     path: '/usr/lib/postgresql/VERSION/bin/initdb',

@@ -43,8 +43,6 @@ import {
   type Sdk,
 } from './sdk.js';
 
-export { emulatorCapacity, type HostCapacity } from './capacity.js';
-
 export interface EmulatorBackendOptions {
   log: DeviceLogger;
   /** Environment for finding the SDK and AVDs and for the tools (default process.env). */

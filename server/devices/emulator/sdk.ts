@@ -39,11 +39,6 @@ export function tokenPathOf(env: Environment): string {
   return join(homeOf(env), '.emulator_console_auth_token');
 }
 
-export function adbServerPortOf(env: Environment): number {
-  const v = nonEmpty(env.ANDROID_ADB_SERVER_PORT);
-  return v !== undefined && /^\d+$/.test(v) ? Number(v) : 5037;
-}
-
 /** A program on PATH, or null. */
 export function onPath(name: string, env: Environment): string | null {
   for (const dir of (env.PATH ?? '').split(delimiter)) {

@@ -26,9 +26,6 @@ export interface VirtualBackendOptions {
   chromium?: string | null;
 }
 
-export { PHONE_LABEL } from './identity.js';
-export type { VirtualPhone } from './phone.js';
-
 function abortError(signal: AbortSignal): Error {
   const reason: unknown = signal.reason;
   if (reason instanceof Error && reason.name === 'AbortError') return reason;

@@ -32,21 +32,6 @@ const MIGRATION_LOCK = 7_204_118;
 export type Db = pg.Pool;
 export type Tx = pg.PoolClient;
 
-/** The URL's database in words for messages, without its password. */
-export function describeStore(url: string): string {
-  try {
-    const u = new URL(url);
-    u.password = '';
-    return u.toString();
-  } catch {
-    return 'the --store URL';
-  }
-}
-
-export function isPostgresUrl(url: string): boolean {
-  return /^postgres(ql)?:\/\//.test(url);
-}
-
 /** Opens a pool on `url`. A lost connection is logged, never fatal: the next query reconnects. */
 export function openPool(url: string, log: Logger, max = 10): Db {
   const pool = new pg.Pool({
@@ -149,15 +134,6 @@ export async function tx<T>(
       await sleep(backoff);
     }
   }
-}
-
-/** One statement outside a transaction, with the same retries. */
-export async function query<R extends pg.QueryResultRow>(
-  db: Db,
-  text: string,
-  values: unknown[] = [],
-): Promise<R[]> {
-  return tx(db, async (c) => (await c.query<R>(text, values)).rows);
 }
 
 /** Brings the schema up to date (once, whichever node gets there first). */

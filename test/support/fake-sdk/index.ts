@@ -15,7 +15,6 @@ import { freePort } from '../../../src/util/ports.js';
 const run = promisify(execFile);
 export const FAKE_EMULATOR = fileURLToPath(new URL('./emulator.mjs', import.meta.url));
 export const STOCK_ADB = process.env.PHONELEASE_ADB ?? '/usr/bin/adb';
-export const SYSTEM_IMAGE = 'system-images;android-34;google_apis;x86_64';
 
 export interface FakeSdkOptions {
   /** AVDs to create (default one, `test_phone`). */

@@ -3,20 +3,16 @@
 export const RES_STRING_POOL_TYPE = 0x0001;
 export const RES_TABLE_TYPE = 0x0002;
 export const RES_XML_TYPE = 0x0003;
-export const RES_XML_START_NAMESPACE_TYPE = 0x0100;
-export const RES_XML_END_NAMESPACE_TYPE = 0x0101;
 export const RES_XML_START_ELEMENT_TYPE = 0x0102;
 export const RES_XML_END_ELEMENT_TYPE = 0x0103;
 export const RES_XML_CDATA_TYPE = 0x0104;
 export const RES_XML_RESOURCE_MAP_TYPE = 0x0180;
 export const RES_TABLE_PACKAGE_TYPE = 0x0200;
 export const RES_TABLE_TYPE_TYPE = 0x0201;
-export const RES_TABLE_TYPE_SPEC_TYPE = 0x0202;
 
 // Res_value data types
 export const TYPE_NULL = 0x00;
 export const TYPE_REFERENCE = 0x01;
-export const TYPE_ATTRIBUTE = 0x02;
 export const TYPE_STRING = 0x03;
 export const TYPE_FLOAT = 0x04;
 export const TYPE_INT_DEC = 0x10;

@@ -9,7 +9,6 @@ export function createPhoneUi(host: PhoneUiHost, options: PhoneUiOptions): Phone
   return new VirtualPhoneUi(host, options);
 }
 
-export { VirtualPhoneUi } from './phone-ui.js';
 export { KEYCODE } from './types.js';
 export { SETTINGS_ACTIVITIES } from './screens/settings.js';
 export type * from './types.js';

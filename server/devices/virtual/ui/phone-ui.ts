@@ -116,6 +116,8 @@ export class VirtualPhoneUi implements PhoneUi {
   private localSettings = new Map<string, string>();
   private built: Built | null = null;
   private png: { version: number; data: Buffer } | null = null;
+  /** The version the canvas holds a drawing of. */
+  private drawn = -1;
 
   constructor(
     private readonly host: PhoneUiHost,
@@ -400,6 +402,7 @@ export class VirtualPhoneUi implements PhoneUi {
   /** Draws the current screen into the phone's canvas and returns it. */
   renderCanvas(): Canvas {
     const { view, root } = this.build();
+    this.drawn = this.ver;
     const c = this.canvas;
     if (view.edgeToEdge)
       c.fillGradient(0, 0, this.width, this.height, COLORS.wallpaperTop, COLORS.wallpaperBottom);
@@ -422,6 +425,13 @@ export class VirtualPhoneUi implements PhoneUi {
     );
     drawNavBar(c, this.m, view.navBar, !!view.edgeToEdge);
     return c;
+  }
+
+  renderRgba(): Uint8Array {
+    this.syncClock();
+    // Drawing costs more than reading: a recorder asking twice for one version draws once.
+    if (this.drawn !== this.ver) this.renderCanvas();
+    return this.canvas.data;
   }
 
   renderPng(): Buffer {

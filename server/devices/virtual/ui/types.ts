@@ -83,6 +83,12 @@ export interface PhoneUi {
 
   /** PNG of the current screen. */
   renderPng(): Buffer;
+  /**
+   * The current screen as RGBA pixels, width x height, 4 bytes a pixel (what a video
+   * recorder encodes; no PNG round trip). The array is the phone's own drawing surface:
+   * read it before the screen is drawn again.
+   */
+  renderRgba(): Uint8Array;
 
   tap(x: number, y: number): void;
   /** Touches and holds (a long press); a view without a long-click action gets a tap on release. */

@@ -1,4 +1,4 @@
 /**
  * The virtual phone's UiAutomator2 server (device port 6790). See ./server.ts.
  */
-export { createUiAutomator2Server, ELEMENT_KEY, type UiAutomator2ServerInfo } from './server.js';
+export { createUiAutomator2Server, ELEMENT_KEY } from './server.js';

@@ -66,18 +66,3 @@ export function fileType(st: Stat): string {
       return st.size === 0 ? 'regular empty file' : 'regular file';
   }
 }
-
-/** Left-aligned table columns, as dumpsys and ps print them. */
-export function columns(rows: string[][], align: ('l' | 'r')[] = []): string[] {
-  const widths: number[] = [];
-  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
-  return rows.map((r) =>
-    r
-      .map((c, i) => {
-        const last = i === r.length - 1;
-        if (align[i] === 'r') return c.padStart(widths[i]!);
-        return last ? c : c.padEnd(widths[i]!);
-      })
-      .join(' '),
-  );
-}

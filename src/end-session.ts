@@ -8,11 +8,11 @@
  * sent again for a bounded time (EndOptions.retryMs), Retry-After honoured, capped and
  * jittered; past it the caller hands the session to the reaper.
  */
-import type { PhoneSessionClient } from '../client.js';
-import { NotFoundError, PhoneleaseError } from '../errors.js';
-import { mayRetry, withRetry, type RetryPolicy } from '../retry.js';
-import type { PhoneleaseLogger } from '../util/log.js';
-import { formatDuration, sleep } from '../util/time.js';
+import type { PhoneSessionClient } from './client.js';
+import { NotFoundError, PhoneleaseError } from './errors.js';
+import { mayRetry, withRetry, type RetryPolicy } from './retry.js';
+import type { PhoneleaseLogger } from './util/log.js';
+import { formatDuration, sleep } from './util/time.js';
 
 export type EndOutcome =
   /** DELETE ended it now. */

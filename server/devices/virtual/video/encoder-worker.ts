@@ -1,0 +1,31 @@
+/**
+ * The video encoder's worker thread (see frame-encoder.ts): scales and encodes the frames
+ * it is sent, one at a time, and sends back each picture's NAL units.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import {
+  FramePipeline,
+  type FrameEncoderConfig,
+  type FrameMessage,
+  type WorkerReply,
+} from './frame-encoder.js';
+
+const port = parentPort;
+if (port) {
+  const pipeline = new FramePipeline(workerData as FrameEncoderConfig);
+  port.postMessage({ ready: true } satisfies WorkerReply);
+  port.on('message', (message: FrameMessage) => {
+    let reply: WorkerReply;
+    let transfer: ArrayBuffer[] = [];
+    try {
+      const frame = pipeline.encode(new Uint8Array(message.pixels), message.timeMs);
+      // Copies of their own move to the main thread: the SPS and PPS stay the encoder's.
+      const nalUnits = frame.nalUnits.map((n) => n.slice());
+      transfer = nalUnits.map((n) => n.buffer);
+      reply = { frame: { ...frame, nalUnits } };
+    } catch (error) {
+      reply = { error: error instanceof Error ? error.message : String(error) };
+    }
+    port.postMessage(reply, transfer);
+  });
+}

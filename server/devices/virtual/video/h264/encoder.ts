@@ -1,0 +1,918 @@
+/**
+ * An H.264 encoder for screen recordings, in TypeScript.
+ *
+ * Why phonelease has its own: recording the virtual phone must work on a fresh machine with
+ * nothing but npm. Playwright's ffmpeg download and the ffmpeg-static package cannot be
+ * installed on many CI machines (no access to their download hosts), the one maintained-
+ * looking npm H.264 encoder (h264-mp4-encoder) has had no release since 2020, and Node has
+ * no WebCodecs. Phone screens are an easy case for an encoder (large flat areas, text, few
+ * changes between frames), so a small one does well: no native code, no download, offline.
+ *
+ * What it writes: Constrained Baseline profile, 4:2:0, progressive frames, CAVLC, one
+ * reference frame, one slice per picture, BT.601 limited range colours.
+ * - Every picture after the first IDR is a P picture whose unchanged macroblocks are P_Skip
+ *   runs: a frame identical to the one before costs a few bytes.
+ * - Changed macroblocks choose between Intra 4x4 (nine directions), Intra 16x16 (four
+ *   modes) and inter prediction from the same place in the previous picture, by the
+ *   Hadamard-transformed residual each leaves plus an estimate of its header bits.
+ * - The deblocking filter is off in every slice, so the reconstruction kept here is exactly
+ *   the decoder's picture and P pictures never drift.
+ * - An IDR picture every `idrIntervalMs`, so a player can seek and a piece of a recording
+ *   plays from its last IDR.
+ * All motion vectors are zero, which is also why the reconstruction can be updated in place:
+ * a macroblock's inter prediction reads only its own place in the previous picture, and
+ * intra prediction only neighbours this picture has already coded.
+ */
+import { BitWriter, nalUnit } from './bit-writer.js';
+import { ResidualWriter } from './cavlc.js';
+import { rgbaMacroblockToYuv } from './color.js';
+import {
+  chromaAvailable,
+  clip,
+  i16Available,
+  i4Available,
+  predict16x16,
+  predict4x4,
+  predictChroma,
+  type BlockNeighbours,
+  type Edge4,
+} from './intra.js';
+import {
+  BT601_LIMITED,
+  LOG2_MAX_FRAME_NUM,
+  levelFor,
+  pictureParameterSet,
+  sequenceParameterSet,
+} from './parameter-sets.js';
+import { MAX_QP, MIN_QP, RateControl } from './rate-control.js';
+import { CBP_CODE_NUM_INTER, CBP_CODE_NUM_INTRA, CHROMA_QP, ZIGZAG } from './tables.js';
+import {
+  dequantize4x4,
+  dequantizeChromaDc,
+  dequantizeLumaDc,
+  forward4x4,
+  inverse4x4,
+  quantize4x4,
+  quantizeChromaDc,
+  quantizeLumaDc,
+  satd4x4,
+} from './transform.js';
+
+export interface H264EncoderOptions {
+  /** Picture size in pixels; both even. */
+  width: number;
+  height: number;
+  /** Target bits per second (Android's screenrecord default is 20 Mbit/s). */
+  bitRate: number;
+  /** The most frames a second the caller will send (sets the stream's level); 30 by default. */
+  maxFps?: number;
+  /** Longest time between IDR pictures, in ms of the frames' timestamps; 5 s by default. */
+  idrIntervalMs?: number;
+  /** A fixed QP instead of rate control (tests). */
+  qp?: number;
+}
+
+export interface EncodedPicture {
+  /** SPS and PPS (with every IDR picture), then the picture's slice. */
+  nalUnits: Uint8Array[];
+  keyframe: boolean;
+  qp: number;
+  /** Macroblocks that were coded rather than skipped. */
+  codedMacroblocks: number;
+}
+
+/** (x, y) of each luma4x4BlkIdx in 4x4-block units (6.4.3). */
+const BLK_X = Uint8Array.of(0, 1, 0, 1, 2, 3, 2, 3, 0, 1, 0, 1, 2, 3, 2, 3);
+const BLK_Y = Uint8Array.of(0, 0, 1, 1, 0, 0, 1, 1, 2, 2, 3, 3, 2, 2, 3, 3);
+/** luma4x4BlkIdx at (x, y): BLK_INDEX[y * 4 + x]. */
+const BLK_INDEX = Uint8Array.from({ length: 16 }, (_, i) => {
+  for (let k = 0; k < 16; k++) if (BLK_X[k] === (i & 3) && BLK_Y[k] === i >> 2) return k;
+  return 0;
+});
+const AC_SCAN = ZIGZAG.subarray(1);
+const CHROMA_DC_SCAN = Uint8Array.of(0, 1, 2, 3);
+const I4_DC = 2;
+
+type MbKind = 'skip' | 'i4' | 'i16' | 'inter';
+
+/** The approximate header bits of each choice, weighed against residual cost in decisions. */
+const HEADER_BITS = { inter: 3, i16: 7, i4: 4 } as const;
+
+/** λ for SATD-based decisions: doubles every 6 QP, like the quantiser step. */
+function lambdaFor(qp: number): number {
+  return Math.max(1, Math.round(2 ** ((qp - 12) / 6)));
+}
+
+export class H264Encoder {
+  readonly width: number;
+  readonly height: number;
+  readonly sps: Uint8Array;
+  readonly pps: Uint8Array;
+
+  private readonly mbW: number;
+  private readonly mbH: number;
+  private readonly stride: number;
+  private readonly cStride: number;
+  private readonly idrIntervalMs: number;
+  private readonly fixedQp: number | null;
+  private readonly rate: RateControl;
+  private readonly residual = new ResidualWriter();
+
+  // Source (this frame) and reconstructed (decoder's) planes, padded to whole macroblocks.
+  private readonly srcY: Uint8Array;
+  private readonly srcU: Uint8Array;
+  private readonly srcV: Uint8Array;
+  private readonly recY: Uint8Array;
+  private readonly recU: Uint8Array;
+  private readonly recV: Uint8Array;
+
+  /** The last frame's pixels, to find the macroblocks that changed. */
+  private previous: Buffer | null = null;
+  private readonly changed: Uint8Array;
+
+  // Per macroblock and 4x4 block (raster order inside the macroblock), what the syntax of
+  // later macroblocks depends on: TotalCoeff for nC, and Intra 4x4 modes (-1: not Intra 4x4).
+  /** Whether each macroblock was coded (not skipped) in the last picture. */
+  private readonly coded: Uint8Array;
+  private readonly lumaTotals: Uint8Array;
+  private readonly chromaTotals: Uint8Array;
+  private readonly i4Modes: Int8Array;
+
+  private frameNum = 0;
+  private idrPicId = 0;
+  private lastIdrMs = -Infinity;
+
+  // The macroblock being coded: its choice, levels and reconstruction.
+  private kind: MbKind = 'skip';
+  private i16Mode = 0;
+  private chromaMode = 0;
+  private cbpLuma = 0;
+  private cbpChroma = 0;
+  /** Luma levels, luma4x4BlkIdx * 16 + raster index. */
+  private readonly luma = new Int32Array(256);
+  /** Intra 16x16 DC levels, raster order of the blocks. */
+  private readonly lumaDc = new Int32Array(16);
+  /** Chroma DC levels, Cb then Cr. */
+  private readonly chromaDc = new Int32Array(8);
+  /** Chroma AC levels, component * 64 + block * 16 + raster index. */
+  private readonly chromaAc = new Int32Array(128);
+  private readonly mbRecY = new Uint8Array(256);
+  private readonly mbRecU = new Uint8Array(64);
+  private readonly mbRecV = new Uint8Array(64);
+  /** Intra 4x4 modes by luma4x4BlkIdx. */
+  private readonly mbI4Modes = new Int8Array(16);
+
+  // Scratch.
+  private readonly coef = new Int32Array(256);
+  private readonly pred16 = new Int32Array(256);
+  private readonly best16 = new Int32Array(256);
+  private readonly chromaPred = [new Int32Array(64), new Int32Array(64)] as const;
+  private readonly chromaTrial = [new Int32Array(64), new Int32Array(64)] as const;
+  private readonly dcScratch = new Int32Array(16);
+  private readonly pred4 = new Int32Array(16);
+  private readonly edge: Edge4 = { edge: new Int32Array(13), left: false, top: false, topLeft: false };
+  // Intra 4x4 trial results, kept when Intra 4x4 wins.
+  private readonly i4Luma = new Int32Array(256);
+  private readonly i4Rec = new Uint8Array(256);
+  private readonly i4Trial = new Int8Array(16);
+
+  constructor(options: H264EncoderOptions) {
+    const { width, height } = options;
+    if (!(Number.isInteger(width) && Number.isInteger(height) && width >= 16 && height >= 16)) {
+      throw new RangeError(
+        `cannot encode ${width}x${height}: width and height must be whole numbers of at least 16`,
+      );
+    }
+    if (width % 2 !== 0 || height % 2 !== 0) {
+      throw new RangeError(`cannot encode ${width}x${height}: 4:2:0 video needs an even width and height`);
+    }
+    if (width > 4096 || height > 4096)
+      throw new RangeError(`cannot encode ${width}x${height}: at most 4096 a side`);
+    this.width = width;
+    this.height = height;
+    this.mbW = Math.ceil(width / 16);
+    this.mbH = Math.ceil(height / 16);
+    this.stride = this.mbW * 16;
+    this.cStride = this.mbW * 8;
+    this.idrIntervalMs = options.idrIntervalMs ?? 5000;
+    this.fixedQp =
+      options.qp === undefined ? null : Math.min(MAX_QP, Math.max(MIN_QP, Math.round(options.qp)));
+    this.rate = new RateControl(options.bitRate, width, height);
+
+    const lumaSize = this.stride * this.mbH * 16;
+    this.srcY = new Uint8Array(lumaSize);
+    this.srcU = new Uint8Array(lumaSize / 4);
+    this.srcV = new Uint8Array(lumaSize / 4);
+    this.recY = new Uint8Array(lumaSize);
+    this.recU = new Uint8Array(lumaSize / 4);
+    this.recV = new Uint8Array(lumaSize / 4);
+    const mbs = this.mbW * this.mbH;
+    this.changed = new Uint8Array(mbs);
+    this.coded = new Uint8Array(mbs).fill(1);
+    this.lumaTotals = new Uint8Array(mbs * 16);
+    this.chromaTotals = new Uint8Array(mbs * 8);
+    this.i4Modes = new Int8Array(mbs * 16);
+
+    const level = levelFor({ width, height, maxFps: options.maxFps ?? 30, bitRate: options.bitRate });
+    this.sps = sequenceParameterSet({ width, height, level, colour: BT601_LIMITED });
+    this.pps = pictureParameterSet();
+  }
+
+  /** The colour description the stream's VUI carries (for the MP4's colr box). */
+  get colour() {
+    return BT601_LIMITED;
+  }
+
+  /**
+   * Encodes one frame of RGBA pixels (width x height, 4 bytes a pixel; alpha ignored) shown
+   * at `timeMs`. The first frame, and any frame `idrIntervalMs` after the last IDR or with
+   * `keyframe` set, is an IDR picture.
+   */
+  encode(rgba: Uint8Array, timeMs: number, options: { keyframe?: boolean } = {}): EncodedPicture {
+    const expected = this.width * this.height * 4;
+    if (rgba.length !== expected) {
+      throw new RangeError(
+        `expected ${this.width}x${this.height} RGBA pixels (${expected} bytes), got ${rgba.length} bytes`,
+      );
+    }
+    const idr =
+      this.previous === null || options.keyframe === true || timeMs - this.lastIdrMs >= this.idrIntervalMs;
+    this.takeChanges(rgba);
+    const qp = this.fixedQp ?? this.rate.qp();
+
+    const w = new BitWriter(idr ? 64 * 1024 : 4096);
+    this.sliceHeader(w, idr, qp);
+    let coded = 0;
+    let skipRun = 0;
+    for (let mbY = 0; mbY < this.mbH; mbY++) {
+      for (let mbX = 0; mbX < this.mbW; mbX++) {
+        const mbAddr = mbY * this.mbW + mbX;
+        if (idr || this.changed[mbAddr] !== 0) this.decide(mbX, mbY, idr, qp);
+        else this.kind = 'skip';
+        if (this.kind === 'skip') {
+          // A skipped macroblock has no coefficients and is not Intra 4x4; one skipped in
+          // the last picture too already says so.
+          if (this.coded[mbAddr] !== 0) {
+            this.coded[mbAddr] = 0;
+            this.lumaTotals.fill(0, mbAddr * 16, mbAddr * 16 + 16);
+            this.chromaTotals.fill(0, mbAddr * 8, mbAddr * 8 + 8);
+            this.i4Modes.fill(-1, mbAddr * 16, mbAddr * 16 + 16);
+          }
+          skipRun++;
+          continue;
+        }
+        this.coded[mbAddr] = 1;
+        if (!idr) w.ue(skipRun);
+        skipRun = 0;
+        this.writeMacroblock(w, mbX, mbY, idr);
+        this.commit(mbX, mbY);
+        coded++;
+      }
+    }
+    if (skipRun > 0) w.ue(skipRun);
+    w.trailingBits();
+    const slice = nalUnit(idr ? 0x65 : 0x41, w.bytes());
+
+    if (idr) {
+      this.lastIdrMs = timeMs;
+      this.idrPicId = (this.idrPicId + 1) % 65536;
+      this.frameNum = 1;
+    } else {
+      this.frameNum = (this.frameNum + 1) % 2 ** LOG2_MAX_FRAME_NUM;
+    }
+    this.rate.spent(slice.length * 8, timeMs);
+    return {
+      nalUnits: idr ? [this.sps, this.pps, slice] : [slice],
+      keyframe: idr,
+      qp,
+      codedMacroblocks: coded,
+    };
+  }
+
+  /** The decoder's picture of the last frame, as Y, Cb and Cr planes cropped to the frame (tests). */
+  reconstruction(): { y: Uint8Array; u: Uint8Array; v: Uint8Array } {
+    const crop = (plane: Uint8Array, stride: number, w: number, h: number) => {
+      const out = new Uint8Array(w * h);
+      for (let y = 0; y < h; y++) out.set(plane.subarray(y * stride, y * stride + w), y * w);
+      return out;
+    };
+    return {
+      y: crop(this.recY, this.stride, this.width, this.height),
+      u: crop(this.recU, this.cStride, this.width / 2, this.height / 2),
+      v: crop(this.recV, this.cStride, this.width / 2, this.height / 2),
+    };
+  }
+
+  /** Marks the macroblocks whose pixels differ from the last frame's and converts them to Y'CbCr. */
+  private takeChanges(rgba: Uint8Array): void {
+    const current = Buffer.from(rgba.buffer, rgba.byteOffset, rgba.length);
+    const previous = this.previous;
+    const rowBytes = this.width * 4;
+    if (!previous) {
+      this.changed.fill(1);
+      this.previous = Buffer.from(current);
+    } else {
+      this.changed.fill(0);
+      // Whole rows first (native comparisons, no copies): on a phone screen most rows are
+      // the same as before; only a changed row is looked at macroblock by macroblock.
+      for (let y = 0; y < this.height; y++) {
+        const start = y * rowBytes;
+        if (previous.compare(current, start, start + rowBytes, start, start + rowBytes) === 0) continue;
+        const mbRow = (y >> 4) * this.mbW;
+        for (let mbX = 0; mbX < this.mbW; mbX++) {
+          if (this.changed[mbRow + mbX] !== 0) continue;
+          const from = start + mbX * 64;
+          const to = Math.min(start + rowBytes, from + 64);
+          if (previous.compare(current, from, to, from, to) !== 0) this.changed[mbRow + mbX] = 1;
+        }
+        current.copy(previous, start, start, start + rowBytes);
+      }
+    }
+    for (let mbY = 0; mbY < this.mbH; mbY++) {
+      for (let mbX = 0; mbX < this.mbW; mbX++) {
+        if (this.changed[mbY * this.mbW + mbX] !== 0) {
+          rgbaMacroblockToYuv(
+            rgba,
+            this.width,
+            this.height,
+            mbX,
+            mbY,
+            this.srcY,
+            this.srcU,
+            this.srcV,
+            this.stride,
+          );
+        }
+      }
+    }
+  }
+
+  private sliceHeader(w: BitWriter, idr: boolean, qp: number): void {
+    w.ue(0); // first_mb_in_slice
+    w.ue(idr ? 7 : 5); // slice_type: I or P, and every slice of the picture alike
+    w.ue(0); // pic_parameter_set_id
+    w.u(LOG2_MAX_FRAME_NUM, idr ? 0 : this.frameNum);
+    if (idr) {
+      w.ue(this.idrPicId);
+      w.flag(false); // no_output_of_prior_pics_flag
+      w.flag(false); // long_term_reference_flag
+    } else {
+      w.flag(false); // num_ref_idx_active_override_flag
+      w.flag(false); // ref_pic_list_modification_flag_l0
+      w.flag(false); // adaptive_ref_pic_marking_mode_flag: sliding window
+    }
+    w.se(qp - 26); // slice_qp_delta (pic_init_qp is 26)
+    w.ue(1); // disable_deblocking_filter_idc: off, see the file's comment
+  }
+
+  private neighbours(
+    plane: Uint8Array,
+    stride: number,
+    size: number,
+    mbX: number,
+    mbY: number,
+  ): BlockNeighbours {
+    return {
+      plane,
+      stride,
+      x: mbX * size,
+      y: mbY * size,
+      left: mbX > 0,
+      top: mbY > 0,
+      topLeft: mbX > 0 && mbY > 0,
+    };
+  }
+
+  /** Chooses how to code a changed macroblock and computes its levels and reconstruction. */
+  private decide(mbX: number, mbY: number, idr: boolean, qp: number): void {
+    const lambda = lambdaFor(qp);
+    const s = this.stride;
+    const at = mbY * 16 * s + mbX * 16;
+
+    // Inter: the same place in the previous picture (still in recY: see the file's comment).
+    let bestCost = Infinity;
+    let kind: MbKind = 'i16';
+    // Whether the chosen prediction is the source exactly (a zero residual needs no transform).
+    let exact = false;
+    if (!idr) {
+      const satd = this.satd16(at, this.recY, at, s);
+      if (satd === 0 && this.chromaMatchesReference(mbX, mbY)) {
+        // The decoder already shows exactly this: nothing to code.
+        this.kind = 'skip';
+        return;
+      }
+      bestCost = satd + lambda * HEADER_BITS.inter;
+      kind = 'inter';
+      exact = satd === 0;
+    }
+
+    // Intra 16x16: the best of the four predictions from the neighbours. Flat areas (most
+    // of a phone's screen) match one exactly, and then nothing else needs trying.
+    const n16 = this.neighbours(this.recY, s, 16, mbX, mbY);
+    for (let mode = 0; mode < 4 && !exact; mode++) {
+      if (!i16Available(mode, n16)) continue;
+      predict16x16(mode, n16, this.pred16);
+      const satd = this.satd16(at, this.pred16, 0, 16);
+      const cost = satd + lambda * HEADER_BITS.i16;
+      if (cost < bestCost) {
+        bestCost = cost;
+        kind = 'i16';
+        exact = satd === 0;
+        this.i16Mode = mode;
+        this.best16.set(this.pred16);
+      }
+    }
+
+    // Intra 4x4 pays where edges run through the macroblock (text, icons); a macroblock one
+    // of the cheaper predictions already matches well does not need the trial.
+    if (!exact && bestCost > lambda * 24 && this.tryIntra4x4(mbX, mbY, qp, lambda, bestCost)) kind = 'i4';
+
+    this.kind = kind;
+    if (kind === 'i4') {
+      this.luma.set(this.i4Luma);
+      this.mbRecY.set(this.i4Rec);
+      this.mbI4Modes.set(this.i4Trial);
+      this.cbpLuma = cbpOf(this.luma);
+    } else if (exact) {
+      this.luma.fill(0);
+      this.lumaDc.fill(0);
+      this.cbpLuma = 0;
+      if (kind === 'i16') {
+        for (let i = 0; i < 256; i++) this.mbRecY[i] = this.best16[i]!;
+      } else {
+        for (let y = 0; y < 16; y++)
+          for (let x = 0; x < 16; x++) this.mbRecY[y * 16 + x] = this.recY[at + y * s + x]!;
+      }
+    } else if (kind === 'i16') {
+      this.codeIntra16x16(at, qp);
+    } else {
+      this.codeInterLuma(at, qp);
+    }
+    this.codeChroma(mbX, mbY, kind, qp);
+    // An inter macroblock with nothing to add to its prediction is exactly a P_Skip one:
+    // every motion vector here is zero, so the skip's predicted vector is zero too.
+    if (kind === 'inter' && this.cbpLuma === 0 && this.cbpChroma === 0) this.kind = 'skip';
+  }
+
+  private chromaMatchesReference(mbX: number, mbY: number): boolean {
+    const cs = this.cStride;
+    for (let y = 0; y < 8; y++) {
+      const row = (mbY * 8 + y) * cs + mbX * 8;
+      for (let x = row; x < row + 8; x++) {
+        if (this.srcU[x] !== this.recU[x] || this.srcV[x] !== this.recV[x]) return false;
+      }
+    }
+    return true;
+  }
+
+  /** SATD of the source macroblock at srcAt against a 16x16 prediction at pred[predAt] (stride predStride). */
+  private satd16(srcAt: number, pred: Uint8Array | Int32Array, predAt: number, predStride: number): number {
+    const s = this.stride;
+    // Most of a phone's screen is flat, where some prediction is exact: finding that out by
+    // comparing costs far less than transforming a residual of zeros.
+    if (same(this.srcY, srcAt, s, pred, predAt, predStride, 16)) return 0;
+    let sum = 0;
+    for (let by = 0; by < 16; by += 4) {
+      for (let bx = 0; bx < 16; bx += 4) {
+        sum += satd4x4(this.srcY, srcAt + by * s + bx, s, pred, predAt + by * predStride + bx, predStride);
+      }
+    }
+    return sum;
+  }
+
+  /**
+   * Codes the luma as Intra 4x4, block by block (each predicts from those before it), into
+   * the trial buffers. Gives up as soon as it costs `limit` or more; true when it did not.
+   */
+  private tryIntra4x4(mbX: number, mbY: number, qp: number, lambda: number, limit: number): boolean {
+    const s = this.stride;
+    const e = this.edge;
+    const coef = this.coef;
+    const pred = this.pred4;
+    let total = lambda * HEADER_BITS.i4;
+    for (let blk = 0; blk < 16; blk++) {
+      const bx = BLK_X[blk]!;
+      const by = BLK_Y[blk]!;
+      const srcAt = (mbY * 16 + by * 4) * s + mbX * 16 + bx * 4;
+      this.gatherEdge(mbX, mbY, bx, by);
+      const predicted = this.predictedI4Mode(mbX, mbY, blk, this.i4Trial);
+
+      let bestMode = I4_DC;
+      let bestCost = Infinity;
+      for (let mode = 0; mode < 9; mode++) {
+        if (!i4Available(mode, e)) continue;
+        predict4x4(mode, e, pred);
+        const cost = satd4x4(this.srcY, srcAt, s, pred, 0, 4) + lambda * (mode === predicted ? 1 : 4);
+        if (cost < bestCost) {
+          bestCost = cost;
+          bestMode = mode;
+          if (cost === lambda) break;
+        }
+      }
+      total += bestCost;
+      if (total >= limit) return false;
+      this.i4Trial[blk] = bestMode;
+      predict4x4(bestMode, e, pred);
+
+      const b = blk * 16;
+      for (let y = 0; y < 4; y++) {
+        for (let x = 0; x < 4; x++) coef[b + y * 4 + x] = this.srcY[srcAt + y * s + x]! - pred[y * 4 + x]!;
+      }
+      forward4x4(coef, b);
+      quantize4x4(coef, b, this.i4Luma, b, qp, true);
+      dequantize4x4(this.i4Luma, b, coef, b, qp);
+      inverse4x4(coef, b);
+      const recAt = by * 64 + bx * 4;
+      for (let y = 0; y < 4; y++) {
+        for (let x = 0; x < 4; x++)
+          this.i4Rec[recAt + y * 16 + x] = clip(pred[y * 4 + x]! + coef[b + y * 4 + x]!);
+      }
+    }
+    return true;
+  }
+
+  /**
+   * The 13 neighbours of 4x4 block (bx, by) of the macroblock (see Edge4), from the trial
+   * reconstruction inside the macroblock and the picture outside it. A neighbour exists
+   * when it is in the picture and decoded already (6.4.11.4); a missing top-right repeats
+   * the last top sample (8.3.1.2).
+   */
+  private gatherEdge(mbX: number, mbY: number, bx: number, by: number): void {
+    const e = this.edge;
+    const edge = e.edge;
+    const s = this.stride;
+    const rec = this.i4Rec;
+    e.left = mbX > 0 || bx > 0;
+    e.top = mbY > 0 || by > 0;
+    e.topLeft = e.left && e.top;
+    let topRight: boolean;
+    if (by === 0) topRight = bx < 3 ? mbY > 0 : mbY > 0 && mbX < this.mbW - 1;
+    else topRight = bx < 3 && BLK_INDEX[(by - 1) * 4 + bx + 1]! < BLK_INDEX[by * 4 + bx]!;
+
+    const px = mbX * 16 + bx * 4;
+    const py = mbY * 16 + by * 4;
+    if (e.left) {
+      for (let y = 0; y < 4; y++)
+        edge[3 - y] = bx > 0 ? rec[(by * 4 + y) * 16 + bx * 4 - 1]! : this.recY[(py + y) * s + px - 1]!;
+    }
+    if (e.topLeft) {
+      // Inside the macroblock only when the block is past both of its edges.
+      edge[4] = bx > 0 && by > 0 ? rec[(by * 4 - 1) * 16 + bx * 4 - 1]! : this.recY[(py - 1) * s + px - 1]!;
+    }
+    if (e.top) {
+      for (let x = 0; x < 8; x++) {
+        if (x >= 4 && !topRight) {
+          edge[5 + x] = edge[8]!;
+        } else if (by > 0 && bx * 4 + x < 16) {
+          edge[5 + x] = rec[(by * 4 - 1) * 16 + bx * 4 + x]!;
+        } else {
+          edge[5 + x] = this.recY[(py - 1) * s + px + x]!;
+        }
+      }
+    }
+  }
+
+  private predictedI4Mode(mbX: number, mbY: number, blk: number, inMacroblock: Int8Array): number {
+    // The smaller of the left and upper blocks' modes (8.3.1.1); DC (2) when either block
+    // is outside the picture, and 2 for a neighbour that is not Intra 4x4.
+    const bx = BLK_X[blk]!;
+    const by = BLK_Y[blk]!;
+    const mbAddr = mbY * this.mbW + mbX;
+    let left: number;
+    let top: number;
+    if (bx > 0) left = inMacroblock[BLK_INDEX[by * 4 + bx - 1]!]!;
+    else if (mbX > 0) left = this.i4Modes[(mbAddr - 1) * 16 + by * 4 + 3]!;
+    else return I4_DC;
+    if (by > 0) top = inMacroblock[BLK_INDEX[(by - 1) * 4 + bx]!]!;
+    else if (mbY > 0) top = this.i4Modes[(mbAddr - this.mbW) * 16 + 12 + bx]!;
+    else return I4_DC;
+    return Math.min(left < 0 ? I4_DC : left, top < 0 ? I4_DC : top);
+  }
+
+  private codeIntra16x16(at: number, qp: number): void {
+    const s = this.stride;
+    const coef = this.coef;
+    const dc = this.dcScratch;
+    // Transform every block's residual; DCs go to the Hadamard, ACs are quantised here.
+    for (let blk = 0; blk < 16; blk++) {
+      const bx = BLK_X[blk]! * 4;
+      const by = BLK_Y[blk]! * 4;
+      const b = blk * 16;
+      for (let y = 0; y < 4; y++) {
+        for (let x = 0; x < 4; x++)
+          coef[b + y * 4 + x] = this.srcY[at + (by + y) * s + bx + x]! - this.best16[(by + y) * 16 + bx + x]!;
+      }
+      forward4x4(coef, b);
+      dc[by + (bx >> 2)] = coef[b]!;
+      quantize4x4(coef, b, this.luma, b, qp, true, 1);
+    }
+    quantizeLumaDc(dc, this.lumaDc, qp);
+    this.cbpLuma = cbpOf(this.luma) !== 0 ? 15 : 0;
+    if (this.cbpLuma === 0) this.luma.fill(0);
+
+    dc.set(this.lumaDc);
+    dequantizeLumaDc(dc, qp);
+    for (let blk = 0; blk < 16; blk++) {
+      const bx = BLK_X[blk]! * 4;
+      const by = BLK_Y[blk]! * 4;
+      const b = blk * 16;
+      dequantize4x4(this.luma, b, coef, b, qp, 1);
+      coef[b] = dc[by + (bx >> 2)]!;
+      inverse4x4(coef, b);
+      for (let y = 0; y < 4; y++) {
+        for (let x = 0; x < 4; x++) {
+          const i = (by + y) * 16 + bx + x;
+          this.mbRecY[i] = clip(this.best16[i]! + coef[b + y * 4 + x]!);
+        }
+      }
+    }
+  }
+
+  private codeInterLuma(at: number, qp: number): void {
+    const s = this.stride;
+    const coef = this.coef;
+    for (let blk = 0; blk < 16; blk++) {
+      const base = at + BLK_Y[blk]! * 4 * s + BLK_X[blk]! * 4;
+      const b = blk * 16;
+      for (let y = 0; y < 4; y++) {
+        for (let x = 0; x < 4; x++)
+          coef[b + y * 4 + x] = this.srcY[base + y * s + x]! - this.recY[base + y * s + x]!;
+      }
+      forward4x4(coef, b);
+      quantize4x4(coef, b, this.luma, b, qp, false);
+      dequantize4x4(this.luma, b, coef, b, qp);
+      inverse4x4(coef, b);
+      const recAt = BLK_Y[blk]! * 64 + BLK_X[blk]! * 4;
+      for (let y = 0; y < 4; y++) {
+        for (let x = 0; x < 4; x++)
+          this.mbRecY[recAt + y * 16 + x] = clip(this.recY[base + y * s + x]! + coef[b + y * 4 + x]!);
+      }
+    }
+    this.cbpLuma = cbpOf(this.luma);
+  }
+
+  /** Chroma prediction (intra: the cheapest mode; inter: the previous picture) and residual. */
+  private codeChroma(mbX: number, mbY: number, kind: MbKind, qp: number): void {
+    const cs = this.cStride;
+    const at = mbY * 8 * cs + mbX * 8;
+    const qpc = CHROMA_QP[qp]!;
+    const intra = kind !== 'inter';
+    const [predU, predV] = this.chromaPred;
+    let exact = false;
+    if (intra) {
+      const nU = this.neighbours(this.recU, cs, 8, mbX, mbY);
+      const nV = this.neighbours(this.recV, cs, 8, mbX, mbY);
+      const [tryU, tryV] = this.chromaTrial;
+      let best = Infinity;
+      for (let mode = 0; mode < 4 && best > 0; mode++) {
+        if (!chromaAvailable(mode, nU)) continue;
+        predictChroma(mode, nU, tryU);
+        predictChroma(mode, nV, tryV);
+        const cost = this.satd8(this.srcU, at, tryU) + this.satd8(this.srcV, at, tryV);
+        if (cost < best) {
+          best = cost;
+          this.chromaMode = mode;
+          predU.set(tryU);
+          predV.set(tryV);
+        }
+      }
+      exact = best === 0;
+    } else {
+      for (let y = 0; y < 8; y++) {
+        for (let x = 0; x < 8; x++) {
+          predU[y * 8 + x] = this.recU[at + y * cs + x]!;
+          predV[y * 8 + x] = this.recV[at + y * cs + x]!;
+        }
+      }
+      exact = this.satd8(this.srcU, at, predU) + this.satd8(this.srcV, at, predV) === 0;
+    }
+    if (exact) {
+      this.chromaDc.fill(0);
+      this.chromaAc.fill(0);
+      this.cbpChroma = 0;
+      for (let i = 0; i < 64; i++) {
+        this.mbRecU[i] = predU[i]!;
+        this.mbRecV[i] = predV[i]!;
+      }
+      return;
+    }
+
+    // Transform both components; quantise the DCs (through the 2x2 Hadamard) and the ACs.
+    let anyDc = false;
+    let anyAc = false;
+    const coef = this.coef;
+    const dc = this.dcScratch;
+    for (let comp = 0; comp < 2; comp++) {
+      const src = comp === 0 ? this.srcU : this.srcV;
+      const pred = this.chromaPred[comp]!;
+      for (let blk = 0; blk < 4; blk++) {
+        const bx = (blk & 1) * 4;
+        const by = (blk >> 1) * 4;
+        const b = comp * 64 + blk * 16;
+        for (let y = 0; y < 4; y++) {
+          for (let x = 0; x < 4; x++)
+            coef[b + y * 4 + x] = src[at + (by + y) * cs + bx + x]! - pred[(by + y) * 8 + bx + x]!;
+        }
+        forward4x4(coef, b);
+        dc[blk] = coef[b]!;
+        if (quantize4x4(coef, b, this.chromaAc, b, qpc, intra, 1) > 0) anyAc = true;
+      }
+      if (quantizeChromaDc(dc, this.chromaDc, comp * 4, qpc, intra) > 0) anyDc = true;
+    }
+    this.cbpChroma = anyAc ? 2 : anyDc ? 1 : 0;
+    if (!anyAc) this.chromaAc.fill(0);
+
+    // Reconstruct from what will be written.
+    for (let comp = 0; comp < 2; comp++) {
+      const pred = this.chromaPred[comp]!;
+      const rec = comp === 0 ? this.mbRecU : this.mbRecV;
+      for (let i = 0; i < 4; i++) dc[i] = this.chromaDc[comp * 4 + i]!;
+      dequantizeChromaDc(dc, qpc);
+      for (let blk = 0; blk < 4; blk++) {
+        const bx = (blk & 1) * 4;
+        const by = (blk >> 1) * 4;
+        const b = comp * 64 + blk * 16;
+        dequantize4x4(this.chromaAc, b, coef, b, qpc, 1);
+        coef[b] = dc[blk]!;
+        inverse4x4(coef, b);
+        for (let y = 0; y < 4; y++) {
+          for (let x = 0; x < 4; x++)
+            rec[(by + y) * 8 + bx + x] = clip(pred[(by + y) * 8 + bx + x]! + coef[b + y * 4 + x]!);
+        }
+      }
+    }
+  }
+
+  private satd8(src: Uint8Array, at: number, pred: Int32Array): number {
+    const cs = this.cStride;
+    if (same(src, at, cs, pred, 0, 8, 8)) return 0;
+    return (
+      satd4x4(src, at, cs, pred, 0, 8) +
+      satd4x4(src, at + 4, cs, pred, 4, 8) +
+      satd4x4(src, at + 4 * cs, cs, pred, 32, 8) +
+      satd4x4(src, at + 4 * cs + 4, cs, pred, 36, 8)
+    );
+  }
+
+  /** macroblock_layer() (7.3.5) for the decided macroblock, updating the neighbour state. */
+  private writeMacroblock(w: BitWriter, mbX: number, mbY: number, idr: boolean): void {
+    const mbAddr = mbY * this.mbW + mbX;
+    // In P slices the intra macroblock types follow the five inter ones (Table 7-13).
+    const intraOffset = idr ? 0 : 5;
+    if (this.kind === 'i16') {
+      w.ue(intraOffset + 1 + this.i16Mode + this.cbpChroma * 4 + (this.cbpLuma ? 12 : 0));
+      w.ue(this.chromaMode);
+    } else if (this.kind === 'i4') {
+      w.ue(intraOffset); // I_NxN
+      for (let blk = 0; blk < 16; blk++) {
+        const mode = this.mbI4Modes[blk]!;
+        const predicted = this.predictedI4Mode(mbX, mbY, blk, this.mbI4Modes);
+        if (mode === predicted) {
+          w.flag(true); // prev_intra4x4_pred_mode_flag
+        } else {
+          w.flag(false);
+          w.u(3, mode < predicted ? mode : mode - 1); // rem_intra4x4_pred_mode
+        }
+      }
+      w.ue(this.chromaMode);
+    } else {
+      w.ue(0); // P_L0_16x16 (one reference frame, so no ref_idx)
+      w.se(0); // mvd_l0 x: the vector equals its prediction, zero
+      w.se(0); // mvd_l0 y
+    }
+    for (let blk = 0; blk < 16; blk++) {
+      this.i4Modes[mbAddr * 16 + BLK_Y[blk]! * 4 + BLK_X[blk]!] =
+        this.kind === 'i4' ? this.mbI4Modes[blk]! : -1;
+    }
+
+    const cbp = this.cbpLuma | (this.cbpChroma << 4);
+    if (this.kind !== 'i16') w.ue((this.kind === 'i4' ? CBP_CODE_NUM_INTRA : CBP_CODE_NUM_INTER)[cbp]!);
+    if (cbp === 0 && this.kind !== 'i16') {
+      this.lumaTotals.fill(0, mbAddr * 16, mbAddr * 16 + 16);
+      this.chromaTotals.fill(0, mbAddr * 8, mbAddr * 8 + 8);
+      return;
+    }
+    w.se(0); // mb_qp_delta: one QP for the whole picture
+
+    if (this.kind === 'i16') this.residual.write(w, this.lumaDc, 0, ZIGZAG, 16, this.lumaNc(mbX, mbY, 0, 0));
+    for (let blk = 0; blk < 16; blk++) {
+      const bx = BLK_X[blk]!;
+      const by = BLK_Y[blk]!;
+      let total = 0;
+      if (this.cbpLuma & (1 << (blk >> 2))) {
+        const nC = this.lumaNc(mbX, mbY, bx, by);
+        total =
+          this.kind === 'i16'
+            ? this.residual.write(w, this.luma, blk * 16, AC_SCAN, 15, nC)
+            : this.residual.write(w, this.luma, blk * 16, ZIGZAG, 16, nC);
+      }
+      this.lumaTotals[mbAddr * 16 + by * 4 + bx] = total;
+    }
+
+    // Chroma: both DCs, then both components' ACs.
+    if (this.cbpChroma > 0) {
+      for (let comp = 0; comp < 2; comp++)
+        this.residual.write(w, this.chromaDc, comp * 4, CHROMA_DC_SCAN, 4, -1);
+    }
+    for (let comp = 0; comp < 2; comp++) {
+      for (let blk = 0; blk < 4; blk++) {
+        let total = 0;
+        if (this.cbpChroma === 2) {
+          const nC = this.chromaNc(mbX, mbY, comp, blk & 1, blk >> 1);
+          total = this.residual.write(w, this.chromaAc, comp * 64 + blk * 16, AC_SCAN, 15, nC);
+        }
+        this.chromaTotals[mbAddr * 8 + comp * 4 + blk] = total;
+      }
+    }
+  }
+
+  /** nC of a luma 4x4 block (9.2.1): the rounded mean of the left and upper blocks' TotalCoeff. */
+  private lumaNc(mbX: number, mbY: number, bx: number, by: number): number {
+    const mbAddr = mbY * this.mbW + mbX;
+    const hasLeft = bx > 0 || mbX > 0;
+    const hasTop = by > 0 || mbY > 0;
+    const left =
+      bx > 0
+        ? this.lumaTotals[mbAddr * 16 + by * 4 + bx - 1]!
+        : hasLeft
+          ? this.lumaTotals[(mbAddr - 1) * 16 + by * 4 + 3]!
+          : 0;
+    const top =
+      by > 0
+        ? this.lumaTotals[mbAddr * 16 + (by - 1) * 4 + bx]!
+        : hasTop
+          ? this.lumaTotals[(mbAddr - this.mbW) * 16 + 12 + bx]!
+          : 0;
+    return hasLeft && hasTop ? (left + top + 1) >> 1 : left + top;
+  }
+
+  /** nC of a chroma AC block, from the same component's neighbouring blocks. */
+  private chromaNc(mbX: number, mbY: number, comp: number, bx: number, by: number): number {
+    const mbAddr = mbY * this.mbW + mbX;
+    const base = comp * 4;
+    const hasLeft = bx > 0 || mbX > 0;
+    const hasTop = by > 0 || mbY > 0;
+    const left =
+      bx > 0
+        ? this.chromaTotals[mbAddr * 8 + base + by * 2]!
+        : hasLeft
+          ? this.chromaTotals[(mbAddr - 1) * 8 + base + by * 2 + 1]!
+          : 0;
+    const top =
+      by > 0
+        ? this.chromaTotals[mbAddr * 8 + base + bx]!
+        : hasTop
+          ? this.chromaTotals[(mbAddr - this.mbW) * 8 + base + 2 + bx]!
+          : 0;
+    return hasLeft && hasTop ? (left + top + 1) >> 1 : left + top;
+  }
+
+  /** Writes the macroblock's reconstruction into the picture. */
+  private commit(mbX: number, mbY: number): void {
+    const s = this.stride;
+    const cs = this.cStride;
+    for (let y = 0; y < 16; y++) {
+      const row = (mbY * 16 + y) * s + mbX * 16;
+      for (let x = 0; x < 16; x++) this.recY[row + x] = this.mbRecY[y * 16 + x]!;
+    }
+    for (let y = 0; y < 8; y++) {
+      const row = (mbY * 8 + y) * cs + mbX * 8;
+      for (let x = 0; x < 8; x++) {
+        this.recU[row + x] = this.mbRecU[y * 8 + x]!;
+        this.recV[row + x] = this.mbRecV[y * 8 + x]!;
+      }
+    }
+  }
+}
+
+/** coded_block_pattern luma bits of 16 blocks' levels: bit n when 8x8 block n has a level. */
+function cbpOf(luma: Int32Array): number {
+  let cbp = 0;
+  for (let blk = 0; blk < 16; blk++) {
+    for (let i = blk * 16; i < blk * 16 + 16; i++) {
+      if (luma[i] !== 0) {
+        cbp |= 1 << (blk >> 2);
+        break;
+      }
+    }
+  }
+  return cbp;
+}
+
+/** Whether a size x size block of `src` equals the one of `pred` (stopping at the first difference). */
+function same(
+  src: Uint8Array,
+  srcAt: number,
+  srcStride: number,
+  pred: Uint8Array | Int32Array,
+  predAt: number,
+  predStride: number,
+  size: number,
+): boolean {
+  for (let y = 0; y < size; y++) {
+    const a = srcAt + y * srcStride;
+    const b = predAt + y * predStride;
+    for (let x = 0; x < size; x++) if (src[a + x] !== pred[b + x]) return false;
+  }
+  return true;
+}

@@ -1,0 +1,296 @@
+/**
+ * Recording the virtual phone's screen to an MP4, as `screenrecord` records a phone's.
+ *
+ * A frame is taken whenever the screen changes, as SurfaceFlinger hands screenrecord a frame
+ * only when something was drawn: a still screen costs nothing, and the frame's duration in
+ * the file is how long the screen stayed that way. Changes that come faster than `maxFps`
+ * (30 a second by default) are taken at that rate, so a screen that keeps changing is
+ * recorded at 30 frames a second, and always at 10 or more. While the encoder is busy with
+ * a frame, later changes wait for it and the newest screen is taken next (older ones are
+ * dropped, as a phone's encoder drops frames it cannot keep up with).
+ *
+ * The file is written as it is recorded (samples, then the index once recording ends):
+ * `bytes()` at any moment is what the phone's file holds, and a recording that is aborted
+ * (the process killed) leaves a file without an index, which players refuse, as on a phone.
+ */
+import { MemorySink } from '../../../../src/video/io.js';
+import { Mp4Writer } from '../../../../src/video/mp4-write.js';
+import { BT601_LIMITED } from './h264/parameter-sets.js';
+import {
+  inlineFrameEncoder,
+  workerFrameEncoder,
+  type EncodedFrame,
+  type FrameEncoder,
+  type FrameEncoderConfig,
+} from './frame-encoder.js';
+import { contentArea, type ContentArea } from './scale.js';
+
+/** The screen a recorder watches: the virtual phone's UI, or anything drawn like it. */
+export interface ScreenSource {
+  readonly width: number;
+  readonly height: number;
+  /** The screen now, RGBA, width x height; read before the next change. */
+  renderRgba(): Uint8Array;
+  /** Calls `listener` after every visible change; returns unsubscribe. */
+  onChange(listener: () => void): () => void;
+}
+
+/**
+ * Frames taken but not yet written: one being encoded and the next waiting, so the screen
+ * is drawn while the encoder works. More would only add latency.
+ */
+const MAX_PENDING = 2;
+
+/** screenrecord's defaults on Android 14 (see SCREENRECORD.md). */
+export const SCREENRECORD_DEFAULTS = { bitRate: 20_000_000, timeLimitS: 180 } as const;
+
+export interface RecorderOptions {
+  /** The video's size (`--size`); the screen's, rounded down to even numbers, by default. */
+  size?: { width: number; height: number };
+  /** Bits per second (`--bit-rate`); 20 Mbit/s by default. */
+  bitRate?: number;
+  /** Seconds after which the recording ends by itself (`--time-limit`); 180 by default, 0 for none. */
+  timeLimitS?: number;
+  /** The most frames a second; 30 by default. */
+  maxFps?: number;
+  /** Where frames are encoded: a worker thread (default) or the caller's thread. */
+  encodeOn?: 'worker' | 'main';
+  /** A clock in ms that only moves forward (frame times); performance.now by default. */
+  now?: () => number;
+}
+
+export interface RecordingResult {
+  /** The finished MP4. */
+  bytes: Uint8Array;
+  frames: number;
+  durationUs: number;
+  endedBy: 'stop' | 'time-limit';
+}
+
+/** Frame statistics a caller may print (screenrecord --verbose) or measure. */
+export interface RecordingStats {
+  frames: number;
+  /** Bytes of the file so far. */
+  bytes: number;
+  /** Sum of the frames' encode times, ms. */
+  encodeMs: number;
+}
+
+/**
+ * Starts recording `source`. The first frame is the screen as it is now. Throws a
+ * RangeError for a size the encoder cannot make (odd, too small or too large).
+ */
+export async function startScreenRecording(
+  source: ScreenSource,
+  options: RecorderOptions = {},
+): Promise<ScreenRecording> {
+  const width = options.size?.width ?? source.width - (source.width % 2);
+  const height = options.size?.height ?? source.height - (source.height % 2);
+  if (!(Number.isInteger(width) && Number.isInteger(height) && width >= 16 && height >= 16)) {
+    throw new RangeError(`cannot record at ${width}x${height}: the video needs at least 16x16 pixels`);
+  }
+  if (width % 2 !== 0 || height % 2 !== 0 || width > 4096 || height > 4096) {
+    throw new RangeError(
+      `cannot record at ${width}x${height}: width and height must be even and at most 4096`,
+    );
+  }
+  const maxFps = options.maxFps ?? 30;
+  const config: FrameEncoderConfig = {
+    screenWidth: source.width,
+    screenHeight: source.height,
+    videoWidth: width,
+    videoHeight: height,
+    bitRate: options.bitRate ?? SCREENRECORD_DEFAULTS.bitRate,
+    maxFps,
+  };
+  const encoder = options.encodeOn === 'main' ? inlineFrameEncoder(config) : await workerFrameEncoder(config);
+  const sink = new MemorySink();
+  const writer = await Mp4Writer.start(sink, { width, height, colour: BT601_LIMITED });
+  return new ScreenRecording(source, encoder, writer, sink, {
+    width,
+    height,
+    maxFps,
+    timeLimitS: options.timeLimitS ?? SCREENRECORD_DEFAULTS.timeLimitS,
+    now: options.now ?? (() => performance.now()),
+  });
+}
+
+interface Settings {
+  width: number;
+  height: number;
+  maxFps: number;
+  timeLimitS: number;
+  now: () => number;
+}
+
+export class ScreenRecording {
+  /** Where the screen lies in the video (all of it unless `size` has another aspect ratio). */
+  readonly content: ContentArea;
+  readonly width: number;
+  readonly height: number;
+  /** Settles when the recording has ended and its file is finished (or failed). */
+  readonly finished: Promise<RecordingResult>;
+
+  private readonly startedMs: number;
+  private readonly intervalMs: number;
+  private readonly unsubscribe: () => void;
+  private readonly limitTimer: NodeJS.Timeout | null;
+  private captureTimer: NodeJS.Timeout | null = null;
+  private lastCaptureMs = -Infinity;
+  /** The screen changed since the last frame was taken. */
+  private dirty = true;
+  /** Frames taken and not yet written; they are written in order, one after another. */
+  private pending = 0;
+  private written: Promise<void> = Promise.resolve();
+  private ending: Promise<RecordingResult> | null = null;
+  private aborted = false;
+  private failure: Error | null = null;
+  private encodeMs = 0;
+  private settle!: { resolve: (r: RecordingResult) => void; reject: (e: Error) => void };
+
+  constructor(
+    private readonly source: ScreenSource,
+    private readonly encoder: FrameEncoder,
+    private readonly writer: Mp4Writer,
+    private readonly sink: MemorySink,
+    private readonly settings: Settings,
+  ) {
+    this.width = settings.width;
+    this.height = settings.height;
+    this.content = contentArea(source.width, source.height, settings.width, settings.height);
+    this.intervalMs = 1000 / settings.maxFps;
+    this.finished = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
+    // Nobody may be waiting when a recording fails on its own; the failure still reaches
+    // whoever asks (stop(), finished).
+    this.finished.catch(() => undefined);
+    this.startedMs = settings.now();
+    this.unsubscribe = source.onChange(() => {
+      this.dirty = true;
+      this.schedule();
+    });
+    this.limitTimer =
+      settings.timeLimitS > 0
+        ? setTimeout(() => void this.end('time-limit').catch(() => undefined), settings.timeLimitS * 1000)
+        : null;
+    this.limitTimer?.unref();
+    this.schedule();
+  }
+
+  /** The file as it is now: without its index until the recording has finished. */
+  bytes(): Uint8Array {
+    return this.sink.bytes();
+  }
+
+  get stats(): RecordingStats {
+    return { frames: this.writer.frames, bytes: this.writer.size, encodeMs: this.encodeMs };
+  }
+
+  /** Ends the recording and finishes its file (what SIGINT does to screenrecord). Idempotent. */
+  stop(): Promise<RecordingResult> {
+    return this.end('stop');
+  }
+
+  /**
+   * Ends the recording without finishing the file (the process was killed): `bytes()` keeps
+   * what was written, with no index. `finished` rejects.
+   */
+  async abort(): Promise<void> {
+    if (this.ending) return;
+    this.aborted = true;
+    this.ending = Promise.reject(new Error('the recording was aborted before it finished'));
+    this.ending.catch(() => undefined);
+    this.halt();
+    await this.encoder.close();
+    this.settle.reject(new Error('the recording was aborted before it finished'));
+  }
+
+  private halt(): void {
+    this.unsubscribe();
+    if (this.limitTimer) clearTimeout(this.limitTimer);
+    if (this.captureTimer) clearTimeout(this.captureTimer);
+    this.captureTimer = null;
+  }
+
+  private end(reason: RecordingResult['endedBy']): Promise<RecordingResult> {
+    this.ending ??= (async () => {
+      this.halt();
+      try {
+        await this.drain();
+        // A change not yet taken (the frame rate held it back) was on the screen before the
+        // recording stopped: a phone would have shown and encoded it, so it is the last frame.
+        // Stopped before the first frame came back: the screen as it is is the video.
+        if ((this.dirty || this.writer.frames === 0) && !this.failure) {
+          this.capture();
+          await this.drain();
+        }
+        if (this.failure) throw this.failure;
+        const summary = await this.writer.finish(this.settings.now() * 1000);
+        const result: RecordingResult = {
+          bytes: this.sink.bytes(),
+          frames: summary.frames,
+          durationUs: summary.durationUs,
+          endedBy: reason,
+        };
+        this.settle.resolve(result);
+        return result;
+      } catch (error) {
+        const failure = error instanceof Error ? error : new Error(String(error));
+        this.settle.reject(failure);
+        throw failure;
+      } finally {
+        await this.encoder.close();
+      }
+    })();
+    return this.ending;
+  }
+
+  /** Waits until every frame taken is written. */
+  private async drain(): Promise<void> {
+    while (this.pending > 0) await this.written;
+  }
+
+  /** Takes the next frame as soon as the frame rate and the encoder allow. */
+  private schedule(): void {
+    if (this.ending || this.captureTimer || this.pending >= MAX_PENDING || !this.dirty) return;
+    const wait = Math.max(0, this.lastCaptureMs + this.intervalMs - this.settings.now());
+    // Even with no wait, the frame is taken on the next turn of the event loop: one user
+    // action often changes the screen several times in a row, and only the result counts.
+    this.captureTimer = setTimeout(() => {
+      this.captureTimer = null;
+      this.capture();
+    }, wait);
+    this.captureTimer.unref();
+  }
+
+  private capture(): void {
+    if (this.aborted || this.pending >= MAX_PENDING) return;
+    this.dirty = false;
+    // The first frame is the screen as it was when recording started.
+    const timeMs = this.lastCaptureMs === -Infinity ? this.startedMs : this.settings.now();
+    this.lastCaptureMs = timeMs;
+    let encoded: Promise<EncodedFrame>;
+    try {
+      encoded = this.encoder.encode(this.source.renderRgba(), timeMs);
+    } catch (error) {
+      encoded = Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+    // Its failure is handled below, in turn; until then it must not count as unhandled.
+    encoded.catch(() => undefined);
+    this.pending++;
+    this.written = this.written.then(async () => {
+      try {
+        const frame = await encoded;
+        if (this.aborted || this.failure) return;
+        this.encodeMs += frame.encodeMs;
+        await this.writer.addFrame({ nalUnits: frame.nalUnits, timeUs: frame.timeMs * 1000 });
+      } catch (error) {
+        this.failure ??= error instanceof Error ? error : new Error(String(error));
+        // A recording whose encoder failed ends; its error is what stop() and finished report.
+        void this.end('stop').catch(() => undefined);
+      } finally {
+        this.pending--;
+        this.schedule();
+      }
+    });
+  }
+}

@@ -1,0 +1,226 @@
+/**
+ * Recording the virtual phone's screen: a real virtual phone (its UI and system side, as the
+ * backend boots it) recorded while someone types into its Login app, checked with ffprobe
+ * and ffmpeg. Time is the recorder's injected clock wherever a duration is asserted. Tests
+ * about what is recorded encode on the test's thread; the phone's worker thread writes the
+ * same bytes (one test shows it) and is used where it is the subject.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DeviceBackend } from '../../server/devices/types.js';
+import { createVirtualBackend } from '../../server/devices/virtual/index.js';
+import type { VirtualPhone } from '../../server/devices/virtual/phone.js';
+import {
+  startScreenRecording,
+  type ScreenRecording,
+  type ScreenSource,
+} from '../../server/devices/virtual/video/recorder.js';
+import { contentArea } from '../../server/devices/virtual/video/scale.js';
+import { Mp4FormatError } from '../../src/video/box.js';
+import { bufferSource } from '../../src/video/io.js';
+import { readMp4 } from '../../src/video/mp4-read.js';
+import { quietLog } from '../support/virtual-adb.js';
+import { decodeErrors, decodeRgb, packets, phoneUi, probe, psnrRgb, run, tapId } from '../support/video.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'phonelease-rec-'));
+let backend: DeviceBackend;
+let phone: VirtualPhone;
+
+beforeAll(async () => {
+  backend = createVirtualBackend({ bootMs: 0, chromium: null });
+  phone = (await backend.boot({
+    sessionId: 'recorder-test',
+    restoreFrom: null,
+    signal: new AbortController().signal,
+    log: quietLog,
+  })) as VirtualPhone;
+});
+
+afterAll(async () => {
+  await backend.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The phone's screen as the system side sees it (a recorder counts as someone watching). */
+function screenOf(p: VirtualPhone): ScreenSource {
+  const device = p.device;
+  return {
+    width: device.ui.width,
+    height: device.ui.height,
+    renderRgba: () => device.ui.renderRgba(),
+    onChange: (listener) => device.onScreenChange(listener),
+  };
+}
+
+function save(name: string, bytes: Uint8Array): string {
+  const file = join(dir, name);
+  writeFileSync(file, bytes);
+  return file;
+}
+
+/** Waits (without sleeping) until the recording has written `n` frames. */
+async function framesReach(recording: ScreenRecording, n: number): Promise<void> {
+  while (recording.stats.frames < n) await new Promise((r) => setImmediate(r));
+}
+
+/** A clock the test moves by hand. */
+function manualClock(startMs = 1000) {
+  const clock = { ms: startMs, now: () => clock.ms };
+  return clock;
+}
+
+describe('screen recorder', () => {
+  it('records the phone while someone types into the Login app: a frame for every change, 20 a second', async () => {
+    // A character every 50 ms on the recorder's clock: the screen changes 20 times a second.
+    // (How fast the machine keeps up in real time is measured by bench/video-encoder.ts.)
+    const ui = phone.device.ui;
+    ui.launch('com.phonelease.login');
+    tapId(ui, 'com.phonelease.login:id/username');
+    const clock = manualClock();
+    const recording = await startScreenRecording(screenOf(phone), { now: clock.now });
+    await framesReach(recording, 1);
+    for (let typed = 1; typed <= 40; typed++) {
+      clock.ms += 50;
+      ui.text('abcdefghij'[typed % 10]!);
+      await framesReach(recording, typed + 1);
+    }
+    clock.ms += 50;
+    const result = await recording.stop();
+
+    const file = save('typing.mp4', result.bytes);
+    const { stream, duration } = await probe(file);
+    expect(stream).toMatchObject({ codec_name: 'h264', width: 720, height: 1280 });
+    expect(Number(stream.nb_read_frames)).toBe(41);
+    expect(duration).toBeCloseTo(41 * 0.05, 3);
+    const got = await packets(file);
+    expect(got.length / duration).toBeGreaterThanOrEqual(10);
+    got.forEach((p, i) => expect(p.pts).toBeCloseTo(i * 0.05, 4));
+    expect(await decodeErrors(file)).toBe('');
+    // The video ends on the screen as it was when recording stopped.
+    const last = (await decodeRgb(file, 720, 1280)).at(-1)!;
+    expect(psnrRgb(ui.renderRgba(), last)).toBeGreaterThan(40);
+  });
+
+  it('takes the newest screen when changes come faster than it can encode them, and ends on the last', async () => {
+    const ui = phone.device.ui;
+    const recording = await startScreenRecording(screenOf(phone));
+    await framesReach(recording, 1);
+    // Forty changes in one go: no encoder keeps up with that, so most are never taken.
+    for (let i = 0; i < 40; i++) ui.text(String(i % 10));
+    const result = await recording.stop();
+    expect(result.frames).toBeGreaterThanOrEqual(2);
+    expect(result.frames).toBeLessThan(41);
+    const file = save('burst.mp4', result.bytes);
+    const last = (await decodeRgb(file, 720, 1280)).at(-1)!;
+    expect(psnrRgb(ui.renderRgba(), last)).toBeGreaterThan(40);
+  });
+
+  it('records a still screen as one frame that lasts until the recording stops', async () => {
+    const clock = manualClock();
+    const recording = await startScreenRecording(screenOf(phone), { now: clock.now, encodeOn: 'main' });
+    clock.ms += 5000;
+    const result = await recording.stop();
+    expect(result).toMatchObject({ frames: 1, durationUs: 5_000_000, endedBy: 'stop' });
+    const file = save('still.mp4', result.bytes);
+    expect((await probe(file)).duration).toBeCloseTo(5, 3);
+    expect(await recording.stop()).toBe(result);
+  });
+
+  it('stops by itself at its time limit and finishes the file', async () => {
+    const recording = await startScreenRecording(screenOf(phone), { timeLimitS: 1, encodeOn: 'main' });
+    const result = await recording.finished;
+    expect(result.endedBy).toBe('time-limit');
+    expect(result.durationUs).toBeGreaterThanOrEqual(1_000_000);
+    const file = save('limit.mp4', result.bytes);
+    expect((await probe(file)).duration).toBeGreaterThanOrEqual(1);
+    expect(await decodeErrors(file)).toBe('');
+  });
+
+  it('leaves a file without an index when aborted, which players refuse', async () => {
+    const recording = await startScreenRecording(screenOf(phone));
+    while (recording.stats.frames === 0) await new Promise((r) => setImmediate(r));
+    await recording.abort();
+    await expect(recording.finished).rejects.toThrow(/aborted/);
+    const cut = recording.bytes();
+    expect(cut.length).toBeGreaterThan(1000);
+    const probed = await run('ffprobe', ['-v', 'error', save('aborted.mp4', cut)]);
+    expect(probed.code).not.toBe(0);
+    await expect(readMp4(bufferSource(cut))).rejects.toThrow(Mp4FormatError);
+  });
+
+  it('fits the screen into another --size as screenrecord does: scaled, centred, black around', async () => {
+    const clock = manualClock();
+    const recording = await startScreenRecording(screenOf(phone), {
+      size: { width: 720, height: 720 },
+      now: clock.now,
+      encodeOn: 'main',
+    });
+    expect(recording.content).toEqual({ x: 157, y: 0, width: 405, height: 720 });
+    clock.ms += 500;
+    const file = save('square.mp4', (await recording.stop()).bytes);
+    const { stream } = await probe(file);
+    expect([stream.width, stream.height]).toEqual([720, 720]);
+    const [frame] = await decodeRgb(file, 720, 720);
+    const pixel = (x: number, y: number) => [...frame!.subarray((y * 720 + x) * 3, (y * 720 + x) * 3 + 3)];
+    for (const [x, y] of [
+      [10, 360],
+      [150, 100],
+      [570, 600],
+      [710, 10],
+    ]) {
+      for (const c of pixel(x!, y!)) expect(c).toBeLessThan(4);
+    }
+  });
+
+  it('writes the same file whether it encodes on a worker thread or its caller’s', async () => {
+    const files: Uint8Array[] = [];
+    for (const encodeOn of ['worker', 'main'] as const) {
+      const ui = phoneUi();
+      const source: ScreenSource = {
+        width: ui.width,
+        height: ui.height,
+        renderRgba: () => ui.renderRgba(),
+        onChange: (listener) => ui.onChange(listener),
+      };
+      const clock = manualClock();
+      const recording = await startScreenRecording(source, {
+        encodeOn,
+        now: clock.now,
+        size: { width: 360, height: 640 },
+      });
+      while (recording.stats.frames === 0) await new Promise((r) => setImmediate(r));
+      for (const pkg of ['com.phonelease.login', 'com.android.settings']) {
+        const before = recording.stats.frames;
+        clock.ms += 250;
+        ui.launch(pkg);
+        while (recording.stats.frames === before) await new Promise((r) => setImmediate(r));
+      }
+      clock.ms += 250;
+      files.push((await recording.stop()).bytes);
+    }
+    expect(Buffer.compare(files[0]!, files[1]!)).toBe(0);
+    const got = await packets(save('threads.mp4', files[0]!));
+    expect(got.map((p) => p.pts)).toEqual([0, 0.25, 0.5]);
+  });
+
+  it('refuses a size the encoder cannot make, before recording anything', async () => {
+    await expect(
+      startScreenRecording(screenOf(phone), { size: { width: 721, height: 1280 } }),
+    ).rejects.toThrow(/even/);
+    await expect(startScreenRecording(screenOf(phone), { size: { width: 8, height: 8 } })).rejects.toThrow(
+      /16x16/,
+    );
+  });
+});
+
+describe('content area', () => {
+  it('keeps the screen’s aspect ratio and centres it, with screenrecord’s rounding', () => {
+    expect(contentArea(720, 1280, 720, 1280)).toEqual({ x: 0, y: 0, width: 720, height: 1280 });
+    expect(contentArea(720, 1280, 360, 640)).toEqual({ x: 0, y: 0, width: 360, height: 640 });
+    expect(contentArea(720, 1280, 1280, 720)).toEqual({ x: 437, y: 0, width: 405, height: 720 });
+    expect(contentArea(720, 1280, 720, 1600)).toEqual({ x: 0, y: 160, width: 720, height: 1280 });
+    expect(contentArea(1080, 2400, 720, 1280)).toEqual({ x: 72, y: 0, width: 576, height: 1280 });
+  });
+});
