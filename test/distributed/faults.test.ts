@@ -227,10 +227,13 @@ describe.skipIf(missing !== null)('deployment faults', () => {
       });
     }
     expect(unanswered).toEqual([]);
-    // Meanwhile a lost connection was a 500 with the error body that says to retry.
+    // Meanwhile a lost connection was a 500 with the error body that says to retry. (Phones
+    // whose cleanup waits for the database still hold their place: a create may then find
+    // the 12 phones taken, and 503 phones_busy is the contract's answer to that.)
     expect(answers.length).toBeGreaterThan(10);
-    for (const a of answers.filter((x) => x.status >= 500))
+    for (const a of answers.filter((x) => x.status >= 500 && x.code !== 'phones_busy'))
       expect(a).toEqual({ status: 500, code: 'internal' });
+    for (const a of answers.filter((x) => x.code === 'phones_busy')) expect(a.status).toBe(503);
     // Afterwards each node serves again: its own reads, and creates that a host serves.
     for (const i of [0, 1]) {
       const deadline = Date.now() + 20_000;
