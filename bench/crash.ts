@@ -8,14 +8,14 @@
  * Goals: duplicates 0; books agree after every cycle.
  * Run: npm run build && npx tsx bench/crash.ts [--cycles 20] [--concurrency 12] [--seed N]
  */
-import { Database } from '../server/store/sqlite.js';
+import { Database } from '../server/stores/sqlite/sqlite.js';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { auditBooks } from '../server/store/audit.js';
+import { auditBooks } from '../server/stores/sqlite/audit.js';
 import { BenchProcesses, runCli } from './support/process.js';
 
 const { values } = parseArgs({

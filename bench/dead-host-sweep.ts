@@ -1,7 +1,7 @@
 /**
  * What the sweep of a dead device host costs in the shared store: a host's N sessions (ready
  * for five minutes, metered, so each has started minutes to debit at its end; or billing
- * disabled) are ended `lost` by one reap() (server/distributed/shared-sessions.ts), timed
+ * disabled) are ended `lost` by one reap() (server/stores/postgres/sessions.ts), timed
  * in-process against a real PostgreSQL. This is the part of "the time to notice a dead host
  * and free its slots" (bench/scale.ts) that the store decides; the rest is the declared
  * lost-after time and how often nodes look (every second).
@@ -9,11 +9,10 @@
  * Run: npx tsx bench/dead-host-sweep.ts [--sessions 334] [--runs 3]
  */
 import { parseArgs } from 'node:util';
-import { systemClock } from '../server/clock.js';
 import { createLogger } from '../server/log.js';
-import { cryptoRandom } from '../server/secrets.js';
-import { admit, reap } from '../server/distributed/shared-sessions.js';
-import { createAccountPg, migratePg, openPool } from '../server/store/pg.js';
+import { reap } from '../server/stores/postgres/sessions.js';
+import { migratePg, openPool } from '../server/stores/postgres/pool.js';
+import { createdOn, admittedOn } from '../test/support/shared-store.js';
 import { startPostgres } from '../test/support/postgres.js';
 
 const { values } = parseArgs({
@@ -39,19 +38,13 @@ try {
            VALUES ('hst_dead', 'http://127.0.0.1:1', '127.0.0.1', 1, $1, 4, 'virtual', $2, $3, 3000, 1000, 'live')`,
           [sessions, now - 600, nowMs],
         );
-        const account = await createAccountPg(db, systemClock, cryptoRandom, {
+        const account = await createdOn(db, {
           billingMode: billing,
           balanceCents: 1_000_000,
           sessionLimit: sessions,
         });
         for (let i = 0; i < sessions; i++)
-          await admit(db, {
-            uid: account.uid,
-            body: { timeout_seconds: 3600 },
-            requestKey: null,
-            nowMs: (now - 600) * 1000,
-            random: cryptoRandom,
-          });
+          await admittedOn(db, account.uid, { timeout_seconds: 3600 }, (now - 600) * 1000);
         // Ready there for five minutes until its last heartbeat, 10 s ago.
         await db.query("UPDATE sessions SET host_id = 'hst_dead', state = 'ready', ready = $1", [now - 310]);
         await db.query("UPDATE hosts SET heartbeat_ms = $1 WHERE id = 'hst_dead'", [nowMs - 10_000]);

@@ -6,11 +6,11 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { systemClock } from './clock.js';
-import { createAccount, type CreatedAccount, type NewAccount } from './runtime/accounts.js';
+import { createAccount, newAccountRows, type CreatedAccount, type NewAccount } from './runtime/accounts.js';
 import { createLogger, levelFromEnv } from './log.js';
 import { SERVER_DEFAULTS, defaultPhones, loadBackend, startServer, type BackendChoice } from './main.js';
 import { cryptoRandom } from './secrets.js';
-import { openDatabase, Store } from './store/store.js';
+import { openDatabase, SqliteStore } from './stores/sqlite/store.js';
 import { parseCommandLine, UsageError, usageHint } from '../src/util/args.js';
 
 // The command line's own usage error (exit code 2), so that both halves of `phonelease`
@@ -138,7 +138,7 @@ export async function runServerCommand(argv: string[]): Promise<void> {
   const dataDir = values.data ?? defaultDataDir();
   mkdirSync(dataDir, { recursive: true });
 
-  const store = new Store(openDatabase(dataDir));
+  const store = new SqliteStore(openDatabase(dataDir));
   const firstStart = store.accountCount() === 0;
   store.close();
 
@@ -364,16 +364,18 @@ export async function runAccountsCommand(argv: string[]): Promise<void> {
   let created: CreatedAccount;
   if (values.store !== undefined) {
     const url = storeUrl(values.store);
-    const { createAccountPg, migratePg, openPool } = await import('./store/pg.js');
+    const { insertAccount, migratePg, openPool } = await import('./stores/postgres/pool.js');
     const db = openPool(url, createLogger({ level: 'warn' }), 1);
     try {
       await migratePg(db);
-      created = await createAccountPg(db, systemClock, cryptoRandom, opts);
+      const rows = newAccountRows(systemClock, cryptoRandom, opts);
+      await insertAccount(db, rows);
+      created = rows.created;
     } finally {
       await db.end();
     }
   } else {
-    const store = new Store(openDatabase(values.data ?? defaultDataDir()));
+    const store = new SqliteStore(openDatabase(values.data ?? defaultDataDir()));
     try {
       created = createAccount(store, systemClock, cryptoRandom, opts);
     } finally {

@@ -1,24 +1,28 @@
 /**
- * startServer(): the store, the runtime, the device backend, the ADB gateway and the HTTP
- * API wired together and listening. The CLI's `phonelease server` and the test fixtures'
- * embedded default both start the server through here.
+ * The single server: a deployment of one. startServer() wires its SQLite store, its runtime
+ * and device backend, its session directory (LocalDirectory), its ADB gateway and the HTTP
+ * API (buildApp, the same as an API node's) and listens. The CLI's `phonelease server` and
+ * the test fixtures' embedded server both start the server through here.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { buildApp } from './app.js';
+import { buildApp } from './api/app.js';
 import { systemClock, type Clock } from './clock.js';
 import { AdbGateway } from './adb-gateway.js';
 import type { DeviceBackend } from './devices/types.js';
 import { createLogger, levelFromEnv, type Logger, type LogLevel } from './log.js';
-import { AccountService, createAccount, type CreatedAccount, type NewAccount } from './runtime/accounts.js';
+import { createAccount, type CreatedAccount, type NewAccount } from './runtime/accounts.js';
 import { Grants } from './runtime/grants.js';
+import { LocalDirectory } from './runtime/local-directory.js';
 import { ProfileSaves } from './runtime/profile-saves.js';
 import { Runtime, type RuntimeObserver } from './runtime/runtime.js';
 import { cryptoRandom, type RandomSource } from './secrets.js';
-import { startCheckpointer } from './store/checkpointer.js';
-import { openDatabase, Store } from './store/store.js';
+import { startCheckpointer } from './stores/sqlite/checkpointer.js';
+import { SqliteLedger } from './stores/sqlite/ledger.js';
+import { openDatabase, SqliteStore } from './stores/sqlite/store.js';
+import { RuntimeStreams, viewerTokenStreams } from './viewer/stream.js';
 
 export interface ServerOptions {
   /** Interface to listen on (default 127.0.0.1). */
@@ -135,9 +139,9 @@ function listenError(err: unknown, host: string, port: number): unknown {
   return err;
 }
 
-/** What the runtime is built from: the server and in-process route tests share this wiring. */
-export interface RuntimeParts {
-  store: Store;
+/** What the single server is built from: the server and in-process route tests share this wiring. */
+export interface SingleServerParts {
+  store: SqliteStore;
   backend: DeviceBackend;
   clock: Clock;
   random: RandomSource;
@@ -152,31 +156,28 @@ export interface RuntimeParts {
   observer?: RuntimeObserver;
 }
 
-/** The accounts, view grants and runtime over one store and device backend. */
-export function wireRuntime(parts: RuntimeParts): {
-  accounts: AccountService;
-  grants: Grants;
+/** The runtime over the store and device backend, its session directory, and the view grants. */
+export function wireSingleServer(parts: SingleServerParts): {
   runtime: Runtime;
+  directory: LocalDirectory;
+  grants: Grants;
 } {
-  const { store, clock, random } = parts;
-  const accounts = new AccountService(store, clock, random);
-  const grants = new Grants(parts.secret, clock, random);
+  const { store, clock, random, log } = parts;
+  const saves = new ProfileSaves(join(parts.dataDir, 'profiles'));
   const runtime = new Runtime({
-    store,
-    accounts,
+    ledger: new SqliteLedger(store, () => clock.now()),
     backend: parts.backend,
-    saves: new ProfileSaves(join(parts.dataDir, 'profiles')),
+    saves,
     clock,
     random,
-    log: parts.log,
+    log,
     phones: parts.phones,
     bootSlots: parts.bootSlots,
     pool: parts.pool ?? 0,
-    observer: parts.observer,
+    ...(parts.observer ? { observer: parts.observer } : {}),
   });
-  // Every waiting request, ADB connection and viewer stream listens to the runtime.
-  runtime.setMaxListeners(0);
-  return { accounts, grants, runtime };
+  const directory = new LocalDirectory({ store, runtime, saves, clock, random, log, phones: parts.phones });
+  return { runtime, directory, grants: new Grants(parts.secret, clock, random) };
 }
 
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
@@ -194,7 +195,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const ephemeral = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'phonelease-'));
 
-  const store = new Store(openDatabase(dataDir));
+  const store = new SqliteStore(openDatabase(dataDir));
   let secret = store.getMeta('secret');
   if (!secret) {
     secret = random(32).toString('hex');
@@ -214,7 +215,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     log.warn(`--pool ${pool} is more than this host's ${phones} phones; the pool keeps ${phones}`);
   }
   const metrics = options.metrics ? new (await import('./metrics.js')).ServerMetrics() : undefined;
-  const { accounts, grants, runtime } = wireRuntime({
+  const { grants, runtime, directory } = wireSingleServer({
     store,
     backend,
     clock,
@@ -245,27 +246,24 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     // On a wildcard address the URLs handed out name the address the client used.
     const reached = (requestHost: string | undefined) =>
       wildcard && requestHost !== undefined ? hostHeader(requestHost) : null;
-    app = await buildApp(
-      {
-        runtime,
-        accounts,
-        grants,
-        store,
-        clock,
-        log,
-        publicUrl: (requestHost) => {
-          const r = reached(requestHost);
-          return r ? `http://${r.authority}` : url;
-        },
-        adbEndpoint: (requestHost) => ({ host: reached(requestHost)?.hostname ?? publicHost, port: adbPort }),
-        dashboardOrigin: options.dashboardOrigin ?? null,
+    app = await buildApp({
+      directory,
+      grants,
+      clock,
+      log,
+      publicUrl: (requestHost) => {
+        const r = reached(requestHost);
+        return r ? `http://${r.authority}` : url;
       },
-      { metrics },
-    );
+      adbEndpoint: (requestHost) => ({ host: reached(requestHost)?.hostname ?? publicHost, port: adbPort }),
+      dashboardOrigin: options.dashboardOrigin ?? null,
+      streams: new RuntimeStreams({ runtime, clock, log, authorize: viewerTokenStreams(grants) }),
+      ...(metrics ? { metrics } : {}),
+    });
     await app.listen({ host, port: options.port ?? 0 });
     const { port } = app.server.address() as AddressInfo;
     url = `http://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${port}`;
-    runtime.recover();
+    directory.recover();
     log.info('phonelease server listening', {
       url,
       adb_gateway_port: adbPort,
@@ -296,7 +294,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     runtime: { pause: () => runtime.pause(), resume: () => runtime.resume() },
     close() {
       closing ??= (async () => {
-        await runtime.close();
+        await directory.close();
         await listening.close();
         await gateway.close();
         await backend.close();

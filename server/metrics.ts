@@ -9,7 +9,9 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ErrorCode } from '../src/api/schemas.js';
-import type { Admission, RuntimeObserver, RuntimeStats, StartupSource } from './runtime/runtime.js';
+import type { StartupSource } from './runtime/rows.js';
+import type { Admission } from './runtime/directory.js';
+import type { RuntimeObserver, RuntimeStats } from './runtime/runtime.js';
 
 /** Boots of real phones take from about a second (a snapshot) to minutes (a cold emulator on CI). */
 const BOOT_BUCKETS = [0.25, 0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300];

@@ -6,10 +6,10 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { AdbAccess, Revoked, ViewerCapability } from '../../src/api/schemas.js';
 import { seconds } from '../clock.js';
+import type { SessionSnapshot } from '../runtime/directory.js';
 import type { Grants, ViewerMode } from '../runtime/grants.js';
-import type { LiveSession } from '../runtime/runtime.js';
 import { ownerUid, readCaller } from './auth.js';
-import { PRIVATE_HEADERS, REFUSALS, SidParams, sessionFor, touched } from './common.js';
+import { PRIVATE_HEADERS, REFUSALS, SidParams, sessionFor } from './common.js';
 import type { RoutePlugin } from './types.js';
 
 /** A viewer URL lives at most this long, and never past its session. */
@@ -19,7 +19,7 @@ const TokenQuery = Type.Object({ token: Type.Optional(Type.String()) });
 
 /**
  * The viewer capability of a ready session: a URL under `base` that expires with its
- * session, and within VIEWER_MAX_S. The embedded server and API nodes answer with it.
+ * session, and within VIEWER_MAX_S. Any API node opens it (a deployment's tokens are signed).
  */
 export function viewerCapability(
   grants: Pick<Grants, 'issueViewer'>,
@@ -33,18 +33,28 @@ export function viewerCapability(
 }
 
 export const accessRoutes: RoutePlugin = async (app, { deps }) => {
-  const { runtime, grants, clock } = deps;
+  const { directory, grants, clock } = deps;
+  const owned = (req: FastifyRequest, sid: string) =>
+    sessionFor(deps, { kind: 'owner', uid: ownerUid(req) }, sid, { touch: true });
 
-  const viewerUrl = (req: FastifyRequest, mode: ViewerMode, live: LiveSession) => {
-    runtime.requireReady(live);
-    return viewerCapability(grants, deps.publicUrl(req.headers.host), live.row, mode, seconds(clock.now()));
+  /** A viewer URL of a ready session. */
+  const viewerUrl = (req: FastifyRequest, mode: ViewerMode, session: SessionSnapshot) => {
+    directory.phone(session);
+    return viewerCapability(
+      grants,
+      deps.publicUrl(req.headers.host),
+      session.row,
+      mode,
+      seconds(clock.now()),
+    );
   };
 
   app.get(
     '/sessions/:sid/frame.png',
     { config: { auth: 'read' }, schema: { params: SidParams, querystring: TokenQuery } },
     async (req, reply) => {
-      const png = await runtime.frame(sessionFor(deps, readCaller(req), req.params.sid));
+      const session = await sessionFor(deps, readCaller(req), req.params.sid);
+      const png = await directory.phone(session).frame();
       return reply
         .code(200)
         .headers({ 'content-type': 'image/png', ...PRIVATE_HEADERS })
@@ -58,10 +68,8 @@ export const accessRoutes: RoutePlugin = async (app, { deps }) => {
       config: { auth: 'owner' },
       schema: { params: SidParams, response: { 200: ViewerCapability, ...REFUSALS } },
     },
-    async (req, reply) => {
-      const live = touched(deps, runtime.get(ownerUid(req), req.params.sid));
-      return reply.headers(PRIVATE_HEADERS).send(viewerUrl(req, 'owner', live));
-    },
+    async (req, reply) =>
+      reply.headers(PRIVATE_HEADERS).send(viewerUrl(req, 'owner', await owned(req, req.params.sid))),
   );
 
   app.get(
@@ -75,8 +83,8 @@ export const accessRoutes: RoutePlugin = async (app, { deps }) => {
       },
     },
     async (req, reply) => {
-      const live = touched(deps, sessionFor(deps, readCaller(req), req.params.sid));
-      return reply.headers(PRIVATE_HEADERS).send(viewerUrl(req, 'view', live));
+      const session = await sessionFor(deps, readCaller(req), req.params.sid, { touch: true });
+      return reply.headers(PRIVATE_HEADERS).send(viewerUrl(req, 'view', session));
     },
   );
 
@@ -84,17 +92,18 @@ export const accessRoutes: RoutePlugin = async (app, { deps }) => {
     '/sessions/:sid/adb',
     { config: { auth: 'owner' }, schema: { params: SidParams, response: { 200: AdbAccess, ...REFUSALS } } },
     async (req, reply) => {
-      const live = touched(deps, runtime.get(ownerUid(req), req.params.sid));
-      runtime.requireReady(live);
-      const r = live.row;
+      const session = await owned(req, req.params.sid);
+      directory.phone(session);
+      const r = session.row;
       reply.headers(PRIVATE_HEADERS);
-      if (!r.adb_enabled || !r.adb_code) return { enabled: false };
-      const { host, port } = deps.adbEndpoint(req.headers.host);
+      // The session's own device host's gateway, or this server's.
+      const endpoint = session.adbEndpoint ?? deps.adbEndpoint?.(req.headers.host);
+      if (!r.adb_enabled || !r.adb_code || !endpoint) return { enabled: false };
       return {
         enabled: true,
         transport: 'adb' as const,
-        host,
-        port,
+        host: endpoint.host,
+        port: endpoint.port,
         code: r.adb_code,
         expires_at: r.expires_at,
       };
@@ -105,7 +114,9 @@ export const accessRoutes: RoutePlugin = async (app, { deps }) => {
     '/sessions/:sid/adb',
     { config: { auth: 'owner' }, schema: { params: SidParams, response: { 200: Revoked, ...REFUSALS } } },
     async (req) => {
-      runtime.revokeAdb(runtime.get(ownerUid(req), req.params.sid));
+      await directory.revokeAdb(
+        await sessionFor(deps, { kind: 'owner', uid: ownerUid(req) }, req.params.sid),
+      );
       return { revoked: true };
     },
   );

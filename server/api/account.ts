@@ -8,29 +8,24 @@ import {
   CreateKeyBody,
   CreatedKey,
   ERROR_CODES,
+  KEY_HASH_PATTERN,
   ProfileReset,
+  Revoked,
 } from '../../src/api/schemas.js';
 import { apiError } from '../errors.js';
-import { accountView } from '../runtime/views.js';
 import { ownerUid } from './auth.js';
 import { PRIVATE_HEADERS, REFUSALS } from './common.js';
-import { revokeKeySpec } from './route-specs.js';
+import { partMessages } from './refusals.js';
 import type { RoutePlugin } from './types.js';
+import { accountView } from './views.js';
 
 export const accountRoutes: RoutePlugin = async (app, { deps }) => {
-  const { runtime, accounts, store } = deps;
+  const { directory } = deps;
 
   app.get(
     '/me',
     { config: { auth: 'owner' }, schema: { response: { 200: Account, ...REFUSALS } } },
-    async (req) => {
-      const uid = ownerUid(req);
-      const a = accounts.account(uid);
-      const profile = store.profileOf(uid);
-      if (!profile) throw new Error(`account ${uid} has no profile row`);
-      const active = runtime.activeCount(uid);
-      return accountView(a, profile, { active, billingMode: runtime.activeBillingMode(uid) });
-    },
+    async (req) => accountView(await directory.account(ownerUid(req))),
   );
 
   app.post(
@@ -40,7 +35,7 @@ export const accountRoutes: RoutePlugin = async (app, { deps }) => {
       schema: { body: CreateKeyBody, response: { 200: CreatedKey, ...REFUSALS } },
     },
     async (req, reply) => {
-      const { key, row } = accounts.createKey(ownerUid(req), req.body.label);
+      const { key, row } = await directory.createKey(ownerUid(req), req.body.label);
       reply.headers(PRIVATE_HEADERS);
       return { key, key_hash: row.key_hash, label: row.label, hint: row.hint, created: row.created };
     },
@@ -49,20 +44,33 @@ export const accountRoutes: RoutePlugin = async (app, { deps }) => {
   app.get(
     '/me/keys',
     { config: { auth: 'owner' }, schema: { response: { 200: Type.Array(ApiKeyMeta), ...REFUSALS } } },
-    async (req) => accounts.keys(ownerUid(req)),
+    async (req) => directory.keys(ownerUid(req)),
   );
 
-  app.delete('/me/keys/:key_hash', revokeKeySpec, async (req) => {
-    const uid = ownerUid(req);
-    if (!accounts.revokeKey(uid, req.params.key_hash)) {
-      throw apiError(ERROR_CODES.notFound, 'No active key with this key_hash on this account.');
-    }
-    return { revoked: true };
-  });
+  app.delete(
+    '/me/keys/:key_hash',
+    {
+      config: { auth: 'owner' },
+      schema: {
+        params: Type.Object({ key_hash: Type.String({ pattern: KEY_HASH_PATTERN }) }),
+        response: { 200: Revoked, ...REFUSALS },
+      },
+      schemaErrorFormatter: partMessages({
+        params:
+          'key_hash must be the 64 lowercase hex characters of the sha256 of the key (see GET /me/keys).',
+      }),
+    },
+    async (req) => {
+      if (!(await directory.revokeKey(ownerUid(req), req.params.key_hash))) {
+        throw apiError(ERROR_CODES.notFound, 'No active key with this key_hash on this account.');
+      }
+      return { revoked: true };
+    },
+  );
 
   app.post(
     '/me/profile/reset',
     { config: { auth: 'owner' }, schema: { response: { 200: ProfileReset, ...REFUSALS } } },
-    async (req) => ({ id: runtime.resetProfile(ownerUid(req)), reset: true }),
+    async (req) => ({ id: await directory.resetProfile(ownerUid(req)), reset: true }),
   );
 };

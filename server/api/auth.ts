@@ -2,20 +2,23 @@
  * Authentication: one `onRequest` hook that checks the credential the route declares
  * (`config.auth`) and decorates the request with its caller. It runs before the body is
  * parsed and before anything is validated, so a missing or bad credential is a 401 whatever
- * else is wrong with the request.
+ * else is wrong with the request. It is the one place credentials are read, for every API
+ * the server runs (the single server's, an API node's): a new kind of credential is a new
+ * branch of owner() below and, if it reads as someone new, a new kind of Caller.
  */
 import type { FastifyRequest } from 'fastify';
 import { ERROR_CODES } from '../../src/api/schemas.js';
 import { apiError, notFound, type ApiError } from '../errors.js';
+import type { SessionDirectory } from '../runtime/directory.js';
 import type { Grants } from '../runtime/grants.js';
 import type { App, Caller } from './types.js';
 
 /**
- * What the credential check needs: keys resolved to accounts (synchronously by the embedded
- * store's cache, or asynchronously by API nodes over the shared store) and view grants.
+ * What the credential check needs: keys resolved to accounts (by the session directory:
+ * synchronously on the single server, asynchronously over the shared store) and view grants.
  */
 export interface AuthDeps {
-  accounts: { authenticate(rawKey: string): string | null | Promise<string | null> };
+  directory: Pick<SessionDirectory, 'authenticate'>;
   grants: Pick<Grants, 'viewGrantSession'>;
 }
 
@@ -47,7 +50,7 @@ function field(source: unknown, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-export function installAuth(app: App, { accounts, grants }: AuthDeps): void {
+export function installAuth(app: App, { directory, grants }: AuthDeps): void {
   const keyCaller = (uid: string | null): Caller => {
     if (!uid)
       throw unauthenticated(
@@ -70,7 +73,7 @@ export function installAuth(app: App, { accounts, grants }: AuthDeps): void {
         'A view grant can only read its own session; this call needs an account API key.',
       );
     }
-    const uid = token.startsWith('pck_') ? accounts.authenticate(token) : null;
+    const uid = token.startsWith('pck_') ? directory.authenticate(token) : null;
     return uid instanceof Promise ? uid.then(keyCaller) : keyCaller(uid);
   }
 

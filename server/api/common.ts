@@ -5,10 +5,9 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../src/api/schemas.js';
-import type { LiveSession } from '../runtime/runtime.js';
-import type { ViewContext } from '../runtime/views.js';
+import type { Reader, SessionSnapshot } from '../runtime/directory.js';
 import type { AppDeps } from './deps.js';
-import type { Caller } from './types.js';
+import type { ViewContext } from './views.js';
 
 /** Responses that carry secrets or per-caller state are never cached by a proxy. */
 export const PRIVATE_HEADERS = { 'cache-control': 'private, no-store' } as const;
@@ -35,18 +34,21 @@ const GRANT_CACHE_SIZE = 10_000;
  */
 export class SessionViews {
   private readonly grants = new Map<string, string>();
+  private readonly eta: ViewContext['eta'];
 
-  constructor(private readonly deps: AppDeps) {}
+  constructor(private readonly deps: AppDeps) {
+    this.eta = (s) => deps.directory.eta(s);
+  }
 
   context(req: FastifyRequest): ViewContext {
     const { deps } = this;
     const host = req.headers.host;
     const base = deps.publicUrl(host);
     return {
-      runtime: deps.runtime,
       nowMs: deps.clock.now(),
       watchUrl: (sid) => `${base}/watch/${sid}?token=${this.viewGrant(sid)}`,
-      adbEndpoint: deps.adbEndpoint(host),
+      adbEndpoint: deps.adbEndpoint?.(host) ?? null,
+      eta: this.eta,
     };
   }
 
@@ -63,19 +65,14 @@ export class SessionViews {
 
 /**
  * The live session `sid` as the caller may see it: an owner sees its own sessions, a view
- * grant its one session (the hook has matched the grant to the path). Anything else is the
- * same 404 as an unknown id.
+ * grant its one session (the credential check has matched the grant to the path). Anything
+ * else is the same 404 as an unknown id. `touch`: the call counts as activity (idle_s).
  */
 export function sessionFor(
   deps: AppDeps,
-  caller: Exclude<Caller, { kind: 'public' }>,
+  caller: Reader,
   sid: string,
-): LiveSession {
-  return caller.kind === 'owner' ? deps.runtime.get(caller.uid, sid) : deps.runtime.byId(sid);
-}
-
-/** Marks the session as used now (idle time) and returns it. */
-export function touched(deps: AppDeps, live: LiveSession): LiveSession {
-  deps.runtime.touch(live);
-  return live;
+  opts: { touch?: boolean } = {},
+): Promise<SessionSnapshot> {
+  return deps.directory.session(caller, sid, opts);
 }

@@ -2,18 +2,29 @@
  * What the HTTP API needs from the rest of the server. Its own module so that route plugins
  * and the viewer pages can name it without importing the app that registers them.
  */
+import type { FastifyInstance } from 'fastify';
+import type { ErrorCode } from '../../src/api/schemas.js';
 import type { Clock } from '../clock.js';
+import type { ApiError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { AccountService } from '../runtime/accounts.js';
+import type { Admission, SessionDirectory } from '../runtime/directory.js';
 import type { Grants } from '../runtime/grants.js';
-import type { Runtime } from '../runtime/runtime.js';
-import type { Store } from '../store/store.js';
+import type { StreamHandler } from '../viewer/stream.js';
+
+/** What --metrics adds to the API: creates counted, GET /metrics served. */
+export interface ApiMetrics {
+  /** A create the API answered: admitted, replayed, recorded, or refused with a code. */
+  admission(outcome: Admission['outcome'] | { refused: ErrorCode }): void;
+  /** Counts and times every answer (an API node's own requests); optional. */
+  observe?(app: FastifyInstance): void;
+  /** The exposition, in the Prometheus text format. */
+  text(): Promise<{ contentType: string; body: string }>;
+}
 
 export interface AppDeps {
-  runtime: Runtime;
-  accounts: AccountService;
+  /** The service behind every route: the single server's sessions, or a deployment's. */
+  directory: SessionDirectory;
   grants: Grants;
-  store: Store;
   clock: Clock;
   log: Logger;
   /**
@@ -22,10 +33,19 @@ export interface AppDeps {
    * address the client reached it by.
    */
   publicUrl(requestHost?: string): string;
-  /** Where clients reach the ADB gateway (`requestHost` as for publicUrl). */
-  adbEndpoint(requestHost?: string): { host: string; port: number };
+  /**
+   * Where clients reach this server's ADB gateway (`requestHost` as for publicUrl); absent on
+   * an API node, whose sessions name the gateway of the device host that runs them.
+   */
+  adbEndpoint?(requestHost?: string): { host: string; port: number };
   /** Origin allowed to embed viewer pages (CSP frame-ancestors); null allows none. */
   dashboardOrigin: string | null;
+  /** Takes the viewer pages' live streams (WebSocket upgrades). */
+  streams: StreamHandler;
+  /** --metrics. */
+  metrics?: ApiMetrics;
+  /** Failures beyond the API's own (an API node's lost database) as the error the caller sees. */
+  translate?(err: Error): ApiError | undefined;
 }
 
 /** The options every route plugin is registered with. */

@@ -4,7 +4,7 @@
 import { Type } from '@sinclair/typebox';
 import { HistoryPage, HistoryPageQuery, HistoryRecord } from '../../src/api/schemas.js';
 import { badRequest } from '../errors.js';
-import { historyView } from '../runtime/views.js';
+import { historyView } from './views.js';
 import { ownerUid } from './auth.js';
 import { REFUSALS } from './common.js';
 import type { RoutePlugin } from './types.js';
@@ -31,13 +31,15 @@ export function decodeCursor(cursor: string): Cursor | undefined {
 }
 
 export const historyRoutes: RoutePlugin = async (app, { deps }) => {
-  const { runtime, store } = deps;
+  const { directory } = deps;
 
   app.get(
     '/history',
     { config: { auth: 'owner' }, schema: { response: { 200: Type.Array(HistoryRecord), ...REFUSALS } } },
     async (req) =>
-      store.history(ownerUid(req), HISTORY_LIMIT).map((r) => historyView(r, runtime.genericDevice)),
+      (await directory.history(ownerUid(req), HISTORY_LIMIT)).map((r) =>
+        historyView(r, directory.genericDevice),
+      ),
   );
 
   app.get(
@@ -56,11 +58,11 @@ export const historyRoutes: RoutePlugin = async (app, { deps }) => {
           throw badRequest('cursor is not valid; pass next_cursor from the previous page unchanged.');
       }
       // One more than the page tells whether another page follows.
-      const rows = store.history(uid, limit + 1, after);
+      const rows = await directory.history(uid, limit + 1, after);
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
       return {
-        items: page.map((r) => historyView(r, runtime.genericDevice)),
+        items: page.map((r) => historyView(r, directory.genericDevice)),
         next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
       };
     },

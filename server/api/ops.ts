@@ -3,35 +3,38 @@
  * its own body and response schema, and one for any other name (404, listing where the
  * advertised ones are).
  */
+import type { FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { AppEntry, OpDone, ScreenGeometry, TapBody, type PhoneOp } from '../../src/api/schemas.js';
-import type { DevicePhone } from '../devices/types.js';
-import type { LiveSession } from '../runtime/runtime.js';
+import {
+  AppEntry,
+  ERROR_CODES,
+  OpDone,
+  ScreenGeometry,
+  TapBody,
+  type PhoneOp,
+} from '../../src/api/schemas.js';
+import { apiError } from '../errors.js';
+import type { PhoneAccess } from '../runtime/directory.js';
 import { ownerUid } from './auth.js';
 import { partMessages } from './refusals.js';
-import { unknownOp, unknownOpSpec } from './route-specs.js';
-import { PRIVATE_HEADERS, REFUSALS, SidParams, touched } from './common.js';
+import { PRIVATE_HEADERS, REFUSALS, SidParams, sessionFor } from './common.js';
 import type { RoutePlugin } from './types.js';
 
 const TAP_USAGE = 'input.tap needs a JSON body {"x": integer >= 0, "y": integer >= 0} in screen pixels.';
 
 export const opRoutes: RoutePlugin = async (app, { deps }) => {
-  const { runtime } = deps;
   const path = (op: PhoneOp) => `/sessions/:sid/ops/${op}` as const;
 
-  /** The caller's ready session of this request, marked as used. */
-  const ready = (uid: string, sid: string): { live: LiveSession; phone: DevicePhone } => {
-    const live = touched(deps, runtime.get(uid, sid));
-    return { live, phone: runtime.requireReady(live) };
-  };
+  /** The phone of the caller's ready session `sid`, the session marked as used. */
+  const phone = async (req: FastifyRequest, sid: string): Promise<PhoneAccess> =>
+    deps.directory.phone(await sessionFor(deps, { kind: 'owner', uid: ownerUid(req) }, sid, { touch: true }));
 
   app.post(
     path('screen.capture'),
     // A PNG on success, so no response schema (refusals are serialised as plain JSON).
     { config: { auth: 'owner' }, schema: { params: SidParams } },
     async (req, reply) => {
-      const { live } = ready(ownerUid(req), req.params.sid);
-      const png = await runtime.frame(live);
+      const png = await (await phone(req, req.params.sid)).frame();
       return reply.headers({ 'content-type': 'image/png', ...PRIVATE_HEADERS }).send(png);
     },
   );
@@ -43,8 +46,8 @@ export const opRoutes: RoutePlugin = async (app, { deps }) => {
       schema: { params: SidParams, response: { 200: ScreenGeometry, ...REFUSALS } },
     },
     async (req) => {
-      const { phone } = ready(ownerUid(req), req.params.sid);
-      return { w: phone.screen.w, h: phone.screen.h };
+      const { screen } = await phone(req, req.params.sid);
+      return { w: screen.w, h: screen.h };
     },
   );
 
@@ -52,8 +55,7 @@ export const opRoutes: RoutePlugin = async (app, { deps }) => {
     path('nav.home'),
     { config: { auth: 'owner' }, schema: { params: SidParams, response: { 200: OpDone, ...REFUSALS } } },
     async (req) => {
-      const { live } = ready(ownerUid(req), req.params.sid);
-      await runtime.input(live, { type: 'key', key: 'home' });
+      await (await phone(req, req.params.sid)).input({ type: 'key', key: 'home' });
       return { ok: true };
     },
   );
@@ -67,8 +69,7 @@ export const opRoutes: RoutePlugin = async (app, { deps }) => {
       schemaErrorFormatter: partMessages({ body: TAP_USAGE }),
     },
     async (req) => {
-      const { live } = ready(ownerUid(req), req.params.sid);
-      await runtime.input(live, { type: 'tap', x: req.body.x, y: req.body.y });
+      await (await phone(req, req.params.sid)).input({ type: 'tap', x: req.body.x, y: req.body.y });
       return { ok: true };
     },
   );
@@ -79,10 +80,23 @@ export const opRoutes: RoutePlugin = async (app, { deps }) => {
       config: { auth: 'owner' },
       schema: { params: SidParams, response: { 200: Type.Array(AppEntry), ...REFUSALS } },
     },
-    async (req) => ready(ownerUid(req), req.params.sid).phone.apps(),
+    async (req) => (await phone(req, req.params.sid)).apps(),
   );
 
-  app.post('/sessions/:sid/ops/:op', unknownOpSpec, async (req) => {
-    throw unknownOp(req.params.op);
-  });
+  app.post(
+    '/sessions/:sid/ops/:op',
+    {
+      config: { auth: 'owner' },
+      schema: {
+        params: Type.Object({ sid: Type.String(), op: Type.String({ maxLength: 50 }) }),
+        response: REFUSALS,
+      },
+    },
+    async (req) => {
+      throw apiError(
+        ERROR_CODES.notFound,
+        `Unknown operation "${req.params.op}"; advertised operations are listed in the session's ops.`,
+      );
+    },
+  );
 };

@@ -4,94 +4,123 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { ERROR_CODES, Release, Session } from '../../src/api/schemas.js';
-import { apiError } from '../errors.js';
-import type { LiveSession, Runtime } from '../runtime/runtime.js';
-import { receiptView, sessionView } from '../runtime/views.js';
+import {
+  CreateReceipt,
+  CreateSessionBody,
+  ERROR_CODES,
+  ErrorBody,
+  MAX_WAIT_S,
+  REQUEST_KEY_PATTERN,
+  Release,
+  Session,
+} from '../../src/api/schemas.js';
+import { ApiError, apiError } from '../errors.js';
+import type { SessionSnapshot } from '../runtime/directory.js';
 import { ownerUid, readCaller } from './auth.js';
-import { createSessionSpec, noReceipt, readSessionSpec, receiptSpec } from './route-specs.js';
-import { PRIVATE_HEADERS, REFUSALS, SidParams, sessionFor, touched, type SessionViews } from './common.js';
+import { PRIVATE_HEADERS, REFUSALS, SidParams, sessionFor, type SessionViews } from './common.js';
 import type { RouteOptions } from './deps.js';
+import { partMessages } from './refusals.js';
+import { receiptView, sessionView } from './views.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 
-/** Long poll: answers as soon as the session's state, location or cleanup changes, or after ms. */
-function waitForChange(
-  runtime: Runtime,
-  live: LiveSession,
-  ms: number,
-  req: FastifyRequest,
-): Promise<LiveSession> {
-  const snapshot = () => `${live.row.state}/${live.location}/${live.row.cleanup_status}`;
-  const before = snapshot();
-  return new Promise((resolve) => {
-    const check = (changed: LiveSession) => {
-      if (changed === live && snapshot() !== before) done();
-    };
-    const done = () => {
-      clearTimeout(timer);
-      runtime.off('changed', check);
-      runtime.off('closing', check);
-      runtime.off('ended', check);
-      req.raw.off('close', done);
-      resolve(live);
-    };
-    const timer = setTimeout(done, ms);
-    runtime.on('changed', check);
-    runtime.on('closing', check);
-    runtime.on('ended', check);
-    req.raw.once('close', done);
-  });
+/** A session in transition: worth waiting on (a ready or failed one answers at once). */
+const transitional = (s: SessionSnapshot) =>
+  s.row.state === 'provisioning' || (s.row.state === 'closing' && s.row.cleanup_status !== 'complete');
+
+/** An AbortSignal that aborts when the client of `req` goes away. */
+function whileConnected(req: FastifyRequest): AbortSignal {
+  const gone = new AbortController();
+  req.raw.once('close', () => gone.abort());
+  return gone.signal;
 }
 
 export const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions & { views: SessionViews }> = async (
   app,
   { deps, views },
 ) => {
-  const { runtime, store } = deps;
+  const { directory } = deps;
 
-  app.post('/sessions', createSessionSpec, async (req, reply) => {
-    const uid = ownerUid(req);
-    const key = req.headers['idempotency-key'];
-    const { outcome, live } = runtime.admit(uid, req.body ?? {}, key ?? null);
-    if (outcome === 'recorded') {
-      throw apiError(
-        ERROR_CODES.createRequestRecorded,
-        'The request was recorded but the runtime is unavailable; look it up with GET /sessions/requests/{request_key} or retry with the same key and body.',
-        { id: live.row.id, ...(key ? { request_key: key } : {}), outcome: 'unknown' },
-        { 'retry-after': '2' },
-      );
-    }
-    // Sessions carry secrets (watch_url, the ADB unlock code): no cache keeps them.
-    return reply
-      .code(202)
-      .headers(PRIVATE_HEADERS)
-      .send(sessionView(live, views.context(req), { owner: true }));
-  });
+  app.post(
+    '/sessions',
+    {
+      config: { auth: 'owner' },
+      schema: {
+        body: Type.Optional(CreateSessionBody),
+        headers: Type.Object({
+          'idempotency-key': Type.Optional(Type.String({ pattern: REQUEST_KEY_PATTERN })),
+        }),
+        response: { 202: Session, 410: ErrorBody, 503: ErrorBody, ...REFUSALS },
+      },
+      schemaErrorFormatter: partMessages({
+        headers: `Idempotency-Key must match ${REQUEST_KEY_PATTERN}; use one stable key per logical start.`,
+      }),
+      // No body at all means the defaults; a JSON null or array is still refused.
+      preValidation: async (req) => {
+        if (req.body === undefined) req.body = {};
+      },
+    },
+    async (req, reply) => {
+      const key = req.headers['idempotency-key'] ?? null;
+      const { outcome, session } = await directory
+        .admit(ownerUid(req), req.body ?? {}, key)
+        .catch((err: unknown) => {
+          if (err instanceof ApiError) deps.metrics?.admission({ refused: err.code });
+          throw err;
+        });
+      deps.metrics?.admission(outcome);
+      if (outcome === 'recorded') {
+        throw apiError(
+          ERROR_CODES.createRequestRecorded,
+          'The request was recorded but the runtime is unavailable; look it up with GET /sessions/requests/{request_key} or retry with the same key and body.',
+          { id: session.row.id, ...(key ? { request_key: key } : {}), outcome: 'unknown' },
+          { 'retry-after': '2' },
+        );
+      }
+      // Sessions carry secrets (watch_url, the ADB unlock code): no cache keeps them.
+      return reply
+        .code(202)
+        .headers(PRIVATE_HEADERS)
+        .send(sessionView(session, views.context(req), { owner: true }));
+    },
+  );
 
   app.get(
     '/sessions',
     { config: { auth: 'owner' }, schema: { response: { 200: Type.Array(Session), ...REFUSALS } } },
     async (req, reply) => {
+      const sessions = await directory.list(ownerUid(req));
       const c = views.context(req);
       reply.headers(PRIVATE_HEADERS);
-      return runtime.list(ownerUid(req)).map((l) => sessionView(l, c, { owner: true }));
+      return sessions.map((s) => sessionView(s, c, { owner: true }));
     },
   );
 
-  app.get('/sessions/:sid', readSessionSpec, async (req, reply) => {
-    const caller = readCaller(req);
-    reply.headers(PRIVATE_HEADERS);
-    let live = touched(deps, sessionFor(deps, caller, req.params.sid));
-    // Only a session in transition is worth waiting on: a ready or failed session answers
-    // at once (the caller cannot tell us what it last saw, so "until it changes" would
-    // otherwise mean "for the whole wait" right after a fast boot).
-    const wait = req.query.wait ?? 0;
-    const transitional =
-      live.row.state === 'provisioning' ||
-      (live.row.state === 'closing' && live.row.cleanup_status !== 'complete');
-    if (wait > 0 && transitional) live = await waitForChange(runtime, live, wait * 1000, req);
-    return sessionView(live, views.context(req), { owner: caller.kind === 'owner' });
-  });
+  app.get(
+    '/sessions/:sid',
+    {
+      config: { auth: 'read' },
+      schema: {
+        params: SidParams,
+        querystring: Type.Object({
+          token: Type.Optional(Type.String()),
+          wait: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_WAIT_S })),
+        }),
+        response: { 200: Session, ...REFUSALS },
+      },
+    },
+    async (req, reply) => {
+      const caller = readCaller(req);
+      reply.headers(PRIVATE_HEADERS);
+      let session = await sessionFor(deps, caller, req.params.sid, { touch: true });
+      // Only a session in transition is worth waiting on: a ready or failed session answers
+      // at once (the caller cannot tell us what it last saw, so "until it changes" would
+      // otherwise mean "for the whole wait" right after a fast boot).
+      const wait = req.query.wait ?? 0;
+      if (wait > 0 && transitional(session))
+        session = await directory.changed(session, wait * 1000, whileConnected(req));
+      return sessionView(session, views.context(req), { owner: caller.kind === 'owner' });
+    },
+  );
 
   app.delete(
     '/sessions/:sid',
@@ -100,17 +129,31 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions & { views: Se
       schema: { params: SidParams, response: { 200: Release, 202: Release, ...REFUSALS } },
     },
     async (req, reply) => {
-      const { released } = await runtime.release(ownerUid(req), req.params.sid);
+      const { released } = await directory.end(ownerUid(req), req.params.sid);
       return reply.code(released ? 200 : 202).send({ released, cleanup_pending: !released });
     },
   );
 
-  app.get('/sessions/requests/:request_key', receiptSpec, async (req) => {
-    const uid = ownerUid(req);
-    const key = req.params.request_key;
-    const receipt = store.receipt(uid, key);
-    const row = receipt ? store.session(receipt.sid) : undefined;
-    if (!receipt || !row) throw noReceipt();
-    return receiptView(row, key);
-  });
+  app.get(
+    '/sessions/requests/:request_key',
+    {
+      config: { auth: 'owner' },
+      schema: {
+        // Any key: one that no create could have used has no receipt, so it is a 404 like any
+        // unknown key (the contract answers this lookup only 200, 404, 401, 403 or 500).
+        params: Type.Object({ request_key: Type.String() }),
+        response: { 200: CreateReceipt, ...REFUSALS },
+      },
+    },
+    async (req) => {
+      const key = req.params.request_key;
+      const row = await directory.receipt(ownerUid(req), key);
+      if (!row)
+        throw apiError(
+          ERROR_CODES.notFound,
+          'No create request with this key is recorded for this account; retry the create with the same key and body (not a new key).',
+        );
+      return receiptView(row, key);
+    },
+  );
 };

@@ -11,6 +11,7 @@ import type {
   RawServerDefault,
 } from 'fastify';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Reader } from '../runtime/directory.js';
 import type { RouteOptions } from './deps.js';
 
 /**
@@ -21,8 +22,11 @@ import type { RouteOptions } from './deps.js';
  */
 export type RouteAuth = 'owner' | 'read' | 'public';
 
-/** Who is calling, once the route's credential was checked. */
-export type Caller = { kind: 'owner'; uid: string } | { kind: 'grant'; sid: string } | { kind: 'public' };
+/**
+ * Who is calling, once the route's credential was checked: an account (owner) or a view
+ * grant, whose reads a session directory answers (a Reader), or nobody (public routes).
+ */
+export type Caller = Reader | { kind: 'public' };
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -1,28 +1,31 @@
 /**
- * startApiNode(): an API node of a deployment whose state is in PostgreSQL. Any number of
- * them serve the whole API behind any load balancer; they keep nothing of their own that a
- * client depends on (view grants are HMACs under the deployment's shared secret). With
- * `phones` > 0 the node also runs a device host in the same process.
+ * An API node of a deployment whose state is in PostgreSQL: the phone-session API (the same
+ * app as the single server's, buildApp) over the shared directory. Any number of them serve
+ * the whole API behind any load balancer; they keep nothing of their own that a client
+ * depends on (view grants and viewer tokens are HMACs under the deployment's shared secret).
+ * With `phones` > 0 the node also runs a device host in the same process.
+ *
+ * buildApiNode(parts) builds it without a port (tests inject requests into its app);
+ * startApiNode(options) opens the store, builds the node and listens.
  */
+import type { FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
-import { baseApp } from '../app.js';
+import { buildApp } from '../api/app.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { DeviceBackend } from '../devices/types.js';
-import { apiError, type ApiError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { SessionChanges } from '../runtime/directory.js';
 import { Grants } from '../runtime/grants.js';
+import { SharedDirectory } from '../runtime/shared-directory.js';
 import { cryptoRandom, type RandomSource } from '../secrets.js';
-import { StoreUnavailableError, isTransient, migratePg, openPool, sharedSecret } from '../store/pg.js';
-import { ERROR_CODES } from '../../src/api/schemas.js';
-import { SharedAccounts, sharedApiRoutes } from './api-routes.js';
+import { Listener, SESSION_CHANNEL } from '../stores/postgres/notifications.js';
+import { migratePg, openPool, sharedSecret, storeUnavailable, type Db } from '../stores/postgres/pool.js';
+import { reap } from '../stores/postgres/sessions.js';
+import { PostgresStore } from '../stores/postgres/store.js';
 import { startDeviceHost, type RunningDeviceHost } from './device-host.js';
-import { viewerPagesOf } from '../viewer/pages.js';
-import { metricsRoutes } from '../api/metrics.js';
-import { NodeSigner } from './node-auth.js';
+import { HostPhones, NodeSigner } from './node-auth.js';
 import { ApiNodeMetrics } from './node-metrics.js';
-import { SessionEvents } from './notifications.js';
-import { deploymentViewers } from './viewer-proxy.js';
-import { reap } from './shared-sessions.js';
+import { ViewerRelay } from './viewer-relay.js';
 
 export interface ApiNodeOptions {
   /** PostgreSQL URL of the deployment. */
@@ -52,15 +55,65 @@ export interface RunningApiNode {
   close(): Promise<void>;
 }
 
-/** A lost database is the caller's to retry: a 500 that says so (retryable, receipts resolve creates). */
-function storeErrors(err: Error): ApiError | undefined {
-  if (err instanceof StoreUnavailableError || isTransient(err)) {
-    return apiError(
-      ERROR_CODES.internal,
-      'The shared store (PostgreSQL) is unavailable; retry shortly (a create with an Idempotency-Key is resolved through GET /sessions/requests/{key}).',
-    );
-  }
-  return undefined;
+/** What an API node is built from: its open store, the deployment's secret, and where clients reach it. */
+export interface ApiNodeParts {
+  /** The deployment's store: its URL (for the notification connection) and a pool on it. */
+  storeUrl: string;
+  db: Db;
+  secret: Buffer;
+  clock: Clock;
+  random: RandomSource;
+  log: Logger;
+  /** The base URL clients use (`requestHost`: the Host header of the request answered). */
+  publicUrl(requestHost?: string): string;
+  dashboardOrigin: string | null;
+  /** Display label of history records of sessions that never got a phone. */
+  genericDevice: string;
+  metrics: boolean;
+}
+
+/** An API node built: its app, and the connection that hears of the deployment's changes. */
+export interface ApiNode {
+  app: FastifyInstance;
+  /** LISTENs for changes of sessions (long polls and DELETE wake on them; until then they poll). */
+  changes: Listener;
+}
+
+export async function buildApiNode(parts: ApiNodeParts): Promise<ApiNode> {
+  const { db, clock, random, log } = parts;
+  // Signed viewer URLs: the load balancer may send a viewer page to any node.
+  const grants = new Grants(parts.secret, clock, random, true);
+  const signer = new NodeSigner(parts.secret);
+  let changes: SessionChanges | null = null;
+  const listener = new Listener({
+    url: parts.storeUrl,
+    channels: [SESSION_CHANNEL],
+    onNotification: (_channel, sid) => changes?.wake(sid),
+    // Whatever was announced while disconnected is lost: every wait reads again.
+    onConnected: () => changes?.wakeAll(),
+    log,
+  });
+  changes = new SessionChanges(listener);
+  const directory = new SharedDirectory({
+    store: new PostgresStore(db),
+    phones: new HostPhones(signer, log),
+    changes,
+    clock,
+    random,
+    genericDevice: parts.genericDevice,
+  });
+  const app = await buildApp({
+    directory,
+    grants,
+    clock,
+    log,
+    publicUrl: parts.publicUrl,
+    dashboardOrigin: parts.dashboardOrigin,
+    streams: new ViewerRelay({ directory, grants, signer, log }),
+    translate: storeUnavailable,
+    ...(parts.metrics ? { metrics: new ApiNodeMetrics(db) } : {}),
+  });
+  return { app, changes: listener };
 }
 
 export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiNode> {
@@ -77,44 +130,27 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
     await db.end().catch(() => undefined);
     throw err;
   }
-  // Signed viewer URLs: the load balancer may send a viewer page to any node.
-  const grants = new Grants(secret, clock, random, true);
-  const signer = new NodeSigner(secret);
   const wildcard = listenHost === '0.0.0.0' || listenHost === '::';
   const publicHost = wildcard ? '127.0.0.1' : listenHost;
   let url = '';
-  // Long polls and DELETE wake on the commits that change their session, on any node.
-  const events = new SessionEvents(options.store, log);
-  const { app } = baseApp({ accounts: new SharedAccounts(db), grants }, log, storeErrors);
-  const metrics = options.metrics ? new ApiNodeMetrics(db) : undefined;
-  // Before the routes: the hook then times every one of them.
-  metrics?.observe(app);
-  await app.register(sharedApiRoutes, {
-    deps: {
-      db,
-      grants,
-      signer,
-      clock,
-      random,
-      log,
-      // Behind a load balancer the URLs handed out name the address the client used.
-      publicUrl: (requestHost) => (wildcard && requestHost ? `http://${requestHost}` : url),
-      genericDevice: options.backend?.name === 'emulator' ? 'Android emulator' : 'Virtual Android phone',
-      events,
-      ...(metrics ? { metrics } : {}),
-    },
-  });
-  if (metrics) await app.register(metricsRoutes, { metrics });
-
-  await app.register(viewerPagesOf, {
-    source: deploymentViewers({ db, grants, signer, log }),
+  const node = await buildApiNode({
+    storeUrl: options.store,
+    db,
+    secret,
+    clock,
+    random,
+    log,
+    // Behind a load balancer the URLs handed out name the address the client used.
+    publicUrl: (requestHost) => (wildcard && requestHost ? `http://${requestHost}` : url),
     dashboardOrigin: options.dashboardOrigin ?? null,
+    genericDevice: options.backend?.name === 'emulator' ? 'Android emulator' : 'Virtual Android phone',
+    metrics: options.metrics ?? false,
   });
+  const { app } = node;
 
   let ownHost: RunningDeviceHost | null = null;
-  let reaping: NodeJS.Timeout | null = null;
   try {
-    await events.start();
+    await node.changes.start();
     await app.listen({ host: listenHost, port: options.port ?? 0 });
     const { port } = app.server.address() as AddressInfo;
     url = `http://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${port}`;
@@ -133,11 +169,12 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
     }
   } catch (err) {
     await app.close().catch(() => undefined);
-    await events.close();
+    await node.changes.close();
     await db.end().catch(() => undefined);
     throw err;
   }
   // Dead hosts and passed deadlines are noticed by every node; each is handled once.
+  let reaping: NodeJS.Timeout | null = null;
   let reapFailures = 0;
   let closed = false;
   const reapLoop = () => {
@@ -163,7 +200,7 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
   log.info('phonelease API node listening', {
     url,
     own_phones: options.phones ?? 0,
-    ...(metrics ? { metrics: `${url}/metrics` } : {}),
+    ...(options.metrics ? { metrics: `${url}/metrics` } : {}),
   });
 
   let closing: Promise<void> | null = null;
@@ -175,7 +212,7 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
         if (reaping) clearTimeout(reaping);
         await ownHost?.close();
         await app.close();
-        await events.close();
+        await node.changes.close();
         await db.end();
       })();
       return closing;

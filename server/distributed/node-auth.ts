@@ -1,19 +1,23 @@
 /**
  * Requests between the nodes of a deployment (an API node asking a device host for a
- * session's frame or an operation) carry a signature, not a secret: an HMAC of the method,
+ * session's frame, input or apps) carry a signature, not a secret: an HMAC of the method,
  * the path and the time under a key derived from the deployment's shared secret. A captured
  * header is good for that one request for a minute, and nothing in it unlocks anything else
  * (no API key, no unlock code, no view grant travels between nodes).
  */
 import { request } from 'undici';
 import { ERROR_CODES, type ErrorCode } from '../../src/api/schemas.js';
-import { apiError, type ApiError } from '../errors.js';
+import type { AppSummary, PhoneInput } from '../devices/types.js';
+import { apiError, type ApiError, type ErrorDetails } from '../errors.js';
 import type { Logger } from '../log.js';
+import type { RemotePhones } from '../runtime/ports.js';
 import { hmacB64url, safeEqual } from '../secrets.js';
 
 export const NODE_HEADER = 'x-phonelease-node';
 const MAX_SKEW_MS = 60_000;
 const HOST_TIMEOUT_MS = 10_000;
+/** A revocation waits no longer for its host (the host applies the stored one on its own). */
+const HOST_REVOKE_TIMEOUT_MS = 1500;
 const KNOWN_CODES = new Set<string>(Object.values(ERROR_CODES));
 
 export class NodeSigner {
@@ -42,6 +46,10 @@ export interface HostAnswer {
   contentType: string;
   payload: Buffer;
 }
+
+/** The internal path of a session's phone on its device host (what the host's routes serve). */
+export const hostPath = (sid: string, rest: string): string =>
+  `/internal/sessions/${encodeURIComponent(sid)}/${rest}`;
 
 /**
  * Asks the device host at `hostUrl` about a session's phone, signed. A host that does not
@@ -84,14 +92,63 @@ export async function callHost(
   }
 }
 
-/** A host's refusal as the same ApiError, for callers that do not pass its answer on as it is. */
+/** A host's refusal as the same ApiError (its code, message and details), passed on as it is. */
 export function hostRefusal(answer: HostAnswer): ApiError {
   try {
-    const body = JSON.parse(answer.payload.toString('utf8')) as { code?: unknown; error?: unknown };
-    if (typeof body.code === 'string' && KNOWN_CODES.has(body.code) && typeof body.error === 'string')
-      return apiError(body.code as ErrorCode, body.error);
+    const { code, error, ...details } = JSON.parse(answer.payload.toString('utf8')) as Record<
+      string,
+      unknown
+    >;
+    if (typeof code === 'string' && KNOWN_CODES.has(code) && typeof error === 'string')
+      return apiError(code as ErrorCode, error, details as ErrorDetails);
   } catch {
     // not a refusal body: a generic error below
   }
   return apiError(ERROR_CODES.internal, `The device host answered ${answer.status}; retry shortly.`);
+}
+
+/** The phones of a deployment's sessions, asked of their device hosts over signed HTTP. */
+export class HostPhones implements RemotePhones {
+  constructor(
+    private readonly signer: NodeSigner,
+    private readonly log: Logger,
+  ) {}
+
+  private async call(
+    hostUrl: string,
+    sid: string,
+    method: 'GET' | 'POST',
+    rest: string,
+    body?: unknown,
+    timeoutMs?: number,
+  ): Promise<Buffer> {
+    const answer = await callHost(
+      this.signer,
+      this.log,
+      sid,
+      hostUrl,
+      method,
+      hostPath(sid, rest),
+      body,
+      timeoutMs,
+    );
+    if (answer.status !== 200) throw hostRefusal(answer);
+    return answer.payload;
+  }
+
+  frame(hostUrl: string, sid: string): Promise<Buffer> {
+    return this.call(hostUrl, sid, 'GET', 'frame.png');
+  }
+
+  async input(hostUrl: string, sid: string, event: PhoneInput): Promise<void> {
+    await this.call(hostUrl, sid, 'POST', 'input', event);
+  }
+
+  async apps(hostUrl: string, sid: string): Promise<AppSummary[]> {
+    return JSON.parse((await this.call(hostUrl, sid, 'GET', 'apps')).toString('utf8')) as AppSummary[];
+  }
+
+  async revokeAdb(hostUrl: string, sid: string): Promise<void> {
+    await this.call(hostUrl, sid, 'POST', 'adb/revoke', undefined, HOST_REVOKE_TIMEOUT_MS);
+  }
 }

@@ -14,49 +14,17 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ErrorCode } from '../../src/api/schemas.js';
-import type { Db } from '../store/pg.js';
-
-/** The deployment's state as of one scrape. */
-interface SharedState {
-  sessions: Record<'queued' | 'booting' | 'ready' | 'error' | 'closing', number>;
-  hosts: Array<{
-    id: string;
-    state: 'live' | 'dead' | 'stopped';
-    phones: number;
-    warm: number;
-    warming: number;
-    pool_target: number;
-    sessions: number;
-  }>;
-}
+import type { Db } from '../stores/postgres/pool.js';
+import { readDeploymentState, type DeploymentState } from '../stores/postgres/state.js';
 
 /** API answers take from about a millisecond (a read) to the 30 s of a long poll. */
 const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const HOST_STATES = ['live', 'dead', 'stopped'] as const;
 
-async function readShared(db: Db): Promise<SharedState> {
-  const [sessions, hosts] = await Promise.all([
-    db.query<SharedState['sessions']>(
-      `SELECT count(*) FILTER (WHERE state = 'provisioning' AND host_id IS NULL) AS queued,
-              count(*) FILTER (WHERE state = 'provisioning' AND host_id IS NOT NULL) AS booting,
-              count(*) FILTER (WHERE state = 'ready') AS ready,
-              count(*) FILTER (WHERE state = 'error') AS error,
-              count(*) FILTER (WHERE state = 'closing') AS closing
-         FROM sessions WHERE done = 0`,
-    ),
-    db.query<SharedState['hosts'][number]>(
-      `SELECT h.id, h.state, h.phones, h.warm, h.warming, h.pool_target,
-              (SELECT count(*) FROM sessions s WHERE s.host_id = h.id AND s.done = 0) AS sessions
-         FROM hosts h ORDER BY h.id`,
-    ),
-  ]);
-  return { sessions: sessions.rows[0]!, hosts: hosts.rows };
-}
-
 export class ApiNodeMetrics {
   readonly registry = new Registry();
   /** Read at the start of each scrape; null when the store did not answer. */
-  #shared: SharedState | null = null;
+  #shared: DeploymentState | null = null;
 
   readonly #admissions = new Counter({
     name: 'phonelease_admissions_total',
@@ -87,7 +55,7 @@ export class ApiNodeMetrics {
   constructor(private readonly db: Db) {
     const shared = () => this.#shared;
     const live = () => shared()?.hosts.filter((h) => h.state === 'live') ?? [];
-    const sum = (pick: (h: SharedState['hosts'][number]) => number) =>
+    const sum = (pick: (h: DeploymentState['hosts'][number]) => number) =>
       live().reduce((n, h) => n + Number(pick(h)), 0);
     const registers = [this.registry];
     // Each gauge of the shared state starts every scrape empty: the last scrape's values must
@@ -203,7 +171,7 @@ export class ApiNodeMetrics {
   /** The exposition: Prometheus text format, version 0.0.4. */
   async text(): Promise<{ contentType: string; body: string }> {
     // Scrapes are rare (seconds apart); a concurrent one reads again, which is harmless.
-    this.#shared = await readShared(this.db).catch(() => null);
+    this.#shared = await readDeploymentState(this.db).catch(() => null);
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
 }

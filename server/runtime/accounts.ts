@@ -1,12 +1,12 @@
 /**
- * Accounts, API keys and authentication. Only sha256 hashes of keys are stored; a raw
- * key exists once, in the response that created it.
+ * New accounts and API keys, as both stores keep them. Only sha256 hashes of keys are
+ * stored; a raw key exists once, in the response that created it.
  */
 import type { BillingMode } from '../../src/api/schemas.js';
 import type { Clock } from '../clock.js';
 import { seconds } from '../clock.js';
-import { keyHint, randomToken, safeEqual, sha256Hex, type RandomSource } from '../secrets.js';
-import type { AccountRow, KeyRow, ProfileRow, Store } from '../store/store.js';
+import { keyHint, randomToken, sha256Hex, type RandomSource } from '../secrets.js';
+import type { AccountRows, KeyRow } from './rows.js';
 
 export interface NewAccount {
   email?: string;
@@ -34,16 +34,12 @@ export const ACCOUNT_DEFAULTS = {
 
 export const newApiKey = (random: RandomSource): string => `pck_${randomToken(random, 40)}`;
 
-/** The rows of a new account: the account, its first key and its (empty) profile phone. */
-export interface NewAccountRows {
-  account: AccountRow;
-  key: Omit<KeyRow, 'revoked'>;
-  profile: ProfileRow;
-  created: CreatedAccount;
-}
-
-/** Builds a new account's rows; each store inserts them in one transaction. */
-export function newAccountRows(clock: Clock, random: RandomSource, opts: NewAccount): NewAccountRows {
+/** Builds a new account's rows (each store inserts them in one transaction), and what its creator is told. */
+export function newAccountRows(
+  clock: Clock,
+  random: RandomSource,
+  opts: NewAccount,
+): AccountRows & { created: CreatedAccount } {
   const now = seconds(clock.now());
   const uid = `acc_${randomToken(random, 16)}`;
   const profileId = `prof_${randomToken(random, 16)}`;
@@ -72,93 +68,35 @@ export function newAccountRows(clock: Clock, random: RandomSource, opts: NewAcco
 }
 
 /**
- * Creates an account with its first key and its (empty) profile phone. Works on any Store,
+ * Creates an account with its first key and its (empty) profile phone on the SQLite store,
  * so `phonelease accounts create` can add accounts while a server runs on the same data.
  */
 export function createAccount(
-  store: Store,
+  store: { insertAccount(rows: AccountRows): void },
   clock: Clock,
   random: RandomSource,
   opts: NewAccount,
 ): CreatedAccount {
   const rows = newAccountRows(clock, random, opts);
-  store.transaction(() => {
-    store.insertAccount(rows.account);
-    store.insertKey(rows.key);
-    store.insertProfile(rows.profile);
-  });
+  store.insertAccount(rows);
   return rows.created;
 }
 
-/**
- * Resolves bearer keys to accounts. Positive lookups are cached (the hot path of every
- * request); a miss always asks the store, so accounts and keys created by another process
- * on the same data directory work at once.
- */
-export class AccountService {
-  private readonly keyCache = new Map<string, string>();
-  private readonly accounts = new Map<string, AccountRow>();
-
-  constructor(
-    private readonly store: Store,
-    private readonly clock: Clock,
-    private readonly random: RandomSource,
-  ) {}
-
-  /** The account uid for a raw pck_ key, or null. */
-  authenticate(rawKey: string): string | null {
-    const hash = sha256Hex(rawKey);
-    const cached = this.keyCache.get(hash);
-    if (cached) return cached;
-    const row = this.store.key(hash);
-    // The lookup is by hash; the constant-time compare keeps the final check free of
-    // content-dependent timing as well.
-    if (!row || row.revoked !== null || !safeEqual(row.key_hash, hash)) return null;
-    this.keyCache.set(hash, row.uid);
-    return row.uid;
-  }
-
-  account(uid: string): AccountRow {
-    let row = this.accounts.get(uid);
-    if (!row) {
-      row = this.store.account(uid);
-      if (!row) throw new Error(`account ${uid} vanished from the store`);
-      this.accounts.set(uid, row);
-    }
-    return row;
-  }
-
-  /** Persists a new balance (call inside the debit's transaction). */
-  setBalance(uid: string, balance: number): void {
-    this.store.setBalance(uid, balance);
-    this.account(uid).balance_cents = balance;
-  }
-
-  create(opts: NewAccount): CreatedAccount {
-    return createAccount(this.store, this.clock, this.random, opts);
-  }
-
-  createKey(uid: string, label: string): { key: string; row: KeyRow } {
-    const key = newApiKey(this.random);
-    const row: KeyRow = {
-      key_hash: sha256Hex(key),
-      uid,
-      label,
-      hint: keyHint(key),
-      created: seconds(this.clock.now()),
-      revoked: null,
-    };
-    this.store.insertKey(row);
-    return { key, row };
-  }
-
-  keys(uid: string): KeyRow[] {
-    return this.store.activeKeys(uid);
-  }
-
-  revokeKey(uid: string, keyHash: string): boolean {
-    const done = this.store.revokeKey(uid, keyHash, seconds(this.clock.now()));
-    if (done) this.keyCache.delete(keyHash);
-    return done;
-  }
+/** A new API key of the account, and its row (only the key's hash is stored; the key is shown once). */
+export function newKey(
+  clock: Clock,
+  random: RandomSource,
+  uid: string,
+  label: string,
+): { key: string; row: KeyRow } {
+  const key = newApiKey(random);
+  const row: KeyRow = {
+    key_hash: sha256Hex(key),
+    uid,
+    label,
+    hint: keyHint(key),
+    created: seconds(clock.now()),
+    revoked: null,
+  };
+  return { key, row };
 }

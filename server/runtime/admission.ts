@@ -13,17 +13,10 @@ import {
   type ErrorCode,
 } from '../../src/api/schemas.js';
 import type { ErrorDetails } from '../errors.js';
-import type { AccountRow, ProfileRow, ReceiptRow, SessionRow } from '../store/store.js';
+import type { AccountRow, ProfileRow, ReceiptRow, SessionRow } from './rows.js';
+import { expiryOf } from './rules.js';
 
 export const DEFAULT_TIMEOUT_SECONDS = 300;
-
-/**
- * When a session admitted at `nowMs` with `timeoutSeconds` expires, in whole seconds: the
- * admission second rounded up, so a session never lives less than its timeout from
- * admission (rounded down, `timeout_seconds: 1` could end within milliseconds).
- */
-export const expiryOf = (nowMs: number, timeoutSeconds: number): number =>
-  Math.ceil(nowMs / 1000) + timeoutSeconds;
 
 /** What a create needs to be decided. */
 export interface AdmissionFacts {

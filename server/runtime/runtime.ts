@@ -1,73 +1,84 @@
 /**
- * The session runtime: admission, the boot queue, the lifecycle, deadlines, billing,
- * cleanup and profile phones. It is the only writer of sessions, profiles and balances.
+ * The runtime: the life of every phone this process runs, written once for the single
+ * server and for the device hosts of a deployment. They differ only in how a session reaches
+ * the runtime, already admitted: handed over at admission (LocalDirectory), or claimed from
+ * the shared queue (HostLoop). From there the runtime gives it a phone (a boot slot, or a
+ * pooled phone), makes it ready with an ADB code, bills its minutes, serves its frames and
+ * input, and cleans it up however it ends, saving a profile phone.
  *
  * A live session is a typed state machine (Phase): queued -> booting -> ready -> closing ->
- * done, with `failed` (the boot failed: state error until the owner ends the session or its
+ * done, with `failed` (the boot failed: state error until the session is ended or its
  * deadline passes) and `orphaned` (after a restart, a session the store calls ready whose
  * phone died with the old process; it closes at once). What a phase needs lives in that
  * phase: the phone exists only while ready, the boot only while booting. transition() is the
- * one place that moves a session from phase to phase and persists the move.
+ * one place that moves a session from phase to phase and announces it.
  *
- * Admission is a pure decision (admission.ts) over facts read at that moment, then a
- * commit; both run synchronously, so concurrent creates with one idempotency key cannot
- * both pass the receipt check: the first commits its receipt, every later one replays it.
- * The deadline counts from admission.
+ * What each move means for the stored session (ready, failed, the end and its bill, the
+ * cleanup) the SessionLedger records (ports.ts): the runtime keeps the phase, the ledger
+ * the row. The single server's ledger records in the group commit of the turn; a device
+ * host's in the shared store, which also says when a session ended elsewhere. A record that
+ * fails (the shared store restarting) is tried again until it is made.
  *
- * The warm pool (`pool` > 0) keeps temporary phones booted ahead of demand. A pooled phone
- * is its own typed thing (PooledPhone: warming, then warm), owned by no session and no
- * account. A new temporary session takes a warm one at admission (queued -> ready, startup
- * source `pool`), or adopts the boot of a warming one; a replacement boots when a boot slot
- * is free and no session waits for one. Each live session reserves one of `phones`, and the
- * pool only holds what is left, so the pool never makes a create get phones_busy: a session
- * that needs a boot of its own (a profile phone) evicts a pooled phone when there is no
- * room. Pooled phones are drained on close and simply gone after a crash.
+ * The warm pool (`pool` > 0) keeps temporary phones booted ahead of demand (warm-pool.ts). A
+ * waiting temporary session takes a warm one (queued -> ready, startup source `pool`), or
+ * adopts the boot of a warming one. Each live session reserves one of `phones`, and the pool
+ * only holds what is left, so the pool never makes a session wait: a session that needs a
+ * boot of its own (a profile phone) evicts a pooled phone when there is no room. Pooled
+ * phones are drained on close and simply gone after a crash.
  */
 import { EventEmitter } from 'node:events';
-import {
-  ERROR_CODES,
-  type CreateSessionBody,
-  type EndReason,
-  type ErrorCode,
-} from '../../src/api/schemas.js';
+import { ERROR_CODES, type EndReason } from '../../src/api/schemas.js';
 import type { Clock } from '../clock.js';
 import { seconds } from '../clock.js';
-import type { DeviceBackend, DeviceLogger, DevicePhone, PhoneInput } from '../devices/types.js';
-import { PhoneBootError } from '../devices/types.js';
-import { apiError, badRequest, notFound, notReady, profileHeld } from '../errors.js';
-import { randomToken, sha256Hex, type RandomSource } from '../secrets.js';
-import type { SessionRow, Store } from '../store/store.js';
-import type { AccountService } from './accounts.js';
-import { admittedSession, decideAdmission } from './admission.js';
+import type { AppSummary, DeviceBackend, DeviceLogger, DevicePhone, PhoneInput } from '../devices/types.js';
+import { apiError, badRequest, notReady } from '../errors.js';
+import { sha256Hex, type RandomSource } from '../secrets.js';
+import type { PhoneAccess } from './directory.js';
+import type { SessionLedger } from './ports.js';
 import type { ProfileSaves } from './profile-saves.js';
-import { queuedEtaSeconds, type EtaSlot } from './eta.js';
+import type { SessionRow, StartupSource } from './rows.js';
+import {
+  FRAME_INTERVAL_MS,
+  bootingEtaSeconds,
+  newAdbCode,
+  nextMinuteStart,
+  nextTypicalBootMs,
+  queuedEtaSeconds,
+  startupFailure,
+  tapRefusal,
+  type EtaSlot,
+} from './rules.js';
 import { WarmPool, type PhoneBoot } from './warm-pool.js';
 
 export interface RuntimeOptions {
-  store: Store;
-  accounts: AccountService;
+  ledger: SessionLedger;
   backend: DeviceBackend;
   saves: ProfileSaves;
   clock: Clock;
   random: RandomSource;
   log: DeviceLogger;
-  /** Shared phone capacity across accounts (phones_busy beyond it). */
+  /** Phones this runtime runs at most, sessions and pool together. */
   phones: number;
   /** Phones booting at once (sessions' and the pool's); the rest wait as `queued`. */
   bootSlots: number;
   /** Temporary phones kept booted ahead of demand, within `phones` (default 0: no pool). */
   pool?: number;
-  /** Told about admissions, boots and ready phones (metrics); optional. */
+  /**
+   * When the pool refills: whenever a boot slot is free and no session waits for one (the
+   * single server, default), or only when asked (refillPool: a device host, after it claimed
+   * what the shared queue had for it).
+   */
+  refill?: 'when-idle' | 'on-request';
+  /** Told about boots and ready phones (metrics); optional. */
   observer?: RuntimeObserver;
+  /** Called when something it held is let go (a boot settled, a phone stopped, a session cleaned up): there may be room. */
+  freed?: () => void;
+  /** Added to log lines (a device host's id, known once it registered). */
+  logContext?: () => Record<string, unknown>;
 }
-
-/** Where a session's phone came from (the API's `startup.source`). */
-export type StartupSource = 'cold' | 'snapshot' | 'pool';
 
 /** What the runtime tells an observer (the metrics) as it happens. */
 export interface RuntimeObserver {
-  /** A create the runtime answered: admitted, replayed, recorded, or refused with a code. */
-  admission(outcome: Admission['outcome'] | { refused: ErrorCode }): void;
   /** A backend boot succeeded, for a session or for the pool, taking `ms`. */
   phoneBooted(boot: { source: 'cold' | 'snapshot'; purpose: 'session' | 'pool'; ms: number }): void;
   /** A session's phone became ready, `leaseToReadyMs` after its admission. */
@@ -129,18 +140,18 @@ const NEXT: Record<PhaseKind, readonly PhaseKind[]> = {
   done: [],
 };
 
-/** The stored state of each phase (the API's session state). */
-const ROW_STATE: Record<PhaseKind, SessionRow['state']> = {
+/** The API's session state in each phase. */
+const STATE: Record<PhaseKind, SessionRow['state']> = {
   queued: 'provisioning',
   booting: 'provisioning',
   ready: 'ready',
   failed: 'error',
-  orphaned: 'ready',
+  orphaned: 'closing',
   closing: 'closing',
   done: 'closing',
 };
 
-/** The event each phase announces (the API's long-polls and the gateway listen to them). */
+/** The event each phase announces (long polls, the ADB gateway and viewers listen to them). */
 const EVENT: Record<PhaseKind, 'changed' | 'closing' | 'ended'> = {
   queued: 'changed',
   booting: 'changed',
@@ -153,14 +164,14 @@ const EVENT: Record<PhaseKind, 'changed' | 'closing' | 'ended'> = {
 
 let setPhase: (live: LiveSession, phase: Phase) => void;
 
-/** A live session: its stored row and its phase. Only the runtime changes the phase. */
+/** A session this runtime holds until its cleanup is done: its row (as recorded) and its phase. */
 export class LiveSession {
   #phase: Phase;
-  /** Last API activity in ms (idle_s); persisted as `last`. */
+  /** Last API activity in ms (idle_s). */
   activityMs: number;
   /** Cancels the deadline timer (armed from admission until closing). */
   cancelDeadline: () => void = () => undefined;
-  /** Where its phone came from, once it had one (unknown for a session recovered after a restart). */
+  /** Where its phone came from, once it had one. */
   startupSource: StartupSource | null = null;
 
   static {
@@ -195,74 +206,51 @@ export class LiveSession {
   }
 }
 
-/**
- * What a create did: `admitted` (a new session), `replayed` (the session this idempotency
- * key created before), or `recorded` (admitted while the runtime is unavailable: it is
- * provisioned once the runtime is available again, and the caller should look it up).
- */
-export interface Admission {
-  outcome: 'admitted' | 'replayed' | 'recorded';
-  live: LiveSession;
-}
+/** How a session ends: at `at` for `reason` (recorded by the runtime), or ended elsewhere and recorded already. */
+export type Ending = { reason: EndReason; at: number } | 'recorded';
 
-/** Captures are taken at most once per this interval per session; callers get the cached image in between. */
-export const FRAME_INTERVAL_MS = 2000;
-/** How long DELETE waits for cleanup before answering 202 cleanup_pending. */
-const RELEASE_WAIT_MS = 1500;
-const HEARTBEAT_MS = 2000;
 const CLEANUP_RETRY_MS = 5000;
 const CLEANUP_ATTEMPTS = 5;
-
-const NO_OBSERVER: RuntimeObserver = {
-  admission: () => undefined,
-  phoneBooted: () => undefined,
-  sessionReady: () => undefined,
-};
-
-/** Stable JSON with sorted keys: the "same parsed body" of an idempotent replay. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) =>
-      a < b ? -1 : a > b ? 1 : 0,
-    );
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
+/** A record the ledger could not make is tried again after this long, doubling up to the maximum. */
+const RECORD_RETRY_MS = 250;
+const RECORD_RETRY_MAX_MS = 5000;
 
 export class Runtime extends EventEmitter {
   private readonly live = new Map<string, LiveSession>();
   private readonly perAccount = new Map<string, number>();
   private readonly queue: LiveSession[] = [];
   private booting = 0;
-  private seq: number;
   private available = true;
+  /** Closing: records not made yet are tried once more, then given up. */
+  private stopping = false;
   private closed = false;
-  private typicalBootMs: number;
-  private cancelHeartbeat: (() => void) | null = null;
+  #typicalBootMs: number;
   /** sha256(code) -> session id, for the ADB gateway. */
   private readonly adbCodes = new Map<string, string>();
   /** Temporary phones booted ahead of demand (warm-pool.ts). */
   private readonly pool: WarmPool;
   private refillScheduled = false;
   private cancelRefillRetry: (() => void) | null = null;
-  private readonly observer: RuntimeObserver;
+  private readonly ledger: SessionLedger;
 
   constructor(private readonly o: RuntimeOptions) {
     super();
-    this.seq = o.store.maxSeq();
-    this.typicalBootMs = o.backend.typicalBootMs;
-    this.observer = o.observer ?? NO_OBSERVER;
-    // startServer refuses a pool larger than --phones; the pool keeps that promise itself too.
+    // Every waiting request, ADB connection and viewer stream may listen.
+    this.setMaxListeners(0);
+    this.ledger = o.ledger;
+    this.#typicalBootMs = o.backend.typicalBootMs;
     this.pool = new WarmPool({
       target: o.pool ?? 0,
       phones: o.phones,
       startBoot: (id) => this.startBoot(id, null, 'pool'),
-      changed: () => this.pump(),
+      changed: () => {
+        this.pump();
+        this.o.freed?.();
+      },
       clock: o.clock,
       random: o.random,
       log: o.log,
+      ...(o.logContext ? { logContext: o.logContext } : {}),
     });
   }
 
@@ -270,243 +258,123 @@ export class Runtime extends EventEmitter {
     return seconds(this.o.clock.now());
   }
 
+  private context(): Record<string, unknown> {
+    return this.o.logContext?.() ?? {};
+  }
+
   // ---------------------------------------------------------------------------------
   // The one place a session changes phase
 
-  /**
-   * Moves a session to `next`, with the row changes that go with it, persisted in one
-   * transaction (with `alsoCommit`, for writes that must commit with the move), then
-   * announces it. The row in memory changes only once the store has it. The write joins the
-   * store's group commit: the API answers nothing until it is committed.
-   */
-  private transition(
-    live: LiveSession,
-    next: Phase,
-    change: Partial<SessionRow> = {},
-    alsoCommit?: () => void,
-  ): void {
+  private transition(live: LiveSession, next: Phase): void {
     const from = live.phase.kind;
     if (!NEXT[from].includes(next.kind)) {
       throw new Error(`session ${live.row.id}: ${from} -> ${next.kind} is not a transition of the lifecycle`);
     }
-    const row: SessionRow = { ...live.row, ...change, state: ROW_STATE[next.kind] };
-    if (row.state !== live.row.state || Object.keys(change).length > 0 || alsoCommit) {
-      this.o.store.grouped(() => {
-        alsoCommit?.();
-        // Only what this move changes: every other column is stored already.
-        this.o.store.updateSession(row.id, { ...change, state: row.state });
-      });
-    }
-    Object.assign(live.row, row);
     setPhase(live, next);
     this.emit(EVENT[next.kind], live);
   }
 
-  // ---------------------------------------------------------------------------------
-  // Start-up and shutdown
-
   /**
-   * Picks up where the last process stopped: recorded requests are provisioned, sessions
-   * whose phones died with the process end as `lost` (billed up to the last moment the
-   * server was known alive), interrupted cleanups complete, profile holds are released.
+   * Makes a ledger record (`first`: the attempt already made), trying again with backoff
+   * until it is made (a shared store that restarts). While the runtime stops, a record that
+   * fails once more is given up (`fallback`).
    */
-  recover(): void {
-    const now = this.nowSec();
-    const lastAlive = Number(this.o.store.getMeta('last_alive') ?? now);
-    for (const row of this.o.store.liveSessions()) {
-      if (row.state === 'provisioning') {
-        const live = this.track(row, { kind: 'queued' });
-        if (row.expires_at <= now) void this.finish(live, 'expired', row.expires_at);
-        else {
-          this.armDeadline(live);
-          this.enqueue(live);
-        }
-      } else if (row.state === 'ready') {
-        const live = this.track(row, { kind: 'orphaned' });
-        // The phone lived at least until the server was last known alive and until its last
-        // debit (a minute may be debited between two heartbeats); ending earlier would put
-        // acknowledged debits after the end and bill minutes that history does not show.
-        const ready = row.ready ?? row.created;
-        const lastDebit = this.o.store.lastDebitAt(row.id) ?? ready;
-        const at = Math.max(Math.min(now, Math.max(lastAlive, ready), row.expires_at), lastDebit);
-        this.o.log.warn('phone lost in restart', { session: row.id });
-        void this.finish(live, 'lost', at, { lostProfile: true });
-      } else if (row.state === 'closing') {
-        // Its save (if any) never committed: the commit and `done` share one transaction.
-        // The phone died with the old process.
-        // The cleanup starts on the next microtask, once the session is tracked.
-        const phone = Promise.resolve(null);
-        const live: LiveSession = this.track(row, {
-          kind: 'closing',
-          phone,
-          cleanup: Promise.resolve().then(() => this.cleanup(live, phone, true)),
-        });
-      } else {
-        const live = this.track(row, { kind: 'failed' });
-        this.armDeadline(live);
+  private async record<T>(
+    what: string,
+    live: LiveSession,
+    make: () => Promise<T>,
+    fallback: T,
+    first?: Promise<T>,
+  ): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await (attempt === 0 && first ? first : make());
+      } catch (err) {
+        const giveUp = this.stopping && attempt > 0;
+        this.o.log.warn(
+          giveUp ? `could not record ${what}; giving up` : `could not record ${what} yet; retrying`,
+          {
+            session: live.row.id,
+            error: err instanceof Error ? err.message : String(err),
+            ...this.context(),
+          },
+        );
+        if (giveUp) return fallback;
+        await new Promise<void>((resolve) =>
+          setTimeout(resolve, Math.min(RECORD_RETRY_MAX_MS, RECORD_RETRY_MS * 2 ** attempt)),
+        );
       }
     }
-    // Profiles whose save was interrupted keep their previous save, marked inexact.
-    for (const profile of this.o.store.profiles()) {
-      const holder = profile.holder ? this.live.get(profile.holder) : undefined;
-      if (profile.state === 'saving' || (profile.holder && !holder)) {
-        this.o.store.saveProfile({
-          ...profile,
-          state: this.o.saves.current(profile.id) ? 'stored' : 'empty',
-          holder: holder ? profile.holder : null,
-          exact: 0,
-        });
-      }
-    }
-    this.heartbeat();
-    this.pump();
   }
 
-  private heartbeat(): void {
-    if (this.closed) return;
-    this.o.store.transaction(() => {
-      this.o.store.setMeta('last_alive', String(this.nowSec()));
-      for (const live of this.live.values()) {
-        const last = seconds(live.activityMs);
-        if (last !== live.row.last) {
-          live.row.last = last;
-          this.o.store.updateSession(live.row.id, { last });
-        }
-      }
-    });
-    this.cancelHeartbeat = this.o.clock.setTimeout(() => this.heartbeat(), HEARTBEAT_MS);
-  }
-
-  /**
-   * Graceful shutdown: profile phones are saved, every live session ends (`lost`: the
-   * runtime no longer has its phone) and is recorded in history.
-   */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.available = false;
-    const now = this.nowSec();
-    await Promise.all([...this.live.values()].map((l) => this.finish(l, 'lost', now)));
-    // Drained: pooled phones are stopped, booting ones aborted (and stopped if they come up).
-    this.cancelRefillRetry?.();
-    await this.pool.drain('the server is stopping');
-    this.closed = true;
-    this.cancelHeartbeat?.();
-    this.o.store.setMeta('last_alive', String(this.nowSec()));
-  }
-
-  /** Makes the runtime unavailable: admissions are recorded (outcome `recorded`) and provisioned later. */
-  pause(): void {
-    this.available = false;
-  }
-
-  /** Makes the runtime available again; recorded requests are provisioned in order. */
-  resume(): void {
-    if (this.closed) return;
-    this.available = true;
-    this.pump();
+  /** A record that only informs (what cleanup is doing): not waited for, and a failure is only logged. */
+  private note(what: string, live: LiveSession, recorded: Promise<void>): void {
+    recorded.catch((err: unknown) =>
+      this.o.log.warn(`could not record ${what}`, {
+        session: live.row.id,
+        error: String(err),
+        ...this.context(),
+      }),
+    );
   }
 
   // ---------------------------------------------------------------------------------
-  // Admission
+  // How sessions reach the runtime
 
-  /** Decides a create (admission.ts) and commits it; a refusal is raised as its error code. */
-  admit(uid: string, body: CreateSessionBody, requestKey: string | null): Admission {
-    const nowMs = this.o.clock.now();
-    const now = seconds(nowMs);
-    const bodyHash = sha256Hex(canonicalJson(body));
-    const receipt = requestKey ? this.o.store.receipt(uid, requestKey) : undefined;
-    const replayed = receipt ? this.live.get(receipt.sid) : undefined;
-    const decision = decideAdmission({
-      body,
-      bodyHash,
-      requestKey,
-      nowMs,
-      receipt,
-      receiptSession: receipt
-        ? {
-            live: replayed !== undefined,
-            state: replayed ? null : (this.o.store.session(receipt.sid)?.state ?? null),
-          }
-        : null,
-      account: this.o.accounts.account(uid),
-      activeSessions: this.perAccount.get(uid) ?? 0,
-      profile: body.profile_id !== undefined ? this.o.store.profileOf(uid) : undefined,
-      liveSessions: this.live.size,
-      phones: this.o.phones,
-      retryAfterSeconds: () => this.retryAfterSeconds(now),
-    });
-    switch (decision.kind) {
-      case 'refuse': {
-        const { code, message, details } = decision.refusal;
-        this.observer.admission({ refused: code });
-        throw apiError(code, message, details);
-      }
-      case 'replay': {
-        if (!replayed || replayed.row.uid !== uid) throw new Error('receipt points at another account');
-        this.observer.admission('replayed');
-        return { outcome: 'replayed', live: replayed };
-      }
-      case 'admit': {
-        const outcome = this.available ? 'admitted' : 'recorded';
-        this.observer.admission(outcome);
-        // A temporary session is handed a warm pooled phone right here (pump); it is ready
-        // a microtask later, so the 202 still says provisioning (handOver).
-        return { outcome, live: this.commitAdmission(uid, decision, bodyHash, requestKey, nowMs) };
-      }
-    }
-  }
-
-  /** Inserts an admitted session (and its receipt, and its hold on the profile) and queues it. */
-  private commitAdmission(
-    uid: string,
-    decision: Extract<ReturnType<typeof decideAdmission>, { kind: 'admit' }>,
-    bodyHash: string,
-    requestKey: string | null,
-    nowMs: number,
-  ): LiveSession {
-    const now = seconds(nowMs);
-    const account = this.o.accounts.account(uid);
-    const profile = decision.profile;
-    const row = admittedSession({
-      id: `ses_${randomToken(this.o.random, 20)}`,
-      uid,
-      seq: ++this.seq,
-      account,
-      decision,
-      requestKey,
-      nowMs,
-    });
-    // The admission (and its receipt) is written before the runtime is asked, in the group
-    // commit of this turn: the 202 answer waits for that commit (app.ts), and so does any
-    // replay of the same key that reads the receipt in the meantime.
-    this.o.store.grouped(() => {
-      this.o.store.insertSession(row);
-      if (requestKey) {
-        this.o.store.insertReceipt({
-          uid,
-          request_key: requestKey,
-          body_hash: bodyHash,
-          sid: row.id,
-          created: now,
-        });
-      }
-      if (profile) this.o.store.saveProfile({ ...profile, holder: row.id });
-    });
-    const live = this.track(row, { kind: 'queued' }, nowMs);
-    live.activityMs = nowMs;
+  /** Runs an admitted session: it waits (queued) for a pooled phone or a boot slot, and for its deadline. */
+  run(row: SessionRow, admittedMs = row.created * 1000): LiveSession {
+    const live = this.track(row, { kind: 'queued' }, admittedMs);
+    live.activityMs = admittedMs;
     this.armDeadline(live);
     this.enqueue(live);
-    this.emit('admitted', live);
     return live;
   }
 
-  private retryAfterSeconds(now: number): number {
-    let soonest = Infinity;
-    for (const l of this.live.values()) {
-      if (l.phase.kind === 'closing') return 1;
-      soonest = Math.min(soonest, l.row.expires_at - now);
+  /**
+   * Takes back a session the store holds after a restart of the single server: recorded
+   * requests are provisioned, a session that was ready lost its phone with the old process
+   * (it ends `lost` at `lostAt`), a failed one waits to be ended, an interrupted cleanup
+   * completes.
+   */
+  recover(row: SessionRow, lostAt: number): void {
+    this.recovered(row, lostAt).startupSource = row.ready !== null ? this.o.backend.startupSource : null;
+  }
+
+  private recovered(row: SessionRow, lostAt: number): LiveSession {
+    if (row.state === 'provisioning') {
+      const live = this.track(row, { kind: 'queued' });
+      if (row.expires_at <= this.nowSec()) void this.finish(live, { reason: 'expired', at: row.expires_at });
+      else {
+        this.armDeadline(live);
+        this.queue.push(live);
+      }
+      return live;
     }
-    return Math.max(1, Math.min(5, Number.isFinite(soonest) ? soonest : 5));
+    if (row.state === 'ready') {
+      const live = this.track(row, { kind: 'orphaned' });
+      this.o.log.warn('phone lost in restart', { session: row.id });
+      void this.finish(live, { reason: 'lost', at: lostAt }, { lostProfile: true });
+      return live;
+    }
+    if (row.state === 'closing') {
+      // Its save (if any) never committed: the commit and `done` share one transaction.
+      // The phone died with the old process. The cleanup starts once the session is tracked.
+      const phone = Promise.resolve(null);
+      const live: LiveSession = this.track(row, {
+        kind: 'closing',
+        phone,
+        cleanup: Promise.resolve().then(() => this.cleanup(live, phone, true)),
+      });
+      return live;
+    }
+    const live = this.track(row, { kind: 'failed' });
+    this.armDeadline(live);
+    return live;
+  }
+
+  /** Gives out what is free to the sessions taken back by recover(). */
+  start(): void {
+    this.pump();
   }
 
   private track(row: SessionRow, phase: Phase, admittedMs?: number): LiveSession {
@@ -522,6 +390,53 @@ export class Runtime extends EventEmitter {
     const n = (this.perAccount.get(live.row.uid) ?? 1) - 1;
     if (n > 0) this.perAccount.set(live.row.uid, n);
     else this.perAccount.delete(live.row.uid);
+  }
+
+  // ---------------------------------------------------------------------------------
+  // Availability and shutdown
+
+  /** Makes the runtime unavailable: sessions it is given wait queued until resume(). */
+  pause(): void {
+    this.available = false;
+  }
+
+  /** Makes the runtime available again; waiting sessions get phones in order. */
+  resume(): void {
+    if (this.closed) return;
+    this.available = true;
+    this.pump();
+  }
+
+  /** Whether sessions get phones now (see pause). */
+  get isAvailable(): boolean {
+    return this.available;
+  }
+
+  /**
+   * Stops: every live session ends `lost` (the runtime no longer has its phone) and is
+   * cleaned up, profile phones saved unless `saveProfiles` is false; pooled phones are
+   * stopped, booting ones aborted (and stopped if they come up).
+   */
+  async close(opts: { saveProfiles?: boolean } = {}): Promise<void> {
+    if (this.closed || this.stopping) return;
+    this.available = false;
+    this.stopping = true;
+    const now = this.nowSec();
+    const lostProfile = opts.saveProfiles === false;
+    await Promise.all(
+      [...this.live.values()].map((l) => this.finish(l, { reason: 'lost', at: now }, { lostProfile })),
+    );
+    this.cancelRefillRetry?.();
+    await this.pool.drain('the runtime is stopping');
+    this.closed = true;
+  }
+
+  /**
+   * Lets go of every session without recording anything (a device host the deployment
+   * declared dead: whoever declared it ended them): their phones are stopped, unsaved.
+   */
+  async abandon(): Promise<void> {
+    await Promise.all([...this.live.values()].map((l) => this.finish(l, 'recorded', { lostProfile: true })));
   }
 
   // ---------------------------------------------------------------------------------
@@ -556,7 +471,7 @@ export class Runtime extends EventEmitter {
       const live = this.queue.shift()!;
       if (live.phase.kind === 'queued') this.startSessionBoot(live);
     }
-    this.scheduleRefill();
+    if (this.o.refill !== 'on-request') this.scheduleRefill();
   }
 
   /**
@@ -569,22 +484,33 @@ export class Runtime extends EventEmitter {
     this.refillScheduled = true;
     setImmediate(() => {
       this.refillScheduled = false;
-      if (this.available && !this.closed) this.refill();
+      if (this.available && !this.closed) this.refillPool();
     });
   }
 
   /** Starts pooled boots while a slot is free, no session waits for one, and there is room. */
-  private refill(): void {
+  refillPool(): void {
+    if (!this.available || this.closed) return;
     const retryInMs = this.pool.refill(
       this.live.size,
       () => this.queue.length === 0 && this.booting < this.o.bootSlots,
     );
-    // A pooled boot failed recently: retry later rather than boot-fail in a loop.
-    if (retryInMs !== null)
+    // A pooled boot failed recently: retry later rather than boot-fail in a loop (a device
+    // host comes back on its own, at its next claim).
+    if (retryInMs !== null && this.o.refill !== 'on-request')
       this.cancelRefillRetry ??= this.o.clock.setTimeout(() => {
         this.cancelRefillRetry = null;
         this.pump();
       }, retryInMs);
+  }
+
+  /** What a device host may claim now: phones it has room for, pooled phones to hand out, free boot slots. */
+  claimable(): { room: number; pooled: number; freeSlots: number } {
+    return {
+      room: this.o.phones - this.live.size,
+      pooled: this.pool.size,
+      freeSlots: this.o.bootSlots - this.booting,
+    };
   }
 
   /**
@@ -592,40 +518,47 @@ export class Runtime extends EventEmitter {
    * owns it by then (a session, the pool, or nobody after an eviction), and what it took
    * feeds eta_seconds.
    */
-  private startBoot(name: string, restoreFrom: string | null, purpose: 'session' | 'pool'): PhoneBoot {
+  private startBoot(
+    name: string,
+    restoreFrom: Promise<string | null> | null,
+    purpose: 'session' | 'pool',
+  ): PhoneBoot {
     this.booting++;
     const abort = new AbortController();
     const startedMs = this.o.clock.now();
-    const phone = this.o.backend.boot({
-      sessionId: name,
-      restoreFrom,
-      signal: abort.signal,
-      log: this.o.log,
-    });
+    const boot = (from: string | null) =>
+      this.o.backend.boot({ sessionId: name, restoreFrom: from, signal: abort.signal, log: this.o.log });
+    const phone = restoreFrom === null ? boot(null) : restoreFrom.then(boot);
     void phone
       .then(
         (p) => {
           const ms = this.o.clock.now() - startedMs;
-          // A moving average: eta_seconds follows what boots really take on this machine.
-          this.typicalBootMs = Math.round(this.typicalBootMs * 0.7 + ms * 0.3);
+          this.#typicalBootMs = nextTypicalBootMs(this.#typicalBootMs, ms);
           const source = p.startupSource ?? this.o.backend.startupSource;
-          if (source !== 'pool') this.observer.phoneBooted({ source, purpose, ms });
+          if (source !== 'pool') this.o.observer?.phoneBooted({ source, purpose, ms });
         },
         () => undefined,
       )
       .finally(() => {
         this.booting--;
         this.pump();
+        this.o.freed?.();
       });
     return { startedMs, abort, phone };
   }
 
   private startSessionBoot(live: LiveSession): void {
-    const row = live.row;
-    const restoreFrom = row.profile_id ? (this.o.saves.current(row.profile_id) ?? null) : null;
-    this.o.log.debug('booting phone', { session: row.id, profile: row.profile_id !== null });
-    // A profile phone without a save boots fresh; null would mean "temporary".
-    this.bootSession(live, this.startBoot(row.id, row.profile_id ? (restoreFrom ?? '') : null, 'session'));
+    const { id, profile_id: profileId } = live.row;
+    this.o.log.debug('booting phone', { session: id, profile: profileId !== null, ...this.context() });
+    // A profile phone restores its save where this runtime holds the current one; else it
+    // boots fresh ('': null would mean "temporary").
+    const restoreFrom =
+      profileId === null
+        ? null
+        : this.ledger
+            .savedHere(profileId)
+            .then((here) => (here ? (this.o.saves.current(profileId) ?? '') : ''));
+    this.bootSession(live, this.startBoot(id, restoreFrom, 'session'));
   }
 
   /** The session waits for this boot (its own, or a warming pooled phone's it adopted). */
@@ -638,47 +571,54 @@ export class Runtime extends EventEmitter {
     };
     this.transition(live, phase);
     void boot.phone.then(
-      (phone) => this.bootFinished(live, phase, phone),
-      (err: unknown) => this.bootFailed(live, err),
+      (phone) => {
+        // Closed while booting: cleanup stops the phone.
+        if (live.phase === phase)
+          this.becomeReady(
+            live,
+            phone,
+            phone.startupSource ?? this.o.backend.startupSource,
+            this.o.clock.now() - phase.startedMs,
+          );
+      },
+      (err: unknown) => this.bootFailed(live, phase, err),
     );
   }
 
   /**
-   * Gives a waiting session a warm pooled phone. It is ready a microtask later, not at once:
-   * a create's 202 is built in this turn, and the contract returns a newly admitted session
-   * in state provisioning (here `location: booting`, `eta_seconds: 0`). A poll right after
-   * the 202 finds it ready.
+   * Gives a waiting session a warm pooled phone. It is ready on the next turn of the event
+   * loop, not at once: the answer to its create is rendered in this turn, and the contract
+   * returns a newly admitted session in state provisioning (here `location: booting`,
+   * `eta_seconds: 0`). A poll right after that answer finds it ready.
    */
   private handOver(live: LiveSession, phone: DevicePhone): void {
     const phase: Phase = {
       kind: 'booting',
       // As if a boot were just ending: eta_seconds 0.
-      startedMs: this.o.clock.now() - this.typicalBootMs,
+      startedMs: this.o.clock.now() - this.#typicalBootMs,
       abort: new AbortController(),
       boot: Promise.resolve(phone),
     };
     this.transition(live, phase);
-    queueMicrotask(() => {
+    setImmediate(() => {
       // Closed meanwhile: the closing phase stops the phone it gets from `boot`.
       if (live.phase === phase) this.becomeReady(live, phone, 'pool', 0);
     });
   }
 
-  private bootFinished(
-    live: LiveSession,
-    booting: Extract<Phase, { kind: 'booting' }>,
-    phone: DevicePhone,
-  ): void {
-    if (live.phase !== booting) return; // closed while booting; cleanup stops the phone
-    const bootMs = this.o.clock.now() - booting.startedMs;
-    this.becomeReady(live, phone, phone.startupSource ?? this.o.backend.startupSource, bootMs);
-  }
-
   /** The session has its phone: from its boot (which took `bootMs`), or handed from the pool. */
   private becomeReady(live: LiveSession, phone: DevicePhone, source: StartupSource, bootMs: number): void {
     const row = live.row;
-    // A recognisable prefix lets redact() find the code wherever a client puts it.
-    const adbCode = `pau_${randomToken(this.o.random, 32)}`;
+    const adbCode = newAdbCode(this.o.random);
+    const change = {
+      ready: this.nowSec(),
+      device: phone.label,
+      screen_w: phone.screen.w,
+      screen_h: phone.screen.h,
+      adb_code: adbCode,
+    };
+    const recordReady = () => this.ledger.ready(row, change, source);
+    const recorded = recordReady();
     const ready: Phase = {
       kind: 'ready',
       phone,
@@ -687,56 +627,54 @@ export class Runtime extends EventEmitter {
       capturing: null,
     };
     live.startupSource = source;
-    this.transition(live, ready, {
-      ready: this.nowSec(),
-      device: phone.label,
-      screen_w: phone.screen.w,
-      screen_h: phone.screen.h,
-      adb_code: adbCode,
-    });
+    this.transition(live, ready);
     this.adbCodes.set(sha256Hex(adbCode), row.id);
     phone.onLost((reason) => {
-      this.o.log.warn('phone lost', { session: row.id, reason });
-      void this.finish(live, 'lost', this.nowSec(), { lostProfile: true });
+      this.o.log.warn('phone lost', { session: row.id, reason, ...this.context() });
+      void this.finish(live, { reason: 'lost', at: this.nowSec() }, { lostProfile: true });
     });
-    this.armBilling(live, ready);
     const leaseToReadyMs = this.o.clock.now() - live.admittedMs;
-    this.observer.sessionReady({ source, leaseToReadyMs });
+    this.o.observer?.sessionReady({ source, leaseToReadyMs });
     this.o.log.info('phone ready', {
       session: row.id,
       source,
       boot_ms: bootMs,
       lease_to_ready_ms: leaseToReadyMs,
+      ...this.context(),
+    });
+    void this.record('a ready phone', live, recordReady, true, recorded).then((mine) => {
+      if (live.phase !== ready) return;
+      // It ended elsewhere while it booted: the phone is nobody's to use.
+      if (!mine) void this.finish(live, 'recorded');
+      else this.armBilling(live, ready);
     });
   }
 
-  private bootFailed(live: LiveSession, err: unknown): void {
-    if (live.phase.kind !== 'booting') return; // aborted because the session ended
-    const isPublic = err instanceof PhoneBootError;
-    this.transition(
-      live,
-      { kind: 'failed' },
-      {
-        failure_code: isPublic ? err.code : 'boot_failed',
-        failure_message: isPublic
-          ? err.message
-          : 'The phone failed to start. End this session and start a new one.',
-      },
-    );
-    this.o.log.error('phone failed to start', { session: live.row.id, error: String(err) });
+  private bootFailed(live: LiveSession, booting: Phase, err: unknown): void {
+    if (live.phase !== booting) return; // aborted because the session ended
+    const failure = startupFailure(err);
+    this.o.log.error('phone failed to start', {
+      session: live.row.id,
+      error: String(err),
+      ...this.context(),
+    });
+    const failed = () => this.ledger.failed(live.row, failure);
+    const recorded = failed();
+    this.transition(live, { kind: 'failed' });
+    void this.record('a failed boot', live, failed, undefined, recorded);
   }
 
   /** Seconds until the phone is likely ready (provisioning only). */
   eta(live: LiveSession): number | undefined {
-    const typical = this.typicalBootMs;
+    const typical = this.#typicalBootMs;
     const now = this.o.clock.now();
     const phase = live.phase;
     const remaining = (startedMs: number) => Math.max(0, typical - (now - startedMs));
-    if (phase.kind === 'booting') return Math.ceil(remaining(phase.startedMs) / 1000);
+    if (phase.kind === 'booting') return bootingEtaSeconds(typical, now - phase.startedMs);
     if (phase.kind !== 'queued') return undefined;
     // Temporary sessions waiting (only while the runtime is unavailable, otherwise they take
     // one at once) get pooled phones in order: warm ones first, then the warming ones. The
-    // boot slots are held by sessions' boots and the pool's (eta.ts plays the queue forward).
+    // boot slots are held by sessions' boots and the pool's.
     const waiting = this.queue.filter((l) => l.phase.kind === 'queued');
     const index = waiting.indexOf(live);
     const slots: EtaSlot[] = [];
@@ -754,6 +692,11 @@ export class Runtime extends EventEmitter {
       pooledReadyInMs: this.pool.entries().map((e) => (e.kind === 'warm' ? 0 : remaining(e.startedMs))),
       slots,
     });
+  }
+
+  /** What boots typically take here, as measured (a device host publishes it). */
+  get typicalBootMs(): number {
+    return this.#typicalBootMs;
   }
 
   /** What the runtime holds now, for the metrics. */
@@ -780,85 +723,47 @@ export class Runtime extends EventEmitter {
   private armDeadline(live: LiveSession): void {
     const dueMs = live.row.expires_at * 1000 - this.o.clock.now();
     live.cancelDeadline = this.o.clock.setTimeout(
-      () => this.finish(live, 'expired', live.row.expires_at),
+      () => this.finish(live, { reason: 'expired', at: live.row.expires_at }),
       dueMs,
     );
   }
 
-  /** Schedules the debit of the next started minute. */
+  /** Schedules the debit of the next started minute; credit running out ends the session. */
   private armBilling(live: LiveSession, ready: Extract<Phase, { kind: 'ready' }>): void {
-    const row = live.row;
-    if (row.billing_mode !== 'metered' || row.ready === null) return;
-    // Minute k starts one second after ready + (k-1) * 60 (usage rounds up to whole minutes).
-    const nextStartSec = row.ready + row.minutes_debited * 60 + 1;
-    // A minute that would start past the deadline is never billed; the deadline ends the session.
-    if (nextStartSec > row.expires_at) return;
+    const nextStartSec = nextMinuteStart(live.row);
+    if (nextStartSec === null) return;
     ready.cancelBilling = this.o.clock.setTimeout(
-      () => {
+      async () => {
         if (live.phase !== ready) return;
-        const exhaustedAt = this.bill(live, this.nowSec());
-        if (exhaustedAt !== null) return this.finish(live, 'credit_exhausted', exhaustedAt);
+        const exhaustedAt = await this.record(
+          'a debit',
+          live,
+          () => this.ledger.bill(live.row, this.nowSec()),
+          null,
+        );
+        if (live.phase !== ready) return;
+        if (exhaustedAt !== null) return this.finish(live, { reason: 'credit_exhausted', at: exhaustedAt });
         this.armBilling(live, ready);
       },
       nextStartSec * 1000 - this.o.clock.now(),
     );
   }
 
-  /**
-   * Debits every started minute up to `upto` (seconds). Returns null, or the time the paid
-   * minutes ran out when the balance cannot cover the next one.
-   */
-  private bill(live: LiveSession, upto: number): number | null {
-    const row = live.row;
-    if (row.billing_mode !== 'metered' || row.ready === null) return null;
-    // Nothing is billed past the deadline, however late a timer fires.
-    const due = Math.ceil(Math.max(0, Math.min(upto, row.expires_at) - row.ready) / 60);
-    while (row.minutes_debited < due) {
-      const account = this.o.accounts.account(row.uid);
-      if (account.balance_cents < row.price_cents_per_minute) return row.ready + row.minutes_debited * 60;
-      const minute = row.minutes_debited + 1;
-      // A debit is dated the second its minute started: always inside [ready, ended], even
-      // when it is recorded late (at closure, or by recovery after a crash).
-      const startedAt = row.ready + (minute - 1) * 60 + 1;
-      this.o.store.transaction(() => {
-        this.o.store.insertDebit(row.id, minute, row.uid, row.price_cents_per_minute, startedAt);
-        this.o.accounts.setBalance(row.uid, account.balance_cents - row.price_cents_per_minute);
-        row.minutes_debited = minute;
-        row.cost_cents += row.price_cents_per_minute;
-        this.o.store.updateSession(row.id, { minutes_debited: minute, cost_cents: row.cost_cents });
-      });
-    }
-    return null;
-  }
-
   // ---------------------------------------------------------------------------------
   // Ending and cleanup
 
   /**
-   * Ends a session: records the closure (billing stops there), then cleans up. Idempotent:
-   * a later call returns the cleanup already under way.
+   * Ends a session: records the end (billing stops there) unless it was recorded elsewhere,
+   * then cleans up. `lostProfile`: its phone went without a save (lost): the profile keeps
+   * its previous save, marked inexact. Idempotent: a later call returns the cleanup already
+   * under way.
    */
-  finish(
-    live: LiveSession,
-    reason: EndReason,
-    at: number,
-    opts: { lostProfile?: boolean } = {},
-  ): Promise<void> {
+  finish(live: LiveSession, ending: Ending, opts: { lostProfile?: boolean } = {}): Promise<void> {
     const phase = live.phase;
     if (phase.kind === 'closing') return phase.cleanup;
     if (phase.kind === 'done') return Promise.resolve();
-    const row = live.row;
     live.cancelDeadline();
-    let endReason: EndReason = phase.kind === 'failed' ? 'failed' : reason;
-    let endAt = at;
-    if (phase.kind === 'ready' || phase.kind === 'orphaned') {
-      if (phase.kind === 'ready') phase.cancelBilling();
-      const exhaustedAt = this.bill(live, at);
-      if (exhaustedAt !== null) {
-        endReason = 'credit_exhausted';
-        endAt = exhaustedAt;
-      }
-    }
+    if (phase.kind === 'ready') phase.cancelBilling();
     const queued = this.queue.indexOf(live);
     if (queued >= 0) this.queue.splice(queued, 1);
     if (phase.kind === 'booting') phase.abort.abort(new Error('session ended'));
@@ -868,51 +773,56 @@ export class Runtime extends EventEmitter {
         : phase.kind === 'booting'
           ? phase.boot
           : Promise.resolve(null);
-    // Deferred by a microtask so that the closing phase (with its cleanup) is in place before
-    // any of the cleanup runs: a re-entrant finish() (from an event handler) joins it.
-    const cleanup = Promise.resolve().then(() => this.cleanup(live, phone, opts.lostProfile ?? false));
-    if (row.adb_code) this.adbCodes.delete(sha256Hex(row.adb_code));
-    this.transition(
-      live,
-      { kind: 'closing', phone, cleanup },
-      {
-        close_requested: endAt,
-        ended: endAt,
-        end_reason: endReason,
-        cleanup_status: 'pending',
-        last: seconds(live.activityMs),
-      },
-    );
+    if (live.row.adb_code) this.adbCodes.delete(sha256Hex(live.row.adb_code));
+    const recorded =
+      ending === 'recorded'
+        ? Promise.resolve()
+        : this.record(
+            'an end',
+            live,
+            () => this.ledger.end(live.row, { ...ending, last: seconds(live.activityMs) }),
+            undefined,
+          );
+    // The cleanup starts once the closing phase is in place: a re-entrant finish() (from an
+    // event handler) joins it.
+    const cleanup = recorded.then(() => this.cleanup(live, phone, opts.lostProfile ?? false));
+    this.transition(live, { kind: 'closing', phone, cleanup });
     return cleanup;
   }
 
   private async cleanup(
     live: LiveSession,
     phonePromise: Promise<DevicePhone | null>,
-    lostProfile = false,
+    lostProfile: boolean,
     attempt = 1,
   ): Promise<void> {
     const row = live.row;
     const phone = await phonePromise;
-    const profile = row.profile_id ? this.o.store.profileOf(row.uid) : undefined;
+    const profileId = row.profile_id;
     let staged: string | null = null;
     try {
       if (phone) {
-        if (profile && !lostProfile) {
-          staged = this.o.saves.stage(profile.id, row.id);
-          this.o.store.saveProfile({ ...profile, state: 'saving' });
+        if (profileId !== null && !lostProfile) {
+          staged = this.o.saves.stage(profileId, row.id);
+          this.note('a save', live, this.ledger.saving(row, true));
         }
         await phone.shutdown({ saveTo: staged });
       }
     } catch (err) {
-      if (staged) this.o.saves.discard(staged);
-      staged = null;
-      if (profile) this.o.store.saveProfile({ ...profile });
-      this.o.log.error('cleanup failed', { session: row.id, attempt, error: String(err) });
-      if (attempt < CLEANUP_ATTEMPTS && !this.closed) {
-        row.cleanup_status = 'allocation_uncertain';
-        this.o.store.updateSession(row.id, { cleanup_status: row.cleanup_status });
-        await new Promise<void>((resolve) => this.o.clock.setTimeout(resolve, CLEANUP_RETRY_MS));
+      // The next attempt counts from the failure, whatever recording it takes.
+      const retry =
+        attempt < CLEANUP_ATTEMPTS && !this.stopping
+          ? new Promise<void>((resolve) => this.o.clock.setTimeout(resolve, CLEANUP_RETRY_MS))
+          : null;
+      if (staged) {
+        this.o.saves.discard(staged);
+        staged = null;
+        this.note('a failed save', live, this.ledger.saving(row, false));
+      }
+      this.o.log.error('cleanup failed', { session: row.id, attempt, error: String(err), ...this.context() });
+      if (retry) {
+        this.note('an uncertain cleanup', live, this.ledger.uncertain(row));
+        await retry;
         return this.cleanup(live, phonePromise, lostProfile, attempt + 1);
       }
       // Out of attempts: the profile keeps its previous save (marked inexact), and the phone
@@ -923,60 +833,47 @@ export class Runtime extends EventEmitter {
         ?.shutdown({ saveTo: null })
         .catch((e: unknown) => this.o.log.error('phone did not stop', { session: row.id, error: String(e) }));
     }
-    const now = this.nowSec();
-    this.transition(live, { kind: 'done' }, { cleanup_status: 'complete', done: 1 }, () => {
-      if (!profile) return;
-      const current = this.o.store.profileOf(row.uid)!;
-      if (staged && !lostProfile) this.o.saves.commit(profile.id, staged);
-      const saved = staged !== null;
-      this.o.store.saveProfile({
-        ...current,
-        state: saved ? 'stored' : this.o.saves.current(profile.id) ? 'stored' : 'empty',
-        holder: current.holder === row.id ? null : current.holder,
-        exact: saved ? 1 : lostProfile ? 0 : current.exact,
-        saved_at: saved ? now : current.saved_at,
-      });
-    });
+    const saved = staged !== null;
+    const confirmed = await this.record(
+      'a cleanup',
+      live,
+      () =>
+        this.ledger.cleaned(row, {
+          saved,
+          lostProfile,
+          stored: saved || (profileId !== null && this.o.saves.current(profileId) !== null),
+          commitSave: () => {
+            if (staged && profileId !== null) this.o.saves.commit(profileId, staged);
+          },
+        }),
+      false,
+    );
+    // Someone else finished it (a device host declared dead meanwhile): the save is nobody's.
+    if (!confirmed && staged) this.o.saves.discard(staged);
+    this.transition(live, { kind: 'done' });
     this.untrack(live);
-    this.o.log.info('session ended', { session: row.id, reason: row.end_reason });
+    this.o.log.info('session ended', { session: row.id, reason: row.end_reason, ...this.context() });
     // Its phone is gone: the pool may refill into the room it leaves.
     this.pump();
-  }
-
-  /** Ends a session for its owner; `released` when cleanup is confirmed quickly, else it is still pending. */
-  async release(uid: string, sid: string): Promise<{ released: boolean }> {
-    const live = this.get(uid, sid);
-    const cleanup = this.finish(live, 'released', this.nowSec());
-    let done = false;
-    await Promise.race([
-      cleanup.then(() => (done = true)),
-      new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, RELEASE_WAIT_MS);
-        void cleanup.finally(() => clearTimeout(t));
-      }),
-    ]);
-    return { released: done };
+    this.o.freed?.();
   }
 
   // ---------------------------------------------------------------------------------
   // Reads
 
-  /** A live session of this account (not_found otherwise, exactly as for an unknown id). */
-  get(uid: string, sid: string): LiveSession {
-    const live = this.live.get(sid);
-    if (!live || live.row.uid !== uid) throw notFound();
-    return live;
+  /** A live session by id (one this runtime holds until its cleanup is done). */
+  get(sid: string): LiveSession | undefined {
+    return this.live.get(sid);
   }
 
-  /** A live session by id alone (view grants are already bound to their session). */
-  byId(sid: string): LiveSession {
-    const live = this.live.get(sid);
-    if (!live) throw notFound();
-    return live;
+  /** Every live session (for shutdown, the gateway and diagnostics). */
+  all(): IterableIterator<LiveSession> {
+    return this.live.values();
   }
 
-  touch(live: LiveSession): void {
-    live.activityMs = this.o.clock.now();
+  /** Live sessions held. */
+  get size(): number {
+    return this.live.size;
   }
 
   list(uid: string): LiveSession[] {
@@ -994,16 +891,37 @@ export class Runtime extends EventEmitter {
     return null;
   }
 
-  requireReady(live: LiveSession): DevicePhone {
+  /** Marks the session used now (idle_s). */
+  touch(live: LiveSession): void {
+    live.activityMs = this.o.clock.now();
+    this.ledger.active(live.row, seconds(live.activityMs));
+  }
+
+  // ---------------------------------------------------------------------------------
+  // The phone of a ready session
+
+  /** The phone (session_not_ready unless the session is ready). */
+  readyPhone(live: LiveSession): DevicePhone {
     const phase = live.phase;
-    if (phase.kind !== 'ready') throw notReady(live.row.state, live.row.id);
+    if (phase.kind !== 'ready') throw notReady(STATE[phase.kind], live.row.id);
     return phase.phone;
+  }
+
+  /** The phone of a ready session, as the API and viewers use it. */
+  phone(live: LiveSession): PhoneAccess {
+    const phone = this.readyPhone(live);
+    return {
+      screen: phone.screen,
+      frame: () => this.frame(live),
+      input: (event) => this.input(live, event),
+      apps: (): Promise<AppSummary[]> => this.readyPhone(live).apps(),
+    };
   }
 
   /** The current frame, captured at most once per FRAME_INTERVAL_MS; concurrent callers share one capture. */
   async frame(live: LiveSession): Promise<Buffer> {
     const phase = live.phase;
-    if (phase.kind !== 'ready') throw notReady(live.row.state, live.row.id);
+    if (phase.kind !== 'ready') throw notReady(STATE[phase.kind], live.row.id);
     const now = this.o.clock.now();
     if (phase.frame && now - phase.frame.atMs < FRAME_INTERVAL_MS) return phase.frame.png;
     if (phase.capturing) return phase.capturing;
@@ -1023,12 +941,14 @@ export class Runtime extends EventEmitter {
   }
 
   async input(live: LiveSession, event: PhoneInput): Promise<void> {
-    const phone = this.requireReady(live);
-    if (event.type === 'tap' && (event.x >= phone.screen.w || event.y >= phone.screen.h)) {
-      throw badRequest(`(${event.x}, ${event.y}) is outside the ${phone.screen.w}x${phone.screen.h} screen.`);
-    }
+    const phone = this.readyPhone(live);
+    const refusal = event.type === 'tap' ? tapRefusal(event.x, event.y, phone.screen) : null;
+    if (refusal) throw badRequest(refusal);
     await phone.input(event);
   }
+
+  // ---------------------------------------------------------------------------------
+  // ADB (the gateway asks)
 
   /** Resolves an ADB unlock code to its ready session, or null (revoked, closed, expired, unknown). */
   sessionForAdbCode(code: string): LiveSession | null {
@@ -1039,38 +959,15 @@ export class Runtime extends EventEmitter {
     return live;
   }
 
+  /** The session's ADB code stops working and its connections are cut (the store records the revocation). */
   revokeAdb(live: LiveSession): void {
     if (live.row.adb_code) this.adbCodes.delete(sha256Hex(live.row.adb_code));
     live.row.adb_enabled = 0;
-    this.o.store.updateSession(live.row.id, { adb_enabled: 0 });
     this.emit('adb-revoked', live);
-  }
-
-  /** POST /me/profile/reset. */
-  resetProfile(uid: string): string {
-    const profile = this.o.store.profileOf(uid);
-    if (!profile) throw new Error(`account ${uid} has no profile`);
-    if (profile.holder || profile.state === 'saving') {
-      throw profileHeld(profile.holder, 'end that session, then reset');
-    }
-    this.o.store.transaction(() => {
-      this.o.saves.reset(profile.id);
-      this.o.store.saveProfile({ ...profile, state: 'empty', exact: 1, saved_at: this.nowSec() });
-    });
-    return profile.id;
   }
 
   /** Display label for history records of sessions that never got a phone. */
   get genericDevice(): string {
     return this.o.backend.name === 'virtual' ? 'Virtual Android phone' : 'Android emulator';
-  }
-
-  get startupSource(): DeviceBackend['startupSource'] {
-    return this.o.backend.startupSource;
-  }
-
-  /** Every live session (for shutdown and diagnostics). */
-  all(): IterableIterator<LiveSession> {
-    return this.live.values();
   }
 }

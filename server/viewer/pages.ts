@@ -7,50 +7,20 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyReply } from 'fastify';
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { RoutePlugin } from '../api/types.js';
-import type { ViewerGrant } from '../runtime/grants.js';
-import { FRAME_INTERVAL_MS } from '../runtime/runtime.js';
-import { ViewerStreams } from './stream.js';
+import { FRAME_INTERVAL_MS } from '../runtime/rules.js';
 import { viewerHtml } from './viewer-page.js';
 import { esc, goneHtml, page, securityHeaders } from './html.js';
 import { notFound } from '../errors.js';
 
-/** What the pages show of a live session. */
-export interface PagedSession {
-  id: string;
-  device: string | null;
-  state: string;
-  expires_at: number;
-}
-
-/**
- * Where the pages find sessions, frames and streams: the embedded runtime, or the shared
- * store and the device hosts of a deployment (server/distributed/viewer-proxy.ts).
- */
-export interface ViewerSource {
-  isViewGrantFor(token: string, sid: string): boolean;
-  /** The grant behind a viewer URL's token, or null when unknown or expired. */
-  viewer(token: string): ViewerGrant | null;
-  /** The live session, or null once it has ended. */
-  live(sid: string): Promise<PagedSession | null>;
-  /** The session's current frame (as frame.png). */
-  frame(sid: string): Promise<Buffer>;
-  /** Takes a viewer stream's upgrade; false when the request is not one. */
-  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
-  close(): void;
-}
-
-/** The pages over any source; the embedded server's viewerPages and API nodes register it. */
-export const viewerPagesOf: FastifyPluginAsyncTypebox<{
-  source: ViewerSource;
-  dashboardOrigin: string | null;
-}> = async (app, { source, dashboardOrigin }) => {
+/** The pages over the app's session directory, view grants and viewer streams. */
+export const viewerPages: RoutePlugin = async (app, { deps }) => {
+  const { directory, grants, streams, dashboardOrigin } = deps;
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (!source.handleUpgrade(req, socket, head)) socket.destroy();
+    if (!streams.handleUpgrade(req, socket, head)) socket.destroy();
   });
-  app.addHook('onClose', async () => source.close());
+  app.addHook('onClose', async () => streams.close());
 
   const send = (reply: FastifyReply, status: number, html: string, nonce: string) =>
     reply
@@ -74,9 +44,9 @@ export const viewerPagesOf: FastifyPluginAsyncTypebox<{
     async (req, reply) => {
       const nonce = randomBytes(16).toString('base64');
       const token = req.query.token ?? '';
-      if (!source.isViewGrantFor(token, req.params.sid))
+      if (!grants.isViewGrantFor(token, req.params.sid))
         return send(reply, 404, goneHtml(nonce, 'invalid'), nonce);
-      const live = await source.live(req.params.sid);
+      const live = (await directory.find(req.params.sid))?.row;
       if (!live) return send(reply, 404, goneHtml(nonce, 'ended'), nonce);
       const frameUrl = `/sessions/${encodeURIComponent(live.id)}/frame.png?token=${encodeURIComponent(token)}`;
       const body = `<header><h1>phonelease · ${esc(live.device ?? 'phone')}</h1><span class="meta" id="state">${esc(live.state)}</span></header>
@@ -106,9 +76,9 @@ refresh();`;
     },
     async (req, reply) => {
       const nonce = randomBytes(16).toString('base64');
-      const grant = source.viewer(req.params.token);
+      const grant = grants.viewer(req.params.token);
       if (!grant) return send(reply, 404, goneHtml(nonce, 'expired'), nonce);
-      const live = await source.live(grant.sid);
+      const live = (await directory.find(grant.sid))?.row;
       if (!live || live.state === 'closing') return send(reply, 410, goneHtml(nonce, 'ended'), nonce);
       const config = {
         mode: grant.mode,
@@ -127,36 +97,14 @@ refresh();`;
       schema: { params: Type.Object({ token: Type.String({ maxLength: 200 }) }) },
     },
     async (req, reply) => {
-      const grant = source.viewer(req.params.token);
-      const live = grant ? await source.live(grant.sid) : null;
-      if (!grant || !live) {
+      const grant = grants.viewer(req.params.token);
+      const session = grant ? await directory.find(grant.sid) : null;
+      if (!session) {
         const e = notFound('This viewer link is no longer valid.');
         return reply.code(e.status).headers(securityHeaders(dashboardOrigin)).send(e.body());
       }
-      const png = await source.frame(live.id);
+      const png = await directory.phone(session).frame();
       return reply.headers({ ...securityHeaders(dashboardOrigin), 'content-type': 'image/png' }).send(png);
     },
   );
-};
-
-/** The embedded server's pages: sessions of this process's runtime. */
-export const viewerPages: RoutePlugin = async (app, { deps }) => {
-  const { runtime, grants } = deps;
-  const streams = new ViewerStreams({ runtime, grants, clock: deps.clock, log: deps.log });
-  const byId = (sid: string) => {
-    try {
-      return runtime.byId(sid);
-    } catch {
-      return null;
-    }
-  };
-  const source: ViewerSource = {
-    isViewGrantFor: (token, sid) => grants.isViewGrantFor(token, sid),
-    viewer: (token) => grants.viewer(token),
-    live: async (sid) => byId(sid)?.row ?? null,
-    frame: (sid) => runtime.frame(runtime.byId(sid)),
-    handleUpgrade: (req, socket, head) => streams.handleUpgrade(req, socket, head),
-    close: () => streams.close(),
-  };
-  await app.register(viewerPagesOf, { source, dashboardOrigin: deps.dashboardOrigin });
 };

@@ -158,39 +158,53 @@ export class ViewerSockets {
   }
 }
 
-export interface StreamDeps {
-  runtime: Runtime;
-  grants: Grants;
-  clock: Clock;
-  log: Logger;
+/** Takes the viewer streams' WebSocket upgrades of an HTTP server. */
+export interface StreamHandler {
+  /** Handles an HTTP upgrade if it is a viewer stream; false when it is not one. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+  close(): void;
 }
 
-/** The embedded server's streams: the token names a session of this process's runtime. */
-export class ViewerStreams {
+/** Who may open a stream: its session, mode and expiry, as its credential says. */
+export interface StreamGrant {
+  sid: string;
+  mode: ViewerMode;
+  /** The earlier of the credential's and the session's expiry, in seconds (capped again here). */
+  expiresAt: number;
+}
+
+/** What an upgrade's credential allows: a stream (its grant), not a stream at all (null), or a refusal. */
+export type StreamAuthorization = StreamGrant | null | { refuse: number; text: string };
+
+/**
+ * Streams of the phones of this process's runtime: the single server's (the viewer page's
+ * token is the credential) and a device host's (an API node's signature is). `authorize`
+ * reads the credential of an upgrade: its grant, null when the path is not a stream, or the
+ * status to refuse it with.
+ */
+export class RuntimeStreams implements StreamHandler {
   private readonly sockets: ViewerSockets;
 
-  constructor(private readonly deps: StreamDeps) {
+  constructor(
+    private readonly deps: {
+      runtime: Runtime;
+      clock: Clock;
+      log: Logger;
+      authorize(req: IncomingMessage, path: string): StreamAuthorization;
+    },
+  ) {
     this.sockets = new ViewerSockets(deps);
   }
 
-  /** Handles an HTTP upgrade if it is a viewer stream; returns false otherwise. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
     const path = (req.url ?? '').split('?')[0] ?? '';
-    const m = STREAM_PATH.exec(path);
-    if (!m) return false;
-    // Only the viewer page itself (same origin) may open the stream: a page on another site
-    // must not drive the phone with a token it obtained somehow (cross-site WebSocket hijacking).
-    if (!sameOrigin(req)) return refuseUpgrade(socket, 403, 'Forbidden');
-    const grant = this.deps.grants.viewer(m[1]!);
-    if (!grant) return refuseUpgrade(socket, 404, 'Not Found');
+    const grant = this.deps.authorize(req, path);
+    if (grant === null) return false;
+    if ('refuse' in grant) return refuseUpgrade(socket, grant.refuse, grant.text);
     const { runtime } = this.deps;
-    let live: LiveSession;
-    try {
-      live = runtime.byId(grant.sid);
-    } catch {
-      return refuseUpgrade(socket, 410, 'Gone');
-    }
-    if (live.row.state !== 'ready' || !live.phone) return refuseUpgrade(socket, 409, 'Conflict');
+    const live = runtime.get(grant.sid);
+    if (!live) return refuseUpgrade(socket, 410, 'Gone');
+    if (!live.phone) return refuseUpgrade(socket, 409, 'Conflict');
     this.sockets.accept(req, socket, head, {
       sid: live.row.id,
       device: live.row.device,
@@ -198,6 +212,7 @@ export class ViewerStreams {
       expiresAt: Math.min(grant.expiresAt, live.row.expires_at),
       phone: live.phone,
       input: (event) => {
+        // Input is activity (idle_s), as any call of the API.
         runtime.touch(live);
         return runtime.input(live, event);
       },
@@ -215,6 +230,20 @@ export class ViewerStreams {
   close(): void {
     this.sockets.close();
   }
+}
+
+/** How the single server's viewer pages open their streams: the page's token at /v/{token}/stream. */
+export function viewerTokenStreams(
+  grants: Pick<Grants, 'viewer'>,
+): (req: IncomingMessage, path: string) => StreamAuthorization {
+  return (req, path) => {
+    const m = STREAM_PATH.exec(path);
+    if (!m) return null;
+    // Only the viewer page itself (same origin) may open the stream: a page on another site
+    // must not drive the phone with a token it obtained somehow (cross-site WebSocket hijacking).
+    if (!sameOrigin(req)) return { refuse: 403, text: 'Forbidden' };
+    return grants.viewer(m[1]!) ?? { refuse: 404, text: 'Not Found' };
+  };
 }
 
 /** True unless a browser on another origin opened it (a non-browser sends no Origin). */

@@ -1,5 +1,5 @@
 /**
- * The sweep of a dead device host (shared-sessions.ts reap): in one transaction, whatever
+ * The sweep of a dead device host (stores/postgres/sessions.ts reap): in one transaction, whatever
  * it held ends as the contract says. Ready sessions end `lost` at the host's last heartbeat
  * with their started minutes debited once (or `credit_exhausted` where the balance ran out
  * first), a failed boot ends `failed`, a pending cleanup completes, a held profile is let go
@@ -7,11 +7,11 @@
  * are untouched. Two nodes sweeping at once, and a sweep run again, change nothing more.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../server/clock.js';
 import { createLogger } from '../../server/log.js';
-import { cryptoRandom } from '../../server/secrets.js';
-import { admit, reap, type SessionRecord } from '../../server/distributed/shared-sessions.js';
-import { createAccountPg, migratePg, openPool } from '../../server/store/pg.js';
+import type { Placement, SessionRow } from '../../server/runtime/rows.js';
+import { reap } from '../../server/stores/postgres/sessions.js';
+import { migratePg, openPool } from '../../server/stores/postgres/pool.js';
+import { createdOn, admittedOn } from '../support/shared-store.js';
 import { postgresMissing, startPostgres, type PostgresCluster } from '../support/postgres.js';
 
 const missing = postgresMissing();
@@ -50,7 +50,7 @@ describe.skipIf(missing !== null)('the dead-host sweep', () => {
       await host('hst_dead');
       await host('hst_live');
       const account = (balanceCents: number) =>
-        createAccountPg(db, systemClock, cryptoRandom, {
+        createdOn(db, {
           billingMode: 'metered',
           balanceCents,
           priceCentsPerMinute: PRICE,
@@ -58,16 +58,8 @@ describe.skipIf(missing !== null)('the dead-host sweep', () => {
         });
       const rich = await account(RICH);
       const poor = await account(25);
-      const open = async (uid: string, body: { profile_id?: string } = {}) =>
-        (
-          await admit(db, {
-            uid,
-            body: { timeout_seconds: 3600, ...body },
-            requestKey: null,
-            nowMs: created * 1000,
-            random: cryptoRandom,
-          })
-        ).row.id;
+      const open = (uid: string, body: { profile_id?: string } = {}) =>
+        admittedOn(db, uid, { timeout_seconds: 3600, ...body }, created * 1000);
       const place = (sid: string, hostId: string, set: string, values: unknown[] = []) =>
         db.query(`UPDATE sessions SET host_id = $2, ${set} WHERE id = $1`, [sid, hostId, ...values]);
 
@@ -112,7 +104,7 @@ describe.skipIf(missing !== null)('the dead-host sweep', () => {
       await reap(db, nowMs + 1000, log);
 
       const rows = new Map(
-        (await db.query<SessionRecord>('SELECT * FROM sessions')).rows.map((r) => [r.id, r]),
+        (await db.query<SessionRow & Placement>('SELECT * FROM sessions')).rows.map((r) => [r.id, r]),
       );
       // Ran from created + 10 to the last heartbeat (now - 300): 290 s, five started minutes.
       expect(rows.get(lost)).toMatchObject({

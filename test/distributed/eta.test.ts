@@ -1,5 +1,5 @@
 /**
- * eta_seconds in a deployment follows the single server's queue model (server/runtime/eta.ts):
+ * eta_seconds in a deployment follows the single server's queue model (server/runtime/rules.ts):
  * a session a host is booting is told what is left of that host's typical boot, and queued
  * sessions wait one typical boot more per session ahead of them for the host's one boot
  * slot, not a flat guess whatever their place in the queue.

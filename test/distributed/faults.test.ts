@@ -2,7 +2,8 @@
  * Faults of a deployment on PostgreSQL, each on real processes: a device host killed with
  * SIGKILL (its sessions end `lost`, billed to its last heartbeat, and its phones' capacity
  * is gone), deadlines ended exactly once by whichever node notices, an API node killed
- * mid-traffic (nothing acknowledged is lost, nothing is created twice), and PostgreSQL
+ * mid-traffic (nothing acknowledged is lost, nothing is created twice), the database cutting
+ * every connection under traffic (no process dies; 500s meanwhile), and PostgreSQL
  * restarted under live sessions (clear errors meanwhile, then everything works again).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -174,6 +175,77 @@ describe.skipIf(missing !== null)('deployment faults', () => {
     expect(live).toHaveLength(keys.length);
     expect(new Set(live.map((s) => s.request_key))).toEqual(new Set(keys));
     for (const s of live) await survivor.delete(`/sessions/${s.id}`);
+  });
+
+  it('keeps every process alive when the database cuts its connections under traffic, then serves again', async () => {
+    const d = await deploy({ nodes: 2, hosts: [['--phones', '12']] });
+    const account = await d.account(['--billing-mode', 'disabled', '--session-limit', '1000']);
+    // Creates, reads and ends on both nodes, without pause, while the connections go.
+    let running = true;
+    const answers: Array<{ status: number; code?: string }> = [];
+    const unanswered: string[] = [];
+    const traffic = Array.from({ length: 6 }, async (_, i) => {
+      const api = d.api(i, account.key);
+      while (running) {
+        try {
+          const created = await api.post('/sessions', { body: { timeout_seconds: 60 } });
+          answers.push({ status: created.status, code: created.body.code });
+          const me = await api.get('/me');
+          answers.push({ status: me.status, code: me.body.code });
+          if (created.status === 202) {
+            const ended = await api.delete(`/sessions/${created.body.id}`);
+            answers.push({ status: ended.status, code: ended.body.code });
+          }
+        } catch (err) {
+          // No HTTP answer at all: the node is gone, or cut the connection.
+          unanswered.push(String(err));
+          await sleep(50);
+        }
+      }
+    });
+    // Every backend of the deployment's database is terminated (a pooled connection in the
+    // middle of a transaction, between two queries, idle, or listening), then once more
+    // during a restart of the server.
+    const cut = () =>
+      sql(
+        d.store,
+        'SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+      );
+    for (let round = 0; round < 6; round++) {
+      await sleep(250);
+      await cut();
+    }
+    await cluster.restart();
+    await sleep(500);
+    running = false;
+    await Promise.all(traffic);
+
+    for (const p of [...d.nodes, ...d.hosts]) {
+      expect({ exit: p.child.exitCode, signal: p.child.signalCode }, p.stderr()).toEqual({
+        exit: null,
+        signal: null,
+      });
+    }
+    expect(unanswered).toEqual([]);
+    // Meanwhile a lost connection was a 500 with the error body that says to retry. (Phones
+    // whose cleanup waits for the database still hold their place: a create may then find
+    // the 12 phones taken, and 503 phones_busy is the contract's answer to that.)
+    expect(answers.length).toBeGreaterThan(10);
+    for (const a of answers.filter((x) => x.status >= 500 && x.code !== 'phones_busy'))
+      expect(a).toEqual({ status: 500, code: 'internal' });
+    for (const a of answers.filter((x) => x.code === 'phones_busy')) expect(a.status).toBe(503);
+    // Afterwards each node serves again: its own reads, and creates that a host serves.
+    for (const i of [0, 1]) {
+      const deadline = Date.now() + 20_000;
+      while ((await d.api(i, account.key).get('/me')).status !== 200) {
+        if (Date.now() > deadline) throw new Error(`API node ${i} did not recover\n${d.logs()}`);
+        await sleep(100);
+      }
+      const r = await d.api(i, account.key).post('/sessions', { body: { timeout_seconds: 60 } });
+      expect(r.status).toBe(202);
+      await d.api(i + 1, account.key).waitFor(r.body.id, ['ready']);
+      await d.api(i, account.key).delete(`/sessions/${r.body.id}`);
+    }
   });
 
   it('survives a PostgreSQL restart: clear errors while it is down, then the same sessions and new ones', async () => {

@@ -1,15 +1,21 @@
 /**
- * Wake-ups between the nodes of a deployment (server/distributed/notifications.ts): an API
- * node's wait on a session ends when a change to that session commits on any connection, and
- * only that session's; a notification lost while the listening connection is down is made up
- * for by polling until it is back, after which notifications wake waits again.
+ * Wake-ups between the nodes of a deployment (server/stores/postgres/notifications.ts, and
+ * the waits of server/runtime/directory.ts they wake, wired as an API node wires them): an
+ * API node's wait on a session ends when a change to that session commits on any
+ * connection, and only that session's; a notification lost while the listening connection is
+ * down is made up for by polling until it is back, after which notifications wake waits again.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../server/log.js';
-import { LISTENER_APPLICATION, SessionEvents } from '../../server/distributed/notifications.js';
-import { notifySessions } from '../../server/distributed/shared-sessions.js';
-import { openPool, tx, type Db } from '../../server/store/pg.js';
+import { SessionChanges } from '../../server/runtime/directory.js';
+import {
+  LISTENER_APPLICATION,
+  Listener,
+  SESSION_CHANNEL,
+} from '../../server/stores/postgres/notifications.js';
+import { notifySessions } from '../../server/stores/postgres/sessions.js';
+import { openPool, tx, type Db } from '../../server/stores/postgres/pool.js';
 import { postgresMissing, startPostgres, type PostgresCluster } from '../support/postgres.js';
 
 const missing = postgresMissing();
@@ -33,8 +39,30 @@ describe.skipIf(missing !== null)('session wake-ups over LISTEN/NOTIFY', () => {
     await cluster?.stop();
   });
 
+  /** Waits on sessions, woken by a LISTEN connection as an API node's are (distributed/api-node.ts). */
+  function sessionWaits(polls: { safetyPollMs: number; fallbackPollMs: number }) {
+    let changes: SessionChanges | null = null;
+    const listener = new Listener({
+      url,
+      channels: [SESSION_CHANNEL],
+      onNotification: (_channel, sid) => changes?.wake(sid),
+      onConnected: () => changes?.wakeAll(),
+      log,
+    });
+    changes = new SessionChanges(listener, polls);
+    const waits = changes;
+    return {
+      start: () => listener.start(),
+      close: () => listener.close(),
+      get connected() {
+        return listener.connected;
+      },
+      next: (sid: string, maxMs: number) => waits.next(sid, maxMs),
+    };
+  }
+
   it('wakes the waits on a session when its change commits, and not before, nor for another session', async () => {
-    const events = new SessionEvents(url, log, { safetyPollMs: NEVER_MS, fallbackPollMs: NEVER_MS });
+    const events = sessionWaits({ safetyPollMs: NEVER_MS, fallbackPollMs: NEVER_MS });
     await events.start();
     try {
       const woke: string[] = [];
@@ -57,7 +85,7 @@ describe.skipIf(missing !== null)('session wake-ups over LISTEN/NOTIFY', () => {
   });
 
   it('polls while its connection is down, and is woken by notifications again once it reconnects', async () => {
-    const events = new SessionEvents(url, log, { safetyPollMs: NEVER_MS, fallbackPollMs: 50 });
+    const events = sessionWaits({ safetyPollMs: NEVER_MS, fallbackPollMs: 50 });
     await events.start();
     try {
       expect(events.connected).toBe(true);

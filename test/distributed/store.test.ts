@@ -7,13 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccountPg, migratePg, openPool } from '../../server/store/pg.js';
-import { systemClock } from '../../server/clock.js';
-import { cryptoRandom } from '../../server/secrets.js';
-import { migrationsFor } from '../../server/store/migrations.js';
-import { openDatabase } from '../../server/store/store.js';
+import { migratePg, openPool } from '../../server/stores/postgres/pool.js';
+import { migrationsFor } from '../../server/stores/migrations.js';
+import { openDatabase } from '../../server/stores/sqlite/store.js';
 import { createLogger } from '../../server/log.js';
 import { runCli } from '../support/cli.js';
+import { createdOn } from '../support/shared-store.js';
 import { postgresMissing, startPostgres, type PostgresCluster } from '../support/postgres.js';
 
 const SHARED_ONLY = ['host_id?', 'startup_source?', 'saved_host?', 'claimed_ms?'];
@@ -97,7 +96,7 @@ describe.skipIf(missing !== null)('PostgreSQL store', () => {
     }
     const db = openPool(url, createLogger({ level: 'silent' }));
     try {
-      const { profile_id } = await createAccountPg(db, systemClock, cryptoRandom, {});
+      const { profile_id } = await createdOn(db, {});
       await db.query("UPDATE profiles SET state = 'stored', exact = 1 WHERE id = $1", [profile_id]);
       await migratePg(db);
       const { rows } = await db.query('SELECT state, exact, saved_host FROM profiles WHERE id = $1', [

@@ -6,9 +6,9 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { startCheckpointer } from '../../server/store/checkpointer.js';
-import { Database } from '../../server/store/sqlite.js';
-import { openDatabase, Store } from '../../server/store/store.js';
+import { startCheckpointer } from '../../server/stores/sqlite/checkpointer.js';
+import { Database } from '../../server/stores/sqlite/sqlite.js';
+import { openDatabase, SqliteStore } from '../../server/stores/sqlite/store.js';
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
@@ -16,7 +16,7 @@ afterEach(async () => {
 });
 
 /** Commits enough to fill the WAL well past SQLite's automatic checkpoint (1,000 pages). */
-function fill(store: Store, prefix: string): void {
+function fill(store: SqliteStore, prefix: string): void {
   for (let i = 0; i < 300; i++) {
     store.transaction(() => store.setMeta(`${prefix}-${i}`, 'x'.repeat(16 * 1024)));
   }
@@ -25,7 +25,7 @@ function fill(store: Store, prefix: string): void {
 it('checkpoints on its worker, never in a commit of the server, and leaves nothing behind', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'phonelease-ckpt-'));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  const store = new Store(openDatabase(dir));
+  const store = new SqliteStore(openDatabase(dir));
   cleanups.push(() => store.close());
   const errors: Error[] = [];
   const checkpointer = startCheckpointer(store.db, (e) => errors.push(e), 100);

@@ -3,8 +3,8 @@
  * after the restart (server/store/audit.ts says what "agree" means).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { auditBooks } from '../../server/store/audit.js';
-import { historyView } from '../../server/runtime/views.js';
+import { auditBooks } from '../../server/stores/sqlite/audit.js';
+import { historyView } from '../../server/api/views.js';
 import { RuntimeWorld, settle } from '../support/runtime-world.js';
 
 const worlds: RuntimeWorld[] = [];
@@ -16,7 +16,7 @@ async function meteredSession(balanceCents = 1000, price = 7) {
   const w = new RuntimeWorld();
   worlds.push(w);
   const account = w.createAccount({ billingMode: 'metered', balanceCents, priceCentsPerMinute: price });
-  const { live } = w.runtime.admit(account.uid, {}, null);
+  const { session: live } = await w.directory.admit(account.uid, {}, null);
   await settle();
   expect(live.row.state).toBe('ready');
   return { w, account, sid: live.row.id, opening: new Map([[account.uid, balanceCents]]) };
@@ -26,7 +26,7 @@ describe('kill -9 with a metered session', () => {
   it('after the first minute is debited at ready + 1 s: history shows that minute', async () => {
     const { w, account, sid, opening } = await meteredSession();
     await w.advance(1000); // minute 1 starts and is debited; the heartbeat has not run since ready
-    expect(w.accounts.account(account.uid).balance_cents).toBe(993);
+    expect(w.store.account(account.uid)!.balance_cents).toBe(993);
     await w.crash();
     const row = w.store.session(sid)!;
     const h = historyView(row, 'phone');

@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Database } from '../../server/store/sqlite.js';
-import { openDatabase, Store } from '../../server/store/store.js';
+import { Database } from '../../server/stores/sqlite/sqlite.js';
+import { openDatabase, SqliteStore } from '../../server/stores/sqlite/store.js';
 import { buildTestApp, type InProcessApp } from '../support/app.js';
 
 const cleanups: Array<() => unknown> = [];
@@ -17,9 +17,9 @@ afterEach(async () => {
 });
 
 /** A store in a fresh directory, and a second connection that sees only committed rows. */
-function openStore(): { store: Store; committed: (key: string) => string | undefined } {
+function openStore(): { store: SqliteStore; committed: (key: string) => string | undefined } {
   const dir = mkdtempSync(join(tmpdir(), 'phonelease-group-'));
-  const store = new Store(openDatabase(dir));
+  const store = new SqliteStore(openDatabase(dir));
   const other = new Database(store.db.name, { readonly: true });
   const get = other.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?');
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -29,7 +29,7 @@ function openStore(): { store: Store; committed: (key: string) => string | undef
 }
 
 /** Makes the open group's COMMIT fail: a deferred foreign key is checked only then. */
-function failingCommit(store: Store): () => void {
+function failingCommit(store: SqliteStore): () => void {
   store.db.exec(
     'CREATE TABLE IF NOT EXISTS dangling (uid TEXT REFERENCES accounts(uid) DEFERRABLE INITIALLY DEFERRED)',
   );
@@ -97,7 +97,7 @@ describe('the API', () => {
 
   it('answers a create only once its session and receipt are committed', async () => {
     const t = await app();
-    const other = new Database(t.deps.store.db.name, { readonly: true });
+    const other = new Database(t.store.db.name, { readonly: true });
     cleanups.push(() => other.close());
     const receipts = other.prepare<[string], { sid: string }>(
       'SELECT sid FROM receipts WHERE request_key = ?',
@@ -122,10 +122,10 @@ describe('the API', () => {
 
   it('answers 500, not success, when a commit its answer waits for fails', async () => {
     const t = await app();
-    const dangling = failingCommit(t.deps.store);
+    const dangling = failingCommit(t.store);
     const answer = t.call({ method: 'GET', url: '/sessions' });
     // A write in the same turn as the request: the answer waits for its commit, which fails.
-    t.deps.store.grouped(dangling);
+    t.store.grouped(dangling);
     const r = await answer;
     expect(r.statusCode).toBe(500);
     expect(JSON.parse(r.body)).toMatchObject({ code: 'internal' });

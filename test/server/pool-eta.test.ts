@@ -5,6 +5,7 @@
  * recorded while the runtime is unavailable is told a warm phone is waiting.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import type { LiveSession } from '../../server/runtime/runtime.js';
 import { RuntimeWorld } from '../support/runtime-world.js';
 
 const BOOT_MS = 10_000;
@@ -27,13 +28,13 @@ describe('eta_seconds with the warm pool', () => {
     expect(w.runtime.stats().pool).toEqual({ ready: 0, booting: 2, target: 2 });
 
     // The pool's boots started 6 s ago: a temporary session takes one over.
-    const temp = w.runtime.admit(uid, {}, null).live;
+    const temp = (await w.directory.admit(uid, {}, null)).session;
     expect(temp.phase.kind).toBe('booting');
     expect(w.runtime.eta(temp)).toBe(4);
 
     // A profile phone needs its own boot: both slots are busy (one with the adopted boot,
     // one with the other pooled phone), so it starts in 4 s and boots for 10.
-    const profile = w.runtime.admit(uid, { profile_id: w.store.profileOf(uid)!.id }, null).live;
+    const profile = (await w.directory.admit(uid, { profile_id: w.store.profileOf(uid)!.id }, null)).session;
     expect(profile.phase.kind).toBe('queued');
     expect(w.runtime.eta(profile)).toBe(14);
 
@@ -49,7 +50,8 @@ describe('eta_seconds with the warm pool', () => {
     await w.advance(BOOT_MS);
     expect(w.runtime.stats().pool).toEqual({ ready: 2, booting: 0, target: 2 });
     w.runtime.pause();
-    const sessions = [0, 1, 2].map(() => w.runtime.admit(uid, {}, null).live);
+    const sessions: LiveSession[] = [];
+    for (let i = 0; i < 3; i++) sessions.push((await w.directory.admit(uid, {}, null)).session);
     expect(sessions.map((s) => w.runtime.eta(s))).toEqual([0, 0, 10]);
     w.runtime.resume();
     await w.advance(0);

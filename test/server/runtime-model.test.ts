@@ -1,8 +1,9 @@
 /**
- * A model-based test of the runtime: fast-check plays random sequences of creates (with and
- * without idempotency keys, replays, reused keys), ends, ADB revocations, clock ticks that
- * pass deadlines, pauses of the runtime (creates are recorded, phones wait queued) and
- * kill -9 restarts against the real runtime over a real SQLite store
+ * A model-based test of the single server's runtime and session directory: fast-check plays
+ * random sequences of creates (with and without idempotency keys, replays, reused keys),
+ * ends, ADB revocations, clock ticks that pass deadlines, pauses of the runtime (creates are
+ * recorded, phones wait queued) and kill -9 restarts against the real runtime over a real
+ * SQLite store
  * with instant fake phones and a warm pool. A small model says what each call must answer; after every
  * step the live sessions must match the model and the books must agree (audit.ts).
  *
@@ -13,7 +14,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../server/errors.js';
 import type { LiveSession } from '../../server/runtime/runtime.js';
-import { auditBooks } from '../../server/store/audit.js';
+import { auditBooks } from '../../server/stores/sqlite/audit.js';
 import { RuntimeWorld } from '../support/runtime-world.js';
 
 const PHONES = 4;
@@ -56,9 +57,9 @@ type Cmd = fc.AsyncCommand<Model, Real>;
 const liveOf = (m: Model, uid?: string) =>
   m.sessions.filter((s) => s.endReason === null && (uid === undefined || s.uid === uid));
 
-function codeOf(fn: () => unknown): { ok: unknown } | { code: string } {
+async function codeOf(fn: () => Promise<unknown>): Promise<{ ok: unknown } | { code: string }> {
   try {
-    return { ok: fn() };
+    return { ok: await fn() };
   } catch (err) {
     if (err instanceof ApiError) return { code: err.code };
     throw err;
@@ -119,7 +120,7 @@ class Create implements Cmd {
     const a = m.accounts[this.account % m.accounts.length]!;
     const body = { timeout_seconds: this.timeout };
     const receipt = this.key ? m.receipts.get(`${a.uid}/${this.key}`) : undefined;
-    const answer = codeOf(() => r.world.runtime.admit(a.uid, body, this.key));
+    const answer = await codeOf(() => r.world.directory.admit(a.uid, body, this.key));
     await r.world.advance(0);
     // What the model says the answer must be, in the order the contract checks.
     if (receipt) {
@@ -128,8 +129,8 @@ class Create implements Cmd {
       else if (target.endReason !== null) expect(answer).toEqual({ code: 'request_completed' });
       else {
         expect('ok' in answer).toBe(true);
-        const { outcome, live } = (answer as { ok: { outcome: string; live: LiveSession } }).ok;
-        expect({ outcome, sid: live.row.id }).toEqual({ outcome: 'replayed', sid: receipt.sid });
+        const { outcome, session } = (answer as { ok: { outcome: string; session: LiveSession } }).ok;
+        expect({ outcome, sid: session.row.id }).toEqual({ outcome: 'replayed', sid: receipt.sid });
       }
     } else if (liveOf(m, a.uid).length >= a.limit) {
       expect(answer).toEqual({ code: 'session_limit' });
@@ -137,7 +138,7 @@ class Create implements Cmd {
       expect(answer).toEqual({ code: 'phones_busy' });
     } else {
       expect('ok' in answer).toBe(true);
-      const { outcome, live } = (answer as { ok: { outcome: string; live: LiveSession } }).ok;
+      const { outcome, session: live } = (answer as { ok: { outcome: string; session: LiveSession } }).ok;
       expect(outcome).toBe(m.paused ? 'recorded' : 'admitted');
       // Below capacity the pool always holds a warm phone for an available runtime.
       if (!m.paused)
@@ -168,7 +169,7 @@ class End implements Cmd {
     const s = m.sessions[this.pick % m.sessions.length]!;
     let answer: { released: boolean } | { code: string };
     try {
-      answer = await r.world.runtime.release(s.uid, s.sid);
+      answer = await r.world.directory.end(s.uid, s.sid);
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       answer = { code: err.code };
@@ -190,10 +191,10 @@ class RevokeAdb implements Cmd {
   async run(m: Model, r: Real): Promise<void> {
     const live = liveOf(m).filter((s) => s.phase === 'ready');
     const s = live[this.pick % live.length]!;
-    const session = r.world.runtime.get(s.uid, s.sid);
+    const session = await r.world.directory.session({ kind: 'owner', uid: s.uid }, s.sid);
     const code = session.row.adb_code!;
     expect(r.world.runtime.sessionForAdbCode(code) === session).toBe(s.adb);
-    r.world.runtime.revokeAdb(session);
+    await r.world.directory.revokeAdb(session);
     s.adb = false;
     expect(r.world.runtime.sessionForAdbCode(code)).toBeNull();
     checkAgreement(m, r);

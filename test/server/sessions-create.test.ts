@@ -267,3 +267,16 @@ describe('idempotency', () => {
     }
   });
 });
+
+describe('GET /openapi.json', () => {
+  it('serves the OpenAPI document without an API key, from every server or API node', async () => {
+    for (const url of t.urls) {
+      const r = await fetch(`${url}/openapi.json`);
+      expect(r.status).toBe(200);
+      const doc = (await r.json()) as { openapi: string; paths: Record<string, Record<string, unknown>> };
+      expect(doc.openapi).toMatch(/^3\.1\./);
+      expect(doc.paths['/sessions']?.post).toBeDefined();
+      expect(doc.paths['/sessions/{sid}']?.delete).toBeDefined();
+    }
+  });
+});

@@ -7,20 +7,22 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { buildApp, type AppDeps } from '../../server/app.js';
+import { buildApp, type AppDeps } from '../../server/api/app.js';
 import { systemClock, type Clock } from '../../server/clock.js';
 import { createVirtualBackend } from '../../server/devices/virtual/index.js';
 import { createLogger } from '../../server/log.js';
-import { wireRuntime } from '../../server/main.js';
+import { wireSingleServer } from '../../server/main.js';
 import { createAccount, type CreatedAccount, type NewAccount } from '../../server/runtime/accounts.js';
 import type { Runtime } from '../../server/runtime/runtime.js';
 import { cryptoRandom } from '../../server/secrets.js';
-import { openDatabase, Store } from '../../server/store/store.js';
+import { openDatabase, SqliteStore } from '../../server/stores/sqlite/store.js';
+import { RuntimeStreams, viewerTokenStreams } from '../../server/viewer/stream.js';
 
 export interface InProcessApp {
   app: FastifyInstance;
   deps: AppDeps;
   runtime: Runtime;
+  store: SqliteStore;
   account: CreatedAccount;
   createAccount(options?: NewAccount): CreatedAccount;
   /** app.inject with the account's key unless `auth` says otherwise (null: no credential). */
@@ -33,10 +35,10 @@ export async function buildTestApp(
 ): Promise<InProcessApp> {
   const clock = options.clock ?? systemClock;
   const dataDir = mkdtempSync(join(tmpdir(), 'phonelease-app-'));
-  const store = new Store(openDatabase(dataDir));
+  const store = new SqliteStore(openDatabase(dataDir));
   const log = createLogger({ level: 'silent' });
   const backend = createVirtualBackend({ bootMs: options.bootMs ?? 0, host: '127.0.0.1' });
-  const { accounts, grants, runtime } = wireRuntime({
+  const { grants, runtime, directory } = wireSingleServer({
     store,
     backend,
     clock,
@@ -49,18 +51,17 @@ export async function buildTestApp(
   });
   const url = 'http://127.0.0.1:9';
   const deps: AppDeps = {
-    runtime,
-    accounts,
+    directory,
     grants,
-    store,
     clock,
     log,
     publicUrl: () => url,
     adbEndpoint: () => ({ host: '127.0.0.1', port: 9 }),
     dashboardOrigin: null,
+    streams: new RuntimeStreams({ runtime, clock, log, authorize: viewerTokenStreams(grants) }),
   };
   const app = await buildApp(deps);
-  runtime.recover();
+  directory.recover();
   const newAccount = (o: NewAccount = {}) =>
     createAccount(store, clock, cryptoRandom, { billingMode: 'disabled', ...o });
   const account = newAccount(options.account);
@@ -68,6 +69,7 @@ export async function buildTestApp(
     app,
     deps,
     runtime,
+    store,
     account,
     createAccount: newAccount,
     call: ({ auth, ...inject }) => {
@@ -78,7 +80,7 @@ export async function buildTestApp(
       });
     },
     async close() {
-      await runtime.close();
+      await directory.close();
       await app.close();
       await backend.close();
       store.close();

@@ -1,8 +1,9 @@
 /**
- * The runtime in-process over a real SQLite store, with an injected clock and fast fake
- * phones, and a `crash()` that does what kill -9 does to the server: the process's memory,
- * timers and phones are gone; only what was committed to the store survives. A new runtime
- * then recovers from the same data directory, as `phonelease server` does on restart.
+ * The single server's runtime and session directory in-process over a real SQLite store,
+ * with an injected clock and fast fake phones, and a `crash()` that does what kill -9 does to
+ * the server: the process's memory, timers and phones are gone; only what was committed to
+ * the store survives. A new runtime then recovers from the same data directory, as
+ * `phonelease server` does on restart.
  */
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,16 +11,13 @@ import { join } from 'node:path';
 import { ManualClock } from '../../server/clock.js';
 import type { BootRequest, DeviceBackend, DevicePhone } from '../../server/devices/types.js';
 import { createLogger } from '../../server/log.js';
-import {
-  AccountService,
-  createAccount,
-  type CreatedAccount,
-  type NewAccount,
-} from '../../server/runtime/accounts.js';
+import { createAccount, type CreatedAccount, type NewAccount } from '../../server/runtime/accounts.js';
+import { LocalDirectory } from '../../server/runtime/local-directory.js';
 import { ProfileSaves } from '../../server/runtime/profile-saves.js';
 import { Runtime } from '../../server/runtime/runtime.js';
 import { cryptoRandom } from '../../server/secrets.js';
-import { openDatabase, Store } from '../../server/store/store.js';
+import { SqliteLedger } from '../../server/stores/sqlite/ledger.js';
+import { openDatabase, SqliteStore } from '../../server/stores/sqlite/store.js';
 
 /** Phones that boot at once and hold nothing: the runtime's bookkeeping is what is under test. */
 export class FakePhones implements DeviceBackend {
@@ -91,9 +89,9 @@ export class RuntimeWorld {
   // disk would dominate a model-based run.
   readonly dir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'phonelease-world-'));
   clock: ManualClock;
-  store!: Store;
-  accounts!: AccountService;
+  store!: SqliteStore;
   runtime!: Runtime;
+  directory!: LocalDirectory;
   backend!: FakePhones;
   /** How many times the process was killed. */
   crashes = 0;
@@ -105,8 +103,7 @@ export class RuntimeWorld {
 
   /** Starts a "process" over the data directory and recovers what the last one left. */
   private boot(): void {
-    this.store = new Store(openDatabase(this.dir));
-    this.accounts = new AccountService(this.store, this.clock, cryptoRandom);
+    this.store = new SqliteStore(openDatabase(this.dir));
     this.backend = new FakePhones(
       this.options.bootMs ?? 0,
       // Aborted boots end at once, as the real backends' do.
@@ -119,19 +116,30 @@ export class RuntimeWorld {
           });
         }),
     );
+    const saves = new ProfileSaves(join(this.dir, 'profiles'));
+    const clock = this.clock;
+    const log = createLogger({ level: 'silent' });
     this.runtime = new Runtime({
-      store: this.store,
-      accounts: this.accounts,
+      ledger: new SqliteLedger(this.store, () => clock.now()),
       backend: this.backend,
-      saves: new ProfileSaves(join(this.dir, 'profiles')),
-      clock: this.clock,
+      saves,
+      clock,
       random: cryptoRandom,
-      log: createLogger({ level: 'silent' }),
+      log,
       phones: this.options.phones ?? 20,
       bootSlots: this.options.bootSlots ?? 4,
       pool: this.options.pool ?? 0,
     });
-    this.runtime.recover();
+    this.directory = new LocalDirectory({
+      store: this.store,
+      runtime: this.runtime,
+      saves,
+      clock,
+      random: cryptoRandom,
+      log,
+      phones: this.options.phones ?? 20,
+    });
+    this.directory.recover();
   }
 
   createAccount(opts: NewAccount = {}): CreatedAccount {
@@ -164,7 +172,7 @@ export class RuntimeWorld {
 
   async close(): Promise<void> {
     await settle();
-    await this.runtime.close();
+    await this.directory.close();
     await settle();
     this.store.close();
     rmSync(this.dir, { recursive: true, force: true });

@@ -10,12 +10,12 @@
  * either committed or did not, and the retried one decides again from what is committed.
  */
 import pg from 'pg';
-import type { Logger } from '../log.js';
-import { migrationsFor } from './migrations.js';
-import { newAccountRows } from '../runtime/accounts.js';
-import type { Clock } from '../clock.js';
-import type { RandomSource } from '../secrets.js';
-import type { CreatedAccount, NewAccount } from '../runtime/accounts.js';
+import { ERROR_CODES } from '../../../src/api/schemas.js';
+import { apiError, type ApiError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import { migrationsFor } from '../migrations.js';
+import type { AccountRows } from '../../runtime/rows.js';
+import type { RandomSource } from '../../secrets.js';
 
 const PG_MIGRATIONS = migrationsFor('postgres');
 /** int8 (BIGINT) and numeric as numbers: every integer phonelease stores fits a double. */
@@ -50,6 +50,12 @@ export function openPool(url: string, log: Logger, max = 10): Db {
   pool.on('error', (err) =>
     log.warn('database connection lost; reconnecting on next use', { error: err.message }),
   );
+  // A checked-out client has no listener of the pool's: its connection lost between two
+  // queries (ECONNRESET when the database restarts, a FATAL when its backend is terminated,
+  // even in the moment it is handed out) would be thrown at the process. Each client listens
+  // for its whole life; the queries it has fail with that error all the same, and that is
+  // what callers handle (tx retries, the API answers 500).
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 }
 
@@ -75,12 +81,23 @@ export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError';
 }
 
+/** A lost database is the caller's to retry: a 500 that says so (retryable, receipts resolve creates). */
+export function storeUnavailable(err: Error): ApiError | undefined {
+  if (!(err instanceof StoreUnavailableError) && !isTransient(err)) return undefined;
+  return apiError(
+    ERROR_CODES.internal,
+    'The shared store (PostgreSQL) is unavailable; retry shortly (a create with an Idempotency-Key is resolved through GET /sessions/requests/{key}).',
+  );
+}
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * Runs fn in one transaction (READ COMMITTED with the row and advisory locks fn takes, or
  * SERIALIZABLE), retrying it whole on transient failures with exponential backoff and
- * jitter for up to 5 s.
+ * jitter for up to 5 s. A connection lost once COMMIT is sent is not retried: whether it
+ * committed is unknown, and doing it again could do it twice (a conflict at COMMIT is a
+ * definite rollback, and is).
  */
 export async function tx<T>(
   db: Db,
@@ -90,22 +107,25 @@ export async function tx<T>(
   const deadline = Date.now() + (opts.budgetMs ?? RETRY_BUDGET_MS);
   for (let attempt = 0; ; attempt++) {
     let client: Tx | undefined;
+    let committing = false;
     try {
       client = await db.connect();
       await client.query(opts.serializable ? 'BEGIN ISOLATION LEVEL SERIALIZABLE' : 'BEGIN');
       const result = await fn(client);
+      committing = true;
       await client.query('COMMIT');
       client.release();
       return result;
     } catch (err) {
       if (client) {
-        await client.query('ROLLBACK').catch(() => undefined);
+        if (!committing) await client.query('ROLLBACK').catch(() => undefined);
         // A client whose connection broke must not go back to the pool.
         client.release(isTransient(err) ? (err instanceof Error ? err : true) : undefined);
       }
-      const backoff = Math.min(2_000, 25 * 2 ** attempt) * (0.5 + Math.random() / 2);
       if (!isTransient(err)) throw err;
-      if (Date.now() + backoff > deadline) {
+      const backoff = Math.min(2_000, 25 * 2 ** attempt) * (0.5 + Math.random() / 2);
+      const conflict = sqlState(err) === '40001' || sqlState(err) === '40P01';
+      if ((committing && !conflict) || Date.now() + backoff > deadline) {
         throw new StoreUnavailableError(
           `The shared store (PostgreSQL) is unavailable or too busy (${err instanceof Error ? err.message : String(err)}); retry shortly.`,
           { cause: err },
@@ -147,14 +167,8 @@ export async function sharedSecret(db: Db, random: RandomSource): Promise<Buffer
   });
 }
 
-/** `phonelease accounts create --store URL`: the same rows as the embedded store's. */
-export async function createAccountPg(
-  db: Db,
-  clock: Clock,
-  random: RandomSource,
-  opts: NewAccount,
-): Promise<CreatedAccount> {
-  const rows = newAccountRows(clock, random, opts);
+/** A new account with its first key and its profile (`phonelease accounts create --store URL`), as the SQLite store inserts it. */
+export async function insertAccount(db: Db, rows: AccountRows): Promise<void> {
   await tx(db, async (c) => {
     const a = rows.account;
     await c.query(
@@ -185,5 +199,4 @@ export async function createAccountPg(
       [p.id, p.uid, p.state, p.holder, p.exact, p.saved_at],
     );
   });
-  return rows.created;
 }

@@ -1,5 +1,5 @@
 /**
- * Renders runtime state as the API's resources.
+ * The API's resources rendered from what a session directory answers.
  */
 import {
   PHONE_OPS,
@@ -9,37 +9,23 @@ import {
   type HistoryRecord,
   type Session,
 } from '../../src/api/schemas.js';
-import type { AccountRow, ProfileRow, SessionRow } from '../store/store.js';
-import type { StartupSource } from './runtime.js';
+import type { AccountSummary, SessionSnapshot } from '../runtime/directory.js';
+import type { SessionRow } from '../runtime/rows.js';
+import { usageMinutes } from '../runtime/rules.js';
 
-/**
- * What a session is rendered from: the in-process runtime's LiveSession, or a session that
- * API nodes read from the shared store (which names the ADB gateway of its device host).
- */
-export interface ViewedSession {
-  readonly row: SessionRow;
-  /** Last API activity in ms (idle_s). */
-  readonly activityMs: number;
-  /** When it was admitted, in ms, where known (age_s); else its whole-second `created`. */
-  readonly admittedMs?: number;
-  readonly location: 'queued' | 'booting' | null;
-  readonly startupSource: StartupSource | null;
-  /** Where this session's ADB is reached, when not at the context's gateway. */
-  readonly adbEndpoint?: { host: string; port: number };
-}
-
+/** What a session is rendered in: the request's moment and the URLs it reached. */
 export interface ViewContext {
-  /** eta_seconds of a provisioning session, and the startup source of a phone that does not say. */
-  runtime: { eta(live: ViewedSession): number | undefined; readonly startupSource: StartupSource };
   nowMs: number;
   watchUrl(sid: string): string;
-  /** Where clients reach the ADB gateway. */
-  adbEndpoint: { host: string; port: number };
+  /** Where clients reach this server's ADB gateway; null where each session names its device host's. */
+  adbEndpoint: { host: string; port: number } | null;
+  /** eta_seconds of a provisioning session. */
+  eta(live: SessionSnapshot): number | undefined;
 }
 
 const OPS = [...PHONE_OPS];
 
-export function sessionView(live: ViewedSession, ctx: ViewContext, opts: { owner: boolean }): Session {
+export function sessionView(live: SessionSnapshot, ctx: ViewContext, opts: { owner: boolean }): Session {
   const r = live.row;
   const now = ctx.nowMs / 1000;
   const view: Session = {
@@ -67,16 +53,16 @@ export function sessionView(live: ViewedSession, ctx: ViewContext, opts: { owner
   if (r.request_key) view.request_key = r.request_key;
   if (r.state === 'provisioning' && live.location) {
     view.location = live.location;
-    const eta = ctx.runtime.eta(live);
+    const eta = ctx.eta(live);
     if (eta !== undefined) view.eta_seconds = eta;
   }
   if (r.failure_code) view.failure = { code: r.failure_code, message: r.failure_message ?? '' };
   // The phone's own source when the backend says it per boot (an emulator may cold-boot
   // when it refuses a snapshot), `pool` for a phone handed from the warm pool.
-  if (r.ready !== null) view.startup = { source: live.startupSource ?? ctx.runtime.startupSource };
+  if (r.ready !== null) view.startup = { source: live.startupSource ?? 'cold' };
   // ADB is owner-only: a session read with a view grant never carries it.
-  if (opts.owner && r.state === 'ready' && r.adb_enabled && r.adb_code) {
-    const endpoint = live.adbEndpoint ?? ctx.adbEndpoint;
+  const endpoint = live.adbEndpoint ?? ctx.adbEndpoint;
+  if (opts.owner && r.state === 'ready' && r.adb_enabled && r.adb_code && endpoint) {
     view.adb = {
       host: endpoint.host,
       port: endpoint.port,
@@ -100,7 +86,7 @@ export function receiptView(row: SessionRow, requestKey: string): CreateReceipt 
 
 export function historyView(row: SessionRow, genericDevice: string): HistoryRecord {
   const ended = row.ended ?? row.last;
-  const usage = row.ready !== null ? Math.ceil(Math.max(0, ended - row.ready) / 60) : 0;
+  const usage = usageMinutes(row.ready, ended);
   return {
     sid: row.id,
     uid: row.uid,
@@ -122,12 +108,7 @@ export function historyView(row: SessionRow, genericDevice: string): HistoryReco
 }
 
 /** GET /me: the account, its profile phone, and what its live sessions take of its slots. */
-export function accountView(
-  a: AccountRow,
-  profile: ProfileRow,
-  live: { active: number; billingMode: SessionRow['billing_mode'] | null },
-): Account {
-  const active = live.active;
+export function accountView({ account: a, profile, active, billingMode }: AccountSummary): Account {
   const canRent = a.can_rent === 1;
   return {
     uid: a.uid,
@@ -138,7 +119,7 @@ export function accountView(
     price_cents_per_minute: a.price_cents_per_minute,
     environment: a.environment,
     billing_mode: a.billing_mode,
-    active_session_billing_mode: live.billingMode,
+    active_session_billing_mode: billingMode,
     session_create_idempotency: 'v1',
     default_provider: PROVIDER,
     session_limit: a.session_limit,

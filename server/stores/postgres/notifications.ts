@@ -10,7 +10,7 @@
  * looks on its own now and then (a slow poll), and looks at once when it reconnects.
  */
 import pg from 'pg';
-import type { Logger } from '../log.js';
+import type { Logger } from '../../log.js';
 
 /** Hosts LISTEN here for admitted sessions to claim (payload: none). */
 export const QUEUE_CHANNEL = 'phonelease_queue';
@@ -106,77 +106,5 @@ export class Listener {
     const c = this.#client;
     this.#client = null;
     await c?.end().catch(() => undefined);
-  }
-}
-
-/** While notifications arrive, a waiter still looks this often (one can be lost in a reconnect). */
-export const SAFETY_POLL_MS = 1_000;
-/** While they do not, waiters look this often. */
-export const FALLBACK_POLL_MS = 150;
-
-/**
- * What an API node waits for: a change of one session, announced on SESSION_CHANNEL. A wait
- * ends on its session's notification, at the poll interval (slow while notifications arrive,
- * fast while they do not), or when the listener (re)connects.
- */
-export class SessionEvents {
-  readonly #waiters = new Map<string, Set<() => void>>();
-  readonly #listener: Listener;
-  readonly #safetyPollMs: number;
-  readonly #fallbackPollMs: number;
-
-  constructor(url: string, log: Logger, polls: { safetyPollMs?: number; fallbackPollMs?: number } = {}) {
-    this.#safetyPollMs = polls.safetyPollMs ?? SAFETY_POLL_MS;
-    this.#fallbackPollMs = polls.fallbackPollMs ?? FALLBACK_POLL_MS;
-    this.#listener = new Listener({
-      url,
-      channels: [SESSION_CHANNEL],
-      onNotification: (_channel, sid) => this.#wake(sid),
-      onConnected: () => {
-        for (const sid of [...this.#waiters.keys()]) this.#wake(sid);
-      },
-      log,
-    });
-  }
-
-  start(): Promise<void> {
-    return this.#listener.start();
-  }
-
-  /** True while notifications arrive (waits then end on them, or at the slow safety poll). */
-  get connected(): boolean {
-    return this.#listener.connected;
-  }
-
-  close(): Promise<void> {
-    for (const sid of [...this.#waiters.keys()]) this.#wake(sid);
-    return this.#listener.close();
-  }
-
-  /**
-   * A wait for the next change of `sid`, at most `maxMs`, registered now: take it before
-   * reading the session, then await it only if the read shows nothing new, and no change
-   * committed in between is missed.
-   */
-  next(sid: string, maxMs: number): Promise<void> {
-    const pollMs = this.#listener.connected ? this.#safetyPollMs : this.#fallbackPollMs;
-    return new Promise<void>((resolve) => {
-      let set = this.#waiters.get(sid);
-      if (!set) this.#waiters.set(sid, (set = new Set()));
-      const waiters = set;
-      const done = () => {
-        clearTimeout(timer);
-        waiters.delete(done);
-        if (waiters.size === 0 && this.#waiters.get(sid) === waiters) this.#waiters.delete(sid);
-        resolve();
-      };
-      const timer = setTimeout(done, Math.max(0, Math.min(maxMs, pollMs)));
-      waiters.add(done);
-    });
-  }
-
-  #wake(sid: string): void {
-    const set = this.#waiters.get(sid);
-    if (set) for (const done of [...set]) done();
   }
 }

@@ -1,58 +1,36 @@
 /**
- * The session lifecycle over the shared store, as every node of a deployment runs it: API
- * nodes admit and end sessions, device hosts claim, boot, bill and clean them up, and any
- * node ends what expired or what a dead host held. Each step is one transaction that locks
- * the rows it decides on, so whichever node gets there first does it, exactly once, and the
- * others find it done:
+ * The session lifecycle in the shared store, as every node of a deployment records it: API
+ * nodes admit and end sessions, device hosts record their phones' moves, and any node ends
+ * what expired or what a dead host held. Each step is one transaction that locks the rows it
+ * decides on, so whichever node gets there first does it, exactly once, and the others find
+ * it done:
  * - admission locks the account row (idempotency receipts, session_limit and the profile
  *   hold are per account) and, only when it is about to admit, the deployment's capacity
  *   (an advisory lock), then counts live sessions against the phones of live hosts;
  * - a session's end locks its row; debits are keyed (session, minute), so a minute is never
  *   debited twice whoever records it;
  * - a dead host is claimed by flipping its row from live to dead.
- * The decisions themselves are the embedded runtime's: decideAdmission, the same billing
- * rule, the same end reasons.
+ * The decisions are the runtime's (the admission is decided by the caller, billing and the
+ * end of a lost session by the rules of runtime/rules.ts); the SQL here records them.
  */
-import type { CreateSessionBody, EndReason } from '../../src/api/schemas.js';
-import { apiError } from '../errors.js';
-import type { Logger } from '../log.js';
-import { admittedSession, decideAdmission } from '../runtime/admission.js';
-import { canonicalJson, type StartupSource } from '../runtime/runtime.js';
-import { randomToken, sha256Hex, type RandomSource } from '../secrets.js';
-import { tx, type Db, type Tx } from '../store/pg.js';
-import { HOST_CHANNEL, QUEUE_CHANNEL, SESSION_CHANNEL } from './notifications.js';
+import type { EndReason } from '../../../src/api/schemas.js';
+import type { Logger } from '../../log.js';
+import type { SharedAdmissionFacts, SharedAdmissionVerdict } from '../../runtime/ports.js';
 import {
   SESSION_COLUMNS,
   type AccountRow,
+  type HostRow,
+  type Placement,
   type ProfileRow,
   type ReceiptRow,
   type SessionRow,
-} from '../store/store.js';
+} from '../../runtime/rows.js';
+import { lostEndTime, minutesDue, planDebits, retryAfterSeconds } from '../../runtime/rules.js';
+import { HOST_CHANNEL, QUEUE_CHANNEL, SESSION_CHANNEL } from './notifications.js';
+import { tx, type Db, type Tx } from './pool.js';
 
-/** A session row of the shared store: where it runs, and where its phone came from. */
-export interface SessionRecord extends SessionRow {
-  host_id: string | null;
-  startup_source: StartupSource | null;
-  /** When its host claimed it (ms), while it is placed; eta_seconds counts from there. */
-  claimed_ms: number | null;
-}
-
-export interface HostRow {
-  id: string;
-  url: string;
-  adb_host: string;
-  adb_port: number;
-  phones: number;
-  boot_slots: number;
-  device: string;
-  started: number;
-  heartbeat_ms: number;
-  lost_after_ms: number;
-  typical_boot_ms: number;
-  /** Warm pooled phones, as of its last heartbeat. */
-  warm: number;
-  state: 'live' | 'dead' | 'stopped';
-}
+/** A session row of the shared store, with where it runs. */
+type Stored = SessionRow & Placement;
 
 /** The deployment's capacity is decided under this advisory lock, one admission at a time. */
 const CAPACITY_LOCK = 7_204_119;
@@ -65,25 +43,17 @@ const INSERT_SESSION = `INSERT INTO sessions (${SESSION_COLUMNS.join(', ')}) VAL
   (c) => (c === 'seq' ? "nextval('session_seq')" : `$${INSERTED_COLUMNS.indexOf(c) + 1}`),
 ).join(', ')})`;
 
-export interface AdmitInput {
-  uid: string;
-  body: CreateSessionBody;
-  requestKey: string | null;
-  nowMs: number;
-  random: RandomSource;
-}
-
 /**
- * POST /sessions over the shared store: replays, refusals (raised as their error code) and
- * admissions, decided by decideAdmission on facts read under the account's row lock.
+ * POST /sessions in the shared store: a replay, a refusal (thrown) or an admission, decided
+ * by `decide` on facts read under the account's row lock, and for an admission once more
+ * under the deployment's capacity lock.
  */
 export async function admit(
   db: Db,
-  input: AdmitInput,
-): Promise<{ outcome: 'admitted' | 'replayed'; row: SessionRecord }> {
-  const { uid, body, requestKey, nowMs } = input;
-  const now = seconds(nowMs);
-  const bodyHash = sha256Hex(canonicalJson(body));
+  a: { uid: string; requestKey: string | null; bodyHash: string; wantsProfile: boolean },
+  decide: (facts: SharedAdmissionFacts) => SharedAdmissionVerdict,
+): Promise<{ outcome: 'admitted' | 'replayed'; id: string }> {
+  const { uid, requestKey } = a;
   return tx(db, async (c) => {
     const account = await one<AccountRow>(c, 'SELECT * FROM accounts WHERE uid = $1 FOR UPDATE', [uid]);
     if (!account) throw new Error(`account ${uid} vanished from the store`);
@@ -94,85 +64,61 @@ export async function admit(
         ])
       : undefined;
     const receiptRow = receipt
-      ? await one<SessionRecord>(c, 'SELECT * FROM sessions WHERE id = $1', [receipt.sid])
+      ? await one<Stored>(c, 'SELECT * FROM sessions WHERE id = $1', [receipt.sid])
       : undefined;
-    const active = await count(c, 'SELECT count(*) AS n FROM sessions WHERE uid = $1 AND done = 0', [uid]);
-    const profile =
-      body.profile_id !== undefined
-        ? await one<ProfileRow>(c, 'SELECT * FROM profiles WHERE uid = $1 FOR UPDATE', [uid])
-        : undefined;
-    const facts = {
-      body,
-      bodyHash,
-      requestKey,
-      nowMs,
+    const facts: SharedAdmissionFacts = {
       receipt,
       receiptSession: receipt ? { live: receiptRow?.done === 0, state: receiptRow?.state ?? null } : null,
       account,
-      activeSessions: active,
-      profile,
+      activeSessions: await count(c, 'SELECT count(*) AS n FROM sessions WHERE uid = $1 AND done = 0', [uid]),
+      profile: a.wantsProfile
+        ? await one<ProfileRow>(c, 'SELECT * FROM profiles WHERE uid = $1 FOR UPDATE', [uid])
+        : undefined,
       // Capacity is decided only for a request that passes everything else (below).
-      liveSessions: 0,
-      phones: 1,
-      retryAfterSeconds: () => 1,
+      capacity: null,
     };
-    let decision = decideAdmission(facts);
-    if (decision.kind === 'admit') {
+    let verdict = decide(facts);
+    if (verdict.kind === 'admit') {
       await c.query('SELECT pg_advisory_xact_lock($1)', [CAPACITY_LOCK]);
       // Everything under the capacity lock is one round trip here and one insert below: the
       // lock is the deployment's one queue, and its hold time bounds creates per second.
-      const load = await one<{ live: number; closing: number; soonest: number | null; phones: number }>(
+      const load = (await one<{ live: number; closing: number; soonest: number | null; phones: number }>(
         c,
         `SELECT count(*) AS live, count(*) FILTER (WHERE state = 'closing') AS closing, min(expires_at) AS soonest,
                 (SELECT coalesce(sum(phones), 0) FROM hosts WHERE state = 'live') AS phones
            FROM sessions WHERE done = 0`,
-      );
-      decision = decideAdmission({
+      ))!;
+      const now = verdict.row.created;
+      verdict = decide({
         ...facts,
-        liveSessions: load!.live,
-        phones: load!.phones,
-        retryAfterSeconds: () =>
-          load!.closing > 0 ? 1 : Math.max(1, Math.min(5, load!.soonest !== null ? load!.soonest - now : 5)),
+        capacity: {
+          liveSessions: load.live,
+          phones: load.phones,
+          retryAfterSeconds: () =>
+            retryAfterSeconds({ closing: load.closing, soonestExpiresAt: load.soonest }, now),
+        },
       });
     }
-    switch (decision.kind) {
-      case 'refuse': {
-        const { code, message, details } = decision.refusal;
-        throw apiError(code, message, details);
-      }
-      case 'replay': {
+    switch (verdict.kind) {
+      case 'refuse':
+        throw verdict.error;
+      case 'replay':
         if (!receiptRow || receiptRow.uid !== uid) throw new Error('receipt points at another account');
-        return { outcome: 'replayed', row: receiptRow };
-      }
+        return { outcome: 'replayed', id: receiptRow.id };
       case 'admit': {
-        const row: SessionRecord = {
-          ...admittedSession({
-            id: `ses_${randomToken(input.random, 20)}`,
-            uid,
-            seq: 0, // numbered by the insert
-            account,
-            decision,
-            requestKey,
-            nowMs,
-          }),
-          host_id: null,
-          startup_source: null,
-          claimed_ms: null,
-        };
+        const row = verdict.row;
         // The session, its receipt and the hosts' wake-up (delivered on commit) in one statement.
         const values = INSERTED_COLUMNS.map((k) => row[k]);
-        const receipt = requestKey
+        const withReceipt = requestKey
           ? `, r AS (INSERT INTO receipts (uid, request_key, body_hash, sid, created) VALUES ($${values.length + 1}, $${values.length + 2}, $${values.length + 3}, $${values.length + 4}, $${values.length + 5}))`
           : '';
-        const inserted = await one<{ seq: number }>(
-          c,
-          `WITH s AS (${INSERT_SESSION} RETURNING seq)${receipt} SELECT s.seq, pg_notify('${QUEUE_CHANNEL}', '') FROM s`,
-          requestKey ? [...values, uid, requestKey, bodyHash, row.id, now] : values,
+        await c.query(
+          `WITH s AS (${INSERT_SESSION} RETURNING seq)${withReceipt} SELECT s.seq, pg_notify('${QUEUE_CHANNEL}', '') FROM s`,
+          requestKey ? [...values, uid, requestKey, a.bodyHash, row.id, row.created] : values,
         );
-        row.seq = inserted!.seq;
-        if (decision.profile)
-          await c.query('UPDATE profiles SET holder = $1 WHERE id = $2', [row.id, decision.profile.id]);
-        return { outcome: 'admitted', row };
+        if (verdict.holdProfile)
+          await c.query('UPDATE profiles SET holder = $1 WHERE id = $2', [row.id, verdict.holdProfile.id]);
+        return { outcome: 'admitted', id: row.id };
       }
     }
   });
@@ -180,42 +126,31 @@ export async function admit(
 
 /**
  * Debits every started minute of a ready metered session up to `upto` (seconds), as the
- * embedded runtime does. Returns null, or the time the paid minutes ran out. The caller
+ * single server does. Returns null, or the time the paid minutes ran out. The caller
  * holds the session's row lock; the account row is locked here.
  */
-export async function billUpTo(c: Tx, row: SessionRecord, upto: number): Promise<number | null> {
-  if (row.billing_mode !== 'metered' || row.ready === null) return null;
-  const due = Math.ceil(Math.max(0, Math.min(upto, row.expires_at) - row.ready) / 60);
-  if (row.minutes_debited >= due) return null;
+export async function billUpTo(c: Tx, row: Stored, upto: number): Promise<number | null> {
+  if (minutesDue(row, upto) <= row.minutes_debited) return null;
   const account = await one<AccountRow>(c, 'SELECT * FROM accounts WHERE uid = $1 FOR UPDATE', [row.uid]);
-  let balance = account!.balance_cents;
-  let exhaustedAt: number | null = null;
-  while (row.minutes_debited < due) {
-    if (balance < row.price_cents_per_minute) {
-      exhaustedAt = row.ready + row.minutes_debited * 60;
-      break;
-    }
-    const minute = row.minutes_debited + 1;
-    // Dated the second its minute started: inside [ready, ended] however late it is recorded.
-    const startedAt = row.ready + (minute - 1) * 60 + 1;
+  const plan = planDebits(row, account!.balance_cents, upto);
+  for (const d of plan.debits) {
     await c.query('INSERT INTO debits (sid, minute, uid, cents, at) VALUES ($1, $2, $3, $4, $5)', [
       row.id,
-      minute,
+      d.minute,
       row.uid,
-      row.price_cents_per_minute,
-      startedAt,
+      d.cents,
+      d.at,
     ]);
-    balance -= row.price_cents_per_minute;
-    row.minutes_debited = minute;
-    row.cost_cents += row.price_cents_per_minute;
+    row.minutes_debited = d.minute;
+    row.cost_cents += d.cents;
   }
-  await c.query('UPDATE accounts SET balance_cents = $1 WHERE uid = $2', [balance, row.uid]);
+  await c.query('UPDATE accounts SET balance_cents = $1 WHERE uid = $2', [plan.balance, row.uid]);
   await c.query('UPDATE sessions SET minutes_debited = $1, cost_cents = $2 WHERE id = $3', [
     row.minutes_debited,
     row.cost_cents,
     row.id,
   ]);
-  return exhaustedAt;
+  return plan.exhaustedAt;
 }
 
 /**
@@ -228,9 +163,8 @@ export async function endSession(
   sid: string,
   reason: EndReason,
   at: number,
-  opts: { hostGone?: boolean } = {},
-): Promise<SessionRecord | undefined> {
-  const row = await one<SessionRecord>(c, 'SELECT * FROM sessions WHERE id = $1 FOR UPDATE', [sid]);
+): Promise<Stored | undefined> {
+  const row = await one<Stored>(c, 'SELECT * FROM sessions WHERE id = $1 FOR UPDATE', [sid]);
   if (!row || row.done === 1 || row.state === 'closing') return row;
   const failed = row.state === 'error';
   let endReason: EndReason = failed ? 'failed' : reason;
@@ -248,14 +182,13 @@ export async function endSession(
     ended: endAt,
     end_reason: endReason,
     cleanup_status: 'pending',
-  } satisfies Partial<SessionRecord>);
+  } satisfies Partial<Stored>);
   await c.query(
     "UPDATE sessions SET state = 'closing', close_requested = $2, ended = $2, end_reason = $3, cleanup_status = 'pending' WHERE id = $1",
     [sid, endAt, endReason],
   );
   // A failed boot left no phone to stop: nothing for its host to do.
-  if (row.host_id === null || opts.hostGone || failed)
-    await completeCleanup(c, row, { savedOn: null, lostProfile: opts.hostGone ?? false });
+  if (row.host_id === null || failed) await completeCleanup(c, row, { savedOn: null, lostProfile: false });
   else await c.query(`SELECT pg_notify('${HOST_CHANNEL}', $1)`, [row.host_id]);
   await notifySessions(c, [sid]);
   return row;
@@ -276,7 +209,7 @@ export async function notifySessions(c: Tx, ids: readonly string[]): Promise<voi
  */
 export async function completeCleanup(
   c: Tx,
-  row: SessionRecord,
+  row: Stored,
   opts: { savedOn: string | null; lostProfile: boolean; nowSec?: number },
 ): Promise<void> {
   row.done = 1;
@@ -313,7 +246,7 @@ export async function reap(db: Db, nowMs: number, log: Logger): Promise<void> {
         [nowMs],
       )
     ).rows;
-    const ended = hosts.length > 0 ? await endDeadHostSessions(c, hosts) : 0;
+    const ended = hosts.length > 0 ? await endDeadHostSessions(c, hosts, nowMs) : 0;
     if (hosts.length > 0)
       await forgetSavesOn(
         c,
@@ -389,11 +322,11 @@ interface Ended {
  * and a held profile is released, its previous save marked inexact.
  * Returns how many sessions it ended.
  */
-async function endDeadHostSessions(c: Tx, hosts: HostRow[]): Promise<number> {
+async function endDeadHostSessions(c: Tx, hosts: HostRow[], nowMs: number): Promise<number> {
   const lastAlive = new Map(hosts.map((h) => [h.id, seconds(h.heartbeat_ms)]));
   // Locked in seq order, as every other path that locks sessions one at a time meets them.
   const held = (
-    await c.query<SessionRecord>(
+    await c.query<Stored>(
       'SELECT * FROM sessions WHERE host_id = ANY($1) AND done = 0 ORDER BY seq FOR UPDATE',
       [hosts.map((h) => h.id)],
     )
@@ -414,16 +347,16 @@ async function endDeadHostSessions(c: Tx, hosts: HostRow[]): Promise<number> {
       )
     ).rows.map((r) => [r.sid, Number(r.at)]),
   );
-  const endAt = (r: SessionRecord) => {
-    const ready = r.ready ?? r.created;
-    const alive = lastAlive.get(r.host_id ?? '') ?? ready;
-    return Math.max(Math.min(Math.max(alive, ready), r.expires_at), lastDebit.get(r.id) ?? 0);
-  };
-  const due = (r: SessionRecord, at: number) =>
-    r.state === 'ready' && r.billing_mode === 'metered' && r.ready !== null
-      ? Math.ceil(Math.max(0, Math.min(at, r.expires_at) - r.ready) / 60)
-      : 0;
-  const billed = ending.filter((r) => due(r, endAt(r)) > r.minutes_debited);
+  const endAt = (r: Stored) =>
+    lostEndTime({
+      ready: r.ready,
+      created: r.created,
+      expiresAt: r.expires_at,
+      lastAlive: lastAlive.get(r.host_id ?? '') ?? r.ready ?? r.created,
+      lastDebit: lastDebit.get(r.id) ?? null,
+      now: seconds(nowMs),
+    });
+  const billed = ending.filter((r) => r.state === 'ready' && minutesDue(r, endAt(r)) > r.minutes_debited);
   const balances = new Map(
     (
       await c.query<AccountRow>('SELECT * FROM accounts WHERE uid = ANY($1) ORDER BY uid FOR UPDATE', [
@@ -441,25 +374,15 @@ async function endDeadHostSessions(c: Tx, hosts: HostRow[]): Promise<number> {
       minutes: r.minutes_debited,
       cost: r.cost_cents,
     };
-    const minutes = due(r, at);
-    while (out.minutes < minutes) {
-      const balance = balances.get(r.uid)!;
-      if (balance < r.price_cents_per_minute) {
-        out.reason = 'credit_exhausted';
-        out.at = r.ready! + out.minutes * 60;
-        break;
-      }
-      out.minutes++;
-      // Dated the second its minute started: inside [ready, ended] however late it is recorded.
-      debits.push([
-        r.id,
-        out.minutes,
-        r.uid,
-        r.price_cents_per_minute,
-        r.ready! + (out.minutes - 1) * 60 + 1,
-      ]);
-      balances.set(r.uid, balance - r.price_cents_per_minute);
-      out.cost += r.price_cents_per_minute;
+    if (r.state !== 'ready') return out;
+    const plan = planDebits(r, balances.get(r.uid) ?? 0, at);
+    for (const d of plan.debits) debits.push([r.id, d.minute, r.uid, d.cents, d.at]);
+    if (plan.debits.length > 0) balances.set(r.uid, plan.balance);
+    out.minutes += plan.debits.length;
+    out.cost += plan.debits.reduce((n, d) => n + d.cents, 0);
+    if (plan.exhaustedAt !== null) {
+      out.reason = 'credit_exhausted';
+      out.at = plan.exhaustedAt;
     }
     return out;
   });

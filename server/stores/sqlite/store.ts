@@ -1,5 +1,5 @@
 /**
- * The embedded store: SQLite through better-sqlite3 in WAL mode. Every acknowledged
+ * The single server's store: SQLite through better-sqlite3 in WAL mode. Every acknowledged
  * change is committed before the API answers, so a restart (kill -9 included) loses no
  * acknowledged session, receipt, debit or history record.
  *
@@ -10,121 +10,25 @@
  * Group commit: the writes of a create and of session transitions (`grouped()`) share one
  * transaction per turn of the event loop, committed as the turn ends, so that creates
  * arriving together pay one commit instead of two each. Until then they are visible only to
- * this process; the API answers nothing before `uncommitted` has settled (app.ts), which
+ * this process; the API answers nothing before `uncommitted` has settled (api/app.ts), which
  * keeps "committed before acknowledged". A `transaction()` commits the open group with it
  * at once; a lone statement run while a group is open joins the group.
  */
 import { Database, type Statement, type Transaction } from './sqlite.js';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BillingMode, EndReason, SessionState } from '../../src/api/schemas.js';
-import { migrationsFor } from './migrations.js';
+import {
+  SESSION_COLUMNS,
+  type AccountRow,
+  type AccountRows,
+  type KeyRow,
+  type ProfileRow,
+  type ReceiptRow,
+  type SessionRow,
+} from '../../runtime/rows.js';
+import { migrationsFor } from '../migrations.js';
 
 const SQLITE_MIGRATIONS = migrationsFor('sqlite');
-
-export interface AccountRow {
-  uid: string;
-  email: string;
-  name: string;
-  created: number;
-  balance_cents: number;
-  price_cents_per_minute: number;
-  session_limit: number;
-  billing_mode: BillingMode;
-  can_rent: number;
-  rent_blocked_reason: string | null;
-  environment: string;
-}
-
-export interface KeyRow {
-  key_hash: string;
-  uid: string;
-  label: string;
-  hint: string;
-  created: number;
-  revoked: number | null;
-}
-
-export interface ProfileRow {
-  id: string;
-  uid: string;
-  state: 'empty' | 'stored' | 'saving';
-  holder: string | null;
-  exact: number;
-  saved_at: number | null;
-}
-
-export interface SessionRow {
-  id: string;
-  uid: string;
-  seq: number;
-  provider: string;
-  profile_id: string | null;
-  request_key: string | null;
-  state: SessionState;
-  /** 1 once cleanup is confirmed: the session then lives only in history. */
-  done: number;
-  device: string | null;
-  screen_w: number | null;
-  screen_h: number | null;
-  billing_mode: BillingMode;
-  price_cents_per_minute: number;
-  timeout_seconds: number;
-  created: number;
-  expires_at: number;
-  ready: number | null;
-  close_requested: number | null;
-  ended: number | null;
-  end_reason: EndReason | null;
-  cleanup_status: 'complete' | 'allocation_uncertain' | 'pending' | null;
-  last: number;
-  cost_cents: number;
-  minutes_debited: number;
-  failure_code: string | null;
-  failure_message: string | null;
-  adb_code: string | null;
-  adb_enabled: number;
-}
-
-export interface ReceiptRow {
-  uid: string;
-  request_key: string;
-  body_hash: string;
-  sid: string;
-  created: number;
-}
-
-/** Every column of a session row, in table order (both stores write them all). */
-export const SESSION_COLUMNS: Array<keyof SessionRow> = [
-  'id',
-  'uid',
-  'seq',
-  'provider',
-  'profile_id',
-  'request_key',
-  'state',
-  'done',
-  'device',
-  'screen_w',
-  'screen_h',
-  'billing_mode',
-  'price_cents_per_minute',
-  'timeout_seconds',
-  'created',
-  'expires_at',
-  'ready',
-  'close_requested',
-  'ended',
-  'end_reason',
-  'cleanup_status',
-  'last',
-  'cost_cents',
-  'minutes_debited',
-  'failure_code',
-  'failure_message',
-  'adb_code',
-  'adb_enabled',
-];
 
 const SESSION_COLUMN_SET: ReadonlySet<string> = new Set(SESSION_COLUMNS);
 /** A column updateSession may set: a session column other than the id (which names the row). */
@@ -163,8 +67,9 @@ function migrate(db: Database): void {
 }
 
 /** Prepared statements over one database; all methods are synchronous. */
-export class Store {
+export class SqliteStore {
   private readonly s;
+  private readonly accounts = new Map<string, AccountRow>();
   /**
    * One transaction wrapper for every call: better-sqlite3 builds a wrapper (and its
    * BEGIN/COMMIT statements' bookkeeping) per db.transaction() call, which showed as a
@@ -335,17 +240,33 @@ export class Store {
     this.s.metaSet.run(key, value);
   }
 
-  insertAccount(row: AccountRow): void {
-    this.s.accountInsert.run(row);
+  /** A new account with its first key and its profile, in one transaction. */
+  insertAccount(rows: AccountRows): void {
+    this.transaction(() => {
+      this.s.accountInsert.run(rows.account);
+      this.s.keyInsert.run(rows.key);
+      this.s.profileInsert.run(rows.profile);
+    });
   }
+  /**
+   * An account, kept once read: this process is the only one that changes an account (its
+   * balance, by debits), and an account another process creates is read on its first use.
+   */
   account(uid: string): AccountRow | undefined {
-    return this.s.accountGet.get(uid);
+    let row = this.accounts.get(uid);
+    if (!row) {
+      row = this.s.accountGet.get(uid);
+      if (row) this.accounts.set(uid, row);
+    }
+    return row;
   }
   accountCount(): number {
     return this.s.accountCount.get()!.n;
   }
   setBalance(uid: string, balance: number): void {
     this.s.accountBalance.run(balance, uid);
+    const kept = this.accounts.get(uid);
+    if (kept) kept.balance_cents = balance;
   }
 
   insertKey(row: Omit<KeyRow, 'revoked'>): void {
@@ -361,9 +282,6 @@ export class Store {
     return this.s.keyRevoke.run(at, hash, uid).changes > 0;
   }
 
-  insertProfile(row: ProfileRow): void {
-    this.s.profileInsert.run(row);
-  }
   profileOf(uid: string): ProfileRow | undefined {
     return this.s.profileByUid.get(uid);
   }

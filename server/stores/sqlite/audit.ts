@@ -10,8 +10,8 @@
  * opening balance is known, the balance is the opening balance minus its debits.
  */
 import type { Database } from './sqlite.js';
-import { historyView } from '../runtime/views.js';
-import type { AccountRow, SessionRow } from './store.js';
+import type { AccountRow, SessionRow } from '../../runtime/rows.js';
+import { usageMinutes } from '../../runtime/rules.js';
 
 interface DebitRow {
   sid: string;
@@ -54,16 +54,13 @@ export function auditBooks(db: Database, openingBalances: ReadonlyMap<string, nu
     if (s.billing_mode !== 'metered' && own.length > 0)
       problems.push(`${where}: debits on an unmetered session`);
     if (s.done) {
-      const h = historyView(s, 'phone');
-      if (h.cost_cents !== sum) problems.push(`${where}: history cost_cents ${h.cost_cents}, debits ${sum}`);
-      if (s.billing_mode === 'metered' && h.usage_minutes !== own.length)
-        problems.push(`${where}: history usage_minutes ${h.usage_minutes} but ${own.length} minutes debited`);
-      if (h.billable_minutes !== (s.billing_mode === 'metered' ? own.length : 0))
-        problems.push(
-          `${where}: history billable_minutes ${h.billable_minutes} but ${own.length} minutes debited`,
-        );
-      if (s.ready !== null && h.ended < s.ready)
-        problems.push(`${where}: ended ${h.ended} before ready ${s.ready}`);
+      // As history reports it (api/views.ts historyView).
+      const ended = s.ended ?? s.last;
+      const usage = usageMinutes(s.ready, ended);
+      if (s.billing_mode === 'metered' && usage !== own.length)
+        problems.push(`${where}: history usage_minutes ${usage} but ${own.length} minutes debited`);
+      if (s.ready !== null && ended < s.ready)
+        problems.push(`${where}: ended ${ended} before ready ${s.ready}`);
     }
   }
 

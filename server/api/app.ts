@@ -1,6 +1,7 @@
 /**
- * buildApp(deps): the phone-session API as a fastify instance, without listening.
- * main.ts (startServer) owns ports and processes; tests build the same app.
+ * buildApp(deps): the phone-session API as a fastify instance, without listening, over any
+ * session directory: the single server's and an API node's are the same app. The assemblies
+ * (main.ts, distributed/api-node.ts) own ports and processes; tests build the same app.
  *
  * The app is fastify's own pattern: what applies to every request is set on the root
  * (refusals as error bodies, the credential check that decorates the request with its
@@ -8,15 +9,15 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { accessRoutes } from './api/access.js';
-import { accountRoutes } from './api/account.js';
-import { installAuth, type AuthDeps } from './api/auth.js';
-import { SessionViews } from './api/common.js';
-import type { AppDeps } from './api/deps.js';
-import { historyRoutes } from './api/history.js';
-import { metricsRoutes } from './api/metrics.js';
-import { openApiRoutes, recordRoutes } from './api/openapi.js';
-import { opRoutes } from './api/ops.js';
+import { accessRoutes } from './access.js';
+import { accountRoutes } from './account.js';
+import { installAuth, type AuthDeps } from './auth.js';
+import { SessionViews } from './common.js';
+import type { AppDeps } from './deps.js';
+import { historyRoutes } from './history.js';
+import { metricsRoutes } from './metrics.js';
+import { openApiRoutes, recordRoutes } from './openapi.js';
+import { opRoutes } from './ops.js';
 import {
   BODY_LIMIT,
   MAX_HEADER_SIZE,
@@ -24,27 +25,20 @@ import {
   frameworkErrors,
   MAX_PARAM_LENGTH,
   installRefusals,
-} from './api/refusals.js';
-import { installFastSerialization } from './api/serialization.js';
-import { sessionRoutes } from './api/sessions.js';
-import { viewerPages } from './viewer/pages.js';
-import type { ServerMetrics } from './metrics.js';
-import type { ApiError } from './errors.js';
-import type { Logger } from './log.js';
-import type { App } from './api/types.js';
+} from './refusals.js';
+import { installFastSerialization } from './serialization.js';
+import { sessionRoutes } from './sessions.js';
+import { viewerPages } from '../viewer/pages.js';
+import type { ApiError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { App } from './types.js';
 
-export type { AppDeps } from './api/deps.js';
-
-export interface AppOptions {
-  /** Serves GET /metrics (--metrics). */
-  metrics?: ServerMetrics;
-}
+export type { AppDeps } from './deps.js';
 
 /**
- * The app every API is built on, before its routes: the server's limits, refusals as error
- * bodies, the credential check, fast serialisation, and the route recorder of the OpenAPI
- * document. The embedded server (buildApp) and API nodes over the shared store register
- * their resources on it.
+ * The app every HTTP side of the server is built on, before its routes: the server's limits,
+ * refusals as error bodies, the credential check, fast serialisation, and the route recorder
+ * of the OpenAPI document. The API (buildApp) and a device host's own routes register on it.
  */
 export function baseApp(
   auth: AuthDeps,
@@ -91,13 +85,14 @@ export function baseApp(
   return { app, routes };
 }
 
-export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise<FastifyInstance> {
-  const { app, routes } = baseApp(deps, deps.log);
-  // Committed before acknowledged: the store commits the writes of a turn of the event loop
-  // together (group commit), so an answer that may reflect them leaves only once they are
-  // committed. Nothing waits when no write is pending (reads answer in the same turn).
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const { app, routes } = baseApp(deps, deps.log, deps.translate);
+  // Committed before acknowledged: the single server's store commits the writes of a turn of
+  // the event loop together (group commit), so an answer that may reflect them leaves only
+  // once they are committed. Nothing waits when no write is pending (reads answer in the same
+  // turn), nor on an API node, whose store commits each change before it answers.
   app.addHook('onSend', (_req, _reply, payload, done) => {
-    const uncommitted = deps.store.uncommitted;
+    const uncommitted = deps.directory.uncommitted;
     if (!uncommitted) return done(null, payload);
     uncommitted.then(
       () => done(null, payload),
@@ -105,13 +100,15 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     );
   });
 
+  // Before the routes: the hook then times every one of them.
+  deps.metrics?.observe?.(app);
   await app.register(sessionRoutes, { deps, views: new SessionViews(deps) });
   await app.register(accessRoutes, { deps });
   await app.register(opRoutes, { deps });
   await app.register(accountRoutes, { deps });
   await app.register(historyRoutes, { deps });
   await app.register(viewerPages, { deps });
-  if (options.metrics) await app.register(metricsRoutes, { metrics: options.metrics });
+  if (deps.metrics) await app.register(metricsRoutes, { metrics: deps.metrics });
   await app.register(openApiRoutes, { routes });
 
   await app.ready();

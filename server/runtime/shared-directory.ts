@@ -1,0 +1,287 @@
+/**
+ * An API node's session directory: the sessions of a deployment, in its shared store, their
+ * phones on the device hosts that claimed them. Any number of API nodes answer for the same
+ * sessions; none keeps anything of its own that a client depends on. Admission is decided
+ * here (admission.ts) on facts the store reads under the account's lock; what needs the phone
+ * itself (its frame, input, apps) is asked of its host (RemotePhones); ADB goes straight to
+ * that host's gateway, which the session's adb object names.
+ */
+import type { CreateSessionBody } from '../../src/api/schemas.js';
+import type { Clock } from '../clock.js';
+import { seconds } from '../clock.js';
+import { apiError, notFound, notReady, profileHeld } from '../errors.js';
+import { sha256Hex, type RandomSource } from '../secrets.js';
+import { newKey } from './accounts.js';
+import { admittedSession, decideAdmission } from './admission.js';
+import type { SessionChanges } from './directory.js';
+import {
+  untilChanged,
+  untilCleanedUp,
+  type AccountSummary,
+  type Admission,
+  type PhoneAccess,
+  type Reader,
+  type SessionDirectory,
+  type SessionSnapshot,
+} from './directory.js';
+import type { PlacedRow, RemotePhones, SharedStore } from './ports.js';
+import type { KeyRow, SessionRow } from './rows.js';
+import { bootingEtaSeconds, canonicalJson, hostSlots, newSessionId, queuedEtaSeconds } from './rules.js';
+
+/** A session of the deployment as an API node read it. */
+export interface SharedSession extends SessionSnapshot {
+  readonly row: PlacedRow;
+  /** The device host that runs it (null while queued). */
+  readonly hostUrl: string | null;
+  /** eta_seconds, for a provisioning session. */
+  readonly etaSeconds: number | undefined;
+}
+
+export interface SharedDirectoryOptions {
+  store: SharedStore;
+  phones: RemotePhones;
+  /** Woken by the shared store's notifications of changes (SESSION_CHANNEL). */
+  changes: SessionChanges;
+  clock: Clock;
+  random: RandomSource;
+  /** Display label of history records of sessions that never got a phone. */
+  genericDevice: string;
+}
+
+export class SharedDirectory implements SessionDirectory<SharedSession> {
+  private readonly store: SharedStore;
+
+  constructor(private readonly o: SharedDirectoryOptions) {
+    this.store = o.store;
+  }
+
+  private nowSec(): number {
+    return seconds(this.o.clock.now());
+  }
+
+  /** A session as read, with what a reader is shown of it. */
+  private async snapshot(row: PlacedRow): Promise<SharedSession> {
+    return {
+      row,
+      activityMs: row.last * 1000,
+      // As the contract defines them: queued only while every boot slot is busy. A session a
+      // host has not claimed yet but will at once (a slot is free) is already booting.
+      location:
+        row.state === 'provisioning' ? (row.host_id === null && !row.slot_free ? 'queued' : 'booting') : null,
+      startupSource: row.startup_source,
+      ...(row.adb_host !== null && row.adb_port !== null
+        ? { adbEndpoint: { host: row.adb_host, port: row.adb_port } }
+        : {}),
+      hostUrl: row.host_url,
+      etaSeconds: row.state === 'provisioning' ? await this.eta_(row) : undefined,
+    };
+  }
+
+  /**
+   * eta_seconds with the single server's queue model over the live hosts: a session a host
+   * has claimed is booting there (what is left of that host's typical boot since the claim);
+   * a queued one waits behind the sessions queued before it (by seq) for the hosts' pooled
+   * phones and boot slots.
+   */
+  private async eta_(row: PlacedRow): Promise<number> {
+    const nowMs = this.o.clock.now();
+    const typicalMs = Number(row.typical_boot_ms);
+    if (row.host_id !== null)
+      return bootingEtaSeconds(typicalMs, row.claimed_ms === null ? 0 : nowMs - Number(row.claimed_ms));
+    const q = await this.store.queuePosition(row.seq);
+    const { slots, pooled } = hostSlots(q.hosts, nowMs);
+    const eta = queuedEtaSeconds({
+      temporary: row.profile_id === null,
+      ahead: Number(q.ahead),
+      temporaryAhead: Number(q.temporary),
+      pooledReadyInMs: pooled,
+      slots,
+    });
+    // No live host with room: a typical boot after one more (a guess until one has room).
+    return eta ?? Math.max(1, Math.ceil((2 * typicalMs) / 1000));
+  }
+
+  private async read(sid: string, opts: { any?: boolean } = {}): Promise<SharedSession | undefined> {
+    const row = await this.store.placed(sid, opts);
+    return row ? this.snapshot(row) : undefined;
+  }
+
+  // ---------------------------------------------------------------------------------
+  // Credentials
+
+  authenticate(rawKey: string): Promise<string | null> {
+    // Every lookup asks the store, so a revocation holds on every node at once.
+    return this.store.keyOwner(sha256Hex(rawKey));
+  }
+
+  // ---------------------------------------------------------------------------------
+  // Sessions
+
+  async admit(
+    uid: string,
+    body: CreateSessionBody,
+    requestKey: string | null,
+  ): Promise<Admission<SharedSession>> {
+    const nowMs = this.o.clock.now();
+    const bodyHash = sha256Hex(canonicalJson(body));
+    const { outcome, id } = await this.store.admit(
+      { uid, requestKey, bodyHash, wantsProfile: body.profile_id !== undefined },
+      (facts) => {
+        const decision = decideAdmission({
+          body,
+          bodyHash,
+          requestKey,
+          nowMs,
+          receipt: facts.receipt,
+          receiptSession: facts.receiptSession,
+          account: facts.account,
+          activeSessions: facts.activeSessions,
+          profile: facts.profile,
+          // Capacity is decided once everything else passed, under the capacity lock.
+          liveSessions: facts.capacity?.liveSessions ?? 0,
+          phones: facts.capacity?.phones ?? 1,
+          retryAfterSeconds: facts.capacity?.retryAfterSeconds ?? (() => 1),
+        });
+        switch (decision.kind) {
+          case 'refuse': {
+            const { code, message, details } = decision.refusal;
+            return { kind: 'refuse', error: apiError(code, message, details) };
+          }
+          case 'replay':
+            return { kind: 'replay' };
+          case 'admit':
+            return {
+              kind: 'admit',
+              holdProfile: decision.profile,
+              row: admittedSession({
+                id: newSessionId(this.o.random),
+                uid,
+                seq: 0, // numbered by the insert
+                account: facts.account,
+                decision,
+                requestKey,
+                nowMs,
+              }),
+            };
+        }
+      },
+    );
+    // As stored now, with its host: a replay of a session that is ready names its gateway.
+    const session = await this.read(id, { any: true });
+    if (!session) throw notFound();
+    return { outcome, session };
+  }
+
+  async session(reader: Reader, sid: string, opts: { touch?: boolean } = {}): Promise<SharedSession> {
+    const row = await this.store.placed(sid);
+    if (!row || (reader.kind === 'owner' && row.uid !== reader.uid)) throw notFound();
+    // idle_s counts from the last API activity; recorded at most once a second per session.
+    const now = this.nowSec();
+    if (opts.touch && row.last < now) {
+      await this.store.touch(row.id, now);
+      row.last = now;
+    }
+    return this.snapshot(row);
+  }
+
+  async find(sid: string): Promise<SharedSession | null> {
+    return (await this.read(sid)) ?? null;
+  }
+
+  async list(uid: string): Promise<SharedSession[]> {
+    return Promise.all((await this.store.placedOf(uid)).map((row) => this.snapshot(row)));
+  }
+
+  changed(session: SharedSession, ms: number, signal: AbortSignal): Promise<SharedSession> {
+    // Re-read on each change its commit announces, until state, placement or cleanup changed.
+    return untilChanged(
+      session,
+      ms,
+      signal,
+      (sid, maxMs, s) => this.o.changes.next(sid, maxMs, s),
+      (sid) => this.read(sid, { any: true }),
+    );
+  }
+
+  eta(session: SharedSession): number | undefined {
+    return session.etaSeconds;
+  }
+
+  async end(uid: string, sid: string): Promise<{ released: boolean }> {
+    const session = await this.session({ kind: 'owner', uid }, sid);
+    await this.store.end(session.row.id, 'released', this.nowSec());
+    // The host confirms the cleanup; its commit announces it.
+    const released = await untilCleanedUp(
+      sid,
+      (id, maxMs) => this.o.changes.next(id, maxMs),
+      () => this.store.cleanedUp(sid),
+    );
+    return { released };
+  }
+
+  receipt(uid: string, requestKey: string): Promise<SessionRow | undefined> {
+    return this.store.receipt(uid, requestKey);
+  }
+
+  async revokeAdb(session: SharedSession): Promise<void> {
+    await this.store.revokeAdb(session.row.id, session.row.host_id);
+    // Cut the open relays before answering, as the single server does. A host that does not
+    // answer soon still applies the stored revocation when it hears of it, so the answer does
+    // not wait out an unreachable host (RemotePhones bounds the wait).
+    if (session.row.state === 'ready' && session.hostUrl !== null)
+      await this.o.phones.revokeAdb(session.hostUrl, session.row.id).catch(() => undefined);
+  }
+
+  phone(session: SharedSession): PhoneAccess {
+    const { row, hostUrl } = session;
+    if (row.state !== 'ready' || hostUrl === null || row.screen_w === null || row.screen_h === null)
+      throw notReady(row.state, row.id);
+    const { phones } = this.o;
+    return {
+      screen: { w: row.screen_w, h: row.screen_h },
+      frame: () => phones.frame(hostUrl, row.id),
+      input: (event) => phones.input(hostUrl, row.id, event),
+      apps: () => phones.apps(hostUrl, row.id),
+    };
+  }
+
+  // ---------------------------------------------------------------------------------
+  // The account
+
+  account(uid: string): Promise<AccountSummary> {
+    return this.store.account(uid);
+  }
+
+  async createKey(uid: string, label: string): Promise<{ key: string; row: KeyRow }> {
+    const created = newKey(this.o.clock, this.o.random, uid, label);
+    await this.store.insertKey(created.row);
+    return created;
+  }
+
+  keys(uid: string): Promise<KeyRow[]> {
+    return this.store.activeKeys(uid);
+  }
+
+  revokeKey(uid: string, keyHash: string): Promise<boolean> {
+    return this.store.revokeKey(uid, keyHash, this.nowSec());
+  }
+
+  resetProfile(uid: string): Promise<string> {
+    return this.store.resetProfile(uid, this.nowSec(), (holder) =>
+      profileHeld(holder, 'end that session, then reset'),
+    );
+  }
+
+  history(uid: string, limit: number, after?: { created: number; id: string }): Promise<SessionRow[]> {
+    return this.store.history(uid, limit, after);
+  }
+
+  get genericDevice(): string {
+    return this.o.genericDevice;
+  }
+
+  /** The shared store commits each change before it answers. */
+  get uncommitted(): null {
+    return null;
+  }
+}

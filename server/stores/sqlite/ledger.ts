@@ -1,0 +1,151 @@
+/**
+ * The single server's SessionLedger (server/runtime/ports.ts): each move of a session's
+ * lifecycle recorded in the SQLite store at once, when the runtime makes it. Moves join the
+ * group commit of the turn (the API answers nothing that reflects them before it commits);
+ * debits, which move balances, commit in a transaction of their own. The runtime is the only writer of its sessions here, so every record is
+ * unconditional and applies to the row in memory as it applies to the store.
+ */
+import type { EndReason } from '../../../src/api/schemas.js';
+import type { CleanupOutcome, ReadyChange, SessionLedger } from '../../runtime/ports.js';
+import type { ProfileRow, SessionRow } from '../../runtime/rows.js';
+import { planDebits } from '../../runtime/rules.js';
+import type { SqliteStore } from './store.js';
+
+/** Runs a synchronous record and answers as a ledger does: a settled promise. */
+function settled<T>(record: () => T): Promise<T> {
+  try {
+    return Promise.resolve(record());
+  } catch (err) {
+    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+  }
+}
+
+export class SqliteLedger implements SessionLedger {
+  /** The state of each profile before its save began, to go back to when the save fails. */
+  private readonly beforeSave = new Map<string, ProfileRow['state']>();
+
+  constructor(
+    private readonly store: SqliteStore,
+    private readonly now: () => number,
+  ) {}
+
+  /** Grouped: only what this move changes (every other column is stored already). */
+  private update(row: SessionRow, change: Partial<Omit<SessionRow, 'id'>>): void {
+    this.store.grouped(() => this.store.updateSession(row.id, change));
+    Object.assign(row, change);
+  }
+
+  savedHere(): Promise<boolean> {
+    // The single server's saves are all on its own disk.
+    return Promise.resolve(true);
+  }
+
+  ready(row: SessionRow, change: ReadyChange): Promise<boolean> {
+    return settled(() => {
+      this.update(row, { ...change, state: 'ready' });
+      return true;
+    });
+  }
+
+  failed(row: SessionRow, failure: { code: string; message: string }): Promise<void> {
+    return settled(() =>
+      this.update(row, { state: 'error', failure_code: failure.code, failure_message: failure.message }),
+    );
+  }
+
+  bill(row: SessionRow, upto: number): Promise<number | null> {
+    return settled(() => this.debit(row, upto));
+  }
+
+  /** Debits what is due by `upto` in one transaction; when the paid minutes ran out, else null. */
+  private debit(row: SessionRow, upto: number): number | null {
+    const account = this.store.account(row.uid);
+    if (!account) throw new Error(`account ${row.uid} vanished from the store`);
+    const plan = planDebits(row, account.balance_cents, upto);
+    if (plan.debits.length > 0) {
+      this.store.transaction(() => {
+        for (const d of plan.debits) this.store.insertDebit(row.id, d.minute, row.uid, d.cents, d.at);
+        this.store.setBalance(row.uid, plan.balance);
+        row.minutes_debited += plan.debits.length;
+        row.cost_cents += plan.debits.reduce((n, d) => n + d.cents, 0);
+        this.store.updateSession(row.id, {
+          minutes_debited: row.minutes_debited,
+          cost_cents: row.cost_cents,
+        });
+      });
+    }
+    return plan.exhaustedAt;
+  }
+
+  end(row: SessionRow, end: { reason: EndReason; at: number; last: number }): Promise<void> {
+    return settled(() => {
+      let reason: EndReason = row.state === 'error' ? 'failed' : end.reason;
+      let at = end.at;
+      if (row.state === 'ready') {
+        const exhaustedAt = this.debit(row, end.at);
+        if (exhaustedAt !== null) {
+          reason = 'credit_exhausted';
+          at = exhaustedAt;
+        }
+      }
+      this.update(row, {
+        state: 'closing',
+        close_requested: at,
+        ended: at,
+        end_reason: reason,
+        cleanup_status: 'pending',
+        last: end.last,
+      });
+    });
+  }
+
+  uncertain(row: SessionRow): Promise<void> {
+    return settled(() => {
+      row.cleanup_status = 'allocation_uncertain';
+      this.store.updateSession(row.id, { cleanup_status: row.cleanup_status });
+    });
+  }
+
+  saving(row: SessionRow, saving: boolean): Promise<void> {
+    return settled(() => {
+      const profile = this.store.profileOf(row.uid);
+      if (!profile) return;
+      if (saving) {
+        this.beforeSave.set(row.id, profile.state);
+        this.store.saveProfile({ ...profile, state: 'saving' });
+      } else {
+        this.store.saveProfile({ ...profile, state: this.beforeSave.get(row.id) ?? profile.state });
+        this.beforeSave.delete(row.id);
+      }
+    });
+  }
+
+  cleaned(row: SessionRow, outcome: CleanupOutcome): Promise<boolean> {
+    return settled(() => {
+      const now = Math.floor(this.now() / 1000);
+      this.beforeSave.delete(row.id);
+      // With its profile's new save, in one (grouped) transaction: a crash leaves both or neither.
+      this.store.grouped(() => {
+        if (row.profile_id !== null) {
+          const current = this.store.profileOf(row.uid)!;
+          if (outcome.saved && !outcome.lostProfile) outcome.commitSave();
+          this.store.saveProfile({
+            ...current,
+            state: outcome.stored ? 'stored' : 'empty',
+            holder: current.holder === row.id ? null : current.holder,
+            exact: outcome.saved ? 1 : outcome.lostProfile ? 0 : current.exact,
+            saved_at: outcome.saved ? now : current.saved_at,
+          });
+        }
+        this.store.updateSession(row.id, { cleanup_status: 'complete', done: 1 });
+      });
+      row.cleanup_status = 'complete';
+      row.done = 1;
+      return true;
+    });
+  }
+
+  active(): void {
+    // The single server keeps activity in memory; its heartbeat stores it (local-directory.ts).
+  }
+}
