@@ -11,6 +11,7 @@ import net from 'node:net';
 import { systemClock, type Clock } from './clock.js';
 import { TAG_LENGTH, UnlockLimiter } from './adb-limits.js';
 import type { Logger } from './log.js';
+import { relay as relayBytes } from '../src/util/relay.js';
 
 /** A session the gateway relays to: its id and code, and its phone's ADB while it has one. */
 export interface AdbSession {
@@ -191,29 +192,35 @@ export class AdbGateway {
     const sid = live.row.id;
     const phone = net.connect({ host, port });
     phone.setNoDelay(true);
-    const relay: Relay = { client, phone };
-    const own = this.track(sid, relay);
-    // Runs on the client's and on the phone's close; both calls are harmless.
+    const entry: Relay = { client, phone };
+    const own = this.track(sid, entry);
+    const forget = () => own.delete(entry);
     const close = () => {
       client.destroy();
       phone.destroy();
-      own.delete(relay);
+      forget();
     };
-    phone.once('connect', () => {
-      // The code may have died while the phone connection opened.
-      if (this.runtime.sessionForAdbCode(code) !== live) return close();
-      client.write('OK\n');
-      if (early.length > 0) phone.write(early);
-      client.pipe(phone);
-      phone.pipe(client);
-      client.resume();
-    });
-    phone.on('error', (err) => {
+    const onConnectError = (err: Error) => {
       this.log.warn('adb gateway could not reach the phone', { session: sid, error: err.message });
       close();
+    };
+    phone.once('error', onConnectError);
+    client.once('close', () => {
+      if (phone.connecting) close();
     });
-    phone.on('close', close);
-    client.on('close', close);
+    phone.once('connect', () => {
+      phone.off('error', onConnectError);
+      // The code may have died while the phone connection opened.
+      if (this.runtime.sessionForAdbCode(code) !== live || client.destroyed) return close();
+      client.write('OK\n');
+      if (early.length > 0) phone.write(early);
+      // A clean end on either side reaches the other after every byte before it; only an
+      // error (a reset) or cut() tears both down at once.
+      relayBytes(client, phone);
+      client.once('close', forget);
+      phone.once('close', forget);
+      client.resume();
+    });
   }
 
   /** Closes every relay of a session; its code is dead from now on. */

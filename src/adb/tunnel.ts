@@ -4,6 +4,7 @@
  * unlock line, and relay bytes both ways. The unlock code never leaves this process.
  */
 import net from 'node:net';
+import { relay } from '../util/relay.js';
 import { openGateway, type AdbEndpoint } from './gateway.js';
 
 export interface TunnelOptions {
@@ -91,12 +92,10 @@ export class AdbTunnel {
           remote.destroy();
           return;
         }
-        remote.on('error', () => local.destroy());
-        remote.once('close', () => local.destroy());
-        local.once('close', () => remote.destroy());
-        // The bytes adb sent while the gateway was unlocking wait in the paused socket.
-        local.pipe(remote);
-        remote.pipe(local);
+        // A clean end on either side reaches the other after every byte before it; only an
+        // error tears both down at once. The bytes adb sent while the gateway was unlocking
+        // wait in the paused socket.
+        relay(local, remote);
         local.resume();
       },
       (error: Error) => {

@@ -206,6 +206,29 @@ describe('apps on the phone', () => {
     expect(unknown).toMatchObject({ code: 255, stderr: 'Error: No UID for no.such.app in user 0\n' });
   });
 
+  it('runs as a debuggable app in its private directory with run-as, and only for debuggable apps', async () => {
+    const apk = buildTestApk({ package: 'com.example.runas', debuggable: true });
+    await v.adbOk(['install', apkFile('runas.apk', apk)]);
+    const uid = (await v.adbOk(['shell', 'run-as com.example.runas id -u'])).trim();
+    expect(Number(uid)).toBeGreaterThanOrEqual(10000);
+    expect(await v.adbOk(['shell', 'run-as com.example.runas sh -c "pwd; echo mine > f; cat f"'])).toBe(
+      '/data/data/com.example.runas\nmine\n',
+    );
+    // The app's directory is its own: the shell user can neither list nor read it.
+    expect(await v.adb(['shell', 'ls /data/data/com.example.runas'])).toMatchObject({
+      code: 1,
+      stderr: 'ls: /data/data/com.example.runas: Permission denied\n',
+    });
+    expect(await v.adb(['shell', 'run-as com.android.settings id'])).toMatchObject({
+      code: 1,
+      stderr: 'run-as: package not debuggable: com.android.settings\n',
+    });
+    expect(await v.adb(['shell', 'run-as com.example.nope id'])).toMatchObject({
+      code: 1,
+      stderr: 'run-as: unknown package: com.example.nope\n',
+    });
+  });
+
   it('uninstalls with pm and reports unknown packages', async () => {
     expect(await v.adbOk(['shell', 'pm uninstall com.example.cam'])).toBe('Success\n');
     const again = await v.adb(['shell', 'pm uninstall com.example.cam']);

@@ -434,7 +434,7 @@ describe('ADB wire protocol', () => {
     }
   });
 
-  it('stops background jobs when the device ends their shell stream', async () => {
+  it('ends a shell stream only once no process holds its output, as adbd does', async () => {
     const device = (phone as VirtualPhone).device;
     const { host } = await handshake();
     try {
@@ -443,22 +443,29 @@ describe('ADB wire protocol', () => {
       const okay = await host.nextFor(5);
       expect(okay?.command).toBe(OKAY);
       const deviceId = okay!.arg0;
+      const go = '/data/local/tmp/holder.go';
       host.send(
         WRTE,
         5,
         deviceId,
-        shellPacket(0, Buffer.from('while true; do sleep 0.05; log -t BgJob tick; done &\necho started\n')),
+        shellPacket(
+          0,
+          Buffer.from(`(while [ ! -e ${go} ]; do sleep 0.02; done; echo late) &\necho started $$\n`),
+        ),
       );
       expect(await host.nextFor(5)).toMatchObject({ command: OKAY });
-      const reply = await new ShellReply(host, 5, deviceId).read((r) => r.stdout === 'started\n');
-      expect(reply.stdout).toBe('started\n');
+      const reply = await new ShellReply(host, 5, deviceId).read((r) => r.stdout.endsWith('\n'));
+      const shellPid = Number(/^started (\d+)\n$/.exec(reply.stdout)![1]);
       expect(device.runningJobs).toBe(1);
-      // End of input ends the shell, so the device closes the stream; the job goes with it.
+      // End of input ends the shell; the job still writes to the stream afterwards.
       host.send(WRTE, 5, deviceId, shellPacket(4, Buffer.alloc(0)));
-      expect((await reply.read()).exit).toBe(0);
+      await vi.waitFor(() => expect(device.processes.get(shellPid)).toBeUndefined(), { timeout: 5000 });
+      device.fs.writeFile(go, Buffer.alloc(0));
+      expect(await reply.read()).toMatchObject({ stdout: `started ${shellPid}\nlate\n`, exit: 0 });
+      expect(device.runningJobs).toBe(0);
+      device.fs.remove(go);
       // The host's CLSE for a stream the device already closed is harmless.
       host.send(CLSE, 5, deviceId);
-      await vi.waitFor(() => expect(device.runningJobs).toBe(0), { timeout: 5000 });
       expect(await host.barrier('echo alive')).toBe('alive\n');
     } finally {
       host.close();

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startVirtualAdb } from '../support/virtual-adb.js';
 import type { VirtualAdb } from '../support/virtual-adb.js';
 import { freePort } from '../../src/util/ports.js';
+import { trackedServer } from '../support/tcp.js';
 
 let v: VirtualAdb;
 let site: Server;
@@ -176,5 +177,75 @@ describe('adb forward to an abstract socket', () => {
     });
     expect(refused).toBe('');
     await v.adbOk(['forward', '--remove', `tcp:${local}`]);
+  });
+});
+
+/** Calls back with the first length-prefixed message read from a socket. */
+function readMessage(socket: Duplex, onMessage: (payload: Buffer) => void): void {
+  let buffered = Buffer.alloc(0);
+  const onData = (chunk: Buffer) => {
+    buffered = Buffer.concat([buffered, chunk]);
+    if (buffered.length < 4 || buffered.length < 4 + buffered.readUInt32BE(0)) return;
+    socket.off('data', onData);
+    onMessage(buffered.subarray(4, 4 + buffered.readUInt32BE(0)));
+  };
+  socket.on('data', onData);
+}
+
+function framed(payload: Buffer): Buffer {
+  const header = Buffer.alloc(4);
+  header.writeUInt32BE(payload.length);
+  return Buffer.concat([header, payload]);
+}
+
+describe('bytes written before a close', () => {
+  it('arrive in 200 rounds through adb forward, an app on the phone and adb reverse to the host', async () => {
+    // The host end answers with what it got and closes at once, behind `adb reverse`.
+    const host = await trackedServer((socket) => readMessage(socket, (payload) => socket.end(payload)));
+    const reversePort = 47000 + Math.floor(Math.random() * 1000);
+    await v.adbOk(['reverse', `tcp:${reversePort}`, `tcp:${host.port}`]);
+    // An app on the phone, reached with `adb forward`: it passes the message on to the host
+    // through the reverse port and hands each chunk of the answer back asynchronously, then
+    // closes right after its last write.
+    const appPort = 48000 + Math.floor(Math.random() * 1000);
+    v.phone.device.ports.set(appPort, (client) =>
+      readMessage(client, (payload) => {
+        const up = v.phone.device.network.connectPort(reversePort)!;
+        up.write(framed(payload));
+        void (async () => {
+          try {
+            for await (const chunk of up) {
+              await new Promise((resolve) => setImmediate(resolve));
+              client.write(chunk as Buffer);
+            }
+            up.end();
+            client.end();
+          } catch {
+            client.destroy();
+          }
+        })();
+      }),
+    );
+    const local = await freePort();
+    await v.adbOk(['forward', `tcp:${local}`, `tcp:${appPort}`]);
+    const short: string[] = [];
+    for (let round = 0; round < 200; round++) {
+      const payload = Buffer.alloc(1 + ((round * 7919) % 96_000), round % 251);
+      // The client keeps its socket open until the answer is in: stock adb itself drops what a
+      // client writes and closes before the forwarded stream has opened.
+      const answer = await new Promise<Buffer>((resolve) => {
+        const chunks: Buffer[] = [];
+        const socket = netConnect({ host: '127.0.0.1', port: local }, () => socket.write(framed(payload)));
+        socket.on('data', (c: Buffer) => chunks.push(c));
+        socket.once('close', () => resolve(Buffer.concat(chunks)));
+        socket.once('error', () => undefined);
+      });
+      if (!answer.equals(payload)) short.push(`round ${round}: ${answer.length} of ${payload.length} bytes`);
+    }
+    v.phone.device.ports.delete(appPort);
+    await v.adbOk(['forward', '--remove', `tcp:${local}`]);
+    await v.adbOk(['reverse', '--remove', `tcp:${reversePort}`]);
+    await host.close();
+    expect(short).toEqual([]);
   });
 });

@@ -115,9 +115,14 @@ describe('properties and settings', () => {
   });
 
   it('sets properties, refusing read-only ones', async () => {
-    expect((await shell('setprop persist.phonelease.test on; getprop persist.phonelease.test')).stdout).toBe(
+    expect((await shell('setprop debug.phonelease.test on; getprop debug.phonelease.test')).stdout).toBe(
       'on\n',
     );
+    // The shell user may not set other families (SELinux), only debug.* and log tags.
+    expect(await shell('setprop persist.sys.phonelease on')).toMatchObject({
+      code: 1,
+      stderr: "Failed to set property 'persist.sys.phonelease' to 'on'.\nSee dmesg for error reason.\n",
+    });
     const ro = await shell('setprop ro.build.version.sdk 99');
     expect(ro.code).toBe(1);
     expect(ro.stderr).toMatch(/Failed to set property 'ro.build.version.sdk'/);
@@ -154,9 +159,21 @@ describe('properties and settings', () => {
 
 describe('processes and identity', () => {
   it('lists processes with ps, ps -A, ps -o and ps --help', async () => {
-    const mine = await v.adbOk(['shell', 'ps']);
-    expect(mine.split('\n')[0]).toMatch(/^USER\s+PID\s+PPID\s+VSZ\s+RSS\s+WCHAN\s+ADDR\s+S\s+NAME/);
-    expect(mine).not.toContain('system_server');
+    // Without -A, toybox ps shows the processes on its own terminal: on a pty only the
+    // session's shell and ps; without one (shell v2 pipes) those without a terminal.
+    const rows = async (command: string) =>
+      (await v.adbOk(['shell', '-tt', command]))
+        .replace(/\r/g, '')
+        .trim()
+        .split('\n')
+        .map((l) => l.trim().split(/\s+/));
+    const [header, ...listed] = await rows('ps; true');
+    expect(header).toEqual(['USER', 'PID', 'PPID', 'VSZ', 'RSS', 'WCHAN', 'ADDR', 'S', 'NAME']);
+    expect(listed.map((r) => r[8])).toEqual(['sh', 'ps']);
+    expect(listed[1]![2]).toBe(listed[0]![1]);
+    // A lone command replaces the shell (mksh's exec): ps is then adbd's child itself.
+    expect((await rows('ps')).slice(1).map((r) => [r[8], r[2]])).toEqual([['ps', '455']]);
+    expect(await v.adbOk(['shell', 'ps'])).toMatch(/^system\s+\d+\s+\d+.*\ssystem_server$/m);
     const all = await v.adbOk(['shell', 'ps', '-A']);
     expect(all).toMatch(/^system\s+\d+\s+\d+.*\ssystem_server$/m);
     expect(await v.adbOk(['shell', 'ps --help'])).toMatch(/^-A\b/m);
@@ -224,11 +241,11 @@ describe('files from the shell', () => {
   it('keeps the system read-only and private data private', async () => {
     expect(await shell('touch /system/bin/x')).toMatchObject({
       code: 1,
-      stderr: 'touch: /system/bin/x: Read-only file system\n',
+      stderr: "touch: '/system/bin/x': Read-only file system\n",
     });
     expect(await shell('mkdir /data/data/evil')).toMatchObject({
       code: 1,
-      stderr: 'mkdir: /data/data/evil: Permission denied\n',
+      stderr: "mkdir: '/data/data/evil': Permission denied\n",
     });
     expect((await shell('ls /sdcard/')).stdout).toContain('Download\n');
     expect((await shell('echo x > /storage/emulated/0/alias.txt && cat /sdcard/alias.txt')).stdout).toBe(
@@ -269,5 +286,57 @@ describe('logcat', () => {
     } finally {
       child.kill('SIGTERM');
     }
+  });
+});
+
+describe('cmd and abb', () => {
+  const NO_SERVICE =
+    'cmd: No service specified; use -l to list all running services. Use -w to start and wait for a service.\n';
+
+  it('answers no arguments, -l and an unknown service as Android 14 does', async () => {
+    expect(await shell('cmd')).toMatchObject({ code: 20, stdout: '', stderr: NO_SERVICE });
+    const listed = await v.adbOk(['shell', 'cmd', '-l']);
+    expect(listed.startsWith('Currently running services:\n')).toBe(true);
+    const names = listed
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.trim());
+    expect(names).toEqual(expect.arrayContaining(['activity', 'package', 'settings', 'statusbar', 'window']));
+    expect(names).toEqual([...names].sort());
+    // The same services service list reports.
+    const service = await v.adbOk(['shell', 'service list']);
+    for (const name of names) expect(service).toMatch(new RegExp(`^\\d+\\t${name}: \\[`, 'm'));
+    expect(await shell('cmd no.such.service list')).toMatchObject({
+      code: 20,
+      stderr: "cmd: Can't find service: no.such.service\n",
+    });
+  });
+
+  it("runs the services' commands through cmd and abb alike, with their own status", async () => {
+    expect(
+      await v.adbOk([
+        'shell',
+        'cmd -w settings put global phonelease_cmd 1; cmd settings get global phonelease_cmd',
+      ]),
+    ).toBe('1\n');
+    expect(await v.adbOk(['abb', 'settings', 'get', 'global', 'phonelease_cmd'])).toBe('1\n');
+    expect(await v.adbOk(['abb', 'package', 'list', 'packages'])).toContain('package:android\n');
+    expect(await v.adb(['abb', 'uimode', 'night', 'maybe'])).toMatchObject({ code: 255 });
+    expect(await v.adb(['abb'])).toMatchObject({ code: 20, stderr: NO_SERVICE });
+    expect((await v.adbOk(['abb', '-l'])).split('\n')[0]).toBe('Currently running services:');
+    expect(await v.adb(['abb', 'nope'])).toMatchObject({
+      code: 20,
+      stderr: "cmd: Can't find service: nope\n",
+    });
+  });
+
+  it('says what it does not model instead of pretending to succeed', async () => {
+    expect(await shell('cmd audio get-volume 3')).toMatchObject({
+      code: 255,
+      stderr: "cmd: the virtual phone does not model 'cmd audio get-volume 3' (see docs/virtual-phone.md)\n",
+    });
+    expect((await shell('service call statusbar 1')).code).toBe(1);
+    expect((await shell('content query --uri content://media/external/images/media')).code).toBe(1);
   });
 });

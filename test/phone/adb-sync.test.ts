@@ -82,6 +82,80 @@ describe('push and pull', () => {
     );
   });
 
+  it('refuses what uid 2000 `shell` may not do, in the shell and over sync', async () => {
+    const t = '/data/local/tmp/perm';
+    await v.adbOk(['shell', `rm -rf ${t}; mkdir ${t} && echo secret > ${t}/f && chmod a-rwx ${t}/f`]);
+    expect(await v.adb(['shell', `cat ${t}/f`])).toMatchObject({
+      code: 1,
+      stderr: `cat: ${t}/f: Permission denied\n`,
+    });
+    const pull = await v.adb(['pull', `${t}/f`, join(dir, 'f')]);
+    expect(pull.code).toBe(1);
+    expect(pull.stdout + pull.stderr).toContain('remote open failed: Permission denied');
+    // A read-only file, a directory without r (no listing) and one without x (no entering).
+    await v.adbOk(['shell', `echo ro > ${t}/ro && chmod 444 ${t}/ro && mkdir ${t}/wo ${t}/rw`]);
+    await v.adbOk(['shell', `chmod 300 ${t}/wo && chmod 600 ${t}/rw`]);
+    expect(await v.adb(['shell', `echo more > ${t}/ro`])).toMatchObject({
+      code: 1,
+      stderr: `/system/bin/sh: can't create ${t}/ro: Permission denied\n`,
+    });
+    expect(await v.adb(['shell', `ls ${t}/wo`])).toMatchObject({
+      code: 1,
+      stderr: `ls: ${t}/wo: Permission denied\n`,
+    });
+    expect(await v.adb(['shell', `cd ${t}/rw`])).toMatchObject({
+      code: 2,
+      stderr: `/system/bin/sh: cd: ${t}/rw: Permission denied\n`,
+    });
+    // The system's own areas: /data is not listable, /data/local/tmp and /sdcard are writable.
+    expect(await v.adb(['shell', 'ls /data'])).toMatchObject({
+      code: 1,
+      stderr: 'ls: /data: Permission denied\n',
+    });
+    writeFileSync(join(dir, 'up.txt'), 'up');
+    const denied = await v.adb(['push', join(dir, 'up.txt'), '/data/up.txt']);
+    expect(denied.code).toBe(1);
+    expect(denied.stdout + denied.stderr).toContain("remote couldn't create file: Permission denied");
+    expect(await v.adbOk(['push', join(dir, 'up.txt'), `${t}/up.txt`])).toMatch(/1 file pushed/);
+    expect(await v.adbOk(['push', join(dir, 'up.txt'), '/sdcard/up.txt'])).toMatch(/1 file pushed/);
+    expect(await v.adbOk(['shell', `ls -ld /data/local/tmp ${t}/ro`])).toMatch(
+      new RegExp(`^drwxrwx--x \\d+ shell shell .* /data/local/tmp\n-r--r--r-- 1 shell shell .* ${t}/ro\n$`),
+    );
+    await v.adbOk(['shell', `chmod -R 700 ${t} && rm -rf ${t}`]);
+  });
+
+  it('makes files with dd from the character devices, byte for byte what pull gets', async () => {
+    const f = '/data/local/tmp/dd.bin';
+    const made = await v.adb(['shell', `dd if=/dev/urandom of=${f} bs=1m count=5`]);
+    expect(made.code).toBe(0);
+    expect(made.stdout).toBe('');
+    expect(made.stderr).toMatch(
+      /^5\+0 records in\n5\+0 records out\n5242880 bytes \(5\.0 M\) copied, \d+\.\d{3} s, [\d.]+ [KMG]?\/s\n$/,
+    );
+    await v.adbOk(['pull', f, join(dir, 'dd.bin')]);
+    const pulled = readFileSync(join(dir, 'dd.bin'));
+    expect(pulled.length).toBe(5 * 1024 * 1024);
+    expect(await v.adbOk(['shell', `sha256sum ${f}`])).toBe(`${sha256(pulled)}  ${f}\n`);
+    expect(await v.adbOk(['shell', 'head -c 10 /dev/zero | wc -c; head -c 16 /dev/urandom | wc -c'])).toBe(
+      '10\n16\n',
+    );
+    expect(
+      await v.adbOk(['shell', 'dd if=/dev/zero bs=4k count=3 status=none | tr -d "\\000" | wc -c']),
+    ).toBe('0\n');
+    expect(await v.adbOk(['shell', 'dd if=/dev/zero bs=4k count=3 status=none | wc -c'])).toBe('12288\n');
+    expect(
+      await v.adb([
+        'shell',
+        'echo gone > /dev/null; cat /dev/null | wc -c; dd if=/dev/zero of=/dev/null count=2',
+      ]),
+    ).toMatchObject({
+      code: 0,
+      stdout: '0\n',
+      stderr: expect.stringMatching(/^2\+0 records in\n2\+0 records out\n1024 bytes \(1\.0 K\) copied/),
+    });
+    await v.adbOk(['shell', `rm ${f}`]);
+  });
+
   it('lists directories with adb ls (LIS2) and resolves /sdcard to emulated storage', async () => {
     await v.adbOk(['shell', 'mkdir -p /sdcard/listing && printf 12345 > /sdcard/listing/five']);
     const out = await v.adbOk(['ls', '/sdcard/listing/']);

@@ -4,6 +4,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Device } from '../../server/devices/virtual/device.js';
+import { SHELL_CREDENTIALS } from '../../server/devices/virtual/fs.js';
 import { createCommandTable } from '../../server/devices/virtual/shell/commands/index.js';
 import { BufferInput, BufferOutput } from '../../server/devices/virtual/shell/io.js';
 import type { Output } from '../../server/devices/virtual/shell/io.js';
@@ -225,7 +226,8 @@ describe('storage', () => {
   it('appends without copying the whole file each time, and never changes bytes already read', async () => {
     const device = newDevice();
     const path = '/data/local/tmp/grow.log';
-    device.fs.writeFile(path, Buffer.from('start\n'));
+    // Created by the shell user, so the shell may append to it below.
+    device.fs.as(SHELL_CREDENTIALS).writeFile(path, Buffer.from('start\n'));
     const early = device.fs.readFile(path);
     let copies = 0;
     let previous = early;
@@ -414,4 +416,123 @@ describe('memory', () => {
     expect(Number(r.out.trim())).toBeGreaterThan(60 * 1024 * 1024);
     expect(Number(r.out.trim())).toBeLessThanOrEqual(64 * 1024 * 1024);
   }, 60_000);
+});
+
+describe('what scripts use, as mksh and toybox do it', () => {
+  it('defines and calls functions, with their own arguments and return', async () => {
+    expect((await sh('f() { echo "in f $1 $#"; return 3; echo never; }; f x y; echo $?')).out).toBe(
+      'in f x 2\n3\n',
+    );
+    expect((await sh('function g { echo g; }; g')).out).toBe('g\n');
+  });
+
+  it('matches case patterns, removes ${x%pat} ${x#pat} and expands {a,b}', async () => {
+    const r = await sh(
+      'for f in a.txt b.log c; do case $f in *.txt|*.md) echo text;; (*.log) echo log;; *) echo other;; esac; done',
+    );
+    expect(r.out).toBe('text\nlog\nother\n');
+    expect((await sh('x=/a/b.tar.gz; echo ${x%.*} ${x%%.*} ${x#*.} ${x##*/} ${#x}')).out).toBe(
+      '/a/b.tar /a/b tar.gz b.tar.gz 11\n',
+    );
+    expect((await sh('echo p{1,2{a,b}}q "{x,y}"')).out).toBe('p1q p2aq p2bq {x,y}\n');
+    expect(await sh('echo ${nope:?is required}; echo never')).toMatchObject({
+      code: 1,
+      err: '/system/bin/sh: nope: is required\n',
+    });
+  });
+
+  it('honours set -e, -u, -x and -o pipefail, and refuses options it does not model', async () => {
+    expect(await sh('set -e; false || true; if false; then :; fi; false; echo never')).toMatchObject({
+      code: 1,
+      out: '',
+    });
+    expect((await sh('set -x; echo hi')).err).toBe('+ echo hi\n');
+    expect((await sh('set -u; echo $nope')).code).toBe(1);
+    expect((await sh('false | true; echo $?; set -o pipefail; false | true; echo $?')).out).toBe('0\n1\n');
+    expect((await sh('set -o pipefail; yes | head -1 > /dev/null; echo $?')).out).toBe('141\n');
+    expect(await sh('set -k')).toMatchObject({
+      code: 1,
+      err: '/system/bin/sh: set: -k: the virtual phone does not model this option\n',
+    });
+  });
+
+  it('keeps exec redirections for the rest of the shell', async () => {
+    const r = await sh('exec > /data/local/tmp/out.txt; echo one; echo two; cat /data/local/tmp/out.txt >&2');
+    expect(r.out).toBe('');
+    expect(r.err).toBe('one\ntwo\n');
+  });
+
+  it('edits with sed -n, addresses, several -e and -i', async () => {
+    expect((await sh("printf '1\\n2\\n3\\n4\\n' | sed -n '2,3p'")).out).toBe('2\n3\n');
+    expect((await sh("printf 'a b\\n' | sed -e 's/a/x/' -e 's/b/y/'")).out).toBe('x y\n');
+    expect((await sh("printf 'k=1\\nj=2\\n' | sed -E '/^j/d; s/([a-z])=([0-9])/\\2:\\1/'")).out).toBe(
+      '1:k\n',
+    );
+    const edited = await sh(
+      "printf 'x\\n' > /data/local/tmp/e; sed -i 's/x/y/' /data/local/tmp/e; cat /data/local/tmp/e",
+    );
+    expect(edited.out).toBe('y\n');
+    expect((await sh("echo a | sed 'G'")).err).toBe(
+      "sed: the virtual phone's sed does not model the 'G' command\n",
+    );
+  });
+
+  it('finds with expressions and -exec, and feeds commands with xargs', async () => {
+    const device = newDevice();
+    await sh('mkdir -p /data/local/tmp/f/a && touch /data/local/tmp/f/a/1 /data/local/tmp/f/2', { device });
+    expect((await sh("find /data/local/tmp/f -type f -exec echo 'got {}' \\;", { device })).out).toBe(
+      'got /data/local/tmp/f/2\ngot /data/local/tmp/f/a/1\n',
+    );
+    expect(
+      (await sh('find /data/local/tmp/f -name 1 -o -name 2 | xargs -n 1 basename', { device })).out,
+    ).toBe('2\n1\n');
+    expect((await sh("printf 'a\\nb\\n' | xargs -I{} echo '[{}]'")).out).toBe('[a]\n[b]\n');
+    expect((await sh('echo x | xargs false; echo $?')).out).toBe('123\n');
+    expect((await sh('find /data 2>&1; echo $?')).out).toBe('/data\nfind: /data: Permission denied\n1\n');
+  });
+
+  it('counts with seq and expr, compares with cmp, compresses with gzip', async () => {
+    expect((await sh('seq 3; seq -s, 2 2 6; seq -w 9 10')).out).toBe('1\n2\n3\n2,4,6\n09\n10\n');
+    expect(
+      (await sh('expr 2 + 3 \\* 4; expr length hello; expr abc : "a\\(.\\)"; expr 0; echo $?')).out,
+    ).toBe('14\n5\nb\n0\n1\n');
+    expect(
+      (
+        await sh(
+          'echo a > /data/local/tmp/c1; echo b > /data/local/tmp/c2; cmp /data/local/tmp/c1 /data/local/tmp/c2',
+        )
+      ).out,
+    ).toBe('/data/local/tmp/c1 /data/local/tmp/c2 differ: char 1, line 1\n');
+    const gz = await sh(
+      'echo hello > /data/local/tmp/z; gzip /data/local/tmp/z; ls /data/local/tmp/z*; zcat /data/local/tmp/z.gz',
+    );
+    expect(gz.out).toBe('/data/local/tmp/z.gz\nhello\n');
+  });
+
+  it('reads line by line with read, leaving the rest of the input to the next reader', async () => {
+    expect((await sh('printf \'a\\nb\\nc\\n\' | while read l; do echo "got $l"; done')).out).toBe(
+      'got a\ngot b\ngot c\n',
+    );
+    expect((await sh("printf '1\\n2\\n3\\n' | { read x; cat; }")).out).toBe('2\n3\n');
+    expect((await sh("printf 'x y z\\nlast' | { read a b; echo $b $?; read c; echo $c $?; }")).out).toBe(
+      'y z 0\nlast 1\n',
+    );
+    // A trapped signal interrupts wait (status 128+N) and its action runs.
+    expect(
+      (await sh("trap 'echo usr1' USR1; sleep 5 & (sleep 0.02; kill -USR1 $$) & wait; echo $?; kill %1")).out,
+    ).toBe('usr1\n138\n');
+  });
+
+  it('signals jobs by %N and reports unknown ones as mksh does', async () => {
+    expect((await sh('sleep 5 & kill %1; wait %1; echo $?')).out).toBe('143\n');
+    expect(await sh('kill %9')).toMatchObject({ code: 1, err: '/system/bin/sh: kill: %9: no such job\n' });
+  });
+
+  it('says so for a program /system/bin has but the virtual phone does not run', async () => {
+    expect(await sh("awk '{print $1}'")).toMatchObject({
+      code: 126,
+      err: '/system/bin/sh: awk: not modeled by the virtual phone (see docs/virtual-phone.md)\n',
+    });
+    expect((await sh('which awk')).out).toBe('/system/bin/awk\n');
+  });
 });

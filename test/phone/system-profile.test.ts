@@ -123,7 +123,7 @@ describe('profiles', () => {
     ]);
     await first.adbOk([
       'shell',
-      'settings put secure phonelease_saved yes; setprop persist.phonelease.kept 1; setprop debug.phonelease.lost 1',
+      'settings put secure phonelease_saved yes; setprop persist.debug.phonelease.kept 1; setprop debug.phonelease.lost 1',
     ]);
     await first.adbOk(['shell', 'am start -n com.phonelease.login/.LoginActivity']);
     const hash = await first.adbOk(['shell', 'md5sum /sdcard/Documents/notes/a.txt']);
@@ -139,7 +139,7 @@ describe('profiles', () => {
       expect(await second.adbOk(['shell', 'md5sum /sdcard/Documents/notes/a.txt'])).toBe(hash);
       expect(await second.adbOk(['shell', "stat -c '%a %U' /data/local/tmp/t.txt"])).toBe('700 shell\n');
       expect(await second.adbOk(['shell', 'settings get secure phonelease_saved'])).toBe('yes\n');
-      expect(await second.adbOk(['shell', 'getprop persist.phonelease.kept'])).toBe('1\n');
+      expect(await second.adbOk(['shell', 'getprop persist.debug.phonelease.kept'])).toBe('1\n');
       expect(await second.adbOk(['shell', 'getprop debug.phonelease.lost'])).toBe('\n');
       expect(await second.adbOk(['shell', 'pm path com.example.kept'])).toBe(apkPath);
       expect(await second.adbOk(['shell', 'dumpsys package com.example.kept | grep versionName'])).toBe(

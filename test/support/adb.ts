@@ -8,6 +8,7 @@ import net from 'node:net';
 import { promisify } from 'node:util';
 import type { Api } from './server.js';
 import { freePort } from '../../src/util/ports.js';
+import { relay } from '../../src/util/relay.js';
 import { trackedServer, type TrackedServer } from './tcp.js';
 
 const run = promisify(execFile);
@@ -28,14 +29,16 @@ export function gatewayTunnel(host: string, port: number, code: string): Promise
       if (head.subarray(0, nl).toString() !== 'OK') return local.destroy();
       const rest = head.subarray(nl + 1);
       if (rest.length) local.write(rest);
-      local.pipe(remote);
-      remote.pipe(local);
+      relay(local, remote);
       local.resume();
     };
     remote.on('data', onHead);
+    // Until the relay runs, either side going away ends both.
     const end = () => {
-      local.destroy();
-      remote.destroy();
+      if (remote.listeners('data').includes(onHead)) {
+        local.destroy();
+        remote.destroy();
+      }
     };
     local.on('error', end).on('close', end);
     remote.on('error', end).on('close', end);

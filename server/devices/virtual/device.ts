@@ -11,6 +11,7 @@ import { DEVICE } from './identity.js';
 import { LogBuffer } from './logcat.js';
 import type { LogPriority } from './logcat.js';
 import { ProcessTable } from './processes.js';
+import { procDirectory } from './procfs.js';
 import { SystemProps } from './props.js';
 import { SettingsStore } from './settings.js';
 import { ActivityManager } from './activity.js';
@@ -111,7 +112,13 @@ export class Device {
     this.fs = new VirtualFs(options.systemRoot, { now: this.now }, { storageBytes: options.storageBytes });
     this.settings = new SettingsStore(randomBytes(8).toString('hex'));
     this.logcat = new LogBuffer(this.now);
-    this.processes = new ProcessTable(this.now);
+    // An app's own process killed by a signal (run-as kill) stops the app.
+    this.processes = new ProcessTable(this.now, (name) => this.activity.forceStop(name.split(':')[0]!));
+    const processes = this.processes;
+    this.fs.mount(
+      '/proc',
+      procDirectory(processes, this.now, (pid) => processes.signalsOf(pid), this.now()),
+    );
     this.packages = new PackageManager(this.fs, this.now);
     this.activity = new ActivityManager(this);
     this.network = new PhoneNetwork((target) =>
@@ -234,6 +241,11 @@ export class Device {
     this.logcat.add({ pid: p, tid: p, priority, tag, message });
   }
 
+  /** Aborted when the phone shuts down. */
+  get lifetimeSignal(): AbortSignal {
+    return this.lifetime.signal;
+  }
+
   /**
    * A signal that aborts with `parent` or when the phone shuts down, whichever comes first.
    * Shell sessions and background jobs run under one, so none outlives the phone.
@@ -276,6 +288,7 @@ export class Device {
 
   close(): void {
     this.lifetime.abort();
+    this.processes.killAll();
     for (const c of [...this.closers]) {
       try {
         c();

@@ -53,7 +53,9 @@ export type FsErrorCode =
   | 'EROFS'
   | 'ELOOP'
   | 'EINVAL'
-  | 'ENOSPC';
+  | 'ENOSPC'
+  | 'EPERM'
+  | 'ENXIO';
 
 const MESSAGES: Record<FsErrorCode, string> = {
   ENOENT: 'No such file or directory',
@@ -66,6 +68,8 @@ const MESSAGES: Record<FsErrorCode, string> = {
   ELOOP: 'Too many symbolic links encountered',
   EINVAL: 'Invalid argument',
   ENOSPC: 'No space left on device',
+  EPERM: 'Operation not permitted',
+  ENXIO: 'No such device or address',
 };
 
 const ERRNO: Record<FsErrorCode, number> = {
@@ -79,6 +83,8 @@ const ERRNO: Record<FsErrorCode, number> = {
   ELOOP: 40,
   EINVAL: 22,
   ENOSPC: 28,
+  EPERM: 1,
+  ENXIO: 6,
 };
 
 export class FsError extends Error {
@@ -155,14 +161,49 @@ export function basename(path: string): string {
   return trimmed.slice(trimmed.lastIndexOf('/') + 1);
 }
 
-/** Who is asking: the adb shell user (uid 2000) is confined to the user-writable areas. */
-export interface Access {
-  root?: boolean;
+/** A process's identity for permission checks: its uid, primary gid and supplementary groups. */
+export interface Credentials {
+  readonly uid: number;
+  readonly gid: number;
+  readonly groups: readonly number[];
 }
 
-/** Paths the shell user may change; everything else is the system's. */
-const USER_WRITABLE = ['/storage/emulated/0', '/data/local/tmp'];
+/**
+ * The adb shell user: uid 2000 and the groups `id` shows on Android 14 (sdcard_rw and
+ * sdcard_r for shared storage, readproc to see every process, log, inet, ...).
+ */
+export const SHELL_CREDENTIALS: Credentials = {
+  uid: 2000,
+  gid: 2000,
+  groups: [2000, 1004, 1007, 1011, 1015, 1028, 1078, 1079, 3001, 3002, 3003, 3006, 3009, 3011, 3012],
+};
+
+export const ROOT_CREDENTIALS: Credentials = { uid: 0, gid: 0, groups: [0] };
+
+/** An app's process (what run-as runs as): its uid, and the groups apps get. */
+export function appCredentials(uid: number): Credentials {
+  return { uid, gid: uid, groups: [uid, 3003, 9997, 20000 + (uid % 100000)] };
+}
+
+/**
+ * Who is asking. Without credentials (or with root) it is the system itself: no permission
+ * checks, but read-only mounts stay read-only. The shell and its commands pass theirs, and
+ * every check follows the owner, group and mode bits as the kernel does.
+ */
+export interface Access {
+  cred?: Credentials;
+  /** The same as cred: ROOT_CREDENTIALS. */
+  root?: boolean;
+  /** The caller's pid, which `/proc/self` names. */
+  pid?: number;
+}
+
+/** Mounted read-only on a phone (writes fail with EROFS whoever asks). */
 const READ_ONLY_ROOTS = ['/system', '/vendor', '/product', '/system_ext', '/apex', '/odm'];
+
+const MAY_READ = 4;
+const MAY_WRITE = 2;
+const MAY_EXEC = 1;
 
 export const SHELL_UID = 2000;
 export const ROOT_UID = 0;
@@ -277,6 +318,44 @@ export interface WriteOptions extends Access {
   parents?: boolean;
 }
 
+/**
+ * A directory whose entries are made up when they are looked up (`/proc`: one directory per
+ * process, built from the process table each time).
+ */
+export interface DynamicDir {
+  /** Names to list besides the directory's stored entries. */
+  names(access: Access): string[];
+  /** The node for a name, or undefined when there is none. */
+  lookup(name: string, access: Access): FsNode | undefined;
+}
+
+/** The credentials to check, or null for the system itself (no checks). */
+function credOf(access: Access): Credentials | null {
+  if (access.root) return null;
+  const cred = access.cred;
+  return cred && cred.uid !== 0 ? cred : null;
+}
+
+/** Whether `cred` may read (4), write (2) and/or search/execute (1) `node`. */
+function permits(node: FsNode, cred: Credentials | null, want: number): boolean {
+  if (cred === null) return !(want & MAY_EXEC) || node.kind === 'dir' || (node.mode & 0o111) !== 0;
+  let bits: number;
+  if (node.uid === cred.uid) bits = (node.mode >> 6) & 7;
+  else if (node.gid === cred.gid || cred.groups.includes(node.gid)) bits = (node.mode >> 3) & 7;
+  else bits = node.mode & 7;
+  return (bits & want) === want;
+}
+
+/** Writes to an existing entry, or new entries directly under `/`, hit a read-only mount. */
+function onReadOnlyMount(realPath: string, isNew: boolean): boolean {
+  if (realPath === '/' || (isNew && dirname(realPath) === '/')) return true;
+  return READ_ONLY_ROOTS.some((p) => realPath === p || realPath.startsWith(p + '/'));
+}
+
+function join(dir: string, name: string): string {
+  return dir === '/' ? `/${name}` : `${dir}/${name}`;
+}
+
 export class VirtualFs {
   private root: DirNode;
   private nextIno = 100_000;
@@ -288,6 +367,8 @@ export class VirtualFs {
   private used = 0;
   /** Growable stores of files that were appended to (see appendTo). */
   private readonly stores = new WeakMap<FileNode, { buffer: Buffer; filled: number }>();
+  /** Directories with made-up entries, by canonical path. */
+  private readonly dynamic = new Map<string, DynamicDir>();
 
   constructor(
     systemRoot: DirNode,
@@ -308,55 +389,104 @@ export class VirtualFs {
     return Math.max(0, this.capacity - this.used);
   }
 
+  /** Makes up the entries of a directory on lookup (`/proc`). */
+  mount(path: string, dir: DynamicDir): void {
+    this.dynamic.set(normalizePath(path), dir);
+  }
+
+  /** This filesystem as seen by `cred` (a shell, run-as, adb sync): every access checked. */
+  as(cred: Credentials, pid?: number): FsView {
+    return new FsView(this, { cred, pid });
+  }
+
   // ---------- lookups ----------
 
   /** Resolves a path; with follow=false the last component is not dereferenced. */
-  resolve(path: string, follow = true): Resolved {
-    return this.walk(normalizePath(path), follow, 0);
+  resolve(path: string, follow = true, access: Access = {}): Resolved {
+    return this.walk(normalizePath(path), follow, 0, access);
   }
 
-  exists(path: string): boolean {
+  exists(path: string, access: Access = {}): boolean {
     try {
-      this.resolve(path);
+      this.resolve(path, true, access);
       return true;
     } catch {
       return false;
     }
   }
 
-  stat(path: string): Stat {
-    return statOf(this.resolve(path, true).node);
+  stat(path: string, access: Access = {}): Stat {
+    return statOf(this.resolve(path, true, access).node);
   }
 
-  lstat(path: string): Stat {
-    return statOf(this.resolve(path, false).node);
+  lstat(path: string, access: Access = {}): Stat {
+    return statOf(this.resolve(path, false, access).node);
   }
 
   /** Canonical form of a path (all symlinks resolved). */
-  realpath(path: string): string {
-    return this.resolve(path, true).path;
+  realpath(path: string, access: Access = {}): string {
+    return this.resolve(path, true, access).path;
   }
 
-  readFile(path: string): Buffer {
-    const { node, path: real } = this.resolve(path);
+  /**
+   * The bytes of a file. A character device has no bytes to return: read it with openRead
+   * (/dev/zero never ends); here /dev/null reads as empty and the others fail.
+   */
+  readFile(path: string, access: Access = {}): Buffer {
+    const opened = this.openRead(path, access);
+    if (opened.kind === 'file') return opened.data;
+    if (opened.device === 'null') return Buffer.alloc(0);
+    throw new FsError('EINVAL', path);
+  }
+
+  /** Opens a file or character device for reading (read permission checked). */
+  openRead(
+    path: string,
+    access: Access = {},
+  ): { kind: 'file'; data: Buffer } | { kind: 'device'; device: CharNode['device'] } {
+    const { node, path: real } = this.resolve(path, true, access);
     if (node.kind === 'dir') throw new FsError('EISDIR', path);
-    if (node.kind === 'chr') return Buffer.alloc(0);
+    if (!this.may(node, real, access, MAY_READ)) throw new FsError('EACCES', path);
+    if (node.kind === 'chr') return { kind: 'device', device: node.device };
     if (node.kind !== 'file') throw new FsError('EINVAL', real);
-    return node.data;
+    return { kind: 'file', data: node.data };
   }
 
-  readlink(path: string): string {
-    const { node } = this.resolve(path, false);
+  readlink(path: string, access: Access = {}): string {
+    const { node } = this.resolve(path, false, access);
     if (node.kind !== 'link') throw new FsError('EINVAL', path);
     return node.target;
   }
 
-  readdir(path: string): { name: string; node: FsNode }[] {
-    const { node } = this.resolve(path);
+  readdir(path: string, access: Access = {}): { name: string; node: FsNode }[] {
+    const { node, path: real } = this.resolve(path, true, access);
     if (node.kind !== 'dir') throw new FsError('ENOTDIR', path);
-    return [...node.entries]
-      .map(([name, n]) => ({ name, node: n }))
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    if (!this.may(node, real, access, MAY_READ)) throw new FsError('EACCES', path);
+    const entries = [...node.entries].map(([name, n]) => ({ name, node: n }));
+    const dynamic = this.dynamic.get(real);
+    if (dynamic) {
+      for (const name of dynamic.names(access)) {
+        const n = dynamic.lookup(name, access);
+        if (n && !node.entries.has(name)) entries.push({ name, node: n });
+      }
+    }
+    return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /** access(2): whether the caller may read, write and/or execute a path (test -r -w -x). */
+  canAccess(
+    path: string,
+    want: { read?: boolean; write?: boolean; exec?: boolean },
+    access: Access = {},
+  ): boolean {
+    try {
+      const { node, path: real } = this.resolve(path, true, access);
+      if (want.write && node.kind !== 'chr' && onReadOnlyMount(real, false)) return false;
+      const bits = (want.read ? MAY_READ : 0) | (want.write ? MAY_WRITE : 0) | (want.exec ? MAY_EXEC : 0);
+      return this.may(node, real, access, bits);
+    } catch {
+      return false;
+    }
   }
 
   // ---------- changes ----------
@@ -368,8 +498,15 @@ export class VirtualFs {
   writeFile(path: string, data: Buffer, options: WriteOptions = {}): void {
     const target = this.targetForCreate(path, options);
     const existing = target.dir.entries.get(target.name);
+    const full = join(target.dirPath, target.name);
     if (existing?.kind === 'dir') throw new FsError('EISDIR', path);
-    if (existing?.kind === 'chr') return; // /dev/null and friends swallow writes
+    if (existing?.kind === 'chr') {
+      // /dev/null and friends swallow writes.
+      if (!this.may(existing, full, options, MAY_WRITE)) throw new FsError('EACCES', path);
+      return;
+    }
+    if (existing) this.checkWrite(existing, full, options, path);
+    else this.checkCreate(target.dir, target.dirPath, full, options, path);
     const now = this.clock.now();
     if (existing?.kind === 'file') {
       const node = this.own(target.dir, target.name, existing) as FileNode;
@@ -394,16 +531,15 @@ export class VirtualFs {
       return;
     }
     this.reserve(data.length, path);
-    const uid = options.root ? ROOT_UID : SHELL_UID;
-    const gid = options.root ? ROOT_UID : this.defaultGid(target.dirPath);
+    const cred = credOf(options);
     // Emulated storage (FUSE) ignores requested modes: files are always rw-rw----.
-    const perm = isEmulated(target.dirPath) && !options.root ? 0o660 : (options.mode ?? 0o644) & 0o7777;
+    const perm = isEmulated(target.dirPath) && cred ? 0o660 : (options.mode ?? 0o644) & 0o7777;
     target.dir.entries.set(target.name, {
       kind: 'file',
       data,
       mode: S_IFREG | perm,
-      uid: this.defaultUid(target.dirPath, uid),
-      gid,
+      uid: this.defaultUid(target.dirPath, cred?.uid ?? ROOT_UID),
+      gid: cred ? this.defaultGid(target.dirPath, cred.gid) : ROOT_UID,
       mtimeMs: options.mtimeMs ?? now,
       atimeMs: now,
       ctimeMs: now,
@@ -420,22 +556,24 @@ export class VirtualFs {
   checkWritableFile(path: string, options: Access & { parents?: boolean } = {}): void {
     const norm = normalizePath(path);
     if (norm === '/') throw new FsError('EISDIR', path);
-    const existing = this.tryResolve(norm);
+    const existing = this.tryResolve(norm, options);
     if (existing) {
       if (existing.node.kind === 'dir') throw new FsError('EISDIR', path);
-      if (existing.node.kind !== 'chr') this.checkWritable(existing.path, options, path);
+      if (existing.node.kind === 'chr') {
+        if (!this.may(existing.node, existing.path, options, MAY_WRITE)) throw new FsError('EACCES', path);
+      } else this.checkWrite(existing.node, existing.path, options, path);
       return;
     }
     // A new file: its nearest existing ancestor must be a directory (missing ones are
-    // created only with parents), inside the areas the user may change.
+    // created only with parents) the caller may add entries to.
     const missing = [basename(norm)];
     let dir = dirname(norm);
     for (;;) {
-      const found = this.tryResolve(dir);
+      const found = this.tryResolve(dir, options);
       if (found) {
         if (found.node.kind !== 'dir') throw new FsError('ENOTDIR', path);
         if (missing.length > 1 && !options.parents) throw new FsError('ENOENT', path);
-        this.checkWritable(`${found.path === '/' ? '' : found.path}/${missing.join('/')}`, options, path);
+        this.checkCreate(found.node, found.path, join(found.path, missing[0]!), options, path);
         return;
       }
       missing.unshift(basename(dir));
@@ -444,9 +582,9 @@ export class VirtualFs {
   }
 
   /** resolve(), or null when the path does not exist. */
-  private tryResolve(path: string): Resolved | null {
+  private tryResolve(path: string, access: Access): Resolved | null {
     try {
-      return this.resolve(path);
+      return this.resolve(path, true, access);
     } catch (error) {
       if (error instanceof FsError && error.code === 'ENOENT') return null;
       throw error;
@@ -459,14 +597,9 @@ export class VirtualFs {
       let current = '';
       for (const part of norm.split('/').filter(Boolean)) {
         current += '/' + part;
-        let exists: FsNode | null = null;
-        try {
-          exists = this.resolve(current).node;
-        } catch (error) {
-          if (!(error instanceof FsError) || error.code !== 'ENOENT') throw error;
-        }
+        const exists = this.tryResolve(current, options);
         if (exists) {
-          if (exists.kind !== 'dir') throw new FsError('ENOTDIR', current);
+          if (exists.node.kind !== 'dir') throw new FsError('ENOTDIR', current);
           continue;
         }
         this.mkdirOne(current, options);
@@ -477,15 +610,18 @@ export class VirtualFs {
   }
 
   symlink(target: string, path: string, access: Access = {}): void {
-    const t = this.targetForCreate(path, access);
+    const t = this.targetForCreate(path, access, false);
     if (t.dir.entries.has(t.name)) throw new FsError('EEXIST', path);
+    const full = join(t.dirPath, t.name);
+    this.checkCreate(t.dir, t.dirPath, full, access, path);
+    const cred = credOf(access);
     const now = this.clock.now();
     t.dir.entries.set(t.name, {
       kind: 'link',
       target,
       mode: S_IFLNK | 0o777,
-      uid: access.root ? ROOT_UID : SHELL_UID,
-      gid: access.root ? ROOT_UID : SHELL_UID,
+      uid: cred?.uid ?? ROOT_UID,
+      gid: cred?.gid ?? ROOT_UID,
       mtimeMs: now,
       atimeMs: now,
       ctimeMs: now,
@@ -497,21 +633,24 @@ export class VirtualFs {
   /** Removes a file, link or (with recursive) a directory tree. */
   remove(path: string, options: Access & { recursive?: boolean; dirOnly?: boolean } = {}): void {
     const norm = normalizePath(path);
-    const parentPath = dirname(norm);
     const name = basename(norm);
     if (norm === '/') throw new FsError('EACCES', path);
-    const parentReal = this.resolve(parentPath).path;
-    const parent = this.resolve(parentPath).node;
-    if (parent.kind !== 'dir') throw new FsError('ENOTDIR', path);
-    const node = parent.entries.get(name);
-    if (!node) throw new FsError('ENOENT', path);
-    this.checkWritable(parentReal + (parentReal === '/' ? '' : '/') + name, options, path);
+    const parent = this.resolve(dirname(norm), true, options);
+    if (parent.node.kind !== 'dir') throw new FsError('ENOTDIR', path);
+    const node = parent.node.entries.get(name);
+    if (!node) {
+      if (this.dynamic.get(parent.path)?.lookup(name, options)) throw new FsError('EACCES', path);
+      throw new FsError('ENOENT', path);
+    }
+    const full = join(parent.path, name);
+    this.checkUnlink(parent.node, node, full, options, path);
     if (node.kind === 'dir') {
       if (!options.recursive && node.entries.size > 0)
         throw new FsError(options.dirOnly ? 'ENOTEMPTY' : 'EISDIR', path);
       if (!options.recursive && !options.dirOnly) throw new FsError('EISDIR', path);
+      if (options.recursive) this.checkTreeRemovable(node, full, options);
     } else if (options.dirOnly) throw new FsError('ENOTDIR', path);
-    const dir = this.mutableDir(parentReal);
+    const dir = this.mutableDir(parent.path);
     dir.entries.delete(name);
     this.release(node);
     dir.mtimeMs = this.clock.now();
@@ -519,24 +658,20 @@ export class VirtualFs {
 
   rename(from: string, to: string, access: Access = {}): void {
     const src = normalizePath(from);
-    const srcParent = this.resolve(dirname(src)).path;
     const srcName = basename(src);
-    const srcDirNode = this.resolve(srcParent).node;
-    if (srcDirNode.kind !== 'dir') throw new FsError('ENOTDIR', from);
-    const node = srcDirNode.entries.get(srcName);
+    const srcParent = this.resolve(dirname(src), true, access);
+    if (srcParent.node.kind !== 'dir') throw new FsError('ENOTDIR', from);
+    const node = srcParent.node.entries.get(srcName);
     if (!node) throw new FsError('ENOENT', from);
-    this.checkWritable(`${srcParent}/${srcName}`, access, from);
+    this.checkUnlink(srcParent.node, node, join(srcParent.path, srcName), access, from);
     let dest = normalizePath(to);
-    try {
-      const existing = this.resolve(dest);
-      if (existing.node.kind === 'dir') dest = `${existing.path}/${srcName}`;
-    } catch (error) {
-      if (!(error instanceof FsError) || error.code !== 'ENOENT') throw error;
-    }
+    const existingDest = this.tryResolve(dest, access);
+    if (existingDest?.node.kind === 'dir') dest = join(existingDest.path, srcName);
     const target = this.targetForCreate(dest, access);
     const existing = target.dir.entries.get(target.name);
     if (existing?.kind === 'dir' && node.kind !== 'dir') throw new FsError('EISDIR', to);
-    this.mutableDir(srcParent).entries.delete(srcName);
+    this.checkCreate(target.dir, target.dirPath, join(target.dirPath, target.name), access, to);
+    this.mutableDir(srcParent.path).entries.delete(srcName);
     // Re-fetch: the delete above may have copied the destination's ancestors.
     const destDir = this.mutableDir(target.dirPath);
     const replaced = destDir.entries.get(target.name);
@@ -546,48 +681,73 @@ export class VirtualFs {
   }
 
   chmod(path: string, perm: number, access: Access = {}): void {
-    const { path: real } = this.resolve(path);
-    this.checkWritable(real, access, path);
+    const { path: real, node } = this.resolve(path, true, access);
+    if (onReadOnlyMount(real, false)) throw new FsError('EROFS', path);
     // chmod succeeds on emulated storage but changes nothing, as with FUSE on a device.
-    if (isEmulated(real) && !access.root) return;
-    const node = this.mutableNode(real);
-    node.mode = (node.mode & S_IFMT) | (perm & 0o7777);
-    node.ctimeMs = this.clock.now();
+    const cred = credOf(access);
+    if (isEmulated(real) && cred) return;
+    if (cred && node.uid !== cred.uid) throw new FsError('EPERM', path);
+    const mutable = this.mutableNode(real);
+    mutable.mode = (mutable.mode & S_IFMT) | (perm & 0o7777);
+    mutable.ctimeMs = this.clock.now();
   }
 
-  utimes(path: string, mtimeMs: number, atimeMs: number = mtimeMs, access: Access = {}): void {
-    const { path: real } = this.resolve(path);
-    this.checkWritable(real, access, path);
-    const node = this.mutableNode(real);
-    node.mtimeMs = mtimeMs;
-    node.atimeMs = atimeMs;
+  /** Sets times: an explicit time needs the owner; `now` also whoever may write the file. */
+  utimes(
+    path: string,
+    mtimeMs: number,
+    atimeMs: number = mtimeMs,
+    access: Access & { now?: boolean } = {},
+  ): void {
+    const { path: real, node } = this.resolve(path, true, access);
+    if (onReadOnlyMount(real, false)) throw new FsError('EROFS', path);
+    const cred = credOf(access);
+    if (cred && !isEmulated(real) && node.uid !== cred.uid) {
+      if (!access.now) throw new FsError('EPERM', path);
+      if (!permits(node, cred, MAY_WRITE)) throw new FsError('EACCES', path);
+    }
+    const mutable = this.mutableNode(real);
+    mutable.mtimeMs = mtimeMs;
+    mutable.atimeMs = atimeMs;
   }
 
-  chown(path: string, uid: number, gid: number): void {
-    const { path: real } = this.resolve(path);
+  chown(path: string, uid: number, gid: number, access: Access = {}): void {
+    const { path: real } = this.resolve(path, true, access);
+    if (onReadOnlyMount(real, false)) throw new FsError('EROFS', path);
+    if (credOf(access)) throw new FsError('EPERM', path);
     const node = this.mutableNode(real);
     node.uid = uid;
     node.gid = gid;
   }
 
-  /** Whether the shell user may change this path (used by commands to pick error texts). */
-  isWritable(path: string): boolean {
-    try {
-      this.checkWritable(normalizePath(path), {}, path);
-      return true;
-    } catch {
-      return false;
-    }
+  /** Whether the caller may write this path (test -w, and commands picking error texts). */
+  isWritable(path: string, access: Access = {}): boolean {
+    return this.canAccess(path, { write: true }, access);
   }
 
-  /** Iterates a subtree depth first (parents before children), not following links. */
-  *walkTree(path: string): Generator<{ path: string; node: FsNode }> {
-    const { node, path: real } = this.resolve(path);
+  /**
+   * Iterates a subtree depth first (parents before children), not following links. A
+   * directory the caller may not read is reported to onError and skipped.
+   */
+  *walkTree(
+    path: string,
+    access: Access = {},
+    onError?: (path: string, error: FsError) => void,
+  ): Generator<{ path: string; node: FsNode }> {
+    const { node, path: real } = this.resolve(path, true, access);
     yield { path: real, node };
     if (node.kind !== 'dir') return;
-    for (const [name, child] of node.entries) {
-      const childPath = real === '/' ? `/${name}` : `${real}/${name}`;
-      if (child.kind === 'dir') yield* this.walkTree(childPath);
+    let entries: { name: string; node: FsNode }[];
+    try {
+      entries = this.readdir(real, access);
+    } catch (error) {
+      if (!(error instanceof FsError) || !onError) throw error;
+      onError(real, error);
+      return;
+    }
+    for (const { name, node: child } of entries) {
+      const childPath = join(real, name);
+      if (child.kind === 'dir') yield* this.walkTree(childPath, access, onError);
       else yield { path: childPath, node: child };
     }
   }
@@ -615,21 +775,32 @@ export class VirtualFs {
 
   // ---------- internals ----------
 
-  private walk(path: string, follow: boolean, depth: number): Resolved {
+  /** Whether the caller may access a node (emulated storage: FUSE lets every app user in). */
+  private may(node: FsNode, realPath: string, access: Access, want: number): boolean {
+    const cred = credOf(access);
+    if (cred && isEmulated(realPath))
+      return !(want & MAY_EXEC) || node.kind === 'dir' || (node.mode & 0o111) !== 0;
+    return permits(node, cred, want);
+  }
+
+  private walk(path: string, follow: boolean, depth: number, access: Access): Resolved {
     if (depth > 16) throw new FsError('ELOOP', path);
     const parts = path.split('/').filter(Boolean);
     let node: FsNode = this.root;
     let current = '';
     for (let i = 0; i < parts.length; i++) {
       if (node.kind !== 'dir') throw new FsError('ENOTDIR', path);
+      // Looking up a name needs search (x) permission on the directory.
+      if (!this.may(node, current || '/', access, MAY_EXEC)) throw new FsError('EACCES', path);
       const part = parts[i]!;
-      const child: FsNode | undefined = node.entries.get(part);
+      const child: FsNode | undefined =
+        node.entries.get(part) ?? this.dynamic.get(current || '/')?.lookup(part, access);
       if (!child) throw new FsError('ENOENT', path);
       const last = i === parts.length - 1;
       if (child.kind === 'link' && (!last || follow)) {
         const target = normalizePath(child.target, current || '/');
         const rest = parts.slice(i + 1).join('/');
-        return this.walk(rest ? `${target}/${rest}` : target, follow, depth + 1);
+        return this.walk(rest ? `${target}/${rest}` : target, follow, depth + 1, access);
       }
       node = child;
       current += '/' + part;
@@ -637,63 +808,87 @@ export class VirtualFs {
     return { path: current || '/', node };
   }
 
-  private checkWritable(realPath: string, access: Access, shown: string): void {
-    if (access.root) return;
-    if (USER_WRITABLE.some((p) => realPath === p || realPath.startsWith(p + '/'))) return;
-    if (realPath === '/' || READ_ONLY_ROOTS.some((p) => realPath === p || realPath.startsWith(p + '/'))) {
-      throw new FsError('EROFS', shown);
-    }
-    if (realPath.startsWith('/dev/') || realPath.startsWith('/proc/')) return;
-    throw new FsError('EACCES', shown);
+  /** Writing an existing file: not on a read-only mount, and with write permission. */
+  private checkWrite(node: FsNode, realPath: string, access: Access, shown: string): void {
+    if (onReadOnlyMount(realPath, false)) throw new FsError('EROFS', shown);
+    if (!this.may(node, realPath, access, MAY_WRITE)) throw new FsError('EACCES', shown);
   }
 
-  private defaultGid(dirPath: string): number {
-    return dirPath.startsWith('/storage/emulated/0') ? MEDIA_RW_GID : SHELL_UID;
+  /** Adding an entry to a directory: not on a read-only mount, and write+search on it. */
+  private checkCreate(dir: DirNode, dirPath: string, realPath: string, access: Access, shown: string): void {
+    if (onReadOnlyMount(realPath, true)) throw new FsError('EROFS', shown);
+    if (this.dynamic.has(dirPath)) throw new FsError('EACCES', shown);
+    if (!this.may(dir, dirPath, access, MAY_WRITE | MAY_EXEC)) throw new FsError('EACCES', shown);
+  }
+
+  /** Removing an entry: write+search on its directory, and the sticky bit's owner rule. */
+  private checkUnlink(dir: DirNode, node: FsNode, realPath: string, access: Access, shown: string): void {
+    const dirPath = dirname(realPath);
+    if (onReadOnlyMount(realPath, false)) throw new FsError('EROFS', shown);
+    if (!this.may(dir, dirPath, access, MAY_WRITE | MAY_EXEC)) throw new FsError('EACCES', shown);
+    const cred = credOf(access);
+    if (cred && dir.mode & 0o1000 && node.uid !== cred.uid && dir.uid !== cred.uid)
+      throw new FsError('EPERM', shown);
+  }
+
+  /** rm -r empties each directory before removing it: each needs read, write and search. */
+  private checkTreeRemovable(dir: DirNode, realPath: string, access: Access): void {
+    if (dir.entries.size === 0) return;
+    if (!this.may(dir, realPath, access, MAY_READ | MAY_WRITE | MAY_EXEC))
+      throw new FsError('EACCES', realPath);
+    for (const [name, child] of dir.entries)
+      if (child.kind === 'dir') this.checkTreeRemovable(child, join(realPath, name), access);
+  }
+
+  private defaultGid(dirPath: string, gid: number): number {
+    return isEmulated(dirPath) ? MEDIA_RW_GID : gid;
   }
 
   private defaultUid(dirPath: string, uid: number): number {
-    return dirPath.startsWith('/storage/emulated/0') && uid !== ROOT_UID ? ROOT_UID : uid;
+    return isEmulated(dirPath) && uid !== ROOT_UID ? ROOT_UID : uid;
   }
 
   /** Where a new entry named by `path` goes: its canonical parent dir (made mutable). */
   private targetForCreate(
     path: string,
     options: Access & { parents?: boolean },
+    followLink = true,
   ): { dir: DirNode; dirPath: string; name: string } {
     const norm = normalizePath(path);
     if (norm === '/') throw new FsError('EISDIR', path);
     const name = basename(norm);
     let parent: Resolved;
     try {
-      parent = this.resolve(dirname(norm));
+      parent = this.resolve(dirname(norm), true, options);
     } catch (error) {
       if (options.parents && error instanceof FsError && error.code === 'ENOENT') {
         this.mkdir(dirname(norm), { ...options, parents: true });
-        parent = this.resolve(dirname(norm));
+        parent = this.resolve(dirname(norm), true, options);
       } else throw error;
     }
     if (parent.node.kind !== 'dir') throw new FsError('ENOTDIR', path);
-    const full = parent.path === '/' ? `/${name}` : `${parent.path}/${name}`;
     // Writing through an existing symlink writes its target.
     const existing = parent.node.entries.get(name);
-    if (existing?.kind === 'link') {
+    if (followLink && existing?.kind === 'link') {
       const real = normalizePath(existing.target, parent.path);
       return this.targetForCreate(real, options);
     }
-    if (!(existing?.kind === 'chr')) this.checkWritable(full, options, path);
+    if (this.dynamic.has(parent.path)) throw new FsError('EACCES', path);
     return { dir: this.mutableDir(parent.path), dirPath: parent.path, name };
   }
 
   private mkdirOne(path: string, options: Access & { mode?: number }): void {
-    const t = this.targetForCreate(path, options);
+    const t = this.targetForCreate(path, options, false);
     if (t.dir.entries.has(t.name)) throw new FsError('EEXIST', path);
+    this.checkCreate(t.dir, t.dirPath, join(t.dirPath, t.name), options, path);
+    const cred = credOf(options);
     const now = this.clock.now();
     t.dir.entries.set(t.name, {
       kind: 'dir',
       entries: new Map(),
-      mode: S_IFDIR | (isEmulated(t.dirPath) && !options.root ? 0o770 : (options.mode ?? 0o775) & 0o7777),
-      uid: this.defaultUid(t.dirPath, options.root ? ROOT_UID : SHELL_UID),
-      gid: options.root ? ROOT_UID : this.defaultGid(t.dirPath),
+      mode: S_IFDIR | (isEmulated(t.dirPath) && cred ? 0o770 : (options.mode ?? 0o775) & 0o7777),
+      uid: this.defaultUid(t.dirPath, cred?.uid ?? ROOT_UID),
+      gid: cred ? this.defaultGid(t.dirPath, cred.gid) : ROOT_UID,
       mtimeMs: now,
       atimeMs: now,
       ctimeMs: now,
@@ -778,5 +973,86 @@ export class VirtualFs {
     if (node.owner !== this.token) return; // shared system content holds no quota
     if (node.kind === 'file') this.used -= node.data.length;
     else if (node.kind === 'dir') for (const child of node.entries.values()) this.release(child);
+  }
+}
+
+/** The filesystem as one caller sees it: every call checked against its credentials. */
+export class FsView {
+  constructor(
+    readonly fs: VirtualFs,
+    readonly access: Access,
+  ) {}
+
+  get freeBytes(): number {
+    return this.fs.freeBytes;
+  }
+  get usedBytes(): number {
+    return this.fs.usedBytes;
+  }
+  resolve(path: string, follow = true): Resolved {
+    return this.fs.resolve(path, follow, this.access);
+  }
+  exists(path: string): boolean {
+    return this.fs.exists(path, this.access);
+  }
+  stat(path: string): Stat {
+    return this.fs.stat(path, this.access);
+  }
+  lstat(path: string): Stat {
+    return this.fs.lstat(path, this.access);
+  }
+  realpath(path: string): string {
+    return this.fs.realpath(path, this.access);
+  }
+  readFile(path: string): Buffer {
+    return this.fs.readFile(path, this.access);
+  }
+  openRead(path: string): ReturnType<VirtualFs['openRead']> {
+    return this.fs.openRead(path, this.access);
+  }
+  readlink(path: string): string {
+    return this.fs.readlink(path, this.access);
+  }
+  readdir(path: string): { name: string; node: FsNode }[] {
+    return this.fs.readdir(path, this.access);
+  }
+  canAccess(path: string, want: { read?: boolean; write?: boolean; exec?: boolean }): boolean {
+    return this.fs.canAccess(path, want, this.access);
+  }
+  isWritable(path: string): boolean {
+    return this.fs.isWritable(path, this.access);
+  }
+  writeFile(path: string, data: Buffer, options: Omit<WriteOptions, keyof Access> = {}): void {
+    this.fs.writeFile(path, data, { ...options, ...this.access });
+  }
+  checkWritableFile(path: string, options: { parents?: boolean } = {}): void {
+    this.fs.checkWritableFile(path, { ...options, ...this.access });
+  }
+  mkdir(path: string, options: { parents?: boolean; mode?: number } = {}): void {
+    this.fs.mkdir(path, { ...options, ...this.access });
+  }
+  symlink(target: string, path: string): void {
+    this.fs.symlink(target, path, this.access);
+  }
+  remove(path: string, options: { recursive?: boolean; dirOnly?: boolean } = {}): void {
+    this.fs.remove(path, { ...options, ...this.access });
+  }
+  rename(from: string, to: string): void {
+    this.fs.rename(from, to, this.access);
+  }
+  chmod(path: string, perm: number): void {
+    this.fs.chmod(path, perm, this.access);
+  }
+  utimes(path: string, mtimeMs: number, atimeMs = mtimeMs, options: { now?: boolean } = {}): void {
+    this.fs.utimes(path, mtimeMs, atimeMs, { ...options, ...this.access });
+  }
+  chown(path: string, uid: number, gid: number): void {
+    this.fs.chown(path, uid, gid, this.access);
+  }
+  walkTree(
+    path: string,
+    onError?: (path: string, error: FsError) => void,
+  ): Generator<{ path: string; node: FsNode }> {
+    return this.fs.walkTree(path, this.access, onError);
   }
 }

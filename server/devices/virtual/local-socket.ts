@@ -29,13 +29,24 @@ class Endpoint extends Duplex {
     callback();
   }
 
+  /**
+   * Closing one end is a close, not a reset: the other end still reads what was sent to it,
+   * then its end of input; what it writes from now on goes nowhere. An error resets both.
+   */
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     const peer = this.peer;
     this.peer = null;
+    const waiting = this.pendingCallback;
+    this.pendingCallback = null;
+    waiting?.();
     if (peer && !peer.destroyed) {
-      peer.push(null);
       peer.peer = null;
-      peer.destroy();
+      // A writer of ours blocked on backpressure has nowhere to write any more.
+      const blocked = peer.pendingCallback;
+      peer.pendingCallback = null;
+      blocked?.();
+      if (error) peer.destroy();
+      else if (!peer.readableEnded) peer.push(null);
     }
     callback(error);
   }

@@ -14,6 +14,7 @@ import { isIP } from 'node:net';
 import { connect as netConnect, createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { relay } from '../../../src/util/relay.js';
 import { socketPair } from './local-socket.js';
 
 /** Handles one connection to a port or abstract socket inside the phone. */
@@ -194,7 +195,7 @@ export class PhoneNetwork {
         const inner = this.connectPort(port);
         if (inner) {
           inner.write(first);
-          pipeBoth(socket, inner);
+          relay(socket, inner);
           return;
         }
         this.onRefused(`${host}:${port}`);
@@ -208,7 +209,7 @@ export class PhoneNetwork {
     outer.once('connect', () => {
       socket.write(ok);
       if (rest.length > 0) outer.write(rest);
-      pipeBoth(socket, outer);
+      relay(socket, outer);
     });
     outer.once('error', (error: NodeJS.ErrnoException) => {
       if (socket.destroyed) return;
@@ -252,14 +253,4 @@ function refusedPage(host: string, port: number): string {
 <h1>Nothing listens on ${host}:${port} on the phone</h1>
 <p>The phone's localhost is the phone's own. To reach a server on your machine, reverse the port first:
 <code>phone.reverse(${port})</code> or <code>adb reverse tcp:${port} tcp:${port}</code>.</p>`;
-}
-
-/** Relays two connections both ways; either side closing closes the other. */
-export function pipeBoth(a: Duplex, b: Duplex): void {
-  a.on('error', () => b.destroy());
-  b.on('error', () => a.destroy());
-  a.once('close', () => b.destroy());
-  b.once('close', () => a.destroy());
-  a.pipe(b);
-  b.pipe(a);
 }

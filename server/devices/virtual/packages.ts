@@ -532,7 +532,9 @@ export class PackageManager {
     this.fs.mkdir(codePath, { root: true, parents: true, mode: 0o775 });
     this.fs.writeFile(record.apkPath, apk, { root: true, mode: 0o644 });
     if (!existing) {
+      // The app's private directory belongs to the app's uid (what run-as enters).
       this.fs.mkdir(`/data/data/${record.name}`, { root: true, parents: true, mode: 0o700 });
+      this.fs.chown(`/data/data/${record.name}`, record.uid, record.uid);
       this.installed.push(record.name);
     }
     this.packages.set(record.name, record);

@@ -10,7 +10,7 @@
  * (one table, like adbd's) and go away with the transport that made them.
  */
 import type { Device } from '../device.js';
-import { pipeBoth } from '../network.js';
+import { relay } from '../../../../src/util/relay.js';
 import type { PortHandler, ReverseEntry } from '../network.js';
 import type { AdbStream } from './stream.js';
 import type { DeviceTransport } from './connection.js';
@@ -95,7 +95,7 @@ export function runReverseService(
   }
   const handler: PortHandler = (socket) => {
     transport.openStream(target).then(
-      (back) => pipeBoth(socket, back),
+      (back) => relay(socket, back),
       (error: unknown) => {
         device.log.debug('virtual adb: reverse connection refused by the host', {
           target,

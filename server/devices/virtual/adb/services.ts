@@ -1,8 +1,9 @@
 /** Maps ADB stream destinations (`shell:`, `exec:`, `sync:`, `tcp:` ...) to services. */
 import type { Device } from '../device.js';
+import { SHELL_CREDENTIALS } from '../fs.js';
 import type { CommandTable } from '../shell/command.js';
 import type { DeviceTransport, ServiceHandler, ServiceResolver } from './connection.js';
-import { pipeBoth } from '../network.js';
+import { relay } from '../../../../src/util/relay.js';
 import { runReverseService } from './reverse.js';
 import { runBinderService, runShellService } from './shell-service.js';
 import { runSyncService } from './sync.js';
@@ -21,7 +22,7 @@ export function createServiceResolver(device: Device, commands: CommandTable): S
       return (stream) => runBinderService(stream, shellOptions, destination);
     }
     if (destination === 'sync:') {
-      return (stream) => runSyncService(stream, { fs: device.fs, log: device.log });
+      return (stream) => runSyncService(stream, { fs: device.fs.as(SHELL_CREDENTIALS), log: device.log });
     }
     const tcp = /^tcp:(?:(?:localhost|127\.0\.0\.1):)?(\d+)$/.exec(destination);
     if (tcp) {
@@ -39,7 +40,7 @@ export function createServiceResolver(device: Device, commands: CommandTable): S
       // sockets like chrome_devtools_remote this way.
       const inner = device.network.connectAbstract(abstract[1]!);
       if (!inner) return null;
-      return (stream) => pipeBoth(stream, inner);
+      return (stream) => relay(stream, inner);
     }
     if (
       destination === 'root:' ||

@@ -5,10 +5,14 @@
  */
 import { StringDecoder } from 'node:string_decoder';
 import type { CommandTable, Io } from '../shell/command.js';
-import { Interpreter, initialShellState } from '../shell/interpreter.js';
-import type { Input, Output } from '../shell/io.js';
+import { Interpreter, SHELL_NAME, initialShellState, mkshMayExec } from '../shell/interpreter.js';
+import type { Input, Output, Terminal } from '../shell/io.js';
 import { WritableOutput } from '../shell/io.js';
 import type { Device } from '../device.js';
+import { ROOT_CREDENTIALS, SHELL_CREDENTIALS } from '../fs.js';
+import { ADBD } from '../processes.js';
+import type { Process } from '../processes.js';
+import { SIGHUP } from '../signals.js';
 import type { AdbStream } from './stream.js';
 
 const ID_STDIN = 0;
@@ -16,6 +20,7 @@ const ID_STDOUT = 1;
 const ID_STDERR = 2;
 const ID_EXIT = 3;
 const ID_CLOSE_STDIN = 4;
+const ID_WINDOW_SIZE = 5;
 
 /** Unread stdin beyond this pauses the stream, so the host is throttled (no OKAY). */
 const STDIN_HIGH_WATER = 1024 * 1024;
@@ -28,6 +33,7 @@ const STDIN_LOW_WATER = 256 * 1024;
  * OKAY); reading below the low-water mark resumes it.
  */
 class StreamInput implements Input {
+  terminal?: Terminal;
   private readonly chunks: Buffer[] = [];
   private buffered = 0;
   private ended = false;
@@ -50,6 +56,12 @@ class StreamInput implements Input {
   end(): void {
     this.ended = true;
     this.wake();
+  }
+
+  unread(chunk: Buffer): void {
+    if (chunk.length === 0) return;
+    this.chunks.unshift(chunk);
+    this.buffered += chunk.length;
   }
 
   read(): Promise<Buffer | null> {
@@ -89,7 +101,12 @@ class PacketOutput implements Output {
     private readonly stream: AdbStream,
     private readonly id: number,
     private readonly translateNewlines: boolean,
+    readonly terminal: Terminal | undefined,
+    private readonly holders: Holders,
   ) {}
+  hold(): () => void {
+    return this.holders.hold();
+  }
   get closed(): boolean {
     return this.stream.closedByPeer || this.stream.destroyed;
   }
@@ -123,11 +140,12 @@ const MAX_PACKET = 1024 * 1024;
  * is handed on as it arrives, so nothing but the 5-byte header is ever held; a packet that
  * claims more than MAX_PACKET bytes is a protocol error and closes the stream.
  */
-function readPackets(stream: AdbStream, input: StreamInput): void {
+function readPackets(stream: AdbStream, input: StreamInput, terminal: Terminal | undefined): void {
   const header = Buffer.alloc(5);
   let headerBytes = 0;
   let id = -1;
   let remaining = 0;
+  let windowSize = '';
   stream.on('data', (chunk: Buffer) => {
     let offset = 0;
     while (offset < chunk.length) {
@@ -146,11 +164,20 @@ function readPackets(stream: AdbStream, input: StreamInput): void {
       }
       const n = Math.min(remaining, chunk.length - offset);
       if (n > 0 && id === ID_STDIN) input.push(chunk.subarray(offset, offset + n));
+      if (n > 0 && id === ID_WINDOW_SIZE) windowSize += chunk.toString('latin1', offset, offset + n);
       offset += n;
       remaining -= n;
       if (remaining === 0) {
-        // A whole packet: close-stdin ends input; window-size changes mean nothing here.
+        // A whole packet: close-stdin ends input; a window size ("ROWSxCOLS,XxY") sizes the pty.
         if (id === ID_CLOSE_STDIN) input.end();
+        if (id === ID_WINDOW_SIZE) {
+          const size = /^(\d+)x(\d+)/.exec(windowSize);
+          if (size && terminal) {
+            terminal.rows = Number(size[1]);
+            terminal.cols = Number(size[2]);
+          }
+          windowSize = '';
+        }
         headerBytes = 0;
       }
     }
@@ -189,32 +216,96 @@ export function parseShellDestination(
   return { mode: { protocol, pty }, command, env };
 }
 
+/**
+ * The processes that hold a session's output open, as file descriptors of the stream: the
+ * shell and anything it started that writes there (a background job without redirection).
+ * adbd ends the stream only once all of them have closed it.
+ */
+class Holders {
+  private count = 0;
+  private waiters: (() => void)[] = [];
+
+  hold(): () => void {
+    this.count++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.count > 0) return;
+      const waiters = this.waiters;
+      this.waiters = [];
+      for (const w of waiters) w();
+    };
+  }
+
+  idle(): Promise<void> {
+    if (this.count === 0) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+}
+
+/** An Output onto the stream (no shell protocol) that processes hold open. */
+class HeldOutput extends WritableOutput {
+  constructor(
+    stream: AdbStream,
+    transform: ((data: Buffer) => Buffer) | undefined,
+    readonly terminal: Terminal | undefined,
+    private readonly holders: Holders,
+  ) {
+    super(stream, transform, () => stream.closedByPeer || stream.destroyed);
+  }
+  hold(): () => void {
+    return this.holders.hold();
+  }
+}
+
+/**
+ * adbd: "protocol FD died, sending SIGHUP". When the client goes away (the host closed the
+ * stream) while the process still runs, the process is hung up.
+ */
+function hangUpWhenClientLeaves(stream: AdbStream, device: Device, proc: Process): void {
+  stream.signal.addEventListener(
+    'abort',
+    () => {
+      if (stream.closedByPeer && !proc.exited) device.processes.signal(proc.pid, SIGHUP, ROOT_CREDENTIALS);
+    },
+    { once: true },
+  );
+}
+
 function finish(stream: AdbStream, protocol: boolean, status: number): void {
   if (stream.closedByPeer || stream.destroyed) return;
   if (protocol) for (const part of frame(ID_EXIT, Buffer.from([status & 0xff]))) stream.write(part);
   stream.end();
+  // Input nobody will read any more (a paused stdin) is dropped, so the stream can close.
+  stream.resume();
 }
 
-function ioFor(stream: AdbStream, mode: Mode): { io: Io; input: StreamInput } {
+function ioFor(stream: AdbStream, mode: Mode, terminal: Terminal | undefined, holders: Holders): Io {
   const input = new StreamInput(stream);
+  input.terminal = terminal;
   if (mode.protocol) {
-    readPackets(stream, input);
-    const stdout = new PacketOutput(stream, ID_STDOUT, mode.pty);
+    readPackets(stream, input, terminal);
+    const stdout = new PacketOutput(stream, ID_STDOUT, mode.pty, terminal, holders);
     // A pty merges stderr into the terminal.
-    const stderr = mode.pty ? stdout : new PacketOutput(stream, ID_STDERR, false);
-    return { io: { stdin: input, stdout, stderr }, input };
+    const stderr = mode.pty ? stdout : new PacketOutput(stream, ID_STDERR, false, terminal, holders);
+    return { stdin: input, stdout, stderr };
   }
   stream.on('data', (chunk: Buffer) => input.push(chunk));
   stream.on('end', () => input.end());
   stream.on('close', () => input.end());
-  const out = new WritableOutput(
-    stream,
-    mode.pty ? crlf : undefined,
-    () => stream.closedByPeer || stream.destroyed,
-  );
-  return { io: { stdin: input, stdout: out, stderr: out }, input };
+  const out = new HeldOutput(stream, mode.pty ? crlf : undefined, terminal, holders);
+  return { stdin: input, stdout: out, stderr: out };
 }
 
+/**
+ * `shell:`, `shell,v2,...:` and `exec:`. Like adbd, each starts `/system/bin/sh -c CMD` (or
+ * `sh -` for a session) in a new session under adbd; a command without the shell protocol
+ * gets a pty in raw mode, a v2 command pipes. When the stream dies while the shell runs (the
+ * client exited or was interrupted), the shell gets SIGHUP ("protocol FD died, sending
+ * SIGHUP"). The stream ends once the shell has exited and nothing it started still holds
+ * its output, with the shell's status (128+N if a signal killed it).
+ */
 export function runShellService(stream: AdbStream, options: ShellServiceOptions, destination: string): void {
   const parsed = destination.startsWith('exec:')
     ? { mode: { protocol: false, pty: false }, command: destination.slice(5), env: {} }
@@ -223,20 +314,44 @@ export function runShellService(stream: AdbStream, options: ShellServiceOptions,
     stream.end();
     return;
   }
+  const { device } = options;
   const { mode, command, env } = parsed;
-  const { io } = ioFor(stream, mode);
-  const shell = new Interpreter(options.device, options.commands, initialShellState(options.device, env));
-  // The session stops when its stream is over (either side closed it) or the phone shuts down.
-  const signal = options.device.scopedSignal(stream.signal);
-  const run = command.length > 0 ? shell.run(command, io, signal) : interactive(shell, io, mode.pty, signal);
-  run.then(
-    (status) => finish(stream, mode.protocol, status),
-    (error: unknown) => {
-      options.device.log.debug('virtual shell: session failed', { destination, error: String(error) });
-      io.stderr.write(`/system/bin/sh: ${String(error)}\n`);
-      finish(stream, mode.protocol, 1);
-    },
-  );
+  // Without the shell protocol adbd always allocates a pty (in raw mode for a command).
+  const pts = mode.pty || !mode.protocol ? device.processes.openPty() : null;
+  const terminal: Terminal | undefined =
+    pts === null ? undefined : { name: `pts/${pts}`, rows: 0, cols: 0, echo: mode.pty };
+  const holders = new Holders();
+  const io = ioFor(stream, mode, terminal, holders);
+  const proc = device.processes.spawn({
+    parent: ADBD,
+    argv: command.length > 0 ? [SHELL_NAME, '-c', command] : [SHELL_NAME, '-'],
+    uid: SHELL_CREDENTIALS.uid,
+    user: 'shell',
+    newSession: true,
+    tty: terminal?.name ?? null,
+  });
+  proc.setHolds([holders.hold()]);
+  const shell = new Interpreter(device, options.commands, initialShellState(device, env), proc, {
+    interactive: command.length === 0 && mode.pty,
+  });
+  hangUpWhenClientLeaves(stream, device, proc);
+  const lifetime = device.lifetimeSignal;
+  const run =
+    command.length > 0
+      ? shell.script(command, io, lifetime, { exec: mkshMayExec(command) })
+      : interactive(shell, io, mode.pty, lifetime).then((status) => shell.finish(io, lifetime, status));
+  const done = (status: number) => {
+    proc.exit();
+    void holders.idle().then(() => {
+      if (pts !== null) device.processes.closePty(pts);
+      finish(stream, mode.protocol, status);
+    });
+  };
+  run.then(done, (error: unknown) => {
+    device.log.debug('virtual shell: session failed', { destination, error: String(error) });
+    io.stderr.write(`${SHELL_NAME}: ${String(error)}\n`);
+    done(1);
+  });
 }
 
 /** An interactive session: reads lines from stdin and runs each (with a prompt on a pty). */
@@ -244,13 +359,19 @@ async function interactive(shell: Interpreter, io: Io, pty: boolean, signal: Abo
   const prompt = () => {
     if (pty) io.stdout.write(`shiba:/ $ `);
   };
+  const echo = (text: string) => {
+    if (pty && io.stdin.terminal?.echo !== false) io.stdout.write(text);
+  };
+  // stdin belongs to the terminal, not to the commands.
+  const commandIo: Io = { ...io, stdin: { read: () => Promise.resolve(null), terminal: io.stdin.terminal } };
+  const hungUp = shell.proc.whenTerminated().then(() => null);
   prompt();
   let line = '';
   // A character may be split between chunks: decode across them.
   const decoder = new StringDecoder('utf8');
   for (;;) {
-    const chunk = await io.stdin.read();
-    if (chunk === null) break;
+    const chunk = await Promise.race([io.stdin.read(), hungUp]);
+    if (chunk === null || shell.proc.terminated.aborted) break;
     for (const ch of decoder.write(chunk)) {
       if (pty && ch === '\x03') {
         line = '';
@@ -262,61 +383,63 @@ async function interactive(shell: Interpreter, io: Io, pty: boolean, signal: Abo
       if (pty && (ch === '\x7f' || ch === '\b')) {
         if (line.length > 0) {
           line = line.slice(0, -1);
-          io.stdout.write('\b \b');
+          echo('\b \b');
         }
         continue;
       }
       if (ch === '\r' || ch === '\n') {
-        if (pty) io.stdout.write('\n');
+        echo('\n');
         const source = line;
         line = '';
         if (source.trim().length > 0) {
-          // stdin belongs to the terminal, not to the command
-          await shell.run(source, { ...io, stdin: { read: () => Promise.resolve(null) } }, signal);
-          if (shell.exited || signal.aborted) return shell.status;
+          await shell.run(source, commandIo, signal);
+          if (shell.exited || shell.proc.terminated.aborted || signal.aborted) return shell.status;
         }
         prompt();
         continue;
       }
       line += ch;
-      if (pty) io.stdout.write(ch);
+      echo(ch);
     }
   }
   line += decoder.end();
-  if (line.trim().length > 0)
-    await shell.run(line, { ...io, stdin: { read: () => Promise.resolve(null) } }, signal);
+  if (line.trim().length > 0 && !shell.proc.terminated.aborted) await shell.run(line, commandIo, signal);
   return shell.status;
 }
 
-/** `abb:` (shell protocol) and `abb_exec:` (raw): `SERVICE\0arg\0arg...`, run as `cmd`. */
+/**
+ * `abb:` (shell protocol) and `abb_exec:` (raw): `SERVICE\0arg\0arg...`. adbd runs it in
+ * its abb process like `cmd` does (empty arguments are dropped, as abb's parser does), and
+ * reports the command's own status and messages.
+ */
 export function runBinderService(stream: AdbStream, options: ShellServiceOptions, destination: string): void {
+  const { device } = options;
   const raw = destination.startsWith('abb_exec:');
-  const argv = destination.slice(raw ? 'abb_exec:'.length : 'abb:'.length).split('\0');
+  const argv = destination
+    .slice(raw ? 'abb_exec:'.length : 'abb:'.length)
+    .split('\0')
+    .filter((a) => a.length > 0);
   const mode: Mode = { protocol: !raw, pty: false };
-  const { io } = ioFor(stream, mode);
-  const cmd = options.commands.get('cmd');
-  if (!cmd) {
-    finish(stream, mode.protocol, 20);
-    return;
-  }
-  const state = initialShellState(options.device);
-  const shell = new Interpreter(options.device, options.commands, state);
-  const signal = options.device.scopedSignal(stream.signal);
-  Promise.resolve(
-    cmd({
-      name: 'cmd',
-      args: argv,
-      device: options.device,
-      env: state.vars,
-      cwd: '/',
-      signal,
-      ...io,
-      runShell: (source, childIo) => shell.run(source, childIo, signal),
-    }),
-  ).then(
-    (status) => finish(stream, mode.protocol, status),
+  const holders = new Holders();
+  const io = ioFor(stream, mode, undefined, holders);
+  const proc = device.processes.spawn({
+    parent: ADBD,
+    argv: ['abb'],
+    uid: SHELL_CREDENTIALS.uid,
+    user: 'shell',
+    newSession: true,
+    tty: null,
+  });
+  const shell = new Interpreter(device, options.commands, initialShellState(device), proc);
+  hangUpWhenClientLeaves(stream, device, proc);
+  shell.execute(['cmd', ...argv], io, device.lifetimeSignal).then(
+    (status) => {
+      proc.exit();
+      finish(stream, mode.protocol, status);
+    },
     (error: unknown) => {
-      options.device.log.debug('virtual abb: command failed', { argv, error: String(error) });
+      proc.exit();
+      device.log.debug('virtual abb: command failed', { argv, error: String(error) });
       io.stderr.write(`${String(error)}\n`);
       finish(stream, mode.protocol, 1);
     },

@@ -21,6 +21,9 @@
 import { Duplex } from 'node:stream';
 import { A_CLSE, A_OKAY, A_WRTE } from './protocol.js';
 
+/** How long data that arrived before our CLSE waits to be read before the stream is dropped. */
+const UNREAD_GRACE_MS = 2_000;
+
 export interface StreamTransport {
   /** Largest WRTE payload the host accepts. */
   readonly maxPayload: number;
@@ -184,10 +187,17 @@ export class AdbStream extends Duplex {
   override _final(callback: (error?: Error | null) => void): void {
     void this.allAcknowledged().then(() => {
       if (this.sendClose()) {
-        // Closed from this side: the host forgets the stream, nothing more arrives and unread
-        // data is moot. Destroy once finished, so 'close' fires even if the consumer stopped
-        // reading (a paused stdin, an HTTP parser that is done).
-        this.once('finish', () => this.destroy());
+        // Closed from this side: the host forgets the stream and nothing more arrives, but
+        // what it sent before is still delivered (adbd drains a socket's queue before it
+        // closes it). The readable side ends after those bytes; a consumer that stopped
+        // reading (a paused stdin, an HTTP parser that is done) must not keep the stream
+        // alive, so it is destroyed after a grace period if it has not closed by then (a
+        // consumer that reads to the end closes it at once).
+        this.once('finish', () => {
+          const timer = setTimeout(() => this.destroy(), UNREAD_GRACE_MS);
+          timer.unref();
+          this.once('close', () => clearTimeout(timer));
+        });
       }
       callback();
     });

@@ -6,7 +6,7 @@
  * dropped until DONE, and the service ends, as adbd's does.
  */
 import { FsError, S_IFLNK, S_IFMT, normalizePath } from '../fs.js';
-import type { FsNode, Stat, VirtualFs } from '../fs.js';
+import type { FsNode, FsView, Stat } from '../fs.js';
 import type { DeviceLogger } from '../../types.js';
 import type { AdbStream } from './stream.js';
 
@@ -128,7 +128,7 @@ function dent1(st: Stat, name: string): Buffer[] {
   return [b, nameBuf];
 }
 
-function statOrError(fs: VirtualFs, path: string, follow: boolean): { st: Stat | null; errno: number } {
+function statOrError(fs: FsView, path: string, follow: boolean): { st: Stat | null; errno: number } {
   try {
     return { st: follow ? fs.stat(path) : fs.lstat(path), errno: 0 };
   } catch (error) {
@@ -137,7 +137,8 @@ function statOrError(fs: VirtualFs, path: string, follow: boolean): { st: Stat |
 }
 
 export interface SyncOptions {
-  fs: VirtualFs;
+  /** The filesystem as adbd's user (shell) sees it: pulls and pushes are permission-checked. */
+  fs: FsView;
   log: DeviceLogger;
 }
 

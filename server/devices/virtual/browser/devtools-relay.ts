@@ -11,7 +11,7 @@
  * sides send plain frames, as the WebSocket protocol lets any server do.
  */
 import type { Duplex } from 'node:stream';
-import { pipeBoth } from '../network.js';
+import { relay } from '../../../../src/util/relay.js';
 
 /** A request head larger than this is relayed as it is (no DevTools request comes close). */
 const MAX_HEAD = 16 * 1024;
@@ -45,7 +45,7 @@ export function relayDevTools(client: Duplex, devtools: Duplex): void {
     }
     client.off('error', fail);
     devtools.off('error', fail);
-    pipeBoth(client, devtools);
+    relay(client, devtools);
   };
   client.on('data', onData);
   // The client left before it sent a whole request.

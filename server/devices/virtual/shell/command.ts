@@ -1,12 +1,28 @@
 /** What a shell command (an applet like `ls` or a service tool like `pm`) gets to work with. */
 import type { Device } from '../device.js';
-import { normalizePath } from '../fs.js';
+import { FsError, normalizePath } from '../fs.js';
+import type { Credentials, FsView } from '../fs.js';
+import type { Process } from '../processes.js';
+import { openInput } from './io.js';
 import type { Input, Output } from './io.js';
 
 export interface Io {
   stdin: Input;
   stdout: Output;
   stderr: Output;
+}
+
+export interface RunShellOptions {
+  cwd?: string;
+  /** $1, $2 ... of the script. */
+  args?: string[];
+  /**
+   * The source is one command to exec(2) in this process (nohup, env, run-as, timeout):
+   * a simple command then replaces the caller instead of running as its child.
+   */
+  exec?: boolean;
+  /** Runs as someone else (run-as: the app's uid). */
+  cred?: Credentials;
 }
 
 export interface CommandContext extends Io {
@@ -17,10 +33,37 @@ export interface CommandContext extends Io {
   device: Device;
   env: ReadonlyMap<string, string>;
   cwd: string;
-  /** Aborted when the caller went away (stream closed, pipe reader exited). */
+  /**
+   * Aborted when the command's process is terminated by a signal (kill, a hang-up, a pipe
+   * whose reader exited) or the phone shuts down. Long-running commands stop when it aborts;
+   * to react to a signal instead (finish a file on SIGINT), register with process.handle().
+   */
   signal: AbortSignal;
-  /** Runs shell source in a child shell (sh -c, xargs, run-as). */
-  runShell(source: string, io: Io, options?: { cwd?: string; args?: string[] }): Promise<number>;
+  /** The command's process: its pid, and the signals it handles. */
+  process: Process;
+  /** Who runs the command (uid 2000 `shell`, or an app's uid under run-as). */
+  cred: Credentials;
+  /** The filesystem as this command's user sees it: every access checked. */
+  fs: FsView;
+  /** Runs shell source in this process, as sh does (sh -c, xargs, run-as, nohup). */
+  runShell(source: string, io: Io, options?: RunShellOptions): Promise<number>;
+  /**
+   * fork+exec: runs shell source in a child process of this command (timeout, xargs); a
+   * simple command is exec'd in the child. newGroup puts it in a process group of its own.
+   */
+  spawn(source: string, io: Io, options?: RunShellOptions & { newGroup?: boolean }): ChildProcess;
+}
+
+export interface ChildProcess {
+  process: Process;
+  /** The child's exit status (128+N if a signal ended it). */
+  done: Promise<number>;
+}
+
+/** A toybox usage error: `NAME: MESSAGE (see "NAME --help")`, status 1. */
+export function usageError(ctx: Pick<CommandContext, 'name' | 'stderr'>, message: string): number {
+  ctx.stderr.write(`${ctx.name}: ${message} (see "${ctx.name} --help")\n`);
+  return 1;
 }
 
 export type CommandFn = (ctx: CommandContext) => number | Promise<number>;
@@ -75,4 +118,28 @@ export function getopt(
     operands.push(a);
   }
   return { flags, values, operands, unknown };
+}
+
+/**
+ * Opens an operand for reading, as toybox's loopfiles does: `-` is stdin, a file its bytes,
+ * a device its stream. On failure writes `NAME: OPERAND: reason` and returns null.
+ */
+export function openOperand(ctx: CommandContext, operand: string): Input | null {
+  if (operand === '-') return ctx.stdin;
+  try {
+    return openInput(ctx.fs, resolvePath(ctx, operand), ctx.stdin);
+  } catch (error) {
+    ctx.stderr.write(`${ctx.name}: ${operand}: ${error instanceof FsError ? error.reason : String(error)}\n`);
+    return null;
+  }
+}
+
+/** Quotes a word for the shell (`it's` becomes `'it'\''s'`), to run argv as source. */
+export function quoteWord(word: string): string {
+  return `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/** argv as shell source that runs exactly that command. */
+export function commandSource(argv: readonly string[]): string {
+  return argv.map(quoteWord).join(' ');
 }

@@ -1,26 +1,82 @@
 /**
- * Runs parsed shell programs against the phone: expansion (parameters, command
- * substitution, field splitting, globs), redirections, pipelines, lists and the builtins
- * that change the shell itself (cd, export, exit, ...). Everything else is a command from
- * the table, as /system/bin would have it.
+ * Runs parsed shell programs against the phone as mksh (Android's /system/bin/sh) does:
+ * expansion (parameters, command substitution, field splitting, globs), redirections,
+ * pipelines, lists, background jobs and the builtins that change the shell itself (cd,
+ * export, exit, trap, wait, kill, ...). Everything else is a command from the table, as
+ * /system/bin would have it, run in a process of its own.
+ *
+ * Processes follow mksh: each command runs as a child process of its shell (the shell's
+ * only command is exec'd in the shell's own process when the source has no quoting or
+ * metacharacters, as `sh -c` does), each pipeline stage and subshell is a forked shell, and a
+ * background job's pid is `$!`. Signals follow mksh too: a trapped signal runs its action
+ * between commands (at once inside `wait`); an untrapped SIGHUP ends the shell at once and
+ * hangs up the command it was waiting for; an untrapped SIGINT, SIGQUIT or SIGTERM ends it
+ * (running the EXIT trap) once the current command is done, with status 128+N.
  */
 import type { Device } from '../device.js';
-import { FsError, basename, normalizePath } from '../fs.js';
-import type { CommandContext, CommandTable, Io } from './command.js';
-import { BufferInput, BufferOutput, FileOutput, Pipe } from './io.js';
+import { FsError, SHELL_CREDENTIALS, basename, normalizePath } from '../fs.js';
+import type { Credentials, FsView } from '../fs.js';
+import { ADBD } from '../processes.js';
+import { SYSTEM_BIN } from '../system-image.js';
+import type { Process } from '../processes.js';
+import {
+  SIGHUP,
+  SIGINT,
+  SIGPIPE,
+  SIGQUIT,
+  SIGTERM,
+  SIGNALS,
+  defaultAction,
+  signalName,
+  signalNumber,
+} from '../signals.js';
+import type { CommandContext, CommandTable, Io, RunShellOptions } from './command.js';
+import { userName } from './commands/format.js';
+import { BufferOutput, EMPTY_INPUT, FileOutput, NULL_OUTPUT, Pipe, openInput } from './io.js';
 import type { Output } from './io.js';
 import { ShellSyntaxError, parseShell } from './parse.js';
 import type { AndOr, Command, List, Pipeline, Redirect, Word } from './parse.js';
+
+/** A trap's condition: a signal number, or the shell's own EXIT and ERR. */
+export type TrapKey = number | 'EXIT' | 'ERR';
 
 export interface ShellState {
   vars: Map<string, string>;
   cwd: string;
   status: number;
   positional: string[];
+  /** `$$`: the pid of the shell that started the script (subshells keep it); 0 until bound. */
   pid: number;
+  /** `$!`: the pid of the last background job. */
+  lastBackground: number | null;
+  /** Trap actions; an empty action ignores the signal. */
+  traps: Map<TrapKey, string>;
+  /** Who the shell runs as. */
+  cred: Credentials;
+  /** Functions defined with `name() { ... }`. */
+  functions: Map<string, Command>;
+  /** `set` options in force: e (errexit), u (nounset), x (xtrace), f (noglob), p (pipefail). */
+  options: Set<string>;
+}
+
+export interface InterpreterOptions {
+  /**
+   * A terminal session (`adb shell` with a pty): SIGINT and SIGTERM do not end it, and
+   * background jobs keep SIGINT, as in an interactive mksh with job control.
+   */
+  interactive?: boolean;
 }
 
 class ExitSignal {
+  constructor(
+    readonly status: number,
+    /** The untrapped signal (INT, QUIT, TERM) that ended the shell, if one did. */
+    readonly interrupt: number | null = null,
+  ) {}
+}
+
+/** `return` from a function. */
+class ReturnSignal {
   constructor(readonly status: number) {}
 }
 
@@ -31,17 +87,54 @@ class LoopSignal {
   ) {}
 }
 
+interface Job {
+  id: number;
+  process: Process;
+  command: string;
+  done: Promise<number>;
+  status: number | null;
+}
+
 export const SHELL_NAME = '/system/bin/sh';
 
-export function initialShellState(device: Device, extraEnv: Record<string, string> = {}): ShellState {
+/** Signals mksh always catches (to clean up): their traps run, or they end the shell. */
+const SHELL_SIGNALS = [SIGHUP, SIGINT, SIGQUIT, SIGTERM];
+
+/** `set -o NAME` for the options the shell models. */
+const LONG_OPTIONS: Record<string, string> = {
+  errexit: 'e',
+  nounset: 'u',
+  xtrace: 'x',
+  noglob: 'f',
+  pipefail: 'p',
+};
+
+/** Builtins of mksh that the command table also has: they run in the shell's own process. */
+const IN_PROCESS = new Set(['echo', 'test', '[', 'true', 'false']);
+
+/**
+ * mksh execs the command of `sh -c` in the shell's own process when the source is a single
+ * simple command without quoting or metacharacters (`sleep 30`, `screenrecord /sdcard/a.mp4`):
+ * adbd's hang-up then reaches the command itself.
+ */
+export function mkshMayExec(source: string): boolean {
+  return !/[<>[\]=`#\n&();|"'*\\?$\t]/.test(source);
+}
+
+export function initialShellState(
+  device: Device,
+  extraEnv: Record<string, string> = {},
+  cred: Credentials = SHELL_CREDENTIALS,
+): ShellState {
+  const user = userName(cred.uid);
   const vars = new Map<string, string>([
     [
       'PATH',
       '/product/bin:/apex/com.android.runtime/bin:/apex/com.android.art/bin:/system_ext/bin:/system/bin:/system/xbin:/odm/bin:/vendor/bin:/vendor/xbin',
     ],
     ['HOME', '/'],
-    ['USER', 'shell'],
-    ['LOGNAME', 'shell'],
+    ['USER', user],
+    ['LOGNAME', user],
     ['SHELL', SHELL_NAME],
     ['HOSTNAME', 'localhost'],
     ['TMPDIR', '/data/local/tmp'],
@@ -54,22 +147,104 @@ export function initialShellState(device: Device, extraEnv: Record<string, strin
     ['PWD', '/'],
     ...Object.entries(extraEnv),
   ]);
-  return { vars, cwd: '/', status: 0, positional: [], pid: device.processes.transientPid() };
+  void device;
+  return {
+    vars,
+    cwd: '/',
+    status: 0,
+    positional: [],
+    pid: 0,
+    lastBackground: null,
+    traps: new Map(),
+    cred,
+    functions: new Map(),
+    options: new Set(),
+  };
+}
+
+/** The state a forked subshell starts with: a copy, with caught traps reset (ignored ones stay). */
+function subshellState(state: ShellState): ShellState {
+  return {
+    vars: new Map(state.vars),
+    cwd: state.cwd,
+    status: state.status,
+    positional: [...state.positional],
+    pid: state.pid,
+    lastBackground: state.lastBackground,
+    traps: new Map([...state.traps].filter(([, action]) => action === '')),
+    cred: state.cred,
+    functions: new Map(state.functions),
+    options: new Set(state.options),
+  };
+}
+
+/** Holds the outputs a process writes to, as its open file descriptors would. */
+function holdOutputs(process: Process, io: Io): void {
+  const releases: (() => void)[] = [];
+  const seen = new Set<Output>();
+  for (const out of [io.stdout, io.stderr]) {
+    if (seen.has(out) || !out.hold) continue;
+    seen.add(out);
+    releases.push(out.hold());
+  }
+  process.setHolds(releases);
 }
 
 export class Interpreter {
+  readonly proc: Process;
+  private readonly jobs = new Map<number, Job>();
+  private nextJobId = 1;
+  /** Children the shell is waiting for right now: a hang-up of the shell reaches them too. */
+  private readonly foreground = new Set<Process>();
+  /** Trapped signals whose action has yet to run. */
+  private readonly pendingTraps: number[] = [];
+  /** An untrapped SIGINT/SIGQUIT/SIGTERM that ends the shell at the next command boundary. */
+  private interrupt: number | null = null;
+  private readonly wakers = new Set<() => void>();
+  /** >0 while running a condition (if/while, left of && and ||, after !): no ERR trap. */
+  private conditionDepth = 0;
+  private exitTrapRun = false;
+  /** Resolves with 128+N once a signal has terminated this shell's process. */
+  private readonly death: Promise<number>;
+  /** The filesystem as this shell's user sees it. */
+  private readonly fs: FsView;
+  /** True when the last run ended with `exit` (interactive sessions stop then). */
+  exited = false;
+
   constructor(
     private readonly device: Device,
     private readonly commands: CommandTable,
     private readonly state: ShellState,
-  ) {}
+    proc?: Process,
+    private readonly options: InterpreterOptions = {},
+  ) {
+    this.proc =
+      proc ??
+      device.processes.spawn({
+        parent: ADBD,
+        argv: [SHELL_NAME],
+        uid: state.cred.uid,
+        user: userName(state.cred.uid),
+        newSession: true,
+        tty: null,
+      });
+    if (state.pid === 0) state.pid = this.proc.pid;
+    this.death = this.proc.whenTerminated();
+    this.fs = device.fs.as(state.cred, this.proc.pid);
+    this.proc.handle(SHELL_SIGNALS, (signal) => this.onSignal(signal));
+    for (const [key, action] of state.traps) {
+      if (typeof key !== 'number') continue;
+      if (action === '') this.proc.ignore(key);
+      else this.proc.handle(key, (signal) => this.onSignal(signal));
+    }
+  }
 
   get status(): number {
     return this.state.status;
   }
 
   /** Parses and runs source; syntax errors print like mksh and give status 2. */
-  async run(source: string, io: Io, signal: AbortSignal): Promise<number> {
+  async run(source: string, io: Io, signal: AbortSignal, options: { exec?: boolean } = {}): Promise<number> {
     let list: List;
     try {
       list = parseShell(source);
@@ -81,8 +256,11 @@ export class Interpreter {
       }
       throw error;
     }
+    const running = this.list(list, io, signal, options.exec === true);
+    // A shell that a signal terminated is gone at once, whatever it was waiting for.
+    running.catch(() => undefined);
     try {
-      return await this.list(list, io, signal);
+      return await Promise.race([running, this.death]);
     } catch (error) {
       if (error instanceof ShellSyntaxError) {
         io.stderr.write(`${SHELL_NAME}: ${error.message}\n`);
@@ -90,89 +268,340 @@ export class Interpreter {
         return 2;
       }
       if (error instanceof ExitSignal) {
+        this.exited = true;
         this.state.status = error.status;
+        if (error.interrupt !== null) this.interruptedBy = error.interrupt;
         return error.status;
       }
       if (error instanceof LoopSignal) return this.state.status;
       throw error;
+    } finally {
+      this.conditionDepth = 0;
     }
   }
 
-  /** True when the last run ended with `exit` (interactive sessions stop then). */
-  exited = false;
+  /** Runs one command from the table in this shell's own process, as exec(2) would (abb). */
+  execute(argv: string[], io: Io, signal: AbortSignal): Promise<number> {
+    return this.invoke(argv, [], io, signal, true);
+  }
 
-  private async list(list: List, io: Io, signal: AbortSignal): Promise<number> {
+  /** The untrapped signal that ended the shell (for the EXIT trap and its process group). */
+  private interruptedBy: number | null = null;
+
+  /** Runs source as this process's whole program: the EXIT trap runs at its end. */
+  async script(
+    source: string,
+    io: Io,
+    signal: AbortSignal,
+    options: { exec?: boolean } = {},
+  ): Promise<number> {
+    const status = await this.run(source, io, signal, options);
+    return this.finish(io, signal, status);
+  }
+
+  /**
+   * The shell exits with `status`: its EXIT trap runs (not after a signal that terminated
+   * it), and a shell that an untrapped SIGINT or SIGTERM ended passes that signal on to its
+   * process group, as mksh does. Returns the final status.
+   */
+  async finish(io: Io, signal: AbortSignal, status: number): Promise<number> {
+    if (this.proc.termSignal !== null) return 128 + this.proc.termSignal;
+    let final = status;
+    const action = this.state.traps.get('EXIT');
+    if (action && !this.exitTrapRun) {
+      this.exitTrapRun = true;
+      try {
+        await Promise.race([this.evaluate(action, io, signal), this.death]);
+      } catch (error) {
+        if (error instanceof ExitSignal) final = error.status;
+        else if (!(error instanceof LoopSignal || error instanceof ShellSyntaxError)) throw error;
+      }
+      if (this.proc.termSignal !== null) return 128 + this.proc.termSignal;
+    }
+    const interrupt = this.interruptedBy;
+    if (interrupt !== null && (interrupt === SIGINT || interrupt === SIGTERM)) {
+      // mksh "hams up its death": the signal goes to its whole process group.
+      const pgid = this.proc.info.pgid;
+      if (pgid === this.proc.pid) {
+        for (const p of this.device.processes.list())
+          if (p.pgid === pgid && p.pid !== this.proc.pid)
+            this.device.processes.signal(p.pid, interrupt, this.state.cred);
+      }
+    }
+    return final;
+  }
+
+  /** Parses and runs source in this shell; `exit` in it ends the shell (eval, ., traps). */
+  private async evaluate(source: string, io: Io, signal: AbortSignal): Promise<number> {
+    return this.list(parseShell(source), io, signal, false);
+  }
+
+  // ---------- signals ----------
+
+  private onSignal(signal: number): void {
+    const action = this.state.traps.get(signal);
+    if (action !== undefined && action !== '') {
+      this.pendingTraps.push(signal);
+      this.wake();
+      return;
+    }
+    if (signal === SIGHUP) {
+      // An untrapped hang-up ends mksh at once, without its EXIT trap; on its way out it
+      // hangs up the job it was waiting for.
+      for (const child of this.foreground) child.deliver(SIGHUP);
+      this.proc.terminate(SIGHUP);
+      return;
+    }
+    if (signal === SIGINT || signal === SIGQUIT || signal === SIGTERM) {
+      if (this.options.interactive) return;
+      this.interrupt ??= signal;
+      this.wake();
+      return;
+    }
+    // A trapped signal whose trap was removed meanwhile: its default action.
+    if (defaultAction(signal) === 'terminate') this.proc.terminate(signal);
+  }
+
+  private wake(): void {
+    for (const w of [...this.wakers]) w();
+  }
+
+  /** Between commands: an interrupt ends the shell; pending traps run, keeping `$?`. */
+  private async checkpoint(io: Io, signal: AbortSignal): Promise<void> {
+    if (this.interrupt !== null) {
+      const sig = this.interrupt;
+      throw new ExitSignal(128 + sig, sig);
+    }
+    while (this.pendingTraps.length > 0) {
+      const sig = this.pendingTraps.shift()!;
+      const action = this.state.traps.get(sig);
+      if (!action) continue;
+      const saved = this.state.status;
+      await this.evaluate(action, io, signal);
+      this.state.status = saved;
+    }
+  }
+
+  private stopped(signal: AbortSignal): boolean {
+    return signal.aborted || this.proc.terminated.aborted;
+  }
+
+  private stoppedStatus(): number {
+    return this.proc.termSignal !== null ? 128 + this.proc.termSignal : 130;
+  }
+
+  // ---------- processes ----------
+
+  /** fork(2): a subshell in a new child process, with a copy of this shell's state. */
+  private fork(): Interpreter {
+    const proc = this.device.processes.spawn({
+      parent: this.proc,
+      argv: this.proc.info.argv ?? [SHELL_NAME],
+      uid: this.state.cred.uid,
+      user: userName(this.state.cred.uid),
+    });
+    return new Interpreter(this.device, this.commands, subshellState(this.state), proc, {});
+  }
+
+  /** Runs a forked subshell's work to its end (EXIT trap included); its process then exits. */
+  private async runChild(
+    child: Interpreter,
+    io: Io,
+    signal: AbortSignal,
+    work: () => Promise<number>,
+  ): Promise<number> {
+    let status: number;
+    try {
+      const running = work();
+      running.catch(() => undefined);
+      status = await Promise.race([running, child.death]);
+    } catch (error) {
+      if (error instanceof ExitSignal) {
+        status = error.status;
+        child.interruptedBy = error.interrupt;
+      } else if (error instanceof LoopSignal) status = child.state.status;
+      else if (error instanceof ShellSyntaxError) {
+        io.stderr.write(`${SHELL_NAME}: ${error.message}\n`);
+        status = 2;
+      } else throw error;
+    }
+    try {
+      return await child.finish(io, signal, status);
+    } finally {
+      child.proc.exit();
+    }
+  }
+
+  /** `cmd &`: a job in a forked child; a simple command is exec'd in it, so `$!` is its pid. */
+  private background(andOr: AndOr, io: Io, signal: AbortSignal): void {
+    const child = this.fork();
+    // A non-interactive shell's jobs read /dev/null and ignore SIGINT and SIGQUIT.
+    const jobIo: Io = this.options.interactive ? io : { ...io, stdin: EMPTY_INPUT };
+    if (!this.options.interactive) {
+      child.proc.ignore(SIGINT);
+      child.proc.ignore(SIGQUIT);
+    }
+    holdOutputs(child.proc, jobIo);
+    const done = this.runChild(child, jobIo, signal, () => child.andOr(andOr, jobIo, signal, true)).catch(
+      (error: unknown) => {
+        this.device.log.debug('virtual shell: background job failed', { error: String(error) });
+        return 1;
+      },
+    );
+    const job: Job = { id: this.nextJobId++, process: child.proc, command: '', done, status: null };
+    void done.then((status) => (job.status = status));
+    this.jobs.set(job.id, job);
+    this.state.lastBackground = child.proc.pid;
+    this.device.trackJob(done);
+  }
+
+  // ---------- lists and pipelines ----------
+
+  private async list(list: List, callerIo: Io, signal: AbortSignal, exec: boolean): Promise<number> {
     let status = this.state.status;
     for (const item of list) {
-      if (signal.aborted) return (this.state.status = 130);
+      // `exec >file` redirects the rest of the shell's commands.
+      const io = this.persistentIo ?? callerIo;
+      if (this.stopped(signal)) return (this.state.status = this.stoppedStatus());
       if (item.background) {
-        // A job ends with the session that started it, and with the phone.
-        const child = new Interpreter(this.device, this.commands, cloneState(this.state));
-        const job = child.andOr(item.andOr, io, this.device.scopedSignal(signal)).catch((error: unknown) => {
-          if (error instanceof ExitSignal || error instanceof LoopSignal) return;
-          this.device.log.debug('virtual shell: background job failed', { error: String(error) });
-        });
-        this.device.trackJob(job);
+        this.background(item.andOr, io, signal);
         status = this.state.status = 0;
-        continue;
+      } else {
+        status = await this.andOr(item.andOr, io, signal, exec && list.length === 1);
       }
-      status = await this.andOr(item.andOr, io, signal);
+      await this.checkpoint(io, signal);
     }
     return status;
   }
 
-  private async andOr(andOr: AndOr, io: Io, signal: AbortSignal): Promise<number> {
-    let status = await this.pipeline(andOr.first, io, signal);
-    for (const { op, pipeline } of andOr.rest) {
+  private async andOr(andOr: AndOr, io: Io, signal: AbortSignal, exec: boolean): Promise<number> {
+    const n = andOr.rest.length;
+    let status = await this.pipeline(andOr.first, io, signal, exec && n === 0, n > 0);
+    for (let i = 0; i < n; i++) {
+      const { op, pipeline } = andOr.rest[i]!;
       if ((op === '&&' && status !== 0) || (op === '||' && status === 0)) continue;
-      status = await this.pipeline(pipeline, io, signal);
+      if (this.stopped(signal)) return this.stoppedStatus();
+      status = await this.pipeline(pipeline, io, signal, false, i < n - 1);
     }
     return status;
   }
 
-  private async pipeline(p: Pipeline, io: Io, signal: AbortSignal): Promise<number> {
+  /** Runs a list as a condition: a failure there is not an error (no ERR trap). */
+  private async condition(list: List, io: Io, signal: AbortSignal): Promise<number> {
+    this.conditionDepth++;
+    try {
+      return await this.list(list, io, signal, false);
+    } finally {
+      this.conditionDepth--;
+    }
+  }
+
+  private async pipeline(
+    p: Pipeline,
+    io: Io,
+    signal: AbortSignal,
+    exec: boolean,
+    asCondition: boolean,
+  ): Promise<number> {
+    if (asCondition || p.negate) this.conditionDepth++;
     let status: number;
-    if (p.commands.length === 1) {
-      status = await this.command(p.commands[0]!, io, signal);
-    } else {
-      const stages = p.commands.length;
-      const pipes = Array.from({ length: stages - 1 }, () => new Pipe());
-      const runs = p.commands.map(async (cmd, i) => {
-        // A stage stops when the caller goes away or when the stage after it exits (SIGPIPE).
-        const controller = new AbortController();
-        const abort = () => controller.abort();
-        signal.addEventListener('abort', abort, { once: true });
-        const downstream = pipes[i];
-        downstream?.onReaderGone(abort);
-        const stageIo: Io = {
-          stdin: i === 0 ? io.stdin : pipes[i - 1]!,
-          stdout: downstream ?? io.stdout,
-          stderr: io.stderr,
-        };
-        // Every stage but the last runs in a subshell, as in sh.
-        const runner =
-          i === stages - 1 ? this : new Interpreter(this.device, this.commands, cloneState(this.state));
+    try {
+      status =
+        p.commands.length === 1
+          ? await this.command(p.commands[0]!, io, signal, exec)
+          : await this.pipe(p.commands, io, signal);
+    } finally {
+      if (asCondition || p.negate) this.conditionDepth--;
+    }
+    if (p.negate) status = status === 0 ? 1 : 0;
+    this.state.status = status;
+    if (status !== 0 && !asCondition && !p.negate && this.conditionDepth === 0) {
+      await this.errTrap(io, signal);
+      // set -e: a failure outside a condition ends the shell.
+      if (this.state.options.has('e')) throw new ExitSignal(status);
+    }
+    return status;
+  }
+
+  /** mksh's ERR trap: after a command fails outside a condition. */
+  private async errTrap(io: Io, signal: AbortSignal): Promise<void> {
+    const action = this.state.traps.get('ERR');
+    if (!action) return;
+    const saved = this.state.status;
+    // The trap is not run again for failures inside itself.
+    this.state.traps.delete('ERR');
+    try {
+      await this.evaluate(action, io, signal);
+    } finally {
+      if (!this.state.traps.has('ERR')) this.state.traps.set('ERR', action);
+      this.state.status = saved;
+    }
+  }
+
+  /** `a | b | c`: each stage but the last in a forked subshell, its simple command exec'd there. */
+  private async pipe(commands: Command[], io: Io, signal: AbortSignal): Promise<number> {
+    const stages = commands.length;
+    const pipes = Array.from({ length: stages - 1 }, () => new Pipe());
+    const runs = commands.map(async (cmd, i) => {
+      const stageIo: Io = {
+        stdin: i === 0 ? io.stdin : pipes[i - 1]!,
+        stdout: pipes[i] ?? io.stdout,
+        stderr: io.stderr,
+      };
+      if (i === stages - 1) {
         try {
-          return await runner.command(cmd, stageIo, controller.signal);
+          return await this.command(cmd, stageIo, signal, false);
         } catch (error) {
           if (error instanceof ExitSignal) return error.status;
           throw error;
         } finally {
-          signal.removeEventListener('abort', abort);
-          downstream?.end();
           if (i > 0) pipes[i - 1]!.closeReader();
         }
-      });
-      const statuses = await Promise.all(runs);
-      status = statuses[statuses.length - 1]!;
-    }
-    if (p.negate) status = status === 0 ? 1 : 0;
-    this.state.status = status;
-    return status;
+      }
+      const child = this.fork();
+      // Writing on after the next stage exited is SIGPIPE for the writer (the stage, and
+      // what it runs in the foreground).
+      // (A producer that checks whether anyone still reads is about to write: it gets it too.)
+      const pipe = pipes[i]!;
+      const broken = () => {
+        for (const p of [child.proc, ...child.foreground]) p.deliver(SIGPIPE);
+      };
+      const writerIo: Io = {
+        ...stageIo,
+        stdout: {
+          get closed() {
+            if (pipe.closed) broken();
+            return pipe.closed;
+          },
+          write: (data) => {
+            if (!pipe.closed) pipe.write(data);
+            else broken();
+          },
+          drain: () => pipe.drain(),
+        },
+      };
+      holdOutputs(child.proc, writerIo);
+      this.foreground.add(child.proc);
+      try {
+        return await this.runChild(child, writerIo, signal, () => child.command(cmd, writerIo, signal, true));
+      } finally {
+        this.foreground.delete(child.proc);
+        pipes[i]!.end();
+        if (i > 0) pipes[i - 1]!.closeReader();
+      }
+    });
+    const statuses = await Promise.all(runs);
+    // set -o pipefail: the last stage that failed decides.
+    if (this.state.options.has('p')) return [...statuses].reverse().find((s) => s !== 0) ?? 0;
+    return statuses[statuses.length - 1]!;
   }
 
-  private async command(cmd: Command, io: Io, signal: AbortSignal): Promise<number> {
-    if (cmd.type === 'simple') return this.simple(cmd, io, signal);
+  private async command(cmd: Command, io: Io, signal: AbortSignal, exec: boolean): Promise<number> {
+    if (cmd.type === 'simple') return this.simple(cmd, io, signal, exec);
+    if (cmd.type === 'function') {
+      this.state.functions.set(cmd.name, cmd.body);
+      return (this.state.status = 0);
+    }
     const redirected = await this.applyRedirects(cmd.redirects, io, signal);
     if (typeof redirected === 'number') return redirected;
     const { io: rio, files } = redirected;
@@ -180,35 +609,36 @@ export class Interpreter {
     try {
       switch (cmd.type) {
         case 'group':
-          status = await this.list(cmd.body, rio, signal);
+          status = await this.list(cmd.body, rio, signal, false);
           break;
         case 'subshell': {
-          const child = new Interpreter(this.device, this.commands, cloneState(this.state));
+          const child = this.fork();
+          holdOutputs(child.proc, rio);
+          this.foreground.add(child.proc);
           try {
-            status = await child.list(cmd.body, rio, signal);
-          } catch (error) {
-            if (error instanceof ExitSignal) status = error.status;
-            else throw error;
+            status = await this.runChild(child, rio, signal, () => child.list(cmd.body, rio, signal, false));
+          } finally {
+            this.foreground.delete(child.proc);
           }
           break;
         }
         case 'if': {
           let matched = false;
           for (const clause of cmd.clauses) {
-            if ((await this.list(clause.cond, rio, signal)) === 0) {
-              status = await this.list(clause.body, rio, signal);
+            if ((await this.condition(clause.cond, rio, signal)) === 0) {
+              status = await this.list(clause.body, rio, signal, false);
               matched = true;
               break;
             }
           }
-          if (!matched) status = cmd.otherwise ? await this.list(cmd.otherwise, rio, signal) : 0;
+          if (!matched) status = cmd.otherwise ? await this.list(cmd.otherwise, rio, signal, false) : 0;
           break;
         }
         case 'while':
         case 'until': {
           status = 0;
-          for (let guard = 0; !signal.aborted; guard++) {
-            const c = await this.list(cmd.cond, rio, signal);
+          for (let guard = 0; !this.stopped(signal); guard++) {
+            const c = await this.condition(cmd.cond, rio, signal);
             if ((cmd.type === 'while') !== (c === 0)) break;
             const r = await this.loopBody(cmd.body, rio, signal);
             status = r.status;
@@ -218,13 +648,25 @@ export class Interpreter {
           }
           break;
         }
+        case 'case': {
+          const subject = await this.expandString(cmd.word, io, signal);
+          status = 0;
+          outer: for (const clause of cmd.clauses) {
+            for (const p of clause.patterns) {
+              if (!globSegmentRegex(await this.expandPattern(p, io, signal)).test(subject)) continue;
+              status = await this.list(clause.body, rio, signal, false);
+              break outer;
+            }
+          }
+          break;
+        }
         case 'for': {
           const items = cmd.items
             ? (await Promise.all(cmd.items.map((w) => this.expandFields(w, io, signal)))).flat()
             : this.state.positional;
           status = 0;
           for (const item of items) {
-            if (signal.aborted) break;
+            if (this.stopped(signal)) break;
             this.state.vars.set(cmd.name, item);
             const r = await this.loopBody(cmd.body, rio, signal);
             status = r.status;
@@ -246,7 +688,7 @@ export class Interpreter {
     signal: AbortSignal,
   ): Promise<{ status: number; stop: boolean }> {
     try {
-      return { status: await this.list(body, io, signal), stop: false };
+      return { status: await this.list(body, io, signal, false), stop: false };
     } catch (error) {
       if (error instanceof LoopSignal) {
         if (error.levels > 1) throw new LoopSignal(error.kind, error.levels - 1);
@@ -260,9 +702,11 @@ export class Interpreter {
     cmd: Extract<Command, { type: 'simple' }>,
     io: Io,
     signal: AbortSignal,
+    exec: boolean,
   ): Promise<number> {
     const argv: string[] = [];
-    for (const w of cmd.words) argv.push(...(await this.expandFields(w, io, signal)));
+    for (const word of cmd.words)
+      for (const w of braceExpand(word)) argv.push(...(await this.expandFields(w, io, signal)));
     const assigns: [string, string][] = [];
     for (const a of cmd.assigns) assigns.push([a.name, await this.expandString(a.value, io, signal)]);
     const redirected = await this.applyRedirects(cmd.redirects, io, signal);
@@ -272,8 +716,17 @@ export class Interpreter {
     if (argv.length === 0) {
       for (const [k, v] of assigns) this.state.vars.set(k, v);
       status = 0;
+    } else if (argv.length === 1 && argv[0] === 'exec' && cmd.redirects.length > 0) {
+      // exec with redirections only: they stay for the rest of the shell.
+      this.persistentIo = rio;
+      status = 0;
+      return (this.state.status = status);
+    } else if (this.stopped(signal)) {
+      status = this.stoppedStatus();
     } else {
-      status = await this.invoke(argv, assigns, rio, signal);
+      if (this.state.options.has('x'))
+        io.stderr.write(`+ ${[...assigns.map(([k, v]) => `${k}=${v}`), ...argv].join(' ')}\n`);
+      status = await this.invoke(argv, assigns, rio, signal, exec);
     }
     status = this.reportFiles(files, io, argv[0] ?? SHELL_NAME, status);
     this.state.status = status;
@@ -307,7 +760,7 @@ export class Interpreter {
       const path = normalizePath(target, this.state.cwd);
       if (r.op === '<') {
         try {
-          stdin = new BufferInput(this.device.fs.readFile(path));
+          stdin = openInput(this.fs, path, io.stdin);
         } catch (error) {
           io.stderr.write(
             `${SHELL_NAME}: can't open ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`,
@@ -327,25 +780,24 @@ export class Interpreter {
         // `>&file` is bash for `&>file`
       }
       if (path === '/dev/null') {
-        const sink = { write: () => undefined, drain: () => Promise.resolve(), closed: false };
         if (r.op === '&>' || r.op === '>&') {
-          fds[1] = sink;
-          fds[2] = sink;
-        } else if (r.fd === 1 || r.fd === 2) fds[r.fd] = sink;
+          fds[1] = NULL_OUTPUT;
+          fds[2] = NULL_OUTPUT;
+        } else if (r.fd === 1 || r.fd === 2) fds[r.fd] = NULL_OUTPUT;
         continue;
       }
       const append = r.op === '>>';
       try {
-        const exists = this.device.fs.exists(path);
-        if (!append || !exists) this.device.fs.writeFile(path, Buffer.alloc(0));
-        else if (this.device.fs.stat(path).kind === 'dir') throw new FsError('EISDIR', path);
+        const exists = this.fs.exists(path);
+        if (!append || !exists) this.fs.writeFile(path, Buffer.alloc(0));
+        else if (this.fs.stat(path).kind === 'dir') throw new FsError('EISDIR', path);
       } catch (error) {
         io.stderr.write(
           `${SHELL_NAME}: can't create ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`,
         );
         return 1;
       }
-      const out = new FileOutput(this.device.fs, path);
+      const out = new FileOutput(this.fs, path);
       files.push(out);
       if (r.op === '&>' || r.op === '>&') {
         fds[1] = out;
@@ -362,25 +814,35 @@ export class Interpreter {
     assigns: [string, string][],
     io: Io,
     signal: AbortSignal,
+    exec: boolean,
   ): Promise<number> {
     const name = argv[0]!;
     const args = argv.slice(1);
     const builtin = await this.builtin(name, args, assigns, io, signal);
     if (builtin !== null) return builtin;
+    const body = this.state.functions.get(name);
+    if (body) return this.callFunction(body, args, io, signal);
     let lookup = name;
     if (name.includes('/')) {
       const path = normalizePath(name, this.state.cwd);
-      if (!this.device.fs.exists(path)) {
+      if (!this.fs.exists(path)) {
         io.stderr.write(`${SHELL_NAME}: ${name}: inaccessible or not found\n`);
         return 127;
       }
-      if (!/^\/(system|vendor|product|system_ext)\/(x?bin)\//.test(this.device.fs.realpath(path))) {
+      if (!/^\/(system|vendor|product|system_ext)\/(x?bin)\//.test(this.fs.realpath(path))) {
         io.stderr.write(`${SHELL_NAME}: ${name}: can't execute: Permission denied\n`);
         return 126;
       }
       lookup = basename(path);
     }
     const fn = this.commands.get(lookup);
+    if (!fn && SYSTEM_BIN.includes(lookup)) {
+      // The program is on the phone but the virtual phone does not run it: say so.
+      io.stderr.write(
+        `${SHELL_NAME}: ${name}: not modeled by the virtual phone (see docs/virtual-phone.md)\n`,
+      );
+      return 126;
+    }
     if (!fn) {
       io.stderr.write(`${SHELL_NAME}: ${name}: not found\n`);
       this.device.log.debug('virtual shell: command not found', { command: name, args });
@@ -388,23 +850,100 @@ export class Interpreter {
     }
     const env = new Map(this.state.vars);
     for (const [k, v] of assigns) env.set(k, v);
+    const inProcess = IN_PROCESS.has(lookup) && !name.includes('/');
+    // fork+exec, or exec in this very process (the shell's last command, a job, a stage).
+    let proc: Process;
+    if (inProcess) proc = this.proc;
+    else if (exec) {
+      proc = this.proc;
+      proc.exec(argv);
+      holdOutputs(proc, io);
+    } else {
+      proc = this.device.processes.spawn({
+        parent: this.proc,
+        argv,
+        uid: this.state.cred.uid,
+        user: userName(this.state.cred.uid),
+      });
+      holdOutputs(proc, io);
+    }
+    const stop = AbortSignal.any([signal, proc.terminated]);
     const ctx: CommandContext = {
       name: lookup,
       args,
       device: this.device,
       env,
       cwd: this.state.cwd,
-      signal,
-      stdin: io.stdin,
+      signal: stop,
+      process: proc,
+      cred: this.state.cred,
+      fs: proc === this.proc ? this.fs : this.device.fs.as(this.state.cred, proc.pid),
+      // A terminated process reads nothing more: a command blocked on its input ends.
+      stdin: untilAborted(io.stdin, stop),
       stdout: io.stdout,
       stderr: io.stderr,
-      runShell: (source, childIo, options) => {
-        const state = cloneState(this.state);
-        if (options?.cwd) state.cwd = options.cwd;
-        if (options?.args) state.positional = options.args;
-        return new Interpreter(this.device, this.commands, state).run(source, childIo, signal);
+      runShell: (source, childIo, options) => this.runShellIn(proc, env, source, childIo, signal, options),
+      spawn: (source, childIo, options = {}) => {
+        const child = this.device.processes.spawn({
+          parent: proc,
+          argv: proc.info.argv ?? [SHELL_NAME],
+          uid: proc.info.uid ?? this.state.cred.uid,
+          user: proc.info.user,
+          newGroup: options.newGroup,
+        });
+        holdOutputs(child, childIo);
+        const ran = this.runShellIn(child, env, source, childIo, signal, options);
+        ran.catch(() => undefined);
+        const done = Promise.race([ran, child.whenTerminated()]);
+        void done.finally(() => child.exit()).catch(() => undefined);
+        return { process: child, done };
       },
     };
+    const finished = this.runCommand(fn, ctx, lookup, args, io).then((status) =>
+      proc.termSignal !== null ? 128 + proc.termSignal : status,
+    );
+    finished.catch(() => undefined);
+    // A process a signal terminated is gone at once, whatever its code still awaits.
+    const result = Promise.race([finished, proc.whenTerminated()]);
+    if (proc === this.proc) return result;
+    void result.finally(() => proc.exit()).catch(() => undefined);
+    this.foreground.add(proc);
+    try {
+      return await Promise.race([result, this.death]);
+    } finally {
+      this.foreground.delete(proc);
+    }
+  }
+
+  /** Runs a function in this shell with its own $1..., until it ends or returns. */
+  private async callFunction(body: Command, args: string[], io: Io, signal: AbortSignal): Promise<number> {
+    const saved = this.state.positional;
+    this.state.positional = args;
+    this.functionDepth++;
+    try {
+      return await this.command(body, io, signal, false);
+    } catch (error) {
+      if (error instanceof ReturnSignal) return (this.state.status = error.status);
+      throw error;
+    } finally {
+      this.functionDepth--;
+      this.state.positional = saved;
+    }
+  }
+
+  /** What `exec >file` redirected for the rest of the shell. */
+  private persistentIo: Io | null = null;
+
+  /** How many function calls deep the shell is (`return` ends the innermost). */
+  private functionDepth = 0;
+
+  private async runCommand(
+    fn: (ctx: CommandContext) => number | Promise<number>,
+    ctx: CommandContext,
+    lookup: string,
+    args: string[],
+    io: Io,
+  ): Promise<number> {
     try {
       return await fn(ctx);
     } catch (error) {
@@ -417,6 +956,313 @@ export class Interpreter {
       io.stderr.write(`${lookup}: ${error instanceof Error ? error.message : String(error)}\n`);
       return 1;
     }
+  }
+
+  /** A command runs shell source in its own process (sh -c, xargs, env, nohup, run-as). */
+  private async runShellIn(
+    proc: Process,
+    env: ReadonlyMap<string, string>,
+    source: string,
+    io: Io,
+    signal: AbortSignal,
+    options: RunShellOptions = {},
+  ): Promise<number> {
+    const cred = options.cred ?? this.state.cred;
+    if (options.cred) {
+      proc.info.uid = cred.uid;
+      proc.info.user = userName(cred.uid);
+    }
+    const state: ShellState = {
+      vars: new Map(env),
+      cwd: options.cwd ?? this.state.cwd,
+      status: 0,
+      positional: options.args ?? [],
+      pid: proc.pid,
+      lastBackground: null,
+      traps: new Map(),
+      cred,
+      functions: new Map(),
+      options: new Set(),
+    };
+    const shell = new Interpreter(this.device, this.commands, state, proc, {});
+    return shell.script(source, io, signal, { exec: options.exec === true });
+  }
+
+  /** Finds a job by `%N`, `%%`/`%+` or by pid; reports a missing `%N` like mksh. */
+  private findJob(spec: string, io: Io, builtin: string): Job | null | 'bad' {
+    if (spec.startsWith('%')) {
+      const rest = spec.slice(1);
+      let job: Job | undefined;
+      if (rest === '' || rest === '%' || rest === '+') job = [...this.jobs.values()].pop();
+      else if (/^\d+$/.test(rest)) job = this.jobs.get(Number(rest));
+      if (!job) {
+        io.stderr.write(`${SHELL_NAME}: ${builtin}: ${spec}: no such job\n`);
+        return 'bad';
+      }
+      return job;
+    }
+    const pid = Number(spec);
+    if (!/^\d+$/.test(spec)) {
+      io.stderr.write(`${SHELL_NAME}: ${builtin}: ${spec}: argument must be %job or process id\n`);
+      return 'bad';
+    }
+    return [...this.jobs.values()].find((j) => j.process.pid === pid) ?? null;
+  }
+
+  /** Waits for `promise`, unless a trapped signal or an interrupt arrives first (mksh's wait). */
+  /**
+   * Waits for `promise`, unless a trapped signal or an interrupt arrives first (mksh's wait
+   * and read), the shell is killed, or the caller stops it. Every listener it adds is
+   * removed again, so a `while read` loop over a long input holds nothing per line.
+   */
+  private interruptible<T>(
+    promise: Promise<T>,
+    signal: AbortSignal,
+  ): Promise<{ value: T } | { signal: number }> {
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const cleanup = () => {
+        signal.removeEventListener('abort', onStop);
+        this.proc.terminated.removeEventListener('abort', onStop);
+        this.wakers.delete(onAttention);
+      };
+      const settle = (result: { value: T } | { signal: number }) => {
+        if (settled) return;
+        settled = true;
+        cleanup();
+        resolve(result);
+      };
+      const onStop = () => settle({ signal: this.proc.termSignal ?? SIGINT });
+      const onAttention = () => {
+        const pending = this.interrupt ?? this.pendingTraps[0];
+        if (pending !== undefined) settle({ signal: pending });
+      };
+      if (signal.aborted || this.proc.terminated.aborted) return onStop();
+      onAttention();
+      if (settled) return;
+      signal.addEventListener('abort', onStop, { once: true });
+      this.proc.terminated.addEventListener('abort', onStop, { once: true });
+      this.wakers.add(onAttention);
+      promise.then(
+        (value) => settle({ value }),
+        (error: unknown) => {
+          if (settled) return;
+          settled = true;
+          cleanup();
+          reject(error);
+        },
+      );
+    });
+  }
+
+  private async waitBuiltin(args: string[], io: Io, signal: AbortSignal): Promise<number> {
+    const targets = args[0] === '--' ? args.slice(1) : args;
+    if (targets.length === 0) {
+      for (;;) {
+        const running = [...this.jobs.values()].filter((j) => j.status === null);
+        if (running.length === 0) {
+          this.jobs.clear();
+          return 0;
+        }
+        const r = await this.interruptible(Promise.race(running.map((j) => j.done)), signal);
+        if ('signal' in r) return 128 + r.signal;
+      }
+    }
+    let status = 127;
+    for (const target of targets) {
+      const job = this.findJob(target, io, 'wait');
+      if (job === 'bad' || job === null) {
+        status = 127;
+        continue;
+      }
+      const r = await this.interruptible(job.done, signal);
+      if ('signal' in r) return 128 + r.signal;
+      status = r.value;
+      this.jobs.delete(job.id);
+    }
+    return status;
+  }
+
+  /** mksh's kill builtin: jobs and pids, -s NAME, -NAME/-N, -l [status...]. */
+  private killBuiltin(args: string[], io: Io): number {
+    const err = (message: string) => io.stderr.write(`${SHELL_NAME}: kill: ${message}\n`);
+    let sig = SIGTERM;
+    let list = false;
+    let i = 0;
+    const first = args[0];
+    if (first && /^-[0-9A-Z]/.test(first)) {
+      // Old style -9 / -HUP / -SIGHUP: the name as given (mksh matches it case-sensitively).
+      const spec = first.slice(1);
+      const n = /^\d+$/.test(spec) ? Number(spec) : signalNumber(spec);
+      const exact = /^\d+$/.test(spec) || SIGNALS.some((s) => s.name === spec.replace(/^SIG/, ''));
+      if (n === null || !exact || n >= 65) {
+        err(`bad signal '${spec}'`);
+        return 1;
+      }
+      sig = n;
+      i = args[1] === '--' ? 2 : 1;
+    } else {
+      for (; i < args.length; i++) {
+        const a = args[i]!;
+        if (a === '--') {
+          i++;
+          break;
+        }
+        if (a === '-l') list = true;
+        else if (a === '-s' || (a.startsWith('-s') && a.length > 2)) {
+          const spec = a === '-s' ? args[++i] : a.slice(2);
+          const n = spec === undefined ? null : signalNumber(spec);
+          if (spec === undefined) {
+            err('-s: argument expected');
+            return 1;
+          }
+          if (n === null) {
+            err(`bad signal '${spec}'`);
+            return 1;
+          }
+          sig = n;
+        } else if (a.startsWith('-') && a !== '-') {
+          err(`${a}: unknown option`);
+          return 1;
+        } else break;
+      }
+    }
+    const targets = args.slice(i);
+    if (list) {
+      if (targets.length === 0) {
+        io.stdout.write(mkshSignalTable());
+        return 0;
+      }
+      for (const t of targets) {
+        if (!/^-?\d+$/.test(t)) {
+          err(`${t}: bad number`);
+          return 1;
+        }
+        let n = Number(t);
+        if (n > 128 && n < 128 + 65) n -= 128;
+        io.stdout.write(`${signalName(n) ?? n}\n`);
+      }
+      return 0;
+    }
+    if (targets.length === 0) {
+      io.stderr.write(
+        'usage:\tkill [-s signame | -signum | -signame] { job | pid | pgrp } ...\n\tkill -l [exit_status ...]\n',
+      );
+      return 1;
+    }
+    let status = 0;
+    for (const t of targets) {
+      const results: { pid: number; result: ReturnType<Device['processes']['signal']> }[] = [];
+      if (t.startsWith('%')) {
+        const job = this.findJob(t, io, 'kill');
+        if (job === 'bad' || job === null) {
+          status = 1;
+          continue;
+        }
+        results.push({ pid: job.process.pid, result: job.process.deliver(sig) });
+      } else if (/^-?\d+$/.test(t)) {
+        const n = Number(t);
+        const result =
+          n < 0
+            ? this.device.processes.signalGroup(-n, sig, this.state.cred)
+            : this.device.processes.signal(n, sig, this.state.cred);
+        results.push({ pid: n, result });
+      } else {
+        err(`${t}: arguments must be jobs or process IDs`);
+        status = 1;
+        continue;
+      }
+      for (const { result } of results) {
+        if (result === 'ok') continue;
+        status = 1;
+        if (result === 'no-such-process') err(`${t}: No such process`);
+        else if (result === 'not-permitted') err(`${t}: Operation not permitted`);
+        else err(`${t}: the virtual phone does not stop or continue processes (SIG${signalName(sig)})`);
+      }
+    }
+    return status;
+  }
+
+  /** set: positional parameters, and the options the shell models (-e -u -x -f, -o pipefail). */
+  private setBuiltin(args: string[], io: Io): number {
+    if (args.length === 0) {
+      for (const [k, v] of [...this.state.vars].sort()) io.stdout.write(`${k}=${v}\n`);
+      return 0;
+    }
+    const refuse = (option: string) => {
+      io.stderr.write(`${SHELL_NAME}: set: ${option}: the virtual phone does not model this option\n`);
+      return 1;
+    };
+    for (let i = 0; i < args.length; i++) {
+      const a = args[i]!;
+      if (a === '--' || a === '-') {
+        this.state.positional = args.slice(i + 1);
+        return 0;
+      }
+      if (a === '-o' || a === '+o') {
+        const name = args[++i];
+        const flag = name === undefined ? undefined : LONG_OPTIONS[name];
+        if (flag === undefined) return refuse(name ?? '-o');
+        if (a === '-o') this.state.options.add(flag);
+        else this.state.options.delete(flag);
+        continue;
+      }
+      if (/^[-+][a-zA-Z]+$/.test(a)) {
+        for (const f of a.slice(1)) {
+          if (!'efux'.includes(f)) return refuse(`-${f}`);
+          if (a[0] === '-') this.state.options.add(f);
+          else this.state.options.delete(f);
+        }
+        continue;
+      }
+      this.state.positional = args.slice(i);
+      return 0;
+    }
+    return 0;
+  }
+
+  /** mksh's trap builtin: set, ignore ('') or reset (-) actions; list them without arguments. */
+  private trapBuiltin(args: string[], io: Io): number {
+    if (args[0]?.startsWith('-') && args[0] !== '-' && args[0] !== '--') {
+      io.stderr.write(`${SHELL_NAME}: trap: ${args[0]}: unknown option\n`);
+      return 1;
+    }
+    const rest = args[0] === '--' ? args.slice(1) : args;
+    if (rest.length === 0) {
+      const order: TrapKey[] = ['EXIT', ...SIGNALS.map((s) => s.number), 'ERR'];
+      for (const key of order) {
+        const action = this.state.traps.get(key);
+        if (action === undefined) continue;
+        const name = typeof key === 'number' ? signalName(key)! : key;
+        io.stdout.write(`trap -- ${shellQuote(action)} ${name}\n`);
+      }
+      return 0;
+    }
+    let action: string | null;
+    let conditions: string[];
+    if (/^\d+$/.test(rest[0]!)) {
+      action = null;
+      conditions = rest;
+    } else {
+      action = rest[0] === '-' ? null : rest[0]!;
+      conditions = rest.slice(1);
+    }
+    let status = 0;
+    for (const c of conditions) {
+      const key = trapKey(c);
+      if (key === null) {
+        io.stderr.write(`${SHELL_NAME}: trap: bad signal '${c}'\n`);
+        status = 1;
+        continue;
+      }
+      if (action === null) this.state.traps.delete(key);
+      else this.state.traps.set(key, action);
+      if (typeof key !== 'number') continue;
+      this.proc.ignore(key, action === '');
+      if (action !== null && action !== '') this.proc.handle(key, (s) => this.onSignal(s));
+      else if (!SHELL_SIGNALS.includes(key)) this.proc.unhandle(key);
+    }
+    return status;
   }
 
   /** Runs a builtin, or returns null when name is not one. */
@@ -437,8 +1283,9 @@ export class Interpreter {
               : args[0];
         const path = normalizePath(target, this.state.cwd);
         try {
-          const st = this.device.fs.stat(path);
+          const st = this.fs.stat(path);
           if (st.kind !== 'dir') throw new FsError('ENOTDIR', target);
+          if (!this.fs.canAccess(path, { exec: true })) throw new FsError('EACCES', target);
         } catch (error) {
           io.stderr.write(
             `${SHELL_NAME}: cd: ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`,
@@ -472,14 +1319,20 @@ export class Interpreter {
         this.exited = true;
         throw new ExitSignal(Number.isFinite(status) ? status : 2);
       }
-      case 'return':
-        throw new ExitSignal(args[0] === undefined ? this.state.status : Number(args[0]) & 0xff);
+      case 'return': {
+        const status = args[0] === undefined ? this.state.status : Number(args[0]) & 0xff;
+        if (this.functionDepth > 0) throw new ReturnSignal(status);
+        throw new ExitSignal(status);
+      }
       case 'break':
       case 'continue':
         throw new LoopSignal(name, Math.max(1, Number(args[0] ?? '1') || 1));
       case 'exec': {
         if (args.length === 0) return 0;
-        return this.invoke(args, assigns, io, signal);
+        // The command replaces the shell: when it ends, so does the shell.
+        const status = await this.invoke(args, assigns, io, signal, true);
+        this.exited = true;
+        throw new ExitSignal(status);
       }
       case 'command':
       case 'builtin': {
@@ -493,16 +1346,12 @@ export class Interpreter {
           return 1;
         }
         if (rest.length === 0) return 0;
-        return this.invoke(rest, assigns, io, signal);
+        return this.invoke(rest, assigns, io, signal, false);
       }
       case ':':
         return 0;
-      case 'set': {
-        if (args[0] === '--') this.state.positional = args.slice(1);
-        else if (args.length === 0)
-          for (const [k, v] of [...this.state.vars].sort()) io.stdout.write(`${k}=${v}\n`);
-        return 0;
-      }
+      case 'set':
+        return this.setBuiltin(args, io);
       case 'shift': {
         const n = Number(args[0] ?? '1');
         this.state.positional = this.state.positional.slice(n);
@@ -510,23 +1359,27 @@ export class Interpreter {
       }
       case 'read': {
         const names = args.filter((a) => !a.startsWith('-'));
-        const line = await readLine(io.stdin);
-        if (line === null) return 1;
+        const r = await this.interruptible(readLine(io.stdin), signal);
+        if ('signal' in r) return 128 + r.signal;
+        if (r.value === null) return 1;
+        const { line, complete } = r.value;
         const fields = line.split(/[ \t]+/).filter(Boolean);
         names.forEach((n, i) => {
           const value = i === names.length - 1 ? fields.slice(i).join(' ') : (fields[i] ?? '');
           this.state.vars.set(n, value);
         });
         if (names.length === 0) this.state.vars.set('REPLY', line);
-        return 0;
+        // A last line without its newline is read, but read reports end of input.
+        return complete ? 0 : 1;
       }
       case 'eval':
-        return this.run(args.join(' '), io, signal);
+        return this.evaluate(args.join(' '), io, signal);
       case '.':
       case 'source': {
         const path = normalizePath(args[0] ?? '', this.state.cwd);
+        let text: string;
         try {
-          return await this.run(this.device.fs.readFile(path).toString('utf8'), io, signal);
+          text = this.fs.readFile(path).toString('utf8');
         } catch (error) {
           if (error instanceof FsError) {
             io.stderr.write(`${SHELL_NAME}: .: ${args[0] ?? ''}: ${error.reason}\n`);
@@ -534,10 +1387,40 @@ export class Interpreter {
           }
           throw error;
         }
+        return this.evaluate(text, io, signal);
       }
       case 'wait':
+        return this.waitBuiltin(args, io, signal);
+      case '[[':
+        io.stderr.write(`${SHELL_NAME}: [[ ... ]] is not modeled by the virtual phone; use [ ... ]\n`);
+        return 2;
+      case 'time': {
+        // mksh's time keyword, for a simple command: real time, no CPU accounting.
+        const started = this.device.now();
+        const status = args.length > 0 ? await this.invoke(args, assigns, io, signal, false) : 0;
+        const seconds = (this.device.now() - started) / 1000;
+        const real = `${Math.floor(seconds / 60)}m${(seconds % 60).toFixed(2).padStart(5, '0')}s`;
+        io.stderr.write(
+          `${real.padStart(12)} real ${'0m00.00s'.padStart(12)} user ${'0m00.00s'.padStart(12)} system\n`,
+        );
+        return status;
+      }
+      case 'kill':
+        return this.killBuiltin(args, io);
       case 'trap':
+        return this.trapBuiltin(args, io);
+      case 'jobs': {
+        for (const job of this.jobs.values()) {
+          const state = job.status === null ? 'Running' : job.status === 0 ? 'Done' : `Done (${job.status})`;
+          io.stdout.write(
+            `[${job.id}] ${args.includes('-l') ? `${job.process.pid} ` : ''}${state.padEnd(22)}${job.process.info.args}\n`,
+          );
+        }
+        return 0;
+      }
       case 'umask':
+        if (args.length === 0) io.stdout.write('0077\n');
+        return 0;
       case 'ulimit':
       case 'alias':
       case 'unalias':
@@ -574,7 +1457,7 @@ export class Interpreter {
       case '0':
         return SHELL_NAME;
       case '!':
-        return '';
+        return this.state.lastBackground === null ? '' : String(this.state.lastBackground);
       case '-':
         return 'h';
     }
@@ -597,21 +1480,54 @@ export class Interpreter {
       return String(evalArithmetic(expanded, (n) => Number(this.param(n) ?? 0) || 0));
     }
     if (part.type === 'cmdsub') {
+      // $(...) runs in a forked subshell whose output is captured.
       const out = new BufferOutput();
-      const child = new Interpreter(this.device, this.commands, cloneState(this.state));
-      const status = await child.run(
-        part.source,
-        { stdin: io.stdin, stdout: out, stderr: io.stderr },
-        signal,
-      );
-      this.state.status = status;
+      const subIo: Io = { stdin: io.stdin, stdout: out, stderr: io.stderr };
+      const child = this.fork();
+      holdOutputs(child.proc, subIo);
+      this.foreground.add(child.proc);
+      try {
+        this.state.status = await this.runChild(child, subIo, signal, () =>
+          child.run(part.source, subIo, signal),
+        );
+      } finally {
+        this.foreground.delete(child.proc);
+      }
       return out.text().replace(/\n+$/, '');
     }
     const value = this.param(part.name);
     const unsetOrEmpty = value === undefined || (value === '' && part.op.startsWith(':'));
     switch (part.op) {
-      case '#':
+      case 'length':
         return String((value ?? '').length);
+      case '%':
+      case '%%':
+      case '#':
+      case '##': {
+        // Pattern removal: the shortest (or longest, doubled) match of a glob at the end (%)
+        // or the start (#).
+        const text = value ?? '';
+        const pattern = part.arg ? await this.expandPattern(part.arg, io, signal) : '';
+        const re = globSegmentRegex(pattern);
+        const longest = part.op.length === 2;
+        const suffix = part.op.startsWith('%');
+        const cuts = [...Array(text.length + 1).keys()];
+        if (suffix !== longest) cuts.reverse();
+        for (const cut of cuts) {
+          if (suffix ? re.test(text.slice(cut)) : re.test(text.slice(0, cut)))
+            return suffix ? text.slice(0, cut) : text.slice(cut);
+        }
+        return text;
+      }
+      case ':?':
+      case '?': {
+        if (!unsetOrEmpty) return value ?? '';
+        const message = part.arg
+          ? await this.expandString(part.arg, io, signal)
+          : 'parameter null or not set';
+        io.stderr.write(`${SHELL_NAME}: ${part.name}: ${message}\n`);
+        throw new ExitSignal(1);
+      }
       case ':-':
       case '-':
         return unsetOrEmpty ? (part.arg ? await this.expandString(part.arg, io, signal) : '') : (value ?? '');
@@ -626,8 +1542,22 @@ export class Interpreter {
       case '+':
         return unsetOrEmpty ? '' : part.arg ? await this.expandString(part.arg, io, signal) : '';
       default:
+        if (value === undefined && this.state.options.has('u') && !/^[@*]$/.test(part.name)) {
+          io.stderr.write(`${SHELL_NAME}: ${part.name}: parameter not set\n`);
+          throw new ExitSignal(1);
+        }
         return value ?? '';
     }
+  }
+
+  /** Expands a word into a glob pattern: quoted parts match literally. */
+  private async expandPattern(word: Word, io: Io, signal: AbortSignal): Promise<string> {
+    let out = '';
+    for (const part of word.parts) {
+      const text = part.type === 'lit' ? part.text : await this.partValue(part, io, signal);
+      out += part.quoted ? text.replace(/[*?[\]\\]/g, '\\$&') : text;
+    }
+    return out;
   }
 
   /** Expands a word without field splitting or globbing (assignments, redirect targets). */
@@ -703,7 +1633,7 @@ export class Interpreter {
     const out: string[] = [];
     for (const f of fields) {
       if (f.text === '' && !f.quoted) continue;
-      if (f.glob) {
+      if (f.glob && !this.state.options.has('f')) {
         const matches = this.glob(f.pattern);
         if (matches.length > 0) {
           out.push(...matches);
@@ -727,12 +1657,12 @@ export class Interpreter {
         if (!hasMagic) {
           const name = seg.replace(/\\(.)/g, '$1');
           const path = joinPath(base, name);
-          if (this.device.fs.exists(normalizePath(path, this.state.cwd))) next.push(path);
+          if (this.fs.exists(normalizePath(path, this.state.cwd))) next.push(path);
           continue;
         }
         let entries: string[];
         try {
-          entries = this.device.fs.readdir(dirPath).map((e) => e.name);
+          entries = this.fs.readdir(dirPath).map((e) => e.name);
         } catch {
           continue;
         }
@@ -866,22 +1796,119 @@ function escapeRegex(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 }
 
-function cloneState(state: ShellState): ShellState {
+/**
+ * mksh's brace expansion: `a{b,c}d` becomes `abd acd` (nested braces too). Only braces in
+ * unquoted literal text, with a comma at their top level, expand.
+ */
+export function braceExpand(word: Word): Word[] {
+  for (let p = 0; p < word.parts.length; p++) {
+    const part = word.parts[p]!;
+    if (part.type !== 'lit' || part.quoted) continue;
+    const text = part.text;
+    for (let open = text.indexOf('{'); open >= 0; open = text.indexOf('{', open + 1)) {
+      let depth = 0;
+      const commas: number[] = [];
+      let close = -1;
+      for (let k = open; k < text.length; k++) {
+        const c = text[k];
+        if (c === '{') depth++;
+        else if (c === '}' && --depth === 0) {
+          close = k;
+          break;
+        } else if (c === ',' && depth === 1) commas.push(k);
+      }
+      if (close < 0 || commas.length === 0) continue;
+      const bounds = [open, ...commas, close];
+      const out: Word[] = [];
+      for (let k = 0; k + 1 < bounds.length; k++) {
+        const piece = text.slice(bounds[k]! + 1, bounds[k + 1]);
+        const lit = {
+          type: 'lit' as const,
+          quoted: false,
+          text: text.slice(0, open) + piece + text.slice(close + 1),
+        };
+        out.push(...braceExpand({ parts: [...word.parts.slice(0, p), lit, ...word.parts.slice(p + 1)] }));
+      }
+      return out;
+    }
+  }
+  return [word];
+}
+
+/** An input whose reads end (null) once `signal` aborts. */
+function untilAborted(input: Io['stdin'], signal: AbortSignal): Io['stdin'] {
+  const aborted = new Promise<null>((resolve) => {
+    if (signal.aborted) resolve(null);
+    else signal.addEventListener('abort', () => resolve(null), { once: true });
+  });
   return {
-    vars: new Map(state.vars),
-    cwd: state.cwd,
-    status: state.status,
-    positional: [...state.positional],
-    pid: state.pid,
+    terminal: input.terminal,
+    read: () => (signal.aborted ? Promise.resolve(null) : Promise.race([input.read(), aborted])),
+    unread: (chunk) => input.unread?.(chunk),
   };
 }
 
-async function readLine(input: Io['stdin']): Promise<string | null> {
-  // `read` takes one line; inputs here are line-oriented buffers or pipes, so reading the
-  // next chunk and keeping its first line is close enough for scripts adb clients send.
-  const chunk = await input.read();
-  if (chunk === null) return null;
-  const text = chunk.toString('utf8');
-  const nl = text.indexOf('\n');
-  return nl >= 0 ? text.slice(0, nl) : text;
+/** A value quoted for the shell, as `trap` prints actions. */
+function shellQuote(value: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** A trap condition: EXIT (or 0), ERR, or a signal by number or name in any case. */
+function trapKey(spec: string): TrapKey | null {
+  const upper = spec.toUpperCase();
+  if (upper === 'EXIT' || spec === '0') return 'EXIT';
+  if (upper === 'ERR') return 'ERR';
+  const n = signalNumber(spec);
+  return n === null || n === 0 ? null : n;
+}
+
+/**
+ * `kill -l` as mksh prints it: "N NAME Description" in columns across an 80-column line
+ * (its output is not a terminal), numbers down each column.
+ */
+function mkshSignalTable(): string {
+  const numWidth = 2;
+  const nameWidth = Math.max(...SIGNALS.map((s) => s.name.length));
+  const entries = SIGNALS.map(
+    (s) => `${String(s.number).padStart(numWidth)} ${s.name.padStart(nameWidth)} ${s.description}`,
+  );
+  const maxCol = numWidth + 1 + nameWidth + 1 + Math.max(...SIGNALS.map((s) => s.description.length));
+  const width = 80;
+  let cols = Math.floor((width + 1) / (maxCol + 2));
+  if (cols < 2) return `${entries.join('\n')}\n`;
+  let rows = Math.ceil(entries.length / cols);
+  if (cols > rows) {
+    cols = rows;
+    rows = Math.ceil(entries.length / cols);
+  }
+  const space = Math.max(2, Math.floor((width - maxCol * cols) / cols));
+  const lines: string[] = [];
+  for (let r = 0; r < rows; r++) {
+    let line = '';
+    for (let c = 0; c < cols; c++) {
+      const i = c * rows + r;
+      if (i >= entries.length) break;
+      line += i + rows >= entries.length ? entries[i]! : entries[i]!.padEnd(maxCol) + ' '.repeat(space);
+    }
+    lines.push(line);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** Reads one line (without its newline); what follows it stays for the next reader. */
+async function readLine(input: Io['stdin']): Promise<{ line: string; complete: boolean } | null> {
+  const parts: Buffer[] = [];
+  for (;;) {
+    const chunk = await input.read();
+    if (chunk === null)
+      return parts.length === 0 ? null : { line: Buffer.concat(parts).toString('utf8'), complete: false };
+    const nl = chunk.indexOf(0x0a);
+    if (nl < 0) {
+      parts.push(chunk);
+      continue;
+    }
+    parts.push(chunk.subarray(0, nl));
+    input.unread?.(chunk.subarray(nl + 1));
+    return { line: Buffer.concat(parts).toString('utf8'), complete: true };
+  }
 }

@@ -2,9 +2,25 @@
  * Byte plumbing for shell commands: outputs that write synchronously and expose drain()
  * for flow control, inputs that are read asynchronously, and in-memory pipes between them.
  */
+import { randomBytes } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import { FsError } from '../fs.js';
-import type { VirtualFs } from '../fs.js';
+
+/** Where a FileOutput writes: the filesystem (or a caller's view of it). */
+interface FileWriter {
+  writeFile(path: string, data: Buffer, options: { append: boolean }): void;
+}
+
+/** A pseudo-terminal (`/dev/pts/N`): what adbd gives a session with a pty. */
+export interface Terminal {
+  /** `pts/0` */
+  readonly name: string;
+  /** Window size the client reported (0 until it does, as on a fresh pty). */
+  rows: number;
+  cols: number;
+  /** Whether the terminal echoes what is typed (`stty -echo` turns it off). */
+  echo: boolean;
+}
 
 export interface Output {
   write(data: string | Buffer): void;
@@ -12,12 +28,36 @@ export interface Output {
   drain(): Promise<void>;
   /** True once nobody reads this output any more (the host closed, a pipe reader exited). */
   readonly closed: boolean;
+  /** The terminal this output is, when it is one (`test -t 1`, `tty`). */
+  readonly terminal?: Terminal;
+  /**
+   * Counts the caller as holding this output open, as a process holds a file descriptor;
+   * returns the release. An ADB shell stream ends only once no process holds it.
+   */
+  hold?(): () => void;
 }
 
 export interface Input {
   /** Next chunk, or null at end of input. */
   read(): Promise<Buffer | null>;
+  /**
+   * Puts bytes back to be read first: the shell's `read` takes one line and leaves the rest
+   * of the chunk to whoever reads next, as reading a pipe one byte at a time would.
+   */
+  unread?(chunk: Buffer): void;
+  /** The terminal this input is, when it is one (`test -t 0`, `tty`, `stty`). */
+  readonly terminal?: Terminal;
 }
+
+/** No input at all (what a background job reads instead of the terminal: /dev/null). */
+export const EMPTY_INPUT: Input = { read: () => Promise.resolve(null) };
+
+/** An output that swallows everything (/dev/null). */
+export const NULL_OUTPUT: Output = {
+  write: () => undefined,
+  drain: () => Promise.resolve(),
+  closed: false,
+};
 
 /**
  * How much a command may hold in memory at once (whole-input readers such as sort or
@@ -79,7 +119,7 @@ export class FileOutput implements Output {
   error: FsError | null = null;
 
   constructor(
-    private readonly fs: VirtualFs,
+    private readonly fs: FileWriter,
     readonly path: string,
   ) {}
 
@@ -106,11 +146,17 @@ export class FileOutput implements Output {
 
 export class BufferInput implements Input {
   private done = false;
+  private readonly back: Buffer[] = [];
   constructor(private readonly data: Buffer) {}
   read(): Promise<Buffer | null> {
+    const back = this.back.shift();
+    if (back) return Promise.resolve(back);
     if (this.done || this.data.length === 0) return Promise.resolve(null);
     this.done = true;
     return Promise.resolve(this.data);
+  }
+  unread(chunk: Buffer): void {
+    if (chunk.length > 0) this.back.unshift(chunk);
   }
 }
 
@@ -183,6 +229,12 @@ export class Pipe implements Input, Output {
     this.wakeReader();
   }
 
+  unread(chunk: Buffer): void {
+    if (chunk.length === 0 || this.readerGone) return;
+    this.chunks.unshift(chunk);
+    this.buffered += chunk.length;
+  }
+
   read(): Promise<Buffer | null> {
     const next = this.chunks.shift();
     if (next) {
@@ -222,5 +274,69 @@ export class Pipe implements Input, Output {
     const waiters = this.drainWaiters;
     this.drainWaiters = [];
     for (const w of waiters) w();
+  }
+}
+
+/** How much a file or device read hands out at once. */
+const READ_CHUNK = 64 * 1024;
+
+/** A file's bytes as an Input, in views of READ_CHUNK bytes (nothing is copied). */
+export class ChunkedInput implements Input {
+  private offset = 0;
+  private readonly back: Buffer[] = [];
+  constructor(private readonly data: Buffer) {}
+  unread(chunk: Buffer): void {
+    if (chunk.length > 0) this.back.unshift(chunk);
+  }
+  read(): Promise<Buffer | null> {
+    const back = this.back.shift();
+    if (back) return Promise.resolve(back);
+    if (this.offset >= this.data.length) return Promise.resolve(null);
+    const chunk = this.data.subarray(this.offset, this.offset + READ_CHUNK);
+    this.offset += chunk.length;
+    return Promise.resolve(chunk);
+  }
+}
+
+/**
+ * A device that never runs dry (/dev/zero, /dev/urandom). Each read waits for the event loop
+ * to turn, so a reader copying it forever (`cat /dev/zero > /dev/null`) cannot starve the
+ * rest of the server; it ends when its process does.
+ */
+class EndlessInput implements Input {
+  constructor(private readonly next: () => Buffer) {}
+  read(): Promise<Buffer | null> {
+    return new Promise((resolve) => setImmediate(() => resolve(this.next())));
+  }
+}
+
+const ZEROS = Buffer.alloc(READ_CHUNK);
+
+/** What a file open for reading needs: the caller's view of the filesystem. */
+interface FileReader {
+  openRead(path: string): { kind: 'file'; data: Buffer } | { kind: 'device'; device: CharDevice };
+}
+
+type CharDevice = 'null' | 'zero' | 'tty' | 'random';
+
+/**
+ * Opens a file or character device for reading, as `cat`, `<` and `dd if=` do: a file
+ * reads its bytes, /dev/null nothing, /dev/zero zeros and /dev/urandom random bytes without
+ * end, and /dev/tty the terminal (with none, ENXIO as for a process without a controlling
+ * terminal). Throws the FsError of the open.
+ */
+export function openInput(fs: FileReader, path: string, terminal?: Input): Input {
+  const opened = fs.openRead(path);
+  if (opened.kind === 'file') return new ChunkedInput(opened.data);
+  switch (opened.device) {
+    case 'null':
+      return EMPTY_INPUT;
+    case 'zero':
+      return new EndlessInput(() => ZEROS);
+    case 'random':
+      return new EndlessInput(() => randomBytes(READ_CHUNK));
+    case 'tty':
+      if (terminal?.terminal) return terminal;
+      throw new FsError('ENXIO', path);
   }
 }

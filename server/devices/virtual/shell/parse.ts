@@ -9,12 +9,19 @@ export type WordPart =
   | {
       type: 'param';
       name: string;
-      op: '' | ':-' | '-' | ':=' | '=' | ':+' | '+' | '#';
+      op: ParamOp;
       arg: Word | null;
       quoted: boolean;
     }
   | { type: 'cmdsub'; source: string; quoted: boolean }
   | { type: 'arith'; source: string; quoted: boolean };
+
+/**
+ * What `${NAME OP ARG}` does: defaults (:- - := = :+ +), errors (:? ?), pattern removal
+ * (% %% # ##), or `length` for `${#NAME}`.
+ */
+export type ParamOp =
+  '' | ':-' | '-' | ':=' | '=' | ':+' | '+' | ':?' | '?' | '%' | '%%' | '#' | '##' | 'length';
 
 export interface Word {
   parts: WordPart[];
@@ -39,7 +46,9 @@ export type Command =
   | { type: 'group'; body: List; redirects: Redirect[] }
   | { type: 'if'; clauses: { cond: List; body: List }[]; otherwise: List | null; redirects: Redirect[] }
   | { type: 'while' | 'until'; cond: List; body: List; redirects: Redirect[] }
-  | { type: 'for'; name: string; items: Word[] | null; body: List; redirects: Redirect[] };
+  | { type: 'for'; name: string; items: Word[] | null; body: List; redirects: Redirect[] }
+  | { type: 'function'; name: string; body: Command; redirects: Redirect[] }
+  | { type: 'case'; word: Word; clauses: { patterns: Word[]; body: List }[]; redirects: Redirect[] };
 
 export interface Pipeline {
   negate: boolean;
@@ -80,6 +89,31 @@ function isNameStart(c: string | undefined): boolean {
 function isNameChar(c: string | undefined): boolean {
   return c !== undefined && /[A-Za-z0-9_]/.test(c);
 }
+
+/** A name a function may have (mksh allows a few punctuation characters too). */
+function isFunctionName(name: string): boolean {
+  return /^[A-Za-z_][A-Za-z0-9_.-]*$/.test(name) && !RESERVED.has(name);
+}
+
+const RESERVED = new Set([
+  'if',
+  'then',
+  'else',
+  'elif',
+  'fi',
+  'do',
+  'done',
+  'while',
+  'until',
+  'for',
+  'in',
+  'case',
+  'esac',
+  'function',
+  '{',
+  '}',
+  '!',
+]);
 
 class Lexer {
   pos = 0;
@@ -219,11 +253,16 @@ class Lexer {
       if (end < 0) throw new ShellSyntaxError('bad substitution');
       const body = s.slice(this.pos + 2, end);
       this.pos = end + 1;
-      if (body.startsWith('#') && body.length > 1)
-        return { type: 'param', name: body.slice(1), op: '#', arg: null, quoted };
-      const m = /^([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[?$#@*!-])(:-|-|:=|=|:\+|\+)?([\s\S]*)$/.exec(body);
-      if (!m) throw new ShellSyntaxError(`\${${body}}: bad substitution`);
-      const op = (m[2] ?? '') as '' | ':-' | '-' | ':=' | '=' | ':+' | '+';
+      if (
+        body.startsWith('#') &&
+        body.length > 1 &&
+        /^#([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[?$#@*!-])$/.test(body)
+      )
+        return { type: 'param', name: body.slice(1), op: 'length', arg: null, quoted };
+      const m =
+        /^([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[?$#@*!-])(:-|-|:=|=|:\+|\+|:\?|\?|%%|%|##|#)?([\s\S]*)$/.exec(body);
+      if (!m || (!m[2] && m[3])) throw new ShellSyntaxError(`\${${body}}: bad substitution`);
+      const op = (m[2] ?? '') as ParamOp;
       let arg: Word | null = null;
       if (op) {
         const inner = new Lexer(m[3] ?? '').wordOnly();
@@ -298,20 +337,21 @@ function matchParen(s: string, open: number): number {
 
 class Parser {
   private readonly lexer: Lexer;
-  private peeked: Token | null = null;
+  /** Tokens read ahead (at most two: a function definition is known by `name (`). */
+  private readonly ahead: Token[] = [];
 
   constructor(src: string) {
     this.lexer = new Lexer(src);
   }
 
-  private peek(): Token {
-    this.peeked ??= this.lexer.next();
-    return this.peeked;
+  private peek(n = 0): Token {
+    while (this.ahead.length <= n) this.ahead.push(this.lexer.next());
+    return this.ahead[n]!;
   }
 
   private take(): Token {
     const t = this.peek();
-    this.peeked = null;
+    this.ahead.shift();
     return t;
   }
 
@@ -355,7 +395,7 @@ class Parser {
     for (;;) {
       const t = this.peek();
       if (t.type === 'eof') break;
-      if (t.type === 'op' && t.op === ')') break;
+      if (t.type === 'op' && (t.op === ')' || t.op === ';;')) break;
       if (t.type === 'word' && t.plain && stop.has(t.raw)) break;
       const andOr = this.andOr();
       let background = false;
@@ -434,15 +474,37 @@ class Parser {
         }
         case 'for':
           return this.forCommand();
+        case 'case':
+          return this.caseCommand();
+        case 'function': {
+          // ksh's `function name compound-command`
+          this.take();
+          const nameTok = this.take();
+          if (nameTok.type !== 'word' || !isFunctionName(nameTok.raw))
+            throw new ShellSyntaxError(`syntax error: bad function name${this.near()}`);
+          this.skipNewlines();
+          return { type: 'function', name: nameTok.raw, body: this.command(), redirects: [] };
+        }
         case 'then':
         case 'elif':
         case 'else':
         case 'fi':
         case 'do':
         case 'done':
+        case 'esac':
         case '}':
           throw new ShellSyntaxError(`syntax error: unexpected '${t.raw}'`);
       }
+    }
+    // POSIX `name() compound-command`
+    const next = this.peek(1);
+    if (t.type === 'word' && t.plain && isFunctionName(t.raw) && next.type === 'op' && next.op === '(') {
+      this.take();
+      this.take();
+      if (!this.isOp(')')) throw new ShellSyntaxError(`syntax error: expected ')'${this.near()}`);
+      this.take();
+      this.skipNewlines();
+      return { type: 'function', name: t.raw, body: this.command(), redirects: [] };
     }
     return this.simple();
   }
@@ -467,6 +529,39 @@ class Parser {
     }
     this.expectReserved('fi');
     return { type: 'if', clauses, otherwise, redirects: this.redirects() };
+  }
+
+  /** `case WORD in [(]PATTERN[|PATTERN]) LIST ;; ... esac` */
+  private caseCommand(): Command {
+    this.take();
+    const subject = this.take();
+    if (subject.type !== 'word')
+      throw new ShellSyntaxError(`syntax error: expected a word after case${this.near()}`);
+    this.skipNewlines();
+    this.expectReserved('in');
+    this.skipNewlines();
+    const clauses: { patterns: Word[]; body: List }[] = [];
+    while (!this.isReserved('esac')) {
+      if (this.isOp('(')) this.take();
+      const patterns: Word[] = [];
+      for (;;) {
+        const p = this.take();
+        if (p.type !== 'word') throw new ShellSyntaxError(`syntax error: bad case pattern${this.near()}`);
+        patterns.push(p.word);
+        if (!this.isOp('|')) break;
+        this.take();
+      }
+      if (!this.isOp(')')) throw new ShellSyntaxError(`syntax error: expected ')'${this.near()}`);
+      this.take();
+      const body = this.list(new Set(['esac']));
+      clauses.push({ patterns, body });
+      if (this.isOp(';;')) this.take();
+      this.skipNewlines();
+      if (this.peek().type === 'eof')
+        throw new ShellSyntaxError("syntax error: expected 'esac': unexpected end of file");
+    }
+    this.take();
+    return { type: 'case', word: subject.word, clauses, redirects: this.redirects() };
   }
 
   private forCommand(): Command {

@@ -1,6 +1,7 @@
 /** `cmd SERVICE ...` (and `abb`): routes to the service tools, plus appops and notification. */
 import { parseComponent } from '../../activity.js';
 import type { CommandContext, CommandFn } from '../command.js';
+import { isPublished, publishedServices } from '../../system-services.js';
 
 function opName(op: string): string {
   return op.replace(/^android:/, '').toUpperCase();
@@ -84,94 +85,123 @@ function notification(ctx: CommandContext, args: string[]): number {
   }
 }
 
-const SERVICES = [
-  'activity',
-  'appops',
-  'bluetooth_manager',
-  'clipboard',
-  'connectivity',
-  'deviceidle',
-  'input',
-  'input_method',
-  'location',
-  'notification',
-  'package',
-  'phone',
-  'power',
-  'settings',
-  'statusbar',
-  'uimode',
-  'wifi',
-  'window',
-];
+/** A subcommand the phone does not model: a clear error, never a silent success. */
+function notModeled(ctx: CommandContext, service: string, args: string[]): number {
+  ctx.stderr.write(
+    `cmd: the virtual phone does not model 'cmd ${[service, ...args].join(' ')}' (see docs/virtual-phone.md)\n`,
+  );
+  return 255;
+}
 
-export function makeCmd(table: () => ReadonlyMap<string, CommandFn>): CommandFn {
-  const delegate = (ctx: CommandContext, name: string, args: string[]) => {
-    const fn = table().get(name);
-    if (!fn) return 20;
-    return fn({ ...ctx, name, args });
+type ServiceCommand = (ctx: CommandContext, args: string[]) => number | Promise<number>;
+
+/**
+ * The shell commands of the services the phone models. A service of the phone without an
+ * entry here, or a subcommand a handler does not know, answers notModeled.
+ */
+function serviceCommands(table: () => ReadonlyMap<string, CommandFn>): Record<string, ServiceCommand> {
+  const delegate =
+    (tool: string, prefix: string[] = []): ServiceCommand =>
+    (ctx, args) => {
+      const fn = table().get(tool);
+      return fn ? fn({ ...ctx, name: tool, args: [...prefix, ...args] }) : notModeled(ctx, tool, args);
+    };
+  return {
+    package: delegate('pm'),
+    activity: delegate('am'),
+    appops: delegate('appops'),
+    settings: delegate('settings'),
+    window: delegate('wm'),
+    input: delegate('input'),
+    input_method: delegate('ime'),
+    deviceidle: delegate('dumpsys', ['deviceidle']),
+    notification,
+    wifi: (ctx, args) => {
+      const sys = ctx.device.system;
+      if (args[0] === 'status') {
+        ctx.stdout.write(`Wifi is ${sys.wifi ? 'enabled' : 'disabled'}\n`);
+        return 0;
+      }
+      if (args[0] === 'set-wifi-enabled' && (args[1] === 'enabled' || args[1] === 'disabled')) {
+        sys.wifi = args[1] === 'enabled';
+        return 0;
+      }
+      return notModeled(ctx, 'wifi', args);
+    },
+    connectivity: (ctx, args) => {
+      const sys = ctx.device.system;
+      if (args[0] !== 'airplane-mode') return notModeled(ctx, 'connectivity', args);
+      if (args[1] === undefined) ctx.stdout.write(`${sys.airplaneMode ? 'enabled' : 'disabled'}\n`);
+      else if (args[1] === 'enable' || args[1] === 'disable') {
+        sys.airplaneMode = args[1] === 'enable';
+        ctx.device.settings.put('global', 'airplane_mode_on', sys.airplaneMode ? '1' : '0');
+      } else return notModeled(ctx, 'connectivity', args);
+      return 0;
+    },
+    location: (ctx, args) => {
+      const sys = ctx.device.system;
+      if (args[0] === 'is-location-enabled') ctx.stdout.write(`${sys.locationEnabled}\n`);
+      else if (args[0] === 'set-location-enabled' && (args[1] === 'true' || args[1] === 'false'))
+        sys.locationEnabled = args[1] === 'true';
+      else return notModeled(ctx, 'location', args);
+      return 0;
+    },
+    uimode: (ctx, args) => {
+      if (args[0] !== 'night') return notModeled(ctx, 'uimode', args);
+      // UiModeManager keeps the mode in secure ui_night_mode: 0 auto, 1 no, 2 yes.
+      const names = ['auto', 'no', 'yes'];
+      if (args[1] !== undefined) {
+        const mode = names.indexOf(args[1]);
+        if (mode < 0) {
+          ctx.stderr.write(`Error: mode must be 'yes', 'no', or 'auto'\n`);
+          return 255;
+        }
+        ctx.device.settings.put('secure', 'ui_night_mode', String(mode));
+      }
+      const current = names[Number(ctx.device.settings.get('secure', 'ui_night_mode') ?? '1')] ?? 'no';
+      ctx.stdout.write(`Night mode: ${current}\n`);
+      return 0;
+    },
+    statusbar: (ctx, args) => {
+      if (
+        ['expand-notifications', 'expand-settings', 'collapse'].includes(args[0] ?? '') &&
+        args.length === 1
+      )
+        return 0;
+      return notModeled(ctx, 'statusbar', args);
+    },
   };
+}
+
+const NO_SERVICE =
+  'cmd: No service specified; use -l to list all running services. Use -w to start and wait for a service.\n';
+
+/**
+ * `cmd` as Android 14's frameworks/native/cmds/cmd: no arguments is an error (status 20),
+ * `-l` alone lists the running services, `-w` (with a service) waits for it, an unknown
+ * service is "Can't find service" (status 20); otherwise the service's shell command runs
+ * and its status is cmd's.
+ */
+export function makeCmd(table: () => ReadonlyMap<string, CommandFn>): CommandFn {
+  const services = serviceCommands(table);
   return async (ctx) => {
     const args = [...ctx.args];
-    while (args[0] === '-w') args.shift();
-    const [service, ...rest] = args;
-    const sys = ctx.device.system;
-    switch (service) {
-      case undefined:
-      case '-l':
-        ctx.stdout.write(`Currently running services:\n${SERVICES.map((s) => `  ${s}\n`).join('')}`);
-        return 0;
-      case 'package':
-        return delegate(ctx, 'pm', rest);
-      case 'activity':
-        return delegate(ctx, 'am', rest);
-      case 'appops':
-        return delegate(ctx, 'appops', rest);
-      case 'settings':
-        return delegate(ctx, 'settings', rest);
-      case 'window':
-        return delegate(ctx, 'wm', rest);
-      case 'input':
-        return delegate(ctx, 'input', rest);
-      case 'input_method':
-        return delegate(ctx, 'ime', rest);
-      case 'notification':
-        return notification(ctx, rest);
-      case 'deviceidle':
-        return delegate(ctx, 'dumpsys', ['deviceidle', ...rest]);
-      case 'statusbar':
-      case 'power':
-      case 'clipboard':
-      case 'phone':
-      case 'bluetooth_manager':
-        if (service === 'phone' && rest[0] === 'data') sys.data = rest[1] === 'enable';
-        return 0;
-      case 'wifi':
-        if (rest[0] === 'status') {
-          ctx.stdout.write(`Wifi is ${sys.wifi ? 'enabled' : 'disabled'}\n`);
-          return 0;
-        }
-        if (rest[0] === 'set-wifi-enabled') sys.wifi = rest[1] === 'enabled';
-        return 0;
-      case 'connectivity':
-        if (rest[0] === 'airplane-mode') {
-          if (rest[1] === undefined) ctx.stdout.write(`${sys.airplaneMode ? 'enabled' : 'disabled'}\n`);
-          else {
-            sys.airplaneMode = rest[1] === 'enable';
-            ctx.device.settings.put('global', 'airplane_mode_on', sys.airplaneMode ? '1' : '0');
-          }
-        }
-        return 0;
-      case 'location':
-        if (rest[0] === 'is-location-enabled') ctx.stdout.write(`${sys.locationEnabled}\n`);
-        else if (rest[0] === 'set-location-enabled') sys.locationEnabled = rest[1] === 'true';
-        return 0;
-      case 'uimode':
-        if (rest[0] === 'night') ctx.stdout.write(`Night mode: ${rest[1] ?? 'no'}\n`);
-        return 0;
-      default:
-        ctx.stderr.write(`cmd: Can't find service: ${service}\n`);
-        return 20;
+    if (args.length === 0) {
+      ctx.stderr.write(NO_SERVICE);
+      return 20;
     }
+    if (args.length === 1 && args[0] === '-l') {
+      const names = publishedServices(ctx.device.system).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      ctx.stdout.write(`Currently running services:\n${names.map((s) => `  ${s}\n`).join('')}`);
+      return 0;
+    }
+    if (args.length > 1 && args[0] === '-w') args.shift();
+    const [service, ...rest] = args as [string, ...string[]];
+    if (!isPublished(ctx.device.system, service)) {
+      ctx.stderr.write(`cmd: Can't find service: ${service}\n`);
+      return 20;
+    }
+    const handler = services[service];
+    return handler ? handler(ctx, rest) : notModeled(ctx, service, rest);
   };
 }

@@ -254,7 +254,7 @@ const screencap: CommandFn = async (ctx) => {
   const data = asPng ? png : rawScreen(png);
   if (file) {
     try {
-      ctx.device.fs.writeFile(resolvePath(ctx, file), data);
+      ctx.fs.writeFile(resolvePath(ctx, file), data);
     } catch (error) {
       ctx.stderr.write(
         `Error opening file: ${file} (${error instanceof FsError ? error.reason : String(error)})\n`,
@@ -316,7 +316,7 @@ const uiautomator: CommandFn = async (ctx) => {
       ctx.stdout.write(xml);
     } else {
       try {
-        ctx.device.fs.writeFile(resolvePath(ctx, target), Buffer.from(xml));
+        ctx.fs.writeFile(resolvePath(ctx, target), Buffer.from(xml));
       } catch (error) {
         ctx.stderr.write(
           `ERROR: could not write ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`,

@@ -9,6 +9,7 @@ import { DEVICE } from '../../identity.js';
 import { appUserName, PackageManager, RUNTIME_PERMISSIONS } from '../../packages.js';
 import type { PackageRecord } from '../../packages.js';
 import type { CommandContext, CommandFn } from '../command.js';
+import { isPublished, publishedServices } from '../../system-services.js';
 import { fullDate } from './format.js';
 
 /** A stable 7-hex-digit "identity hash" like the ones in ActivityRecord{...}. */
@@ -453,44 +454,23 @@ function dumpMeminfo(ctx: CommandContext, args: string[]): string {
   return `Applications Memory Usage (in Kilobytes):\nUptime: 1000000 Realtime: 1000000\n\nTotal RAM: 7,767,864K (status normal)\n Free RAM: 3,604,288K\n`;
 }
 
-const KNOWN = [
-  'activity',
-  'alarm',
-  'appops',
-  'audio',
-  'battery',
-  'batterystats',
-  'connectivity',
-  'cpuinfo',
-  'deviceidle',
-  'display',
-  'gfxinfo',
-  'input',
-  'input_method',
-  'location',
-  'meminfo',
-  'netstats',
-  'notification',
-  'package',
-  'power',
-  'SurfaceFlinger',
-  'statusbar',
-  'trust',
-  'usagestats',
-  'wifi',
-  'window',
-];
-
 export const dumpsys: CommandFn = (ctx) => {
   const [service, ...args] = ctx.args;
   const out = ctx.stdout;
   const device = ctx.device;
   switch (service) {
     case undefined:
-      out.write(`Currently running services:\n${KNOWN.map((k) => `  ${k}\n`).join('')}`);
-      return 0;
+      // A full dump of every service is not modeled: say so instead of pretending.
+      ctx.stderr.write(
+        'dumpsys: the virtual phone does not dump every service at once; name one (dumpsys -l lists them)\n',
+      );
+      return 1;
     case '-l':
-      out.write(`Currently running services:\n${KNOWN.map((k) => `  ${k}\n`).join('')}`);
+      out.write(
+        `Currently running services:\n${publishedServices(device.system)
+          .map((k) => `  ${k}\n`)
+          .join('')}`,
+      );
       return 0;
     case 'window':
       out.write(dumpWindow(ctx, args));
@@ -561,18 +541,12 @@ export const dumpsys: CommandFn = (ctx) => {
     case 'connectivity':
       out.write(`NetworkProviders for:\n\nActive default network: ${device.system.wifi ? '100' : 'none'}\n`);
       return 0;
-    case 'statusbar':
-    case 'appops':
-    case 'alarm':
-    case 'audio':
-    case 'batterystats':
-    case 'gfxinfo':
-    case 'netstats':
-    case 'usagestats':
-      out.write('');
-      return 0;
     default:
-      out.write(`Can't find service: ${service}\n`);
+      if (isPublished(device.system, service)) {
+        ctx.stderr.write(`dumpsys: the virtual phone does not model 'dumpsys ${service}'\n`);
+        return 1;
+      }
+      ctx.stderr.write(`Can't find service: ${service}\n`);
       return 0;
   }
 };

@@ -2,9 +2,9 @@
 import { createHash } from 'node:crypto';
 import { FsError, basename, dirname, normalizePath } from '../../fs.js';
 import type { FsNode, Stat } from '../../fs.js';
-import { fail, getopt, resolvePath } from '../command.js';
+import { fail, getopt, openOperand, resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
-import { readAll } from '../io.js';
+import { humanReadable } from './dd.js';
 import { fileType, lsDate, modeString, statDate, userName } from './format.js';
 
 function errText(error: unknown): string {
@@ -17,24 +17,16 @@ const cat: CommandFn = async (ctx) => {
   if (operands.length === 0) operands.push('-');
   let status = 0;
   for (const f of operands) {
-    if (f === '-') {
-      for (;;) {
-        const chunk = await ctx.stdin.read();
-        if (chunk === null) break;
-        ctx.stdout.write(chunk);
-        await ctx.stdout.drain();
-      }
+    const input = openOperand(ctx, f);
+    if (!input) {
+      status = 1;
       continue;
     }
-    try {
-      const data = ctx.device.fs.readFile(resolvePath(ctx, f));
-      for (let i = 0; i < data.length && !ctx.stdout.closed; i += 256 * 1024) {
-        ctx.stdout.write(data.subarray(i, i + 256 * 1024));
-        await ctx.stdout.drain();
-      }
-    } catch (error) {
-      ctx.stderr.write(`cat: ${f}: ${errText(error)}\n`);
-      status = 1;
+    while (!ctx.stdout.closed && !ctx.signal.aborted) {
+      const chunk = await input.read();
+      if (chunk === null) break;
+      ctx.stdout.write(chunk);
+      await ctx.stdout.drain();
     }
   }
   return status;
@@ -54,7 +46,7 @@ const ls: CommandFn = (ctx) => {
   const almostAll = flags.has('A');
   const dirAsFile = flags.has('d');
   const classify = flags.has('F') || flags.has('p');
-  const fs = ctx.device.fs;
+  const fs = ctx.fs;
   if (operands.length === 0) operands.push('.');
   let status = 0;
   const files: LsEntry[] = [];
@@ -67,6 +59,8 @@ const ls: CommandFn = (ctx) => {
       const followed =
         lst.kind === 'link' && ((!long && !dirAsFile) || op.endsWith('/')) ? fs.stat(path) : lst;
       if (followed.kind === 'dir' && !dirAsFile) dirs.push({ shown: op, path });
+      else if (followed !== lst)
+        files.push({ name: op, path, st: followed, node: fs.resolve(path, true).node });
       else files.push({ name: op, path, st: lst, node: fs.resolve(path, false).node });
     } catch (error) {
       ctx.stderr.write(`ls: ${op}: ${errText(error)}\n`);
@@ -154,9 +148,9 @@ const mkdir: CommandFn = (ctx) => {
   const mode = values.has('m') ? parseInt(values.get('m')!, 8) : undefined;
   for (const op of operands) {
     try {
-      ctx.device.fs.mkdir(resolvePath(ctx, op), { parents: flags.has('p'), mode });
+      ctx.fs.mkdir(resolvePath(ctx, op), { parents: flags.has('p'), mode });
     } catch (error) {
-      ctx.stderr.write(`mkdir: ${op}: ${errText(error)}\n`);
+      ctx.stderr.write(`mkdir: '${op}': ${errText(error)}\n`);
       status = 1;
     }
   }
@@ -172,13 +166,13 @@ const rm: CommandFn = (ctx) => {
   for (const op of operands) {
     const path = resolvePath(ctx, op);
     try {
-      const st = ctx.device.fs.lstat(path);
+      const st = ctx.fs.lstat(path);
       if (st.kind === 'dir' && !recursive && !flags.has('d')) {
         ctx.stderr.write(`rm: ${op}: Is a directory\n`);
         status = 1;
         continue;
       }
-      ctx.device.fs.remove(path, { recursive: recursive || flags.has('d'), dirOnly: false });
+      ctx.fs.remove(path, { recursive: recursive || flags.has('d'), dirOnly: false });
     } catch (error) {
       if (force && error instanceof FsError && error.code === 'ENOENT') continue;
       ctx.stderr.write(`rm: ${op}: ${errText(error)}\n`);
@@ -193,7 +187,7 @@ const rmdir: CommandFn = (ctx) => {
   let status = 0;
   for (const op of operands) {
     try {
-      ctx.device.fs.remove(resolvePath(ctx, op), { dirOnly: true });
+      ctx.fs.remove(resolvePath(ctx, op), { dirOnly: true });
     } catch (error) {
       ctx.stderr.write(`rmdir: ${op}: ${errText(error)}\n`);
       status = 1;
@@ -210,11 +204,10 @@ const mv: CommandFn = (ctx) => {
   for (const src of operands) {
     try {
       const destPath = resolvePath(ctx, dest);
-      if (flags.has('n') && ctx.device.fs.exists(destPath) && ctx.device.fs.stat(destPath).kind !== 'dir')
-        continue;
-      ctx.device.fs.rename(resolvePath(ctx, src), destPath);
+      if (flags.has('n') && ctx.fs.exists(destPath) && ctx.fs.stat(destPath).kind !== 'dir') continue;
+      ctx.fs.rename(resolvePath(ctx, src), destPath);
     } catch (error) {
-      ctx.stderr.write(`mv: ${src}: ${errText(error)}\n`);
+      ctx.stderr.write(`mv: bad '${src}': ${errText(error)}\n`);
       status = 1;
     }
   }
@@ -224,55 +217,91 @@ const mv: CommandFn = (ctx) => {
 const cp: CommandFn = (ctx) => {
   const { flags, operands } = getopt(ctx.args);
   if (operands.length < 2) return fail(ctx, 'Needs 2 arguments');
-  const fs = ctx.device.fs;
+  const fs = ctx.fs;
   const destArg = operands.pop()!;
   const dest = resolvePath(ctx, destArg);
   const destIsDir = fs.exists(dest) && fs.stat(dest).kind === 'dir';
   if (operands.length > 1 && !destIsDir) return fail(ctx, `${destArg}: Not a directory`);
   let status = 0;
   const copy = (from: string, to: string, shown: string) => {
-    const st = fs.stat(from);
+    let st: Stat;
+    try {
+      st = fs.stat(from);
+    } catch (error) {
+      ctx.stderr.write(`cp: bad '${shown}': ${errText(error)}\n`);
+      status = 1;
+      return;
+    }
     if (st.kind === 'dir') {
       if (!(flags.has('r') || flags.has('R') || flags.has('a'))) {
         ctx.stderr.write(`cp: Skipped dir '${shown}'\n`);
         status = 1;
         return;
       }
-      if (!fs.exists(to)) fs.mkdir(to);
-      for (const e of fs.readdir(from)) copy(`${from}/${e.name}`, `${to}/${e.name}`, `${shown}/${e.name}`);
+      let entries: { name: string }[];
+      try {
+        if (!fs.exists(to)) fs.mkdir(to);
+        entries = fs.readdir(from);
+      } catch (error) {
+        ctx.stderr.write(
+          `cp: '${error instanceof FsError && error.path === from ? shown : to}': ${errText(error)}\n`,
+        );
+        status = 1;
+        return;
+      }
+      for (const e of entries) copy(`${from}/${e.name}`, `${to}/${e.name}`, `${shown}/${e.name}`);
+      return;
+    }
+    let data: Buffer;
+    try {
+      data = fs.readFile(from);
+    } catch (error) {
+      ctx.stderr.write(`cp: '${shown}': ${errText(error)}\n`);
+      status = 1;
       return;
     }
     const keep = flags.has('p') || flags.has('a');
-    fs.writeFile(to, fs.readFile(from), keep ? { mode: st.mode & 0o7777, mtimeMs: st.mtimeMs } : {});
-  };
-  for (const src of operands) {
     try {
-      const from = resolvePath(ctx, src);
-      copy(from, destIsDir ? `${dest}/${basename(from)}` : dest, src);
+      fs.writeFile(to, data, keep ? { mode: st.mode & 0o7777, mtimeMs: st.mtimeMs } : {});
     } catch (error) {
-      ctx.stderr.write(`cp: ${src}: ${errText(error)}\n`);
+      ctx.stderr.write(`cp: '${to}': ${errText(error)}\n`);
       status = 1;
     }
+  };
+  for (const src of operands) {
+    const from = resolvePath(ctx, src);
+    copy(from, destIsDir ? `${dest}/${basename(from)}` : dest, src);
   }
   return status;
 };
 
 const touch: CommandFn = (ctx) => {
   const { flags, values, operands } = getopt(ctx.args, 'dtr');
-  const fs = ctx.device.fs;
+  const fs = ctx.fs;
   let time = ctx.device.now();
   if (values.has('d')) time = Date.parse(values.get('d')!) || time;
   if (values.has('t')) {
-    const m = /^(\d{4})?(\d{2})(\d{2})(\d{2})(\d{2})(?:\.(\d{2}))?$/.exec(values.get('t')!);
-    if (m)
-      time = Date.UTC(
-        Number(m[1] ?? new Date(time).getUTCFullYear()),
-        Number(m[2]) - 1,
-        Number(m[3]),
-        Number(m[4]),
-        Number(m[5]),
-        Number(m[6] ?? 0),
-      );
+    // [[CC]YY]MMDDhhmm[.ss], told apart by length as toybox's parser does.
+    const stamp = values.get('t')!;
+    const m = /^(\d{8}|\d{10}|\d{12})(?:\.(\d{2}))?$/.exec(stamp);
+    if (!m) {
+      ctx.stderr.write(`touch: bad date '${stamp}'\n`);
+      return 1;
+    }
+    const digits = m[1]!;
+    let year = new Date(time).getUTCFullYear();
+    if (digits.length === 12) year = Number(digits.slice(0, 4));
+    else if (digits.length === 10)
+      year = (Number(digits.slice(0, 2)) < 69 ? 2000 : 1900) + Number(digits.slice(0, 2));
+    const rest = digits.slice(digits.length - 8);
+    time = Date.UTC(
+      year,
+      Number(rest.slice(0, 2)) - 1,
+      Number(rest.slice(2, 4)),
+      Number(rest.slice(4, 6)),
+      Number(rest.slice(6, 8)),
+      Number(m[2] ?? 0),
+    );
   }
   if (values.has('r')) time = fs.stat(resolvePath(ctx, values.get('r')!)).mtimeMs;
   let status = 0;
@@ -282,9 +311,9 @@ const touch: CommandFn = (ctx) => {
       if (!fs.exists(path)) {
         if (flags.has('c')) continue;
         fs.writeFile(path, Buffer.alloc(0), { mtimeMs: time });
-      } else fs.utimes(path, time, time);
+      } else fs.utimes(path, time, time, { now: !values.has('t') && !values.has('d') && !values.has('r') });
     } catch (error) {
-      ctx.stderr.write(`touch: ${op}: ${errText(error)}\n`);
+      ctx.stderr.write(`touch: '${op}': ${errText(error)}\n`);
       status = 1;
     }
   }
@@ -327,25 +356,43 @@ const chmod: CommandFn = (ctx) => {
   const spec = symbolicMinus ?? operands.shift();
   if (!spec || operands.length === 0) return fail(ctx, 'Needs 2 arguments');
   let status = 0;
-  const fs = ctx.device.fs;
+  const fs = ctx.fs;
   const apply = (path: string, shown: string) => {
-    const st = fs.stat(path);
-    const mode = applyMode(spec, st.mode, st.kind === 'dir');
-    if (mode === null) throw new Error(`bad mode '${spec}'`);
-    fs.chmod(path, mode);
-    if (flags.has('R') && st.kind === 'dir')
-      for (const e of fs.readdir(path)) apply(`${path}/${e.name}`, `${shown}/${e.name}`);
-  };
-  for (const op of operands) {
+    let st: Stat;
     try {
-      apply(resolvePath(ctx, op), op);
+      st = fs.stat(path);
+    } catch (error) {
+      ctx.stderr.write(`chmod: ${shown}: ${errText(error)}\n`);
+      status = 1;
+      return;
+    }
+    const mode = applyMode(spec, st.mode, st.kind === 'dir');
+    if (mode === null) {
+      ctx.stderr.write(`chmod: bad mode '${spec}'\n`);
+      status = 1;
+      return;
+    }
+    try {
+      fs.chmod(path, mode);
     } catch (error) {
       ctx.stderr.write(
-        `chmod: ${op}: ${errText(error instanceof FsError ? error : (error as Error).message)}\n`,
+        `chmod: chmod '${shown}' to ${mode.toString(8).padStart(4, '0')}: ${errText(error)}\n`,
       );
       status = 1;
     }
-  }
+    if (flags.has('R') && st.kind === 'dir') {
+      let entries: { name: string }[];
+      try {
+        entries = fs.readdir(path);
+      } catch (error) {
+        ctx.stderr.write(`chmod: ${shown}: ${errText(error)}\n`);
+        status = 1;
+        return;
+      }
+      for (const e of entries) apply(`${path}/${e.name}`, `${shown}/${e.name}`);
+    }
+  };
+  for (const op of operands) apply(resolvePath(ctx, op), op);
   return status;
 };
 
@@ -353,7 +400,7 @@ const chown: CommandFn = (ctx) => {
   const { operands } = getopt(ctx.args);
   for (const op of operands.slice(1)) {
     const path = resolvePath(ctx, op);
-    if (!ctx.device.fs.exists(path)) return fail(ctx, `${op}: No such file or directory`);
+    if (!ctx.fs.exists(path)) return fail(ctx, `${op}: No such file or directory`);
     ctx.stderr.write(`chown: ${op}: Operation not permitted\n`);
     return 1;
   }
@@ -423,7 +470,7 @@ function statFormat(format: string, shown: string, st: Stat, target: string | nu
 
 const stat: CommandFn = (ctx) => {
   const { flags, values, operands } = getopt(ctx.args, 'c');
-  const fs = ctx.device.fs;
+  const fs = ctx.fs;
   let status = 0;
   for (const op of operands) {
     const path = resolvePath(ctx, op);
@@ -457,9 +504,9 @@ const ln: CommandFn = (ctx) => {
   const [target, link] = operands as [string, string];
   const path = resolvePath(ctx, link);
   try {
-    if (flags.has('f') && ctx.device.fs.exists(path)) ctx.device.fs.remove(path);
-    if (flags.has('s')) ctx.device.fs.symlink(target, path);
-    else ctx.device.fs.writeFile(path, ctx.device.fs.readFile(resolvePath(ctx, target)));
+    if (flags.has('f') && ctx.fs.exists(path)) ctx.fs.remove(path);
+    if (!flags.has('s')) return fail(ctx, 'hard links are not modeled by the virtual phone; use ln -s');
+    ctx.fs.symlink(target, path);
     return 0;
   } catch (error) {
     return fail(ctx, `${link}: ${errText(error)}`);
@@ -473,7 +520,7 @@ const readlink: CommandFn = (ctx) => {
   try {
     const path = resolvePath(ctx, op);
     ctx.stdout.write(
-      `${flags.has('f') || flags.has('e') || flags.has('m') ? ctx.device.fs.realpath(path) : ctx.device.fs.readlink(path)}\n`,
+      `${flags.has('f') || flags.has('e') || flags.has('m') ? ctx.fs.realpath(path) : ctx.fs.readlink(path)}\n`,
     );
     return 0;
   } catch {
@@ -485,7 +532,7 @@ const realpath: CommandFn = (ctx) => {
   let status = 0;
   for (const op of getopt(ctx.args).operands) {
     try {
-      ctx.stdout.write(`${ctx.device.fs.realpath(resolvePath(ctx, op))}\n`);
+      ctx.stdout.write(`${ctx.fs.realpath(resolvePath(ctx, op))}\n`);
     } catch (error) {
       ctx.stderr.write(`realpath: ${op}: ${errText(error)}\n`);
       status = 1;
@@ -496,7 +543,7 @@ const realpath: CommandFn = (ctx) => {
 
 function treeSize(ctx: CommandContext, path: string): number {
   let total = 0;
-  for (const { node } of ctx.device.fs.walkTree(path)) if (node.kind === 'file') total += node.data.length;
+  for (const { node } of ctx.fs.walkTree(path)) if (node.kind === 'file') total += node.data.length;
   return total;
 }
 
@@ -516,7 +563,7 @@ const df: CommandFn = (ctx) => {
     for (const op of operands) {
       let path: string;
       try {
-        path = ctx.device.fs.realpath(resolvePath(ctx, op));
+        path = ctx.fs.realpath(resolvePath(ctx, op));
       } catch {
         ctx.stderr.write(`df: ${op}: No such file or directory\n`);
         return 1;
@@ -550,14 +597,49 @@ const df: CommandFn = (ctx) => {
   return 0;
 };
 
+/** Disk blocks a node takes, in bytes: whole 4 KiB blocks for data, one for a directory. */
+function allocated(node: FsNode): number {
+  if (node.kind === 'file') return Math.ceil(node.data.length / 4096) * 4096;
+  return node.kind === 'dir' ? 4096 : 0;
+}
+
+/**
+ * toybox du: the disk space of each directory below the operands (in 1 KiB units, -h
+ * human-readable, -s only the totals, -a files too), counted in whole blocks.
+ */
 const du: CommandFn = (ctx) => {
-  const { flags, operands } = getopt(ctx.args);
+  const { flags, operands } = getopt(ctx.args, 'd');
   if (operands.length === 0) operands.push('.');
   let status = 0;
+  const show = (bytes: number, name: string) =>
+    ctx.stdout.write(
+      `${flags.has('h') ? humanReadable(bytes).replace(' ', '').replace(/B$/, '') : Math.ceil(bytes / 1024)}\t${name}\n`,
+    );
+  const visit = (real: string, shown: string, node: FsNode, depth: number): number => {
+    let total = allocated(node);
+    if (node.kind === 'dir') {
+      let entries: { name: string; node: FsNode }[] = [];
+      try {
+        entries = ctx.fs.readdir(real);
+      } catch (error) {
+        ctx.stderr.write(`du: ${shown}: ${errText(error)}\n`);
+        status = 1;
+      }
+      for (const e of entries)
+        total += visit(
+          `${real === '/' ? '' : real}/${e.name}`,
+          `${shown.replace(/\/$/, '')}/${e.name}`,
+          e.node,
+          depth + 1,
+        );
+      if (!flags.has('s') || depth === 0) show(total, shown);
+    } else if (depth === 0 || (flags.has('a') && !flags.has('s'))) show(total, shown);
+    return total;
+  };
   for (const op of operands) {
     try {
-      const kb = Math.ceil(treeSize(ctx, resolvePath(ctx, op)) / 1024);
-      ctx.stdout.write(`${flags.has('h') ? `${kb}K` : kb}\t${op}\n`);
+      const resolved = ctx.fs.resolve(resolvePath(ctx, op));
+      visit(resolved.path, op, resolved.node, 0);
     } catch (error) {
       ctx.stderr.write(`du: ${op}: ${errText(error)}\n`);
       status = 1;
@@ -566,77 +648,29 @@ const du: CommandFn = (ctx) => {
   return status;
 };
 
+/** md5sum, sha1sum, sha256sum: each operand (or stdin) hashed as it is read. */
 function digest(algorithm: 'md5' | 'sha1' | 'sha256'): CommandFn {
   return async (ctx) => {
     const { operands } = getopt(ctx.args);
-    if (operands.length === 0) {
-      ctx.stdout.write(
-        `${createHash(algorithm)
-          .update(await readAll(ctx.stdin))
-          .digest('hex')}  -\n`,
-      );
-      return 0;
-    }
+    if (operands.length === 0) operands.push('-');
     let status = 0;
     for (const op of operands) {
-      try {
-        const data = op === '-' ? await readAll(ctx.stdin) : ctx.device.fs.readFile(resolvePath(ctx, op));
-        ctx.stdout.write(`${createHash(algorithm).update(data).digest('hex')}  ${op}\n`);
-      } catch (error) {
-        ctx.stderr.write(`${ctx.name}: ${op}: ${errText(error)}\n`);
+      const input = openOperand(ctx, op);
+      if (!input) {
         status = 1;
+        continue;
       }
+      const hash = createHash(algorithm);
+      for (;;) {
+        const chunk = await input.read();
+        if (chunk === null || ctx.signal.aborted) break;
+        hash.update(chunk);
+      }
+      ctx.stdout.write(`${hash.digest('hex')}  ${op}\n`);
     }
     return status;
   };
 }
-
-const find: CommandFn = (ctx) => {
-  const args = [...ctx.args];
-  const roots: string[] = [];
-  while (args.length > 0 && !args[0]!.startsWith('-')) roots.push(args.shift()!);
-  if (roots.length === 0) roots.push('.');
-  let namePattern: RegExp | null = null;
-  let type: string | null = null;
-  let maxDepth = Infinity;
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (a === '-name' || a === '-iname') {
-      const glob = (args[++i] ?? '*')
-        .replace(/[.+^${}()|\\]/g, '\\$&')
-        .replace(/\*/g, '.*')
-        .replace(/\?/g, '.');
-      namePattern = new RegExp(`^${glob}$`, a === '-iname' ? 'i' : '');
-    } else if (a === '-type') type = args[++i] ?? null;
-    else if (a === '-maxdepth') maxDepth = Number(args[++i] ?? 'Infinity');
-  }
-  let status = 0;
-  const fs = ctx.device.fs;
-  for (const root of roots) {
-    const base = resolvePath(ctx, root);
-    try {
-      const real = fs.realpath(base);
-      for (const { path, node } of fs.walkTree(real)) {
-        const rel = path === real ? '' : path.slice(real === '/' ? 0 : real.length);
-        const depth = rel.split('/').filter(Boolean).length;
-        if (depth > maxDepth) continue;
-        if (namePattern && !namePattern.test(basename(path))) continue;
-        if (
-          type &&
-          ((type === 'f' && node.kind !== 'file') ||
-            (type === 'd' && node.kind !== 'dir') ||
-            (type === 'l' && node.kind !== 'link'))
-        )
-          continue;
-        ctx.stdout.write(`${root.replace(/\/$/, '') || '/'}${rel}\n`);
-      }
-    } catch (error) {
-      ctx.stderr.write(`find: ${root}: ${errText(error)}\n`);
-      status = 1;
-    }
-  }
-  return status;
-};
 
 const basenameCmd: CommandFn = (ctx) => {
   const [path, suffix] = ctx.args;
@@ -662,7 +696,7 @@ const test: CommandFn = (ctx) => {
     if (args[args.length - 1] !== ']') return fail(ctx, "missing ']'", 2);
     args = args.slice(0, -1);
   }
-  const fs = ctx.device.fs;
+  const fs = ctx.fs;
   const fileTest = (op: string, operand: string): boolean => {
     const path = normalizePath(operand, ctx.cwd);
     try {
@@ -678,11 +712,11 @@ const test: CommandFn = (ctx) => {
         case '-s':
           return st.size > 0;
         case '-r':
-          return true;
+          return fs.canAccess(path, { read: true });
         case '-w':
           return fs.isWritable(path);
         case '-x':
-          return (st.mode & 0o111) !== 0;
+          return fs.canAccess(path, { exec: true });
         case '-c':
           return st.kind === 'chr';
         default:
@@ -708,6 +742,7 @@ const test: CommandFn = (ctx) => {
     '-b',
     '-p',
     '-S',
+    '-t',
   ]);
   let i = 0;
   const primary = (): boolean => {
@@ -760,6 +795,12 @@ const test: CommandFn = (ctx) => {
       i += 2;
       if (a === '-n') return b.length > 0;
       if (a === '-z') return b.length === 0;
+      // -t FD: is that descriptor a terminal (a pty session's, not a pipe or a file)?
+      if (a === '-t')
+        return (
+          (b === '0' ? ctx.stdin : b === '1' ? ctx.stdout : b === '2' ? ctx.stderr : null)?.terminal !==
+          undefined
+        );
       return fileTest(a, b);
     }
     i++;
@@ -807,7 +848,6 @@ export const FILE_COMMANDS: Record<string, CommandFn> = {
   md5sum: digest('md5'),
   sha1sum: digest('sha1'),
   sha256sum: digest('sha256'),
-  find,
   basename: basenameCmd,
   dirname: dirnameCmd,
   test,

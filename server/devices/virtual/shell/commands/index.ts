@@ -2,19 +2,31 @@
 import type { CommandFn, CommandTable } from '../command.js';
 import { am, monkey } from './am.js';
 import { appops, makeCmd } from './cmd.js';
+import { dd } from './dd.js';
+import { sed } from './sed.js';
+import { find } from './find.js';
 import { DISPLAY_COMMANDS } from './display.js';
 import { dumpsys } from './dumpsys.js';
 import { FILE_COMMANDS } from './files.js';
 import { logcat } from './logcat.js';
 import { nc } from './nc.js';
 import { pm } from './pm.js';
-import { SYSTEM_COMMANDS, makeWhich } from './system.js';
+import { PROCESS_COMMANDS } from './procs.js';
+import { SYSTEM_COMMANDS } from './system.js';
 import { TEXT_COMMANDS } from './text.js';
+import { UTILITY_COMMANDS } from './utils.js';
 
 export function createCommandTable(): CommandTable {
   const table = new Map<string, CommandFn>();
   const get = () => table;
-  for (const group of [FILE_COMMANDS, TEXT_COMMANDS, SYSTEM_COMMANDS, DISPLAY_COMMANDS]) {
+  for (const group of [
+    FILE_COMMANDS,
+    TEXT_COMMANDS,
+    SYSTEM_COMMANDS,
+    PROCESS_COMMANDS,
+    UTILITY_COMMANDS,
+    DISPLAY_COMMANDS,
+  ]) {
     for (const [name, fn] of Object.entries(group)) table.set(name, fn);
   }
   table.set('am', am);
@@ -25,7 +37,9 @@ export function createCommandTable(): CommandTable {
   table.set('dumpsys', dumpsys);
   table.set('logcat', logcat);
   table.set('nc', nc);
-  table.set('which', makeWhich(get));
+  table.set('dd', dd);
+  table.set('sed', sed);
+  table.set('find', find);
   // toybox multiplexer: `toybox ls` runs ls
   table.set('toybox', (ctx) => {
     const [name, ...args] = ctx.args;

@@ -11,6 +11,51 @@ const FORMATS = new Set<LogFormat>(['threadtime', 'brief', 'time', 'tag', 'proce
 /** Entries a follower may lag behind by before the oldest are dropped (the ring buffer's size). */
 const FOLLOW_QUEUE = 4000;
 
+/** -v format modifiers logcat accepts beside the format (the phone prints them as plain). */
+const MODIFIERS = new Set([
+  'color',
+  'descriptive',
+  'epoch',
+  'monotonic',
+  'printable',
+  'uid',
+  'usec',
+  'UTC',
+  'year',
+  'zone',
+  'nsec',
+]);
+const BUFFERS = new Set([
+  'main',
+  'system',
+  'radio',
+  'events',
+  'crash',
+  'default',
+  'all',
+  'kernel',
+  'security',
+  'stats',
+]);
+
+/** logcat's -t/-T time: `MM-DD hh:mm:ss.mmm` (this year) or `YYYY-MM-DD hh:mm:ss.mmm`, or epoch `s.ms`. */
+function parseLogTime(text: string, now: number): number | null {
+  const epoch = /^(\d+)\.(\d+)$/.exec(text);
+  if (epoch) return Number(epoch[1]) * 1000 + Number(epoch[2]!.slice(0, 3).padEnd(3, '0'));
+  const m = /^(?:(\d{4})-)?(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,3}))?$/.exec(text.trim());
+  if (!m) return null;
+  const year = m[1] ? Number(m[1]) : new Date(now).getUTCFullYear();
+  return Date.UTC(
+    year,
+    Number(m[2]) - 1,
+    Number(m[3]),
+    Number(m[4]),
+    Number(m[5]),
+    Number(m[6]),
+    Number((m[7] ?? '0').padEnd(3, '0')),
+  );
+}
+
 interface Filter {
   tag: string;
   min: number;
@@ -35,6 +80,8 @@ export const logcat: CommandFn = async (ctx) => {
   let file: string | null = null;
   const filters: Filter[] = [];
   let silent = false;
+  let from: number | null = null;
+  const buffers = new Set<string>();
   const args = ctx.args;
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
@@ -48,15 +95,35 @@ export const logcat: CommandFn = async (ctx) => {
     else if (a === '-c') clear = true;
     else if (a === '-s') silent = true;
     else if (a.startsWith('-v') || a.startsWith('--format')) {
-      const v = value() as LogFormat;
-      if (FORMATS.has(v)) format = v;
-    } else if (a.startsWith('-b') || a.startsWith('--buffer') || a === '-G' || a === '-n' || a === '-r')
-      value();
-    else if (a.startsWith('-t')) {
-      tail = Number(value()) || 0;
-      follow = false;
-    } else if (a.startsWith('-T')) tail = Number(value()) || 0;
-    else if (a.startsWith('-m') || a.startsWith('--max-count')) maxCount = Number(value()) || Infinity;
+      const v = value();
+      if (FORMATS.has(v as LogFormat)) format = v as LogFormat;
+      else if (!MODIFIERS.has(v)) {
+        ctx.stderr.write(`logcat: Invalid parameter "${v}" to -v.\n`);
+        return 1;
+      }
+    } else if (a.startsWith('-b') || a.startsWith('--buffer')) {
+      for (const b of value().split(',')) {
+        if (!BUFFERS.has(b)) {
+          ctx.stderr.write(`logcat: Unknown buffer '${b}' listed for -b.\n`);
+          return 1;
+        }
+        buffers.add(b);
+      }
+    } else if (a === '-G' || a === '-n' || a === '-r') value();
+    else if (a.startsWith('-t') || a.startsWith('-T')) {
+      // A count of the latest lines, or the time to start from ('MM-DD hh:mm:ss.mmm').
+      const v = value();
+      if (/^\d+$/.test(v)) tail = Number(v);
+      else {
+        const since = parseLogTime(v, ctx.device.now());
+        if (since === null) {
+          ctx.stderr.write(`logcat: -${a[1]} "${v}" not in time format\n`);
+          return 1;
+        }
+        from = since;
+      }
+      if (a[1] === 't') follow = false;
+    } else if (a.startsWith('-m') || a.startsWith('--max-count')) maxCount = Number(value()) || Infinity;
     else if (a.startsWith('-e') || a.startsWith('--regex')) {
       try {
         regex = new RegExp(value());
@@ -83,7 +150,11 @@ export const logcat: CommandFn = async (ctx) => {
     return 0;
   }
   if (silent) filters.push({ tag: '*', min: 6 });
+  // The phone logs into one buffer, main; the others read as empty.
+  if (buffers.size > 0 && ![...buffers].some((b) => ['main', 'default', 'all'].includes(b)))
+    filters.push({ tag: '*', min: 7 });
   const passes = (e: LogEntry): boolean => {
+    if (from !== null && e.timeMs < from) return false;
     if (pid !== null && e.pid !== pid) return false;
     if (regex && !regex.test(e.message)) return false;
     const rule = filters.find((f) => f.tag === e.tag) ?? filters.find((f) => f.tag === '*');
@@ -91,7 +162,7 @@ export const logcat: CommandFn = async (ctx) => {
     return true;
   };
   // -f appends to a file (as logcat opens it with O_APPEND); a full disk ends the command.
-  const out: Output = file ? new FileOutput(ctx.device.fs, resolvePath(ctx, file)) : ctx.stdout;
+  const out: Output = file ? new FileOutput(ctx.fs, resolvePath(ctx, file)) : ctx.stdout;
   const finish = (): number => {
     if (out instanceof FileOutput && out.error) {
       ctx.stderr.write(`logcat: write error: ${out.error.reason}\n`);

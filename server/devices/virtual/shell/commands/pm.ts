@@ -66,7 +66,7 @@ const NO_SPACE =
 
 /** Whether a streamed APK of `size` bytes fits on the phone (checked before reading any of it). */
 function fits(ctx: CommandContext, size: number): boolean {
-  return size <= ctx.device.fs.freeBytes - stagedBytes(ctx);
+  return size <= ctx.fs.freeBytes - stagedBytes(ctx);
 }
 
 /** Reads exactly size bytes of stdin (streamed installs). */
@@ -134,7 +134,7 @@ async function install(ctx: CommandContext, args: string[]): Promise<number> {
     }
   } else {
     try {
-      apk = ctx.device.fs.readFile(resolvePath(ctx, path));
+      apk = ctx.fs.readFile(resolvePath(ctx, path));
     } catch (error) {
       ctx.stderr.write(`Error: Unable to open file: ${path}\nConsider using a file under /data/local/tmp/\n`);
       ctx.stdout.write(
@@ -285,7 +285,7 @@ export const pm: CommandFn = async (ctx) => {
       if (path === undefined || path === '-') data = size === null ? null : await readExactly(ctx, size);
       else {
         try {
-          data = device.fs.readFile(resolvePath(ctx, path));
+          data = ctx.fs.readFile(resolvePath(ctx, path));
         } catch {
           data = null;
         }

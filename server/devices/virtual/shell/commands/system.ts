@@ -1,12 +1,13 @@
-/** System applets: getprop, setprop, settings, id, date, sleep, ps, kill, which, sh, log, ... */
+/** System applets: getprop, setprop, settings, id, date, which, sh, log, run-as, ... */
 import { DEFAULT_IME } from '../../device.js';
+import { appCredentials } from '../../fs.js';
 import { SYSTEM_BIN } from '../../system-image.js';
 import { isNamespace } from '../../settings.js';
-import { fail, getopt, resolvePath } from '../command.js';
-import type { CommandContext, CommandFn } from '../command.js';
+import { SYSTEM_SERVICES, publishedServices } from '../../system-services.js';
+import { commandSource, fail, getopt, quoteWord, resolvePath } from '../command.js';
+import type { CommandFn } from '../command.js';
 import { readAll } from '../io.js';
-import { abortableSleep } from '../../timers.js';
-import type { ProcessInfo } from '../../processes.js';
+import { userName } from './format.js';
 
 const getprop: CommandFn = (ctx) => {
   const args = ctx.args.filter((a) => a !== '-T' && a !== '-Z');
@@ -19,12 +20,21 @@ const getprop: CommandFn = (ctx) => {
   return 0;
 };
 
+/** Property families the shell user may set on Android 14 (debug_prop, log_tag_prop ...). */
+const SHELL_PROPERTIES = ['debug.', 'persist.debug.', 'log.tag.', 'persist.log.tag'];
+
 const setprop: CommandFn = (ctx) => {
   if (ctx.args.length !== 2) {
     ctx.stderr.write('usage: setprop NAME VALUE\n\nSets an Android system property.\n');
     return 1;
   }
-  const error = ctx.device.props.set(ctx.args[0]!, ctx.args[1]!);
+  const [key, value] = ctx.args as [string, string];
+  // SELinux lets the shell domain set only a few property families (debug, log tags);
+  // init refuses the rest, as it does ro.* once set.
+  const allowed = ctx.cred.uid === 0 || SHELL_PROPERTIES.some((prefix) => key.startsWith(prefix));
+  const error = allowed
+    ? ctx.device.props.set(key, value)
+    : `Failed to set property '${key}' to '${value}'.\nSee dmesg for error reason.`;
   if (error) {
     ctx.stderr.write(`${error}\n`);
     return 1;
@@ -77,42 +87,50 @@ export const settings: CommandFn = (ctx) => {
   return 255;
 };
 
+/** Group names `id` shows (Android's android_filesystem_config names). */
+const GROUP_NAMES: Record<number, string> = {
+  1004: 'input',
+  1007: 'log',
+  1011: 'adb',
+  1015: 'sdcard_rw',
+  1028: 'sdcard_r',
+  1078: 'ext_data_rw',
+  1079: 'ext_obb_rw',
+  3001: 'net_bt_admin',
+  3002: 'net_bt',
+  3003: 'inet',
+  3006: 'net_bw_stats',
+  3009: 'readproc',
+  3011: 'uhid',
+  3012: 'readtracefs',
+  9997: 'everybody',
+};
+
+function groupName(gid: number): string {
+  if (gid >= 20000 && gid < 30000) return `${userName(gid - 10000)}_cache`;
+  return GROUP_NAMES[gid] ?? userName(gid);
+}
+
+/** id: who the command runs as (the shell user, or an app under run-as). */
 const id: CommandFn = (ctx) => {
   const { flags } = getopt(ctx.args);
-  if (flags.has('u')) ctx.stdout.write(flags.has('n') ? 'shell\n' : '2000\n');
-  else if (flags.has('g')) ctx.stdout.write(flags.has('n') ? 'shell\n' : '2000\n');
+  const { uid, gid, groups } = ctx.cred;
+  const name = flags.has('n');
+  if (flags.has('u')) ctx.stdout.write(`${name ? userName(uid) : uid}\n`);
+  else if (flags.has('g')) ctx.stdout.write(`${name ? groupName(gid) : gid}\n`);
+  else if (flags.has('G')) ctx.stdout.write(`${groups.map((g) => (name ? groupName(g) : g)).join(' ')}\n`);
   else {
+    const context = uid === 2000 ? 'u:r:shell:s0' : 'u:r:untrusted_app:s0';
     ctx.stdout.write(
-      'uid=2000(shell) gid=2000(shell) groups=2000(shell),1004(input),1007(log),1011(adb),1015(sdcard_rw),1028(sdcard_r),' +
-        '1078(ext_data_rw),1079(ext_obb_rw),3001(net_bt_admin),3002(net_bt),3003(inet),3006(net_bw_stats),3009(readproc),' +
-        '3011(uhid),3012(readtracefs) context=u:r:shell:s0\n',
+      `uid=${uid}(${userName(uid)}) gid=${gid}(${groupName(gid)}) groups=${groups.map((g) => `${g}(${groupName(g)})`).join(',')} context=${context}\n`,
     );
   }
   return 0;
 };
 
 const whoami: CommandFn = (ctx) => {
-  ctx.stdout.write('shell\n');
+  ctx.stdout.write(`${userName(ctx.cred.uid)}\n`);
   return 0;
-};
-
-function parseDuration(spec: string): number | null {
-  const m = /^(\d*\.?\d+)([smhd]?)$/.exec(spec);
-  if (!m) return null;
-  const unit = { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[m[2] as '' | 's' | 'm' | 'h' | 'd'];
-  return Number(m[1]) * unit * 1000;
-}
-
-const sleep: CommandFn = async (ctx) => {
-  let total = 0;
-  for (const a of ctx.args) {
-    const ms = parseDuration(a);
-    if (ms === null) return fail(ctx, `invalid number '${a}'`);
-    total += ms;
-  }
-  if (ctx.args.length === 0) return fail(ctx, 'Needs 1 argument');
-  await abortableSleep(total, ctx.signal);
-  return ctx.signal.aborted ? 130 : 0;
 };
 
 const DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
@@ -176,10 +194,54 @@ export function strftime(format: string, ms: number): string {
   });
 }
 
+/** A date as toybox date -d takes it: @SECONDS, or YYYY-MM-DD [hh:mm[:ss]] (the phone is UTC). */
+function parseDate(text: string): number | null {
+  const epoch = /^@(-?\d+(?:\.\d+)?)$/.exec(text);
+  if (epoch) return Math.round(Number(epoch[1]) * 1000);
+  const m = /^(\d{4})-(\d\d)-(\d\d)(?:[ T](\d\d):(\d\d)(?::(\d\d))?)?$/.exec(text.trim());
+  if (!m) return null;
+  return Date.UTC(
+    Number(m[1]),
+    Number(m[2]) - 1,
+    Number(m[3]),
+    Number(m[4] ?? 0),
+    Number(m[5] ?? 0),
+    Number(m[6] ?? 0),
+  );
+}
+
+/** toybox date: +FORMAT, -u, -d DATE, -r FILE; setting the clock needs root. */
 const date: CommandFn = (ctx) => {
-  const format = ctx.args.find((a) => a.startsWith('+'));
-  const now = ctx.device.now();
-  ctx.stdout.write(`${strftime(format ? format.slice(1) : '%a %b %e %H:%M:%S %Z %Y', now)}\n`);
+  let when = ctx.device.now();
+  let format = '%a %b %e %H:%M:%S %Z %Y';
+  for (let i = 0; i < ctx.args.length; i++) {
+    const a = ctx.args[i]!;
+    if (a.startsWith('+')) format = a.slice(1);
+    else if (a === '-u' || a === '--utc') continue;
+    else if (a === '-d' || a.startsWith('-d') || a.startsWith('--date=')) {
+      const text = a === '-d' ? (ctx.args[++i] ?? '') : a.replace(/^(-d|--date=)/, '');
+      const parsed = parseDate(text);
+      if (parsed === null) {
+        ctx.stderr.write(`date: bad date '${text}'\n`);
+        return 1;
+      }
+      when = parsed;
+    } else if (a === '-r') {
+      try {
+        when = ctx.fs.stat(resolvePath(ctx, ctx.args[++i] ?? '')).mtimeMs;
+      } catch {
+        ctx.stderr.write(`date: ${ctx.args[i] ?? ''}: No such file or directory\n`);
+        return 1;
+      }
+    } else if (/^\d{8,12}(\.\d\d)?$/.test(a)) {
+      ctx.stderr.write('date: cannot set date: Operation not permitted\n');
+      return 1;
+    } else {
+      ctx.stderr.write(`date: bad date '${a}'\n`);
+      return 1;
+    }
+  }
+  ctx.stdout.write(`${strftime(format, when)}\n`);
   return 0;
 };
 
@@ -227,11 +289,10 @@ const env: CommandFn = async (ctx) => {
     for (const [k, v] of all) if (k !== 'IFS' && k !== 'PS1') ctx.stdout.write(`${k}=${v}\n`);
     return 0;
   }
-  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   return ctx.runShell(
     [
-      ...assigns.map((a) => `${a.slice(0, a.indexOf('=') + 1)}${q(a.slice(a.indexOf('=') + 1))}`),
-      ...rest.map(q),
+      ...assigns.map((a) => `${a.slice(0, a.indexOf('=') + 1)}${quoteWord(a.slice(a.indexOf('=') + 1))}`),
+      ...rest.map(quoteWord),
     ].join(' '),
     ctx,
   );
@@ -249,7 +310,7 @@ const sh: CommandFn = async (ctx) => {
     const path = resolvePath(ctx, args[0]!);
     let text: string;
     try {
-      text = ctx.device.fs.readFile(path).toString('utf8');
+      text = ctx.fs.readFile(path).toString('utf8');
     } catch {
       ctx.stderr.write(`/system/bin/sh: ${args[0]}: No such file or directory\n`);
       return 127;
@@ -260,245 +321,15 @@ const sh: CommandFn = async (ctx) => {
   return ctx.runShell(script, { ...ctx, stdin: { read: () => Promise.resolve(null) } });
 };
 
-const PS_HELP = `usage: ps [-AadefLlnwZ] [-gG GROUP,] [-k FIELD,] [-o FIELD,] [-p PID,] [-t TTY,] [-uU USER,]
-
-List processes.
-
-Which processes to show (-gGuUpPt selections may be comma separated lists):
-
--A  All					-a  Has terminal not session leader
--d  All but session leaders		-e  Synonym for -A
--g  In GROUPs				-G  In real GROUPs (before sgid)
--p  PIDs (--pid)			-P  Parent PIDs (--ppid)
--s  In session IDs			-t  Attached to selected TTYs
--T  Show threads also			-u  Owned by selected USERs
--U  Real USERs (before suid)
-
-Output modifiers:
-
--k  Sort FIELDs (-FIELD to reverse)	-M  Measure/pad future field widths
--n  Show numeric USER and GROUP		-w  Wide output (don't truncate fields)
-
-Which FIELDs to show. (-o HELP for list, default = -o PID,TTY,TIME,CMD)
-
--f  Full listing (-o USER:12=UID,PID,PPID,C,STIME,TTY,TIME,ARGS=CMD)
--l  Long listing (-o F,S,UID,PID,PPID,C,PRI,NI,ADDR,SZ,WCHAN,TTY,TIME,CMD)
--o  Output FIELDs instead of defaults, each with optional :size and =title
--O  Add FIELDS to defaults
--Z  Include LABEL
-`;
-
-function psField(p: ProcessInfo, field: string): string {
-  switch (field) {
-    case 'PID':
-      return String(p.pid);
-    case 'PPID':
-      return String(p.ppid);
-    case 'USER':
-    case 'UID':
-    case 'RUSER':
-      return p.user;
-    case 'NAME':
-    case 'COMM':
-    case 'CMD':
-      return p.name;
-    case 'ARGS':
-    case 'CMDLINE':
-      return p.args;
-    case 'RSS':
-      return String(p.rss);
-    case 'VSZ':
-    case 'VSIZE':
-      return String(p.vsz);
-    case 'S':
-    case 'STAT':
-      return 'S';
-    case 'TIME':
-      return '00:00:01';
-    case 'TTY':
-      return '?';
-    case 'STIME':
-      return '00:00';
-    case 'PCY':
-      return 'fg';
-    case 'WCHAN':
-      return 'do_epoll_wait';
-    case 'ADDR':
-      return '0';
-    case 'C':
-    case 'PRI':
-    case 'NI':
-      return '0';
-    default:
-      return '-';
-  }
-}
-
-const ps: CommandFn = (ctx) => {
-  if (ctx.args.includes('--help')) {
-    ctx.stdout.write(PS_HELP);
-    return 0;
-  }
-  const { flags, values, operands } = getopt(ctx.args, 'opuUgGkt');
-  const self: ProcessInfo[] = [
-    {
-      pid: 7001,
-      ppid: 455,
-      user: 'shell',
-      name: 'sh',
-      vsz: 10823212,
-      rss: 3468,
-      args: '/system/bin/sh -',
-      startedMs: 0,
-    },
-    {
-      pid: 7002,
-      ppid: 7001,
-      user: 'shell',
-      name: 'ps',
-      vsz: 10863460,
-      rss: 3756,
-      args: `ps ${ctx.args.join(' ')}`.trim(),
-      startedMs: 0,
-    },
-  ];
-  let list = flags.has('A') || flags.has('e') ? [...ctx.device.processes.list(), ...self] : self;
-  if (values.has('p')) {
-    const pids = new Set(values.get('p')!.split(',').map(Number));
-    list = [...ctx.device.processes.list(), ...self].filter((p) => pids.has(p.pid));
-  }
-  if (values.has('u') || values.has('U')) {
-    const users = new Set((values.get('u') ?? values.get('U')!).split(','));
-    list = [...ctx.device.processes.list(), ...self].filter((p) => users.has(p.user));
-  }
-  for (const op of operands) {
-    // toybox treats bare numbers as PIDs
-    if (/^\d+$/.test(op)) list = list.filter((p) => p.pid === Number(op));
-  }
-  if (values.has('o')) {
-    const fields = values
-      .get('o')!
-      .split(',')
-      .map((f) => f.split('=')[0]!.split(':')[0]!.toUpperCase());
-    const rows = [
-      fields.map((f) => (f === 'CMDLINE' ? 'ARGS' : f)),
-      ...list.map((p) => fields.map((f) => psField(p, f))),
-    ];
-    const widths = fields.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-    for (const r of rows)
-      ctx.stdout.write(
-        `${r.map((c, i) => (i === r.length - 1 ? c : /^\d+$/.test(c) || i === 0 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' ')}\n`,
-      );
-    return 0;
-  }
-  ctx.stdout.write(
-    'USER            PID   PPID        VSZ    RSS WCHAN            ADDR S NAME                       \n',
-  );
-  for (const p of list) {
-    ctx.stdout.write(
-      `${p.user.padEnd(12)} ${String(p.pid).padStart(6)} ${String(p.ppid).padStart(6)} ${String(p.vsz).padStart(10)} ${String(p.rss).padStart(6)} ${'do_epoll_wait'.padEnd(16)}    0 S ${p.name}\n`,
-    );
-  }
-  return 0;
-};
-
-const pidof: CommandFn = (ctx) => {
-  const names = ctx.args.filter((a) => !a.startsWith('-'));
-  const pids = ctx.device.processes
-    .list()
-    .filter((p) => names.includes(p.name))
-    .map((p) => p.pid)
-    .sort((a, b) => b - a);
-  if (pids.length === 0) return 1;
-  ctx.stdout.write(`${(ctx.args.includes('-s') ? pids.slice(0, 1) : pids).join(' ')}\n`);
-  return 0;
-};
-
-function matchProcesses(ctx: CommandContext): ProcessInfo[] | number {
-  const { flags, operands } = getopt(ctx.args, 'u');
-  const pattern = operands[0];
-  if (pattern === undefined) return fail(ctx, 'Needs 1 argument', 2);
-  let re: RegExp;
-  try {
-    re = new RegExp(flags.has('x') ? `^(?:${pattern})$` : pattern);
-  } catch {
-    return fail(ctx, `bad regex '${pattern}'`, 2);
-  }
-  return ctx.device.processes.list().filter((p) => re.test(flags.has('f') ? p.args : p.name));
-}
-
-const pgrep: CommandFn = (ctx) => {
-  const found = matchProcesses(ctx);
-  if (typeof found === 'number') return found;
-  const long = ctx.args.includes('-l') || ctx.args.includes('-lf') || ctx.args.includes('-fl');
-  for (const p of found) ctx.stdout.write(long ? `${p.pid} ${p.name}\n` : `${p.pid}\n`);
-  return found.length > 0 ? 0 : 1;
-};
-
-function killPid(ctx: CommandContext, pid: number, signal: string): number {
-  const proc = ctx.device.processes.byPid(pid);
-  if (!proc) {
-    ctx.stderr.write(`kill: pid ${pid}: No such process\n`);
-    return 1;
-  }
-  if (proc.user !== 'shell' && proc.ppid !== 512) {
-    ctx.stderr.write(`kill: pid ${pid}: Operation not permitted\n`);
-    return 1;
-  }
-  if (signal === '0') return 0;
-  if (proc.ppid === 512 && !proc.user.startsWith('u0_a')) {
-    ctx.stderr.write(`kill: pid ${pid}: Operation not permitted\n`);
-    return 1;
-  }
-  if (proc.ppid === 512) ctx.device.activity.forceStop(proc.name.split(':')[0]!);
-  return 0;
-}
-
-const kill: CommandFn = (ctx) => {
-  let signal = '15';
-  const pids: string[] = [];
-  for (let i = 0; i < ctx.args.length; i++) {
-    const a = ctx.args[i]!;
-    if (a === '-l') {
-      ctx.stdout.write('HUP INT QUIT ILL TRAP ABRT BUS FPE KILL USR1 SEGV USR2 PIPE ALRM TERM\n');
-      return 0;
-    }
-    if (a === '-s') signal = ctx.args[++i] ?? '15';
-    else if (/^-\w+$/.test(a)) signal = a.slice(1);
-    else pids.push(a);
-  }
-  if (pids.length === 0) return fail(ctx, 'Needs 1 argument');
+/** which: the programs that are on the phone's /system/bin (whether it models them or not). */
+const which: CommandFn = (ctx) => {
   let status = 0;
-  for (const p of pids) {
-    const n = Number(p);
-    if (!Number.isInteger(n)) {
-      ctx.stderr.write(`kill: unknown pid '${p}'\n`);
-      status = 1;
-      continue;
-    }
-    if (killPid(ctx, n, signal.replace(/^SIG/, '')) !== 0) status = 1;
+  for (const a of ctx.args.filter((x) => !x.startsWith('-'))) {
+    if (SYSTEM_BIN.includes(a)) ctx.stdout.write(`/system/bin/${a}\n`);
+    else status = 1;
   }
   return status;
 };
-
-const pkill: CommandFn = (ctx) => {
-  const found = matchProcesses(ctx);
-  if (typeof found === 'number') return found;
-  let status = found.length > 0 ? 0 : 1;
-  for (const p of found) if (killPid(ctx, p.pid, '15') !== 0) status = 1;
-  return status;
-};
-
-export function makeWhich(commands: () => ReadonlyMap<string, CommandFn>): CommandFn {
-  return (ctx) => {
-    let status = 0;
-    for (const a of ctx.args.filter((x) => !x.startsWith('-'))) {
-      if (commands().has(a) && SYSTEM_BIN.includes(a)) ctx.stdout.write(`/system/bin/${a}\n`);
-      else status = 1;
-    }
-    return status;
-  };
-}
 
 const log: CommandFn = async (ctx) => {
   const { values, operands } = getopt(ctx.args, 'tpb');
@@ -508,7 +339,13 @@ const log: CommandFn = async (ctx) => {
   const p = ['V', 'D', 'I', 'W', 'E', 'F'].includes(priority)
     ? (priority as 'V' | 'D' | 'I' | 'W' | 'E' | 'F')
     : 'I';
-  ctx.device.logcat.add({ pid: 7001, tid: 7001, priority: p, tag: values.get('t') ?? 'log', message });
+  ctx.device.logcat.add({
+    pid: ctx.process.pid,
+    tid: ctx.process.pid,
+    priority: p,
+    tag: values.get('t') ?? 'log',
+    message,
+  });
   return 0;
 };
 
@@ -537,12 +374,12 @@ const runAs: CommandFn = async (ctx) => {
   if (!pkg) return fail(ctx, `unknown package: ${pkgName}`);
   if (!pkg.debuggable) return fail(ctx, `package not debuggable: ${pkgName}`);
   const command = args.slice(1);
-  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  return ctx.runShell(
-    command.length > 0 ? (command.length === 1 ? command[0]! : command.map(q).join(' ')) : 'true',
-    ctx,
-    { cwd: `/data/data/${pkgName}` },
-  );
+  // run-as execs the command (a shell without one) as the app, in its data directory.
+  return ctx.runShell(command.length > 0 ? commandSource(command) : 'sh', ctx, {
+    cwd: `/data/data/${pkgName}`,
+    cred: appCredentials(pkg.uid),
+    exec: true,
+  });
 };
 
 const locksettings: CommandFn = (ctx) => {
@@ -570,57 +407,124 @@ const locksettings: CommandFn = (ctx) => {
   }
 };
 
-const SERVICES = [
-  'activity',
-  'alarm',
-  'appops',
-  'audio',
-  'battery',
-  'clipboard',
-  'connectivity',
-  'deviceidle',
-  'display',
-  'input',
-  'input_method',
-  'location',
-  'notification',
-  'package',
-  'power',
-  'settings',
-  'statusbar',
-  'uimode',
-  'wifi',
-  'window',
-];
-
 const service: CommandFn = (ctx) => {
   const [verb, name] = ctx.args;
+  const names = publishedServices(ctx.device.system);
   if (verb === 'list') {
-    const published = ctx.device.system.publishedServices;
-    const listed = published ? SERVICES.filter((s) => published.has(s)) : SERVICES;
-    ctx.stdout.write(`Found ${listed.length} services:\n`);
-    listed.forEach((s, i) =>
-      ctx.stdout.write(`${i}\t${s}: [android.app.I${s[0]!.toUpperCase()}${s.slice(1)}]\n`),
-    );
+    ctx.stdout.write(`Found ${names.length} services:\n`);
+    names.forEach((s, i) => {
+      const iface = SYSTEM_SERVICES.find((x) => x.name === s)?.iface ?? '';
+      ctx.stdout.write(`${i}\t${s}: [${iface}]\n`);
+    });
     return 0;
   }
-  if (verb === 'check') {
-    ctx.stdout.write(`Service ${name ?? ''}: ${name && SERVICES.includes(name) ? 'found' : 'not found'}\n`);
+  if (verb === 'check' && name !== undefined) {
+    ctx.stdout.write(`Service ${name}: ${names.includes(name) ? 'found' : 'not found'}\n`);
     return 0;
   }
   if (verb === 'call') {
-    ctx.stdout.write("Result: Parcel(00000000 00000000 00000000   '............')\n");
-    return 0;
+    ctx.stderr.write(
+      'service: the virtual phone does not model raw binder transactions; use the cmd, am, pm, settings or input commands instead\n',
+    );
+    return 1;
   }
   ctx.stderr.write(
     'Usage: service [-h|-?]\n       service list\n       service check SERVICE\n       service call SERVICE CODE [i32 N | i64 N | f N | d N | s16 STR | null | fd f | nfd n | afd f ] ...\n',
   );
-  return 1;
+  return verb === '-h' || verb === '-?' ? 0 : 1;
 };
 
+/** `--where "name='x'"` as the settings provider takes it: the name, or null for anything else. */
+function whereName(where: string | undefined): string | null | undefined {
+  if (where === undefined) return undefined;
+  const m = /^\s*name\s*=\s*'([^']*)'\s*$/.exec(where) ?? /^\s*name\s*=\s*"([^"]*)"\s*$/.exec(where);
+  return m ? m[1]! : null;
+}
+
+/**
+ * `content` on the settings provider (content://settings/system|secure|global): query,
+ * insert, update and delete, which read and write what `settings` does. Other providers are
+ * not modeled and say so.
+ */
 const content: CommandFn = (ctx) => {
-  if (ctx.args[0] === 'query') ctx.stdout.write('No result found.\n');
-  return 0;
+  const [verb, ...rest] = ctx.args;
+  const options = new Map<string, string[]>();
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i]!;
+    if (a.startsWith('--')) options.set(a, [...(options.get(a) ?? []), rest[++i] ?? '']);
+  }
+  const uri = options.get('--uri')?.[0];
+  if (!verb || !['query', 'insert', 'update', 'delete'].includes(verb) || !uri) {
+    ctx.stderr.write(
+      'usage: adb shell content [subcommand] [options]\n\nusage: adb shell content insert --uri <URI> [--user <USER_ID>] --bind <BINDING> [--bind <BINDING>...]\n',
+    );
+    return verb === undefined || verb === 'help' ? 0 : 1;
+  }
+  const m = /^content:\/\/settings\/(system|secure|global)\/?$/.exec(uri);
+  if (!m) {
+    ctx.stderr.write(
+      `content: the virtual phone models content://settings/{system,secure,global} only, not ${uri}\n`,
+    );
+    return 1;
+  }
+  const ns = m[1] as 'system' | 'secure' | 'global';
+  const store = ctx.device.settings;
+  const binds = new Map<string, string>();
+  for (const b of options.get('--bind') ?? []) {
+    const bind = /^([^:]+):[a-z]:(.*)$/.exec(b);
+    if (bind) binds.set(bind[1]!, bind[2]!);
+  }
+  const name = whereName(options.get('--where')?.[0]);
+  if (name === null) {
+    ctx.stderr.write("content: the virtual phone's settings provider takes --where \"name='KEY'\" only\n");
+    return 1;
+  }
+  switch (verb) {
+    case 'query': {
+      const rows = store.list(ns).filter(([k]) => name === undefined || k === name);
+      if (rows.length === 0) {
+        ctx.stdout.write('No result found.\n');
+        return 0;
+      }
+      const projection = options.get('--projection')?.[0]?.split(':');
+      rows.forEach(([k, v], i) => {
+        const columns: [string, string][] = [
+          ['_id', String(i + 1)],
+          ['name', k],
+          ['value', v],
+        ];
+        const shown = projection ? columns.filter(([c]) => projection.includes(c)) : columns;
+        ctx.stdout.write(`Row: ${i} ${shown.map(([c, x]) => `${c}=${x}`).join(', ')}\n`);
+      });
+      return 0;
+    }
+    case 'insert': {
+      const key = binds.get('name');
+      if (key === undefined) {
+        ctx.stderr.write('content: insert needs --bind name:s:KEY --bind value:s:VALUE\n');
+        return 1;
+      }
+      store.put(ns, key, binds.get('value') ?? '');
+      return 0;
+    }
+    case 'update': {
+      const key = name ?? binds.get('name');
+      if (key === undefined || !binds.has('value')) {
+        ctx.stderr.write('content: update needs --bind value:s:VALUE and --where "name=\'KEY\'"\n');
+        return 1;
+      }
+      store.put(ns, key, binds.get('value')!);
+      return 0;
+    }
+    default: {
+      if (name === undefined) {
+        ctx.stderr.write('content: delete needs --where "name=\'KEY\'"\n');
+        return 1;
+      }
+      store.delete(ns, name);
+      return 0;
+    }
+  }
 };
 
 const IMES = [
@@ -692,18 +596,12 @@ const denied =
     return status;
   };
 
-const nohup: CommandFn = (ctx) => {
-  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  return ctx.runShell(ctx.args.map(q).join(' '), ctx);
-};
-
 export const SYSTEM_COMMANDS: Record<string, CommandFn> = {
   getprop,
   setprop,
   settings,
   id,
   whoami,
-  sleep,
   date,
   uname,
   hostname,
@@ -711,19 +609,14 @@ export const SYSTEM_COMMANDS: Record<string, CommandFn> = {
   env,
   printenv: env,
   sh,
-  ps,
-  pidof,
-  pgrep,
-  pkill,
-  kill,
   log,
   svc,
   'run-as': runAs,
+  which,
   locksettings,
   service,
   content,
   ime,
-  nohup,
   true: () => 0,
   false: () => 1,
   getenforce: (ctx) => {

@@ -1,9 +1,11 @@
 /** Text applets for pipes: echo, printf, grep, head, tail, wc, sort, uniq, tr, cut, tee, ... */
 import { StringDecoder } from 'node:string_decoder';
 import { FsError } from '../../fs.js';
-import { fail, getopt, resolvePath } from '../command.js';
+import { commandSource, fail, getopt, openOperand, resolvePath, usageError } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { readAll } from '../io.js';
+import { regexSource } from './sed.js';
+import type { Input } from '../io.js';
 
 /** Backslash escapes of echo -e and printf formats. */
 function unescape(s: string): { text: string; stop: boolean } {
@@ -163,7 +165,7 @@ const printf: CommandFn = (ctx) => {
   return 0;
 };
 
-/** Reads the named files (or stdin) as text. */
+/** Reads the named files (or stdin) as text, each whole (within the in-memory limit). */
 async function inputText(
   ctx: CommandContext,
   files: string[],
@@ -172,12 +174,9 @@ async function inputText(
     return [{ name: '(standard input)', text: (await readAll(ctx.stdin)).toString('utf8') }];
   const out: { name: string; text: string }[] = [];
   for (const f of files) {
-    try {
-      out.push({ name: f, text: ctx.device.fs.readFile(resolvePath(ctx, f)).toString('utf8') });
-    } catch (error) {
-      ctx.stderr.write(`${ctx.name}: ${f}: ${error instanceof FsError ? error.reason : String(error)}\n`);
-      return 2;
-    }
+    const input = openOperand(ctx, f);
+    if (!input) return 2;
+    out.push({ name: f, text: (await readAll(input)).toString('utf8') });
   }
   return out;
 }
@@ -187,21 +186,6 @@ function splitLines(text: string): string[] {
   const lines = text.split('\n');
   if (lines[lines.length - 1] === '') lines.pop();
   return lines;
-}
-
-function basicRegexToJs(pattern: string, extended: boolean): string {
-  if (extended) return pattern;
-  // BRE: \| \( \) \{ \} \+ \? are operators; bare ( ) { } + ? | are literals.
-  let out = '';
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i]!;
-    if (c === '\\' && i + 1 < pattern.length) {
-      const n = pattern[++i]!;
-      out += '|(){}+?'.includes(n) ? n : `\\${n}`;
-    } else if ('|(){}+?'.includes(c)) out += `\\${c}`;
-    else out += c;
-  }
-  return out;
 }
 
 const grep: CommandFn = async (ctx) => {
@@ -215,7 +199,7 @@ const grep: CommandFn = async (ctx) => {
   let re: RegExp;
   try {
     const source = patterns
-      .map((p) => (fixed ? p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : basicRegexToJs(p, extended)))
+      .map((p) => (fixed ? p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : regexSource(p, extended)))
       .join('|');
     re = new RegExp(
       flags.has('x') ? `^(?:${source})$` : flags.has('w') ? `\\b(?:${source})\\b` : source,
@@ -280,46 +264,49 @@ function countArg(ctx: CommandContext): { n: number; files: string[]; bytes: boo
   return { n, files, bytes, fromStart };
 }
 
+/** The first lines (or bytes) of an input, read only as far as needed (`logcat | head -1` ends). */
+async function headOf(ctx: CommandContext, input: Input, n: number, bytes: boolean): Promise<void> {
+  let taken = 0;
+  let pending = '';
+  // A character may be split between chunks: decode across them.
+  const decoder = new StringDecoder('utf8');
+  while (taken < n || n === 0) {
+    if (n === 0) return;
+    const chunk = await input.read();
+    if (chunk === null) break;
+    if (bytes) {
+      const part = chunk.subarray(0, n - taken);
+      ctx.stdout.write(part);
+      taken += part.length;
+      continue;
+    }
+    pending += decoder.write(chunk);
+    let i: number;
+    while (taken < n && (i = pending.indexOf('\n')) >= 0) {
+      ctx.stdout.write(pending.slice(0, i + 1));
+      pending = pending.slice(i + 1);
+      taken++;
+    }
+  }
+  if (bytes || taken >= n) return;
+  pending += decoder.end();
+  if (pending) ctx.stdout.write(pending);
+}
+
 const head: CommandFn = async (ctx) => {
   const { n, files, bytes } = countArg(ctx);
-  if (files.length === 0) {
-    // Stop reading as soon as enough arrived, so `logcat | head -1` ends.
-    let taken = 0;
-    let pending = '';
-    // A character may be split between chunks: decode across them.
-    const decoder = new StringDecoder('utf8');
-    for (;;) {
-      const chunk = await ctx.stdin.read();
-      if (chunk === null) break;
-      if (bytes) {
-        const part = chunk.subarray(0, n - taken);
-        ctx.stdout.write(part);
-        taken += part.length;
-        if (taken >= n) return 0;
-        continue;
-      }
-      pending += decoder.write(chunk);
-      let i: number;
-      while ((i = pending.indexOf('\n')) >= 0) {
-        if (taken >= n) return 0;
-        ctx.stdout.write(pending.slice(0, i + 1));
-        pending = pending.slice(i + 1);
-        taken++;
-      }
-      if (taken >= n) return 0;
+  if (files.length === 0) files.push('-');
+  let status = 0;
+  for (const [i, f] of files.entries()) {
+    const input = openOperand(ctx, f);
+    if (!input) {
+      status = 1;
+      continue;
     }
-    pending += decoder.end();
-    if (!bytes && pending && taken < n) ctx.stdout.write(pending);
-    return 0;
+    if (files.length > 1) ctx.stdout.write(`${i > 0 ? '\n' : ''}==> ${f} <==\n`);
+    await headOf(ctx, input, n, bytes);
   }
-  const inputs = await inputText(ctx, files);
-  if (typeof inputs === 'number') return 1;
-  for (const { name, text } of inputs) {
-    if (inputs.length > 1) ctx.stdout.write(`==> ${name} <==\n`);
-    if (bytes) ctx.stdout.write(Buffer.from(text).subarray(0, n));
-    else for (const l of splitLines(text).slice(0, n)) ctx.stdout.write(`${l}\n`);
-  }
-  return 0;
+  return status;
 };
 
 const tail: CommandFn = async (ctx) => {
@@ -340,28 +327,57 @@ const tail: CommandFn = async (ctx) => {
   return 0;
 };
 
+/** Counts lines, words, bytes and characters of a stream as it is read. */
+async function countOf(input: Input, signal: AbortSignal): Promise<[number, number, number, number]> {
+  let lines = 0;
+  let words = 0;
+  let bytes = 0;
+  let chars = 0;
+  let inWord = false;
+  for (;;) {
+    const chunk = await input.read();
+    if (chunk === null || signal.aborted) break;
+    bytes += chunk.length;
+    for (const b of chunk) {
+      if (b === 0x0a) lines++;
+      // A UTF-8 character starts at every byte that is not a continuation byte.
+      if ((b & 0xc0) !== 0x80) chars++;
+      const space = b === 0x20 || (b >= 0x09 && b <= 0x0d);
+      if (!space && !inWord) words++;
+      inWord = !space;
+    }
+  }
+  return [lines, words, bytes, chars];
+}
+
 const wc: CommandFn = async (ctx) => {
   const { flags, operands } = getopt(ctx.args);
-  const inputs = await inputText(ctx, operands);
-  if (typeof inputs === 'number') return 1;
   const all = !flags.has('l') && !flags.has('w') && !flags.has('c') && !flags.has('m');
-  const totals = [0, 0, 0];
-  for (const { name, text } of inputs) {
-    const counts = [
-      (text.match(/\n/g) ?? []).length,
-      text.split(/\s+/).filter(Boolean).length,
-      Buffer.byteLength(text),
-    ];
-    counts.forEach((c, i) => (totals[i] = totals[i]! + c));
+  const files = operands.length > 0 ? operands : ['-'];
+  const totals = [0, 0, 0, 0];
+  let status = 0;
+  const show = (counts: number[], name: string | null) => {
     const shown = [
       all || flags.has('l') ? counts[0] : null,
       all || flags.has('w') ? counts[1] : null,
-      all || flags.has('c') || flags.has('m') ? counts[2] : null,
+      all || flags.has('c') ? counts[2] : null,
+      flags.has('m') ? counts[3] : null,
     ].filter((c): c is number => c !== null);
     const numbers = shown.map((c) => (shown.length > 1 ? String(c).padStart(7) : String(c))).join(' ');
-    ctx.stdout.write(operands.length > 0 ? `${numbers} ${name}\n` : `${numbers}\n`);
+    ctx.stdout.write(name !== null ? `${numbers} ${name}\n` : `${numbers}\n`);
+  };
+  for (const f of files) {
+    const input = openOperand(ctx, f);
+    if (!input) {
+      status = 1;
+      continue;
+    }
+    const counts = await countOf(input, ctx.signal);
+    counts.forEach((c, i) => (totals[i] = totals[i]! + c));
+    show(counts, operands.length > 0 ? f : null);
   }
-  return 0;
+  if (files.length > 1) show(totals, 'total');
+  return status;
 };
 
 const sort: CommandFn = async (ctx) => {
@@ -478,7 +494,7 @@ const tee: CommandFn = async (ctx) => {
   let status = 0;
   for (const f of operands) {
     try {
-      ctx.device.fs.writeFile(resolvePath(ctx, f), data, { append: flags.has('a') });
+      ctx.fs.writeFile(resolvePath(ctx, f), data, { append: flags.has('a') });
     } catch (error) {
       ctx.stderr.write(`tee: ${f}: ${error instanceof FsError ? error.reason : String(error)}\n`);
       status = 1;
@@ -487,54 +503,72 @@ const tee: CommandFn = async (ctx) => {
   return status;
 };
 
+/**
+ * toybox xargs: -n N, -I REPLACE (one line per command), -0 / -d DELIM, -r (nothing on
+ * empty input), -t (show each command); statuses 123 (a command failed), 124 (one exited
+ * 255), 125 (one was killed), 127 (not found).
+ */
 const xargs: CommandFn = async (ctx) => {
-  let i = 0;
   let per = Infinity;
-  while (i < ctx.args.length && ctx.args[i]!.startsWith('-')) {
+  let replace: string | null = null;
+  let delimiter: string | RegExp = /\s+/;
+  let noEmpty = false;
+  let trace = false;
+  let i = 0;
+  for (; i < ctx.args.length && ctx.args[i]!.startsWith('-') && ctx.args[i] !== '-'; i++) {
     const a = ctx.args[i]!;
-    if (a === '-n') {
-      per = Math.max(1, Number(ctx.args[i + 1]) || 1);
-      i += 2;
-    } else if (/^-n\d+$/.test(a)) {
-      per = Math.max(1, Number(a.slice(2)));
+    const value = (flag: string) => (a.length > flag.length ? a.slice(flag.length) : (ctx.args[++i] ?? ''));
+    if (a === '--') {
       i++;
-    } else i++;
+      break;
+    }
+    if (a.startsWith('-n')) per = Math.max(1, Number(value('-n')) || 1);
+    else if (a.startsWith('-I')) replace = value('-I');
+    else if (a.startsWith('-d')) delimiter = unescape(value('-d')).text;
+    else if (a.startsWith('-s') || a.startsWith('-E') || a.startsWith('-L')) value(a.slice(0, 2));
+    else if (/^-[0rtpx]+$/.test(a)) {
+      if (a.includes('0')) delimiter = '\0';
+      noEmpty ||= a.includes('r');
+      trace ||= a.includes('t');
+      if (a.includes('p')) {
+        ctx.stderr.write("xargs: the virtual phone's xargs does not model -p (no terminal to ask)\n");
+        return 1;
+      }
+    } else return usageError(ctx, `Unknown option '${a.replace(/^-+/, '')}'`);
   }
   const command = i < ctx.args.length ? ctx.args.slice(i) : ['echo'];
-  const items = (await readAll(ctx.stdin)).toString('utf8').split(/\s+/).filter(Boolean);
-  const quote = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
+  const text = (await readAll(ctx.stdin)).toString('utf8');
+  const items =
+    replace !== null
+      ? text.split('\n').filter((l) => l.length > 0)
+      : text.split(delimiter).filter((x) => x.length > 0);
+  if (items.length === 0 && (noEmpty || replace !== null)) return 0;
+  const batches: string[][] = [];
+  if (replace !== null)
+    for (const item of items) batches.push(command.map((w) => w.replaceAll(replace!, item)));
+  else if (per === Infinity) batches.push([...command, ...items]);
+  else
+    for (let start = 0; start < Math.max(items.length, 1); start += per)
+      batches.push([...command, ...items.slice(start, start + per)]);
   let status = 0;
-  for (let start = 0; start === 0 || start < items.length; start += per) {
-    const batch = items.slice(start, start + per);
-    const s = await ctx.runShell([...command, ...batch].map(quote).join(' '), ctx);
+  for (const argv of batches) {
+    if (ctx.signal.aborted) break;
+    if (trace) ctx.stderr.write(`${argv.join(' ')}\n`);
+    const child = ctx.spawn(commandSource(argv), ctx, { exec: true });
+    const s = await child.done;
+    if (s === 127 || s === 126) return s;
+    if (s === 255) return 124;
+    if (s > 128) return 125;
     if (s !== 0) status = 123;
-    if (items.length === 0 || per === Infinity) break;
   }
   return status;
 };
 
 const base64: CommandFn = async (ctx) => {
   const { flags, operands } = getopt(ctx.args);
-  const data = operands[0] ? ctx.device.fs.readFile(resolvePath(ctx, operands[0])) : await readAll(ctx.stdin);
+  const data = operands[0] ? ctx.fs.readFile(resolvePath(ctx, operands[0])) : await readAll(ctx.stdin);
   if (flags.has('d')) ctx.stdout.write(Buffer.from(data.toString('utf8'), 'base64'));
   else ctx.stdout.write(`${(data.toString('base64').match(/.{1,76}/g) ?? []).join('\n')}\n`);
-  return 0;
-};
-
-const sed: CommandFn = async (ctx) => {
-  const { flags, values, operands } = getopt(ctx.args, 'e');
-  const script = values.get('e') ?? operands.shift() ?? '';
-  const m = /^s(.)(.*?)\1(.*?)\1([gip]*)$/.exec(script);
-  if (!m) return fail(ctx, `unsupported script '${script}'`);
-  const re = new RegExp(
-    basicRegexToJs(m[2]!, flags.has('E') || flags.has('r')),
-    m[4]!.includes('g') ? 'g' : '' + (m[4]!.includes('i') ? 'i' : ''),
-  );
-  const replacement = m[3]!.replace(/\\(\d)/g, '$$$1').replace(/&/g, '$$&');
-  const inputs = await inputText(ctx, operands);
-  if (typeof inputs === 'number') return 1;
-  for (const { text } of inputs)
-    for (const line of splitLines(text)) ctx.stdout.write(`${line.replace(re, replacement)}\n`);
   return 0;
 };
 
@@ -564,6 +598,5 @@ export const TEXT_COMMANDS: Record<string, CommandFn> = {
   tee,
   xargs,
   base64,
-  sed,
   yes,
 };

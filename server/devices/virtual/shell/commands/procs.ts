@@ -1,0 +1,684 @@
+/**
+ * Process applets as Android 14's toybox has them: ps, pidof, pgrep, pkill, kill, timeout,
+ * nohup, sleep, plus the terminal ones (tty, stty). They read and signal the phone's one
+ * process table, so a process another `adb shell` started shows up and can be signalled.
+ */
+import { basename } from '../../fs.js';
+import { commName, uidOfUser } from '../../processes.js';
+import type { ProcessInfo, SignalResult } from '../../processes.js';
+import { SIGHUP, SIGKILL, SIGNALS, SIGTERM, signalName, signalNumber } from '../../signals.js';
+import { abortableSleep } from '../../timers.js';
+import { commandSource, usageError } from '../command.js';
+import type { CommandContext, CommandFn } from '../command.js';
+import { FileOutput, NULL_OUTPUT } from '../io.js';
+
+/** toybox's xparsetime: `1.5`, `.25`, `2m`, `1d`; null with the error toybox prints. */
+export function parseDuration(spec: string): { ms: number } | { error: string } {
+  if (!/^[.\d]/.test(spec)) return { error: `Not a number '${spec}'` };
+  const m = /^(\d*)(?:\.(\d*))?(.*)$/.exec(spec)!;
+  const unit = m[3] ?? '';
+  const scale = { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[unit];
+  if (scale === undefined) return { error: `Unknown suffix '${unit}'` };
+  const seconds = Number(m[1] || '0') + Number(`0.${m[2] ?? ''}`);
+  return { ms: seconds * scale * 1000 };
+}
+
+const sleep: CommandFn = async (ctx) => {
+  if (ctx.args.length === 0) return usageError(ctx, 'Need 1 argument');
+  for (const arg of ctx.args) {
+    const d = parseDuration(arg);
+    if ('error' in d) {
+      ctx.stderr.write(`sleep: ${d.error}\n`);
+      return 1;
+    }
+    await abortableSleep(d.ms, ctx.signal);
+    if (ctx.signal.aborted) return 130;
+  }
+  return 0;
+};
+
+// ---------- ps ----------
+
+interface Field {
+  /** Negative: left-justified text; positive: right-justified number. */
+  width: number;
+  value(p: ProcessInfo, ctx: CommandContext): string;
+}
+
+const pad2 = (n: number) => String(n).padStart(2, '0');
+
+function elapsed(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  const days = Math.floor(s / 86400);
+  const hms = `${pad2(Math.floor((s % 86400) / 3600))}:${pad2(Math.floor((s % 3600) / 60))}:${pad2(s % 60)}`;
+  return days > 0 ? `${days}-${hms}` : hms.replace(/^00:/, '');
+}
+
+/** The fields of toybox's ps -o (widths from its table; PID and PPID as wide as pid_max). */
+const FIELDS: Record<string, Field> = {
+  PID: { width: 6, value: (p) => String(p.pid) },
+  PPID: { width: 6, value: (p) => String(p.ppid) },
+  PGID: { width: 5, value: (p) => String(p.pgid ?? p.pid) },
+  SID: { width: 5, value: (p) => String(p.sid ?? p.pid) },
+  PRI: { width: 3, value: () => '19' },
+  NI: { width: 3, value: () => '0' },
+  ADDR: { width: 12, value: () => '0' },
+  SZ: { width: 5, value: (p) => String(Math.floor(p.vsz / 4)) },
+  RSS: { width: 6, value: (p) => String(p.rss) },
+  VSZ: { width: 7, value: (p) => String(p.vsz) },
+  TTY: { width: -8, value: (p) => p.tty ?? '?' },
+  WCHAN: { width: -6, value: (p) => (p.state === 'R' ? '0' : 'do_epoll_wait') },
+  LABEL: { width: -30, value: (p) => (p.user === 'shell' ? 'u:r:shell:s0' : 'u:r:untrusted_app:s0') },
+  COMM: { width: -27, value: (p) => exePath(p) },
+  COMMAND: { width: -27, value: (p) => exePath(p) },
+  NAME: { width: -27, value: (p) => p.name },
+  CMDLINE: { width: -27, value: (p) => p.args },
+  ARGS: { width: -27, value: (p) => p.args.replace(/^\S*\//, '') },
+  CMD: { width: -15, value: (p) => p.comm ?? commName(p.name) },
+  UID: { width: 5, value: (p) => String(p.uid ?? uidOfUser(p.user)) },
+  USER: { width: -12, value: (p) => p.user },
+  RUID: { width: 4, value: (p) => String(p.uid ?? uidOfUser(p.user)) },
+  RUSER: { width: -8, value: (p) => p.user },
+  GID: { width: 8, value: (p) => String(p.uid ?? uidOfUser(p.user)) },
+  GROUP: { width: -8, value: (p) => p.user },
+  TIME: { width: 8, value: () => '00:00:00' },
+  ELAPSED: { width: 11, value: (p, ctx) => elapsed(ctx.device.now() - p.startedMs) },
+  STIME: {
+    width: 5,
+    value: (p) => {
+      const d = new Date(p.startedMs);
+      return `${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}`;
+    },
+  },
+  F: { width: 1, value: () => '0' },
+  S: { width: -1, value: (p) => p.state ?? 'S' },
+  STAT: { width: -5, value: (p) => `${p.state ?? 'S'}${p.sid === p.pid ? 's' : ''}` },
+  PCY: { width: -3, value: () => 'fg' },
+  C: { width: 1, value: () => '0' },
+  '%CPU': { width: 4, value: () => '0.0' },
+  '%MEM': { width: 5, value: () => '0.0' },
+  TID: { width: 5, value: (p) => String(p.pid) },
+  TCNT: { width: 4, value: () => '1' },
+};
+
+const ALIASES: Record<string, string> = {
+  NICE: 'NI',
+  ETIME: 'ELAPSED',
+  PCPU: '%CPU',
+  VSIZE: 'VSZ',
+  UNAME: 'USER',
+};
+
+function exePath(p: ProcessInfo): string {
+  if (p.ppid === 512) return '/system/bin/app_process64';
+  const argv0 = p.argv?.[0] ?? p.args.split(' ')[0] ?? p.name;
+  return argv0.startsWith('/') ? argv0 : `/system/bin/${basename(argv0)}`;
+}
+
+interface Column {
+  title: string;
+  width: number;
+  field: Field;
+}
+
+/** Parses `-o PID,NAME=TITLE,ARGS:40` into columns; the bad field name when one is unknown. */
+function parseColumns(spec: string): Column[] | string {
+  const columns: Column[] = [];
+  for (const item of spec.split(',').filter(Boolean)) {
+    const eq = item.indexOf('=');
+    const head = eq >= 0 ? item.slice(0, eq) : item;
+    const [rawName, size] = head.split(':') as [string, string | undefined];
+    const name = rawName.toUpperCase();
+    const key = ALIASES[name] ?? name;
+    const field = FIELDS[key];
+    if (!field) return item;
+    let width = field.width;
+    if (size !== undefined) {
+      if (!/^\d+$/.test(size)) return item;
+      width = field.width < 0 ? -Number(size) : Number(size);
+    }
+    columns.push({ title: eq >= 0 ? item.slice(eq + 1) : key, width, field });
+  }
+  return columns;
+}
+
+/**
+ * Lays out rows as toybox does when its output is not a terminal (-w): one space between
+ * fields, numbers right-justified, text left-justified and never cut, no padding after the
+ * last field.
+ */
+function renderTable(columns: Column[], rows: string[][]): string {
+  const line = (cells: string[], header: boolean) =>
+    cells
+      .map((cell, i) => {
+        const { width } = columns[i]!;
+        // Titles are all padded; a row's last text field is not.
+        if (width < 0) return !header && i === cells.length - 1 ? cell : cell.padEnd(-width);
+        return cell.padStart(width);
+      })
+      .join(' ');
+  return (
+    [
+      line(
+        columns.map((c) => c.title),
+        true,
+      ),
+      ...rows.map((r) => line(r, false)),
+    ].join('\n') + '\n'
+  );
+}
+
+const ANDROID_DEFAULT = 'USER,PID,PPID,VSIZE:10,RSS,WCHAN:16,ADDR:4,S,NAME';
+
+const PS_HELP = `usage: ps [-AadefLlnwZ] [-gG GROUP,] [-k FIELD,] [-o FIELD,] [-p PID,] [-t TTY,] [-uU USER,]
+
+List processes.
+
+Which processes to show (-gGuUpPt selections may be comma separated lists):
+
+-A  All					-a  Has terminal not session leader
+-d  All but session leaders		-e  Synonym for -A
+-g  In GROUPs				-G  In real GROUPs (before sgid)
+-p  PIDs (--pid)			-P  Parent PIDs (--ppid)
+-s  In session IDs			-t  Attached to selected TTYs
+-T  Show threads also			-u  Owned by selected USERs
+-U  Real USERs (before suid)
+
+Output modifiers:
+
+-k  Sort FIELDs (-FIELD to reverse)	-M  Measure/pad future field widths
+-n  Show numeric USER and GROUP		-w  Wide output (don't truncate fields)
+
+Which FIELDs to show. (-o HELP for list, default = -o PID,TTY,TIME,CMD)
+
+-f  Full listing (-o USER:12=UID,PID,PPID,C,STIME,TTY,TIME,ARGS=CMD)
+-l  Long listing (-o F,S,UID,PID,PPID,C,PRI,NI,ADDR,SZ,WCHAN,TTY,TIME,CMD)
+-o  Output FIELDs instead of defaults, each with optional :size and =title
+-O  Add FIELDS to defaults
+-Z  Include LABEL
+`;
+
+/** The terminal of the command's stdio (what toybox's tty_fd finds), or null. */
+function ownTerminal(ctx: CommandContext): string | null {
+  return ctx.stdin.terminal?.name ?? ctx.stdout.terminal?.name ?? ctx.stderr.terminal?.name ?? null;
+}
+
+/** A comma-separated list of numbers or user names, as ps and pgrep take them. */
+function userIds(list: string): number[] {
+  return list.split(',').map((u) => (/^\d+$/.test(u) ? Number(u) : uidOfUser(u)));
+}
+
+const ps: CommandFn = (ctx) => {
+  if (ctx.args.includes('--help')) {
+    ctx.stdout.write(PS_HELP);
+    return 0;
+  }
+  const flags = new Set<string>();
+  const selections: { key: keyof ProcessInfo | 'uidOf'; values: Set<string> }[] = [];
+  const outputs: string[] = [];
+  const extra: string[] = [];
+  const args = [...ctx.args];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a.startsWith('--')) {
+      const [long, value] = a.slice(2).split('=') as [string, string | undefined];
+      if (long === 'pid' || long === 'ppid') {
+        const v = value ?? args[++i] ?? '';
+        selections.push({ key: long === 'pid' ? 'pid' : 'ppid', values: new Set(v.split(',')) });
+        continue;
+      }
+      if (long === 'sort') {
+        i += value === undefined ? 1 : 0;
+        continue;
+      }
+      return usageError(ctx, `Unknown option '${long}'`);
+    }
+    if (!a.startsWith('-') || a === '-') {
+      // Extra arguments are extra -p PIDs.
+      if (!/^\d+(,\d+)*$/.test(a)) {
+        ctx.stderr.write(`ps: bad ${a}\n`);
+        return 1;
+      }
+      selections.push({ key: 'pid', values: new Set(a.split(',')) });
+      continue;
+    }
+    for (let j = 1; j < a.length; j++) {
+      const f = a[j]!;
+      if ('oOpPtsuUgGk'.includes(f)) {
+        const value = a.slice(j + 1) || args[++i] || '';
+        if (f === 'o') outputs.push(value);
+        else if (f === 'O') extra.push(value);
+        else if (f === 'p') selections.push({ key: 'pid', values: new Set(value.split(',')) });
+        else if (f === 'P') selections.push({ key: 'ppid', values: new Set(value.split(',')) });
+        else if (f === 't') selections.push({ key: 'tty', values: new Set(value.split(',')) });
+        else if (f === 's') selections.push({ key: 'sid', values: new Set(value.split(',')) });
+        else if (f === 'g' || f === 'G') selections.push({ key: 'pgid', values: new Set(value.split(',')) });
+        else if (f === 'u' || f === 'U')
+          selections.push({ key: 'uidOf', values: new Set(userIds(value).map(String)) });
+        break;
+      }
+      if (!'AadefLlMnwZT'.includes(f)) return usageError(ctx, `Unknown option '${f}'`);
+      flags.add(f);
+    }
+  }
+  let spec: string;
+  if (outputs.length > 0) spec = outputs.join(',');
+  else if (flags.has('f')) spec = 'USER:12=UID,PID,PPID,C,STIME,TTY,TIME,ARGS=CMD';
+  else if (flags.has('l')) spec = 'F,S,UID,PID,PPID,C,PRI,NI,SZ,WCHAN,TTY,TIME,CMD';
+  else spec = ANDROID_DEFAULT;
+  if (extra.length > 0) spec = `${spec},${extra.join(',')}`;
+  if (flags.has('Z')) spec = `LABEL,${spec}`;
+  if (/^help$/i.test(spec)) {
+    ctx.stdout.write(Object.keys(FIELDS).join(' ') + '\n');
+    return 0;
+  }
+  const columns = parseColumns(spec);
+  if (typeof columns === 'string') {
+    ctx.stderr.write(`ps: bad -o ${columns}\n`);
+    return 1;
+  }
+  const all = flags.has('A') || flags.has('e');
+  const tty = ownTerminal(ctx);
+  const list = ctx.device.processes.list().filter((p) => {
+    if (selections.length > 0)
+      return selections.some(({ key, values }) =>
+        values.has(String(key === 'uidOf' ? (p.uid ?? uidOfUser(p.user)) : (p[key] ?? ''))),
+      );
+    if (all) return true;
+    if (flags.has('d') || flags.has('a')) return p.sid !== p.pid && (!flags.has('a') || p.tty);
+    // toybox's default: the processes on ps's own terminal (without one: those without one).
+    return (p.tty ?? null) === tty;
+  });
+  const numeric = flags.has('n');
+  const rows = list.map((p) =>
+    columns.map((c) =>
+      numeric && c.field === FIELDS.USER ? String(p.uid ?? uidOfUser(p.user)) : c.field.value(p, ctx),
+    ),
+  );
+  // The default layout is Android's: its first line is exactly what `ps` prints on a phone.
+  if (spec === ANDROID_DEFAULT) {
+    ctx.stdout.write(
+      'USER            PID   PPID        VSZ    RSS WCHAN            ADDR S NAME                       \n',
+    );
+    for (const p of list)
+      ctx.stdout.write(
+        `${p.user.padEnd(12)} ${String(p.pid).padStart(6)} ${String(p.ppid).padStart(6)} ${String(p.vsz).padStart(10)} ${String(p.rss).padStart(6)} ${FIELDS.WCHAN!.value(p, ctx).padEnd(16)} ${'0'.padStart(4)} ${p.state ?? 'S'} ${p.name}\n`,
+      );
+    return 0;
+  }
+  ctx.stdout.write(renderTable(columns, rows));
+  return 0;
+};
+
+// ---------- pidof, pgrep, pkill ----------
+
+const pidof: CommandFn = (ctx) => {
+  let single = false;
+  const omit = new Set<string>();
+  const names: string[] = [];
+  for (let i = 0; i < ctx.args.length; i++) {
+    const a = ctx.args[i]!;
+    if (a === '-s') single = true;
+    else if (a === '-x') continue;
+    else if (a === '-o') for (const o of (ctx.args[++i] ?? '').split(',')) omit.add(o);
+    else if (a.startsWith('-o')) for (const o of a.slice(2).split(',')) omit.add(o);
+    else names.push(a);
+  }
+  const pids: number[] = [];
+  // /proc is read in pid order; a name matches the basename of argv[0].
+  for (const p of ctx.device.processes.list()) {
+    if (omit.has(String(p.pid))) continue;
+    const argv0 = basename(p.argv?.[0] ?? p.args.split(' ')[0] ?? p.name);
+    if (!names.some((n) => basename(n) === argv0)) continue;
+    pids.push(p.pid);
+    if (single) break;
+  }
+  if (pids.length === 0) return 1;
+  ctx.stdout.write(`${pids.join(' ')}\n`);
+  return 0;
+};
+
+interface Match {
+  found: ProcessInfo[];
+  long: boolean;
+  full: boolean;
+}
+
+/** pgrep/pkill's selection: an extended regex on the command name (or -f line), and filters. */
+function matchProcesses(ctx: CommandContext, args: string[], valueFlags: string): Match | number {
+  const flags = new Set<string>();
+  const values = new Map<string, string>();
+  const patterns: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '--') {
+      patterns.push(...args.slice(i + 1));
+      break;
+    }
+    if (!a.startsWith('-') || a === '-') {
+      patterns.push(a);
+      continue;
+    }
+    for (let j = 1; j < a.length; j++) {
+      const f = a[j]!;
+      if (valueFlags.includes(f)) {
+        values.set(f, a.slice(j + 1) || args[++i] || '');
+        break;
+      }
+      if (!'cflnovxV'.includes(f)) return usageError(ctx, `Unknown option '${f}'`);
+      flags.add(f);
+    }
+  }
+  const selectors = ['G', 'g', 'P', 's', 't', 'U', 'u'].filter((f) => values.has(f));
+  if ((flags.has('x') || flags.has('f') || selectors.length === 0) && patterns.length === 0)
+    return usageError(ctx, 'No PATTERN');
+  let regexes: RegExp[];
+  try {
+    regexes = patterns.map((p) => new RegExp(flags.has('x') ? `^(?:${p})$` : p));
+  } catch (error) {
+    ctx.stderr.write(`${ctx.name}: bad regex '${patterns.join(' ')}': ${(error as Error).message}\n`);
+    return 1;
+  }
+  const list = (key: string) => new Set((values.get(key) ?? '').split(','));
+  let found = ctx.device.processes.list().filter((p) => {
+    // Never match ourselves.
+    if (p.pid === ctx.process.pid) return false;
+    const text = flags.has('f') ? p.args : (p.comm ?? commName(p.name));
+    const hit = regexes.length === 0 || regexes.some((r) => r.test(text));
+    if (hit === flags.has('v')) return false;
+    const uid = String(p.uid ?? uidOfUser(p.user));
+    if (values.has('u') && !userIds(values.get('u')!).map(String).includes(uid)) return false;
+    if (values.has('U') && !userIds(values.get('U')!).map(String).includes(uid)) return false;
+    if (values.has('P') && !list('P').has(String(p.ppid))) return false;
+    if (values.has('s') && !list('s').has(String(p.sid ?? p.pid))) return false;
+    if (values.has('g') && !list('g').has(String(p.pgid ?? p.pid))) return false;
+    if (values.has('t') && !list('t').has(p.tty ?? '')) return false;
+    return true;
+  });
+  if (flags.has('n') || flags.has('o')) {
+    const sorted = [...found].sort((a, b) => a.startedMs - b.startedMs || a.pid - b.pid);
+    found = sorted.length === 0 ? [] : [flags.has('n') ? sorted[sorted.length - 1]! : sorted[0]!];
+  }
+  return { found, long: flags.has('l') || flags.has('V'), full: flags.has('f') };
+}
+
+const pgrep: CommandFn = (ctx) => {
+  let signal: number | null = null;
+  const args = ctx.args.filter((a, i) => !(a === '-L' || ctx.args[i - 1] === '-L'));
+  const l = ctx.args.indexOf('-L');
+  if (l >= 0) {
+    signal = signalNumber(ctx.args[l + 1] ?? '');
+    if (signal === null || signal < 1) return usageError(ctx, `bad -L '${ctx.args[l + 1] ?? ''}'`);
+  }
+  const d = args.indexOf('-d');
+  const delimiter = d >= 0 ? (args[d + 1] ?? '\n') : '\n';
+  const m = matchProcesses(
+    ctx,
+    args.filter((a, i) => !(a === '-d' || args[i - 1] === '-d')),
+    'GgPstUu',
+  );
+  if (typeof m === 'number') return m;
+  if (ctx.args.includes('-c')) {
+    ctx.stdout.write(`${m.found.length}\n`);
+    return m.found.length > 0 ? 0 : 1;
+  }
+  let status = m.found.length > 0 ? 0 : 1;
+  const out: string[] = [];
+  for (const p of m.found) {
+    if (signal !== null && !sendSignal(ctx, p.pid, signal)) status = 1;
+    if (signal === null)
+      out.push(m.long ? `${p.pid} ${m.full ? p.args : (p.comm ?? commName(p.name))}` : `${p.pid}`);
+  }
+  if (out.length > 0)
+    ctx.stdout.write(delimiter === '\n' ? `${out.join('\n')}\n` : `${out.join(delimiter)}\n`);
+  return status;
+};
+
+/** pkill's kill of one match; reports a failure as toybox does (`TERM->PID: reason`). */
+function sendSignal(ctx: CommandContext, pid: number, signal: number): boolean {
+  const result = ctx.device.processes.signal(pid, signal, ctx.cred);
+  if (result === 'ok') return true;
+  ctx.stderr.write(`${ctx.name}: ${signalName(signal) ?? signal}->${pid}: ${signalError(result)}\n`);
+  return false;
+}
+
+function signalError(result: Exclude<SignalResult, 'ok'>): string {
+  if (result === 'no-such-process') return 'No such process';
+  if (result === 'not-permitted') return 'Operation not permitted';
+  return 'the virtual phone does not stop or continue processes';
+}
+
+const pkill: CommandFn = (ctx) => {
+  const args = [...ctx.args];
+  let signal = SIGTERM;
+  const l = args.indexOf('-l');
+  if (l >= 0) {
+    const n = signalNumber(args[l + 1] ?? '');
+    if (n === null || n < 1) return usageError(ctx, `bad -l '${args[l + 1] ?? ''}'`);
+    signal = n;
+    args.splice(l, 2);
+  } else if (args[0] && /^-[A-Za-z0-9]{2,}$|^-\d$/.test(args[0]) && !/^-[cflnovxV]+$/.test(args[0])) {
+    const n = signalNumber(args[0].slice(1));
+    if (n === null || n < 1) return usageError(ctx, `bad -l '${args[0].slice(1)}'`);
+    signal = n;
+    args.shift();
+  }
+  const m = matchProcesses(ctx, args, 'GgPstUu');
+  if (typeof m === 'number') return m;
+  let status = m.found.length > 0 ? 0 : 1;
+  for (const p of m.found) {
+    if (!sendSignal(ctx, p.pid, signal)) status = 1;
+    else if (args.includes('-V')) ctx.stdout.write(`${p.pid}\n`);
+  }
+  return status;
+};
+
+// ---------- kill (toybox, /system/bin/kill) ----------
+
+/** toybox's list of signals: `N) SIGNAME` five to a line. */
+function toyboxSignalList(): string {
+  let out = '';
+  SIGNALS.forEach((s, i) => {
+    out += `${String(s.number).padStart(2)}) SIG${s.name.padEnd(9)}`;
+    if ((i + 1) % 5 === 0) out += '\n';
+  });
+  return `${out}\n`;
+}
+
+/**
+ * `/system/bin/kill` and `toybox kill`. A bare `kill` in adb shell is mksh's builtin
+ * instead (see the interpreter), which words its messages differently.
+ */
+const kill: CommandFn = (ctx) => {
+  const args = [...ctx.args];
+  if (args[0] === '-l') {
+    const names = args.slice(1);
+    if (names.length === 0) {
+      ctx.stdout.write(toyboxSignalList());
+      return 0;
+    }
+    for (const n of names) {
+      const num = signalNumber(n);
+      if (/^\d/.test(n))
+        ctx.stdout.write(`${num === null ? 'UNKNOWN' : (signalName(num & 127) ?? 'UNKNOWN')}\n`);
+      else ctx.stdout.write(`${num ?? -1}\n`);
+    }
+    return 0;
+  }
+  let spec: string | null = null;
+  if (args[0] === '-s') {
+    spec = args[1] ?? null;
+    args.splice(0, 2);
+    if (spec === null) return usageError(ctx, 'Missing argument to -s');
+  } else if (args[0]?.startsWith('-') && args[0] !== '--') spec = args.shift()!.slice(1);
+  if (args[0] === '--') args.shift();
+  let signal = SIGTERM;
+  if (spec !== null) {
+    const n = signalNumber(spec);
+    if (n === null) {
+      ctx.stderr.write(`kill: Unknown signal '${spec}'\n`);
+      return 1;
+    }
+    signal = n;
+  }
+  if (args.length === 0) return usageError(ctx, 'missing argument');
+  let status = 0;
+  for (const arg of args) {
+    const pid = Number(arg);
+    const result: SignalResult = !/^-?\d+$/.test(arg)
+      ? 'no-such-process'
+      : pid < 0
+        ? ctx.device.processes.signalGroup(-pid, signal, ctx.cred)
+        : ctx.device.processes.signal(pid, signal, ctx.cred);
+    if (result === 'ok') continue;
+    ctx.stderr.write(`kill: bad pid '${arg}': ${signalError(result)}\n`);
+    status = 1;
+  }
+  return status;
+};
+
+// ---------- timeout, nohup ----------
+
+const timeout: CommandFn = async (ctx) => {
+  const args = [...ctx.args];
+  let signal = SIGTERM;
+  let killAfter: number | null = null;
+  let foreground = false;
+  let preserve = false;
+  while (args[0]?.startsWith('-') && args[0] !== '-') {
+    const a = args.shift()!;
+    if (a === '--') break;
+    if (a === '--foreground') foreground = true;
+    else if (a === '--preserve-status') preserve = true;
+    else if (a === '-v' || a === '-i') continue;
+    else if (a === '-s' || a === '--signal' || a.startsWith('-s') || a.startsWith('--signal=')) {
+      const spec = a === '-s' || a === '--signal' ? args.shift() : a.replace(/^(-s|--signal=)/, '');
+      const n = spec === undefined ? null : signalNumber(spec);
+      if (n === null) {
+        ctx.stderr.write(`timeout: bad -s: '${spec ?? ''}'\n`);
+        return 125;
+      }
+      signal = n;
+    } else if (a === '-k' || a.startsWith('-k')) {
+      const spec = a === '-k' ? (args.shift() ?? '') : a.slice(2);
+      const d = parseDuration(spec);
+      if ('error' in d) {
+        ctx.stderr.write(`timeout: ${d.error}\n`);
+        return 125;
+      }
+      killAfter = d.ms;
+    } else {
+      ctx.stderr.write(`timeout: Unknown option '${a.replace(/^-+/, '')}' (see "timeout --help")\n`);
+      return 125;
+    }
+  }
+  if (args.length < 2) {
+    ctx.stderr.write(`timeout: Need 2 arguments (see "timeout --help")\n`);
+    return 125;
+  }
+  const d = parseDuration(args[0]!);
+  if ('error' in d) {
+    ctx.stderr.write(`timeout: ${d.error}\n`);
+    return 125;
+  }
+  // The command runs as a child in a process group of its own (unless --foreground).
+  const child = ctx.spawn(commandSource(args.slice(1)), ctx, { exec: true, newGroup: !foreground });
+  let timedOut: number | null = null;
+  const send = (s: number) => {
+    timedOut = s;
+    if (foreground) child.process.deliver(s);
+    else ctx.device.processes.signalGroup(child.process.pid, s, ctx.cred);
+  };
+  const timers: NodeJS.Timeout[] = [];
+  timers.push(
+    setTimeout(() => {
+      send(signal);
+      if (killAfter !== null && signal !== SIGKILL) timers.push(setTimeout(() => send(SIGKILL), killAfter));
+    }, d.ms),
+  );
+  try {
+    const status = await child.done;
+    if (timedOut === null || preserve) return status;
+    return timedOut === SIGKILL ? 137 : 124;
+  } finally {
+    for (const t of timers) clearTimeout(t);
+  }
+};
+
+/** nohup: the command ignores SIGHUP (and writes to nohup.out instead of a terminal). */
+const nohup: CommandFn = (ctx) => {
+  if (ctx.args.length === 0) return usageError(ctx, 'Need 1 argument');
+  ctx.process.ignore(SIGHUP);
+  let stdout = ctx.stdout;
+  if (ctx.stdout.terminal) {
+    const path = `${ctx.cwd === '/' ? '' : ctx.cwd}/nohup.out`;
+    try {
+      ctx.fs.writeFile(path, Buffer.alloc(0), { append: true });
+      stdout = new FileOutput(ctx.fs, path);
+    } catch {
+      stdout = NULL_OUTPUT;
+    }
+  }
+  const stdin = ctx.stdin.terminal ? { read: () => Promise.resolve(null) } : ctx.stdin;
+  return ctx.runShell(commandSource(ctx.args), { stdin, stdout, stderr: ctx.stderr }, { exec: true });
+};
+
+// ---------- terminals ----------
+
+const tty: CommandFn = (ctx) => {
+  const terminal = ctx.stdin.terminal;
+  if (!ctx.args.includes('-s')) ctx.stdout.write(terminal ? `/dev/${terminal.name}\n` : 'not a tty\n');
+  return terminal ? 0 : 1;
+};
+
+const stty: CommandFn = (ctx) => {
+  const terminal = ctx.stdin.terminal;
+  if (!terminal) {
+    ctx.stderr.write('stty: tcgetattr standard input: Not a typewriter\n');
+    return 1;
+  }
+  const args = ctx.args;
+  if (args.length === 0 || args[0] === '-a') {
+    ctx.stdout.write(
+      `speed 38400 baud; rows ${terminal.rows}; columns ${terminal.cols}; line = 0;\n` +
+        `${terminal.echo ? '' : '-'}echo\n`,
+    );
+    return 0;
+  }
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === 'size') ctx.stdout.write(`${terminal.rows} ${terminal.cols}\n`);
+    else if (a === 'speed') ctx.stdout.write('38400\n');
+    else if (a === 'echo' || a === '-echo') terminal.echo = a === 'echo';
+    else if (a === 'rows' || a === 'cols' || a === 'columns') {
+      const n = Number(args[++i]);
+      if (!Number.isInteger(n) || n < 0 || n > 65535) {
+        ctx.stderr.write(`stty: missing arg\n`);
+        return 1;
+      }
+      if (a === 'rows') terminal.rows = n;
+      else terminal.cols = n;
+    } else if (a === 'sane' || a === 'cooked') terminal.echo = true;
+    else if (a === 'raw') terminal.echo = false;
+    else if (/^-?(icanon|isig|icrnl|onlcr|opost|ixon|echoe|echok|echonl|iexten|brkint|inpck|istrip)$/.test(a))
+      continue;
+    else {
+      ctx.stderr.write(`stty: unknown option: ${a.replace(/^-/, '')}\n`);
+      return 1;
+    }
+  }
+  return 0;
+};
+
+export const PROCESS_COMMANDS: Record<string, CommandFn> = {
+  sleep,
+  ps,
+  pidof,
+  pgrep,
+  pkill,
+  kill,
+  timeout,
+  nohup,
+  tty,
+  stty,
+};
