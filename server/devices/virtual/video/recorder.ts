@@ -13,7 +13,7 @@
  * `bytes()` at any moment is what the phone's file holds, and a recording that is aborted
  * (the process killed) leaves a file without an index, which players refuse, as on a phone.
  */
-import { MemorySink } from '../../../../src/video/io.js';
+import { MemorySink, type ByteSink } from '../../../../src/video/io.js';
 import { Mp4Writer } from '../../../../src/video/mp4-write.js';
 import { BT601_LIMITED } from './h264/parameter-sets.js';
 import {
@@ -57,6 +57,16 @@ export interface RecorderOptions {
   encodeOn?: 'worker' | 'main';
   /** A clock in ms that only moves forward (frame times); performance.now by default. */
   now?: () => number;
+  /**
+   * Where the file is written as it is recorded (a file on the phone, as screenrecord's
+   * muxer writes its output file); memory by default.
+   */
+  sink?: RecordingSink;
+}
+
+/** A sink whose whole content can be read back: what `bytes()` and the result return. */
+export interface RecordingSink extends ByteSink {
+  bytes(): Uint8Array;
 }
 
 export interface RecordingResult {
@@ -104,7 +114,7 @@ export async function startScreenRecording(
     maxFps,
   };
   const encoder = options.encodeOn === 'main' ? inlineFrameEncoder(config) : await workerFrameEncoder(config);
-  const sink = new MemorySink();
+  const sink = options.sink ?? new MemorySink();
   const writer = await Mp4Writer.start(sink, { width, height, colour: BT601_LIMITED });
   return new ScreenRecording(source, encoder, writer, sink, {
     width,
@@ -152,7 +162,7 @@ export class ScreenRecording {
     private readonly source: ScreenSource,
     private readonly encoder: FrameEncoder,
     private readonly writer: Mp4Writer,
-    private readonly sink: MemorySink,
+    private readonly sink: RecordingSink,
     private readonly settings: Settings,
   ) {
     this.width = settings.width;
