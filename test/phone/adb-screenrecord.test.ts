@@ -96,8 +96,10 @@ describe('screenrecord through stock adb', () => {
         },
         { timeout: 10_000 },
       );
-      // The file exists (and grows) while recording, as Appium checks before it goes on.
-      await vi.waitFor(async () => expect((await shell('test -f /sdcard/stopped.mp4')).code).toBe(0));
+      // The file appears once the encoder runs, as Appium checks before it goes on.
+      await vi.waitFor(async () => expect((await shell('test -f /sdcard/stopped.mp4')).code).toBe(0), {
+        timeout: 10_000,
+      });
       await v.adbOk(['shell', 'input keyevent KEYCODE_HOME']);
       expect((await shell(`kill -2 ${pid}`)).code).toBe(0);
       await vi.waitFor(async () => expect((await shell(`kill -0 ${pid}`)).code).toBe(1), { timeout: 10_000 });

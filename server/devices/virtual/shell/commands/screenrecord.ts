@@ -228,15 +228,19 @@ function displayOf(device: Device): ScreenSource {
  * fd): samples are appended; the one patch (the media data's size, at the end) rewrites it.
  */
 class PhoneFileSink implements RecordingSink {
+  private created = false;
+
   constructor(
     private readonly fs: FsView,
     private readonly path: string,
   ) {}
 
   async append(bytes: Uint8Array): Promise<void> {
-    this.fs.writeFile(this.path, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), {
-      append: true,
-    });
+    const data = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    // The first write creates the file (open with O_CREAT|O_TRUNC, mode 0644).
+    if (this.created) this.fs.writeFile(this.path, data, { append: true });
+    else this.fs.writeFile(this.path, data, { mode: 0o644 });
+    this.created = true;
   }
 
   async patch(position: number, bytes: Uint8Array): Promise<void> {
@@ -272,7 +276,9 @@ export const screenrecord: CommandFn = async (ctx) => {
   }
   const path = resolvePath(ctx, settings.file);
   try {
-    ctx.fs.writeFile(path, Buffer.alloc(0), { mode: 0o644 });
+    // Checked now, created once the encoder is ready (screenrecord opens its output after
+    // configuring the encoder): a file that exists means the recording runs.
+    ctx.fs.checkWritableFile(path);
   } catch (error) {
     if (!(error instanceof FsError)) throw error;
     ctx.stderr.write(`Unable to open '${settings.file}': ${error.reason}\n`);
@@ -293,7 +299,6 @@ export const screenrecord: CommandFn = async (ctx) => {
   const onKilled = () => void recording?.abort();
   ctx.signal.addEventListener('abort', onKilled, { once: true });
   try {
-    const started = ctx.device.now();
     recording = await startScreenRecording(display, {
       size: { width, height },
       bitRate: settings.bitRate,
@@ -307,6 +312,7 @@ export const screenrecord: CommandFn = async (ctx) => {
     out(
       `Content area is ${recording.content.width}x${recording.content.height} at offset x=${recording.content.x} y=${recording.content.y}`,
     );
+    const started = ctx.device.now();
     if (stopRequested) void recording.stop().catch(() => undefined);
     try {
       const result = await recording.finished;
