@@ -24,10 +24,11 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startServer, type RunningServer, type ServerOptions } from '../server/main.js';
+import { startServer, type ServerOptions } from '../server/main.js';
 import { leasePhone, silentLogger, type Lease, type LeaseOptions } from '../src/index.js';
 import { makeFakeSdk, type FakeSdk } from '../test/support/fake-sdk/index.js';
 import { sql, startPostgres } from '../test/support/postgres.js';
+import { poolFull } from './support/pool.js';
 import { CLI, runCli, startJsonProcess } from './support/process.js';
 
 const { values } = parseArgs({
@@ -64,22 +65,6 @@ async function timedLease(options: LeaseOptions): Promise<{ lease: Lease; timed:
   const t0 = performance.now();
   const lease = await leasePhone(options);
   return { lease, timed: { ms: performance.now() - t0, source: lease.session.startup?.source ?? '?' } };
-}
-
-/** Reads one sample of the server's /metrics. */
-async function metric(server: RunningServer, line: string): Promise<number> {
-  const text = await (await fetch(`${server.url}/metrics`)).text();
-  const found = text.split('\n').find((l) => l.startsWith(line + ' '));
-  return Number(found?.split(' ')[1] ?? NaN);
-}
-
-/** Waits until the pool holds `n` warm phones (what "the pool keeps up" means here). */
-async function poolFull(server: RunningServer, n: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while ((await metric(server, 'phonelease_pool_phones{state="ready"}')) < n) {
-    if (Date.now() > deadline) throw new Error(`the pool did not refill to ${n} within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 interface Run {

@@ -5,11 +5,15 @@
  * working when ADB is revoked, the session closes or its deadline passes; open relays are
  * cut at that moment too. Wrong codes are limited per source and per session (adb-limits.ts).
  * A phone in this process (the virtual phone) is handed the unlocked socket instead of a
- * relay: one TCP connection from the client to the phone's adbd, not two.
+ * relay: one TCP connection from the client to the phone's adbd, not two. For a phone whose
+ * adbd asks for a key (an emulator), the gateway signs in for the client before it relays
+ * (adb-sign-in.ts), so any client with the code gets in, whatever its own adb key.
  */
 import net from 'node:net';
 import { systemClock, type Clock } from './clock.js';
 import { TAG_LENGTH, UnlockLimiter } from './adb-limits.js';
+import { signInForClient } from './adb-sign-in.js';
+import type { AdbEndpoint } from './devices/types.js';
 import type { Logger } from './log.js';
 import { relay as relayBytes } from '../src/util/relay.js';
 
@@ -17,7 +21,7 @@ import { relay as relayBytes } from '../src/util/relay.js';
 export interface AdbSession {
   readonly row: { readonly id: string; readonly adb_code: string | null };
   readonly phone: {
-    adbEndpoint(): Promise<{ host: string; port: number }>;
+    adbEndpoint(): Promise<AdbEndpoint>;
     /** A phone in this process takes the unlocked socket itself (DevicePhone.serveAdb). */
     serveAdb?(socket: net.Socket, early: Buffer): void;
   } | null;
@@ -187,7 +191,7 @@ export class AdbGateway {
     live: AdbSession,
     code: string,
     early: Buffer,
-    { host, port }: { host: string; port: number },
+    { host, port, signIn }: AdbEndpoint,
   ): void {
     const sid = live.row.id;
     const phone = net.connect({ host, port });
@@ -208,18 +212,30 @@ export class AdbGateway {
     client.once('close', () => {
       if (phone.connecting) close();
     });
-    phone.once('connect', () => {
-      phone.off('error', onConnectError);
-      // The code may have died while the phone connection opened.
-      if (this.runtime.sessionForAdbCode(code) !== live || client.destroyed) return close();
-      client.write('OK\n');
-      if (early.length > 0) phone.write(early);
+    const start = (pending: Buffer) => {
+      if (pending.length > 0) phone.write(pending);
       // A clean end on either side reaches the other after every byte before it; only an
       // error (a reset) or cut() tears both down at once.
       relayBytes(client, phone);
       client.once('close', forget);
       phone.once('close', forget);
       client.resume();
+    };
+    phone.once('connect', () => {
+      phone.off('error', onConnectError);
+      // The code may have died while the phone connection opened.
+      if (this.runtime.sessionForAdbCode(code) !== live || client.destroyed) return close();
+      client.write('OK\n');
+      if (!signIn) return start(early);
+      // The phone's adbd asks for a key the client may not have: the gateway signs in for it.
+      phone.once('error', close);
+      void signInForClient({ client, phone, early, keyring: signIn, log: this.log, session: sid }).then(
+        (pending) => {
+          phone.off('error', close);
+          start(pending);
+        },
+        close,
+      );
     });
   }
 

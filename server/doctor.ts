@@ -12,6 +12,11 @@ import {
   type HostCapacity,
 } from './devices/emulator/capacity.js';
 import { UsageError } from '../src/cli/usage.js';
+import {
+  ONE_CONNECTION_FIX,
+  SEVERAL_CONNECTIONS_NEEDED,
+  acceptsAnotherAdbConnection,
+} from './devices/emulator/adb-connections.js';
 import { readAvd } from './devices/emulator/avd.js';
 import { FIRST_CONSOLE_PORT, LAST_CONSOLE_PORT, PORT_PAIRS, freePairs } from './devices/emulator/ports.js';
 import {
@@ -28,7 +33,17 @@ import {
 export const DEFAULT_SYSTEM_IMAGE = 'system-images;android-34;google_apis;x86_64';
 
 export interface Finding {
-  check: 'sdk' | 'emulator' | 'adb' | 'system-image' | 'avd' | 'kvm' | 'token' | 'ports' | 'capacity';
+  check:
+    | 'sdk'
+    | 'emulator'
+    | 'adb'
+    | 'adb-connections'
+    | 'system-image'
+    | 'avd'
+    | 'kvm'
+    | 'token'
+    | 'ports'
+    | 'capacity';
   status: 'ok' | 'warn' | 'fail';
   /** What was found, in plain words. */
   detail: string;
@@ -131,6 +146,8 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<Finding[]>
       fix: [`${sm} --install "platform-tools"`],
     });
   }
+
+  if (adb && findings.at(-1)?.status !== 'fail') findings.push(await adbConnectionsFinding(adb, env));
 
   const images: string[] = [];
   const imagesDir = root ? join(root, 'system-images') : null;
@@ -266,6 +283,40 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<Finding[]>
     fix: small ? ['Use a host with at least 2 cores and 3 GB of memory per emulator'] : [],
   });
   return findings;
+}
+
+/**
+ * Whether the emulators running now serve ADB clients beside the adb server (see
+ * devices/emulator/adb-connections.ts; which version began to is not documented, so each
+ * running emulator is asked, and the server asks each build it runs).
+ */
+async function adbConnectionsFinding(adb: string, env: Environment): Promise<Finding> {
+  const listed = await runTool(adb, ['devices'], env, { timeoutMs: 20_000 }).catch(() => ({ stdout: '' }));
+  const consolePorts = [...listed.stdout.matchAll(/^emulator-(\d+)\tdevice$/gm)].map((m) => Number(m[1]));
+  if (consolePorts.length === 0) {
+    return {
+      check: 'adb-connections',
+      status: 'ok',
+      detail: `${SEVERAL_CONNECTIONS_NEEDED} No emulator runs now to ask; the server asks each emulator build on its first phone and says in its log when one cannot.`,
+      fix: [],
+    };
+  }
+  const refusing: string[] = [];
+  for (const port of consolePorts)
+    if (!(await acceptsAnotherAdbConnection(port + 1))) refusing.push(`emulator-${port}`);
+  return refusing.length > 0
+    ? {
+        check: 'adb-connections',
+        status: 'warn',
+        detail: `${refusing.join(', ')} serve${refusing.length === 1 ? 's' : ''} one ADB connection at a time (the adb server's). ${SEVERAL_CONNECTIONS_NEEDED}`,
+        fix: [ONE_CONNECTION_FIX],
+      }
+    : {
+        check: 'adb-connections',
+        status: 'ok',
+        detail: `The running emulators (${consolePorts.map((p) => `emulator-${p}`).join(', ')}) serve several ADB connections at once, as the gateway needs.`,
+        fix: [],
+      };
 }
 
 const MARK = { ok: 'ok  ', warn: 'warn', fail: 'FAIL' } as const;

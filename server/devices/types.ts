@@ -55,6 +55,28 @@ export interface DeviceBackend {
   close(): Promise<void>;
 }
 
+/** A key the ADB gateway signs in to a phone's adbd with (server/adb-sign-in.ts). */
+export interface AdbKey {
+  /** Where it was read from (for logs; never the key itself). */
+  readonly path: string;
+  /** The AUTH(SIGNATURE) payload for an AUTH(TOKEN) challenge. */
+  sign(token: Buffer): Buffer;
+}
+
+/** The keys to sign in with, read when a client connects. */
+export type AdbKeyring = () => Promise<readonly AdbKey[]>;
+
+/** Where a phone accepts ADB connections. */
+export interface AdbEndpoint {
+  host: string;
+  port: number;
+  /**
+   * Present when the phone's adbd asks for a key (an emulator trusts only its adb_keys):
+   * the gateway then signs in with these keys on behalf of its client (adb-sign-in.ts).
+   */
+  signIn?: AdbKeyring;
+}
+
 export interface DevicePhone {
   /** Display label in plain words, e.g. "Virtual Android phone (Pixel 8, Android 14)". */
   readonly label: string;
@@ -70,7 +92,7 @@ export interface DevicePhone {
    * its port only on the first call: most sessions never use ADB, and a listening socket per
    * phone is a large share of what a create costs.
    */
-  adbEndpoint(): Promise<{ host: string; port: number }>;
+  adbEndpoint(): Promise<AdbEndpoint>;
   /**
    * Serves ADB on a connection the gateway accepted and unlocked, in this process: the same
    * ADB bytes as through adbEndpoint(), without a second TCP connection and a relay between

@@ -87,9 +87,10 @@ export async function adbConnect(
   }
   const output = `${r.stdout}\n${r.stderr}`;
   if (!new RegExp(`^(already )?connected to ${escape(serial)}`, 'm').test(output)) {
+    if (UNAUTHORIZED.test(output)) throw unauthorized(serial);
     throw new AdbError(
       'adb_failed',
-      `adb could not connect to ${serial}: ${lastLine(output) || `exit code ${r.code}`}.`,
+      `adb could not connect to ${serial}: ${said(r) || `exit code ${r.code}`}.`,
     );
   }
   const until = Date.now() + timeoutMs;
@@ -98,6 +99,8 @@ export async function adbConnect(
     const s = await runAdb(['-s', serial, 'get-state'], options, timeoutMs);
     state = s.stdout.trim();
     if (state === 'device') return;
+    // `get-state` says nothing on stdout for a phone that did not accept the key.
+    if (UNAUTHORIZED.test(s.stderr)) throw unauthorized(serial);
     if (Date.now() + delay > until) break;
     await sleep(delay);
   }
@@ -113,5 +116,26 @@ export async function adbDisconnect(serial: string, options: StockAdbOptions = {
 }
 
 const DAEMON_RACE = /cannot connect to daemon|failed to start daemon|didn't ACK/;
+/** adb's words for a phone whose adbd did not accept its key (`connect`, `get-state`, `devices`). */
+const UNAUTHORIZED = /failed to authenticate|device unauthorized|\tunauthorized/;
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-const lastLine = (s: string) => s.trim().split('\n').filter(Boolean).pop()?.trim() ?? '';
+
+/**
+ * What adb said about the connection: its last line that is not about its own server
+ * ("* daemon not running; starting now", "* daemon started successfully" come last on
+ * stderr and say nothing about the phone).
+ */
+function said(r: AdbRun): string {
+  const lines = `${r.stdout}\n${r.stderr}`
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('* daemon'));
+  return lines.pop() ?? '';
+}
+
+function unauthorized(serial: string): AdbError {
+  return new AdbError(
+    'adb_failed',
+    `adb could not sign in to ${serial}: the phone did not accept an adb key (adb lists it "unauthorized"). An emulator's adbd trusts only the key of the machine its AVD was first started on; phonelease's ADB gateway signs in with the server's key for you, and this phone refused that key too. The server's log names the keys it tried; start the phone from an AVD made on the server, or end this lease and start a new one.`,
+  );
+}

@@ -3,6 +3,7 @@
  * exec, stdin, exit codes, and the system tools with Android's output.
  */
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADB } from '../support/adb.js';
 import { startVirtualAdb } from '../support/virtual-adb.js';
@@ -60,6 +61,24 @@ describe('shell protocol', () => {
     const r = await v.adb(['shell', '-x', 'echo out; echo err >&2; exit 3']);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('out\nerr\n');
+  });
+
+  it('delivers every byte a command wrote before it exits, in every shell mode', async () => {
+    const f = '/data/local/tmp/close.bin';
+    await v.adbOk(['shell', `dd if=/dev/urandom of=${f} bs=1m count=1 status=none`]);
+    const expected = (await v.adb(['exec-out', `cat ${f}`])).raw;
+    expect(expected.length).toBe(1024 * 1024);
+    expect(createHash('sha256').update(expected).digest('hex') + `  ${f}\n`).toBe(
+      await v.adbOk(['shell', `sha256sum ${f}`]),
+    );
+    for (let round = 0; round < 2; round++) {
+      const v2 = await v.adb(['shell', `cat ${f}; exit 7`]);
+      expect(v2.code).toBe(7);
+      expect(v2.raw.equals(expected)).toBe(true);
+      expect((await v.adb(['exec-out', `cat ${f}`])).raw.equals(expected)).toBe(true);
+      expect((await v.adb(['shell', '-x', `cat ${f}`])).raw.equals(expected)).toBe(true);
+    }
+    await v.adbOk(['shell', `rm ${f}`]);
   });
 
   it('passes stdin and closes it at end of input', async () => {

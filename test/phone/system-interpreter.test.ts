@@ -2,6 +2,7 @@
  * The phone's sh: quoting as adb clients send it, lists, pipes, redirections, expansions.
  * Runs the interpreter on a phone's system state directly (no adb), so every case is fast.
  */
+import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Device } from '../../server/devices/virtual/device.js';
 import { SHELL_CREDENTIALS } from '../../server/devices/virtual/fs.js';
@@ -419,6 +420,21 @@ describe('memory', () => {
 });
 
 describe('what scripts use, as mksh and toybox do it', () => {
+  it('formats numbers as toybox printf does, and says which argument is not one', async () => {
+    expect(
+      (await sh("printf '%d %i %x %o %X|%5.3d|%-4d|%+d|%05d\\n' 0x1f 010 255 8 255 7 3 4 -42")).out,
+    ).toBe('31 8 ff 10 FF|  007|3   |+4|-0042\n');
+    expect((await sh("printf '%d %u %c %.2f %e\\n' \"'A\" -1 xyz 2.345 1500")).out).toBe(
+      '65 18446744073709551615 x 2.35 1.500000e+03\n',
+    );
+    expect(await sh('printf "%d|" 12abc x; echo')).toMatchObject({
+      code: 0,
+      out: '12|0|\n',
+      err: 'printf: bad %d 12abc\nprintf: bad %d x\n',
+    });
+    expect((await sh('printf %d x')).code).toBe(1);
+  });
+
   it('defines and calls functions, with their own arguments and return', async () => {
     expect((await sh('f() { echo "in f $1 $#"; return 3; echo never; }; f x y; echo $?')).out).toBe(
       'in f x 2\n3\n',
@@ -524,8 +540,25 @@ describe('what scripts use, as mksh and toybox do it', () => {
   });
 
   it('signals jobs by %N and reports unknown ones as mksh does', async () => {
-    expect((await sh('sleep 5 & kill %1; wait %1; echo $?')).out).toBe('143\n');
+    // An ended job leaves the numbered table at once (mksh without job control), so its
+    // status is waited for by pid.
+    expect((await sh('sleep 5 & kill %1; wait $!; echo $?')).out).toBe('143\n');
     expect(await sh('kill %9')).toMatchObject({ code: 1, err: '/system/bin/sh: kill: %9: no such job\n' });
+    expect(await sh('sleep 5 & sleep 6 & kill %sleep')).toMatchObject({
+      code: 1,
+      err: '/system/bin/sh: kill: %sleep: ambiguous\n',
+    });
+    expect((await sh('sleep 5 & sleep 6 & kill %?6 %-; wait; echo $?')).out).toBe('0\n');
+  });
+
+  it('numbers jobs from the lowest free number and lists them as mksh does', async () => {
+    const r = await sh('sleep 0.01 & wait; sleep 5 & sleep 6 | cat & jobs; jobs -p %1; kill %1 %2');
+    const [first, second, pid] = r.out.split('\n');
+    expect(first).toBe('[1] - Running              sleep 5');
+    expect(second).toBe('[2] + Running              sleep 6 | cat');
+    expect(pid).toMatch(/^\d+$/);
+    const ended = await sh('sleep 0.01 & p=$!; wait $p; sleep 5 & jobs; kill %1');
+    expect(ended.out).toBe('[1] + Running              sleep 5\n');
   });
 
   it('says so for a program /system/bin has but the virtual phone does not run', async () => {
@@ -534,5 +567,16 @@ describe('what scripts use, as mksh and toybox do it', () => {
       err: '/system/bin/sh: awk: not modeled by the virtual phone (see docs/virtual-phone.md)\n',
     });
     expect((await sh('which awk')).out).toBe('/system/bin/awk\n');
+    // toybox tar is on every phone: the virtual one says it does not run it, not that it is missing.
+    expect(await sh('tar -czf /data/local/tmp/t.tgz /data/local/tmp')).toMatchObject({
+      code: 126,
+      err: '/system/bin/sh: tar: not modeled by the virtual phone (see docs/virtual-phone.md)\n',
+    });
+  });
+
+  it('hashes with every sum toybox has on Android', async () => {
+    const r = await sh('echo abc | sha224sum; echo abc | sha384sum; echo abc | sha512sum');
+    const hash = (algorithm: string) => createHash(algorithm).update('abc\n').digest('hex');
+    expect(r.out).toBe(`${hash('sha224')}  -\n${hash('sha384')}  -\n${hash('sha512')}  -\n`);
   });
 });

@@ -6,6 +6,7 @@
  * without each part.
  */
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   chmodSync,
   copyFileSync,
@@ -24,9 +25,19 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { removeStaleLocks } from '../../server/devices/emulator/avd.js';
 import { ConsoleError, EmulatorConsole, consoleCommand } from '../../server/devices/emulator/console.js';
 import { createEmulatorBackend } from '../../server/devices/emulator/index.js';
+import type { EmulatorPhone } from '../../server/devices/emulator/phone.js';
+import { INSTALL_RECORD_DIR } from '../../server/devices/emulator/preinstall.js';
 import { processAlive } from '../../server/devices/emulator/owners.js';
 import { PortPool, PORT_PAIRS } from '../../server/devices/emulator/ports.js';
 import { formatFindings, runDoctor, type Finding } from '../../server/doctor.js';
+import { AdbGateway } from '../../server/adb-gateway.js';
+import { createLogger } from '../../server/log.js';
+import { adbConnect, runAdb, type StockAdbOptions } from '../../src/adb/stock-adb.js';
+import { AdbError } from '../../src/errors.js';
+import { freePort } from '../../src/util/ports.js';
+import { gatewayTunnel } from '../support/adb.js';
+import { buildTestApk } from '../support/apk-builder.js';
+import type { TrackedServer } from '../support/tcp.js';
 import { makeFakeSdk, type FakeSdk, type FakeSdkOptions } from '../support/fake-sdk/index.js';
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
@@ -174,6 +185,45 @@ describe('the fake emulator guest', () => {
   });
 });
 
+describe('the fake emulator snapshot checks', () => {
+  it('refuses a snapshot under another AVD name or with a changed image, saying only "Cold boot: <reason>"', async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '300' } });
+    const tokenPath = join(sdk.home, '.emulator_console_auth_token');
+    const boot = (avd: string, args: string[]) =>
+      emulator(sdk, ['-avd', avd, '-port', '5570', ...args], /Boot completed|Successfully loaded/);
+    const stop = async (emu: Awaited<ReturnType<typeof boot>>) => {
+      await consoleCommand(5570, tokenPath, 'kill');
+      await emu.exited;
+    };
+    let emu = await boot('test_phone', ['-no-snapshot-load']);
+    expect(emu.output()).toContain('Cold boot:  requested by the user');
+    // The emulator writes the identity it runs under into hardware-qemu.ini at every start.
+    const hardware = readFileSync(join(sdk.avdDir('test_phone'), 'hardware-qemu.ini'), 'utf8');
+    expect(hardware).toContain('avd.name = test_phone\n');
+    expect(hardware).toContain(`android.avd.home = ${sdk.avdHome}\n`);
+    await consoleCommand(5570, tokenPath, 'avd snapshot save saved');
+    await stop(emu);
+
+    emu = await boot('test_phone', ['-snapshot', 'saved', '-no-snapshot-save']);
+    expect(emu.output()).toContain("Successfully loaded snapshot 'saved'");
+    await stop(emu);
+
+    // The same AVD directory under another name: its snapshot's avd.name no longer matches.
+    writeFileSync(join(sdk.avdHome, 'renamed.ini'), `path=${sdk.avdDir('test_phone')}\ntarget=android-34\n`);
+    emu = await boot('renamed', ['-snapshot', 'saved', '-no-snapshot-save']);
+    expect(emu.output()).toContain('WARNING | Cold boot: Different AVD configuration\n');
+    expect(emu.output()).not.toContain('Failed to load snapshot');
+    await stop(emu);
+
+    // A system image of another size (an update the AVD's config does not show).
+    writeFileSync(join(sdk.sdk, 'system-images/android-34/google_apis/x86_64/system.img'), 'updated');
+    emu = await boot('test_phone', ['-snapshot', 'saved', '-no-snapshot-save']);
+    expect(emu.output()).toContain('WARNING | Cold boot: System image changed\n');
+    expect(emu.output()).not.toContain('Failed to load snapshot');
+    await stop(emu);
+  });
+});
+
 describe('the backend console client', () => {
   it('gives a silent snapshot save its own limit, not the one for connecting', async () => {
     const sdk = await fakeSdk({ env: { FAKE_EMULATOR_SNAPSHOT_SAVE_MS: '1500' } });
@@ -199,7 +249,7 @@ describe('the backend console client', () => {
 });
 
 /** A backend over a fake SDK, with its log lines and an environment a test may change. */
-async function backendOn(sdk: FakeSdk, options: { workDir?: string } = {}) {
+async function backendOn(sdk: FakeSdk, options: { workDir?: string; preinstall?: string[] } = {}) {
   const workDir = options.workDir ?? mkdtempSync(join(tmpdir(), 'phonelease-emu-work-'));
   const lines: string[] = [];
   const record =
@@ -209,7 +259,7 @@ async function backendOn(sdk: FakeSdk, options: { workDir?: string } = {}) {
     };
   const log = { debug() {}, info: record('info'), warn: record('warn'), error: record('error') };
   const env: Record<string, string | undefined> = { PATH: process.env.PATH, ...sdk.env };
-  const backend = createEmulatorBackend({ log, env, workDir });
+  const backend = createEmulatorBackend({ log, env, workDir, preinstall: options.preinstall });
   const boot = (signal = new AbortController().signal) =>
     backend.boot({ sessionId: 's', restoreFrom: null, signal, log });
   return { backend, boot, env, lines, workDir, avdHome: join(workDir, 'avd') };
@@ -278,6 +328,8 @@ describe('golden snapshots across server runs', () => {
     leftover(`pl_profile_${DEAD_PID}_1`, null);
     leftover('pl_0123456789ab_3', DEAD_PID);
     leftover(`pl_profile_${process.pid}_1`, null);
+    leftover('pl_profile_0123456789ab', DEAD_PID);
+    leftover('pl_profile_ba9876543210', String(process.pid));
     leftover('pl_feedfeedfeed_1', DEAD_PID);
     const running = await emulator(
       sdk,
@@ -297,7 +349,14 @@ describe('golden snapshots across server runs', () => {
         readdirSync(avdHome)
           .filter((n) => n.endsWith('.avd'))
           .sort(),
-      ).toEqual([made!, 'pl_feedfeedfeed_1.avd', `pl_profile_${process.pid}_1.avd`].sort());
+      ).toEqual(
+        [
+          made!,
+          'pl_feedfeedfeed_1.avd',
+          `pl_profile_${process.pid}_1.avd`,
+          'pl_profile_ba9876543210.avd',
+        ].sort(),
+      );
       expect(existsSync(join(avdHome, `pl_${key}_7.ini`))).toBe(false);
     } finally {
       await second.backend.close();
@@ -394,6 +453,33 @@ describe('temporary phones of the backend', () => {
     }
   });
 
+  it("sees a golden refused with only 'Cold boot: <reason>', hands the phone out unlocked, and replaces the golden", async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '300' } });
+    await sdk.startAdbServer();
+    const b = await backendOn(sdk);
+    try {
+      await (await b.boot()).shutdown({ saveTo: null });
+      // An updated system image of the same revision: the golden key cannot see it, the
+      // emulator's own check does ("Cold boot: System image changed", and nothing else).
+      writeFileSync(join(sdk.sdk, 'system-images/android-34/google_apis/x86_64/system.img'), 'updated');
+      const phone = (await b.boot()) as EmulatorPhone;
+      expect(phone.startupSource).toBe('cold');
+      expect(b.lines.some((l) => l.includes('Cold boot: System image changed'))).toBe(true);
+      expect(await sdk.adb('-s', phone.serial, 'exec-out', 'uiautomator dump /dev/tty')).not.toContain(
+        'keyguard',
+      );
+      await phone.shutdown({ saveTo: null });
+      expect(b.lines.some((l) => l.includes('the next boot makes a new one'))).toBe(true);
+      const next = await b.boot();
+      expect(next.startupSource).toBe('snapshot');
+      await next.shutdown({ saveTo: null });
+      expect(b.lines.filter((l) => l.includes('golden snapshot made'))).toHaveLength(2);
+    } finally {
+      await b.backend.close();
+      rmSync(b.workDir, { recursive: true, force: true });
+    }
+  });
+
   it('sees a refused snapshot however much the emulator prints after it', async () => {
     const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '300' } });
     await sdk.startAdbServer();
@@ -405,6 +491,206 @@ describe('temporary phones of the backend', () => {
       expect(phone.startupSource).toBe('cold');
       expect(b.lines.some((l) => l.includes('refused the golden snapshot; this phone cold-booted'))).toBe(
         true,
+      );
+      await phone.shutdown({ saveTo: null });
+    } finally {
+      await b.backend.close();
+      rmSync(b.workDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('ADB through the gateway to an emulator', () => {
+  const CODE = 'adbcode-for-the-emulator-test-0123456789';
+
+  it("signs in for a client with any key; when the phone refuses the server's key, the client signs in itself and the lease names why", async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '300' } });
+    await sdk.startAdbServer();
+    const b = await backendOn(sdk);
+    const gatewayLog: string[] = [];
+    const homes: string[] = [];
+    const adbServers: StockAdbOptions[] = [];
+    let gateway: AdbGateway | null = null;
+    let tunnel: TrackedServer | null = null;
+    /** Stock adb with a HOME (so an adb key) of its own, or the given one, on its own server. */
+    const adbClient = async (home?: string): Promise<StockAdbOptions> => {
+      if (!home) homes.push((home = mkdtempSync(join(tmpdir(), 'phonelease-adb-home-'))));
+      const options = { env: { ...process.env, HOME: home }, serverPort: await freePort() };
+      adbServers.push(options);
+      return options;
+    };
+    try {
+      const phone = await b.boot();
+      const live = { row: { id: 'emu-session', adb_code: CODE }, phone };
+      gateway = new AdbGateway(
+        { sessionForAdbCode: (c) => (c === CODE ? live : null), all: () => [live], on: () => undefined },
+        createLogger({ level: 'debug', write: (l) => gatewayLog.push(l) }),
+      );
+      tunnel = await gatewayTunnel('127.0.0.1', await gateway.listen('127.0.0.1'), CODE);
+      const serial = `127.0.0.1:${tunnel.port}`;
+
+      const stranger = await adbClient();
+      await adbConnect(serial, stranger);
+      expect((await runAdb(['-s', serial, 'shell', 'echo in'], stranger)).stdout.trim()).toBe('in');
+      expect(gatewayLog.some((l) => l.includes('signed in to the phone'))).toBe(true);
+
+      // The server's adb key is now one the phone never saw (its AVD was made elsewhere).
+      const serverHome = mkdtempSync(join(tmpdir(), 'phonelease-adb-home-'));
+      homes.push(serverHome);
+      mkdirSync(join(serverHome, '.android'));
+      await runAdb(['keygen', join(serverHome, '.android', 'adbkey')], { env: process.env });
+      b.env.HOME = serverHome;
+
+      const refused = await adbConnect(serial, await adbClient(), 10_000).then(
+        () => null,
+        (e: unknown) => e as Error,
+      );
+      expect(refused).toBeInstanceOf(AdbError);
+      expect(refused!.message).toContain('the phone did not accept an adb key');
+      expect(refused!.message).not.toContain('daemon');
+      expect(gatewayLog.some((l) => l.includes("the phone refused this server's adb keys"))).toBe(true);
+      expect(gatewayLog.join('\n')).toContain(join(serverHome, '.android', 'adbkey'));
+
+      // A client whose own key the phone trusts still gets in: the gateway stepped aside.
+      const trusted = await adbClient(sdk.home);
+      await adbConnect(serial, trusted);
+      expect((await runAdb(['-s', serial, 'shell', 'echo in'], trusted)).stdout.trim()).toBe('in');
+      await phone.shutdown({ saveTo: null });
+    } finally {
+      for (const options of adbServers) await runAdb(['kill-server'], options).catch(() => undefined);
+      await tunnel?.close();
+      await gateway?.close();
+      await b.backend.close();
+      for (const home of homes) rmSync(home, { recursive: true, force: true });
+      rmSync(b.workDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('APKs preinstalled into the golden snapshot', () => {
+  it('puts them on every phone with their hashes; the same build reuses its golden, a new build makes one', async () => {
+    const sdk = await fakeSdk({ env: { FAKE_EMULATOR_COLD_BOOT_MS: '300' } });
+    await sdk.startAdbServer();
+    const apk = join(sdk.root, 'app-debug.apk');
+    const build = (versionName: string) => {
+      const bytes = buildTestApk({
+        package: 'com.example.pre',
+        label: 'Pre',
+        versionName,
+        activities: ['.Main'],
+        launcher: true,
+      });
+      writeFileSync(apk, bytes);
+      // The lease's app hash: SHA-256 over the app's APKs' SHA-256s (here, one).
+      return createHash('sha256').update(createHash('sha256').update(bytes).digest('hex')).digest('hex');
+    };
+    const workDir = mkdtempSync(join(tmpdir(), 'phonelease-emu-work-'));
+    /** A server run: boots one phone and returns what it has and what the run did. */
+    const run = async () => {
+      const b = await backendOn(sdk, { workDir, preinstall: [apk] });
+      try {
+        const phone = (await b.boot()) as EmulatorPhone;
+        const shell = (cmd: string) => sdk.adb('-s', phone.serial, 'shell', cmd);
+        const seen = {
+          source: phone.startupSource,
+          packages: await shell('pm list packages -3'),
+          // The record the lease's app install writes and reads: `<app hash> <pm path's APK>`.
+          recorded: (await shell(`cat ${INSTALL_RECORD_DIR}/com.example.pre`)).trim(),
+          installedAt: (await shell('pm path com.example.pre')).trim().replace(/^package:/, ''),
+          version: /versionName=(\S+)/.exec(await shell('dumpsys package com.example.pre'))?.[1],
+          made: b.lines.filter((l) => l.includes('golden snapshot made')).length,
+          fleets: fleetAvds(b.avdHome),
+        };
+        await phone.shutdown({ saveTo: null });
+        return seen;
+      } finally {
+        await b.backend.close();
+      }
+    };
+    try {
+      const first = build('1.0');
+      const made = await run();
+      expect(made).toMatchObject({ made: 1, recorded: `${first} ${made.installedAt}`, version: '1.0' });
+      expect(made.installedAt).toMatch(/^\/data\/app\/.*\/base\.apk$/);
+      expect(made.packages).toContain('package:com.example.pre');
+
+      const reused = await run();
+      expect(reused).toMatchObject({
+        made: 0,
+        source: 'snapshot',
+        recorded: made.recorded,
+        fleets: made.fleets,
+      });
+
+      const second = build('2.0');
+      const rebuilt = await run();
+      expect(rebuilt).toMatchObject({
+        made: 1,
+        recorded: `${second} ${rebuilt.installedAt}`,
+        version: '2.0',
+      });
+      // A golden of its own (the old build's goes at a later start, once its server is gone).
+      expect(rebuilt.fleets.filter((f) => !made.fleets.includes(f))).toHaveLength(1);
+    } finally {
+      rmSync(workDir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses, when the backend is made, a file that is missing or is not an APK, naming it', async () => {
+    const sdk = await fakeSdk();
+    const notApk = join(sdk.root, 'notes.txt');
+    writeFileSync(notApk, 'not a zip');
+    const made = (preinstall: string[]) => {
+      try {
+        createEmulatorBackend({ log: quiet, env: { PATH: process.env.PATH, ...sdk.env }, preinstall });
+        return null;
+      } catch (error) {
+        return error as { code: string; message: string };
+      }
+    };
+    // A bad --preinstall stops the server at its start, before any phone is asked for.
+    expect(made([notApk])).toMatchObject({
+      code: 'emulator_preinstall_failed',
+      message: expect.stringContaining(`${notApk} is not an APK`),
+    });
+    const missing = made(['build/missing.apk']);
+    expect(missing).toMatchObject({ code: 'emulator_preinstall_failed' });
+    // A relative path is taken from where the server was started, and said in full.
+    expect(missing!.message).toContain(
+      `cannot be read: ${join(process.cwd(), 'build/missing.apk')} (ENOENT)`,
+    );
+  });
+});
+
+describe('emulator builds that serve one ADB connection at a time', () => {
+  it("are found on the first phone, named in the server's log, refused to gateway clients with the reason, and reported by doctor", async () => {
+    const sdk = await fakeSdk({
+      env: { FAKE_EMULATOR_COLD_BOOT_MS: '300', FAKE_EMULATOR_ADB_CONNECTIONS: '1' },
+    });
+    await sdk.startAdbServer();
+    const b = await backendOn(sdk);
+    try {
+      const phone = await b.boot();
+      // The server's own use of the phone goes through the adb server's one connection.
+      expect(phone.startupSource).toBe('snapshot');
+      expect((await phone.capture()).subarray(1, 4).toString()).toBe('PNG');
+      const refused = await phone.adbEndpoint().then(
+        () => null,
+        (e: unknown) => e as Error,
+      );
+      expect(refused?.message).toContain(
+        'emulator 35.2.10.0 (build_id 12414864) serves one ADB connection at a time',
+      );
+      expect(refused?.message).toContain('sdkmanager --install "emulator"');
+      expect(b.lines.filter((l) => l.includes('serves one ADB connection at a time'))).toHaveLength(1);
+
+      const doctor = await runDoctor({ env: { PATH: process.env.PATH, ...sdk.env } });
+      expect(doctor.find((f) => f.check === 'adb-connections')).toMatchObject({
+        status: 'warn',
+        fix: ['sdkmanager --install "emulator"  # a current emulator build'],
+      });
+      expect(doctor.find((f) => f.check === 'adb-connections')!.detail).toMatch(
+        /^emulator-\d+ serves one ADB connection at a time/,
       );
       await phone.shutdown({ saveTo: null });
     } finally {
@@ -486,6 +772,7 @@ describe('phonelease doctor', () => {
     const f = byCheck(findings);
     expect(findings.filter((x) => x.status !== 'ok')).toEqual([]);
     expect(f.emulator!.detail).toBe('Emulator 35.2.10.0 (build_id 12414864).');
+    expect(f['adb-connections']!.detail).toContain('No emulator runs now to ask');
     expect(f.avd!.detail).toContain('"test_phone"');
     expect(f.capacity!.detail).toContain('8 emulators at once');
     expect(formatFindings(findings)).toContain('This machine can run phonelease over emulators');

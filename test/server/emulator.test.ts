@@ -5,7 +5,8 @@
  * falls back to a cold boot and a new golden, an emulator that dies ends its session `lost`,
  * and a profile phone keeps an app and a login across sessions until it is reset.
  */
-import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../server/log.js';
@@ -96,6 +97,28 @@ describe('temporary emulator phones', () => {
     await expect.poll(() => sdk.adb('devices'), { timeout: 10_000 }).not.toMatch(/\tdevice$/m);
     const history = (await t.api.get('/history')).body as { sid: string; end_reason: string }[];
     expect(history.find((h) => h.sid === sid)).toMatchObject({ end_reason: 'released' });
+    // The first phone waits for the golden's cold boot: readySession's budget, not the default.
+  }, 120_000);
+
+  it('lets in a client whose adb key the emulator does not trust, as the virtual phone does', async () => {
+    const sid = await readySession();
+    // Another machine's adb: a HOME of its own, so a key of its own (adb makes one).
+    const elsewhere = { HOME: mkdtempSync(join(tmpdir(), 'phonelease-other-adb-')) };
+    const adb = await connectAdb(t.api, sid, { env: elsewhere });
+    try {
+      expect((await adb.adb('shell', 'echo signed in')).trim()).toBe('signed in');
+      expect(await adb.adb('devices')).toMatch(
+        new RegExp(`^${adb.serial.replace(/\./g, '\\.')}\tdevice$`, 'm'),
+      );
+      // The emulator itself would not let that key in: its adbd trusts only this host's key.
+      const port = Number(/^emulator-(\d+)\tdevice$/m.exec(await sdk.adb('devices'))![1]) + 1;
+      const direct = await adb.adb('connect', `127.0.0.1:${port}`);
+      expect(direct).toContain(`failed to authenticate to 127.0.0.1:${port}`);
+    } finally {
+      await adb.close();
+      rmSync(elsewhere.HOME, { recursive: true, force: true });
+    }
+    await end(sid);
   });
 
   it('makes the golden snapshot once and starts the next phones from it', async () => {
@@ -152,11 +175,12 @@ describe('temporary emulator phones', () => {
 describe('the profile phone on an emulator', () => {
   const apkFile = () => join(sdk.root, 'kept.apk');
 
-  async function onProfile<T>(run: (adb: AdbSession) => Promise<T>): Promise<T> {
+  async function onProfile<T>(run: (adb: AdbSession, source: string) => Promise<T>): Promise<T> {
     const sid = await readySession({ profile_id: t.account.profile_id });
+    const source = (await t.api.get(`/sessions/${sid}`)).body.startup?.source as string;
     const adb = await connectAdb(t.api, sid);
     try {
-      return await run(adb);
+      return await run(adb, source);
     } finally {
       await adb.close();
       await end(sid);
@@ -174,7 +198,11 @@ describe('the profile phone on an emulator', () => {
         launcher: true,
       }),
     );
-    await onProfile(async (adb) => {
+    await onProfile(async (adb, source) => {
+      // A fresh profile cold-boots from the fleet AVD's disks: the golden was saved under
+      // the fleet AVD's name, and the emulator would refuse it under the profile's.
+      expect(source).toBe('cold');
+      expect(await adb.adb('exec-out', 'uiautomator dump /dev/tty')).not.toContain('keyguard');
       await adb.adb('install', apkFile());
       await adb.adb('shell', 'am start -W -n com.phonelease.login/.LoginActivity');
       const form = await adb.adb('exec-out', 'uiautomator dump /dev/tty');
@@ -184,10 +212,15 @@ describe('the profile phone on an emulator', () => {
     });
     expect((await t.api.get('/me')).body.profile).toMatchObject({ state: 'stored', exact: true });
 
-    await onProfile(async (adb) => {
+    // The second session loads the snapshot the first one saved: the emulator checks that the
+    // AVD runs under the name (and id and home) it was saved with, so the screen and the
+    // login held in memory are back, not only what is on disk.
+    await onProfile(async (adb, source) => {
+      expect(source).toBe('snapshot');
       expect(await adb.adb('shell', 'pm list packages -3')).toContain('package:com.example.kept');
       expect(await adb.adb('exec-out', 'uiautomator dump /dev/tty')).toContain('Welcome, demo!');
     });
+    expect(logs.some((l) => l.includes('refused the profile snapshot'))).toBe(false);
 
     expect((await t.api.post('/me/profile/reset')).status).toBe(200);
     await onProfile(async (adb) => {

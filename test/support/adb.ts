@@ -53,12 +53,19 @@ export interface AdbSession {
   close(): Promise<void>;
 }
 
-/** Connects stock adb to a ready session's phone through the gateway. */
-export async function connectAdb(api: Api, sid: string): Promise<AdbSession> {
+/**
+ * Connects stock adb to a ready session's phone through the gateway. `env` changes adb's
+ * environment (HOME, for a client with another adb key).
+ */
+export async function connectAdb(
+  api: Api,
+  sid: string,
+  options: { env?: Record<string, string> } = {},
+): Promise<AdbSession> {
   const access = (await api.get(`/sessions/${sid}/adb`)).body as { host: string; port: number; code: string };
   const tunnel = await gatewayTunnel(access.host, access.port, access.code);
   const adbPort = await freePort();
-  const env = { ...process.env, ANDROID_ADB_SERVER_PORT: String(adbPort) };
+  const env = { ...process.env, ...options.env, ANDROID_ADB_SERVER_PORT: String(adbPort) };
   const serial = `127.0.0.1:${tunnel.port}`;
   const connect = await run(ADB, ['connect', serial], { env });
   // `adb connect` exits 0 even when it fails: read what it said.

@@ -8,17 +8,25 @@
  *   golden, that phone cold-boots (said in the log) and the next boot makes a new golden;
  *   when it refuses one it has just saved, temporary phones cold-boot for the rest of the
  *   run. They are killed after use, never reset and reused.
+ * - APKs given as `preinstall` are installed into the golden before it is saved, and recorded
+ *   on the phone with their hashes; the golden's key includes the hashes (preinstall.ts).
  * - A cold-booted phone has its lock screen dismissed (`input keyevent 82`, as CI runners
  *   do) before it is handed out or a golden is saved from it (boot.ts).
- * - Profile phones run their own AVD directory, read-write, saved with a console snapshot at
- *   the end of each session and loaded at the next start (profiles.ts).
+ * - Profile phones run their own AVD directory, read-write, under one name for all of the
+ *   profile's sessions (a snapshot loads only under the name it was saved with), saved with
+ *   a console snapshot at the end of each session and loaded at the next start (profiles.ts).
  * - Each emulator gets an explicit console port in 5554-5584, where the adb server finds it
  *   by itself (ports.ts), and is ready when Appium's boot rule holds (boot.ts).
  * - An emulator that dies on its own is reported through onLost.
+ * - ADB clients reach a phone through the gateway, which signs in to the emulator's adbd
+ *   with this machine's adb keys (adb-keys.ts, server/adb-sign-in.ts); an emulator build
+ *   that serves only the adb server's connection is found on the first phone, said in the
+ *   log, and its phones refuse gateway clients with that reason (adb-connections.ts).
  *
  * Public startup failures quote the emulator and say what to do (no SDK, no AVD, no KVM,
  * no free port); the server keeps running, and `phonelease doctor` checks the machine.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -31,6 +39,13 @@ import { EmulatorPhone } from './phone.js';
 import { PortPool, portsExhausted } from './ports.js';
 import { EmulatorProcess, emulatorArgs, type LaunchPlan } from './process.js';
 import { prepareProfileAvd } from './profiles.js';
+import {
+  ONE_CONNECTION_FIX,
+  SEVERAL_CONNECTIONS_NEEDED,
+  acceptsAnotherAdbConnection,
+} from './adb-connections.js';
+import { loadAdbKeys } from './adb-keys.js';
+import { installApps, preinstallKey, readPreinstall } from './preinstall.js';
 import { FleetAvds, GOLDEN_SNAPSHOT, goldenKey, type FleetAvd } from './snapshots.js';
 import {
   avdHomeOf,
@@ -57,6 +72,12 @@ export interface EmulatorBackendOptions {
   workDir?: string;
   /** Boot budget before a start counts as failed (default 600 s, as CI runners take minutes). */
   bootTimeoutMs?: number;
+  /**
+   * APKs installed into the golden snapshot, so every temporary phone and every fresh profile
+   * starts with them; a new build makes a new golden (preinstall.ts). Read when the backend
+   * is made: a missing file or one that is not an APK throws at once.
+   */
+  preinstall?: readonly string[];
 }
 
 /** How often a failed start is retried on the next port pair after losing a port race. */
@@ -67,6 +88,13 @@ interface Setup {
   base: Avd;
   target: string;
   fleets: FleetAvds;
+  /** `emulator -version`'s build. */
+  version: string;
+  /**
+   * Whether this emulator build serves ADB clients beside the adb server, checked on the
+   * first phone (adb-connections.ts); null until then.
+   */
+  severalAdbConnections: Promise<boolean> | null;
 }
 
 interface Launched {
@@ -88,11 +116,13 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
   const avdHome = join(workDir, 'avd');
   const bootTimeoutMs = options.bootTimeoutMs ?? 600_000;
   const tokenPath = tokenPathOf(env);
+  const apps = readPreinstall(options.preinstall ?? []);
+  // The keys stock adb on this machine signs in with: the emulator's adbd trusts those.
+  const adbKeys = () => loadAdbKeys(env);
   const ports = new PortPool();
   const phones = new Set<EmulatorPhone>();
   let setup: Promise<Setup> | null = null;
   let closed = false;
-  let profileCounter = 0;
 
   const capacity = emulatorCapacity();
   log.info('emulator host capacity', { summary: capacity.summary });
@@ -118,7 +148,12 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
       );
     }
     const version = await emulatorVersion(sdk);
-    const key = goldenKey({ sdkRoot: sdk.root, base, emulatorVersion: version });
+    const key = goldenKey({
+      sdkRoot: sdk.root,
+      base,
+      emulatorVersion: version,
+      preinstalled: preinstallKey(apps),
+    });
     mkdirSync(avdHome, { recursive: true });
     // The tools see the environment as it is when they start (a test may flip an emulator
     // switch between boots), with the backend's own AVD home.
@@ -129,7 +164,13 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
       },
     };
     const target = `android-${/android-(\d+)/.exec(base.config.get('image.sysdir.1') ?? '')?.[1] ?? '34'}`;
-    log.info('emulator backend ready', { avd: name, emulator: version, golden_key: key, work_dir: workDir });
+    log.info('emulator backend ready', {
+      avd: name,
+      emulator: version,
+      golden_key: key,
+      work_dir: workDir,
+      preinstall: apps.map((a) => a.package),
+    });
     const fleets = new FleetAvds({
       avdHome,
       base,
@@ -140,6 +181,7 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
         const launched = await launch(childSdk, { avd, readOnly: false, snapshot: null }, signal);
         try {
           if (launched.locked) throw new Error('the golden phone could not be unlocked; nothing was saved');
+          await installApps(childSdk, `emulator-${launched.consolePort}`, apps);
           await consoleCommand(launched.consolePort, tokenPath, `avd snapshot save ${GOLDEN_SNAPSHOT}`, {
             signal,
           });
@@ -149,7 +191,7 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
       },
     });
     await fleets.open();
-    return { sdk: childSdk, base, target, fleets };
+    return { sdk: childSdk, base, target, fleets, version, severalAdbConnections: null };
   };
 
   /** Stops an emulator this backend started and frees its port. */
@@ -191,7 +233,18 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
       void proc.exited.then(() => waiting.abort(new Error('exited')));
       try {
         await waitForBoot(sdk, `emulator-${consolePort}`, waiting.signal);
-        const refused = plan.snapshot !== null && proc.snapshotRefused;
+        // An emulator that lost its port pair to another one exits, but the serial it would
+        // have had answers: the other emulator (which the adb server found on its own). Only
+        // our emulator's console names our AVD.
+        if (!(await runsAvd(consolePort, plan.avd))) {
+          proc.kill('SIGKILL');
+          await proc.exited;
+          ports.release(consolePort);
+          if (attempt >= PORT_ATTEMPTS) throw portsExhausted();
+          tried.add(consolePort);
+          continue;
+        }
+        const refused = plan.snapshot !== null && proc.snapshotRefusal !== null;
         const cold = plan.snapshot === null || refused;
         // Before the golden is saved from it or anyone sees it: nobody is there to unlock it.
         // A phone that stays locked still works (its user can swipe it open); a golden does not.
@@ -233,6 +286,12 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
         signal.removeEventListener('abort', onAbort);
       }
     }
+  };
+
+  /** Whether the emulator whose console is on `consolePort` runs `avd`. */
+  const runsAvd = async (consolePort: number, avd: string): Promise<boolean> => {
+    const said = await consoleCommand(consolePort, tokenPath, 'avd name').catch(() => null);
+    return said?.[0]?.trim() === avd;
   };
 
   /** Label and screen of a booted phone, from the phone itself. */
@@ -277,7 +336,7 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
       if (launched.refused) {
         request.log.warn('the emulator refused the golden snapshot; this phone cold-booted', {
           session: request.sessionId,
-          emulator_said: launched.proc.tail(3),
+          emulator_said: launched.proc.snapshotRefusal,
         });
         s.fleets.refused(fleet);
       } else if (snapshot) s.fleets.loaded(fleet);
@@ -289,11 +348,10 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
   };
 
   const bootProfile = async (s: Setup, request: BootRequest, restoreFrom: string): Promise<EmulatorPhone> => {
-    const name = `pl_profile_${process.pid}_${++profileCounter}`;
     const avd = await prepareProfileAvd({
       restoreFrom,
       avdHome,
-      name,
+      newName: `pl_profile_${randomBytes(6).toString('hex')}`,
       target: s.target,
       fresh: () => s.fleets.ensure(request.signal),
     });
@@ -313,10 +371,10 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
     if (launched.refused) {
       request.log.warn(
         'the emulator refused the profile snapshot; this phone cold-booted (its apps and files are kept, its screen and app state in memory are not)',
-        { session: request.sessionId, emulator_said: launched.proc.tail(3) },
+        { session: request.sessionId, emulator_said: launched.proc.snapshotRefusal },
       );
     }
-    return phoneFor(s, launched, avd.dir, async () => {
+    return phoneFor(s, launched, avd, async () => {
       ports.release(launched.consolePort);
       await cleanup();
     });
@@ -325,11 +383,24 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
   const phoneFor = async (
     s: Setup,
     launched: Launched,
-    profileAvdDir: string | null,
+    profileAvd: { name: string; dir: string } | null,
     release: () => Promise<void>,
   ): Promise<EmulatorPhone> => {
     try {
       const { label, screen } = await describe(s.sdk, launched.consolePort);
+      s.severalAdbConnections ??= acceptsAnotherAdbConnection(launched.consolePort + 1).then((several) => {
+        if (several)
+          log.debug('the emulator serves several ADB connections at once', { emulator: s.version });
+        else
+          log.warn(
+            `emulator ${s.version} serves one ADB connection at a time, which the adb server holds: ADB clients through the gateway cannot reach its phones`,
+            { needs: SEVERAL_CONNECTIONS_NEEDED, fix: ONE_CONNECTION_FIX },
+          );
+        return several;
+      });
+      const adbRefusal = (await s.severalAdbConnections)
+        ? null
+        : `emulator ${s.version} serves one ADB connection at a time, and the server's adb holds it. ${SEVERAL_CONNECTIONS_NEEDED} Fix: ${ONE_CONNECTION_FIX}`;
       const phone = new EmulatorPhone({
         sdk: s.sdk,
         proc: launched.proc,
@@ -338,7 +409,9 @@ export function createEmulatorBackend(options: EmulatorBackendOptions): DeviceBa
         label,
         screen,
         startupSource: launched.cold ? 'cold' : 'snapshot',
-        profileAvdDir,
+        adbKeys,
+        adbRefusal,
+        profileAvd,
         release: async () => {
           phones.delete(phone);
           await release();

@@ -2,7 +2,7 @@
  * A booted emulator as the runtime's DevicePhone. Everything on the phone goes through the
  * adb server (`adb -s emulator-N`); the emulator itself is driven through its console.
  */
-import type { AppSummary, DevicePhone, PhoneInput, ScreenSize } from '../types.js';
+import type { AdbEndpoint, AdbKeyring, AppSummary, DevicePhone, PhoneInput, ScreenSize } from '../types.js';
 import { consoleCommand } from './console.js';
 import type { EmulatorProcess } from './process.js';
 import { PROFILE_SNAPSHOT, storeProfileAvd } from './profiles.js';
@@ -26,8 +26,15 @@ export interface EmulatorPhoneOptions {
   label: string;
   screen: ScreenSize;
   startupSource: 'cold' | 'snapshot';
-  /** The profile AVD directory this phone runs (saved on shutdown with saveTo), or null. */
-  profileAvdDir: string | null;
+  /** The profile AVD this phone runs (saved on shutdown with saveTo), or null. */
+  profileAvd: { name: string; dir: string } | null;
+  /** The keys the gateway signs in to the emulator's adbd with (it trusts only its adb_keys). */
+  adbKeys: AdbKeyring;
+  /**
+   * Why gateway clients cannot reach this phone (an emulator build that serves one ADB
+   * connection, the adb server's), or null.
+   */
+  adbRefusal: string | null;
   /** Frees the port, the fleet AVD count or the profile's working AVD (once). */
   release: () => Promise<void>;
 }
@@ -36,7 +43,7 @@ export class EmulatorPhone implements DevicePhone {
   readonly label: string;
   readonly screen: ScreenSize;
   /** The emulator's own adbd port (console port + 1), listening from boot. */
-  private readonly adb: { host: string; port: number };
+  private readonly adb: AdbEndpoint;
   readonly startupSource: 'cold' | 'snapshot';
   private readonly lost = new Set<(reason: string) => void>();
   private readonly changes = new Set<() => void>();
@@ -49,7 +56,7 @@ export class EmulatorPhone implements DevicePhone {
     this.label = o.label;
     this.screen = o.screen;
     this.startupSource = o.startupSource;
-    this.adb = { host: '127.0.0.1', port: o.consolePort + 1 };
+    this.adb = { host: '127.0.0.1', port: o.consolePort + 1, signIn: o.adbKeys };
     void o.proc.exited.then((exit) => {
       if (this.stopping) return;
       // Died on its own (crash, OOM killer, someone's `emu kill`): the runtime ends the
@@ -76,7 +83,8 @@ export class EmulatorPhone implements DevicePhone {
     ).stdout;
   }
 
-  async adbEndpoint(): Promise<{ host: string; port: number }> {
+  async adbEndpoint(): Promise<AdbEndpoint> {
+    if (this.o.adbRefusal) throw new Error(this.o.adbRefusal);
     return this.adb;
   }
 
@@ -151,7 +159,7 @@ export class EmulatorPhone implements DevicePhone {
 
   private async stop(saveTo: string | null): Promise<void> {
     if (saveTo) {
-      if (!this.o.profileAvdDir) throw new Error('a temporary emulator phone has nothing to save');
+      if (!this.o.profileAvd) throw new Error('a temporary emulator phone has nothing to save');
       if (!this.snapshotSaved) {
         if (this.o.proc.hasExited) throw new Error('the emulator has stopped; its last state is lost');
         // `KO: ...` (a full disk, a read-only instance) rejects here with the console's words.
@@ -159,7 +167,7 @@ export class EmulatorPhone implements DevicePhone {
         this.snapshotSaved = true;
       }
       await this.stopProcess();
-      await storeProfileAvd(this.o.profileAvdDir, saveTo);
+      await storeProfileAvd(this.o.profileAvd.name, this.o.profileAvd.dir, saveTo);
     }
     await this.stopProcess();
     await this.release();

@@ -29,7 +29,14 @@ export function emulatorArgs(plan: LaunchPlan): string[] {
   return args;
 }
 
-export const SNAPSHOT_REFUSED = /Failed to load snapshot/;
+/**
+ * How the emulator says it did not load the snapshot it was given and cold-booted instead:
+ * `Failed to load snapshot 'NAME'` when a load it attempted failed, and Quickboot's
+ * `Cold boot: <reason>` when its checks refused the snapshot (a changed image, config or
+ * emulator build), which older builds print alone. `Cold boot:  requested by the user`
+ * answers -no-snapshot-load and refuses nothing.
+ */
+export const SNAPSHOT_REFUSED = /Failed to load snapshot|Cold boot: (?!\s*requested by the user)/;
 const PORT_TAKEN = /too many emulator instances are running/;
 
 /** The last output kept for errors and logs; the facts the backend acts on are latched per line. */
@@ -42,7 +49,7 @@ export class EmulatorProcess {
    * Set from each output line as it comes, so a chatty boot (a real one prints hundreds of
    * lines) cannot push the fact out of the kept tail before the backend looks.
    */
-  private refusedSnapshot = false;
+  private refusedSnapshot: string | null = null;
   private portTaken = false;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private exitedNow = false;
@@ -80,7 +87,7 @@ export class EmulatorProcess {
   }
 
   private line(line: string): void {
-    if (SNAPSHOT_REFUSED.test(line)) this.refusedSnapshot = true;
+    if (SNAPSHOT_REFUSED.test(line)) this.refusedSnapshot ??= line.replace(/^\w+\s*\|\s*/, '').trim();
     if (PORT_TAKEN.test(line)) this.portTaken = true;
     for (const w of this.watchers) w(line);
   }
@@ -107,8 +114,11 @@ export class EmulatorProcess {
     this.watchers.add(listener);
   }
 
-  /** True once it said it could not load the snapshot it was given (and cold-booted). */
-  get snapshotRefused(): boolean {
+  /**
+   * What it said when it did not load the snapshot it was given (and cold-booted), e.g.
+   * "Cold boot: Different AVD configuration"; null while it has said nothing of the kind.
+   */
+  get snapshotRefusal(): string | null {
     return this.refusedSnapshot;
   }
 

@@ -1,18 +1,25 @@
 /**
  * Profile phones' storage. A profile phone runs its own AVD directory (a copy of the fleet
- * AVD for a fresh profile, with its golden snapshot; else a copy of its last save), read-write
- * so that the console can save a snapshot of the whole device (apps, logins, settings, the
- * current screen) when its session ends. The save directory the runtime hands out holds:
+ * AVD for a fresh profile; else a copy of its last save), read-write so that the console can
+ * save a snapshot of the whole device (apps, logins, settings, the current screen) when its
+ * session ends. The save directory the runtime hands out holds:
  *   avd/           the AVD directory, snapshot included (no lock files)
  *   profile.json   written last; a save without it was cut short and is not loaded
+ *
+ * A snapshot loads only on an instance whose hardware config matches the one it was saved
+ * with, and the emulator writes the AVD's name (and id and home) into that config at every
+ * start (reference, "Times and sizes"): so a profile's AVD keeps one name from session to
+ * session, chosen when the profile is first used and kept in profile.json. A fresh profile
+ * cannot use the golden snapshot (saved under the fleet AVD's name): it cold-boots from the
+ * fleet AVD's disks, which hold what the golden holds on disk (preinstalled apps included).
  * A save that fails leaves the runtime's previous save untouched (it only commits a complete
  * one), so the profile keeps what it had.
  */
 import { existsSync } from 'node:fs';
-import { readFile, readdir, writeFile, open } from 'node:fs/promises';
+import { mkdir, open, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { copyAvdDir, removeAvd, writeAvdIni } from './avd.js';
-import { BOOKKEEPING_FILES, GOLDEN_SNAPSHOT } from './snapshots.js';
+import { BOOKKEEPING_FILES, OWNER_FILE } from './snapshots.js';
 import { PhoneBootError } from '../types.js';
 
 export const PROFILE_SNAPSHOT = 'phonelease_profile';
@@ -22,14 +29,19 @@ interface ProfileManifest {
   format: string;
   version: number;
   snapshot: string;
+  /** The AVD name the snapshot was saved under (absent in saves made before it was kept). */
+  avdName?: string;
   savedAt: string;
 }
+
+/** Profile AVDs: `pl_profile_<12 hex>`, one name per profile for all its sessions. */
+const PROFILE_AVD_NAME = /^pl_profile_[0-9a-f]{12}$/;
 
 export interface ProfileAvd {
   name: string;
   dir: string;
-  /** Snapshot to load at boot. */
-  snapshot: string;
+  /** Snapshot to load at boot, or null for a cold boot (a fresh profile). */
+  snapshot: string | null;
   fresh: boolean;
 }
 
@@ -61,35 +73,41 @@ async function readSave(dir: string): Promise<ProfileManifest | null> {
 }
 
 /**
- * Lays out the AVD a profile session runs: from `restoreFrom` when it holds a save, else
- * from the fleet AVD (`fresh()` makes sure it exists). The backend only reads restoreFrom.
+ * Lays out the AVD a profile session runs, under the name its save was made with (`newName`
+ * for a fresh profile or a save that does not say): from `restoreFrom` when it holds a
+ * save, else from the fleet AVD (`fresh()` makes sure it exists). The backend only reads
+ * restoreFrom. The AVD's directory says which server process runs it (OWNER_FILE), so a
+ * later server run can tell a leftover from an AVD in use.
  */
 export async function prepareProfileAvd(options: {
   restoreFrom: string;
   avdHome: string;
-  name: string;
+  newName: string;
   target: string;
   fresh: () => Promise<{ dir: string }>;
 }): Promise<ProfileAvd> {
-  const dir = join(options.avdHome, `${options.name}.avd`);
-  await removeAvd(options.avdHome, options.name, dir);
   const saved = options.restoreFrom ? await readSave(options.restoreFrom) : null;
-  if (saved) await copyAvdDir(join(options.restoreFrom, 'avd'), dir);
-  else
-    await copyAvdDir((await options.fresh()).dir, dir, {
-      skip: (n) => n === 'hardware-qemu.ini' || BOOKKEEPING_FILES.has(n),
-    });
-  await writeAvdIni(options.avdHome, options.name, dir, options.target);
-  return { name: options.name, dir, snapshot: saved ? saved.snapshot : GOLDEN_SNAPSHOT, fresh: !saved };
+  const name = saved?.avdName && PROFILE_AVD_NAME.test(saved.avdName) ? saved.avdName : options.newName;
+  const dir = join(options.avdHome, `${name}.avd`);
+  await removeAvd(options.avdHome, name, dir);
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, OWNER_FILE), String(process.pid));
+  const skip = (n: string) => n === 'hardware-qemu.ini' || BOOKKEEPING_FILES.has(n);
+  if (saved) await copyAvdDir(join(options.restoreFrom, 'avd'), dir, { skip });
+  // The golden's snapshot is not copied: saved under the fleet AVD's name, it would be refused.
+  else await copyAvdDir((await options.fresh()).dir, dir, { skip: (n) => skip(n) || n === 'snapshots' });
+  await writeAvdIni(options.avdHome, name, dir, options.target);
+  return { name, dir, snapshot: saved ? saved.snapshot : null, fresh: !saved };
 }
 
 /** Copies a stopped profile AVD into the runtime's empty save directory; the manifest goes last. */
-export async function storeProfileAvd(avdDir: string, saveTo: string): Promise<void> {
-  await copyAvdDir(avdDir, join(saveTo, 'avd'));
+export async function storeProfileAvd(avdName: string, avdDir: string, saveTo: string): Promise<void> {
+  await copyAvdDir(avdDir, join(saveTo, 'avd'), { skip: (n) => BOOKKEEPING_FILES.has(n) });
   const manifest: ProfileManifest = {
     format: FORMAT,
     version: 1,
     snapshot: PROFILE_SNAPSHOT,
+    avdName,
     savedAt: new Date().toISOString(),
   };
   await writeFile(join(saveTo, 'profile.json'), JSON.stringify(manifest, null, 2));

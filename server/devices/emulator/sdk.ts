@@ -15,7 +15,7 @@ const execFileAsync = promisify(execFile);
 
 export type Environment = Readonly<Record<string, string | undefined>>;
 
-function nonEmpty(value: string | undefined): string | undefined {
+export function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value;
 }
 

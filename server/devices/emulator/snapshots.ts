@@ -30,16 +30,24 @@ export const GOLDEN_SNAPSHOT = 'phonelease_golden';
  * directory without it (a host killed mid-save) holds no golden to trust.
  */
 export const GOLDEN_MARKER = 'phonelease-golden.json';
-/** Written into a fleet AVD first: the id of the server process making it. */
+/** Written into a fleet or profile AVD first: the id of the server process making or running it. */
 export const OWNER_FILE = 'phonelease-owner';
 /** The backend's own files in a fleet AVD, which copies of it leave behind. */
 export const BOOKKEEPING_FILES: ReadonlySet<string> = new Set([GOLDEN_MARKER, OWNER_FILE]);
 
-/** Profile phones' working AVDs: `pl_profile_<server pid>_<n>` (see index.ts). */
-const PROFILE_AVD = /^pl_profile_(\d+)_\d+$/;
+/** Profile AVDs of earlier versions, named after their server's pid (now OWNER_FILE says). */
+const LEGACY_PROFILE_AVD = /^pl_profile_(\d+)_\d+$/;
 
-/** The identity a golden snapshot is valid for. */
-export function goldenKey(parts: { sdkRoot: string; base: Avd; emulatorVersion: string }): string {
+/**
+ * The identity a golden snapshot is valid for: the system image, the emulator build, the AVD
+ * config and the apps preinstalled into it (preinstall.ts's preinstallKey, '' for none).
+ */
+export function goldenKey(parts: {
+  sdkRoot: string;
+  base: Avd;
+  emulatorVersion: string;
+  preinstalled?: string;
+}): string {
   const sysdir = parts.base.config.get('image.sysdir.1') ?? '';
   const props = join(parts.sdkRoot, sysdir, 'source.properties');
   const revision = existsSync(props) ? (parseIni(readFileSync(props, 'utf8')).get('Pkg.Revision') ?? '') : '';
@@ -51,6 +59,7 @@ export function goldenKey(parts: { sdkRoot: string; base: Avd; emulatorVersion: 
     .join('\n');
   return createHash('sha256')
     .update(`${sysdir}@${revision}\n${parts.emulatorVersion}\n${config}`)
+    .update(parts.preinstalled ? `\npreinstalled:\n${parts.preinstalled}` : '')
     .digest('hex')
     .slice(0, 12);
 }
@@ -177,7 +186,7 @@ export class FleetAvds {
       if (name === this.current?.name || inUse.has(name)) continue;
       const dir = this.dirOf(name);
       const owner =
-        PROFILE_AVD.exec(name)?.[1] ?? (await readFile(join(dir, OWNER_FILE), 'utf8').catch(() => ''));
+        LEGACY_PROFILE_AVD.exec(name)?.[1] ?? (await readFile(join(dir, OWNER_FILE), 'utf8').catch(() => ''));
       // A live owner may be copying it right now (its emulator not started yet).
       if (processAlive(Number(owner.trim()))) continue;
       await removeAvd(this.o.avdHome, name, dir).catch((error: unknown) =>

@@ -1,8 +1,10 @@
 /**
  * A fake Android SDK emulator for tests: it follows the real one's command line, console,
  * adb registration, lock files and snapshots as /work/shared/reference/android-emulator.md
- * describes them, and its guest is a virtual phone (server/devices/virtual) whose ADB port
- * is forwarded from the emulator's adb port, as QEMU forwards it to the guest's adbd.
+ * describes them, and its guest is a virtual phone (server/devices/virtual) whose ADB service
+ * is reached through the emulator's adb port, as QEMU passes that port to the guest's adbd;
+ * the guest's adbd signs hosts in against its adb_keys first (guest-adbd.ts), and snapshots
+ * are checked against the hardware config they were saved with (hardware.ts).
  *
  * Where the reference does not give the real tool's words (an unknown option, a missing
  * named snapshot), the fake says something plain and the backend does not depend on it.
@@ -11,13 +13,16 @@
  *   FAKE_EMULATOR_COLD_BOOT_MS      cold boot time (default 1500)
  *   FAKE_EMULATOR_SNAPSHOT_LOAD_MS  snapshot load time (default 300)
  *   FAKE_EMULATOR_KVM               `missing` or `denied`: x86_64 images refuse to start
- *   FAKE_EMULATOR_REFUSE_SNAPSHOT   `1`: every snapshot load is refused (cold boot instead)
+ *   FAKE_EMULATOR_REFUSE_SNAPSHOT   `1`: every snapshot load that passes the checks fails while
+ *                                   loading (`Failed to load snapshot`, then a cold boot)
  *   FAKE_EMULATOR_CRASH_AFTER_MS    the process dies (SIGKILL) this long after its boot
  *   FAKE_EMULATOR_VERSION           the emulator build it reports (default 35.2.10.0)
  *   FAKE_EMULATOR_LOSE_PORT_RACE    `1`: another program takes the console port between the
  *                                   caller's check and this emulator's bind, every time
  *   FAKE_EMULATOR_BOOT_CHATTER      lines of output a boot prints after choosing what to load
  *                                   (a real boot prints hundreds; default 0)
+ *   FAKE_EMULATOR_ADB_CONNECTIONS   `1`: the adb port serves one host connection at a time, as
+ *                                   builds before several AdbGuestPipe connections did
  *   FAKE_EMULATOR_SNAPSHOT_SAVE_MS  how long a console `avd snapshot save` takes, silent until
  *                                   its OK as a real save of GBs of RAM is (default 0)
  */
@@ -30,12 +35,24 @@ import type { DeviceLogger } from '../../../server/devices/types.js';
 import { VirtualPhone } from '../../../server/devices/virtual/phone.js';
 import { buildSystemImage } from '../../../server/devices/virtual/system-image.js';
 import { createCommandTable } from '../../../server/devices/virtual/shell/commands/index.js';
+import {
+  hardwareConfig,
+  readIni,
+  refusal,
+  systemImageOf,
+  writeIni,
+  type SnapshotRecord,
+} from './hardware.js';
+import { signInHost } from './guest-adbd.js';
 import { Keyguard } from './keyguard.js';
 
 const DEFAULT_VERSION = '35.2.10.0';
 const BUILD_ID = '12414864';
 /** Services a booting guest has published before the framework is up (Appium waits for the rest). */
 const EARLY_SERVICES = new Set(['package']);
+
+/** The guest's adb_keys beside the rest of its saved state (a snapshot, the disk). */
+const ADB_KEYS = 'adb_keys';
 
 const quiet: DeviceLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -67,15 +84,6 @@ export function avdHome(): string {
 
 function sdkRoot(): string | undefined {
   return env('ANDROID_HOME') ?? env('ANDROID_SDK_ROOT');
-}
-
-function readIni(path: string): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const line of readFileSync(path, 'utf8').split('\n')) {
-    const m = /^\s*([^#=\s][^=]*?)\s*=\s*(.*?)\s*$/.exec(line);
-    if (m) out.set(m[1]!, m[2]!);
-  }
-  return out;
 }
 
 interface Options {
@@ -184,23 +192,6 @@ function listen(port: number, onConnection: (s: net.Socket) => void): Promise<ne
   });
 }
 
-/** What a snapshot was made with; a load is refused when any of it changed. */
-function snapshotKey(avdDir: string, o: Options): Record<string, string> {
-  const config = readIni(join(avdDir, 'config.ini'));
-  const sysdir = config.get('image.sysdir.1') ?? '';
-  const root = sdkRoot();
-  let imageRevision = '';
-  const props = root ? join(root, sysdir, 'source.properties') : '';
-  if (props && existsSync(props)) imageRevision = readIni(props).get('Pkg.Revision') ?? '';
-  return {
-    system_image: `${sysdir}@${imageRevision}`,
-    emulator: `${version()} (build_id ${BUILD_ID})`,
-    cores: String(o.cores ?? config.get('hw.cpu.ncore') ?? '2'),
-    ram: String(o.memory ?? config.get('hw.ramSize') ?? '2048'),
-    renderer: o.gpu,
-  };
-}
-
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
@@ -288,16 +279,17 @@ export async function main(argv: string[]): Promise<number> {
     adbPort = found + 1;
   }
 
-  const guest = new Guest(avdDir, o, o.avd);
+  const guest = new Guest(avdDir, o, o.avd, config);
   const consoleServer =
     env('FAKE_EMULATOR_LOSE_PORT_RACE') === '1' ? null : await listen(consolePort, (s) => guest.console(s));
-  const adbServer = consoleServer ? await listen(adbPort, (s) => guest.forward(s)) : null;
+  const adbServer = consoleServer ? await listenAdb(adbPort, (s) => guest.forward(s)) : null;
   if (!consoleServer || !adbServer) {
     consoleServer?.close();
     say('ERROR', 'It seems too many emulator instances are running on this machine. Aborting.');
     return 1;
   }
   guest.lock(consolePort);
+  guest.writeHardwareConfig();
   say('INFO', `Android emulator version ${version()} (build_id ${BUILD_ID}) (CL:N/A)`);
   say('INFO', `Serial number of this emulator (for ADB): emulator-${consolePort}`);
   registerWithAdbServer(adbPort);
@@ -307,6 +299,24 @@ export async function main(argv: string[]): Promise<number> {
   const crashAfter = env('FAKE_EMULATOR_CRASH_AFTER_MS');
   if (crashAfter !== undefined) setTimeout(() => process.kill(process.pid, 'SIGKILL'), Number(crashAfter));
   return new Promise<number>(() => undefined); // runs until killed
+}
+
+/**
+ * The emulator's adb port. Builds before AdbGuestPipe served several connections stopped
+ * listening once a host connected and listened again when it left (FAKE_EMULATOR_ADB_CONNECTIONS=1):
+ * a second host was refused while the adb server held its connection.
+ */
+async function listenAdb(port: number, onConnection: (s: net.Socket) => void): Promise<net.Server | null> {
+  if (env('FAKE_EMULATOR_ADB_CONNECTIONS') !== '1') return listen(port, onConnection);
+  const one = (socket: net.Socket) => {
+    server?.close();
+    socket.once('close', () => {
+      void listen(port, one).then((s) => (server = s));
+    });
+    onConnection(socket);
+  };
+  let server = await listen(port, one);
+  return server;
 }
 
 /** The one message an emulator sends to the adb server at start: no reply, no retry. */
@@ -321,6 +331,8 @@ function registerWithAdbServer(adbPort: number): void {
 
 class Guest {
   private phone: VirtualPhone | null = null;
+  /** The public keys the guest's adbd trusts (/data/misc/adb/adb_keys). */
+  private adbKeys: string[] = [];
   /** The lock screen in front of the phone (keyguard.ts); a snapshot keeps its state. */
   private keyguard: Keyguard | null = null;
   /** Connections to the adb port that wait for the guest's adbd (adb shows `offline`). */
@@ -331,11 +343,25 @@ class Guest {
   private readonly token: string;
   private readonly tokenPath: string;
 
+  /** The hardware config this instance runs with (hardware.ts). */
+  private readonly hardware: Map<string, string>;
+
   constructor(
     private readonly avdDir: string,
     private readonly o: Options,
     private readonly name: string,
+    config: ReadonlyMap<string, string>,
   ) {
+    this.hardware = hardwareConfig({
+      avdName: name,
+      avdDir,
+      avdHome: avdHome(),
+      sdkRoot: sdkRoot() ?? '',
+      config,
+      cores: o.cores,
+      memory: o.memory,
+      gpu: o.gpu,
+    });
     this.tokenPath = join(env('HOME') ?? homedir(), '.emulator_console_auth_token');
     if (!existsSync(this.tokenPath)) {
       writeFileSync(this.tokenPath, randomBytes(18).toString('base64'), { mode: 0o600 });
@@ -360,30 +386,51 @@ class Guest {
     writeFileSync(this.lockFile, String(process.pid));
   }
 
-  /** The snapshot to load, or null for a cold boot (said in the output when refused). */
+  /**
+   * Written at every start: `hardware-qemu.ini` of a read-write instance; a read-only one
+   * keeps its config to itself (the real one writes a temporary file), as the AVD is shared.
+   */
+  writeHardwareConfig(): void {
+    if (!this.o.readOnly) writeIni(join(this.avdDir, 'hardware-qemu.ini'), this.hardware);
+  }
+
+  /**
+   * The snapshot to load, or null for a cold boot, said the way Quickboot says it: a load the
+   * user turned off, a snapshot that is missing, one that failed while loading, and one
+   * refused by checkValid (a changed config, image or emulator build: `Cold boot: <reason>`
+   * alone, as Quickboot's failure report prints it).
+   */
   private chooseSnapshot(): string | null {
-    if (this.o.noSnapshotLoad || this.o.wipeData) return null;
+    if (this.o.wipeData) return null;
+    if (this.o.noSnapshotLoad) {
+      say('WARNING', 'Cold boot:  requested by the user');
+      return null;
+    }
     const name = this.o.snapshot ?? 'default_boot';
     const dir = this.snapshotDir(name);
     if (!existsSync(join(dir, 'snapshot.pb'))) {
-      if (this.o.snapshot) say('WARNING', `Failed to load snapshot '${name}': it does not exist. Cold boot.`);
+      if (this.o.snapshot) say('WARNING', `Failed to load snapshot '${name}'`);
+      return null;
+    }
+    const saved = JSON.parse(readFileSync(join(dir, 'snapshot.pb'), 'utf8')) as SnapshotRecord;
+    const reason = refusal(saved, readIni(join(dir, 'hardware.ini')), {
+      emulator: this.build,
+      hardware: this.hardware,
+    });
+    if (reason) {
+      say('WARNING', `Cold boot: ${reason}`);
       return null;
     }
     if (env('FAKE_EMULATOR_REFUSE_SNAPSHOT') === '1') {
-      say('WARNING', `Failed to load snapshot '${name}': the snapshot is damaged. Cold boot.`);
-      return null;
-    }
-    const saved = JSON.parse(readFileSync(join(dir, 'snapshot.pb'), 'utf8')) as Record<string, string>;
-    const now = snapshotKey(this.avdDir, this.o);
-    const changed = Object.keys(now).filter((k) => saved[k] !== now[k]);
-    if (changed.length > 0) {
-      say(
-        'WARNING',
-        `Failed to load snapshot '${name}': ${changed.join(', ')} changed since it was saved. Cold boot.`,
-      );
+      say('WARNING', `Failed to load snapshot '${name}'`);
+      say('WARNING', 'Cold boot: snapshot failed to load');
       return null;
     }
     return name;
+  }
+
+  private get build(): string {
+    return `${version()} (build_id ${BUILD_ID})`;
   }
 
   async boot(): Promise<void> {
@@ -396,6 +443,7 @@ class Guest {
       ? numberEnv('FAKE_EMULATOR_SNAPSHOT_LOAD_MS', 300)
       : numberEnv('FAKE_EMULATOR_COLD_BOOT_MS', 1500);
     const from = snapshot ? this.snapshotDir(snapshot) : existsSync(this.disk) ? this.disk : null;
+    this.adbKeys = this.loadAdbKeys(from);
     const phone = new VirtualPhone({
       systemRoot: buildSystemImage(),
       commands: createCommandTable(),
@@ -450,30 +498,35 @@ class Guest {
     this.relay(socket);
   }
 
+  /** The guest's adbd: signs the host in against adb_keys (guest-adbd.ts), then serves it. */
   private relay(socket: net.Socket): void {
-    const phone = this.phone;
-    if (!phone || socket.destroyed) {
-      socket.destroy();
-      return;
-    }
-    socket.pause();
-    phone.adbEndpoint().then(
-      ({ host, port }) => this.pipe(socket, net.connect(port, host)),
-      () => socket.destroy(),
+    if (socket.destroyed) return;
+    signInHost(
+      socket,
+      () => this.adbKeys,
+      (signedIn, early) => {
+        if (!this.phone || signedIn.destroyed) return void signedIn.destroy();
+        this.phone.serveAdb(signedIn, early);
+        signedIn.resume();
+      },
     );
   }
 
-  private pipe(socket: net.Socket, inner: net.Socket): void {
-    if (socket.destroyed) {
-      inner.destroy();
-      return;
-    }
-    inner.on('error', () => socket.destroy());
-    socket.on('close', () => inner.destroy());
-    inner.on('close', () => socket.destroy());
-    socket.pipe(inner);
-    inner.pipe(socket);
-    socket.resume();
+  /**
+   * adb_keys as the guest has it: from the snapshot or the disk it boots from, else seeded at
+   * this first boot from the host key the emulator passes in (ro.boot.qemu.adb.pubkey), which
+   * it reads from its user directory (ANDROID_EMULATOR_HOME, else $ANDROID_SDK_HOME/.android,
+   * else ~/.android). A host key made later is not seen by this AVD.
+   */
+  private loadAdbKeys(from: string | null): string[] {
+    const saved = from ? join(from, ADB_KEYS) : null;
+    if (saved && existsSync(saved)) return readFileSync(saved, 'utf8').split('\n').filter(Boolean);
+    const sdkHome = env('ANDROID_SDK_HOME');
+    const userDir =
+      env('ANDROID_EMULATOR_HOME') ??
+      (sdkHome ? join(sdkHome, '.android') : join(env('HOME') ?? homedir(), '.android'));
+    const hostKey = join(userDir, 'adbkey.pub');
+    return existsSync(hostKey) ? [readFileSync(hostKey, 'utf8').trim()] : [];
   }
 
   private snapshotNames(): string[] {
@@ -485,19 +538,23 @@ class Guest {
     const dir = this.snapshotDir(name);
     rmSync(dir, { recursive: true, force: true });
     await this.phone!.saveState(dir);
-    const keyguard = this.keyguard?.showing ? 'showing' : 'dismissed';
-    writeFileSync(
-      join(dir, 'snapshot.pb'),
-      JSON.stringify({ ...snapshotKey(this.avdDir, this.o), keyguard }),
-    );
-    writeFileSync(join(dir, 'hardware.ini'), readFileSync(join(this.avdDir, 'config.ini')));
+    writeFileSync(join(dir, ADB_KEYS), this.adbKeys.join('\n'));
+    const record: SnapshotRecord = {
+      emulator: this.build,
+      cores: this.hardware.get('hw.cpu.ncore')!,
+      ram: this.hardware.get('hw.ramSize')!,
+      systemImage: systemImageOf(this.hardware),
+      keyguard: this.keyguard?.showing ? 'showing' : 'dismissed',
+    };
+    writeFileSync(join(dir, 'snapshot.pb'), JSON.stringify(record));
+    writeIni(join(dir, 'hardware.ini'), this.hardware);
   }
 
   /** Whether the lock screen showed when `name` was saved. */
   private savedKeyguard(name: string): boolean {
-    const saved = JSON.parse(readFileSync(join(this.snapshotDir(name), 'snapshot.pb'), 'utf8')) as {
-      keyguard?: string;
-    };
+    const saved = JSON.parse(
+      readFileSync(join(this.snapshotDir(name), 'snapshot.pb'), 'utf8'),
+    ) as Partial<SnapshotRecord>;
     return saved.keyguard === 'showing';
   }
 
@@ -611,6 +668,7 @@ class Guest {
     });
     await phone.start();
     this.keyguard = Keyguard.install(phone.device.ui, this.savedKeyguard(name));
+    this.adbKeys = this.loadAdbKeys(this.snapshotDir(name));
     this.phone = phone;
     await old?.shutdown({ saveTo: null });
   }
@@ -624,6 +682,7 @@ class Guest {
       if (quickboot) await this.saveSnapshot('default_boot');
       rmSync(this.disk, { recursive: true, force: true });
       await this.phone.saveState(this.disk);
+      writeFileSync(join(this.disk, ADB_KEYS), this.adbKeys.join('\n'));
     }
     await this.phone?.shutdown({ saveTo: null });
     if (this.lockFile) {

@@ -88,12 +88,21 @@ class LoopSignal {
 }
 
 interface Job {
-  id: number;
+  /** `%N`; null once a non-interactive shell's job has ended (mksh frees the number then). */
+  id: number | null;
   process: Process;
+  /** The job's command as written, which `jobs` shows. */
   command: string;
   done: Promise<number>;
   status: number | null;
 }
+
+/**
+ * Ended jobs a non-interactive shell keeps so that `wait PID` still reports their status
+ * (mksh keeps such zombies for `$!`); the oldest are forgotten past this many, so a script
+ * that starts jobs in a loop holds a bounded table.
+ */
+const KEPT_ENDED_JOBS = 64;
 
 export const SHELL_NAME = '/system/bin/sh';
 
@@ -192,8 +201,8 @@ function holdOutputs(process: Process, io: Io): void {
 
 export class Interpreter {
   readonly proc: Process;
-  private readonly jobs = new Map<number, Job>();
-  private nextJobId = 1;
+  /** Background jobs, oldest first: the last is `%+`, the one before it `%-`. */
+  private jobs: Job[] = [];
   /** Children the shell is waiting for right now: a hang-up of the shell reaches them too. */
   private readonly foreground = new Set<Process>();
   /** Trapped signals whose action has yet to run. */
@@ -448,11 +457,32 @@ export class Interpreter {
         return 1;
       },
     );
-    const job: Job = { id: this.nextJobId++, process: child.proc, command: '', done, status: null };
-    void done.then((status) => (job.status = status));
-    this.jobs.set(job.id, job);
+    const job: Job = { id: this.freeJobId(), process: child.proc, command: andOr.text, done, status: null };
+    void done.then((status) => this.jobEnded(job, status));
+    this.jobs.push(job);
     this.state.lastBackground = child.proc.pid;
     this.device.trackJob(done);
+  }
+
+  /** mksh numbers a new job with the lowest number no job has. */
+  private freeJobId(): number {
+    let id = 1;
+    while (this.jobs.some((j) => j.id === id)) id++;
+    return id;
+  }
+
+  private jobEnded(job: Job, status: number): void {
+    job.status = status;
+    // An interactive shell reports an ended job (`jobs` prints it once as Done); a
+    // non-interactive one frees its number at once and keeps it only for `wait PID`.
+    if (this.options.interactive) return;
+    job.id = null;
+    const ended = this.jobs.filter((j) => j.status !== null);
+    if (ended.length > KEPT_ENDED_JOBS) this.forgetJob(ended[0]!);
+  }
+
+  private forgetJob(job: Job): void {
+    this.jobs = this.jobs.filter((j) => j !== job);
   }
 
   // ---------- lists and pipelines ----------
@@ -988,13 +1018,29 @@ export class Interpreter {
     return shell.script(source, io, signal, { exec: options.exec === true });
   }
 
-  /** Finds a job by `%N`, `%%`/`%+` or by pid; reports a missing `%N` like mksh. */
+  /**
+   * Finds a job by `%N`, `%%`/`%+`, `%-`, `%PREFIX`, `%?TEXT` or by pid; reports a missing
+   * or ambiguous job like mksh.
+   */
   private findJob(spec: string, io: Io, builtin: string): Job | null | 'bad' {
     if (spec.startsWith('%')) {
       const rest = spec.slice(1);
+      const numbered = this.jobs.filter((j) => j.id !== null);
       let job: Job | undefined;
-      if (rest === '' || rest === '%' || rest === '+') job = [...this.jobs.values()].pop();
-      else if (/^\d+$/.test(rest)) job = this.jobs.get(Number(rest));
+      if (rest === '' || rest === '%' || rest === '+') job = numbered.at(-1);
+      else if (rest === '-') job = numbered.at(-2);
+      else if (/^\d+$/.test(rest)) job = numbered.find((j) => j.id === Number(rest));
+      else {
+        const text = rest.startsWith('?') ? rest.slice(1) : null;
+        const matches = numbered.filter((j) =>
+          text === null ? j.command.startsWith(rest) : j.command.includes(text),
+        );
+        if (matches.length > 1) {
+          io.stderr.write(`${SHELL_NAME}: ${builtin}: ${spec}: ambiguous\n`);
+          return 'bad';
+        }
+        job = matches[0];
+      }
       if (!job) {
         io.stderr.write(`${SHELL_NAME}: ${builtin}: ${spec}: no such job\n`);
         return 'bad';
@@ -1006,7 +1052,7 @@ export class Interpreter {
       io.stderr.write(`${SHELL_NAME}: ${builtin}: ${spec}: argument must be %job or process id\n`);
       return 'bad';
     }
-    return [...this.jobs.values()].find((j) => j.process.pid === pid) ?? null;
+    return this.jobs.find((j) => j.process.pid === pid) ?? null;
   }
 
   /** Waits for `promise`, unless a trapped signal or an interrupt arrives first (mksh's wait). */
@@ -1055,13 +1101,58 @@ export class Interpreter {
     });
   }
 
+  /**
+   * mksh's `jobs [-l] [-p] [job...]`: `[N] + STATE COMMAND`, `+` on the newest job and `-`
+   * on the one before. Ended jobs appear once, as Done, then leave the table.
+   */
+  private jobsBuiltin(args: string[], io: Io): number {
+    const flags = new Set<string>();
+    let i = 0;
+    for (; i < args.length && /^-[lpnz]+$/.test(args[i]!); i++)
+      for (const f of args[i]!.slice(1)) flags.add(f);
+    let listed = this.jobs.filter((j) => j.id !== null);
+    if (i < args.length) {
+      const picked: Job[] = [];
+      for (const spec of args.slice(i)) {
+        const job = this.findJob(spec, io, 'jobs');
+        if (job === 'bad') return 1;
+        if (job) picked.push(job);
+      }
+      listed = picked;
+    }
+    const numbered = this.jobs.filter((j) => j.id !== null);
+    for (const job of listed) {
+      if (flags.has('p')) {
+        io.stdout.write(`${job.process.pid}\n`);
+        continue;
+      }
+      const mark = job === numbered.at(-1) ? '+' : job === numbered.at(-2) ? '-' : ' ';
+      const state = this.jobState(job);
+      const pid = flags.has('l') ? `${String(job.process.pid).padStart(5)} ` : '';
+      io.stdout.write(`[${job.id}] ${mark} ${pid}${state.padEnd(20)} ${job.command}\n`);
+    }
+    for (const job of listed) if (job.status !== null) this.forgetJob(job);
+    return 0;
+  }
+
+  /** A job's state as mksh words it: Running, Done, Done (N), or the signal that killed it. */
+  private jobState(job: Job): string {
+    if (job.status === null) return 'Running';
+    if (job.status === 0) return 'Done';
+    const signal = job.process.termSignal;
+    const killed = signal !== null && job.status === 128 + signal;
+    return killed
+      ? (SIGNALS.find((s) => s.number === signal)?.description ?? 'Killed')
+      : `Done (${job.status})`;
+  }
+
   private async waitBuiltin(args: string[], io: Io, signal: AbortSignal): Promise<number> {
     const targets = args[0] === '--' ? args.slice(1) : args;
     if (targets.length === 0) {
       for (;;) {
-        const running = [...this.jobs.values()].filter((j) => j.status === null);
+        const running = this.jobs.filter((j) => j.status === null);
         if (running.length === 0) {
-          this.jobs.clear();
+          this.jobs = [];
           return 0;
         }
         const r = await this.interruptible(Promise.race(running.map((j) => j.done)), signal);
@@ -1078,7 +1169,7 @@ export class Interpreter {
       const r = await this.interruptible(job.done, signal);
       if ('signal' in r) return 128 + r.signal;
       status = r.value;
-      this.jobs.delete(job.id);
+      this.forgetJob(job);
     }
     return status;
   }
@@ -1409,15 +1500,8 @@ export class Interpreter {
         return this.killBuiltin(args, io);
       case 'trap':
         return this.trapBuiltin(args, io);
-      case 'jobs': {
-        for (const job of this.jobs.values()) {
-          const state = job.status === null ? 'Running' : job.status === 0 ? 'Done' : `Done (${job.status})`;
-          io.stdout.write(
-            `[${job.id}] ${args.includes('-l') ? `${job.process.pid} ` : ''}${state.padEnd(22)}${job.process.info.args}\n`,
-          );
-        }
-        return 0;
-      }
+      case 'jobs':
+        return this.jobsBuiltin(args, io);
       case 'umask':
         if (args.length === 0) io.stdout.write('0077\n');
         return 0;

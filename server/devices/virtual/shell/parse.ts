@@ -58,6 +58,8 @@ export interface Pipeline {
 export interface AndOr {
   first: Pipeline;
   rest: { op: '&&' | '||'; pipeline: Pipeline }[];
+  /** The list's source text, as `jobs` shows a background job. */
+  text: string;
 }
 
 export interface ListItem {
@@ -117,7 +119,9 @@ const RESERVED = new Set([
 
 class Lexer {
   pos = 0;
-  constructor(private readonly src: string) {}
+  /** Where the token `next()` returned last begins (after blanks and comments). */
+  tokenStart = 0;
+  constructor(readonly src: string) {}
 
   next(): Token {
     const s = this.src;
@@ -130,6 +134,7 @@ class Lexer {
         while (this.pos < s.length && s[this.pos] !== '\n') this.pos++;
       } else break;
     }
+    this.tokenStart = this.pos;
     if (this.pos >= s.length) return { type: 'eof' };
     const c = s[this.pos]!;
     if (c === '\n') {
@@ -339,20 +344,38 @@ class Parser {
   private readonly lexer: Lexer;
   /** Tokens read ahead (at most two: a function definition is known by `name (`). */
   private readonly ahead: Token[] = [];
+  /** Where each token read ahead begins in the source. */
+  private readonly aheadStarts: number[] = [];
+  /** Where the last token taken ends. */
+  private takenEnd = 0;
 
   constructor(src: string) {
     this.lexer = new Lexer(src);
   }
 
   private peek(n = 0): Token {
-    while (this.ahead.length <= n) this.ahead.push(this.lexer.next());
+    while (this.ahead.length <= n) {
+      this.ahead.push(this.lexer.next());
+      this.aheadStarts.push(this.lexer.tokenStart);
+    }
     return this.ahead[n]!;
   }
 
   private take(): Token {
     const t = this.peek();
     this.ahead.shift();
+    this.aheadStarts.shift();
+    // The next token's start is past this one's end and its trailing blanks: the end of a
+    // taken token is where the lexer stood, unless a further token was already read ahead.
+    this.takenEnd = this.ahead.length > 0 ? this.endBefore(this.aheadStarts[0]!) : this.lexer.pos;
     return t;
+  }
+
+  /** The end of the text before `start`, without the blanks between. */
+  private endBefore(start: number): number {
+    let end = start;
+    while (end > 0 && /[ \t\r]/.test(this.lexer.src[end - 1]!)) end--;
+    return end;
   }
 
   private isOp(op: string): boolean {
@@ -416,6 +439,8 @@ class Parser {
   }
 
   private andOr(): AndOr {
+    this.peek();
+    const start = this.aheadStarts[0]!;
     const first = this.pipeline();
     const rest: AndOr['rest'] = [];
     for (;;) {
@@ -426,7 +451,7 @@ class Parser {
         rest.push({ op: t.op, pipeline: this.pipeline() });
       } else break;
     }
-    return { first, rest };
+    return { first, rest, text: this.lexer.src.slice(start, this.takenEnd) };
   }
 
   private pipeline(): Pipeline {

@@ -648,8 +648,8 @@ const du: CommandFn = (ctx) => {
   return status;
 };
 
-/** md5sum, sha1sum, sha256sum: each operand (or stdin) hashed as it is read. */
-function digest(algorithm: 'md5' | 'sha1' | 'sha256'): CommandFn {
+/** md5sum and toybox's sha1sum ... sha512sum: each operand (or stdin) hashed as it is read. */
+function digest(algorithm: 'md5' | 'sha1' | 'sha224' | 'sha256' | 'sha384' | 'sha512'): CommandFn {
   return async (ctx) => {
     const { operands } = getopt(ctx.args);
     if (operands.length === 0) operands.push('-');
@@ -847,7 +847,10 @@ export const FILE_COMMANDS: Record<string, CommandFn> = {
   du,
   md5sum: digest('md5'),
   sha1sum: digest('sha1'),
+  sha224sum: digest('sha224'),
   sha256sum: digest('sha256'),
+  sha384sum: digest('sha384'),
+  sha512sum: digest('sha512'),
   basename: basenameCmd,
   dirname: dirnameCmd,
   test,

@@ -91,42 +91,100 @@ const echo: CommandFn = (ctx) => {
   return 0;
 };
 
-export function formatPrintf(format: string, args: string[]): string {
+/** How strtoll/strtold read a printf argument: the number, and whether text is left over. */
+interface ParsedNumber {
+  value: number;
+  bad: boolean;
+}
+
+/** strtoll(arg, &end, 0), or a quoted character's code (`'A` is 65), as toybox printf reads. */
+function parseInteger(arg: string): ParsedNumber {
+  if (arg.startsWith("'") || arg.startsWith('"')) return { value: arg.codePointAt(1) ?? 0, bad: false };
+  const m = /^\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9]\d*)/.exec(arg);
+  if (!m) return { value: 0, bad: arg !== '' };
+  const digits = m[2]!;
+  const magnitude = /^0[xX]/.test(digits)
+    ? parseInt(digits.slice(2), 16)
+    : digits.startsWith('0')
+      ? parseInt(digits, 8)
+      : Number(digits);
+  return { value: m[1] === '-' ? -magnitude : magnitude, bad: m[0].length < arg.length };
+}
+
+/** strtold(arg, &end). */
+function parseFloating(arg: string): ParsedNumber {
+  const m = /^\s*[+-]?(?:inf(?:inity)?|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)/i.exec(arg);
+  if (!m) return { value: 0, bad: arg !== '' };
+  const text = m[0].trim().toLowerCase();
+  const value = text.includes('inf') ? (text.startsWith('-') ? -Infinity : Infinity) : Number(text);
+  return { value, bad: m[0].length < arg.length };
+}
+
+/**
+ * printf(1)'s format as toybox runs it: the format repeats while arguments remain, and an
+ * argument that is not wholly a number still prints what its leading part is worth, then
+ * `onBad` hears of it (toybox's `printf: bad %d x`, status 1).
+ */
+export function formatPrintf(
+  format: string,
+  args: string[],
+  onBad: (conversion: string, arg: string) => void = () => undefined,
+): string {
   let out = '';
   let argIndex = 0;
   const next = () => args[argIndex++] ?? '';
+  const integer = (conv: string): number => {
+    const arg = next();
+    const n = parseInteger(arg);
+    if (n.bad) onBad(conv, arg);
+    return Math.trunc(n.value);
+  };
   do {
-    const re = /%([-+ 0#]*)(\d+|\*)?(?:\.(\d+))?([sdiouxXcfeEgGb%])/g;
+    const re = /%([-+ 0#]*)(\d+|\*)?(?:\.(\d+|\*))?([sdiouxXcfeEgGb%])/g;
     let last = 0;
     let m: RegExpExecArray | null;
     while ((m = re.exec(format))) {
       out += unescape(format.slice(last, m.index)).text;
       last = re.lastIndex;
-      const [, flags = '', widthSpec, precision, conv] = m;
+      const [, flags = '', widthSpec, precisionSpec, conv = 's'] = m;
       if (conv === '%') {
         out += '%';
         continue;
       }
-      const width = widthSpec === '*' ? Number(next()) : Number(widthSpec ?? 0);
+      const width = widthSpec === '*' ? parseInteger(next()).value : Number(widthSpec ?? 0);
+      const precision =
+        precisionSpec === '*'
+          ? parseInteger(next()).value
+          : precisionSpec === undefined
+            ? undefined
+            : Number(precisionSpec);
       let v: string;
+      let numeric = true;
       switch (conv) {
         case 'd':
-        case 'i':
-          v = String(Math.trunc(Number(next()) || 0));
+        case 'i': {
+          const n = integer(conv);
+          v = String(Math.abs(n));
+          if (precision !== undefined) v = v.padStart(precision, '0');
+          v = (n < 0 ? '-' : flags.includes('+') ? '+' : flags.includes(' ') ? ' ' : '') + v;
           break;
+        }
         case 'u':
-          v = String(Math.abs(Math.trunc(Number(next()) || 0)));
-          break;
         case 'o':
-          v = (Math.trunc(Number(next())) || 0).toString(8);
-          break;
         case 'x':
-          v = (Math.trunc(Number(next())) || 0).toString(16);
+        case 'X': {
+          const n = integer(conv);
+          // A negative number prints as its 64-bit two's complement, as C's unsigned formats do.
+          const unsigned = n < 0 ? BigInt.asUintN(64, BigInt(n)) : BigInt(n);
+          v = unsigned.toString(conv === 'u' ? 10 : conv === 'o' ? 8 : 16);
+          if (conv === 'X') v = v.toUpperCase();
+          if (precision !== undefined) v = v.padStart(precision, '0');
+          if (flags.includes('#') && unsigned !== 0n && conv !== 'u')
+            v = (conv === 'o' ? '0' : `0${conv}`) + v;
           break;
-        case 'X':
-          v = (Math.trunc(Number(next())) || 0).toString(16).toUpperCase();
-          break;
+        }
         case 'c':
+          numeric = false;
           v = next().slice(0, 1);
           break;
         case 'f':
@@ -134,24 +192,36 @@ export function formatPrintf(format: string, args: string[]): string {
         case 'E':
         case 'g':
         case 'G': {
-          const num = Number(next()) || 0;
-          const p = precision !== undefined ? Number(precision) : 6;
-          v =
-            conv === 'f' ? num.toFixed(p) : conv === 'e' || conv === 'E' ? num.toExponential(p) : String(num);
+          const arg = next();
+          const parsed = parseFloating(arg);
+          if (parsed.bad) onBad(conv, arg);
+          const num = parsed.value;
+          const p = precision ?? 6;
+          if (!Number.isFinite(num)) v = Number.isNaN(num) ? 'nan' : num < 0 ? '-inf' : 'inf';
+          else if (conv === 'f') v = num.toFixed(p);
+          else if (conv === 'e' || conv === 'E') v = num.toExponential(p).replace(/e([+-])(\d)$/, 'e$10$2');
+          else v = String(Number(num.toPrecision(p || 1)));
+          if (conv === 'E' || conv === 'G') v = v.toUpperCase();
+          if (num >= 0 && flags.includes('+')) v = `+${v}`;
           break;
         }
         case 'b':
+          numeric = false;
           v = unescape(next()).text;
           break;
         default: {
+          numeric = false;
           v = next();
-          if (precision !== undefined) v = v.slice(0, Number(precision));
+          if (precision !== undefined) v = v.slice(0, precision);
         }
       }
-      if (v.length < width)
-        v = flags.includes('-')
-          ? v.padEnd(width)
-          : v.padStart(width, flags.includes('0') && conv !== 's' ? '0' : ' ');
+      if (v.length < width) {
+        if (flags.includes('-')) v = v.padEnd(width);
+        else if (flags.includes('0') && numeric && precision === undefined) {
+          const sign = /^[+\- ]/.test(v) ? v[0]! : '';
+          v = sign + v.slice(sign.length).padStart(width - sign.length, '0');
+        } else v = v.padStart(width);
+      }
       out += v;
     }
     out += unescape(format.slice(last)).text;
@@ -161,8 +231,13 @@ export function formatPrintf(format: string, args: string[]): string {
 
 const printf: CommandFn = (ctx) => {
   if (ctx.args.length === 0) return fail(ctx, 'Needs 1 argument');
-  ctx.stdout.write(formatPrintf(ctx.args[0]!, ctx.args.slice(1)));
-  return 0;
+  let status = 0;
+  const text = formatPrintf(ctx.args[0]!, ctx.args.slice(1), (conv, arg) => {
+    ctx.stderr.write(`printf: bad %${conv} ${arg}\n`);
+    status = 1;
+  });
+  ctx.stdout.write(text);
+  return status;
 };
 
 /** Reads the named files (or stdin) as text, each whole (within the in-memory limit). */
