@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { fatalExceptionLines, type AppException } from './app-crash.js';
+import { EncoderThreads } from './video/frame-encoder.js';
 import type { DeviceLogger } from '../types.js';
 import { VirtualFs } from './fs.js';
 import type { DirNode } from './fs.js';
@@ -98,6 +99,8 @@ export class Device {
   readonly ports: Map<number, PortHandler>;
   /** Chrome (`com.android.chrome`), or null when this phone has no browser to run. */
   readonly browser: BrowserApp | null;
+  /** The screen recorder's encoder threads, kept between recordings (screenrecord). */
+  readonly encoderThreads = new EncoderThreads();
   /** Teardown callbacks of long-lived things (instrumentation, listeners). */
   private readonly closers = new Set<() => void>();
   private uiInstance: PhoneUi | null = null;
@@ -137,6 +140,7 @@ export class Device {
     // A changed app set or setting redraws what shows it, but never creates the UI for that.
     this.packages.onChange(() => this.uiInstance?.appsChanged());
     this.closers.add(this.settings.onChange(() => this.uiInstance?.settingsChanged?.()));
+    this.closers.add(() => this.encoderThreads.close());
   }
 
   private createBrowser(config: BrowserConfig): BrowserApp {

@@ -18,6 +18,7 @@ import { Mp4Writer } from '../../../../src/video/mp4-write.js';
 import { BT601_LIMITED } from './h264/parameter-sets.js';
 import {
   inlineFrameEncoder,
+  type EncoderThreads,
   workerFrameEncoder,
   type EncodedFrame,
   type FrameEncoder,
@@ -55,6 +56,8 @@ export interface RecorderOptions {
   maxFps?: number;
   /** Where frames are encoded: a worker thread (default) or the caller's thread. */
   encodeOn?: 'worker' | 'main';
+  /** Encoder threads to take one from and give it back to (a phone's, kept between recordings). */
+  threads?: EncoderThreads;
   /** A clock in ms that only moves forward (frame times); performance.now by default. */
   now?: () => number;
   /**
@@ -113,7 +116,12 @@ export async function startScreenRecording(
     bitRate: options.bitRate ?? SCREENRECORD_DEFAULTS.bitRate,
     maxFps,
   };
-  const encoder = options.encodeOn === 'main' ? inlineFrameEncoder(config) : await workerFrameEncoder(config);
+  const encoder =
+    options.encodeOn === 'main'
+      ? inlineFrameEncoder(config)
+      : options.threads
+        ? await options.threads.encoder(config)
+        : await workerFrameEncoder(config);
   const sink = options.sink ?? new MemorySink();
   const writer = await Mp4Writer.start(sink, { width, height, colour: BT601_LIMITED });
   return new ScreenRecording(source, encoder, writer, sink, {

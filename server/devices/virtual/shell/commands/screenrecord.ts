@@ -304,6 +304,7 @@ export const screenrecord: CommandFn = async (ctx) => {
       bitRate: settings.bitRate,
       timeLimitS: settings.timeLimitS,
       sink: new PhoneFileSink(ctx.fs, path),
+      threads: ctx.device.encoderThreads,
     });
     if (ctx.signal.aborted) {
       await recording.abort();
