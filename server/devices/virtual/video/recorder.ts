@@ -149,7 +149,8 @@ export class ScreenRecording {
   /** Settles when the recording has ended and its file is finished (or failed). */
   readonly finished: Promise<RecordingResult>;
 
-  private readonly startedMs: number;
+  /** When recording began, on the recorder's clock (`now`). */
+  readonly startedMs: number;
   private readonly intervalMs: number;
   private readonly unsubscribe: () => void;
   private readonly limitTimer: NodeJS.Timeout | null;

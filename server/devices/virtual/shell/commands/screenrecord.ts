@@ -313,12 +313,12 @@ export const screenrecord: CommandFn = async (ctx) => {
     out(
       `Content area is ${recording.content.width}x${recording.content.height} at offset x=${recording.content.x} y=${recording.content.y}`,
     );
-    const started = ctx.device.now();
     if (stopRequested) void recording.stop().catch(() => undefined);
     try {
       const result = await recording.finished;
       if (result.endedBy === 'time-limit') out('Time limit reached');
-      const seconds = Math.floor((ctx.device.now() - started) / 1000);
+      // Counted from the recording's start, on its own clock, as screenrecord counts.
+      const seconds = Math.floor((performance.now() - recording.startedMs) / 1000);
       out(`Encoder stopping; recorded ${result.frames} frames in ${seconds} seconds`);
       out('Stopping encoder and muxer');
     } catch (error) {
