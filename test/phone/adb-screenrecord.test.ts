@@ -50,6 +50,18 @@ async function screenrecordPids(): Promise<number[]> {
   return r.stdout.trim().split('\n').filter(Boolean).map(Number);
 }
 
+/** The pid of the one screenrecord running, once it runs. */
+async function theScreenrecord(): Promise<number> {
+  return vi.waitFor(
+    async () => {
+      const pids = await screenrecordPids();
+      expect(pids).toHaveLength(1);
+      return pids[0]!;
+    },
+    { timeout: 10_000 },
+  );
+}
+
 describe('screenrecord through stock adb', () => {
   it('records the screen for --time-limit seconds into an MP4 ffprobe reads as H.264 at the screen’s size', async () => {
     const r = await shell('screenrecord --time-limit 2 /sdcard/a.mp4');
@@ -87,15 +99,7 @@ describe('screenrecord through stock adb', () => {
   it('is stopped the way appium-adb stops it: pgrep, kill -2, kill -0 until gone; the file is finished', async () => {
     const recording = startAdb(['shell', 'screenrecord', '--time-limit', '30', '/sdcard/stopped.mp4']);
     try {
-      let pid = 0;
-      await vi.waitFor(
-        async () => {
-          const pids = await screenrecordPids();
-          expect(pids).toHaveLength(1);
-          pid = pids[0]!;
-        },
-        { timeout: 10_000 },
-      );
+      const pid = await theScreenrecord();
       // The file appears once the encoder runs, as Appium checks before it goes on.
       await vi.waitFor(async () => expect((await shell('test -f /sdcard/stopped.mp4')).code).toBe(0), {
         timeout: 10_000,
@@ -121,15 +125,7 @@ describe('screenrecord through stock adb', () => {
 
     const killed = startAdb(['shell', 'screenrecord /sdcard/killed.mp4']);
     try {
-      let pid = 0;
-      await vi.waitFor(
-        async () => {
-          const pids = await screenrecordPids();
-          expect(pids).toHaveLength(1);
-          pid = pids[0]!;
-        },
-        { timeout: 10_000 },
-      );
+      const pid = await theScreenrecord();
       await v.adbOk(['shell', 'input keyevent KEYCODE_HOME']);
       // The first frame is written before anything is finished.
       await vi.waitFor(
