@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createEmulatorBackend } from '../server/devices/emulator/index.js';
-import { installRecordPath } from '../server/devices/emulator/preinstall.js';
+import { appRecordPath } from '../src/apk/app-files.js';
 import { createLogger } from '../server/log.js';
 import { startServer } from '../server/main.js';
 import { leasePhone, silentLogger, type LeaseOptions } from '../src/index.js';
@@ -89,7 +89,7 @@ async function measure(mode: Mode, env: Record<string, string>): Promise<number[
         if (mode === 'installed per test') await lease.install(apkBytes);
         else {
           const [record = '', path = ''] = (
-            await lease.shell(`cat ${installRecordPath(PACKAGE)}; pm path ${PACKAGE}`)
+            await lease.shell(`cat ${appRecordPath(PACKAGE)}; pm path ${PACKAGE}`)
           ).stdout.split('\n');
           if (record.trim() !== `${appHash} ${path.trim().replace(/^package:/, '')}`)
             throw new Error(`the phone does not have this build (${record})`);

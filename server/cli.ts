@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { systemClock } from './clock.js';
 import { createAccount, type CreatedAccount, type NewAccount } from './runtime/accounts.js';
 import { createLogger, levelFromEnv } from './log.js';
-import { SERVER_DEFAULTS, defaultPhones, loadBackend, startServer } from './main.js';
+import { SERVER_DEFAULTS, defaultPhones, loadBackend, startServer, type BackendChoice } from './main.js';
 import { cryptoRandom } from './secrets.js';
 import { openDatabase, Store } from './store/store.js';
 import { parseCommandLine, UsageError, usageHint } from '../src/util/args.js';
@@ -29,12 +29,18 @@ function int(name: string, value: string | undefined, fallback: number, min: num
 
 export const SERVER_USAGE = `Usage: phonelease server [--host 127.0.0.1] [--port 8080] [--data DIR] [--phones N]
   [--boot-slots N] [--boot-ms MS] [--pool N] [--metrics] [--device virtual|emulator]
-  [--dashboard-origin URL] [--store postgres://USER@HOST:PORT/DB] [--json]
+  [--sdk DIR] [--avd NAME] [--preinstall PATH]... [--dashboard-origin URL]
+  [--store postgres://USER@HOST:PORT/DB] [--json]
 
 Serves the phone-session API over local phones. --port 0 picks a free port. --pool N keeps
 N temporary phones booted ahead of demand (within --phones); --metrics serves GET /metrics
 (Prometheus text, no API key). With --json, prints one line {"url": "..."} to stdout once
 it listens; logs go to stderr.
+
+--device emulator runs Android SDK emulators (phonelease doctor checks this machine): --sdk
+and --avd choose the SDK and the AVD, as ANDROID_HOME and PHONELEASE_AVD do. --preinstall
+PATH (repeatable) installs that APK on every phone before it is handed out, pooled phones
+included, so tests whose apps are preinstalled install nothing.
 
 With --store, it is an API node of a deployment whose state is in PostgreSQL: any number
 of nodes serve the API from one database behind a load balancer, and phones run on device
@@ -54,6 +60,9 @@ export async function runServerCommand(argv: string[]): Promise<void> {
       pool: { type: 'string' },
       metrics: { type: 'boolean', default: false },
       device: { type: 'string' },
+      sdk: { type: 'string' },
+      avd: { type: 'string' },
+      preinstall: { type: 'string', multiple: true },
       'dashboard-origin': { type: 'string' },
       store: { type: 'string' },
       json: { type: 'boolean', default: false },
@@ -72,6 +81,7 @@ export async function runServerCommand(argv: string[]): Promise<void> {
   const device = values.device ?? 'virtual';
   if (device !== 'virtual' && device !== 'emulator')
     throw new UsageError(`--device must be virtual or emulator (got "${device}")`);
+  const choice = backendChoice(device, values);
   if (values['dashboard-origin'] !== undefined && !/^https?:\/\/[^/\s]+$/.test(values['dashboard-origin'])) {
     throw new UsageError(
       '--dashboard-origin must be an origin such as https://dashboard.example.com (no path)',
@@ -113,6 +123,7 @@ export async function runServerCommand(argv: string[]): Promise<void> {
               device,
               int('boot-ms', values['boot-ms'], SERVER_DEFAULTS.bootMs, 0),
               log,
+              choice,
             ),
           }
         : {}),
@@ -142,6 +153,7 @@ export async function runServerCommand(argv: string[]): Promise<void> {
     pool,
     metrics: values.metrics,
     device,
+    ...choice,
     dashboardOrigin: values['dashboard-origin'] ?? null,
   });
 
@@ -166,6 +178,22 @@ export async function runServerCommand(argv: string[]): Promise<void> {
   await untilSignalled('phonelease server', () => server.close());
 }
 
+/** --sdk, --avd (emulators only) and --preinstall, as the backend takes them. */
+function backendChoice(
+  device: 'virtual' | 'emulator',
+  values: { sdk?: string; avd?: string; preinstall?: string[] },
+): BackendChoice {
+  if (device !== 'emulator' && (values.sdk !== undefined || values.avd !== undefined))
+    throw new UsageError(
+      `${values.sdk !== undefined ? '--sdk' : '--avd'} chooses what the emulators run: add --device emulator`,
+    );
+  return {
+    ...(values.sdk !== undefined ? { sdk: values.sdk } : {}),
+    ...(values.avd !== undefined ? { avd: values.avd } : {}),
+    preinstall: values.preinstall ?? [],
+  };
+}
+
 /** The one JSON line other programs wait for (--json), or a line for people on stderr. */
 function announce(json: boolean, line: Record<string, string>, words: string): void {
   if (json) process.stdout.write(JSON.stringify(line) + '\n');
@@ -185,15 +213,17 @@ function untilSignalled(what: string, close: () => Promise<void>): Promise<void>
 }
 
 export const HOST_USAGE = `Usage: phonelease host --store postgres://USER@HOST:PORT/DB [--phones N] [--boot-slots K]
-  [--boot-ms MS] [--pool N] [--device virtual|emulator] [--host ADDR] [--port 0] [--json]
+  [--boot-ms MS] [--pool N] [--device virtual|emulator] [--preinstall PATH]... [--host ADDR]
+  [--port 0] [--json]
 
 Runs phones for the API nodes of a deployment that share the PostgreSQL store: registers
 N phones of capacity, claims admitted sessions, boots and serves them (ADB through this
 host's own gateway on ADDR), and heartbeats. A host silent for longer than
 PHONELEASE_HOST_LOST_AFTER_MS (default 15000) is declared dead by the other nodes and its
 sessions end as lost. --pool N keeps N temporary phones booted (within --phones) for the
-sessions this host claims. With --json, prints one line {"host":"<id>","url":"http://..."} once
-registered; logs go to stderr.`;
+sessions this host claims. --preinstall PATH (repeatable) installs that APK on every phone
+of this host before it is handed out. With --json, prints one line
+{"host":"<id>","url":"http://..."} once registered; logs go to stderr.`;
 
 export async function runHostCommand(argv: string[]): Promise<void> {
   const { values, positionals } = parseCommandLine(
@@ -207,6 +237,7 @@ export async function runHostCommand(argv: string[]): Promise<void> {
       'boot-ms': { type: 'string' },
       pool: { type: 'string' },
       device: { type: 'string' },
+      preinstall: { type: 'string', multiple: true },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -238,6 +269,7 @@ export async function runHostCommand(argv: string[]): Promise<void> {
     device,
     int('boot-ms', values['boot-ms'], SERVER_DEFAULTS.bootMs, 0),
     log,
+    { preinstall: values.preinstall ?? [] },
   );
   const phones =
     values.phones === undefined

@@ -2,8 +2,13 @@
  * `phonelease doctor`: checks a machine for running the server over Android SDK emulators
  * (SDK root, emulator and adb, a system image, AVDs, KVM, the console token, free ports,
  * memory) and says what to install or fix, with the exact sdkmanager/avdmanager commands.
+ *
+ * KVM is usable when the emulator says so (`emulator -accel-check`), not when /dev/kvm
+ * merely exists: the device may be there and refuse this user, or belong to a VM whose CPU
+ * has no virtualisation. The embedded server's `device: 'auto'` runs emulators exactly when
+ * no check fails (embeddedDevice).
  */
-import { constants, accessSync, existsSync, readdirSync, statSync } from 'node:fs';
+import { constants, accessSync, existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   BYTES_PER_EMULATOR,
@@ -49,12 +54,16 @@ export interface Finding {
   detail: string;
   /** Commands or steps that fix it (empty when ok). */
   fix: string[];
+  /** A failure in a few words, for one-line summaries ("no Android SDK (ANDROID_HOME unset)"). */
+  brief?: string;
 }
 
 export interface DoctorOptions {
   env?: Environment;
-  /** The KVM device (tests point it elsewhere). */
+  /** The KVM device, checked when the emulator cannot be asked (tests point it elsewhere). */
   kvmPath?: string;
+  /** Where the CPU's flags are read (default /proc/cpuinfo; tests point it elsewhere). */
+  cpuinfoPath?: string;
   /** Host size for the capacity line (default: this machine). */
   host?: { cores: number; memoryBytes: number };
   /** Console ports whose pair is free (default: probed now). */
@@ -86,6 +95,7 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<Finding[]>
       detail: root
         ? `ANDROID_HOME points at ${root}, which does not exist.`
         : 'No Android SDK: ANDROID_HOME (or ANDROID_SDK_ROOT) is not set.',
+      brief: root ? `no Android SDK at ${root}` : 'no Android SDK (ANDROID_HOME unset)',
       fix: [
         'Install the Android SDK command-line tools (https://developer.android.com/studio#command-line-tools-only) into $HOME/Android/Sdk/cmdline-tools/latest',
         'export ANDROID_HOME=$HOME/Android/Sdk',
@@ -107,6 +117,7 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<Finding[]>
         status: 'fail',
         detail: `${emulator} does not run: ${String(error).split('\n')[0]}`,
         fix: [`${sm} --install "emulator"`],
+        brief: "the Android SDK's emulator does not run",
       });
     }
   } else {
@@ -115,6 +126,7 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<Finding[]>
       status: 'fail',
       detail: root ? `No emulator in the SDK (${emulator} is missing).` : 'No emulator (no SDK).',
       fix: [`${sm} --install "emulator"`],
+      brief: `no emulator in the Android SDK at ${root}`,
     });
   }
 
@@ -136,6 +148,7 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<Finding[]>
         status: 'fail',
         detail: `${adb} does not run: ${String(error).split('\n')[0]}`,
         fix: [`${sm} --install "platform-tools"`],
+        brief: 'adb does not run',
       });
     }
   } else {
@@ -144,6 +157,7 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<Finding[]>
       status: 'fail',
       detail: 'No adb.',
       fix: [`${sm} --install "platform-tools"`],
+      brief: 'no adb',
     });
   }
 
@@ -166,6 +180,7 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<Finding[]>
           status: 'fail',
           detail: 'No system image installed.',
           fix: [`${sm} --install "${DEFAULT_SYSTEM_IMAGE}"`],
+          brief: 'no system image in the Android SDK',
         },
   );
 
@@ -182,9 +197,16 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<Finding[]>
       status: 'fail',
       detail: `PHONELEASE_AVD is "${wanted}", which the emulator does not list (${avds.length ? avds.join(', ') : 'no AVDs'} in ${avdHome}).`,
       fix: [avds.length ? `export PHONELEASE_AVD=${avds[0]}` : create],
+      brief: `no AVD named "${wanted}"`,
     });
   } else if (avds.length === 0) {
-    findings.push({ check: 'avd', status: 'fail', detail: `No AVD in ${avdHome}.`, fix: [create] });
+    findings.push({
+      check: 'avd',
+      status: 'fail',
+      detail: `No AVD in ${avdHome}.`,
+      fix: [create],
+      brief: 'no AVD to run',
+    });
   } else {
     const name = wanted ?? avds[0]!;
     const avd = readAvd(avdHome, name);
@@ -197,38 +219,15 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<Finding[]>
         ? `The AVD "${name}" needs ${sysdir}, which is not installed.`
         : `The server runs the AVD "${name}"${avds.length > 1 ? ` (of ${avds.join(', ')}; PHONELEASE_AVD picks another)` : ''}.`,
       fix: missingImage ? [`${sm} --install "${sysdir!.replace(/\/$/, '').replaceAll('/', ';')}"`] : [],
+      ...(missingImage ? { brief: `the AVD "${name}" has no system image` } : {}),
     });
   }
 
-  if (!existsSync(kvmPath)) {
-    findings.push({
-      check: 'kvm',
-      status: 'fail',
-      detail: `${kvmPath} is not found: no hardware acceleration, so x86_64 images will not start (and others boot in minutes).`,
-      fix: [
-        'Enable virtualization (VT-x/AMD-V) in the BIOS',
-        'sudo modprobe kvm_intel  # or kvm_amd',
-        'sudo apt-get install qemu-kvm  # Debian/Ubuntu',
-      ],
-    });
-  } else {
-    let usable = true;
-    try {
-      accessSync(kvmPath, constants.R_OK | constants.W_OK);
-    } catch {
-      usable = false;
-    }
-    findings.push(
-      usable
-        ? { check: 'kvm', status: 'ok', detail: `${kvmPath} is usable.`, fix: [] }
-        : {
-            check: 'kvm',
-            status: 'fail',
-            detail: `This user doesn't have permissions to use KVM (${kvmPath}).`,
-            fix: ['sudo usermod -aG kvm $USER  # then log out and in again'],
-          },
-    );
-  }
+  findings.push(
+    emulatorRuns && emulator
+      ? await kvmFinding(emulator, env, options.cpuinfoPath ?? '/proc/cpuinfo')
+      : kvmDeviceFinding(kvmPath),
+  );
 
   const token = tokenPathOf(env);
   if (!existsSync(token)) {
@@ -261,6 +260,7 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<Finding[]>
           status: 'fail',
           detail: `No free emulator port pair in ${range}.`,
           fix: ['adb devices  # lists running emulators', 'adb -s emulator-5554 emu kill  # stops one'],
+          brief: `no free emulator ports in ${range}`,
         }
       : {
           check: 'ports',
@@ -317,6 +317,146 @@ async function adbConnectionsFinding(adb: string, env: Environment): Promise<Fin
         detail: `The running emulators (${consolePorts.map((p) => `emulator-${p}`).join(', ')}) serve several ADB connections at once, as the gateway needs.`,
         fix: [],
       };
+}
+
+/** What `emulator -accel-check` said: the emulator's AndroidCpuAcceleration code and status. */
+export interface AccelCheck {
+  /** 0 when KVM is installed and usable; else why not (3 no CPU support, 8 no /dev/kvm, 11 permission, ...). */
+  code: number;
+  /** The emulator's words, e.g. "KVM (version 12) is installed and usable." */
+  status: string;
+}
+
+/**
+ * Reads `emulator -accel-check`. Current emulators hand it to `emulator-check accel`, which
+ * prints `accel:`, the code, the status (sometimes several lines) and `accel`; older ones
+ * printed the status alone. Either way the exit status is the code.
+ */
+export function parseAccelCheck(stdout: string, stderr: string, exitCode: number): AccelCheck {
+  const lines = stdout.split('\n').map((l) => l.trimEnd());
+  const start = lines.indexOf('accel:');
+  if (start >= 0 && /^-?\d+$/.test(lines[start + 1] ?? '')) {
+    const end = lines.lastIndexOf('accel');
+    const status = lines
+      .slice(start + 2, end > start ? end : undefined)
+      .join('\n')
+      .trim();
+    return { code: Number(lines[start + 1]), status };
+  }
+  return { code: exitCode, status: `${stdout}\n${stderr}`.trim() };
+}
+
+/** Runs `emulator -accel-check` (a failing check exits with its code). */
+export async function accelCheck(emulator: string, env: Environment): Promise<AccelCheck> {
+  try {
+    const out = await runTool(emulator, ['-accel-check'], env, { timeoutMs: 30_000 });
+    return parseAccelCheck(out.stdout, out.stderr, 0);
+  } catch (error) {
+    const failed = error as { code?: unknown; stdout?: string; stderr?: string };
+    if (typeof failed.code !== 'number') throw error;
+    return parseAccelCheck(failed.stdout ?? '', failed.stderr ?? '', failed.code);
+  }
+}
+
+/** KVM as the emulator sees it, with the fix for each reason it gives. */
+async function kvmFinding(emulator: string, env: Environment, cpuinfoPath: string): Promise<Finding> {
+  let check: AccelCheck;
+  try {
+    check = await accelCheck(emulator, env);
+  } catch (error) {
+    return {
+      check: 'kvm',
+      status: 'fail',
+      detail: `emulator -accel-check did not answer: ${String(error).split('\n')[0]}`,
+      fix: [`${emulator} -accel-check  # run it yourself to see why`],
+      brief: 'emulator -accel-check did not answer',
+    };
+  }
+  const said = check.status.split('\n')[0] ?? '';
+  if (check.code === 0) {
+    // The emulator opens /dev/kvm and asks its version; a paravirtual KVM (in a VM whose
+    // CPU shows no vmx or svm) answers that too, and may still not run the emulator.
+    const flags = cpuFlags(cpuinfoPath);
+    return flags && !flags.has('vmx') && !flags.has('svm')
+      ? {
+          check: 'kvm',
+          status: 'warn',
+          detail: `emulator -accel-check: "${said}", but the CPU shows no vmx or svm flag (a VM without nested virtualisation?): emulators may not boot here.`,
+          fix: ['Use a machine (or a CI runner) with hardware virtualisation if emulators do not boot'],
+        }
+      : { check: 'kvm', status: 'ok', detail: `emulator -accel-check: "${said}"`, fix: [] };
+  }
+  const fixes: Record<number, string[]> = {
+    3: [
+      'This CPU (or the VM it runs in) has no hardware virtualisation (vmx/svm): use a machine or CI runner that has it, or virtual phones here',
+    ],
+    8: [
+      'Enable virtualization (VT-x/AMD-V) in the BIOS',
+      'sudo modprobe kvm_intel  # or kvm_amd',
+      'sudo apt-get install qemu-kvm  # Debian/Ubuntu',
+    ],
+    11: [
+      'sudo usermod -aG kvm $USER  # then log out and in again',
+      `echo 'KERNEL=="kvm", GROUP="kvm", MODE="0666", OPTIONS+="static_node=kvm"' | sudo tee /etc/udev/rules.d/99-kvm.rules  # CI runners`,
+    ],
+  };
+  return {
+    check: 'kvm',
+    status: 'fail',
+    detail: `emulator -accel-check says KVM is not usable (code ${check.code}): ${said}`,
+    fix: fixes[check.code] ?? [`${emulator} -accel-check  # the emulator's whole answer`],
+    brief: `KVM not usable (${said.replace(/\.$/, '')})`,
+  };
+}
+
+/** The CPU's flags from /proc/cpuinfo, or null where there is none to read (macOS). */
+function cpuFlags(path: string): Set<string> | null {
+  try {
+    const line = /^flags\s*:(.*)$/m.exec(readFileSync(path, 'utf8'))?.[1];
+    return line === undefined ? null : new Set(line.trim().split(/\s+/));
+  } catch {
+    return null;
+  }
+}
+
+/** Without an emulator to ask: /dev/kvm exists and this user may open it, at least. */
+function kvmDeviceFinding(kvmPath: string): Finding {
+  if (!existsSync(kvmPath)) {
+    return {
+      check: 'kvm',
+      status: 'fail',
+      detail: `${kvmPath} is not found: no hardware acceleration, so x86_64 images will not start (and others boot in minutes).`,
+      fix: [
+        'Enable virtualization (VT-x/AMD-V) in the BIOS',
+        'sudo modprobe kvm_intel  # or kvm_amd',
+        'sudo apt-get install qemu-kvm  # Debian/Ubuntu',
+      ],
+      brief: `no KVM (${kvmPath} not found)`,
+    };
+  }
+  try {
+    accessSync(kvmPath, constants.R_OK | constants.W_OK);
+  } catch {
+    return {
+      check: 'kvm',
+      status: 'fail',
+      detail: `This user doesn't have permissions to use KVM (${kvmPath}).`,
+      fix: ['sudo usermod -aG kvm $USER  # then log out and in again'],
+      brief: `no permission to use KVM (${kvmPath})`,
+    };
+  }
+  return {
+    check: 'kvm',
+    status: 'ok',
+    detail: `${kvmPath} is usable (the emulator's own check, -accel-check, runs once the emulator is installed).`,
+    fix: [],
+  };
+}
+
+/** The first failure in a few words, or null when every check passed. */
+export function doctorBrief(findings: readonly Finding[]): string | null {
+  const failed = findings.find((f) => f.status === 'fail');
+  return failed ? (failed.brief ?? failed.detail) : null;
 }
 
 const MARK = { ok: 'ok  ', warn: 'warn', fail: 'FAIL' } as const;

@@ -42,6 +42,11 @@ export interface ServerOptions {
   bootMs?: number;
   /** Which phones to serve (default virtual). */
   device?: 'virtual' | 'emulator';
+  /** Emulators: the Android SDK (default ANDROID_HOME) and the AVD to run (default PHONELEASE_AVD). */
+  sdk?: string;
+  avd?: string;
+  /** APK files installed on every phone before it is handed out (read once, at start). */
+  preinstall?: readonly string[];
   /** Origin allowed to embed the viewer pages (CSP frame-ancestors). */
   dashboardOrigin?: string | null;
   /** Log level, or a logger (default from PHONELEASE_LOG_LEVEL / DEBUG, else info). */
@@ -67,19 +72,30 @@ export interface RunningServer {
 
 export const SERVER_DEFAULTS = { host: '127.0.0.1', phones: 20, bootSlots: 4, bootMs: 1000 } as const;
 
+/** What the backend is made of beyond its kind: where the emulators are, the prepared apps. */
+export type BackendChoice = Pick<ServerOptions, 'sdk' | 'avd' | 'preinstall'>;
+
 export async function loadBackend(
   device: 'virtual' | 'emulator',
   bootMs: number,
   log: Logger,
+  choice: BackendChoice = {},
 ): Promise<DeviceBackend> {
+  const preinstall = choice.preinstall ?? [];
   if (device === 'emulator') {
     const { createEmulatorBackend } = await import('./devices/emulator/index.js');
-    return createEmulatorBackend({ log: log.child({ backend: 'emulator' }) });
+    return createEmulatorBackend({
+      log: log.child({ backend: 'emulator' }),
+      // --sdk is what ANDROID_HOME says, for the backend and the tools it runs.
+      ...(choice.sdk !== undefined ? { env: { ...process.env, ANDROID_HOME: choice.sdk } } : {}),
+      ...(choice.avd !== undefined ? { avd: choice.avd } : {}),
+      preinstall,
+    });
   }
   const { createVirtualBackend } = await import('./devices/virtual/index.js');
   // Phones listen on loopback whatever --host says: the gateway, which asks for the unlock
   // code, is the only way to a phone's ADB from elsewhere.
-  return createVirtualBackend({ bootMs, host: '127.0.0.1' });
+  return createVirtualBackend({ bootMs, host: '127.0.0.1', preinstall });
 }
 
 /**
@@ -171,6 +187,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     typeof options.log === 'object'
       ? options.log
       : createLogger({ level: options.log ?? levelFromEnv(), now: () => clock.now() });
+  // First: a backend that cannot start (a bad --preinstall file) leaves nothing else open.
+  const backend =
+    options.backend ??
+    (await loadBackend(options.device ?? 'virtual', options.bootMs ?? SERVER_DEFAULTS.bootMs, log, options));
   const ephemeral = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'phonelease-'));
 
@@ -180,9 +200,6 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     secret = random(32).toString('hex');
     store.setMeta('secret', secret);
   }
-  const backend =
-    options.backend ??
-    (await loadBackend(options.device ?? 'virtual', options.bootMs ?? SERVER_DEFAULTS.bootMs, log));
   const phones = options.phones ?? (await defaultPhones(backend, log));
   const pool = options.pool ?? 0;
   if (pool > phones) {

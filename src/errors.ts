@@ -377,6 +377,61 @@ export class LeaseEndedError extends PhoneleaseError {
 }
 
 // ---------------------------------------------------------------------------------------
+// The app under test
+
+/**
+ * An app given to install (`apps`, `--app`, `--preinstall`) that cannot be installed as
+ * given: a missing or unreadable file, a file that is not an APK, split APKs without their
+ * base. Found before any phone is started for it.
+ */
+export class AppFileError extends PhoneleaseError {
+  override name = 'AppFileError';
+  declare readonly code: 'app_file_invalid';
+  /** The file as it was given. */
+  readonly path: string;
+  constructor(path: string, message: string, options: PhoneleaseErrorOptions = {}) {
+    super('app_file_invalid', message, { ...options, retry: 'never' });
+    this.path = path;
+  }
+}
+
+/**
+ * The phone's package manager refused an app. `failure` is its code
+ * (INSTALL_FAILED_UPDATE_INCOMPATIBLE, INSTALL_FAILED_NO_MATCHING_ABIS, ...); the message
+ * quotes its words and says what to do. The lease's phone was ended.
+ */
+export class AppInstallError extends PhoneleaseError {
+  override name = 'AppInstallError';
+  declare readonly code: 'app_install_failed';
+  readonly packageName: string;
+  /** The package manager's failure code, e.g. INSTALL_FAILED_UPDATE_INCOMPATIBLE. */
+  readonly failure: string;
+  constructor(message: string, options: PhoneleaseErrorOptions & { packageName: string; failure: string }) {
+    super('app_install_failed', message, { ...options, retry: 'never' });
+    this.packageName = options.packageName;
+    this.failure = options.failure;
+  }
+}
+
+/**
+ * An installed app the phone cannot run: the built-in virtual phone runs only its own apps
+ * (Settings, Chrome, Login), not an app's code. Android SDK emulators run it.
+ */
+export class AppNotRunnableError extends PhoneleaseError {
+  override name = 'AppNotRunnableError';
+  declare readonly code: 'app_not_runnable';
+  readonly packageName: string;
+  constructor(packageName: string, options: PhoneleaseErrorOptions = {}) {
+    super(
+      'app_not_runnable',
+      `${packageName} can't run on this virtual phone: the virtual phone runs only its built-in apps (Settings, Chrome, Login), not your app's code. Run it on an Android SDK emulator: set phoneleaseServer: { device: 'emulator' } (Playwright), the embedded option device: 'emulator' (WebdriverIO) or PHONELEASE_DEVICE=emulator; \`phonelease doctor\` says what this machine needs for emulators.`,
+      { ...options, retry: 'never' },
+    );
+    this.packageName = packageName;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
 // The factory
 
 export interface ErrorResponse {

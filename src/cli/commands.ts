@@ -297,6 +297,8 @@ export async function leaseCommand(argv: string[], io: CommandIo): Promise<numbe
   const { values, positionals } = parse('lease', argv, {
     ...COMMON,
     profile: { type: 'boolean', default: false },
+    app: { type: 'string', multiple: true },
+    'no-grant': { type: 'boolean', default: false },
     timeout: { type: 'string' },
     'start-timeout': { type: 'string' },
     record: { type: 'string' },
@@ -331,6 +333,8 @@ export async function leaseCommand(argv: string[], io: CommandIo): Promise<numbe
       phone = await leasePhone({
         client,
         profile: values.profile === true,
+        apps: values.app ?? [],
+        grantPermissions: values['no-grant'] !== true,
         timeoutSeconds,
         startTimeoutMs: Math.min(startTimeoutMs, timeoutSeconds * 1000),
         logger,

@@ -34,7 +34,8 @@ ${CONNECTION}
 Exit codes: 0 success, 1 failure, 2 usage error.`;
 
 export const USAGE: Record<string, string> = {
-  lease: `Usage: phonelease lease [--profile] [--timeout S] [--start-timeout S] [--record FILE] [--json]
+  lease: `Usage: phonelease lease [--profile] [--app PATH]... [--no-grant] [--timeout S]
+  [--start-timeout S] [--record FILE] [--json]
 
 Leases a phone, connects the stock adb to it through a local tunnel, prints its adb serial
 and an interactive viewer URL, and keeps the tunnel open until Ctrl-C (or SIGTERM). Then it
@@ -43,6 +44,9 @@ while the phone is still starting. A session ended elsewhere, or by its deadline
 Progress goes to stderr.
 
   --profile          Use the account's own profile phone (kept between sessions)
+  --app PATH         Install this APK before the phone is shown (repeatable; the splits of
+                     one app go together; skipped when the phone has this exact build)
+  --no-grant         Do not grant the apps' runtime permissions at install (default: -g)
   --timeout S        The session's lifetime in seconds (default 3600)
   --start-timeout S  How long to wait for a free phone and its boot (default 180)
   --record FILE      Record the screen from ready until Ctrl-C into FILE (an H.264 MP4)

@@ -27,6 +27,8 @@ import { isValidRequestKey, newIdempotencyKey } from '../util/ids.js';
 import { defaultLogger, type PhoneleaseLogger } from '../util/log.js';
 import { freePort } from '../util/ports.js';
 import { formatDuration, sleep } from '../util/time.js';
+import { readApps } from '../apk/app-files.js';
+import { ensureApps } from './apps.js';
 import { END_RETRY_MS, endAndConfirm, reportEnd, type EndOutcome } from '../end-session.js';
 import { startSession, type StartStats } from './start.js';
 import { messageOf } from '../util/message.js';
@@ -80,6 +82,14 @@ export interface LeaseOptions extends PhoneSessionClientOptions {
   /** The stock adb used by adbSerial() and appiumCapabilities(). */
   adb?: StockAdbOptions;
   /**
+   * APK files to install before the lease is returned (paths, relative to the working
+   * directory). Split APKs of one app are installed together; an app the phone already has
+   * in exactly this build (a profile phone, a prepared phone) is not installed again.
+   */
+  apps?: readonly string[];
+  /** Grant the apps' runtime permissions at install, as `adb install -g` (default true). */
+  grantPermissions?: boolean;
+  /**
    * How long end() keeps sending a DELETE that fails transiently (a rate limit, a proxy's
    * 5xx, a lost answer), Retry-After honoured, in ms (default 60 000). Past it the session
    * goes to the reaper, which keeps trying until it is ended or its deadline passes.
@@ -126,6 +136,8 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
       `idempotencyKey must match ^[A-Za-z0-9_-]{16,128}$ (got ${requestKey.length} characters); derive it from a stable test id.`,
     );
   }
+  // A missing or broken app file is found before any phone is started for it.
+  const apps = options.apps && options.apps.length > 0 ? readApps(options.apps) : [];
   const startTimeoutMs = options.startTimeoutMs ?? 180_000;
   const timeoutSeconds =
     options.timeoutSeconds ?? Math.ceil(startTimeoutMs / 1000) + (options.useSeconds ?? 900) + MARGIN_S;
@@ -231,7 +243,6 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
         return guard.untrack(guarded, { handOver: ended.outcome === 'failed' || !ended.cleanupConfirmed });
       },
     );
-    return lease;
   } catch (error) {
     // startSession ended whatever it made — unless it could not be sure, in which case the
     // ledger keeps the lease open (endLeftovers() retries) and the reaper keeps its key.
@@ -245,6 +256,15 @@ export async function leasePhone(options: LeaseOptions = {}): Promise<Lease> {
     guard.untrack(guarded, { handOver: unresolved });
     throw error;
   }
+  const ready = lease;
+  try {
+    await ensureApps(ready, apps, { grantPermissions: options.grantPermissions ?? true, logger });
+  } catch (error) {
+    // A phone without the app under test is of no use to the caller: it is handed back.
+    await ready.end();
+    throw withLeaseContext(error, { sessionId: ready.id, requestKey });
+  }
+  return ready;
 }
 
 /**

@@ -2,6 +2,7 @@
  * Phone-level UI verbs that are not about one element: launching an app and pressing a
  * hardware key. The lease exposes them as phone.launch() and phone.press().
  */
+import { AppNotRunnableError } from '../errors.js';
 import { keycodeOf, type KeyName } from './driver.js';
 import { foregroundPackage } from './diagnostics.js';
 import type { UiEngine } from './engine.js';
@@ -27,6 +28,8 @@ export function launchApp(
     engine.noteInput();
     const r = await phone.shell(`monkey -p ${packageName} -c android.intent.category.LAUNCHER 1`);
     const out = `${r.stdout}${r.stderr}`;
+    // The virtual phone refuses apps whose code it cannot run, in words made to be found here.
+    if (/can't run on this virtual phone/.test(out)) throw new AppNotRunnableError(packageName);
     if (r.exitCode !== 0 || /No activities found|monkey aborted/.test(out)) {
       throw new Error(
         `phone.launch: ${packageName} has no launcher activity on phone ${phone.id} (is it installed? phone.install() it first): ${out.trim().slice(0, 300)}`,

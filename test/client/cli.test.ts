@@ -279,6 +279,33 @@ describe('phonelease lease', () => {
     }
   });
 
+  it('--app installs the app before the phone is shown; a missing file fails before any phone', async () => {
+    const missing = await cli(['lease', '--app', './build/app-debug.apk']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('App file ./build/app-debug.apk not found');
+    expect(await liveIds(t)).toEqual([]);
+    // The command connects the stock adb: to a private adb server, never the machine's 5037.
+    const adbPort = await freePort();
+    const lease = startLease(
+      [
+        '--app',
+        'node_modules/appium-uiautomator2-driver/node_modules/io.appium.settings/apks/settings_apk-debug.apk',
+      ],
+      { ANDROID_ADB_SERVER_PORT: String(adbPort) },
+    );
+    try {
+      const { stderr } = await lease.waitFor(/Press Ctrl-C/);
+      expect(stderr).toMatch(
+        /installed io\.appium\.settings \(.*settings_apk-debug\.apk, 2\.9 MB\) on phone ses_/,
+      );
+      lease.child.kill('SIGINT');
+      expect(await lease.exited).toBe(130);
+    } finally {
+      lease.child.kill('SIGKILL');
+      await runAdb(['kill-server'], { serverPort: adbPort }).catch(() => undefined);
+    }
+  });
+
   it('Ctrl-C while the phone is still starting ends it, reports the end like after ready, and exits 130', async () => {
     const slow = await startTestServer({ bootMs: 20_000 });
     try {

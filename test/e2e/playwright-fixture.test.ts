@@ -337,12 +337,13 @@ describe('embedded default', () => {
     // One process for the whole run, its warm pool sized to the run's 2 workers.
     expect([...seen.values()]).toHaveLength(1);
     const [server] = [...seen.values()];
-    expect(server!.args.join(' ')).toContain('--pool 2');
+    expect(server!.args.join(' ')).toContain('--workers 2');
     // Its data lives under the test output directory, and it stopped when the run ended.
     const log = join(run.dir, 'test-results', '.phonelease-server', 'server.log');
     await expect
       .poll(() => (existsSync(log) ? readFileSync(log, 'utf8') : ''), { timeout: 10_000 })
       .toContain('embedded server stopping');
+    expect(readFileSync(log, 'utf8')).toMatch(/phonelease server listening .* phones=16 pool=2/);
     const [url] = [...servers];
     await expect
       .poll(

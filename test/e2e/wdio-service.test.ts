@@ -9,6 +9,7 @@ import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/util/ports.js';
 import { PhoneleaseWorkerService } from '../../fixtures/wdio/service.js';
+import { testApkFile } from '../support/apk-builder.js';
 import { embeddedServers, type ProcessInfo } from '../support/processes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { runWdio, wdioConfig } from '../support/wdio-inline.js';
@@ -349,7 +350,7 @@ describe('${name}', () => {
     expect([...servers][0]).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     // One process for the whole run, its warm pool sized to maxInstances.
     expect([...seen.values()]).toHaveLength(1);
-    expect([...seen.values()][0]!.args.join(' ')).toContain('--pool 2');
+    expect([...seen.values()][0]!.args.join(' ')).toContain('--workers 2');
     // onComplete stopped it (its data and log under outputDir), and nothing is left running.
     const log = readFileSync(join(run.dir, 'out', '.phonelease-server', 'server.log'), 'utf8');
     expect(log).toContain('embedded server stopping');
@@ -359,5 +360,44 @@ describe('${name}', () => {
       () => true,
     );
     expect(down).toBe(true);
+  });
+});
+
+describe('the app under test', () => {
+  it('installs the service option apps before the session; Appium cannot activate an app the phone cannot run', async () => {
+    const settings = new URL(
+      '../../node_modules/appium-uiautomator2-driver/node_modules/io.appium.settings/apks/settings_apk-debug.apk',
+      import.meta.url,
+    ).pathname;
+    const notes = testApkFile('notes.apk', {
+      package: 'com.example.notes',
+      label: 'Notes',
+      activities: ['.Main'],
+      launcher: true,
+    });
+    const run = await runWdio(
+      'wdio-apps',
+      {
+        'wdio.conf.ts': wdioConfig({
+          appiumPort: await freePort(),
+          service: `{ apps: ['${settings}', '${notes}'], embedded: { device: 'virtual' } }`,
+        }),
+        'specs/app.e2e.ts': `
+describe('app', () => {
+  it('has the apps', async () => {
+    const phone = await browser.phonelease();
+    console.log('paths=' + (await phone.shell('pm path com.example.notes')).stdout.trim());
+    const refused = await driver.activateApp('com.example.notes').then(() => 'activated', (e) => e.message);
+    console.log('activate=' + refused.replace(/\\n/g, ' '));
+  });
+});`,
+      },
+      { env: { ...env, PHONELEASE_BASE_URL: '', PHONELEASE_API_KEY: '' } },
+    );
+    expect(run.exitCode, run.output.slice(-3000)).toBe(0);
+    expect(run.output).toContain("[phonelease] virtual phones (device: 'virtual')");
+    expect(run.output).toMatch(/paths=package:\/data\/app\/\S+\/base\.apk/);
+    expect(run.output).toMatch(/installed io\.appium\.settings \(.*settings_apk-debug\.apk, 2\.9 MB\)/);
+    expect(run.output).toMatch(/activate=.*com\.example\.notes can't run on this virtual phone/);
   });
 });

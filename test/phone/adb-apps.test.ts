@@ -108,7 +108,7 @@ describe('starting and stopping apps', () => {
     expect(missing.stdout).toContain('** No activities found to run, monkey aborted.');
   });
 
-  it('shows installed apps with a launcher activity when started', async () => {
+  it('refuses to start an installed app it cannot run, and says why', async () => {
     const apk = buildTestApk({
       package: 'com.example.hello',
       label: 'Hello',
@@ -117,13 +117,37 @@ describe('starting and stopping apps', () => {
     });
     const r = await v.adb(['shell', `pm install -S ${apk.length}`], { input: apk });
     expect(r.stdout).toBe('Success\n');
-    await v.adbOk(['shell', 'am start -n com.example.hello/.Main']);
-    expect(await focus()).toEqual({
-      current: 'com.example.hello/com.example.hello.Main',
-      app: 'com.example.hello/.Main',
-    });
+    // It installs, lists and shows on the launcher like any app...
+    expect(await v.adbOk(['shell', 'pm list packages -3'])).toContain('package:com.example.hello');
     await v.adbOk(['shell', 'input keyevent KEYCODE_HOME']);
+    expect(await v.adbOk(['exec-out', 'uiautomator dump /dev/tty'])).toContain('content-desc="Hello"');
+    // ...but starting it fails, with the reason, as am's errors do.
+    const started = await v.adb(['shell', 'am start -W -n com.example.hello/.Main']);
+    expect(started.code).not.toBe(0);
+    expect(started.stdout).toContain('Starting: Intent { cmp=com.example.hello/.Main }');
+    expect(started.stderr).toMatch(
+      /^Error: Activity not started, com\.example\.hello can't run on this virtual phone: .*emulator/m,
+    );
     expect((await focus()).app).toBe('com.android.launcher3/.Launcher');
+    expect(await v.adbOk(['shell', 'pidof com.example.hello']).catch(() => '')).toBe('');
+    // The screen says it too, until the dialog is closed.
+    const dump = await v.adbOk(['exec-out', 'uiautomator dump /dev/tty']);
+    expect(dump).toContain('text="Hello can&apos;t run on this virtual phone"');
+    await v.adbOk(['shell', 'input keyevent KEYCODE_BACK']);
+    expect(await v.adbOk(['exec-out', 'uiautomator dump /dev/tty'])).not.toContain('alertTitle');
+    // monkey (what phone.launch() and appium-adb use) and the start-activity spelling alike.
+    const monkey = await v.adb([
+      'shell',
+      'monkey -p com.example.hello -c android.intent.category.LAUNCHER 1',
+    ]);
+    expect(monkey.code).not.toBe(0);
+    expect(monkey.stderr).toContain("** Error: com.example.hello can't run on this virtual phone");
+    const activity = await v.adb([
+      'shell',
+      'am start-activity -a android.intent.action.MAIN -c android.intent.category.LAUNCHER -n com.example.hello/.Main',
+    ]);
+    expect(activity.code).not.toBe(0);
+    await v.adbOk(['shell', 'input keyevent KEYCODE_BACK']);
   });
 });
 
@@ -329,7 +353,7 @@ describe('instrumentation', () => {
     expect(r.code).toBe(1);
   });
 
-  it('runs other instrumentations to completion', async () => {
+  it('refuses to run the instrumentation of a test APK, whose code it cannot run', async () => {
     const apk = buildTestApk({
       package: 'com.example.hello.test',
       instrumentation: {
@@ -338,11 +362,17 @@ describe('instrumentation', () => {
       },
     });
     await v.adbOk(['shell', `pm install -S ${apk.length}`], { input: apk });
-    const out = await v.adbOk([
+    const out = await v.adb([
       'shell',
       'am instrument -w -r com.example.hello.test/androidx.test.runner.AndroidJUnitRunner',
     ]);
-    expect(out).toContain('INSTRUMENTATION_CODE: -1');
+    expect(out.code).not.toBe(0);
+    expect(out.stdout).toContain(
+      "INSTRUMENTATION_STATUS: Error=com.example.hello.test can't run on this virtual phone",
+    );
+    expect(out.stderr).toContain(
+      'INSTRUMENTATION_FAILED: com.example.hello.test/androidx.test.runner.AndroidJUnitRunner',
+    );
   });
 
   it('serves UiAutomator2 on device port 6790 while am instrument -w runs', async () => {

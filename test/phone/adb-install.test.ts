@@ -147,6 +147,112 @@ describe('other install paths', () => {
   });
 });
 
+describe("the package manager's refusals, in its own words", () => {
+  const failure = async (...args: string[]) => {
+    const r = await v.adb(args);
+    expect(r.code).not.toBe(0);
+    return /Failure \[([^\]]*)\]/.exec(r.stdout + r.stderr)?.[1];
+  };
+
+  it('refuses an update signed by someone else, and takes one from the same signer', async () => {
+    await v.adbOk(['install', SETTINGS_APK]);
+    const forged = apkFile(
+      'forged.apk',
+      buildTestApk({ package: 'io.appium.settings', versionCode: 9999, signer: 'someone else' }),
+    );
+    expect(await failure('install', '-r', forged)).toBe(
+      'INSTALL_FAILED_UPDATE_INCOMPATIBLE: Existing package io.appium.settings signatures do not match newer version; ignoring!',
+    );
+    const path = await v.adbOk(['shell', 'pm path io.appium.settings']);
+    expect(await v.adbOk(['install', '-r', SETTINGS_APK])).toContain('Success');
+    expect(await v.adbOk(['shell', 'pm path io.appium.settings'])).not.toBe(path);
+    // Two test builds of one signer update each other; another signer cannot.
+    await v.adbOk([
+      'install',
+      apkFile('a1.apk', buildTestApk({ package: 'com.example.signed', signer: 'a' })),
+    ]);
+    expect(
+      await v.adbOk([
+        'install',
+        apkFile('a2.apk', buildTestApk({ package: 'com.example.signed', versionCode: 2, signer: 'a' })),
+      ]),
+    ).toContain('Success');
+    expect(
+      await failure(
+        'install',
+        apkFile('b.apk', buildTestApk({ package: 'com.example.signed', signer: 'b' })),
+      ),
+    ).toMatch(/^INSTALL_FAILED_UPDATE_INCOMPATIBLE: /);
+  });
+
+  it('refuses native code for an ABI the phone does not run, and a minSdkVersion above its own', async () => {
+    expect(await v.adbOk(['shell', 'getprop ro.product.cpu.abilist'])).toBe('arm64-v8a\n');
+    const x86 = apkFile(
+      'x86.apk',
+      buildTestApk({ package: 'com.example.x86', nativeAbis: ['x86_64', 'x86'] }),
+    );
+    expect(await failure('install', x86)).toBe(
+      'INSTALL_FAILED_NO_MATCHING_ABIS: Failed to extract native libraries, res=-113',
+    );
+    const both = apkFile(
+      'fat.apk',
+      buildTestApk({ package: 'com.example.fat', nativeAbis: ['arm64-v8a', 'x86_64'] }),
+    );
+    expect(await v.adbOk(['install', both])).toContain('Success');
+    const future = apkFile('future.apk', buildTestApk({ package: 'com.example.future', minSdk: 35 }));
+    expect(await failure('install', future)).toMatch(
+      /^INSTALL_FAILED_OLDER_SDK: .*Requires newer sdk version #35 \(current version is #34\)$/,
+    );
+    expect(await v.adbOk(['shell', 'pm list packages com.example.x86 com.example.future'])).toBe('');
+  });
+
+  it('replaces an installed app with or without -r, and refuses to with -R', async () => {
+    const file = apkFile('again.apk', buildTestApk({ package: 'com.example.again' }));
+    await v.adbOk(['push', file, '/data/local/tmp/again.apk']);
+    expect(await v.adbOk(['shell', 'pm install /data/local/tmp/again.apk'])).toBe('Success\n');
+    expect(await v.adbOk(['shell', 'pm install /data/local/tmp/again.apk'])).toBe('Success\n');
+    expect(await failure('shell', 'pm install -R /data/local/tmp/again.apk')).toBe(
+      'INSTALL_FAILED_ALREADY_EXISTS: Attempt to re-install com.example.again without first uninstalling.',
+    );
+  });
+
+  it('installs split APKs of one app together, and refuses splits without their base', async () => {
+    const base = apkFile('base.apk', buildTestApk({ package: 'com.example.split', signer: 'a' }));
+    const arm = apkFile(
+      'split_config.arm64_v8a.apk',
+      buildTestApk({
+        package: 'com.example.split',
+        split: 'config.arm64_v8a',
+        nativeAbis: ['arm64-v8a'],
+        signer: 'a',
+      }),
+    );
+    expect(await v.adbOk(['install-multiple', base, arm])).toContain('Success');
+    expect(await v.adbOk(['shell', 'pm path com.example.split'])).toMatch(
+      /^package:\/data\/app\/.*\/base\.apk\npackage:\/data\/app\/.*\/split_config\.arm64_v8a\.apk\n$/,
+    );
+    expect(await v.adbOk(['shell', 'dumpsys package com.example.split'])).toContain(
+      'splits=[base, config.arm64_v8a]',
+    );
+    expect(await failure('install-multiple', arm)).toBe(
+      'INSTALL_FAILED_INVALID_APK: Full install must include a base package',
+    );
+    const stray = apkFile(
+      'stray.apk',
+      buildTestApk({ package: 'com.example.other', split: 'config.xxhdpi' }),
+    );
+    expect(await failure('install-multiple', base, stray)).toMatch(
+      /^INSTALL_FAILED_INVALID_APK: Inconsistent package com\.example\.other /,
+    );
+    // pm install takes an app's files in one command too (what the lease's installs use).
+    await v.adbOk(['push', base, '/data/local/tmp/base.apk']);
+    await v.adbOk(['push', arm, '/data/local/tmp/split.apk']);
+    expect(await v.adbOk(['shell', 'pm install -r /data/local/tmp/base.apk /data/local/tmp/split.apk'])).toBe(
+      'Success\n',
+    );
+  });
+});
+
 describe('apps on the phone', () => {
   it('shows installed launcher apps on the home screen and removes them on uninstall', async () => {
     const file = apkFile(

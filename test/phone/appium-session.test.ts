@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { remote } from 'webdriverio';
+import { buildTestApk } from '../support/apk-builder.js';
 import { startAppium } from '../support/appium.js';
 import type { AppiumServer } from '../support/appium.js';
 import { freePort } from '../../src/util/ports.js';
@@ -154,6 +155,23 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
       expect(await driver.execute('mobile: getDeviceTime', {})).toMatch(
         /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/,
       );
+      // An installed app the phone cannot run: both ways of starting it fail, saying why.
+      const apk = buildTestApk({
+        package: 'com.example.notes',
+        label: 'Notes',
+        activities: ['.Main'],
+        launcher: true,
+      });
+      await prepared.adbOk(['shell', `pm install -S ${apk.length}`], { input: apk });
+      expect(await driver.isAppInstalled('com.example.notes')).toBe(true);
+      await expect(driver.activateApp('com.example.notes')).rejects.toThrow(
+        /com\.example\.notes can't run on this virtual phone/,
+      );
+      await expect(
+        driver.execute('mobile: startActivity', { component: 'com.example.notes/.Main' }),
+      ).rejects.toThrow(/com\.example\.notes can't run on this virtual phone/);
+      expect(await driver.getCurrentPackage()).toBe('com.android.launcher3');
+      await prepared.adbOk(['shell', 'input keyevent KEYCODE_BACK']);
     } catch (error) {
       throw new Error(`${String(error)}\n--- appium log ---\n${appium.logs().slice(-6000)}`);
     } finally {

@@ -4,9 +4,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parseAxml, attr, toXml } from '../../server/devices/virtual/apk/axml.js';
-import { ApkError, qualify, readApk } from '../../server/devices/virtual/apk/manifest.js';
-import { ZipReader } from '../../server/devices/virtual/apk/zip.js';
+import { parseAxml, attr, toXml } from '../../src/apk/axml.js';
+import { ApkError, qualify, readApk } from '../../src/apk/manifest.js';
+import { ZipReader } from '../../src/apk/zip.js';
 import { buildTestApk, buildZip, compileAxml } from '../support/apk-builder.js';
 
 const APPIUM = 'node_modules/appium-uiautomator2-driver/node_modules';
@@ -130,5 +130,43 @@ describe('APK reader', () => {
     expect(zip.read('b.txt')!.equals(data)).toBe(true);
     expect(zip.entries.get('b.txt')!.compressedSize).toBeLessThan(5000);
     expect(zip.read('missing')).toBeNull();
+  });
+});
+
+describe('APK signers', () => {
+  /** The APK without its APK Signing Block: only its v1 (JAR) signature is left. */
+  function withoutSigningBlock(apk: Buffer): Buffer {
+    const cd = new ZipReader(apk).centralDirectoryOffset;
+    const size = Number(apk.readBigUInt64LE(cd - 24));
+    const start = cd - size - 8;
+    const stripped = Buffer.concat([apk.subarray(0, start), apk.subarray(cd)]);
+    const eocd = stripped.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+    stripped.writeUInt32LE(start, eocd + 16);
+    return stripped;
+  }
+
+  it('reads the certificate of the v2 block and of the v1 signature alike', () => {
+    const apk = readFileSync(SERVER_APK);
+    const v2 = readApk(apk).signers;
+    expect(v2).toEqual([expect.stringMatching(/^[0-9a-f]{64}$/)]);
+    expect(readApk(withoutSigningBlock(apk)).signers).toEqual(v2);
+    // The server and its test APK come from one build, signed with one debug key.
+    expect(readApk(readFileSync(TEST_APK)).signers).toEqual(v2);
+    expect(readApk(readFileSync(SETTINGS_APK)).signers).not.toEqual(v2);
+  });
+
+  it('reads no signer from an unsigned APK and one per stand-in signer', () => {
+    expect(readApk(buildTestApk({ package: 'com.example.unsigned' })).signers).toEqual([]);
+    const a = readApk(buildTestApk({ package: 'com.example.s', signer: 'a' })).signers;
+    expect(a).toHaveLength(1);
+    expect(readApk(buildTestApk({ package: 'com.example.s', signer: 'b' })).signers).not.toEqual(a);
+  });
+
+  it('reads the split name and the ABIs of native code', () => {
+    const info = readApk(
+      buildTestApk({ package: 'com.example.s', split: 'config.arm64_v8a', nativeAbis: ['arm64-v8a'] }),
+    );
+    expect(info).toMatchObject({ split: 'config.arm64_v8a', nativeAbis: ['arm64-v8a'] });
+    expect(readApk(readFileSync(SETTINGS_APK))).toMatchObject({ split: null, nativeAbis: [] });
   });
 });

@@ -3,6 +3,7 @@
  * restore apps, files, settings, persist.* properties and the screen, damaged saves, and
  * many idle phones in one process.
  */
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -152,6 +153,48 @@ describe('profiles', () => {
     } finally {
       await second.close();
       await ps.close();
+    }
+  });
+
+  it('keeps an app installed from split APKs, base and splits, with its signer', async () => {
+    const save = join(dir, 'splits');
+    const base = join(dir, 'split-base.apk');
+    const arm = join(dir, 'split-arm.apk');
+    writeFileSync(base, buildTestApk({ package: 'com.example.split', signer: 'dev' }));
+    writeFileSync(
+      arm,
+      buildTestApk({
+        package: 'com.example.split',
+        split: 'config.arm64_v8a',
+        nativeAbis: ['arm64-v8a'],
+        signer: 'dev',
+      }),
+    );
+    const first = await startVirtualAdb({ restoreFrom: null });
+    let paths: string;
+    try {
+      await first.adbOk(['install-multiple', base, arm]);
+      paths = await first.adbOk(['shell', 'pm path com.example.split']);
+      expect(paths.split('\n').filter(Boolean)).toHaveLength(2);
+      await first.phone.saveState(save);
+    } finally {
+      await first.close();
+    }
+    const restored = await startVirtualAdb({ restoreFrom: save });
+    try {
+      expect(await restored.adbOk(['shell', 'pm path com.example.split'])).toBe(paths);
+      // The split's own bytes, not a copy of the base.
+      const split = paths.split('\n')[1]!.slice('package:'.length);
+      expect((await restored.adbOk(['shell', `md5sum ${split}`])).split(' ')[0]).toBe(
+        createHash('md5').update(readFileSync(arm)).digest('hex'),
+      );
+      // Its signer came back with it: another key still cannot update it.
+      const other = join(dir, 'split-other.apk');
+      writeFileSync(other, buildTestApk({ package: 'com.example.split', signer: 'someone else' }));
+      const refused = await restored.adb(['install', other]);
+      expect(refused.stdout + refused.stderr).toContain('INSTALL_FAILED_UPDATE_INCOMPATIBLE');
+    } finally {
+      await restored.close();
     }
   });
 

@@ -49,7 +49,9 @@ describe('uiautomator dump format', () => {
     expect(dump).toContain('text="Tom &amp; &quot;Jerry&quot; &lt;3 &apos;x&apos;"');
     expect(() => ui.renderPng()).not.toThrow();
     ui.launch('com.example.odd');
-    expect(ui.dumpHierarchy()).toContain('text="Hello from Tom &amp; &quot;Jerry&quot; &lt;3 &apos;x&apos;"');
+    expect(ui.dumpHierarchy()).toContain(
+      'text="Tom &amp; &quot;Jerry&quot; &lt;3 &apos;x&apos; can&apos;t run on this virtual phone"',
+    );
   });
 
   it('drops characters XML cannot carry and encodes line breaks', () => {

@@ -101,15 +101,28 @@ describe('launcher and app launching', () => {
     expect(ui.foreground().package).toBe('com.android.launcher3');
   });
 
-  it('shows a generic screen for other apps', () => {
-    const { ui } = makeUi();
-    expect(ui.launch('com.example.notes')).toBe(true);
-    expect(ui.foreground()).toEqual({
-      package: 'com.example.notes',
-      activity: 'com.example.notes.MainActivity',
-    });
-    expect(find(ui, byText('Hello from Notes'))).toBeDefined();
-    expect(find(ui, (n) => n.resourceId === 'com.example.notes:id/toolbar')).toBeDefined();
+  it('refuses an app it cannot run with a dialog that OK and BACK close', () => {
+    const { ui, logs } = makeUi();
+    const title = "Notes can't run on this virtual phone";
+    // From the shell's side: nothing comes to the front, the dialog says why.
+    expect(ui.launch('com.example.notes')).toBe(false);
+    expect(ui.foreground().package).toBe('com.android.launcher3');
+    expect(find(ui, byId('android:id/alertTitle'))?.text).toBe(title);
+    expect(find(ui, byId('android:id/message'))?.text).toContain('com.example.notes');
+    expect(ui.dumpHierarchy()).toContain(`text="Notes can&apos;t run on this virtual phone"`);
+    expect(logs.some((l) => l.includes("com.example.notes can't run on this virtual phone"))).toBe(true);
+    // It is modal: a tap beside it reaches nothing under it.
+    ui.tap(40, 200);
+    expect(find(ui, byId('android:id/alertTitle'))).toBeDefined();
+    tapNode(ui, byId('android:id/button1'));
+    expect(find(ui, byId('android:id/alertTitle'))).toBeUndefined();
+    // From the launcher: a tap on its icon shows the same dialog; BACK closes it.
+    tapNode(ui, (n) => n.contentDesc === 'Notes' && n.clickable);
+    expect(find(ui, byId('android:id/alertTitle'))?.text).toBe(title);
+    expect(ui.foreground().package).toBe('com.android.launcher3');
+    ui.key(KEYCODE.BACK);
+    expect(find(ui, byId('android:id/alertTitle'))).toBeUndefined();
+    expect(ui.foreground().package).toBe('com.android.launcher3');
   });
 
   it("starting Appium's helper app leaves the screen as it was", () => {

@@ -26,10 +26,16 @@ import { removeStaleLocks } from '../../server/devices/emulator/avd.js';
 import { ConsoleError, EmulatorConsole, consoleCommand } from '../../server/devices/emulator/console.js';
 import { createEmulatorBackend } from '../../server/devices/emulator/index.js';
 import type { EmulatorPhone } from '../../server/devices/emulator/phone.js';
-import { INSTALL_RECORD_DIR } from '../../server/devices/emulator/preinstall.js';
+import { APP_RECORD_DIR } from '../../src/apk/app-files.js';
 import { processAlive } from '../../server/devices/emulator/owners.js';
 import { PortPool, PORT_PAIRS } from '../../server/devices/emulator/ports.js';
-import { formatFindings, runDoctor, type Finding } from '../../server/doctor.js';
+import {
+  doctorBrief,
+  formatFindings,
+  parseAccelCheck,
+  runDoctor,
+  type Finding,
+} from '../../server/doctor.js';
 import { AdbGateway } from '../../server/adb-gateway.js';
 import { createLogger } from '../../server/log.js';
 import { adbConnect, runAdb, type StockAdbOptions } from '../../src/adb/stock-adb.js';
@@ -595,7 +601,7 @@ describe('APKs preinstalled into the golden snapshot', () => {
           source: phone.startupSource,
           packages: await shell('pm list packages -3'),
           // The record the lease's app install writes and reads: `<app hash> <pm path's APK>`.
-          recorded: (await shell(`cat ${INSTALL_RECORD_DIR}/com.example.pre`)).trim(),
+          recorded: (await shell(`cat ${APP_RECORD_DIR}/com.example.pre`)).trim(),
           installedAt: (await shell('pm path com.example.pre')).trim().replace(/^package:/, ''),
           version: /versionName=(\S+)/.exec(await shell('dumpsys package com.example.pre'))?.[1],
           made: b.lines.filter((l) => l.includes('golden snapshot made')).length,
@@ -657,7 +663,7 @@ describe('APKs preinstalled into the golden snapshot', () => {
     expect(missing).toMatchObject({ code: 'emulator_preinstall_failed' });
     // A relative path is taken from where the server was started, and said in full.
     expect(missing!.message).toContain(
-      `cannot be read: ${join(process.cwd(), 'build/missing.apk')} (ENOENT)`,
+      `build/missing.apk not found (looked at ${join(process.cwd(), 'build/missing.apk')})`,
     );
   });
 });
@@ -757,6 +763,12 @@ describe('public startup failures', () => {
 
 describe('phonelease doctor', () => {
   const byCheck = (findings: Finding[]) => Object.fromEntries(findings.map((f) => [f.check, f]));
+  /** A /proc/cpuinfo stand-in with these CPU flags. */
+  const cpuinfo = (flags: string) => {
+    const file = join(mkdtempSync(join(tmpdir(), 'phonelease-cpuinfo-')), 'cpuinfo');
+    writeFileSync(file, `processor\t: 0\nflags\t\t: ${flags}\n`);
+    return file;
+  };
   const bigHost = { cores: 16, memoryBytes: 64 * 1024 ** 3 };
 
   it('passes a machine with every part', async () => {
@@ -766,11 +778,14 @@ describe('phonelease doctor', () => {
     const findings = await runDoctor({
       env: { PATH: process.env.PATH, ...sdk.env },
       kvmPath: kvm,
+      cpuinfoPath: cpuinfo('fpu vme vmx sse2'),
       host: bigHost,
       freePorts: async () => Array.from({ length: PORT_PAIRS }, (_, i) => 5554 + 2 * i),
     });
     const f = byCheck(findings);
     expect(findings.filter((x) => x.status !== 'ok')).toEqual([]);
+    expect(doctorBrief(findings)).toBeNull();
+    expect(f.kvm!.detail).toBe('emulator -accel-check: "KVM (version 12) is installed and usable."');
     expect(f.emulator!.detail).toBe('Emulator 35.2.10.0 (build_id 12414864).');
     expect(f['adb-connections']!.detail).toContain('No emulator runs now to ask');
     expect(f.avd!.detail).toContain('"test_phone"');
@@ -804,6 +819,56 @@ describe('phonelease doctor', () => {
     } finally {
       rmSync(home, { recursive: true, force: true });
     }
+  });
+
+  it("takes KVM's state from emulator -accel-check, not from /dev/kvm being there", async () => {
+    const kvmOf = async (kvm: string, flags = 'fpu vmx sse2') => {
+      const sdk = await fakeSdk({ env: { FAKE_EMULATOR_KVM: kvm } });
+      // /dev/kvm "exists" for every case: only the emulator's answer differs.
+      const device = join(sdk.root, 'kvm');
+      writeFileSync(device, '');
+      const findings = await runDoctor({
+        env: { PATH: process.env.PATH, ...sdk.env },
+        kvmPath: device,
+        cpuinfoPath: cpuinfo(flags),
+        host: bigHost,
+      });
+      return { kvm: byCheck(findings).kvm!, brief: doctorBrief(findings) };
+    };
+    const [denied, noCpu, paravirtual] = await Promise.all([
+      kvmOf('denied'),
+      kvmOf('no-cpu'),
+      kvmOf('usable', 'fpu sse2 hypervisor'),
+    ]);
+    expect(denied.kvm).toMatchObject({
+      status: 'fail',
+      detail:
+        "emulator -accel-check says KVM is not usable (code 11): This user doesn't have permissions to use KVM (/dev/kvm).",
+      fix: [expect.stringContaining('usermod -aG kvm'), expect.stringContaining('udev/rules.d')],
+    });
+    expect(denied.brief).toBe("KVM not usable (This user doesn't have permissions to use KVM (/dev/kvm))");
+    expect(noCpu.kvm.detail).toContain('(code 3): KVM requires a CPU that supports vmx or svm');
+    // Usable by the emulator's probe, on a CPU that shows no virtualisation: said, not hidden.
+    expect(paravirtual.kvm).toMatchObject({ status: 'warn' });
+    expect(paravirtual.kvm.detail).toContain('the CPU shows no vmx or svm flag');
+    expect(paravirtual.brief).toBeNull();
+  });
+
+  it('reads -accel-check as current emulators print it and as older ones did', () => {
+    expect(parseAccelCheck('accel:\n0\nKVM (version 12) is installed and usable.\naccel\n', '', 0)).toEqual({
+      code: 0,
+      status: 'KVM (version 12) is installed and usable.',
+    });
+    expect(
+      parseAccelCheck('accel:\n11\nThis user cannot.\nSecond line.\naccel\n', 'ProbeKVM: x', 11),
+    ).toEqual({
+      code: 11,
+      status: 'This user cannot.\nSecond line.',
+    });
+    expect(parseAccelCheck('', '/dev/kvm is not found: VT disabled in BIOS\n', 8)).toEqual({
+      code: 8,
+      status: '/dev/kvm is not found: VT disabled in BIOS',
+    });
   });
 
   it('finds an SDK without AVDs, an AVD whose image is gone, and a token others can read', async () => {

@@ -15,7 +15,8 @@ import type { DeviceBackend } from '../../server/devices/types.js';
 import { startServer } from '../../server/main.js';
 import { delegatePhone, wrapBackend } from '../support/backends.js';
 import { startServerProcess } from '../support/cli.js';
-import { parsePrometheusText, sampleValue, type Family } from '../support/prometheus.js';
+import { poolSettled, scrape } from '../support/pool.js';
+import { sampleValue } from '../support/prometheus.js';
 import { Api, serverPerTest, type TestServer } from '../support/server.js';
 
 const server = serverPerTest();
@@ -43,27 +44,6 @@ function numberedPhones(bootMs: number): {
     });
   });
   return { backend, running, adbPorts };
-}
-
-async function scrape(t: TestServer): Promise<Map<string, Family>> {
-  const r = await t.api.as(null).get('/metrics');
-  expect(r.status).toBe(200);
-  expect(String(r.headers['content-type'])).toMatch(/^text\/plain; version=0\.0\.4/);
-  return parsePrometheusText(r.raw.toString('utf8'));
-}
-
-/** Waits (by scraping) until the pool has `ready` warm phones and none booting. */
-async function poolSettled(t: TestServer, ready: number): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const m = await scrape(t);
-    const warm = sampleValue(m, 'phonelease_pool_phones', { state: 'ready' });
-    const booting = sampleValue(m, 'phonelease_pool_phones', { state: 'booting' });
-    if (warm === ready && booting === 0) return;
-    if (Date.now() > deadline)
-      throw new Error(`pool did not settle at ${ready}: ready ${warm}, booting ${booting}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 function refused(port: number): Promise<boolean> {

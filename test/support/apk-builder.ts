@@ -2,6 +2,9 @@
  * Builds small but real APKs for tests: a zip with a binary AndroidManifest.xml (written
  * with Android's compiled XML format), so installs exercise the same parsing as real apps.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { crc32, deflateRawSync } from 'node:zlib';
 
 const ANDROID_NS = 'http://schemas.android.com/apk/res/android';
@@ -147,8 +150,14 @@ export function compileAxml(root: XmlElement): Buffer {
   return Buffer.concat([header, body]);
 }
 
-/** Writes a zip archive; entries are deflated unless `stored` is set. */
-export function buildZip(entries: { name: string; data: Buffer; stored?: boolean }[]): Buffer {
+/**
+ * Writes a zip archive; entries are deflated unless `stored` is set. `signingBlock` goes
+ * between the entries and the central directory, where an APK keeps its APK Signing Block.
+ */
+export function buildZip(
+  entries: { name: string; data: Buffer; stored?: boolean }[],
+  signingBlock: Buffer = Buffer.alloc(0),
+): Buffer {
   const locals: Buffer[] = [];
   const centrals: Buffer[] = [];
   let offset = 0;
@@ -184,8 +193,39 @@ export function buildZip(entries: { name: string; data: Buffer; stored?: boolean
   end.writeUInt16LE(entries.length, 8);
   end.writeUInt16LE(entries.length, 10);
   end.writeUInt32LE(cd.length, 12);
-  end.writeUInt32LE(offset, 16);
-  return Buffer.concat([...locals, cd, end]);
+  end.writeUInt32LE(offset + signingBlock.length, 16);
+  return Buffer.concat([...locals, signingBlock, cd, end]);
+}
+
+/** u32-length-prefixed values, as the APK Signature Scheme v2 block nests them. */
+function lengthPrefixed(...values: Buffer[]): Buffer {
+  return Buffer.concat(
+    values.flatMap((v) => {
+      const length = Buffer.alloc(4);
+      length.writeUInt32LE(v.length);
+      return [length, v];
+    }),
+  );
+}
+
+/**
+ * An APK Signing Block with a v2 signer whose certificate is a stand-in made from `signer`:
+ * the phone compares certificate digests and checks no signature, so two names make two
+ * signers. (The real APKs under node_modules carry real certificates.)
+ */
+export function v2SigningBlock(signer: string): Buffer {
+  const certificate = Buffer.from(`stand-in certificate of ${signer}`);
+  const signedData = lengthPrefixed(lengthPrefixed(), lengthPrefixed(certificate), lengthPrefixed());
+  const value = lengthPrefixed(
+    lengthPrefixed(lengthPrefixed(signedData, lengthPrefixed(), lengthPrefixed())),
+  );
+  const pair = Buffer.alloc(12);
+  pair.writeBigUInt64LE(BigInt(4 + value.length), 0);
+  pair.writeUInt32LE(0x7109871a, 8);
+  const pairs = Buffer.concat([pair, value]);
+  const size = Buffer.alloc(8);
+  size.writeBigUInt64LE(BigInt(pairs.length + 8 + 16));
+  return Buffer.concat([size, pairs, size, Buffer.from('APK Sig Block 42', 'latin1')]);
 }
 
 export interface TestApkOptions {
@@ -202,6 +242,12 @@ export interface TestApkOptions {
   instrumentation?: { name: string; targetPackage: string };
   minSdk?: number;
   debuggable?: boolean;
+  /** A split APK of the package (`split="config.arm64_v8a"`) instead of its base. */
+  split?: string;
+  /** ABIs to add a native library for (`lib/<abi>/libapp.so`). */
+  nativeAbis?: string[];
+  /** Sign with a v2 block whose certificate stands for this signer (default: unsigned). */
+  signer?: string;
 }
 
 export function buildTestApk(o: TestApkOptions): Buffer {
@@ -230,6 +276,7 @@ export function buildTestApk(o: TestApkOptions): Buffer {
       'android:versionCode': o.versionCode ?? 1,
       'android:versionName': o.versionName ?? '1.0',
       package: o.package,
+      ...(o.split !== undefined ? { split: o.split } : {}),
     },
     children: [
       {
@@ -258,8 +305,23 @@ export function buildTestApk(o: TestApkOptions): Buffer {
       },
     ],
   };
-  return buildZip([
-    { name: 'AndroidManifest.xml', data: compileAxml(manifest) },
-    { name: 'classes.dex', data: Buffer.from('dex\n035\0'), stored: true },
-  ]);
+  return buildZip(
+    [
+      { name: 'AndroidManifest.xml', data: compileAxml(manifest) },
+      { name: 'classes.dex', data: Buffer.from('dex\n035\0'), stored: true },
+      ...(o.nativeAbis ?? []).map((abi) => ({
+        name: `lib/${abi}/libapp.so`,
+        data: Buffer.from('\x7fELF'),
+        stored: true,
+      })),
+    ],
+    o.signer !== undefined ? v2SigningBlock(o.signer) : undefined,
+  );
+}
+
+/** Builds a test APK into a file named `name` in a fresh temporary directory; returns its path. */
+export function testApkFile(name: string, o: TestApkOptions): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'phonelease-apk-')), name);
+  writeFileSync(file, buildTestApk(o));
+  return file;
 }

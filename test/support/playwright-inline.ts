@@ -98,6 +98,9 @@ export async function runInlineTest(
         ...process.env,
         PLAYWRIGHT_JSON_OUTPUT_NAME: reportFile,
         FORCE_COLOR: '0',
+        // Virtual phones unless a test asks otherwise: a machine with an SDK and KVM would
+        // otherwise run these projects on emulators (device 'auto').
+        PHONELEASE_DEVICE: 'virtual',
         PW_TEST_HTML_REPORT_OPEN: 'never',
         ...opts.env,
       },

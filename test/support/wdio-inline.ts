@@ -63,7 +63,9 @@ export async function runWdio(
   const child = spawn(process.execPath, [WDIO_CLI, 'run', join(dir, 'wdio.conf.ts')], {
     cwd: dir,
     detached: true,
-    env: { ...process.env, FORCE_COLOR: '0', ...opts.env },
+    // Virtual phones unless a test asks otherwise: a machine with an SDK and KVM would
+    // otherwise run these specs on emulators (device 'auto').
+    env: { ...process.env, FORCE_COLOR: '0', PHONELEASE_DEVICE: 'virtual', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -11,6 +11,7 @@ import { BROWSER_PACKAGE, type BrowserApp } from './browser/browser-app.js';
 import type { PortHandler } from './network.js';
 import { appUserName } from './packages.js';
 import type { PackageRecord } from './packages.js';
+import { runsOnThisPhone } from './ui/phone-ui.js';
 import type { PhoneUi, UiAutomator2Server } from './ui/types.js';
 
 /**
@@ -75,7 +76,20 @@ export type StartResult =
       deliveredToTop: boolean;
       totalMs: number;
     }
-  | { ok: false; lines: string[] };
+  | {
+      ok: false;
+      lines: string[];
+      /** The app exists but cannot run on this phone (notRunnableError says so). */
+      notRunnable?: true;
+    };
+
+/**
+ * What `am` and `monkey` say when asked to start an app the phone cannot run: the reason,
+ * and where the app does run. One line, so `Error: ...` is what tools and people see first.
+ */
+export function notRunnableError(pkg: PackageRecord): string {
+  return `${pkg.name} can't run on this virtual phone: it runs only its built-in apps, not the code of installed apps. Run ${pkg.name} on an Android SDK emulator (phonelease doctor checks this machine).`;
+}
 
 /** Creates the UiAutomator2 server while its instrumentation runs. */
 export type UiAutomator2Factory = (device: ActivityHost) => UiAutomator2Server;
@@ -173,6 +187,15 @@ export class ActivityManager {
       };
     }
     const ui = this.device.ui;
+    if (!runsOnThisPhone(pkg.name)) {
+      // No process starts and the screen stays as it was, but for the dialog that says why.
+      ui.showNotRunnable(pkg.name);
+      return {
+        ok: false,
+        notRunnable: true,
+        lines: [`Error: Activity not started, ${notRunnableError(pkg)}`],
+      };
+    }
     const front = ui.foreground();
     if (pkg.name === BROWSER_PACKAGE) this.openBrowser(req.data);
     if (front.package === component.pkg && front.activity === component.cls) {
@@ -193,12 +216,8 @@ export class ActivityManager {
       // finishes at once, leaving the screen as it was.
       this.startService({ pkg: pkg.name, cls: 'io.appium.settings.ForegroundService' }, true);
       this.log('I', 'AppiumSettings', 'Starting the foreground service', pid);
-    } else if (!ui.launch(component.pkg, component.cls)) {
-      this.log(
-        'W',
-        'ActivityTaskManager',
-        `Activity ${shortComponent(component)} has no window on this device; it runs in the background`,
-      );
+    } else {
+      ui.launch(component.pkg, component.cls);
     }
     const totalMs = wasRunning ? 85 : 312;
     this.log('I', 'ActivityTaskManager', `Displayed ${shortComponent(component)} for user 0: +${totalMs}ms`);
@@ -280,18 +299,19 @@ export class ActivityManager {
     component: ComponentName,
   ):
     | { kind: 'server'; done: Promise<InstrumentationEnd>; stop: (reason: string) => void }
-    | { kind: 'tests' }
     | { kind: 'missing' }
-    | { kind: 'crashed'; reason: string } {
+    | { kind: 'crashed'; reason: string }
+    | { kind: 'not-runnable'; reason: string } {
     const owner = this.device.packages.get(component.pkg);
     const info = owner?.instrumentations.find((i) => i.name === component.cls);
     if (!owner || !info) return { kind: 'missing' };
+    // An instrumentation is the test APK's code running: the phone runs Appium's alone.
+    if (owner.name !== UIA2_TEST_PACKAGE) return { kind: 'not-runnable', reason: notRunnableError(owner) };
     const target = this.device.packages.get(info.targetPackage);
     if (!target) return { kind: 'crashed', reason: `Unable to find target package ${info.targetPackage}` };
     const key = `${component.pkg}/${component.cls}`;
     this.instrumentations.get(key)?.stop('restarted');
     this.startProcess(target, 'added application', component);
-    if (component.pkg !== UIA2_TEST_PACKAGE) return { kind: 'tests' };
     const factory = this.uiAutomator2Factory;
     if (!factory) {
       this.device.processes.stopPackage(target.name);

@@ -123,7 +123,10 @@ export class Device {
       '/proc',
       procDirectory(processes, this.now, (pid) => processes.signalsOf(pid), this.now()),
     );
-    this.packages = new PackageManager(this.fs, this.now);
+    // Apps with native code install only for an ABI the phone reports it runs.
+    this.packages = new PackageManager(this.fs, this.now, () =>
+      (this.props.get('ro.product.cpu.abilist') ?? '').split(',').filter(Boolean),
+    );
     this.activity = new ActivityManager(this);
     this.network = new PhoneNetwork((target) =>
       this.logcat.add({

@@ -3,10 +3,13 @@
  * driven by the stock adb client and Appium over the real ADB protocol.
  */
 import { existsSync } from 'node:fs';
+import { readApps, type AppBundle } from '../../../src/apk/app-files.js';
 import type { BootRequest, DeviceBackend, DevicePhone } from '../types.js';
+import { Device } from './device.js';
 import type { DirNode } from './fs.js';
 import { DEFAULT_CHROMIUM, browserConfig } from './browser/config.js';
 import { VirtualPhone } from './phone.js';
+import { preinstallApps } from './preinstall.js';
 import { buildSystemImage } from './system-image.js';
 import type { CommandTable } from './shell/command.js';
 import { createCommandTable } from './shell/commands/index.js';
@@ -24,6 +27,12 @@ export interface VirtualBackendOptions {
    * null: phones have no browser engine (Chrome is listed but cannot start).
    */
   chromium?: string | null;
+  /**
+   * APK files every phone has installed before it is handed out (absolute paths, or
+   * relative to the working directory). Read, parsed and tried once, here: a bad file or
+   * an app the phone's package manager refuses stops the backend from starting.
+   */
+  preinstall?: readonly string[];
 }
 
 function abortError(signal: AbortSignal): Error {
@@ -52,6 +61,11 @@ export function createVirtualBackend(options: VirtualBackendOptions): DeviceBack
   const phones = new Set<VirtualPhone>();
   // Built on first boot and shared by every phone of this backend (copy-on-write).
   let systemRoot: DirNode | null = null;
+  const preinstall = options.preinstall?.length ? readApps(options.preinstall) : [];
+  if (preinstall.length > 0) {
+    systemRoot = buildSystemImage();
+    tryPreinstall(systemRoot, preinstall);
+  }
   let commands: CommandTable | null = null;
   let closed = false;
 
@@ -72,6 +86,7 @@ export function createVirtualBackend(options: VirtualBackendOptions): DeviceBack
         restoreFrom: request.restoreFrom,
         storageBytes: options.storageBytes,
         browser,
+        preinstall,
       });
       phones.add(phone);
       try {
@@ -92,4 +107,24 @@ export function createVirtualBackend(options: VirtualBackendOptions): DeviceBack
       phones.clear();
     },
   };
+}
+
+/**
+ * Installs the apps on a phone that is thrown away, so that an app the package manager
+ * refuses (native code for another ABI, a newer minSdkVersion) stops the server at its
+ * start, in the package manager's words, rather than failing every boot.
+ */
+function tryPreinstall(systemRoot: DirNode, apps: readonly AppBundle[]): void {
+  const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+  const device = new Device({ systemRoot, log: quiet, browser: null });
+  try {
+    const failure = preinstallApps(device, apps);
+    if (failure) {
+      throw new Error(
+        `--preinstall: the virtual phone's package manager refuses ${failure}. Give an APK it can install, or leave that one out.`,
+      );
+    }
+  } finally {
+    device.close();
+  }
 }

@@ -4,8 +4,8 @@
  */
 import { SETTINGS_ACTIVITIES } from './ui/index.js';
 import { createHash, randomBytes } from 'node:crypto';
-import { ApkError, readApk } from './apk/manifest.js';
-import type { ApkInfo, ComponentInfo, InstrumentationInfo } from './apk/manifest.js';
+import { ApkError, readApk } from '../../../src/apk/manifest.js';
+import type { ApkInfo, ComponentInfo, InstrumentationInfo } from '../../../src/apk/manifest.js';
 import type { VirtualFs } from './fs.js';
 import type { LauncherApp } from './ui/types.js';
 
@@ -34,6 +34,10 @@ export interface PackageRecord {
   targetSdk: number | null;
   /** Set by force-stop until the app runs again. */
   stopped: boolean;
+  /** Split APKs installed with the base (`split_<name>.apk` beside base.apk). */
+  splits: string[];
+  /** Signing certificate digests (empty for system packages and unsigned test APKs). */
+  signers: string[];
 }
 
 /** Runtime ("dangerous") permissions: granted only with -g, pm grant or the user. */
@@ -318,8 +322,19 @@ export interface InstallOptions {
   grantAll: boolean;
   /** -d: allow a lower versionCode. */
   allowDowngrade: boolean;
-  /** -t: allow test-only packages (always allowed here). */
+  /**
+   * Replace an installed app (default true: Android 9+ replaces whether or not -r is given;
+   * `pm install -R` turns it off).
+   */
+  replaceExisting?: boolean;
+  /** -i: the installer package recorded for the app (default com.android.shell). */
   installer?: string;
+}
+
+/** One APK of an install: its bytes, and its manifest when the caller parsed it already. */
+export interface ApkPart {
+  data: Buffer;
+  info?: ApkInfo;
 }
 
 /**
@@ -376,6 +391,8 @@ function builtInRecord(b: BuiltIn): PackageRecord {
     minSdk: 34,
     targetSdk: 34,
     stopped: false,
+    splits: [],
+    signers: [],
   };
 }
 
@@ -390,6 +407,8 @@ export interface SavedPackage {
   granted: string[];
   enabled: boolean;
   apk: { offset: number; size: number };
+  /** Split APKs (absent in saves made before splits were kept). */
+  splits?: { name: string; offset: number; size: number }[];
 }
 
 export class PackageManager {
@@ -405,6 +424,8 @@ export class PackageManager {
   constructor(
     private readonly fs: VirtualFs,
     private readonly now: () => number,
+    /** ABIs the phone runs (ro.product.cpu.abilist), for apps with native libraries. */
+    private readonly abis: () => readonly string[] = () => [],
   ) {}
 
   /**
@@ -458,21 +479,74 @@ export class PackageManager {
     return this.all().flatMap((pkg) => pkg.instrumentations.map((info) => ({ pkg, info })));
   }
 
+  /** Installs one APK (`pm install PATH`). */
   install(apk: Buffer, options: InstallOptions): InstallResult {
-    let info: ApkInfo;
-    try {
-      info = readApk(apk);
-    } catch (error) {
-      const reason =
-        error instanceof ApkError ? error.message : `failed to parse: ${(error as Error).message}`;
+    return this.installParts([{ data: apk }], options);
+  }
+
+  /**
+   * Installs an app from its base APK and any splits, together or not at all, with the
+   * package manager's failures in its own words. Parts with a parsed manifest are not
+   * parsed again (prepared phones install the same APKs into every phone).
+   */
+  installParts(parts: readonly ApkPart[], options: InstallOptions): InstallResult {
+    const parsed: { data: Buffer; info: ApkInfo }[] = [];
+    for (const part of parts) {
+      try {
+        parsed.push({ data: part.data, info: part.info ?? readApk(part.data) });
+      } catch (error) {
+        const reason =
+          error instanceof ApkError ? error.message : `failed to parse: ${(error as Error).message}`;
+        return {
+          ok: false,
+          failure: `INSTALL_PARSE_FAILED_NOT_APK: Failed parse during installPackageLI: ${reason}`,
+        };
+      }
+    }
+    const bases = parsed.filter((p) => p.info.split === null);
+    const base = bases[0];
+    if (!base || bases.length > 1) {
       return {
         ok: false,
-        failure: `INSTALL_PARSE_FAILED_NOT_APK: Failed parse during installPackageLI: ${reason}`,
+        failure: base
+          ? 'INSTALL_FAILED_INVALID_APK: Split null was defined multiple times'
+          : 'INSTALL_FAILED_INVALID_APK: Full install must include a base package',
+      };
+    }
+    const info = base.info;
+    const splits = parsed.filter((p) => p !== base);
+    const names = new Set<string>();
+    for (const split of splits) {
+      if (split.info.package !== info.package) {
+        return {
+          ok: false,
+          failure: `INSTALL_FAILED_INVALID_APK: Inconsistent package ${split.info.package} in split ${split.info.split}; expected ${info.package}`,
+        };
+      }
+      if (names.has(split.info.split!)) {
+        return {
+          ok: false,
+          failure: `INSTALL_FAILED_INVALID_APK: Split ${split.info.split} was defined multiple times`,
+        };
+      }
+      names.add(split.info.split!);
+    }
+    if (info.minSdk !== null && info.minSdk > 34) {
+      return {
+        ok: false,
+        failure: `INSTALL_FAILED_OLDER_SDK: Failed parse during installPackageLI: /data/app/vmdl.tmp/base.apk (at Binary XML file line #7): Requires newer sdk version #${info.minSdk} (current version is #34)`,
       };
     }
     const existing = this.packages.get(info.package);
     if (existing) {
-      if (existing.system) {
+      if (options.replaceExisting === false) {
+        return {
+          ok: false,
+          failure: `INSTALL_FAILED_ALREADY_EXISTS: Attempt to re-install ${info.package} without first uninstalling.`,
+        };
+      }
+      // A system package is signed with the platform key, which no app has.
+      if (existing.system || existing.signers.join() !== info.signers.join()) {
         return {
           ok: false,
           failure: `INSTALL_FAILED_UPDATE_INCOMPATIBLE: Existing package ${info.package} signatures do not match newer version; ignoring!`,
@@ -485,15 +559,19 @@ export class PackageManager {
         };
       }
     }
-    if (info.minSdk !== null && info.minSdk > 34) {
+    // Native code must be built for an ABI the phone runs (a split may carry it).
+    const native = new Set(parsed.flatMap((p) => p.info.nativeAbis));
+    const abis = this.abis();
+    if (native.size > 0 && !abis.some((abi) => native.has(abi))) {
       return {
         ok: false,
-        failure: `INSTALL_FAILED_OLDER_SDK: Failed parse during installPackageLI: /data/app/vmdl.tmp/base.apk (at Binary XML file line #7): Requires newer sdk version #${info.minSdk} (current version is #34)`,
+        failure: 'INSTALL_FAILED_NO_MATCHING_ABIS: Failed to extract native libraries, res=-113',
       };
     }
-    // The APK is stored under /data/app: it must fit in what the phone has left.
-    const freed = existing ? this.apkSize(existing) : 0;
-    if (apk.length > this.fs.freeBytes + freed) {
+    // The APKs are stored under /data/app: they must fit in what the phone has left.
+    const size = parsed.reduce((n, p) => n + p.data.length, 0);
+    const freed = existing ? this.codeSize(existing) : 0;
+    if (size > this.fs.freeBytes + freed) {
       return {
         ok: false,
         failure: 'INSTALL_FAILED_INSUFFICIENT_STORAGE: Requested internal only, but not enough space',
@@ -525,12 +603,16 @@ export class PackageManager {
       minSdk: info.minSdk,
       targetSdk: info.targetSdk,
       stopped: true,
+      splits: splits.map((p) => p.info.split!),
+      signers: info.signers,
     };
     for (const p of record.requestedPermissions) {
       if (!RUNTIME_PERMISSIONS.has(p) || options.grantAll) record.granted.add(p);
     }
     this.fs.mkdir(codePath, { root: true, parents: true, mode: 0o775 });
-    this.fs.writeFile(record.apkPath, apk, { root: true, mode: 0o644 });
+    this.fs.writeFile(record.apkPath, base.data, { root: true, mode: 0o644 });
+    for (const split of splits)
+      this.fs.writeFile(`${codePath}/split_${split.info.split}.apk`, split.data, { root: true, mode: 0o644 });
     if (!existing) {
       // The app's private directory belongs to the app's uid (what run-as enters).
       this.fs.mkdir(`/data/data/${record.name}`, { root: true, parents: true, mode: 0o700 });
@@ -542,9 +624,18 @@ export class PackageManager {
     return { ok: true, record };
   }
 
-  private apkSize(p: PackageRecord): number {
+  /** Where an app's APKs are: base.apk first, then its splits (what `pm path` prints). */
+  apkPaths(p: PackageRecord): string[] {
+    return [p.apkPath, ...p.splits.map((name) => `${p.codePath}/split_${name}.apk`)];
+  }
+
+  private codeSize(p: PackageRecord): number {
+    return this.apkPaths(p).reduce((n, path) => n + this.fileSize(path), 0);
+  }
+
+  private fileSize(path: string): number {
     try {
-      return this.fs.stat(p.apkPath).size;
+      return this.fs.stat(path).size;
     } catch {
       return 0;
     }
@@ -620,13 +711,19 @@ export class PackageManager {
       granted: [...p.granted],
       enabled: p.enabled,
       apk: blobs.add(this.fs.readFile(p.apkPath)),
+      splits: p.splits.map((name) => ({
+        name,
+        ...blobs.add(this.fs.readFile(`${p.codePath}/split_${name}.apk`)),
+      })),
     }));
   }
 
   restore(saved: SavedPackage[], data: Buffer): void {
     for (const s of saved) {
-      const apk = data.subarray(s.apk.offset, s.apk.offset + s.apk.size);
-      const result = this.install(apk, {
+      const blob = (at: { offset: number; size: number }) => data.subarray(at.offset, at.offset + at.size);
+      const apk = blob(s.apk);
+      const splits = (s.splits ?? []).map((split) => ({ name: split.name, data: blob(split) }));
+      const result = this.installParts([{ data: apk }, ...splits], {
         grantAll: false,
         allowDowngrade: true,
         installer: s.installer ?? undefined,
@@ -639,6 +736,8 @@ export class PackageManager {
       r.apkPath = `${s.codePath}/base.apk`;
       this.fs.mkdir(r.codePath, { root: true, parents: true, mode: 0o775 });
       this.fs.writeFile(r.apkPath, apk, { root: true, mode: 0o644 });
+      for (const split of splits)
+        this.fs.writeFile(`${r.codePath}/split_${split.name}.apk`, split.data, { root: true, mode: 0o644 });
       r.uid = s.uid;
       r.firstInstallMs = s.firstInstallMs;
       r.lastUpdateMs = s.lastUpdateMs;

@@ -15,6 +15,8 @@ import type { CommandTable } from './shell/command.js';
 import { KEYCODE } from './ui/types.js';
 import { createUiAutomator2Server } from './uia2/index.js';
 import { PhoneBootError } from '../types.js';
+import type { AppBundle } from '../../../src/apk/app-files.js';
+import { preinstallApps } from './preinstall.js';
 
 /** System service state kept in profile saves. */
 interface SavedSystem {
@@ -41,6 +43,8 @@ export interface VirtualPhoneOptions {
   storageBytes?: number;
   /** How Chrome runs (a real Chromium), or null for a phone without a browser engine. */
   browser?: BrowserConfig | null;
+  /** Apps every phone has before it is handed out (`--preinstall`), read once per backend. */
+  preinstall?: readonly AppBundle[];
 }
 
 export class VirtualPhone implements DevicePhone {
@@ -139,6 +143,14 @@ export class VirtualPhone implements DevicePhone {
           );
         throw error;
       }
+    }
+    if (this.options.preinstall?.length) {
+      const failure = preinstallApps(this.device, this.options.preinstall);
+      if (failure)
+        throw new PhoneBootError(
+          'preinstall_failed',
+          `A --preinstall app could not be installed: ${failure}.`,
+        );
     }
   }
 

@@ -12,7 +12,10 @@
  * Environment switches (tests):
  *   FAKE_EMULATOR_COLD_BOOT_MS      cold boot time (default 1500)
  *   FAKE_EMULATOR_SNAPSHOT_LOAD_MS  snapshot load time (default 300)
- *   FAKE_EMULATOR_KVM               `missing` or `denied`: x86_64 images refuse to start
+ *   FAKE_EMULATOR_KVM               the host's KVM, as `-accel-check` reports it and x86_64
+ *                                   images need it: `usable` (default), `missing` (no
+ *                                   /dev/kvm), `denied` (no permission), `no-cpu` (no
+ *                                   /dev/kvm and no vmx/svm: a VM without nested virtualisation)
  *   FAKE_EMULATOR_REFUSE_SNAPSHOT   `1`: every snapshot load that passes the checks fails while
  *                                   loading (`Failed to load snapshot`, then a cold boot)
  *   FAKE_EMULATOR_CRASH_AFTER_MS    the process dies (SIGKILL) this long after its boot
@@ -32,9 +35,7 @@ import { homedir } from 'node:os';
 import net from 'node:net';
 import { join } from 'node:path';
 import type { DeviceLogger } from '../../../server/devices/types.js';
-import { VirtualPhone } from '../../../server/devices/virtual/phone.js';
-import { buildSystemImage } from '../../../server/devices/virtual/system-image.js';
-import { createCommandTable } from '../../../server/devices/virtual/shell/commands/index.js';
+import type { VirtualPhone } from '../../../server/devices/virtual/phone.js';
 import {
   hardwareConfig,
   readIni,
@@ -100,6 +101,7 @@ interface Options {
   gpu: string;
   listAvds: boolean;
   version: boolean;
+  accelCheck: boolean;
 }
 
 class UsageFailure extends Error {}
@@ -129,6 +131,7 @@ function parse(argv: string[]): Options {
     gpu: 'auto',
     listAvds: false,
     version: false,
+    accelCheck: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -141,6 +144,7 @@ function parse(argv: string[]): Options {
     else if (a === '-avd') o.avd = value();
     else if (a === '-list-avds') o.listAvds = true;
     else if (a === '-version') o.version = true;
+    else if (a === '-accel-check') o.accelCheck = true;
     else if (a === '-port') {
       const v = value();
       if (!/^\d+$/.test(v)) throw new UsageFailure(`-port must be a number (got ${v})`);
@@ -196,6 +200,52 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/**
+ * The host's KVM as the emulator's CPU accelerator probe sees it (QEMU
+ * android-emu/android/emulation/CpuAccelerator.cpp, ProbeKVM): its AndroidCpuAcceleration
+ * code (0 ready, 3 no CPU support, 8 device not found, 11 permission) and status text.
+ */
+function kvmStatus(): { code: number; status: string } {
+  switch (env('FAKE_EMULATOR_KVM') ?? 'usable') {
+    case 'missing':
+      return {
+        code: 8,
+        status: '/dev/kvm is not found: VT disabled in BIOS or KVM kernel module not loaded',
+      };
+    case 'no-cpu':
+      return { code: 3, status: 'KVM requires a CPU that supports vmx or svm' };
+    case 'denied':
+      return {
+        code: 11,
+        status:
+          "This user doesn't have permissions to use KVM (/dev/kvm).\n" +
+          'The KVM line in /etc/group is: [LINE_NOT_FOUND]\n\n' +
+          'If the current user has KVM permissions,\nthe KVM line in /etc/group should end with ":" followed by your username.\n\n' +
+          'If we see LINE_NOT_FOUND, the kvm group may need to be created along with permissions:\n' +
+          '    sudo groupadd -r kvm\n' +
+          '    # Then ensure /lib/udev/rules.d/50-udev-default.rules contains something like:\n' +
+          '    # KERNEL=="kvm", GROUP="kvm", MODE="0660"\n' +
+          '    # and then run:\n' +
+          '    sudo gpasswd -a $USER kvm\n\n' +
+          'You may need to log out and back in for changes to take effect.\n',
+      };
+    default:
+      return { code: 0, status: 'KVM (version 12) is installed and usable.' };
+  }
+}
+
+/**
+ * `emulator -accel-check`: the launcher hands it to `emulator-check accel`, which prints
+ * `accel:`, the code, the status and `accel` again, and exits with the code. A refused
+ * permission is also printed by the probe itself on stderr, as ProbeKVM does.
+ */
+function accelCheck(): number {
+  const { code, status } = kvmStatus();
+  if (code === 11) process.stderr.write(`ProbeKVM: ${status}\n`);
+  process.stdout.write(`accel:\n${code}\n${status}\naccel\n`);
+  return code;
+}
+
 export async function main(argv: string[]): Promise<number> {
   let o: Options;
   try {
@@ -211,6 +261,7 @@ export async function main(argv: string[]): Promise<number> {
     );
     return 0;
   }
+  if (o.accelCheck) return accelCheck();
   if (o.listAvds) {
     say('INFO', `Storing crashdata in: /tmp/android-${process.env.USER ?? 'user'}/emu-crash-${version()}.db`);
     for (const name of listAvds()) process.stdout.write(`${name}\n`);
@@ -227,14 +278,10 @@ export async function main(argv: string[]): Promise<number> {
   }
   const avdDir = readIni(iniPath).get('path') ?? join(avdHome(), `${o.avd}.avd`);
   const config = readIni(join(avdDir, 'config.ini'));
-  const kvm = env('FAKE_EMULATOR_KVM');
-  if ((config.get('abi.type') ?? 'x86_64').startsWith('x86') && (kvm === 'missing' || kvm === 'denied')) {
+  const accel = kvmStatus();
+  if ((config.get('abi.type') ?? 'x86_64').startsWith('x86') && accel.code !== 0) {
     say('ERROR', 'x86_64 emulation currently requires hardware acceleration!');
-    process.stdout.write(
-      kvm === 'missing'
-        ? 'CPU acceleration status: /dev/kvm is not found: VT disabled in BIOS or KVM kernel module not loaded\n'
-        : "CPU acceleration status: This user doesn't have permissions to use KVM (/dev/kvm).\n",
-    );
+    process.stdout.write(`CPU acceleration status: ${accel.status.split('\n')[0]}\n`);
     process.stdout.write(
       'More info on configuring VM acceleration on Linux:\nhttps://developer.android.com/studio/run/emulator-acceleration#vm-linux\n',
     );
@@ -444,6 +491,13 @@ class Guest {
       : numberEnv('FAKE_EMULATOR_COLD_BOOT_MS', 1500);
     const from = snapshot ? this.snapshotDir(snapshot) : existsSync(this.disk) ? this.disk : null;
     this.adbKeys = this.loadAdbKeys(from);
+    // The guest is loaded only to boot: `-version`, `-list-avds` and `-accel-check` (which
+    // phonelease doctor runs) answer at once, as the real launcher does.
+    const [{ VirtualPhone }, { buildSystemImage }, { createCommandTable }] = await Promise.all([
+      import('../../../server/devices/virtual/phone.js'),
+      import('../../../server/devices/virtual/system-image.js'),
+      import('../../../server/devices/virtual/shell/commands/index.js'),
+    ]);
     const phone = new VirtualPhone({
       systemRoot: buildSystemImage(),
       commands: createCommandTable(),
@@ -659,6 +713,13 @@ class Guest {
   /** `avd snapshot load`: the guest becomes the snapshot's phone; adb connections drop. */
   private async reload(name: string): Promise<void> {
     const old = this.phone;
+    // The guest is loaded only to boot: `-version`, `-list-avds` and `-accel-check` (which
+    // phonelease doctor runs) answer at once, as the real launcher does.
+    const [{ VirtualPhone }, { buildSystemImage }, { createCommandTable }] = await Promise.all([
+      import('../../../server/devices/virtual/phone.js'),
+      import('../../../server/devices/virtual/system-image.js'),
+      import('../../../server/devices/virtual/shell/commands/index.js'),
+    ]);
     const phone = new VirtualPhone({
       systemRoot: buildSystemImage(),
       commands: createCommandTable(),

@@ -9,7 +9,6 @@ import { TextRenderer } from './font.js';
 import { dumpUiAutomator } from './hierarchy.js';
 import { Canvas } from './raster.js';
 import { BROWSER_ACTIVITY, BROWSER_PACKAGE_NAME, buildBrowser } from './screens/browser.js';
-import { buildGeneric } from './screens/generic.js';
 import { LAUNCHER_ACTIVITY, LAUNCHER_PACKAGE, buildLauncher } from './screens/launcher.js';
 import {
   LOGIN_ACTIVITY,
@@ -19,6 +18,7 @@ import {
   loginText,
   newLoginState,
 } from './screens/login.js';
+import { buildNotRunnableDialog, type NotRunnableDialog } from './screens/not-runnable.js';
 import type { LauncherState, ScreenContext, ScreenState, ScreenView } from './screens/screen.js';
 import {
   SETTINGS_ACTIVITY,
@@ -82,6 +82,23 @@ const HEADLESS_PACKAGES: ReadonlySet<string> = new Set([
   'io.appium.uiautomator2.server.test',
 ]);
 
+/** Apps the phone draws itself. */
+const DRAWN_PACKAGES: ReadonlySet<string> = new Set([
+  LAUNCHER_PACKAGE,
+  SETTINGS_PACKAGE,
+  LOGIN_PACKAGE,
+  BROWSER_PACKAGE_NAME,
+]);
+
+/**
+ * Whether an app can run on this phone: the apps it draws, and Appium's helpers (whose
+ * activities show nothing). Any other app installs and lists, but its code would have to
+ * run, which a virtual phone cannot do: starting it is refused, on screen and in the shell.
+ */
+export function runsOnThisPhone(pkg: string): boolean {
+  return DRAWN_PACKAGES.has(pkg) || HEADLESS_PACKAGES.has(pkg);
+}
+
 /** Full class name from a possibly short (".Foo") activity. */
 function qualify(pkg: string, activity: string): string {
   return activity.startsWith('.') ? pkg + activity : activity;
@@ -117,6 +134,8 @@ export class VirtualPhoneUi implements PhoneUi {
   private localSettings = new Map<string, string>();
   private built: Built | null = null;
   private png: { version: number; data: Buffer } | null = null;
+  /** The "can't run on this virtual phone" dialog, while it is up. */
+  private dialog: NotRunnableDialog | null = null;
   /** The version the canvas holds a drawing of. */
   private drawn = -1;
 
@@ -257,7 +276,6 @@ export class VirtualPhoneUi implements PhoneUi {
         return LOGIN_ACTIVITY;
       case 'settings-home':
       case 'settings-page':
-      case 'generic':
         return s.activity;
       case 'browser':
         return BROWSER_ACTIVITY;
@@ -273,14 +291,12 @@ export class VirtualPhoneUi implements PhoneUi {
       case 'settings-home':
       case 'settings-page':
         return SETTINGS_PACKAGE;
-      case 'generic':
-        return s.package;
       case 'browser':
         return BROWSER_PACKAGE_NAME;
     }
   }
 
-  /** The first screen of an app, or of one of its activities. */
+  /** The first screen of an app the phone draws, or of one of its activities. */
   private rootScreen(app: LauncherApp, activity: string | undefined): ScreenState {
     const id = this.newId();
     if (app.package === SETTINGS_PACKAGE) {
@@ -289,8 +305,7 @@ export class VirtualPhoneUi implements PhoneUi {
       return { kind: 'settings-home', id, activity: SETTINGS_ACTIVITY, scroll: 0 };
     }
     if (app.package === LOGIN_PACKAGE) return newLoginState(id);
-    if (app.package === BROWSER_PACKAGE_NAME) return { kind: 'browser', id };
-    return { kind: 'generic', id, package: app.package, activity: activity ?? app.activity };
+    return { kind: 'browser', id };
   }
 
   private logStart(pkg: string, activity: string, from: 'launcher' | 'shell' | 'app'): void {
@@ -318,6 +333,11 @@ export class VirtualPhoneUi implements PhoneUi {
     const app = this.findApp(pkg);
     if (!app) return false;
     this.launcher.menu = undefined;
+    if (!runsOnThisPhone(pkg)) {
+      // Only the launcher comes here with such an app: the activity manager refuses its own.
+      this.showNotRunnable(pkg);
+      return false;
+    }
     const wanted = activity ? qualify(pkg, activity) : undefined;
     let t = this.task(pkg);
     if (t) {
@@ -378,6 +398,8 @@ export class VirtualPhoneUi implements PhoneUi {
             }),
           ],
         }),
+        // A system dialog is a window over the app's: drawn last, it takes the touches first.
+        this.dialog && buildNotRunnableDialog(this.dialog, this.ctx, () => this.dismissDialog()),
       ],
     });
     this.built = { version: this.ver, view, root };
@@ -394,8 +416,6 @@ export class VirtualPhoneUi implements PhoneUi {
         return buildSettingsPage(s, this.ctx);
       case 'login':
         return buildLogin(s, this.ctx);
-      case 'generic':
-        return buildGeneric(s, this.ctx);
       case 'browser':
         return buildBrowser(s, this.ctx);
     }
@@ -504,7 +524,7 @@ export class VirtualPhoneUi implements PhoneUi {
       this.goHome();
       return;
     }
-    if (Math.abs(y2 - y1) < Math.abs(x2 - x1)) return;
+    if (Math.abs(y2 - y1) < Math.abs(x2 - x1) || this.dialog) return;
     const { root } = this.build();
     const target = hitTest(root, x1, y1, (n) => !!n.onScroll);
     target?.onScroll?.(y1 - y2);
@@ -512,10 +532,15 @@ export class VirtualPhoneUi implements PhoneUi {
 
   text(value: string): void {
     const s = this.current();
-    if (s.kind === 'login') loginText(s, value, this.ctx);
+    if (s.kind === 'login' && !this.dialog) loginText(s, value, this.ctx);
   }
 
   key(keycode: number): void {
+    if (this.dialog && (keycode === KEYCODE.BACK || keycode === KEYCODE.HOME)) {
+      // BACK closes the dialog; HOME closes it on the way home.
+      this.dismissDialog();
+      if (keycode === KEYCODE.BACK) return;
+    }
     const s = this.current();
     if (s.kind === 'launcher' && s.menu && (keycode === KEYCODE.BACK || keycode === KEYCODE.HOME)) {
       // An open icon menu takes BACK and HOME first, as Launcher3's floating views do.
@@ -564,6 +589,23 @@ export class VirtualPhoneUi implements PhoneUi {
     this.changed();
   }
 
+  showNotRunnable(pkg: string): void {
+    const label = this.findApp(pkg)?.label ?? pkg;
+    this.dialog = { package: pkg, label };
+    this.host.log(
+      'W',
+      'ActivityTaskManager',
+      `${pkg} can't run on this virtual phone: it has no model of the app's code`,
+    );
+    this.changed();
+  }
+
+  private dismissDialog(): void {
+    if (!this.dialog) return;
+    this.dialog = null;
+    this.changed();
+  }
+
   forceStop(pkg: string): void {
     const t = this.task(pkg);
     if (!t) return;
@@ -593,6 +635,7 @@ export class VirtualPhoneUi implements PhoneUi {
     const installed = new Set([...this.apps().map((a) => a.package), ...SYSTEM_APPS.map((a) => a.package)]);
     this.tasks = this.tasks.filter((t) => installed.has(t.package));
     if (this.front && !installed.has(this.front)) this.front = null;
+    if (this.dialog && !installed.has(this.dialog.package)) this.dialog = null;
     this.changed();
   }
 
@@ -673,7 +716,9 @@ export class VirtualPhoneUi implements PhoneUi {
   }
 }
 
-const KINDS = new Set(['settings-home', 'settings-page', 'login', 'generic', 'browser']);
+// Saves made before the phone refused apps it cannot run may hold 'generic' screens: those
+// tasks are dropped on restore.
+const KINDS = new Set(['settings-home', 'settings-page', 'login', 'browser']);
 
 /** Accepts a saveState() result (after a JSON round trip); null for anything else. */
 function parseSaved(v: unknown): SavedUi | null {

@@ -105,8 +105,13 @@ export interface PhoneUi {
   text(value: string): void;
   key(keycode: number): void;
 
-  /** Brings an app to the front. Returns false when no such app is known to the UI. */
+  /**
+   * Brings an app to the front. Returns false when no such app is known to the UI, or when
+   * it is one the phone cannot run (the launcher then shows the dialog that says so).
+   */
   launch(pkg: string, activity?: string): boolean;
+  /** Shows the system dialog "<label> can't run on this virtual phone" over the screen. */
+  showNotRunnable(pkg: string): void;
   /** Closes an app's screens and forgets their state; shows the launcher if it was in front. */
   forceStop(pkg: string): void;
   /** Forgets an app's data (what `pm clear` does), e.g. the login app's typed fields. */

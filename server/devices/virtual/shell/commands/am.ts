@@ -1,5 +1,12 @@
 /** `am` (activity manager) and `monkey`: starting apps and services, instrumentation. */
-import { UIA2_PORT, describeIntent, parseComponent, shortComponent } from '../../activity.js';
+import {
+  UIA2_PORT,
+  describeIntent,
+  notRunnableError,
+  parseComponent,
+  shortComponent,
+} from '../../activity.js';
+import { runsOnThisPhone } from '../../ui/phone-ui.js';
 import type { ComponentName, IntentRequest } from '../../activity.js';
 import type { CommandContext, CommandFn } from '../command.js';
 
@@ -138,6 +145,12 @@ function amStart(ctx: CommandContext, args: string[]): number {
   ctx.stdout.write(`Starting: ${describeIntent(intent)}\n`);
   const result = am.startActivity(intent);
   if (!result.ok) {
+    // An app the phone cannot run is refused as a failure (stderr, non-zero), so that scripts
+    // and tools stop there instead of waiting for a screen that will never come.
+    if (result.notRunnable) {
+      for (const l of result.lines) ctx.stderr.write(`${l}\n`);
+      return 255;
+    }
     for (const l of result.lines) ctx.stdout.write(`${l}\n`);
     return 0;
   }
@@ -170,6 +183,10 @@ function amService(ctx: CommandContext, args: string[], foreground: boolean): nu
     return 255;
   }
   ctx.stdout.write(`Starting service: ${describeIntent(intent)}\n`);
+  if (!runsOnThisPhone(pkg.name)) {
+    ctx.stderr.write(`Error: Service not started, ${notRunnableError(pkg)}\n`);
+    return 255;
+  }
   ctx.device.activity.startService(c, foreground);
   return 0;
 }
@@ -214,6 +231,12 @@ async function amInstrument(ctx: CommandContext, args: string[]): Promise<number
         `android.util.AndroidException: INSTRUMENTATION_FAILED: ${component.pkg}/${component.cls}\n`,
       );
       return 1;
+    case 'not-runnable':
+      ctx.stdout.write(`INSTRUMENTATION_STATUS: Error=${started.reason}\nINSTRUMENTATION_STATUS_CODE: -1\n`);
+      ctx.stderr.write(
+        `android.util.AndroidException: INSTRUMENTATION_FAILED: ${component.pkg}/${component.cls}\n`,
+      );
+      return 1;
     case 'crashed':
       ctx.stdout.write(`INSTRUMENTATION_RESULT: shortMsg=Process crashed.\nINSTRUMENTATION_CODE: 0\n`);
       ctx.device.logcat.add({
@@ -223,15 +246,6 @@ async function amInstrument(ctx: CommandContext, args: string[]): Promise<number
         tag: 'ActivityManager',
         message: `Instrumentation ${name} failed: ${started.reason}`,
       });
-      return 0;
-    case 'tests':
-      if (wait) {
-        ctx.stdout.write(
-          raw
-            ? 'INSTRUMENTATION_RESULT: stream=\n\nTime: 0.01\n\nOK (0 tests)\n\n\nINSTRUMENTATION_CODE: -1\n'
-            : '\nTime: 0.01\n\nOK (0 tests)\n\n\n',
-        );
-      }
       return 0;
     case 'server': {
       if (!wait) return 0;
@@ -386,7 +400,7 @@ export const monkey: CommandFn = (ctx) => {
   }
   ctx.stdout.write(`data="${record.name}"\n${categories.map((c) => `data="${c}"`).join('\n')}\n`);
   if (count > 0) {
-    ctx.device.activity.startActivity({
+    const started = ctx.device.activity.startActivity({
       component: { pkg: record.name, cls: record.launcherActivity },
       pkg: record.name,
       action: 'android.intent.action.MAIN',
@@ -394,6 +408,10 @@ export const monkey: CommandFn = (ctx) => {
       data: null,
       flags: 0x10200000,
     });
+    if (!started.ok && started.notRunnable) {
+      ctx.stderr.write(`** Error: ${notRunnableError(record)}\n** Monkey aborted due to error.\n`);
+      return 255;
+    }
   }
   ctx.stdout.write(
     `Events injected: ${count}\n## Network stats: elapsed time=18ms (0ms mobile, 0ms wifi, 18ms not connected)\n`,

@@ -196,7 +196,7 @@ Packages:
     versionName=${p.versionName}
     usesNonSdkApi=false
     hiddenApiEnforcementPolicy=2
-    splits=[base]
+    splits=[${['base', ...p.splits].join(', ')}]
     apkSigningVersion=2
     flags=${flags}
     privateFlags=[ PRIVATE_FLAG_ACTIVITIES_RESIZE_MODE_RESIZEABLE_VIA_SDK_VERSION ALLOW_AUDIO_PLAYBACK_CAPTURE ]
@@ -217,6 +217,10 @@ Packages:
   if (install.length > 0)
     out += `    install permissions:\n${install.map((x) => `      ${x}: granted=true\n`).join('')}`;
   out += `    User 0: ceDataInode=${100000 + (p.uid % 100000)} installed=true hidden=false suspended=false distractionFlags=0 stopped=${p.stopped} notLaunched=false enabled=${p.enabled ? 0 : 3} instant=false virtual=false quarantined=false
+      installReason=0
+      dataDir=/data/user/0/${p.name}
+      firstInstallTime=${fullDate(p.firstInstallMs)}
+      uninstallReason=0
       gids=[3003]
 `;
   if (runtime.length > 0) {

@@ -2,7 +2,7 @@
 import { shortComponent } from '../../activity.js';
 import { FsError } from '../../fs.js';
 import { RUNTIME_PERMISSIONS } from '../../packages.js';
-import type { InstallOptions, PackageRecord } from '../../packages.js';
+import type { ApkPart, InstallOptions, PackageRecord } from '../../packages.js';
 import { resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { dumpPackage } from './dumpsys.js';
@@ -18,7 +18,10 @@ function parseInstallOptions(args: string[]): {
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     switch (a) {
-      case '-r': // Android 14 replaces an installed app whether or not -r is given
+      case '-r': // Android 9+ replaces an installed app whether or not -r is given...
+        break;
+      case '-R': // ...unless -R says not to
+        options.replaceExisting = false;
         break;
       case '-g':
         options.grantAll = true;
@@ -85,8 +88,8 @@ async function readExactly(ctx: CommandContext, size: number): Promise<Buffer | 
   return got === size ? all : all.subarray(0, size);
 }
 
-function reportInstall(ctx: CommandContext, apk: Buffer, options: InstallOptions): number {
-  const result = ctx.device.packages.install(apk, options);
+function reportInstall(ctx: CommandContext, apks: readonly ApkPart[], options: InstallOptions): number {
+  const result = ctx.device.packages.installParts(apks, options);
   if (!result.ok) {
     ctx.stdout.write(`Failure [${result.failure}]\n`);
     ctx.device.logcat.add({
@@ -116,6 +119,16 @@ async function install(ctx: CommandContext, args: string[]): Promise<number> {
   const { options, size, rest } = parseInstallOptions(args);
   const path = rest[0];
   let apk: Buffer | null;
+  if (rest.length > 1) {
+    // `pm install base.apk split.apk ...` (Android 10+): one app from several files.
+    const parts: ApkPart[] = [];
+    for (const file of rest) {
+      const data = readApkFile(ctx, file);
+      if (typeof data === 'number') return data;
+      parts.push({ data });
+    }
+    return reportInstall(ctx, parts, options);
+  }
   if (path === undefined || path === '-') {
     if (size === null) {
       ctx.stderr.write('Error: must either specify a package size or an APK file\n');
@@ -133,17 +146,24 @@ async function install(ctx: CommandContext, args: string[]): Promise<number> {
       return 1;
     }
   } else {
-    try {
-      apk = ctx.fs.readFile(resolvePath(ctx, path));
-    } catch (error) {
-      ctx.stderr.write(`Error: Unable to open file: ${path}\nConsider using a file under /data/local/tmp/\n`);
-      ctx.stdout.write(
-        `Failure [INSTALL_FAILED_INVALID_URI: ${error instanceof FsError ? error.reason : String(error)}]\n`,
-      );
-      return 1;
-    }
+    const data = readApkFile(ctx, path);
+    if (typeof data === 'number') return data;
+    apk = data;
   }
-  return reportInstall(ctx, apk, options);
+  return reportInstall(ctx, [{ data: apk }], options);
+}
+
+/** An APK file on the phone, or the exit status after saying why it cannot be read. */
+function readApkFile(ctx: CommandContext, path: string): Buffer | number {
+  try {
+    return ctx.fs.readFile(resolvePath(ctx, path));
+  } catch (error) {
+    ctx.stderr.write(`Error: Unable to open file: ${path}\nConsider using a file under /data/local/tmp/\n`);
+    ctx.stdout.write(
+      `Failure [INSTALL_FAILED_INVALID_URI: ${error instanceof FsError ? error.reason : String(error)}]\n`,
+    );
+    return 1;
+  }
 }
 
 function listPackages(ctx: CommandContext, args: string[]): number {
@@ -256,7 +276,7 @@ export const pm: CommandFn = async (ctx) => {
       const name = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--user')[0];
       const p = name ? device.packages.get(name) : undefined;
       if (!p) return 1;
-      ctx.stdout.write(`package:${p.apkPath}\n`);
+      for (const path of device.packages.apkPaths(p)) ctx.stdout.write(`package:${path}\n`);
       return 0;
     }
     case 'install':
@@ -306,14 +326,16 @@ export const pm: CommandFn = async (ctx) => {
         return 1;
       }
       map.delete(session.id);
-      // Splits beyond the base APK only carry code and resources: the base describes the app.
       const parts = [...session.parts.values()];
-      const base = parts.find((p) => looksLikeBase(p)) ?? parts[0];
-      if (!base) {
-        ctx.stdout.write('Failure [INSTALL_FAILED_INVALID_APK: No APKs in session]\n');
+      if (parts.length === 0) {
+        ctx.stdout.write('Failure [INSTALL_FAILED_INVALID_APK: No packages staged]\n');
         return 1;
       }
-      return reportInstall(ctx, base, session.options);
+      return reportInstall(
+        ctx,
+        parts.map((data) => ({ data })),
+        session.options,
+      );
     }
     case 'install-abandon':
       sessions().delete(Number(args[0]));
@@ -428,18 +450,13 @@ export const pm: CommandFn = async (ctx) => {
   }
 };
 
-/** The base APK of a split session has an AndroidManifest.xml with no `split` attribute. */
-function looksLikeBase(apk: Buffer): boolean {
-  return apk.includes('AndroidManifest.xml') && !apk.includes('split_config');
-}
-
 const PM_USAGE = `Package manager (package) commands:
   help
     Print this help text.
   path [--user USER_ID] PACKAGE
   list packages [-f] [-d] [-e] [-s] [-3] [-i] [-l] [-u] [-U] [--show-versioncode] [--uid UID] [--user USER_ID] [FILTER]
   list instrumentation [-f] [TARGET-PACKAGE]
-  install [-rtfdg] [-i PACKAGE] [--user USER_ID] [-S BYTES] [PATH|-]
+  install [-rtfdgR] [-i PACKAGE] [--user USER_ID] [-S BYTES] [PATH [SPLIT...]|-]
   install-create, install-write, install-commit, install-abandon
   uninstall [-k] [--user USER_ID] PACKAGE
   clear [--user USER_ID] PACKAGE

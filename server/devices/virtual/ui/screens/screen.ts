@@ -48,21 +48,13 @@ export interface LoginState {
   pending?: boolean;
 }
 
-export interface GenericState {
-  kind: 'generic';
-  id: number;
-  package: string;
-  activity: string;
-}
-
 /** Chrome's window: the toolbar and the page the phone's browser shows. */
 export interface BrowserState {
   kind: 'browser';
   id: number;
 }
 
-export type ScreenState =
-  LauncherState | SettingsHomeState | SettingsPageState | LoginState | GenericState | BrowserState;
+export type ScreenState = LauncherState | SettingsHomeState | SettingsPageState | LoginState | BrowserState;
 
 /** Everything a screen may use while building its views or handling input. */
 export interface ScreenContext {

@@ -2,6 +2,7 @@
 import { ResourceTable } from './arsc.js';
 import { attr, parseAxml, valueText } from './axml.js';
 import type { AxmlElement } from './axml.js';
+import { signerDigests } from './signing.js';
 import { ZipReader } from './zip.js';
 
 export interface InstrumentationInfo {
@@ -21,6 +22,8 @@ export interface ComponentInfo {
 
 export interface ApkInfo {
   package: string;
+  /** The split's name (`split="config.arm64_v8a"`), or null for an app's base APK. */
+  split: string | null;
   versionCode: number;
   versionName: string;
   label: string;
@@ -34,6 +37,10 @@ export interface ApkInfo {
   receivers: ComponentInfo[];
   instrumentations: InstrumentationInfo[];
   permissions: string[];
+  /** ABIs the APK has native libraries for (`lib/<abi>/*.so`); empty when it has none. */
+  nativeAbis: string[];
+  /** SHA-256 digests of the signing certificates, sorted; empty when unsigned (signing.ts). */
+  signers: string[];
 }
 
 export class ApkError extends Error {
@@ -116,8 +123,14 @@ export function readApk(apk: Buffer): ApkInfo {
       a.categories.includes('android.intent.category.LAUNCHER'),
   );
   const appLabel = application ? text(application, 'label') : null;
+  const nativeAbis = new Set<string>();
+  for (const name of zip.entries.keys()) {
+    const m = /^lib\/([^/]+)\/[^/]+\.so$/.exec(name);
+    if (m) nativeAbis.add(m[1]!);
+  }
   return {
     package: pkg,
+    split: text(manifest, 'split') || null,
     versionCode,
     versionName,
     label: appLabel && appLabel.length > 0 ? appLabel : (pkg.split('.').pop() ?? pkg),
@@ -139,5 +152,7 @@ export function readApk(apk: Buffer): ApkInfo {
       .filter((c) => c.name === 'uses-permission')
       .map((c) => text(c, 'name') ?? '')
       .filter(Boolean),
+    nativeAbis: [...nativeAbis].sort(),
+    signers: signerDigests(apk, zip),
   };
 }

@@ -27,6 +27,8 @@ const LOC_SIG = 0x04034b50;
 
 export class ZipReader {
   readonly entries: Map<string, ZipEntry>;
+  /** Where the central directory starts: an APK's signing block ends right before it. */
+  centralDirectoryOffset = 0;
 
   constructor(private readonly data: Buffer) {
     this.entries = this.readCentralDirectory();
@@ -78,6 +80,7 @@ export class ZipReader {
       cdOffset = Number(d.readBigUInt64LE(z + 48));
     }
     if (cdOffset + cdSize > d.length) throw new ZipError('central directory out of range');
+    this.centralDirectoryOffset = cdOffset;
     const entries = new Map<string, ZipEntry>();
     let p = cdOffset;
     for (let i = 0; i < count; i++) {
