@@ -24,8 +24,16 @@ describe('phone.startRecording() / stopRecording()', () => {
     await expect(phone.startRecording()).rejects.toThrow(/already recording its screen; call stopRecording/);
     await phone.shell('am start -W -n com.phonelease.login/.LoginActivity');
     // Longer than a piece: screenrecord reaches its limit and the next piece starts.
-    const { exitCode } = await phone.shell('sleep 2.5; input keyevent KEYCODE_HOME');
-    expect(exitCode).toBe(0);
+    await expect
+      .poll(
+        async () =>
+          (await phone.shell('ls /sdcard')).stdout.match(/phonelease-recording-\w+-\d+\.mp4/g)?.length,
+        {
+          timeout: 30_000,
+        },
+      )
+      .toBeGreaterThanOrEqual(2);
+    await phone.press('Home');
     const result = await phone.stopRecording(join(dir, 'screen.mp4'));
     const elapsed = (Date.now() - started) / 1000;
     expect(result.pieces).toBeGreaterThanOrEqual(2);

@@ -69,8 +69,9 @@ describe('screenrecord through stock adb', () => {
     const file = await pullTo('/sdcard/a.mp4', 'a.mp4');
     const { stream, duration } = await probe(file);
     expect(stream).toMatchObject({ codec_name: 'h264', width: 720, height: 1280 });
+    // Two seconds, and the frames still being encoded then (more on a loaded machine).
     expect(duration).toBeGreaterThan(1.5);
-    expect(duration).toBeLessThan(2.6);
+    expect(duration).toBeLessThan(4);
     expect(await decodeErrors(file)).toBe('');
   });
 
@@ -86,7 +87,7 @@ describe('screenrecord through stock adb', () => {
     ]);
     expect(r.stdout).toContain('Time limit reached\n');
     expect(r.stdout).toMatch(
-      /Encoder stopping; recorded \d+ frames in 1 seconds\nStopping encoder and muxer\n/,
+      /Encoder stopping; recorded \d+ frames in [12] seconds\nStopping encoder and muxer\n/,
     );
     expect(r.stdout).toContain(
       'Executing: /system/bin/am broadcast -a android.intent.action.MEDIA_SCANNER_SCAN_FILE -d file:///sdcard/v.mp4\n',
