@@ -39,6 +39,9 @@ export {
   type EndOptions,
 } from './end-session.js';
 export type { StartStats } from './lease/start.js';
+export type { RecordingOptions, RecordingResult } from './lease/recording.js';
+export type { LogcatCaptureOptions, LogcatResult } from './logcat/capture.js';
+export { findCrashes, type AppCrash, type CrashKind } from './logcat/crashes.js';
 export { PhoneAdb, type ShellResult, type ShellBytesResult } from './adb/phone-adb.js';
 export { PortForwards, PortAlreadyReversedError, PortForwardError } from './adb/port-forwards.js';
 export {

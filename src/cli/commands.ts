@@ -5,6 +5,7 @@
  * `lease` and the new key of `keys create`.
  */
 import { constants as osConstants } from 'node:os';
+import { resolve } from 'node:path';
 import type { Account, HistoryRecord, Session } from '../api/schemas.js';
 import { PhoneSessionClient } from '../client.js';
 import { AdbError, ConfigurationError, NotFoundError } from '../errors.js';
@@ -12,6 +13,7 @@ import { waitForCleanup } from '../end-session.js';
 import { leasePhone, type Lease } from '../lease/lease.js';
 import { stderrLogger } from '../util/log.js';
 import { sleep } from '../util/time.js';
+import { messageOf } from '../util/message.js';
 import { parseCommandLine, type OptionsConfig } from '../util/args.js';
 import { dollars, fields, relative, span, table, when } from './format.js';
 import { USAGE, UsageError, usageHint } from './usage.js';
@@ -299,11 +301,14 @@ export async function leaseCommand(argv: string[], io: CommandIo): Promise<numbe
     'no-grant': { type: 'boolean', default: false },
     timeout: { type: 'string' },
     'start-timeout': { type: 'string' },
+    record: { type: 'string' },
   });
   if (values.help) return help('lease', io);
   if (positionals.length > 0) throw usageError('lease', 'lease takes no arguments');
   const timeoutSeconds = positiveInt('timeout', values.timeout) ?? 3600;
   const startTimeoutMs = (positiveInt('start-timeout', values['start-timeout']) ?? 180) * 1000;
+  if (values.record === '') throw usageError('lease', '--record takes a FILE to write the video to');
+  const record = typeof values.record === 'string' ? resolve(values.record) : null;
   const client = clientFor(values, io);
   const logger = stderrLogger();
 
@@ -344,10 +349,12 @@ export async function leaseCommand(argv: string[], io: CommandIo): Promise<numbe
     }
     let why: 'signal' | 'gone';
     try {
+      if (record !== null && !stop.signal.aborted) await phone.startRecording();
       // A signal that came as the phone became ready: end it without showing it first.
       why = stop.signal.aborted
         ? 'signal'
         : await holdPhone(phone, client, values.json === true, io, stop.signal);
+      if (record !== null) await saveRecording(phone, record, why, io);
     } finally {
       // The phone ends before the command returns, whatever happened; the lease's logger
       // says how the end went.
@@ -361,6 +368,27 @@ export async function leaseCommand(argv: string[], io: CommandIo): Promise<numbe
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+  }
+}
+
+/** `--record FILE`: the video of the whole lease, saved before the phone ends. */
+async function saveRecording(
+  phone: Lease,
+  file: string,
+  why: 'signal' | 'gone',
+  io: CommandIo,
+): Promise<void> {
+  if (why === 'gone') {
+    io.err(
+      `phonelease: the screen recording is lost: the session ended before it could be saved to ${file}\n`,
+    );
+    return;
+  }
+  try {
+    const saved = await phone.stopRecording(file);
+    io.err(`phonelease: screen recording saved to ${saved.path} (${saved.durationSeconds.toFixed(1)} s)\n`);
+  } catch (error) {
+    io.err(`phonelease: could not save the screen recording to ${file}: ${messageOf(error)}\n`);
   }
 }
 

@@ -35,7 +35,7 @@ Exit codes: 0 success, 1 failure, 2 usage error.`;
 
 export const USAGE: Record<string, string> = {
   lease: `Usage: phonelease lease [--profile] [--app PATH]... [--no-grant] [--timeout S]
-  [--start-timeout S] [--json]
+  [--start-timeout S] [--record FILE] [--json]
 
 Leases a phone, connects the stock adb to it through a local tunnel, prints its adb serial
 and an interactive viewer URL, and keeps the tunnel open until Ctrl-C (or SIGTERM). Then it
@@ -49,6 +49,7 @@ Progress goes to stderr.
   --no-grant         Do not grant the apps' runtime permissions at install (default: -g)
   --timeout S        The session's lifetime in seconds (default 3600)
   --start-timeout S  How long to wait for a free phone and its boot (default 180)
+  --record FILE      Record the screen from ready until Ctrl-C into FILE (an H.264 MP4)
   --json             Print one JSON line {"session","serial","viewer_url",...} when ready
 
 The viewer URL is a secret for you alone: it controls the phone.

@@ -44,6 +44,8 @@ import {
 } from '../ui/index.js';
 import type { BrowserContext } from '@playwright/test';
 import { launchBrowser, type LaunchBrowserOptions, type PhoneBrowser } from '../web/browser.js';
+import { LogcatCapture, type LogcatCaptureOptions, type LogcatResult } from '../logcat/capture.js';
+import { PhoneRecording, type RecordingOptions, type RecordingResult } from './recording.js';
 
 export interface LeaseOptions extends PhoneSessionClientOptions {
   /** A client to use instead of one built from baseUrl / apiKey / the environment. */
@@ -310,6 +312,10 @@ export class Lease implements AsyncDisposable {
   #ui: UiEngine | null = null;
   /** Browsers connected by launchBrowser(), disconnected when the lease ends. */
   readonly #browsers = new Set<PhoneBrowser>();
+  /** The screen recording startRecording() started, until stopRecording(). */
+  #recording: Promise<PhoneRecording> | null = null;
+  /** The log startLogcat() follows, until stopLogcat(). */
+  #logcat: Promise<LogcatCapture> | null = null;
 
   static {
     engineOf = (lease) => lease.#engine();
@@ -545,6 +551,81 @@ export class Lease implements AsyncDisposable {
   }
 
   // -------------------------------------------------------------------------------------
+  // Evidence: the screen's video and the whole log, over the lease's ADB connection
+
+  /**
+   * Starts recording the screen with the phone's own `screenrecord`. Past screenrecord's
+   * time limit (3 minutes) the next piece starts by itself; stopRecording() joins them.
+   */
+  startRecording(options: RecordingOptions = {}): Promise<void> {
+    return this.#named(async () => {
+      this.#assertLive();
+      if (this.#recording) {
+        throw new ConfigurationError(
+          `session ${this.id} is already recording its screen; call stopRecording(path) before starting again.`,
+        );
+      }
+      const starting = this.#phoneAdb().then((adb) => PhoneRecording.start(adb, options, this.#logger));
+      this.#recording = starting;
+      starting.catch(() => {
+        if (this.#recording === starting) this.#recording = null;
+      });
+      await starting;
+    });
+  }
+
+  /**
+   * Stops the recording, writes it to `path` as one MP4 (H.264) and deletes it on the phone.
+   * screenrecord gets SIGINT and this waits until it has finished its file.
+   */
+  stopRecording(path: string): Promise<RecordingResult> {
+    return this.#named(async () => {
+      this.#assertLive();
+      const recording = this.#recording;
+      if (!recording) {
+        throw new ConfigurationError(
+          `session ${this.id} is not recording its screen; call startRecording() first.`,
+        );
+      }
+      this.#recording = null;
+      return (await recording).stop(path);
+    });
+  }
+
+  /**
+   * Starts following the phone's whole log (`logcat -b all -v threadtime`, from now on)
+   * into the file `path`, capped at `maxBytes` (8 MiB by default; the middle of a longer
+   * log is cut, and the file says so). App crashes in it are reported by stopLogcat().
+   */
+  startLogcat(path: string, options: Omit<LogcatCaptureOptions, 'path'> = {}): Promise<void> {
+    return this.#named(async () => {
+      this.#assertLive();
+      if (this.#logcat) {
+        throw new ConfigurationError(`session ${this.id} already follows its log; call stopLogcat() first.`);
+      }
+      const starting = this.#phoneAdb().then((adb) => LogcatCapture.start(adb, { ...options, path }));
+      this.#logcat = starting;
+      starting.catch(() => {
+        if (this.#logcat === starting) this.#logcat = null;
+      });
+      await starting;
+    });
+  }
+
+  /** Stops following the log and finishes its file: what it holds, and the crashes it showed. */
+  stopLogcat(): Promise<LogcatResult> {
+    return this.#named(async () => {
+      const capture = this.#logcat;
+      if (!capture)
+        throw new ConfigurationError(
+          `session ${this.id} does not follow its log; call startLogcat(path) first.`,
+        );
+      this.#logcat = null;
+      return (await capture).stop();
+    });
+  }
+
+  // -------------------------------------------------------------------------------------
   // Service operations: through the phone-session API, no ADB connection needed
 
   /**
@@ -666,6 +747,12 @@ export class Lease implements AsyncDisposable {
     const connected = this.#adbConnected;
     const browsers = [...this.#browsers];
     this.#browsers.clear();
+    // A log still followed keeps what it read; a recording still running is dropped with
+    // the phone (its screenrecord is hung up when the connection closes).
+    const logcat = this.#logcat;
+    this.#logcat = null;
+    this.#recording = null;
+    await logcat?.then((c) => c.stop()).catch(() => undefined);
     // Playwright is told first, so its pages fail with "closed" rather than a broken pipe.
     await Promise.allSettled(browsers.map((b) => b.close()));
     this.#adb = null;

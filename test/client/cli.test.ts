@@ -12,6 +12,7 @@ import { runAdb } from '../../src/index.js';
 import { freePort } from '../../src/util/ports.js';
 import { runNode, type CliResult } from '../support/cli.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { probe } from '../support/video.js';
 import { eventually, liveIds, tempDir } from './helpers.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -321,6 +322,24 @@ describe('phonelease lease', () => {
       }
     } finally {
       await slow.close();
+    }
+  });
+
+  it('--record FILE saves the screen from ready until Ctrl-C as one H.264 MP4', async () => {
+    const file = join(tempDir(), 'lease.mp4');
+    const lease = startLease(['--json', '--record', file]);
+    try {
+      const { stdout } = await lease.waitFor(/"session"/);
+      const { session } = JSON.parse(stdout) as { session: string };
+      lease.child.kill('SIGINT');
+      expect(await lease.exited).toBe(130);
+      expect(lease.output.stderr).toMatch(
+        new RegExp(`phonelease: screen recording saved to ${file.replace(/[.]/g, '\\.')} \\(\\d+\\.\\d s\\)`),
+      );
+      expect(lease.output.stderr).toContain(`${session}: ended (released, cleanup confirmed in `);
+      expect((await probe(file)).stream).toMatchObject({ codec_name: 'h264', width: 720, height: 1280 });
+    } finally {
+      lease.child.kill('SIGKILL');
     }
   });
 

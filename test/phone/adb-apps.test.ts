@@ -308,6 +308,37 @@ describe('screen', () => {
     expect(log).toMatch(/ I ActivityManager: Start proc \d+:com\.android\.settings\//);
     expect(log).toMatch(/ I PackageManager: Installed io\.appium\.settings versionCode=191/);
   });
+
+  it('crashes the Login app for the user "crash" as an app crashes: AndroidRuntime logs it, the process dies, the launcher shows', async () => {
+    // A fresh start: no text left in the fields by earlier tests.
+    await v.adbOk(['shell', 'am force-stop com.phonelease.login; logcat -c']);
+    await v.adbOk(['shell', 'am start -W -n com.phonelease.login/.LoginActivity']);
+    const pid = Number((await v.adbOk(['shell', 'pidof com.phonelease.login'])).trim());
+    expect(pid).toBeGreaterThan(0);
+    const field = boundsOf(await v.adbOk(['exec-out', 'uiautomator dump /dev/tty']), 'username');
+    await v.adbOk(['shell', `input tap ${field.x} ${field.y}`]);
+    // Enter moves to the password field, and signs in from there.
+    await v.adbOk(['shell', 'input text crash; input keyevent 66; input text anything; input keyevent 66']);
+    expect((await v.adb(['shell', 'pidof com.phonelease.login'])).code).toBe(1);
+    expect((await focus()).app).toMatch(/^com\.android\.launcher3\//);
+    const log = await v.adbOk(['logcat', '-d', '-v', 'threadtime', '-b', 'all']);
+    // threadtime: date time pid tid priority tag: message, each line of the trace its own entry.
+    const crash = log.split('\n').filter((line) => / E AndroidRuntime: /.test(line));
+    const prefix = new RegExp(
+      `^\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d\\.\\d{3}\\s+${pid}\\s+${pid} E AndroidRuntime: `,
+    );
+    expect(crash.length).toBeGreaterThan(5);
+    for (const line of crash) expect(line).toMatch(prefix);
+    const messages = crash.map((line) => line.replace(prefix, ''));
+    expect(messages.slice(0, 3)).toEqual([
+      'FATAL EXCEPTION: main',
+      `Process: com.phonelease.login, PID: ${pid}`,
+      'java.lang.IllegalStateException: Login crashed on purpose: the test account "crash" always crashes the app',
+    ]);
+    expect(messages[3]).toMatch(/^\tat com\.phonelease\.login\.LoginActivity\./);
+    expect(messages.at(-1)).toBe('\tat com.android.internal.os.ZygoteInit.main(ZygoteInit.java:971)');
+    expect(log).toContain(`I ActivityManager: Process com.phonelease.login (pid ${pid}) has died`);
+  });
 });
 
 describe('instrumentation', () => {

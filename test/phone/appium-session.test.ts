@@ -3,6 +3,9 @@
  * a session with the skip capabilities on a prepared phone, and one on a fresh phone where
  * the driver installs its APKs and starts Appium Settings itself.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { remote } from 'webdriverio';
@@ -10,6 +13,7 @@ import { buildTestApk } from '../support/apk-builder.js';
 import { startAppium } from '../support/appium.js';
 import type { AppiumServer } from '../support/appium.js';
 import { freePort } from '../../src/util/ports.js';
+import { decodeErrors, probe } from '../support/video.js';
 import { startVirtualAdb } from '../support/virtual-adb.js';
 import type { VirtualAdb } from '../support/virtual-adb.js';
 
@@ -172,6 +176,35 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
       throw new Error(`${String(error)}\n--- appium log ---\n${appium.logs().slice(-6000)}`);
     } finally {
       await driver.deleteSession();
+    }
+  }, 180_000);
+
+  it('records the screen with startRecordingScreen / stopRecordingScreen (screenrecord over adb)', async () => {
+    const driver = await session(prepared, {
+      'appium:skipServerInstallation': true,
+      'appium:skipDeviceInitialization': true,
+      'appium:noReset': true,
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'phonelease-appium-video-'));
+    try {
+      await driver.startRecordingScreen({ timeLimit: 60 });
+      await driver.activateApp('com.android.settings');
+      await driver.activateApp('com.phonelease.login');
+      const video = await driver.stopRecordingScreen();
+      const file = join(dir, 'appium.mp4');
+      writeFileSync(file, Buffer.from(video, 'base64'));
+      const { stream, duration } = await probe(file);
+      expect(stream).toMatchObject({ codec_name: 'h264', width: 720, height: 1280 });
+      expect(duration).toBeGreaterThan(0);
+      expect(await decodeErrors(file)).toBe('');
+      // The driver stopped screenrecord and deleted its file on the phone.
+      expect((await prepared.adb(['shell', 'pgrep screenrecord'])).code).toBe(1);
+      expect(await prepared.adbOk(['shell', 'ls /sdcard'])).not.toMatch(/\.mp4/);
+    } catch (error) {
+      throw new Error(`${String(error)}\n--- appium log ---\n${appium.logs().slice(-6000)}`);
+    } finally {
+      await driver.deleteSession();
+      rmSync(dir, { recursive: true, force: true });
     }
   }, 180_000);
 });

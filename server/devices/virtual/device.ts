@@ -4,6 +4,8 @@
  * services work on this object; phone.ts wraps it in the DevicePhone interface.
  */
 import { randomBytes } from 'node:crypto';
+import { fatalExceptionLines, type AppException } from './app-crash.js';
+import { EncoderThreads } from './video/frame-encoder.js';
 import type { DeviceLogger } from '../types.js';
 import { VirtualFs } from './fs.js';
 import type { DirNode } from './fs.js';
@@ -97,6 +99,8 @@ export class Device {
   readonly ports: Map<number, PortHandler>;
   /** Chrome (`com.android.chrome`), or null when this phone has no browser to run. */
   readonly browser: BrowserApp | null;
+  /** The screen recorder's encoder threads, kept between recordings (screenrecord). */
+  readonly encoderThreads = new EncoderThreads();
   /** Teardown callbacks of long-lived things (instrumentation, listeners). */
   private readonly closers = new Set<() => void>();
   private uiInstance: PhoneUi | null = null;
@@ -139,6 +143,7 @@ export class Device {
     // A changed app set or setting redraws what shows it, but never creates the UI for that.
     this.packages.onChange(() => this.uiInstance?.appsChanged());
     this.closers.add(this.settings.onChange(() => this.uiInstance?.settingsChanged?.()));
+    this.closers.add(() => this.encoderThreads.close());
   }
 
   private createBrowser(config: BrowserConfig): BrowserApp {
@@ -178,6 +183,7 @@ export class Device {
         // Toggles in the Settings app write through, so `settings get` sees them.
         setSetting: (ns, key, value) => this.settings.put(ns, key, value),
         browser: () => this.browser,
+        appCrashed: (pkg, exception) => this.appCrashed(pkg, exception),
       };
       const ui = createPhoneUi(host, {
         width: DEVICE.width,
@@ -217,6 +223,38 @@ export class Device {
       priority: 'I',
       tag: 'ActivityManager',
       message: `Start proc ${proc.pid}:${pkg.name}/${appUserName(pkg.uid).replace('_', '')} for next-top-activity`,
+    });
+  }
+
+  /**
+   * An app's uncaught exception, as the phone reports it: AndroidRuntime's lines from the
+   * app's main thread, the activity force-finished, and the process gone.
+   */
+  private appCrashed(pkg: string, exception: AppException): void {
+    const proc = this.processes.list().find((p) => p.name === pkg);
+    const pid = proc?.pid ?? this.processes.transientPid();
+    for (const line of fatalExceptionLines(pkg, pid, exception))
+      this.logcat.add({ pid, tid: pid, priority: 'E', tag: 'AndroidRuntime', message: line });
+    const activity = this.hasUi ? this.ui.foreground() : null;
+    if (activity?.package === pkg) {
+      const short = activity.activity.startsWith(`${pkg}.`)
+        ? activity.activity.slice(pkg.length)
+        : activity.activity;
+      this.logcat.add({
+        pid: 860,
+        tid: 887,
+        priority: 'W',
+        tag: 'ActivityTaskManager',
+        message: `  Force finishing activity ${pkg}/${short}`,
+      });
+    }
+    this.processes.stopPackage(pkg);
+    this.logcat.add({
+      pid: 860,
+      tid: 884,
+      priority: 'I',
+      tag: 'ActivityManager',
+      message: `Process ${pkg} (pid ${pid}) has died: fg  TOP `,
     });
   }
 

@@ -3,6 +3,7 @@
  * hierarchy dump. Every visible change goes through changed(), which bumps the version and
  * tells listeners; the view tree and the PNG are rebuilt lazily, once per version.
  */
+import { fatalExceptionLines, type AppException } from '../app-crash.js';
 import { PNG } from 'pngjs';
 import { TextRenderer } from './font.js';
 import { dumpUiAutomator } from './hierarchy.js';
@@ -240,6 +241,7 @@ export class VirtualPhoneUi implements PhoneUi {
         this.open(pkg, undefined, 'launcher');
       },
       forceStop: (pkg) => this.forceStop(pkg),
+      crash: (pkg, exception) => this.crash(pkg, exception),
       showAppInfo: (pkg) => {
         // APPLICATION_DETAILS_SETTINGS: the page opens on top of Settings' task.
         this.open(SETTINGS_PACKAGE, undefined, 'launcher');
@@ -575,6 +577,16 @@ export class VirtualPhoneUi implements PhoneUi {
 
   launch(pkg: string, activity?: string): boolean {
     return this.open(pkg, activity, 'shell');
+  }
+
+  /** An app threw: as on a phone, the runtime logs it, the process dies and its task is gone. */
+  private crash(pkg: string, exception: AppException): void {
+    if (this.host.appCrashed) this.host.appCrashed(pkg, exception);
+    else
+      for (const line of fatalExceptionLines(pkg, 0, exception)) this.host.log('E', 'AndroidRuntime', line);
+    this.tasks = this.tasks.filter((x) => x.package !== pkg);
+    if (this.front === pkg) this.front = null;
+    this.changed();
   }
 
   showNotRunnable(pkg: string): void {

@@ -4,6 +4,7 @@
  * creates one PhoneUi per phone with createPhoneUi() from ./index.ts and drives it from
  * shell commands (`input`, `am`, `screencap`, `uiautomator dump`, ...).
  */
+import type { AppException } from '../app-crash.js';
 import type { Duplex } from 'node:stream';
 import type { BrowserView } from '../browser/browser-app.js';
 
@@ -23,6 +24,11 @@ export interface PhoneUiHost {
   setSetting?(namespace: 'system' | 'secure' | 'global', key: string, value: string): void;
   /** Optional: the browser app's page (URL, title, latest frame), when the phone has one. */
   browser?(): BrowserView | null;
+  /**
+   * Optional: an app in front threw an uncaught exception; the phone logs it as the runtime
+   * does and ends the app's process (the UI then closes the app's screens itself).
+   */
+  appCrashed?(pkg: string, exception: AppException): void;
 }
 
 export interface LauncherApp {

@@ -6,15 +6,22 @@ import { parentPort, workerData } from 'node:worker_threads';
 import {
   FramePipeline,
   type FrameEncoderConfig,
+  type ConfigMessage,
   type FrameMessage,
   type WorkerReply,
 } from './frame-encoder.js';
 
 const port = parentPort;
 if (port) {
-  const pipeline = new FramePipeline(workerData as FrameEncoderConfig);
+  let pipeline = new FramePipeline(workerData as FrameEncoderConfig);
   port.postMessage({ ready: true } satisfies WorkerReply);
-  port.on('message', (message: FrameMessage) => {
+  port.on('message', (message: FrameMessage | ConfigMessage) => {
+    if ('config' in message) {
+      // A kept thread starts its next recording: a new encoder, the compiled code kept.
+      pipeline = new FramePipeline(message.config);
+      port.postMessage({ ready: true } satisfies WorkerReply);
+      return;
+    }
     let reply: WorkerReply;
     let transfer: ArrayBuffer[] = [];
     try {

@@ -76,10 +76,15 @@ export function inlineFrameEncoder(config: FrameEncoderConfig): FrameEncoder {
   };
 }
 
-/** Messages to the worker. */
+/** Messages to the worker: a frame to encode. */
 export interface FrameMessage {
   pixels: ArrayBuffer;
   timeMs: number;
+}
+
+/** Messages to a kept worker: the next recording's settings (it answers ready). */
+export interface ConfigMessage {
+  config: FrameEncoderConfig;
 }
 
 /** Messages from the worker: ready for frames, a frame, or why one failed. */
@@ -103,16 +108,57 @@ function startWorker(config: FrameEncoderConfig): Worker {
 }
 
 /**
+ * Encoder threads kept between one phone's recordings. A new thread takes about half a
+ * second to start and over a second more for its first frames (its code is not compiled
+ * yet); a kept one is ready at once, so a test that records pays neither. One idle thread
+ * is kept: a phone rarely records twice at once, and an idle thread holds memory.
+ */
+export class EncoderThreads {
+  private idle: Worker[] = [];
+  private closed = false;
+
+  /** An encoder for `config` on a kept thread, or on a new one. */
+  encoder(config: FrameEncoderConfig): Promise<FrameEncoder> {
+    return workerFrameEncoder(config, {
+      worker: this.idle.pop() ?? null,
+      release: (worker) => {
+        if (this.closed || this.idle.length >= 1) return false;
+        this.idle.push(worker);
+        return true;
+      },
+    });
+  }
+
+  /** Ends the kept threads (the phone shuts down); encoders in use end when closed. */
+  close(): void {
+    this.closed = true;
+    for (const worker of this.idle.splice(0)) void worker.terminate();
+  }
+}
+
+/** A kept thread to configure instead of a new one, and where it goes back when closed. */
+interface Reuse {
+  worker: Worker | null;
+  /** Takes the thread back; false when it should end instead. */
+  release(worker: Worker): boolean;
+}
+
+/**
  * Encodes on a worker thread, one frame at a time, in order. Resolves once the worker is
  * ready for frames (as screenrecord prepares its encoder before it starts recording).
  */
-export function workerFrameEncoder(config: FrameEncoderConfig): Promise<FrameEncoder> {
-  const worker = startWorker(config);
+export function workerFrameEncoder(config: FrameEncoderConfig, reuse?: Reuse): Promise<FrameEncoder> {
+  const kept = reuse?.worker ?? null;
+  const worker = kept ?? startWorker(config);
   // The worker must not keep a process alive on its own: whoever records owns the phone.
   worker.unref();
   const waiting: Array<{ resolve: (f: EncodedFrame) => void; reject: (e: Error) => void }> = [];
   let failure: Error | null = null;
   let closed: Promise<void> | null = null;
+  // Set by the promise below (its executor runs at once); close() takes them off a kept thread.
+  let onMessage!: (reply: WorkerReply) => void;
+  let onError!: (error: Error) => void;
+  let onExit!: () => void;
   const encoder: FrameEncoder = {
     encode(pixels, timeMs) {
       if (failure) return Promise.reject(failure);
@@ -124,7 +170,16 @@ export function workerFrameEncoder(config: FrameEncoderConfig): Promise<FrameEnc
       });
     },
     close() {
-      closed ??= worker.terminate().then(() => undefined);
+      closed ??= (async () => {
+        worker.off('message', onMessage);
+        worker.off('error', onError);
+        worker.off('exit', onExit);
+        // A thread with no frame in flight and no failure can record again; any other ends.
+        const idle = failure === null && waiting.length === 0;
+        if (idle && reuse?.release(worker)) return;
+        for (const w of waiting.splice(0)) w.reject(new Error('video encoder: closed'));
+        await worker.terminate();
+      })();
       return closed;
     },
   };
@@ -134,7 +189,7 @@ export function workerFrameEncoder(config: FrameEncoderConfig): Promise<FrameEnc
       refused(failure);
       for (const w of waiting.splice(0)) w.reject(failure);
     };
-    worker.on('message', (reply: WorkerReply) => {
+    onMessage = (reply: WorkerReply) => {
       if ('ready' in reply) {
         ready(encoder);
         return;
@@ -143,8 +198,13 @@ export function workerFrameEncoder(config: FrameEncoderConfig): Promise<FrameEnc
       if (!next) return;
       if ('error' in reply) next.reject(new Error(`video encoder: ${reply.error}`));
       else next.resolve(reply.frame);
-    });
-    worker.on('error', (error) => fail(error));
-    worker.on('exit', () => fail(new Error('video encoder: its worker thread stopped')));
+    };
+    onError = (error: Error) => fail(error);
+    onExit = () => fail(new Error('video encoder: its worker thread stopped'));
+    worker.on('message', onMessage);
+    worker.on('error', onError);
+    worker.on('exit', onExit);
+    // A kept thread is told the new recording's settings; it answers ready.
+    if (kept) worker.postMessage({ config } satisfies ConfigMessage);
   });
 }

@@ -13,11 +13,12 @@
  * `bytes()` at any moment is what the phone's file holds, and a recording that is aborted
  * (the process killed) leaves a file without an index, which players refuse, as on a phone.
  */
-import { MemorySink } from '../../../../src/video/io.js';
+import { MemorySink, type ByteSink } from '../../../../src/video/io.js';
 import { Mp4Writer } from '../../../../src/video/mp4-write.js';
 import { BT601_LIMITED } from './h264/parameter-sets.js';
 import {
   inlineFrameEncoder,
+  type EncoderThreads,
   workerFrameEncoder,
   type EncodedFrame,
   type FrameEncoder,
@@ -55,8 +56,20 @@ export interface RecorderOptions {
   maxFps?: number;
   /** Where frames are encoded: a worker thread (default) or the caller's thread. */
   encodeOn?: 'worker' | 'main';
+  /** Encoder threads to take one from and give it back to (a phone's, kept between recordings). */
+  threads?: EncoderThreads;
   /** A clock in ms that only moves forward (frame times); performance.now by default. */
   now?: () => number;
+  /**
+   * Where the file is written as it is recorded (a file on the phone, as screenrecord's
+   * muxer writes its output file); memory by default.
+   */
+  sink?: RecordingSink;
+}
+
+/** A sink whose whole content can be read back: what `bytes()` and the result return. */
+export interface RecordingSink extends ByteSink {
+  bytes(): Uint8Array;
 }
 
 export interface RecordingResult {
@@ -103,8 +116,13 @@ export async function startScreenRecording(
     bitRate: options.bitRate ?? SCREENRECORD_DEFAULTS.bitRate,
     maxFps,
   };
-  const encoder = options.encodeOn === 'main' ? inlineFrameEncoder(config) : await workerFrameEncoder(config);
-  const sink = new MemorySink();
+  const encoder =
+    options.encodeOn === 'main'
+      ? inlineFrameEncoder(config)
+      : options.threads
+        ? await options.threads.encoder(config)
+        : await workerFrameEncoder(config);
+  const sink = options.sink ?? new MemorySink();
   const writer = await Mp4Writer.start(sink, { width, height, colour: BT601_LIMITED });
   return new ScreenRecording(source, encoder, writer, sink, {
     width,
@@ -131,7 +149,8 @@ export class ScreenRecording {
   /** Settles when the recording has ended and its file is finished (or failed). */
   readonly finished: Promise<RecordingResult>;
 
-  private readonly startedMs: number;
+  /** When recording began, on the recorder's clock (`now`). */
+  readonly startedMs: number;
   private readonly intervalMs: number;
   private readonly unsubscribe: () => void;
   private readonly limitTimer: NodeJS.Timeout | null;
@@ -152,7 +171,7 @@ export class ScreenRecording {
     private readonly source: ScreenSource,
     private readonly encoder: FrameEncoder,
     private readonly writer: Mp4Writer,
-    private readonly sink: MemorySink,
+    private readonly sink: RecordingSink,
     private readonly settings: Settings,
   ) {
     this.width = settings.width;

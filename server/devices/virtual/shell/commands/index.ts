@@ -3,6 +3,7 @@ import type { CommandFn, CommandTable } from '../command.js';
 import { am, monkey } from './am.js';
 import { appops, makeCmd } from './cmd.js';
 import { dd } from './dd.js';
+import { screenrecord } from './screenrecord.js';
 import { sed } from './sed.js';
 import { find } from './find.js';
 import { DISPLAY_COMMANDS } from './display.js';
@@ -39,6 +40,7 @@ export function createCommandTable(): CommandTable {
   table.set('nc', nc);
   table.set('dd', dd);
   table.set('sed', sed);
+  table.set('screenrecord', screenrecord);
   table.set('find', find);
   // toybox multiplexer: `toybox ls` runs ls
   table.set('toybox', (ctx) => {

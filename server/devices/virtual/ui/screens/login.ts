@@ -3,6 +3,7 @@
  * drive. Two outlined text fields, a button and a result line; demo/secret is the one
  * account that signs in.
  */
+import { CLICK_FRAMES, type AppException } from '../../app-crash.js';
 import type { Rect } from '../raster.js';
 import { rect } from '../raster.js';
 import { isDark, type Palette } from '../theme.js';
@@ -33,6 +34,26 @@ const ACCOUNTS: Record<string, { password: string; delayMs: number }> = {
   slow: { password: 'secret', delayMs: SLOW_LOGIN_MS },
 };
 
+/**
+ * Signing in as this user crashes the app (any password), as an app with a bug would: the
+ * runtime logs its FATAL EXCEPTION, the process dies and the launcher shows. Tests of crash
+ * reports use it.
+ */
+export const CRASH_USER = 'crash';
+
+/** What the Login app throws when `crash` signs in. */
+const CRASH_EXCEPTION: AppException = {
+  className: 'java.lang.IllegalStateException',
+  message: 'Login crashed on purpose: the test account "crash" always crashes the app',
+  frames: [
+    'com.phonelease.login.LoginActivity.signIn(LoginActivity.java:87)',
+    'com.phonelease.login.LoginActivity.lambda$onCreate$0(LoginActivity.java:52)',
+    'com.phonelease.login.LoginActivity.$r8$lambda$Qx3kRmT0vJc1(Unknown Source:0)',
+    'com.phonelease.login.LoginActivity$$ExternalSyntheticLambda0.onClick(D8$$SyntheticClass:0)',
+    ...CLICK_FRAMES,
+  ],
+};
+
 export function newLoginState(id: number): LoginState {
   return { kind: 'login', id, username: '', password: '', focus: null, result: '' };
 }
@@ -45,6 +66,9 @@ export function submitLogin(state: LoginState, ctx: ScreenContext): void {
   if (!state.username || !state.password) {
     state.result = LOGIN_MESSAGES.missing;
     outcome = 'missing';
+  } else if (state.username === CRASH_USER) {
+    ctx.crash(LOGIN_PACKAGE, CRASH_EXCEPTION);
+    return;
   } else if (account && account.password === state.password && account.delayMs > 0) {
     state.result = LOGIN_MESSAGES.pending;
     state.pending = true;

@@ -2,6 +2,7 @@
  * What a screen is: plain JSON state (so a profile save can keep it) plus build and input
  * functions in the screen's module. The phone keeps a stack of states per app task.
  */
+import type { AppException } from '../../app-crash.js';
 import type { BrowserView } from '../../browser/browser-app.js';
 import type { TextRenderer } from '../font.js';
 import type { Color } from '../raster.js';
@@ -73,6 +74,8 @@ export interface ScreenContext {
   /** Opens an app the way the launcher does. */
   launch(pkg: string): void;
   forceStop(pkg: string): void;
+  /** The app in front crashes: the exception is logged, its process dies, its screens close. */
+  crash(pkg: string, exception: AppException): void;
   /** Opens Settings' App info page for a package (what a launcher's "App info" does). */
   showAppInfo(pkg: string): void;
   /** Opens a screen on top of the current one in the same task. */

@@ -1,0 +1,124 @@
+/**
+ * What recording a test costs: the same test on the virtual phone with and without a
+ * recording of its screen (phone.startRecording() before, phone.stopRecording(path) after,
+ * so the stop, the pull and the join are counted), in the same run on the same phone; the
+ * CPU the recording costs (process CPU, which includes the phone's encoder thread, since
+ * the server runs in this process); and the bytes a minute of a changing screen takes.
+ *
+ * The test is a Login app flow with locators (launch, fill both fields, sign in, wait for
+ * the welcome, open Settings, go home), 10 times over: about as long as a UI test on a
+ * phone takes. A recording costs a fixed part too (screenrecord starts, the last frames are
+ * encoded, the file is pulled), which the third line shows. Runs alternate (plain, recorded) in rounds so load
+ * from elsewhere falls on both alike; figures are medians.
+ *
+ * It runs the built package (dist/), as users do: the phone's encoder thread then starts
+ * from plain JavaScript.
+ *
+ * Goal: a recorded test at most 10% longer than the same test without recording.
+ *
+ * Run: npm run build && npx tsx bench/video.ts [rounds] [flows per test]
+ */
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { Lease } from '../src/index.js';
+import type * as Client from '../src/index.js';
+import type * as Server from '../server/main.js';
+
+const dist = new URL('../dist/', import.meta.url);
+const { leasePhone } = (await import(new URL('src/index.js', dist).href)) as typeof Client;
+const { startServer } = (await import(new URL('server/main.js', dist).href)) as typeof Server;
+
+const ROUNDS = Number(process.argv[2] ?? 7);
+/** How many times a test goes through the flow: a test of a second or two, as UI tests are. */
+const FLOWS = Number(process.argv[3] ?? 10);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+/** One pass of the flow. */
+async function loginFlow(phone: Lease): Promise<void> {
+  await phone.launch('com.phonelease.login');
+  await phone.getById('username').fill('demo');
+  await phone.getById('password').fill('secret');
+  await phone.getById('login').click();
+  await phone.getByText('Welcome, demo!').waitFor();
+  await phone.launch('com.android.settings');
+  await phone.press('Home');
+  await phone.shell('am force-stop com.phonelease.login; am force-stop com.android.settings');
+}
+
+/** The test: the flow FLOWS times. */
+async function loginTest(phone: Lease): Promise<void> {
+  for (let i = 0; i < FLOWS; i++) await loginFlow(phone);
+}
+
+const data = mkdtempSync(join(tmpdir(), 'phonelease-bench-video-'));
+const server = await startServer({ port: 0, phones: 1, bootMs: 0, log: 'error' });
+try {
+  const account = server.createAccount({ billingMode: 'disabled' });
+  const phone = await leasePhone({
+    baseUrl: server.url,
+    apiKey: account.key,
+    reaper: false,
+    handleSignals: false,
+    ledger: false,
+  });
+  try {
+    // Warm up: the UI server, the first screens drawn, the first recording.
+    await loginTest(phone);
+    await phone.startRecording();
+    await loginTest(phone);
+    await phone.stopRecording(join(data, 'warm.mp4'));
+
+    const plain: { ms: number; cpu: number }[] = [];
+    const recorded: { ms: number; cpu: number; bytes: number; seconds: number }[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      let c0 = cpuMs();
+      let t0 = performance.now();
+      await loginTest(phone);
+      plain.push({ ms: performance.now() - t0, cpu: cpuMs() - c0 });
+
+      const file = join(data, `round-${round}.mp4`);
+      c0 = cpuMs();
+      t0 = performance.now();
+      await phone.startRecording();
+      await loginTest(phone);
+      const result = await phone.stopRecording(file);
+      recorded.push({
+        ms: performance.now() - t0,
+        cpu: cpuMs() - c0,
+        bytes: statSync(file).size,
+        seconds: result.durationSeconds,
+      });
+    }
+    const plainMs = median(plain.map((r) => r.ms));
+    const recordedMs = median(recorded.map((r) => r.ms));
+    const plainCpu = median(plain.map((r) => r.cpu));
+    const recordedCpu = median(recorded.map((r) => r.cpu));
+    const perMinute = median(recorded.map((r) => (r.bytes / r.seconds) * 60));
+    console.log(`a test of ${FLOWS} login flows on the virtual phone, ${ROUNDS} rounds, medians`);
+    console.log(
+      `without recording  ${plainMs.toFixed(0).padStart(6)} ms   cpu ${plainCpu.toFixed(0).padStart(6)} ms   (baseline)`,
+    );
+    console.log(
+      `with recording     ${recordedMs.toFixed(0).padStart(6)} ms   cpu ${recordedCpu.toFixed(0).padStart(6)} ms   ` +
+        `${(recordedMs / plainMs).toFixed(2)}x duration (goal <= 1.10x), ${(recordedCpu / plainCpu).toFixed(2)}x cpu`,
+    );
+    console.log(
+      `recording's cost   ${(recordedMs - plainMs).toFixed(0).padStart(6)} ms   cpu ${(recordedCpu - plainCpu).toFixed(0).padStart(6)} ms per test` +
+        ` (${((recordedCpu - plainCpu) / median(recorded.map((r) => r.seconds)) / 10).toFixed(1)}% of one core while recording)`,
+    );
+    console.log(
+      `file size          ${(perMinute / 1e6).toFixed(2)} MB per minute of this test's changing screen (20 Mbit/s setting)`,
+    );
+  } finally {
+    await phone.end();
+  }
+} finally {
+  await server.close();
+  rmSync(data, { recursive: true, force: true });
+}

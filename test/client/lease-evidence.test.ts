@@ -1,0 +1,115 @@
+/**
+ * A lease's evidence over its own ADB connection, on the virtual phone of a real server:
+ * the screen recorded with the phone's screenrecord (pieces past its time limit joined into
+ * one MP4, deleted on the phone), and the whole log followed into a capped file with the
+ * Login app's crash named.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigurationError, leasePhone } from '../../src/index.js';
+import { decodeErrors, probe } from '../support/video.js';
+import { serverPerTest } from '../support/server.js';
+import { leaseOptions, tempDir } from './helpers.js';
+
+const server = serverPerTest();
+
+describe('phone.startRecording() / stopRecording()', () => {
+  it('records the screen into one MP4, joining the pieces past the piece length, and cleans up the phone', async () => {
+    const t = await server({ bootMs: 100 });
+    await using phone = await leasePhone(leaseOptions(t));
+    const dir = tempDir('phonelease-rec-');
+    const started = Date.now();
+    await phone.startRecording({ pieceSeconds: 1 });
+    await expect(phone.startRecording()).rejects.toThrow(/already recording its screen; call stopRecording/);
+    await phone.shell('am start -W -n com.phonelease.login/.LoginActivity');
+    // Longer than a piece: screenrecord reaches its limit and the next piece starts.
+    await expect
+      .poll(
+        async () =>
+          (await phone.shell('ls /sdcard')).stdout.match(/phonelease-recording-\w+-\d+\.mp4/g)?.length,
+        {
+          timeout: 30_000,
+        },
+      )
+      .toBeGreaterThanOrEqual(2);
+    await phone.press('Home');
+    const result = await phone.stopRecording(join(dir, 'screen.mp4'));
+    const elapsed = (Date.now() - started) / 1000;
+    expect(result.pieces).toBeGreaterThanOrEqual(2);
+    const { stream, duration } = await probe(result.path);
+    expect(stream).toMatchObject({ codec_name: 'h264', width: 720, height: 1280 });
+    expect(duration).toBeCloseTo(result.durationSeconds, 1);
+    // The pieces follow each other (less the moments the next screenrecord takes to start).
+    expect(duration).toBeGreaterThan(result.pieces - 0.5);
+    expect(duration).toBeLessThan(elapsed + 0.5);
+    expect(await decodeErrors(result.path)).toBe('');
+    expect((await phone.shell('ls /sdcard')).stdout).not.toContain('phonelease-recording');
+    await expect(phone.stopRecording(join(dir, 'again.mp4'))).rejects.toBeInstanceOf(ConfigurationError);
+  });
+
+  it('refuses options screenrecord cannot take before anything starts', async () => {
+    const t = await server({ bootMs: 100 });
+    await using phone = await leasePhone(leaseOptions(t));
+    await expect(phone.startRecording({ pieceSeconds: 0 })).rejects.toThrow(
+      /pieceSeconds must be a whole number/,
+    );
+    await expect(phone.startRecording({ size: { width: 721, height: 1280 } })).rejects.toThrow(
+      /screenrecord did not start \(exit status 234\): ERROR: unable to configure video\/avc codec at 721x1280/,
+    );
+    expect((await phone.shell('ls /sdcard')).stdout).not.toContain('phonelease-recording');
+    // The refused start left nothing behind: a new one works.
+    await phone.startRecording({ size: { width: 360, height: 640 } });
+    const dir = tempDir('phonelease-rec-');
+    const { path } = await phone.stopRecording(join(dir, 'small.mp4'));
+    expect((await probe(path)).stream).toMatchObject({ width: 360, height: 640 });
+  });
+});
+
+describe('phone.startLogcat() / stopLogcat()', () => {
+  it('keeps the whole log from its start and names the Login app’s crash', async () => {
+    const t = await server({ bootMs: 100 });
+    await using phone = await leasePhone(leaseOptions(t));
+    const path = join(tempDir('phonelease-logcat-'), 'logcat.txt');
+    await phone.startLogcat(path);
+    await phone.shell("log -t PhoneleaseTest 'the test starts'");
+    await phone.launch('com.phonelease.login');
+    await phone.getById('username').fill('crash');
+    await phone.getById('password').fill('anything');
+    await phone.getById('login').click();
+    await expect.poll(async () => (await phone.shell('pidof com.phonelease.login')).exitCode).toBe(1);
+    const result = await phone.stopLogcat();
+    const log = readFileSync(path, 'utf8');
+    expect(log).toMatch(/^\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\s+\d+\s+\d+ I PhoneleaseTest: the test starts$/m);
+    expect(log).toContain('E AndroidRuntime: FATAL EXCEPTION: main');
+    expect(result).toMatchObject({ path, linesCut: 0, bytes: Buffer.byteLength(log) });
+    expect(result.crashes).toEqual([
+      expect.objectContaining({
+        kind: 'java',
+        package: 'com.phonelease.login',
+        summary:
+          'java.lang.IllegalStateException: Login crashed on purpose: the test account "crash" always crashes the app',
+      }),
+    ]);
+    expect(result.crashes[0]!.lines[0]).toContain('FATAL EXCEPTION: main');
+  });
+
+  it('caps the file by size, keeping the beginning and the end, and says where it cut', async () => {
+    const t = await server({ bootMs: 100 });
+    await using phone = await leasePhone(leaseOptions(t));
+    const path = join(tempDir('phonelease-logcat-'), 'logcat.txt');
+    await phone.startLogcat(path, { maxBytes: 4096 });
+    await phone.shell("log -t PhoneleaseTest 'first line'");
+    await phone.shell(
+      'i=0; while [ $i -lt 200 ]; do log -t PhoneleaseTest "filler line $i of a long test"; i=$((i+1)); done',
+    );
+    await phone.shell("log -t PhoneleaseTest 'last line'");
+    const stopped = await phone.stopLogcat();
+    const log = readFileSync(path, 'utf8');
+    expect(Buffer.byteLength(log)).toBeLessThanOrEqual(4096);
+    expect(stopped.linesCut).toBeGreaterThan(100);
+    expect(log).toContain('PhoneleaseTest: first line');
+    expect(log).toContain('PhoneleaseTest: last line');
+    expect(log).toMatch(/^--------- phonelease: \d+ lines cut here to keep this file under 4096 bytes/m);
+  });
+});
