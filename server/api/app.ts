@@ -28,7 +28,7 @@ import {
 } from './refusals.js';
 import { installFastSerialization } from './serialization.js';
 import { sessionRoutes } from './sessions.js';
-import { viewerPages } from '../viewer/pages.js';
+import { viewerPages } from './viewer-pages.js';
 import type { ApiError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { App } from './types.js';

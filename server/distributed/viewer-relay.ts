@@ -1,6 +1,6 @@
 /**
  * The viewer streams of an API node: each live stream relayed to the device host that holds
- * the phone (the pages themselves are the API's, server/viewer/pages.ts, over the shared
+ * the phone (the pages themselves are the API's, server/api/viewer-pages.ts, over the shared
  * directory).
  *
  * Why API nodes relay rather than sending browsers to the host: the viewer URL, its page and

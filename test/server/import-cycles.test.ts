@@ -1,6 +1,7 @@
 /**
- * No module of the package, its benchmarks, examples or test support imports itself through other
- * modules (type-only imports included): a cycle there means a type lives in the wrong file.
+ * No module of the package, its benchmarks, examples or test support imports itself through
+ * other modules (type-only imports included), and no two folders lean on each other: a cycle
+ * there means a type or a module lives in the wrong place.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
@@ -67,5 +68,19 @@ describe('import cycles', () => {
   it('no module imports itself through others', () => {
     expect(files.size).toBeGreaterThan(250);
     expect(cycles(files)).toEqual([]);
+  });
+
+  // A folder may use its parent's shared modules (src/errors.ts) and its own subfolders; two
+  // folders that are not nested, such as src/lease and src/crash, must not lean on each other.
+  it('no two folders import each other', () => {
+    const nested = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
+    const folders = new Map<string, string[]>();
+    for (const [file, imports] of files) {
+      const from = dirname(file);
+      const edges = folders.get(from) ?? [];
+      edges.push(...imports.map(dirname).filter((to) => !nested(from, to)));
+      folders.set(from, edges);
+    }
+    expect(cycles(folders)).toEqual([]);
   });
 });

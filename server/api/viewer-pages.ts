@@ -8,10 +8,10 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import type { RoutePlugin } from '../api/types.js';
+import type { RoutePlugin } from './types.js';
 import { FRAME_INTERVAL_MS } from '../runtime/rules.js';
-import { viewerHtml } from './viewer-page.js';
-import { esc, goneHtml, page, securityHeaders } from './html.js';
+import { viewerHtml } from '../viewer/viewer-page.js';
+import { esc, goneHtml, page, securityHeaders } from '../viewer/html.js';
 import { notFound } from '../errors.js';
 
 /** The pages over the app's session directory, view grants and viewer streams. */
