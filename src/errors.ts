@@ -424,7 +424,7 @@ export class AppNotRunnableError extends PhoneleaseError {
   constructor(packageName: string, options: PhoneleaseErrorOptions = {}) {
     super(
       'app_not_runnable',
-      `${packageName} can't run on this virtual phone: the virtual phone runs only its built-in apps (Settings, Chrome, Login), not your app's code. Run it on an Android SDK emulator: set phoneleaseServer: { device: 'emulator' } (Playwright), the embedded option device: 'emulator' (WebdriverIO) or PHONELEASE_DEVICE=emulator; \`phonelease doctor\` says what this machine needs for emulators.`,
+      `${packageName} can't run on this virtual phone: the virtual phone runs only its built-in apps (Settings, Chrome, Login), not your app's code. Run it on an Android SDK emulator: set phoneleaseServer: { device: 'emulator' } (Playwright and WebdriverIO) or PHONELEASE_DEVICE=emulator; \`phonelease doctor\` says what this machine needs for emulators.`,
       { ...options, retry: 'never' },
     );
     this.packageName = packageName;
