@@ -4,6 +4,7 @@
  * passed in, in whole seconds unless a name says ms), no store: each rule is tested on its own
  * (test/server/rules.test.ts).
  */
+import type { EndReason } from '../../src/api/schemas.js';
 import { PhoneBootError } from '../devices/types.js';
 import { randomToken, type RandomSource } from '../secrets.js';
 
@@ -115,6 +116,22 @@ export const usageMinutes = (ready: number | null, ended: number): number =>
 
 // ---------------------------------------------------------------------------------------
 // Ending
+
+/**
+ * How an ending is recorded: a session whose start failed ends as `failed`, whatever ended
+ * it; one whose credit ran out before `at` (`exhaustedAt`, from billing it up to `at`) ends
+ * then, as `credit_exhausted`; any other ends at `at` for the reason given.
+ */
+export function endingOf(
+  state: string,
+  reason: EndReason,
+  at: number,
+  exhaustedAt: number | null,
+): { reason: EndReason; at: number } {
+  if (state === 'error') return { reason: 'failed', at };
+  if (exhaustedAt !== null) return { reason: 'credit_exhausted', at: exhaustedAt };
+  return { reason, at };
+}
 
 /**
  * When a session whose phone was lost without a word (its process killed, its host dead)

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { PhoneBootError } from '../../server/devices/types.js';
 import {
   canonicalJson,
+  endingOf,
   expiryOf,
   hostSlots,
   lostEndTime,
@@ -112,6 +113,24 @@ describe('billing', () => {
         for (const d of plan.debits) expect(d.at).toBeLessThanOrEqual(Math.max(ended, READY + 1));
       }),
     );
+  });
+});
+
+describe('an ending', () => {
+  it('records a failed start as failed, whatever ended it', () => {
+    expect(endingOf('error', 'released', READY + 10, null)).toEqual({ reason: 'failed', at: READY + 10 });
+  });
+
+  it('ends a session whose credit ran out then, as credit_exhausted', () => {
+    expect(endingOf('ready', 'released', READY + 600, READY + 120)).toEqual({
+      reason: 'credit_exhausted',
+      at: READY + 120,
+    });
+  });
+
+  it('ends any other at the time and for the reason given', () => {
+    expect(endingOf('ready', 'expired', READY + 600, null)).toEqual({ reason: 'expired', at: READY + 600 });
+    expect(endingOf('queued', 'released', READY + 1, null)).toEqual({ reason: 'released', at: READY + 1 });
   });
 });
 

@@ -25,7 +25,7 @@ import {
   type ReceiptRow,
   type SessionRow,
 } from '../../runtime/rows.js';
-import { lostEndTime, minutesDue, planDebits, retryAfterSeconds } from '../../runtime/rules.js';
+import { endingOf, lostEndTime, minutesDue, planDebits, retryAfterSeconds } from '../../runtime/rules.js';
 import { HOST_CHANNEL, QUEUE_CHANNEL, SESSION_CHANNEL } from './notifications.js';
 import { tx, type Db, type Tx } from './pool.js';
 
@@ -167,15 +167,8 @@ export async function endSession(
   const row = await one<Stored>(c, 'SELECT * FROM sessions WHERE id = $1 FOR UPDATE', [sid]);
   if (!row || row.done === 1 || row.state === 'closing') return row;
   const failed = row.state === 'error';
-  let endReason: EndReason = failed ? 'failed' : reason;
-  let endAt = at;
-  if (row.state === 'ready') {
-    const exhaustedAt = await billUpTo(c, row, at);
-    if (exhaustedAt !== null) {
-      endReason = 'credit_exhausted';
-      endAt = exhaustedAt;
-    }
-  }
+  const exhaustedAt = row.state === 'ready' ? await billUpTo(c, row, at) : null;
+  const { reason: endReason, at: endAt } = endingOf(row.state, reason, at, exhaustedAt);
   Object.assign(row, {
     state: 'closing',
     close_requested: endAt,

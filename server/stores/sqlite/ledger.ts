@@ -8,7 +8,7 @@
 import type { EndReason } from '../../../src/api/schemas.js';
 import type { CleanupOutcome, ReadyChange, SessionLedger } from '../../runtime/ports.js';
 import type { ProfileRow, SessionRow } from '../../runtime/rows.js';
-import { planDebits } from '../../runtime/rules.js';
+import { endingOf, planDebits } from '../../runtime/rules.js';
 import type { SqliteStore } from './store.js';
 
 /** Runs a synchronous record and answers as a ledger does: a settled promise. */
@@ -79,15 +79,8 @@ export class SqliteLedger implements SessionLedger {
 
   end(row: SessionRow, end: { reason: EndReason; at: number; last: number }): Promise<void> {
     return settled(() => {
-      let reason: EndReason = row.state === 'error' ? 'failed' : end.reason;
-      let at = end.at;
-      if (row.state === 'ready') {
-        const exhaustedAt = this.debit(row, end.at);
-        if (exhaustedAt !== null) {
-          reason = 'credit_exhausted';
-          at = exhaustedAt;
-        }
-      }
+      const exhaustedAt = row.state === 'ready' ? this.debit(row, end.at) : null;
+      const { reason, at } = endingOf(row.state, end.reason, end.at, exhaustedAt);
       this.update(row, {
         state: 'closing',
         close_requested: at,
