@@ -8,8 +8,8 @@ import { AdbAccess, Revoked, ViewerCapability } from '../../src/api/schemas.js';
 import { seconds } from '../clock.js';
 import type { SessionSnapshot } from '../runtime/directory.js';
 import type { Grants, ViewerMode } from '../runtime/grants.js';
-import { ownerUid, readCaller } from './auth.js';
-import { PRIVATE_HEADERS, REFUSALS, SidParams, sessionFor } from './common.js';
+import { readCaller } from './auth.js';
+import { PRIVATE_HEADERS, REFUSALS, SidParams } from './common.js';
 import type { RoutePlugin } from './types.js';
 
 /** A viewer URL lives at most this long, and never past its session. */
@@ -35,7 +35,7 @@ export function viewerCapability(
 export const accessRoutes: RoutePlugin = async (app, { deps }) => {
   const { directory, grants, clock } = deps;
   const owned = (req: FastifyRequest, sid: string) =>
-    sessionFor(deps, { kind: 'owner', uid: ownerUid(req) }, sid, { touch: true });
+    directory.session(readCaller(req), sid, { touch: true });
 
   /** A viewer URL of a ready session. */
   const viewerUrl = (req: FastifyRequest, mode: ViewerMode, session: SessionSnapshot) => {
@@ -53,7 +53,7 @@ export const accessRoutes: RoutePlugin = async (app, { deps }) => {
     '/sessions/:sid/frame.png',
     { config: { auth: 'read' }, schema: { params: SidParams, querystring: TokenQuery } },
     async (req, reply) => {
-      const session = await sessionFor(deps, readCaller(req), req.params.sid);
+      const session = await directory.session(readCaller(req), req.params.sid);
       const png = await directory.phone(session).frame();
       return reply
         .code(200)
@@ -83,7 +83,7 @@ export const accessRoutes: RoutePlugin = async (app, { deps }) => {
       },
     },
     async (req, reply) => {
-      const session = await sessionFor(deps, readCaller(req), req.params.sid, { touch: true });
+      const session = await directory.session(readCaller(req), req.params.sid, { touch: true });
       return reply.headers(PRIVATE_HEADERS).send(viewerUrl(req, 'view', session));
     },
   );
@@ -114,9 +114,7 @@ export const accessRoutes: RoutePlugin = async (app, { deps }) => {
     '/sessions/:sid/adb',
     { config: { auth: 'owner' }, schema: { params: SidParams, response: { 200: Revoked, ...REFUSALS } } },
     async (req) => {
-      await directory.revokeAdb(
-        await sessionFor(deps, { kind: 'owner', uid: ownerUid(req) }, req.params.sid),
-      );
+      await directory.revokeAdb(await directory.session(readCaller(req), req.params.sid));
       return { revoked: true };
     },
   );

@@ -5,7 +5,6 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../src/api/schemas.js';
-import type { Reader, SessionSnapshot } from '../runtime/directory.js';
 import type { AppDeps } from './deps.js';
 import type { ViewContext } from './views.js';
 
@@ -61,18 +60,4 @@ export class SessionViews {
     }
     return grant;
   }
-}
-
-/**
- * The live session `sid` as the caller may see it: an owner sees its own sessions, a view
- * grant its one session (the credential check has matched the grant to the path). Anything
- * else is the same 404 as an unknown id. `touch`: the call counts as activity (idle_s).
- */
-export function sessionFor(
-  deps: AppDeps,
-  caller: Reader,
-  sid: string,
-  opts: { touch?: boolean } = {},
-): Promise<SessionSnapshot> {
-  return deps.directory.session(caller, sid, opts);
 }

@@ -15,9 +15,9 @@ import {
 } from '../../src/api/schemas.js';
 import { apiError } from '../errors.js';
 import type { PhoneAccess } from '../runtime/directory.js';
-import { ownerUid } from './auth.js';
+import { readCaller } from './auth.js';
 import { partMessages } from './refusals.js';
-import { PRIVATE_HEADERS, REFUSALS, SidParams, sessionFor } from './common.js';
+import { PRIVATE_HEADERS, REFUSALS, SidParams } from './common.js';
 import type { RoutePlugin } from './types.js';
 
 const TAP_USAGE = 'input.tap needs a JSON body {"x": integer >= 0, "y": integer >= 0} in screen pixels.';
@@ -27,7 +27,7 @@ export const opRoutes: RoutePlugin = async (app, { deps }) => {
 
   /** The phone of the caller's ready session `sid`, the session marked as used. */
   const phone = async (req: FastifyRequest, sid: string): Promise<PhoneAccess> =>
-    deps.directory.phone(await sessionFor(deps, { kind: 'owner', uid: ownerUid(req) }, sid, { touch: true }));
+    deps.directory.phone(await deps.directory.session(readCaller(req), sid, { touch: true }));
 
   app.post(
     path('screen.capture'),

@@ -17,7 +17,7 @@ import {
 import { ApiError, apiError } from '../errors.js';
 import type { SessionSnapshot } from '../runtime/directory.js';
 import { ownerUid, readCaller } from './auth.js';
-import { PRIVATE_HEADERS, REFUSALS, SidParams, sessionFor, type SessionViews } from './common.js';
+import { PRIVATE_HEADERS, REFUSALS, SidParams, type SessionViews } from './common.js';
 import type { RouteOptions } from './deps.js';
 import { partMessages } from './refusals.js';
 import { receiptView, sessionView } from './views.js';
@@ -111,7 +111,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions & { views: Se
     async (req, reply) => {
       const caller = readCaller(req);
       reply.headers(PRIVATE_HEADERS);
-      let session = await sessionFor(deps, caller, req.params.sid, { touch: true });
+      let session = await directory.session(caller, req.params.sid, { touch: true });
       // Only a session in transition is worth waiting on: a ready or failed session answers
       // at once (the caller cannot tell us what it last saw, so "until it changes" would
       // otherwise mean "for the whole wait" right after a fast boot).
