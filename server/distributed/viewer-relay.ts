@@ -51,10 +51,16 @@ export class ViewerRelay implements StreamHandler {
     this.deps.directory.find(grant.sid).then(
       (session) => {
         if (!session) return refuseUpgrade(socket, 410, 'Gone');
-        if (session.row.state !== 'ready' || session.hostUrl === null)
+        if (session.row.state !== 'ready' || session.row.host_url === null)
           return refuseUpgrade(socket, 409, 'Conflict');
         const expiresAt = Math.min(grant.expiresAt, session.row.expires_at);
-        this.relay(req, socket, head, session.hostUrl, hostStreamPath(session.row.id, grant.mode, expiresAt));
+        this.relay(
+          req,
+          socket,
+          head,
+          session.row.host_url,
+          hostStreamPath(session.row.id, grant.mode, expiresAt),
+        );
         return true;
       },
       (err: unknown) => {

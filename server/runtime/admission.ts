@@ -12,7 +12,7 @@ import {
   type CreateSessionBody,
   type ErrorCode,
 } from '../../src/api/schemas.js';
-import type { ErrorDetails } from '../errors.js';
+import { apiError, type ErrorDetails } from '../errors.js';
 import type { AccountRow, ProfileRow, ReceiptRow, SessionRow } from './rows.js';
 import { expiryOf } from './rules.js';
 
@@ -151,38 +151,43 @@ export function decideAdmission(f: AdmissionFacts): AdmissionDecision {
   };
 }
 
+/** What a directory does with a create: replay the receipt's session, or insert `row` (holding `holdProfile`). */
+export type Verdict = { kind: 'replay' } | { kind: 'admit'; row: SessionRow; holdProfile: ProfileRow | null };
+
 /**
- * The stored row of a session just admitted: provisioning, billed at the account's current
- * terms, due `timeoutSeconds` after admission. Both stores insert exactly this.
+ * decideAdmission, as both directories act on it: a refusal is thrown as the contract's
+ * error, and an admission is the stored row of the new session: provisioning, billed at the
+ * account's current terms, due `timeoutSeconds` after admission (`nowMs`: `created` is its
+ * whole second, the expiry rounds it up). `id` and `seq` are asked for only on admission.
  */
-export function admittedSession(a: {
-  id: string;
-  uid: string;
-  seq: number;
-  account: AccountRow;
-  decision: Extract<AdmissionDecision, { kind: 'admit' }>;
-  requestKey: string | null;
-  /** Admission time in ms: `created` is its whole second, the expiry rounds it up. */
-  nowMs: number;
-}): SessionRow {
-  const now = Math.floor(a.nowMs / 1000);
-  return {
-    id: a.id,
-    uid: a.uid,
-    seq: a.seq,
+export function admissionVerdict(
+  f: AdmissionFacts,
+  next: { uid: string; id: () => string; seq: () => number },
+): Verdict {
+  const decision = decideAdmission(f);
+  if (decision.kind === 'refuse') {
+    const { code, message, details } = decision.refusal;
+    throw apiError(code, message, details);
+  }
+  if (decision.kind === 'replay') return { kind: 'replay' };
+  const now = Math.floor(f.nowMs / 1000);
+  const row: SessionRow = {
+    id: next.id(),
+    uid: next.uid,
+    seq: next.seq(),
     provider: PROVIDER,
-    profile_id: a.decision.profile?.id ?? null,
-    request_key: a.requestKey,
+    profile_id: decision.profile?.id ?? null,
+    request_key: f.requestKey,
     state: 'provisioning',
     done: 0,
     device: null,
     screen_w: null,
     screen_h: null,
-    billing_mode: a.account.billing_mode,
-    price_cents_per_minute: a.account.price_cents_per_minute,
-    timeout_seconds: a.decision.timeoutSeconds,
+    billing_mode: f.account.billing_mode,
+    price_cents_per_minute: f.account.price_cents_per_minute,
+    timeout_seconds: decision.timeoutSeconds,
     created: now,
-    expires_at: expiryOf(a.nowMs, a.decision.timeoutSeconds),
+    expires_at: expiryOf(f.nowMs, decision.timeoutSeconds),
     ready: null,
     close_requested: null,
     ended: null,
@@ -196,4 +201,5 @@ export function admittedSession(a: {
     adb_code: null,
     adb_enabled: 1,
   };
+  return { kind: 'admit', row, holdProfile: decision.profile };
 }

@@ -19,8 +19,8 @@ import type { AccountRow, KeyRow, ProfileRow, SessionRow, StartupSource } from '
  * from. The single server hands out its runtime's LiveSession itself (always current); an
  * API node a session as it read it from the shared store.
  */
-export interface SessionSnapshot {
-  readonly row: SessionRow;
+export interface SessionSnapshot<R extends SessionRow = SessionRow> {
+  readonly row: R;
   /** Last API activity in ms (idle_s). */
   readonly activityMs: number;
   /** When it was admitted, in ms, where known (age_s); else its whole-second `created`. */
@@ -31,6 +31,8 @@ export interface SessionSnapshot {
   readonly startupSource: StartupSource | null;
   /** Where its ADB is reached when not at the server's own gateway (its device host's). */
   readonly adbEndpoint?: { host: string; port: number };
+  /** eta_seconds of a provisioning session, where it is read with the session (an API node). */
+  readonly etaSeconds?: number;
 }
 
 /** Whose view a read is: an account's (its sessions), or a view grant's (its one session). */

@@ -15,11 +15,11 @@
 import type { CreateSessionBody } from '../../src/api/schemas.js';
 import type { Clock } from '../clock.js';
 import { seconds } from '../clock.js';
-import { apiError, notFound, profileHeld } from '../errors.js';
+import { notFound, profileHeld } from '../errors.js';
 import type { Logger } from '../log.js';
 import { safeEqual, sha256Hex, type RandomSource } from '../secrets.js';
 import { newKey } from './accounts.js';
-import { admittedSession, decideAdmission } from './admission.js';
+import { admissionVerdict } from './admission.js';
 import {
   SessionChanges,
   untilChanged,
@@ -165,71 +165,58 @@ export class LocalDirectory implements SessionDirectory<LiveSession> {
     const replayed = receipt ? this.runtime.get(receipt.sid) : undefined;
     const account = this.store.account(uid);
     if (!account) throw new Error(`account ${uid} vanished from the store`);
-    const decision = decideAdmission({
-      body,
-      bodyHash,
-      requestKey,
-      nowMs,
-      receipt,
-      receiptSession: receipt
-        ? {
-            live: replayed !== undefined,
-            state: replayed ? null : (this.store.session(receipt.sid)?.state ?? null),
+    const verdict = admissionVerdict(
+      {
+        body,
+        bodyHash,
+        requestKey,
+        nowMs,
+        receipt,
+        receiptSession: receipt
+          ? {
+              live: replayed !== undefined,
+              state: replayed ? null : (this.store.session(receipt.sid)?.state ?? null),
+            }
+          : null,
+        account,
+        activeSessions: this.runtime.activeCount(uid),
+        profile: body.profile_id !== undefined ? this.store.profileOf(uid) : undefined,
+        liveSessions: this.runtime.size,
+        phones: this.o.phones,
+        retryAfterSeconds: () => {
+          let closing = 0;
+          let soonestExpiresAt: number | null = null;
+          for (const l of this.runtime.all()) {
+            if (l.phase.kind === 'closing') closing++;
+            soonestExpiresAt = Math.min(soonestExpiresAt ?? Infinity, l.row.expires_at);
           }
-        : null,
-      account,
-      activeSessions: this.runtime.activeCount(uid),
-      profile: body.profile_id !== undefined ? this.store.profileOf(uid) : undefined,
-      liveSessions: this.runtime.size,
-      phones: this.o.phones,
-      retryAfterSeconds: () => {
-        let closing = 0;
-        let soonestExpiresAt: number | null = null;
-        for (const l of this.runtime.all()) {
-          if (l.phase.kind === 'closing') closing++;
-          soonestExpiresAt = Math.min(soonestExpiresAt ?? Infinity, l.row.expires_at);
-        }
-        return retryAfterSeconds({ closing, soonestExpiresAt }, now);
+          return retryAfterSeconds({ closing, soonestExpiresAt }, now);
+        },
       },
-    });
-    switch (decision.kind) {
-      case 'refuse': {
-        const { code, message, details } = decision.refusal;
-        throw apiError(code, message, details);
-      }
-      case 'replay':
-        if (!replayed || replayed.row.uid !== uid) throw new Error('receipt points at another account');
-        return { outcome: 'replayed', session: replayed };
-      case 'admit': {
-        const row = admittedSession({
-          id: newSessionId(this.o.random),
-          uid,
-          seq: ++this.seq,
-          account,
-          decision,
-          requestKey,
-          nowMs,
-        });
-        // The admission (and its receipt) is written before the runtime is asked, in the group
-        // commit of this turn: the 202 answer waits for that commit (api/app.ts), and so does
-        // any replay of the same key that reads the receipt in the meantime.
-        this.store.grouped(() => {
-          this.store.insertSession(row);
-          if (requestKey) {
-            this.store.insertReceipt({
-              uid,
-              request_key: requestKey,
-              body_hash: bodyHash,
-              sid: row.id,
-              created: now,
-            });
-          }
-          if (decision.profile) this.store.saveProfile({ ...decision.profile, holder: row.id });
-        });
-        const outcome = this.runtime.isAvailable ? 'admitted' : 'recorded';
-        return { outcome, session: this.runtime.run(row, nowMs) };
-      }
+      { uid, id: () => newSessionId(this.o.random), seq: () => ++this.seq },
+    );
+    if (verdict.kind === 'replay') {
+      if (!replayed || replayed.row.uid !== uid) throw new Error('receipt points at another account');
+      return { outcome: 'replayed', session: replayed };
     }
+    const { row, holdProfile } = verdict;
+    // The admission (and its receipt) is written before the runtime is asked, in the group
+    // commit of this turn: the 202 answer waits for that commit (api/app.ts), and so does
+    // any replay of the same key that reads the receipt in the meantime.
+    this.store.grouped(() => {
+      this.store.insertSession(row);
+      if (requestKey)
+        this.store.insertReceipt({
+          uid,
+          request_key: requestKey,
+          body_hash: bodyHash,
+          sid: row.id,
+          created: now,
+        });
+      if (holdProfile) this.store.saveProfile({ ...holdProfile, holder: row.id });
+    });
+    const outcome = this.runtime.isAvailable ? 'admitted' : 'recorded';
+    return { outcome, session: this.runtime.run(row, nowMs) };
   }
 
   /** A live session the reader may see; anything else is the same 404 as an unknown id. */

@@ -13,6 +13,7 @@
  */
 import type { EndReason } from '../../src/api/schemas.js';
 import type { AppSummary, PhoneInput } from '../devices/types.js';
+import type { AdmissionFacts, Verdict } from './admission.js';
 import type { AccountSummary } from './directory.js';
 import type {
   AccountRow,
@@ -115,27 +116,15 @@ export interface PlacedRow extends SessionRow, Placement {
   slot_free: boolean;
 }
 
-/** What a create is decided on in the shared store, read under the account's lock. */
-export interface SharedAdmissionFacts {
-  receipt: ReceiptRow | undefined;
-  /** For a receipt: whether its session is still live (else its cleanup completed), and its last state. */
-  receiptSession: { live: boolean; state: string | null } | null;
-  account: AccountRow;
-  activeSessions: number;
-  /** The account's profile, when the create names one. */
-  profile: ProfileRow | undefined;
-  /**
-   * The deployment's load, read under its capacity lock, and only for a create that passes
-   * everything else (null on the first decision).
-   */
-  capacity: { liveSessions: number; phones: number; retryAfterSeconds: () => number } | null;
-}
-
-/** What a create comes to, decided on the facts (runtime/admission.ts). */
-export type SharedAdmissionVerdict =
-  | { kind: 'replay' }
-  | { kind: 'refuse'; error: Error }
-  | { kind: 'admit'; row: SessionRow; holdProfile: ProfileRow | null };
+/**
+ * What a create is decided on in the shared store, read under the account's lock; the
+ * deployment's load (`capacity`) is read under its capacity lock, and only for a create that
+ * passes everything else (null on the first decision).
+ */
+export type SharedAdmissionFacts = Pick<
+  AdmissionFacts,
+  'receipt' | 'receiptSession' | 'account' | 'activeSessions' | 'profile'
+> & { capacity: Pick<AdmissionFacts, 'liveSessions' | 'phones' | 'retryAfterSeconds'> | null };
 
 /** What an API node's directory asks of the shared store. */
 export interface SharedStore {
@@ -148,7 +137,7 @@ export interface SharedStore {
    */
   admit(
     a: { uid: string; requestKey: string | null; bodyHash: string; wantsProfile: boolean },
-    decide: (facts: SharedAdmissionFacts) => SharedAdmissionVerdict,
+    decide: (facts: SharedAdmissionFacts) => Verdict,
   ): Promise<{ outcome: 'admitted' | 'replayed'; id: string }>;
   /** A session with its placement (a live one unless `any`). */
   placed(sid: string, opts?: { any?: boolean }): Promise<PlacedRow | undefined>;

@@ -9,10 +9,10 @@
 import type { CreateSessionBody } from '../../src/api/schemas.js';
 import type { Clock } from '../clock.js';
 import { seconds } from '../clock.js';
-import { apiError, notFound, notReady, profileHeld } from '../errors.js';
+import { notFound, notReady, profileHeld } from '../errors.js';
 import { sha256Hex, type RandomSource } from '../secrets.js';
 import { newKey } from './accounts.js';
-import { admittedSession, decideAdmission } from './admission.js';
+import { admissionVerdict } from './admission.js';
 import type { SessionChanges } from './directory.js';
 import {
   untilChanged,
@@ -28,15 +28,6 @@ import type { PlacedRow, RemotePhones, SharedStore } from './ports.js';
 import type { KeyRow, SessionRow } from './rows.js';
 import { bootingEtaSeconds, canonicalJson, hostSlots, newSessionId, queuedEtaSeconds } from './rules.js';
 
-/** A session of the deployment as an API node read it. */
-export interface SharedSession extends SessionSnapshot {
-  readonly row: PlacedRow;
-  /** The device host that runs it (null while queued). */
-  readonly hostUrl: string | null;
-  /** eta_seconds, for a provisioning session. */
-  readonly etaSeconds: number | undefined;
-}
-
 export interface SharedDirectoryOptions {
   store: SharedStore;
   phones: RemotePhones;
@@ -48,7 +39,7 @@ export interface SharedDirectoryOptions {
   genericDevice: string;
 }
 
-export class SharedDirectory implements SessionDirectory<SharedSession> {
+export class SharedDirectory implements SessionDirectory<SessionSnapshot<PlacedRow>> {
   private readonly store: SharedStore;
 
   constructor(private readonly o: SharedDirectoryOptions) {
@@ -60,7 +51,7 @@ export class SharedDirectory implements SessionDirectory<SharedSession> {
   }
 
   /** A session as read, with what a reader is shown of it. */
-  private async snapshot(row: PlacedRow): Promise<SharedSession> {
+  private async snapshot(row: PlacedRow): Promise<SessionSnapshot<PlacedRow>> {
     return {
       row,
       activityMs: row.last * 1000,
@@ -72,8 +63,7 @@ export class SharedDirectory implements SessionDirectory<SharedSession> {
       ...(row.adb_host !== null && row.adb_port !== null
         ? { adbEndpoint: { host: row.adb_host, port: row.adb_port } }
         : {}),
-      hostUrl: row.host_url,
-      etaSeconds: row.state === 'provisioning' ? await this.eta_(row) : undefined,
+      ...(row.state === 'provisioning' ? { etaSeconds: await this.eta_(row) } : {}),
     };
   }
 
@@ -101,7 +91,10 @@ export class SharedDirectory implements SessionDirectory<SharedSession> {
     return eta ?? Math.max(1, Math.ceil((2 * typicalMs) / 1000));
   }
 
-  private async read(sid: string, opts: { any?: boolean } = {}): Promise<SharedSession | undefined> {
+  private async read(
+    sid: string,
+    opts: { any?: boolean } = {},
+  ): Promise<SessionSnapshot<PlacedRow> | undefined> {
     const row = await this.store.placed(sid, opts);
     return row ? this.snapshot(row) : undefined;
   }
@@ -121,50 +114,25 @@ export class SharedDirectory implements SessionDirectory<SharedSession> {
     uid: string,
     body: CreateSessionBody,
     requestKey: string | null,
-  ): Promise<Admission<SharedSession>> {
+  ): Promise<Admission<SessionSnapshot<PlacedRow>>> {
     const nowMs = this.o.clock.now();
     const bodyHash = sha256Hex(canonicalJson(body));
     const { outcome, id } = await this.store.admit(
       { uid, requestKey, bodyHash, wantsProfile: body.profile_id !== undefined },
-      (facts) => {
-        const decision = decideAdmission({
-          body,
-          bodyHash,
-          requestKey,
-          nowMs,
-          receipt: facts.receipt,
-          receiptSession: facts.receiptSession,
-          account: facts.account,
-          activeSessions: facts.activeSessions,
-          profile: facts.profile,
-          // Capacity is decided once everything else passed, under the capacity lock.
-          liveSessions: facts.capacity?.liveSessions ?? 0,
-          phones: facts.capacity?.phones ?? 1,
-          retryAfterSeconds: facts.capacity?.retryAfterSeconds ?? (() => 1),
-        });
-        switch (decision.kind) {
-          case 'refuse': {
-            const { code, message, details } = decision.refusal;
-            return { kind: 'refuse', error: apiError(code, message, details) };
-          }
-          case 'replay':
-            return { kind: 'replay' };
-          case 'admit':
-            return {
-              kind: 'admit',
-              holdProfile: decision.profile,
-              row: admittedSession({
-                id: newSessionId(this.o.random),
-                uid,
-                seq: 0, // numbered by the insert
-                account: facts.account,
-                decision,
-                requestKey,
-                nowMs,
-              }),
-            };
-        }
-      },
+      (facts) =>
+        admissionVerdict(
+          {
+            body,
+            bodyHash,
+            requestKey,
+            nowMs,
+            ...facts,
+            // Capacity is decided once everything else passed, under the capacity lock.
+            ...(facts.capacity ?? { liveSessions: 0, phones: 1, retryAfterSeconds: () => 1 }),
+          },
+          // seq: numbered by the insert.
+          { uid, id: () => newSessionId(this.o.random), seq: () => 0 },
+        ),
     );
     // As stored now, with its host: a replay of a session that is ready names its gateway.
     const session = await this.read(id, { any: true });
@@ -172,7 +140,11 @@ export class SharedDirectory implements SessionDirectory<SharedSession> {
     return { outcome, session };
   }
 
-  async session(reader: Reader, sid: string, opts: { touch?: boolean } = {}): Promise<SharedSession> {
+  async session(
+    reader: Reader,
+    sid: string,
+    opts: { touch?: boolean } = {},
+  ): Promise<SessionSnapshot<PlacedRow>> {
     const row = await this.store.placed(sid);
     if (!row || (reader.kind === 'owner' && row.uid !== reader.uid)) throw notFound();
     // idle_s counts from the last API activity; recorded at most once a second per session.
@@ -184,15 +156,19 @@ export class SharedDirectory implements SessionDirectory<SharedSession> {
     return this.snapshot(row);
   }
 
-  async find(sid: string): Promise<SharedSession | null> {
+  async find(sid: string): Promise<SessionSnapshot<PlacedRow> | null> {
     return (await this.read(sid)) ?? null;
   }
 
-  async list(uid: string): Promise<SharedSession[]> {
+  async list(uid: string): Promise<SessionSnapshot<PlacedRow>[]> {
     return Promise.all((await this.store.placedOf(uid)).map((row) => this.snapshot(row)));
   }
 
-  changed(session: SharedSession, ms: number, signal: AbortSignal): Promise<SharedSession> {
+  changed(
+    session: SessionSnapshot<PlacedRow>,
+    ms: number,
+    signal: AbortSignal,
+  ): Promise<SessionSnapshot<PlacedRow>> {
     // Re-read on each change its commit announces, until state, placement or cleanup changed.
     return untilChanged(
       session,
@@ -203,7 +179,7 @@ export class SharedDirectory implements SessionDirectory<SharedSession> {
     );
   }
 
-  eta(session: SharedSession): number | undefined {
+  eta(session: SessionSnapshot<PlacedRow>): number | undefined {
     return session.etaSeconds;
   }
 
@@ -223,17 +199,18 @@ export class SharedDirectory implements SessionDirectory<SharedSession> {
     return this.store.receipt(uid, requestKey);
   }
 
-  async revokeAdb(session: SharedSession): Promise<void> {
+  async revokeAdb(session: SessionSnapshot<PlacedRow>): Promise<void> {
     await this.store.revokeAdb(session.row.id, session.row.host_id);
     // Cut the open relays before answering, as the single server does. A host that does not
     // answer soon still applies the stored revocation when it hears of it, so the answer does
     // not wait out an unreachable host (RemotePhones bounds the wait).
-    if (session.row.state === 'ready' && session.hostUrl !== null)
-      await this.o.phones.revokeAdb(session.hostUrl, session.row.id).catch(() => undefined);
+    if (session.row.state === 'ready' && session.row.host_url !== null)
+      await this.o.phones.revokeAdb(session.row.host_url, session.row.id).catch(() => undefined);
   }
 
-  phone(session: SharedSession): PhoneAccess {
-    const { row, hostUrl } = session;
+  phone(session: SessionSnapshot<PlacedRow>): PhoneAccess {
+    const { row } = session;
+    const hostUrl = row.host_url;
     if (row.state !== 'ready' || hostUrl === null || row.screen_w === null || row.screen_h === null)
       throw notReady(row.state, row.id);
     const { phones } = this.o;

@@ -15,7 +15,8 @@
  */
 import type { EndReason } from '../../../src/api/schemas.js';
 import type { Logger } from '../../log.js';
-import type { SharedAdmissionFacts, SharedAdmissionVerdict } from '../../runtime/ports.js';
+import type { Verdict } from '../../runtime/admission.js';
+import type { SharedAdmissionFacts } from '../../runtime/ports.js';
 import {
   SESSION_COLUMNS,
   type AccountRow,
@@ -51,7 +52,7 @@ const INSERT_SESSION = `INSERT INTO sessions (${SESSION_COLUMNS.join(', ')}) VAL
 export async function admit(
   db: Db,
   a: { uid: string; requestKey: string | null; bodyHash: string; wantsProfile: boolean },
-  decide: (facts: SharedAdmissionFacts) => SharedAdmissionVerdict,
+  decide: (facts: SharedAdmissionFacts) => Verdict,
 ): Promise<{ outcome: 'admitted' | 'replayed'; id: string }> {
   const { uid, requestKey } = a;
   return tx(db, async (c) => {
@@ -99,28 +100,23 @@ export async function admit(
         },
       });
     }
-    switch (verdict.kind) {
-      case 'refuse':
-        throw verdict.error;
-      case 'replay':
-        if (!receiptRow || receiptRow.uid !== uid) throw new Error('receipt points at another account');
-        return { outcome: 'replayed', id: receiptRow.id };
-      case 'admit': {
-        const row = verdict.row;
-        // The session, its receipt and the hosts' wake-up (delivered on commit) in one statement.
-        const values = INSERTED_COLUMNS.map((k) => row[k]);
-        const withReceipt = requestKey
-          ? `, r AS (INSERT INTO receipts (uid, request_key, body_hash, sid, created) VALUES ($${values.length + 1}, $${values.length + 2}, $${values.length + 3}, $${values.length + 4}, $${values.length + 5}))`
-          : '';
-        await c.query(
-          `WITH s AS (${INSERT_SESSION} RETURNING seq)${withReceipt} SELECT s.seq, pg_notify('${QUEUE_CHANNEL}', '') FROM s`,
-          requestKey ? [...values, uid, requestKey, a.bodyHash, row.id, row.created] : values,
-        );
-        if (verdict.holdProfile)
-          await c.query('UPDATE profiles SET holder = $1 WHERE id = $2', [row.id, verdict.holdProfile.id]);
-        return { outcome: 'admitted', id: row.id };
-      }
+    if (verdict.kind === 'replay') {
+      if (!receiptRow || receiptRow.uid !== uid) throw new Error('receipt points at another account');
+      return { outcome: 'replayed', id: receiptRow.id };
     }
+    const row = verdict.row;
+    // The session, its receipt and the hosts' wake-up (delivered on commit) in one statement.
+    const values = INSERTED_COLUMNS.map((k) => row[k]);
+    const withReceipt = requestKey
+      ? `, r AS (INSERT INTO receipts (uid, request_key, body_hash, sid, created) VALUES ($${values.length + 1}, $${values.length + 2}, $${values.length + 3}, $${values.length + 4}, $${values.length + 5}))`
+      : '';
+    await c.query(
+      `WITH s AS (${INSERT_SESSION} RETURNING seq)${withReceipt} SELECT s.seq, pg_notify('${QUEUE_CHANNEL}', '') FROM s`,
+      requestKey ? [...values, uid, requestKey, a.bodyHash, row.id, row.created] : values,
+    );
+    if (verdict.holdProfile)
+      await c.query('UPDATE profiles SET holder = $1 WHERE id = $2', [row.id, verdict.holdProfile.id]);
+    return { outcome: 'admitted', id: row.id };
   });
 }
 

@@ -5,13 +5,9 @@
  * single statement where one row is all it touches.
  */
 import type { EndReason } from '../../../src/api/schemas.js';
+import type { Verdict } from '../../runtime/admission.js';
 import type { AccountSummary } from '../../runtime/directory.js';
-import type {
-  PlacedRow,
-  SharedAdmissionFacts,
-  SharedAdmissionVerdict,
-  SharedStore,
-} from '../../runtime/ports.js';
+import type { PlacedRow, SharedAdmissionFacts, SharedStore } from '../../runtime/ports.js';
 import type { AccountRow, KeyRow, ProfileRow, ReceiptRow, SessionRow } from '../../runtime/rows.js';
 import type { HostCapacity } from '../../runtime/rules.js';
 import { HOST_CHANNEL } from './notifications.js';
@@ -68,7 +64,7 @@ export class PostgresStore implements SharedStore {
 
   admit(
     a: { uid: string; requestKey: string | null; bodyHash: string; wantsProfile: boolean },
-    decide: (facts: SharedAdmissionFacts) => SharedAdmissionVerdict,
+    decide: (facts: SharedAdmissionFacts) => Verdict,
   ): Promise<{ outcome: 'admitted' | 'replayed'; id: string }> {
     return admit(this.db, a, decide);
   }
