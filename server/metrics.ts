@@ -18,22 +18,69 @@ const BOOT_BUCKETS = [0.25, 0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300];
 /** Lease to ready spans a pool handout (milliseconds) to a queued cold boot (minutes). */
 const LEASE_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300];
 
-export class ServerMetrics implements RuntimeObserver {
+/** A gauge of `registry` whose value `collect` sets when scraped. */
+export function gauge(
+  registry: Registry,
+  name: string,
+  help: string,
+  collect: (g: Gauge) => void,
+  labelNames: readonly string[] = [],
+): void {
+  new Gauge({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    collect() {
+      collect(this);
+    },
+  });
+}
+
+/**
+ * What the single server's metrics and an API node's share: their own Registry, the creates
+ * they answered (`help`: who answered them), and the exposition.
+ */
+export class Metrics {
   readonly registry = new Registry();
+  readonly #admissions: Counter<'outcome'>;
+  readonly #refusals: Counter<'code'>;
+
+  constructor(help: { admissions: string; refusals: string }, outcomes: readonly string[]) {
+    const registers = [this.registry];
+    this.#admissions = new Counter({
+      name: 'phonelease_admissions_total',
+      help: help.admissions,
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.#refusals = new Counter({
+      name: 'phonelease_admission_refusals_total',
+      help: help.refusals,
+      labelNames: ['code'],
+      registers,
+    });
+    // Every outcome appears from the start (at 0), so rates work from the first scrape.
+    for (const outcome of outcomes) this.#admissions.inc({ outcome }, 0);
+  }
+
+  admission(outcome: Admission['outcome'] | { refused: ErrorCode }): void {
+    if (typeof outcome === 'string') this.#admissions.inc({ outcome });
+    else {
+      this.#admissions.inc({ outcome: 'refused' });
+      this.#refusals.inc({ code: outcome.refused });
+    }
+  }
+
+  /** The exposition: Prometheus text format, version 0.0.4. */
+  async text(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
+
+export class ServerMetrics extends Metrics implements RuntimeObserver {
   #stats: (() => RuntimeStats) | null = null;
 
-  readonly #admissions = new Counter({
-    name: 'phonelease_admissions_total',
-    help: 'Session creates the runtime answered, by outcome (admitted, replayed, recorded, refused).',
-    labelNames: ['outcome'] as const,
-    registers: [this.registry],
-  });
-  readonly #refusals = new Counter({
-    name: 'phonelease_admission_refusals_total',
-    help: 'Session creates refused by the runtime, by error code (phones_busy, session_limit, ...).',
-    labelNames: ['code'] as const,
-    registers: [this.registry],
-  });
   readonly #starts = new Counter({
     name: 'phonelease_phone_starts_total',
     help: 'Sessions whose phone became ready, by startup source (pool: handed from the warm pool; snapshot; cold).',
@@ -56,65 +103,62 @@ export class ServerMetrics implements RuntimeObserver {
   });
 
   constructor() {
-    const stats = () => this.#stats?.() ?? null;
-    new Gauge({
-      name: 'phonelease_sessions',
-      help: 'Live sessions by state (queued and booting are the API state provisioning).',
-      labelNames: ['state'] as const,
-      registers: [this.registry],
-      collect() {
-        const s = stats();
-        if (!s) return;
-        for (const [state, n] of Object.entries(s.sessions)) this.set({ state }, n);
+    super(
+      {
+        admissions:
+          'Session creates the runtime answered, by outcome (admitted, replayed, recorded, refused).',
+        refusals: 'Session creates refused by the runtime, by error code (phones_busy, session_limit, ...).',
       },
-    });
-    new Gauge({
-      name: 'phonelease_pool_phones',
-      help: 'Phones in the warm pool: ready (booted, waiting for a session) and booting.',
-      labelNames: ['state'] as const,
-      registers: [this.registry],
-      collect() {
-        const s = stats();
-        if (!s) return;
-        this.set({ state: 'ready' }, s.pool.ready);
-        this.set({ state: 'booting' }, s.pool.booting);
+      ['admitted', 'replayed', 'recorded', 'refused'],
+    );
+    // Read from the runtime when scraped (nothing before it exists).
+    const fromStats = (
+      name: string,
+      help: string,
+      set: (g: Gauge, s: RuntimeStats) => void,
+      labels?: string[],
+    ) =>
+      gauge(
+        this.registry,
+        name,
+        help,
+        (g) => {
+          const s = this.#stats?.();
+          if (s) set(g, s);
+        },
+        labels,
+      );
+    fromStats(
+      'phonelease_sessions',
+      'Live sessions by state (queued and booting are the API state provisioning).',
+      (g, s) => Object.entries(s.sessions).forEach(([state, n]) => g.set({ state }, n)),
+      ['state'],
+    );
+    fromStats(
+      'phonelease_pool_phones',
+      'Phones in the warm pool: ready (booted, waiting for a session) and booting.',
+      (g, s) => {
+        g.set({ state: 'ready' }, s.pool.ready);
+        g.set({ state: 'booting' }, s.pool.booting);
       },
-    });
-    new Gauge({
-      name: 'phonelease_pool_target',
-      help: 'Phones the warm pool keeps booted ahead of demand (--pool).',
-      registers: [this.registry],
-      collect() {
-        const s = stats();
-        if (s) this.set(s.pool.target);
-      },
-    });
-    new Gauge({
-      name: 'phonelease_phones_capacity',
-      help: 'Phones this server runs at most (--phones), sessions and pool together.',
-      registers: [this.registry],
-      collect() {
-        const s = stats();
-        if (s) this.set(s.phones);
-      },
-    });
-    // Every outcome and source appears from the start (at 0), so rates work from the first scrape.
-    for (const outcome of ['admitted', 'replayed', 'recorded', 'refused'])
-      this.#admissions.inc({ outcome }, 0);
+      ['state'],
+    );
+    fromStats(
+      'phonelease_pool_target',
+      'Phones the warm pool keeps booted ahead of demand (--pool).',
+      (g, s) => g.set(s.pool.target),
+    );
+    fromStats(
+      'phonelease_phones_capacity',
+      'Phones this server runs at most (--phones), sessions and pool together.',
+      (g, s) => g.set(s.phones),
+    );
     for (const source of ['pool', 'snapshot', 'cold']) this.#starts.inc({ source }, 0);
   }
 
   /** Where the gauges read the runtime's state (set once the runtime exists). */
   watch(stats: () => RuntimeStats): void {
     this.#stats = stats;
-  }
-
-  admission(outcome: Admission['outcome'] | { refused: ErrorCode }): void {
-    if (typeof outcome === 'string') this.#admissions.inc({ outcome });
-    else {
-      this.#admissions.inc({ outcome: 'refused' });
-      this.#refusals.inc({ code: outcome.refused });
-    }
   }
 
   phoneBooted(boot: { source: 'cold' | 'snapshot'; purpose: 'session' | 'pool'; ms: number }): void {
@@ -124,10 +168,5 @@ export class ServerMetrics implements RuntimeObserver {
   sessionReady(start: { source: StartupSource; leaseToReadyMs: number }): void {
     this.#starts.inc({ source: start.source });
     this.#leaseToReady.observe({ source: start.source }, start.leaseToReadyMs / 1000);
-  }
-
-  /** The exposition: Prometheus text format, version 0.0.4. */
-  async text(): Promise<{ contentType: string; body: string }> {
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
 }

@@ -6,13 +6,9 @@
  * (--host) or leave --metrics off where that matters.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { ApiMetrics } from './deps.js';
 
-/** What serves the exposition: the single server's metrics, or an API node's. */
-export interface MetricsSource {
-  text(): Promise<{ contentType: string; body: string }>;
-}
-
-export const metricsRoutes: FastifyPluginAsyncTypebox<{ metrics: MetricsSource }> = async (
+export const metricsRoutes: FastifyPluginAsyncTypebox<{ metrics: Pick<ApiMetrics, 'text'> }> = async (
   app,
   { metrics },
 ) => {
