@@ -6,8 +6,8 @@
  *   process, over its SQLite store; its reads answer from memory without waiting for anything;
  * - SharedDirectory (shared-directory.ts), an API node of a deployment: sessions in the shared
  *   PostgreSQL store, their phones on device hosts.
- * Also here: the waits both write the same way (the long poll of a session read, and DELETE's
- * wait for cleanup), over the wake-ups each gets of a session's changes.
+ * Also here: SessionChanges, the waits both directories make (the long poll of a session
+ * read, DELETE's wait for cleanup) over the wake-ups each gets of a session's changes.
  */
 import type { CreateSessionBody } from '../../src/api/schemas.js';
 import type { AppSummary, PhoneInput, ScreenSize } from '../devices/types.js';
@@ -169,49 +169,41 @@ export class SessionChanges {
   wakeAll(): void {
     for (const sid of [...this.#waiters.keys()]) this.wake(sid);
   }
-}
 
-/** A wait registered now for the next change of a session (see SessionChanges.next). */
-export type NextChange = (sid: string, maxMs: number, signal?: AbortSignal) => Promise<void>;
-
-/**
- * The long poll of GET /sessions/{sid}?wait=S: reads the session again on each wake-up until
- * its state, location or cleanup changed, `ms` passed, or the caller left. Each wait is
- * registered before its read, so a change in between is never missed.
- */
-export async function untilChanged<S extends SessionSnapshot>(
-  session: S,
-  ms: number,
-  signal: AbortSignal,
-  next: NextChange,
-  read: (sid: string) => Promise<S | undefined>,
-): Promise<S> {
-  const key = (s: S) => `${s.row.state}/${s.location}/${s.row.cleanup_status}/${s.row.done}`;
-  const before = key(session);
-  const until = Date.now() + ms;
-  let current = session;
-  while (!signal.aborted && Date.now() < until) {
-    const changed = next(current.row.id, until - Date.now(), signal);
-    const again = await read(current.row.id);
-    if (!again) break;
-    current = again;
-    if (key(current) !== before) break;
-    await changed;
+  /**
+   * The long poll of GET /sessions/{sid}?wait=S: reads the session again on each wake-up until
+   * its state, location or cleanup changed, `ms` passed, or the caller left. Each wait is
+   * registered before its read, so a change in between is never missed.
+   */
+  async untilChanged<S extends SessionSnapshot>(
+    session: S,
+    ms: number,
+    signal: AbortSignal,
+    read: (sid: string) => Promise<S | undefined>,
+  ): Promise<S> {
+    const key = (s: S) => `${s.row.state}/${s.location}/${s.row.cleanup_status}/${s.row.done}`;
+    const before = key(session);
+    const until = Date.now() + ms;
+    let current = session;
+    while (!signal.aborted && Date.now() < until) {
+      const changed = this.next(current.row.id, until - Date.now(), signal);
+      const again = await read(current.row.id);
+      if (!again) break;
+      current = again;
+      if (key(current) !== before) break;
+      await changed;
+    }
+    return current;
   }
-  return current;
-}
 
-/** DELETE's wait: true once the session's cleanup is confirmed (`cleanedUp`), within RELEASE_WAIT_MS. */
-export async function untilCleanedUp(
-  sid: string,
-  next: NextChange,
-  cleanedUp: () => boolean | Promise<boolean>,
-): Promise<boolean> {
-  const until = Date.now() + RELEASE_WAIT_MS;
-  for (;;) {
-    const changed = next(sid, until - Date.now());
-    if (await cleanedUp()) return true;
-    if (Date.now() >= until) return false;
-    await changed;
+  /** DELETE's wait: true once the session's cleanup is confirmed (`cleanedUp`), within RELEASE_WAIT_MS. */
+  async untilCleanedUp(sid: string, cleanedUp: () => boolean | Promise<boolean>): Promise<boolean> {
+    const until = Date.now() + RELEASE_WAIT_MS;
+    for (;;) {
+      const changed = this.next(sid, until - Date.now());
+      if (await cleanedUp()) return true;
+      if (Date.now() >= until) return false;
+      await changed;
+    }
   }
 }

@@ -22,8 +22,6 @@ import { newKey } from './accounts.js';
 import { admissionVerdict } from './admission.js';
 import {
   SessionChanges,
-  untilChanged,
-  untilCleanedUp,
   type AccountSummary,
   type Admission,
   type PhoneAccess,
@@ -241,13 +239,7 @@ export class LocalDirectory implements SessionDirectory<LiveSession> {
   }
 
   changed(live: LiveSession, ms: number, signal: AbortSignal): Promise<LiveSession> {
-    return untilChanged(
-      live,
-      ms,
-      signal,
-      (sid, maxMs, s) => this.changes.next(sid, maxMs, s),
-      async (sid) => this.runtime.get(sid),
-    );
+    return this.changes.untilChanged(live, ms, signal, async (sid) => this.runtime.get(sid));
   }
 
   eta(live: LiveSession): number | undefined {
@@ -257,12 +249,7 @@ export class LocalDirectory implements SessionDirectory<LiveSession> {
   async end(uid: string, sid: string): Promise<{ released: boolean }> {
     const live = this.visible({ kind: 'owner', uid }, sid);
     void this.runtime.finish(live, { reason: 'released', at: this.nowSec() });
-    const released = await untilCleanedUp(
-      sid,
-      (id, maxMs) => this.changes.next(id, maxMs),
-      () => this.runtime.get(sid) !== live,
-    );
-    return { released };
+    return { released: await this.changes.untilCleanedUp(sid, () => this.runtime.get(sid) !== live) };
   }
 
   async receipt(uid: string, requestKey: string): Promise<SessionRow | undefined> {

@@ -15,8 +15,6 @@ import { newKey } from './accounts.js';
 import { admissionVerdict } from './admission.js';
 import type { SessionChanges } from './directory.js';
 import {
-  untilChanged,
-  untilCleanedUp,
   type AccountSummary,
   type Admission,
   type PhoneAccess,
@@ -170,13 +168,7 @@ export class SharedDirectory implements SessionDirectory<SessionSnapshot<PlacedR
     signal: AbortSignal,
   ): Promise<SessionSnapshot<PlacedRow>> {
     // Re-read on each change its commit announces, until state, placement or cleanup changed.
-    return untilChanged(
-      session,
-      ms,
-      signal,
-      (sid, maxMs, s) => this.o.changes.next(sid, maxMs, s),
-      (sid) => this.read(sid, { any: true }),
-    );
+    return this.o.changes.untilChanged(session, ms, signal, (sid) => this.read(sid, { any: true }));
   }
 
   eta(session: SessionSnapshot<PlacedRow>): number | undefined {
@@ -187,12 +179,7 @@ export class SharedDirectory implements SessionDirectory<SessionSnapshot<PlacedR
     const session = await this.session({ kind: 'owner', uid }, sid);
     await this.store.end(session.row.id, 'released', this.nowSec());
     // The host confirms the cleanup; its commit announces it.
-    const released = await untilCleanedUp(
-      sid,
-      (id, maxMs) => this.o.changes.next(id, maxMs),
-      () => this.store.cleanedUp(sid),
-    );
-    return { released };
+    return { released: await this.o.changes.untilCleanedUp(sid, () => this.store.cleanedUp(sid)) };
   }
 
   receipt(uid: string, requestKey: string): Promise<SessionRow | undefined> {
