@@ -18,25 +18,6 @@ const BOOT_BUCKETS = [0.25, 0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300];
 /** Lease to ready spans a pool handout (milliseconds) to a queued cold boot (minutes). */
 const LEASE_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300];
 
-/** A gauge of `registry` whose value `collect` sets when scraped. */
-export function gauge(
-  registry: Registry,
-  name: string,
-  help: string,
-  collect: (g: Gauge) => void,
-  labelNames: readonly string[] = [],
-): void {
-  new Gauge({
-    name,
-    help,
-    labelNames,
-    registers: [registry],
-    collect() {
-      collect(this);
-    },
-  });
-}
-
 /**
  * What the single server's metrics and an API node's share: their own Registry, the creates
  * they answered (`help`: who answered them), and the exposition.
@@ -70,6 +51,30 @@ export class Metrics {
       this.#admissions.inc({ outcome: 'refused' });
       this.#refusals.inc({ code: outcome.refused });
     }
+  }
+
+  /**
+   * A gauge set when scraped from what `read` returns then, and absent while that is
+   * null: the last scrape's values never stand in for a source that did not answer.
+   */
+  protected gauge<S>(
+    name: string,
+    help: string,
+    read: () => S | null | undefined,
+    set: (g: Gauge, s: S) => void,
+    labelNames: string[] = [],
+  ): void {
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const s = read();
+        if (s !== null && s !== undefined) set(this, s);
+      },
+    });
   }
 
   /** The exposition: Prometheus text format, version 0.0.4. */
@@ -112,45 +117,34 @@ export class ServerMetrics extends Metrics implements RuntimeObserver {
       ['admitted', 'replayed', 'recorded', 'refused'],
     );
     // Read from the runtime when scraped (nothing before it exists).
-    const fromStats = (
-      name: string,
-      help: string,
-      set: (g: Gauge, s: RuntimeStats) => void,
-      labels?: string[],
-    ) =>
-      gauge(
-        this.registry,
-        name,
-        help,
-        (g) => {
-          const s = this.#stats?.();
-          if (s) set(g, s);
-        },
-        labels,
-      );
-    fromStats(
+    const stats = () => this.#stats?.();
+    this.gauge(
       'phonelease_sessions',
       'Live sessions by state (queued and booting are the API state provisioning).',
+      stats,
       (g, s) => Object.entries(s.sessions).forEach(([state, n]) => g.set({ state }, n)),
       ['state'],
     );
-    fromStats(
+    this.gauge(
       'phonelease_pool_phones',
       'Phones in the warm pool: ready (booted, waiting for a session) and booting.',
+      stats,
       (g, s) => {
         g.set({ state: 'ready' }, s.pool.ready);
         g.set({ state: 'booting' }, s.pool.booting);
       },
       ['state'],
     );
-    fromStats(
+    this.gauge(
       'phonelease_pool_target',
       'Phones the warm pool keeps booted ahead of demand (--pool).',
+      stats,
       (g, s) => g.set(s.pool.target),
     );
-    fromStats(
+    this.gauge(
       'phonelease_phones_capacity',
       'Phones this server runs at most (--phones), sessions and pool together.',
+      stats,
       (g, s) => g.set(s.phones),
     );
     for (const source of ['pool', 'snapshot', 'cold']) this.#starts.inc({ source }, 0);

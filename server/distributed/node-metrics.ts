@@ -12,8 +12,8 @@
  * ids (which name machines, not customers) are the only ids in labels.
  */
 import type { FastifyInstance } from 'fastify';
-import { Counter, Histogram, type Gauge } from 'prom-client';
-import { gauge, Metrics } from '../metrics.js';
+import { Counter, Histogram } from 'prom-client';
+import { Metrics } from '../metrics.js';
 import type { Db } from '../stores/postgres/pool.js';
 import { readDeploymentState, type DeploymentState } from '../stores/postgres/state.js';
 
@@ -50,39 +50,24 @@ export class ApiNodeMetrics extends Metrics {
     );
     const live = () => this.#shared?.hosts.filter((h) => h.state === 'live') ?? [];
     const sum = (pick: (h: Host) => number) => live().reduce((n, h) => n + Number(pick(h)), 0);
-    // Each gauge of the shared state starts every scrape empty: the last scrape's values must
-    // not stand in for a store that did not answer this one.
-    const fromState = (
-      name: string,
-      help: string,
-      set: (g: Gauge, s: DeploymentState) => void,
-      labels?: string[],
-    ) =>
-      gauge(
-        this.registry,
-        name,
-        help,
-        (g) => {
-          g.reset();
-          if (this.#shared) set(g, this.#shared);
-        },
-        labels,
-      );
-    gauge(
-      this.registry,
+    const shared = () => this.#shared;
+    this.gauge(
       'phonelease_store_up',
       'Whether the shared store (PostgreSQL) answered this scrape; the deployment series are absent when not.',
-      (g) => g.set(this.#shared ? 1 : 0),
+      () => (this.#shared ? 1 : 0),
+      (g, up) => g.set(up),
     );
-    fromState(
+    this.gauge(
       'phonelease_sessions',
       'Live sessions of the deployment by state (queued and booting are the API state provisioning).',
+      shared,
       (g, s) => Object.entries(s.sessions).forEach(([state, n]) => g.set({ state }, Number(n))),
       ['state'],
     );
-    fromState(
+    this.gauge(
       'phonelease_pool_phones',
       "Phones in the live device hosts' warm pools: ready (booted, waiting for a session) and booting.",
+      shared,
       (g) => {
         g.set(
           { state: 'ready' },
@@ -95,32 +80,37 @@ export class ApiNodeMetrics extends Metrics {
       },
       ['state'],
     );
-    fromState(
+    this.gauge(
       'phonelease_pool_target',
       'Phones the live device hosts keep booted ahead of demand (the sum of their --pool).',
+      shared,
       (g) => g.set(sum((h) => h.pool_target)),
     );
-    fromState(
+    this.gauge(
       'phonelease_phones_capacity',
       "Phones the deployment runs at most: the sum of the live device hosts' --phones.",
+      shared,
       (g) => g.set(sum((h) => h.phones)),
     );
-    fromState(
+    this.gauge(
       'phonelease_hosts',
       'Device hosts that registered, by state (live; dead: stopped heartbeating; stopped).',
+      shared,
       (g, s) =>
         HOST_STATES.forEach((state) => g.set({ state }, s.hosts.filter((h) => h.state === state).length)),
       ['state'],
     );
-    fromState(
+    this.gauge(
       'phonelease_host_phones_capacity',
       'Phones each live device host runs at most (its --phones).',
+      shared,
       (g) => live().forEach((h) => g.set({ host: h.id }, Number(h.phones))),
       ['host'],
     );
-    fromState(
+    this.gauge(
       'phonelease_host_sessions',
       'Live sessions each live device host holds (booting, ready or being cleaned up).',
+      shared,
       (g) => live().forEach((h) => g.set({ host: h.id }, Number(h.sessions))),
       ['host'],
     );
