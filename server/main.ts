@@ -7,10 +7,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { buildApp } from './api/app.js';
 import { systemClock, type Clock } from './clock.js';
 import { AdbGateway } from './adb-gateway.js';
+import { isWildcard, listenUrl, once } from './listen.js';
 import type { DeviceBackend } from './devices/types.js';
 import { createLogger, levelFromEnv, type Logger, type LogLevel } from './log.js';
 import { createAccount, type CreatedAccount, type NewAccount } from './runtime/accounts.js';
@@ -196,6 +196,14 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'phonelease-'));
 
   const store = new SqliteStore(openDatabase(dataDir));
+  let checkpointer: { stop(): Promise<void> } | null = null;
+  /** What is left once the listeners closed: the phones, the store and a temporary data directory. */
+  const release = async (quiet: boolean) => {
+    await (quiet ? backend.close().catch(() => undefined) : backend.close());
+    await checkpointer?.stop();
+    store.close();
+    if (ephemeral) rmSync(dataDir, { recursive: true, force: true });
+  };
   let secret = store.getMeta('secret');
   if (!secret) {
     secret = random(32).toString('hex');
@@ -205,9 +213,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const pool = options.pool ?? 0;
   if (pool > phones) {
     if (options.phones !== undefined) {
-      await backend.close().catch(() => undefined);
-      store.close();
-      if (ephemeral) rmSync(dataDir, { recursive: true, force: true });
+      await release(true);
       throw new RangeError(
         `pool ${pool} is more than phones ${phones}: the pool holds phones within the server's capacity; lower the pool or raise phones.`,
       );
@@ -232,7 +238,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
 
   const gateway = new AdbGateway(runtime, log, clock);
   // WAL checkpoints leave the thread that answers requests.
-  const checkpointer = startCheckpointer(store.db, (error) =>
+  checkpointer = startCheckpointer(store.db, (error) =>
     log.warn('the checkpoint worker failed; the store checkpoints on the main thread again', {
       error: String(error),
     }),
@@ -241,8 +247,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   let url = '';
   try {
     const adbPort = await gateway.listen(host, 0);
-    const wildcard = host === '0.0.0.0' || host === '::';
-    const publicHost = wildcard ? '127.0.0.1' : host;
+    const wildcard = isWildcard(host);
     // On a wildcard address the URLs handed out name the address the client used.
     const reached = (requestHost: string | undefined) =>
       wildcard && requestHost !== undefined ? hostHeader(requestHost) : null;
@@ -255,14 +260,15 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         const r = reached(requestHost);
         return r ? `http://${r.authority}` : url;
       },
-      adbEndpoint: (requestHost) => ({ host: reached(requestHost)?.hostname ?? publicHost, port: adbPort }),
+      adbEndpoint: (requestHost) => ({
+        host: reached(requestHost)?.hostname ?? (wildcard ? '127.0.0.1' : host),
+        port: adbPort,
+      }),
       dashboardOrigin: options.dashboardOrigin ?? null,
       streams: new RuntimeStreams({ runtime, clock, log, authorize: viewerTokenStreams(grants) }),
       ...(metrics ? { metrics } : {}),
     });
-    await app.listen({ host, port: options.port ?? 0 });
-    const { port } = app.server.address() as AddressInfo;
-    url = `http://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${port}`;
+    url = await listenUrl(app, host, options.port ?? 0);
     directory.recover();
     log.info('phonelease server listening', {
       url,
@@ -278,31 +284,21 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     // this error can start again.
     await app?.close().catch(() => undefined);
     await gateway.close().catch(() => undefined);
-    await backend.close().catch(() => undefined);
-    await checkpointer.stop();
-    store.close();
-    if (ephemeral) rmSync(dataDir, { recursive: true, force: true });
+    await release(true);
     throw listenError(err, host, options.port ?? 0);
   }
   const listening = app;
 
-  let closing: Promise<void> | null = null;
   return {
     url,
     dataDir,
     createAccount: (opts = {}) => createAccount(store, clock, random, opts),
     runtime: { pause: () => runtime.pause(), resume: () => runtime.resume() },
-    close() {
-      closing ??= (async () => {
-        await directory.close();
-        await listening.close();
-        await gateway.close();
-        await backend.close();
-        await checkpointer.stop();
-        store.close();
-        if (ephemeral) rmSync(dataDir, { recursive: true, force: true });
-      })();
-      return closing;
-    },
+    close: once(async () => {
+      await directory.close();
+      await listening.close();
+      await gateway.close();
+      await release(false);
+    }),
   };
 }

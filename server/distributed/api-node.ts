@@ -9,13 +9,14 @@
  * startApiNode(options) opens the store, builds the node and listens.
  */
 import type { FastifyInstance } from 'fastify';
-import type { AddressInfo } from 'node:net';
 import { buildApp } from '../api/app.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { DeviceBackend } from '../devices/types.js';
+import { isWildcard, listenUrl, once } from '../listen.js';
 import type { Logger } from '../log.js';
 import { SessionChanges } from '../runtime/directory.js';
 import { Grants } from '../runtime/grants.js';
+import { genericDevice } from '../runtime/runtime.js';
 import { SharedDirectory } from '../runtime/shared-directory.js';
 import { cryptoRandom, type RandomSource } from '../secrets.js';
 import { Listener, SESSION_CHANNEL } from '../stores/postgres/notifications.js';
@@ -130,8 +131,7 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
     await db.end().catch(() => undefined);
     throw err;
   }
-  const wildcard = listenHost === '0.0.0.0' || listenHost === '::';
-  const publicHost = wildcard ? '127.0.0.1' : listenHost;
+  const wildcard = isWildcard(listenHost);
   let url = '';
   const node = await buildApiNode({
     storeUrl: options.store,
@@ -143,7 +143,7 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
     // Behind a load balancer the URLs handed out name the address the client used.
     publicUrl: (requestHost) => (wildcard && requestHost ? `http://${requestHost}` : url),
     dashboardOrigin: options.dashboardOrigin ?? null,
-    genericDevice: options.backend?.name === 'emulator' ? 'Android emulator' : 'Virtual Android phone',
+    genericDevice: genericDevice(options.backend?.name ?? 'virtual'),
     metrics: options.metrics ?? false,
   });
   const { app } = node;
@@ -151,9 +151,7 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
   let ownHost: RunningDeviceHost | null = null;
   try {
     await node.changes.start();
-    await app.listen({ host: listenHost, port: options.port ?? 0 });
-    const { port } = app.server.address() as AddressInfo;
-    url = `http://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${port}`;
+    url = await listenUrl(app, listenHost, options.port ?? 0);
     if ((options.phones ?? 0) > 0 && options.backend) {
       ownHost = await startDeviceHost({
         store: options.store,
@@ -203,19 +201,15 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
     ...(options.metrics ? { metrics: `${url}/metrics` } : {}),
   });
 
-  let closing: Promise<void> | null = null;
   return {
     url,
-    close() {
-      closing ??= (async () => {
-        closed = true;
-        if (reaping) clearTimeout(reaping);
-        await ownHost?.close();
-        await app.close();
-        await node.changes.close();
-        await db.end();
-      })();
-      return closing;
-    },
+    close: once(async () => {
+      closed = true;
+      if (reaping) clearTimeout(reaping);
+      await ownHost?.close();
+      await app.close();
+      await node.changes.close();
+      await db.end();
+    }),
   };
 }

@@ -16,7 +16,6 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -27,6 +26,7 @@ import { AdbGateway } from '../adb-gateway.js';
 import { baseApp } from '../api/app.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { DeviceBackend } from '../devices/types.js';
+import { isWildcard, listenUrl, once } from '../listen.js';
 import { apiError, notFound } from '../errors.js';
 import type { Logger } from '../log.js';
 import { HOST_DEFAULTS, HostLoop } from '../runtime/host-loop.js';
@@ -295,11 +295,8 @@ export async function startDeviceHost(options: DeviceHostOptions): Promise<Runni
   let url = '';
   try {
     const adbPort = await gateway.listen(listenHost, 0);
-    await app.listen({ host: listenHost, port: options.port ?? 0 });
-    const { port } = app.server.address() as AddressInfo;
-    const wildcard = listenHost === '0.0.0.0' || listenHost === '::';
-    const advertised = wildcard ? reachableAddress() : listenHost;
-    url = `http://${advertised.includes(':') ? `[${advertised}]` : advertised}:${port}`;
+    const advertised = isWildcard(listenHost) ? reachableAddress() : listenHost;
+    url = await listenUrl(app, listenHost, options.port ?? 0, advertised);
     await loop.register({ url, adbHost: advertised, adbPort });
     await changes.start();
     loop.start();
@@ -318,19 +315,15 @@ export async function startDeviceHost(options: DeviceHostOptions): Promise<Runni
     throw err;
   }
 
-  let closing: Promise<void> | null = null;
   return {
     id: loop.id,
     url,
-    close() {
-      closing ??= (async () => {
-        await loop.close();
-        await changes.close();
-        await app.close();
-        await gateway.close();
-        await cleanupStart();
-      })();
-      return closing;
-    },
+    close: once(async () => {
+      await loop.close();
+      await changes.close();
+      await app.close();
+      await gateway.close();
+      await cleanupStart();
+    }),
   };
 }

@@ -966,8 +966,11 @@ export class Runtime extends EventEmitter {
     this.emit('adb-revoked', live);
   }
 
-  /** Display label for history records of sessions that never got a phone. */
   get genericDevice(): string {
-    return this.o.backend.name === 'virtual' ? 'Virtual Android phone' : 'Android emulator';
+    return genericDevice(this.o.backend.name);
   }
 }
+
+/** Display label, by device backend, of history records of sessions that never got a phone. */
+export const genericDevice = (backend: string): string =>
+  backend === 'emulator' ? 'Android emulator' : 'Virtual Android phone';
