@@ -41,70 +41,20 @@ export class NodeSigner {
   }
 }
 
-export interface HostAnswer {
-  status: number;
-  contentType: string;
-  payload: Buffer;
-}
-
 /** The internal path of a session's phone on its device host (what the host's routes serve). */
 export const hostPath = (sid: string, rest: string): string =>
   `/internal/sessions/${encodeURIComponent(sid)}/${rest}`;
 
-/**
- * Asks the device host at `hostUrl` about a session's phone, signed. A host that does not
- * answer is a 500 that says what to do; any answer (the host's own refusals too) is returned.
- */
-export async function callHost(
-  signer: NodeSigner,
-  log: Logger,
-  sid: string,
-  hostUrl: string,
-  method: 'GET' | 'POST',
-  path: string,
-  body?: unknown,
-  /** Gives up sooner than a host's usual time to answer (connecting included). */
-  timeoutMs?: number,
-): Promise<HostAnswer> {
-  try {
-    const res = await request(hostUrl + path, {
-      method,
-      ...(timeoutMs !== undefined ? { signal: AbortSignal.timeout(timeoutMs) } : {}),
-      headers: {
-        [NODE_HEADER]: signer.sign(method, path),
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-      },
-      body: body !== undefined ? JSON.stringify(body) : undefined,
-      headersTimeout: HOST_TIMEOUT_MS,
-      bodyTimeout: HOST_TIMEOUT_MS,
-    });
-    return {
-      status: res.statusCode,
-      contentType: String(res.headers['content-type'] ?? 'application/json'),
-      payload: Buffer.from(await res.body.arrayBuffer()),
-    };
-  } catch (err) {
-    log.warn('device host did not answer', { session: sid, error: String(err) });
-    throw apiError(
-      ERROR_CODES.internal,
-      'The device host holding this phone did not answer; retry shortly (if the host is gone, the session ends as lost).',
-    );
-  }
-}
-
 /** A host's refusal as the same ApiError (its code, message and details), passed on as it is. */
-export function hostRefusal(answer: HostAnswer): ApiError {
+function hostRefusal(status: number, payload: Buffer): ApiError {
   try {
-    const { code, error, ...details } = JSON.parse(answer.payload.toString('utf8')) as Record<
-      string,
-      unknown
-    >;
+    const { code, error, ...details } = JSON.parse(payload.toString('utf8')) as Record<string, unknown>;
     if (typeof code === 'string' && KNOWN_CODES.has(code) && typeof error === 'string')
       return apiError(code as ErrorCode, error, details as ErrorDetails);
   } catch {
     // not a refusal body: a generic error below
   }
-  return apiError(ERROR_CODES.internal, `The device host answered ${answer.status}; retry shortly.`);
+  return apiError(ERROR_CODES.internal, `The device host answered ${status}; retry shortly.`);
 }
 
 /** The phones of a deployment's sessions, asked of their device hosts over signed HTTP. */
@@ -114,6 +64,11 @@ export class HostPhones implements RemotePhones {
     private readonly log: Logger,
   ) {}
 
+  /**
+   * Asks the device host at `hostUrl` about a session's phone, signed, and returns its 200
+   * answer. A host that does not answer is a 500 that says what to do; its own refusals are
+   * passed on. `timeoutMs` gives up sooner than a host's usual time to answer.
+   */
   private async call(
     hostUrl: string,
     sid: string,
@@ -122,18 +77,32 @@ export class HostPhones implements RemotePhones {
     body?: unknown,
     timeoutMs?: number,
   ): Promise<Buffer> {
-    const answer = await callHost(
-      this.signer,
-      this.log,
-      sid,
-      hostUrl,
-      method,
-      hostPath(sid, rest),
-      body,
-      timeoutMs,
-    );
-    if (answer.status !== 200) throw hostRefusal(answer);
-    return answer.payload;
+    const path = hostPath(sid, rest);
+    let status: number;
+    let payload: Buffer;
+    try {
+      const res = await request(hostUrl + path, {
+        method,
+        ...(timeoutMs !== undefined ? { signal: AbortSignal.timeout(timeoutMs) } : {}),
+        headers: {
+          [NODE_HEADER]: this.signer.sign(method, path),
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
+        body: body !== undefined ? JSON.stringify(body) : undefined,
+        headersTimeout: HOST_TIMEOUT_MS,
+        bodyTimeout: HOST_TIMEOUT_MS,
+      });
+      status = res.statusCode;
+      payload = Buffer.from(await res.body.arrayBuffer());
+    } catch (err) {
+      this.log.warn('device host did not answer', { session: sid, error: String(err) });
+      throw apiError(
+        ERROR_CODES.internal,
+        'The device host holding this phone did not answer; retry shortly (if the host is gone, the session ends as lost).',
+      );
+    }
+    if (status !== 200) throw hostRefusal(status, payload);
+    return payload;
   }
 
   frame(hostUrl: string, sid: string): Promise<Buffer> {
