@@ -56,22 +56,19 @@ export interface RunningApiNode {
   close(): Promise<void>;
 }
 
-/** What an API node is built from: its open store, the deployment's secret, and where clients reach it. */
-export interface ApiNodeParts {
+/** What an API node is built from: its options resolved, its open store, the deployment's secret. */
+export type ApiNodeParts = Required<
+  Pick<ApiNodeOptions, 'clock' | 'random' | 'log' | 'dashboardOrigin' | 'metrics'>
+> & {
   /** The deployment's store: its URL (for the notification connection) and a pool on it. */
   storeUrl: string;
   db: Db;
   secret: Buffer;
-  clock: Clock;
-  random: RandomSource;
-  log: Logger;
   /** The base URL clients use (`requestHost`: the Host header of the request answered). */
   publicUrl(requestHost?: string): string;
-  dashboardOrigin: string | null;
   /** Display label of history records of sessions that never got a phone. */
   genericDevice: string;
-  metrics: boolean;
-}
+};
 
 /** An API node built: its app, and the connection that hears of the deployment's changes. */
 export interface ApiNode {

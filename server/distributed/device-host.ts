@@ -73,24 +73,13 @@ export interface RunningDeviceHost {
   close(): Promise<void>;
 }
 
-/** What a device host is built from: its open store and the deployment's secret, and its phones. */
-export interface DeviceHostParts {
+/** What a device host is built from: its options resolved, its open store and the deployment's secret. */
+export type DeviceHostParts = Required<Omit<DeviceHostOptions, 'store' | 'host' | 'port'>> & {
   /** The deployment's store: its URL (for the notification connection) and a pool on it. */
   storeUrl: string;
   db: Db;
   secret: Buffer;
-  backend: DeviceBackend;
-  /** Where its profile saves are kept. */
-  dataDir: string;
-  phones: number;
-  bootSlots: number;
-  pool: number;
-  lostAfterMs: number;
-  tickMs: number;
-  clock: Clock;
-  random: RandomSource;
-  log: Logger;
-}
+};
 
 /** A device host built: its runtime and loop, its HTTP side and gateway (not listening), and its wake-ups. */
 export interface DeviceHost {
