@@ -130,8 +130,8 @@ export class ServerMetrics extends Metrics implements RuntimeObserver {
       'Phones in the warm pool: ready (booted, waiting for a session) and booting.',
       stats,
       (g, s) => {
-        g.set({ state: 'ready' }, s.pool.ready);
-        g.set({ state: 'booting' }, s.pool.booting);
+        g.set({ state: 'ready' }, s.pool.warm);
+        g.set({ state: 'booting' }, s.pool.warming);
       },
       ['state'],
     );

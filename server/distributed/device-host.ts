@@ -24,6 +24,7 @@ import { Type } from '@sinclair/typebox';
 import { ERROR_CODES } from '../../src/api/schemas.js';
 import { AdbGateway } from '../adb-gateway.js';
 import { baseApp } from '../api/app.js';
+import { SidParams } from '../api/common.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { DeviceBackend } from '../devices/types.js';
 import { isWildcard, listenUrl, once } from '../listen.js';
@@ -103,7 +104,6 @@ const InputBody = Type.Union([
     key: Type.Union([Type.Literal('home'), Type.Literal('back'), Type.Literal('enter'), Type.Literal('del')]),
   }),
 ]);
-const SidParams = Type.Object({ sid: Type.String() });
 
 export async function buildDeviceHost(parts: DeviceHostParts): Promise<DeviceHost> {
   const { db, clock, random, log } = parts;
@@ -184,14 +184,11 @@ export async function buildDeviceHost(parts: DeviceHostParts): Promise<DeviceHos
     if (!live) throw notFound();
     return live;
   };
-  app.get('/healthz', { config: { auth: 'public' } }, async () => {
-    const { pool } = runtime.stats();
-    return {
-      host: hostId(),
-      phones: runtime.size,
-      pool: { warm: pool.ready, warming: pool.booting, target: pool.target },
-    };
-  });
+  app.get('/healthz', { config: { auth: 'public' } }, async () => ({
+    host: hostId(),
+    phones: runtime.size,
+    pool: runtime.stats().pool,
+  }));
   app.get(
     '/internal/sessions/:sid/frame.png',
     { config: { auth: 'public' }, schema: { params: SidParams } },

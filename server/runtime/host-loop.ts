@@ -122,12 +122,12 @@ export class HostLoop {
   private async tick(): Promise<void> {
     const { runtime, store } = this.o;
     const nowMs = this.o.clock.now();
-    const pool = runtime.stats().pool;
+    const { warm, warming } = runtime.stats().pool;
     const alive = await store.heartbeat(this.id, {
       nowMs,
       typicalBootMs: runtime.typicalBootMs,
-      warm: pool.ready,
-      warming: pool.booting,
+      warm,
+      warming,
     });
     if (!alive) {
       // Declared dead while we could not heartbeat: our sessions were ended `lost` and

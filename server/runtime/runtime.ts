@@ -88,7 +88,8 @@ export interface RuntimeObserver {
 /** A point-in-time count of what the runtime holds (metrics gauges read it when scraped). */
 export interface RuntimeStats {
   sessions: Record<'queued' | 'booting' | 'ready' | 'error' | 'closing', number>;
-  pool: { ready: number; booting: number; target: number };
+  /** Pooled phones warm and warming, and the pool's target. */
+  pool: { warm: number; warming: number; target: number };
   phones: number;
   bootSlots: number;
 }
@@ -708,10 +709,9 @@ export class Runtime extends EventEmitter {
       else if (kind === 'failed') sessions.error++;
       else if (kind === 'orphaned' || kind === 'closing') sessions.closing++;
     }
-    const { warm, warming, target } = this.pool.counts();
     return {
       sessions,
-      pool: { ready: warm, booting: warming, target },
+      pool: this.pool.counts(),
       phones: this.o.phones,
       bootSlots: this.o.bootSlots,
     };

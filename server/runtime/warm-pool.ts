@@ -1,6 +1,6 @@
 /**
  * The warm pool: temporary phones booted ahead of demand, owned by no session and no account.
- * The embedded runtime (runtime.ts) and a deployment's device host (distributed/device-host.ts)
+ * The single server's runtime (runtime.ts) and a deployment's device host (distributed/device-host.ts)
  * both keep one; they differ in how a session reaches a phone (at admission, or by a claim
  * from the shared queue), not in how the pool behaves, which lives here once:
  * - a pooled phone is `warming` (its boot under way), then `warm`; it leaves the pool exactly

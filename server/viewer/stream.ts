@@ -33,7 +33,7 @@ export function refuseUpgrade(socket: Duplex, status: number, text: string): tru
 }
 
 /**
- * One viewer's phone, wherever it runs: the embedded runtime's, or a device host's whose
+ * One viewer's phone, wherever it runs: the single server's runtime's, or a device host's whose
  * stream an API node relays. Whoever builds it has already checked the credential.
  */
 export interface StreamTarget {

@@ -25,7 +25,7 @@ describe('eta_seconds with the warm pool', () => {
     const w = world();
     const { uid } = w.createAccount({ billingMode: 'disabled', sessionLimit: 5 });
     await w.advance(6_000);
-    expect(w.runtime.stats().pool).toEqual({ ready: 0, booting: 2, target: 2 });
+    expect(w.runtime.stats().pool).toEqual({ warm: 0, warming: 2, target: 2 });
 
     // The pool's boots started 6 s ago: a temporary session takes one over.
     const temp = (await w.directory.admit(uid, {}, null)).session;
@@ -48,7 +48,7 @@ describe('eta_seconds with the warm pool', () => {
     const w = world();
     const { uid } = w.createAccount({ billingMode: 'disabled', sessionLimit: 5 });
     await w.advance(BOOT_MS);
-    expect(w.runtime.stats().pool).toEqual({ ready: 2, booting: 0, target: 2 });
+    expect(w.runtime.stats().pool).toEqual({ warm: 2, warming: 0, target: 2 });
     w.runtime.pause();
     const sessions: LiveSession[] = [];
     for (let i = 0; i < 3; i++) sessions.push((await w.directory.admit(uid, {}, null)).session);

@@ -101,8 +101,8 @@ function checkAgreement(m: Model, r: Real): void {
   if (!m.paused) {
     const live = liveOf(m).length;
     expect(world.runtime.stats().pool).toEqual({
-      ready: Math.min(POOL, PHONES - live),
-      booting: 0,
+      warm: Math.min(POOL, PHONES - live),
+      warming: 0,
       target: POOL,
     });
     expect(world.backend.running.size).toBe(live + Math.min(POOL, PHONES - live));
