@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import { Deployment, type CreatedAccountLine } from '../support/deployment.js';
 import { postgresMissing, startPostgres, type PostgresCluster } from '../support/postgres.js';
+import { parsePrometheusText, sampleValue } from '../support/prometheus.js';
 import { Api } from '../support/server.js';
 
 const missing = postgresMissing();
@@ -94,18 +95,19 @@ describe.skipIf(missing !== null)('the dashboard on API nodes', () => {
     for (const node of [0, 1]) {
       const jwt = (await signIn(node, { key: operator.key })).body.token as string;
       const fleet = (await d.api(node, jwt).get('/dashboard/api/fleet')).body;
-      const metrics = (await d.api(node, null).get('/metrics')).raw.toString();
-      const gauge = (name: string, label = '') =>
-        Number(new RegExp(`^${name}${label ? `\\{${label}\\}` : ''} (\\d+)$`, 'm').exec(metrics)?.[1]);
+      const metrics = parsePrometheusText(
+        (await new Api(d.nodes[node]!.url, null).get('/metrics')).raw.toString(),
+      );
+      const gauge = (name: string, labels: Record<string, string> = {}) => sampleValue(metrics, name, labels);
       for (const state of ['queued', 'booting', 'ready', 'error', 'closing'])
-        expect(fleet.phones[state], state).toBe(gauge('phonelease_sessions', `state="${state}"`));
+        expect(fleet.phones[state], state).toBe(gauge('phonelease_sessions', { state }));
       expect(fleet.phones.ready).toBe(1);
       expect(fleet.capacity).toBe(gauge('phonelease_phones_capacity'));
       expect(fleet.capacity).toBe(2);
       expect(fleet.pool).toEqual({
         target: gauge('phonelease_pool_target'),
-        ready: gauge('phonelease_pool_phones', 'state="ready"'),
-        booting: gauge('phonelease_pool_phones', 'state="booting"'),
+        ready: gauge('phonelease_pool_phones', { state: 'ready' }),
+        booting: gauge('phonelease_pool_phones', { state: 'booting' }),
       });
       expect(fleet.queue).toEqual({ queued: 0, boot_slots: 1, booting: 0 });
       expect(fleet.boot_times.cold.count).toBeGreaterThanOrEqual(1);
@@ -113,9 +115,9 @@ describe.skipIf(missing !== null)('the dashboard on API nodes', () => {
       expect(fleet.hosts[0]).toMatchObject({
         id: host.host,
         url: host.url,
-        phones: gauge('phonelease_host_phones_capacity', `host="${host.host}"`),
+        phones: gauge('phonelease_host_phones_capacity', { host: host.host }),
         boot_slots: 1,
-        sessions: gauge('phonelease_host_sessions', `host="${host.host}"`),
+        sessions: gauge('phonelease_host_sessions', { host: host.host }),
       });
       expect(Math.abs(fleet.hosts[0].last_heartbeat - Date.now() / 1000)).toBeLessThan(30);
     }
