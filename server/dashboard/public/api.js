@@ -46,13 +46,17 @@ export class Api {
     this.onSignedOut = onSignedOut;
   }
 
-  /** @returns {SignIn | null} the current sign-in, or null when signed out or past its expiry. */
+  /**
+   * The current sign-in, or null when signed out. Its expiry is the server's to judge (a
+   * 401), not this browser's clock, which may be off.
+   * @returns {SignIn | null}
+   */
   get signIn() {
     const raw = this.storage.getItem(STORAGE_KEY);
     if (!raw) return null;
     try {
       const s = /** @type {SignIn} */ (JSON.parse(raw));
-      if (typeof s.token === 'string' && s.expires_at * 1000 > Date.now()) return s;
+      if (typeof s.token === 'string' && s.account) return s;
     } catch {
       // not ours: treat as signed out
     }

@@ -13,10 +13,12 @@ import { empty, errorBox, every, heading, table } from './ui.js';
  * @typedef {{ count: number, p50_ms: number | null, p95_ms: number | null }} BootTimes
  * @typedef {{
  *   phones: Record<string, number>,
- *   pool: { target: number, ready: number },
+ *   capacity?: number,
+ *   pool: { target: number, ready: number, booting?: number },
  *   queue: { queued: number, boot_slots: number, booting: number },
  *   boot_times: Record<string, BootTimes>,
- *   hosts: Array<{ id: string, url: string, phones: number, boot_slots: number, last_heartbeat: number }> | null,
+ *   hosts: Array<{ id: string, url: string, phones: number, boot_slots: number, sessions?: number,
+ *     last_heartbeat: number }> | null,
  * }} Fleet
  */
 
@@ -25,6 +27,9 @@ const SOURCES = /** @type {const} */ ([
   ['snapshot', 'From snapshot'],
   ['pool', 'From the warm pool'],
 ]);
+
+/** "closing" → "Closing": the API's state names as row labels. @param {string} word */
+const sentence = (word) => word.charAt(0).toUpperCase() + word.slice(1).replace(/_/g, ' ');
 
 /** @param {number | null | undefined} ms */
 const seconds = (ms) => (ms === null || ms === undefined ? '–' : `${(ms / 1000).toFixed(1)} s`);
@@ -46,9 +51,12 @@ export async function fleetPage({ api, signal }) {
           'section',
           { class: 'card panel' },
           h('h2', {}, 'Phones'),
-          states.length === 0
-            ? h('p', { class: 'muted' }, 'No phones yet.')
-            : facts(states.map(([state, n]) => [state, String(n)])),
+          facts([
+            ...(f.capacity === undefined
+              ? []
+              : [/** @type {[string, string]} */ (['Capacity', String(f.capacity)])]),
+            ...states.map(([state, n]) => /** @type {[string, string]} */ ([sentence(state), String(n)])),
+          ]),
         ),
         h(
           'section',
@@ -57,6 +65,7 @@ export async function fleetPage({ api, signal }) {
           facts([
             ['Target', String(f.pool.target)],
             ['Ready', String(f.pool.ready)],
+            ['Warming up', String(f.pool.booting ?? 0)],
           ]),
         ),
         h(
@@ -92,11 +101,12 @@ export async function fleetPage({ api, signal }) {
           : f.hosts.length === 0
             ? empty('No device hosts', 'Start one with ', h('code', {}, 'phonelease host --store URL'), '.')
             : table(
-                ['Host', 'Address', 'Phones', 'Boot slots', 'Last heartbeat'],
+                ['Host', 'Address', 'Phones', 'Sessions', 'Boot slots', 'Last heartbeat'],
                 f.hosts.map((host) => [
                   h('code', {}, host.id),
                   host.url,
                   String(host.phones),
+                  String(host.sessions ?? '–'),
                   String(host.boot_slots),
                   dateTime(host.last_heartbeat),
                 ]),

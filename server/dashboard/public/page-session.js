@@ -200,7 +200,7 @@ export async function sessionPage({ api, signal, params }) {
         ['Phone', `${deviceName(s)} · ${phoneKind(s)}`],
         ['Status', whereLabel(s)],
         ['Age', duration(s.age_s)],
-        ['Time left', timeLeft(s, Date.now())],
+        ['Time left', timeLeft(s)],
       ]),
     );
   };

@@ -92,7 +92,7 @@ export function sessionsPage({ api, signal }) {
           cards.set(s.id, card);
         }
         list.append(card.node); // keeps the API's order; moving a node keeps its picture
-        drawCard(card, s, now);
+        drawCard(card, s);
         refreshPicture(card, s);
       }
       for (const [sid, card] of cards) {
@@ -125,8 +125,8 @@ function newCard(s) {
   return { node, body, picture, placeholder, blobUrl: null, fetchedAt: 0, loading: false };
 }
 
-/** @param {Card} card @param {LiveSession} s @param {number} now */
-function drawCard(card, s, now) {
+/** @param {Card} card @param {LiveSession} s */
+function drawCard(card, s) {
   card.placeholder.textContent = stateLabel(s);
   if (s.state !== 'ready') {
     card.picture.hidden = true;
@@ -144,7 +144,7 @@ function drawCard(card, s, now) {
     facts([
       ['Status', whereLabel(s)],
       ['Age', duration(s.age_s)],
-      ['Time left', timeLeft(s, now)],
+      ['Time left', timeLeft(s)],
       ['Phone', phoneKind(s)],
     ]),
   );

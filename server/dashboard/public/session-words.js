@@ -12,6 +12,7 @@ import { duration } from './format.js';
  *   eta_seconds?: number,
  *   age_s: number,
  *   expires_at: number,
+ *   timeout_seconds: number,
  *   profile_id: string | null,
  *   cleanup_pending: boolean,
  *   failure?: { code: string, message: string },
@@ -37,9 +38,13 @@ export function whereLabel(s) {
   return s.cleanup_pending ? 'Handing the phone back' : 'Ended';
 }
 
-/** @param {LiveSession} s @param {number} nowMs */
-export function timeLeft(s, nowMs) {
-  return duration(s.expires_at - nowMs / 1000);
+/**
+ * From the server's own figures (the deadline counts from creation, as age does), so a
+ * browser whose clock is off still shows the right time.
+ * @param {LiveSession} s
+ */
+export function timeLeft(s) {
+  return duration(s.timeout_seconds - s.age_s);
 }
 
 /** @param {LiveSession} s */
