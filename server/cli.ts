@@ -7,9 +7,11 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { systemClock } from './clock.js';
 import { createAccount, newAccountRows, type CreatedAccount, type NewAccount } from './runtime/accounts.js';
+import { createSignInLink, type AccountRef } from './runtime/dashboard-sessions.js';
 import { createLogger, levelFromEnv } from './log.js';
 import { SERVER_DEFAULTS, defaultPhones, loadBackend, startServer, type BackendChoice } from './main.js';
 import { cryptoRandom } from './secrets.js';
+import { SqliteDashboardStore } from './stores/sqlite/dashboard.js';
 import { openDatabase, SqliteStore } from './stores/sqlite/store.js';
 import { parseCommandLine, UsageError, usageHint } from '../src/util/args.js';
 
@@ -159,14 +161,17 @@ export async function runServerCommand(argv: string[]): Promise<void> {
 
   // First start on an empty store: create the local account once the server listens (a
   // server that fails to start must not leave an account whose key nobody ever saw).
-  const firstKey = firstStart
-    ? server.createAccount({ name: 'Local account', billingMode: 'disabled' }).key
-    : null;
-  if (firstKey) {
+  const first = firstStart ? server.createAccount({ name: 'Local account', billingMode: 'disabled' }) : null;
+  const firstKey = first?.key ?? null;
+  if (first && firstKey) {
     // The key is shown once, on a terminal only: a captured stderr (CI logs) must never
     // hold it. Otherwise it is written to a file only its owner can read.
     if (process.stderr.isTTY) {
-      process.stderr.write(`\nCreated the local account. Its API key, shown only now:\n\n  ${firstKey}\n\n`);
+      // Beside it, a one-time sign-in link to the dashboard (10 minutes; the key signs in too).
+      const link = await server.signInLink(first.uid);
+      process.stderr.write(
+        `\nCreated the local account. Its API key, shown only now:\n\n  ${firstKey}\n\nSign in to the dashboard (link works once, for 10 minutes):\n\n  ${link}\n\n`,
+      );
     } else {
       const file = join(dataDir, 'first-key.txt');
       writeFileSync(file, firstKey + '\n', { mode: 0o600 });
@@ -303,11 +308,12 @@ export async function runHostCommand(argv: string[]): Promise<void> {
 
 export const ACCOUNTS_USAGE = `Usage: phonelease accounts create [--data DIR | --store postgres://USER@HOST:PORT/DB]
   [--email E] [--name N] [--balance-cents N] [--price-cents-per-minute N] [--session-limit N]
-  [--billing-mode metered|disabled] [--no-rent] [--json]
+  [--billing-mode metered|disabled] [--no-rent] [--operator] [--json]
 
 Creates an account on the server's data directory (also while the server runs), or in the
 shared PostgreSQL store of API nodes and device hosts (--store), and prints its uid, its
-profile id and its first API key (shown only now). With --json, prints exactly one line
+profile id and its first API key (shown only now). --operator lets the account see the
+dashboard's Fleet page. With --json, prints exactly one line
 {"uid":"...","key":"pck_...","profile_id":"..."} instead.`;
 
 export async function runAccountsCommand(argv: string[]): Promise<void> {
@@ -333,6 +339,7 @@ export async function runAccountsCommand(argv: string[]): Promise<void> {
       'session-limit': { type: 'string' },
       'billing-mode': { type: 'string' },
       'no-rent': { type: 'boolean', default: false },
+      operator: { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -360,6 +367,7 @@ export async function runAccountsCommand(argv: string[]): Promise<void> {
     sessionLimit: int('session-limit', values['session-limit'], 50, 0),
     billingMode: mode,
     canRent: !values['no-rent'],
+    operator: values.operator,
   };
   let created: CreatedAccount;
   if (values.store !== undefined) {
@@ -388,6 +396,69 @@ export async function runAccountsCommand(argv: string[]): Promise<void> {
       `Created account ${created.uid}\n  profile: ${created.profile_id}\n  API key (shown only now): ${created.key}\n`,
     );
   }
+}
+
+export const DASHBOARD_USAGE = `Usage: phonelease dashboard [--data DIR | --store postgres://USER@HOST:PORT/DB]
+  (--email E | --uid U) [--base-url URL] [--json]
+
+Prints a one-time sign-in link to the dashboard for that account:
+<base>/dashboard/sign-in#token=... (default base http://127.0.0.1:8080). The link works
+once, for 10 minutes, through a server running on the same data directory or store; the
+token is in the URL's fragment, so no server log or Referer ever holds it. With --json,
+prints exactly one line {"url":"..."}.`;
+
+export async function runDashboardCommand(argv: string[]): Promise<void> {
+  const { values, positionals } = parseCommandLine(
+    argv,
+    {
+      data: { type: 'string' },
+      store: { type: 'string' },
+      email: { type: 'string' },
+      uid: { type: 'string' },
+      'base-url': { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    { command: 'dashboard', usage: DASHBOARD_USAGE },
+  );
+  if (values.help) {
+    console.log(DASHBOARD_USAGE);
+    return;
+  }
+  const hint = usageHint('dashboard', DASHBOARD_USAGE);
+  if (positionals.length > 0)
+    throw new UsageError(`dashboard takes no arguments (got "${positionals[0]}")\n\n${hint}`);
+  if (values.store !== undefined && values.data !== undefined)
+    throw new UsageError('--store and --data name two different stores; give one of them');
+  if ((values.email === undefined) === (values.uid === undefined))
+    throw new UsageError(`dashboard needs the account: --email E or --uid U (one of them)\n\n${hint}`);
+  const base = values['base-url'] ?? `http://${SERVER_DEFAULTS.host}:8080`;
+  if (!/^https?:\/\/[^\s/]+(\/[^\s#?]*)?$/.test(base))
+    throw new UsageError(
+      `--base-url must be the server's URL, such as https://phones.example.com (got "${base}")`,
+    );
+  const ref: AccountRef = values.uid !== undefined ? { uid: values.uid } : { email: values.email! };
+  let url: string;
+  if (values.store !== undefined) {
+    const { migratePg, openPool } = await import('./stores/postgres/pool.js');
+    const { PostgresDashboardStore } = await import('./stores/postgres/dashboard.js');
+    const db = openPool(storeUrl(values.store), createLogger({ level: 'warn' }), 1);
+    try {
+      await migratePg(db);
+      url = await createSignInLink(new PostgresDashboardStore(db), systemClock, cryptoRandom, ref, base);
+    } finally {
+      await db.end();
+    }
+  } else {
+    const store = new SqliteStore(openDatabase(values.data ?? defaultDataDir()));
+    try {
+      url = await createSignInLink(new SqliteDashboardStore(store), systemClock, cryptoRandom, ref, base);
+    } finally {
+      store.close();
+    }
+  }
+  if (values.json) process.stdout.write(JSON.stringify({ url }) + '\n');
+  else process.stdout.write(`Sign in to the dashboard (the link works once, for 10 minutes):\n  ${url}\n`);
 }
 
 /** A --store value: a PostgreSQL URL (the only shared store there is). */

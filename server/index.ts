@@ -6,10 +6,12 @@ export {
   runServerCommand,
   runAccountsCommand,
   runHostCommand,
+  runDashboardCommand,
   UsageError,
   SERVER_USAGE,
   ACCOUNTS_USAGE,
   HOST_USAGE,
+  DASHBOARD_USAGE,
 } from './cli.js';
 export type { NewAccount, CreatedAccount } from './runtime/accounts.js';
 export { ManualClock, systemClock, type Clock } from './clock.js';

@@ -12,14 +12,17 @@ import { buildApp } from './api/app.js';
 import { systemClock, type Clock } from './clock.js';
 import { AdbGateway } from './adb-gateway.js';
 import type { DeviceBackend } from './devices/types.js';
+import { FleetFigures, observers } from './fleet.js';
 import { createLogger, levelFromEnv, type Logger, type LogLevel } from './log.js';
 import { createAccount, type CreatedAccount, type NewAccount } from './runtime/accounts.js';
+import { createSignInLink, DashboardSessions } from './runtime/dashboard-sessions.js';
 import { Grants } from './runtime/grants.js';
 import { LocalDirectory } from './runtime/local-directory.js';
 import { ProfileSaves } from './runtime/profile-saves.js';
 import { Runtime, type RuntimeObserver } from './runtime/runtime.js';
 import { cryptoRandom, type RandomSource } from './secrets.js';
 import { startCheckpointer } from './stores/sqlite/checkpointer.js';
+import { SqliteDashboardStore } from './stores/sqlite/dashboard.js';
 import { SqliteLedger } from './stores/sqlite/ledger.js';
 import { openDatabase, SqliteStore } from './stores/sqlite/store.js';
 import { RuntimeStreams, viewerTokenStreams } from './viewer/stream.js';
@@ -68,6 +71,8 @@ export interface RunningServer {
   readonly dataDir: string;
   /** Creates an account (with its first key and profile) on this server's store. */
   createAccount(options?: NewAccount): CreatedAccount;
+  /** A one-time dashboard sign-in link for the account, as `phonelease dashboard` prints it. */
+  signInLink(uid: string): Promise<string>;
   /** Stops the runtime (profile phones are saved, live sessions end), the phones and the listeners. */
   close(): Promise<void>;
   /** Operational controls; tests use them to make the runtime unavailable on demand. */
@@ -215,6 +220,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     log.warn(`--pool ${pool} is more than this host's ${phones} phones; the pool keeps ${phones}`);
   }
   const metrics = options.metrics ? new (await import('./metrics.js')).ServerMetrics() : undefined;
+  const fleet = new FleetFigures();
   const { grants, runtime, directory } = wireSingleServer({
     store,
     backend,
@@ -226,9 +232,16 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     phones,
     bootSlots: options.bootSlots ?? SERVER_DEFAULTS.bootSlots,
     pool: Math.min(pool, phones),
-    observer: metrics,
+    observer: metrics ? observers(metrics, fleet) : fleet,
   });
   metrics?.watch(() => runtime.stats());
+  const dashboardStore = new SqliteDashboardStore(store);
+  const signIns = new DashboardSessions({
+    store: dashboardStore,
+    secret: Buffer.from(secret, 'hex'),
+    clock,
+    random,
+  });
 
   const gateway = new AdbGateway(runtime, log, clock);
   // WAL checkpoints leave the thread that answers requests.
@@ -257,6 +270,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       },
       adbEndpoint: (requestHost) => ({ host: reached(requestHost)?.hostname ?? publicHost, port: adbPort }),
       dashboardOrigin: options.dashboardOrigin ?? null,
+      signIns,
+      fleet: () => Promise.resolve(fleet.view(runtime.stats())),
       streams: new RuntimeStreams({ runtime, clock, log, authorize: viewerTokenStreams(grants) }),
       ...(metrics ? { metrics } : {}),
     });
@@ -291,6 +306,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     url,
     dataDir,
     createAccount: (opts = {}) => createAccount(store, clock, random, opts),
+    signInLink: (uid) => createSignInLink(dashboardStore, clock, random, { uid }, url),
     runtime: { pause: () => runtime.pause(), resume: () => runtime.resume() },
     close() {
       closing ??= (async () => {

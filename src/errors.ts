@@ -133,9 +133,13 @@ export class InvalidRequestError extends PhoneleaseError {
 
 export class AuthenticationError extends PhoneleaseError {
   override name = 'AuthenticationError';
-  declare readonly code: 'unauthenticated';
-  constructor(message: string, options: PhoneleaseErrorOptions = {}) {
-    super(ERROR_CODES.unauthenticated, message, options);
+  /** `sign_in_link_used` / `sign_in_link_expired`: a dashboard sign-in link that no longer works. */
+  declare readonly code: 'unauthenticated' | 'sign_in_link_used' | 'sign_in_link_expired';
+  constructor(
+    message: string,
+    options: PhoneleaseErrorOptions & { code?: AuthenticationError['code'] } = {},
+  ) {
+    super(options.code ?? ERROR_CODES.unauthenticated, message, options);
   }
 }
 
@@ -500,6 +504,9 @@ const API_ERROR_CLASSES: {
   [ERROR_CODES.phonesBusy]: (m, o) => new PhonesBusyError(m, o),
   [ERROR_CODES.createRequestRecorded]: (m, o) => new CreateRequestRecordedError(m, o),
   [ERROR_CODES.noFrame]: (m, o) => new NoFrameError(m, o),
+  [ERROR_CODES.signInLinkUsed]: (m, o) => new AuthenticationError(m, { ...o, code: 'sign_in_link_used' }),
+  [ERROR_CODES.signInLinkExpired]: (m, o) =>
+    new AuthenticationError(m, { ...o, code: 'sign_in_link_expired' }),
 };
 
 /**

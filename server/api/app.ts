@@ -13,6 +13,7 @@ import { accessRoutes } from './access.js';
 import { accountRoutes } from './account.js';
 import { installAuth, type AuthDeps } from './auth.js';
 import { SessionViews } from './common.js';
+import { dashboardRoutes } from './dashboard.js';
 import type { AppDeps } from './deps.js';
 import { historyRoutes } from './history.js';
 import { metricsRoutes } from './metrics.js';
@@ -108,6 +109,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(accountRoutes, { deps });
   await app.register(historyRoutes, { deps });
   await app.register(viewerPages, { deps });
+  await app.register(dashboardRoutes, { deps });
   if (deps.metrics) await app.register(metricsRoutes, { metrics: deps.metrics });
   await app.register(openApiRoutes, { routes });
 

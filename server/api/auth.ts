@@ -9,6 +9,8 @@
 import type { FastifyRequest } from 'fastify';
 import { ERROR_CODES } from '../../src/api/schemas.js';
 import { apiError, notFound, type ApiError } from '../errors.js';
+import { looksLikeJwt } from '../jwt.js';
+import type { DashboardSessions } from '../runtime/dashboard-sessions.js';
 import type { SessionDirectory } from '../runtime/directory.js';
 import type { Grants } from '../runtime/grants.js';
 import type { App, Caller } from './types.js';
@@ -20,6 +22,8 @@ import type { App, Caller } from './types.js';
 export interface AuthDeps {
   directory: Pick<SessionDirectory, 'authenticate'>;
   grants: Pick<Grants, 'viewGrantSession'>;
+  /** Dashboard sessions (JWTs), on the apps that serve the dashboard. */
+  signIns?: Pick<DashboardSessions, 'authenticate'>;
 }
 
 type Checked = Caller | Promise<Caller>;
@@ -50,7 +54,7 @@ function field(source: unknown, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-export function installAuth(app: App, { directory, grants }: AuthDeps): void {
+export function installAuth(app: App, { directory, grants, signIns }: AuthDeps): void {
   const keyCaller = (uid: string | null): Caller => {
     if (!uid)
       throw unauthenticated(
@@ -58,8 +62,15 @@ export function installAuth(app: App, { directory, grants }: AuthDeps): void {
       );
     return { kind: 'owner', uid };
   };
+  const sessionCaller = (uid: string | null): Caller => {
+    if (!uid)
+      throw unauthenticated(
+        'The dashboard session has ended (signed out or expired); sign in again, or send an API key as "Authorization: Bearer pck_...".',
+      );
+    return { kind: 'owner', uid };
+  };
 
-  /** Owner-only endpoints: an account key, nothing else. */
+  /** Owner-only endpoints: an account key, or a dashboard session (a JWT) with the same rights. */
   function owner(req: FastifyRequest): Checked {
     // A view grant in the query is as much a credential as one in the header: a valid one
     // is refused for lack of access (403), not taken for no credential at all (401).
@@ -73,6 +84,7 @@ export function installAuth(app: App, { directory, grants }: AuthDeps): void {
         'A view grant can only read its own session; this call needs an account API key.',
       );
     }
+    if (signIns && looksLikeJwt(token)) return signIns.authenticate(token).then(sessionCaller);
     const uid = token.startsWith('pck_') ? directory.authenticate(token) : null;
     return uid instanceof Promise ? uid.then(keyCaller) : keyCaller(uid);
   }

@@ -6,7 +6,9 @@ import type { FastifyInstance } from 'fastify';
 import type { ErrorCode } from '../../src/api/schemas.js';
 import type { Clock } from '../clock.js';
 import type { ApiError } from '../errors.js';
+import type { FleetView } from '../fleet.js';
 import type { Logger } from '../log.js';
+import type { DashboardSessions } from '../runtime/dashboard-sessions.js';
 import type { Admission, SessionDirectory } from '../runtime/directory.js';
 import type { Grants } from '../runtime/grants.js';
 import type { StreamHandler } from '../viewer/stream.js';
@@ -40,6 +42,10 @@ export interface AppDeps {
   adbEndpoint?(requestHost?: string): { host: string; port: number };
   /** Origin allowed to embed viewer pages (CSP frame-ancestors); null allows none. */
   dashboardOrigin: string | null;
+  /** The dashboard's sessions: signing in and out, and the JWTs the credential check accepts. */
+  signIns: DashboardSessions;
+  /** The fleet the dashboard shows operators (the figures /metrics serves). */
+  fleet(): Promise<FleetView>;
   /** Takes the viewer pages' live streams (WebSocket upgrades). */
   streams: StreamHandler;
   /** --metrics. */

@@ -10,6 +10,8 @@ interface RouteSchemas {
   method: string | string[];
   url: string;
   schema?: {
+    /** Not part of the API (the dashboard's pages and files). */
+    hide?: boolean;
     body?: unknown;
     params?: unknown;
     querystring?: unknown;
@@ -29,6 +31,7 @@ function openApiDocument(routes: readonly RouteSchemas[]): unknown {
   for (const r of routes) {
     const path = r.url.replace(/:(\w+)/g, '{$1}');
     const schema = r.schema ?? {};
+    if (schema.hide === true) continue;
     const responses = typeof schema.response === 'object' && schema.response !== null ? schema.response : {};
     for (const method of [r.method].flat()) {
       if (method === 'HEAD') continue;

@@ -16,7 +16,7 @@ import type { RouteOptions } from './deps.js';
 
 /**
  * The credential a route takes, checked before anything else of the request:
- * - `owner`: an account API key (Authorization: Bearer pck_...);
+ * - `owner`: an account API key (Authorization: Bearer pck_...), or a dashboard session's token;
  * - `read`: an account key, or the view grant of the session in the path (header or ?token=);
  * - `public`: none (pages whose URL is the capability, the OpenAPI document).
  */
@@ -29,6 +29,10 @@ export type RouteAuth = 'owner' | 'read' | 'public';
 export type Caller = Reader | { kind: 'public' };
 
 declare module 'fastify' {
+  interface FastifySchema {
+    /** Not part of the API (the dashboard's pages and files): the OpenAPI document leaves it out. */
+    hide?: boolean;
+  }
   interface FastifyContextConfig {
     /** Every route names its credential; a route without one is refused at startup. */
     auth?: RouteAuth;

@@ -136,6 +136,7 @@ export function accountView({ account: a, profile, active, billingMode }: Accoun
     },
     default_start: { platform: 'android' as const, kind: 'emulator' as const },
     startable: [{ platform: 'android' as const, kind: 'emulator' as const }],
+    operator: a.operator === 1,
     ...(canRent
       ? {}
       : { rent_blocked_reason: a.rent_blocked_reason ?? 'Rentals are not enabled for this account.' }),

@@ -13,14 +13,18 @@ import type { AddressInfo } from 'node:net';
 import { buildApp } from '../api/app.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { DeviceBackend } from '../devices/types.js';
+import { deploymentFleet } from '../fleet.js';
 import type { Logger } from '../log.js';
 import { SessionChanges } from '../runtime/directory.js';
+import { DashboardSessions } from '../runtime/dashboard-sessions.js';
 import { Grants } from '../runtime/grants.js';
 import { SharedDirectory } from '../runtime/shared-directory.js';
 import { cryptoRandom, type RandomSource } from '../secrets.js';
 import { Listener, SESSION_CHANNEL } from '../stores/postgres/notifications.js';
 import { migratePg, openPool, sharedSecret, storeUnavailable, type Db } from '../stores/postgres/pool.js';
 import { reap } from '../stores/postgres/sessions.js';
+import { PostgresDashboardStore } from '../stores/postgres/dashboard.js';
+import { readDeploymentState, readStartDurations } from '../stores/postgres/state.js';
 import { PostgresStore } from '../stores/postgres/store.js';
 import { startDeviceHost, type RunningDeviceHost } from './device-host.js';
 import { HostPhones, NodeSigner } from './node-auth.js';
@@ -109,6 +113,18 @@ export async function buildApiNode(parts: ApiNodeParts): Promise<ApiNode> {
     log,
     publicUrl: parts.publicUrl,
     dashboardOrigin: parts.dashboardOrigin,
+    signIns: new DashboardSessions({
+      store: new PostgresDashboardStore(db),
+      secret: parts.secret,
+      clock,
+      random,
+    }),
+    fleet: async () => {
+      // Starts of the last day: the store keeps every session, the figures are about now.
+      const since = Math.floor(clock.now() / 1000) - 24 * 60 * 60;
+      const [state, starts] = await Promise.all([readDeploymentState(db), readStartDurations(db, since)]);
+      return deploymentFleet(state, starts);
+    },
     streams: new ViewerRelay({ directory, grants, signer, log }),
     translate: storeUnavailable,
     ...(parts.metrics ? { metrics: new ApiNodeMetrics(db) } : {}),

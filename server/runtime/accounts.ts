@@ -17,6 +17,8 @@ export interface NewAccount {
   billingMode?: BillingMode;
   canRent?: boolean;
   rentBlockedReason?: string;
+  /** An operator sees the dashboard's fleet page (`accounts create --operator`). */
+  operator?: boolean;
 }
 
 export interface CreatedAccount {
@@ -60,6 +62,7 @@ export function newAccountRows(
         ? null
         : (opts.rentBlockedReason ?? 'Rentals are not enabled for this account.'),
       environment: 'local',
+      operator: opts.operator === true ? 1 : 0,
     },
     key: { key_hash: sha256Hex(key), uid, label: 'first key', hint: keyHint(key), created: now },
     profile: { id: profileId, uid, state: 'empty', holder: null, exact: 1, saved_at: now },

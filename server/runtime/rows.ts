@@ -20,6 +20,8 @@ export interface AccountRow {
   can_rent: number;
   rent_blocked_reason: string | null;
   environment: string;
+  /** 1 for an operator (the dashboard's fleet page). */
+  operator: number;
 }
 
 export interface KeyRow {

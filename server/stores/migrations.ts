@@ -178,6 +178,34 @@ export const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE sessions ADD COLUMN claimed_ms INTEGER;
   `,
   },
+  {
+    name: 'operators, and the sign-in links and sessions of the dashboard',
+    sql: `
+  -- Operators see the fleet page of the dashboard (accounts create --operator).
+  ALTER TABLE accounts ADD COLUMN operator INTEGER NOT NULL DEFAULT 0;
+
+  -- One-time sign-in links (phonelease dashboard): only the sha256 of the token is kept.
+  -- A link works once (used) and for 10 minutes after created.
+  CREATE TABLE sign_in_links (
+    token_hash TEXT PRIMARY KEY,
+    uid TEXT NOT NULL REFERENCES accounts(uid),
+    created INTEGER NOT NULL,
+    used INTEGER
+  );
+
+  -- Signed-in dashboard sessions, by the jti of their token: a token is accepted while its
+  -- row is here, not signed out and not expired, so a sign-out holds on every API node.
+  CREATE TABLE dashboard_sessions (
+    jti TEXT PRIMARY KEY,
+    uid TEXT NOT NULL REFERENCES accounts(uid),
+    created INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    signed_out INTEGER
+  );
+  CREATE INDEX dashboard_sessions_expiry ON dashboard_sessions(expires_at);
+  CREATE INDEX sign_in_links_created ON sign_in_links(created);
+  `,
+  },
 ];
 
 /** The migrations one store runs, in order, as that dialect's SQL. */

@@ -4,7 +4,9 @@
  */
 
 export function securityHeaders(dashboardOrigin: string | null, nonce?: string): Record<string, string> {
-  const ancestors = dashboardOrigin ? dashboardOrigin : "'none'";
+  // The dashboard embeds the owner viewer from the API's own origin ('self'); a dashboard
+  // served elsewhere (--dashboard-origin) may embed it too.
+  const ancestors = dashboardOrigin ? `'self' ${dashboardOrigin}` : "'self'";
   const script = nonce ? `'nonce-${nonce}'` : "'none'";
   return {
     'cache-control': 'private, no-store',

@@ -48,6 +48,9 @@ export const ERROR_REGISTRY: { readonly [C in ErrorCode]: ErrorSpec } = {
   [ERROR_CODES.phonesBusy]: { status: 503, retry: 'after_retry_after' },
   [ERROR_CODES.createRequestRecorded]: { status: 503, retry: 'resolve_receipt' },
   [ERROR_CODES.noFrame]: { status: 503, retry: 'after_retry_after' },
+  // A dashboard sign-in link works once and for 10 minutes: only a new link helps.
+  [ERROR_CODES.signInLinkUsed]: { status: 401, retry: 'never' },
+  [ERROR_CODES.signInLinkExpired]: { status: 401, retry: 'never' },
 };
 
 export function isErrorCode(code: unknown): code is ErrorCode {

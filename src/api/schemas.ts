@@ -151,6 +151,8 @@ export const Account = Type.Object({
   default_start: StartOption,
   startable: Type.Array(StartOption),
   rent_blocked_reason: Type.Optional(Type.String()),
+  /** The account may see the dashboard's fleet page (`accounts create --operator`). */
+  operator: Type.Optional(Type.Boolean()),
 });
 export type Account = Static<typeof Account>;
 
@@ -267,5 +269,7 @@ export const ERROR_CODES = {
   phonesBusy: 'phones_busy',
   createRequestRecorded: 'create_request_recorded',
   noFrame: 'no_frame',
+  signInLinkUsed: 'sign_in_link_used',
+  signInLinkExpired: 'sign_in_link_expired',
 } as const;
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];

@@ -51,6 +51,11 @@ async function main(argv: string[]): Promise<number> {
       await runAccountsCommand(rest);
       return 0;
     }
+    case 'dashboard': {
+      const { runDashboardCommand } = await import('phonelease/server');
+      await runDashboardCommand(rest);
+      return 0;
+    }
     case 'doctor': {
       const { runDoctorCommand } = await import('phonelease/server');
       return runDoctorCommand(rest);
@@ -87,7 +92,7 @@ async function main(argv: string[]): Promise<number> {
   });
 }
 
-const COMMANDS = [...Object.keys(USAGE), 'server', 'host', 'accounts', 'doctor', 'help'];
+const COMMANDS = [...Object.keys(USAGE), 'server', 'host', 'accounts', 'dashboard', 'doctor', 'help'];
 
 /** The installed package's version, from its own package.json (exported as phonelease/package.json). */
 function packageVersion(): string {

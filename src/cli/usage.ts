@@ -25,6 +25,7 @@ Server commands:
   server [...]                      Run the phone-session API over local phones
   host --store URL [...]            Run phones for API nodes that share a PostgreSQL store
   accounts create [...]             Create an account on a server's data directory or store
+  dashboard (--email E | --uid U)   Print a one-time sign-in link to the server's dashboard
   doctor                            Check this machine for running emulators (--device emulator)
 
 Every command takes --help, and --json for machine-readable output; "phonelease help

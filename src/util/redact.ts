@@ -1,6 +1,7 @@
 /**
  * Secrets must never reach a log line, an error message or a report: account keys (pck_),
- * view grants (pvg_), ADB unlock codes (pau_) and viewer URLs. Everything that prints text
+ * view grants (pvg_), ADB unlock codes (pau_), dashboard sign-in links (psl_) and session
+ * tokens (JWTs), and viewer URLs. Everything that prints text
  * from the wire passes it through redact() first.
  *
  * A client may put a secret anywhere: glued to other text (`?x=a_pvg_...`), behind an
@@ -17,6 +18,10 @@ const PATTERNS: Array<[RegExp, string]> = [
   [new RegExp(`pck_${BODY}`, 'gi'), 'pck_[redacted]'],
   [new RegExp(`pvg_${BODY}`, 'gi'), 'pvg_[redacted]'],
   [new RegExp(`pau_${BODY}`, 'gi'), 'pau_[redacted]'],
+  // Dashboard sign-in links' tokens, and the dashboard's session tokens (JWTs: base64url JSON
+  // header and payload, both starting `eyJ`, then the signature).
+  [new RegExp(`psl_${BODY}`, 'gi'), 'psl_[redacted]'],
+  [/eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*/g, '[redacted-jwt]'],
   // Viewer capability URLs carry their token in the path.
   [/\/v\/[A-Za-z0-9_-]{16,}/g, '/v/[redacted]'],
   // Query (or fragment) parameters that carry secrets of any kind.

@@ -24,6 +24,7 @@ const facts = (over: Partial<AdmissionFacts> = {}): AdmissionFacts => ({
     can_rent: 1,
     rent_blocked_reason: null,
     environment: 'local',
+    operator: 0,
   },
   activeSessions: 0,
   profile: undefined,

@@ -39,6 +39,9 @@ const ROUTES = [
   ['GET', '/v/{token}'],
   ['GET', '/v/{token}/frame.png'],
   ['GET', '/openapi.json'],
+  ['POST', '/dashboard/api/sign-in'],
+  ['POST', '/dashboard/api/sign-out'],
+  ['GET', '/dashboard/api/fleet'],
 ] as const;
 
 /** Browser pages answer a dead link with an HTML page, not the API's error body. */

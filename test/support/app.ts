@@ -14,7 +14,10 @@ import { createLogger } from '../../server/log.js';
 import { wireSingleServer } from '../../server/main.js';
 import { createAccount, type CreatedAccount, type NewAccount } from '../../server/runtime/accounts.js';
 import type { Runtime } from '../../server/runtime/runtime.js';
+import { FleetFigures } from '../../server/fleet.js';
+import { DashboardSessions } from '../../server/runtime/dashboard-sessions.js';
 import { cryptoRandom } from '../../server/secrets.js';
+import { SqliteDashboardStore } from '../../server/stores/sqlite/dashboard.js';
 import { openDatabase, SqliteStore } from '../../server/stores/sqlite/store.js';
 import { RuntimeStreams, viewerTokenStreams } from '../../server/viewer/stream.js';
 
@@ -38,6 +41,8 @@ export async function buildTestApp(
   const store = new SqliteStore(openDatabase(dataDir));
   const log = createLogger({ level: 'silent' });
   const backend = createVirtualBackend({ bootMs: options.bootMs ?? 0, host: '127.0.0.1' });
+  const secret = cryptoRandom(32);
+  const fleet = new FleetFigures();
   const { grants, runtime, directory } = wireSingleServer({
     store,
     backend,
@@ -45,9 +50,10 @@ export async function buildTestApp(
     random: cryptoRandom,
     log,
     dataDir,
-    secret: cryptoRandom(32),
+    secret,
     phones: options.phones ?? 20,
     bootSlots: 4,
+    observer: fleet,
   });
   const url = 'http://127.0.0.1:9';
   const deps: AppDeps = {
@@ -58,6 +64,13 @@ export async function buildTestApp(
     publicUrl: () => url,
     adbEndpoint: () => ({ host: '127.0.0.1', port: 9 }),
     dashboardOrigin: null,
+    signIns: new DashboardSessions({
+      store: new SqliteDashboardStore(store),
+      secret,
+      clock,
+      random: cryptoRandom,
+    }),
+    fleet: () => Promise.resolve(fleet.view(runtime.stats())),
     streams: new RuntimeStreams({ runtime, clock, log, authorize: viewerTokenStreams(grants) }),
   };
   const app = await buildApp(deps);

@@ -172,8 +172,8 @@ export async function insertAccount(db: Db, rows: AccountRows): Promise<void> {
   await tx(db, async (c) => {
     const a = rows.account;
     await c.query(
-      `INSERT INTO accounts (uid, email, name, created, balance_cents, price_cents_per_minute, session_limit, billing_mode, can_rent, rent_blocked_reason, environment)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      `INSERT INTO accounts (uid, email, name, created, balance_cents, price_cents_per_minute, session_limit, billing_mode, can_rent, rent_blocked_reason, environment, operator)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
       [
         a.uid,
         a.email,
@@ -186,6 +186,7 @@ export async function insertAccount(db: Db, rows: AccountRows): Promise<void> {
         a.can_rent,
         a.rent_blocked_reason,
         a.environment,
+        a.operator,
       ],
     );
     const k = rows.key;

@@ -15,6 +15,10 @@ export interface DeploymentState {
     warming: number;
     pool_target: number;
     sessions: number;
+    url: string;
+    boot_slots: number;
+    /** When it last heartbeated, in ms. */
+    heartbeat_ms: number;
   }>;
 }
 
@@ -29,10 +33,28 @@ export async function readDeploymentState(db: Db): Promise<DeploymentState> {
          FROM sessions WHERE done = 0`,
     ),
     db.query<DeploymentState['hosts'][number]>(
-      `SELECT h.id, h.state, h.phones, h.warm, h.warming, h.pool_target,
+      `SELECT h.id, h.state, h.phones, h.warm, h.warming, h.pool_target, h.url, h.boot_slots, h.heartbeat_ms,
               (SELECT count(*) FROM sessions s WHERE s.host_id = h.id AND s.done = 0) AS sessions
          FROM hosts h ORDER BY h.id`,
     ),
   ]);
   return { sessions: sessions.rows[0]!, hosts: hosts.rows };
+}
+
+/**
+ * Admission to ready of the sessions that became ready since `sinceSec`, by where their phone
+ * came from, in ms (whole seconds: the store keeps `created` and `ready` in seconds).
+ */
+export async function readStartDurations(
+  db: Db,
+  sinceSec: number,
+): Promise<Array<{ source: 'cold' | 'snapshot' | 'pool'; ms: number }>> {
+  return (
+    await db.query<{ source: 'cold' | 'snapshot' | 'pool'; ms: number }>(
+      `SELECT startup_source AS source, (ready - created) * 1000 AS ms FROM sessions
+        WHERE ready IS NOT NULL AND ready >= $1 AND startup_source IS NOT NULL
+        ORDER BY ready DESC LIMIT 10000`,
+      [sinceSec],
+    )
+  ).rows;
 }

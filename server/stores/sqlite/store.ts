@@ -96,8 +96,8 @@ export class SqliteStore {
         'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
       ),
       accountInsert: db.prepare(
-        `INSERT INTO accounts (uid, email, name, created, balance_cents, price_cents_per_minute, session_limit, billing_mode, can_rent, rent_blocked_reason, environment)
-         VALUES (@uid, @email, @name, @created, @balance_cents, @price_cents_per_minute, @session_limit, @billing_mode, @can_rent, @rent_blocked_reason, @environment)`,
+        `INSERT INTO accounts (uid, email, name, created, balance_cents, price_cents_per_minute, session_limit, billing_mode, can_rent, rent_blocked_reason, environment, operator)
+         VALUES (@uid, @email, @name, @created, @balance_cents, @price_cents_per_minute, @session_limit, @billing_mode, @can_rent, @rent_blocked_reason, @environment, @operator)`,
       ),
       accountGet: db.prepare<[string], AccountRow>('SELECT * FROM accounts WHERE uid = ?'),
       accountCount: db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM accounts'),
