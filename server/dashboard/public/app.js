@@ -81,11 +81,16 @@ class Dashboard {
     this.current = null;
     /** @type {string | null} */
     this.pendingNotice = null;
+    /** The first page of a visit starts at the top; later ones move the focus to their heading. */
+    this.moved = false;
     this.api = new Api({ storage: sessionStorage, onSignedOut: (reason) => this.signedOut(reason) });
     this.header = h('header', { class: 'topbar' });
     this.main = h('main', { id: 'main', class: 'content' });
     fill(root, h('a', { class: 'skip', href: '#main' }, 'Skip to content'), this.header, this.main);
-    addEventListener('popstate', () => this.render());
+    addEventListener('popstate', () => {
+      this.moved = true;
+      this.render();
+    });
     // Links inside the dashboard move without a reload; anything else (a new tab, another
     // site, a modified click) is left to the browser.
     document.addEventListener('click', (ev) => {
@@ -106,6 +111,7 @@ class Dashboard {
     if (replace) history.replaceState(null, '', path);
     else history.pushState(null, '', path);
     this.pendingNotice = notice ?? null;
+    this.moved = true;
     this.render();
   }
 
@@ -166,7 +172,7 @@ class Dashboard {
             notice && !route?.open ? h('p', { class: 'notice', role: 'status' }, notice) : null,
             node,
           );
-          this.main.querySelector('h1')?.focus({ preventScroll: true });
+          if (this.moved) this.main.querySelector('h1')?.focus({ preventScroll: true });
         },
         (err) => {
           if (controller.signal.aborted) return;
@@ -219,6 +225,9 @@ class Dashboard {
             type: 'button',
             class: 'button plain',
             onclick: () => {
+              // The page's polling stops first, so it does not see the token end and
+              // report a sign-in that ran out instead of this sign-out.
+              this.current?.abort();
               this.api
                 .signOut()
                 .catch(() => {

@@ -4,6 +4,7 @@
  * holding it, when it was saved, and "Reset profile phone" (refused while a session holds it;
  * the refusal's reason is shown in the API's words).
  */
+import { ApiError } from './api.js';
 import { facts, fill, h } from './dom.js';
 import { dateTime } from './format.js';
 import { actionButton, errorBox, every, heading } from './ui.js';
@@ -99,7 +100,19 @@ export async function profilePage({ api, signal }) {
         'Reset profile phone',
         async () => {
           done.hidden = true;
-          await api.post('/me/profile/reset');
+          try {
+            await api.post('/me/profile/reset');
+          } catch (err) {
+            // The refusal names the holder in its body (`session`); say which one.
+            if (err instanceof ApiError && typeof err.body.session === 'string') {
+              throw new ApiError(
+                err.status,
+                err.code,
+                `${err.message} It is held by session ${err.body.session}.`,
+              );
+            }
+            throw err;
+          }
           done.hidden = false;
           await draw();
         },

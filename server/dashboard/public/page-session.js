@@ -5,7 +5,6 @@
  * ADB" and "End session". The viewer's URL is a secret: it goes into the iframe and
  * nowhere else (never the address bar), and it is renewed before it expires.
  */
-import { ApiError } from './api.js';
 import { facts, fill, h } from './dom.js';
 import { duration } from './format.js';
 import { deviceName, phoneKind, stateLabel, timeLeft, whereLabel } from './session-words.js';
@@ -217,9 +216,17 @@ export async function sessionPage({ api, signal, params }) {
   const poll = async () => {
     if (gone) return;
     try {
-      /** @type {LiveSession} */
-      const s = await api.get(path, signal);
+      // Read from the live list rather than GET /sessions/{sid}: a session that ended is
+      // simply not in it, where its own URL would answer 404, which the browser's console
+      // reports as an error.
+      /** @type {LiveSession[]} */
+      const sessions = await api.get('/sessions', signal);
       if (signal.aborted) return;
+      const s = sessions.find((x) => x.id === sid);
+      if (!s) {
+        end();
+        return;
+      }
       errors.clear();
       draw(s);
       await showViewer(s);
@@ -228,9 +235,7 @@ export async function sessionPage({ api, signal, params }) {
         adbLoaded = true;
       }
     } catch (err) {
-      if (signal.aborted) return;
-      if (err instanceof ApiError && err.status === 404) end();
-      else errors.show(err);
+      if (!signal.aborted) errors.show(err);
     }
   };
 
