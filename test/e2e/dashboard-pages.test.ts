@@ -445,7 +445,11 @@ describe('keys, profile, account', () => {
 
 describe('fleet', () => {
   it('an operator sees phones, pool, queue and boot times; others have no Fleet and get 404', async () => {
-    const operator = t.server.createAccount({ operator: true, billingMode: 'disabled' });
+    const operator = t.server.createAccount({
+      operator: true,
+      billingMode: 'disabled',
+      email: 'ops@example.com',
+    });
     const op = await tab();
     await signInWithKey(op, t.url, operator.key);
     const s = (await new Api(t.url, operator.key).post('/sessions', { body: { timeout_seconds: 600 } })).body;

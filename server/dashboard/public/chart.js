@@ -10,9 +10,10 @@ import { count, dayKey } from './format.js';
 
 export const CHART_DAYS = 30;
 
-const WIDTH = 640;
+/** Drawn at the width it is shown at (1 SVG unit = 1 CSS pixel), so text keeps its size. */
+const MIN_WIDTH = 300;
 const HEIGHT = 220;
-const PAD = { left: 44, right: 8, top: 12, bottom: 28 };
+const PAD = { left: 40, right: 24, top: 12, bottom: 28 };
 
 /**
  * The first instant of the chart's window (local midnight, CHART_DAYS - 1 days ago).
@@ -55,8 +56,12 @@ function niceTop(max) {
 
 const SHORT_DAY = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
 
-/** @param {Array<{ day: Date, minutes: number }>} days */
-export function billableChart(days) {
+/**
+ * @param {Array<{ day: Date, minutes: number }>} days
+ * @param {number} width the width it will be shown at, in CSS pixels
+ */
+export function billableChart(days, width) {
+  const WIDTH = Math.max(MIN_WIDTH, Math.round(width));
   const total = days.reduce((sum, d) => sum + d.minutes, 0);
   const top = niceTop(Math.max(...days.map((d) => d.minutes)));
   const plotW = WIDTH - PAD.left - PAD.right;

@@ -17,51 +17,55 @@ export async function accountPage({ api, signal }) {
     {},
     heading('Account'),
     h(
-      'section',
-      { class: 'card panel' },
-      h('h2', {}, me.name || me.email),
-      facts([
-        ['Email', me.email],
-        ['Account id', h('code', {}, me.uid)],
-        ['Created', dateTime(me.created)],
-      ]),
-    ),
-    h(
-      'section',
-      { class: 'card panel' },
-      h('h2', {}, 'Credit'),
-      facts([
-        ['Balance', money(me.balance_cents)],
-        ['Rate', `${money(me.price_cents_per_minute)} per minute`],
-        [
-          'Billing',
-          metered
-            ? 'Metered: each started minute of a ready phone is billed'
-            : 'Disabled: sessions cost nothing',
-        ],
-      ]),
-    ),
-    h(
-      'section',
-      { class: 'card panel' },
-      h('h2', {}, 'Sessions'),
-      facts([
-        ['Session limit', String(me.session_limit)],
-        [
-          'Slots in use',
-          `${me.active_session_count} of ${me.session_limit} (${me.available_session_slots} free)`,
-        ],
-        [
-          'Can rent',
-          me.can_rent
-            ? 'Yes'
-            : h(
-                'span',
-                { class: 'refused' },
-                `No: ${me.rent_blocked_reason ?? 'rentals are not open to this account.'}`,
-              ),
-        ],
-      ]),
+      'div',
+      { class: 'grid' },
+      h(
+        'section',
+        { class: 'card panel' },
+        h('h2', {}, me.name || me.email),
+        facts([
+          ['Email', me.email],
+          ['Account id', h('code', {}, me.uid)],
+          ['Created', dateTime(me.created)],
+        ]),
+      ),
+      h(
+        'section',
+        { class: 'card panel' },
+        h('h2', {}, 'Credit'),
+        facts([
+          ['Balance', money(me.balance_cents)],
+          ['Rate', `${money(me.price_cents_per_minute)} per minute`],
+          [
+            'Billing',
+            metered
+              ? 'Metered: each started minute of a ready phone is billed'
+              : 'Disabled: sessions cost nothing',
+          ],
+        ]),
+      ),
+      h(
+        'section',
+        { class: 'card panel' },
+        h('h2', {}, 'Sessions'),
+        facts([
+          ['Session limit', String(me.session_limit)],
+          [
+            'Slots in use',
+            `${me.active_session_count} of ${me.session_limit} (${me.available_session_slots} free)`,
+          ],
+          [
+            'Can rent',
+            me.can_rent
+              ? 'Yes'
+              : h(
+                  'span',
+                  { class: 'refused' },
+                  `No: ${me.rent_blocked_reason ?? 'rentals are not open to this account.'}`,
+                ),
+          ],
+        ]),
+      ),
     ),
   );
 }

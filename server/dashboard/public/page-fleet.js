@@ -32,7 +32,8 @@ const SOURCES = /** @type {const} */ ([
 const sentence = (word) => word.charAt(0).toUpperCase() + word.slice(1).replace(/_/g, ' ');
 
 /** @param {number | null | undefined} ms */
-const seconds = (ms) => (ms === null || ms === undefined ? '–' : `${(ms / 1000).toFixed(1)} s`);
+const elapsed = (ms) =>
+  ms === null || ms === undefined ? '–' : ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
 
 /** @type {import('./app.js').Page} */
 export async function fleetPage({ api, signal }) {
@@ -87,7 +88,7 @@ export async function fleetPage({ api, signal }) {
           ['Started by', 'Boots', 'Median', 'p95'],
           SOURCES.map(([key, label]) => {
             const t = f.boot_times[key];
-            return [label, String(t?.count ?? 0), seconds(t?.p50_ms), seconds(t?.p95_ms)];
+            return [label, String(t?.count ?? 0), elapsed(t?.p50_ms), elapsed(t?.p95_ms)];
           }),
           'Boot times by how the phone started',
         ),

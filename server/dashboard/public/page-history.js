@@ -117,7 +117,20 @@ export async function historyPage({ api, signal }) {
       if (!page.next_cursor || !last || last.created < from) break;
       cursor = page.next_cursor;
     }
-    if (!signal.aborted) chartSlot.replaceChildren(billableChart(minutesPerDay(records, today)));
+    if (signal.aborted) return;
+    const days = minutesPerDay(records, today);
+    // Redrawn when its width changes (a turned phone, a resized window), to keep text sharp.
+    let drawnAt = -1;
+    const draw = () => {
+      const width = chartSlot.clientWidth;
+      if (Math.abs(width - drawnAt) < 8) return;
+      drawnAt = width;
+      chartSlot.replaceChildren(billableChart(days, width));
+    };
+    const resized = new ResizeObserver(draw);
+    resized.observe(chartSlot);
+    signal.addEventListener('abort', () => resized.disconnect(), { once: true });
+    draw();
   };
 
   await loadPage();
