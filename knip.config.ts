@@ -19,6 +19,8 @@ const config: KnipConfig = {
     'server/devices/virtual/video/encoder-worker.ts',
     'bench/*.ts',
     'examples/playwright/playwright.config.ts',
+    // Named by path in that config's globalTeardown.
+    'examples/playwright/global-teardown.ts',
     'examples/playwright/specs/**/*.ts',
     'examples/wdio/wdio.conf.ts',
     'examples/wdio/specs/**/*.ts',
@@ -38,8 +40,9 @@ const config: KnipConfig = {
     '@wdio/globals',
     'io.appium.settings',
   ],
-  // Debian's programs, installed by test/support/ensure-system.mjs.
-  ignoreBinaries: ['adb', 'apt-get'],
+  // Debian's programs, installed by test/support/ensure-system.mjs (script: util-linux's, in
+  // every Debian as part of bsdutils; a test runs the server under it for a terminal).
+  ignoreBinaries: ['adb', 'apt-get', 'script'],
   // WebdriverIO loads a service by its default export; the named one is for typed imports.
   ignoreIssues: { 'fixtures/wdio/index.ts': ['duplicates'] },
 };

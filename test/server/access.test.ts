@@ -175,7 +175,9 @@ describe('viewer capabilities', () => {
     expect(page.status).toBe(200);
     expect(page.headers['cache-control']).toBe('private, no-store');
     expect(page.headers['referrer-policy']).toBe('no-referrer');
-    expect(page.headers['content-security-policy']).toContain("frame-ancestors 'self' https://dash.example.com");
+    expect(page.headers['content-security-policy']).toContain(
+      "frame-ancestors 'self' https://dash.example.com",
+    );
   });
 
   it('the watch page needs the right grant', async () => {

@@ -2,11 +2,12 @@
  * `phonelease dashboard` as people run it, through the built CLI, against a server process on
  * the same data directory: the link it prints signs in while the server runs.
  */
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startServerProcess, type ServerProcess } from '../support/cli.js';
+import { CLI, runCli, startServerProcess, type ServerProcess } from '../support/cli.js';
 import { Api } from '../support/server.js';
 
 let dir: string;
@@ -98,5 +99,43 @@ describe('phonelease dashboard', () => {
     expect(unknown.stdout).toBe('');
     const base = await runCli(['dashboard', '--data', dir, '--uid', account.uid, '--base-url', 'ftp://x']);
     expect(base.code).toBe(2);
+  });
+});
+
+/** util-linux `script` gives a command a terminal, as a person's shell does. */
+const noScript = spawnSync('script', ['--version']).error
+  ? 'util-linux script (a terminal for the server) is not installed'
+  : null;
+
+describe.skipIf(noScript !== null)('phonelease server on a terminal, at first start', () => {
+  it('prints a sign-in link for the local account beside its key', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'phonelease-first-start-'));
+    const command = [process.execPath, CLI, 'server', '--data', data, '--port', '0', '--json'].join(' ');
+    const child = spawn('script', ['-qefc', command, '/dev/null'], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          const m = /\{"url":"([^"]+)"\}/.exec(out);
+          if (m) resolve(m[1]!);
+        });
+        child.once('exit', () => reject(new Error(`the server exited: ${out}`)));
+      });
+      expect(out).toMatch(/API key, shown only now:\s+pck_\w+/);
+      const link = new RegExp(`${url}/dashboard/sign-in#token=(psl_\\w+)`).exec(out);
+      expect(link, out).not.toBeNull();
+      const r = await new Api(url, null).post('/dashboard/api/sign-in', { body: { link: link![1] } });
+      expect(r.status).toBe(200);
+      expect(r.body.account).toMatchObject({ name: 'Local account', operator: false });
+    } finally {
+      // The terminal's whole process group: script and the server under it.
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGTERM');
+      await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve(null)));
+      rmSync(data, { recursive: true, force: true });
+    }
   });
 });

@@ -8,6 +8,7 @@ import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock.js';
 import { createLogger } from '../../server/log.js';
+import { parsePrometheusText, sampleValue } from '../support/prometheus.js';
 import { Api, serverPerTest, startTestServer, type TestServer } from '../support/server.js';
 
 /** The token of a sign-in link (its fragment). */
@@ -178,24 +179,21 @@ describe('fleet', () => {
 
     const fleet = await new Api(t.url, token).get('/dashboard/api/fleet');
     expect(fleet.status).toBe(200);
-    const metrics = (await t.api.get('/metrics', { auth: null })).raw.toString();
-    const gauge = (name: string, label = '') => {
-      const m = new RegExp(`^${name}${label ? `\\{${label}\\}` : ''} (\\d+)$`, 'm').exec(metrics);
-      return m ? Number(m[1]) : NaN;
-    };
+    const metrics = parsePrometheusText((await t.api.get('/metrics', { auth: null })).raw.toString());
+    const gauge = (name: string, labels: Record<string, string> = {}) => sampleValue(metrics, name, labels);
     for (const state of ['queued', 'booting', 'ready', 'error', 'closing'])
-      expect(fleet.body.phones[state], state).toBe(gauge('phonelease_sessions', `state="${state}"`));
+      expect(fleet.body.phones[state], state).toBe(gauge('phonelease_sessions', { state }));
     expect(fleet.body.phones.ready).toBeGreaterThanOrEqual(1);
     expect(fleet.body.capacity).toBe(gauge('phonelease_phones_capacity'));
     expect(fleet.body.pool).toEqual({
       target: gauge('phonelease_pool_target'),
-      ready: gauge('phonelease_pool_phones', 'state="ready"'),
-      booting: gauge('phonelease_pool_phones', 'state="booting"'),
+      ready: gauge('phonelease_pool_phones', { state: 'ready' }),
+      booting: gauge('phonelease_pool_phones', { state: 'booting' }),
     });
     expect(fleet.body.queue).toMatchObject({ queued: fleet.body.phones.queued, boot_slots: 4 });
     for (const source of ['cold', 'snapshot', 'pool']) {
-      const count = gauge('phonelease_lease_to_ready_seconds_count', `source="${source}"`);
-      expect(fleet.body.boot_times[source].count, source).toBe(Number.isNaN(count) ? 0 : count);
+      const count = gauge('phonelease_lease_to_ready_seconds_count', { source });
+      expect(fleet.body.boot_times[source].count, source).toBe(count ?? 0);
     }
     expect(fleet.body.boot_times.cold.count).toBeGreaterThanOrEqual(1);
     expect(fleet.body.boot_times.cold.p50_ms).toBeGreaterThan(0);
