@@ -10,6 +10,7 @@ import { launchChromium } from '../support/chromium.js';
 import { runCli } from '../support/cli.js';
 import {
   clipboard,
+  WAIT,
   expectCleanTab,
   heading,
   openDashboard,
@@ -89,7 +90,7 @@ describe.skipIf(missing !== null)('the dashboard on a deployment, through the ot
     const again = await openDashboard(browser, d.nodes[0]!.url, { expectedStatuses: [401] });
     tabs.push(again);
     await again.page.goto(link.replace(browserNode(), d.nodes[0]!.url));
-    await expect.poll(() => heading(again.page)).toBe('This sign-in link was already used');
+    await expect.poll(() => heading(again.page), WAIT).toBe('This sign-in link was already used');
     expectCleanTab(me, [jwt, new URL(link).hash.slice(1)]);
     expectCleanTab(again, []);
   });
@@ -104,13 +105,11 @@ describe.skipIf(missing !== null)('the dashboard on a deployment, through the ot
     const card = me.page.locator(`li[data-sid="${sid}"]`);
     await expect.poll(() => card.count(), { timeout: 2_000 }).toBe(1);
     await expect
-      .poll(() => card.locator('img.thumb').evaluate((img: HTMLImageElement) => img.naturalWidth), {
-        timeout: 20_000,
-      })
+      .poll(() => card.locator('img.thumb').evaluate((img: HTMLImageElement) => img.naturalWidth), WAIT)
       .toBe(720);
 
     await card.getByRole('heading').getByRole('link').click();
-    await expect.poll(() => heading(me.page)).toBe('Session');
+    await expect.poll(() => heading(me.page), WAIT).toBe('Session');
     await expect
       .poll(
         () =>
@@ -123,21 +122,21 @@ describe.skipIf(missing !== null)('the dashboard on a deployment, through the ot
       .toBe(720);
     const adb = (await node0().get(`/sessions/${sid}/adb`)).body;
     await me.page.locator('.line', { hasText: 'adb connect' }).getByRole('button', { name: 'Copy' }).click();
-    await expect.poll(() => clipboard(me.page)).toBe(`adb connect ${adb.host}:${adb.port}`);
+    await expect.poll(() => clipboard(me.page), WAIT).toBe(`adb connect ${adb.host}:${adb.port}`);
 
     // The first minute is billed once it starts (a second after ready).
-    await expect
-      .poll(async () => (await node0().get('/me')).body.balance_cents, { timeout: 20_000 })
-      .toBeLessThan(before);
+    await expect.poll(async () => (await node0().get('/me')).body.balance_cents, WAIT).toBeLessThan(before);
     await me.page.getByRole('button', { name: 'End session' }).click();
-    await expect.poll(() => me.page.getByRole('heading', { name: 'This session has ended' }).count()).toBe(1);
+    await expect
+      .poll(() => me.page.getByRole('heading', { name: 'This session has ended' }).count(), WAIT)
+      .toBe(1);
     await d.waitGone(node0(), sid);
 
     await visit(me.page, 'History');
     const record = (await node0().get('/history')).body.find((r: { sid: string }) => r.sid === sid);
     expect(record.cost_cents).toBeGreaterThanOrEqual(PRICE);
     const row = me.page.locator('tr', { hasText: sid });
-    await expect.poll(() => row.count()).toBe(1);
+    await expect.poll(() => row.count(), WAIT).toBe(1);
     expect(await row.locator('td').nth(5).textContent()).toBe(`$${(record.cost_cents / 100).toFixed(2)}`);
     expectCleanTab(me, [await tokenOf(me.page), adb.code]);
   });
@@ -149,7 +148,7 @@ describe.skipIf(missing !== null)('the dashboard on a deployment, through the ot
     await me.page.getByLabel('Label').fill('deploy CI');
     await me.page.getByRole('button', { name: 'Create key' }).click();
     const shown = me.page.locator('.created-key code');
-    await expect.poll(() => shown.textContent()).toMatch(/^pck_/);
+    await expect.poll(() => shown.textContent(), WAIT).toMatch(/^pck_/);
     const key = (await shown.textContent())!;
     const env = { PHONELEASE_BASE_URL: d.nodes[0]!.url, PHONELEASE_API_KEY: key };
     expect((await runCli(['me', '--json'], env)).code).toBe(0);
@@ -157,12 +156,12 @@ describe.skipIf(missing !== null)('the dashboard on a deployment, through the ot
       .locator('tr', { hasText: 'deploy CI' })
       .getByRole('button', { name: 'Revoke deploy CI' })
       .click();
-    await expect.poll(() => me.page.locator('tr', { hasText: 'deploy CI' }).count()).toBe(0);
+    await expect.poll(() => me.page.locator('tr', { hasText: 'deploy CI' }).count(), WAIT).toBe(0);
     expect((await runCli(['me', '--json'], env)).code).toBe(1);
 
     const jwt = await tokenOf(me.page);
     await me.page.getByRole('button', { name: 'Sign out' }).click();
-    await expect.poll(() => heading(me.page)).toBe('Sign in');
+    await expect.poll(() => heading(me.page), WAIT).toBe('Sign in');
     for (const i of [0, 1]) expect((await d.api(i, jwt).get('/sessions')).status).toBe(401);
     expectCleanTab(me, [key, jwt, account.key]);
   });
@@ -173,7 +172,7 @@ describe.skipIf(missing !== null)('the dashboard on a deployment, through the ot
     await visit(op.page, 'Fleet');
     const host = d.hosts[0]!.line.host;
     const row = op.page.locator('tr', { hasText: host });
-    await expect.poll(() => row.count()).toBe(1);
+    await expect.poll(() => row.count(), WAIT).toBe(1);
     expect(await row.locator('td').nth(2).textContent()).toBe('3');
     expect(await op.page.getByRole('heading', { name: 'Boot times' }).count()).toBe(1);
     await screenshot(op.page, 'fleet-deployment');
@@ -182,7 +181,7 @@ describe.skipIf(missing !== null)('the dashboard on a deployment, through the ot
     await signInWithLink(me, await signInLink(account.uid));
     expect(await me.page.getByRole('navigation').getByRole('link', { name: 'Fleet' }).count()).toBe(0);
     await me.page.goto(`${browserNode()}/dashboard/fleet`);
-    await expect.poll(() => heading(me.page)).toBe('Page not found');
+    await expect.poll(() => heading(me.page), WAIT).toBe('Page not found');
     expect((await new Api(d.nodes[0]!.url, await tokenOf(me.page)).get('/dashboard/api/fleet')).status).toBe(
       404,
     );

@@ -17,6 +17,7 @@ import { runCli } from '../support/cli.js';
 import {
   PHONE,
   clipboard,
+  WAIT,
   expectCleanTab,
   heading,
   openDashboard,
@@ -110,7 +111,7 @@ describe('signing in', () => {
     // A wrong key first: refused in the API's words, and nothing is stored.
     await me.page.getByLabel('API key').fill('pck_not-a-key');
     await me.page.getByRole('button', { name: 'Sign in' }).click();
-    await expect.poll(() => me.page.getByRole('alert').textContent()).toMatch(/not valid/);
+    await expect.poll(() => me.page.getByRole('alert').textContent(), WAIT).toMatch(/not valid/);
     expect(await me.page.evaluate(() => sessionStorage.length)).toBe(0);
     await signInWithKey(me, t.url, t.account.key);
     expect(await me.page.locator('header .email').textContent()).toBe(EMAIL);
@@ -122,7 +123,7 @@ describe('signing in', () => {
     await signInWithLink(await tab(), link);
     const again = await tab({ expectedStatuses: [401] });
     await again.page.goto(link);
-    await expect.poll(() => heading(again.page)).toBe('This sign-in link was already used');
+    await expect.poll(() => heading(again.page), WAIT).toBe('This sign-in link was already used');
     expect(again.page.url()).toBe(`${t.url}/dashboard/sign-in`);
     expect(await again.page.getByRole('alert').textContent()).toContain('phonelease dashboard');
     // The key form is there to sign in another way.
@@ -136,7 +137,7 @@ describe('signing in', () => {
     await clock.advance(10 * 60_000 + 1_000);
     const late = await tab({ expectedStatuses: [401] });
     await late.page.goto(link);
-    await expect.poll(() => heading(late.page)).toBe('This sign-in link has expired');
+    await expect.poll(() => heading(late.page), WAIT).toBe('This sign-in link has expired');
     expect(await late.page.getByRole('alert').textContent()).toContain('phonelease dashboard');
     expectCleanTab(late, [linkToken(link)]);
   });
@@ -145,7 +146,7 @@ describe('signing in', () => {
     const me = await signedIn({ expectedStatuses: [401] });
     const jwt = await tokenOf(me.page);
     await me.page.getByRole('button', { name: 'Sign out' }).click();
-    await expect.poll(() => heading(me.page)).toBe('Sign in');
+    await expect.poll(() => heading(me.page), WAIT).toBe('Sign in');
     expect(await me.page.getByRole('status').textContent()).toBe('You are signed out.');
     expect((await new Api(t.url, jwt).get('/me')).status).toBe(401);
     expect((await new Api(t.url, jwt).get('/sessions')).status).toBe(401);
@@ -155,12 +156,12 @@ describe('signing in', () => {
     await visit(other.page, 'History');
     await new Api(t.url, await tokenOf(other.page)).post('/dashboard/api/sign-out');
     await other.page.getByRole('navigation').getByRole('link', { name: 'Sessions' }).click();
-    await expect.poll(() => heading(other.page)).toBe('Sign in');
+    await expect.poll(() => heading(other.page), WAIT).toBe('Sign in');
     expect(await other.page.getByRole('status').textContent()).toMatch(/Sign in again/);
     // Signing in again returns to the page that was open.
     await other.page.getByLabel('API key').fill(t.account.key);
     await other.page.getByRole('button', { name: 'Sign in' }).click();
-    await expect.poll(() => heading(other.page)).toBe('Sessions');
+    await expect.poll(() => heading(other.page), WAIT).toBe('Sessions');
     expectCleanTab(me, [jwt]);
     expectCleanTab(other, []);
   });
@@ -177,7 +178,7 @@ describe('sessions', () => {
     // The list polls every second: the new session is there within 2 s, without a reload.
     await expect.poll(() => card.count(), { timeout: 2_000 }).toBe(1);
     await t.api.waitFor(sid, ['ready']);
-    await expect.poll(() => card.locator('.badge').textContent()).toBe('Ready');
+    await expect.poll(() => card.locator('.badge').textContent(), WAIT).toBe('Ready');
     expect(await card.locator('dd').allTextContents()).toEqual([
       'Running',
       expect.stringMatching(/s$/),
@@ -187,19 +188,17 @@ describe('sessions', () => {
     // The small live picture: frame.png fetched with the header, shown through a blob: URL.
     const picture = card.locator('img.thumb');
     await expect
-      .poll(() => picture.evaluate((img: HTMLImageElement) => [img.src.slice(0, 5), img.naturalWidth]))
+      .poll(() => picture.evaluate((img: HTMLImageElement) => [img.src.slice(0, 5), img.naturalWidth]), WAIT)
       .toEqual(['blob:', 720]);
     await screenshot(me.page, 'sessions');
 
     await card.getByRole('heading').getByRole('link').click();
-    await expect.poll(() => heading(me.page)).toBe('Session');
+    await expect.poll(() => heading(me.page), WAIT).toBe('Session');
     expect(me.page.url()).toBe(`${t.url}/dashboard/sessions/${sid}`);
     // The owner viewer, embedded: its live picture of the phone's screen.
     const viewer = me.page.frameLocator('iframe.viewer');
     await expect
-      .poll(() => viewer.locator('#screen').evaluate((img: HTMLImageElement) => img.naturalWidth), {
-        timeout: 15_000,
-      })
+      .poll(() => viewer.locator('#screen').evaluate((img: HTMLImageElement) => img.naturalWidth), WAIT)
       .toBe(720);
     await screenshot(me.page, 'session');
 
@@ -209,7 +208,7 @@ describe('sessions', () => {
     expect(await me.page.getByText(line, { exact: true }).count()).toBe(1);
     expect(await me.page.getByText(adb.code).count()).toBe(0);
     await me.page.locator('.line', { hasText: line }).getByRole('button', { name: 'Copy' }).click();
-    await expect.poll(() => clipboard(me.page)).toBe(line);
+    await expect.poll(() => clipboard(me.page), WAIT).toBe(line);
     await me.page.getByRole('button', { name: 'Show unlock code' }).click();
     expect(await me.page.locator('.code-slot code').textContent()).toBe(adb.code);
     await me.page.getByRole('button', { name: 'Hide unlock code' }).click();
@@ -217,18 +216,22 @@ describe('sessions', () => {
 
     // The view-only link: copied, never shown, and it opens the view-only viewer.
     await me.page.getByRole('button', { name: 'Copy view-only link' }).click();
-    await expect.poll(() => clipboard(me.page)).toMatch(new RegExp(`^${t.url}/`));
+    await expect.poll(() => clipboard(me.page), WAIT).toMatch(new RegExp(`^${t.url}/`));
     const viewOnly = await clipboard(me.page);
     const watcher = await tab();
     await watcher.page.goto(viewOnly);
-    await expect.poll(() => watcher.page.locator('.pill.mode').textContent()).toBe('View only');
+    await expect.poll(() => watcher.page.locator('.pill.mode').textContent(), WAIT).toBe('View only');
 
     await me.page.getByRole('button', { name: 'Revoke ADB' }).click();
-    await expect.poll(() => me.page.getByText('ADB access is revoked for this session.').count()).toBe(1);
+    await expect
+      .poll(() => me.page.getByText('ADB access is revoked for this session.').count(), WAIT)
+      .toBe(1);
     expect((await t.api.get(`/sessions/${sid}/adb`)).body.enabled).toBe(false);
 
     await me.page.getByRole('button', { name: 'End session' }).click();
-    await expect.poll(() => me.page.getByRole('heading', { name: 'This session has ended' }).count()).toBe(1);
+    await expect
+      .poll(() => me.page.getByRole('heading', { name: 'This session has ended' }).count(), WAIT)
+      .toBe(1);
     await t.api.waitGone(sid);
     expectCleanTab(me, [jwt, adb.code, viewOnly]);
   });
@@ -241,17 +244,19 @@ describe('sessions', () => {
     // Two started minutes: billed from ready, each at its start.
     await clock.advance(90_000);
     await me.page.goto(`${t.url}/dashboard/sessions/${sid}`);
-    await expect.poll(() => me.page.locator('.session-page .badge').textContent()).toBe('Ready');
+    await expect.poll(() => me.page.locator('.session-page .badge').textContent(), WAIT).toBe('Ready');
     await me.page.getByRole('button', { name: 'End session' }).click();
-    await expect.poll(() => me.page.getByRole('heading', { name: 'This session has ended' }).count()).toBe(1);
+    await expect
+      .poll(() => me.page.getByRole('heading', { name: 'This session has ended' }).count(), WAIT)
+      .toBe(1);
     await t.api.waitGone(sid);
     // Gone from the live list...
     await visit(me.page, 'Sessions');
-    await expect.poll(() => me.page.locator(`li[data-sid="${sid}"]`).count()).toBe(0);
+    await expect.poll(() => me.page.locator(`li[data-sid="${sid}"]`).count(), WAIT).toBe(0);
     // ...and in History, with its cost.
     await visit(me.page, 'History');
     const row = me.page.locator('tr', { hasText: sid });
-    await expect.poll(() => row.count()).toBe(1);
+    await expect.poll(() => row.count(), WAIT).toBe(1);
     expect(await row.locator('td').allTextContents()).toEqual([
       expect.any(String),
       expect.stringContaining(sid),
@@ -262,7 +267,7 @@ describe('sessions', () => {
     ]);
     // The chart counts today's minutes.
     await expect
-      .poll(() => me.page.locator('figure.chart svg').getAttribute('aria-label'))
+      .poll(() => me.page.locator('figure.chart svg').getAttribute('aria-label'), WAIT)
       .toMatch(/: [1-9]\d* billable minutes? in the last 30 days$/);
     await screenshot(me.page, 'history');
     expectCleanTab(me, []);
@@ -280,10 +285,10 @@ describe('sessions', () => {
     const me = await tab();
     await signInWithKey(me, t.url, account.key);
     await visit(me.page, 'History');
-    await expect.poll(() => me.page.locator('tbody tr').count()).toBe(50);
+    await expect.poll(() => me.page.locator('tbody tr').count(), WAIT).toBe(50);
     expect(await me.page.getByRole('status').textContent()).toBe('Showing the newest 50 sessions.');
     await me.page.getByRole('button', { name: 'Load more' }).click();
-    await expect.poll(() => me.page.locator('tbody tr').count()).toBe(53);
+    await expect.poll(() => me.page.locator('tbody tr').count(), WAIT).toBe(53);
     expect(await me.page.getByRole('status').textContent()).toBe('53 finished sessions: the whole history.');
     expect(await me.page.getByRole('button', { name: 'Load more' }).isHidden()).toBe(true);
     // Billing disabled: nothing billable to chart.
@@ -299,7 +304,7 @@ describe('sessions', () => {
     await t.api.waitFor(s.id, ['ready']);
     const card = me.page.locator(`li[data-sid="${s.id}"]`);
     await expect
-      .poll(() => card.locator('img.thumb').evaluate((img: HTMLImageElement) => img.naturalWidth))
+      .poll(() => card.locator('img.thumb').evaluate((img: HTMLImageElement) => img.naturalWidth), WAIT)
       .toBe(720);
     const overflow = () =>
       me.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
@@ -307,11 +312,13 @@ describe('sessions', () => {
     await screenshot(me.page, 'sessions-phone');
     await card.getByRole('heading').getByRole('link').click();
     await expect
-      .poll(() =>
-        me.page
-          .frameLocator('iframe.viewer')
-          .locator('#screen')
-          .evaluate((img: HTMLImageElement) => img.naturalWidth),
+      .poll(
+        () =>
+          me.page
+            .frameLocator('iframe.viewer')
+            .locator('#screen')
+            .evaluate((img: HTMLImageElement) => img.naturalWidth),
+        WAIT,
       )
       .toBe(720);
     expect(await overflow()).toBe(0);
@@ -325,7 +332,7 @@ describe('sessions', () => {
     const me = await signedIn();
     // A fresh load starts at the top: the skip link, the brand, then the pages in order.
     await me.page.reload();
-    await expect.poll(() => heading(me.page)).toBe('Sessions');
+    await expect.poll(() => heading(me.page), WAIT).toBe('Sessions');
     const focused: string[] = [];
     for (let i = 0; i < 8; i++) {
       await me.page.keyboard.press('Tab');
@@ -344,7 +351,7 @@ describe('sessions', () => {
     // Enter on a link moves there, and the new page's heading takes the focus.
     await me.page.keyboard.press('Shift+Tab');
     await me.page.keyboard.press('Enter');
-    await expect.poll(() => heading(me.page)).toBe('Account');
+    await expect.poll(() => heading(me.page), WAIT).toBe('Account');
     expect(await me.page.evaluate(() => document.activeElement?.tagName)).toBe('H1');
     expectCleanTab(me, []);
   });
@@ -357,12 +364,12 @@ describe('keys, profile, account', () => {
     await me.page.getByLabel('Label').fill('CI main');
     await me.page.getByRole('button', { name: 'Create key' }).click();
     const shown = me.page.locator('.created-key code');
-    await expect.poll(() => shown.textContent()).toMatch(/^pck_/);
+    await expect.poll(() => shown.textContent(), WAIT).toMatch(/^pck_/);
     const key = (await shown.textContent())!;
     await me.page.locator('.created-key').getByRole('button', { name: 'Copy' }).click();
-    await expect.poll(() => clipboard(me.page)).toBe(key);
+    await expect.poll(() => clipboard(me.page), WAIT).toBe(key);
     const row = me.page.locator('tr', { hasText: 'CI main' });
-    await expect.poll(() => row.count()).toBe(1);
+    await expect.poll(() => row.count(), WAIT).toBe(1);
     await screenshot(me.page, 'keys');
 
     const env = { PHONELEASE_BASE_URL: t.url, PHONELEASE_API_KEY: key };
@@ -374,7 +381,7 @@ describe('keys, profile, account', () => {
     await me.page.getByRole('button', { name: 'Done' }).click();
     expect(await me.page.getByText(key).count()).toBe(0);
     await row.getByRole('button', { name: 'Revoke CI main' }).click();
-    await expect.poll(() => row.count()).toBe(0);
+    await expect.poll(() => row.count(), WAIT).toBe(0);
     const refused = await runCli(['sessions', '--json'], env);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/not valid|unauthenticated|revoked/i);
@@ -389,20 +396,18 @@ describe('keys, profile, account', () => {
     await t.api.waitFor(held.id, ['ready']);
     await visit(me.page, 'Profile phone');
     const holder = me.page.locator('dd a', { hasText: held.id });
-    await expect.poll(() => holder.count()).toBe(1);
+    await expect.poll(() => holder.count(), WAIT).toBe(1);
     await me.page.getByRole('button', { name: 'Reset profile phone' }).click();
     await expect
-      .poll(() => me.page.locator('.error[role=alert]:not([hidden])').textContent())
+      .poll(() => me.page.locator('.error[role=alert]:not([hidden])').textContent(), WAIT)
       .toContain(held.id);
     await screenshot(me.page, 'profile');
     await t.api.delete(`/sessions/${held.id}`);
     await t.api.waitGone(held.id);
     // The page keeps itself current: the holder goes, and the reset goes through.
-    await expect
-      .poll(() => me.page.locator('dd', { hasText: 'No session' }).count(), { timeout: 20_000 })
-      .toBe(1);
+    await expect.poll(() => me.page.locator('dd', { hasText: 'No session' }).count(), WAIT).toBe(1);
     await me.page.getByRole('button', { name: 'Reset profile phone' }).click();
-    await expect.poll(() => me.page.getByText('The profile phone was reset.').isVisible()).toBe(true);
+    await expect.poll(() => me.page.getByText('The profile phone was reset.').isVisible(), WAIT).toBe(true);
     expect((await t.api.get('/me')).body.profile.state).toBe('empty');
     expectCleanTab(me, []);
   });
@@ -460,7 +465,7 @@ describe('fleet', () => {
     const phones = op.page.locator('section.panel', {
       has: op.page.getByRole('heading', { name: 'Phones', exact: true }),
     });
-    await expect.poll(() => phones.locator('dt').allTextContents()).toContain('Ready');
+    await expect.poll(() => phones.locator('dt').allTextContents(), WAIT).toContain('Ready');
     expect(await op.page.getByRole('heading', { name: 'Boot times' }).count()).toBe(1);
     const cold = op.page.locator('tr', { hasText: 'Cold boot' });
     expect(Number(await cold.locator('td').nth(1).textContent())).toBeGreaterThanOrEqual(1);
@@ -470,7 +475,7 @@ describe('fleet', () => {
     const me = await signedIn({ expectedStatuses: [404] });
     expect(await me.page.getByRole('navigation').getByRole('link', { name: 'Fleet' }).count()).toBe(0);
     await me.page.goto(`${t.url}/dashboard/fleet`);
-    await expect.poll(() => heading(me.page)).toBe('Page not found');
+    await expect.poll(() => heading(me.page), WAIT).toBe('Page not found');
     expect((await new Api(t.url, await tokenOf(me.page)).get('/dashboard/api/fleet')).status).toBe(404);
     expectCleanTab(op, []);
     expectCleanTab(me, []);

@@ -9,6 +9,13 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { expect } from 'vitest';
 
 export const LAPTOP = { width: 1366, height: 768 };
+
+/**
+ * How long a test polls for what a page shows (`expect.poll(fn, WAIT)`): pages poll the
+ * server every second or two, and servers end phones and confirm cleanup at their own pace
+ * on a busy machine.
+ */
+export const WAIT = { timeout: 15_000 };
 export const PHONE = { width: 390, height: 844 };
 
 export interface DashboardTab {
@@ -52,7 +59,7 @@ export async function openDashboard(
 /** Opens the sign-in link (as a person pastes it) and waits for the Sessions page. */
 export async function signInWithLink(tab: DashboardTab, link: string): Promise<void> {
   await tab.page.goto(link);
-  await expect.poll(() => heading(tab.page)).toBe('Sessions');
+  await expect.poll(() => heading(tab.page), WAIT).toBe('Sessions');
 }
 
 /** Signs in through the sign-in page's API key field. */
@@ -60,7 +67,7 @@ export async function signInWithKey(tab: DashboardTab, baseUrl: string, key: str
   await tab.page.goto(`${baseUrl}/dashboard/sign-in`);
   await tab.page.getByLabel('API key').fill(key);
   await tab.page.getByRole('button', { name: 'Sign in' }).click();
-  await expect.poll(() => heading(tab.page)).toBe('Sessions');
+  await expect.poll(() => heading(tab.page), WAIT).toBe('Sessions');
 }
 
 /** The page's h1 text, or null while it has none. */
@@ -72,7 +79,7 @@ export async function heading(page: Page): Promise<string | null> {
 /** Moves to a page through the navigation bar (as a person does) and waits for its heading. */
 export async function visit(page: Page, name: string, title = name): Promise<void> {
   await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name, exact: true }).click();
-  await expect.poll(() => heading(page)).toBe(title);
+  await expect.poll(() => heading(page), WAIT).toBe(title);
 }
 
 /** The dashboard's sign-in token, as the page keeps it (to check it against the API). */
