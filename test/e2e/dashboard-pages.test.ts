@@ -470,7 +470,6 @@ describe('fleet', () => {
     const cold = op.page.locator('tr', { hasText: 'Cold boot' });
     expect(Number(await cold.locator('td').nth(1).textContent())).toBeGreaterThanOrEqual(1);
     expect(await op.page.getByText('This is a single server').count()).toBe(1);
-    await screenshot(op.page, 'fleet');
 
     const me = await signedIn({ expectedStatuses: [404] });
     expect(await me.page.getByRole('navigation').getByRole('link', { name: 'Fleet' }).count()).toBe(0);
