@@ -5,7 +5,7 @@
  * and the session page's viewer is relayed to the host that holds the phone.
  */
 import type { Browser } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../support/chromium.js';
 import { runCli } from '../support/cli.js';
 import {
@@ -13,13 +13,12 @@ import {
   WAIT,
   expectCleanTab,
   heading,
-  openDashboard,
+  tabsPerTest,
   screenshot,
   signInWithKey,
   signInWithLink,
   tokenOf,
   visit,
-  type DashboardTab,
 } from '../support/dashboard-browser.js';
 import { Deployment, type CreatedAccountLine } from '../support/deployment.js';
 import { postgresMissing, startPostgres, type PostgresCluster } from '../support/postgres.js';
@@ -37,7 +36,6 @@ describe.skipIf(missing !== null)('the dashboard on a deployment, through the ot
   let browser: Browser;
   let account: CreatedAccountLine;
   let operator: CreatedAccountLine;
-  const tabs: DashboardTab[] = [];
 
   beforeAll(async () => {
     cluster = await startPostgres();
@@ -46,9 +44,6 @@ describe.skipIf(missing !== null)('the dashboard on a deployment, through the ot
     operator = await d.account(['--email', 'ops@example.com', '--operator', '--billing-mode', 'disabled']);
     browser = await launchChromium();
   }, 120_000);
-  afterEach(async () => {
-    await Promise.all(tabs.splice(0).map((tab) => tab.close()));
-  });
   afterAll(async () => {
     await browser?.close();
     await d?.stop();
@@ -74,11 +69,8 @@ describe.skipIf(missing !== null)('the dashboard on a deployment, through the ot
     return (JSON.parse(r.stdout) as { url: string }).url;
   }
 
-  async function tab(opts: Parameters<typeof openDashboard>[2] = {}): Promise<DashboardTab> {
-    const opened = await openDashboard(browser, browserNode(), opts);
-    tabs.push(opened);
-    return opened;
-  }
+  const openTab = tabsPerTest(() => browser);
+  const tab = (opts: Parameters<typeof openTab>[1] = {}) => openTab(browserNode(), opts);
 
   it('signs in by link on one node; the token is honoured by the other; a reused link is refused', async () => {
     const link = await signInLink(account.uid);
@@ -87,8 +79,7 @@ describe.skipIf(missing !== null)('the dashboard on a deployment, through the ot
     const jwt = await tokenOf(me.page);
     expect((await d.api(0, jwt).get('/me')).body.email).toBe(EMAIL);
 
-    const again = await openDashboard(browser, d.nodes[0]!.url, { expectedStatuses: [401] });
-    tabs.push(again);
+    const again = await openTab(d.nodes[0]!.url, { expectedStatuses: [401] });
     await again.page.goto(link.replace(browserNode(), d.nodes[0]!.url));
     await expect.poll(() => heading(again.page), WAIT).toBe('This sign-in link was already used');
     expectCleanTab(me, [jwt, new URL(link).hash.slice(1)]);

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock.js';
 import { launchChromium } from '../support/chromium.js';
 import { runCli } from '../support/cli.js';
@@ -20,7 +20,7 @@ import {
   WAIT,
   expectCleanTab,
   heading,
-  openDashboard,
+  tabsPerTest,
   screenshot,
   signInWithKey,
   signInWithLink,
@@ -37,7 +37,6 @@ const clock = new ManualClock(Date.now());
 let t: TestServer;
 let dataDir: string;
 let browser: Browser;
-const tabs: DashboardTab[] = [];
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'phonelease-dashboard-'));
@@ -48,9 +47,6 @@ beforeAll(async () => {
     account: { email: EMAIL, name: 'QA lead', billingMode: 'metered', priceCentsPerMinute: PRICE },
   });
   browser = await launchChromium();
-});
-afterEach(async () => {
-  await Promise.all(tabs.splice(0).map((tab) => tab.close()));
 });
 afterAll(async () => {
   await browser?.close();
@@ -75,14 +71,11 @@ const signInLink = (uid = t.account.uid): Promise<string> => t.server.signInLink
 
 const linkToken = (link: string) => new URL(link).hash.slice('#token='.length);
 
-async function tab(opts: Parameters<typeof openDashboard>[2] = {}): Promise<DashboardTab> {
-  const opened = await openDashboard(browser, t.url, opts);
-  tabs.push(opened);
-  return opened;
-}
+const openTab = tabsPerTest(() => browser);
+const tab = (opts: Parameters<typeof openTab>[1] = {}) => openTab(t.url, opts);
 
 /** A tab signed in as the main account, by link. */
-async function signedIn(opts: Parameters<typeof openDashboard>[2] = {}): Promise<DashboardTab> {
+async function signedIn(opts: Parameters<typeof openTab>[1] = {}): Promise<DashboardTab> {
   const opened = await tab(opts);
   await signInWithLink(opened, await signInLink());
   return opened;

@@ -6,7 +6,7 @@
 import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { expect } from 'vitest';
+import { afterEach, expect } from 'vitest';
 
 export const LAPTOP = { width: 1366, height: 768 };
 
@@ -54,6 +54,24 @@ export async function openDashboard(
   page.on('pageerror', (err) => problems.push(`uncaught: ${err.message}`));
   page.on('request', (req) => requests.push(req.url()));
   return { context, page, problems, requests, close: () => context.close() };
+}
+
+/**
+ * Opens tabs that close after each test of the file (call it at the top level of a test
+ * file, as serverPerTest): `const tab = tabsPerTest(() => browser)`.
+ */
+export function tabsPerTest(
+  browser: () => Browser,
+): (baseUrl: string, opts?: Parameters<typeof openDashboard>[2]) => Promise<DashboardTab> {
+  const open: DashboardTab[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((tab) => tab.close()));
+  });
+  return async (baseUrl, opts) => {
+    const tab = await openDashboard(browser(), baseUrl, opts);
+    open.push(tab);
+    return tab;
+  };
 }
 
 /** Opens the sign-in link (as a person pastes it) and waits for the Sessions page. */

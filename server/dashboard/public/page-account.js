@@ -2,7 +2,7 @@
 /** Account: balance, rate, session limit and slots in use, whether it can rent and why not. */
 import { facts, h } from './dom.js';
 import { dateTime, money } from './format.js';
-import { heading } from './ui.js';
+import { heading, panel } from './ui.js';
 
 /** @type {import('./app.js').Page} */
 export async function accountPage({ api, signal }) {
@@ -19,20 +19,16 @@ export async function accountPage({ api, signal }) {
     h(
       'div',
       { class: 'grid' },
-      h(
-        'section',
-        { class: 'card panel' },
-        h('h2', {}, me.name || me.email),
+      panel(
+        me.name || me.email,
         facts([
           ['Email', me.email],
           ['Account id', h('code', {}, me.uid)],
           ['Created', dateTime(me.created)],
         ]),
       ),
-      h(
-        'section',
-        { class: 'card panel' },
-        h('h2', {}, 'Credit'),
+      panel(
+        'Credit',
         facts([
           ['Balance', money(me.balance_cents)],
           ['Rate', `${money(me.price_cents_per_minute)} per minute`],
@@ -44,10 +40,8 @@ export async function accountPage({ api, signal }) {
           ],
         ]),
       ),
-      h(
-        'section',
-        { class: 'card panel' },
-        h('h2', {}, 'Sessions'),
+      panel(
+        'Sessions',
         facts([
           ['Session limit', String(me.session_limit)],
           [

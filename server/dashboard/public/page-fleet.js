@@ -7,7 +7,7 @@
 import { ApiError } from './api.js';
 import { facts, fill, h } from './dom.js';
 import { dateTime } from './format.js';
-import { empty, errorBox, every, heading, table } from './ui.js';
+import { empty, errorBox, every, heading, panel, table } from './ui.js';
 
 /**
  * @typedef {{ count: number, p50_ms: number | null, p95_ms: number | null }} BootTimes
@@ -48,10 +48,8 @@ export async function fleetPage({ api, signal }) {
       h(
         'div',
         { class: 'grid' },
-        h(
-          'section',
-          { class: 'card panel' },
-          h('h2', {}, 'Phones'),
+        panel(
+          'Phones',
           facts([
             ...(f.capacity === undefined
               ? []
@@ -59,20 +57,16 @@ export async function fleetPage({ api, signal }) {
             ...states.map(([state, n]) => /** @type {[string, string]} */ ([sentence(state), String(n)])),
           ]),
         ),
-        h(
-          'section',
-          { class: 'card panel' },
-          h('h2', {}, 'Warm pool'),
+        panel(
+          'Warm pool',
           facts([
             ['Target', String(f.pool.target)],
             ['Ready', String(f.pool.ready)],
             ['Warming up', String(f.pool.booting ?? 0)],
           ]),
         ),
-        h(
-          'section',
-          { class: 'card panel' },
-          h('h2', {}, 'Boot queue'),
+        panel(
+          'Boot queue',
           facts([
             ['Queued', String(f.queue.queued)],
             ['Booting', String(f.queue.booting)],

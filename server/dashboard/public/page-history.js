@@ -7,7 +7,7 @@
 import { billableChart, minutesPerDay, windowStart } from './chart.js';
 import { h } from './dom.js';
 import { count, dateTime, money } from './format.js';
-import { empty, errorBox, heading, table } from './ui.js';
+import { empty, errorBox, heading, panel, table } from './ui.js';
 
 const PAGE_SIZE = 50;
 /** The chart reads the biggest pages the API gives, to need few of them. */
@@ -144,7 +144,7 @@ export async function historyPage({ api, signal }) {
     {},
     heading('History'),
     errors.node,
-    h('section', { class: 'card panel' }, h('h2', {}, 'Billable minutes per day'), chartSlot),
+    panel('Billable minutes per day', chartSlot),
     h(
       'section',
       { class: 'panel' },

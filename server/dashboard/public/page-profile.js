@@ -7,7 +7,7 @@
 import { ApiError } from './api.js';
 import { facts, fill, h } from './dom.js';
 import { dateTime } from './format.js';
-import { actionButton, errorBox, every, heading } from './ui.js';
+import { actionButton, errorBox, every, heading, panel } from './ui.js';
 
 /**
  * @typedef {{ id: string, state: 'empty' | 'stored' | 'saving', session: string | null,
@@ -85,11 +85,9 @@ export async function profilePage({ api, signal }) {
       'Your own phone, kept between sessions: a session started with your profile id gets its apps, logins and screen back.',
     ),
     errors.node,
-    h('section', { class: 'card panel' }, details),
-    h(
-      'section',
-      { class: 'card panel' },
-      h('h2', {}, 'Reset'),
+    panel(null, details),
+    panel(
+      'Reset',
       h(
         'p',
         { class: 'muted' },

@@ -8,7 +8,7 @@
 import { facts, fill, h } from './dom.js';
 import { duration } from './format.js';
 import { deviceName, phoneKind, stateLabel, timeLeft, whereLabel } from './session-words.js';
-import { actionButton, copyButton, errorBox, every, heading } from './ui.js';
+import { actionButton, copyButton, errorBox, every, heading, panel } from './ui.js';
 
 /** The session is re-read this often for its state and time left. */
 const POLL_MS = 1000;
@@ -66,12 +66,10 @@ export async function sessionPage({ api, signal, params }) {
     h(
       'div',
       { class: 'side-column' },
-      h('section', { class: 'card panel' }, h('h2', {}, 'About'), about),
-      h('section', { class: 'card panel' }, h('h2', {}, 'ADB'), adbPanel),
-      h(
-        'section',
-        { class: 'card panel' },
-        h('h2', {}, 'View-only link'),
+      panel('About', about),
+      panel('ADB', adbPanel),
+      panel(
+        'View-only link',
         h(
           'p',
           { class: 'muted' },
@@ -90,10 +88,8 @@ export async function sessionPage({ api, signal, params }) {
         ),
         shareErrors.node,
       ),
-      h(
-        'section',
-        { class: 'card panel' },
-        h('h2', {}, 'End'),
+      panel(
+        'End',
         h('p', { class: 'muted' }, 'Hands the phone back and stops billing. A profile phone is saved first.'),
         // The poll below shows it ending and then gone, within a second.
         actionButton('End session', () => api.delete(path), {

@@ -13,6 +13,15 @@ export function heading(title, ...extra) {
   return h('div', { class: 'page-head' }, h('h1', { tabindex: '-1' }, title), ...extra);
 }
 
+/**
+ * A card with a title: the block every page is made of.
+ * @param {string | null} title
+ * @param {...(Node | string | null | false)} children
+ */
+export function panel(title, ...children) {
+  return h('section', { class: 'card panel' }, title === null ? null : h('h2', {}, title), ...children);
+}
+
 /** A box that says what went wrong in the API's own words (empty and hidden until then). */
 export function errorBox() {
   const box = h('p', { class: 'error', role: 'alert', hidden: true });
