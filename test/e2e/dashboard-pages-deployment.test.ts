@@ -14,10 +14,12 @@ import {
   expectCleanTab,
   heading,
   tabsPerTest,
+  pictureWidth,
   screenshot,
   signInWithKey,
   signInWithLink,
   tokenOf,
+  viewerScreenWidth,
   visit,
 } from '../support/dashboard-browser.js';
 import { Deployment, type CreatedAccountLine } from '../support/deployment.js';
@@ -95,22 +97,11 @@ describe.skipIf(missing !== null)('the dashboard on a deployment, through the ot
     const sid: string = created.body.id;
     const card = me.page.locator(`li[data-sid="${sid}"]`);
     await expect.poll(() => card.count(), { timeout: 2_000 }).toBe(1);
-    await expect
-      .poll(() => card.locator('img.thumb').evaluate((img: HTMLImageElement) => img.naturalWidth), WAIT)
-      .toBe(720);
+    await expect.poll(() => pictureWidth(card), WAIT).toBe(720);
 
     await card.getByRole('heading').getByRole('link').click();
     await expect.poll(() => heading(me.page), WAIT).toBe('Session');
-    await expect
-      .poll(
-        () =>
-          me.page
-            .frameLocator('iframe.viewer')
-            .locator('#screen')
-            .evaluate((img: HTMLImageElement) => img.naturalWidth),
-        { timeout: 20_000 },
-      )
-      .toBe(720);
+    await expect.poll(() => viewerScreenWidth(me.page), { timeout: 20_000 }).toBe(720);
     const adb = (await node0().get(`/sessions/${sid}/adb`)).body;
     await me.page.locator('.line', { hasText: 'adb connect' }).getByRole('button', { name: 'Copy' }).click();
     await expect.poll(() => clipboard(me.page), WAIT).toBe(`adb connect ${adb.host}:${adb.port}`);

@@ -21,10 +21,12 @@ import {
   expectCleanTab,
   heading,
   tabsPerTest,
+  pictureWidth,
   screenshot,
   signInWithKey,
   signInWithLink,
   tokenOf,
+  viewerScreenWidth,
   visit,
   type DashboardTab,
 } from '../support/dashboard-browser.js';
@@ -189,10 +191,7 @@ describe('sessions', () => {
     await expect.poll(() => heading(me.page), WAIT).toBe('Session');
     expect(me.page.url()).toBe(`${t.url}/dashboard/sessions/${sid}`);
     // The owner viewer, embedded: its live picture of the phone's screen.
-    const viewer = me.page.frameLocator('iframe.viewer');
-    await expect
-      .poll(() => viewer.locator('#screen').evaluate((img: HTMLImageElement) => img.naturalWidth), WAIT)
-      .toBe(720);
+    await expect.poll(() => viewerScreenWidth(me.page), WAIT).toBe(720);
     await screenshot(me.page, 'session');
 
     // The adb line, copied; the unlock code only on demand.
@@ -296,24 +295,13 @@ describe('sessions', () => {
     const s = (await t.api.post('/sessions', { body: { timeout_seconds: 3600 } })).body;
     await t.api.waitFor(s.id, ['ready']);
     const card = me.page.locator(`li[data-sid="${s.id}"]`);
-    await expect
-      .poll(() => card.locator('img.thumb').evaluate((img: HTMLImageElement) => img.naturalWidth), WAIT)
-      .toBe(720);
+    await expect.poll(() => pictureWidth(card), WAIT).toBe(720);
     const overflow = () =>
       me.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     expect(await overflow()).toBe(0);
     await screenshot(me.page, 'sessions-phone');
     await card.getByRole('heading').getByRole('link').click();
-    await expect
-      .poll(
-        () =>
-          me.page
-            .frameLocator('iframe.viewer')
-            .locator('#screen')
-            .evaluate((img: HTMLImageElement) => img.naturalWidth),
-        WAIT,
-      )
-      .toBe(720);
+    await expect.poll(() => viewerScreenWidth(me.page), WAIT).toBe(720);
     expect(await overflow()).toBe(0);
     await screenshot(me.page, 'session-phone');
     await t.api.delete(`/sessions/${s.id}`);

@@ -5,7 +5,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterEach, expect } from 'vitest';
 
 export const LAPTOP = { width: 1366, height: 768 };
@@ -99,6 +99,17 @@ export async function visit(page: Page, name: string, title = name): Promise<voi
   await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name, exact: true }).click();
   await expect.poll(() => heading(page), WAIT).toBe(title);
 }
+
+/** The width of the phone picture on a Sessions card (0 until one has loaded). */
+export const pictureWidth = (card: Locator): Promise<number> =>
+  card.locator('img.thumb').evaluate((img: HTMLImageElement) => img.naturalWidth);
+
+/** The width of the live screen in the session page's embedded viewer (720 once it shows). */
+export const viewerScreenWidth = (page: Page): Promise<number> =>
+  page
+    .frameLocator('iframe.viewer')
+    .locator('#screen')
+    .evaluate((img: HTMLImageElement) => img.naturalWidth);
 
 /** The dashboard's sign-in token, as the page keeps it (to check it against the API). */
 export async function tokenOf(page: Page): Promise<string> {
