@@ -103,6 +103,11 @@ export function installAuth(app: App, { directory, grants, signIns }: AuthDeps):
           'Never put an account key in a URL; send it as "Authorization: Bearer pck_..." instead.',
         );
       }
+      if (looksLikeJwt(query)) {
+        throw unauthenticated(
+          'Never put a dashboard session token in a URL; send it as "Authorization: Bearer <token>" instead.',
+        );
+      }
       return grantCaller(query, sid);
     }
     const token = bearer(req);

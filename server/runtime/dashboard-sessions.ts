@@ -24,6 +24,11 @@ import type { AccountRow } from './rows.js';
 export const SIGN_IN_LINK_SECONDS = 10 * 60;
 /** How long a dashboard session lasts (its JWT's exp). */
 export const DASHBOARD_SESSION_SECONDS = 12 * 60 * 60;
+/**
+ * Used and expired links are kept this long, so that signing in with one says why it no
+ * longer works (used, expired) rather than that it is unknown.
+ */
+const LINK_KEPT_SECONDS = 24 * 60 * 60;
 /** Link tokens carry a prefix of their own, so that redaction finds them anywhere. */
 const LINK_PREFIX = 'psl_';
 
@@ -49,7 +54,7 @@ export type AccountRef = { uid: string } | { email: string };
 export interface DashboardStore {
   /** The accounts with this uid (at most one) or this email (there may be several). */
   accounts(ref: AccountRef): Promise<AccountRow[]>;
-  /** Stores a new link, and forgets links made before `forgetBefore` (they no longer work). */
+  /** Stores a new link, and forgets links made before `forgetBefore` (long expired). */
   insertLink(row: SignInLinkRow, forgetBefore: number): Promise<void>;
   /**
    * Marks the link used at `at` when it is unused and was made after `createdAfter`, in one
@@ -100,7 +105,7 @@ export async function createSignInLink(
   const now = seconds(clock.now());
   await store.insertLink(
     { token_hash: sha256Hex(token), uid: found[0]!.uid, created: now, used: null },
-    now - SIGN_IN_LINK_SECONDS,
+    now - LINK_KEPT_SECONDS,
   );
   return `${baseUrl.replace(/\/+$/, '')}/dashboard/sign-in#token=${token}`;
 }

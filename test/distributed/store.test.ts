@@ -12,7 +12,6 @@ import { migrationsFor } from '../../server/stores/migrations.js';
 import { openDatabase } from '../../server/stores/sqlite/store.js';
 import { createLogger } from '../../server/log.js';
 import { runCli } from '../support/cli.js';
-import { createdOn } from '../support/shared-store.js';
 import { postgresMissing, startPostgres, type PostgresCluster } from '../support/postgres.js';
 
 const SHARED_ONLY = ['host_id?', 'startup_source?', 'saved_host?', 'claimed_ms?'];
@@ -96,8 +95,16 @@ describe.skipIf(missing !== null)('PostgreSQL store', () => {
     }
     const db = openPool(url, createLogger({ level: 'silent' }));
     try {
-      const { profile_id } = await createdOn(db, {});
-      await db.query("UPDATE profiles SET state = 'stored', exact = 1 WHERE id = $1", [profile_id]);
+      // An account and its stored profile as that release wrote them (its columns only).
+      const profile_id = 'prof_before';
+      await db.query(
+        `INSERT INTO accounts (uid, email, name, created, balance_cents, price_cents_per_minute, session_limit, billing_mode, can_rent, rent_blocked_reason, environment)
+         VALUES ('acc_before', 'before@example.com', 'Before', 0, 0, 0, 1, 'disabled', 1, NULL, 'local')`,
+      );
+      await db.query(
+        "INSERT INTO profiles (id, uid, state, holder, exact, saved_at) VALUES ($1, 'acc_before', 'stored', NULL, 1, 0)",
+        [profile_id],
+      );
       await migratePg(db);
       const { rows } = await db.query('SELECT state, exact, saved_host FROM profiles WHERE id = $1', [
         profile_id,

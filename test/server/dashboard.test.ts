@@ -73,6 +73,9 @@ describe('sign-in', () => {
     await jwt.waitFor(sid, ['ready']);
     expect((await jwt.get(`/sessions/${sid}/frame.png`)).headers['content-type']).toBe('image/png');
     expect((await jwt.get(`/sessions/${sid}/adb`)).body.code).toMatch(/^pau_/);
+    const inUrl = await jwt.get(`/sessions/${sid}?token=${body.token as string}`, { auth: null });
+    expect(inUrl.status).toBe(401);
+    expect(inUrl.body.error).toMatch(/Never put a dashboard session token in a URL/);
 
     const key = await jwt.post('/me/keys', { body: { label: 'from the dashboard' } });
     expect(key.status).toBe(200);
@@ -155,14 +158,16 @@ describe('tokens and links expire', () => {
     const old = await s.server.signInLink(s.account.uid);
     const token = (await signIn(s, { link: linkToken(await s.server.signInLink(s.account.uid)) })).body
       .token as string;
-    await clock.advance(10 * 60 * 1000);
+    await clock.advance(10 * 60 * 1000 + 1000);
+    // A newer link (which tidies old ones away) leaves the old one saying why it fails.
+    await s.server.signInLink(s.account.uid);
     const expired = await signIn(s, { link: linkToken(old) });
     expect(expired.status).toBe(401);
     expect(expired.body.code).toBe('sign_in_link_expired');
     expect(expired.body.error).toMatch(/10 minutes.*phonelease dashboard/);
 
     const jwt = new Api(s.url, token);
-    await clock.advance(12 * 3600 * 1000 - 10 * 60 * 1000 - 1000);
+    await clock.advance(12 * 3600 * 1000 - 10 * 60 * 1000 - 2000);
     expect((await jwt.get('/me')).status).toBe(200);
     await clock.advance(1000);
     expect((await jwt.get('/me')).status).toBe(401);
