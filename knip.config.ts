@@ -19,6 +19,8 @@ const config: KnipConfig = {
     'server/devices/virtual/video/encoder-worker.ts',
     'bench/*.ts',
     'examples/playwright/playwright.config.ts',
+    // Named by path in that config's globalTeardown.
+    'examples/playwright/global-teardown.ts',
     'examples/playwright/specs/**/*.ts',
     'examples/wdio/wdio.conf.ts',
     'examples/wdio/specs/**/*.ts',

@@ -3,7 +3,8 @@
  * recording of its screen (phone.startRecording() before, phone.stopRecording(path) after,
  * so the stop, the pull and the join are counted), in the same run on the same phone; the
  * CPU the recording costs (process CPU, which includes the phone's encoder thread, since
- * the server runs in this process); and the bytes a minute of a changing screen takes.
+ * the server runs in this process); the bytes a minute of a changing screen takes; and the
+ * frames a second in the video (the screen changes all the time here: at least 10).
  *
  * The test is a Login app flow with locators (launch, fill both fields, sign in, wait for
  * the welcome, open Settings, go home), 10 times over: about as long as a UI test on a
@@ -25,10 +26,14 @@ import { performance } from 'node:perf_hooks';
 import type { Lease } from '../src/index.js';
 import type * as Client from '../src/index.js';
 import type * as Server from '../server/main.js';
+import type * as Mp4Read from '../src/video/mp4-read.js';
+import type * as Io from '../src/video/io.js';
 
 const dist = new URL('../dist/', import.meta.url);
 const { leasePhone } = (await import(new URL('src/index.js', dist).href)) as typeof Client;
 const { startServer } = (await import(new URL('server/main.js', dist).href)) as typeof Server;
+const { readMp4 } = (await import(new URL('src/video/mp4-read.js', dist).href)) as typeof Mp4Read;
+const { FileSource } = (await import(new URL('src/video/io.js', dist).href)) as typeof Io;
 
 const ROUNDS = Number(process.argv[2] ?? 7);
 /** How many times a test goes through the flow: a test of a second or two, as UI tests are. */
@@ -75,7 +80,7 @@ try {
     await phone.stopRecording(join(data, 'warm.mp4'));
 
     const plain: { ms: number; cpu: number }[] = [];
-    const recorded: { ms: number; cpu: number; bytes: number; seconds: number }[] = [];
+    const recorded: { ms: number; cpu: number; bytes: number; seconds: number; frames: number }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       let c0 = cpuMs();
       let t0 = performance.now();
@@ -88,12 +93,21 @@ try {
       await phone.startRecording();
       await loginTest(phone);
       const result = await phone.stopRecording(file);
-      recorded.push({
-        ms: performance.now() - t0,
-        cpu: cpuMs() - c0,
-        bytes: statSync(file).size,
-        seconds: result.durationSeconds,
-      });
+      const ms = performance.now() - t0;
+      const cpu = cpuMs() - c0;
+      const source = await FileSource.open(file);
+      try {
+        const { track } = await readMp4(source, file);
+        recorded.push({
+          ms,
+          cpu,
+          bytes: statSync(file).size,
+          seconds: result.durationSeconds,
+          frames: track.samples.length,
+        });
+      } finally {
+        await source.close();
+      }
     }
     const plainMs = median(plain.map((r) => r.ms));
     const recordedMs = median(recorded.map((r) => r.ms));
@@ -114,6 +128,9 @@ try {
     );
     console.log(
       `file size          ${(perMinute / 1e6).toFixed(2)} MB per minute of this test's changing screen (20 Mbit/s setting)`,
+    );
+    console.log(
+      `frame rate         ${median(recorded.map((r) => r.frames / r.seconds)).toFixed(1)} frames a second in the video (at least 10 while the screen changes)`,
     );
   } finally {
     await phone.end();

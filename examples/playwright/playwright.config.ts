@@ -12,6 +12,8 @@ export default defineConfig<PhoneleaseTestOptions, PhoneleaseWorkerOptions>({
   workers: 2,
   fullyParallel: true,
   retries: process.env.CI ? 1 : 0,
+  // Ends any phone a crashed worker could not end (see docs/playwright.md).
+  globalTeardown: './global-teardown.ts',
   reporter: [['list'], ['html', { open: 'never', outputFolder: './playwright-report' }]],
   use: {
     // What to attach when a test fails (these are the defaults).

@@ -113,6 +113,40 @@ describe('H.264 encoder', () => {
     expect(Buffer.compare(decoded[2]!, decoded[0]!)).toBe(0);
   });
 
+  it('copies a screen seen a few pictures ago from that picture: going back costs a few bytes', async () => {
+    const [launcher, login, settings] = [session[0]!, session[1]!, session.at(-1)!];
+    const frames = [launcher, login, settings, login, launcher, settings];
+    const encoder = new H264Encoder({ width: 720, height: 1280, bitRate: 20_000_000 });
+    expect(encoder.references).toBe(4);
+    const back = encode('back.h264', encoder, frames);
+    const once = encode(
+      'back-one-reference.h264',
+      new H264Encoder({ width: 720, height: 1280, bitRate: 20_000_000, references: 1 }),
+      frames,
+    );
+    for (let i = 3; i < frames.length; i++) {
+      const p = back.pictures[i]!;
+      // Every macroblock that changed since the last picture is a copy of an earlier one.
+      expect(p.copiedMacroblocks, `frame ${i}`).toBeGreaterThan(1000);
+      expect(p.copiedMacroblocks, `frame ${i}`).toBe(p.codedMacroblocks);
+      // About a byte a macroblock (its type, reference and zero vector): a third of coding
+      // the screen again, and no search or transform at all.
+      expect(bytesOf(p), `frame ${i}`).toBeLessThan(bytesOf(once.pictures[i]!) / 2.5);
+      expect(once.pictures[i]!.copiedMacroblocks).toBe(0);
+    }
+    // The decoder holds the same pictures and copies the same blocks: no drift, no loss.
+    const decoded = await decodeYuv(back.file, 720, 1280);
+    expect(decoded).toHaveLength(frames.length);
+    decoded.forEach((picture, i) =>
+      expect(Buffer.compare(picture, back.reconstructions[i]!), `frame ${i}`).toBe(0),
+    );
+    expect(Buffer.compare(decoded[3]!, decoded[1]!)).toBe(0);
+    expect(Buffer.compare(decoded[4]!, decoded[0]!)).toBe(0);
+    const rgb = await decodeRgb(back.file, 720, 1280);
+    rgb.forEach((picture, i) => expect(psnrRgb(frames[i]!, picture), `frame ${i}`).toBeGreaterThan(40));
+    expect(await decodeErrors(back.file)).toBe('');
+  });
+
   it('starts an IDR picture every idrIntervalMs, so a cut recording plays from the last one', async () => {
     const ui = phoneUi();
     ui.launch('com.phonelease.login');

@@ -4,10 +4,16 @@
  * A frame is taken whenever the screen changes, as SurfaceFlinger hands screenrecord a frame
  * only when something was drawn: a still screen costs nothing, and the frame's duration in
  * the file is how long the screen stayed that way. Changes that come faster than `maxFps`
- * (30 a second by default) are taken at that rate, so a screen that keeps changing is
- * recorded at 30 frames a second, and always at 10 or more. While the encoder is busy with
- * a frame, later changes wait for it and the newest screen is taken next (older ones are
- * dropped, as a phone's encoder drops frames it cannot keep up with).
+ * (30 a second by default) are taken at that rate. While the encoder is busy with a frame,
+ * later changes wait for it and the newest screen is taken next (older ones are dropped, as
+ * a phone's encoder drops frames it cannot keep up with).
+ *
+ * A frame costs the phone's own thread something a phone's compositor does elsewhere: the
+ * screen is drawn for it (10-30 ms for a whole screen) and its pixels are handed to the
+ * encoder thread. So that recording does not slow the phone (and the test driving it) by
+ * more than about a tenth, frames are taken no more often than that share of the thread
+ * allows; but always at 10 a second or more while the screen changes, so every change is in
+ * the video within 100 ms of when it was on the screen.
  *
  * The file is written as it is recorded (samples, then the index once recording ends):
  * `bytes()` at any moment is what the phone's file holds, and a recording that is aborted
@@ -42,6 +48,9 @@ export interface ScreenSource {
  */
 const MAX_PENDING = 2;
 
+/** The fewest frames a second while the screen keeps changing. */
+const MIN_FPS = 10;
+
 /** screenrecord's defaults on Android 14 (see SCREENRECORD.md). */
 export const SCREENRECORD_DEFAULTS = { bitRate: 20_000_000, timeLimitS: 180 } as const;
 
@@ -54,6 +63,11 @@ export interface RecorderOptions {
   timeLimitS?: number;
   /** The most frames a second; 30 by default. */
   maxFps?: number;
+  /**
+   * The share of the phone's thread that taking frames may use (drawing the screen, handing
+   * it over), from 0 to 1; 0.1 by default. Never fewer than 10 frames a second, whatever it costs.
+   */
+  threadShare?: number;
   /** Where frames are encoded: a worker thread (default) or the caller's thread. */
   encodeOn?: 'worker' | 'main';
   /** Encoder threads to take one from and give it back to (a phone's, kept between recordings). */
@@ -128,6 +142,7 @@ export async function startScreenRecording(
     width,
     height,
     maxFps,
+    threadShare: options.threadShare ?? 0.1,
     timeLimitS: options.timeLimitS ?? SCREENRECORD_DEFAULTS.timeLimitS,
     now: options.now ?? (() => performance.now()),
   });
@@ -137,6 +152,7 @@ interface Settings {
   width: number;
   height: number;
   maxFps: number;
+  threadShare: number;
   timeLimitS: number;
   now: () => number;
 }
@@ -152,6 +168,10 @@ export class ScreenRecording {
   /** When recording began, on the recorder's clock (`now`). */
   readonly startedMs: number;
   private readonly intervalMs: number;
+  /** The time between frames now: intervalMs, or longer while frames cost the thread more. */
+  private gapMs: number;
+  /** What taking a frame costs the phone's thread, ms (a moving average). */
+  private captureCostMs = 0;
   private readonly unsubscribe: () => void;
   private readonly limitTimer: NodeJS.Timeout | null;
   private captureTimer: NodeJS.Timeout | null = null;
@@ -178,6 +198,7 @@ export class ScreenRecording {
     this.height = settings.height;
     this.content = contentArea(source.width, source.height, settings.width, settings.height);
     this.intervalMs = 1000 / settings.maxFps;
+    this.gapMs = this.intervalMs;
     this.finished = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
     // Nobody may be waiting when a recording fails on its own; the failure still reaches
     // whoever asks (stop(), finished).
@@ -271,7 +292,7 @@ export class ScreenRecording {
   /** Takes the next frame as soon as the frame rate and the encoder allow. */
   private schedule(): void {
     if (this.ending || this.captureTimer || this.pending >= MAX_PENDING || !this.dirty) return;
-    const wait = Math.max(0, this.lastCaptureMs + this.intervalMs - this.settings.now());
+    const wait = Math.max(0, this.lastCaptureMs + this.gapMs - this.settings.now());
     // Even with no wait, the frame is taken on the next turn of the event loop: one user
     // action often changes the screen several times in a row, and only the result counts.
     this.captureTimer = setTimeout(() => {
@@ -279,6 +300,13 @@ export class ScreenRecording {
       this.capture();
     }, wait);
     this.captureTimer.unref();
+  }
+
+  /** Spaces frames so that taking them uses at most threadShare of the thread (at 10 a second or more). */
+  private costs(ms: number): void {
+    this.captureCostMs = this.captureCostMs === 0 ? ms : (this.captureCostMs + ms) / 2;
+    const gap = Math.min(this.captureCostMs / this.settings.threadShare, 1000 / MIN_FPS);
+    this.gapMs = Math.max(this.intervalMs, gap);
   }
 
   private capture(): void {
@@ -289,7 +317,10 @@ export class ScreenRecording {
     this.lastCaptureMs = timeMs;
     let encoded: Promise<EncodedFrame>;
     try {
+      // Measured on the thread's own clock, whatever clock frames are timed by.
+      const began = performance.now();
       encoded = this.encoder.encode(this.source.renderRgba(), timeMs);
+      this.costs(performance.now() - began);
     } catch (error) {
       encoded = Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }

@@ -12,6 +12,10 @@
  * reference frame, one slice per picture, BT.601 limited range colours.
  * - Every picture after the first IDR is a P picture whose unchanged macroblocks are P_Skip
  *   runs: a frame identical to the one before costs a few bytes.
+ * - A changed macroblock that looks exactly as it did in one of the last few pictures (the
+ *   screen went back to where it was: an app closed, a dialog went away, the same screen
+ *   again) is copied from that reference picture: a few bits, and no search or transform.
+ *   A test that goes back and forth between screens costs little more than the first visit.
  * - Changed macroblocks choose between Intra 4x4 (nine directions), Intra 16x16 (four
  *   modes) and inter prediction from the same place in the previous picture, by the
  *   Hadamard-transformed residual each leaves plus an estimate of its header bits.
@@ -41,6 +45,7 @@ import {
   BT601_LIMITED,
   LOG2_MAX_FRAME_NUM,
   levelFor,
+  maxReferenceFrames,
   pictureParameterSet,
   sequenceParameterSet,
 } from './parameter-sets.js';
@@ -70,6 +75,11 @@ export interface H264EncoderOptions {
   idrIntervalMs?: number;
   /** A fixed QP instead of rate control (tests). */
   qp?: number;
+  /**
+   * How many earlier pictures a changed macroblock may be copied from; as many as the level
+   * allows, up to 4, by default (1: the last picture only).
+   */
+  references?: number;
 }
 
 export interface EncodedPicture {
@@ -79,6 +89,8 @@ export interface EncodedPicture {
   qp: number;
   /** Macroblocks that were coded rather than skipped. */
   codedMacroblocks: number;
+  /** Of those, the ones copied from an earlier picture than the last. */
+  copiedMacroblocks: number;
 }
 
 /** (x, y) of each luma4x4BlkIdx in 4x4-block units (6.4.3). */
@@ -95,6 +107,9 @@ const I4_DC = 2;
 
 type MbKind = 'skip' | 'i4' | 'i16' | 'inter';
 
+/** The most earlier pictures a P picture refers to (fewer when the level allows fewer). */
+const MAX_REFERENCES = 4;
+
 /** The approximate header bits of each choice, weighed against residual cost in decisions. */
 const HEADER_BITS = { inter: 3, i16: 7, i4: 4 } as const;
 
@@ -108,6 +123,8 @@ export class H264Encoder {
   readonly height: number;
   readonly sps: Uint8Array;
   readonly pps: Uint8Array;
+  /** How many pictures the decoder keeps for reference (max_num_ref_frames). */
+  readonly references: number;
 
   private readonly mbW: number;
   private readonly mbH: number;
@@ -126,9 +143,21 @@ export class H264Encoder {
   private readonly recU: Uint8Array;
   private readonly recV: Uint8Array;
 
-  /** The last frame's pixels, to find the macroblocks that changed. */
-  private previous: Buffer | null = null;
+  /**
+   * The reference pictures, most recent first, as the decoder holds them: their pixels (to
+   * find what changed since the last one, and what looks as it did in an earlier one) and
+   * their reconstructions. Index 0 is the last picture, whose reconstruction is also in
+   * recY/U/V, where the next picture is built over it.
+   */
+  private readonly refPixels: Buffer[] = [];
+  private readonly refPlanes: Array<{ y: Uint8Array; u: Uint8Array; v: Uint8Array }> = [];
   private readonly changed: Uint8Array;
+  /** Per changed macroblock: the earlier picture (index into the references) it equals, or 0. */
+  private readonly copyFrom: Uint8Array;
+  /** Macroblocks whose srcY/U/V are not this frame's yet (copied ones are converted only when needed). */
+  private readonly stale: Uint8Array;
+  /** num_ref_idx_l0_active of the picture being coded. */
+  private activeRefs = 1;
 
   // Per macroblock and 4x4 block (raster order inside the macroblock), what the syntax of
   // later macroblocks depends on: TotalCoeff for nC, and Intra 4x4 modes (-1: not Intra 4x4).
@@ -144,6 +173,8 @@ export class H264Encoder {
 
   // The macroblock being coded: its choice, levels and reconstruction.
   private kind: MbKind = 'skip';
+  /** The reference picture an inter macroblock predicts from. */
+  private refIdx = 0;
   private i16Mode = 0;
   private chromaMode = 0;
   private cbpLuma = 0;
@@ -208,13 +239,25 @@ export class H264Encoder {
     this.recV = new Uint8Array(lumaSize / 4);
     const mbs = this.mbW * this.mbH;
     this.changed = new Uint8Array(mbs);
+    this.copyFrom = new Uint8Array(mbs);
+    this.stale = new Uint8Array(mbs);
     this.coded = new Uint8Array(mbs).fill(1);
     this.lumaTotals = new Uint8Array(mbs * 16);
     this.chromaTotals = new Uint8Array(mbs * 8);
     this.i4Modes = new Int8Array(mbs * 16);
 
     const level = levelFor({ width, height, maxFps: options.maxFps ?? 30, bitRate: options.bitRate });
-    this.sps = sequenceParameterSet({ width, height, level, colour: BT601_LIMITED });
+    this.references = Math.max(
+      1,
+      Math.min(options.references ?? MAX_REFERENCES, maxReferenceFrames(level, width, height)),
+    );
+    this.sps = sequenceParameterSet({
+      width,
+      height,
+      level,
+      colour: BT601_LIMITED,
+      references: this.references,
+    });
     this.pps = pictureParameterSet();
   }
 
@@ -236,19 +279,33 @@ export class H264Encoder {
       );
     }
     const idr =
-      this.previous === null || options.keyframe === true || timeMs - this.lastIdrMs >= this.idrIntervalMs;
-    this.takeChanges(rgba);
+      this.refPixels.length === 0 ||
+      options.keyframe === true ||
+      timeMs - this.lastIdrMs >= this.idrIntervalMs;
+    const current = Buffer.from(rgba.buffer, rgba.byteOffset, rgba.length);
+    this.takeChanges(current);
+    this.activeRefs = this.findInReferences(current, idr) + 1;
+    this.convertChanged(rgba);
     const qp = this.fixedQp ?? this.rate.qp();
 
     const w = new BitWriter(idr ? 64 * 1024 : 4096);
     this.sliceHeader(w, idr, qp);
     let coded = 0;
+    let copied = 0;
     let skipRun = 0;
     for (let mbY = 0; mbY < this.mbH; mbY++) {
       for (let mbX = 0; mbX < this.mbW; mbX++) {
         const mbAddr = mbY * this.mbW + mbX;
-        if (idr || this.changed[mbAddr] !== 0) this.decide(mbX, mbY, idr, qp);
-        else this.kind = 'skip';
+        const from = this.copyFrom[mbAddr]!;
+        if (from > 0) {
+          this.copyReference(mbX, mbY, from);
+          copied++;
+        } else if (idr || this.changed[mbAddr] !== 0) {
+          if (this.stale[mbAddr] !== 0) this.convert(rgba, mbX, mbY);
+          this.decide(mbX, mbY, idr, qp);
+        } else {
+          this.kind = 'skip';
+        }
         if (this.kind === 'skip') {
           // A skipped macroblock has no coefficients and is not Intra 4x4; one skipped in
           // the last picture too already says so.
@@ -280,13 +337,39 @@ export class H264Encoder {
     } else {
       this.frameNum = (this.frameNum + 1) % 2 ** LOG2_MAX_FRAME_NUM;
     }
+    this.remember(current, idr);
     this.rate.spent(slice.length * 8, timeMs);
     return {
       nalUnits: idr ? [this.sps, this.pps, slice] : [slice],
       keyframe: idr,
       qp,
       codedMacroblocks: coded,
+      copiedMacroblocks: copied,
     };
+  }
+
+  /**
+   * The picture just coded becomes the most recent reference, as in the decoder's sliding
+   * window (8.2.5.3): an IDR picture empties the window, and past `references` pictures the
+   * oldest leaves it. Its buffers are reused for the newest.
+   */
+  private remember(current: Buffer, idr: boolean): void {
+    const keep = idr ? 0 : this.references - 1;
+    const pixels = this.refPixels.splice(keep)[0] ?? Buffer.allocUnsafe(current.length);
+    pixels.set(current);
+    this.refPixels.unshift(pixels);
+    // The last picture's planes are recY/U/V; a copy is kept only when a later picture may
+    // refer to it as an earlier one (recY is coded over in place).
+    if (this.references === 1) return;
+    const planes = this.refPlanes.splice(keep)[0] ?? {
+      y: new Uint8Array(this.recY.length),
+      u: new Uint8Array(this.recU.length),
+      v: new Uint8Array(this.recV.length),
+    };
+    planes.y.set(this.recY);
+    planes.u.set(this.recU);
+    planes.v.set(this.recV);
+    this.refPlanes.unshift(planes);
   }
 
   /** The decoder's picture of the last frame, as Y, Cb and Cr planes cropped to the frame (tests). */
@@ -303,14 +386,12 @@ export class H264Encoder {
     };
   }
 
-  /** Marks the macroblocks whose pixels differ from the last frame's and converts them to Y'CbCr. */
-  private takeChanges(rgba: Uint8Array): void {
-    const current = Buffer.from(rgba.buffer, rgba.byteOffset, rgba.length);
-    const previous = this.previous;
+  /** Marks the macroblocks whose pixels differ from the last frame's. */
+  private takeChanges(current: Buffer): void {
+    const previous = this.refPixels[0];
     const rowBytes = this.width * 4;
     if (!previous) {
       this.changed.fill(1);
-      this.previous = Buffer.from(current);
     } else {
       this.changed.fill(0);
       // Whole rows first (native comparisons, no copies): on a phone screen most rows are
@@ -325,26 +406,98 @@ export class H264Encoder {
           const to = Math.min(start + rowBytes, from + 64);
           if (previous.compare(current, from, to, from, to) !== 0) this.changed[mbRow + mbX] = 1;
         }
-        current.copy(previous, start, start, start + rowBytes);
       }
     }
+  }
+
+  /**
+   * Finds the changed macroblocks that are exactly as they were in an earlier reference
+   * picture (the nearest one), for copyFrom. Returns the farthest reference used (0: none),
+   * which is how many the slice makes active beyond the first.
+   */
+  private findInReferences(current: Buffer, idr: boolean): number {
+    this.copyFrom.fill(0);
+    const refs = this.refPixels.length;
+    if (idr || refs < 2) return 0;
+    const rowBytes = this.width * 4;
+    let farthest = 0;
     for (let mbY = 0; mbY < this.mbH; mbY++) {
-      for (let mbX = 0; mbX < this.mbW; mbX++) {
-        if (this.changed[mbY * this.mbW + mbX] !== 0) {
-          rgbaMacroblockToYuv(
-            rgba,
-            this.width,
-            this.height,
-            mbX,
-            mbY,
-            this.srcY,
-            this.srcU,
-            this.srcV,
-            this.stride,
-          );
+      const mbRow = mbY * this.mbW;
+      const top = mbY * 16;
+      const bottom = Math.min(this.height, top + 16);
+      let waiting = 0;
+      for (let mbX = 0; mbX < this.mbW; mbX++) waiting += this.changed[mbRow + mbX]!;
+      for (let k = 1; k < refs && waiting > 0; k++) {
+        const earlier = this.refPixels[k]!;
+        // A whole row of macroblocks as it was (the screen went back to an earlier one):
+        // whole pixel rows compare at native speed.
+        let rowsSame = true;
+        for (let y = top; y < bottom && rowsSame; y++) {
+          const start = y * rowBytes;
+          rowsSame = earlier.compare(current, start, start + rowBytes, start, start + rowBytes) === 0;
+        }
+        for (let mbX = 0; mbX < this.mbW; mbX++) {
+          const mbAddr = mbRow + mbX;
+          if (this.changed[mbAddr] === 0 || this.copyFrom[mbAddr] !== 0) continue;
+          if (!rowsSame && !sameMacroblock(current, earlier, rowBytes, mbX, top, bottom)) continue;
+          this.copyFrom[mbAddr] = k;
+          if (k > farthest) farthest = k;
+          waiting--;
         }
       }
     }
+    return farthest;
+  }
+
+  /** Converts the changed macroblocks to Y'CbCr, except those copied from a reference. */
+  private convertChanged(rgba: Uint8Array): void {
+    for (let mbY = 0; mbY < this.mbH; mbY++) {
+      for (let mbX = 0; mbX < this.mbW; mbX++) {
+        const mbAddr = mbY * this.mbW + mbX;
+        if (this.changed[mbAddr] === 0) continue;
+        // A copied macroblock is not coded from its pixels: converted only if it ever is.
+        if (this.copyFrom[mbAddr] !== 0) this.stale[mbAddr] = 1;
+        else this.convert(rgba, mbX, mbY);
+      }
+    }
+  }
+
+  private convert(rgba: Uint8Array, mbX: number, mbY: number): void {
+    rgbaMacroblockToYuv(
+      rgba,
+      this.width,
+      this.height,
+      mbX,
+      mbY,
+      this.srcY,
+      this.srcU,
+      this.srcV,
+      this.stride,
+    );
+    this.stale[mbY * this.mbW + mbX] = 0;
+  }
+
+  /** An inter macroblock with no residual, from the same place in reference picture `k`. */
+  private copyReference(mbX: number, mbY: number, k: number): void {
+    const ref = this.refPlanes[k]!;
+    const s = this.stride;
+    const cs = this.cStride;
+    const { y: refY, u: refU, v: refV } = ref;
+    for (let y = 0; y < 16; y++) {
+      const row = (mbY * 16 + y) * s + mbX * 16;
+      for (let x = 0; x < 16; x++) this.mbRecY[y * 16 + x] = refY[row + x]!;
+    }
+    for (let y = 0; y < 8; y++) {
+      const row = (mbY * 8 + y) * cs + mbX * 8;
+      for (let x = 0; x < 8; x++) {
+        this.mbRecU[y * 8 + x] = refU[row + x]!;
+        this.mbRecV[y * 8 + x] = refV[row + x]!;
+      }
+    }
+    this.kind = 'inter';
+    this.refIdx = k;
+    this.cbpLuma = 0;
+    this.cbpChroma = 0;
   }
 
   private sliceHeader(w: BitWriter, idr: boolean, qp: number): void {
@@ -357,7 +510,9 @@ export class H264Encoder {
       w.flag(false); // no_output_of_prior_pics_flag
       w.flag(false); // long_term_reference_flag
     } else {
-      w.flag(false); // num_ref_idx_active_override_flag
+      // The PPS says one reference; a picture that copies from earlier ones says how many.
+      w.flag(this.activeRefs > 1); // num_ref_idx_active_override_flag
+      if (this.activeRefs > 1) w.ue(this.activeRefs - 1); // num_ref_idx_l0_active_minus1
       w.flag(false); // ref_pic_list_modification_flag_l0
       w.flag(false); // adaptive_ref_pic_marking_mode_flag: sliding window
     }
@@ -388,6 +543,7 @@ export class H264Encoder {
     const lambda = lambdaFor(qp);
     const s = this.stride;
     const at = mbY * 16 * s + mbX * 16;
+    this.refIdx = 0;
 
     // Inter: the same place in the previous picture (still in recY: see the file's comment).
     let bestCost = Infinity;
@@ -776,7 +932,11 @@ export class H264Encoder {
       }
       w.ue(this.chromaMode);
     } else {
-      w.ue(0); // P_L0_16x16 (one reference frame, so no ref_idx)
+      w.ue(0); // P_L0_16x16
+      // ref_idx_l0 is te(v): absent with one reference, one inverted bit with two.
+      if (this.activeRefs === 2) w.flag(this.refIdx === 0);
+      else if (this.activeRefs > 2) w.ue(this.refIdx);
+      // Every vector is zero, so every prediction is too (8.4.1.3), whichever the reference.
       w.se(0); // mvd_l0 x: the vector equals its prediction, zero
       w.se(0); // mvd_l0 y
     }
@@ -883,6 +1043,24 @@ export class H264Encoder {
       }
     }
   }
+}
+
+/** Whether macroblock column mbX, pixel rows top..bottom, is the same in two RGBA frames. */
+function sameMacroblock(
+  a: Buffer,
+  b: Buffer,
+  rowBytes: number,
+  mbX: number,
+  top: number,
+  bottom: number,
+): boolean {
+  const left = mbX * 64;
+  const right = Math.min(rowBytes, left + 64);
+  for (let y = top; y < bottom; y++) {
+    const start = y * rowBytes;
+    if (a.compare(b, start + left, start + right, start + left, start + right) !== 0) return false;
+  }
+  return true;
 }
 
 /** coded_block_pattern luma bits of 16 blocks' levels: bit n when 8x8 block n has a level. */

@@ -1,6 +1,6 @@
 /**
  * The sequence and picture parameter sets (7.3.2.1, 7.3.2.2) of the encoder's streams:
- * Constrained Baseline profile, 4:2:0, progressive frames, one reference frame, picture
+ * Constrained Baseline profile, 4:2:0, progressive frames, a few reference frames, picture
  * order from frame numbers (no reordering), CAVLC, and the deblocking filter switchable
  * from the slice header (the encoder switches it off).
  */
@@ -47,11 +47,23 @@ export function levelFor(shape: StreamShape): number {
   return LEVELS[LEVELS.length - 1]!.idc;
 }
 
+/**
+ * The most reference frames a stream of this size may keep at this level (A.3.1 h: the
+ * decoded picture buffer's macroblocks over a frame's, at most 16).
+ */
+export function maxReferenceFrames(level: number, width: number, height: number): number {
+  const frameMbs = Math.ceil(width / 16) * Math.ceil(height / 16);
+  const dpbMbs = (LEVELS.find((l) => l.idc === level) ?? LEVELS[LEVELS.length - 1]!).dpbMbs;
+  return Math.max(1, Math.min(16, Math.floor(dpbMbs / frameMbs)));
+}
+
 export interface SpsOptions {
   width: number;
   height: number;
   level: number;
   colour: ColourDescription;
+  /** max_num_ref_frames: how many earlier pictures P pictures refer to; 1 by default. */
+  references?: number;
 }
 
 /** seq_parameter_set_rbsp() as a NAL unit (type 7, nal_ref_idc 3). */
@@ -67,7 +79,8 @@ export function sequenceParameterSet(o: SpsOptions): Uint8Array {
   w.ue(0); // seq_parameter_set_id
   w.ue(LOG2_MAX_FRAME_NUM - 4);
   w.ue(2); // pic_order_cnt_type 2: output order is decoding order
-  w.ue(1); // max_num_ref_frames
+  const references = o.references ?? 1;
+  w.ue(references); // max_num_ref_frames
   w.flag(false); // gaps_in_frame_num_value_allowed_flag
   w.ue(mbW - 1);
   w.ue(mbH - 1);
@@ -84,13 +97,13 @@ export function sequenceParameterSet(o: SpsOptions): Uint8Array {
     w.ue(cropBottom / 2);
   }
   w.flag(true); // vui_parameters_present_flag
-  vui(w, o.colour);
+  vui(w, o.colour, references);
   w.trailingBits();
   return nalUnit(0x67, w.bytes());
 }
 
-/** vui_parameters() (E.1.1): colour description and "no reordering, one frame buffered". */
-function vui(w: BitWriter, colour: ColourDescription): void {
+/** vui_parameters() (E.1.1): colour description and "no reordering, only the references buffered". */
+function vui(w: BitWriter, colour: ColourDescription, references: number): void {
   w.flag(true); // aspect_ratio_info_present_flag
   w.u(8, 1); // aspect_ratio_idc 1: square pixels
   w.flag(false); // overscan_info_present_flag
@@ -115,7 +128,7 @@ function vui(w: BitWriter, colour: ColourDescription): void {
   w.ue(15); // log2_max_mv_length_horizontal
   w.ue(15); // log2_max_mv_length_vertical
   w.ue(0); // max_num_reorder_frames
-  w.ue(1); // max_dec_frame_buffering
+  w.ue(references); // max_dec_frame_buffering: at least max_num_ref_frames
 }
 
 /** pic_parameter_set_rbsp() as a NAL unit (type 8, nal_ref_idc 3). */

@@ -249,25 +249,26 @@ export const CHROMA_QP = Uint8Array.of(
 );
 
 /**
- * Table A-1: per level, the macroblocks per second and per frame, and the Baseline profile's
- * bit rate (kbit/s) a decoder of that level handles.
+ * Table A-1: per level, the macroblocks per second and per frame, the decoded picture
+ * buffer's size in macroblocks, and the Baseline profile's bit rate (kbit/s) a decoder of
+ * that level handles.
  */
 // prettier-ignore
-export const LEVELS: ReadonlyArray<{ idc: number; mbPerSecond: number; frameMbs: number; kbps: number }> = [
-  { idc: 10, mbPerSecond: 1485, frameMbs: 99, kbps: 64 },
-  { idc: 11, mbPerSecond: 3000, frameMbs: 396, kbps: 192 },
-  { idc: 12, mbPerSecond: 6000, frameMbs: 396, kbps: 384 },
-  { idc: 13, mbPerSecond: 11880, frameMbs: 396, kbps: 768 },
-  { idc: 20, mbPerSecond: 11880, frameMbs: 396, kbps: 2000 },
-  { idc: 21, mbPerSecond: 19800, frameMbs: 792, kbps: 4000 },
-  { idc: 22, mbPerSecond: 20250, frameMbs: 1620, kbps: 4000 },
-  { idc: 30, mbPerSecond: 40500, frameMbs: 1620, kbps: 10000 },
-  { idc: 31, mbPerSecond: 108000, frameMbs: 3600, kbps: 14000 },
-  { idc: 32, mbPerSecond: 216000, frameMbs: 5120, kbps: 20000 },
-  { idc: 40, mbPerSecond: 245760, frameMbs: 8192, kbps: 20000 },
-  { idc: 41, mbPerSecond: 245760, frameMbs: 8192, kbps: 50000 },
-  { idc: 42, mbPerSecond: 522240, frameMbs: 8704, kbps: 50000 },
-  { idc: 50, mbPerSecond: 589824, frameMbs: 22080, kbps: 135000 },
-  { idc: 51, mbPerSecond: 983040, frameMbs: 36864, kbps: 240000 },
-  { idc: 52, mbPerSecond: 2073600, frameMbs: 36864, kbps: 240000 },
+export const LEVELS: ReadonlyArray<{ idc: number; mbPerSecond: number; frameMbs: number; dpbMbs: number; kbps: number }> = [
+  { idc: 10, mbPerSecond: 1485, frameMbs: 99, dpbMbs: 396, kbps: 64 },
+  { idc: 11, mbPerSecond: 3000, frameMbs: 396, dpbMbs: 900, kbps: 192 },
+  { idc: 12, mbPerSecond: 6000, frameMbs: 396, dpbMbs: 2376, kbps: 384 },
+  { idc: 13, mbPerSecond: 11880, frameMbs: 396, dpbMbs: 2376, kbps: 768 },
+  { idc: 20, mbPerSecond: 11880, frameMbs: 396, dpbMbs: 2376, kbps: 2000 },
+  { idc: 21, mbPerSecond: 19800, frameMbs: 792, dpbMbs: 4752, kbps: 4000 },
+  { idc: 22, mbPerSecond: 20250, frameMbs: 1620, dpbMbs: 8100, kbps: 4000 },
+  { idc: 30, mbPerSecond: 40500, frameMbs: 1620, dpbMbs: 8100, kbps: 10000 },
+  { idc: 31, mbPerSecond: 108000, frameMbs: 3600, dpbMbs: 18000, kbps: 14000 },
+  { idc: 32, mbPerSecond: 216000, frameMbs: 5120, dpbMbs: 20480, kbps: 20000 },
+  { idc: 40, mbPerSecond: 245760, frameMbs: 8192, dpbMbs: 32768, kbps: 20000 },
+  { idc: 41, mbPerSecond: 245760, frameMbs: 8192, dpbMbs: 32768, kbps: 50000 },
+  { idc: 42, mbPerSecond: 522240, frameMbs: 8704, dpbMbs: 34816, kbps: 50000 },
+  { idc: 50, mbPerSecond: 589824, frameMbs: 22080, dpbMbs: 110400, kbps: 135000 },
+  { idc: 51, mbPerSecond: 983040, frameMbs: 36864, dpbMbs: 184320, kbps: 240000 },
+  { idc: 52, mbPerSecond: 2073600, frameMbs: 36864, dpbMbs: 184320, kbps: 240000 },
 ];
