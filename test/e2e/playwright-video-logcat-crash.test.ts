@@ -71,6 +71,14 @@ test.describe('video off for the phone alone', () => {
   });
 });
 
+test.describe('a video the phone cannot record', () => {
+  // screenrecord refuses an odd width, as Android's encoder does.
+  test.use({ phoneOptions: { video: { mode: 'on', size: { width: 721, height: 1280 } } } });
+  test('passes without it, and says why', async ({ phone }) => {
+    await phone.launch('com.phonelease.login');
+  });
+});
+
 test('fails after the app crashed', async ({ phone }) => {
   await signInAs(phone, 'crash');
   await expect(phone.getByText('Welcome, crash!')).toBeVisible({ timeout: 2000 });
@@ -173,6 +181,15 @@ describe('the phone fixture captures the test', () => {
     expect(log.slice(log.indexOf('hello from the test start'))).toContain('com.phonelease.login');
     // A passing test's log is not kept (attachLogcat: 'on-failure').
     expect(named(result('passes and keeps no video').attachments, 'phone-logcat')).toEqual([]);
+  });
+
+  it('says in the report why a video could not be recorded, and does not fail the test for it', () => {
+    const r = result('passes without it, and says why');
+    expect(r.status).toBe('passed');
+    expect(named(r.attachments, 'phone-video')).toEqual([]);
+    expect(r.stderr.map((x) => x.text).join('')).toMatch(
+      /passes without it, and says why: could not record the phone's screen: screenrecord did not start .*721x1280/,
+    );
   });
 
   it("names an app crash in a failed test's errors and annotations, and attaches its lines", () => {
