@@ -22,7 +22,6 @@ describe('fixture options', () => {
       attachScreenshot: 'on-failure',
       attachUiTree: 'on-failure',
       attachLogcat: 'on-failure',
-      logcatLines: 200,
       apps: [],
       grantPermissions: true,
     });

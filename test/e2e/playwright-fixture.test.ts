@@ -79,7 +79,7 @@ describe('phone fixture', () => {
     await expectNoLiveSessions();
   });
 
-  it('attaches the phone screen (a real PNG), the UI tree and logcat when a test fails', async () => {
+  it('attaches the phone screen (a real PNG), the UI tree and the whole log when a test fails', async () => {
     const run = await runInlineTest(
       'fail',
       {
@@ -117,7 +117,7 @@ describe('phone fixture', () => {
     await expectNoLiveSessions();
   });
 
-  it('hands the phone back without the evidence a stalled ADB link cannot give, and says what was skipped', async () => {
+  it('hands the phone back without the evidence a stalled UI server cannot give, and says what was skipped', async () => {
     const run = await runInlineTest(
       'stalled-evidence',
       {
@@ -128,8 +128,7 @@ describe('phone fixture', () => {
         import { uiEngineOf } from '../../dist/src/lease/lease.js';
         test('fails', async ({ phone }) => {
           console.log('phone=' + phone.id);
-          // What a phone whose ADB link stalled does: the commands never answer.
-          phone.shell = () => new Promise(() => {});
+          // What a phone whose UI server stalled does: the tree never comes.
           uiEngineOf(phone).treeXml = () => new Promise(() => {});
           expect('shown').toBe('not shown');
         });`,
@@ -141,8 +140,8 @@ describe('phone fixture', () => {
     const result = run.tests[0]!.results[0]!;
     expect(result.status).toBe('failed');
     expect(result.attachments.map((a) => a.name)).toContain('phone-screen');
-    expect(result.attachments.map((a) => a.name)).not.toContain('phone-logcat');
-    expect(run.stderr).toMatch(/skipped phone evidence phone-ui\.xml, phone-logcat: not read within 5 s/);
+    expect(result.attachments.map((a) => a.name)).not.toContain('phone-ui.xml');
+    expect(run.stderr).toMatch(/skipped phone evidence phone-ui\.xml: not read within 5 s/);
     const [id] = phoneIds(run.tests);
     expect((await history()).get(id!)?.end_reason).toBe('released');
     await expectNoLiveSessions();

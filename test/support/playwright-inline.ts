@@ -22,6 +22,9 @@ export interface JsonResult {
   status: 'passed' | 'failed' | 'timedOut' | 'skipped' | 'interrupted';
   retry: number;
   workerIndex: number;
+  /** When the test started (ISO), its fixtures' setup included. */
+  startTime: string;
+  annotations?: Array<{ type: string; description?: string }>;
   errors: Array<{ message?: string }>;
   attachments: JsonAttachment[];
   stdout: Array<{ text?: string }>;

@@ -4,7 +4,7 @@ import { LoginApp } from '../support/login-app.js';
 /**
  * A test that is expected to fail, to show what a failure looks like in the HTML report:
  * the steps by name, the phone's screen at the moment of failure (phone-screen), its UI
- * tree (phone-ui.xml) and its last logcat lines (phone-logcat).
+ * tree (phone-ui.xml) and the whole test's log (phone-logcat).
  */
 test('a failing login shows the phone in the report', async ({ phone }) => {
   test.fail(
