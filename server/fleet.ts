@@ -81,7 +81,7 @@ export class FleetFigures implements RuntimeObserver {
     return {
       phones: stats.sessions,
       capacity: stats.phones,
-      pool: { target: stats.pool.target, ready: stats.pool.ready, booting: stats.pool.booting },
+      pool: { target: stats.pool.target, ready: stats.pool.warm, booting: stats.pool.warming },
       queue: { queued: stats.sessions.queued, boot_slots: stats.bootSlots, booting: stats.sessions.booting },
       boot_times: Object.fromEntries(
         SOURCES.map((source) => {
