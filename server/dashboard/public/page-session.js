@@ -127,7 +127,6 @@ export async function sessionPage({ api, signal, params }) {
         class: 'viewer',
         title: `Live phone of session ${sid}`,
         referrerpolicy: 'no-referrer',
-        allow: 'clipboard-write',
       });
       fill(viewer, frame);
     }
