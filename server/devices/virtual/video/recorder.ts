@@ -30,6 +30,7 @@ import {
   type FrameEncoder,
   type FrameEncoderConfig,
 } from './frame-encoder.js';
+import type { DisplayList } from '../ui/display-list.js';
 import { contentArea, type ContentArea } from './scale.js';
 
 /** The screen a recorder watches: the virtual phone's UI, or anything drawn like it. */
@@ -38,6 +39,12 @@ export interface ScreenSource {
   readonly height: number;
   /** The screen now, RGBA, width x height; read before the next change. */
   renderRgba(): Uint8Array;
+  /**
+   * Optional: the screen now as drawing calls (see ui/display-list.ts). When given, frames
+   * are drawn on the encoder's thread, not the phone's: the recorder uses this instead of
+   * renderRgba().
+   */
+  displayList?(): DisplayList;
   /** Calls `listener` after every visible change; returns unsubscribe. */
   onChange(listener: () => void): () => void;
 }
@@ -319,7 +326,10 @@ export class ScreenRecording {
     try {
       // Measured on the thread's own clock, whatever clock frames are timed by.
       const began = performance.now();
-      encoded = this.encoder.encode(this.source.renderRgba(), timeMs);
+      const list = this.source.displayList?.();
+      encoded = list
+        ? this.encoder.encodeDrawing(list, timeMs)
+        : this.encoder.encode(this.source.renderRgba(), timeMs);
       this.costs(performance.now() - began);
     } catch (error) {
       encoded = Promise.reject(error instanceof Error ? error : new Error(String(error)));
