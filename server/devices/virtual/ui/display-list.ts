@@ -9,6 +9,7 @@
  * drawing code path, so a video frame and a screenshot of the same version are the same
  * pixels.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { TextRenderer, TextStyle } from './font.js';
 import type { Canvas, Color, Rect, Surface } from './raster.js';
 
@@ -203,4 +204,144 @@ export function playDisplayList(list: DisplayList, canvas: Canvas, fonts: TextRe
         break;
     }
   }
+}
+
+/**
+ * The pixels a call may change (a rectangle at least as large as what it draws; text
+ * needs `fonts` to measure it), or null for calls that draw nothing themselves.
+ */
+function reach(call: DrawCall, list: DisplayList, fonts: TextRenderer): Rect | null {
+  // One pixel more on every side: shapes are anti-aliased and coordinates rounded.
+  const box = (left: number, top: number, right: number, bottom: number): Rect => ({
+    left: Math.floor(left) - 1,
+    top: Math.floor(top) - 1,
+    right: Math.ceil(right) + 1,
+    bottom: Math.ceil(bottom) + 1,
+  });
+  const around = (points: Points, pad: number): Rect =>
+    box(
+      Math.min(...points.map((p) => p[0])) - pad,
+      Math.min(...points.map((p) => p[1])) - pad,
+      Math.max(...points.map((p) => p[0])) + pad,
+      Math.max(...points.map((p) => p[1])) + pad,
+    );
+  switch (call[0]) {
+    case 'popClip':
+      return null;
+    case 'pushClip':
+    case 'fillPill':
+      return box(call[1].left, call[1].top, call[1].right, call[1].bottom);
+    case 'fill':
+      return box(0, 0, list.width, list.height);
+    case 'fillRect':
+    case 'fillGradient':
+    case 'fillRoundRect':
+    case 'strokeRoundRect':
+      return box(call[1], call[2], call[1] + call[3], call[2] + call[4]);
+    case 'fillCircle':
+    case 'fillSector':
+      return box(call[1] - call[3], call[2] - call[3], call[1] + call[3], call[2] + call[3]);
+    case 'strokeCircle':
+    case 'strokeArc': {
+      const r = call[3] + call[4];
+      return box(call[1] - r, call[2] - r, call[1] + r, call[2] + r);
+    }
+    case 'line':
+      return around(
+        [
+          [call[1], call[2]],
+          [call[3], call[4]],
+        ],
+        call[5] / 2,
+      );
+    case 'polyline':
+      return call[1].length ? around(call[1], call[2] / 2) : null;
+    case 'fillPolygon':
+      return call[1].length ? around(call[1], 0) : null;
+    case 'putPixels':
+      return box(call[3], call[4], call[3] + call[5], call[4] + call[6]);
+    case 'text': {
+      // A glyph's mask is at most its advance wide (plus rounding); bold adds half a cell.
+      const style = call[4];
+      const width = fonts.measure(call[1], style) + 2 * style.scale;
+      return box(call[2], call[3], call[2] + width, call[3] + fonts.lineHeight(style));
+    }
+  }
+}
+
+/**
+ * Draws successive screens onto one canvas, each by redrawing only where it differs from
+ * the one before. Two lists are compared call by call from both ends; the calls between the
+ * common start and the common end are what changed, and every pixel they may reach (in the
+ * old screen or the new) is drawn again by playing the whole new list clipped to that area.
+ * Any other pixel is reached by the same calls, in the same order, in both lists, so it
+ * already holds what a full drawing would give: the result is the same pixels as drawing
+ * the whole screen. A typed character costs a few hundred pixels instead of the screen.
+ */
+export class DisplayListPlayer {
+  readonly canvas: Canvas;
+  private last: DisplayList | null = null;
+
+  constructor(
+    canvas: Canvas,
+    private readonly fonts: TextRenderer,
+  ) {
+    this.canvas = canvas;
+  }
+
+  /** Draws `list` onto the canvas; returns the area drawn again (null: nothing changed). */
+  draw(list: DisplayList): Rect | null {
+    const changed = this.last ? changedArea(this.last, list, this.fonts) : 'all';
+    this.last = list;
+    if (changed === 'all') {
+      playDisplayList(list, this.canvas, this.fonts);
+      return { left: 0, top: 0, right: list.width, bottom: list.height };
+    }
+    if (changed) {
+      this.canvas.pushClip(changed);
+      try {
+        playDisplayList(list, this.canvas, this.fonts);
+      } finally {
+        this.canvas.popClip();
+      }
+    }
+    return changed;
+  }
+}
+
+/** Where `after` may differ from `before` as pixels: a rectangle, nothing (null), or all. */
+function changedArea(before: DisplayList, after: DisplayList, fonts: TextRenderer): Rect | null | 'all' {
+  if (before.width !== after.width || before.height !== after.height) return 'all';
+  const a = before.calls;
+  const b = after.calls;
+  let start = 0;
+  while (start < a.length && start < b.length && isDeepStrictEqual(a[start], b[start])) start++;
+  let endA = a.length;
+  let endB = b.length;
+  while (endA > start && endB > start && isDeepStrictEqual(a[endA - 1], b[endB - 1])) {
+    endA--;
+    endB--;
+  }
+  let area: Rect | null = null;
+  for (const [list, from, to] of [
+    [before, start, endA],
+    [after, start, endB],
+  ] as const) {
+    for (let i = from; i < to; i++) {
+      const call = list.calls[i]!;
+      // A picture from elsewhere is copied over whatever the clip says: draw it all again.
+      if (call[0] === 'putPixels') return 'all';
+      const r = reach(call, list, fonts);
+      if (!r) continue;
+      area = area
+        ? {
+            left: Math.min(area.left, r.left),
+            top: Math.min(area.top, r.top),
+            right: Math.max(area.right, r.right),
+            bottom: Math.max(area.bottom, r.bottom),
+          }
+        : r;
+    }
+  }
+  return area;
 }

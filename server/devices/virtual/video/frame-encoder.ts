@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { playDisplayList, type DisplayList } from '../ui/display-list.js';
+import { DisplayListPlayer, type DisplayList } from '../ui/display-list.js';
 import { TextRenderer } from '../ui/font.js';
 import { Canvas } from '../ui/raster.js';
 import { H264Encoder, type EncodedPicture } from './h264/encoder.js';
@@ -55,8 +55,8 @@ export interface FrameEncoder {
 export class FramePipeline {
   private readonly scaler: ScreenScaler;
   private readonly encoder: H264Encoder;
-  /** Where screens sent as drawings are drawn; made with the first one. */
-  private canvas: Canvas | null = null;
+  /** Where screens sent as drawings are drawn (only what changed); made with the first one. */
+  private player: DisplayListPlayer | null = null;
 
   /**
    * `fonts` may come from an earlier pipeline on the same thread: its glyph masks, once
@@ -89,9 +89,12 @@ export class FramePipeline {
 
   encodeDrawing(list: DisplayList, timeMs: number): EncodedFrame {
     const started = performance.now();
-    this.canvas ??= new Canvas(this.config.screenWidth, this.config.screenHeight);
-    playDisplayList(list, this.canvas, this.fonts);
-    const frame = this.encode(this.canvas.data, timeMs);
+    this.player ??= new DisplayListPlayer(
+      new Canvas(this.config.screenWidth, this.config.screenHeight),
+      this.fonts,
+    );
+    this.player.draw(list);
+    const frame = this.encode(this.player.canvas.data, timeMs);
     return { ...frame, encodeMs: performance.now() - started };
   }
 }
