@@ -1,5 +1,6 @@
 import { PNG } from 'pngjs';
 import { describe, expect, it } from 'vitest';
+import { DisplayListPlayer } from '../../server/devices/virtual/ui/display-list.js';
 import { hasGlyph, TextRenderer } from '../../server/devices/virtual/ui/font.js';
 import { createPhoneUi, KEYCODE } from '../../server/devices/virtual/ui/index.js';
 import { Canvas } from '../../server/devices/virtual/ui/raster.js';
@@ -256,5 +257,60 @@ describe('font and rasteriser', () => {
     for (let y = 0; y < 100; y++) for (let x = 0; x < 50; x++) edge.add(c.getPixel(x, y));
     // Partial coverage on the rim gives grey levels between black and white.
     expect(edge.size).toBeGreaterThan(5);
+  });
+});
+
+describe('display list', () => {
+  it('redraws only what changed, into the pixels a whole drawing gives, screen after screen', () => {
+    const clock = { now: new Date(2025, 0, 6, 9, 41) };
+    const { ui } = makeUi(clock);
+    const player = new DisplayListPlayer(new Canvas(ui.width, ui.height), new TextRenderer());
+    const area = (r: { left: number; top: number; right: number; bottom: number } | null) =>
+      r ? (r.right - r.left) * (r.bottom - r.top) : 0;
+    const steps: Array<[string, () => void]> = [
+      ['the launcher', () => undefined],
+      ['a new minute', () => (clock.now = new Date(2025, 0, 6, 9, 42))],
+      ['the Login app', () => ui.launch('com.phonelease.login')],
+      [
+        'a focused field',
+        () =>
+          tap(
+            ui,
+            node(ui, (n) => n.resourceId === 'com.phonelease.login:id/username'),
+          ),
+      ],
+      ['a typed character', () => ui.text('d')],
+      ['more characters', () => ui.text('emo')],
+      ['a deleted character', () => ui.key(KEYCODE.DEL)],
+      ['Settings', () => ui.launch('com.android.settings')],
+      ['a scrolled list', () => ui.swipe(360, 1000, 360, 600, 300)],
+      [
+        'a toggled switch',
+        () => ui.launch('com.android.settings', 'com.android.settings.Settings$DisplaySettingsActivity'),
+      ],
+      [
+        'the dark theme',
+        () =>
+          tap(
+            ui,
+            node(ui, (n) => n.text === 'Dark theme'),
+          ),
+      ],
+      ['home', () => ui.key(KEYCODE.HOME)],
+      ['nothing', () => undefined],
+    ];
+    const drawn = new Map<string, number>();
+    for (const [name, step] of steps) {
+      step();
+      drawn.set(name, area(player.draw(ui.displayList!())));
+      // Bit for bit what the phone draws for screencap (a whole drawing each version).
+      expect(Buffer.compare(player.canvas.data, ui.renderRgba()), name).toBe(0);
+    }
+    const screen = ui.width * ui.height;
+    expect(drawn.get('the launcher')).toBe(screen);
+    expect(drawn.get('nothing')).toBe(0);
+    // A character is a few glyphs' worth of pixels, not the screen.
+    expect(drawn.get('a typed character')).toBeLessThan(screen / 10);
+    expect(drawn.get('a new minute')).toBeLessThan(screen / 10);
   });
 });

@@ -8,6 +8,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeviceBackend } from '../../server/devices/types.js';
 import { createVirtualBackend } from '../../server/devices/virtual/index.js';
@@ -205,6 +206,58 @@ describe('screen recorder', () => {
     expect(Buffer.compare(files[0]!, files[1]!)).toBe(0);
     const got = await packets(save('threads.mp4', files[0]!));
     expect(got.map((p) => p.pts)).toEqual([0, 0.25, 0.5]);
+  });
+
+  it('draws its frames on the encoder’s thread, pixel for pixel what screencap shows', async () => {
+    // Two recordings of the same phone at once: one hands the worker the phone's drawing
+    // calls, the other encodes the pixels of screencap's PNG. The encoder is deterministic,
+    // so equal files mean every frame the worker drew is the screenshot, bit for bit.
+    const ui = phoneUi();
+    const onChange = (listener: () => void) => ui.onChange(listener);
+    const drawn: ScreenSource = {
+      width: ui.width,
+      height: ui.height,
+      renderRgba: () => {
+        throw new Error('a source with a display list is drawn on the encoder’s thread');
+      },
+      displayList: () => ui.displayList!(),
+      onChange,
+    };
+    const screenshots: ScreenSource = {
+      width: ui.width,
+      height: ui.height,
+      renderRgba: () => PNG.sync.read(ui.renderPng()).data,
+      onChange,
+    };
+    const clock = manualClock();
+    const recordings = [
+      await startScreenRecording(drawn, { now: clock.now, encodeOn: 'worker' }),
+      await startScreenRecording(screenshots, { now: clock.now, encodeOn: 'main' }),
+    ];
+    const frames = async (n: number) => Promise.all(recordings.map((r) => framesReach(r, n)));
+    await frames(1);
+    // Text, icons, switches, a clipped list, and the screen seen before (copied by the encoder).
+    const steps = [
+      () => ui.launch('com.phonelease.login'),
+      () => tapId(ui, 'com.phonelease.login:id/username'),
+      () => ui.text('demo user'),
+      () => ui.launch('com.android.settings'),
+      () => ui.swipe(360, 1000, 360, 400, 300),
+      () => ui.key(3),
+    ];
+    for (const [i, step] of steps.entries()) {
+      clock.ms += 100;
+      step();
+      await frames(i + 2);
+    }
+    clock.ms += 100;
+    const [video, reference] = await Promise.all(recordings.map((r) => r.stop()));
+    expect(video!.frames).toBe(steps.length + 1);
+    expect(Buffer.compare(video!.bytes, reference!.bytes)).toBe(0);
+    // And it is the screen: the last decoded frame is the screenshot, within the coding's loss.
+    const decoded = await decodeRgb(save('drawn.mp4', video!.bytes), 720, 1280);
+    expect(decoded).toHaveLength(steps.length + 1);
+    expect(psnrRgb(PNG.sync.read(ui.renderPng()).data, decoded.at(-1)!)).toBeGreaterThan(40);
   });
 
   it('refuses a size the encoder cannot make, before recording anything', async () => {

@@ -9,7 +9,7 @@
  * half-cell triangle on that corner filled. Diagonals become straight 45° edges and curves
  * round off. The shape is then sampled 4x4 per output pixel, which anti-aliases it.
  */
-import type { Canvas, Color } from './raster.js';
+import type { Canvas, Color, Surface } from './raster.js';
 
 /** Rows in the design grid; row 8 sits on the baseline. */
 export const GRID_ROWS = 12;
@@ -283,7 +283,15 @@ export class TextRenderer {
    * Draws text with its top-left design-grid corner at (x, top). Returns the width drawn.
    * Positions snap to whole pixels so glyph masks can be reused.
    */
-  draw(canvas: Canvas, text: string, x: number, top: number, style: TextStyle): number {
+  draw(surface: Surface, text: string, x: number, top: number, style: TextStyle): number {
+    surface.text(this, text, x, top, style);
+    let pen = x;
+    for (const ch of text) pen += this.advance(ch, style);
+    return pen - x;
+  }
+
+  /** Draws the glyphs of draw() onto pixels (Canvas.text, which draw() reaches). */
+  paint(canvas: Canvas, text: string, x: number, top: number, style: TextStyle): void {
     let pen = x;
     for (const ch of text) {
       if (ch !== ' ') {
@@ -303,7 +311,6 @@ export class TextRenderer {
       }
       pen += this.advance(ch, style);
     }
-    return pen - x;
   }
 
   private mask(ch: string, style: Pick<TextStyle, 'scale' | 'bold'>): Mask {

@@ -3,7 +3,7 @@
  * they scale with density. Icons that need a hole (gear, pin, info) punch it with the
  * background colour they sit on.
  */
-import type { Canvas, Color } from './raster.js';
+import type { Color, Surface } from './raster.js';
 
 export type IconName =
   | 'wifi'
@@ -37,7 +37,7 @@ export type IconName =
  * icon (for cut-outs).
  */
 export function drawIcon(
-  c: Canvas,
+  c: Surface,
   name: IconName,
   cx: number,
   cy: number,

@@ -7,7 +7,8 @@ import { fatalExceptionLines, type AppException } from '../app-crash.js';
 import { PNG } from 'pngjs';
 import { TextRenderer } from './font.js';
 import { dumpUiAutomator } from './hierarchy.js';
-import { Canvas } from './raster.js';
+import { DisplayListRecorder, playDisplayList, type DisplayList } from './display-list.js';
+import { Canvas, type Surface } from './raster.js';
 import { BROWSER_ACTIVITY, BROWSER_PACKAGE_NAME, buildBrowser } from './screens/browser.js';
 import { LAUNCHER_ACTIVITY, LAUNCHER_PACKAGE, buildLauncher } from './screens/launcher.js';
 import {
@@ -138,6 +139,8 @@ export class VirtualPhoneUi implements PhoneUi {
   private dialog: NotRunnableDialog | null = null;
   /** The version the canvas holds a drawing of. */
   private drawn = -1;
+  /** The current version's drawing calls, recorded once (screencap and the recorder share them). */
+  private recorded: { version: number; list: DisplayList } | null = null;
 
   constructor(
     private readonly host: PhoneUiHost,
@@ -421,11 +424,30 @@ export class VirtualPhoneUi implements PhoneUi {
     }
   }
 
+  /**
+   * The current screen as drawing calls, recorded once per version: what a recording's
+   * encoder thread draws, so the phone's thread does not (see display-list.ts).
+   */
+  displayList(): DisplayList {
+    this.syncClock();
+    if (this.recorded && this.recorded.version === this.ver) return this.recorded.list;
+    const recorder = new DisplayListRecorder(this.width, this.height);
+    this.paint(recorder);
+    const list = recorder.finish();
+    this.recorded = { version: this.ver, list };
+    return list;
+  }
+
   /** Draws the current screen into the phone's canvas and returns it. */
   renderCanvas(): Canvas {
-    const { view, root } = this.build();
+    const list = this.displayList();
     this.drawn = this.ver;
-    const c = this.canvas;
+    playDisplayList(list, this.canvas, this.fonts);
+    return this.canvas;
+  }
+
+  private paint(c: Surface): void {
+    const { view, root } = this.build();
     if (view.edgeToEdge)
       c.fillGradient(0, 0, this.width, this.height, COLORS.wallpaperTop, COLORS.wallpaperBottom);
     else c.fill(view.background);
@@ -446,7 +468,6 @@ export class VirtualPhoneUi implements PhoneUi {
       !!view.edgeToEdge,
     );
     drawNavBar(c, this.m, view.navBar, !!view.edgeToEdge);
-    return c;
   }
 
   renderRgba(): Uint8Array {

@@ -7,6 +7,8 @@
  * interiors are filled as plain spans so a full-screen card costs no more than a fillRect.
  */
 
+import type { TextRenderer, TextStyle } from './font.js';
+
 /** 0xRRGGBB. */
 export type Color = number;
 
@@ -46,7 +48,65 @@ export function mix(a: Color, b: Color, t: number): Color {
 
 const clamp01 = (v: number) => (v < 0 ? 0 : v > 1 ? 1 : v);
 
-export class Canvas {
+/**
+ * What screens draw on: a Canvas (pixels), or a display list that records the calls so
+ * another thread can play them onto a Canvas of its own (see display-list.ts). Every
+ * argument is plain data, so a recorded call draws the same pixels wherever it is played.
+ */
+export interface Surface {
+  readonly width: number;
+  readonly height: number;
+  pushClip(r: Rect): void;
+  popClip(): void;
+  fill(color: Color): void;
+  fillRect(x: number, y: number, w: number, h: number, color: Color, alpha?: number): void;
+  fillGradient(x: number, y: number, w: number, h: number, top: Color, bottom: Color): void;
+  fillPill(r: Rect, color: Color): void;
+  fillRoundRect(x: number, y: number, w: number, h: number, r: number, color: Color, alpha?: number): void;
+  strokeRoundRect(
+    x: number,
+    y: number,
+    w: number,
+    h: number,
+    r: number,
+    lw: number,
+    color: Color,
+    alpha?: number,
+  ): void;
+  fillCircle(cx: number, cy: number, r: number, color: Color, alpha?: number): void;
+  strokeCircle(cx: number, cy: number, r: number, lw: number, color: Color, alpha?: number): void;
+  fillSector(cx: number, cy: number, r: number, a0: number, a1: number, color: Color, alpha?: number): void;
+  strokeArc(
+    cx: number,
+    cy: number,
+    r: number,
+    lw: number,
+    a0: number,
+    a1: number,
+    color: Color,
+    alpha?: number,
+  ): void;
+  line(x1: number, y1: number, x2: number, y2: number, lw: number, color: Color, alpha?: number): void;
+  polyline(points: ReadonlyArray<readonly [number, number]>, lw: number, color: Color): void;
+  fillPolygon(points: ReadonlyArray<readonly [number, number]>, color: Color, alpha?: number): void;
+  /**
+   * Copies `rows` rows of `rowWidth` RGBA pixels from `pixels` (`stride` pixels a row) to
+   * (left, top), over whatever is there and ignoring the clip (a picture from elsewhere,
+   * such as the browser's page).
+   */
+  putPixels(
+    pixels: Uint8Array,
+    stride: number,
+    left: number,
+    top: number,
+    rowWidth: number,
+    rows: number,
+  ): void;
+  /** Text in `fonts`' typeface (TextRenderer.draw calls this; screens call that). */
+  text(fonts: TextRenderer, text: string, x: number, top: number, style: TextStyle): void;
+}
+
+export class Canvas implements Surface {
   readonly data: Uint8Array;
   /** Same memory as data, one little-endian word per pixel, for fast opaque fills. */
   private readonly words: Uint32Array;
@@ -119,6 +179,25 @@ export class Canvas {
       return;
     }
     for (let x = a; x < b; x++) this.blend(x, y, color, alpha);
+  }
+
+  putPixels(
+    pixels: Uint8Array,
+    stride: number,
+    left: number,
+    top: number,
+    rowWidth: number,
+    rows: number,
+  ): void {
+    const rowBytes = rowWidth * 4;
+    for (let y = 0; y < rows; y++) {
+      const from = y * stride * 4;
+      this.data.set(pixels.subarray(from, from + rowBytes), ((top + y) * this.width + left) * 4);
+    }
+  }
+
+  text(fonts: TextRenderer, text: string, x: number, top: number, style: TextStyle): void {
+    fonts.paint(this, text, x, top, style);
   }
 
   fill(color: Color): void {

@@ -5,7 +5,7 @@
  */
 import type { TextRenderer } from './font.js';
 import { drawIcon } from './icons.js';
-import type { Canvas, Color } from './raster.js';
+import type { Color, Surface } from './raster.js';
 import type { Metrics } from './theme.js';
 
 export interface StatusInfo {
@@ -30,7 +30,7 @@ export function formatClock(d: Date): string {
 }
 
 export function drawStatusBar(
-  c: Canvas,
+  c: Surface,
   fonts: TextRenderer,
   m: Metrics,
   colors: BarColors,
@@ -81,7 +81,7 @@ function navCenters(m: Metrics): Record<NavButton, number> {
   return { back: m.width * 0.22, home: m.width * 0.5, recents: m.width * 0.78 };
 }
 
-export function drawNavBar(c: Canvas, m: Metrics, colors: BarColors, transparent: boolean): void {
+export function drawNavBar(c: Surface, m: Metrics, colors: BarColors, transparent: boolean): void {
   const top = m.height - m.navBar;
   if (!transparent) c.fillRect(0, top, m.width, m.navBar, colors.background);
   const fg = colors.lightIcons ? 0xffffff : 0x1d1b20;

@@ -7,6 +7,7 @@
 import type { AppException } from '../app-crash.js';
 import type { Duplex } from 'node:stream';
 import type { BrowserView } from '../browser/browser-app.js';
+import type { DisplayList } from './display-list.js';
 
 /** What the UI needs from the rest of the phone. */
 export interface PhoneUiHost {
@@ -95,6 +96,11 @@ export interface PhoneUi {
    * read it before the screen is drawn again.
    */
   renderRgba(): Uint8Array;
+  /**
+   * Optional: the current screen as drawing calls (plain data), which playDisplayList()
+   * draws into the pixels renderRgba() returns, on any thread.
+   */
+  displayList?(): DisplayList;
 
   tap(x: number, y: number): void;
   /** Touches and holds (a long press); a view without a long-click action gets a tap on release. */

@@ -5,12 +5,12 @@
  * as the view they stand for exists, so element handles survive redraws.
  */
 import type { TextRenderer } from './font.js';
-import type { Canvas, Rect } from './raster.js';
+import type { Rect, Surface } from './raster.js';
 import { intersect, isEmptyRect } from './raster.js';
 import { PLAIN_VIEW } from './types.js';
 
 export interface Painter {
-  canvas: Canvas;
+  canvas: Surface;
   fonts: TextRenderer;
 }
 

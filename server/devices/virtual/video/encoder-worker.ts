@@ -1,8 +1,9 @@
 /**
- * The video encoder's worker thread (see frame-encoder.ts): scales and encodes the frames
- * it is sent, one at a time, and sends back each picture's NAL units.
+ * The video encoder's worker thread (see frame-encoder.ts): draws, scales and encodes the
+ * frames it is sent, one at a time, and sends back each picture's NAL units.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { TextRenderer } from '../ui/font.js';
 import {
   FramePipeline,
   type FrameEncoderConfig,
@@ -13,19 +14,24 @@ import {
 
 const port = parentPort;
 if (port) {
-  let pipeline = new FramePipeline(workerData as FrameEncoderConfig);
+  // One renderer for the thread's life: glyphs drawn for one recording serve the next.
+  const fonts = new TextRenderer();
+  let pipeline = new FramePipeline(workerData as FrameEncoderConfig, fonts);
   port.postMessage({ ready: true } satisfies WorkerReply);
   port.on('message', (message: FrameMessage | ConfigMessage) => {
     if ('config' in message) {
       // A kept thread starts its next recording: a new encoder, the compiled code kept.
-      pipeline = new FramePipeline(message.config);
+      pipeline = new FramePipeline(message.config, fonts);
       port.postMessage({ ready: true } satisfies WorkerReply);
       return;
     }
     let reply: WorkerReply;
     let transfer: ArrayBuffer[] = [];
     try {
-      const frame = pipeline.encode(new Uint8Array(message.pixels), message.timeMs);
+      const frame =
+        'drawing' in message
+          ? pipeline.encodeDrawing(message.drawing, message.timeMs)
+          : pipeline.encode(new Uint8Array(message.pixels), message.timeMs);
       // Copies of their own move to the main thread: the SPS and PPS stay the encoder's.
       const nalUnits = frame.nalUnits.map((n) => n.slice());
       transfer = nalUnits.map((n) => n.buffer);

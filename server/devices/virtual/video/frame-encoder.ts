@@ -5,12 +5,18 @@
  * opening, the periodic IDR picture) takes 100-200 ms to encode; a typed character, a few
  * ms. A phone's ADB, its UI and the server that hosts it share one event loop, so 100 ms
  * there would stall all of them; the encoder runs on a worker thread and the loop only
- * copies the pixels over (about 1 ms) and writes the encoded bytes.
+ * hands over the screen and writes the encoded bytes. The screen goes over as the calls
+ * that draw it (a display list, well under a millisecond to copy) when the source can
+ * give them: drawing a whole screen costs 20-100 ms too, and then the worker does that as
+ * well. Pixels (about 1 ms to copy) come from sources that only have pixels.
  */
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { DisplayListPlayer, type DisplayList } from '../ui/display-list.js';
+import { TextRenderer } from '../ui/font.js';
+import { Canvas } from '../ui/raster.js';
 import { H264Encoder, type EncodedPicture } from './h264/encoder.js';
 import { ScreenScaler } from './scale.js';
 
@@ -36,6 +42,12 @@ export interface FrameEncoder {
    * copied before this returns, so the caller may draw over them at once.
    */
   encode(pixels: Uint8Array, timeMs: number): Promise<EncodedFrame>;
+  /**
+   * Draws a screen (screen size) and encodes it as shown at `timeMs`: the drawing is done
+   * where the encoding is, off the caller's thread for a worker. The list is copied before
+   * this returns.
+   */
+  encodeDrawing(list: DisplayList, timeMs: number): Promise<EncodedFrame>;
   close(): Promise<void>;
 }
 
@@ -43,8 +55,17 @@ export interface FrameEncoder {
 export class FramePipeline {
   private readonly scaler: ScreenScaler;
   private readonly encoder: H264Encoder;
+  /** Where screens sent as drawings are drawn (only what changed); made with the first one. */
+  private player: DisplayListPlayer | null = null;
 
-  constructor(config: FrameEncoderConfig) {
+  /**
+   * `fonts` may come from an earlier pipeline on the same thread: its glyph masks, once
+   * made, serve every recording after it.
+   */
+  constructor(
+    private readonly config: FrameEncoderConfig,
+    private readonly fonts: TextRenderer = new TextRenderer(),
+  ) {
     this.scaler = new ScreenScaler(
       config.screenWidth,
       config.screenHeight,
@@ -65,6 +86,17 @@ export class FramePipeline {
     const picture = this.encoder.encode(this.scaler.scale(pixels), timeMs);
     return { ...picture, timeMs, encodeMs: performance.now() - started };
   }
+
+  encodeDrawing(list: DisplayList, timeMs: number): EncodedFrame {
+    const started = performance.now();
+    this.player ??= new DisplayListPlayer(
+      new Canvas(this.config.screenWidth, this.config.screenHeight),
+      this.fonts,
+    );
+    this.player.draw(list);
+    const frame = this.encode(this.player.canvas.data, timeMs);
+    return { ...frame, encodeMs: performance.now() - started };
+  }
 }
 
 /** Encodes on the calling thread (benchmarks compare the two; tests of the pipeline). */
@@ -72,15 +104,13 @@ export function inlineFrameEncoder(config: FrameEncoderConfig): FrameEncoder {
   const pipeline = new FramePipeline(config);
   return {
     encode: async (pixels, timeMs) => pipeline.encode(pixels, timeMs),
+    encodeDrawing: async (list, timeMs) => pipeline.encodeDrawing(list, timeMs),
     close: async () => undefined,
   };
 }
 
-/** Messages to the worker: a frame to encode. */
-export interface FrameMessage {
-  pixels: ArrayBuffer;
-  timeMs: number;
-}
+/** Messages to the worker: a frame to encode, as pixels or as the calls that draw it. */
+export type FrameMessage = { pixels: ArrayBuffer; timeMs: number } | { drawing: DisplayList; timeMs: number };
 
 /** Messages to a kept worker: the next recording's settings (it answers ready). */
 export interface ConfigMessage {
@@ -167,6 +197,14 @@ export function workerFrameEncoder(config: FrameEncoderConfig, reuse?: Reuse): P
       return new Promise((resolve, reject) => {
         waiting.push({ resolve, reject });
         worker.postMessage({ pixels: copy, timeMs } satisfies FrameMessage, [copy]);
+      });
+    },
+    encodeDrawing(list, timeMs) {
+      if (failure) return Promise.reject(failure);
+      return new Promise((resolve, reject) => {
+        waiting.push({ resolve, reject });
+        // Structured clone copies the calls (and any picture in them) before this returns.
+        worker.postMessage({ drawing: list, timeMs } satisfies FrameMessage);
       });
     },
     close() {

@@ -8,12 +8,14 @@
  * later changes wait for it and the newest screen is taken next (older ones are dropped, as
  * a phone's encoder drops frames it cannot keep up with).
  *
- * A frame costs the phone's own thread something a phone's compositor does elsewhere: the
- * screen is drawn for it (10-30 ms for a whole screen) and its pixels are handed to the
- * encoder thread. So that recording does not slow the phone (and the test driving it) by
- * more than about a tenth, frames are taken no more often than that share of the thread
- * allows; but always at 10 a second or more while the screen changes, so every change is in
- * the video within 100 ms of when it was on the screen.
+ * A frame costs the phone's own thread something a phone's compositor does elsewhere. The
+ * UI's screen goes to the encoder thread as the calls that draw it (its display list, made
+ * once per version), and that thread draws it, only where it changed, and encodes it; a
+ * source with pixels only is drawn on the phone's thread (10-30 ms for a whole screen) and
+ * its pixels are copied over. So that recording does not slow the phone (and the test
+ * driving it) by more than about a tenth, frames are taken no more often than that share
+ * of the thread allows; but always at 10 a second or more while the screen changes, so
+ * every change is in the video within 100 ms of when it was on the screen.
  *
  * The file is written as it is recorded (samples, then the index once recording ends):
  * `bytes()` at any moment is what the phone's file holds, and a recording that is aborted
@@ -30,6 +32,7 @@ import {
   type FrameEncoder,
   type FrameEncoderConfig,
 } from './frame-encoder.js';
+import type { DisplayList } from '../ui/display-list.js';
 import { contentArea, type ContentArea } from './scale.js';
 
 /** The screen a recorder watches: the virtual phone's UI, or anything drawn like it. */
@@ -38,6 +41,12 @@ export interface ScreenSource {
   readonly height: number;
   /** The screen now, RGBA, width x height; read before the next change. */
   renderRgba(): Uint8Array;
+  /**
+   * Optional: the screen now as drawing calls (see ui/display-list.ts). When given, frames
+   * are drawn on the encoder's thread, not the phone's: the recorder uses this instead of
+   * renderRgba().
+   */
+  displayList?(): DisplayList;
   /** Calls `listener` after every visible change; returns unsubscribe. */
   onChange(listener: () => void): () => void;
 }
@@ -64,8 +73,8 @@ export interface RecorderOptions {
   /** The most frames a second; 30 by default. */
   maxFps?: number;
   /**
-   * The share of the phone's thread that taking frames may use (drawing the screen, handing
-   * it over), from 0 to 1; 0.1 by default. Never fewer than 10 frames a second, whatever it costs.
+   * The share of the phone's thread that taking frames may use (making the display list or
+   * drawing the screen, handing it over), from 0 to 1; 0.1 by default. Never fewer than 10 frames a second, whatever it costs.
    */
   threadShare?: number;
   /** Where frames are encoded: a worker thread (default) or the caller's thread. */
@@ -319,7 +328,10 @@ export class ScreenRecording {
     try {
       // Measured on the thread's own clock, whatever clock frames are timed by.
       const began = performance.now();
-      encoded = this.encoder.encode(this.source.renderRgba(), timeMs);
+      const list = this.source.displayList?.();
+      encoded = list
+        ? this.encoder.encodeDrawing(list, timeMs)
+        : this.encoder.encode(this.source.renderRgba(), timeMs);
       this.costs(performance.now() - began);
     } catch (error) {
       encoded = Promise.reject(error instanceof Error ? error : new Error(String(error)));

@@ -215,10 +215,13 @@ function parseValueWithUnit(text: string): number | null {
  */
 function displayOf(device: Device): ScreenSource {
   const ui = device.ui;
+  // Frames are drawn on the encoder's thread when the UI can hand over its drawing.
+  const drawing = ui.displayList?.bind(ui);
   return {
     width: ui.width,
     height: ui.height,
     renderRgba: () => ui.renderRgba(),
+    ...(drawing && { displayList: drawing }),
     onChange: (listener) => device.onScreenChange(listener),
   };
 }

@@ -5,7 +5,7 @@
  */
 import { BROWSER_ACTIVITY, BROWSER_PACKAGE, BROWSER_TOOLBAR_DP } from '../../browser/browser-app.js';
 import { rect } from '../raster.js';
-import type { Canvas } from '../raster.js';
+import type { Surface } from '../raster.js';
 import { COLORS, isDark } from '../theme.js';
 import { ViewFactory } from '../views.js';
 import { drawLabel, fillFrame } from '../widgets.js';
@@ -23,7 +23,7 @@ function displayUrl(url: string): string {
 
 /** Copies a frame into the canvas at (left, top), clipped to the area it may cover. */
 function blit(
-  canvas: Canvas,
+  canvas: Surface,
   frame: BrowserFrame,
   left: number,
   top: number,
@@ -32,11 +32,7 @@ function blit(
 ): void {
   const w = Math.min(frame.width, maxW, canvas.width - left);
   const h = Math.min(frame.height, maxH, canvas.height - top);
-  const rowBytes = w * 4;
-  for (let y = 0; y < h; y++) {
-    const from = y * frame.width * 4;
-    canvas.data.set(frame.data.subarray(from, from + rowBytes), ((top + y) * canvas.width + left) * 4);
-  }
+  canvas.putPixels(frame.data, frame.width, left, top, w, h);
 }
 
 export function buildBrowser(state: BrowserState, ctx: ScreenContext): ScreenView {
