@@ -9,7 +9,9 @@
  * half-cell triangle on that corner filled. Diagonals become straight 45° edges and curves
  * round off. The shape is then sampled 4x4 per output pixel, which anti-aliases it.
  */
-import type { Canvas, Color, Surface } from './raster.js';
+import type { Canvas, Surface, TextStyle } from './raster.js';
+
+export type { TextStyle };
 
 /** Rows in the design grid; row 8 sits on the baseline. */
 export const GRID_ROWS = 12;
@@ -206,15 +208,6 @@ function inside(g: Glyph, u: number, v: number): boolean {
     ((f & TRI_BL) !== 0 && fu < fv) ||
     ((f & TRI_BR) !== 0 && fu + fv > 1)
   );
-}
-
-export interface TextStyle {
-  /** Pixels per design cell; 2 is body text at density 320. */
-  scale: number;
-  color: Color;
-  bold?: boolean;
-  /** Opacity 0..1 (text shadows). */
-  alpha?: number;
 }
 
 interface Mask {

@@ -7,10 +7,22 @@
  * interiors are filled as plain spans so a full-screen card costs no more than a fillRect.
  */
 
-import type { TextRenderer, TextStyle } from './font.js';
-
 /** 0xRRGGBB. */
 export type Color = number;
+
+export interface TextStyle {
+  /** Pixels per design cell; 2 is body text at density 320. */
+  scale: number;
+  color: Color;
+  bold?: boolean;
+  /** Opacity 0..1 (text shadows). */
+  alpha?: number;
+}
+
+/** What draws text onto pixels: font.ts's TextRenderer (named by shape, so this file needs no font). */
+export interface Glyphs {
+  paint(canvas: Canvas, text: string, x: number, top: number, style: TextStyle): void;
+}
 
 export interface Rect {
   left: number;
@@ -103,7 +115,7 @@ export interface Surface {
     rows: number,
   ): void;
   /** Text in `fonts`' typeface (TextRenderer.draw calls this; screens call that). */
-  text(fonts: TextRenderer, text: string, x: number, top: number, style: TextStyle): void;
+  text(fonts: Glyphs, text: string, x: number, top: number, style: TextStyle): void;
 }
 
 export class Canvas implements Surface {
@@ -196,7 +208,7 @@ export class Canvas implements Surface {
     }
   }
 
-  text(fonts: TextRenderer, text: string, x: number, top: number, style: TextStyle): void {
+  text(fonts: Glyphs, text: string, x: number, top: number, style: TextStyle): void {
     fonts.paint(this, text, x, top, style);
   }
 
