@@ -3,7 +3,8 @@
  * line `UNLOCK <code>\n`, and gets `OK\n` followed by a raw byte relay to that session's
  * phone, or `DENIED\n` and a closed socket (nothing ever follows DENIED). Codes stop
  * working when ADB is revoked, the session closes or its deadline passes; open relays are
- * cut at that moment too. Wrong codes are limited per source and per session (adb-limits.ts).
+ * cut at that moment too. Wrong codes are limited per source and per session, dead codes
+ * are refused without counting as wrong ones (adb-limits.ts).
  * A phone in this process (the virtual phone) is handed the unlocked socket instead of a
  * relay: one TCP connection from the client to the phone's adbd, not two. For a phone whose
  * adbd asks for a key (an emulator), the gateway signs in for the client before it relays
@@ -11,7 +12,7 @@
  */
 import net from 'node:net';
 import { systemClock, type Clock } from './clock.js';
-import { TAG_LENGTH, UnlockLimiter } from './adb-limits.js';
+import { RetiredCodes, TAG_LENGTH, UnlockLimiter } from './adb-limits.js';
 import { signInForClient } from './adb-sign-in.js';
 import type { AdbEndpoint } from './devices/types.js';
 import type { Logger } from './log.js';
@@ -60,6 +61,7 @@ export class AdbGateway {
   private readonly relays = new Map<string, Set<Relay>>();
   private readonly all = new Set<net.Socket>();
   private readonly limiter: UnlockLimiter;
+  private readonly retired: RetiredCodes;
 
   constructor(
     private readonly runtime: AdbSessions,
@@ -67,7 +69,11 @@ export class AdbGateway {
     private readonly clock: Clock = systemClock,
   ) {
     this.limiter = new UnlockLimiter(clock);
-    const cut = (live: AdbSession) => this.cut(live.row.id);
+    this.retired = new RetiredCodes(clock);
+    const cut = (live: AdbSession) => {
+      if (live.row.adb_code) this.retired.add(live.row.adb_code);
+      this.cut(live.row.id);
+    };
     runtime.on('closing', cut);
     runtime.on('adb-revoked', cut);
   }
@@ -112,6 +118,7 @@ export class AdbGateway {
       const line = buffered.subarray(0, nl).toString('utf8').replace(/\r$/, '');
       const rest = buffered.subarray(nl + 1);
       const code = /^UNLOCK (\S+)$/.exec(line)?.[1] ?? '';
+      if (code && this.retired.has(code)) return deny('the code no longer works');
       const aimedAt = this.sessionByTag(code);
       if (!this.limiter.mayTry(source, aimedAt)) return deny('too many wrong codes');
       const live = code ? this.runtime.sessionForAdbCode(code) : null;

@@ -11,9 +11,11 @@
  *   session's bucket (SESSION_BURST, one token every SESSION_REFILL_MS). While it is empty,
  *   only sources that already unlocked that session are still checked; everyone else gets
  *   `DENIED`. The owner's tunnel, which unlocked before, keeps reconnecting.
- * - A right code costs nothing.
+ * - A right code costs nothing, and neither does a dead one (RetiredCodes): a code that worked
+ *   until its ADB was revoked or its session closed is no guess.
  */
 import type { Clock } from './clock.js';
+import { sha256Hex } from './secrets.js';
 
 export const SOURCE_BURST = 10;
 export const SOURCE_REFILL_MS = 5_000;
@@ -23,6 +25,10 @@ export const SESSION_REFILL_MS = 30_000;
 export const TAG_LENGTH = 12;
 /** Above this many remembered sources, full buckets (which carry no information) are dropped. */
 const MAX_SOURCES = 4096;
+/** How long a dead code is still known as one. */
+export const RETIRED_CODE_MS = 60 * 60_000;
+/** At most this many dead codes are remembered (the oldest are forgotten first). */
+const MAX_RETIRED = 20_000;
 
 export class TokenBucket {
   private tokens: number;
@@ -112,5 +118,39 @@ export class UnlockLimiter {
 
   private sweep(now: number): void {
     for (const [source, bucket] of this.sources) if (bucket.full(now)) this.sources.delete(source);
+  }
+}
+
+/**
+ * Codes that worked once and no longer do: ADB revoked, session closed or expired. Tools
+ * that were connected keep knocking with them (an adb server reconnects to a connected
+ * serial several times a second until it is told to disconnect, and a CI machine's many
+ * workers share one address), so they are refused without costing their source a token;
+ * otherwise the leftovers of ended phones would lock that machine out of its new ones. Kept
+ * as hashes, for RETIRED_CODE_MS, at most MAX_RETIRED.
+ */
+export class RetiredCodes {
+  /** Hash of the code → when it is forgotten; in the order retired. */
+  private readonly until = new Map<string, number>();
+
+  constructor(private readonly clock: Clock) {}
+
+  add(code: string): void {
+    const hash = sha256Hex(code);
+    this.until.delete(hash);
+    this.until.set(hash, this.clock.now() + RETIRED_CODE_MS);
+    for (const oldest of this.until.keys()) {
+      if (this.until.size <= MAX_RETIRED) break;
+      this.until.delete(oldest);
+    }
+  }
+
+  has(code: string): boolean {
+    const hash = sha256Hex(code);
+    const until = this.until.get(hash);
+    if (until === undefined) return false;
+    if (until > this.clock.now()) return true;
+    this.until.delete(hash);
+    return false;
   }
 }

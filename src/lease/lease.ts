@@ -747,6 +747,20 @@ export class Lease implements AsyncDisposable {
     const connected = this.#adbConnected;
     const browsers = [...this.#browsers];
     this.#browsers.clear();
+    this.#tunnel = null;
+    this.#adbConnected = null;
+    // The stock tools' tunnel goes at once, beside the DELETE, never behind the log or the
+    // UI server below: once the session ends, the adb server reconnects to a connected
+    // serial several times a second, and every attempt through a tunnel still open would
+    // carry the dead code to the gateway. The adb server is told first, so it stops trying.
+    const stockTools = tunnel?.then(async (t) => {
+      if (connected)
+        await connected.then(
+          () => adbDisconnect(t.serial, this.#adbOptions),
+          () => undefined,
+        );
+      await t.close();
+    });
     // A log still followed keeps what it read; a recording still running is dropped with
     // the phone (its screenrecord is hung up when the connection closes).
     const logcat = this.#logcat;
@@ -756,22 +770,9 @@ export class Lease implements AsyncDisposable {
     // Playwright is told first, so its pages fail with "closed" rather than a broken pipe.
     await Promise.allSettled(browsers.map((b) => b.close()));
     this.#adb = null;
-    this.#tunnel = null;
-    this.#adbConnected = null;
     // The UI server's streams ride on the ADB connection: stop them first.
     await this.#ui?.close();
-    await Promise.allSettled([
-      adb?.then((a) => a.close()),
-      tunnel?.then(async (t) => {
-        // Tell the adb server first, so it does not keep retrying a port that is gone.
-        if (connected)
-          await connected.then(
-            () => adbDisconnect(t.serial, this.#adbOptions),
-            () => undefined,
-          );
-        await t.close();
-      }),
-    ]);
+    await Promise.allSettled([adb?.then((a) => a.close()), stockTools]);
   }
 
   /**

@@ -100,6 +100,33 @@ describe('wrong unlock codes are limited', () => {
     again.socket.destroy();
   });
 
+  it('codes of ended sessions and of revoked ADB are refused without locking their source out of a new phone', async () => {
+    // An adb server still connected to an ended phone reconnects several times a second
+    // with its dead code; a CI machine's workers all come from one address.
+    const t = await start({ bootMs: 0, account: { sessionLimit: 3 } });
+    const knock = from('127.0.0.5');
+    const ended = await readyAdbAccess(t.api);
+    const revoked = await readyAdbAccess(t.api);
+    for (const access of [ended, revoked]) {
+      const owner = await knock(access.port, access.code);
+      expect(owner.line).toBe('OK');
+      owner.socket.destroy();
+    }
+    await t.api.delete(`/sessions/${ended.sid}`);
+    expect((await t.api.delete(`/sessions/${revoked.sid}/adb`)).body).toEqual({ revoked: true });
+    for (let i = 0; i < 12; i++) {
+      expect((await knock(ended.port, ended.code)).line, `ended ${i}`).toBe('DENIED');
+      expect((await knock(revoked.port, revoked.code)).line, `revoked ${i}`).toBe('DENIED');
+    }
+    const fresh = await readyAdbAccess(t.api);
+    const unlocked = await knock(fresh.port, fresh.code);
+    expect(unlocked.line, 'fresh').toBe('OK');
+    unlocked.socket.destroy();
+    // Wrong codes from that source still count: ten of them and it is refused.
+    for (let i = 0; i < 10; i++) expect((await knock(fresh.port, `pau_wrong${i}`)).line).toBe('DENIED');
+    expect((await knock(fresh.port, fresh.code)).line).toBe('DENIED');
+  });
+
   it('answers DENIED and closes when anything follows the unlock line of a refused attempt', async () => {
     const t = await start({ bootMs: 0 });
     const { port } = await readyAdbAccess(t.api);
