@@ -45,14 +45,30 @@ export interface LogcatResult {
 export const DEFAULT_LOGCAT_MAX_BYTES = 8 * 1024 * 1024;
 
 /**
- * The lines since the phone's current second: logcat's `-T` takes a time, and the phone's
- * own clock says what "now" is there (a host's clock may differ from the phone's).
+ * The log from now on. logcat's `-T` takes a time, the phone's own clock says what "now" is
+ * there (a host's may differ), and `date` gives whole seconds only: logcat starts at the
+ * beginning of the current second, and a line the capture logs right after reading the time
+ * marks where it really starts. Lines before that mark (an earlier test's, logged in the
+ * same second) are left out.
  */
-const FOLLOW_FROM_NOW = `logcat -b all -v threadtime -T "$(date +'%m-%d %H:%M:%S.000')"`;
+function followFromNow(startLine: string): string {
+  return `t="$(date +'%m-%d %H:%M:%S.000')"; log -t phonelease '${startLine}'; exec logcat -b all -v threadtime -T "$t"`;
+}
+
+/**
+ * Lines read before the start line are held back, up to this many bytes: should the line
+ * never come (a clock set back), they are kept after all rather than the log lost.
+ */
+const BEFORE_START_MAX_BYTES = 1024 * 1024;
 
 export class LogcatCapture {
   readonly #source: LogcatSource;
   readonly #command: RunningCommand;
+  /** The line logged as the capture starts; null once it came back. */
+  #startLine: string | null;
+  /** Lines read before the start line came back (see BEFORE_START_MAX_BYTES). */
+  #beforeStart: string[] = [];
+  #beforeStartBytes = 0;
   /** The end line stop() logs, and what hears it come back. */
   #endLine: { text: string; heard: () => void } | null = null;
   readonly #file: WriteStream;
@@ -79,8 +95,10 @@ export class LogcatCapture {
     command: RunningCommand,
     file: WriteStream,
     options: LogcatCaptureOptions,
+    startLine: string,
   ) {
     this.#source = source;
+    this.#startLine = startLine;
     this.#command = command;
     // Its exit is of no interest (the capture ends it); a connection that dies rejects it.
     command.exited.catch(() => undefined);
@@ -102,8 +120,9 @@ export class LogcatCapture {
     const file = createWriteStream(options.path);
     await once(file, 'open');
     try {
-      const command = await source.spawn(FOLLOW_FROM_NOW);
-      return new LogcatCapture(source, command, file, options);
+      const startLine = `the log phonelease follows starts here (${randomBytes(4).toString('hex')})`;
+      const command = await source.spawn(followFromNow(startLine));
+      return new LogcatCapture(source, command, file, options, startLine);
     } catch (error) {
       file.destroy();
       throw error;
@@ -139,6 +158,7 @@ export class LogcatCapture {
     await this.#reading;
     if (this.#partial) this.#line(this.#partial);
     this.#partial = '';
+    this.#keepBeforeStart();
     this.#detector.end();
     if (this.#linesCut > 0) {
       this.#file.write(
@@ -177,9 +197,33 @@ export class LogcatCapture {
 
   #line(text: string): void {
     const line = text.endsWith('\r') ? text.slice(0, -1) : text;
+    if (this.#endLine && line.endsWith(this.#endLine.text)) this.#endLine.heard();
+    if (this.#startLine !== null) {
+      if (line.endsWith(this.#startLine)) {
+        this.#startLine = null;
+        this.#beforeStart = [];
+      } else {
+        this.#beforeStart.push(line);
+        this.#beforeStartBytes += line.length + 1;
+        if (this.#beforeStartBytes > BEFORE_START_MAX_BYTES) this.#keepBeforeStart();
+        return;
+      }
+    }
+    this.#keep(line);
+  }
+
+  /** The start line did not come back (yet): what was held back is the log after all. */
+  #keepBeforeStart(): void {
+    if (this.#startLine === null) return;
+    this.#startLine = null;
+    const held = this.#beforeStart;
+    this.#beforeStart = [];
+    for (const line of held) this.#keep(line);
+  }
+
+  #keep(line: string): void {
     this.#lines++;
     this.#detector.push(line);
-    if (this.#endLine && line.endsWith(this.#endLine.text)) this.#endLine.heard();
     const entry = `${line}\n`;
     const size = Buffer.byteLength(entry);
     if (!this.#headFull && this.#headBytes + size <= this.#headBudget) {

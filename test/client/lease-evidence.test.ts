@@ -67,10 +67,13 @@ describe('phone.startRecording() / stopRecording()', () => {
 });
 
 describe('phone.startLogcat() / stopLogcat()', () => {
-  it('keeps the whole log from its start and names the Login app’s crash', async () => {
+  it('keeps the whole log from its start, nothing before it, and names the Login app’s crash', async () => {
     const t = await server({ bootMs: 100 });
     await using phone = await leasePhone(leaseOptions(t));
     const path = join(tempDir('phonelease-logcat-'), 'logcat.txt');
+    // An earlier test's last line, most likely in the same second as the start: logcat's
+    // -T counts whole seconds, and the capture must still leave it out.
+    await phone.shell("log -t PhoneleaseTest 'the test before ends'");
     await phone.startLogcat(path);
     await phone.shell("log -t PhoneleaseTest 'the test starts'");
     await phone.launch('com.phonelease.login');
@@ -82,6 +85,7 @@ describe('phone.startLogcat() / stopLogcat()', () => {
     const log = readFileSync(path, 'utf8');
     expect(log).toMatch(/^\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\s+\d+\s+\d+ I PhoneleaseTest: the test starts$/m);
     expect(log).toContain('E AndroidRuntime: FATAL EXCEPTION: main');
+    expect(log).not.toContain('the test before ends');
     expect(result).toMatchObject({ path, linesCut: 0, bytes: Buffer.byteLength(log) });
     expect(result.crashes).toEqual([
       expect.objectContaining({
