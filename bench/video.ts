@@ -1,7 +1,10 @@
 /**
- * What recording a test costs: the same test on the virtual phone with and without a
- * recording of its screen (phone.startRecording() before, phone.stopRecording(path) after,
- * so the stop, the pull and the join are counted), in the same run on the same phone; the
+ * What recording a test costs: the same test on the virtual phone without a recording of
+ * its screen, with one that is kept (phone.startRecording() before, phone.stopRecording(path)
+ * after, so the stop, the pull and the join are counted: a failed test, or video 'on') and
+ * with one that is discarded (phone.discardRecording() after: a passing test under
+ * 'retain-on-failure', the common case), in the same run on the same phone, at the bit rate
+ * the fixtures record tests at; the
  * CPU the recording costs (process CPU, which includes the phone's encoder thread, since
  * the server runs in this process); the bytes a minute of a changing screen takes; and the
  * frames a second in the video (the screen changes all the time here: at least 10).
@@ -9,7 +12,8 @@
  * The test is a Login app flow with locators (launch, fill both fields, sign in, wait for
  * the welcome, open Settings, go home), 10 times over: about as long as a UI test on a
  * phone takes. A recording costs a fixed part too (screenrecord starts, the last frames are
- * encoded, the file is pulled), which the third line shows. Runs alternate (plain, recorded) in rounds so load
+ * encoded, the file is pulled), which the "cost" lines show. Runs alternate (plain, kept,
+ * discarded) in rounds so load
  * from elsewhere falls on both alike; figures are medians.
  *
  * It runs the built package (dist/), as users do: the phone's encoder thread then starts
@@ -28,12 +32,17 @@ import type * as Client from '../src/index.js';
 import type * as Server from '../server/main.js';
 import type * as Mp4Read from '../src/video/mp4-read.js';
 import type * as Io from '../src/video/io.js';
+import type * as Capture from '../fixtures/shared/capture.js';
 
 const dist = new URL('../dist/', import.meta.url);
 const { leasePhone } = (await import(new URL('src/index.js', dist).href)) as typeof Client;
 const { startServer } = (await import(new URL('server/main.js', dist).href)) as typeof Server;
 const { readMp4 } = (await import(new URL('src/video/mp4-read.js', dist).href)) as typeof Mp4Read;
 const { FileSource } = (await import(new URL('src/video/io.js', dist).href)) as typeof Io;
+const { TEST_VIDEO_BIT_RATE } = (await import(
+  new URL('fixtures/shared/capture.js', dist).href
+)) as typeof Capture;
+const RECORDING = { bitRate: TEST_VIDEO_BIT_RATE };
 
 const ROUNDS = Number(process.argv[2] ?? 7);
 /** How many times a test goes through the flow: a test of a second or two, as UI tests are. */
@@ -75,12 +84,16 @@ try {
   try {
     // Warm up: the UI server, the first screens drawn, the first recording.
     await loginTest(phone);
-    await phone.startRecording();
+    await phone.startRecording(RECORDING);
     await loginTest(phone);
     await phone.stopRecording(join(data, 'warm.mp4'));
+    await phone.startRecording(RECORDING);
+    await loginTest(phone);
+    await phone.discardRecording();
 
     const plain: { ms: number; cpu: number }[] = [];
     const recorded: { ms: number; cpu: number; bytes: number; seconds: number; frames: number }[] = [];
+    const discarded: { ms: number; cpu: number }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       let c0 = cpuMs();
       let t0 = performance.now();
@@ -90,7 +103,7 @@ try {
       const file = join(data, `round-${round}.mp4`);
       c0 = cpuMs();
       t0 = performance.now();
-      await phone.startRecording();
+      await phone.startRecording(RECORDING);
       await loginTest(phone);
       const result = await phone.stopRecording(file);
       const ms = performance.now() - t0;
@@ -108,26 +121,58 @@ try {
       } finally {
         await source.close();
       }
+
+      c0 = cpuMs();
+      t0 = performance.now();
+      await phone.startRecording(RECORDING);
+      await loginTest(phone);
+      await phone.discardRecording();
+      discarded.push({ ms: performance.now() - t0, cpu: cpuMs() - c0 });
     }
     const plainMs = median(plain.map((r) => r.ms));
     const recordedMs = median(recorded.map((r) => r.ms));
     const plainCpu = median(plain.map((r) => r.cpu));
     const recordedCpu = median(recorded.map((r) => r.cpu));
     const perMinute = median(recorded.map((r) => (r.bytes / r.seconds) * 60));
-    console.log(`a test of ${FLOWS} login flows on the virtual phone, ${ROUNDS} rounds, medians`);
+    const discardedMs = median(discarded.map((r) => r.ms));
+    const discardedCpu = median(discarded.map((r) => r.cpu));
+    const recordingS = median(recorded.map((r) => r.seconds));
+    const row = (name: string, ms: number, cpu: number, rest: string) =>
+      console.log(
+        `${name.padEnd(28)} ${ms.toFixed(0).padStart(6)} ms   cpu ${cpu.toFixed(0).padStart(6)} ms   ${rest}`,
+      );
+    const ratios = (ms: number, cpu: number) =>
+      `${(ms / plainMs).toFixed(2)}x duration (goal <= 1.10x), ${(cpu / plainCpu).toFixed(2)}x cpu`;
     console.log(
-      `without recording  ${plainMs.toFixed(0).padStart(6)} ms   cpu ${plainCpu.toFixed(0).padStart(6)} ms   (baseline)`,
+      `a test of ${FLOWS} login flows on the virtual phone, ${ROUNDS} rounds, medians; recorded at ${TEST_VIDEO_BIT_RATE / 1e6} Mbit/s as the fixtures record`,
+    );
+    row('without recording', plainMs, plainCpu, '(baseline)');
+    row(
+      'recorded, video discarded',
+      discardedMs,
+      discardedCpu,
+      ratios(discardedMs, discardedCpu) + '  (a passing test, retain-on-failure)',
+    );
+    row(
+      'recorded, video kept',
+      recordedMs,
+      recordedCpu,
+      ratios(recordedMs, recordedCpu) + '  (a failed test, or video on)',
+    );
+    row(
+      "discarded recording's cost",
+      discardedMs - plainMs,
+      discardedCpu - plainCpu,
+      `per test (${((discardedCpu - plainCpu) / (discardedMs / 1000) / 10).toFixed(1)}% of one core while recording)`,
+    );
+    row(
+      "kept recording's cost",
+      recordedMs - plainMs,
+      recordedCpu - plainCpu,
+      `per test (${((recordedCpu - plainCpu) / recordingS / 10).toFixed(1)}% of one core while recording)`,
     );
     console.log(
-      `with recording     ${recordedMs.toFixed(0).padStart(6)} ms   cpu ${recordedCpu.toFixed(0).padStart(6)} ms   ` +
-        `${(recordedMs / plainMs).toFixed(2)}x duration (goal <= 1.10x), ${(recordedCpu / plainCpu).toFixed(2)}x cpu`,
-    );
-    console.log(
-      `recording's cost   ${(recordedMs - plainMs).toFixed(0).padStart(6)} ms   cpu ${(recordedCpu - plainCpu).toFixed(0).padStart(6)} ms per test` +
-        ` (${((recordedCpu - plainCpu) / median(recorded.map((r) => r.seconds)) / 10).toFixed(1)}% of one core while recording)`,
-    );
-    console.log(
-      `file size          ${(perMinute / 1e6).toFixed(2)} MB per minute of this test's changing screen (20 Mbit/s setting)`,
+      `file size          ${(perMinute / 1e6).toFixed(2)} MB per minute of this test's changing screen`,
     );
     console.log(
       `frame rate         ${median(recorded.map((r) => r.frames / r.seconds)).toFixed(1)} frames a second in the video (at least 10 while the screen changes)`,

@@ -579,17 +579,29 @@ export class Lease implements AsyncDisposable {
    * screenrecord gets SIGINT and this waits until it has finished its file.
    */
   stopRecording(path: string): Promise<RecordingResult> {
-    return this.#named(async () => {
-      this.#assertLive();
-      const recording = this.#recording;
-      if (!recording) {
-        throw new ConfigurationError(
-          `session ${this.id} is not recording its screen; call startRecording() first.`,
-        );
-      }
-      this.#recording = null;
-      return (await recording).stop(path);
-    });
+    return this.#named(async () => (await this.#takeRecording()).stop(path));
+  }
+
+  /**
+   * Stops the recording and deletes it on the phone, keeping nothing: for a recording that
+   * turned out not to be needed (a test that passed). screenrecord is killed rather than
+   * asked to finish its file, so this does not wait for the frames it has yet to encode.
+   */
+  discardRecording(): Promise<void> {
+    return this.#named(async () => (await this.#takeRecording()).discard());
+  }
+
+  /** The running recording, now the caller's to stop; throws when there is none. */
+  #takeRecording(): Promise<PhoneRecording> {
+    this.#assertLive();
+    const recording = this.#recording;
+    if (!recording) {
+      throw new ConfigurationError(
+        `session ${this.id} is not recording its screen; call startRecording() first.`,
+      );
+    }
+    this.#recording = null;
+    return recording;
   }
 
   /**

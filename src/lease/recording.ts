@@ -168,11 +168,15 @@ export class PhoneRecording {
     }
   }
 
-  /** Stops recording and deletes what was recorded, keeping nothing. */
+  /**
+   * Stops recording and deletes what was recorded, keeping nothing. screenrecord is killed
+   * (SIGKILL) rather than asked to finish its file: the frames it has yet to encode and the
+   * file's index are work nobody will watch, so a passing test does not wait for them.
+   */
   async discard(): Promise<void> {
     this.#stopping = true;
     const current = await this.#current?.catch(() => null);
-    if (current) await finishPiece(this.#adb, current, this.#logger);
+    if (current) await killPiece(this.#adb, current);
     await this.#deletePieces();
   }
 
@@ -284,6 +288,29 @@ async function startedRecording(adb: RecordingAdb, piece: Piece): Promise<boolea
     }
     await sleep(START_POLL_MS[Math.min(look, START_POLL_MS.length - 1)]!);
   }
+}
+
+/** How long a killed screenrecord may take to be gone. */
+const KILL_TIMEOUT_MS = 5_000;
+
+/** Kills screenrecord (SIGKILL) and waits, briefly, until it is gone; its file is left unfinished. */
+async function killPiece(adb: RecordingAdb, piece: Piece): Promise<void> {
+  const done = await Promise.race([piece.exited.then(() => true), sleep(0).then(() => false)]);
+  if (done) return;
+  const pid = await Promise.race([piece.pid, piece.exited.then(() => null)]);
+  if (pid === null) return;
+  await adb.shell(`kill -9 ${pid}`);
+  const bound = new AbortController();
+  const gone = await Promise.race([
+    piece.exited.then(() => true),
+    sleep(KILL_TIMEOUT_MS, bound.signal).then(
+      () => false,
+      () => false,
+    ),
+  ]);
+  bound.abort();
+  // Past that, the stream is closed: whatever still runs on the phone has nobody to talk to.
+  if (!gone) await piece.command.kill().catch(() => undefined);
 }
 
 /** Sends screenrecord SIGINT and waits until it has finished its file and exited. */

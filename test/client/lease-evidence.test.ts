@@ -1,7 +1,7 @@
 /**
  * A lease's evidence over its own ADB connection, on the virtual phone of a real server:
  * the screen recorded with the phone's screenrecord (pieces past its time limit joined into
- * one MP4, deleted on the phone), and the whole log followed into a capped file with the
+ * one MP4, deleted on the phone; or discarded unfinished), and the whole log followed into a capped file with the
  * Login app's crash named.
  */
 import { readFileSync } from 'node:fs';
@@ -46,6 +46,24 @@ describe('phone.startRecording() / stopRecording()', () => {
     expect(await decodeErrors(result.path)).toBe('');
     expect((await phone.shell('ls /sdcard')).stdout).not.toContain('phonelease-recording');
     await expect(phone.stopRecording(join(dir, 'again.mp4'))).rejects.toBeInstanceOf(ConfigurationError);
+  });
+
+  it('discards a recording without finishing it: nothing stays on the phone, and the next one records', async () => {
+    const t = await server({ bootMs: 100 });
+    await using phone = await leasePhone(leaseOptions(t));
+    await phone.startRecording();
+    // Whole screens changing as the recording is thrown away: frames are still to encode.
+    await phone.shell('am start -W -n com.phonelease.login/.LoginActivity');
+    await phone.press('Home');
+    await phone.discardRecording();
+    expect((await phone.shell('ls /sdcard')).stdout).not.toContain('phonelease-recording');
+    expect((await phone.shell('pidof screenrecord')).exitCode).toBe(1);
+    await expect(phone.discardRecording()).rejects.toThrow(/not recording its screen; call startRecording/);
+    await phone.startRecording();
+    await phone.shell('am start -W -n com.android.settings/.Settings');
+    const { path } = await phone.stopRecording(join(tempDir('phonelease-rec-'), 'next.mp4'));
+    expect((await probe(path)).stream).toMatchObject({ codec_name: 'h264', width: 720, height: 1280 });
+    expect(await decodeErrors(path)).toBe('');
   });
 
   it('refuses options screenrecord cannot take before anything starts', async () => {

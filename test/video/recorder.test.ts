@@ -18,6 +18,7 @@ import {
   type ScreenRecording,
   type ScreenSource,
 } from '../../server/devices/virtual/video/recorder.js';
+import { EncoderThreads } from '../../server/devices/virtual/video/frame-encoder.js';
 import { contentArea } from '../../server/devices/virtual/video/scale.js';
 import { Mp4FormatError } from '../../src/video/box.js';
 import { bufferSource } from '../../src/video/io.js';
@@ -151,6 +152,43 @@ describe('screen recorder', () => {
     const probed = await run('ffprobe', ['-v', 'error', save('aborted.mp4', cut)]);
     expect(probed.code).not.toBe(0);
     await expect(readMp4(bufferSource(cut))).rejects.toThrow(Mp4FormatError);
+  });
+
+  it('hands the thread of a recording killed mid-encode to the next, which records only its own frames', async () => {
+    const threads = new EncoderThreads();
+    try {
+      const ui = phoneUi();
+      const source: ScreenSource = {
+        width: ui.width,
+        height: ui.height,
+        renderRgba: () => ui.renderRgba(),
+        displayList: () => ui.displayList!(),
+        onChange: (listener) => ui.onChange(listener),
+      };
+      const killed = await startScreenRecording(source, { threads, size: { width: 360, height: 640 } });
+      while (killed.stats.frames === 0) await new Promise((r) => setImmediate(r));
+      // Whole screens, faster than the thread encodes them: frames are in flight when it dies.
+      for (const pkg of ['com.phonelease.login', 'com.android.settings', 'com.phonelease.login']) {
+        ui.launch(pkg);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      await killed.abort();
+      await expect(killed.finished).rejects.toThrow(/aborted/);
+
+      const next = await startScreenRecording(source, { threads, size: { width: 720, height: 1280 } });
+      while (next.stats.frames === 0) await new Promise((r) => setImmediate(r));
+      ui.launch('com.android.settings');
+      const before = next.stats.frames;
+      while (next.stats.frames === before) await new Promise((r) => setImmediate(r));
+      const file = save('after-kill.mp4', (await next.stop()).bytes);
+      expect((await probe(file)).stream).toMatchObject({ codec_name: 'h264', width: 720, height: 1280 });
+      expect(await decodeErrors(file)).toBe('');
+      // Its last frame is the screen as it is now, not a frame the killed recording left behind.
+      const last = (await decodeRgb(file, 720, 1280)).at(-1)!;
+      expect(psnrRgb(ui.renderRgba(), last)).toBeGreaterThan(40);
+    } finally {
+      threads.close();
+    }
   });
 
   it('fits the screen into another --size as screenrecord does: scaled, centred, black around', async () => {

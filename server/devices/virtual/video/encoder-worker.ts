@@ -1,28 +1,37 @@
 /**
  * The video encoder's worker thread (see frame-encoder.ts): draws, scales and encodes the
- * frames it is sent, one at a time, and sends back each picture's NAL units.
+ * frames it is sent, one at a time, and sends back each picture's NAL units; frames of a
+ * recording given up are skipped.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { TextRenderer } from '../ui/font.js';
 import {
   FramePipeline,
-  type FrameEncoderConfig,
   type ConfigMessage,
   type FrameMessage,
   type WorkerReply,
+  type WorkerStart,
 } from './frame-encoder.js';
 
 const port = parentPort;
 if (port) {
   // One renderer for the thread's life: glyphs drawn for one recording serve the next.
   const fonts = new TextRenderer();
-  let pipeline = new FramePipeline(workerData as FrameEncoderConfig, fonts);
-  port.postMessage({ ready: true } satisfies WorkerReply);
+  const start = workerData as WorkerStart;
+  const givenUp = new Int32Array(start.givenUp);
+  let pipeline = new FramePipeline(start.config, fonts);
+  port.postMessage({ gen: start.gen, ready: true } satisfies WorkerReply);
   port.on('message', (message: FrameMessage | ConfigMessage) => {
+    const gen = message.gen;
     if ('config' in message) {
       // A kept thread starts its next recording: a new encoder, the compiled code kept.
       pipeline = new FramePipeline(message.config, fonts);
-      port.postMessage({ ready: true } satisfies WorkerReply);
+      port.postMessage({ gen, ready: true } satisfies WorkerReply);
+      return;
+    }
+    // A frame of a recording given up (screenrecord killed) is not worth encoding.
+    if (gen <= Atomics.load(givenUp, 0)) {
+      port.postMessage({ gen, skipped: true } satisfies WorkerReply);
       return;
     }
     let reply: WorkerReply;
@@ -35,9 +44,9 @@ if (port) {
       // Copies of their own move to the main thread: the SPS and PPS stay the encoder's.
       const nalUnits = frame.nalUnits.map((n) => n.slice());
       transfer = nalUnits.map((n) => n.buffer);
-      reply = { frame: { ...frame, nalUnits } };
+      reply = { gen, frame: { ...frame, nalUnits } };
     } catch (error) {
-      reply = { error: error instanceof Error ? error.message : String(error) };
+      reply = { gen, error: error instanceof Error ? error.message : String(error) };
     }
     port.postMessage(reply, transfer);
   });

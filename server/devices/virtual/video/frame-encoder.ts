@@ -109,32 +109,65 @@ export function inlineFrameEncoder(config: FrameEncoderConfig): FrameEncoder {
   };
 }
 
-/** Messages to the worker: a frame to encode, as pixels or as the calls that draw it. */
-export type FrameMessage = { pixels: ArrayBuffer; timeMs: number } | { drawing: DisplayList; timeMs: number };
+/** Messages to the worker: a frame of recording `gen` to encode, as pixels or as the calls that draw it. */
+export type FrameMessage = ({ pixels: ArrayBuffer } | { drawing: DisplayList }) & {
+  gen: number;
+  timeMs: number;
+};
 
-/** Messages to a kept worker: the next recording's settings (it answers ready). */
+/** Messages to a kept worker: recording `gen` begins, with these settings (it answers ready). */
 export interface ConfigMessage {
   config: FrameEncoderConfig;
+  gen: number;
 }
 
-/** Messages from the worker: ready for frames, a frame, or why one failed. */
-export type WorkerReply = { ready: true } | { frame: EncodedFrame } | { error: string };
+/**
+ * Messages from the worker, each about recording `gen`: ready for frames, a frame, a frame
+ * skipped (its recording was given up), or why one failed.
+ */
+export type WorkerReply = { gen: number } & (
+  { ready: true } | { frame: EncodedFrame } | { skipped: true } | { error: string }
+);
+
+/** What a worker starts with: its first recording, and where it reads which recordings were given up. */
+export interface WorkerStart {
+  config: FrameEncoderConfig;
+  gen: number;
+  /** Int32 [0]: the newest recording given up; frames of it and older are skipped, not encoded. */
+  givenUp: SharedArrayBuffer;
+}
+
+/** A worker thread, and what its encoders share with it. */
+interface EncoderThread {
+  worker: Worker;
+  /** See WorkerStart.givenUp. */
+  givenUp: Int32Array;
+  /** The newest recording on this thread. */
+  gen: number;
+}
 
 /**
  * The worker's entry point. Under the test runner this package's modules are TypeScript,
  * which a worker cannot load by itself: there it first registers tsx (a dev dependency),
  * as the runner does for the main thread.
  */
-function startWorker(config: FrameEncoderConfig): Worker {
+function startWorker(config: FrameEncoderConfig): EncoderThread {
+  const givenUp = new SharedArrayBuffer(4);
+  const workerData: WorkerStart = { config, gen: 1, givenUp };
   const here = import.meta.url;
-  if (!here.endsWith('.ts')) return new Worker(new URL('./encoder-worker.js', here), { workerData: config });
-  // tsx's ESM API, found where this package's tsx is: the worker registers it, then loads
-  // the entry point through it.
-  const tsxPackage = createRequire(here).resolve('tsx/package.json');
-  const tsx = pathToFileURL(join(dirname(tsxPackage), 'dist/esm/api/index.mjs')).href;
-  const entry = new URL('./encoder-worker.ts', here).href;
-  const source = `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(source, { eval: true, workerData: config });
+  let worker: Worker;
+  if (!here.endsWith('.ts')) {
+    worker = new Worker(new URL('./encoder-worker.js', here), { workerData });
+  } else {
+    // tsx's ESM API, found where this package's tsx is: the worker registers it, then loads
+    // the entry point through it.
+    const tsxPackage = createRequire(here).resolve('tsx/package.json');
+    const tsx = pathToFileURL(join(dirname(tsxPackage), 'dist/esm/api/index.mjs')).href;
+    const entry = new URL('./encoder-worker.ts', here).href;
+    const source = `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(entry)}); });`;
+    worker = new Worker(source, { eval: true, workerData });
+  }
+  return { worker, givenUp: new Int32Array(givenUp), gen: 1 };
 }
 
 /**
@@ -144,16 +177,16 @@ function startWorker(config: FrameEncoderConfig): Worker {
  * is kept: a phone rarely records twice at once, and an idle thread holds memory.
  */
 export class EncoderThreads {
-  private idle: Worker[] = [];
+  private idle: EncoderThread[] = [];
   private closed = false;
 
   /** An encoder for `config` on a kept thread, or on a new one. */
   encoder(config: FrameEncoderConfig): Promise<FrameEncoder> {
     return workerFrameEncoder(config, {
-      worker: this.idle.pop() ?? null,
-      release: (worker) => {
+      thread: this.idle.pop() ?? null,
+      release: (thread) => {
         if (this.closed || this.idle.length >= 1) return false;
-        this.idle.push(worker);
+        this.idle.push(thread);
         return true;
       },
     });
@@ -162,15 +195,15 @@ export class EncoderThreads {
   /** Ends the kept threads (the phone shuts down); encoders in use end when closed. */
   close(): void {
     this.closed = true;
-    for (const worker of this.idle.splice(0)) void worker.terminate();
+    for (const thread of this.idle.splice(0)) void thread.worker.terminate();
   }
 }
 
 /** A kept thread to configure instead of a new one, and where it goes back when closed. */
 interface Reuse {
-  worker: Worker | null;
+  thread: EncoderThread | null;
   /** Takes the thread back; false when it should end instead. */
-  release(worker: Worker): boolean;
+  release(thread: EncoderThread): boolean;
 }
 
 /**
@@ -178,8 +211,11 @@ interface Reuse {
  * ready for frames (as screenrecord prepares its encoder before it starts recording).
  */
 export function workerFrameEncoder(config: FrameEncoderConfig, reuse?: Reuse): Promise<FrameEncoder> {
-  const kept = reuse?.worker ?? null;
-  const worker = kept ?? startWorker(config);
+  const kept = reuse?.thread ?? null;
+  if (kept) kept.gen++;
+  const thread = kept ?? startWorker(config);
+  const { worker } = thread;
+  const gen = thread.gen;
   // The worker must not keep a process alive on its own: whoever records owns the phone.
   worker.unref();
   const waiting: Array<{ resolve: (f: EncodedFrame) => void; reject: (e: Error) => void }> = [];
@@ -196,7 +232,7 @@ export function workerFrameEncoder(config: FrameEncoderConfig, reuse?: Reuse): P
       const copy = pixels.slice().buffer;
       return new Promise((resolve, reject) => {
         waiting.push({ resolve, reject });
-        worker.postMessage({ pixels: copy, timeMs } satisfies FrameMessage, [copy]);
+        worker.postMessage({ pixels: copy, timeMs, gen } satisfies FrameMessage, [copy]);
       });
     },
     encodeDrawing(list, timeMs) {
@@ -204,7 +240,7 @@ export function workerFrameEncoder(config: FrameEncoderConfig, reuse?: Reuse): P
       return new Promise((resolve, reject) => {
         waiting.push({ resolve, reject });
         // Structured clone copies the calls (and any picture in them) before this returns.
-        worker.postMessage({ drawing: list, timeMs } satisfies FrameMessage);
+        worker.postMessage({ drawing: list, timeMs, gen } satisfies FrameMessage);
       });
     },
     close() {
@@ -212,10 +248,12 @@ export function workerFrameEncoder(config: FrameEncoderConfig, reuse?: Reuse): P
         worker.off('message', onMessage);
         worker.off('error', onError);
         worker.off('exit', onExit);
-        // A thread with no frame in flight and no failure can record again; any other ends.
-        const idle = failure === null && waiting.length === 0;
-        if (idle && reuse?.release(worker)) return;
+        // Frames still waiting belong to a recording given up (screenrecord killed): the
+        // thread skips those still queued and finishes only the one it is on, so it can
+        // serve the next recording at once instead of a new thread that is slow to start.
+        if (waiting.length > 0) Atomics.store(thread.givenUp, 0, gen);
         for (const w of waiting.splice(0)) w.reject(new Error('video encoder: closed'));
+        if (failure === null && reuse?.release(thread)) return;
         await worker.terminate();
       })();
       return closed;
@@ -228,6 +266,8 @@ export function workerFrameEncoder(config: FrameEncoderConfig, reuse?: Reuse): P
       for (const w of waiting.splice(0)) w.reject(failure);
     };
     onMessage = (reply: WorkerReply) => {
+      // Answers about an earlier recording on this thread (one given up) are not this one's.
+      if (reply.gen !== gen) return;
       if ('ready' in reply) {
         ready(encoder);
         return;
@@ -235,6 +275,7 @@ export function workerFrameEncoder(config: FrameEncoderConfig, reuse?: Reuse): P
       const next = waiting.shift();
       if (!next) return;
       if ('error' in reply) next.reject(new Error(`video encoder: ${reply.error}`));
+      else if ('skipped' in reply) next.reject(new Error('video encoder: the recording was given up'));
       else next.resolve(reply.frame);
     };
     onError = (error: Error) => fail(error);
@@ -243,6 +284,6 @@ export function workerFrameEncoder(config: FrameEncoderConfig, reuse?: Reuse): P
     worker.on('error', onError);
     worker.on('exit', onExit);
     // A kept thread is told the new recording's settings; it answers ready.
-    if (kept) worker.postMessage({ config } satisfies ConfigMessage);
+    if (kept) worker.postMessage({ config, gen } satisfies ConfigMessage);
   });
 }
