@@ -293,46 +293,46 @@ async function startedRecording(adb: RecordingAdb, piece: Piece): Promise<boolea
 /** How long a killed screenrecord may take to be gone. */
 const KILL_TIMEOUT_MS = 5_000;
 
-/** Kills screenrecord (SIGKILL) and waits, briefly, until it is gone; its file is left unfinished. */
-async function killPiece(adb: RecordingAdb, piece: Piece): Promise<void> {
+/**
+ * Sends screenrecord `signal` and waits up to `timeoutMs` for it to exit. Returns the pid it
+ * signalled and whether it exited in time; null when it had already ended.
+ */
+async function signalPiece(
+  adb: RecordingAdb,
+  piece: Piece,
+  signal: 'INT' | 'KILL',
+  timeoutMs: number,
+): Promise<{ pid: number; exited: boolean } | null> {
   const done = await Promise.race([piece.exited.then(() => true), sleep(0).then(() => false)]);
-  if (done) return;
+  if (done) return null;
   const pid = await Promise.race([piece.pid, piece.exited.then(() => null)]);
-  if (pid === null) return;
-  await adb.shell(`kill -9 ${pid}`);
+  if (pid === null) return null;
+  await adb.shell(`kill -${signal === 'INT' ? 2 : 9} ${pid}`);
   const bound = new AbortController();
-  const gone = await Promise.race([
+  const exited = await Promise.race([
     piece.exited.then(() => true),
-    sleep(KILL_TIMEOUT_MS, bound.signal).then(
+    sleep(timeoutMs, bound.signal).then(
       () => false,
       () => false,
     ),
   ]);
   bound.abort();
   // Past that, the stream is closed: whatever still runs on the phone has nobody to talk to.
-  if (!gone) await piece.command.kill().catch(() => undefined);
+  if (!exited) await piece.command.kill().catch(() => undefined);
+  return { pid, exited };
+}
+
+/** Kills screenrecord (SIGKILL) and waits, briefly, until it is gone; its file is left unfinished. */
+async function killPiece(adb: RecordingAdb, piece: Piece): Promise<void> {
+  await signalPiece(adb, piece, 'KILL', KILL_TIMEOUT_MS);
 }
 
 /** Sends screenrecord SIGINT and waits until it has finished its file and exited. */
 async function finishPiece(adb: RecordingAdb, piece: Piece, logger: PhoneleaseLogger): Promise<void> {
-  const done = await Promise.race([piece.exited.then(() => true), sleep(0).then(() => false)]);
-  if (done) return;
-  const pid = await Promise.race([piece.pid, piece.exited.then(() => null)]);
-  if (pid === null) return;
-  await adb.shell(`kill -2 ${pid}`);
-  const bound = new AbortController();
-  const finished = await Promise.race([
-    piece.exited.then(() => true),
-    sleep(FINISH_TIMEOUT_MS, bound.signal).then(
-      () => false,
-      () => false,
-    ),
-  ]);
-  bound.abort();
-  if (!finished) {
+  const signalled = await signalPiece(adb, piece, 'INT', FINISH_TIMEOUT_MS);
+  if (signalled && !signalled.exited) {
     logger.warn(
-      `screenrecord (pid ${pid}) did not finish its file within ${FINISH_TIMEOUT_MS / 1000} s of SIGINT; the recording may be cut off`,
+      `screenrecord (pid ${signalled.pid}) did not finish its file within ${FINISH_TIMEOUT_MS / 1000} s of SIGINT; the recording may be cut off`,
     );
-    await piece.command.kill().catch(() => undefined);
   }
 }
