@@ -773,6 +773,8 @@ export class Lease implements AsyncDisposable {
         );
       await t.close();
     });
+    // Closing is best effort: a tunnel that never opened has nothing to close.
+    stockTools?.catch(() => undefined);
     // A log still followed keeps what it read; a recording still running is dropped with
     // the phone (its screenrecord is hung up when the connection closes).
     const logcat = this.#logcat;
@@ -783,7 +785,7 @@ export class Lease implements AsyncDisposable {
     await Promise.allSettled(browsers.map((b) => b.close()));
     this.#adb = null;
     // The UI server's streams ride on the ADB connection: stop them first.
-    await this.#ui?.close();
+    await this.#ui?.close().catch(() => undefined);
     await Promise.allSettled([adb?.then((a) => a.close()), stockTools]);
   }
 

@@ -172,6 +172,7 @@ describe('screen recorder', () => {
         ui.launch(pkg);
         await new Promise((r) => setTimeout(r, 5));
       }
+      while (killed.stats.pending === 0) await new Promise((r) => setImmediate(r));
       await killed.abort();
       await expect(killed.finished).rejects.toThrow(/aborted/);
 
@@ -186,6 +187,8 @@ describe('screen recorder', () => {
       // Its last frame is the screen as it is now, not a frame the killed recording left behind.
       const last = (await decodeRgb(file, 720, 1280)).at(-1)!;
       expect(psnrRgb(ui.renderRgba(), last)).toBeGreaterThan(40);
+      // The killed recording's thread served the next one: no second thread was started.
+      expect(threads.started).toBe(1);
     } finally {
       threads.close();
     }

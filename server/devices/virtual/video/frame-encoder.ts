@@ -177,25 +177,60 @@ function startWorker(config: FrameEncoderConfig): EncoderThread {
  * is kept: a phone rarely records twice at once, and an idle thread holds memory.
  */
 export class EncoderThreads {
-  private idle: EncoderThread[] = [];
+  private idle: Array<{ thread: EncoderThread; forget: () => void }> = [];
   private closed = false;
+  #started = 0;
+
+  /** Threads started so far: one serves every recording of a phone that records one at a time. */
+  get started(): number {
+    return this.#started;
+  }
 
   /** An encoder for `config` on a kept thread, or on a new one. */
   encoder(config: FrameEncoderConfig): Promise<FrameEncoder> {
-    return workerFrameEncoder(config, {
-      thread: this.idle.pop() ?? null,
-      release: (thread) => {
-        if (this.closed || this.idle.length >= 1) return false;
-        this.idle.push(thread);
-        return true;
-      },
-    });
+    const thread = this.takeIdle();
+    if (!thread) this.#started++;
+    return workerFrameEncoder(config, { thread, release: (kept) => this.keep(kept) });
   }
 
   /** Ends the kept threads (the phone shuts down); encoders in use end when closed. */
   close(): void {
     this.closed = true;
-    for (const thread of this.idle.splice(0)) void thread.worker.terminate();
+    for (const { thread, forget } of this.idle.splice(0)) {
+      forget();
+      void thread.worker.terminate();
+    }
+  }
+
+  private takeIdle(): EncoderThread | null {
+    for (let entry = this.idle.pop(); entry; entry = this.idle.pop()) {
+      entry.forget();
+      if (entry.thread.worker.threadId !== -1) return entry.thread;
+    }
+    return null;
+  }
+
+  /** Keeps a thread for the next recording; false when it should end instead. */
+  private keep(thread: EncoderThread): boolean {
+    if (this.closed || this.idle.length >= 1) return false;
+    // A kept thread may still be finishing a frame of a killed recording: should it fail or
+    // stop meanwhile, it is dropped here, where its error is heard, never handed out dead.
+    const { worker } = thread;
+    const drop = () => {
+      this.idle = this.idle.filter((e) => e !== entry);
+      void worker.terminate();
+    };
+    const entry = {
+      thread,
+      forget: () => {
+        worker.off('error', drop);
+        worker.off('exit', drop);
+      },
+    };
+    worker.once('error', drop);
+    worker.once('exit', drop);
+    this.idle.push(entry);
+    return true;
   }
 }
 

@@ -106,6 +106,8 @@ export interface RecordingResult {
 /** Frame statistics a caller may print (screenrecord --verbose) or measure. */
 export interface RecordingStats {
   frames: number;
+  /** Frames taken and not yet written (being encoded, or waiting for the encoder). */
+  pending: number;
   /** Bytes of the file so far. */
   bytes: number;
   /** Sum of the frames' encode times, ms. */
@@ -231,7 +233,12 @@ export class ScreenRecording {
   }
 
   get stats(): RecordingStats {
-    return { frames: this.writer.frames, bytes: this.writer.size, encodeMs: this.encodeMs };
+    return {
+      frames: this.writer.frames,
+      pending: this.pending,
+      bytes: this.writer.size,
+      encodeMs: this.encodeMs,
+    };
   }
 
   /** Ends the recording and finishes its file (what SIGINT does to screenrecord). Idempotent. */
