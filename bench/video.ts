@@ -19,6 +19,9 @@
  * It runs the built package (dist/), as users do: the phone's encoder thread then starts
  * from plain JavaScript.
  *
+ * Last, what a test on a newly leased phone pays to start recording (the fixtures lease one
+ * per test), against a second start on the same phone.
+ *
  * Goal: a recorded test at most 10% longer than the same test without recording.
  *
  * Run: npm run build && npx tsx bench/video.ts [rounds] [flows per test]
@@ -180,6 +183,31 @@ try {
   } finally {
     await phone.end();
   }
+
+  // The fixtures lease a phone per test: its first recording's start, against a second one
+  // on the same phone (whose encoder thread is ready), on phones leased one after another.
+  const firstStart: number[] = [];
+  const againStart: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    await using fresh = await leasePhone({
+      baseUrl: server.url,
+      apiKey: account.key,
+      reaper: false,
+      handleSignals: false,
+      ledger: false,
+    });
+    for (const into of [firstStart, againStart]) {
+      const t0 = performance.now();
+      await fresh.startRecording(RECORDING);
+      into.push(performance.now() - t0);
+      await fresh.discardRecording();
+    }
+  }
+  console.log(
+    `start on a new phone ${median(firstStart).toFixed(0).padStart(6)} ms   median of ${ROUNDS} phones leased one after another ` +
+      `(the server's first ${firstStart[0]!.toFixed(0)} ms); again on the same phone ${median(againStart).toFixed(0)} ms: ` +
+      `${(median(firstStart) / median(againStart)).toFixed(2)}x`,
+  );
 } finally {
   await server.close();
   rmSync(data, { recursive: true, force: true });

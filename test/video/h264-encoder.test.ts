@@ -8,7 +8,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { H264Encoder, type EncodedPicture } from '../../server/devices/virtual/video/h264/encoder.js';
+import {
+  EncodeStopped,
+  H264Encoder,
+  type EncodedPicture,
+} from '../../server/devices/virtual/video/h264/encoder.js';
 import { levelFor } from '../../server/devices/virtual/video/h264/parameter-sets.js';
 import { baseQp } from '../../server/devices/virtual/video/h264/rate-control.js';
 import { ScreenScaler } from '../../server/devices/virtual/video/scale.js';
@@ -162,6 +166,19 @@ describe('H.264 encoder', () => {
     for (const p of typed.pictures.filter((x) => x.keyframe))
       expect(p.nalUnits.map((n) => n[0]! & 0x1f)).toEqual([7, 8, 5]);
     expect(await decodeErrors(typed.file)).toBe('');
+  });
+
+  it('stops a picture part way when asked, once per row of macroblocks', () => {
+    const ui = phoneUi();
+    const encoder = new H264Encoder({ width: 720, height: 1280, bitRate: 20_000_000 });
+    let asked = 0;
+    expect(() => encoder.encode(ui.renderRgba(), 0, { stop: () => ++asked > 3 })).toThrow(EncodeStopped);
+    // Asked before each row, and stopped before the fourth of its 80.
+    expect(asked).toBe(4);
+    const whole = new H264Encoder({ width: 720, height: 1280, bitRate: 20_000_000 });
+    let rows = 0;
+    expect(whole.encode(ui.renderRgba(), 0, { stop: () => (rows++, false) }).keyframe).toBe(true);
+    expect(rows).toBe(1280 / 16);
   });
 
   it('crops a size that is not a whole number of macroblocks', async () => {

@@ -194,6 +194,29 @@ describe('screen recorder', () => {
     }
   });
 
+  it('records every phone of a server with the same kept threads: a newly leased phone starts none', async () => {
+    const other = (await backend.boot({
+      sessionId: 'recorder-test-2',
+      restoreFrom: null,
+      signal: new AbortController().signal,
+      log: quietLog,
+    })) as VirtualPhone;
+    try {
+      const threads = phone.device.encoderThreads;
+      expect(other.device.encoderThreads).toBe(threads);
+      const before = threads.started;
+      for (const p of [phone, other, phone, other]) {
+        const recording = await startScreenRecording(screenOf(p), { threads });
+        while (recording.stats.frames === 0) await new Promise((r) => setImmediate(r));
+        expect((await recording.stop()).frames).toBeGreaterThan(0);
+      }
+      // One thread at most for four recordings on two phones (none when one was kept already).
+      expect(threads.started - before).toBeLessThanOrEqual(1);
+    } finally {
+      await other.shutdown({ saveTo: null });
+    }
+  });
+
   it('fits the screen into another --size as screenrecord does: scaled, centred, black around', async () => {
     const clock = manualClock();
     const recording = await startScreenRecording(screenOf(phone), {

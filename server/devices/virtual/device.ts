@@ -35,6 +35,11 @@ export interface DeviceOptions {
   storageBytes?: number;
   /** How Chrome runs on this phone (a real Chromium); without it the browser cannot start. */
   browser?: BrowserConfig | null;
+  /**
+   * The screen recorder's encoder threads, shared with the other phones of its server (the
+   * backend's, which ends them); a phone of its own otherwise.
+   */
+  encoderThreads?: EncoderThreads;
 }
 
 /** Small pieces of system service state that `cmd`, `appops`, `wm` and dumpsys report. */
@@ -100,7 +105,7 @@ export class Device {
   /** Chrome (`com.android.chrome`), or null when this phone has no browser to run. */
   readonly browser: BrowserApp | null;
   /** The screen recorder's encoder threads, kept between recordings (screenrecord). */
-  readonly encoderThreads = new EncoderThreads();
+  readonly encoderThreads: EncoderThreads;
   /** Teardown callbacks of long-lived things (instrumentation, listeners). */
   private readonly closers = new Set<() => void>();
   private uiInstance: PhoneUi | null = null;
@@ -143,7 +148,9 @@ export class Device {
     // A changed app set or setting redraws what shows it, but never creates the UI for that.
     this.packages.onChange(() => this.uiInstance?.appsChanged());
     this.closers.add(this.settings.onChange(() => this.uiInstance?.settingsChanged?.()));
-    this.closers.add(() => this.encoderThreads.close());
+    // Threads shared with other phones are their owner's to end.
+    this.encoderThreads = options.encoderThreads ?? new EncoderThreads();
+    if (!options.encoderThreads) this.closers.add(() => this.encoderThreads.close());
   }
 
   private createBrowser(config: BrowserConfig): BrowserApp {

@@ -3,6 +3,7 @@
  * driven by the stock adb client and Appium over the real ADB protocol.
  */
 import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { readApps, type AppBundle } from '../../../src/apk/app-files.js';
 import type { BootRequest, DeviceBackend, DevicePhone } from '../types.js';
 import { Device } from './device.js';
@@ -14,6 +15,13 @@ import { buildSystemImage } from './system-image.js';
 import type { CommandTable } from './shell/command.js';
 import { createCommandTable } from './shell/commands/index.js';
 import { abortableSleep } from './timers.js';
+import { EncoderThreads } from './video/frame-encoder.js';
+
+/**
+ * Idle encoder threads a server keeps for its phones' next recordings: as many as phones
+ * that can encode at once on this machine (up to 8; each idle one holds some memory).
+ */
+const ENCODER_THREADS_KEPT = Math.min(8, availableParallelism());
 
 export interface VirtualBackendOptions {
   /** Simulated boot time in ms (0 in benchmarks). */
@@ -67,6 +75,10 @@ export function createVirtualBackend(options: VirtualBackendOptions): DeviceBack
     tryPreinstall(systemRoot, preinstall);
   }
   let commands: CommandTable | null = null;
+  // Every phone of this server records with the same threads: a phone leased for one test
+  // would otherwise start its own (a third of a second, and slow first frames while its
+  // code compiles) for every test that records.
+  const encoderThreads = new EncoderThreads({ keep: ENCODER_THREADS_KEPT });
   let closed = false;
 
   return {
@@ -87,6 +99,7 @@ export function createVirtualBackend(options: VirtualBackendOptions): DeviceBack
         storageBytes: options.storageBytes,
         browser,
         preinstall,
+        encoderThreads,
       });
       phones.add(phone);
       try {
@@ -105,6 +118,7 @@ export function createVirtualBackend(options: VirtualBackendOptions): DeviceBack
       closed = true;
       await Promise.all([...phones].map((p) => p.shutdown({ saveTo: null })));
       phones.clear();
+      encoderThreads.close();
     },
   };
 }

@@ -17,6 +17,7 @@ import { createUiAutomator2Server } from './uia2/index.js';
 import { PhoneBootError } from '../types.js';
 import type { AppBundle } from '../../../src/apk/app-files.js';
 import { preinstallApps } from './preinstall.js';
+import type { EncoderThreads } from './video/frame-encoder.js';
 
 /** System service state kept in profile saves. */
 interface SavedSystem {
@@ -45,6 +46,8 @@ export interface VirtualPhoneOptions {
   browser?: BrowserConfig | null;
   /** Apps every phone has before it is handed out (`--preinstall`), read once per backend. */
   preinstall?: readonly AppBundle[];
+  /** The screen recorder's encoder threads, the backend's (see Device). */
+  encoderThreads?: EncoderThreads;
 }
 
 export class VirtualPhone implements DevicePhone {
@@ -77,6 +80,7 @@ export class VirtualPhone implements DevicePhone {
       log: this.options.log,
       storageBytes: this.options.storageBytes,
       browser: this.options.browser ?? null,
+      encoderThreads: this.options.encoderThreads,
     });
     // The UiAutomator2 server runs while its instrumentation does (am instrument -w).
     device.activity.uiAutomator2Factory = (d) =>

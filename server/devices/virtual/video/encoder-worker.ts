@@ -1,10 +1,11 @@
 /**
  * The video encoder's worker thread (see frame-encoder.ts): draws, scales and encodes the
  * frames it is sent, one at a time, and sends back each picture's NAL units; frames of a
- * recording given up are skipped.
+ * recording given up are skipped, and the one it is on stopped.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { TextRenderer } from '../ui/font.js';
+import { EncodeStopped } from './h264/encoder.js';
 import {
   FramePipeline,
   type ConfigMessage,
@@ -29,8 +30,10 @@ if (port) {
       port.postMessage({ gen, ready: true } satisfies WorkerReply);
       return;
     }
-    // A frame of a recording given up (screenrecord killed) is not worth encoding.
-    if (gen <= Atomics.load(givenUp, 0)) {
+    // A frame of a recording given up (screenrecord killed) is not worth encoding, nor the
+    // rest of one the recording is given up during.
+    const givenUpNow = () => gen <= Atomics.load(givenUp, 0);
+    if (givenUpNow()) {
       port.postMessage({ gen, skipped: true } satisfies WorkerReply);
       return;
     }
@@ -39,14 +42,17 @@ if (port) {
     try {
       const frame =
         'drawing' in message
-          ? pipeline.encodeDrawing(message.drawing, message.timeMs)
-          : pipeline.encode(new Uint8Array(message.pixels), message.timeMs);
+          ? pipeline.encodeDrawing(message.drawing, message.timeMs, givenUpNow)
+          : pipeline.encode(new Uint8Array(message.pixels), message.timeMs, givenUpNow);
       // Copies of their own move to the main thread: the SPS and PPS stay the encoder's.
       const nalUnits = frame.nalUnits.map((n) => n.slice());
       transfer = nalUnits.map((n) => n.buffer);
       reply = { gen, frame: { ...frame, nalUnits } };
     } catch (error) {
-      reply = { gen, error: error instanceof Error ? error.message : String(error) };
+      reply =
+        error instanceof EncodeStopped
+          ? { gen, skipped: true }
+          : { gen, error: error instanceof Error ? error.message : String(error) };
     }
     port.postMessage(reply, transfer);
   });

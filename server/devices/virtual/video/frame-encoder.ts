@@ -81,20 +81,21 @@ export class FramePipeline {
     });
   }
 
-  encode(pixels: Uint8Array, timeMs: number): EncodedFrame {
+  /** `stop` gives up the frame part way (EncodeStopped); the pipeline is not used after that. */
+  encode(pixels: Uint8Array, timeMs: number, stop?: () => boolean): EncodedFrame {
     const started = performance.now();
-    const picture = this.encoder.encode(this.scaler.scale(pixels), timeMs);
+    const picture = this.encoder.encode(this.scaler.scale(pixels), timeMs, stop ? { stop } : {});
     return { ...picture, timeMs, encodeMs: performance.now() - started };
   }
 
-  encodeDrawing(list: DisplayList, timeMs: number): EncodedFrame {
+  encodeDrawing(list: DisplayList, timeMs: number, stop?: () => boolean): EncodedFrame {
     const started = performance.now();
     this.player ??= new DisplayListPlayer(
       new Canvas(this.config.screenWidth, this.config.screenHeight),
       this.fonts,
     );
     this.player.draw(list);
-    const frame = this.encode(this.player.canvas.data, timeMs);
+    const frame = this.encode(this.player.canvas.data, timeMs, stop);
     return { ...frame, encodeMs: performance.now() - started };
   }
 }
@@ -171,15 +172,21 @@ function startWorker(config: FrameEncoderConfig): EncoderThread {
 }
 
 /**
- * Encoder threads kept between one phone's recordings. A new thread takes about half a
- * second to start and over a second more for its first frames (its code is not compiled
- * yet); a kept one is ready at once, so a test that records pays neither. One idle thread
- * is kept: a phone rarely records twice at once, and an idle thread holds memory.
+ * Encoder threads kept between recordings: a phone's, or all the phones' of a server. A new
+ * thread takes about a third of a second to start and over a second more for its first
+ * frames (its code is not compiled yet); a kept one is ready at once, so a test that
+ * records pays neither. At most `keep` idle threads are kept (one by default: a phone
+ * rarely records twice at once), since an idle thread holds memory.
  */
 export class EncoderThreads {
   private idle: Array<{ thread: EncoderThread; forget: () => void }> = [];
   private closed = false;
+  readonly #keep: number;
   #started = 0;
+
+  constructor(options: { keep?: number } = {}) {
+    this.#keep = options.keep ?? 1;
+  }
 
   /** Threads started so far: one serves every recording of a phone that records one at a time. */
   get started(): number {
@@ -212,7 +219,7 @@ export class EncoderThreads {
 
   /** Keeps a thread for the next recording; false when it should end instead. */
   private keep(thread: EncoderThread): boolean {
-    if (this.closed || this.idle.length >= 1) return false;
+    if (this.closed || this.idle.length >= this.#keep) return false;
     // A kept thread may still be finishing a frame of a killed recording: should it fail or
     // stop meanwhile, it is dropped here, where its error is heard, never handed out dead.
     const { worker } = thread;
@@ -284,8 +291,9 @@ export function workerFrameEncoder(config: FrameEncoderConfig, reuse?: Reuse): P
         worker.off('error', onError);
         worker.off('exit', onExit);
         // Frames still waiting belong to a recording given up (screenrecord killed): the
-        // thread skips those still queued and finishes only the one it is on, so it can
-        // serve the next recording at once instead of a new thread that is slow to start.
+        // thread stops the one it is on within a row of macroblocks and skips those still
+        // queued, so it serves the next recording at once instead of a new thread that is
+        // slow to start.
         if (waiting.length > 0) Atomics.store(thread.givenUp, 0, gen);
         for (const w of waiting.splice(0)) w.reject(new Error('video encoder: closed'));
         if (failure === null && reuse?.release(thread)) return;

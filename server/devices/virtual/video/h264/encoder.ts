@@ -63,6 +63,14 @@ import {
   satd4x4,
 } from './transform.js';
 
+/** A picture stopped part way by its `stop` (see H264Encoder.encode). */
+export class EncodeStopped extends Error {
+  override name = 'EncodeStopped';
+  constructor() {
+    super('the picture was stopped before it was encoded');
+  }
+}
+
 export interface H264EncoderOptions {
   /** Picture size in pixels; both even. */
   width: number;
@@ -271,7 +279,18 @@ export class H264Encoder {
    * at `timeMs`. The first frame, and any frame `idrIntervalMs` after the last IDR or with
    * `keyframe` set, is an IDR picture.
    */
-  encode(rgba: Uint8Array, timeMs: number, options: { keyframe?: boolean } = {}): EncodedPicture {
+  encode(
+    rgba: Uint8Array,
+    timeMs: number,
+    options: {
+      keyframe?: boolean;
+      /**
+       * Asked once per row of macroblocks: true stops the picture (EncodeStopped), for a
+       * recording given up. The encoder is not to be used after a stopped picture.
+       */
+      stop?: () => boolean;
+    } = {},
+  ): EncodedPicture {
     const expected = this.width * this.height * 4;
     if (rgba.length !== expected) {
       throw new RangeError(
@@ -294,6 +313,7 @@ export class H264Encoder {
     let copied = 0;
     let skipRun = 0;
     for (let mbY = 0; mbY < this.mbH; mbY++) {
+      if (options.stop?.()) throw new EncodeStopped();
       for (let mbX = 0; mbX < this.mbW; mbX++) {
         const mbAddr = mbY * this.mbW + mbX;
         const from = this.copyFrom[mbAddr]!;
