@@ -118,11 +118,12 @@ export class AdbGateway {
       const line = buffered.subarray(0, nl).toString('utf8').replace(/\r$/, '');
       const rest = buffered.subarray(nl + 1);
       const code = /^UNLOCK (\S+)$/.exec(line)?.[1] ?? '';
-      if (code && this.retired.has(code)) return deny('the code no longer works');
       const aimedAt = this.sessionByTag(code);
       if (!this.limiter.mayTry(source, aimedAt)) return deny('too many wrong codes');
       const live = code ? this.runtime.sessionForAdbCode(code) : null;
       if (!live?.phone) {
+        // A code that worked until its session ended or its ADB was revoked is no guess.
+        if (this.retired.has(code)) return deny('the code no longer works');
         this.limiter.failed(source, aimedAt);
         return deny('bad or expired code');
       }
