@@ -276,6 +276,11 @@ async function startedRecording(adb: RecordingAdb, piece: Piece): Promise<boolea
   let exited = false;
   void piece.exited.then(() => (exited = true));
   const deadline = Date.now() + START_TIMEOUT_MS;
+  // The first look once the shell has said its pid (it then becomes screenrecord): a look
+  // before that finds nothing and costs a wait.
+  const bound = new AbortController();
+  await Promise.race([piece.pid, piece.exited, sleep(START_TIMEOUT_MS, bound.signal).catch(() => undefined)]);
+  bound.abort();
   for (let look = 0; ; look++) {
     // Read before the check: a process that exited and left a file did record.
     const gone = exited;

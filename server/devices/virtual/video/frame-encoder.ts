@@ -110,6 +110,35 @@ export function inlineFrameEncoder(config: FrameEncoderConfig): FrameEncoder {
   };
 }
 
+/**
+ * An encoder usable at once while its thread is still getting ready (a kept thread still
+ * stopping a frame of a killed recording, or a new one loading its code): frames given to
+ * it meanwhile are copied now, as the interface promises, and sent in order once it is
+ * ready. A thread that never gets ready fails those frames with its error.
+ */
+export function encoderWhenReady(starting: Promise<FrameEncoder>): FrameEncoder {
+  let ready: FrameEncoder | null = null;
+  // Nobody may be waiting on it yet: its failure reaches the frames and close().
+  starting.then((e) => (ready = e)).catch(() => undefined);
+  return {
+    encode(pixels, timeMs) {
+      if (ready) return ready.encode(pixels, timeMs);
+      const copy = pixels.slice();
+      return starting.then((e) => e.encode(copy, timeMs));
+    },
+    encodeDrawing(list, timeMs) {
+      if (ready) return ready.encodeDrawing(list, timeMs);
+      const copy = structuredClone(list);
+      return starting.then((e) => e.encodeDrawing(copy, timeMs));
+    },
+    close: () =>
+      starting.then(
+        (e) => e.close(),
+        () => undefined,
+      ),
+  };
+}
+
 /** Messages to the worker: a frame of recording `gen` to encode, as pixels or as the calls that draw it. */
 export type FrameMessage = ({ pixels: ArrayBuffer } | { drawing: DisplayList }) & {
   gen: number;

@@ -5,8 +5,8 @@
  * only when something was drawn: a still screen costs nothing, and the frame's duration in
  * the file is how long the screen stayed that way. Changes that come faster than `maxFps`
  * (30 a second by default) are taken at that rate. While the encoder is busy with a frame,
- * later changes wait for it and the newest screen is taken next (older ones are dropped, as
- * a phone's encoder drops frames it cannot keep up with).
+ * one frame taken meanwhile waits for it here and later changes wait to be taken (older
+ * screens are dropped, as a phone's encoder drops frames it cannot keep up with).
  *
  * A frame costs the phone's own thread something a phone's compositor does elsewhere. The
  * UI's screen goes to the encoder thread as the calls that draw it (its display list, made
@@ -25,6 +25,7 @@ import { MemorySink, type ByteSink } from '../../../../src/video/io.js';
 import { Mp4Writer } from '../../../../src/video/mp4-write.js';
 import { BT601_LIMITED } from './h264/parameter-sets.js';
 import {
+  encoderWhenReady,
   inlineFrameEncoder,
   type EncoderThreads,
   workerFrameEncoder,
@@ -52,10 +53,17 @@ export interface ScreenSource {
 }
 
 /**
- * Frames taken but not yet written: one being encoded and the next waiting, so the screen
- * is drawn while the encoder works. More would only add latency.
+ * Frames taken but not yet written: one being encoded and the next held until the encoder
+ * is free, so the screen is taken while the encoder works. More would only add latency.
  */
 const MAX_PENDING = 2;
+
+/** A frame taken: the screen as drawing calls or pixels (a copy), and when it was shown. */
+interface Taken {
+  list: DisplayList | null;
+  pixels: Uint8Array | null;
+  timeMs: number;
+}
 
 /** The fewest frames a second while the screen keeps changing. */
 const MIN_FPS = 10;
@@ -79,8 +87,8 @@ export interface RecorderOptions {
   threadShare?: number;
   /** Where frames are encoded: a worker thread (default) or the caller's thread. */
   encodeOn?: 'worker' | 'main';
-  /** Encoder threads to take one from and give it back to (a phone's, kept between recordings). */
-  threads?: EncoderThreads;
+  /** Encoder threads to take one from and give it back to (the server's, kept between recordings). */
+  threads?: Pick<EncoderThreads, 'encoder'>;
   /** A clock in ms that only moves forward (frame times); performance.now by default. */
   now?: () => number;
   /**
@@ -141,15 +149,28 @@ export async function startScreenRecording(
     bitRate: options.bitRate ?? SCREENRECORD_DEFAULTS.bitRate,
     maxFps,
   };
-  const encoder =
+  const starting =
     options.encodeOn === 'main'
-      ? inlineFrameEncoder(config)
+      ? Promise.resolve(inlineFrameEncoder(config))
       : options.threads
-        ? await options.threads.encoder(config)
-        : await workerFrameEncoder(config);
+        ? options.threads.encoder(config)
+        : workerFrameEncoder(config);
   const sink = options.sink ?? new MemorySink();
-  const writer = await Mp4Writer.start(sink, { width, height, colour: BT601_LIMITED });
-  return new ScreenRecording(source, encoder, writer, sink, {
+  let writer: Mp4Writer;
+  try {
+    writer = await Mp4Writer.start(sink, { width, height, colour: BT601_LIMITED });
+  } catch (error) {
+    void starting.then(
+      (e) => e.close(),
+      () => undefined,
+    );
+    throw error;
+  }
+  // The file exists from here, and the recording begins now, not once the encoder's thread
+  // is ready (a kept thread may still be stopping a frame of a killed recording; a new one
+  // loads its code): whoever waits for the file to know that the screen is recorded goes on
+  // at once, and what the screen does meanwhile is in the video.
+  return new ScreenRecording(source, encoderWhenReady(starting), writer, sink, {
     width,
     height,
     maxFps,
@@ -192,6 +213,10 @@ export class ScreenRecording {
   /** Frames taken and not yet written; they are written in order, one after another. */
   private pending = 0;
   private written: Promise<void> = Promise.resolve();
+  /** Whether the encoder has a frame now. */
+  private encoding = false;
+  /** The frame taken while the encoder was busy: it goes to the encoder once that is free. */
+  private held: Taken | null = null;
   private ending: Promise<RecordingResult> | null = null;
   private aborted = false;
   private failure: Error | null = null;
@@ -253,6 +278,7 @@ export class ScreenRecording {
   async abort(): Promise<void> {
     if (this.ending) return;
     this.aborted = true;
+    this.dropHeld();
     this.ending = Promise.reject(new Error('the recording was aborted before it finished'));
     this.ending.catch(() => undefined);
     this.halt();
@@ -271,11 +297,17 @@ export class ScreenRecording {
     this.ending ??= (async () => {
       this.halt();
       try {
-        await this.drain();
         // A change not yet taken (the frame rate held it back) was on the screen before the
-        // recording stopped: a phone would have shown and encoded it, so it is the last frame.
-        // Stopped before the first frame came back: the screen as it is is the video.
-        if ((this.dirty || this.writer.frames === 0) && !this.failure) {
+        // recording stopped: a phone would have shown and encoded it, so the screen as it is
+        // now is the last frame. It takes the place of a frame still held for the encoder
+        // (as while recording, the newest screen goes next), so the stop waits for one less.
+        if (this.dirty && !this.failure) {
+          this.dropHeld();
+          this.capture();
+        }
+        await this.drain();
+        // No frame came back (stopped before the first one was taken): the screen as it is is the video.
+        if (this.writer.frames === 0 && !this.failure) {
           this.capture();
           await this.drain();
         }
@@ -331,35 +363,73 @@ export class ScreenRecording {
     // The first frame is the screen as it was when recording started.
     const timeMs = this.lastCaptureMs === -Infinity ? this.startedMs : this.settings.now();
     this.lastCaptureMs = timeMs;
-    let encoded: Promise<EncodedFrame>;
+    let taken: Taken;
     try {
       // Measured on the thread's own clock, whatever clock frames are timed by.
       const began = performance.now();
-      const list = this.source.displayList?.();
-      encoded = list
-        ? this.encoder.encodeDrawing(list, timeMs)
-        : this.encoder.encode(this.source.renderRgba(), timeMs);
+      const list = this.source.displayList?.() ?? null;
+      // Pixels are the source's until its next change: a frame that waits keeps a copy.
+      const pixels = list
+        ? null
+        : this.encoding
+          ? this.source.renderRgba().slice()
+          : this.source.renderRgba();
+      taken = { list, pixels, timeMs };
       this.costs(performance.now() - began);
+    } catch (error) {
+      this.fail(error);
+      return;
+    }
+    this.pending++;
+    if (this.encoding) this.held = taken;
+    else this.send(taken);
+  }
+
+  /** Gives the encoder a frame; it is written after those before it. */
+  private send(frame: Taken): void {
+    this.encoding = true;
+    let encoded: Promise<EncodedFrame>;
+    try {
+      encoded = frame.list
+        ? this.encoder.encodeDrawing(frame.list, frame.timeMs)
+        : this.encoder.encode(frame.pixels!, frame.timeMs);
     } catch (error) {
       encoded = Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
     // Its failure is handled below, in turn; until then it must not count as unhandled.
     encoded.catch(() => undefined);
-    this.pending++;
     this.written = this.written.then(async () => {
       try {
-        const frame = await encoded;
+        const done = await encoded;
+        // The encoder is free: the frame held for it goes now, while this one is written.
+        this.encoding = false;
+        const next = this.held;
+        this.held = null;
+        if (next && !this.aborted && !this.failure) this.send(next);
+        else if (next) this.pending--;
         if (this.aborted || this.failure) return;
-        this.encodeMs += frame.encodeMs;
-        await this.writer.addFrame({ nalUnits: frame.nalUnits, timeUs: frame.timeMs * 1000 });
+        this.encodeMs += done.encodeMs;
+        await this.writer.addFrame({ nalUnits: done.nalUnits, timeUs: done.timeMs * 1000 });
       } catch (error) {
-        this.failure ??= error instanceof Error ? error : new Error(String(error));
-        // A recording whose encoder failed ends; its error is what stop() and finished report.
-        void this.end('stop').catch(() => undefined);
+        this.encoding = false;
+        this.dropHeld();
+        this.fail(error);
       } finally {
         this.pending--;
         this.schedule();
       }
     });
+  }
+
+  private dropHeld(): void {
+    if (!this.held) return;
+    this.held = null;
+    this.pending--;
+  }
+
+  /** A recording whose encoder or screen failed ends; its error is what stop() and finished report. */
+  private fail(error: unknown): void {
+    this.failure ??= error instanceof Error ? error : new Error(String(error));
+    void this.end('stop').catch(() => undefined);
   }
 }

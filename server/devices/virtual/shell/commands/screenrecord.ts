@@ -279,7 +279,7 @@ export const screenrecord: CommandFn = async (ctx) => {
   }
   const path = resolvePath(ctx, settings.file);
   try {
-    // Checked now, created once the encoder is ready (screenrecord opens its output after
+    // Checked now, created once the encoder is configured (screenrecord opens its output after
     // configuring the encoder): a file that exists means the recording runs.
     ctx.fs.checkWritableFile(path);
   } catch (error) {
