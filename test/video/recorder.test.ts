@@ -18,7 +18,13 @@ import {
   type ScreenRecording,
   type ScreenSource,
 } from '../../server/devices/virtual/video/recorder.js';
-import { EncoderThreads } from '../../server/devices/virtual/video/frame-encoder.js';
+import { readdirSync, readFileSync } from 'node:fs';
+import {
+  EncoderThreads,
+  inlineFrameEncoder,
+  type FrameEncoder,
+  type FrameEncoderConfig,
+} from '../../server/devices/virtual/video/frame-encoder.js';
 import { contentArea } from '../../server/devices/virtual/video/scale.js';
 import { Mp4FormatError } from '../../src/video/box.js';
 import { bufferSource } from '../../src/video/io.js';
@@ -53,6 +59,16 @@ function screenOf(p: VirtualPhone): ScreenSource {
     height: device.ui.height,
     renderRgba: () => device.ui.renderRgba(),
     onChange: (listener) => device.onScreenChange(listener),
+  };
+}
+
+/** A phone UI of the test's own as a recorder's source (pixels; add displayList to draw on the encoder's side). */
+function sourceOf(ui: ReturnType<typeof phoneUi>): ScreenSource {
+  return {
+    width: ui.width,
+    height: ui.height,
+    renderRgba: () => ui.renderRgba(),
+    onChange: (listener) => ui.onChange(listener),
   };
 }
 
@@ -131,6 +147,119 @@ describe('screen recorder', () => {
     expect((await probe(file)).duration).toBeCloseTo(5, 3);
     expect(await recording.stop()).toBe(result);
   });
+
+  it('begins at once while its encoder thread is still getting ready: the screen at the start is the first frame', async () => {
+    // A thread that takes its time (a kept one still stopping a killed recording's frame, a
+    // new one loading its code): the recording must not wait for it to begin.
+    let threadReady = false;
+    let letReady!: () => void;
+    const gate = new Promise<void>((resolve) => (letReady = resolve));
+    const threads = {
+      encoder: async (config: FrameEncoderConfig): Promise<FrameEncoder> => {
+        await gate;
+        threadReady = true;
+        return inlineFrameEncoder(config);
+      },
+    };
+    const ui = phoneUi();
+    const clock = manualClock();
+    const atStart = ui.renderRgba().slice();
+    const recording = await startScreenRecording(
+      { ...sourceOf(ui), displayList: () => ui.displayList!() },
+      { threads, now: clock.now, threadShare: 1 },
+    );
+    // Begun: its file exists (screenrecord's sign that it records), the thread not ready yet.
+    expect(threadReady).toBe(false);
+    expect(recording.bytes().length).toBeGreaterThan(0);
+    while (recording.stats.pending === 0) await new Promise((r) => setImmediate(r));
+    clock.ms += 200;
+    ui.launch('com.android.settings');
+    while (recording.stats.pending < 2) await new Promise((r) => setImmediate(r));
+    letReady();
+    clock.ms += 200;
+    const result = await recording.stop();
+    const frames = await decodeRgb(save('late-thread.mp4', result.bytes), 720, 1280);
+    expect(frames.length).toBe(2);
+    expect(psnrRgb(atStart, frames[0]!)).toBeGreaterThan(40);
+    expect(psnrRgb(ui.renderRgba(), frames[1]!)).toBeGreaterThan(40);
+    expect(result.durationUs).toBe(400_000);
+  });
+
+  it('stops waiting for one frame less when the screen changed after the frame held for the encoder', async () => {
+    // The encoder's first frame is held back until the test lets it go: a frame taken
+    // meanwhile waits for the encoder, and the screen changes again before the stop.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const threads = {
+      encoder: async (config: FrameEncoderConfig): Promise<FrameEncoder> => {
+        const inner = inlineFrameEncoder(config);
+        let first = true;
+        return {
+          ...inner,
+          encodeDrawing: async (list, timeMs) => {
+            const frame = await inner.encodeDrawing(list, timeMs);
+            if (first) {
+              first = false;
+              await released;
+            }
+            return frame;
+          },
+        };
+      },
+    };
+    const ui = phoneUi();
+    const clock = manualClock();
+    const recording = await startScreenRecording(
+      { ...sourceOf(ui), displayList: () => ui.displayList!() },
+      { threads, now: clock.now, threadShare: 1 },
+    );
+    while (recording.stats.pending === 0) await new Promise((r) => setImmediate(r));
+    clock.ms += 100;
+    ui.launch('com.phonelease.login');
+    while (recording.stats.pending < 2) await new Promise((r) => setImmediate(r));
+    clock.ms += 100;
+    ui.launch('com.android.settings');
+    const stopped = recording.stop();
+    release();
+    const result = await stopped;
+    // The launcher, then Settings as it was at the stop; the Login frame that waited was
+    // out of date before the encoder could take it.
+    expect(result.frames).toBe(2);
+    const file = save('held-frame.mp4', result.bytes);
+    expect((await packets(file)).map((p) => Math.round(p.pts * 1000))).toEqual([0, 200]);
+    const last = (await decodeRgb(file, 720, 1280)).at(-1)!;
+    expect(psnrRgb(ui.renderRgba(), last)).toBeGreaterThan(40);
+  });
+
+  it.skipIf(process.platform !== 'linux')(
+    "encodes on a thread below the phone's priority (nice 10; Linux, where a thread has its own)",
+    async () => {
+      const nices = () =>
+        readdirSync('/proc/self/task').map((tid) => {
+          // Field 19 of /proc/<pid>/task/<tid>/stat, counted after the ")" that ends the name.
+          const fields = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+          return Number(fields[16]);
+        });
+      const before = nices().filter((n) => n === 10).length;
+      const threads = new EncoderThreads();
+      try {
+        const encoder = await threads.encoder({
+          screenWidth: 64,
+          screenHeight: 64,
+          videoWidth: 64,
+          videoHeight: 64,
+          bitRate: 1_000_000,
+          maxFps: 30,
+        });
+        expect(nices().filter((n) => n === 10).length).toBe(before + 1);
+        // This thread (the phone's) keeps its own.
+        expect(readFileSync('/proc/thread-self/stat', 'utf8').split(') ')[1]!.split(' ')[16]).toBe('0');
+        await encoder.close();
+      } finally {
+        threads.close();
+      }
+    },
+  );
 
   it('stops by itself at its time limit and finishes the file', async () => {
     const recording = await startScreenRecording(screenOf(phone), { timeLimitS: 1, encodeOn: 'main' });

@@ -3,6 +3,8 @@
  * frames it is sent, one at a time, and sends back each picture's NAL units; frames of a
  * recording given up are skipped, and the one it is on stopped.
  */
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { TextRenderer } from '../ui/font.js';
 import { EncodeStopped } from './h264/encoder.js';
@@ -14,8 +16,32 @@ import {
   type WorkerStart,
 } from './frame-encoder.js';
 
+/** The encoder thread's nice value: below the phone's (and the test's) threads. */
+const BACKGROUND_NICE = 10;
+
+/**
+ * Makes this thread yield the CPU to the rest of the machine when both want it. Encoding is
+ * the work a phone's hardware encoder does beside the phone, not in its way: on a busy
+ * machine (a CI runner's few cores shared by the test runner, the phone and the encoder)
+ * the test keeps its pace and the video takes fewer frames, as a phone's encoder drops the
+ * frames it cannot keep up with; on an idle core it encodes at full speed. Linux only: there
+ * a thread has a nice value of its own (setpriority on its thread id), elsewhere the call
+ * would lower the whole process.
+ */
+function yieldToThePhone(): void {
+  if (process.platform !== 'linux') return;
+  try {
+    // /proc/thread-self names this thread: <pid>/task/<tid>.
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, BACKGROUND_NICE);
+  } catch {
+    // No /proc (a sandbox) or no right to change it: the thread keeps the process's priority.
+  }
+}
+
 const port = parentPort;
 if (port) {
+  yieldToThePhone();
   // One renderer for the thread's life: glyphs drawn for one recording serve the next.
   const fonts = new TextRenderer();
   const start = workerData as WorkerStart;
