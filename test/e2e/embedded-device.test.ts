@@ -60,6 +60,13 @@ describe("the embedded server's phones", () => {
           // Preinstalled when the phone booted: the lease found it and installed nothing.
           const log = (await phone.shell('logcat -d -s PackageManager')).stdout;
           expect(log).not.toContain('Installed io.appium.settings');
+          // So is the UiAutomator2 server that locators run on: the first locator of a
+          // fresh phone starts it and installs nothing.
+          expect((await phone.shell('pm path io.appium.uiautomator2.server')).stdout).toMatch(/^package:/);
+          await phone.launch('com.phonelease.login');
+          await expect(phone.getById('username')).toBeVisible();
+          const after = (await phone.shell('logcat -d -s PackageManager')).stdout;
+          expect(after).not.toContain('Installed io.appium.uiautomator2');
           console.log('device=' + phone.session.device);
         });
         test.describe(() => {
