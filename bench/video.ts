@@ -19,8 +19,15 @@
  * It runs the built package (dist/), as users do: the phone's encoder thread then starts
  * from plain JavaScript.
  *
- * Last, what a test on a newly leased phone pays to start recording (the fixtures lease one
+ * Then, what a test on a newly leased phone pays to start recording (the fixtures lease one
  * per test), against a second start on the same phone.
+ *
+ * Last, the same from a user's side: a Playwright suite of SUITE_TESTS tests (each the flow
+ * SUITE_FLOWS times, with the `phone` fixture: a phone per test from the zero-config
+ * embedded server, in its own process as users run it) with `video` off, 'retain-on-failure'
+ * (the tests pass: their videos are discarded) and 'on' (every video kept), in alternating
+ * runs; figures are medians of the test durations the runner reports (its first test, which
+ * starts the server's encoder threads, left out).
  *
  * Goal: a recorded test at most 10% longer than the same test without recording.
  *
@@ -36,6 +43,7 @@ import type * as Server from '../server/main.js';
 import type * as Mp4Read from '../src/video/mp4-read.js';
 import type * as Io from '../src/video/io.js';
 import type * as Capture from '../fixtures/shared/capture.js';
+import { runInlineTest } from '../test/support/playwright-inline.js';
 
 const dist = new URL('../dist/', import.meta.url);
 const { leasePhone } = (await import(new URL('src/index.js', dist).href)) as typeof Client;
@@ -211,4 +219,53 @@ try {
 } finally {
   await server.close();
   rmSync(data, { recursive: true, force: true });
+}
+
+const SUITE_TESTS = 16;
+const SUITE_FLOWS = 3;
+const SUITE_ROUNDS = 2;
+const SUITE_MODES = ['off', 'retain-on-failure', 'on'] as const;
+const suiteConfig = (video: string) => `
+import { defineConfig } from '@playwright/test';
+export default defineConfig({ timeout: 60_000, reporter: 'json', workers: 1, use: { video: '${video}' } });
+`;
+const suiteSpec = `
+import { test, expect } from 'phonelease/playwright';
+for (let i = 0; i < ${SUITE_TESTS}; i++) {
+  test('login ' + i, async ({ phone }) => {
+    for (let flow = 0; flow < ${SUITE_FLOWS}; flow++) {
+      await phone.launch('com.phonelease.login');
+      await phone.getById('username').fill('demo');
+      await phone.getById('password').fill('secret');
+      await phone.getById('login').click();
+      await expect(phone.getByText('Welcome, demo!')).toBeVisible();
+      await phone.launch('com.android.settings');
+      await phone.press('Home');
+    }
+  });
+}
+`;
+const durations = new Map<string, number[]>(SUITE_MODES.map((m) => [m, []]));
+for (let round = 0; round < SUITE_ROUNDS; round++) {
+  for (const mode of SUITE_MODES) {
+    const run = await runInlineTest(`bench-video-${mode}`, {
+      'playwright.config.ts': suiteConfig(mode),
+      'login.spec.ts': suiteSpec,
+    });
+    if (run.exitCode !== 0)
+      throw new Error(`the suite with video '${mode}' failed:\n${run.stdout}\n${run.stderr}`);
+    durations.get(mode)!.push(...run.tests.slice(1).map((t) => t.results[0]!.duration));
+  }
+}
+const suiteBase = median(durations.get('off')!);
+console.log(
+  `a Playwright suite: ${SUITE_TESTS} tests of ${SUITE_FLOWS} login flows, a phone each from the embedded server, ${SUITE_ROUNDS} runs per mode; median test duration`,
+);
+for (const mode of SUITE_MODES) {
+  const ms = median(durations.get(mode)!);
+  const what =
+    mode === 'off'
+      ? '(baseline)'
+      : `${(ms / suiteBase).toFixed(2)}x duration (goal <= 1.10x)  ${mode === 'on' ? '(every video kept)' : '(the tests pass: videos discarded)'}`;
+  console.log(`video '${mode}'`.padEnd(28) + ` ${ms.toFixed(0).padStart(6)} ms   ${what}`);
 }

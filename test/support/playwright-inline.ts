@@ -24,6 +24,8 @@ export interface JsonResult {
   workerIndex: number;
   /** When the test started (ISO), its fixtures' setup included. */
   startTime: string;
+  /** How long it ran, in ms, as the runner reports it. */
+  duration: number;
   annotations?: Array<{ type: string; description?: string }>;
   errors: Array<{ message?: string }>;
   attachments: JsonAttachment[];
