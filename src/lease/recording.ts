@@ -278,9 +278,7 @@ async function startedRecording(adb: RecordingAdb, piece: Piece): Promise<boolea
   const deadline = Date.now() + START_TIMEOUT_MS;
   // The first look once the shell has said its pid (it then becomes screenrecord): a look
   // before that finds nothing and costs a wait.
-  const bound = new AbortController();
-  await Promise.race([piece.pid, piece.exited, sleep(START_TIMEOUT_MS, bound.signal).catch(() => undefined)]);
-  bound.abort();
+  await settlesWithin(Promise.race([piece.pid, piece.exited]), START_TIMEOUT_MS);
   for (let look = 0; ; look++) {
     // Read before the check: a process that exited and left a file did record.
     const gone = exited;
@@ -313,15 +311,7 @@ async function signalPiece(
   const pid = await Promise.race([piece.pid, piece.exited.then(() => null)]);
   if (pid === null) return null;
   await adb.shell(`kill -${signal === 'INT' ? 2 : 9} ${pid}`);
-  const bound = new AbortController();
-  const exited = await Promise.race([
-    piece.exited.then(() => true),
-    sleep(timeoutMs, bound.signal).then(
-      () => false,
-      () => false,
-    ),
-  ]);
-  bound.abort();
+  const exited = await settlesWithin(piece.exited, timeoutMs);
   // Past that, the stream is closed: whatever still runs on the phone has nobody to talk to.
   if (!exited) await piece.command.kill().catch(() => undefined);
   return { pid, exited };
@@ -339,5 +329,24 @@ async function finishPiece(adb: RecordingAdb, piece: Piece, logger: PhoneleaseLo
     logger.warn(
       `screenrecord (pid ${signalled.pid}) did not finish its file within ${FINISH_TIMEOUT_MS / 1000} s of SIGINT; the recording may be cut off`,
     );
+  }
+}
+
+/** Whether `work` settles within `ms`; the timer is cleared either way. */
+async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  const bound = new AbortController();
+  try {
+    return await Promise.race([
+      work.then(
+        () => true,
+        () => true,
+      ),
+      sleep(ms, bound.signal).then(
+        () => false,
+        () => false,
+      ),
+    ]);
+  } finally {
+    bound.abort();
   }
 }

@@ -155,22 +155,20 @@ export async function startScreenRecording(
       : options.threads
         ? options.threads.encoder(config)
         : workerFrameEncoder(config);
+  const encoder = encoderWhenReady(starting);
   const sink = options.sink ?? new MemorySink();
   let writer: Mp4Writer;
   try {
     writer = await Mp4Writer.start(sink, { width, height, colour: BT601_LIMITED });
   } catch (error) {
-    void starting.then(
-      (e) => e.close(),
-      () => undefined,
-    );
+    void encoder.close();
     throw error;
   }
   // The file exists from here, and the recording begins now, not once the encoder's thread
   // is ready (a kept thread may still be stopping a frame of a killed recording; a new one
   // loads its code): whoever waits for the file to know that the screen is recorded goes on
   // at once, and what the screen does meanwhile is in the video.
-  return new ScreenRecording(source, encoderWhenReady(starting), writer, sink, {
+  return new ScreenRecording(source, encoder, writer, sink, {
     width,
     height,
     maxFps,
@@ -403,11 +401,13 @@ export class ScreenRecording {
         const done = await encoded;
         // The encoder is free: the frame held for it goes now, while this one is written.
         this.encoding = false;
+        if (this.aborted || this.failure) {
+          this.dropHeld();
+          return;
+        }
         const next = this.held;
         this.held = null;
-        if (next && !this.aborted && !this.failure) this.send(next);
-        else if (next) this.pending--;
-        if (this.aborted || this.failure) return;
+        if (next) this.send(next);
         this.encodeMs += done.encodeMs;
         await this.writer.addFrame({ nalUnits: done.nalUnits, timeUs: done.timeMs * 1000 });
       } catch (error) {
