@@ -231,6 +231,38 @@ describe('screen recorder', () => {
     expect(psnrRgb(ui.renderRgba(), last)).toBeGreaterThan(40);
   });
 
+  it('ends the video when it was stopped, however long its last frames take to encode', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const threads = {
+      encoder: async (config: FrameEncoderConfig): Promise<FrameEncoder> => {
+        const inner = inlineFrameEncoder(config);
+        return {
+          ...inner,
+          encodeDrawing: async (list, timeMs) => {
+            const frame = await inner.encodeDrawing(list, timeMs);
+            await released;
+            return frame;
+          },
+        };
+      },
+    };
+    const ui = phoneUi();
+    const clock = manualClock();
+    const recording = await startScreenRecording(
+      { ...sourceOf(ui), displayList: () => ui.displayList!() },
+      { threads, now: clock.now, threadShare: 1 },
+    );
+    while (recording.stats.pending === 0) await new Promise((r) => setImmediate(r));
+    clock.ms += 300;
+    const stopped = recording.stop();
+    // A busy machine: the encoder finishes the frame long after the stop.
+    clock.ms += 5000;
+    release();
+    const result = await stopped;
+    expect(result).toMatchObject({ frames: 1, durationUs: 300_000 });
+  });
+
   it.skipIf(process.platform !== 'linux')(
     "encodes on a thread below the phone's priority (nice 10; Linux, where a thread has its own)",
     async () => {

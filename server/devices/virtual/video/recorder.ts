@@ -294,6 +294,9 @@ export class ScreenRecording {
   private end(reason: RecordingResult['endedBy']): Promise<RecordingResult> {
     this.ending ??= (async () => {
       this.halt();
+      // The video ends when the recording was stopped, not when its last frames are encoded
+      // (later on a busy machine, where the encoder yields): the screen showed nothing after.
+      const stoppedMs = this.settings.now();
       try {
         // A change not yet taken (the frame rate held it back) was on the screen before the
         // recording stopped: a phone would have shown and encoded it, so the screen as it is
@@ -310,7 +313,7 @@ export class ScreenRecording {
           await this.drain();
         }
         if (this.failure) throw this.failure;
-        const summary = await this.writer.finish(this.settings.now() * 1000);
+        const summary = await this.writer.finish(Math.max(stoppedMs, this.lastCaptureMs) * 1000);
         const result: RecordingResult = {
           bytes: this.sink.bytes(),
           frames: summary.frames,
