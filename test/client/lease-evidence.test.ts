@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, leasePhone } from '../../src/index.js';
-import { decodeErrors, probe } from '../support/video.js';
+import { decodeErrors, packets, probe } from '../support/video.js';
 import { serverPerTest } from '../support/server.js';
 import { leaseOptions, tempDir } from './helpers.js';
 
@@ -40,8 +40,10 @@ describe('phone.startRecording() / stopRecording()', () => {
     const { stream, duration } = await probe(result.path);
     expect(stream).toMatchObject({ codec_name: 'h264', width: 720, height: 1280 });
     expect(duration).toBeCloseTo(result.durationSeconds, 1);
-    // The pieces follow each other (less the moments the next screenrecord takes to start).
-    expect(duration).toBeGreaterThan(result.pieces - 0.5);
+    // The pieces follow each other: every full one lasts its second (less the moment the next
+    // screenrecord takes to start), and the last one's frames come after them.
+    expect(duration).toBeGreaterThan(result.pieces - 1);
+    expect((await packets(result.path)).at(-1)!.pts).toBeGreaterThanOrEqual(result.pieces - 1 - 0.01);
     expect(duration).toBeLessThan(elapsed + 0.5);
     expect(await decodeErrors(result.path)).toBe('');
     expect((await phone.shell('ls /sdcard')).stdout).not.toContain('phonelease-recording');
