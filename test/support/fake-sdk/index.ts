@@ -125,7 +125,7 @@ export async function makeFakeSdk(options: FakeSdkOptions = {}): Promise<FakeSdk
     adb,
     close: async () => {
       await adb('kill-server').catch(() => undefined);
-      rmSync(root, { recursive: true, force: true });
+      rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
     },
   };
 }
