@@ -6,10 +6,10 @@
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { TextRenderer } from '../ui/font.js';
 import { EncodeStopped } from './h264/encoder.js';
 import {
   FramePipeline,
+  ThreadKeep,
   type ConfigMessage,
   type FrameMessage,
   type WorkerReply,
@@ -42,17 +42,17 @@ function yieldToThePhone(): void {
 const port = parentPort;
 if (port) {
   yieldToThePhone();
-  // One renderer for the thread's life: glyphs drawn for one recording serve the next.
-  const fonts = new TextRenderer();
+  // What one recording leaves that serves the next: glyphs, the last screen, opening pictures.
+  const keep = new ThreadKeep();
   const start = workerData as WorkerStart;
   const givenUp = new Int32Array(start.givenUp);
-  let pipeline = new FramePipeline(start.config, fonts);
+  let pipeline = new FramePipeline(start.config, keep);
   port.postMessage({ gen: start.gen, ready: true } satisfies WorkerReply);
   port.on('message', (message: FrameMessage | ConfigMessage) => {
     const gen = message.gen;
     if ('config' in message) {
       // A kept thread starts its next recording: a new encoder, the compiled code kept.
-      pipeline = new FramePipeline(message.config, fonts);
+      pipeline = new FramePipeline(message.config, keep);
       port.postMessage({ gen, ready: true } satisfies WorkerReply);
       return;
     }

@@ -18,6 +18,7 @@ import { DisplayListPlayer, type DisplayList } from '../ui/display-list.js';
 import { TextRenderer } from '../ui/font.js';
 import { Canvas } from '../ui/raster.js';
 import { H264Encoder, type EncodedPicture } from './h264/encoder.js';
+import { OpeningCache } from './h264/openings.js';
 import { ScreenScaler } from './scale.js';
 
 export interface FrameEncoderConfig {
@@ -52,19 +53,28 @@ export interface FrameEncoder {
 }
 
 /** What the worker thread runs for one frame, and what runs in place without one. */
+/**
+ * What an encoder thread keeps from one recording to the next: glyph masks, once made, serve
+ * every recording after; the canvas the last screen was drawn on, so that the next
+ * recording's first screen (a test's phone starts where the last test's did) is drawn only
+ * where it differs; and the opening pictures of the last streams (see h264/openings.ts), so
+ * that a recording that begins as the last ones did is not encoded again.
+ */
+export class ThreadKeep {
+  readonly fonts = new TextRenderer();
+  readonly openings = new OpeningCache();
+  /** The last screen drawn, on a canvas of the screen's size. */
+  player: DisplayListPlayer | null = null;
+}
+
 export class FramePipeline {
   private readonly scaler: ScreenScaler;
   private readonly encoder: H264Encoder;
-  /** Where screens sent as drawings are drawn (only what changed); made with the first one. */
-  private player: DisplayListPlayer | null = null;
 
-  /**
-   * `fonts` may come from an earlier pipeline on the same thread: its glyph masks, once
-   * made, serve every recording after it.
-   */
+  /** `keep` may come from an earlier pipeline on the same thread (see ThreadKeep). */
   constructor(
     private readonly config: FrameEncoderConfig,
-    private readonly fonts: TextRenderer = new TextRenderer(),
+    private readonly keep: ThreadKeep = new ThreadKeep(),
   ) {
     this.scaler = new ScreenScaler(
       config.screenWidth,
@@ -78,6 +88,7 @@ export class FramePipeline {
       bitRate: config.bitRate,
       maxFps: config.maxFps,
       idrIntervalMs: config.idrIntervalMs,
+      openings: keep.openings,
     });
   }
 
@@ -90,12 +101,16 @@ export class FramePipeline {
 
   encodeDrawing(list: DisplayList, timeMs: number, stop?: () => boolean): EncodedFrame {
     const started = performance.now();
-    this.player ??= new DisplayListPlayer(
-      new Canvas(this.config.screenWidth, this.config.screenHeight),
-      this.fonts,
-    );
-    this.player.draw(list);
-    const frame = this.encode(this.player.canvas.data, timeMs, stop);
+    const { screenWidth, screenHeight } = this.config;
+    let player = this.keep.player;
+    if (!player || player.canvas.width !== screenWidth || player.canvas.height !== screenHeight) {
+      player = new DisplayListPlayer(new Canvas(screenWidth, screenHeight), this.keep.fonts);
+    }
+    // Until it has drawn the whole list, the canvas is not the list's: not kept meanwhile.
+    this.keep.player = null;
+    player.draw(list);
+    this.keep.player = player;
+    const frame = this.encode(player.canvas.data, timeMs, stop);
     return { ...frame, encodeMs: performance.now() - started };
   }
 }

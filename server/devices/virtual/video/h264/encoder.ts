@@ -49,6 +49,7 @@ import {
   pictureParameterSet,
   sequenceParameterSet,
 } from './parameter-sets.js';
+import type { CodingState, OpeningCache, OpeningPath } from './openings.js';
 import { MAX_QP, MIN_QP, RateControl } from './rate-control.js';
 import { CBP_CODE_NUM_INTER, CBP_CODE_NUM_INTRA, CHROMA_QP, ZIGZAG } from './tables.js';
 import {
@@ -88,6 +89,12 @@ export interface H264EncoderOptions {
    * allows, up to 4, by default (1: the last picture only).
    */
   references?: number;
+  /**
+   * The opening pictures of earlier streams (see openings.ts): a stream that begins as one
+   * of them did takes their bytes instead of encoding them again. Share one between the
+   * encoders a thread makes one after another.
+   */
+  openings?: OpeningCache;
 }
 
 export interface EncodedPicture {
@@ -174,6 +181,10 @@ export class H264Encoder {
   private readonly lumaTotals: Uint8Array;
   private readonly chromaTotals: Uint8Array;
   private readonly i4Modes: Int8Array;
+
+  /** Where this stream stands among the kept openings (null: past them). */
+  private opening: OpeningPath | null;
+  private readonly openings: OpeningCache | null;
 
   private frameNum = 0;
   private idrPicId = 0;
@@ -267,6 +278,10 @@ export class H264Encoder {
       references: this.references,
     });
     this.pps = pictureParameterSet();
+    this.openings = options.openings ?? null;
+    // Everything but QP and the pixels that shapes a picture's bytes: the picture's size and
+    // how many earlier pictures it may copy from.
+    this.opening = this.openings?.begin(`${width}x${height} references ${this.references}`) ?? null;
   }
 
   /** The colour description the stream's VUI carries (for the MP4's colr box). */
@@ -302,10 +317,16 @@ export class H264Encoder {
       options.keyframe === true ||
       timeMs - this.lastIdrMs >= this.idrIntervalMs;
     const current = Buffer.from(rgba.buffer, rgba.byteOffset, rgba.length);
+    const qp = this.fixedQp ?? this.rate.qp();
+    const kept = this.opening && this.openings!.find(this.opening, current, qp, idr);
+    if (kept) {
+      this.opening = this.openings!.after(this.opening!, kept);
+      this.restore(kept.state);
+      return this.finish(current, timeMs, idr, qp, kept.slice, kept.codedMacroblocks, kept.copiedMacroblocks);
+    }
     this.takeChanges(current);
     this.activeRefs = this.findInReferences(current, idr) + 1;
     this.convertChanged(rgba);
-    const qp = this.fixedQp ?? this.rate.qp();
 
     const w = new BitWriter(idr ? 64 * 1024 : 4096);
     this.sliceHeader(w, idr, qp);
@@ -349,7 +370,23 @@ export class H264Encoder {
     if (skipRun > 0) w.ue(skipRun);
     w.trailingBits();
     const slice = nalUnit(idr ? 0x65 : 0x41, w.bytes());
+    if (this.opening) {
+      const picture = { qp, idr, slice, codedMacroblocks: coded, copiedMacroblocks: copied };
+      this.opening = this.openings!.keep(this.opening, picture, current, this.codingState());
+    }
+    return this.finish(current, timeMs, idr, qp, slice, coded, copied);
+  }
 
+  /** What every picture does once its slice is made, encoded or kept: the decoder's bookkeeping. */
+  private finish(
+    current: Buffer,
+    timeMs: number,
+    idr: boolean,
+    qp: number,
+    slice: Uint8Array,
+    coded: number,
+    copied: number,
+  ): EncodedPicture {
     if (idr) {
       this.lastIdrMs = timeMs;
       this.idrPicId = (this.idrPicId + 1) % 65536;
@@ -366,6 +403,28 @@ export class H264Encoder {
       codedMacroblocks: coded,
       copiedMacroblocks: copied,
     };
+  }
+
+  /** The state later pictures depend on (the views, not copies). */
+  private codingState(): CodingState {
+    return {
+      recY: this.recY,
+      recU: this.recU,
+      recV: this.recV,
+      coded: this.coded,
+      lumaTotals: this.lumaTotals,
+      chromaTotals: this.chromaTotals,
+      i4Modes: this.i4Modes,
+    };
+  }
+
+  /** Takes the state a kept picture left, as if it had been encoded here. */
+  private restore(state: CodingState): void {
+    const mine = this.codingState();
+    for (const key of Object.keys(mine) as Array<keyof CodingState>) mine[key].set(state[key]);
+    // This stream's source planes were not filled from the kept picture's pixels: a
+    // macroblock coded from them later (an unchanged one in a periodic IDR) converts first.
+    this.stale.fill(1);
   }
 
   /**
