@@ -313,4 +313,42 @@ describe('display list', () => {
     expect(drawn.get('a typed character')).toBeLessThan(screen / 10);
     expect(drawn.get('a new minute')).toBeLessThan(screen / 10);
   });
+
+  it('shows a whole screen it kept again by copying its pixels, not drawing it: the same pixels', () => {
+    const { ui } = makeUi();
+    // Counts the drawing calls that reach the canvas.
+    class CountingCanvas extends Canvas {
+      calls = 0;
+      override fillRect(...args: Parameters<Canvas['fillRect']>): void {
+        this.calls++;
+        super.fillRect(...args);
+      }
+    }
+    const canvas = new CountingCanvas(ui.width, ui.height);
+    const player = new DisplayListPlayer(canvas, new TextRenderer(), 3);
+    const show = (name: string) => {
+      const before = canvas.calls;
+      player.draw(ui.displayList!());
+      expect(Buffer.compare(canvas.data, ui.renderRgba()), name).toBe(0);
+      return canvas.calls - before;
+    };
+    expect(show('the launcher')).toBeGreaterThan(0);
+    ui.launch('com.phonelease.login');
+    expect(show('the Login app')).toBeGreaterThan(0);
+    tap(
+      ui,
+      node(ui, (n) => n.resourceId === 'com.phonelease.login:id/username'),
+    );
+    ui.text('d');
+    expect(show('a typed character')).toBeGreaterThan(0);
+    ui.launch('com.android.settings');
+    expect(show('Settings')).toBeGreaterThan(0);
+    ui.key(KEYCODE.HOME);
+    expect(show('the launcher again')).toBe(0);
+    ui.launch('com.android.settings');
+    expect(show('Settings again')).toBe(0);
+    // A screen never shown whole before is drawn.
+    ui.launch('com.android.settings', 'com.android.settings.Settings$DisplaySettingsActivity');
+    expect(show('Display settings')).toBeGreaterThan(0);
+  });
 });

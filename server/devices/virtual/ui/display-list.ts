@@ -281,10 +281,18 @@ function reach(call: DrawCall, list: DisplayList, fonts: TextRenderer): Rect | n
 export class DisplayListPlayer {
   readonly canvas: Canvas;
   private last: DisplayList | null = null;
+  /** Screens drawn whole (or mostly), most recently used last: their lists and pixels. */
+  private readonly screens: Array<{ list: DisplayList; pixels: Uint8Array }> = [];
 
+  /**
+   * `remember`: how many screens that changed whole (an app opened, the home screen again)
+   * are kept as pixels, so that showing one of them again is a copy, not a drawing. A test
+   * goes back and forth between a few screens; each kept one holds the canvas's bytes.
+   */
   constructor(
     canvas: Canvas,
     private readonly fonts: TextRenderer,
+    private readonly remember = 0,
   ) {
     this.canvas = canvas;
   }
@@ -292,12 +300,18 @@ export class DisplayListPlayer {
   /** Draws `list` onto the canvas; returns the area drawn again (null: nothing changed). */
   draw(list: DisplayList): Rect | null {
     const changed = this.last ? changedArea(this.last, list, this.fonts) : 'all';
-    this.last = list;
+    const whole = { left: 0, top: 0, right: list.width, bottom: list.height };
+    const large = changed === 'all' || (changed !== null && isMostOf(changed, list));
+    if (large && this.recall(list)) {
+      this.last = list;
+      return whole;
+    }
+    // Until the list is drawn, the canvas is not the last list's (a drawing that throws
+    // leaves the next one to draw everything).
+    this.last = null;
     if (changed === 'all') {
       playDisplayList(list, this.canvas, this.fonts);
-      return { left: 0, top: 0, right: list.width, bottom: list.height };
-    }
-    if (changed) {
+    } else if (changed) {
       this.canvas.pushClip(changed);
       try {
         playDisplayList(list, this.canvas, this.fonts);
@@ -305,8 +319,40 @@ export class DisplayListPlayer {
         this.canvas.popClip();
       }
     }
-    return changed;
+    this.last = list;
+    if (large) this.keepScreen(list);
+    return changed === 'all' ? whole : changed;
   }
+
+  /** Shows a kept screen equal to `list`, if there is one. */
+  private recall(list: DisplayList): boolean {
+    const index = this.screens.findIndex(
+      (s) =>
+        s.list.calls.length === list.calls.length &&
+        s.pixels.length === this.canvas.data.length &&
+        isDeepStrictEqual(s.list, list),
+    );
+    if (index < 0) return false;
+    const [screen] = this.screens.splice(index, 1);
+    this.screens.push(screen!);
+    this.canvas.data.set(screen!.pixels);
+    return true;
+  }
+
+  private keepScreen(list: DisplayList): void {
+    if (this.remember <= 0) return;
+    // The oldest kept screen's bytes are reused for the newest.
+    const reused = this.screens.length >= this.remember ? this.screens.shift()!.pixels : null;
+    const pixels =
+      reused && reused.length === this.canvas.data.length ? reused : new Uint8Array(this.canvas.data.length);
+    pixels.set(this.canvas.data);
+    this.screens.push({ list, pixels });
+  }
+}
+
+/** Whether `area` covers at least half of the screen. */
+function isMostOf(area: Rect, list: DisplayList): boolean {
+  return (area.right - area.left) * (area.bottom - area.top) * 2 >= list.width * list.height;
 }
 
 /** Where `after` may differ from `before` as pixels: a rectangle, nothing (null), or all. */

@@ -18,7 +18,7 @@ import { DisplayListPlayer, type DisplayList } from '../ui/display-list.js';
 import { TextRenderer } from '../ui/font.js';
 import { Canvas } from '../ui/raster.js';
 import { H264Encoder, type EncodedPicture } from './h264/encoder.js';
-import { OpeningCache } from './h264/openings.js';
+import { OpeningCache, type OpeningCacheOptions } from './h264/openings.js';
 import { ScreenScaler } from './scale.js';
 
 export interface FrameEncoderConfig {
@@ -55,16 +55,24 @@ export interface FrameEncoder {
 /** What the worker thread runs for one frame, and what runs in place without one. */
 /**
  * What an encoder thread keeps from one recording to the next: glyph masks, once made, serve
- * every recording after; the canvas the last screen was drawn on, so that the next
- * recording's first screen (a test's phone starts where the last test's did) is drawn only
- * where it differs; and the opening pictures of the last streams (see h264/openings.ts), so
- * that a recording that begins as the last ones did is not encoded again.
+ * every recording after; the canvas the last screen was drawn on, with the last few screens
+ * that changed whole, so that a screen shown again (the next test's phone starts where the
+ * last one's did, the app it opens is the same) is copied, not drawn; and the opening
+ * pictures of the last streams (see h264/openings.ts), so that a recording that begins as
+ * the last ones did is not encoded again.
  */
 export class ThreadKeep {
   readonly fonts = new TextRenderer();
-  readonly openings = new OpeningCache();
-  /** The last screen drawn, on a canvas of the screen's size. */
+  readonly openings: OpeningCache;
+  /** How many whole screens the canvas keeps (4 by default: 15 MB at 720x1280). */
+  readonly screens: number;
+  /** Draws each screen over the last one, on a canvas of the screen's size. */
   player: DisplayListPlayer | null = null;
+
+  constructor(options: { screens?: number; openings?: OpeningCacheOptions } = {}) {
+    this.screens = options.screens ?? 4;
+    this.openings = new OpeningCache(options.openings);
+  }
 }
 
 export class FramePipeline {
@@ -104,12 +112,10 @@ export class FramePipeline {
     const { screenWidth, screenHeight } = this.config;
     let player = this.keep.player;
     if (!player || player.canvas.width !== screenWidth || player.canvas.height !== screenHeight) {
-      player = new DisplayListPlayer(new Canvas(screenWidth, screenHeight), this.keep.fonts);
+      const canvas = new Canvas(screenWidth, screenHeight);
+      player = this.keep.player = new DisplayListPlayer(canvas, this.keep.fonts, this.keep.screens);
     }
-    // Until it has drawn the whole list, the canvas is not the list's: not kept meanwhile.
-    this.keep.player = null;
     player.draw(list);
-    this.keep.player = player;
     const frame = this.encode(player.canvas.data, timeMs, stop);
     return { ...frame, encodeMs: performance.now() - started };
   }
