@@ -122,11 +122,26 @@ export class PhoneRecording {
     return next;
   }
 
-  /** A piece ended: past its time limit the next one starts, unless the recording stops. */
+  /**
+   * A piece ended. One that reached its time limit (exit status 0) is followed by the next,
+   * unless the recording stops. One that failed (killed, or screenrecord's own error) ends
+   * the recording there: another would most likely fail the same way, and starting one
+   * after another for the rest of the test would load the phone for nothing.
+   */
   #ended(piece: Piece): void {
     if (this.#stopping || this.#pieces.at(-1) !== piece) return;
-    this.#next().catch((error: unknown) => {
-      this.#failure = error;
+    void piece.exited.then((status) => {
+      if (this.#stopping) return;
+      if (status !== 0) {
+        this.#failure = new Error(pieceFailure(piece, status));
+        this.#logger.warn(
+          `the screen recording stopped: ${messageOf(this.#failure)}; nothing after it is recorded`,
+        );
+        return;
+      }
+      this.#next().catch((error: unknown) => {
+        this.#failure = error;
+      });
     });
   }
 
@@ -141,9 +156,11 @@ export class PhoneRecording {
     const work = await mkdtemp(join(tmpdir(), 'phonelease-recording-'));
     try {
       const local: string[] = [];
+      let failed: string | null = null;
       for (const piece of this.#pieces) {
         const status = await piece.exited;
         if (status !== 0) {
+          failed ??= pieceFailure(piece, status);
           this.#logger.warn(
             `a piece of the screen recording (${piece.remote}) ended with status ${status}; it is left out`,
           );
@@ -155,7 +172,7 @@ export class PhoneRecording {
       }
       if (local.length === 0) {
         throw new Error(
-          `the phone recorded no finished video${this.#failure ? ` (${messageOf(this.#failure)})` : ''}: screenrecord ended before it finished a file`,
+          `the phone recorded no finished video: ${failed ?? (this.#failure ? messageOf(this.#failure) : 'screenrecord ended before it finished a file')}`,
         );
       }
       // One piece is rewritten the same way: the same samples, read back and checked.
@@ -257,6 +274,15 @@ async function startPiece(
   const piece: Piece = { remote, pid, exited, command, output: () => output };
   void Promise.all([exited, reading]).then(() => onExit(piece));
   return piece;
+}
+
+/** What a piece that did not finish its file said: its exit status and its last words. */
+function pieceFailure(piece: Piece, status: number): string {
+  const said = piece
+    .output()
+    .replace(/^\d+\n/, '')
+    .trim();
+  return `screenrecord (${piece.remote}) exited with status ${status} before it finished its file${said ? `: ${said}` : ''}`;
 }
 
 /** How long screenrecord may take to start recording (its file appears). */

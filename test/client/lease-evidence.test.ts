@@ -68,6 +68,30 @@ describe('phone.startRecording() / stopRecording()', () => {
     expect(await decodeErrors(path)).toBe('');
   });
 
+  it('ends the recording where screenrecord dies, never starting one after another, and says why', async () => {
+    const t = await server({ bootMs: 100 });
+    const options = leaseOptions(t);
+    await using phone = await leasePhone(options);
+    await phone.startRecording();
+    const pid = (await phone.shell('pidof screenrecord')).stdout.trim();
+    expect(pid).toMatch(/^\d+$/);
+    await phone.shell(`kill -9 ${pid}`);
+    // The lease hears that its piece died, and says the recording stopped there ...
+    await expect
+      .poll(() => options.logger.lines.find((l) => l.includes('the screen recording stopped')))
+      .toMatch(/screenrecord \(\/sdcard\/phonelease-recording-\w+-1\.mp4\) exited with status 137/);
+    // ... instead of starting another screenrecord (which, failing too, would start the next).
+    expect((await phone.shell('pidof screenrecord')).exitCode).toBe(1);
+    await expect(phone.stopRecording(join(tempDir('phonelease-rec-'), 'cut.mp4'))).rejects.toThrow(
+      /the phone recorded no finished video: screenrecord \(\S+\) exited with status 137 before it finished its file/,
+    );
+    expect((await phone.shell('ls /sdcard')).stdout).not.toContain('phonelease-recording');
+    // The next recording starts afresh.
+    await phone.startRecording();
+    const { path } = await phone.stopRecording(join(tempDir('phonelease-rec-'), 'next.mp4'));
+    expect((await probe(path)).stream).toMatchObject({ codec_name: 'h264' });
+  });
+
   it('refuses options screenrecord cannot take before anything starts', async () => {
     const t = await server({ bootMs: 100 });
     await using phone = await leasePhone(leaseOptions(t));
