@@ -100,12 +100,7 @@ export class PhoneRecording {
     if (!(await startedRecording(adb, piece))) {
       await recording.#deletePieces();
       throw new Error(
-        `screenrecord did not start (exit status ${await piece.exited}): ${
-          piece
-            .output()
-            .replace(/^\d+\n/, '')
-            .trim() || 'no message'
-        }`,
+        `screenrecord did not start (exit status ${await piece.exited}): ${said(piece) || 'no message'}`,
       );
     }
     return recording;
@@ -276,13 +271,18 @@ async function startPiece(
   return piece;
 }
 
-/** What a piece that did not finish its file said: its exit status and its last words. */
-function pieceFailure(piece: Piece, status: number): string {
-  const said = piece
+/** What screenrecord printed after the shell's pid line (its errors: it prints nothing else). */
+function said(piece: Piece): string {
+  return piece
     .output()
     .replace(/^\d+\n/, '')
     .trim();
-  return `screenrecord (${piece.remote}) exited with status ${status} before it finished its file${said ? `: ${said}` : ''}`;
+}
+
+/** A piece that did not finish its file: its exit status and what it said. */
+function pieceFailure(piece: Piece, status: number): string {
+  const words = said(piece);
+  return `screenrecord (${piece.remote}) exited with status ${status} before it finished its file${words ? `: ${words}` : ''}`;
 }
 
 /** How long screenrecord may take to start recording (its file appears). */

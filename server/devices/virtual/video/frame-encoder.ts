@@ -52,7 +52,6 @@ export interface FrameEncoder {
   close(): Promise<void>;
 }
 
-/** What the worker thread runs for one frame, and what runs in place without one. */
 /**
  * What an encoder thread keeps from one recording to the next: glyph masks, once made, serve
  * every recording after; the canvas the last screen was drawn on, with the last few screens
@@ -75,6 +74,7 @@ export class ThreadKeep {
   }
 }
 
+/** What the worker thread runs for one frame, and what runs in place without one. */
 export class FramePipeline {
   private readonly scaler: ScreenScaler;
   private readonly encoder: H264Encoder;
