@@ -84,10 +84,8 @@ function taps(inLen: number, outLen: number): Taps {
 /** Scales RGBA screens of one size into RGBA video frames of another. */
 export class ScreenScaler {
   readonly area: ContentArea;
-  private readonly out: Uint8Array;
-  private readonly rows: Int32Array;
-  private readonly xTaps: Taps;
-  private readonly yTaps: Taps;
+  /** The buffers and taps of a scaling, made at its first frame (a recording at the screen's size has none). */
+  #scaling: { out: Uint8Array; rows: Int32Array; xTaps: Taps; yTaps: Taps } | null = null;
 
   constructor(
     readonly screenWidth: number,
@@ -96,12 +94,6 @@ export class ScreenScaler {
     readonly videoHeight: number,
   ) {
     this.area = contentArea(screenWidth, screenHeight, videoWidth, videoHeight);
-    this.out = new Uint8Array(videoWidth * videoHeight * 4);
-    // Black bars, opaque; only the content area is written per frame.
-    for (let i = 3; i < this.out.length; i += 4) this.out[i] = 255;
-    this.rows = new Int32Array(this.area.width * screenHeight * 3);
-    this.xTaps = taps(screenWidth, this.area.width);
-    this.yTaps = taps(screenHeight, this.area.height);
   }
 
   /** Whether frames pass through unchanged (the video is the screen's size). */
@@ -109,10 +101,25 @@ export class ScreenScaler {
     return this.screenWidth === this.videoWidth && this.screenHeight === this.videoHeight;
   }
 
+  #prepare(): { out: Uint8Array; rows: Int32Array; xTaps: Taps; yTaps: Taps } {
+    if (this.#scaling) return this.#scaling;
+    const out = new Uint8Array(this.videoWidth * this.videoHeight * 4);
+    // Black bars, opaque; only the content area is written per frame.
+    for (let i = 3; i < out.length; i += 4) out[i] = 255;
+    this.#scaling = {
+      out,
+      rows: new Int32Array(this.area.width * this.screenHeight * 3),
+      xTaps: taps(this.screenWidth, this.area.width),
+      yTaps: taps(this.screenHeight, this.area.height),
+    };
+    return this.#scaling;
+  }
+
   /** The video frame for a screen; the returned array is reused by the next call. */
   scale(screen: Uint8Array): Uint8Array {
     if (this.identity) return screen;
-    const { area, rows, out, xTaps, yTaps } = this;
+    const { rows, out, xTaps, yTaps } = this.#prepare();
+    const area = this.area;
     const sw = this.screenWidth;
     const aw = area.width;
     // Horizontal pass: every screen row to the content width (values scaled by 2^14).
