@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ADB } from '../support/adb.js';
-import { decodeErrors, probe, run } from '../support/video.js';
+import { decodeErrors, decodeRgb, probe, run } from '../support/video.js';
 import { startVirtualAdb, type VirtualAdb } from '../support/virtual-adb.js';
 
 let v: VirtualAdb;
@@ -97,6 +97,37 @@ describe('screenrecord through stock adb', () => {
     expect(stream).toMatchObject({ codec_name: 'h264', width: 360, height: 640 });
   });
 
+  it('adds the information page and a time stamp on every frame with --bugreport, as a phone’s does', async () => {
+    const r = await shell('screenrecord --verbose --bugreport --time-limit 1 --size 360x640 /sdcard/b.mp4');
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    expect(r.stdout.split('\n').slice(0, 5)).toEqual([
+      'Time limit set to 1 seconds',
+      'Display is 720x1280 @60.00fps (orientation=ROTATION_0), layerStack=0',
+      'Configuring recorder for 360x640 video/avc at 20.00Mbps',
+      'Bugreport overlay created',
+      'Content area is 360x640 at offset x=0 y=0',
+    ]);
+    const file = await pullTo('/sdcard/b.mp4', 'b.mp4');
+    expect(await decodeErrors(file)).toBe('');
+    // The page comes first, a quarter of a second before the recording's second.
+    expect((await probe(file)).duration).toBeGreaterThan(1.2);
+    const [page, screen] = await decodeRgb(file, 360, 640);
+    const grey = (frame: Uint8Array, x: number, y: number) => {
+      const [r, g, b] = frame.subarray((y * 360 + x) * 3, (y * 360 + x) * 3 + 3);
+      return Math.abs(r! - g!) < 8 && Math.abs(g! - b!) < 8 ? r! : -1;
+    };
+    // Grey frame, black page; then the phone's screen, which is not black there.
+    expect(Math.abs(grey(page!, 1, 320) - 128)).toBeLessThan(10);
+    expect(grey(page!, 180, 620)).toBeLessThan(10);
+    expect(grey(page!, 180, 620)).toBeGreaterThanOrEqual(0);
+    expect(grey(screen!, 180, 620)).not.toBe(grey(page!, 180, 620));
+    // --show-frame-time alone: no page, the screen from the first frame.
+    const stamped = await shell('screenrecord --show-frame-time --time-limit 1 --size 360x640 /sdcard/t.mp4');
+    expect(stamped.code).toBe(0);
+    const [firstStamped] = await decodeRgb(await pullTo('/sdcard/t.mp4', 't.mp4'), 360, 640);
+    expect(Math.abs(grey(firstStamped!, 1, 320) - 128)).toBeGreaterThan(10);
+  });
+
   it('is stopped the way appium-adb stops it: pgrep, kill -2, kill -0 until gone; the file is finished', async () => {
     const recording = startAdb(['shell', 'screenrecord', '--time-limit', '30', '/sdcard/stopped.mp4']);
     try {
@@ -178,9 +209,9 @@ describe('screenrecord through stock adb', () => {
       code: 2,
       stderr: 'Time limit -1s outside acceptable range [0,4294967295] seconds\n',
     });
-    const bugreport = await shell('screenrecord --bugreport /sdcard/x.mp4');
-    expect(bugreport.code).toBe(2);
-    expect(bugreport.stderr).toContain('--bugreport is not supported on the virtual phone');
+    const rotate = await shell('screenrecord --rotate /sdcard/x.mp4');
+    expect(rotate.code).toBe(2);
+    expect(rotate.stderr).toContain('--rotate is not supported on the virtual phone');
     expect((await shell('test -e /sdcard/x.mp4')).code).toBe(1);
   });
 

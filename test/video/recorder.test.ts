@@ -402,6 +402,93 @@ describe('screen recorder', () => {
     }
   });
 
+  it('adds --bugreport’s information page first and a time stamp over each frame, the screen itself untouched', async () => {
+    const [W, H] = [360, 640];
+    const blue = [51, 102, 153];
+    const pixels = new Uint8Array(W * H * 4);
+    for (let i = 0; i < W * H; i++) pixels.set([...blue, 255], i * 4);
+    let changed = () => {};
+    const source: ScreenSource = {
+      width: W,
+      height: H,
+      renderRgba: () => pixels,
+      onChange: (listener) => ((changed = listener), () => undefined),
+    };
+    const clock = manualClock();
+    const captions: number[][] = [];
+    const recording = await startScreenRecording(source, {
+      now: clock.now,
+      encodeOn: 'main',
+      overlay: {
+        infoPage: [
+          'Android screenrecord v1.3',
+          'Started Fri, 27 Nov 2026 16:00:00 +0000',
+          '',
+          'ro.product.model: [sdk_gphone64_x86_64]',
+        ],
+        caption: (timeMs, frame, dropped) => {
+          captions.push([timeMs, frame, dropped]);
+          return `16:00:00.000 f=${frame} (${dropped})`;
+        },
+      },
+    });
+    await framesReach(recording, 2);
+    clock.ms += 100;
+    // The lower half turns grey.
+    for (let i = (W * H) / 2; i < W * H; i++) pixels.set([128, 128, 128, 255], i * 4);
+    changed();
+    await framesReach(recording, 3);
+    clock.ms += 100;
+    const result = await recording.stop();
+    // The page is shown 250 ms before the recording's start, as screenrecord presents it.
+    expect(result).toMatchObject({ frames: 3, durationUs: 450_000 });
+    expect(captions).toEqual([
+      [1000, 1, 0],
+      [1100, 2, 0],
+    ]);
+    const file = save('bugreport.mp4', result.bytes);
+    expect(await decodeErrors(file)).toBe('');
+    const [page, first, second] = await decodeRgb(file, W, H);
+    const at = (frame: Uint8Array, x: number, y: number) => [
+      ...frame.subarray((y * W + x) * 3, (y * W + x) * 3 + 3),
+    ];
+    /** The largest difference from `want` of any channel of any pixel in the area. */
+    const off = (frame: Uint8Array, want: number[], [x0, y0, x1, y1]: number[]) => {
+      let most = 0;
+      for (let y = y0!; y < y1!; y++) {
+        for (let x = x0!; x < x1!; x++)
+          at(frame, x, y).forEach((c, i) => (most = Math.max(most, Math.abs(c - want[i]!))));
+      }
+      return most;
+    };
+    /** The darkest pixel's brightest channel and the brightest pixel's darkest channel in the area. */
+    const extremes = (frame: Uint8Array, [x0, y0, x1, y1]: number[]) => {
+      let [darkest, whitest] = [255, 0];
+      for (let y = y0!; y < y1!; y++) {
+        for (let x = x0!; x < x1!; x++) {
+          darkest = Math.min(darkest, Math.max(...at(frame, x, y)));
+          whitest = Math.max(whitest, Math.min(...at(frame, x, y)));
+        }
+      }
+      return { darkest, whitest };
+    };
+    // The information page: a grey frame, black, and white text at the top.
+    expect(off(page!, [128, 128, 128], [0, 0, 4, H])).toBeLessThan(10);
+    expect(off(page!, [0, 0, 0], [10, 560, 350, 630])).toBeLessThan(10);
+    expect(extremes(page!, [10, 10, 350, 40]).whitest).toBeGreaterThan(200);
+    // Each frame: white text outlined in black at the top left, the screen as it is elsewhere.
+    for (const frame of [first!, second!]) {
+      const stamp = extremes(frame, [0, 0, 180, 20]);
+      expect(stamp.whitest).toBeGreaterThan(220);
+      expect(stamp.darkest).toBeLessThan(40);
+      expect(off(frame, blue, [0, 40, W, 300])).toBeLessThan(10);
+    }
+    expect(off(first!, blue, [0, 340, W, H])).toBeLessThan(10);
+    expect(off(second!, [128, 128, 128], [0, 340, W, H])).toBeLessThan(10);
+    // The screen's own pixels are not drawn on.
+    expect([...pixels.subarray(0, 4)]).toEqual([...blue, 255]);
+  });
+
   it('writes the same file whether it encodes on a worker thread or its caller’s', async () => {
     const files: Uint8Array[] = [];
     for (const encodeOn of ['worker', 'main'] as const) {

@@ -67,9 +67,11 @@ if (port) {
     let transfer: ArrayBuffer[] = [];
     try {
       const frame =
-        'drawing' in message
-          ? pipeline.encodeDrawing(message.drawing, message.timeMs, givenUpNow)
-          : pipeline.encode(new Uint8Array(message.pixels), message.timeMs, givenUpNow);
+        'infoPage' in message
+          ? pipeline.encodeInfoPage(message.infoPage, message.timeMs, givenUpNow)
+          : 'drawing' in message
+            ? pipeline.encodeDrawing(message.drawing, message.timeMs, givenUpNow, message.caption)
+            : pipeline.encode(new Uint8Array(message.pixels), message.timeMs, givenUpNow, message.caption);
       // Copies of their own move to the main thread: the SPS and PPS stay the encoder's.
       const nalUnits = frame.nalUnits.map((n) => n.slice());
       transfer = nalUnits.map((n) => n.buffer);

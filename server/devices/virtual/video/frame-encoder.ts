@@ -19,6 +19,7 @@ import { TextRenderer } from '../ui/font.js';
 import { Canvas } from '../ui/raster.js';
 import { H264Encoder, type EncodedPicture } from './h264/encoder.js';
 import { OpeningCache, type OpeningCacheOptions } from './h264/openings.js';
+import { drawCaption, drawInfoPage } from './overlay.js';
 import { ScreenScaler } from './scale.js';
 
 export interface FrameEncoderConfig {
@@ -39,16 +40,19 @@ export interface EncodedFrame extends EncodedPicture {
 
 export interface FrameEncoder {
   /**
-   * Encodes a screen frame (RGBA, screen size) shown at `timeMs`. The pixels are read or
-   * copied before this returns, so the caller may draw over them at once.
+   * Encodes a screen frame (RGBA, screen size) shown at `timeMs`, with `caption` (a time
+   * stamp: see overlay.ts) over it if given. The pixels are read or copied before this
+   * returns, so the caller may draw over them at once.
    */
-  encode(pixels: Uint8Array, timeMs: number): Promise<EncodedFrame>;
+  encode(pixels: Uint8Array, timeMs: number, caption?: string): Promise<EncodedFrame>;
   /**
    * Draws a screen (screen size) and encodes it as shown at `timeMs`: the drawing is done
    * where the encoding is, off the caller's thread for a worker. The list is copied before
    * this returns.
    */
-  encodeDrawing(list: DisplayList, timeMs: number): Promise<EncodedFrame>;
+  encodeDrawing(list: DisplayList, timeMs: number, caption?: string): Promise<EncodedFrame>;
+  /** Encodes screenrecord's information page (see overlay.ts) as shown at `timeMs`. */
+  encodeInfoPage(paragraphs: readonly string[], timeMs: number): Promise<EncodedFrame>;
   close(): Promise<void>;
 }
 
@@ -78,6 +82,8 @@ export class ThreadKeep {
 export class FramePipeline {
   private readonly scaler: ScreenScaler;
   private readonly encoder: H264Encoder;
+  /** A video frame with something drawn over it (a caption, the information page), made when first needed. */
+  #overlay: Canvas | null = null;
 
   /** `keep` may come from an earlier pipeline on the same thread (see ThreadKeep). */
   constructor(
@@ -101,13 +107,33 @@ export class FramePipeline {
   }
 
   /** `stop` gives up the frame part way (EncodeStopped); the pipeline is not used after that. */
-  encode(pixels: Uint8Array, timeMs: number, stop?: () => boolean): EncodedFrame {
+  encode(pixels: Uint8Array, timeMs: number, stop?: () => boolean, caption?: string): EncodedFrame {
     const started = performance.now();
-    const picture = this.encoder.encode(this.scaler.scale(pixels), timeMs, stop ? { stop } : {});
+    let frame = this.scaler.scale(pixels);
+    if (caption !== undefined) {
+      const canvas = this.overlay();
+      canvas.data.set(frame);
+      drawCaption(canvas, this.keep.fonts, caption);
+      frame = canvas.data;
+    }
+    const picture = this.encoder.encode(frame, timeMs, stop ? { stop } : {});
     return { ...picture, timeMs, encodeMs: performance.now() - started };
   }
 
-  encodeDrawing(list: DisplayList, timeMs: number, stop?: () => boolean): EncodedFrame {
+  encodeInfoPage(paragraphs: readonly string[], timeMs: number, stop?: () => boolean): EncodedFrame {
+    const started = performance.now();
+    const canvas = this.overlay();
+    drawInfoPage(canvas, this.keep.fonts, paragraphs);
+    const picture = this.encoder.encode(canvas.data, timeMs, stop ? { stop } : {});
+    return { ...picture, timeMs, encodeMs: performance.now() - started };
+  }
+
+  private overlay(): Canvas {
+    this.#overlay ??= new Canvas(this.config.videoWidth, this.config.videoHeight);
+    return this.#overlay;
+  }
+
+  encodeDrawing(list: DisplayList, timeMs: number, stop?: () => boolean, caption?: string): EncodedFrame {
     const started = performance.now();
     const { screenWidth, screenHeight } = this.config;
     let player = this.keep.player;
@@ -116,7 +142,7 @@ export class FramePipeline {
       player = this.keep.player = new DisplayListPlayer(canvas, this.keep.fonts, this.keep.screens);
     }
     player.draw(list);
-    const frame = this.encode(player.canvas.data, timeMs, stop);
+    const frame = this.encode(player.canvas.data, timeMs, stop, caption);
     return { ...frame, encodeMs: performance.now() - started };
   }
 }
@@ -125,8 +151,9 @@ export class FramePipeline {
 export function inlineFrameEncoder(config: FrameEncoderConfig): FrameEncoder {
   const pipeline = new FramePipeline(config);
   return {
-    encode: async (pixels, timeMs) => pipeline.encode(pixels, timeMs),
-    encodeDrawing: async (list, timeMs) => pipeline.encodeDrawing(list, timeMs),
+    encode: async (pixels, timeMs, caption) => pipeline.encode(pixels, timeMs, undefined, caption),
+    encodeDrawing: async (list, timeMs, caption) => pipeline.encodeDrawing(list, timeMs, undefined, caption),
+    encodeInfoPage: async (paragraphs, timeMs) => pipeline.encodeInfoPage(paragraphs, timeMs),
     close: async () => undefined,
   };
 }
@@ -142,15 +169,20 @@ export function encoderWhenReady(starting: Promise<FrameEncoder>): FrameEncoder 
   // Nobody may be waiting on it yet: its failure reaches the frames and close().
   starting.then((e) => (ready = e)).catch(() => undefined);
   return {
-    encode(pixels, timeMs) {
-      if (ready) return ready.encode(pixels, timeMs);
+    encode(pixels, timeMs, caption) {
+      if (ready) return ready.encode(pixels, timeMs, caption);
       const copy = pixels.slice();
-      return starting.then((e) => e.encode(copy, timeMs));
+      return starting.then((e) => e.encode(copy, timeMs, caption));
     },
-    encodeDrawing(list, timeMs) {
-      if (ready) return ready.encodeDrawing(list, timeMs);
+    encodeDrawing(list, timeMs, caption) {
+      if (ready) return ready.encodeDrawing(list, timeMs, caption);
       const copy = structuredClone(list);
-      return starting.then((e) => e.encodeDrawing(copy, timeMs));
+      return starting.then((e) => e.encodeDrawing(copy, timeMs, caption));
+    },
+    encodeInfoPage(paragraphs, timeMs) {
+      if (ready) return ready.encodeInfoPage(paragraphs, timeMs);
+      const copy = [...paragraphs];
+      return starting.then((e) => e.encodeInfoPage(copy, timeMs));
     },
     close: () =>
       starting.then(
@@ -160,8 +192,15 @@ export function encoderWhenReady(starting: Promise<FrameEncoder>): FrameEncoder 
   };
 }
 
-/** Messages to the worker: a frame of recording `gen` to encode, as pixels or as the calls that draw it. */
-export type FrameMessage = ({ pixels: ArrayBuffer } | { drawing: DisplayList }) & {
+/**
+ * Messages to the worker: a frame of recording `gen` to encode, as pixels or as the calls
+ * that draw it (with a caption over it, if any), or the information page.
+ */
+export type FrameMessage = (
+  | { pixels: ArrayBuffer; caption?: string }
+  | { drawing: DisplayList; caption?: string }
+  | { infoPage: readonly string[] }
+) & {
   gen: number;
   timeMs: number;
 };
@@ -317,23 +356,25 @@ export function workerFrameEncoder(config: FrameEncoderConfig, reuse?: Reuse): P
   let onMessage!: (reply: WorkerReply) => void;
   let onError!: (error: Error) => void;
   let onExit!: () => void;
+  const send = (message: FrameMessage, transfer: ArrayBuffer[] = []): Promise<EncodedFrame> => {
+    if (failure) return Promise.reject(failure);
+    return new Promise((resolve, reject) => {
+      waiting.push({ resolve, reject });
+      worker.postMessage(message, transfer);
+    });
+  };
   const encoder: FrameEncoder = {
-    encode(pixels, timeMs) {
-      if (failure) return Promise.reject(failure);
+    encode(pixels, timeMs, caption) {
       // A copy of its own goes to the worker; the caller's pixels are free at once.
       const copy = pixels.slice().buffer;
-      return new Promise((resolve, reject) => {
-        waiting.push({ resolve, reject });
-        worker.postMessage({ pixels: copy, timeMs, gen } satisfies FrameMessage, [copy]);
-      });
+      return send({ pixels: copy, timeMs, gen, ...(caption !== undefined && { caption }) }, [copy]);
     },
-    encodeDrawing(list, timeMs) {
-      if (failure) return Promise.reject(failure);
-      return new Promise((resolve, reject) => {
-        waiting.push({ resolve, reject });
-        // Structured clone copies the calls (and any picture in them) before this returns.
-        worker.postMessage({ drawing: list, timeMs, gen } satisfies FrameMessage);
-      });
+    encodeDrawing(list, timeMs, caption) {
+      // Structured clone copies the calls (and any picture in them) before this returns.
+      return send({ drawing: list, timeMs, gen, ...(caption !== undefined && { caption }) });
+    },
+    encodeInfoPage(paragraphs, timeMs) {
+      return send({ infoPage: paragraphs, timeMs, gen });
     },
     close() {
       closed ??= (async () => {

@@ -34,6 +34,7 @@ import {
   type FrameEncoderConfig,
 } from './frame-encoder.js';
 import type { DisplayList } from '../ui/display-list.js';
+import { INFO_PAGE_HOLD_MS } from './overlay.js';
 import { contentArea, type ContentArea } from './scale.js';
 
 /** The screen a recorder watches: the virtual phone's UI, or anything drawn like it. */
@@ -58,10 +59,15 @@ export interface ScreenSource {
  */
 const MAX_PENDING = 2;
 
-/** A frame taken: the screen as drawing calls or pixels (a copy), and when it was shown. */
+/**
+ * A frame taken: the screen as drawing calls or pixels (a copy), its number (from 1), and
+ * when it was shown; or the information page (number 0).
+ */
 interface Taken {
   list: DisplayList | null;
   pixels: Uint8Array | null;
+  infoPage?: readonly string[];
+  number: number;
   timeMs: number;
 }
 
@@ -96,6 +102,19 @@ export interface RecorderOptions {
    * muxer writes its output file); memory by default.
    */
   sink?: RecordingSink;
+  /** What `screenrecord --bugreport` adds to the video; nothing by default. */
+  overlay?: RecordingOverlay;
+}
+
+/** What `screenrecord --bugreport` adds to the video (see overlay.ts). */
+export interface RecordingOverlay {
+  /** The information page's paragraphs ('' a gap), shown first, before the recording's start. */
+  infoPage?: readonly string[];
+  /**
+   * The time stamp over each frame of the screen, given when it was shown (on the
+   * recorder's clock), its number (from 1) and how many frames were dropped so far.
+   */
+  caption?: (timeMs: number, frame: number, dropped: number) => string;
 }
 
 /** A sink whose whole content can be read back: what `bytes()` and the result return. */
@@ -175,6 +194,7 @@ export async function startScreenRecording(
     threadShare: options.threadShare ?? 0.1,
     timeLimitS: options.timeLimitS ?? SCREENRECORD_DEFAULTS.timeLimitS,
     now: options.now ?? (() => performance.now()),
+    overlay: options.overlay ?? {},
   });
 }
 
@@ -185,6 +205,7 @@ interface Settings {
   threadShare: number;
   timeLimitS: number;
   now: () => number;
+  overlay: RecordingOverlay;
 }
 
 export class ScreenRecording {
@@ -219,6 +240,9 @@ export class ScreenRecording {
   private aborted = false;
   private failure: Error | null = null;
   private encodeMs = 0;
+  /** Frames of the screen taken so far, and those of them dropped before they were encoded. */
+  private taken = 0;
+  private dropped = 0;
   private settle!: { resolve: (r: RecordingResult) => void; reject: (e: Error) => void };
 
   constructor(
@@ -247,6 +271,19 @@ export class ScreenRecording {
         ? setTimeout(() => void this.end('time-limit').catch(() => undefined), settings.timeLimitS * 1000)
         : null;
     this.limitTimer?.unref();
+    // The information page goes to the encoder before the screen's first frame, shown a
+    // little before the recording's start (so a player holds it on screen until then).
+    const infoPage = settings.overlay.infoPage;
+    if (infoPage) {
+      this.pending++;
+      this.send({
+        list: null,
+        pixels: null,
+        infoPage,
+        number: 0,
+        timeMs: this.startedMs - INFO_PAGE_HOLD_MS,
+      });
+    }
     this.schedule();
   }
 
@@ -303,6 +340,7 @@ export class ScreenRecording {
         // now is the last frame. It takes the place of a frame still held for the encoder
         // (as while recording, the newest screen goes next), so the stop waits for one less.
         if (this.dirty && !this.failure) {
+          if (this.held) this.dropped++;
           this.dropHeld();
           this.capture();
         }
@@ -375,7 +413,7 @@ export class ScreenRecording {
         : this.encoding
           ? this.source.renderRgba().slice()
           : this.source.renderRgba();
-      taken = { list, pixels, timeMs };
+      taken = { list, pixels, number: ++this.taken, timeMs };
       this.costs(performance.now() - began);
     } catch (error) {
       this.fail(error);
@@ -391,9 +429,14 @@ export class ScreenRecording {
     this.encoding = true;
     let encoded: Promise<EncodedFrame>;
     try {
-      encoded = frame.list
-        ? this.encoder.encodeDrawing(frame.list, frame.timeMs)
-        : this.encoder.encode(frame.pixels!, frame.timeMs);
+      const { caption } = this.settings.overlay;
+      const text =
+        caption && frame.number > 0 ? caption(frame.timeMs, frame.number, this.dropped) : undefined;
+      encoded = frame.infoPage
+        ? this.encoder.encodeInfoPage(frame.infoPage, frame.timeMs)
+        : frame.list
+          ? this.encoder.encodeDrawing(frame.list, frame.timeMs, text)
+          : this.encoder.encode(frame.pixels!, frame.timeMs, text);
     } catch (error) {
       encoded = Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }

@@ -14,6 +14,7 @@ import { SIGHUP, SIGINT } from '../../signals.js';
 import {
   SCREENRECORD_DEFAULTS,
   startScreenRecording,
+  type RecordingOverlay,
   type RecordingSink,
   type ScreenRecording,
   type ScreenSource,
@@ -21,6 +22,7 @@ import {
 import type { Device } from '../../device.js';
 import { resolvePath, type CommandContext, type CommandFn } from '../command.js';
 import { BufferOutput } from '../io.js';
+import { strftime } from './system.js';
 
 const BIT_RATE_RANGE = [100_000, 200_000_000] as const;
 const TIME_LIMIT_MAX = 4_294_967_295;
@@ -80,6 +82,10 @@ Recording continues until Ctrl-C is hit or the time limit is reached.
 
 interface Settings {
   verbose: boolean;
+  /** The information page first (--bugreport, --show-device-info). */
+  infoPage: boolean;
+  /** A time stamp on every frame (--bugreport, --show-frame-time). */
+  frameTime: boolean;
   size: { width: number; height: number } | null;
   bitRate: number;
   timeLimitS: number;
@@ -92,6 +98,8 @@ const USAGE_STATUS = 2;
 /** The options as screenrecord's getopt_long loop reads them; a number is the exit status. */
 function parseOptions(ctx: CommandContext): Settings | number {
   let verbose = false;
+  let infoPage = false;
+  let frameTime = false;
   let size: Settings['size'] = null;
   let bitRate: number = SCREENRECORD_DEFAULTS.bitRate;
   let timeLimitS: number = SCREENRECORD_DEFAULTS.timeLimitS;
@@ -142,6 +150,16 @@ function parseOptions(ctx: CommandContext): Settings | number {
       case 'verbose':
         verbose = true;
         break;
+      case 'bugreport':
+        infoPage = true;
+        frameTime = true;
+        break;
+      case 'show-device-info':
+        infoPage = true;
+        break;
+      case 'show-frame-time':
+        frameTime = true;
+        break;
       case 'size': {
         // sscanf("%dx%d"): two numbers around an x, whatever follows.
         const m = /^\s*([+-]?\d+)x\s*([+-]?\d+)/.exec(value!);
@@ -190,15 +208,15 @@ function parseOptions(ctx: CommandContext): Settings | number {
         }
         break;
       default:
-        // --bugreport and the unofficial options change what is drawn or written in ways the
-        // virtual phone does not model: a clear refusal, never a recording without them.
+        // The other unofficial options change what is drawn or written in ways the virtual
+        // phone does not model: a clear refusal, never a recording without them.
         return err(
           `screenrecord: --${name} is not supported on the virtual phone (what it adds to the video is not modelled); record without it\n`,
         );
     }
   }
   if (operands.length !== 1) return err('Must specify output file (see --help).\n');
-  return { verbose, size, bitRate, timeLimitS, file: operands[0]! };
+  return { verbose, infoPage, frameTime, size, bitRate, timeLimitS, file: operands[0]! };
 }
 
 /** strtol and an optional M (megabits), as screenrecord's parseValueWithUnit reads a rate. */
@@ -308,11 +326,13 @@ export const screenrecord: CommandFn = async (ctx) => {
       timeLimitS: settings.timeLimitS,
       sink: new PhoneFileSink(ctx.fs, path),
       threads: ctx.device.encoderThreads,
+      overlay: bugreportOverlay(ctx.device, settings),
     });
     if (ctx.signal.aborted) {
       await recording.abort();
       return 1;
     }
+    if (settings.frameTime) out('Bugreport overlay created');
     out(
       `Content area is ${recording.content.width}x${recording.content.height} at offset x=${recording.content.x} y=${recording.content.y}`,
     );
@@ -343,6 +363,53 @@ export const screenrecord: CommandFn = async (ctx) => {
   await ctx.runShell(broadcast, { stdin: ctx.stdin, stdout: sink, stderr: sink });
   return 0;
 };
+
+/** System properties the information page shows, those that are set (screenrecord's list). */
+const INFO_PAGE_PROPERTIES = [
+  'ro.build.description',
+  'ro.product.manufacturer',
+  'ro.product.model',
+  'ro.board.platform',
+  'ro.revision',
+  'dalvik.vm.heapgrowthlimit',
+  'dalvik.vm.heapsize',
+  'persist.sys.dalvik.vm.lib.2',
+];
+
+/**
+ * What --bugreport adds (see ../../video/overlay.ts): the information page, as the phone's
+ * screenrecord writes it, and a time stamp on each frame in the phone's time (UTC), when the
+ * frame was shown, with its number and the frames dropped so far.
+ */
+function bugreportOverlay(device: Device, settings: Settings): RecordingOverlay {
+  const overlay: RecordingOverlay = {};
+  if (settings.infoPage) {
+    const properties = INFO_PAGE_PROPERTIES.flatMap((name) => {
+      const value = device.props.get(name) ?? '';
+      return value ? [`${name}: [${value}]`] : [];
+    });
+    overlay.infoPage = [
+      'Android screenrecord v1.3',
+      `Started ${strftime('%a, %d %b %Y %T %z', device.now())}`,
+      '',
+      ...properties,
+      '',
+      // The virtual phone draws in software: no GPU to name.
+      'OpenGL: phonelease / virtual phone (software rendering), OpenGL ES 3.2',
+    ];
+  }
+  if (settings.frameTime) {
+    // Frame times are on the recorder's clock; the stamp is the phone's wall time then.
+    const startedWall = device.now();
+    const startedClock = performance.now();
+    overlay.caption = (timeMs, frame, dropped) => {
+      const wall = Math.round(startedWall + (timeMs - startedClock));
+      const ms = String(((wall % 1000) + 1000) % 1000).padStart(3, '0');
+      return `${strftime('%T', wall)}.${ms} f=${frame} (${dropped})`;
+    };
+  }
+  return overlay;
+}
 
 /** What the virtual phone's encoder can configure (see startScreenRecording). */
 function encodableSize(width: number, height: number): boolean {
