@@ -197,6 +197,13 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
       expect(stream).toMatchObject({ codec_name: 'h264', width: 720, height: 1280 });
       expect(duration).toBeGreaterThan(0);
       expect(await decodeErrors(file)).toBe('');
+      // Its bugReport option is screenrecord's --bugreport (the information page first).
+      await driver.startRecordingScreen({ timeLimit: 60, bugReport: true, videoSize: '360x640' });
+      await driver.activateApp('com.android.settings');
+      const report = join(dir, 'bugreport.mp4');
+      writeFileSync(report, Buffer.from(await driver.stopRecordingScreen(), 'base64'));
+      expect((await probe(report)).stream).toMatchObject({ codec_name: 'h264', width: 360, height: 640 });
+      expect(await decodeErrors(report)).toBe('');
       // The driver stopped screenrecord and deleted its file on the phone.
       expect((await prepared.adb(['shell', 'pgrep screenrecord'])).code).toBe(1);
       expect(await prepared.adbOk(['shell', 'ls /sdcard'])).not.toMatch(/\.mp4/);
