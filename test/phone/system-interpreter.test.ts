@@ -574,6 +574,73 @@ describe('what scripts use, as mksh and toybox do it', () => {
     });
   });
 
+  it('runs every toybox applet by name: the ones it models, and a clear refusal for the rest', async () => {
+    // What Android 14's toybox lists; `which` finds each in /system/bin.
+    const applets = (await sh('ls /system/bin')).out.split('\n');
+    for (const name of ['free', 'lsof', 'mount', 'nproc', 'mktemp', 'xxd', 'vi', 'killall'])
+      expect(applets).toContain(name);
+    expect(await sh('lsof')).toMatchObject({
+      code: 126,
+      err: '/system/bin/sh: lsof: not modeled by the virtual phone (see docs/virtual-phone.md)\n',
+    });
+  });
+
+  it('counts the Pixel 8’s nine CPUs wherever a tool looks: nproc, getconf, /proc/cpuinfo, sysfs', async () => {
+    const r = await sh(
+      'nproc; getconf _NPROCESSORS_ONLN; grep -c ^processor /proc/cpuinfo; cat /sys/devices/system/cpu/online; ls -d /sys/devices/system/cpu/cpu[0-9]* | wc -l; getconf PAGESIZE',
+    );
+    expect(r).toMatchObject({ code: 0, out: '9\n9\n9\n0-8\n9\n4096\n' });
+    // The big core is a Cortex-X3 (part 0xd4e), the last one.
+    expect((await sh('grep "CPU part" /proc/cpuinfo | tail -1')).out).toBe('CPU part\t: 0xd4e\n');
+    expect(await sh('getconf NOPE')).toMatchObject({ code: 1, err: "getconf: bad 'NOPE'\n" });
+  });
+
+  it('makes temporary files and directories with mktemp, in $TMPDIR unless told where', async () => {
+    const device = newDevice();
+    const file = (await sh('mktemp', { device })).out.trim();
+    expect(file).toMatch(/^\/data\/local\/tmp\/tmp\.[A-Za-z0-9]{10}$/);
+    expect((await sh(`stat -c '%a %s %F' ${file}`, { device })).out).toBe('600 0 regular empty file\n');
+    const dir = (await sh('mktemp -d -p /sdcard run.XXXXXX', { device })).out.trim();
+    expect(dir).toMatch(/^\/sdcard\/run\.[A-Za-z0-9]{6}$/);
+    expect((await sh(`test -d ${dir} && echo dir`, { device })).out).toBe('dir\n');
+    expect(await sh('mktemp /data/local/tmp/aXX', { device })).toMatchObject({
+      code: 1,
+      err: 'mktemp: Template must end with XXX\n',
+    });
+    expect((await sh('mktemp -q /system/xXXXXXX', { device })).code).toBe(1);
+  });
+
+  it('edits files with truncate and unlink, and reads them with tac, rev and nl', async () => {
+    const device = newDevice();
+    const r = await sh(
+      'cd /data/local/tmp; printf "one\\ntwo\\n\\nthree\\n" > t; tac t; rev t; nl t; nl -b a -w 2 -s: t; ' +
+        'truncate -s 5 t; wc -c < t; truncate -s +3 t; wc -c < t; truncate -c -s 1 nothing; test -e nothing || echo absent; ' +
+        'unlink t; test -e t || echo gone; mkdir d; unlink d',
+      { device },
+    );
+    expect(r.out).toBe(
+      'three\n\ntwo\none\n' +
+        'eno\nowt\n\neerht\n' +
+        '     1\tone\n     2\ttwo\n       \n     3\tthree\n' +
+        ' 1:one\n 2:two\n 3:\n 4:three\n' +
+        '5\n8\nabsent\ngone\n',
+    );
+    expect(r.err).toBe("unlink: couldn't unlink 'd': Is a directory\n");
+    expect((await sh('uuidgen')).out).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\n$/,
+    );
+    expect(await sh('sync; usleep 1000')).toMatchObject({ code: 0, out: '' });
+  });
+
+  it('signals processes by name with killall, and says when none had it', async () => {
+    const r = await sh(
+      'sleep 30 & sleep 30 & killall sleep; wait; killall -9 sleep; killall -q sleep; echo $?',
+    );
+    expect(r.err).toBe('killall: sleep: no process killed\n');
+    expect(r.out).toBe('1\n');
+    expect((await sh('sleep 30 & killall -s HUP sleep; wait $!; echo $?')).out).toBe('129\n');
+  });
+
   it('hashes with every sum toybox has on Android', async () => {
     const r = await sh('echo abc | sha224sum; echo abc | sha384sum; echo abc | sha512sum');
     const hash = (algorithm: string) => createHash(algorithm).update('abc\n').digest('hex');

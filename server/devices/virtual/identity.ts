@@ -17,6 +17,16 @@ export const DEVICE = {
   density: 320,
 } as const;
 
+/**
+ * The Pixel 8's CPUs (Tensor G3), as /proc/cpuinfo numbers them: four Cortex-A510, four
+ * Cortex-A715 and one Cortex-X3 (ARM's part numbers).
+ */
+export const CPUS: readonly { part: number; variant: number }[] = [
+  ...Array.from({ length: 4 }, () => ({ part: 0xd46, variant: 0x1 })),
+  ...Array.from({ length: 4 }, () => ({ part: 0xd4d, variant: 0x1 })),
+  { part: 0xd4e, variant: 0x1 },
+];
+
 export const PHONE_LABEL = `Virtual Android phone (${DEVICE.model}, Android ${DEVICE.release})`;
 
 /**

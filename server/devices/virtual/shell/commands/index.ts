@@ -1,6 +1,7 @@
 /** The command table: every program the phone's shell can run. */
 import type { CommandFn, CommandTable } from '../command.js';
 import { am, monkey } from './am.js';
+import { APPLET_COMMANDS } from './applets.js';
 import { appops, makeCmd } from './cmd.js';
 import { dd } from './dd.js';
 import { screenrecord } from './screenrecord.js';
@@ -27,6 +28,7 @@ export function createCommandTable(): CommandTable {
     PROCESS_COMMANDS,
     UTILITY_COMMANDS,
     DISPLAY_COMMANDS,
+    APPLET_COMMANDS,
   ]) {
     for (const [name, fn] of Object.entries(group)) table.set(name, fn);
   }

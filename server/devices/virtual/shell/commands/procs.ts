@@ -473,6 +473,52 @@ const pkill: CommandFn = (ctx) => {
   return status;
 };
 
+/**
+ * killall [-l] [-q] [-SIGNAL|-s SIGNAL] PROCESS_NAME...: signals (TERM by default) every
+ * process with one of the names (ps's name, or its 15-character comm).
+ */
+const killall: CommandFn = (ctx) => {
+  const args = [...ctx.args];
+  if (args[0] === '-l') {
+    ctx.stdout.write(toyboxSignalList());
+    return 0;
+  }
+  let signal = SIGTERM;
+  let quiet = false;
+  while (args[0]?.startsWith('-') && args[0] !== '--') {
+    const a = args.shift()!;
+    if (a === '-q') {
+      quiet = true;
+      continue;
+    }
+    const spec = a === '-s' ? args.shift() : a.slice(1);
+    const n = spec === undefined ? null : signalNumber(spec);
+    if (n === null) return usageError(ctx, `Unknown option '${a.slice(1)}'`);
+    signal = n;
+  }
+  if (args[0] === '--') args.shift();
+  if (args.length === 0) return usageError(ctx, 'Need 1 argument');
+  let status = 0;
+  for (const name of args) {
+    const found = ctx.device.processes
+      .list()
+      .filter(
+        (p) =>
+          p.pid !== ctx.process.pid && (basename(p.name) === name || (p.comm ?? commName(p.name)) === name),
+      );
+    let killed = 0;
+    for (const p of found) {
+      if (sendSignal(ctx, p.pid, signal)) killed++;
+      else status = 1;
+    }
+    if (found.length === 0) {
+      if (!quiet) ctx.stderr.write(`killall: ${name}: no process killed\n`);
+      status = 1;
+    } else if (killed === 0) status = 1;
+  }
+  return status;
+};
+
 // ---------- kill (toybox, /system/bin/kill) ----------
 
 /** toybox's list of signals: `N) SIGNAME` five to a line. */
@@ -676,6 +722,7 @@ export const PROCESS_COMMANDS: Record<string, CommandFn> = {
   pidof,
   pgrep,
   pkill,
+  killall,
   kill,
   timeout,
   nohup,

@@ -241,7 +241,7 @@ const printf: CommandFn = (ctx) => {
 };
 
 /** Reads the named files (or stdin) as text, each whole (within the in-memory limit). */
-async function inputText(
+export async function inputText(
   ctx: CommandContext,
   files: string[],
 ): Promise<{ name: string; text: string }[] | number> {
@@ -256,7 +256,7 @@ async function inputText(
   return out;
 }
 
-function splitLines(text: string): string[] {
+export function splitLines(text: string): string[] {
   if (text === '') return [];
   const lines = text.split('\n');
   if (lines[lines.length - 1] === '') lines.pop();
