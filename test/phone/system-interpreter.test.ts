@@ -595,6 +595,22 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect(await sh('getconf NOPE')).toMatchObject({ code: 1, err: "getconf: bad 'NOPE'\n" });
   });
 
+  it('counts uptime from the phone’s boot, in /proc/uptime and uptime alike', async () => {
+    let ms = Date.UTC(2026, 10, 27, 9, 0, 0);
+    const device = new Device({ systemRoot, log: quietLog, now: () => ms });
+    ms += 90_500;
+    expect((await sh('cat /proc/uptime', { device })).out).toBe('90.50 733.05\n');
+    expect((await sh('uptime', { device })).out).toBe(
+      ' 09:01:30 up 1 min,  0 users,  load average: 0.42, 0.31, 0.18\n',
+    );
+    ms += 26 * 3600_000;
+    expect((await sh('uptime', { device })).out).toMatch(/^ 11:01:30 up 1 day, {2}2:01, {2}0 users, /);
+    // A process started now started at the uptime's tick (stat's field 22, in 1/100 s).
+    const r = await sh('cut -d" " -f22 /proc/self/stat; cut -d" " -f1 /proc/uptime', { device });
+    const [started, uptime] = r.out.trim().split('\n').map(Number);
+    expect(started).toBe(Math.round(uptime! * 100));
+  });
+
   it('makes temporary files and directories with mktemp, in $TMPDIR unless told where', async () => {
     const device = newDevice();
     const file = (await sh('mktemp', { device })).out.trim();

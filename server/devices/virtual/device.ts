@@ -98,6 +98,8 @@ export class Device {
   };
   readonly log: DeviceLogger;
   readonly now: () => number;
+  /** When the phone booted, on `now`'s clock (uptime counts from it). */
+  readonly bootMs: number;
   /** The phone's own network: its loopback ports, abstract sockets and the way out. */
   readonly network: PhoneNetwork;
   /** Ports inside the phone that accept connections (`tcp:PORT` streams); the network's table. */
@@ -117,6 +119,7 @@ export class Device {
 
   constructor(options: DeviceOptions) {
     this.now = options.now ?? (() => Date.now());
+    this.bootMs = this.now();
     this.log = options.log;
     this.fs = new VirtualFs(options.systemRoot, { now: this.now }, { storageBytes: options.storageBytes });
     this.settings = new SettingsStore(randomBytes(8).toString('hex'));
@@ -126,7 +129,7 @@ export class Device {
     const processes = this.processes;
     this.fs.mount(
       '/proc',
-      procDirectory(processes, this.now, (pid) => processes.signalsOf(pid), this.now()),
+      procDirectory(processes, this.now, (pid) => processes.signalsOf(pid), this.bootMs),
     );
     // Apps with native code install only for an ABI the phone reports it runs.
     this.packages = new PackageManager(this.fs, this.now, () =>

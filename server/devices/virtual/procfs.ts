@@ -1,11 +1,12 @@
 /**
  * `/proc/<pid>/` for every process in the phone's table (`cmdline`, `comm`, `status`,
- * `stat`), and `/proc/self`, built from the table whenever they are looked up, as procfs
+ * `stat`), `/proc/self` and `/proc/uptime`, built whenever they are looked up, as procfs
  * does. Android mounts /proc with hidepid=2 and the shell is in readproc, so the shell sees
  * every process.
  */
 import { S_IFDIR, S_IFLNK, S_IFREG } from './fs.js';
 import type { Access, DirNode, DynamicDir, FileNode, FsNode, LinkNode } from './fs.js';
+import { CPUS } from './identity.js';
 import { commName, uidOfUser } from './processes.js';
 import type { ProcessInfo, ProcessTable } from './processes.js';
 
@@ -130,8 +131,13 @@ export function procDirectory(
     return node<DirNode>({ kind: 'dir', entries, mode: S_IFDIR | 0o555, uid, gid: uid, ino }, time);
   };
   return {
-    names: () => [...processes.list().map((p) => String(p.pid)), 'self'],
+    names: () => [...processes.list().map((p) => String(p.pid)), 'self', 'uptime'],
     lookup: (name: string, access: Access) => {
+      if (name === 'uptime') {
+        // Seconds since boot, and the CPUs' idle seconds (summed; the phone is mostly idle).
+        const up = Math.max(0, now() - bootMs) / 1000;
+        return file(`${up.toFixed(2)} ${(up * CPUS.length * 0.9).toFixed(2)}\n`, 0, 999_998, now());
+      }
       if (name === 'self') {
         if (access.pid === undefined) return undefined;
         return node<LinkNode>(

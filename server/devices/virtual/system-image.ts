@@ -326,7 +326,6 @@ export function buildSystemImage(): DirNode {
     0o444,
   );
   b.file('/proc/net/unix', 'Num       RefCount Protocol Flags    Type St Inode Path\n', 0o444);
-  b.file('/proc/uptime', '1000.00 3000.00\n', 0o444);
   b.dir('/storage', 0o755);
   b.link('/storage/self/primary', '/storage/emulated/0');
   b.dir('/storage/emulated', 0o711, ROOT_UID, 1028);

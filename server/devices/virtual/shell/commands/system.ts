@@ -264,12 +264,18 @@ const hostname: CommandFn = (ctx) => {
   return 0;
 };
 
+/** toybox uptime: the time, how long since boot (days, then H:MM, or minutes), users, load. */
 const uptime: CommandFn = (ctx) => {
-  const d = new Date(ctx.device.now());
-  const p2 = (n: number) => String(n).padStart(2, '0');
-  ctx.stdout.write(
-    ` ${p2(d.getUTCHours())}:${p2(d.getUTCMinutes())}:${p2(d.getUTCSeconds())} up 0 min,  0 users,  load average: 0.42, 0.31, 0.18\n`,
-  );
+  const now = ctx.device.now();
+  const minutes = Math.floor(Math.max(0, now - ctx.device.bootMs) / 60_000);
+  const days = Math.floor(minutes / 1440);
+  const hours = Math.floor((minutes % 1440) / 60);
+  const since =
+    (days > 0 ? `${days} day${days !== 1 ? 's' : ''}, ` : '') +
+    (hours > 0
+      ? `${String(hours).padStart(2)}:${String(minutes % 60).padStart(2, '0')}, `
+      : `${minutes % 60} min, `);
+  ctx.stdout.write(` ${strftime('%T', now)} up ${since} 0 users,  load average: 0.42, 0.31, 0.18\n`);
   return 0;
 };
 
