@@ -583,6 +583,12 @@ describe('what scripts use, as mksh and toybox do it', () => {
       code: 126,
       err: '/system/bin/sh: lsof: not modeled by the virtual phone (see docs/virtual-phone.md)\n',
     });
+    // Android's own tools too: `ip` (iproute2) is how scripts find the phone's address.
+    expect(await sh('which ip; ip route')).toMatchObject({
+      code: 126,
+      out: '/system/bin/ip\n',
+      err: '/system/bin/sh: ip: not modeled by the virtual phone (see docs/virtual-phone.md)\n',
+    });
   });
 
   it('counts the Pixel 8’s nine CPUs wherever a tool looks: nproc, getconf, /proc/cpuinfo, sysfs', async () => {
