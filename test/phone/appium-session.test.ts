@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PNG } from 'pngjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { remote } from 'webdriverio';
 import { buildTestApk } from '../support/apk-builder.js';
 import { startAppium } from '../support/appium.js';
@@ -175,6 +175,34 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
     } catch (error) {
       throw new Error(`${String(error)}\n--- appium log ---\n${appium.logs().slice(-6000)}`);
     } finally {
+      await driver.deleteSession();
+    }
+  }, 180_000);
+
+  it('lists Chrome’s DevTools as the WEBVIEW_chrome context while it runs, found as Appium finds it (/proc/net/unix)', async () => {
+    const driver = await session(prepared, {
+      'appium:skipServerInstallation': true,
+      'appium:skipDeviceInitialization': true,
+      'appium:noReset': true,
+    });
+    try {
+      await prepared.adbOk(['shell', 'am force-stop com.android.chrome']);
+      expect(await driver.getContexts()).toEqual(['NATIVE_APP']);
+      await prepared.adbOk([
+        'shell',
+        'am start -a android.intent.action.VIEW -d about:blank com.android.chrome',
+      ]);
+      await vi.waitFor(
+        async () => expect(await driver.getContexts()).toEqual(['NATIVE_APP', 'WEBVIEW_chrome']),
+        {
+          timeout: 30_000,
+          interval: 500,
+        },
+      );
+    } catch (error) {
+      throw new Error(`${String(error)}\n--- appium log ---\n${appium.logs().slice(-6000)}`);
+    } finally {
+      await prepared.adb(['shell', 'am force-stop com.android.chrome']);
       await driver.deleteSession();
     }
   }, 180_000);

@@ -617,6 +617,24 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect(started).toBe(Math.round(uptime! * 100));
   });
 
+  it('lists the phone’s listening abstract sockets in /proc/net/unix, as Appium looks for DevTools', async () => {
+    const device = newDevice();
+    const header = 'Num       RefCount Protocol Flags    Type St Inode Path\n';
+    expect((await sh('cat /proc/net/unix', { device })).out).toBe(header);
+    device.network.abstractSockets.set('webview_devtools_remote_4242', () => undefined);
+    const lines = (await sh('cat /proc/net/unix', { device })).out.split('\n');
+    expect(lines[0]).toBe(header.trim());
+    // Num RefCount Protocol Flags Type St Inode Path, as appium-android-driver splits it.
+    const [, , , flags, , st, , path] = lines[1]!.trim().split(/\s+/);
+    expect({ flags, st, path }).toEqual({
+      flags: '00010000',
+      st: '01',
+      path: '@webview_devtools_remote_4242',
+    });
+    device.network.abstractSockets.delete('webview_devtools_remote_4242');
+    expect((await sh('cat /proc/net/unix', { device })).out).toBe(header);
+  });
+
   it('makes temporary files and directories with mktemp, in $TMPDIR unless told where', async () => {
     const device = newDevice();
     const file = (await sh('mktemp', { device })).out.trim();

@@ -13,7 +13,7 @@ import { DEVICE } from './identity.js';
 import { LogBuffer } from './logcat.js';
 import type { LogPriority } from './logcat.js';
 import { ProcessTable } from './processes.js';
-import { procDirectory } from './procfs.js';
+import { procDirectory, procNetDirectory } from './procfs.js';
 import { SystemProps } from './props.js';
 import { SettingsStore } from './settings.js';
 import { ActivityManager } from './activity.js';
@@ -146,6 +146,10 @@ export class Device {
       }),
     );
     this.ports = this.network.ports;
+    this.fs.mount(
+      '/proc/net',
+      procNetDirectory(() => this.network.abstractSockets.keys(), this.now),
+    );
     this.browser = options.browser ? this.createBrowser(options.browser) : null;
     if (!this.browser) this.packages.setUnavailable(BROWSER_PACKAGE);
     // A changed app set or setting redraws what shows it, but never creates the UI for that.

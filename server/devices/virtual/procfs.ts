@@ -86,6 +86,29 @@ function statFile(p: ProcessInfo, bootMs: number): string {
   return `${fields.join(' ')}\n`;
 }
 
+/** A node of procfs, made when looked up (its times are then). */
+function node<T extends FsNode>(
+  fields: Omit<T, 'mtimeMs' | 'atimeMs' | 'ctimeMs' | 'owner'>,
+  time: number,
+): T {
+  return { ...fields, mtimeMs: time, atimeMs: time, ctimeMs: time, owner: null } as unknown as T;
+}
+
+/** A read-only procfs file of `uid`'s. */
+function file(data: string | Buffer, uid: number, ino: number, time: number): FileNode {
+  return node<FileNode>(
+    {
+      kind: 'file',
+      data: typeof data === 'string' ? Buffer.from(data) : data,
+      mode: S_IFREG | 0o444,
+      uid,
+      gid: uid,
+      ino,
+    },
+    time,
+  );
+}
+
 export interface ProcSignals {
   /** Signals a process of the table ignores and catches (for SigIgn/SigCgt). */
   (pid: number): { ignored: number[]; caught: number[] };
@@ -98,22 +121,6 @@ export function procDirectory(
   signalsOf: ProcSignals,
   bootMs: number,
 ): DynamicDir {
-  const node = <T extends FsNode>(
-    fields: Omit<T, 'mtimeMs' | 'atimeMs' | 'ctimeMs' | 'owner'>,
-    time: number,
-  ) => ({ ...fields, mtimeMs: time, atimeMs: time, ctimeMs: time, owner: null }) as unknown as T;
-  const file = (data: string | Buffer, uid: number, ino: number, time: number): FileNode =>
-    node<FileNode>(
-      {
-        kind: 'file',
-        data: typeof data === 'string' ? Buffer.from(data) : data,
-        mode: S_IFREG | 0o444,
-        uid,
-        gid: uid,
-        ino,
-      },
-      time,
-    );
   const directory = (p: ProcessInfo): DirNode => {
     const uid = p.uid ?? uidOfUser(p.user);
     const time = p.startedMs;
@@ -148,6 +155,28 @@ export function procDirectory(
       if (!/^\d+$/.test(name)) return undefined;
       const p = processes.byPid(Number(name));
       return p ? directory(p) : undefined;
+    },
+  };
+}
+
+/**
+ * `/proc/net/unix`: the phone's listening abstract sockets (Chrome's
+ * `@chrome_devtools_remote` while it runs), as the kernel lists them to an unprivileged
+ * reader (addresses hidden). Appium finds Chrome's and WebViews' DevTools this way.
+ */
+export function procNetDirectory(abstractSockets: () => Iterable<string>, now: () => number): DynamicDir {
+  const header = 'Num       RefCount Protocol Flags    Type St Inode Path\n';
+  return {
+    names: () => ['unix'],
+    lookup: (name: string) => {
+      if (name !== 'unix') return undefined;
+      let inode = 30_000;
+      const lines = [...abstractSockets()].map(
+        // Listening (__SO_ACCEPTCON), a stream socket, unconnected.
+        (socket) =>
+          `0000000000000000: 00000002 00000000 00010000 0001 01 ${String(inode++).padStart(5)} @${socket}\n`,
+      );
+      return file(header + lines.join(''), 0, 999_997, now());
     },
   };
 }

@@ -352,7 +352,7 @@ export function buildSystemImage(): DirNode {
     'Linux version 5.15.110-android14-11 (build-user@build-host) (Android clang version 17.0.2) #1 SMP PREEMPT\n',
     0o444,
   );
-  b.file('/proc/net/unix', 'Num       RefCount Protocol Flags    Type St Inode Path\n', 0o444);
+  b.dir('/proc/net', 0o555);
   b.dir('/storage', 0o755);
   b.link('/storage/self/primary', '/storage/emulated/0');
   b.dir('/storage/emulated', 0o711, ROOT_UID, 1028);
