@@ -635,6 +635,27 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect((await sh('cat /proc/net/unix', { device })).out).toBe(header);
   });
 
+  it('says what a name is with type and command -v, shows limits with ulimit, and refuses what it cannot do', async () => {
+    const r = await sh(
+      'f() { :; }; type cd f ls awk; command -v cd; command -v f; command -v awk; command -v nope || echo none',
+    );
+    expect(r.out).toBe(
+      'cd is a shell builtin\nf is a function\nls is /system/bin/ls\nawk is /system/bin/awk\ncd\nf\n/system/bin/awk\nnone\n',
+    );
+    expect((await sh('ulimit -n; ulimit; ulimit -a | grep nofiles')).out).toBe(
+      '32768\nunlimited\nnofiles(descriptors) 32768\n',
+    );
+    // Setting a limit, or an alias, would change nothing here: said, not pretended.
+    expect(await sh('ulimit -n 1024')).toMatchObject({
+      code: 1,
+      err: '/system/bin/sh: ulimit: setting limits is not modeled by the virtual phone\n',
+    });
+    expect(await sh("alias ll='ls -l'")).toMatchObject({
+      code: 1,
+      err: '/system/bin/sh: alias: aliases are not modeled by the virtual phone; use a function\n',
+    });
+  });
+
   it('makes temporary files and directories with mktemp, in $TMPDIR unless told where', async () => {
     const device = newDevice();
     const file = (await sh('mktemp', { device })).out.trim();

@@ -1357,6 +1357,14 @@ export class Interpreter {
   }
 
   /** Runs a builtin, or returns null when name is not one. */
+  /** What a name runs, as `command -v` and `type` say: a builtin, a function, a program's path, or null. */
+  private whence(name: string): 'builtin' | 'function' | string | null {
+    if (SHELL_BUILTINS.has(name)) return 'builtin';
+    if (this.state.functions.has(name)) return 'function';
+    if (name.includes('/')) return this.fs.exists(normalizePath(name, this.state.cwd)) ? name : null;
+    return this.commands.has(name) || SYSTEM_BIN.includes(name) ? `/system/bin/${name}` : null;
+  }
+
   private async builtin(
     name: string,
     args: string[],
@@ -1430,11 +1438,11 @@ export class Interpreter {
         const rest = args[0] === '-v' ? args.slice(1) : args;
         if (args[0] === '-v') {
           const n = rest[0] ?? '';
-          if (this.commands.has(n)) {
-            io.stdout.write(`/system/bin/${n}\n`);
-            return 0;
-          }
-          return 1;
+          const what = this.whence(n);
+          if (!what) return 1;
+          // A builtin or a function is its name; a program its path.
+          io.stdout.write(`${what === 'builtin' || what === 'function' ? n : what}\n`);
+          return 0;
         }
         if (rest.length === 0) return 0;
         return this.invoke(rest, assigns, io, signal, false);
@@ -1506,13 +1514,22 @@ export class Interpreter {
         if (args.length === 0) io.stdout.write('0077\n');
         return 0;
       case 'ulimit':
+        return ulimitBuiltin(args, io);
       case 'alias':
       case 'unalias':
-        return 0;
+        // No aliases are defined; defining one would have to change how commands are read.
+        if (args.length === 0) return 0;
+        io.stderr.write(
+          `${SHELL_NAME}: ${name}: aliases are not modeled by the virtual phone; use a function\n`,
+        );
+        return 1;
       case 'type': {
         let status = 0;
         for (const a of args) {
-          if (this.commands.has(a)) io.stdout.write(`${a} is /system/bin/${a}\n`);
+          const what = this.whence(a);
+          if (what === 'builtin') io.stdout.write(`${a} is a shell builtin\n`);
+          else if (what === 'function') io.stdout.write(`${a} is a function\n`);
+          else if (what) io.stdout.write(`${a} is ${what}\n`);
           else {
             io.stderr.write(`${a} not found\n`);
             status = 1;
@@ -1995,4 +2012,90 @@ async function readLine(input: Io['stdin']): Promise<{ line: string; complete: b
     input.unread?.(chunk.subarray(nl + 1));
     return { line: Buffer.concat(parts).toString('utf8'), complete: true };
   }
+}
+
+/** The builtins this shell runs itself (see Interpreter.builtin). */
+const SHELL_BUILTINS = new Set([
+  'cd',
+  'pwd',
+  'export',
+  'readonly',
+  'local',
+  'typeset',
+  'unset',
+  'exit',
+  'return',
+  'break',
+  'continue',
+  'exec',
+  'command',
+  'builtin',
+  ':',
+  'set',
+  'shift',
+  'read',
+  'eval',
+  '.',
+  'source',
+  'wait',
+  'time',
+  'kill',
+  'trap',
+  'jobs',
+  'umask',
+  'ulimit',
+  'alias',
+  'unalias',
+  'type',
+]);
+
+/**
+ * The resource limits of a shell on Android 14, as mksh's ulimit shows them (soft and hard
+ * alike): flag, name in `ulimit -a`, value.
+ */
+const LIMITS: readonly [string, string, string][] = [
+  ['t', 'time(cpu-seconds)', 'unlimited'],
+  ['f', 'file(blocks)', 'unlimited'],
+  ['c', 'coredump(blocks)', '0'],
+  ['d', 'data(kbytes)', 'unlimited'],
+  ['s', 'stack(kbytes)', '8192'],
+  ['l', 'lockedmem(kbytes)', '65536'],
+  ['n', 'nofiles(descriptors)', '32768'],
+  ['p', 'processes', '29560'],
+  ['i', 'sigpending', '29560'],
+  ['q', 'msgqueue(bytes)', '819200'],
+  ['e', 'maxnice', '40'],
+  ['r', 'maxrtprio', '0'],
+  ['m', 'resident-set(kbytes)', 'unlimited'],
+  ['v', 'address-space(kbytes)', 'unlimited'],
+];
+
+/**
+ * mksh's ulimit: shows limits (`-a` all, `-n` and the others one; the file size limit
+ * without a flag). Setting one is refused: the virtual phone does not enforce limits, and
+ * pretending to would be a silent success.
+ */
+function ulimitBuiltin(args: string[], io: Io): number {
+  const flags = args.filter((a) => a.startsWith('-')).flatMap((a) => [...a.slice(1)]);
+  const values = args.filter((a) => !a.startsWith('-'));
+  const which = flags.filter((f) => f !== 'H' && f !== 'S');
+  const unknown = which.find((f) => f !== 'a' && !LIMITS.some(([flag]) => flag === f));
+  if (unknown !== undefined) {
+    io.stderr.write(`${SHELL_NAME}: ulimit: -${unknown}: unknown option\n`);
+    return 1;
+  }
+  if (values.length > 0) {
+    io.stderr.write(`${SHELL_NAME}: ulimit: setting limits is not modeled by the virtual phone\n`);
+    return 1;
+  }
+  if (which.includes('a')) {
+    for (const [, label, value] of LIMITS) io.stdout.write(`${label.padEnd(21)}${value}\n`);
+    return 0;
+  }
+  const shown = which.length > 0 ? which : ['f'];
+  for (const flag of shown) {
+    const [, label, value] = LIMITS.find(([f]) => f === flag)!;
+    io.stdout.write(shown.length > 1 ? `${label.padEnd(21)}${value}\n` : `${value}\n`);
+  }
+  return 0;
 }
