@@ -39,6 +39,13 @@ afterAll(async () => {
   await prepared?.close();
 }, 60_000);
 
+/** The capabilities of a session on the prepared phone, whose driver APKs are installed. */
+const PREPARED = {
+  'appium:skipServerInstallation': true,
+  'appium:skipDeviceInitialization': true,
+  'appium:noReset': true,
+};
+
 async function session(v: VirtualAdb, extra: Record<string, unknown>) {
   return remote({
     hostname: '127.0.0.1',
@@ -65,11 +72,7 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
     await prepared.adbOk(['install', '-r', SERVER_APK]);
     await prepared.adbOk(['install', '-r', TEST_APK]);
     await prepared.adbOk(['shell', 'am start -n com.phonelease.login/.LoginActivity']);
-    const driver = await session(prepared, {
-      'appium:skipServerInstallation': true,
-      'appium:skipDeviceInitialization': true,
-      'appium:noReset': true,
-    }).catch((error: unknown) => {
+    const driver = await session(prepared, PREPARED).catch((error: unknown) => {
       throw new Error(`${String(error)}\n--- appium log ---\n${appium.logs().slice(-6000)}`);
     });
     try {
@@ -129,11 +132,7 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
   }, 180_000);
 
   it('manages apps and files through the driver (activate, current activity, terminate, push, pull)', async () => {
-    const driver = await session(prepared, {
-      'appium:skipServerInstallation': true,
-      'appium:skipDeviceInitialization': true,
-      'appium:noReset': true,
-    });
+    const driver = await session(prepared, PREPARED);
     try {
       await driver.activateApp('com.android.settings');
       expect(await driver.getCurrentPackage()).toBe('com.android.settings');
@@ -180,11 +179,7 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
   }, 180_000);
 
   it('lists Chrome’s DevTools as the WEBVIEW_chrome context while it runs, found as Appium finds it (/proc/net/unix)', async () => {
-    const driver = await session(prepared, {
-      'appium:skipServerInstallation': true,
-      'appium:skipDeviceInitialization': true,
-      'appium:noReset': true,
-    });
+    const driver = await session(prepared, PREPARED);
     try {
       await prepared.adbOk(['shell', 'am force-stop com.android.chrome']);
       expect(await driver.getContexts()).toEqual(['NATIVE_APP']);
@@ -208,11 +203,7 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
   }, 180_000);
 
   it('records the screen with startRecordingScreen / stopRecordingScreen (screenrecord over adb)', async () => {
-    const driver = await session(prepared, {
-      'appium:skipServerInstallation': true,
-      'appium:skipDeviceInitialization': true,
-      'appium:noReset': true,
-    });
+    const driver = await session(prepared, PREPARED);
     const dir = mkdtempSync(join(tmpdir(), 'phonelease-appium-video-'));
     try {
       await driver.startRecordingScreen({ timeLimit: 60 });
