@@ -67,6 +67,8 @@ export class ChromiumProcess {
 
   private constructor(
     private readonly child: ChildProcess,
+    /** Ends the browser's process group should this process end without stopping it. */
+    private readonly watchdog: ChildProcess | null,
     private readonly userDataDir: string,
     /** ws://127.0.0.1:PORT/devtools/browser/ID */
     readonly browserWsUrl: string,
@@ -89,6 +91,7 @@ export class ChromiumProcess {
       stdio: ['ignore', 'ignore', 'pipe'],
       detached: true,
     });
+    const watchdog = child.pid === undefined ? null : startWatchdog(child.pid);
     const exited = new Promise<void>((resolve) => {
       child.once('exit', () => resolve());
       child.once('error', () => resolve());
@@ -126,8 +129,9 @@ export class ChromiumProcess {
       // Drain stderr from now on so a full pipe never stalls the browser.
       child.stderr?.resume();
       const port = Number(new URL(wsUrl).port);
-      return new ChromiumProcess(child, userDataDir, wsUrl, port, exited);
+      return new ChromiumProcess(child, watchdog, userDataDir, wsUrl, port, exited);
     } catch (error) {
+      watchdog?.kill('SIGKILL');
       killGroup(child);
       await exited;
       await rm(userDataDir, { recursive: true, force: true }).catch(() => undefined);
@@ -139,11 +143,32 @@ export class ChromiumProcess {
   async stop(): Promise<void> {
     if (!this.stopped) {
       this.stopped = true;
+      // The watchdog first: it must not outlive the group and later signal a reused id.
+      this.watchdog?.kill('SIGKILL');
       killGroup(this.child);
     }
     await this.exited;
     await rm(this.userDataDir, { recursive: true, force: true }).catch(() => undefined);
   }
+}
+
+/**
+ * A shell that ends Chromium's process group when this process ends, however it ends (a
+ * crash, an unhandled SIGTERM, kill -9), so no browser outlives the server that started
+ * it: the shell waits on a pipe only this process holds open, which the kernel closes when
+ * this process is gone. Not on Windows, which has no process groups to signal.
+ */
+function startWatchdog(pgid: number): ChildProcess | null {
+  if (process.platform === 'win32') return null;
+  const dog = spawn('/bin/sh', ['-c', `read _; kill -9 -${pgid} 2>/dev/null`], {
+    stdio: ['pipe', 'ignore', 'ignore'],
+    detached: true,
+  });
+  dog.on('error', () => undefined);
+  // Neither the shell nor its pipe keeps this process alive.
+  dog.unref();
+  (dog.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+  return dog;
 }
 
 function killGroup(child: ChildProcess): void {
