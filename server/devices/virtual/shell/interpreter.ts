@@ -1356,7 +1356,6 @@ export class Interpreter {
     return status;
   }
 
-  /** Runs a builtin, or returns null when name is not one. */
   /** What a name runs, as `command -v` and `type` say: a builtin, a function, a program's path, or null. */
   private whence(name: string): 'builtin' | 'function' | string | null {
     if (SHELL_BUILTINS.has(name)) return 'builtin';
@@ -1365,6 +1364,7 @@ export class Interpreter {
     return this.commands.has(name) || SYSTEM_BIN.includes(name) ? `/system/bin/${name}` : null;
   }
 
+  /** Runs a builtin, or returns null when name is not one. */
   private async builtin(
     name: string,
     args: string[],

@@ -31,9 +31,14 @@ function scaleFor(canvas: Canvas, lines: number): number {
   return Math.max(canvas.width, canvas.height) / (lines * GRID_ROWS);
 }
 
+/** How far the black outline reaches around text at `scale`. */
+function outlineWidth(scale: number): number {
+  return Math.max(1, Math.round(scale / 2));
+}
+
 /** Text in white with a black outline, readable over any screen. */
 function outlined(canvas: Canvas, fonts: TextRenderer, text: string, x: number, top: number, scale: number) {
-  const r = Math.max(1, Math.round(scale / 2));
+  const r = outlineWidth(scale);
   for (const [dx, dy] of [
     [-r, -r],
     [0, -r],
@@ -52,7 +57,8 @@ function outlined(canvas: Canvas, fonts: TextRenderer, text: string, x: number, 
 /** Draws a frame's time stamp at the canvas's top left. */
 export function drawCaption(canvas: Canvas, fonts: TextRenderer, caption: string): void {
   const scale = scaleFor(canvas, CAPTION_LINES);
-  const r = Math.max(1, Math.round(scale / 2));
+  // Its outline just inside the picture.
+  const r = outlineWidth(scale);
   outlined(canvas, fonts, caption, r, r, scale);
 }
 

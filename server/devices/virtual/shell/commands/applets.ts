@@ -4,16 +4,12 @@
  * toybox that the virtual phone does not run says so: see SYSTEM_BIN.)
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { FsError } from '../../fs.js';
 import { CPUS } from '../../identity.js';
 import { abortableSleep } from '../../timers.js';
 import { fail, getopt, resolvePath, usageError } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
+import { errText } from './files.js';
 import { inputText, splitLines } from './text.js';
-
-function reason(error: unknown): string {
-  return error instanceof FsError ? error.reason : String(error);
-}
 
 /** nproc [--all]: the CPUs online (all of them are). */
 const nproc: CommandFn = (ctx) => {
@@ -93,7 +89,7 @@ const mktemp: CommandFn = (ctx) => {
     } catch (error) {
       if (!quiet)
         ctx.stderr.write(
-          `mktemp: Failed to create ${flags.has('d') ? 'directory' : 'file'} ${path}: ${reason(error)}\n`,
+          `mktemp: Failed to create ${flags.has('d') ? 'directory' : 'file'} ${path}: ${errText(error)}\n`,
         );
       return 1;
     }
@@ -128,7 +124,7 @@ const unlink: CommandFn = (ctx) => {
     ctx.fs.remove(full);
     return 0;
   } catch (error) {
-    return fail(ctx, `couldn't unlink '${name}': ${reason(error)}`);
+    return fail(ctx, `couldn't unlink '${name}': ${errText(error)}`);
   }
 };
 
@@ -151,8 +147,9 @@ const truncate: CommandFn = (ctx) => {
   for (const name of operands) {
     const full = resolvePath(ctx, name);
     try {
-      if (!ctx.fs.exists(full) && flags.has('c')) continue;
-      const data = ctx.fs.exists(full) ? ctx.fs.readFile(full) : Buffer.alloc(0);
+      const exists = ctx.fs.exists(full);
+      if (!exists && flags.has('c')) continue;
+      const data = exists ? ctx.fs.readFile(full) : Buffer.alloc(0);
       const now = data.length;
       const want = {
         '': size.bytes,
@@ -163,12 +160,12 @@ const truncate: CommandFn = (ctx) => {
         '/': size.bytes ? Math.floor(now / size.bytes) * size.bytes : now,
         '%': size.bytes ? Math.ceil(now / size.bytes) * size.bytes : now,
       }[size.op]!;
-      if (want === now && ctx.fs.exists(full)) continue;
+      if (want === now && exists) continue;
       const next = Buffer.alloc(want);
       data.copy(next, 0, 0, Math.min(now, want));
       ctx.fs.writeFile(full, next);
     } catch (error) {
-      ctx.stderr.write(`truncate: ${name}: ${reason(error)}\n`);
+      ctx.stderr.write(`truncate: ${name}: ${errText(error)}\n`);
       status = 1;
     }
   }

@@ -7,7 +7,8 @@ import type { CommandContext, CommandFn } from '../command.js';
 import { humanReadable } from './dd.js';
 import { fileType, lsDate, modeString, statDate, userName } from './format.js';
 
-function errText(error: unknown): string {
+/** The system's reason for a failed file operation (`No such file or directory`, ...). */
+export function errText(error: unknown): string {
   return error instanceof FsError ? error.reason : String(error);
 }
 

@@ -404,7 +404,7 @@ function bugreportOverlay(device: Device, settings: Settings): RecordingOverlay 
     const startedClock = performance.now();
     overlay.caption = (timeMs, frame, dropped) => {
       const wall = Math.round(startedWall + (timeMs - startedClock));
-      const ms = String(((wall % 1000) + 1000) % 1000).padStart(3, '0');
+      const ms = String(wall % 1000).padStart(3, '0');
       return `${strftime('%T', wall)}.${ms} f=${frame} (${dropped})`;
     };
   }
