@@ -181,6 +181,47 @@ describe('H.264 encoder', () => {
     expect(rows).toBe(1280 / 16);
   });
 
+  it('undoes a stopped picture: the next is coded as if the stopped one had never begun', () => {
+    // Home, Login, a name typed; between them Settings (a whole screen, coded over the
+    // reconstruction) stopped half way, as an IDR or as a P picture.
+    const [home, login, , , , typed, , , settings] = session;
+    const stream = [home!, login!, typed!];
+    for (const keyframe of [false, true]) {
+      const stopped = new H264Encoder({ width: 720, height: 1280, bitRate: 4_000_000 });
+      const fresh = new H264Encoder({ width: 720, height: 1280, bitRate: 4_000_000 });
+      expect(stopped.references).toBeGreaterThan(1);
+      const pictures: Array<[EncodedPicture, EncodedPicture]> = [];
+      stream.forEach((frame, i) => {
+        if (i === 2) {
+          let rows = 0;
+          let thrown: unknown;
+          try {
+            stopped.encode(settings!, 150, { keyframe, stop: () => ++rows > 40 });
+          } catch (error) {
+            thrown = error;
+          }
+          expect(thrown).toBeInstanceOf(EncodeStopped);
+          expect((thrown as EncodeStopped).undone).toBe(true);
+        }
+        pictures.push([stopped.encode(frame, i * 100), fresh.encode(frame, i * 100)]);
+      });
+      for (const [a, b] of pictures) expect(Buffer.concat(a.nalUnits)).toEqual(Buffer.concat(b.nalUnits));
+      expect(stopped.reconstruction()).toEqual(fresh.reconstruction());
+    }
+  });
+
+  it('refuses to go on after a stopped picture it cannot undo (one reference picture)', () => {
+    const [home, login] = session;
+    const encoder = new H264Encoder({ width: 720, height: 1280, bitRate: 4_000_000, references: 1 });
+    encoder.encode(home!, 0);
+    expect(encoder.undoable).toBe(false);
+    let rows = 0;
+    expect(() => encoder.encode(login!, 100, { stop: () => ++rows > 10 })).toThrow(
+      expect.objectContaining({ name: 'EncodeStopped', undone: false }),
+    );
+    expect(() => encoder.encode(login!, 200)).toThrow(/could not undo/);
+  });
+
   it('crops a size that is not a whole number of macroblocks', async () => {
     const scaler = new ScreenScaler(720, 1280, 362, 202);
     const frames = session.map((f) => scaler.scale(f).slice());

@@ -67,7 +67,11 @@ import {
 /** A picture stopped part way by its `stop` (see H264Encoder.encode). */
 export class EncodeStopped extends Error {
   override name = 'EncodeStopped';
-  constructor() {
+  /**
+   * @param undone whether the encoder is as it was before the picture (see
+   *   H264Encoder.undoable); if not, it is not to be used again.
+   */
+  constructor(readonly undone: boolean) {
     super('the picture was stopped before it was encoded');
   }
 }
@@ -186,6 +190,8 @@ export class H264Encoder {
   private opening: OpeningPath | null;
   private readonly openings: OpeningCache | null;
 
+  /** A picture was stopped and could not be undone (see undoable). */
+  #spoiled = false;
   private frameNum = 0;
   private idrPicId = 0;
   private lastIdrMs = -Infinity;
@@ -301,11 +307,14 @@ export class H264Encoder {
       keyframe?: boolean;
       /**
        * Asked once per row of macroblocks: true stops the picture (EncodeStopped), for a
-       * recording given up. The encoder is not to be used after a stopped picture.
+       * recording given up or a picture a newer one replaces. Where the encoder is
+       * `undoable`, the picture is undone and the next one is coded as if it had never
+       * been begun; elsewhere the encoder is not to be used after a stopped picture.
        */
       stop?: () => boolean;
     } = {},
   ): EncodedPicture {
+    if (this.#spoiled) throw new Error('the encoder cannot go on after a picture it could not undo');
     const expected = this.width * this.height * 4;
     if (rgba.length !== expected) {
       throw new RangeError(
@@ -334,7 +343,12 @@ export class H264Encoder {
     let copied = 0;
     let skipRun = 0;
     for (let mbY = 0; mbY < this.mbH; mbY++) {
-      if (options.stop?.()) throw new EncodeStopped();
+      if (options.stop?.()) {
+        const undone = this.undoable;
+        if (undone) this.undo(mbY);
+        else this.#spoiled = true;
+        throw new EncodeStopped(undone);
+      }
       for (let mbX = 0; mbX < this.mbW; mbX++) {
         const mbAddr = mbY * this.mbW + mbX;
         const from = this.copyFrom[mbAddr]!;
@@ -375,6 +389,37 @@ export class H264Encoder {
       this.opening = this.openings!.keep(this.opening, picture, current, this.codingState());
     }
     return this.finish(current, timeMs, idr, qp, slice, coded, copied);
+  }
+
+  /**
+   * Whether a picture stopped part way can be undone: the reconstruction it coded over is
+   * put back from the last picture's copy, which is kept when later pictures may refer to
+   * earlier ones (more than one reference), or there is no picture before it.
+   */
+  get undoable(): boolean {
+    return this.refPixels.length === 0 || this.refPlanes.length > 0;
+  }
+
+  /**
+   * Undoes a picture stopped before row `rows` of macroblocks (see undoable). The rest of
+   * what it changed needs nothing: which macroblocks changed and which are copied are found
+   * again for the next picture, and the syntax kept per macroblock (coded, totals, Intra 4x4
+   * modes) is what a skipped or coded macroblock of the next picture sets before anything
+   * after it reads it.
+   */
+  private undo(rows: number): void {
+    const last = this.refPlanes[0];
+    if (last) {
+      this.recY.set(last.y.subarray(0, rows * 16 * this.stride));
+      this.recU.set(last.u.subarray(0, rows * 8 * this.cStride));
+      this.recV.set(last.v.subarray(0, rows * 8 * this.cStride));
+    }
+    // Their source planes hold the stopped picture's pixels: converted again when coded.
+    for (let mbAddr = 0; mbAddr < this.changed.length; mbAddr++) {
+      if (this.changed[mbAddr] !== 0) this.stale[mbAddr] = 1;
+    }
+    // The kept openings are followed picture by picture: this stream has left them.
+    this.opening = null;
   }
 
   /** What every picture does once its slice is made, encoded or kept: the decoder's bookkeeping. */
