@@ -21,6 +21,7 @@ import {
 import { readdirSync, readFileSync } from 'node:fs';
 import {
   EncoderThreads,
+  FrameSuperseded,
   inlineFrameEncoder,
   type FrameEncoder,
   type FrameEncoderConfig,
@@ -231,6 +232,89 @@ describe('screen recorder', () => {
     expect(psnrRgb(ui.renderRgba(), last)).toBeGreaterThan(40);
   });
 
+  it('gives up the frame being encoded when the screen changed after it was taken: the stop waits only for the screen at the stop', async () => {
+    // The encoder's second frame (Login) never finishes unless it is given up.
+    let supersededAt: number | null = null;
+    let giveUp!: (error: Error) => void;
+    const threads = {
+      encoder: async (config: FrameEncoderConfig): Promise<FrameEncoder> => {
+        const inner = inlineFrameEncoder(config);
+        let frames = 0;
+        return {
+          ...inner,
+          // Given up, the frame leaves no trace in the encoder: as if never sent.
+          encodeDrawing: async (list, timeMs) =>
+            ++frames === 2
+              ? new Promise<never>((_, reject) => (giveUp = reject))
+              : inner.encodeDrawing(list, timeMs),
+          supersede: () => {
+            supersededAt = frames;
+            giveUp(new FrameSuperseded());
+          },
+        };
+      },
+    };
+    const ui = phoneUi();
+    const clock = manualClock();
+    const recording = await startScreenRecording(
+      { ...sourceOf(ui), displayList: () => ui.displayList!() },
+      { threads, now: clock.now, threadShare: 1 },
+    );
+    while (recording.stats.frames === 0) await new Promise((r) => setImmediate(r));
+    clock.ms += 100;
+    ui.launch('com.phonelease.login');
+    while (recording.stats.pending === 0) await new Promise((r) => setImmediate(r));
+    clock.ms += 100;
+    ui.launch('com.android.settings');
+    const result = await recording.stop();
+    expect(supersededAt).toBe(2);
+    // The launcher, then Settings as it was at the stop, in place of the Login frame.
+    expect(result.frames).toBe(2);
+    const file = save('superseded.mp4', result.bytes);
+    expect(await decodeErrors(file)).toBe('');
+    expect((await packets(file)).map((p) => Math.round(p.pts * 1000))).toEqual([0, 200]);
+    const last = (await decodeRgb(file, 720, 1280)).at(-1)!;
+    expect(psnrRgb(ui.renderRgba(), last)).toBeGreaterThan(40);
+  });
+
+  it("gives up a frame on the encoder's thread for a newer one, and goes on as if it had never been sent", async () => {
+    const threads = new EncoderThreads();
+    try {
+      const ui = phoneUi();
+      const encoder = await threads.encoder({
+        screenWidth: 720,
+        screenHeight: 1280,
+        videoWidth: 720,
+        videoHeight: 1280,
+        bitRate: 4_000_000,
+        maxFps: 30,
+      });
+      const home = await encoder.encodeDrawing(ui.displayList!(), 0);
+      ui.launch('com.android.settings');
+      // A whole new screen takes the thread tens of ms: it is on it, or about to be.
+      const replaced = encoder.encodeDrawing(ui.displayList!(), 100).catch((error: unknown) => error);
+      encoder.supersede();
+      ui.launch('com.phonelease.login');
+      const newer = await encoder.encodeDrawing(ui.displayList!(), 200);
+      expect(await replaced).toBeInstanceOf(FrameSuperseded);
+      // Nothing to give up: the next frames are encoded as usual.
+      encoder.supersede();
+      tapId(ui, 'com.phonelease.login:id/username');
+      ui.text('demo');
+      const typed = await encoder.encodeDrawing(ui.displayList!(), 300);
+      await encoder.close();
+      const stream = [home, newer, typed].flatMap((f) =>
+        f.nalUnits.flatMap((n) => [Uint8Array.of(0, 0, 0, 1), n]),
+      );
+      const file = save('superseded.h264', Buffer.concat(stream));
+      expect(await decodeErrors(file)).toBe('');
+      const last = (await decodeRgb(file, 720, 1280)).at(-1)!;
+      expect(psnrRgb(ui.renderRgba(), last)).toBeGreaterThan(40);
+    } finally {
+      threads.close();
+    }
+  });
+
   it('ends the video when it was stopped, however long its last frames take to encode', async () => {
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
@@ -266,13 +350,17 @@ describe('screen recorder', () => {
   it.skipIf(process.platform !== 'linux')(
     "encodes on a thread below the phone's priority (nice 10; Linux, where a thread has its own)",
     async () => {
-      const nices = () =>
-        readdirSync('/proc/self/task').map((tid) => {
-          // Field 19 of /proc/<pid>/task/<tid>/stat, counted after the ")" that ends the name.
-          const fields = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-          return Number(fields[16]);
-        });
-      const before = nices().filter((n) => n === 10).length;
+      // The nice value of each thread of this process that is new since `before` (threads
+      // of earlier tests' encoders may still be ending meanwhile).
+      const nices = (before: ReadonlySet<string> = new Set()) =>
+        readdirSync('/proc/self/task')
+          .filter((tid) => !before.has(tid))
+          .map((tid) => {
+            // Field 19 of /proc/<pid>/task/<tid>/stat, counted after the ")" that ends the name.
+            const fields = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+            return Number(fields[16]);
+          });
+      const before = new Set(readdirSync('/proc/self/task'));
       const threads = new EncoderThreads();
       try {
         const encoder = await threads.encoder({
@@ -283,7 +371,7 @@ describe('screen recorder', () => {
           bitRate: 1_000_000,
           maxFps: 30,
         });
-        expect(nices().filter((n) => n === 10).length).toBe(before + 1);
+        expect(nices(before).filter((n) => n === 10)).toEqual([10]);
         // This thread (the phone's) keeps its own.
         expect(readFileSync('/proc/thread-self/stat', 'utf8').split(') ')[1]!.split(' ')[16]).toBe('0');
         await encoder.close();

@@ -1,7 +1,8 @@
 /**
  * The video encoder's worker thread (see frame-encoder.ts): draws, scales and encodes the
  * frames it is sent, one at a time, and sends back each picture's NAL units; frames of a
- * recording given up are skipped, and the one it is on stopped.
+ * recording given up are skipped, and the one it is on stopped; a frame a newer one
+ * replaces is stopped and undone where the encoder can undo it.
  */
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
@@ -9,6 +10,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { EncodeStopped } from './h264/encoder.js';
 import {
   FramePipeline,
+  GIVEN_UP,
+  SUPERSEDED,
   ThreadKeep,
   type ConfigMessage,
   type FrameMessage,
@@ -45,7 +48,7 @@ if (port) {
   // What one recording leaves that serves the next: glyphs, the last screen, opening pictures.
   const keep = new ThreadKeep();
   const start = workerData as WorkerStart;
-  const givenUp = new Int32Array(start.givenUp);
+  const control = new Int32Array(start.control);
   let pipeline = new FramePipeline(start.config, keep);
   port.postMessage({ gen: start.gen, ready: true } satisfies WorkerReply);
   port.on('message', (message: FrameMessage | ConfigMessage) => {
@@ -58,29 +61,38 @@ if (port) {
     }
     // A frame of a recording given up (screenrecord killed) is not worth encoding, nor the
     // rest of one the recording is given up during.
-    const givenUpNow = () => gen <= Atomics.load(givenUp, 0);
+    const givenUpNow = () => gen <= Atomics.load(control, GIVEN_UP);
     if (givenUpNow()) {
       port.postMessage({ gen, skipped: true } satisfies WorkerReply);
       return;
     }
+    // A frame a newer one replaces (the screen as it was when recording stopped) is not
+    // begun, and one begun is given up where the encoder can undo it.
+    const supersededNow = () => message.seq <= Atomics.load(control, SUPERSEDED);
+    if (supersededNow()) {
+      port.postMessage({ gen, superseded: true } satisfies WorkerReply);
+      return;
+    }
+    const stop = () => givenUpNow() || (supersededNow() && pipeline.undoable);
     let reply: WorkerReply;
     let transfer: ArrayBuffer[] = [];
     try {
       const frame =
         'infoPage' in message
-          ? pipeline.encodeInfoPage(message.infoPage, message.timeMs, givenUpNow)
+          ? pipeline.encodeInfoPage(message.infoPage, message.timeMs, stop)
           : 'drawing' in message
-            ? pipeline.encodeDrawing(message.drawing, message.timeMs, givenUpNow, message.caption)
-            : pipeline.encode(new Uint8Array(message.pixels), message.timeMs, givenUpNow, message.caption);
+            ? pipeline.encodeDrawing(message.drawing, message.timeMs, stop, message.caption)
+            : pipeline.encode(new Uint8Array(message.pixels), message.timeMs, stop, message.caption);
       // Copies of their own move to the main thread: the SPS and PPS stay the encoder's.
       const nalUnits = frame.nalUnits.map((n) => n.slice());
       transfer = nalUnits.map((n) => n.buffer);
       reply = { gen, frame: { ...frame, nalUnits } };
     } catch (error) {
-      reply =
-        error instanceof EncodeStopped
+      reply = !(error instanceof EncodeStopped)
+        ? { gen, error: error instanceof Error ? error.message : String(error) }
+        : givenUpNow()
           ? { gen, skipped: true }
-          : { gen, error: error instanceof Error ? error.message : String(error) };
+          : { gen, superseded: true };
     }
     port.postMessage(reply, transfer);
   });

@@ -53,7 +53,21 @@ export interface FrameEncoder {
   encodeDrawing(list: DisplayList, timeMs: number, caption?: string): Promise<EncodedFrame>;
   /** Encodes screenrecord's information page (see overlay.ts) as shown at `timeMs`. */
   encodeInfoPage(paragraphs: readonly string[], timeMs: number): Promise<EncodedFrame>;
+  /**
+   * A newer frame replaces those given so far: where the encoder can undo a frame part
+   * encoded, it gives them up (they reject with FrameSuperseded) and goes on to the next
+   * as if they had never been given; a frame it cannot give up is encoded as usual.
+   */
+  supersede(): void;
   close(): Promise<void>;
+}
+
+/** A frame given up for a newer one (FrameEncoder.supersede). */
+export class FrameSuperseded extends Error {
+  override name = 'FrameSuperseded';
+  constructor() {
+    super('video encoder: the frame was replaced by a newer one');
+  }
 }
 
 /**
@@ -106,7 +120,15 @@ export class FramePipeline {
     });
   }
 
-  /** `stop` gives up the frame part way (EncodeStopped); the pipeline is not used after that. */
+  /** Whether a frame stopped part way is undone (see H264Encoder.undoable). */
+  get undoable(): boolean {
+    return this.encoder.undoable;
+  }
+
+  /**
+   * `stop` gives up the frame part way (EncodeStopped); the pipeline is not used after that
+   * unless the frame was undone.
+   */
   encode(pixels: Uint8Array, timeMs: number, stop?: () => boolean, caption?: string): EncodedFrame {
     const started = performance.now();
     let frame = this.scaler.scale(pixels);
@@ -154,6 +176,8 @@ export function inlineFrameEncoder(config: FrameEncoderConfig): FrameEncoder {
     encode: async (pixels, timeMs, caption) => pipeline.encode(pixels, timeMs, undefined, caption),
     encodeDrawing: async (list, timeMs, caption) => pipeline.encodeDrawing(list, timeMs, undefined, caption),
     encodeInfoPage: async (paragraphs, timeMs) => pipeline.encodeInfoPage(paragraphs, timeMs),
+    // Each frame is encoded before the call returns: none is ever in progress.
+    supersede: () => undefined,
     close: async () => undefined,
   };
 }
@@ -184,6 +208,8 @@ export function encoderWhenReady(starting: Promise<FrameEncoder>): FrameEncoder 
       const copy = [...paragraphs];
       return starting.then((e) => e.encodeInfoPage(copy, timeMs));
     },
+    // Frames given before the encoder is ready wait for it: none has begun.
+    supersede: () => ready?.supersede(),
     close: () =>
       starting.then(
         (e) => e.close(),
@@ -194,16 +220,17 @@ export function encoderWhenReady(starting: Promise<FrameEncoder>): FrameEncoder 
 
 /**
  * Messages to the worker: a frame of recording `gen` to encode, as pixels or as the calls
- * that draw it (with a caption over it, if any), or the information page.
+ * that draw it (with a caption over it, if any), or the information page; `seq` numbers
+ * the thread's frames, across its recordings.
  */
-export type FrameMessage = (
+export type FrameMessage = FrameContent & { gen: number; seq: number };
+
+/** A frame, as the encoder is given it. */
+type FrameContent = (
   | { pixels: ArrayBuffer; caption?: string }
   | { drawing: DisplayList; caption?: string }
   | { infoPage: readonly string[] }
-) & {
-  gen: number;
-  timeMs: number;
-};
+) & { timeMs: number };
 
 /** Messages to a kept worker: recording `gen` begins, with these settings (it answers ready). */
 export interface ConfigMessage {
@@ -213,27 +240,38 @@ export interface ConfigMessage {
 
 /**
  * Messages from the worker, each about recording `gen`: ready for frames, a frame, a frame
- * skipped (its recording was given up), or why one failed.
+ * skipped (its recording was given up) or superseded (a newer one replaced it), or why one
+ * failed.
  */
 export type WorkerReply = { gen: number } & (
-  { ready: true } | { frame: EncodedFrame } | { skipped: true } | { error: string }
+  { ready: true } | { frame: EncodedFrame } | { skipped: true } | { superseded: true } | { error: string }
 );
 
-/** What a worker starts with: its first recording, and where it reads which recordings were given up. */
+/** Where in WorkerStart.control the worker reads what to give up. */
+export const GIVEN_UP = 0;
+export const SUPERSEDED = 1;
+
+/** What a worker starts with: its first recording, and where it reads what to give up. */
 export interface WorkerStart {
   config: FrameEncoderConfig;
   gen: number;
-  /** Int32 [0]: the newest recording given up; frames of it and older are skipped, not encoded. */
-  givenUp: SharedArrayBuffer;
+  /**
+   * Int32 [GIVEN_UP]: the newest recording given up; frames of it and older are skipped,
+   * not encoded. [SUPERSEDED]: the newest frame (seq) a newer one replaces; it and those
+   * before it are given up where the encoder can undo them.
+   */
+  control: SharedArrayBuffer;
 }
 
 /** A worker thread, and what its encoders share with it. */
 interface EncoderThread {
   worker: Worker;
-  /** See WorkerStart.givenUp. */
-  givenUp: Int32Array;
+  /** See WorkerStart.control. */
+  control: Int32Array;
   /** The newest recording on this thread. */
   gen: number;
+  /** The newest frame sent to this thread. */
+  seq: number;
 }
 
 /**
@@ -242,8 +280,8 @@ interface EncoderThread {
  * as the runner does for the main thread.
  */
 function startWorker(config: FrameEncoderConfig): EncoderThread {
-  const givenUp = new SharedArrayBuffer(4);
-  const workerData: WorkerStart = { config, gen: 1, givenUp };
+  const control = new SharedArrayBuffer(8);
+  const workerData: WorkerStart = { config, gen: 1, control };
   const here = import.meta.url;
   let worker: Worker;
   if (!here.endsWith('.ts')) {
@@ -257,7 +295,7 @@ function startWorker(config: FrameEncoderConfig): EncoderThread {
     const source = `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(entry)}); });`;
     worker = new Worker(source, { eval: true, workerData });
   }
-  return { worker, givenUp: new Int32Array(givenUp), gen: 1 };
+  return { worker, control: new Int32Array(control), gen: 1, seq: 0 };
 }
 
 /**
@@ -356,25 +394,28 @@ export function workerFrameEncoder(config: FrameEncoderConfig, reuse?: Reuse): P
   let onMessage!: (reply: WorkerReply) => void;
   let onError!: (error: Error) => void;
   let onExit!: () => void;
-  const send = (message: FrameMessage, transfer: ArrayBuffer[] = []): Promise<EncodedFrame> => {
+  const send = (message: FrameContent, transfer: ArrayBuffer[] = []): Promise<EncodedFrame> => {
     if (failure) return Promise.reject(failure);
     return new Promise((resolve, reject) => {
       waiting.push({ resolve, reject });
-      worker.postMessage(message, transfer);
+      worker.postMessage({ ...message, gen, seq: ++thread.seq } satisfies FrameMessage, transfer);
     });
   };
   const encoder: FrameEncoder = {
     encode(pixels, timeMs, caption) {
       // A copy of its own goes to the worker; the caller's pixels are free at once.
       const copy = pixels.slice().buffer;
-      return send({ pixels: copy, timeMs, gen, ...(caption !== undefined && { caption }) }, [copy]);
+      return send({ pixels: copy, timeMs, ...(caption !== undefined && { caption }) }, [copy]);
     },
     encodeDrawing(list, timeMs, caption) {
       // Structured clone copies the calls (and any picture in them) before this returns.
-      return send({ drawing: list, timeMs, gen, ...(caption !== undefined && { caption }) });
+      return send({ drawing: list, timeMs, ...(caption !== undefined && { caption }) });
     },
     encodeInfoPage(paragraphs, timeMs) {
-      return send({ infoPage: paragraphs, timeMs, gen });
+      return send({ infoPage: paragraphs, timeMs });
+    },
+    supersede() {
+      if (waiting.length > 0) Atomics.store(thread.control, SUPERSEDED, thread.seq);
     },
     close() {
       closed ??= (async () => {
@@ -385,7 +426,7 @@ export function workerFrameEncoder(config: FrameEncoderConfig, reuse?: Reuse): P
         // thread stops the one it is on within a row of macroblocks and skips those still
         // queued, so it serves the next recording at once instead of a new thread that is
         // slow to start.
-        if (waiting.length > 0) Atomics.store(thread.givenUp, 0, gen);
+        if (waiting.length > 0) Atomics.store(thread.control, GIVEN_UP, gen);
         for (const w of waiting.splice(0)) w.reject(new Error('video encoder: closed'));
         if (failure === null && reuse?.release(thread)) return;
         await worker.terminate();
@@ -410,6 +451,7 @@ export function workerFrameEncoder(config: FrameEncoderConfig, reuse?: Reuse): P
       if (!next) return;
       if ('error' in reply) next.reject(new Error(`video encoder: ${reply.error}`));
       else if ('skipped' in reply) next.reject(new Error('video encoder: the recording was given up'));
+      else if ('superseded' in reply) next.reject(new FrameSuperseded());
       else next.resolve(reply.frame);
     };
     onError = (error: Error) => fail(error);

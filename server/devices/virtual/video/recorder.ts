@@ -26,6 +26,7 @@ import { Mp4Writer } from '../../../../src/video/mp4-write.js';
 import { BT601_LIMITED } from './h264/parameter-sets.js';
 import {
   encoderWhenReady,
+  FrameSuperseded,
   inlineFrameEncoder,
   type EncoderThreads,
   workerFrameEncoder,
@@ -236,6 +237,8 @@ export class ScreenRecording {
   private encoding = false;
   /** The frame taken while the encoder was busy: it goes to the encoder once that is free. */
   private held: Taken | null = null;
+  /** Frames of the screen the encoder has given back (the information page is not one). */
+  private screensEncoded = 0;
   private ending: Promise<RecordingResult> | null = null;
   private aborted = false;
   private failure: Error | null = null;
@@ -338,11 +341,14 @@ export class ScreenRecording {
         // A change not yet taken (the frame rate held it back) was on the screen before the
         // recording stopped: a phone would have shown and encoded it, so the screen as it is
         // now is the last frame. It takes the place of a frame still held for the encoder
-        // (as while recording, the newest screen goes next), so the stop waits for one less.
+        // (as while recording, the newest screen goes next), so the stop waits for one less;
+        // and of the frame being encoded, where the encoder can give that up (not the first
+        // screen: the video begins with the screen at the start), so it waits for only this.
         if (this.dirty && !this.failure) {
           if (this.held) this.dropped++;
           this.dropHeld();
           this.capture();
+          if (this.held && this.screensEncoded > 0) this.encoder.supersede();
         }
         await this.drain();
         // No frame came back (stopped before the first one was taken): the screen as it is is the video.
@@ -444,7 +450,11 @@ export class ScreenRecording {
     encoded.catch(() => undefined);
     this.written = this.written.then(async () => {
       try {
-        const done = await encoded;
+        const done = await encoded.catch((error: unknown) => {
+          // Given up for the frame held now (see end()): that one goes in its place.
+          if (error instanceof FrameSuperseded) return null;
+          throw error;
+        });
         // The encoder is free: the frame held for it goes now, while this one is written.
         this.encoding = false;
         if (this.aborted || this.failure) {
@@ -454,6 +464,11 @@ export class ScreenRecording {
         const next = this.held;
         this.held = null;
         if (next) this.send(next);
+        if (!done) {
+          this.dropped++;
+          return;
+        }
+        if (!frame.infoPage) this.screensEncoded++;
         this.encodeMs += done.encodeMs;
         await this.writer.addFrame({ nalUnits: done.nalUnits, timeUs: done.timeMs * 1000 });
       } catch (error) {
