@@ -149,6 +149,7 @@ export class PhoneRecording {
     const current = await this.#current?.catch(() => null);
     if (current) await finishPiece(this.#adb, current, this.#logger);
     const work = await mkdtemp(join(tmpdir(), 'phonelease-recording-'));
+    let deleting: Promise<void> | null = null;
     try {
       const local: string[] = [];
       let failed: string | null = null;
@@ -165,6 +166,8 @@ export class PhoneRecording {
         await writeFile(file, await this.#adb.pull(piece.remote));
         local.push(file);
       }
+      // Pulled: the phone's copies are deleted while the local ones are joined.
+      deleting = this.#deletePieces();
       if (local.length === 0) {
         throw new Error(
           `the phone recorded no finished video: ${failed ?? (this.#failure ? messageOf(this.#failure) : 'screenrecord ended before it finished a file')}`,
@@ -175,7 +178,7 @@ export class PhoneRecording {
       const durationSeconds = joined.durationUs / 1e6;
       return { path, pieces: local.length, durationSeconds };
     } finally {
-      await this.#deletePieces();
+      await (deleting ?? this.#deletePieces());
       await rm(work, { recursive: true, force: true });
     }
   }
