@@ -17,6 +17,7 @@ import { signInForClient } from './adb-sign-in.js';
 import type { AdbEndpoint } from './devices/types.js';
 import type { Logger } from './log.js';
 import { relay as relayBytes } from '../src/util/relay.js';
+import { messageOf } from '../src/util/message.js';
 
 /** A session the gateway relays to: its id and code, and its phone's ADB while it has one. */
 export interface AdbSession {
@@ -178,7 +179,7 @@ export class AdbGateway {
       // The phone began to stop between the unlock and now.
       this.log.warn('adb gateway could not reach the phone', {
         session: live.row.id,
-        error: err instanceof Error ? err.message : String(err),
+        error: messageOf(err),
       });
       client.destroy();
       return;

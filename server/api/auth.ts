@@ -40,7 +40,7 @@ const invalidGrant = (): ApiError =>
   );
 
 /** The bearer token, '' for an Authorization header of another form, null without one. */
-function bearer(req: FastifyRequest): string | null {
+export function bearer(req: FastifyRequest): string | null {
   const h = req.headers.authorization;
   if (!h) return null;
   const m = BEARER.exec(h);

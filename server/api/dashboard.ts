@@ -13,12 +13,12 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { extname, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ERROR_CODES } from '../../src/api/schemas.js';
 import { apiError, badRequest, notFound } from '../errors.js';
 import { looksLikeJwt } from '../jwt.js';
-import { ownerUid } from './auth.js';
+import { bearer, ownerUid } from './auth.js';
 import { REFUSALS } from './common.js';
 import { partMessages } from './refusals.js';
 import type { RoutePlugin } from './types.js';
@@ -121,11 +121,6 @@ const Fleet = Type.Object({
   ]),
 });
 
-/** The bearer token of a request, or null. */
-function bearerToken(req: FastifyRequest): string | null {
-  return /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1] ?? null;
-}
-
 export const dashboardRoutes: RoutePlugin = async (app, { deps }) => {
   const { directory, signIns } = deps;
   const root = resolve(publicDirectory());
@@ -197,7 +192,7 @@ export const dashboardRoutes: RoutePlugin = async (app, { deps }) => {
     '/dashboard/api/sign-out',
     { config: { auth: 'owner' }, schema: { response: { 204: Type.Null(), ...REFUSALS } } },
     async (req, reply) => {
-      const token = bearerToken(req) ?? '';
+      const token = bearer(req) ?? '';
       if (!looksLikeJwt(token))
         throw badRequest(
           'Sign-out ends a dashboard session: send its token. An API key is revoked with DELETE /me/keys/{key_hash}.',

@@ -42,8 +42,6 @@ import { RuntimeStreams } from '../viewer/stream.js';
 import { NODE_HEADER, NodeSigner } from './node-auth.js';
 import { HOST_STREAM_PATH } from './viewer-relay.js';
 
-export { HOST_DEFAULTS };
-
 export interface DeviceHostOptions {
   /** PostgreSQL URL of the deployment. */
   store: string;

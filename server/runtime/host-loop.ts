@@ -14,6 +14,7 @@ import type { Logger } from '../log.js';
 import { randomToken, type RandomSource } from '../secrets.js';
 import type { HostStore } from './ports.js';
 import type { Runtime } from './runtime.js';
+import { messageOf } from '../../src/util/message.js';
 
 export interface HostLoopOptions {
   runtime: Runtime;
@@ -104,7 +105,7 @@ export class HostLoop {
         // with backoff and picks up where the committed state says.
         this.o.log.warn('host tick failed', {
           ...this.context,
-          error: err instanceof Error ? err.message : String(err),
+          error: messageOf(err),
         });
       }
       const wait = failures > 0 ? Math.min(5_000, this.o.tickMs * 2 ** failures) : this.o.tickMs;

@@ -49,6 +49,7 @@ import {
   type EtaSlot,
 } from './rules.js';
 import { WarmPool, type PhoneBoot } from './warm-pool.js';
+import { messageOf } from '../../src/util/message.js';
 
 export interface RuntimeOptions {
   ledger: SessionLedger;
@@ -296,7 +297,7 @@ export class Runtime extends EventEmitter {
           giveUp ? `could not record ${what}; giving up` : `could not record ${what} yet; retrying`,
           {
             session: live.row.id,
-            error: err instanceof Error ? err.message : String(err),
+            error: messageOf(err),
             ...this.context(),
           },
         );

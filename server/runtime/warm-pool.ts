@@ -73,11 +73,6 @@ export class WarmPool {
     return this.#entries.size;
   }
 
-  /** Pooled phones still being stopped. */
-  get stoppingCount(): number {
-    return this.#stopping.size;
-  }
-
   /** True when the pool is short of its target (a refill may be due). */
   get short(): boolean {
     return this.#entries.size < this.target;

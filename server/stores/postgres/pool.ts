@@ -16,6 +16,7 @@ import type { Logger } from '../../log.js';
 import { migrationsFor } from '../migrations.js';
 import type { AccountRows } from '../../runtime/rows.js';
 import type { RandomSource } from '../../secrets.js';
+import { messageOf } from '../../../src/util/message.js';
 
 const PG_MIGRATIONS = migrationsFor('postgres');
 /** int8 (BIGINT) and numeric as numbers: every integer phonelease stores fits a double. */
@@ -127,7 +128,7 @@ export async function tx<T>(
       const conflict = sqlState(err) === '40001' || sqlState(err) === '40P01';
       if ((committing && !conflict) || Date.now() + backoff > deadline) {
         throw new StoreUnavailableError(
-          `The shared store (PostgreSQL) is unavailable or too busy (${err instanceof Error ? err.message : String(err)}); retry shortly.`,
+          `The shared store (PostgreSQL) is unavailable or too busy (${messageOf(err)}); retry shortly.`,
           { cause: err },
         );
       }
