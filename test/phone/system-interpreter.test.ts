@@ -637,10 +637,14 @@ describe('what scripts use, as mksh and toybox do it', () => {
 
   it('says what a name is with type and command -v, shows limits with ulimit, and refuses what it cannot do', async () => {
     const r = await sh(
-      'f() { :; }; type cd f ls awk; command -v cd; command -v f; command -v awk; command -v nope || echo none',
+      'f() { :; }; type cd f ls awk echo [[ /system/bin/ls; command -v cd; command -v f; command -v awk; command -v [[; command -v true; command -v nope || echo none',
     );
+    // As mksh says it: a program found on PATH becomes a tracked alias; echo and true are
+    // its own builtins; [[ is a reserved word.
     expect(r.out).toBe(
-      'cd is a shell builtin\nf is a function\nls is /system/bin/ls\nawk is /system/bin/awk\ncd\nf\n/system/bin/awk\nnone\n',
+      'cd is a shell builtin\nf is a function\nls is a tracked alias for /system/bin/ls\n' +
+        'awk is a tracked alias for /system/bin/awk\necho is a shell builtin\n[[ is a reserved word\n' +
+        '/system/bin/ls is /system/bin/ls\ncd\nf\n/system/bin/awk\n[[\ntrue\nnone\n',
     );
     expect((await sh('ulimit -n; ulimit; ulimit -a | grep nofiles')).out).toBe(
       '32768\nunlimited\nnofiles(descriptors) 32768\n',

@@ -1356,9 +1356,13 @@ export class Interpreter {
     return status;
   }
 
-  /** What a name runs, as `command -v` and `type` say: a builtin, a function, a program's path, or null. */
-  private whence(name: string): 'builtin' | 'function' | string | null {
-    if (SHELL_BUILTINS.has(name)) return 'builtin';
+  /**
+   * What a name runs, as `command -v` and `type` say: a reserved word, a builtin (mksh's own
+   * echo, test, true and false among them), a function, a program's path, or null.
+   */
+  private whence(name: string): 'reserved word' | 'builtin' | 'function' | string | null {
+    if (RESERVED_WORDS.has(name)) return 'reserved word';
+    if (SHELL_BUILTINS.has(name) || IN_PROCESS.has(name)) return 'builtin';
     if (this.state.functions.has(name)) return 'function';
     if (name.includes('/')) return this.fs.exists(normalizePath(name, this.state.cwd)) ? name : null;
     return this.commands.has(name) || SYSTEM_BIN.includes(name) ? `/system/bin/${name}` : null;
@@ -1440,8 +1444,8 @@ export class Interpreter {
           const n = rest[0] ?? '';
           const what = this.whence(n);
           if (!what) return 1;
-          // A builtin or a function is its name; a program its path.
-          io.stdout.write(`${what === 'builtin' || what === 'function' ? n : what}\n`);
+          // A reserved word, a builtin or a function is its name; a program its path.
+          io.stdout.write(`${what.startsWith('/') || n.includes('/') ? what : n}\n`);
           return 0;
         }
         if (rest.length === 0) return 0;
@@ -1528,7 +1532,9 @@ export class Interpreter {
         for (const a of args) {
           const what = this.whence(a);
           if (what === 'builtin') io.stdout.write(`${a} is a shell builtin\n`);
-          else if (what === 'function') io.stdout.write(`${a} is a function\n`);
+          else if (what === 'function' || what === 'reserved word') io.stdout.write(`${a} is a ${what}\n`);
+          // mksh remembers where it found a program (a tracked alias) as it looks it up.
+          else if (what && !a.includes('/')) io.stdout.write(`${a} is a tracked alias for ${what}\n`);
           else if (what) io.stdout.write(`${a} is ${what}\n`);
           else {
             io.stderr.write(`${a} not found\n`);
@@ -2015,6 +2021,12 @@ async function readLine(input: Io['stdin']): Promise<{ line: string; complete: b
 }
 
 /** The builtins this shell runs itself (see Interpreter.builtin). */
+/** mksh's reserved words: `type` says "reserved word"; `command -v` prints the word. */
+const RESERVED_WORDS = new Set(
+  '! { } [[ ]] case do done elif else esac fi for function if in select then time until while'.split(' '),
+);
+
+/** The builtins this shell runs (echo, test, [, true and false too: see IN_PROCESS). */
 const SHELL_BUILTINS = new Set([
   'cd',
   'pwd',
@@ -2038,7 +2050,6 @@ const SHELL_BUILTINS = new Set([
   '.',
   'source',
   'wait',
-  'time',
   'kill',
   'trap',
   'jobs',
