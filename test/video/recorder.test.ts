@@ -79,6 +79,20 @@ function save(name: string, bytes: Uint8Array): string {
   return file;
 }
 
+/**
+ * A phone UI of the test's own, drawn on the encoder's side, recorded on a manual clock by
+ * `threads` (the test's stand-in for the server's encoder threads), taking frames at once.
+ */
+async function recordDrawn(threads: Pick<EncoderThreads, 'encoder'>) {
+  const ui = phoneUi();
+  const clock = manualClock();
+  const recording = await startScreenRecording(
+    { ...sourceOf(ui), displayList: () => ui.displayList!() },
+    { threads, now: clock.now, threadShare: 1 },
+  );
+  return { ui, clock, recording };
+}
+
 /** Waits (without sleeping) until the recording has written `n` frames. */
 async function framesReach(recording: ScreenRecording, n: number): Promise<void> {
   while (recording.stats.frames < n) await new Promise((r) => setImmediate(r));
@@ -208,12 +222,7 @@ describe('screen recorder', () => {
         };
       },
     };
-    const ui = phoneUi();
-    const clock = manualClock();
-    const recording = await startScreenRecording(
-      { ...sourceOf(ui), displayList: () => ui.displayList!() },
-      { threads, now: clock.now, threadShare: 1 },
-    );
+    const { ui, clock, recording } = await recordDrawn(threads);
     while (recording.stats.pending === 0) await new Promise((r) => setImmediate(r));
     clock.ms += 100;
     ui.launch('com.phonelease.login');
@@ -254,12 +263,7 @@ describe('screen recorder', () => {
         };
       },
     };
-    const ui = phoneUi();
-    const clock = manualClock();
-    const recording = await startScreenRecording(
-      { ...sourceOf(ui), displayList: () => ui.displayList!() },
-      { threads, now: clock.now, threadShare: 1 },
-    );
+    const { ui, clock, recording } = await recordDrawn(threads);
     while (recording.stats.frames === 0) await new Promise((r) => setImmediate(r));
     clock.ms += 100;
     ui.launch('com.phonelease.login');
@@ -331,12 +335,7 @@ describe('screen recorder', () => {
         };
       },
     };
-    const ui = phoneUi();
-    const clock = manualClock();
-    const recording = await startScreenRecording(
-      { ...sourceOf(ui), displayList: () => ui.displayList!() },
-      { threads, now: clock.now, threadShare: 1 },
-    );
+    const { clock, recording } = await recordDrawn(threads);
     while (recording.stats.pending === 0) await new Promise((r) => setImmediate(r));
     clock.ms += 300;
     const stopped = recording.stop();
