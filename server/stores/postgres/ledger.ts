@@ -51,32 +51,36 @@ export class PostgresLedger implements SessionLedger {
     return profile?.state === 'stored' && profile.saved_host === this.hostId();
   }
 
-  async ready(row: SessionRow, change: ReadyChange, source: StartupSource): Promise<boolean> {
-    const mine = await tx(this.db, async (c) => {
-      const r = await this.mine(c, row.id);
+  /**
+   * Ends the provisioning of a session of this host's (`set`: the columns, from $2 on) and
+   * tells the API nodes; false when it is provisioning no longer (ended meanwhile, or lost).
+   */
+  private async provisioned(id: string, set: string, values: unknown[]): Promise<boolean> {
+    return tx(this.db, async (c) => {
+      const r = await this.mine(c, id);
       if (r?.state !== 'provisioning') return false;
-      await c.query(
-        "UPDATE sessions SET state = 'ready', ready = $2, device = $3, screen_w = $4, screen_h = $5, adb_code = $6, startup_source = $7 WHERE id = $1",
-        [row.id, change.ready, change.device, change.screen_w, change.screen_h, change.adb_code, source],
-      );
-      await notifySessions(c, [row.id]);
+      await c.query(`UPDATE sessions SET ${set} WHERE id = $1`, [id, ...values]);
+      await notifySessions(c, [id]);
       return true;
     });
+  }
+
+  async ready(row: SessionRow, change: ReadyChange, source: StartupSource): Promise<boolean> {
+    const mine = await this.provisioned(
+      row.id,
+      "state = 'ready', ready = $2, device = $3, screen_w = $4, screen_h = $5, adb_code = $6, startup_source = $7",
+      [change.ready, change.device, change.screen_w, change.screen_h, change.adb_code, source],
+    );
     if (mine) Object.assign(row, change, { state: 'ready' });
     return mine;
   }
 
   async failed(row: SessionRow, failure: { code: string; message: string }): Promise<void> {
-    const recorded = await tx(this.db, async (c) => {
-      const r = await this.mine(c, row.id);
-      if (r?.state !== 'provisioning') return false;
-      await c.query(
-        "UPDATE sessions SET state = 'error', failure_code = $2, failure_message = $3 WHERE id = $1",
-        [row.id, failure.code, failure.message],
-      );
-      await notifySessions(c, [row.id]);
-      return true;
-    });
+    const recorded = await this.provisioned(
+      row.id,
+      "state = 'error', failure_code = $2, failure_message = $3",
+      [failure.code, failure.message],
+    );
     if (recorded)
       Object.assign(row, { state: 'error', failure_code: failure.code, failure_message: failure.message });
   }

@@ -11,15 +11,10 @@ import type { ProfileRow, SessionRow } from '../../runtime/rows.js';
 import { endingOf, planDebits } from '../../runtime/rules.js';
 import type { SqliteStore } from './store.js';
 
-/** Runs a synchronous record and answers as a ledger does: a settled promise. */
-function settled<T>(record: () => T): Promise<T> {
-  try {
-    return Promise.resolve(record());
-  } catch (err) {
-    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
-  }
-}
-
+/**
+ * Every record is synchronous: the methods are async only to answer as a ledger does, and
+ * each applies in full before it returns its (settled) promise.
+ */
 export class SqliteLedger implements SessionLedger {
   /** The state of each profile before its save began, to go back to when the save fails. */
   private readonly beforeSave = new Map<string, ProfileRow['state']>();
@@ -35,26 +30,22 @@ export class SqliteLedger implements SessionLedger {
     Object.assign(row, change);
   }
 
-  savedHere(): Promise<boolean> {
+  async savedHere(): Promise<boolean> {
     // The single server's saves are all on its own disk.
-    return Promise.resolve(true);
+    return true;
   }
 
-  ready(row: SessionRow, change: ReadyChange): Promise<boolean> {
-    return settled(() => {
-      this.update(row, { ...change, state: 'ready' });
-      return true;
-    });
+  async ready(row: SessionRow, change: ReadyChange): Promise<boolean> {
+    this.update(row, { ...change, state: 'ready' });
+    return true;
   }
 
-  failed(row: SessionRow, failure: { code: string; message: string }): Promise<void> {
-    return settled(() =>
-      this.update(row, { state: 'error', failure_code: failure.code, failure_message: failure.message }),
-    );
+  async failed(row: SessionRow, failure: { code: string; message: string }): Promise<void> {
+    this.update(row, { state: 'error', failure_code: failure.code, failure_message: failure.message });
   }
 
-  bill(row: SessionRow, upto: number): Promise<number | null> {
-    return settled(() => this.debit(row, upto));
+  async bill(row: SessionRow, upto: number): Promise<number | null> {
+    return this.debit(row, upto);
   }
 
   /** Debits what is due by `upto` in one transaction; when the paid minutes ran out, else null. */
@@ -77,65 +68,57 @@ export class SqliteLedger implements SessionLedger {
     return plan.exhaustedAt;
   }
 
-  end(row: SessionRow, end: { reason: EndReason; at: number; last: number }): Promise<void> {
-    return settled(() => {
-      const exhaustedAt = row.state === 'ready' ? this.debit(row, end.at) : null;
-      const { reason, at } = endingOf(row.state, end.reason, end.at, exhaustedAt);
-      this.update(row, {
-        state: 'closing',
-        close_requested: at,
-        ended: at,
-        end_reason: reason,
-        cleanup_status: 'pending',
-        last: end.last,
-      });
+  async end(row: SessionRow, end: { reason: EndReason; at: number; last: number }): Promise<void> {
+    const exhaustedAt = row.state === 'ready' ? this.debit(row, end.at) : null;
+    const { reason, at } = endingOf(row.state, end.reason, end.at, exhaustedAt);
+    this.update(row, {
+      state: 'closing',
+      close_requested: at,
+      ended: at,
+      end_reason: reason,
+      cleanup_status: 'pending',
+      last: end.last,
     });
   }
 
-  uncertain(row: SessionRow): Promise<void> {
-    return settled(() => {
-      row.cleanup_status = 'allocation_uncertain';
-      this.store.updateSession(row.id, { cleanup_status: row.cleanup_status });
-    });
+  async uncertain(row: SessionRow): Promise<void> {
+    row.cleanup_status = 'allocation_uncertain';
+    this.store.updateSession(row.id, { cleanup_status: row.cleanup_status });
   }
 
-  saving(row: SessionRow, saving: boolean): Promise<void> {
-    return settled(() => {
-      const profile = this.store.profileOf(row.uid);
-      if (!profile) return;
-      if (saving) {
-        this.beforeSave.set(row.id, profile.state);
-        this.store.saveProfile({ ...profile, state: 'saving' });
-      } else {
-        this.store.saveProfile({ ...profile, state: this.beforeSave.get(row.id) ?? profile.state });
-        this.beforeSave.delete(row.id);
-      }
-    });
-  }
-
-  cleaned(row: SessionRow, outcome: CleanupOutcome): Promise<boolean> {
-    return settled(() => {
-      const now = Math.floor(this.now() / 1000);
+  async saving(row: SessionRow, saving: boolean): Promise<void> {
+    const profile = this.store.profileOf(row.uid);
+    if (!profile) return;
+    if (saving) {
+      this.beforeSave.set(row.id, profile.state);
+      this.store.saveProfile({ ...profile, state: 'saving' });
+    } else {
+      this.store.saveProfile({ ...profile, state: this.beforeSave.get(row.id) ?? profile.state });
       this.beforeSave.delete(row.id);
-      // With its profile's new save, in one (grouped) transaction: a crash leaves both or neither.
-      this.store.grouped(() => {
-        if (row.profile_id !== null) {
-          const current = this.store.profileOf(row.uid)!;
-          if (outcome.saved && !outcome.lostProfile) outcome.commitSave();
-          this.store.saveProfile({
-            ...current,
-            state: outcome.stored ? 'stored' : 'empty',
-            holder: current.holder === row.id ? null : current.holder,
-            exact: outcome.saved ? 1 : outcome.lostProfile ? 0 : current.exact,
-            saved_at: outcome.saved ? now : current.saved_at,
-          });
-        }
-        this.store.updateSession(row.id, { cleanup_status: 'complete', done: 1 });
-      });
-      row.cleanup_status = 'complete';
-      row.done = 1;
-      return true;
+    }
+  }
+
+  async cleaned(row: SessionRow, outcome: CleanupOutcome): Promise<boolean> {
+    const now = Math.floor(this.now() / 1000);
+    this.beforeSave.delete(row.id);
+    // With its profile's new save, in one (grouped) transaction: a crash leaves both or neither.
+    this.store.grouped(() => {
+      if (row.profile_id !== null) {
+        const current = this.store.profileOf(row.uid)!;
+        if (outcome.saved && !outcome.lostProfile) outcome.commitSave();
+        this.store.saveProfile({
+          ...current,
+          state: outcome.stored ? 'stored' : 'empty',
+          holder: current.holder === row.id ? null : current.holder,
+          exact: outcome.saved ? 1 : outcome.lostProfile ? 0 : current.exact,
+          saved_at: outcome.saved ? now : current.saved_at,
+        });
+      }
+      this.store.updateSession(row.id, { cleanup_status: 'complete', done: 1 });
     });
+    row.cleanup_status = 'complete';
+    row.done = 1;
+    return true;
   }
 
   active(): void {
