@@ -11,7 +11,7 @@
  *
  * The test is a Login app flow with locators (launch, fill both fields, sign in, wait for
  * the welcome, open Settings, go home), repeated, at two lengths: ten flows (a very short
- * test: 150-300 ms on the virtual phone, whose locators answer in a few ms) and as many as
+ * test: 110-300 ms on the virtual phone, whose locators answer in a few ms) and as many as
  * take about UI_TEST_MS without recording (counted once, before the rounds): the length of a
  * short UI test on a phone. A recording costs a fixed part (screenrecord starts; at the end
  * the frame being encoded and the last screen are encoded, the file is pulled) and a part
