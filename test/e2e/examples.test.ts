@@ -12,18 +12,31 @@ import { freePort } from '../../src/util/ports.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, {
-      cwd: ROOT,
-      env: { ...process.env, FORCE_COLOR: '0', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+/**
+ * Runs a test runner as a user does, but with an adb server of its own (on a free port),
+ * ended afterwards: the suites start one, which would otherwise outlive the test.
+ */
+async function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+  const adbPort = String(await freePort());
+  try {
+    return await new Promise((resolve) => {
+      const child = spawn(process.execPath, args, {
+        cwd: ROOT,
+        env: { ...process.env, FORCE_COLOR: '0', ANDROID_ADB_SERVER_PORT: adbPort, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+      child.once('close', (code) => resolve({ code, output }));
     });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    child.once('close', (code) => resolve({ code, output }));
-  });
+  } finally {
+    await new Promise((resolve) => {
+      const kill = spawn('adb', ['-P', adbPort, 'kill-server'], { stdio: 'ignore' });
+      kill.once('close', resolve);
+      kill.once('error', resolve);
+    });
+  }
 }
 
 describe('examples', () => {
@@ -63,11 +76,7 @@ describe('examples', () => {
   it('npx wdio run examples/wdio/wdio.conf.ts passes with real Appium', async () => {
     const { code, output } = await run(
       [join(ROOT, 'node_modules', '@wdio', 'cli', 'bin', 'wdio.js'), 'run', 'examples/wdio/wdio.conf.ts'],
-      {
-        PHONELEASE_BASE_URL: '',
-        PHONELEASE_API_KEY: '',
-        ANDROID_ADB_SERVER_PORT: String(await freePort()),
-      },
+      { PHONELEASE_BASE_URL: '', PHONELEASE_API_KEY: '' },
     );
     expect(code, output.slice(-3000)).toBe(0);
     expect(output).toMatch(/Spec Files:\s+2 passed, 2 total/);
