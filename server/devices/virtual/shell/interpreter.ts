@@ -1445,7 +1445,7 @@ export class Interpreter {
           const what = this.whence(n);
           if (!what) return 1;
           // A reserved word, a builtin or a function is its name; a program its path.
-          io.stdout.write(`${what.startsWith('/') || n.includes('/') ? what : n}\n`);
+          io.stdout.write(`${what.startsWith('/') ? what : n}\n`);
           return 0;
         }
         if (rest.length === 0) return 0;
@@ -2020,13 +2020,15 @@ async function readLine(input: Io['stdin']): Promise<{ line: string; complete: b
   }
 }
 
-/** The builtins this shell runs itself (see Interpreter.builtin). */
 /** mksh's reserved words: `type` says "reserved word"; `command -v` prints the word. */
 const RESERVED_WORDS = new Set(
   '! { } [[ ]] case do done elif else esac fi for function if in select then time until while'.split(' '),
 );
 
-/** The builtins this shell runs (echo, test, [, true and false too: see IN_PROCESS). */
+/**
+ * The builtins this shell runs itself (see Interpreter.builtin); echo, test, [, true and false
+ * are builtins too (see IN_PROCESS).
+ */
 const SHELL_BUILTINS = new Set([
   'cd',
   'pwd',

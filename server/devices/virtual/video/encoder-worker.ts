@@ -7,6 +7,7 @@
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
+import { messageOf } from '../../../../src/util/message.js';
 import { EncodeStopped } from './h264/encoder.js';
 import {
   FramePipeline,
@@ -89,7 +90,7 @@ if (port) {
       reply = { gen, frame: { ...frame, nalUnits } };
     } catch (error) {
       reply = !(error instanceof EncodeStopped)
-        ? { gen, error: error instanceof Error ? error.message : String(error) }
+        ? { gen, error: messageOf(error) }
         : givenUpNow()
           ? { gen, skipped: true }
           : { gen, superseded: true };

@@ -237,8 +237,8 @@ export class ScreenRecording {
   private encoding = false;
   /** The frame taken while the encoder was busy: it goes to the encoder once that is free. */
   private held: Taken | null = null;
-  /** Frames of the screen the encoder has given back (the information page is not one). */
-  private screensEncoded = 0;
+  /** Whether the encoder has given back a frame of the screen (the information page is not one). */
+  private screenEncoded = false;
   private ending: Promise<RecordingResult> | null = null;
   private aborted = false;
   private failure: Error | null = null;
@@ -348,7 +348,7 @@ export class ScreenRecording {
           if (this.held) this.dropped++;
           this.dropHeld();
           this.capture();
-          if (this.held && this.screensEncoded > 0) this.encoder.supersede();
+          if (this.held && this.screenEncoded) this.encoder.supersede();
         }
         await this.drain();
         // No frame came back (stopped before the first one was taken): the screen as it is is the video.
@@ -468,7 +468,7 @@ export class ScreenRecording {
           this.dropped++;
           return;
         }
-        if (!frame.infoPage) this.screensEncoded++;
+        if (!frame.infoPage) this.screenEncoded = true;
         this.encodeMs += done.encodeMs;
         await this.writer.addFrame({ nalUnits: done.nalUnits, timeUs: done.timeMs * 1000 });
       } catch (error) {
