@@ -635,6 +635,100 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect((await sh('cat /proc/net/unix', { device })).out).toBe(header);
   });
 
+  it('computes $((...)) and let as mksh does: 32-bit integers, C operators, assignments', async () => {
+    expect(
+      (
+        await sh(
+          'echo $((7/2)) $((-7/2)) $((-7%3)) $((1<<4)) $((5&3)) $((5|3)) $((5^3)) $((~0)) $((!0)) $((2>1?10:20))',
+        )
+      ).out,
+    ).toBe('3 -3 -1 16 1 7 6 -1 1 10\n');
+    // Numbers as mksh reads them (010 is ten outside POSIX mode), and 32-bit wrap-around.
+    expect((await sh('echo $((0x1f)) $((2#101)) $((16#ff)) $((010)) $((2147483647+1)) $((1#A))')).out).toBe(
+      '31 5 255 10 -2147483648 65\n',
+    );
+    expect((await sh('x=5; echo $((x+=2)) $x $((x++)) $x $((++x)) $((x--)) $x')).out).toBe('7 7 7 8 9 9 8\n');
+    // A variable holding an expression is evaluated; the side not taken assigns nothing.
+    expect((await sh('a=b+1; b=2; echo $((a*2)) $((0 && (q=5))) q=$q $(( 2 * (3 + (4)) ))')).out).toBe(
+      '6 0 q= 14\n',
+    );
+    expect((await sh('let x=3 y=x*2; echo $? $x $y; let 0; echo $?')).out).toBe('0 3 6\n1\n');
+    expect(await sh('let; echo $?; let 1/0; echo $?')).toMatchObject({
+      out: '1\n2\n',
+      err: '/system/bin/sh: let: no arguments\n/system/bin/sh: 1/0: zero divisor\n',
+    });
+    // Errors as mksh words them; the script stops there.
+    expect(await sh('echo $((1+)); echo never')).toMatchObject({
+      out: '',
+      err: "/system/bin/sh: 1+: unexpected 'end of expression'\n",
+    });
+    expect((await sh('echo $((5 @ 3))')).err).toBe("/system/bin/sh: 5 @ 3: unexpected '@'\n");
+    expect((await sh('a=a; echo $((a))')).err).toBe(
+      "/system/bin/sh: a: expression recurses on parameter 'a'\n",
+    );
+  });
+
+  it('reads options with getopts as mksh does', async () => {
+    expect(
+      (
+        await sh(
+          'set -- -a -b val -c x y; while getopts ab:c o; do echo "$o ${OPTARG-unset} $OPTIND"; done; shift $((OPTIND-1)); echo "rest $@"',
+        )
+      ).out,
+    ).toBe('a unset 2\nb val 4\nc unset 5\nrest x y\n');
+    // A group moves OPTIND once; the end leaves NAME ? and status 1.
+    expect(
+      (await sh('for i in 1 2 3 4; do getopts abc: o -abc10; echo $? $OPTIND $o ${OPTARG-}; done')).out,
+    ).toBe('0 2 a\n0 2 b\n0 2 c 10\n1 2 ?\n');
+    expect(await sh('getopts ab o -x; echo "$? $o ${OPTARG-unset}"')).toMatchObject({
+      out: '0 ? unset\n',
+      err: '/system/bin/sh: -x: unknown option\n',
+    });
+    expect((await sh('getopts ab: o -b; echo "$? $o"')).err).toBe(
+      '/system/bin/sh: -b: requires an argument\n',
+    );
+    // A leading colon: no message, the option in OPTARG.
+    expect(
+      await sh('getopts :ab: o -x; echo "$o $OPTARG"; OPTIND=1; getopts :ab: o -b; echo "$o $OPTARG"'),
+    ).toMatchObject({ out: '? x\n: b\n', err: '' });
+    expect(await sh('getopts a opt-; echo $?')).toMatchObject({
+      out: '1\n',
+      err: '/system/bin/sh: getopts: opt-: is not an identifier\n',
+    });
+  });
+
+  it('prints with print, and says where a command is with whence', async () => {
+    expect(
+      await sh('print -n a; print "b\\tc"; print -r "d\\te"; print -R -n "f\\n"; print; print -u2 err'),
+    ).toMatchObject({ out: 'ab\tc\nd\\te\nf\\n\n', err: 'err\n' });
+    expect(await sh('print -s history')).toMatchObject({
+      code: 1,
+      err: '/system/bin/sh: print: -s: not modeled by the virtual phone\n',
+    });
+    expect(
+      await sh('f() { :; }; whence ls cd f [[ nope; echo $?; whence -v ls; whence -p ls cd; echo $?'),
+    ).toMatchObject({
+      out: '/system/bin/ls\ncd\nf\n[[\n1\nls is a tracked alias for /system/bin/ls\n/system/bin/ls\n1\n',
+      err: '',
+    });
+  });
+
+  it('installs toybox and toolbox commands as links, dated as a build dates its files; ls sorts and -L follows', async () => {
+    const r = await sh(
+      'ls -l /system/bin/sh /system/bin/ls /system/bin/getprop /system/bin/app_process; readlink /system/bin/cat; readlink -f /system/bin/cat; ls -lL /system/bin/ls',
+    );
+    expect(r.out).toBe(
+      'lrwxr-xr-x 1 root shell 13 2009-01-01 00:00 /system/bin/app_process -> app_process64\n' +
+        'lrwxr-xr-x 1 root shell  7 2009-01-01 00:00 /system/bin/getprop -> toolbox\n' +
+        'lrwxr-xr-x 1 root shell  6 2009-01-01 00:00 /system/bin/ls -> toybox\n' +
+        '-rwxr-xr-x 1 root shell  4 2009-01-01 00:00 /system/bin/sh\n' +
+        'toybox\n/system/bin/toybox\n' +
+        '-rwxr-xr-x 1 root shell 4 2009-01-01 00:00 /system/bin/ls\n',
+    );
+    // A link runs what it names; the directory lists in name order.
+    expect((await sh('/system/bin/ls -d /; ls /system/bin | head -3')).out).toBe('/\n[\nacpi\nam\n');
+  });
+
   it('says what a name is with type and command -v, shows limits with ulimit, and refuses what it cannot do', async () => {
     const r = await sh(
       'f() { :; }; type cd f ls awk echo [[ /system/bin/ls; command -v cd; command -v f; command -v awk; command -v [[; command -v true; command -v nope || echo none',

@@ -232,11 +232,17 @@ export interface VirtualFsOptions {
 export class SystemImageBuilder {
   private ino = 100;
   readonly root: DirNode;
-  private readonly time: number;
+  private time: number;
 
   constructor(time = Date.UTC(2024, 0, 1)) {
     this.time = time;
     this.root = this.dirNode(0o755, ROOT_UID, ROOT_UID);
+  }
+
+  /** Dates what is added from now on `time` (a build's files all carry one time). */
+  at(time: number): this {
+    this.time = time;
+    return this;
   }
 
   private base(mode: number, uid: number, gid: number) {
@@ -291,9 +297,9 @@ export class SystemImageBuilder {
     return this;
   }
 
-  link(path: string, target: string): this {
+  link(path: string, target: string, perm = 0o777, uid = ROOT_UID, gid = ROOT_UID): this {
     const { dir, name } = this.parentOf(path);
-    dir.entries.set(name, { kind: 'link', target, ...this.base(S_IFLNK | 0o777, ROOT_UID, ROOT_UID) });
+    dir.entries.set(name, { kind: 'link', target, ...this.base(S_IFLNK | perm, uid, gid) });
     return this;
   }
 

@@ -269,6 +269,78 @@ export const SYSTEM_BIN = [
   'zcat',
 ];
 
+/**
+ * The programs of /system/bin that are binaries of their own; every other one is a link to
+ * toolbox (TOOLBOX) or toybox, as `ls -l /system/bin` shows on a phone (`ls -> toybox`).
+ * app_process is a link to app_process64, the binary.
+ */
+const OWN_BINARIES = new Set([
+  'am',
+  'appops',
+  'appwidget',
+  'atrace',
+  'awk',
+  'bmgr',
+  'bu',
+  'bugreport',
+  'bugreportz',
+  'cmd',
+  'content',
+  'device_config',
+  'dpm',
+  'dumpstate',
+  'dumpsys',
+  'ime',
+  'incident',
+  'input',
+  'ip',
+  'ip6tables',
+  'iptables',
+  'linker64',
+  'locksettings',
+  'logcat',
+  'logwrapper',
+  'lshal',
+  'media',
+  'monkey',
+  'ndc',
+  'perfetto',
+  'ping',
+  'ping6',
+  'pm',
+  'reboot',
+  'requestsync',
+  'run-as',
+  'screencap',
+  'screenrecord',
+  'service',
+  'settings',
+  'sh',
+  'simpleperf',
+  'sm',
+  'svc',
+  'tc',
+  'telecom',
+  'toolbox',
+  'toybox',
+  'uiautomator',
+  'vdc',
+  'wm',
+]);
+
+/** The commands Android's toolbox provides (the rest of the small ones are toybox's). */
+const TOOLBOX = new Set(['getevent', 'getprop', 'modprobe', 'setprop', 'start', 'stop']);
+
+function linkTarget(name: string): string {
+  if (name === 'app_process') return 'app_process64';
+  return TOOLBOX.has(name) ? 'toolbox' : 'toybox';
+}
+
+/** The time an AOSP build gives every file of its system image: 2009-01-01 00:00:00 UTC. */
+const BUILD_FILE_TIME = 1_230_768_000_000;
+/** The time of everything else the image holds (directories made at boot, /proc, /dev). */
+const BOOT_IMAGE_TIME = Date.UTC(2024, 0, 1);
+
 /** /proc/cpuinfo as an arm64 kernel writes it: a block per CPU, no Hardware line. */
 const CPUINFO = CPUS.map(
   (cpu, i) => `processor\t: ${i}
@@ -317,13 +389,22 @@ export function buildSystemImage(): DirNode {
     .dir('/system/framework')
     .dir('/system/lib64')
     .dir('/system/etc');
-  for (const name of SYSTEM_BIN) b.file(`/system/bin/${name}`, '\x7fELF', 0o755, ROOT_UID, 2000);
+  // A build dates every file of its image the same (AOSP's fixed build timestamp), and
+  // installs toybox's and toolbox's commands as links to their one binary.
+  b.at(BUILD_FILE_TIME);
+  for (const name of SYSTEM_BIN) {
+    const path = `/system/bin/${name}`;
+    if (OWN_BINARIES.has(name)) b.file(path, '\x7fELF', 0o755, ROOT_UID, SHELL_UID);
+    else b.link(path, linkTarget(name), 0o755, ROOT_UID, SHELL_UID);
+  }
+  b.file('/system/bin/app_process64', '\x7fELF', 0o755, ROOT_UID, SHELL_UID);
   b.file(
     '/system/build.prop',
     `# phonelease virtual phone\nro.build.version.sdk=${DEVICE.sdk}\nro.build.version.release=${DEVICE.release}\nro.product.model=${DEVICE.model}\n`,
   );
   b.file('/system/framework/framework.jar', 'PK');
   for (const apk of builtInApkPaths()) b.file(apk, EMPTY_ZIP);
+  b.at(BOOT_IMAGE_TIME);
   b.link('/bin', '/system/bin');
   b.link('/etc', '/system/etc');
   b.link('/sdcard', '/storage/self/primary');

@@ -32,8 +32,11 @@ import {
 } from '../signals.js';
 import type { CommandContext, CommandTable, Io, RunShellOptions } from './command.js';
 import { userName } from './commands/format.js';
+import { unescapeBackslashes } from './commands/text.js';
 import { BufferOutput, EMPTY_INPUT, FileOutput, NULL_OUTPUT, Pipe, openInput } from './io.js';
 import type { Output } from './io.js';
+import { evaluateArithmetic } from './arith.js';
+import type { ArithmeticVariables } from './arith.js';
 import { ShellSyntaxError, parseShell } from './parse.js';
 import type { AndOr, Command, List, Pipeline, Redirect, Word } from './parse.js';
 
@@ -966,6 +969,8 @@ export class Interpreter {
 
   /** How many function calls deep the shell is (`return` ends the innermost). */
   private functionDepth = 0;
+  /** Where getopts stands: the next argument's number and the place in a group (-abc). */
+  private getopts: { optind: number; p: number } | null = null;
 
   private async runCommand(
     fn: (ctx: CommandContext) => number | Promise<number>,
@@ -1527,25 +1532,153 @@ export class Interpreter {
           `${SHELL_NAME}: ${name}: aliases are not modeled by the virtual phone; use a function\n`,
         );
         return 1;
-      case 'type': {
-        let status = 0;
-        for (const a of args) {
-          const what = this.whence(a);
-          if (what === 'builtin') io.stdout.write(`${a} is a shell builtin\n`);
-          else if (what === 'function' || what === 'reserved word') io.stdout.write(`${a} is a ${what}\n`);
-          // mksh remembers where it found a program (a tracked alias) as it looks it up.
-          else if (what && !a.includes('/')) io.stdout.write(`${a} is a tracked alias for ${what}\n`);
-          else if (what) io.stdout.write(`${a} is ${what}\n`);
-          else {
-            io.stderr.write(`${a} not found\n`);
-            status = 1;
-          }
-        }
-        return status;
-      }
+      case 'let':
+        return this.letBuiltin(args, io);
+      case 'getopts':
+        return this.getoptsBuiltin(args, io);
+      case 'print':
+        return printBuiltin(args, io);
+      case 'whence':
+        return this.whenceBuiltin(args, io);
+      case 'type':
+        return this.whenceBuiltin(['-v', '--', ...args], io);
       default:
         return null;
     }
+  }
+
+  /** What `$((...))` and `let` read and assign: the shell's variables. */
+  private arithmeticVariables(): ArithmeticVariables {
+    return { get: (name) => this.param(name), set: (name, value) => this.state.vars.set(name, value) };
+  }
+
+  /** let EXPR...: 0 when the last expression is not zero, 1 when it is, 2 when one is wrong. */
+  private letBuiltin(args: string[], io: Io): number {
+    if (args.length === 0) {
+      io.stderr.write(`${SHELL_NAME}: let: no arguments\n`);
+      return 1;
+    }
+    let last = 0;
+    for (const expression of args) {
+      try {
+        last = evaluateArithmetic(expression, this.arithmeticVariables());
+      } catch (error) {
+        if (!(error instanceof ShellSyntaxError)) throw error;
+        io.stderr.write(`${SHELL_NAME}: ${error.message}\n`);
+        return 2;
+      }
+    }
+    return last === 0 ? 1 : 0;
+  }
+
+  /**
+   * getopts OPTSTRING NAME [ARG...]: the next option of ARGs (the positional parameters
+   * without), as mksh reads them: grouped (-ab), with their argument joined or next (-c10,
+   * -c 10), `--` ends them, `+a` too (NAME is then `+a`). OPTIND is the next argument's
+   * number; assigning it starts over. An unknown option or a missing argument sets NAME to
+   * `?` and says so, unless OPTSTRING begins with `:` (then NAME is `?` or `:` and OPTARG
+   * the option). Status 1 at the end of the options.
+   */
+  private getoptsBuiltin(args: string[], io: Io): number {
+    const bad = (message: string) => {
+      io.stderr.write(`${SHELL_NAME}: getopts: ${message}\n`);
+      return 1;
+    };
+    const [spec, name, ...given] = args;
+    if (spec === undefined) return bad('missing options argument');
+    if (name === undefined) return bad('missing name argument');
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) return bad(`${name}: is not an identifier`);
+    const argv = [SHELL_NAME, ...(given.length > 0 ? given : this.state.positional)];
+    // OPTIND as this builtin left it goes on where it was inside a group; any other value starts there.
+    const optind = Number(this.state.vars.get('OPTIND') ?? '1');
+    const state = this.getopts;
+    if (!(state && String(state.optind) === this.state.vars.get('OPTIND'))) {
+      this.getopts = { optind: Number.isInteger(optind) && optind >= 1 ? optind : 1, p: 0 };
+    }
+    const go = this.getopts!;
+    if (go.optind > argv.length || (go.p !== 0 && go.p > (argv[go.optind - 1]?.length ?? 0))) {
+      return bad('arguments changed since last call');
+    }
+    const silent = spec.startsWith(':');
+    const finish = (value: string, optarg: string | null, status: number) => {
+      if (optarg === null) this.state.vars.delete('OPTARG');
+      else this.state.vars.set('OPTARG', optarg);
+      this.state.vars.set(name, value);
+      this.state.vars.set('OPTIND', String(go.optind));
+      return status;
+    };
+    let sign = '-';
+    if (go.p === 0 || go.p >= argv[go.optind - 1]!.length) {
+      const arg = argv[go.optind];
+      go.p = 1;
+      if (arg === '--') {
+        go.optind++;
+        go.p = 0;
+        return finish('?', null, 1);
+      }
+      if (arg === undefined || (arg[0] !== '-' && arg[0] !== '+') || arg.length < 2) {
+        go.p = 0;
+        return finish('?', null, 1);
+      }
+      go.optind++;
+    }
+    const current = argv[go.optind - 1]!;
+    sign = current[0]!;
+    const c = current[go.p++]!;
+    const at = '?:;,#'.includes(c) ? -1 : spec.indexOf(c, silent ? 1 : 0);
+    if (at < 0) {
+      if (silent) return finish('?', c, 0);
+      io.stderr.write(`${SHELL_NAME}: -${c}: unknown option\n`);
+      return finish('?', null, 0);
+    }
+    if (spec[at + 1] === ':') {
+      let optarg: string | undefined;
+      if (go.p < current.length) optarg = current.slice(go.p);
+      else if (go.optind < argv.length) optarg = argv[go.optind++];
+      go.p = 0;
+      if (optarg === undefined) {
+        if (silent) return finish(':', c, 0);
+        io.stderr.write(`${SHELL_NAME}: -${c}: requires an argument\n`);
+        return finish('?', null, 0);
+      }
+      return finish(sign === '+' ? `+${c}` : c, optarg, 0);
+    }
+    return finish(sign === '+' ? `+${c}` : c, null, 0);
+  }
+
+  /**
+   * whence [-pv] NAME...: what each name runs as: its name for a builtin, function or
+   * reserved word, a program's path (-v: in words, as `type`; -p: programs only).
+   */
+  private whenceBuiltin(args: string[], io: Io): number {
+    let verbose = false;
+    let pathOnly = false;
+    let i = 0;
+    for (; i < args.length && /^-[pv]+$/.test(args[i]!); i++) {
+      verbose ||= args[i]!.includes('v');
+      pathOnly ||= args[i]!.includes('p');
+    }
+    if (args[i] === '--') i++;
+    else if (args[i]?.startsWith('-') && args[i] !== '-') {
+      io.stderr.write(`${SHELL_NAME}: whence: ${args[i]}: unknown option\n`);
+      return 1;
+    }
+    let status = 0;
+    for (const name of args.slice(i)) {
+      let what = this.whence(name);
+      if (pathOnly && what !== null && !what.startsWith('/')) {
+        what = this.commands.has(name) || SYSTEM_BIN.includes(name) ? `/system/bin/${name}` : null;
+      }
+      if (what === null) {
+        if (verbose) io.stderr.write(`${name} not found\n`);
+        status = 1;
+      } else if (!verbose) io.stdout.write(`${what.startsWith('/') ? what : name}\n`);
+      else if (what === 'builtin') io.stdout.write(`${name} is a shell builtin\n`);
+      else if (what === 'function' || what === 'reserved word') io.stdout.write(`${name} is a ${what}\n`);
+      else if (!name.includes('/')) io.stdout.write(`${name} is a tracked alias for ${what}\n`);
+      else io.stdout.write(`${name} is ${what}\n`);
+    }
+    return status;
   }
 
   // ---------- expansion ----------
@@ -1584,7 +1717,7 @@ export class Interpreter {
         /\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g,
         (_, n: string) => this.param(n) ?? '0',
       );
-      return String(evalArithmetic(expanded, (n) => Number(this.param(n) ?? 0) || 0));
+      return String(evaluateArithmetic(expanded, this.arithmeticVariables()));
     }
     if (part.type === 'cmdsub') {
       // $(...) runs in a forked subshell whose output is captured.
@@ -1786,85 +1919,6 @@ export class Interpreter {
   }
 }
 
-/** Integer arithmetic of `$((...))`: + - * / % comparisons, && || ! and parentheses. */
-export function evalArithmetic(source: string, variable: (name: string) => number): number {
-  const tokens = source.match(/\d+|[A-Za-z_][A-Za-z0-9_]*|<=|>=|==|!=|&&|\|\||[-+*/%()<>!]/g) ?? [];
-  let i = 0;
-  const peek = () => tokens[i];
-  const primary = (): number => {
-    const t = tokens[i++];
-    if (t === undefined) throw new ShellSyntaxError('arithmetic syntax error');
-    if (t === '(') {
-      const v = or();
-      i++;
-      return v;
-    }
-    if (t === '-') return -primary();
-    if (t === '+') return primary();
-    if (t === '!') return primary() === 0 ? 1 : 0;
-    if (/^\d+$/.test(t)) return Number(t);
-    if (/^[A-Za-z_]/.test(t)) return variable(t);
-    throw new ShellSyntaxError(`arithmetic syntax error: ${t}`);
-  };
-  const mul = (): number => {
-    let v = primary();
-    while (peek() === '*' || peek() === '/' || peek() === '%') {
-      const op = tokens[i++];
-      const r = primary();
-      if ((op === '/' || op === '%') && r === 0) throw new ShellSyntaxError('divide by zero');
-      v = op === '*' ? v * r : op === '/' ? Math.trunc(v / r) : v % r;
-    }
-    return v;
-  };
-  const add = (): number => {
-    let v = mul();
-    while (peek() === '+' || peek() === '-') v = tokens[i++] === '+' ? v + mul() : v - mul();
-    return v;
-  };
-  const cmp = (): number => {
-    let v = add();
-    for (;;) {
-      const op = peek();
-      if (op !== '<' && op !== '>' && op !== '<=' && op !== '>=' && op !== '==' && op !== '!=') return v;
-      i++;
-      const r = add();
-      const res =
-        op === '<'
-          ? v < r
-          : op === '>'
-            ? v > r
-            : op === '<='
-              ? v <= r
-              : op === '>='
-                ? v >= r
-                : op === '=='
-                  ? v === r
-                  : v !== r;
-      v = res ? 1 : 0;
-    }
-  };
-  const and = (): number => {
-    let v = cmp();
-    while (peek() === '&&') {
-      i++;
-      const r = cmp();
-      v = v !== 0 && r !== 0 ? 1 : 0;
-    }
-    return v;
-  };
-  const or = (): number => {
-    let v = and();
-    while (peek() === '||') {
-      i++;
-      const r = and();
-      v = v !== 0 || r !== 0 ? 1 : 0;
-    }
-    return v;
-  };
-  if (tokens.length === 0) return 0;
-  return or();
-}
-
 function joinPath(base: string, name: string): string {
   if (base === '') return name;
   return base.endsWith('/') ? base + name : `${base}/${name}`;
@@ -2060,6 +2114,10 @@ const SHELL_BUILTINS = new Set([
   'alias',
   'unalias',
   'type',
+  'whence',
+  'let',
+  'getopts',
+  'print',
 ]);
 
 /**
@@ -2088,6 +2146,62 @@ const LIMITS: readonly [string, string, string][] = [
  * without a flag). Setting one is refused: the virtual phone does not enforce limits, and
  * pretending to would be a silent success.
  */
+/**
+ * mksh's print [-nre] [-uN] [--] ARG...: the arguments, a space apart, and a newline (-n:
+ * none), with backslash escapes (\\n, \\t, \\0NNN, \\c ends the output) unless -r; to fd N
+ * with -u (1 or 2). `print -R` is BSD echo: only -n may follow, and no escapes. Options that
+ * need history or a co-process are refused.
+ */
+function printBuiltin(args: string[], io: Io): number {
+  let newline = true;
+  let escapes = true;
+  let out: Output = io.stdout;
+  let i = 0;
+  const refuse = (message: string) => {
+    io.stderr.write(`${SHELL_NAME}: print: ${message}\n`);
+    return 1;
+  };
+  if (args[0] === '-R') {
+    escapes = false;
+    i = 1;
+    if (args[i] === '-n') {
+      newline = false;
+      i++;
+    }
+  } else {
+    for (; i < args.length; i++) {
+      const a = args[i]!;
+      if (a === '-' || a === '--') {
+        i++;
+        break;
+      }
+      if (!a.startsWith('-') || a.length < 2) break;
+      for (let k = 1; k < a.length; k++) {
+        const f = a[k]!;
+        if (f === 'n') newline = false;
+        else if (f === 'r') escapes = false;
+        else if (f === 'e') escapes = true;
+        else if (f === 'u') {
+          const fd = a.slice(k + 1) || '1';
+          if (fd === '1') out = io.stdout;
+          else if (fd === '2') out = io.stderr;
+          else return refuse(`-u: ${fd}: bad file descriptor`);
+          break;
+        } else if ('psclA'.includes(f)) return refuse(`-${f}: not modeled by the virtual phone`);
+        else return refuse(`-${f}: unknown option`);
+      }
+    }
+  }
+  let text = args.slice(i).join(' ');
+  if (escapes) {
+    const u = unescapeBackslashes(text);
+    text = u.text;
+    if (u.stop) newline = false;
+  }
+  out.write(newline ? `${text}\n` : text);
+  return 0;
+}
+
 function ulimitBuiltin(args: string[], io: Io): number {
   const flags = args.filter((a) => a.startsWith('-')).flatMap((a) => [...a.slice(1)]);
   const values = args.filter((a) => !a.startsWith('-'));

@@ -241,8 +241,13 @@ class Lexer {
     }
     const next = s[this.pos + 1];
     if (next === '(' && s[this.pos + 2] === '(') {
-      const end = s.indexOf('))', this.pos + 3);
-      if (end < 0) throw new ShellSyntaxError('unterminated $((');
+      // The )) that closes it, past the parentheses the expression has inside.
+      let end = this.pos + 3;
+      for (let depth = 0; end < s.length; end++) {
+        if (s[end] === '(') depth++;
+        else if (s[end] === ')' && depth-- === 0) break;
+      }
+      if (s[end + 1] !== ')') throw new ShellSyntaxError('unterminated $((');
       const source = s.slice(this.pos + 3, end);
       this.pos = end + 2;
       return { type: 'arith', source, quoted };

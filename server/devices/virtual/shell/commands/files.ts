@@ -47,7 +47,19 @@ const ls: CommandFn = (ctx) => {
   const almostAll = flags.has('A');
   const dirAsFile = flags.has('d');
   const classify = flags.has('F') || flags.has('p');
+  // -L: what a link points to is shown in its place (a dangling link stays a link).
+  const dereference = flags.has('L');
   const fs = ctx.fs;
+  const followedOrLink = (path: string, lst: Stat): { st: Stat; node: FsNode } => {
+    if (lst.kind === 'link' && dereference) {
+      try {
+        return { st: fs.stat(path), node: fs.resolve(path, true).node };
+      } catch {
+        // Dangling: listed as the link it is.
+      }
+    }
+    return { st: lst, node: fs.resolve(path, false).node };
+  };
   if (operands.length === 0) operands.push('.');
   let status = 0;
   const files: LsEntry[] = [];
@@ -62,15 +74,19 @@ const ls: CommandFn = (ctx) => {
       if (followed.kind === 'dir' && !dirAsFile) dirs.push({ shown: op, path });
       else if (followed !== lst)
         files.push({ name: op, path, st: followed, node: fs.resolve(path, true).node });
-      else files.push({ name: op, path, st: lst, node: fs.resolve(path, false).node });
+      else files.push({ name: op, path, ...followedOrLink(path, lst) });
     } catch (error) {
       ctx.stderr.write(`ls: ${op}: ${errText(error)}\n`);
       status = 1;
     }
   }
+  // toybox sorts by name (byte order) unless -t, -S, -f or -U say otherwise; -t and -S fall back on it.
+  const byName = (a: LsEntry, b: LsEntry) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
   const sortEntries = (list: LsEntry[]) => {
-    if (flags.has('t')) list.sort((a, b) => b.st.mtimeMs - a.st.mtimeMs || (a.name < b.name ? -1 : 1));
-    else if (flags.has('S')) list.sort((a, b) => b.st.size - a.st.size);
+    if (flags.has('f') || flags.has('U')) return list;
+    if (flags.has('t')) list.sort((a, b) => b.st.mtimeMs - a.st.mtimeMs || byName(a, b));
+    else if (flags.has('S')) list.sort((a, b) => b.st.size - a.st.size || byName(a, b));
+    else list.sort(byName);
     if (flags.has('r')) list.reverse();
     return list;
   };
@@ -110,12 +126,15 @@ const ls: CommandFn = (ctx) => {
     let entries: LsEntry[];
     try {
       const real = fs.realpath(path);
-      entries = fs.readdir(real).map(({ name, node }) => ({
-        name,
-        path: `${real === '/' ? '' : real}/${name}`,
-        st: fs.lstat(`${real}/${name}`),
-        node,
-      }));
+      entries = fs.readdir(real).map(({ name, node }) => {
+        const entryPath = `${real === '/' ? '' : real}/${name}`;
+        const lst = fs.lstat(entryPath);
+        return {
+          name,
+          path: entryPath,
+          ...(dereference ? followedOrLink(entryPath, lst) : { st: lst, node }),
+        };
+      });
       if (all) {
         entries.unshift({
           name: '..',

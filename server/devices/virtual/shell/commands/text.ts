@@ -7,8 +7,8 @@ import { readAll } from '../io.js';
 import { regexSource } from './sed.js';
 import type { Input } from '../io.js';
 
-/** Backslash escapes of echo -e and printf formats. */
-function unescape(s: string): { text: string; stop: boolean } {
+/** Backslash escapes of echo -e, printf formats and the shell's print. */
+export function unescapeBackslashes(s: string): { text: string; stop: boolean } {
   let out = '';
   for (let i = 0; i < s.length; i++) {
     const c = s[i]!;
@@ -83,7 +83,7 @@ const echo: CommandFn = (ctx) => {
   }
   let text = ctx.args.slice(i).join(' ');
   if (escapes) {
-    const u = unescape(text);
+    const u = unescapeBackslashes(text);
     text = u.text;
     if (u.stop) newline = false;
   }
@@ -144,7 +144,7 @@ export function formatPrintf(
     let last = 0;
     let m: RegExpExecArray | null;
     while ((m = re.exec(format))) {
-      out += unescape(format.slice(last, m.index)).text;
+      out += unescapeBackslashes(format.slice(last, m.index)).text;
       last = re.lastIndex;
       const [, flags = '', widthSpec, precisionSpec, conv = 's'] = m;
       if (conv === '%') {
@@ -207,7 +207,7 @@ export function formatPrintf(
         }
         case 'b':
           numeric = false;
-          v = unescape(next()).text;
+          v = unescapeBackslashes(next()).text;
           break;
         default: {
           numeric = false;
@@ -224,7 +224,7 @@ export function formatPrintf(
       }
       out += v;
     }
-    out += unescape(format.slice(last)).text;
+    out += unescapeBackslashes(format.slice(last)).text;
   } while (argIndex > 0 && argIndex < args.length);
   return out;
 }
@@ -496,7 +496,7 @@ function expandSet(set: string): string {
   };
   let s = set;
   for (const [k, v] of Object.entries(named)) s = s.split(k).join(v);
-  s = unescape(s).text;
+  s = unescapeBackslashes(s).text;
   let out = '';
   for (let i = 0; i < s.length; i++) {
     if (s[i + 1] === '-' && i + 2 < s.length) {
@@ -599,7 +599,7 @@ const xargs: CommandFn = async (ctx) => {
     }
     if (a.startsWith('-n')) per = Math.max(1, Number(value('-n')) || 1);
     else if (a.startsWith('-I')) replace = value('-I');
-    else if (a.startsWith('-d')) delimiter = unescape(value('-d')).text;
+    else if (a.startsWith('-d')) delimiter = unescapeBackslashes(value('-d')).text;
     else if (a.startsWith('-s') || a.startsWith('-E') || a.startsWith('-L')) value(a.slice(0, 2));
     else if (/^-[0rtpx]+$/.test(a)) {
       if (a.includes('0')) delimiter = '\0';
