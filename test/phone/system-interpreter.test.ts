@@ -668,6 +668,25 @@ describe('what scripts use, as mksh and toybox do it', () => {
     );
   });
 
+  it('feeds here-documents and here-strings to standard input', async () => {
+    // Expanded, with \$ kept literal; a quoted delimiter keeps the body as it is.
+    expect((await sh('x=world\ncat <<EOF\nhello $x\n  $((1+2)) \\$x `echo bt`\nEOF\necho after')).out).toBe(
+      'hello world\n  3 $x bt\nafter\n',
+    );
+    expect((await sh("cat <<'EOF' | wc -l\n$x literal\ntwo\nEOF")).out).toBe('2\n');
+    // <<- drops leading tabs; two on one line are read in turn; a function's input too.
+    expect((await sh('if true; then\n\tcat <<-END\n\ttabbed\n\tEND\nfi')).out).toBe('tabbed\n');
+    expect((await sh('cat <<A; cat <<B\none\nA\ntwo\nB')).out).toBe('one\ntwo\n');
+    expect(
+      (await sh('f() { cat; }; f <<EOF > /data/local/tmp/out\nx\nEOF\ncat /data/local/tmp/out')).out,
+    ).toBe('x\n');
+    expect((await sh('tr a-z A-Z <<< "here $((2*3))"')).out).toBe('HERE 6\n');
+    expect(await sh('cat <<EOF\nnever closed')).toMatchObject({
+      code: 2,
+      err: "/system/bin/sh: here document 'EOF' unclosed\n",
+    });
+  });
+
   it('reads options with getopts as mksh does', async () => {
     expect(
       (

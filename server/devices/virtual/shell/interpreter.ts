@@ -33,7 +33,7 @@ import {
 import type { CommandContext, CommandTable, Io, RunShellOptions } from './command.js';
 import { userName } from './commands/format.js';
 import { unescapeBackslashes } from './commands/text.js';
-import { BufferOutput, EMPTY_INPUT, FileOutput, NULL_OUTPUT, Pipe, openInput } from './io.js';
+import { BufferInput, BufferOutput, EMPTY_INPUT, FileOutput, NULL_OUTPUT, Pipe, openInput } from './io.js';
 import type { Output } from './io.js';
 import { evaluateArithmetic } from './arith.js';
 import type { ArithmeticVariables } from './arith.js';
@@ -790,6 +790,18 @@ export class Interpreter {
     const files: FileOutput[] = [];
     for (const r of redirects) {
       const target = await this.expandString(r.target, io, signal);
+      if (r.op === '<<' || r.op === '<<<') {
+        // A here-document is its body; a here-string its word and a newline.
+        const text = r.op === '<<<' ? `${target}\n` : target;
+        if (r.fd === 0) stdin = new BufferInput(Buffer.from(text));
+        else {
+          io.stderr.write(
+            `${SHELL_NAME}: ${r.fd}${r.op}: only standard input is modeled by the virtual phone\n`,
+          );
+          return 1;
+        }
+        continue;
+      }
       const path = normalizePath(target, this.state.cwd);
       if (r.op === '<') {
         try {

@@ -27,7 +27,8 @@ export interface Word {
   parts: WordPart[];
 }
 
-export type RedirectOp = '>' | '>>' | '<' | '>&' | '<&' | '&>' | '>|';
+/** `<<` is a here-document (its target is the body) and `<<<` a here-string (the word and a newline). */
+export type RedirectOp = '>' | '>>' | '<' | '>&' | '<&' | '&>' | '>|' | '<<' | '<<<';
 
 export interface Redirect {
   fd: number;
@@ -83,7 +84,36 @@ type Token =
   | { type: 'newline' }
   | { type: 'eof' };
 
-const OPERATORS = ['&&', '||', ';;', '>>', '>&', '<&', '&>', '>|', '<<', ';', '&', '|', '(', ')', '<', '>'];
+const OPERATORS = [
+  '<<<',
+  '<<-',
+  '&&',
+  '||',
+  ';;',
+  '>>',
+  '>&',
+  '<&',
+  '&>',
+  '>|',
+  '<<',
+  ';',
+  '&',
+  '|',
+  '(',
+  ')',
+  '<',
+  '>',
+];
+
+/** A here-document whose body is read at the end of its line. */
+interface PendingHeredoc {
+  delimiter: string;
+  /** `<<-`: leading tabs are removed from the body's lines and the delimiter's. */
+  stripTabs: boolean;
+  /** The delimiter was quoted: the body is taken as it is, without expansions. */
+  quoted: boolean;
+  redirect: Redirect;
+}
 
 function isNameStart(c: string | undefined): boolean {
   return c !== undefined && /[A-Za-z_]/.test(c);
@@ -121,6 +151,8 @@ class Lexer {
   pos = 0;
   /** Where the token `next()` returned last begins (after blanks and comments). */
   tokenStart = 0;
+  /** Here-documents of the current line: their bodies follow its newline. */
+  readonly heredocs: PendingHeredoc[] = [];
   constructor(readonly src: string) {}
 
   next(): Token {
@@ -135,10 +167,15 @@ class Lexer {
       } else break;
     }
     this.tokenStart = this.pos;
-    if (this.pos >= s.length) return { type: 'eof' };
+    if (this.pos >= s.length) {
+      const unread = this.heredocs[0];
+      if (unread) throw new ShellSyntaxError(`here document '${unread.delimiter}' unclosed`);
+      return { type: 'eof' };
+    }
     const c = s[this.pos]!;
     if (c === '\n') {
       this.pos++;
+      this.readHeredocBodies();
       return { type: 'newline' };
     }
     // IO number: digits directly followed by < or >
@@ -154,6 +191,58 @@ class Lexer {
       }
     }
     return this.word();
+  }
+
+  /** Reads the bodies of the line's here-documents, each up to its delimiter's line. */
+  private readHeredocBodies(): void {
+    const s = this.src;
+    for (const doc of this.heredocs.splice(0)) {
+      let body = '';
+      for (;;) {
+        if (this.pos >= s.length) throw new ShellSyntaxError(`here document '${doc.delimiter}' unclosed`);
+        const end = s.indexOf('\n', this.pos);
+        let line = s.slice(this.pos, end < 0 ? s.length : end);
+        this.pos = end < 0 ? s.length : end + 1;
+        if (doc.stripTabs) line = line.replace(/^\t+/, '');
+        if (line === doc.delimiter) break;
+        body += `${line}\n`;
+      }
+      doc.redirect.target = doc.quoted
+        ? { parts: [{ type: 'lit', text: body, quoted: true }] }
+        : new Lexer(body).hereDocumentWord();
+    }
+  }
+
+  /**
+   * This lexer's whole source as an unquoted here-document's body: `$` expansions and
+   * backticks, a backslash quoting only `$`, `` ` ``, `\` and a newline; no splitting.
+   */
+  hereDocumentWord(): Word {
+    const s = this.src;
+    const parts: WordPart[] = [];
+    const lit = (text: string) => {
+      const last = parts[parts.length - 1];
+      if (last && last.type === 'lit') last.text += text;
+      else parts.push({ type: 'lit', text, quoted: true });
+    };
+    while (this.pos < s.length) {
+      const c = s[this.pos]!;
+      if (c === '\\' && this.pos + 1 < s.length && '$`\\\n'.includes(s[this.pos + 1]!)) {
+        if (s[this.pos + 1] !== '\n') lit(s[this.pos + 1]!);
+        this.pos += 2;
+      } else if (c === '$' || c === '`') {
+        const part = this.dollar(true);
+        if (part) parts.push(part);
+        else {
+          lit(c);
+          this.pos++;
+        }
+      } else {
+        lit(c);
+        this.pos++;
+      }
+    }
+    return { parts };
   }
 
   private word(): Token {
@@ -637,7 +726,7 @@ class Parser {
       fd = t.fd;
     }
     const opTok = this.peek();
-    if (opTok.type !== 'op' || !['>', '>>', '<', '>&', '<&', '&>', '>|'].includes(opTok.op)) {
+    if (opTok.type !== 'op' || !REDIRECT_OPS.has(opTok.op)) {
       if (fd !== null) throw new ShellSyntaxError('syntax error: bad redirection');
       return null;
     }
@@ -645,8 +734,20 @@ class Parser {
     const target = this.take();
     if (target.type !== 'word')
       throw new ShellSyntaxError(`syntax error: redirection without a target${this.near()}`);
+    if (opTok.op === '<<' || opTok.op === '<<-') {
+      // The body comes after this line; the delimiter is the word with its quotes removed.
+      const redirect: Redirect = { fd: fd ?? 0, op: '<<', target: { parts: [] } };
+      const delimiter = target.word.parts.map((p) => (p.type === 'lit' ? p.text : '')).join('');
+      this.lexer.heredocs.push({
+        delimiter,
+        stripTabs: opTok.op === '<<-',
+        quoted: !target.plain,
+        redirect,
+      });
+      return redirect;
+    }
     const op = opTok.op as RedirectOp;
-    return { fd: fd ?? (op === '<' || op === '<&' ? 0 : 1), op, target: target.word };
+    return { fd: fd ?? (op === '<' || op === '<&' || op === '<<<' ? 0 : 1), op, target: target.word };
   }
 
   private simple(): Command {
@@ -680,6 +781,8 @@ class Parser {
     return { type: 'simple', assigns, words, redirects };
   }
 }
+
+const REDIRECT_OPS = new Set(['>', '>>', '<', '>&', '<&', '&>', '>|', '<<', '<<-', '<<<']);
 
 export function parseShell(source: string): List {
   return new Parser(source).parseProgram();
