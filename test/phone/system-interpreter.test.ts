@@ -666,6 +666,8 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect((await sh('a=a; echo $((a))')).err).toBe(
       "/system/bin/sh: a: expression recurses on parameter 'a'\n",
     );
+    // The text is expanded first: parameters, positional ones and command substitutions.
+    expect((await sh('set -- 5 6; echo $(( $1 * $2 + $# )) $(( $(echo 4) + 1 ))')).out).toBe('32 5\n');
   });
 
   it('feeds here-documents and here-strings to standard input', async () => {
@@ -681,10 +683,65 @@ describe('what scripts use, as mksh and toybox do it', () => {
       (await sh('f() { cat; }; f <<EOF > /data/local/tmp/out\nx\nEOF\ncat /data/local/tmp/out')).out,
     ).toBe('x\n');
     expect((await sh('tr a-z A-Z <<< "here $((2*3))"')).out).toBe('HERE 6\n');
+    // Descriptors past 2 are not modeled: said, not ignored.
+    expect(await sh('exec 3>/data/local/tmp/f; echo "st $?"; echo hi >&3; cat 3<<EOF\nx\nEOF')).toMatchObject(
+      {
+        out: 'st 1\n',
+        err:
+          '/system/bin/sh: 3>: only descriptors 0, 1 and 2 are modeled by the virtual phone\n' +
+          '/system/bin/sh: 1>&3: only descriptors 0, 1 and 2 are modeled by the virtual phone\n' +
+          '/system/bin/sh: 3<<: only descriptors 0, 1 and 2 are modeled by the virtual phone\n',
+      },
+    );
+    // Descriptors past 2 are not modeled: said, not ignored.
+    expect(await sh('exec 3>/data/local/tmp/f; echo "st $?"; echo hi >&3; cat 3<<EOF\nx\nEOF')).toMatchObject(
+      {
+        out: 'st 1\n',
+        err:
+          '/system/bin/sh: 3>: only descriptors 0, 1 and 2 are modeled by the virtual phone\n' +
+          '/system/bin/sh: 1>&3: only descriptors 0, 1 and 2 are modeled by the virtual phone\n' +
+          '/system/bin/sh: 3<<: only descriptors 0, 1 and 2 are modeled by the virtual phone\n',
+      },
+    );
     expect(await sh('cat <<EOF\nnever closed')).toMatchObject({
       code: 2,
       err: "/system/bin/sh: here document 'EOF' unclosed\n",
     });
+  });
+
+  it('reads with read as mksh does: $IFS, backslashes unless -r, -d, -n, -t, and the last name takes the rest', async () => {
+    expect((await sh('read -r a b <<< \'x\\y z w\'; echo "[$a][$b]"')).out).toBe('[x\\y][z w]\n');
+    expect((await sh('read a b <<< \'x\\y z\\ w  v  \'; echo "[$a][$b]"')).out).toBe('[xy][z w  v]\n');
+    // IFS=: holds for read alone; non-white separators keep empty fields and white space.
+    expect(
+      (
+        await sh(
+          'IFS=: read a b <<< \'p:q:r\'; echo "[$a][$b]"; IFS=: read a b c <<< \' p :: r \'; echo "[$a][$b][$c]"',
+        )
+      ).out,
+    ).toBe('[p][q:r]\n[ p ][][ r ]\n');
+    expect((await sh('read <<< \'  lead trail  \'; echo "[$REPLY]"')).out).toBe('[lead trail]\n');
+    // The last line without a newline is read, with status 1; then there is nothing.
+    expect(
+      (
+        await sh(
+          'printf \'one\\ntwo\' | { read x; echo "$? $x"; read y; echo "$? $y"; read z; echo "$? [$z]"; }',
+        )
+      ).out,
+    ).toBe('0 one\n1 two\n1 []\n');
+    expect(
+      (await sh("printf 'ab:cd' | { read -d : x; echo $x; read -n 1 y; echo $y; read z; echo $z; }")).out,
+    ).toBe('ab\nc\nd\n');
+    expect((await sh('printf \'a\\\\\\nb\\n\' | { read x; echo "[$x]"; }')).out).toBe('[ab]\n');
+    expect((await sh('sleep 5 | { read -t 0.1 x; echo "status $?"; pkill sleep; }')).out).toBe('status 1\n');
+    expect(await sh('read -A arr')).toMatchObject({
+      code: 2,
+      err: '/system/bin/sh: read: -A: not modeled by the virtual phone\n',
+    });
+    // Assignments before a special builtin stay; before others, and functions, they do not.
+    expect((await sh('X=1 :; echo "[$X]"; f() { echo "in f $Z"; }; Z=3 f; echo "[$Z]"')).out).toBe(
+      '[1]\nin f 3\n[]\n',
+    );
   });
 
   it('reads options with getopts as mksh does', async () => {

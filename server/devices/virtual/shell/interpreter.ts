@@ -785,6 +785,12 @@ export class Interpreter {
     signal: AbortSignal,
   ): Promise<{ io: Io; files: FileOutput[] } | number> {
     if (redirects.length === 0) return { io, files: [] };
+    const onlyStandardDescriptors = (what: string) => {
+      io.stderr.write(
+        `${SHELL_NAME}: ${what}: only descriptors 0, 1 and 2 are modeled by the virtual phone\n`,
+      );
+      return 1;
+    };
     const fds: [Io['stdin'], Output, Output] = [io.stdin, io.stdout, io.stderr];
     let stdin = io.stdin;
     const files: FileOutput[] = [];
@@ -793,15 +799,11 @@ export class Interpreter {
       if (r.op === '<<' || r.op === '<<<') {
         // A here-document is its body; a here-string its word and a newline.
         const text = r.op === '<<<' ? `${target}\n` : target;
-        if (r.fd === 0) stdin = new BufferInput(Buffer.from(text));
-        else {
-          io.stderr.write(
-            `${SHELL_NAME}: ${r.fd}${r.op}: only standard input is modeled by the virtual phone\n`,
-          );
-          return 1;
-        }
+        if (r.fd !== 0) return onlyStandardDescriptors(`${r.fd}${r.op}`);
+        stdin = new BufferInput(Buffer.from(text));
         continue;
       }
+      if (r.fd > 2 && r.op !== '>&' && r.op !== '<&') return onlyStandardDescriptors(`${r.fd}${r.op}`);
       const path = normalizePath(target, this.state.cwd);
       if (r.op === '<') {
         try {
@@ -817,6 +819,9 @@ export class Interpreter {
       if (r.op === '>&' || r.op === '<&') {
         if (target === '-') continue;
         const n = Number(target);
+        if (/^[0-9]+$/.test(target) && (n > 2 || r.fd > 2)) {
+          return onlyStandardDescriptors(`${r.fd}${r.op}${target}`);
+        }
         if (Number.isInteger(n) && n >= 0 && n <= 2) {
           if (r.fd === 1 || r.fd === 2) fds[r.fd] = n === 0 ? fds[1] : fds[n as 1 | 2];
           continue;
@@ -863,6 +868,28 @@ export class Interpreter {
   ): Promise<number> {
     const name = argv[0]!;
     const args = argv.slice(1);
+    if (
+      assigns.length > 0 &&
+      (SHELL_BUILTINS.has(name) || this.state.functions.has(name)) &&
+      !PASSES_ASSIGNMENTS.has(name)
+    ) {
+      // NAME=value before a builtin or a function: a special builtin keeps it; for the
+      // others it holds while they run (IFS=: read ...).
+      if (SPECIAL_BUILTINS.has(name)) {
+        for (const [k, v] of assigns) this.state.vars.set(k, v);
+        return this.invoke(argv, [], io, signal, exec);
+      }
+      const saved = assigns.map(([k]) => [k, this.state.vars.get(k)] as const);
+      for (const [k, v] of assigns) this.state.vars.set(k, v);
+      try {
+        return await this.invoke(argv, [], io, signal, exec);
+      } finally {
+        for (const [k, v] of saved) {
+          if (v === undefined) this.state.vars.delete(k);
+          else this.state.vars.set(k, v);
+        }
+      }
+    }
     const builtin = await this.builtin(name, args, assigns, io, signal);
     if (builtin !== null) return builtin;
     const body = this.state.functions.get(name);
@@ -1477,21 +1504,8 @@ export class Interpreter {
         this.state.positional = this.state.positional.slice(n);
         return 0;
       }
-      case 'read': {
-        const names = args.filter((a) => !a.startsWith('-'));
-        const r = await this.interruptible(readLine(io.stdin), signal);
-        if ('signal' in r) return 128 + r.signal;
-        if (r.value === null) return 1;
-        const { line, complete } = r.value;
-        const fields = line.split(/[ \t]+/).filter(Boolean);
-        names.forEach((n, i) => {
-          const value = i === names.length - 1 ? fields.slice(i).join(' ') : (fields[i] ?? '');
-          this.state.vars.set(n, value);
-        });
-        if (names.length === 0) this.state.vars.set('REPLY', line);
-        // A last line without its newline is read, but read reports end of input.
-        return complete ? 0 : 1;
-      }
+      case 'read':
+        return this.readBuiltin(args, io, signal);
       case 'eval':
         return this.evaluate(args.join(' '), io, signal);
       case '.':
@@ -1557,6 +1571,81 @@ export class Interpreter {
       default:
         return null;
     }
+  }
+
+  /**
+   * read [-r] [-d DELIM] [-n N | -N N] [-t SECONDS] [-u0] [NAME...]: a line (up to DELIM) of
+   * standard input split at $IFS into the NAMEs, the last taking the rest (REPLY without
+   * names). Without -r a backslash quotes the next character (and joins lines). -n stops after
+   * N bytes, -N reads exactly N. Status 1 at the end of input or past -t's time, 2 for a usage
+   * error; arrays, history and co-processes are refused.
+   */
+  private async readBuiltin(args: string[], io: Io, signal: AbortSignal): Promise<number> {
+    const usage = (message: string) => {
+      io.stderr.write(`${SHELL_NAME}: read: ${message}\n`);
+      return 2;
+    };
+    let raw = false;
+    let delimiter = '\n';
+    let count: { bytes: number; exact: boolean } | null = null;
+    let timeoutMs: number | null = null;
+    let i = 0;
+    for (; i < args.length && /^-./.test(args[i]!); i++) {
+      const a = args[i]!;
+      if (a === '--') {
+        i++;
+        break;
+      }
+      for (let k = 1; k < a.length; k++) {
+        const f = a[k]!;
+        if (f === 'r') raw = true;
+        else if ('dnNtu'.includes(f)) {
+          const value = a.slice(k + 1) || args[++i];
+          if (value === undefined) return usage(`-${f}: missing argument`);
+          if (f === 'd') delimiter = value[0] ?? '\0';
+          else if (f === 'u') {
+            if (value !== '0')
+              return usage(`-u: ${value}: only standard input is modeled by the virtual phone`);
+          } else if (f === 't') {
+            const seconds = Number(value);
+            if (!(seconds >= 0)) return usage(`-t: ${value}: bad number`);
+            timeoutMs = seconds * 1000;
+          } else {
+            const n = Number(value);
+            if (!Number.isInteger(n) || n < 0) return usage(`${value}: bad number`);
+            count = { bytes: n, exact: f === 'N' };
+          }
+          break;
+        } else if ('aApsA'.includes(f)) return usage(`-${f}: not modeled by the virtual phone`);
+        else return usage(`-${f}: unknown option`);
+      }
+    }
+    const names = args.slice(i);
+    if (names.length === 0) names.push('REPLY');
+    const bad = names.find((n) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(n));
+    if (bad !== undefined) return usage(`${bad}: is not an identifier`);
+
+    const reading = readRecord(io.stdin, { delimiter, raw, count });
+    let timer: NodeJS.Timeout | undefined;
+    const timed =
+      timeoutMs === null
+        ? reading
+        : Promise.race([
+            reading,
+            new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs))),
+          ]);
+    const r = await this.interruptible(timed, signal).finally(() => clearTimeout(timer));
+    if ('signal' in r) return 128 + r.signal;
+    const record = r.value ?? { text: '', quotedAt: new Set<number>(), complete: false };
+    const fields = splitRead(
+      record.text,
+      record.quotedAt,
+      this.state.vars.get('IFS') ?? ' \t\n',
+      names.length,
+    );
+    names.forEach((n, k) => this.state.vars.set(n, fields[k] ?? ''));
+    // A last record without its delimiter is read, but read reports the end of input.
+    return record.complete ? 0 : 1;
   }
 
   /** What `$((...))` and `let` read and assign: the shell's variables. */
@@ -1725,11 +1814,8 @@ export class Interpreter {
     signal: AbortSignal,
   ): Promise<string> {
     if (part.type === 'arith') {
-      const expanded = part.source.replace(
-        /\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g,
-        (_, n: string) => this.param(n) ?? '0',
-      );
-      return String(evaluateArithmetic(expanded, this.arithmeticVariables()));
+      const expression = await this.expandString(part.expression, io, signal);
+      return String(evaluateArithmetic(expression, this.arithmeticVariables()));
     }
     if (part.type === 'cmdsub') {
       // $(...) runs in a forked subshell whose output is captured.
@@ -2068,22 +2154,88 @@ function mkshSignalTable(): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** Reads one line (without its newline); what follows it stays for the next reader. */
-async function readLine(input: Io['stdin']): Promise<{ line: string; complete: boolean } | null> {
-  const parts: Buffer[] = [];
+/** A record `read` took: its text (backslashes resolved), which characters were quoted, and whether its delimiter ended it. */
+interface ReadRecord {
+  text: string;
+  quotedAt: Set<number>;
+  complete: boolean;
+}
+
+/**
+ * Reads one record for `read`, byte by byte from chunks (what follows stays for the next
+ * reader): up to `delimiter`, or `count` bytes. Without `raw`, a backslash quotes the next
+ * character and a backslash-newline joins lines. Null at the end of input with nothing read.
+ */
+async function readRecord(
+  input: Io['stdin'],
+  options: { delimiter: string; raw: boolean; count: { bytes: number; exact: boolean } | null },
+): Promise<ReadRecord | null> {
+  const bytes: number[] = [];
+  const quoted: number[] = [];
+  const delimiter = Buffer.from(options.delimiter)[0] ?? 0;
+  let escaped = false;
+  let taken = 0;
+  const done = () => options.count !== null && taken >= options.count.bytes;
+  const record = (complete: boolean): ReadRecord => {
+    // Offsets of quoted bytes become offsets of characters in the decoded text.
+    const text = Buffer.from(bytes).toString('utf8');
+    const quotedAt = new Set(quoted.map((at) => Buffer.from(bytes.slice(0, at)).toString('utf8').length));
+    return { text, quotedAt, complete };
+  };
+  if (done()) return record(true);
   for (;;) {
     const chunk = await input.read();
-    if (chunk === null)
-      return parts.length === 0 ? null : { line: Buffer.concat(parts).toString('utf8'), complete: false };
-    const nl = chunk.indexOf(0x0a);
-    if (nl < 0) {
-      parts.push(chunk);
-      continue;
+    if (chunk === null) return bytes.length === 0 && !escaped ? null : record(false);
+    for (let k = 0; k < chunk.length; k++) {
+      const b = chunk[k]!;
+      taken++;
+      if (escaped) {
+        escaped = false;
+        if (b !== 0x0a) {
+          quoted.push(bytes.length);
+          bytes.push(b);
+        }
+      } else if (!options.raw && b === 0x5c) escaped = true;
+      else if (b === delimiter && !options.count?.exact) {
+        input.unread?.(chunk.subarray(k + 1));
+        return record(true);
+      } else bytes.push(b);
+      if (done()) {
+        input.unread?.(chunk.subarray(k + 1));
+        return record(true);
+      }
     }
-    parts.push(chunk.subarray(0, nl));
-    input.unread?.(chunk.subarray(nl + 1));
-    return { line: Buffer.concat(parts).toString('utf8'), complete: true };
   }
+}
+
+/**
+ * Splits what `read` took into `count` fields at $IFS, as mksh does: IFS white space
+ * (space, tab, newline) around the text is dropped and runs of it separate once; any other
+ * IFS character separates one field from the next; quoted characters never separate. The
+ * last field keeps the rest of the text, separators included.
+ */
+function splitRead(text: string, quotedAt: Set<number>, ifs: string, count: number): string[] {
+  const isWhite = (k: number) => !quotedAt.has(k) && ifs.includes(text[k]!) && ' \t\n'.includes(text[k]!);
+  const isSep = (k: number) => !quotedAt.has(k) && ifs.includes(text[k]!);
+  let start = 0;
+  let end = text.length;
+  while (start < end && isWhite(start)) start++;
+  while (end > start && isWhite(end - 1)) end--;
+  const fields: string[] = [];
+  let k = start;
+  while (fields.length < count - 1 && k < end) {
+    let field = '';
+    while (k < end && !isSep(k)) field += text[k++]!;
+    fields.push(field);
+    // One separator: IFS white space around at most one other IFS character.
+    while (k < end && isWhite(k)) k++;
+    if (k < end && isSep(k) && !isWhite(k)) {
+      k++;
+      while (k < end && isWhite(k)) k++;
+    }
+  }
+  fields.push(text.slice(k, end));
+  return fields;
 }
 
 /** mksh's reserved words: `type` says "reserved word"; `command -v` prints the word. */
@@ -2131,6 +2283,27 @@ const SHELL_BUILTINS = new Set([
   'getopts',
   'print',
 ]);
+
+/** POSIX's special builtins: assignments before them stay after them. */
+const SPECIAL_BUILTINS = new Set([
+  ':',
+  '.',
+  'source',
+  'break',
+  'continue',
+  'eval',
+  'exit',
+  'export',
+  'readonly',
+  'return',
+  'set',
+  'shift',
+  'trap',
+  'unset',
+]);
+
+/** Builtins that run another command and hand it the assignments (its environment). */
+const PASSES_ASSIGNMENTS = new Set(['exec', 'command', 'builtin', 'time']);
 
 /**
  * The resource limits of a shell on Android 14, as mksh's ulimit shows them (soft and hard

@@ -14,7 +14,8 @@ export type WordPart =
       quoted: boolean;
     }
   | { type: 'cmdsub'; source: string; quoted: boolean }
-  | { type: 'arith'; source: string; quoted: boolean };
+  /** `$((...))`: its text, expanded (parameters, command substitutions) before it is evaluated. */
+  | { type: 'arith'; expression: Word; quoted: boolean };
 
 /**
  * What `${NAME OP ARG}` does: defaults (:- - := = :+ +), errors (:? ?), pattern removal
@@ -339,7 +340,7 @@ class Lexer {
       if (s[end + 1] !== ')') throw new ShellSyntaxError('unterminated $((');
       const source = s.slice(this.pos + 3, end);
       this.pos = end + 2;
-      return { type: 'arith', source, quoted };
+      return { type: 'arith', expression: new Lexer(source).hereDocumentWord(), quoted };
     }
     if (next === '(') {
       const end = matchParen(s, this.pos + 1);
