@@ -744,6 +744,35 @@ describe('what scripts use, as mksh and toybox do it', () => {
     );
   });
 
+  it('expands ${X:off:len}, ${X/pat/rep}, nested ${A:-${B}}, ~ and $PPID as mksh does', async () => {
+    expect((await sh('x=abcdef; echo ${x:1:3} ${x:2} ${x: -2} ${x:(-3):2} ${x:10}.')).out).toBe(
+      'bcd cdef ef de .\n',
+    );
+    expect(
+      (
+        await sh(
+          'x=abcabc; echo ${x/b/X} ${x//b/X} ${x/#a/X} ${x/%c/X} ${x/#b/X} ${x//[ac]/} ${x/b*/Y} ${x/#/pre-}',
+        )
+      ).out,
+    ).toBe('aXcabc aXcaXc Xbcabc abcabX abcabc bb aY pre-abcabc\n');
+    expect(
+      (await sh('p=/sdcard/Download/f.tar.gz; echo ${p//\\//:}; set -- a b c d; echo ${@:2} ${@:1:2}')).out,
+    ).toBe(':sdcard:Download:f.tar.gz\nb c d a b\n');
+    expect((await sh('a=; b=deflt; echo ${a:-${b}} ${u:-${b:-z}}x "${a:-"q r"}"')).out).toBe(
+      'deflt defltx q r\n',
+    );
+    // ~ is $HOME (/ for adb's shell) at a word's start and after NAME=; quoted it stays.
+    expect((await sh('echo ~ ~/x a~ "~" ~user; x=~/d; echo $x')).out).toBe('/ //x a~ ~ ~user\n//d\n');
+    // $PPID is adbd's, in a subshell too.
+    const ppid = await sh('echo $PPID; ( echo $PPID ); ps -o PPID= -p $$');
+    const [first, second, fromPs] = ppid.out
+      .trim()
+      .split('\n')
+      .map((l) => l.trim());
+    expect(first).toMatch(/^[1-9][0-9]*$/);
+    expect([second, fromPs]).toEqual([first, first]);
+  });
+
   it('reads options with getopts as mksh does', async () => {
     expect(
       (

@@ -1805,6 +1805,11 @@ export class Interpreter {
     if (/^[1-9][0-9]*$/.test(name)) return this.state.positional[Number(name) - 1];
     if (name === 'PWD') return this.state.cwd;
     if (name === 'RANDOM') return String(Math.floor(Math.random() * 32768));
+    // The shell's own process (a subshell's $$ and $PPID are its parent shell's, as in mksh).
+    const shell = this.device.processes.byPid(this.state.pid);
+    if (name === 'PPID' && shell) return String(shell.ppid);
+    if (name === 'SECONDS' && shell && !this.state.vars.has('SECONDS'))
+      return String(Math.floor((this.device.now() - shell.startedMs) / 1000));
     return this.state.vars.get(name);
   }
 
@@ -1838,6 +1843,31 @@ export class Interpreter {
     switch (part.op) {
       case 'length':
         return String((value ?? '').length);
+      case ':': {
+        // ${X:offset:length} (arithmetic; a negative offset counts from the end). For @ and *,
+        // the positional parameters from $0 on.
+        const list = part.name === '@' || part.name === '*' ? [SHELL_NAME, ...this.state.positional] : null;
+        const size = list ? list.length : (value ?? '').length;
+        let from = evaluateArithmetic(
+          await this.expandString(part.arg!, io, signal),
+          this.arithmeticVariables(),
+        );
+        if (from < 0) from = Math.max(0, size + from);
+        const length = part.second
+          ? evaluateArithmetic(await this.expandString(part.second, io, signal), this.arithmeticVariables())
+          : size;
+        const to = Math.min(size, from + Math.max(0, length));
+        return list ? list.slice(from, to).join(' ') : (value ?? '').slice(from, to);
+      }
+      case '/':
+      case '//':
+      case '/#':
+      case '/%': {
+        const text = value ?? '';
+        const pattern = part.arg ? await this.expandPattern(part.arg, io, signal) : '';
+        const replacement = part.second ? await this.expandString(part.second, io, signal) : '';
+        return substitutePattern(text, pattern, replacement, part.op);
+      }
       case '%':
       case '%%':
       case '#':
@@ -2015,6 +2045,45 @@ export class Interpreter {
     }
     return candidates;
   }
+}
+
+/**
+ * `${X/pattern/replacement}` and its kinds: the longest match of the glob `pattern` at the
+ * first place it matches is replaced (`//`: every match, `/#`: only at the start, `/%`: only
+ * at the end). An empty pattern replaces nothing, except at the start or end (`/#`, `/%`).
+ */
+function substitutePattern(
+  text: string,
+  pattern: string,
+  replacement: string,
+  op: '/' | '//' | '/#' | '/%',
+): string {
+  if (pattern === '' && op !== '/#' && op !== '/%') return text;
+  const re = globSegmentRegex(pattern);
+  let out = '';
+  let at = 0;
+  while (at <= text.length) {
+    let match: { from: number; to: number } | null = null;
+    // Where a match may begin (only at the start for /#) and end (only at the end for /%).
+    const lastFrom = op === '/#' ? 0 : text.length;
+    for (let from = at; from <= lastFrom && !match; from++) {
+      for (let to = text.length; to >= (op === '/%' ? text.length : from); to--) {
+        if (re.test(text.slice(from, to))) {
+          match = { from, to };
+          break;
+        }
+      }
+    }
+    if (!match) break;
+    out += text.slice(at, match.from) + replacement;
+    if (op !== '//') return out + text.slice(match.to);
+    // An empty match moves one character on, so the search ends.
+    if (match.to === match.from) {
+      out += text.slice(match.to, match.to + 1);
+      at = match.to + 1;
+    } else at = match.to;
+  }
+  return out + text.slice(at);
 }
 
 function joinPath(base: string, name: string): string {

@@ -11,6 +11,8 @@ export type WordPart =
       name: string;
       op: ParamOp;
       arg: Word | null;
+      /** The replacement of `${X/pat/rep}`, the length of `${X:off:len}`; null without one. */
+      second?: Word | null;
       quoted: boolean;
     }
   | { type: 'cmdsub'; source: string; quoted: boolean }
@@ -19,10 +21,29 @@ export type WordPart =
 
 /**
  * What `${NAME OP ARG}` does: defaults (:- - := = :+ +), errors (:? ?), pattern removal
- * (% %% # ##), or `length` for `${#NAME}`.
+ * (% %% # ##), pattern substitution (/ // /# /%), a substring (`:`, `${X:off:len}`), or
+ * `length` for `${#NAME}`.
  */
 export type ParamOp =
-  '' | ':-' | '-' | ':=' | '=' | ':+' | '+' | ':?' | '?' | '%' | '%%' | '#' | '##' | 'length';
+  | ''
+  | ':-'
+  | '-'
+  | ':='
+  | '='
+  | ':+'
+  | '+'
+  | ':?'
+  | '?'
+  | '%'
+  | '%%'
+  | '#'
+  | '##'
+  | '/'
+  | '//'
+  | '/#'
+  | '/%'
+  | ':'
+  | 'length';
 
 export interface Word {
   parts: WordPart[];
@@ -259,6 +280,13 @@ class Lexer {
     while (this.pos < s.length) {
       const c = s[this.pos]!;
       if (' \t\r\n;&|()<>'.includes(c)) break;
+      if (c === '~' && this.atTilde(start)) {
+        // ~ at a word's start (or an assignment's value's): $HOME, never split.
+        plain = false;
+        parts.push({ type: 'param', name: 'HOME', op: '', arg: null, quoted: true });
+        this.pos++;
+        continue;
+      }
       if (c === "'") {
         plain = false;
         const end = s.indexOf("'", this.pos + 1);
@@ -313,6 +341,14 @@ class Lexer {
     return { type: 'word', word: { parts }, raw: s.slice(start, this.pos), plain };
   }
 
+  /** Whether the `~` at pos is a tilde prefix: first in the word (or after NAME=), then `/` or the word's end. */
+  private atTilde(wordStart: number): boolean {
+    const before = this.src.slice(wordStart, this.pos);
+    if (before !== '' && !/^[A-Za-z_][A-Za-z0-9_]*=$/.test(before)) return false;
+    const after = this.src[this.pos + 1];
+    return after === undefined || after === '/' || ' \t\r\n;&|()<>'.includes(after);
+  }
+
   /** Parses `$name`, `${...}`, `$(...)` or a backtick substitution at pos; null if just a `$`. */
   private dollar(quoted: boolean): WordPart | null {
     const s = this.src;
@@ -349,8 +385,7 @@ class Lexer {
       return { type: 'cmdsub', source, quoted };
     }
     if (next === '{') {
-      const end = s.indexOf('}', this.pos + 2);
-      if (end < 0) throw new ShellSyntaxError('bad substitution');
+      const end = matchBrace(s, this.pos + 1);
       const body = s.slice(this.pos + 2, end);
       this.pos = end + 1;
       if (
@@ -360,14 +395,36 @@ class Lexer {
       )
         return { type: 'param', name: body.slice(1), op: 'length', arg: null, quoted };
       const m =
-        /^([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[?$#@*!-])(:-|-|:=|=|:\+|\+|:\?|\?|%%|%|##|#)?([\s\S]*)$/.exec(body);
+        /^([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[?$#@*!-])(:-|-|:=|=|:\+|\+|:\?|\?|%%|%|##|#|\/\/|\/#|\/%|\/|:)?([\s\S]*)$/.exec(
+          body,
+        );
       if (!m || (!m[2] && m[3])) throw new ShellSyntaxError(`\${${body}}: bad substitution`);
       const op = (m[2] ?? '') as ParamOp;
-      let arg: Word | null = null;
-      if (op) {
-        const inner = new Lexer(m[3] ?? '').wordOnly();
-        arg = inner;
+      const rest = m[3] ?? '';
+      if (op.startsWith('/')) {
+        // ${X/pattern/replacement}: the pattern ends at the first / outside quotes.
+        const slash = splitAt(rest, '/');
+        const pattern = new Lexer(slash < 0 ? rest : rest.slice(0, slash)).wordOnly();
+        const replacement = slash < 0 ? null : new Lexer(rest.slice(slash + 1)).wordOnly();
+        return { type: 'param', name: m[1]!, op, arg: pattern, second: replacement, quoted };
       }
+      if (op === ':') {
+        // ${X:offset:length}: two arithmetic expressions.
+        const colon = splitAt(rest, ':');
+        const offset = colon < 0 ? rest : rest.slice(0, colon);
+        if (offset.trim() === '') throw new ShellSyntaxError(`\${${body}}: bad substitution`);
+        const length = colon < 0 ? null : new Lexer(rest.slice(colon + 1)).hereDocumentWord();
+        return {
+          type: 'param',
+          name: m[1]!,
+          op,
+          arg: new Lexer(offset).hereDocumentWord(),
+          second: length,
+          quoted,
+        };
+      }
+      let arg: Word | null = null;
+      if (op) arg = new Lexer(rest).wordOnly();
       return { type: 'param', name: m[1]!, op, arg, quoted };
     }
     if (isNameStart(next)) {
@@ -411,6 +468,49 @@ class Lexer {
 }
 
 /** Index of the `)` matching the `(` at open, honouring quotes and nesting. */
+/** Skips a quoted string or an escaped character at `i`; returns the index of its last character. */
+function skipQuoted(s: string, i: number): number {
+  const c = s[i];
+  if (c === '\\') return i + 1;
+  if (c === "'") {
+    const end = s.indexOf("'", i + 1);
+    return end < 0 ? s.length : end;
+  }
+  if (c === '"') {
+    i++;
+    while (i < s.length && s[i] !== '"') {
+      if (s[i] === '\\') i++;
+      i++;
+    }
+  }
+  return i;
+}
+
+/** The `}` that closes the `{` at `open`, past nested `${...}` and quotes. */
+function matchBrace(s: string, open: number): number {
+  let depth = 0;
+  for (let i = open; i < s.length; i++) {
+    const c = s[i];
+    if (c === '\\' || c === "'" || c === '"') i = skipQuoted(s, i);
+    else if (c === '{') depth++;
+    else if (c === '}' && --depth === 0) return i;
+  }
+  throw new ShellSyntaxError('bad substitution');
+}
+
+/** Where `separator` first occurs in `s` outside quotes and parentheses (-1: nowhere). */
+function splitAt(s: string, separator: string): number {
+  let depth = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (c === '\\' || c === "'" || c === '"') i = skipQuoted(s, i);
+    else if (c === '(' || c === '{') depth++;
+    else if (c === ')' || c === '}') depth--;
+    else if (c === separator && depth === 0) return i;
+  }
+  return -1;
+}
+
 function matchParen(s: string, open: number): number {
   let depth = 0;
   for (let i = open; i < s.length; i++) {

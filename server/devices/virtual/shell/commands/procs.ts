@@ -145,7 +145,7 @@ function parseColumns(spec: string): Column[] | string {
 /**
  * Lays out rows as toybox does when its output is not a terminal (-w): one space between
  * fields, numbers right-justified, text left-justified and never cut, no padding after the
- * last field.
+ * last field; no header when every title is empty (`-o pid=`).
  */
 function renderTable(columns: Column[], rows: string[][]): string {
   const line = (cells: string[], header: boolean) =>
@@ -157,15 +157,17 @@ function renderTable(columns: Column[], rows: string[][]): string {
         return cell.padStart(width);
       })
       .join(' ');
-  return (
-    [
-      line(
-        columns.map((c) => c.title),
-        true,
-      ),
-      ...rows.map((r) => line(r, false)),
-    ].join('\n') + '\n'
-  );
+  // `-o PID=`: a header whose every title is empty is not printed at all.
+  const header = columns.some((c) => c.title !== '')
+    ? [
+        line(
+          columns.map((c) => c.title),
+          true,
+        ),
+      ]
+    : [];
+  const lines = [...header, ...rows.map((r) => line(r, false))];
+  return lines.length === 0 ? '' : lines.join('\n') + '\n';
 }
 
 const ANDROID_DEFAULT = 'USER,PID,PPID,VSIZE:10,RSS,WCHAN:16,ADDR:4,S,NAME';
