@@ -773,6 +773,40 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect([second, fromPs]).toEqual([first, first]);
   });
 
+  it('tests with [[ ... ]] as mksh does: patterns, &&, ||, !, ( ), file tests and arithmetic comparisons', async () => {
+    expect(
+      (
+        await sh(
+          '[[ -d /sdcard ]] && echo dir; [[ -f /sdcard ]] || echo notfile; [[ ! -e /nope ]] && echo gone',
+        )
+      ).out,
+    ).toBe('dir\nnotfile\ngone\n');
+    // Unquoted, the right side of == is a pattern; quoted, a string. No word splitting.
+    expect(
+      (
+        await sh(
+          'x="a b"; [[ $x == a* ]] && echo glob; [[ $x == "a*" ]] || echo quoted; [[ $x != b* ]] && echo ne',
+        )
+      ).out,
+    ).toBe('glob\nquoted\nne\n');
+    expect(
+      (
+        await sh(
+          '[[ -n $u ]] || echo empty; [[ $u ]] || echo empty2; [[ abc < abd ]] && echo lt; [[ 10 -lt 9 ]] || echo num; [[ 1+1 -eq 2 ]] && echo arith',
+        )
+      ).out,
+    ).toBe('empty\nempty2\nlt\nnum\narith\n');
+    expect((await sh('if [[ ( -d / && -e /nope ) || 1 -eq 1 ]]; then echo grouped; fi')).out).toBe(
+      'grouped\n',
+    );
+    expect((await sh('[[ -x /system/bin/ls &&\n   -L /system/bin/ls ]] && echo multi')).out).toBe('multi\n');
+    // mksh has no =~.
+    expect(await sh('[[ a =~ b ]]; echo never')).toMatchObject({
+      code: 2,
+      err: "/system/bin/sh: syntax error: '=~' unexpected operator/operand\n",
+    });
+  });
+
   it('reads options with getopts as mksh does', async () => {
     expect(
       (

@@ -38,7 +38,7 @@ import type { Output } from './io.js';
 import { evaluateArithmetic } from './arith.js';
 import type { ArithmeticVariables } from './arith.js';
 import { ShellSyntaxError, parseShell } from './parse.js';
-import type { AndOr, Command, List, Pipeline, Redirect, Word } from './parse.js';
+import type { AndOr, Command, CondExpr, List, Pipeline, Redirect, Word } from './parse.js';
 
 /** A trap's condition: a signal number, or the shell's own EXIT and ERR. */
 export type TrapKey = number | 'EXIT' | 'ERR';
@@ -693,6 +693,9 @@ export class Interpreter {
           }
           break;
         }
+        case 'cond':
+          status = (await this.testCondition(cmd.expr, rio, signal)) ? 0 : 1;
+          break;
         case 'for': {
           const items = cmd.items
             ? (await Promise.all(cmd.items.map((w) => this.expandFields(w, io, signal)))).flat()
@@ -713,6 +716,56 @@ export class Interpreter {
     }
     this.state.status = status;
     return status;
+  }
+
+  /** Whether a `[[ ]]` expression holds; `&&` and `||` evaluate their right side only when needed. */
+  private async testCondition(e: CondExpr, io: Io, signal: AbortSignal): Promise<boolean> {
+    switch (e.kind) {
+      case 'and':
+        return (await this.testCondition(e.left, io, signal)) && this.testCondition(e.right, io, signal);
+      case 'or':
+        return (await this.testCondition(e.left, io, signal)) || this.testCondition(e.right, io, signal);
+      case 'not':
+        return !(await this.testCondition(e.expr, io, signal));
+      case 'string':
+        return (await this.expandString(e.word, io, signal)) !== '';
+      case 'unary': {
+        const operand = await this.expandString(e.operand, io, signal);
+        if (e.op === '-n') return operand !== '';
+        if (e.op === '-z') return operand === '';
+        if (e.op === '-o') return this.state.options.has(operand);
+        // File tests are test's own.
+        return (
+          (await this.invoke(['test', e.op === '-a' ? '-e' : e.op, operand], [], io, signal, false)) === 0
+        );
+      }
+      case 'binary': {
+        const left = await this.expandString(e.left, io, signal);
+        if (e.op === '=' || e.op === '==' || e.op === '!=') {
+          // The right side is a pattern where it is not quoted.
+          const matches = globSegmentRegex(await this.expandPattern(e.right, io, signal)).test(left);
+          return e.op === '!=' ? !matches : matches;
+        }
+        const right = await this.expandString(e.right, io, signal);
+        if (e.op === '<') return left < right;
+        if (e.op === '>') return left > right;
+        if (e.op === '-nt' || e.op === '-ot' || e.op === '-ef')
+          return (await this.invoke(['test', left, e.op, right], [], io, signal, false)) === 0;
+        // -eq and the others compare arithmetic expressions.
+        const vars = this.arithmeticVariables();
+        const l = evaluateArithmetic(left, vars);
+        const r = evaluateArithmetic(right, vars);
+        const compare = {
+          '-eq': l === r,
+          '-ne': l !== r,
+          '-lt': l < r,
+          '-le': l <= r,
+          '-gt': l > r,
+          '-ge': l >= r,
+        };
+        return compare[e.op as keyof typeof compare];
+      }
+    }
   }
 
   private async loopBody(
@@ -1525,9 +1578,6 @@ export class Interpreter {
       }
       case 'wait':
         return this.waitBuiltin(args, io, signal);
-      case '[[':
-        io.stderr.write(`${SHELL_NAME}: [[ ... ]] is not modeled by the virtual phone; use [ ... ]\n`);
-        return 2;
       case 'time': {
         // mksh's time keyword, for a simple command: real time, no CPU accounting.
         const started = this.device.now();

@@ -71,7 +71,100 @@ export type Command =
   | { type: 'while' | 'until'; cond: List; body: List; redirects: Redirect[] }
   | { type: 'for'; name: string; items: Word[] | null; body: List; redirects: Redirect[] }
   | { type: 'function'; name: string; body: Command; redirects: Redirect[] }
-  | { type: 'case'; word: Word; clauses: { patterns: Word[]; body: List }[]; redirects: Redirect[] };
+  | { type: 'case'; word: Word; clauses: { patterns: Word[]; body: List }[]; redirects: Redirect[] }
+  | { type: 'cond'; expr: CondExpr; redirects: Redirect[] };
+
+/**
+ * A `[[ ... ]]` expression: `&&`, `||`, `!` and parentheses over primaries: a unary test
+ * (`-f FILE`, `-n STR`, ...), a binary one (`A == PATTERN`, `A < B`, `N -lt M`, `F -nt G`) or
+ * a word (true when not empty). Its words are expanded without splitting or globbing.
+ */
+export type CondExpr =
+  | { kind: 'and' | 'or'; left: CondExpr; right: CondExpr }
+  | { kind: 'not'; expr: CondExpr }
+  | { kind: 'unary'; op: string; operand: Word }
+  | { kind: 'binary'; op: string; left: Word; right: Word }
+  | { kind: 'string'; word: Word };
+
+/** The unary tests of `[[ ]]`, as mksh has them. */
+const COND_UNARY = new Set('-a -b -c -d -e -f -g -G -h -k -L -n -O -o -p -r -s -S -t -u -w -x -z'.split(' '));
+/** The binary tests of `[[ ]]` (`<` and `>` come from the lexer as operators). */
+const COND_BINARY = new Set('= == != -eq -ne -lt -le -gt -ge -nt -ot -ef'.split(' '));
+
+type CondItem = { op: string } | { word: Word; raw: string; plain: boolean };
+
+/** Parses the items between `[[` and `]]`. */
+function parseCond(items: CondItem[]): CondExpr {
+  let i = 0;
+  const isOp = (item: CondItem | undefined, op: string) =>
+    item !== undefined && 'op' in item && item.op === op;
+  const raw = (item: CondItem | undefined) => (item && 'word' in item && item.plain ? item.raw : null);
+  const unexpected = (): never => {
+    const item = items[i];
+    const what = item === undefined ? ']]' : 'op' in item ? item.op : item.raw;
+    throw new ShellSyntaxError(`syntax error: '${what}' unexpected operator/operand`);
+  };
+  const word = (): Word => {
+    const item = items[i];
+    if (item === undefined || !('word' in item)) return unexpected();
+    i++;
+    return item.word;
+  };
+  const primary = (): CondExpr => {
+    const item = items[i];
+    if (isOp(item, '(')) {
+      i++;
+      const inner = or();
+      if (!isOp(items[i], ')')) unexpected();
+      i++;
+      return inner;
+    }
+    if (raw(item) === '!') {
+      i++;
+      return { kind: 'not', expr: primary() };
+    }
+    const first = raw(item);
+    const next = items[i + 1];
+    const binaryNext =
+      (next && 'op' in next && (next.op === '<' || next.op === '>')) || COND_BINARY.has(raw(next) ?? '');
+    if (first !== null && COND_UNARY.has(first) && next && 'word' in next && !binaryNext) {
+      i++;
+      return { kind: 'unary', op: first, operand: word() };
+    }
+    const left = word();
+    const op = items[i];
+    if (op && 'op' in op && (op.op === '<' || op.op === '>')) {
+      i++;
+      return { kind: 'binary', op: op.op, left, right: word() };
+    }
+    const opRaw = raw(op);
+    if (opRaw !== null && COND_BINARY.has(opRaw)) {
+      i++;
+      return { kind: 'binary', op: opRaw, left, right: word() };
+    }
+    if (opRaw === '=~') unexpected();
+    return { kind: 'string', word: left };
+  };
+  const and = (): CondExpr => {
+    let left = primary();
+    while (isOp(items[i], '&&')) {
+      i++;
+      left = { kind: 'and', left, right: primary() };
+    }
+    return left;
+  };
+  const or = (): CondExpr => {
+    let left = and();
+    while (isOp(items[i], '||')) {
+      i++;
+      left = { kind: 'or', left, right: and() };
+    }
+    return left;
+  };
+  const expr = or();
+  if (i < items.length) unexpected();
+  return expr;
+}
 
 export interface Pipeline {
   negate: boolean;
@@ -683,6 +776,8 @@ class Parser {
         }
         case 'if':
           return this.ifCommand();
+        case '[[':
+          return this.condCommand();
         case 'while':
         case 'until': {
           this.take();
@@ -727,6 +822,27 @@ class Parser {
       return { type: 'function', name: t.raw, body: this.command(), redirects: [] };
     }
     return this.simple();
+  }
+
+  /** `[[ expression ]]`: its operators are read as they are, not as lists or redirections. */
+  private condCommand(): Command {
+    this.take();
+    const items: CondItem[] = [];
+    for (;;) {
+      const t = this.take();
+      if (t.type === 'eof')
+        throw new ShellSyntaxError("syntax error: unexpected end of input, expecting ']]'");
+      if (t.type === 'newline') continue;
+      if (t.type === 'word' && t.plain && t.raw === ']]') break;
+      if (t.type === 'op' && ['&&', '||', '(', ')', '<', '>'].includes(t.op)) items.push({ op: t.op });
+      else if (t.type === 'word') items.push({ word: t.word, raw: t.raw, plain: t.plain });
+      else
+        throw new ShellSyntaxError(
+          `syntax error: '${t.type === 'op' ? t.op : String(t.fd)}' unexpected operator/operand`,
+        );
+    }
+    if (items.length === 0) throw new ShellSyntaxError("syntax error: ']]' unexpected operator/operand");
+    return { type: 'cond', expr: parseCond(items), redirects: this.redirects() };
   }
 
   private ifCommand(): Command {
