@@ -807,6 +807,86 @@ describe('what scripts use, as mksh and toybox do it', () => {
     });
   });
 
+  it('matches patterns without backtracking, so long strings and many stars stay fast', async () => {
+    const r = await sh(
+      "x=$(printf 'a%.0s' $(seq 4000)); y=${x/*b/c}; echo ${#y}; z=${x//a/b}; echo ${#z}; " +
+        '[[ $x == *a*a*a*a*a*a*b ]] || echo nomatch; case $x in *a*a*a*a*a*b) echo m;; *) echo nm;; esac',
+    );
+    expect(r.out).toBe('4000\n4000\nnomatch\nnm\n');
+    expect((await sh('x=aaaa; echo ${x//*/b} ${x%a*} ${x%%a*}. ${x#*a} ${x##*a}.')).out).toBe(
+      'b aaa . aaa .\n',
+    );
+    // 20,000 backslashes in one line are read in one pass.
+    expect(
+      (await sh('x=$(printf "\\\\\\\\%.0s" $(seq 20000)); echo "$x" | { read v; echo ${#v}; }')).out,
+    ).toBe('10000\n');
+  });
+
+  it('says when nesting is too deep instead of failing, and runs (( )) as let', async () => {
+    const deep = `echo $((${'('.repeat(700)}1${')'.repeat(700)}))`;
+    expect(await sh(deep)).toMatchObject({
+      code: 2,
+      err: expect.stringMatching(/nested too deeply for the virtual phone\n$/),
+    });
+    expect(await sh(`[[ ${'! '.repeat(20000)}a ]] && echo deep`)).toMatchObject({
+      code: 2,
+      err: '/system/bin/sh: nested too deeply for the virtual phone\n',
+    });
+    // (( )) is a command (it wrote a file named 5 for `(( 1 > 5 ))`); $((a); (b)) two subshells.
+    expect(
+      await sh(
+        'i=0; while (( i < 3 )); do echo $i; (( i++ )); done; (( 1 > 5 )) || echo false; ls /data/local/tmp; (( 1/0 )); echo "st $?"',
+      ),
+    ).toMatchObject({ out: '0\n1\n2\nfalse\nst 2\n', err: '/system/bin/sh:  1/0 : zero divisor\n' });
+    expect((await sh('echo $((echo a); (echo b)); x=$((cd /; echo hi) ); echo $x; ( (echo n) )')).out).toBe(
+      'a b\nhi\nn\n',
+    );
+  });
+
+  it('expands quoted patterns and replacements, a lone { in ${...}, and tests -o, -u, -O in [[ ]]', async () => {
+    expect(
+      (await sh('x=hello; p=l; echo ${x//"$p"/L} ${x/l/\\}} ${x/e/\\&} "${u:-"$HOME"}" ${x:0:-1} ${x:1:-1}'))
+        .out,
+    ).toBe('heLLo he}lo h&llo / hell ell\n');
+    expect((await sh("echo ${x:-{}; s='{a}'; s=${s#{}; echo $s")).out).toBe('{\na}\n');
+    expect((await sh('set -e; [[ -o errexit ]] && echo on; set -f; [[ -o noglob ]] && echo nog')).out).toBe(
+      'on\nnog\n',
+    );
+    // A function named test does not take over [[ ]] or `command test`.
+    expect(
+      (
+        await sh(
+          'test(){ echo hijacked; }; [[ -f /system/build.prop ]] && echo file; command test -d / && echo dir',
+        )
+      ).out,
+    ).toBe('file\ndir\n');
+    expect(
+      (
+        await sh(
+          '[[ -u /system ]] || echo nosuid; [[ -O /data/local/tmp ]] && echo owner; [[ -G /sdcard ]] || echo notgroup',
+        )
+      ).out,
+    ).toBe('nosuid\nowner\nnotgroup\n');
+    expect(
+      (
+        await sh(
+          'IFS=: read -r a b <<< \'a:b:\'; echo "[$a][$b]"; IFS=: read -r a b <<< \'a:b:c:\'; echo "[$a][$b]"',
+        )
+      ).out,
+    ).toBe('[a][b]\n[a][b:c:]\n');
+    expect((await sh('ls -lL /bin | head -2')).out).toBe(
+      'total 1024\n-rwxr-xr-x 1 root shell 4 2009-01-01 00:00 [\n',
+    );
+    // What a read -t left unread is the next read's.
+    expect(
+      (
+        await sh(
+          '{ sleep 0.3; echo first; echo second; } | { read -t 0.1 a; echo "a=[$a] $?"; sleep 0.5; read b; read c; echo "b=$b c=$c"; }',
+        )
+      ).out,
+    ).toBe('a=[] 1\nb=first c=second\n');
+  });
+
   it('reads options with getopts as mksh does', async () => {
     expect(
       (

@@ -7,7 +7,7 @@
  * or, in turn, an expression. Errors say what mksh says (`1/0: zero divisor`,
  * `1+: unexpected 'end of expression'`).
  */
-import { ShellSyntaxError } from './parse.js';
+import { ShellSyntaxError, tooDeep } from './parse.js';
 
 /** What an expression reads and assigns: the shell's variables. */
 export interface ArithmeticVariables {
@@ -87,7 +87,13 @@ const MAX_DEPTH = 32;
 
 /** Evaluates `expression` as mksh does; assignments change `vars`. */
 export function evaluateArithmetic(expression: string, vars: ArithmeticVariables): number {
-  return new Evaluator(expression, vars, new Set()).evaluate();
+  try {
+    return new Evaluator(expression, vars, new Set()).evaluate();
+  } catch (error) {
+    if (tooDeep(error))
+      throw new ArithmeticError(`${expression.slice(0, 40)}: nested too deeply for the virtual phone`);
+    throw error;
+  }
 }
 
 /** A value, and the variable it was read from (what `=` and `++` assign to). */

@@ -36,8 +36,9 @@ import { unescapeBackslashes } from './commands/text.js';
 import { BufferInput, BufferOutput, EMPTY_INPUT, FileOutput, NULL_OUTPUT, Pipe, openInput } from './io.js';
 import type { Output } from './io.js';
 import { evaluateArithmetic } from './arith.js';
+import { Glob, removePattern, substitutePattern } from './glob.js';
 import type { ArithmeticVariables } from './arith.js';
-import { ShellSyntaxError, parseShell } from './parse.js';
+import { ShellSyntaxError, parseShell, tooDeep } from './parse.js';
 import type { AndOr, Command, CondExpr, List, Pipeline, Redirect, Word } from './parse.js';
 
 /** A trap's condition: a signal number, or the shell's own EXIT and ERR. */
@@ -273,7 +274,8 @@ export class Interpreter {
     running.catch(() => undefined);
     try {
       return await Promise.race([running, this.death]);
-    } catch (error) {
+    } catch (thrown) {
+      const error = tooDeep(thrown) ?? thrown;
       if (error instanceof ShellSyntaxError) {
         io.stderr.write(`${SHELL_NAME}: ${error.message}\n`);
         this.state.status = 2;
@@ -686,13 +688,27 @@ export class Interpreter {
           status = 0;
           outer: for (const clause of cmd.clauses) {
             for (const p of clause.patterns) {
-              if (!globSegmentRegex(await this.expandPattern(p, io, signal)).test(subject)) continue;
+              if (!Glob.compile(await this.expandPattern(p, io, signal)).matches(subject)) continue;
               status = await this.list(clause.body, rio, signal, false);
               break outer;
             }
           }
           break;
         }
+        case 'arith':
+          try {
+            const value = evaluateArithmetic(
+              await this.expandString(cmd.expression, rio, signal),
+              this.arithmeticVariables(),
+            );
+            status = value !== 0 ? 0 : 1;
+          } catch (error) {
+            // As let: the error is said, the status is 2, the script goes on.
+            if (!(error instanceof ShellSyntaxError)) throw error;
+            rio.stderr.write(`${SHELL_NAME}: ${error.message}\n`);
+            status = 2;
+          }
+          break;
         case 'cond':
           status = (await this.testCondition(cmd.expr, rio, signal)) ? 0 : 1;
           break;
@@ -733,24 +749,26 @@ export class Interpreter {
         const operand = await this.expandString(e.operand, io, signal);
         if (e.op === '-n') return operand !== '';
         if (e.op === '-z') return operand === '';
-        if (e.op === '-o') return this.state.options.has(operand);
-        // File tests are test's own.
-        return (
-          (await this.invoke(['test', e.op === '-a' ? '-e' : e.op, operand], [], io, signal, false)) === 0
-        );
+        if (e.op === '-o') return this.state.options.has(LONG_OPTIONS[operand] ?? operand);
+        // File tests are test's own (the builtin, whatever function is named test).
+        const op = e.op === '-a' ? '-e' : e.op;
+        return (await this.invoke(['test', op, operand], [], io, signal, false, { functions: false })) === 0;
       }
       case 'binary': {
         const left = await this.expandString(e.left, io, signal);
         if (e.op === '=' || e.op === '==' || e.op === '!=') {
           // The right side is a pattern where it is not quoted.
-          const matches = globSegmentRegex(await this.expandPattern(e.right, io, signal)).test(left);
+          const matches = Glob.compile(await this.expandPattern(e.right, io, signal)).matches(left);
           return e.op === '!=' ? !matches : matches;
         }
         const right = await this.expandString(e.right, io, signal);
         if (e.op === '<') return left < right;
         if (e.op === '>') return left > right;
         if (e.op === '-nt' || e.op === '-ot' || e.op === '-ef')
-          return (await this.invoke(['test', left, e.op, right], [], io, signal, false)) === 0;
+          return (
+            (await this.invoke(['test', left, e.op, right], [], io, signal, false, { functions: false })) ===
+            0
+          );
         // -eq and the others compare arithmetic expressions.
         const vars = this.arithmeticVariables();
         const l = evaluateArithmetic(left, vars);
@@ -918,24 +936,27 @@ export class Interpreter {
     io: Io,
     signal: AbortSignal,
     exec: boolean,
+    /** `functions: false`: a function of that name is passed over (`command`, `builtin`). */
+    search: { functions?: boolean } = {},
   ): Promise<number> {
     const name = argv[0]!;
     const args = argv.slice(1);
+    const useFunctions = search.functions !== false;
     if (
       assigns.length > 0 &&
-      (SHELL_BUILTINS.has(name) || this.state.functions.has(name)) &&
+      (SHELL_BUILTINS.has(name) || (useFunctions && this.state.functions.has(name))) &&
       !PASSES_ASSIGNMENTS.has(name)
     ) {
       // NAME=value before a builtin or a function: a special builtin keeps it; for the
       // others it holds while they run (IFS=: read ...).
       if (SPECIAL_BUILTINS.has(name)) {
         for (const [k, v] of assigns) this.state.vars.set(k, v);
-        return this.invoke(argv, [], io, signal, exec);
+        return this.invoke(argv, [], io, signal, exec, search);
       }
       const saved = assigns.map(([k]) => [k, this.state.vars.get(k)] as const);
       for (const [k, v] of assigns) this.state.vars.set(k, v);
       try {
-        return await this.invoke(argv, [], io, signal, exec);
+        return await this.invoke(argv, [], io, signal, exec, search);
       } finally {
         for (const [k, v] of saved) {
           if (v === undefined) this.state.vars.delete(k);
@@ -945,7 +966,7 @@ export class Interpreter {
     }
     const builtin = await this.builtin(name, args, assigns, io, signal);
     if (builtin !== null) return builtin;
-    const body = this.state.functions.get(name);
+    const body = useFunctions ? this.state.functions.get(name) : undefined;
     if (body) return this.callFunction(body, args, io, signal);
     let lookup = name;
     if (name.includes('/')) {
@@ -1546,7 +1567,7 @@ export class Interpreter {
           return 0;
         }
         if (rest.length === 0) return 0;
-        return this.invoke(rest, assigns, io, signal, false);
+        return this.invoke(rest, assigns, io, signal, false, { functions: false });
       }
       case ':':
         return 0;
@@ -1675,14 +1696,21 @@ export class Interpreter {
     const bad = names.find((n) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(n));
     if (bad !== undefined) return usage(`${bad}: is not an identifier`);
 
-    const reading = readRecord(io.stdin, { delimiter, raw, count });
+    let timedOut = false;
+    const reading = readRecord(io.stdin, { delimiter, raw, count }, () => timedOut);
     let timer: NodeJS.Timeout | undefined;
     const timed =
       timeoutMs === null
         ? reading
         : Promise.race([
             reading,
-            new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs))),
+            new Promise<null>(
+              (resolve) =>
+                (timer = setTimeout(() => {
+                  timedOut = true;
+                  resolve(null);
+                }, timeoutMs)),
+            ),
           ]);
     const r = await this.interruptible(timed, signal).finally(() => clearTimeout(timer));
     if ('signal' in r) return 128 + r.signal;
@@ -1906,7 +1934,8 @@ export class Interpreter {
         const length = part.second
           ? evaluateArithmetic(await this.expandString(part.second, io, signal), this.arithmeticVariables())
           : size;
-        const to = Math.min(size, from + Math.max(0, length));
+        // A negative length counts back from the end.
+        const to = Math.min(size, length < 0 ? Math.max(from, size + length) : from + length);
         return list ? list.slice(from, to).join(' ') : (value ?? '').slice(from, to);
       }
       case '/':
@@ -1924,18 +1953,8 @@ export class Interpreter {
       case '##': {
         // Pattern removal: the shortest (or longest, doubled) match of a glob at the end (%)
         // or the start (#).
-        const text = value ?? '';
         const pattern = part.arg ? await this.expandPattern(part.arg, io, signal) : '';
-        const re = globSegmentRegex(pattern);
-        const longest = part.op.length === 2;
-        const suffix = part.op.startsWith('%');
-        const cuts = [...Array(text.length + 1).keys()];
-        if (suffix !== longest) cuts.reverse();
-        for (const cut of cuts) {
-          if (suffix ? re.test(text.slice(cut)) : re.test(text.slice(0, cut)))
-            return suffix ? text.slice(0, cut) : text.slice(cut);
-        }
-        return text;
+        return removePattern(value ?? '', pattern, part.op);
       }
       case ':?':
       case '?': {
@@ -2097,45 +2116,6 @@ export class Interpreter {
   }
 }
 
-/**
- * `${X/pattern/replacement}` and its kinds: the longest match of the glob `pattern` at the
- * first place it matches is replaced (`//`: every match, `/#`: only at the start, `/%`: only
- * at the end). An empty pattern replaces nothing, except at the start or end (`/#`, `/%`).
- */
-function substitutePattern(
-  text: string,
-  pattern: string,
-  replacement: string,
-  op: '/' | '//' | '/#' | '/%',
-): string {
-  if (pattern === '' && op !== '/#' && op !== '/%') return text;
-  const re = globSegmentRegex(pattern);
-  let out = '';
-  let at = 0;
-  while (at <= text.length) {
-    let match: { from: number; to: number } | null = null;
-    // Where a match may begin (only at the start for /#) and end (only at the end for /%).
-    const lastFrom = op === '/#' ? 0 : text.length;
-    for (let from = at; from <= lastFrom && !match; from++) {
-      for (let to = text.length; to >= (op === '/%' ? text.length : from); to--) {
-        if (re.test(text.slice(from, to))) {
-          match = { from, to };
-          break;
-        }
-      }
-    }
-    if (!match) break;
-    out += text.slice(at, match.from) + replacement;
-    if (op !== '//') return out + text.slice(match.to);
-    // An empty match moves one character on, so the search ends.
-    if (match.to === match.from) {
-      out += text.slice(match.to, match.to + 1);
-      at = match.to + 1;
-    } else at = match.to;
-  }
-  return out + text.slice(at);
-}
-
 function joinPath(base: string, name: string): string {
   if (base === '') return name;
   return base.endsWith('/') ? base + name : `${base}/${name}`;
@@ -2288,6 +2268,8 @@ interface ReadRecord {
 async function readRecord(
   input: Io['stdin'],
   options: { delimiter: string; raw: boolean; count: { bytes: number; exact: boolean } | null },
+  /** True once nobody waits for this record (read -t ran out): what comes is left for the next reader. */
+  abandoned: () => boolean = () => false,
 ): Promise<ReadRecord | null> {
   const bytes: number[] = [];
   const quoted: number[] = [];
@@ -2296,15 +2278,33 @@ async function readRecord(
   let taken = 0;
   const done = () => options.count !== null && taken >= options.count.bytes;
   const record = (complete: boolean): ReadRecord => {
-    // Offsets of quoted bytes become offsets of characters in the decoded text.
+    // Offsets of quoted bytes become offsets of characters (UTF-16 units) in the decoded
+    // text, in one pass: a UTF-8 lead byte begins a character, four-byte ones take two units.
     const text = Buffer.from(bytes).toString('utf8');
-    const quotedAt = new Set(quoted.map((at) => Buffer.from(bytes.slice(0, at)).toString('utf8').length));
+    const quotedAt = new Set<number>();
+    let unit = -1;
+    for (let at = 0, q = 0; at < bytes.length && q < quoted.length; at++) {
+      const b = bytes[at]!;
+      if ((b & 0xc0) !== 0x80) unit += b >= 0xf0 ? 2 : 1;
+      if (quoted[q] === at) {
+        quotedAt.add(unit);
+        q++;
+      }
+    }
     return { text, quotedAt, complete };
   };
   if (done()) return record(true);
+  const chunks: Buffer[] = [];
   for (;;) {
     const chunk = await input.read();
+    if (abandoned()) {
+      // Given back whole, with what this record had taken: the next read starts there.
+      const back = Buffer.concat(chunk ? [...chunks, chunk] : chunks);
+      if (back.length > 0) input.unread?.(back);
+      return null;
+    }
     if (chunk === null) return bytes.length === 0 && !escaped ? null : record(false);
+    chunks.push(chunk);
     for (let k = 0; k < chunk.length; k++) {
       const b = chunk[k]!;
       taken++;
@@ -2353,7 +2353,19 @@ function splitRead(text: string, quotedAt: Set<number>, ifs: string, count: numb
       while (k < end && isWhite(k)) k++;
     }
   }
-  fields.push(text.slice(k, end));
+  // What is left goes to the last name; a single field and one separator after it (a:b: for
+  // two names) drops the separator, as mksh does.
+  let last = end;
+  let tail = k;
+  while (tail < end && !isSep(tail)) tail++;
+  if (tail < end) {
+    let after = tail;
+    while (after < end && isWhite(after)) after++;
+    if (after < end && isSep(after) && !isWhite(after)) after++;
+    while (after < end && isWhite(after)) after++;
+    if (after === end) last = tail;
+  }
+  fields.push(text.slice(k, last));
   return fields;
 }
 

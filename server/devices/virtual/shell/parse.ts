@@ -72,7 +72,9 @@ export type Command =
   | { type: 'for'; name: string; items: Word[] | null; body: List; redirects: Redirect[] }
   | { type: 'function'; name: string; body: Command; redirects: Redirect[] }
   | { type: 'case'; word: Word; clauses: { patterns: Word[]; body: List }[]; redirects: Redirect[] }
-  | { type: 'cond'; expr: CondExpr; redirects: Redirect[] };
+  | { type: 'cond'; expr: CondExpr; redirects: Redirect[] }
+  /** `(( expression ))`: true (0) when the expression is not zero, as `let`. */
+  | { type: 'arith'; expression: Word; redirects: Redirect[] };
 
 /**
  * A `[[ ... ]]` expression: `&&`, `||`, `!` and parentheses over primaries: a unary test
@@ -360,7 +362,8 @@ class Lexer {
     return { parts };
   }
 
-  private word(): Token {
+  /** A word up to the first of `delimiters` outside quotes (blanks and operators by default). */
+  private word(delimiters = ' \t\r\n;&|()<>'): Token {
     const s = this.src;
     const start = this.pos;
     const parts: WordPart[] = [];
@@ -372,7 +375,7 @@ class Lexer {
     };
     while (this.pos < s.length) {
       const c = s[this.pos]!;
-      if (' \t\r\n;&|()<>'.includes(c)) break;
+      if (delimiters.includes(c)) break;
       if (c === '~' && this.atTilde(start)) {
         // ~ at a word's start (or an assignment's value's): $HOME, never split.
         plain = false;
@@ -459,16 +462,11 @@ class Lexer {
       return { type: 'cmdsub', source: body, quoted };
     }
     const next = s[this.pos + 1];
-    if (next === '(' && s[this.pos + 2] === '(') {
-      // The )) that closes it, past the parentheses the expression has inside.
-      let end = this.pos + 3;
-      for (let depth = 0; end < s.length; end++) {
-        if (s[end] === '(') depth++;
-        else if (s[end] === ')' && depth-- === 0) break;
-      }
-      if (s[end + 1] !== ')') throw new ShellSyntaxError('unterminated $((');
-      const source = s.slice(this.pos + 3, end);
-      this.pos = end + 2;
+    // $((...)) unless it does not close with )): then $( (subshell) ... ), as in mksh.
+    const arithmetic = next === '(' && s[this.pos + 2] === '(' ? arithmeticEnd(s, this.pos + 3) : -1;
+    if (arithmetic >= 0) {
+      const source = s.slice(this.pos + 3, arithmetic);
+      this.pos = arithmetic + 2;
       return { type: 'arith', expression: new Lexer(source).hereDocumentWord(), quoted };
     }
     if (next === '(') {
@@ -534,33 +532,31 @@ class Lexer {
     return null;
   }
 
-  /** Lexes the whole source as the inside of one word (for `${X:-default words}`). */
+  /**
+   * Lexes the whole source as one word, quotes and all (the inside of `${X:-default words}`
+   * and `${X/pattern/replacement}`), where blanks and operators are characters like others.
+   */
   wordOnly(): Word {
-    const parts: WordPart[] = [];
-    while (this.pos < this.src.length) {
-      const c = this.src[this.pos]!;
-      if (c === '$') {
-        const part = this.dollar(false);
-        if (part) {
-          parts.push(part);
-          continue;
-        }
-      }
-      if (c === "'" || c === '"') {
-        const end = this.src.indexOf(c, this.pos + 1);
-        const stop = end < 0 ? this.src.length : end;
-        parts.push({ type: 'lit', text: this.src.slice(this.pos + 1, stop), quoted: true });
-        this.pos = stop + 1;
-        continue;
-      }
-      parts.push({ type: 'lit', text: c, quoted: false });
-      this.pos++;
-    }
-    return { parts };
+    const t = this.word('');
+    return t.type === 'word' ? t.word : { parts: [] };
   }
 }
 
 /** Index of the `)` matching the `(` at open, honouring quotes and nesting. */
+/**
+ * Where the `))` that ends an arithmetic expression starting at `from` is (past the
+ * parentheses inside it); -1 when its parentheses close otherwise (`((a); (b))` is two
+ * subshells in one).
+ */
+function arithmeticEnd(s: string, from: number): number {
+  let depth = 0;
+  for (let i = from; i < s.length; i++) {
+    if (s[i] === '(') depth++;
+    else if (s[i] === ')' && depth-- === 0) return s[i + 1] === ')' ? i : -1;
+  }
+  return -1;
+}
+
 /** Skips a quoted string or an escaped character at `i`; returns the index of its last character. */
 function skipQuoted(s: string, i: number): number {
   const c = s[i];
@@ -585,7 +581,8 @@ function matchBrace(s: string, open: number): number {
   for (let i = open; i < s.length; i++) {
     const c = s[i];
     if (c === '\\' || c === "'" || c === '"') i = skipQuoted(s, i);
-    else if (c === '{') depth++;
+    // Only ${ opens another: a lone { inside is a character (${x:-{}).
+    else if (c === '{' && (i === open || s[i - 1] === '$')) depth++;
     else if (c === '}' && --depth === 0) return i;
   }
   throw new ShellSyntaxError('bad substitution');
@@ -597,8 +594,8 @@ function splitAt(s: string, separator: string): number {
   for (let i = 0; i < s.length; i++) {
     const c = s[i];
     if (c === '\\' || c === "'" || c === '"') i = skipQuoted(s, i);
-    else if (c === '(' || c === '{') depth++;
-    else if (c === ')' || c === '}') depth--;
+    else if (c === '(' || (c === '{' && s[i - 1] === '$')) depth++;
+    else if ((c === ')' || c === '}') && depth > 0) depth--;
     else if (c === separator && depth === 0) return i;
   }
   return -1;
@@ -759,6 +756,20 @@ class Parser {
 
   private command(): Command {
     const t = this.peek();
+    const start = this.aheadStarts[0]!;
+    const end =
+      t.type === 'op' && t.op === '(' && this.lexer.src[start + 1] === '('
+        ? arithmeticEnd(this.lexer.src, start + 2)
+        : -1;
+    if (end >= 0) {
+      // (( expression )): read as text, as $((...)) is.
+      this.ahead.length = 0;
+      this.aheadStarts.length = 0;
+      this.lexer.pos = end + 2;
+      this.takenEnd = end + 2;
+      const expression = new Lexer(this.lexer.src.slice(start + 2, end)).hereDocumentWord();
+      return { type: 'arith', expression, redirects: this.redirects() };
+    }
     if (t.type === 'op' && t.op === '(') {
       this.take();
       const body = this.list(new Set());
@@ -1002,5 +1013,19 @@ class Parser {
 const REDIRECT_OPS = new Set(['>', '>>', '<', '>&', '<&', '&>', '>|', '<<', '<<-', '<<<']);
 
 export function parseShell(source: string): List {
-  return new Parser(source).parseProgram();
+  try {
+    return new Parser(source).parseProgram();
+  } catch (error) {
+    throw tooDeep(error) ?? error;
+  }
+}
+
+/**
+ * A JavaScript stack overflow (nesting deeper than this parser and evaluator recurse) as
+ * the shell's error; null for any other error.
+ */
+export function tooDeep(error: unknown): ShellSyntaxError | null {
+  return error instanceof RangeError && /call stack/i.test(error.message)
+    ? new ShellSyntaxError('nested too deeply for the virtual phone')
+    : null;
 }

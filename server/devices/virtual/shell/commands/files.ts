@@ -70,7 +70,9 @@ const ls: CommandFn = (ctx) => {
       const lst = fs.lstat(path);
       // ls follows a symlink operand to a directory unless -l/-d
       const followed =
-        lst.kind === 'link' && ((!long && !dirAsFile) || op.endsWith('/')) ? fs.stat(path) : lst;
+        lst.kind === 'link' && ((!long && !dirAsFile) || dereference || op.endsWith('/'))
+          ? fs.stat(path)
+          : lst;
       if (followed.kind === 'dir' && !dirAsFile) dirs.push({ shown: op, path });
       else if (followed !== lst)
         files.push({ name: op, path, st: followed, node: fs.resolve(path, true).node });
@@ -739,6 +741,16 @@ const test: CommandFn = (ctx) => {
           return fs.canAccess(path, { exec: true });
         case '-c':
           return st.kind === 'chr';
+        case '-u':
+          return (st.mode & 0o4000) !== 0;
+        case '-g':
+          return (st.mode & 0o2000) !== 0;
+        case '-k':
+          return (st.mode & 0o1000) !== 0;
+        case '-O':
+          return st.uid === ctx.cred.uid;
+        case '-G':
+          return st.gid === ctx.cred.gid;
         default:
           return false;
       }
@@ -763,6 +775,11 @@ const test: CommandFn = (ctx) => {
     '-p',
     '-S',
     '-t',
+    '-u',
+    '-g',
+    '-k',
+    '-O',
+    '-G',
   ]);
   let i = 0;
   const primary = (): boolean => {
