@@ -19,10 +19,19 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
 let t: TestServer;
+/**
+ * The adb server port of this file's commands: `lease` connects the stock adb, which must
+ * never start (and leave) a server on the machine's 5037. Ended after the file.
+ */
+let adbServerPort: number;
 beforeAll(async () => {
   t = await startTestServer({ bootMs: 50 });
+  adbServerPort = await freePort();
 });
-afterAll(() => t.close());
+afterAll(async () => {
+  await runAdb(['kill-server'], { serverPort: adbServerPort }).catch(() => undefined);
+  await t.close();
+});
 
 function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
@@ -31,6 +40,7 @@ function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessE
     PHONELEASE_API_KEY: t.account.key,
     PHONELEASE_LEDGER_DIR: tempDir(),
     PHONELEASE_REAPER: '0',
+    ANDROID_ADB_SERVER_PORT: String(adbServerPort),
     ...extra,
   };
   for (const [k, v] of Object.entries(extra)) if (v === undefined) delete env[k];
