@@ -36,19 +36,22 @@ async function sh(source: string, options: { device?: Device; stdin?: string } =
   return { code, out: stdout.text(), err: stderr.text(), device };
 }
 
+/** What `source` printed on stdout (a fresh phone each time). */
+async function out(source: string): Promise<string> {
+  return (await sh(source)).out;
+}
+
 describe('quoting', () => {
   it('undoes single quotes, including the adb/appium quote escape', async () => {
-    expect((await sh("echo 'a  b' 'it'\\''s'")).out).toBe("a  b it's\n");
+    expect(await out("echo 'a  b' 'it'\\''s'")).toBe("a  b it's\n");
   });
 
   it('handles double quotes with variables, escapes and literal single quotes', async () => {
-    expect((await sh('X=world; echo "hello $X" "\\$X" "a\\"b" "\'q\'"')).out).toBe(
-      "hello world $X a\"b 'q'\n",
-    );
+    expect(await out('X=world; echo "hello $X" "\\$X" "a\\"b" "\'q\'"')).toBe("hello world $X a\"b 'q'\n");
   });
 
   it('handles backslashes outside quotes and keeps empty quoted arguments', async () => {
-    expect((await sh('printf "[%s]" a\\ b "" c\\\\d')).out).toBe('[a b][][c\\d]');
+    expect(await out('printf "[%s]" a\\ b "" c\\\\d')).toBe('[a b][][c\\d]');
   });
 
   it('splits unquoted expansions into fields but not quoted ones', async () => {
@@ -71,9 +74,9 @@ describe('quoting', () => {
 
 describe('lists, pipes and status', () => {
   it('runs ; && || with exit statuses', async () => {
-    expect(
-      (await sh('false; echo $?; true && echo yes || echo no; false && echo no || echo fallback')).out,
-    ).toBe('1\nyes\nfallback\n');
+    expect(await out('false; echo $?; true && echo yes || echo no; false && echo no || echo fallback')).toBe(
+      '1\nyes\nfallback\n',
+    );
   });
 
   it('returns the last status and supports exit', async () => {
@@ -147,8 +150,8 @@ describe('tests, variables and control flow', () => {
   });
 
   it('exports variables to commands and runs exec', async () => {
-    expect((await sh("export GREETING=hi; exec sh -c 'echo $GREETING'")).out).toBe('hi\n');
-    expect((await sh('A=1 env | grep ^A=')).out).toBe('A=1\n');
+    expect(await out("export GREETING=hi; exec sh -c 'echo $GREETING'")).toBe('hi\n');
+    expect(await out('A=1 env | grep ^A=')).toBe('A=1\n');
   });
 
   it('expands command substitution, defaults and globs', async () => {
@@ -421,10 +424,10 @@ describe('memory', () => {
 
 describe('what scripts use, as mksh and toybox do it', () => {
   it('formats numbers as toybox printf does, and says which argument is not one', async () => {
-    expect(
-      (await sh("printf '%d %i %x %o %X|%5.3d|%-4d|%+d|%05d\\n' 0x1f 010 255 8 255 7 3 4 -42")).out,
-    ).toBe('31 8 ff 10 FF|  007|3   |+4|-0042\n');
-    expect((await sh("printf '%d %u %c %.2f %e\\n' \"'A\" -1 xyz 2.345 1500")).out).toBe(
+    expect(await out("printf '%d %i %x %o %X|%5.3d|%-4d|%+d|%05d\\n' 0x1f 010 255 8 255 7 3 4 -42")).toBe(
+      '31 8 ff 10 FF|  007|3   |+4|-0042\n',
+    );
+    expect(await out("printf '%d %u %c %.2f %e\\n' \"'A\" -1 xyz 2.345 1500")).toBe(
       '65 18446744073709551615 x 2.35 1.500000e+03\n',
     );
     expect(await sh('printf "%d|" 12abc x; echo')).toMatchObject({
@@ -436,10 +439,10 @@ describe('what scripts use, as mksh and toybox do it', () => {
   });
 
   it('defines and calls functions, with their own arguments and return', async () => {
-    expect((await sh('f() { echo "in f $1 $#"; return 3; echo never; }; f x y; echo $?')).out).toBe(
+    expect(await out('f() { echo "in f $1 $#"; return 3; echo never; }; f x y; echo $?')).toBe(
       'in f x 2\n3\n',
     );
-    expect((await sh('function g { echo g; }; g')).out).toBe('g\n');
+    expect(await out('function g { echo g; }; g')).toBe('g\n');
   });
 
   it('matches case patterns, removes ${x%pat} ${x#pat} and expands {a,b}', async () => {
@@ -447,10 +450,10 @@ describe('what scripts use, as mksh and toybox do it', () => {
       'for f in a.txt b.log c; do case $f in *.txt|*.md) echo text;; (*.log) echo log;; *) echo other;; esac; done',
     );
     expect(r.out).toBe('text\nlog\nother\n');
-    expect((await sh('x=/a/b.tar.gz; echo ${x%.*} ${x%%.*} ${x#*.} ${x##*/} ${#x}')).out).toBe(
+    expect(await out('x=/a/b.tar.gz; echo ${x%.*} ${x%%.*} ${x#*.} ${x##*/} ${#x}')).toBe(
       '/a/b.tar /a/b tar.gz b.tar.gz 11\n',
     );
-    expect((await sh('echo p{1,2{a,b}}q "{x,y}"')).out).toBe('p1q p2aq p2bq {x,y}\n');
+    expect(await out('echo p{1,2{a,b}}q "{x,y}"')).toBe('p1q p2aq p2bq {x,y}\n');
     expect(await sh('echo ${nope:?is required}; echo never')).toMatchObject({
       code: 1,
       err: '/system/bin/sh: nope: is required\n',
@@ -464,8 +467,8 @@ describe('what scripts use, as mksh and toybox do it', () => {
     });
     expect((await sh('set -x; echo hi')).err).toBe('+ echo hi\n');
     expect((await sh('set -u; echo $nope')).code).toBe(1);
-    expect((await sh('false | true; echo $?; set -o pipefail; false | true; echo $?')).out).toBe('0\n1\n');
-    expect((await sh('set -o pipefail; yes | head -1 > /dev/null; echo $?')).out).toBe('141\n');
+    expect(await out('false | true; echo $?; set -o pipefail; false | true; echo $?')).toBe('0\n1\n');
+    expect(await out('set -o pipefail; yes | head -1 > /dev/null; echo $?')).toBe('141\n');
     expect(await sh('set -k')).toMatchObject({
       code: 1,
       err: '/system/bin/sh: set: -k: the virtual phone does not model this option\n',
@@ -479,11 +482,9 @@ describe('what scripts use, as mksh and toybox do it', () => {
   });
 
   it('edits with sed -n, addresses, several -e and -i', async () => {
-    expect((await sh("printf '1\\n2\\n3\\n4\\n' | sed -n '2,3p'")).out).toBe('2\n3\n');
-    expect((await sh("printf 'a b\\n' | sed -e 's/a/x/' -e 's/b/y/'")).out).toBe('x y\n');
-    expect((await sh("printf 'k=1\\nj=2\\n' | sed -E '/^j/d; s/([a-z])=([0-9])/\\2:\\1/'")).out).toBe(
-      '1:k\n',
-    );
+    expect(await out("printf '1\\n2\\n3\\n4\\n' | sed -n '2,3p'")).toBe('2\n3\n');
+    expect(await out("printf 'a b\\n' | sed -e 's/a/x/' -e 's/b/y/'")).toBe('x y\n');
+    expect(await out("printf 'k=1\\nj=2\\n' | sed -E '/^j/d; s/([a-z])=([0-9])/\\2:\\1/'")).toBe('1:k\n');
     const edited = await sh(
       "printf 'x\\n' > /data/local/tmp/e; sed -i 's/x/y/' /data/local/tmp/e; cat /data/local/tmp/e",
     );
@@ -502,22 +503,20 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect(
       (await sh('find /data/local/tmp/f -name 1 -o -name 2 | xargs -n 1 basename', { device })).out,
     ).toBe('2\n1\n');
-    expect((await sh("printf 'a\\nb\\n' | xargs -I{} echo '[{}]'")).out).toBe('[a]\n[b]\n');
-    expect((await sh('echo x | xargs false; echo $?')).out).toBe('123\n');
-    expect((await sh('find /data 2>&1; echo $?')).out).toBe('/data\nfind: /data: Permission denied\n1\n');
+    expect(await out("printf 'a\\nb\\n' | xargs -I{} echo '[{}]'")).toBe('[a]\n[b]\n');
+    expect(await out('echo x | xargs false; echo $?')).toBe('123\n');
+    expect(await out('find /data 2>&1; echo $?')).toBe('/data\nfind: /data: Permission denied\n1\n');
   });
 
   it('counts with seq and expr, compares with cmp, compresses with gzip', async () => {
-    expect((await sh('seq 3; seq -s, 2 2 6; seq -w 9 10')).out).toBe('1\n2\n3\n2,4,6\n09\n10\n');
+    expect(await out('seq 3; seq -s, 2 2 6; seq -w 9 10')).toBe('1\n2\n3\n2,4,6\n09\n10\n');
+    expect(await out('expr 2 + 3 \\* 4; expr length hello; expr abc : "a\\(.\\)"; expr 0; echo $?')).toBe(
+      '14\n5\nb\n0\n1\n',
+    );
     expect(
-      (await sh('expr 2 + 3 \\* 4; expr length hello; expr abc : "a\\(.\\)"; expr 0; echo $?')).out,
-    ).toBe('14\n5\nb\n0\n1\n');
-    expect(
-      (
-        await sh(
-          'echo a > /data/local/tmp/c1; echo b > /data/local/tmp/c2; cmp /data/local/tmp/c1 /data/local/tmp/c2',
-        )
-      ).out,
+      await out(
+        'echo a > /data/local/tmp/c1; echo b > /data/local/tmp/c2; cmp /data/local/tmp/c1 /data/local/tmp/c2',
+      ),
     ).toBe('/data/local/tmp/c1 /data/local/tmp/c2 differ: char 1, line 1\n');
     const gz = await sh(
       'echo hello > /data/local/tmp/z; gzip /data/local/tmp/z; ls /data/local/tmp/z*; zcat /data/local/tmp/z.gz',
@@ -526,29 +525,29 @@ describe('what scripts use, as mksh and toybox do it', () => {
   });
 
   it('reads line by line with read, leaving the rest of the input to the next reader', async () => {
-    expect((await sh('printf \'a\\nb\\nc\\n\' | while read l; do echo "got $l"; done')).out).toBe(
+    expect(await out('printf \'a\\nb\\nc\\n\' | while read l; do echo "got $l"; done')).toBe(
       'got a\ngot b\ngot c\n',
     );
-    expect((await sh("printf '1\\n2\\n3\\n' | { read x; cat; }")).out).toBe('2\n3\n');
-    expect((await sh("printf 'x y z\\nlast' | { read a b; echo $b $?; read c; echo $c $?; }")).out).toBe(
+    expect(await out("printf '1\\n2\\n3\\n' | { read x; cat; }")).toBe('2\n3\n');
+    expect(await out("printf 'x y z\\nlast' | { read a b; echo $b $?; read c; echo $c $?; }")).toBe(
       'y z 0\nlast 1\n',
     );
     // A trapped signal interrupts wait (status 128+N) and its action runs.
     expect(
-      (await sh("trap 'echo usr1' USR1; sleep 5 & (sleep 0.02; kill -USR1 $$) & wait; echo $?; kill %1")).out,
+      await out("trap 'echo usr1' USR1; sleep 5 & (sleep 0.02; kill -USR1 $$) & wait; echo $?; kill %1"),
     ).toBe('usr1\n138\n');
   });
 
   it('signals jobs by %N and reports unknown ones as mksh does', async () => {
     // An ended job leaves the numbered table at once (mksh without job control), so its
     // status is waited for by pid.
-    expect((await sh('sleep 5 & kill %1; wait $!; echo $?')).out).toBe('143\n');
+    expect(await out('sleep 5 & kill %1; wait $!; echo $?')).toBe('143\n');
     expect(await sh('kill %9')).toMatchObject({ code: 1, err: '/system/bin/sh: kill: %9: no such job\n' });
     expect(await sh('sleep 5 & sleep 6 & kill %sleep')).toMatchObject({
       code: 1,
       err: '/system/bin/sh: kill: %sleep: ambiguous\n',
     });
-    expect((await sh('sleep 5 & sleep 6 & kill %?6 %-; wait; echo $?')).out).toBe('0\n');
+    expect(await out('sleep 5 & sleep 6 & kill %?6 %-; wait; echo $?')).toBe('0\n');
   });
 
   it('numbers jobs from the lowest free number and lists them as mksh does', async () => {
@@ -566,7 +565,7 @@ describe('what scripts use, as mksh and toybox do it', () => {
       code: 126,
       err: '/system/bin/sh: awk: not modeled by the virtual phone (see docs/virtual-phone.md)\n',
     });
-    expect((await sh('which awk')).out).toBe('/system/bin/awk\n');
+    expect(await out('which awk')).toBe('/system/bin/awk\n');
     // toybox tar is on every phone: the virtual one says it does not run it, not that it is missing.
     expect(await sh('tar -czf /data/local/tmp/t.tgz /data/local/tmp')).toMatchObject({
       code: 126,
@@ -576,7 +575,7 @@ describe('what scripts use, as mksh and toybox do it', () => {
 
   it('runs every toybox applet by name: the ones it models, and a clear refusal for the rest', async () => {
     // What Android 14's toybox lists; `which` finds each in /system/bin.
-    const applets = (await sh('ls /system/bin')).out.split('\n');
+    const applets = (await out('ls /system/bin')).split('\n');
     for (const name of ['free', 'lsof', 'mount', 'nproc', 'mktemp', 'xxd', 'vi', 'killall'])
       expect(applets).toContain(name);
     expect(await sh('lsof')).toMatchObject({
@@ -597,7 +596,7 @@ describe('what scripts use, as mksh and toybox do it', () => {
     );
     expect(r).toMatchObject({ code: 0, out: '9\n9\n9\n0-8\n9\n4096\n' });
     // The big core is a Cortex-X3 (part 0xd4e), the last one.
-    expect((await sh('grep "CPU part" /proc/cpuinfo | tail -1')).out).toBe('CPU part\t: 0xd4e\n');
+    expect(await out('grep "CPU part" /proc/cpuinfo | tail -1')).toBe('CPU part\t: 0xd4e\n');
     expect(await sh('getconf NOPE')).toMatchObject({ code: 1, err: "getconf: bad 'NOPE'\n" });
   });
 
@@ -637,22 +636,20 @@ describe('what scripts use, as mksh and toybox do it', () => {
 
   it('computes $((...)) and let as mksh does: 32-bit integers, C operators, assignments', async () => {
     expect(
-      (
-        await sh(
-          'echo $((7/2)) $((-7/2)) $((-7%3)) $((1<<4)) $((5&3)) $((5|3)) $((5^3)) $((~0)) $((!0)) $((2>1?10:20))',
-        )
-      ).out,
+      await out(
+        'echo $((7/2)) $((-7/2)) $((-7%3)) $((1<<4)) $((5&3)) $((5|3)) $((5^3)) $((~0)) $((!0)) $((2>1?10:20))',
+      ),
     ).toBe('3 -3 -1 16 1 7 6 -1 1 10\n');
     // Numbers as mksh reads them (010 is ten outside POSIX mode), and 32-bit wrap-around.
-    expect((await sh('echo $((0x1f)) $((2#101)) $((16#ff)) $((010)) $((2147483647+1)) $((1#A))')).out).toBe(
+    expect(await out('echo $((0x1f)) $((2#101)) $((16#ff)) $((010)) $((2147483647+1)) $((1#A))')).toBe(
       '31 5 255 10 -2147483648 65\n',
     );
-    expect((await sh('x=5; echo $((x+=2)) $x $((x++)) $x $((++x)) $((x--)) $x')).out).toBe('7 7 7 8 9 9 8\n');
+    expect(await out('x=5; echo $((x+=2)) $x $((x++)) $x $((++x)) $((x--)) $x')).toBe('7 7 7 8 9 9 8\n');
     // A variable holding an expression is evaluated; the side not taken assigns nothing.
-    expect((await sh('a=b+1; b=2; echo $((a*2)) $((0 && (q=5))) q=$q $(( 2 * (3 + (4)) ))')).out).toBe(
+    expect(await out('a=b+1; b=2; echo $((a*2)) $((0 && (q=5))) q=$q $(( 2 * (3 + (4)) ))')).toBe(
       '6 0 q= 14\n',
     );
-    expect((await sh('let x=3 y=x*2; echo $? $x $y; let 0; echo $?')).out).toBe('0 3 6\n1\n');
+    expect(await out('let x=3 y=x*2; echo $? $x $y; let 0; echo $?')).toBe('0 3 6\n1\n');
     expect(await sh('let; echo $?; let 1/0; echo $?')).toMatchObject({
       out: '1\n2\n',
       err: '/system/bin/sh: let: no arguments\n/system/bin/sh: 1/0: zero divisor\n',
@@ -667,22 +664,22 @@ describe('what scripts use, as mksh and toybox do it', () => {
       "/system/bin/sh: a: expression recurses on parameter 'a'\n",
     );
     // The text is expanded first: parameters, positional ones and command substitutions.
-    expect((await sh('set -- 5 6; echo $(( $1 * $2 + $# )) $(( $(echo 4) + 1 ))')).out).toBe('32 5\n');
+    expect(await out('set -- 5 6; echo $(( $1 * $2 + $# )) $(( $(echo 4) + 1 ))')).toBe('32 5\n');
   });
 
   it('feeds here-documents and here-strings to standard input', async () => {
     // Expanded, with \$ kept literal; a quoted delimiter keeps the body as it is.
-    expect((await sh('x=world\ncat <<EOF\nhello $x\n  $((1+2)) \\$x `echo bt`\nEOF\necho after')).out).toBe(
+    expect(await out('x=world\ncat <<EOF\nhello $x\n  $((1+2)) \\$x `echo bt`\nEOF\necho after')).toBe(
       'hello world\n  3 $x bt\nafter\n',
     );
-    expect((await sh("cat <<'EOF' | wc -l\n$x literal\ntwo\nEOF")).out).toBe('2\n');
+    expect(await out("cat <<'EOF' | wc -l\n$x literal\ntwo\nEOF")).toBe('2\n');
     // <<- drops leading tabs; two on one line are read in turn; a function's input too.
-    expect((await sh('if true; then\n\tcat <<-END\n\ttabbed\n\tEND\nfi')).out).toBe('tabbed\n');
-    expect((await sh('cat <<A; cat <<B\none\nA\ntwo\nB')).out).toBe('one\ntwo\n');
-    expect(
-      (await sh('f() { cat; }; f <<EOF > /data/local/tmp/out\nx\nEOF\ncat /data/local/tmp/out')).out,
-    ).toBe('x\n');
-    expect((await sh('tr a-z A-Z <<< "here $((2*3))"')).out).toBe('HERE 6\n');
+    expect(await out('if true; then\n\tcat <<-END\n\ttabbed\n\tEND\nfi')).toBe('tabbed\n');
+    expect(await out('cat <<A; cat <<B\none\nA\ntwo\nB')).toBe('one\ntwo\n');
+    expect(await out('f() { cat; }; f <<EOF > /data/local/tmp/out\nx\nEOF\ncat /data/local/tmp/out')).toBe(
+      'x\n',
+    );
+    expect(await out('tr a-z A-Z <<< "here $((2*3))"')).toBe('HERE 6\n');
     // Descriptors past 2 are not modeled: said, not ignored.
     expect(await sh('exec 3>/data/local/tmp/f; echo "st $?"; echo hi >&3; cat 3<<EOF\nx\nEOF')).toMatchObject(
       {
@@ -710,59 +707,51 @@ describe('what scripts use, as mksh and toybox do it', () => {
   });
 
   it('reads with read as mksh does: $IFS, backslashes unless -r, -d, -n, -t, and the last name takes the rest', async () => {
-    expect((await sh('read -r a b <<< \'x\\y z w\'; echo "[$a][$b]"')).out).toBe('[x\\y][z w]\n');
-    expect((await sh('read a b <<< \'x\\y z\\ w  v  \'; echo "[$a][$b]"')).out).toBe('[xy][z w  v]\n');
+    expect(await out('read -r a b <<< \'x\\y z w\'; echo "[$a][$b]"')).toBe('[x\\y][z w]\n');
+    expect(await out('read a b <<< \'x\\y z\\ w  v  \'; echo "[$a][$b]"')).toBe('[xy][z w  v]\n');
     // IFS=: holds for read alone; non-white separators keep empty fields and white space.
     expect(
-      (
-        await sh(
-          'IFS=: read a b <<< \'p:q:r\'; echo "[$a][$b]"; IFS=: read a b c <<< \' p :: r \'; echo "[$a][$b][$c]"',
-        )
-      ).out,
+      await out(
+        'IFS=: read a b <<< \'p:q:r\'; echo "[$a][$b]"; IFS=: read a b c <<< \' p :: r \'; echo "[$a][$b][$c]"',
+      ),
     ).toBe('[p][q:r]\n[ p ][][ r ]\n');
-    expect((await sh('read <<< \'  lead trail  \'; echo "[$REPLY]"')).out).toBe('[lead trail]\n');
+    expect(await out('read <<< \'  lead trail  \'; echo "[$REPLY]"')).toBe('[lead trail]\n');
     // The last line without a newline is read, with status 1; then there is nothing.
     expect(
-      (
-        await sh(
-          'printf \'one\\ntwo\' | { read x; echo "$? $x"; read y; echo "$? $y"; read z; echo "$? [$z]"; }',
-        )
-      ).out,
+      await out(
+        'printf \'one\\ntwo\' | { read x; echo "$? $x"; read y; echo "$? $y"; read z; echo "$? [$z]"; }',
+      ),
     ).toBe('0 one\n1 two\n1 []\n');
     expect(
-      (await sh("printf 'ab:cd' | { read -d : x; echo $x; read -n 1 y; echo $y; read z; echo $z; }")).out,
+      await out("printf 'ab:cd' | { read -d : x; echo $x; read -n 1 y; echo $y; read z; echo $z; }"),
     ).toBe('ab\nc\nd\n');
-    expect((await sh('printf \'a\\\\\\nb\\n\' | { read x; echo "[$x]"; }')).out).toBe('[ab]\n');
-    expect((await sh('sleep 5 | { read -t 0.1 x; echo "status $?"; pkill sleep; }')).out).toBe('status 1\n');
+    expect(await out('printf \'a\\\\\\nb\\n\' | { read x; echo "[$x]"; }')).toBe('[ab]\n');
+    expect(await out('sleep 5 | { read -t 0.1 x; echo "status $?"; pkill sleep; }')).toBe('status 1\n');
     expect(await sh('read -A arr')).toMatchObject({
       code: 2,
       err: '/system/bin/sh: read: -A: not modeled by the virtual phone\n',
     });
     // Assignments before a special builtin stay; before others, and functions, they do not.
-    expect((await sh('X=1 :; echo "[$X]"; f() { echo "in f $Z"; }; Z=3 f; echo "[$Z]"')).out).toBe(
+    expect(await out('X=1 :; echo "[$X]"; f() { echo "in f $Z"; }; Z=3 f; echo "[$Z]"')).toBe(
       '[1]\nin f 3\n[]\n',
     );
   });
 
   it('expands ${X:off:len}, ${X/pat/rep}, nested ${A:-${B}}, ~ and $PPID as mksh does', async () => {
-    expect((await sh('x=abcdef; echo ${x:1:3} ${x:2} ${x: -2} ${x:(-3):2} ${x:10}.')).out).toBe(
+    expect(await out('x=abcdef; echo ${x:1:3} ${x:2} ${x: -2} ${x:(-3):2} ${x:10}.')).toBe(
       'bcd cdef ef de .\n',
     );
     expect(
-      (
-        await sh(
-          'x=abcabc; echo ${x/b/X} ${x//b/X} ${x/#a/X} ${x/%c/X} ${x/#b/X} ${x//[ac]/} ${x/b*/Y} ${x/#/pre-}',
-        )
-      ).out,
+      await out(
+        'x=abcabc; echo ${x/b/X} ${x//b/X} ${x/#a/X} ${x/%c/X} ${x/#b/X} ${x//[ac]/} ${x/b*/Y} ${x/#/pre-}',
+      ),
     ).toBe('aXcabc aXcaXc Xbcabc abcabX abcabc bb aY pre-abcabc\n');
     expect(
-      (await sh('p=/sdcard/Download/f.tar.gz; echo ${p//\\//:}; set -- a b c d; echo ${@:2} ${@:1:2}')).out,
+      await out('p=/sdcard/Download/f.tar.gz; echo ${p//\\//:}; set -- a b c d; echo ${@:2} ${@:1:2}'),
     ).toBe(':sdcard:Download:f.tar.gz\nb c d a b\n');
-    expect((await sh('a=; b=deflt; echo ${a:-${b}} ${u:-${b:-z}}x "${a:-"q r"}"')).out).toBe(
-      'deflt defltx q r\n',
-    );
+    expect(await out('a=; b=deflt; echo ${a:-${b}} ${u:-${b:-z}}x "${a:-"q r"}"')).toBe('deflt defltx q r\n');
     // ~ is $HOME (/ for adb's shell) at a word's start and after NAME=; quoted it stays.
-    expect((await sh('echo ~ ~/x a~ "~" ~user; x=~/d; echo $x')).out).toBe('/ //x a~ ~ ~user\n//d\n');
+    expect(await out('echo ~ ~/x a~ "~" ~user; x=~/d; echo $x')).toBe('/ //x a~ ~ ~user\n//d\n');
     // $PPID is adbd's, in a subshell too.
     const ppid = await sh('echo $PPID; ( echo $PPID ); ps -o PPID= -p $$');
     const [first, second, fromPs] = ppid.out
@@ -775,31 +764,23 @@ describe('what scripts use, as mksh and toybox do it', () => {
 
   it('tests with [[ ... ]] as mksh does: patterns, &&, ||, !, ( ), file tests and arithmetic comparisons', async () => {
     expect(
-      (
-        await sh(
-          '[[ -d /sdcard ]] && echo dir; [[ -f /sdcard ]] || echo notfile; [[ ! -e /nope ]] && echo gone',
-        )
-      ).out,
+      await out(
+        '[[ -d /sdcard ]] && echo dir; [[ -f /sdcard ]] || echo notfile; [[ ! -e /nope ]] && echo gone',
+      ),
     ).toBe('dir\nnotfile\ngone\n');
     // Unquoted, the right side of == is a pattern; quoted, a string. No word splitting.
     expect(
-      (
-        await sh(
-          'x="a b"; [[ $x == a* ]] && echo glob; [[ $x == "a*" ]] || echo quoted; [[ $x != b* ]] && echo ne',
-        )
-      ).out,
+      await out(
+        'x="a b"; [[ $x == a* ]] && echo glob; [[ $x == "a*" ]] || echo quoted; [[ $x != b* ]] && echo ne',
+      ),
     ).toBe('glob\nquoted\nne\n');
     expect(
-      (
-        await sh(
-          '[[ -n $u ]] || echo empty; [[ $u ]] || echo empty2; [[ abc < abd ]] && echo lt; [[ 10 -lt 9 ]] || echo num; [[ 1+1 -eq 2 ]] && echo arith',
-        )
-      ).out,
+      await out(
+        '[[ -n $u ]] || echo empty; [[ $u ]] || echo empty2; [[ abc < abd ]] && echo lt; [[ 10 -lt 9 ]] || echo num; [[ 1+1 -eq 2 ]] && echo arith',
+      ),
     ).toBe('empty\nempty2\nlt\nnum\narith\n');
-    expect((await sh('if [[ ( -d / && -e /nope ) || 1 -eq 1 ]]; then echo grouped; fi')).out).toBe(
-      'grouped\n',
-    );
-    expect((await sh('[[ -x /system/bin/ls &&\n   -L /system/bin/ls ]] && echo multi')).out).toBe('multi\n');
+    expect(await out('if [[ ( -d / && -e /nope ) || 1 -eq 1 ]]; then echo grouped; fi')).toBe('grouped\n');
+    expect(await out('[[ -x /system/bin/ls &&\n   -L /system/bin/ls ]] && echo multi')).toBe('multi\n');
     // mksh has no =~.
     expect(await sh('[[ a =~ b ]]; echo never')).toMatchObject({
       code: 2,
@@ -813,13 +794,11 @@ describe('what scripts use, as mksh and toybox do it', () => {
         '[[ $x == *a*a*a*a*a*a*b ]] || echo nomatch; case $x in *a*a*a*a*a*b) echo m;; *) echo nm;; esac',
     );
     expect(r.out).toBe('4000\n4000\nnomatch\nnm\n');
-    expect((await sh('x=aaaa; echo ${x//*/b} ${x%a*} ${x%%a*}. ${x#*a} ${x##*a}.')).out).toBe(
-      'b aaa . aaa .\n',
-    );
+    expect(await out('x=aaaa; echo ${x//*/b} ${x%a*} ${x%%a*}. ${x#*a} ${x##*a}.')).toBe('b aaa . aaa .\n');
     // 20,000 backslashes in one line are read in one pass.
-    expect(
-      (await sh('x=$(printf "\\\\\\\\%.0s" $(seq 20000)); echo "$x" | { read v; echo ${#v}; }')).out,
-    ).toBe('10000\n');
+    expect(await out('x=$(printf "\\\\\\\\%.0s" $(seq 20000)); echo "$x" | { read v; echo ${#v}; }')).toBe(
+      '10000\n',
+    );
   });
 
   it('says when nesting is too deep instead of failing, and runs (( )) as let', async () => {
@@ -838,7 +817,7 @@ describe('what scripts use, as mksh and toybox do it', () => {
         'i=0; while (( i < 3 )); do echo $i; (( i++ )); done; (( 1 > 5 )) || echo false; ls /data/local/tmp; (( 1/0 )); echo "st $?"',
       ),
     ).toMatchObject({ out: '0\n1\n2\nfalse\nst 2\n', err: '/system/bin/sh:  1/0 : zero divisor\n' });
-    expect((await sh('echo $((echo a); (echo b)); x=$((cd /; echo hi) ); echo $x; ( (echo n) )')).out).toBe(
+    expect(await out('echo $((echo a); (echo b)); x=$((cd /; echo hi) ); echo $x; ( (echo n) )')).toBe(
       'a b\nhi\nn\n',
     );
   });
@@ -848,57 +827,47 @@ describe('what scripts use, as mksh and toybox do it', () => {
       (await sh('x=hello; p=l; echo ${x//"$p"/L} ${x/l/\\}} ${x/e/\\&} "${u:-"$HOME"}" ${x:0:-1} ${x:1:-1}'))
         .out,
     ).toBe('heLLo he}lo h&llo / hell ell\n');
-    expect((await sh("echo ${x:-{}; s='{a}'; s=${s#{}; echo $s")).out).toBe('{\na}\n');
-    expect((await sh('set -e; [[ -o errexit ]] && echo on; set -f; [[ -o noglob ]] && echo nog')).out).toBe(
+    expect(await out("echo ${x:-{}; s='{a}'; s=${s#{}; echo $s")).toBe('{\na}\n');
+    expect(await out('set -e; [[ -o errexit ]] && echo on; set -f; [[ -o noglob ]] && echo nog')).toBe(
       'on\nnog\n',
     );
     // A function named test does not take over [[ ]] or `command test`.
     expect(
-      (
-        await sh(
-          'test(){ echo hijacked; }; [[ -f /system/build.prop ]] && echo file; command test -d / && echo dir',
-        )
-      ).out,
+      await out(
+        'test(){ echo hijacked; }; [[ -f /system/build.prop ]] && echo file; command test -d / && echo dir',
+      ),
     ).toBe('file\ndir\n');
     expect(
-      (
-        await sh(
-          '[[ -u /system ]] || echo nosuid; [[ -O /data/local/tmp ]] && echo owner; [[ -G /sdcard ]] || echo notgroup',
-        )
-      ).out,
+      await out(
+        '[[ -u /system ]] || echo nosuid; [[ -O /data/local/tmp ]] && echo owner; [[ -G /sdcard ]] || echo notgroup',
+      ),
     ).toBe('nosuid\nowner\nnotgroup\n');
     expect(
-      (
-        await sh(
-          'IFS=: read -r a b <<< \'a:b:\'; echo "[$a][$b]"; IFS=: read -r a b <<< \'a:b:c:\'; echo "[$a][$b]"',
-        )
-      ).out,
+      await out(
+        'IFS=: read -r a b <<< \'a:b:\'; echo "[$a][$b]"; IFS=: read -r a b <<< \'a:b:c:\'; echo "[$a][$b]"',
+      ),
     ).toBe('[a][b]\n[a][b:c:]\n');
-    expect((await sh('ls -lL /bin | head -2')).out).toBe(
+    expect(await out('ls -lL /bin | head -2')).toBe(
       'total 1024\n-rwxr-xr-x 1 root shell 4 2009-01-01 00:00 [\n',
     );
     // What a read -t left unread is the next read's.
     expect(
-      (
-        await sh(
-          '{ sleep 0.3; echo first; echo second; } | { read -t 0.1 a; echo "a=[$a] $?"; sleep 0.5; read b; read c; echo "b=$b c=$c"; }',
-        )
-      ).out,
+      await out(
+        '{ sleep 0.3; echo first; echo second; } | { read -t 0.1 a; echo "a=[$a] $?"; sleep 0.5; read b; read c; echo "b=$b c=$c"; }',
+      ),
     ).toBe('a=[] 1\nb=first c=second\n');
   });
 
   it('reads options with getopts as mksh does', async () => {
     expect(
-      (
-        await sh(
-          'set -- -a -b val -c x y; while getopts ab:c o; do echo "$o ${OPTARG-unset} $OPTIND"; done; shift $((OPTIND-1)); echo "rest $@"',
-        )
-      ).out,
+      await out(
+        'set -- -a -b val -c x y; while getopts ab:c o; do echo "$o ${OPTARG-unset} $OPTIND"; done; shift $((OPTIND-1)); echo "rest $@"',
+      ),
     ).toBe('a unset 2\nb val 4\nc unset 5\nrest x y\n');
     // A group moves OPTIND once; the end leaves NAME ? and status 1.
-    expect(
-      (await sh('for i in 1 2 3 4; do getopts abc: o -abc10; echo $? $OPTIND $o ${OPTARG-}; done')).out,
-    ).toBe('0 2 a\n0 2 b\n0 2 c 10\n1 2 ?\n');
+    expect(await out('for i in 1 2 3 4; do getopts abc: o -abc10; echo $? $OPTIND $o ${OPTARG-}; done')).toBe(
+      '0 2 a\n0 2 b\n0 2 c 10\n1 2 ?\n',
+    );
     expect(await sh('getopts ab o -x; echo "$? $o ${OPTARG-unset}"')).toMatchObject({
       out: '0 ? unset\n',
       err: '/system/bin/sh: -x: unknown option\n',
@@ -945,7 +914,7 @@ describe('what scripts use, as mksh and toybox do it', () => {
         '-rwxr-xr-x 1 root shell 4 2009-01-01 00:00 /system/bin/ls\n',
     );
     // A link runs what it names; the directory lists in name order.
-    expect((await sh('/system/bin/ls -d /; ls /system/bin | head -3')).out).toBe('/\n[\nacpi\nam\n');
+    expect(await out('/system/bin/ls -d /; ls /system/bin | head -3')).toBe('/\n[\nacpi\nam\n');
   });
 
   it('says what a name is with type and command -v, shows limits with ulimit, and refuses what it cannot do', async () => {
@@ -959,7 +928,7 @@ describe('what scripts use, as mksh and toybox do it', () => {
         'awk is a tracked alias for /system/bin/awk\necho is a shell builtin\n[[ is a reserved word\n' +
         '/system/bin/ls is /system/bin/ls\ncd\nf\n/system/bin/awk\n[[\ntrue\nnone\n',
     );
-    expect((await sh('ulimit -n; ulimit; ulimit -a | grep nofiles')).out).toBe(
+    expect(await out('ulimit -n; ulimit; ulimit -a | grep nofiles')).toBe(
       '32768\nunlimited\nnofiles(descriptors) 32768\n',
     );
     // Setting a limit, or an alias, would change nothing here: said, not pretended.
@@ -1004,7 +973,7 @@ describe('what scripts use, as mksh and toybox do it', () => {
         '5\n8\nabsent\ngone\n',
     );
     expect(r.err).toBe("unlink: couldn't unlink 'd': Is a directory\n");
-    expect((await sh('uuidgen')).out).toMatch(
+    expect(await out('uuidgen')).toMatch(
       /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\n$/,
     );
     expect(await sh('sync; usleep 1000')).toMatchObject({ code: 0, out: '' });
@@ -1016,7 +985,7 @@ describe('what scripts use, as mksh and toybox do it', () => {
     );
     expect(r.err).toBe('killall: sleep: no process killed\n');
     expect(r.out).toBe('1\n');
-    expect((await sh('sleep 30 & killall -s HUP sleep; wait $!; echo $?')).out).toBe('129\n');
+    expect(await out('sleep 30 & killall -s HUP sleep; wait $!; echo $?')).toBe('129\n');
   });
 
   it('hashes with every sum toybox has on Android', async () => {

@@ -147,22 +147,17 @@ function parseCond(items: CondItem[]): CondExpr {
     if (opRaw === '=~') unexpected();
     return { kind: 'string', word: left };
   };
-  const and = (): CondExpr => {
-    let left = primary();
-    while (isOp(items[i], '&&')) {
+  /** Operands read by `next`, joined left to right by `op`. */
+  const joined = (op: '&&' | '||', next: () => CondExpr) => (): CondExpr => {
+    let left = next();
+    while (isOp(items[i], op)) {
       i++;
-      left = { kind: 'and', left, right: primary() };
+      left = { kind: op === '&&' ? 'and' : 'or', left, right: next() };
     }
     return left;
   };
-  const or = (): CondExpr => {
-    let left = and();
-    while (isOp(items[i], '||')) {
-      i++;
-      left = { kind: 'or', left, right: and() };
-    }
-    return left;
-  };
+  const and = joined('&&', primary);
+  const or = joined('||', and);
   const expr = or();
   if (i < items.length) unexpected();
   return expr;
