@@ -680,6 +680,8 @@ describe('what scripts use, as mksh and toybox do it', () => {
       'x\n',
     );
     expect(await out('tr a-z A-Z <<< "here $((2*3))"')).toBe('HERE 6\n');
+    // Inside $(...), a body with quotes and parentheses is the body's.
+    expect(await out('x=$(cat <<E\ndon\'t (stop)\nE\n); echo "[$x]"')).toBe("[don't (stop)]\n");
     // Descriptors past 2 are not modeled: said, not ignored.
     expect(await sh('exec 3>/data/local/tmp/f; echo "st $?"; echo hi >&3; cat 3<<EOF\nx\nEOF')).toMatchObject(
       {
@@ -751,7 +753,9 @@ describe('what scripts use, as mksh and toybox do it', () => {
     ).toBe(':sdcard:Download:f.tar.gz\nb c d a b\n');
     expect(await out('a=; b=deflt; echo ${a:-${b}} ${u:-${b:-z}}x "${a:-"q r"}"')).toBe('deflt defltx q r\n');
     // ~ is $HOME (/ for adb's shell) at a word's start and after NAME=; quoted it stays.
-    expect(await out('echo ~ ~/x a~ "~" ~user; x=~/d; echo $x')).toBe('/ //x a~ ~ ~user\n//d\n');
+    expect(await out('echo ~ ~/x a~ "~" ~user; x=~/d; echo $x; p=/a:~/b:~; echo $p')).toBe(
+      '/ //x a~ ~ ~user\n//d\n/a://b:/\n',
+    );
     // $PPID is adbd's, in a subshell too.
     const ppid = await sh('echo $PPID; ( echo $PPID ); ps -o PPID= -p $$');
     const [first, second, fromPs] = ppid.out

@@ -432,12 +432,22 @@ class Lexer {
     return { type: 'word', word: { parts }, raw: s.slice(start, this.pos), plain };
   }
 
-  /** Whether the `~` at pos is a tilde prefix: first in the word (or after NAME=), then `/` or the word's end. */
+  /**
+   * Whether the `~` at pos is a tilde prefix: first in the word, or after `NAME=` or a `:`
+   * in an assignment; followed by `/`, the word's end (or a `:` in an assignment).
+   */
   private atTilde(wordStart: number): boolean {
     const before = this.src.slice(wordStart, this.pos);
-    if (before !== '' && !/^[A-Za-z_][A-Za-z0-9_]*=$/.test(before)) return false;
+    const assignment = /^[A-Za-z_][A-Za-z0-9_]*=/.test(before);
+    // In an assignment's value, each :-separated part may begin with ~ (PATH=$PATH:~/bin).
+    if (before !== '' && !(assignment && (before.endsWith('=') || before.endsWith(':')))) return false;
     const after = this.src[this.pos + 1];
-    return after === undefined || after === '/' || ' \t\r\n;&|()<>'.includes(after);
+    return (
+      after === undefined ||
+      after === '/' ||
+      (assignment && after === ':') ||
+      ' \t\r\n;&|()<>'.includes(after)
+    );
   }
 
   /** Parses `$name`, `${...}`, `$(...)` or a backtick substitution at pos; null if just a `$`. */
@@ -596,20 +606,31 @@ function splitAt(s: string, separator: string): number {
   return -1;
 }
 
+/** The `)` that closes the `(` at `open`, past quotes, comments and here-document bodies. */
 function matchParen(s: string, open: number): number {
   let depth = 0;
+  // Here-documents begun on the current line: their bodies follow its newline.
+  const heredocs: { delimiter: string; stripTabs: boolean }[] = [];
   for (let i = open; i < s.length; i++) {
     const c = s[i];
-    if (c === '\\') i++;
-    else if (c === "'") {
-      const end = s.indexOf("'", i + 1);
-      if (end < 0) break;
-      i = end;
-    } else if (c === '"') {
-      i++;
-      while (i < s.length && s[i] !== '"') {
-        if (s[i] === '\\') i++;
-        i++;
+    if (c === '\\' || c === "'" || c === '"') i = skipQuoted(s, i);
+    else if (c === '$' && s[i + 1] === '(' && s[i + 2] === '(' && arithmeticEnd(s, i + 3) >= 0) {
+      // $((...)): its << is a shift, not a here-document.
+      i = arithmeticEnd(s, i + 3) + 1;
+    } else if (c === '<' && s[i + 1] === '<' && s[i + 2] !== '<') {
+      const m = /^<<(-?)[ \t]*('([^']*)'|"([^"]*)"|\\?([^\s;&|()<>]+))/.exec(s.slice(i));
+      if (m) {
+        heredocs.push({ delimiter: m[3] ?? m[4] ?? m[5]!, stripTabs: m[1] === '-' });
+        i += m[0].length - 1;
+      }
+    } else if (c === '\n' && heredocs.length > 0) {
+      for (const doc of heredocs.splice(0)) {
+        for (;;) {
+          const end = s.indexOf('\n', i + 1);
+          const line = s.slice(i + 1, end < 0 ? s.length : end);
+          i = end < 0 ? s.length : end;
+          if ((doc.stripTabs ? line.replace(/^\t+/, '') : line) === doc.delimiter || end < 0) break;
+        }
       }
     } else if (c === '(') depth++;
     else if (c === ')') {
