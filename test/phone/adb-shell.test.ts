@@ -93,6 +93,29 @@ describe('shell protocol', () => {
     expect(r.code).toBe(5);
   });
 
+  it('runs a script piped into adb shell whole: commands over several lines, here-documents', async () => {
+    const script = [
+      'for i in 1 2; do',
+      '  echo "n=$i"',
+      'done',
+      "cat <<'EOF'",
+      'body $i',
+      'EOF',
+      'if [ -d /sdcard ]; then',
+      '  echo dir',
+      'fi',
+      'echo "two',
+      'lines"',
+      'fi',
+      'echo after',
+      '',
+    ].join('\n');
+    const r = await v.adb(['shell'], { input: script });
+    expect(r.stdout).toBe('n=1\nn=2\nbody $i\ndir\ntwo\nlines\nafter\n');
+    // A stray fi is an error at once, and the session goes on.
+    expect(r.stderr).toContain("syntax error: unexpected 'fi'");
+  });
+
   it('runs a pty session with a prompt and CRLF line ends', async () => {
     const r = await v.adb(['shell', '-tt'], { input: 'echo ping\nexit 6\n' });
     expect(r.stdout).toContain('shiba:/ $ ');

@@ -8,6 +8,7 @@ import type { CommandTable, Io } from '../shell/command.js';
 import { Interpreter, SHELL_NAME, initialShellState, mkshMayExec } from '../shell/interpreter.js';
 import type { Input, Output, Terminal } from '../shell/io.js';
 import { WritableOutput } from '../shell/io.js';
+import { incompleteShell } from '../shell/parse.js';
 import type { Device } from '../device.js';
 import { ROOT_CREDENTIALS, SHELL_CREDENTIALS } from '../fs.js';
 import { ADBD } from '../processes.js';
@@ -354,10 +355,15 @@ export function runShellService(stream: AdbStream, options: ShellServiceOptions,
   });
 }
 
-/** An interactive session: reads lines from stdin and runs each (with a prompt on a pty). */
+/**
+ * An interactive session: reads lines from stdin and runs each command once it is whole
+ * (with a prompt on a pty, and mksh's `> ` while a quote, a here-document, an `if` or a
+ * loop goes on over more lines), so a script piped into `adb shell` runs as it would on a phone.
+ */
 async function interactive(shell: Interpreter, io: Io, pty: boolean, signal: AbortSignal): Promise<number> {
+  let pending = '';
   const prompt = () => {
-    if (pty) io.stdout.write(`shiba:/ $ `);
+    if (pty) io.stdout.write(pending === '' ? `shiba:/ $ ` : '> ');
   };
   const echo = (text: string) => {
     if (pty && io.stdin.terminal?.echo !== false) io.stdout.write(text);
@@ -375,6 +381,7 @@ async function interactive(shell: Interpreter, io: Io, pty: boolean, signal: Abo
     for (const ch of decoder.write(chunk)) {
       if (pty && ch === '\x03') {
         line = '';
+        pending = '';
         io.stdout.write('^C\n');
         prompt();
         continue;
@@ -389,9 +396,11 @@ async function interactive(shell: Interpreter, io: Io, pty: boolean, signal: Abo
       }
       if (ch === '\r' || ch === '\n') {
         echo('\n');
-        const source = line;
+        const source = pending === '' ? line : `${pending}\n${line}`;
         line = '';
-        if (source.trim().length > 0) {
+        // A command that goes on over the next lines waits for them.
+        pending = source.trim().length > 0 && incompleteShell(source) ? source : '';
+        if (pending === '' && source.trim().length > 0) {
           await shell.run(source, commandIo, signal);
           if (shell.exited || shell.proc.terminated.aborted || signal.aborted) return shell.status;
         }
@@ -403,7 +412,9 @@ async function interactive(shell: Interpreter, io: Io, pty: boolean, signal: Abo
     }
   }
   line += decoder.end();
-  if (line.trim().length > 0 && !shell.proc.terminated.aborted) await shell.run(line, commandIo, signal);
+  // What is left at the end runs as it is (an unfinished command says so).
+  const rest = pending === '' ? line : `${pending}\n${line}`;
+  if (rest.trim().length > 0 && !shell.proc.terminated.aborted) await shell.run(rest, commandIo, signal);
   return shell.status;
 }
 

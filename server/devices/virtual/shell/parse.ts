@@ -183,6 +183,8 @@ export interface ListItem {
 export type List = ListItem[];
 
 export class ShellSyntaxError extends Error {
+  /** The source ended before what it began (a quote, a here-document, an `if`) was closed. */
+  incomplete = false;
   constructor(message: string) {
     super(message);
     this.name = 'ShellSyntaxError';
@@ -654,9 +656,14 @@ class Parser {
     this.lexer = new Lexer(src);
   }
 
+  /** Whether the parser needed a token past the end of the source. */
+  endReached = false;
+
   private peek(n = 0): Token {
     while (this.ahead.length <= n) {
-      this.ahead.push(this.lexer.next());
+      const t = this.lexer.next();
+      if (t.type === 'eof') this.endReached = true;
+      this.ahead.push(t);
       this.aheadStarts.push(this.lexer.tokenStart);
     }
     return this.ahead[n]!;
@@ -1029,10 +1036,26 @@ class Parser {
 const REDIRECT_OPS = new Set(['>', '>>', '<', '>&', '<&', '&>', '>|', '<<', '<<-', '<<<']);
 
 export function parseShell(source: string): List {
+  const parser = new Parser(source);
   try {
-    return new Parser(source).parseProgram();
+    return parser.parseProgram();
   } catch (error) {
+    if (error instanceof ShellSyntaxError) {
+      // Unclosed quotes, substitutions and here-documents are found at the end by the lexer;
+      // an unclosed if, loop or group when the parser needed a token past it.
+      error.incomplete = parser.endReached || /unterminated|unclosed/.test(error.message);
+    }
     throw tooDeep(error) ?? error;
+  }
+}
+
+/** Whether `source` is the beginning of a command that further lines would complete. */
+export function incompleteShell(source: string): boolean {
+  try {
+    parseShell(source);
+    return false;
+  } catch (error) {
+    return error instanceof ShellSyntaxError && error.incomplete;
   }
 }
 
