@@ -1483,6 +1483,11 @@ export class Interpreter {
     if (SHELL_BUILTINS.has(name) || IN_PROCESS.has(name)) return 'builtin';
     if (this.state.functions.has(name)) return 'function';
     if (name.includes('/')) return this.fs.exists(normalizePath(name, this.state.cwd)) ? name : null;
+    return this.programPath(name);
+  }
+
+  /** Where a program of this name is on the phone's PATH (/system/bin), or null. */
+  private programPath(name: string): string | null {
     return this.commands.has(name) || SYSTEM_BIN.includes(name) ? `/system/bin/${name}` : null;
   }
 
@@ -1846,7 +1851,7 @@ export class Interpreter {
     for (const name of args.slice(i)) {
       let what = this.whence(name);
       if (pathOnly && what !== null && !what.startsWith('/')) {
-        what = this.commands.has(name) || SYSTEM_BIN.includes(name) ? `/system/bin/${name}` : null;
+        what = this.programPath(name);
       }
       if (what === null) {
         if (verbose) io.stderr.write(`${name} not found\n`);
@@ -2103,10 +2108,10 @@ export class Interpreter {
         } catch {
           continue;
         }
-        const re = globSegmentRegex(seg);
+        const glob = Glob.compile(seg);
         for (const name of entries) {
           if (name.startsWith('.') && !seg.startsWith('.')) continue;
-          if (re.test(name)) next.push(joinPath(base, name));
+          if (glob.matches(name)) next.push(joinPath(base, name));
         }
       }
       candidates = next.sort();
@@ -2126,32 +2131,6 @@ function escapeClass(s: string): string {
     .replace(/[\\\]^-]/g, '\\$&')
     .replace(/\t/g, '\\t')
     .replace(/\n/g, '\\n');
-}
-
-function globSegmentRegex(seg: string): RegExp {
-  let re = '^';
-  for (let i = 0; i < seg.length; i++) {
-    const c = seg[i]!;
-    if (c === '\\' && i + 1 < seg.length) {
-      re += escapeRegex(seg[++i]!);
-    } else if (c === '*') re += '.*';
-    else if (c === '?') re += '.';
-    else if (c === '[') {
-      const end = seg.indexOf(']', i + 2);
-      if (end < 0) re += '\\[';
-      else {
-        let body = seg.slice(i + 1, end);
-        if (body.startsWith('!')) body = '^' + body.slice(1);
-        re += `[${body.replace(/\\/g, '\\\\')}]`;
-        i = end;
-      }
-    } else re += escapeRegex(c);
-  }
-  return new RegExp(re + '$', 's');
-}
-
-function escapeRegex(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 }
 
 /**
