@@ -22,9 +22,9 @@ import { LazyAdbCredentialStore } from '../src/adb/credentials.js';
 import { socketToAdbConnection } from '../src/adb/packet-stream.js';
 import { AdbTunnel } from '../src/adb/tunnel.js';
 import { startServer } from '../server/main.js';
-import { freePort } from '../src/util/ports.js';
 import { recordingBackend } from '../test/support/backends.js';
 import { Api } from '../test/support/server.js';
+import { quietPort } from '../test/support/ports.js';
 
 const run = promisify(execFile);
 const ADB = '/usr/bin/adb';
@@ -82,7 +82,7 @@ function memory(): number {
 const { backend, phones } = recordingBackend(0);
 const server = await startServer({ backend, phones: 200, log: 'warn' });
 const work = mkdtempSync(join(tmpdir(), 'phonelease-bench-phone-'));
-const adbEnv = { ...process.env, ANDROID_ADB_SERVER_PORT: String(await freePort()) };
+const adbEnv = { ...process.env, ANDROID_ADB_SERVER_PORT: String(await quietPort()) };
 const tunnels: AdbTunnel[] = [];
 try {
   const { key } = server.createAccount({ billingMode: 'disabled', sessionLimit: 200 });

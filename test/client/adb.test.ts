@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdbError, PhoneSessionClient, leasePhone, runAdb, type Lease } from '../../src/index.js';
-import { freePort } from '../../src/util/ports.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { leaseOptions, tempDir } from './helpers.js';
+import { quietPort } from '../support/ports.js';
 
 const APK = fileURLToPath(
   new URL(
@@ -26,7 +26,7 @@ let phone: Lease;
 let adbPort: number;
 beforeAll(async () => {
   t = await startTestServer({ bootMs: 50 });
-  adbPort = await freePort();
+  adbPort = await quietPort();
   phone = await leasePhone(leaseOptions(t, { adb: { serverPort: adbPort } }));
 });
 afterAll(async () => {
@@ -137,7 +137,7 @@ describe('stock adb through the local tunnel', () => {
 
   it('reports a failed adb connect with adb’s own words (adb exits 0 even then)', async () => {
     const { adbConnect } = await import('../../src/index.js');
-    const dead = await freePort();
+    const dead = await quietPort();
     const error = await adbConnect(`127.0.0.1:${dead}`, { serverPort: adbPort }, 5000).catch(
       (e: unknown) => e,
     );

@@ -9,11 +9,11 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAdb } from '../../src/index.js';
-import { freePort } from '../../src/util/ports.js';
 import { runNode, type CliResult } from '../support/cli.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { probe } from '../support/video.js';
 import { eventually, liveIds, tempDir } from './helpers.js';
+import { quietPort } from '../support/ports.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
@@ -26,7 +26,7 @@ let t: TestServer;
 let adbServerPort: number;
 beforeAll(async () => {
   t = await startTestServer({ bootMs: 50 });
-  adbServerPort = await freePort();
+  adbServerPort = await quietPort();
 });
 afterAll(async () => {
   await runAdb(['kill-server'], { serverPort: adbServerPort }).catch(() => undefined);
@@ -155,7 +155,7 @@ describe('phonelease (client commands)', () => {
     expect((await cli(['keys', 'revoke', 'not-a-hash'])).code).toBe(2);
     expect((await cli(['history', '--limit', 'zero'])).code).toBe(2);
     expect((await cli([])).code).toBe(2);
-    const unreachable = await cli(['me'], { PHONELEASE_BASE_URL: `http://127.0.0.1:${await freePort()}` });
+    const unreachable = await cli(['me'], { PHONELEASE_BASE_URL: `http://127.0.0.1:${await quietPort()}` });
     expect(unreachable.code).toBe(1);
     expect(unreachable.stderr).toMatch(/Could not reach the phone-session service/);
 
@@ -224,7 +224,7 @@ describe('phonelease (client commands)', () => {
   });
 
   it('an unreachable --base-url is reported as that flag, not as PHONELEASE_BASE_URL', async () => {
-    const url = `http://127.0.0.1:${await freePort()}`;
+    const url = `http://127.0.0.1:${await quietPort()}`;
     const r = await cli(['me', '--base-url', url]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`Could not reach the phone-session service at ${url}`);
@@ -248,7 +248,7 @@ describe('phonelease (client commands)', () => {
 
 describe('phonelease lease', () => {
   it('prints the adb serial and viewer URL, keeps the tunnel until Ctrl-C, then ends the session', async () => {
-    const adbPort = await freePort();
+    const adbPort = await quietPort();
     const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'lease', '--json', '--timeout', '600'], {
       cwd: ROOT,
       env: cliEnv({ ANDROID_ADB_SERVER_PORT: String(adbPort) }),
@@ -295,7 +295,7 @@ describe('phonelease lease', () => {
     expect(missing.stderr).toContain('App file ./build/app-debug.apk not found');
     expect(await liveIds(t)).toEqual([]);
     // The command connects the stock adb: to a private adb server, never the machine's 5037.
-    const adbPort = await freePort();
+    const adbPort = await quietPort();
     const lease = startLease(
       [
         '--app',

@@ -21,9 +21,9 @@ import {
   leasePhone,
   newIdempotencyKey,
 } from '../../src/index.js';
-import { freePort } from '../../src/util/ports.js';
 import { serverPerTest } from '../support/server.js';
 import { CutProxy, eventually, leaseOptions, liveIds, recordingLogger, tempDir } from './helpers.js';
+import { quietPort } from '../support/ports.js';
 
 const server = serverPerTest();
 
@@ -332,7 +332,7 @@ describe('Lease operations through the service', () => {
 
 describe('a service that is not there', () => {
   it('gives up soon on an address where nothing listens, saying so, and leaves nothing open', async () => {
-    const port = await freePort();
+    const port = await quietPort();
     const ledgerDir = tempDir('phonelease-ledger-');
     const logger = recordingLogger();
     const failure = await leasePhone({

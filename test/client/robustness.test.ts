@@ -11,6 +11,7 @@ import type { AdbTunnel as AdbTunnelType } from '../../src/adb/tunnel.js';
 import { silentLogger } from '../../src/util/log.js';
 import { trackedServer } from '../support/tcp.js';
 import { tempDir } from './helpers.js';
+import { quietPort } from '../support/ports.js';
 
 const BASE = 'http://phonelease.test';
 const globalFetch: FetchLike = (url, init) => globalThis.fetch(url, init);
@@ -169,7 +170,6 @@ describe('ADB gateway', () => {
 describe('stock adb', () => {
   it('connects two phones at once on an adb server that is not running yet', async () => {
     const { startTestServer } = await import('../support/server.js');
-    const { freePort } = await import('../../src/util/ports.js');
     const { AdbTunnel, adbConnect, runAdb } = await import('../../src/index.js');
     nock.enableNetConnect('127.0.0.1');
     const t = await startTestServer({ bootMs: 0 });
@@ -183,7 +183,7 @@ describe('stock adb', () => {
       // Each round on a fresh adb server port, both connects at the same instant: both
       // find no server and race to start one.
       for (let round = 0; round < 3; round++) {
-        const serverPort = await freePort();
+        const serverPort = await quietPort();
         try {
           await Promise.all(tunnels.map((tunnel) => adbConnect(tunnel.serial, { serverPort })));
           for (const tunnel of tunnels) {

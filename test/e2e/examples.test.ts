@@ -8,7 +8,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../../src/util/ports.js';
+import { quietPort } from '../support/ports.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -17,7 +17,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
  * ended afterwards: the suites start one, which would otherwise outlive the test.
  */
 async function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
-  const adbPort = String(await freePort());
+  const adbPort = String(await quietPort());
   try {
     return await new Promise((resolve) => {
       const child = spawn(process.execPath, args, {

@@ -13,6 +13,7 @@ import { testApkFile } from '../support/apk-builder.js';
 import { embeddedServers, type ProcessInfo } from '../support/processes.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { runWdio, wdioConfig } from '../support/wdio-inline.js';
+import { quietPort } from '../support/ports.js';
 
 let t: TestServer;
 let env: NodeJS.ProcessEnv;
@@ -23,7 +24,7 @@ beforeAll(async () => {
   env = {
     PHONELEASE_BASE_URL: t.url,
     PHONELEASE_API_KEY: t.account.key,
-    ANDROID_ADB_SERVER_PORT: String(await freePort()),
+    ANDROID_ADB_SERVER_PORT: String(await quietPort()),
   };
 });
 afterAll(async () => {
@@ -274,7 +275,7 @@ describe('dies', () => {
   it('fails the spec with the reason and claims no leftovers when the service is unreachable', async () => {
     // Nothing listens here: every start fails without a session. The client knows no create
     // can have arrived (the connection was refused), so there is nothing left to end or check.
-    const unreachable = `http://127.0.0.1:${await freePort()}`;
+    const unreachable = `http://127.0.0.1:${await quietPort()}`;
     const run = await runWdio(
       'wdio-unreachable',
       {

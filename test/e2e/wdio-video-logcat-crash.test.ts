@@ -12,6 +12,7 @@ import { freePort } from '../../src/util/ports.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { decodeErrors, probe } from '../support/video.js';
 import { runWdio, wdioConfig, type WdioRun } from '../support/wdio-inline.js';
+import { quietPort } from '../support/ports.js';
 
 let t: TestServer;
 let env: NodeJS.ProcessEnv;
@@ -51,7 +52,7 @@ beforeAll(async () => {
   env = {
     PHONELEASE_BASE_URL: t.url,
     PHONELEASE_API_KEY: t.account.key,
-    ANDROID_ADB_SERVER_PORT: String(await freePort()),
+    ANDROID_ADB_SERVER_PORT: String(await quietPort()),
   };
   run = await runWdio(
     'wdio-video',

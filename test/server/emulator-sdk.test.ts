@@ -40,11 +40,11 @@ import { AdbGateway } from '../../server/adb-gateway.js';
 import { createLogger } from '../../server/log.js';
 import { adbConnect, runAdb, type StockAdbOptions } from '../../src/adb/stock-adb.js';
 import { AdbError } from '../../src/errors.js';
-import { freePort } from '../../src/util/ports.js';
 import { gatewayTunnel } from '../support/adb.js';
 import { buildTestApk } from '../support/apk-builder.js';
 import type { TrackedServer } from '../support/tcp.js';
 import { makeFakeSdk, type FakeSdk, type FakeSdkOptions } from '../support/fake-sdk/index.js';
+import { quietPort } from '../support/ports.js';
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 const sdks: FakeSdk[] = [];
@@ -521,7 +521,7 @@ describe('ADB through the gateway to an emulator', () => {
     /** Stock adb with a HOME (so an adb key) of its own, or the given one, on its own server. */
     const adbClient = async (home?: string): Promise<StockAdbOptions> => {
       if (!home) homes.push((home = mkdtempSync(join(tmpdir(), 'phonelease-adb-home-'))));
-      const options = { env: { ...process.env, HOME: home }, serverPort: await freePort() };
+      const options = { env: { ...process.env, HOME: home }, serverPort: await quietPort() };
       adbServers.push(options);
       return options;
     };

@@ -7,9 +7,9 @@ import { execFile } from 'node:child_process';
 import net from 'node:net';
 import { promisify } from 'node:util';
 import type { Api } from './server.js';
-import { freePort } from '../../src/util/ports.js';
 import { relay } from '../../src/util/relay.js';
 import { trackedServer, type TrackedServer } from './tcp.js';
+import { quietPort } from './ports.js';
 
 const run = promisify(execFile);
 export const ADB = process.env.PHONELEASE_ADB ?? '/usr/bin/adb';
@@ -64,7 +64,7 @@ export async function connectAdb(
 ): Promise<AdbSession> {
   const access = (await api.get(`/sessions/${sid}/adb`)).body as { host: string; port: number; code: string };
   const tunnel = await gatewayTunnel(access.host, access.port, access.code);
-  const adbPort = await freePort();
+  const adbPort = await quietPort();
   const env = { ...process.env, ...options.env, ANDROID_ADB_SERVER_PORT: String(adbPort) };
   const serial = `127.0.0.1:${tunnel.port}`;
   const connect = await run(ADB, ['connect', serial], { env });

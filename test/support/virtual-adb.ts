@@ -12,10 +12,10 @@ import type { DeviceBackend, DeviceLogger } from '../../server/devices/types.js'
 import { createVirtualBackend } from '../../server/devices/virtual/index.js';
 import type { VirtualPhone } from '../../server/devices/virtual/phone.js';
 import { startServer, type RunningServer } from '../../server/main.js';
-import { freePort } from '../../src/util/ports.js';
 import { ADB, gatewayTunnel } from './adb.js';
 import { wrapBackend } from './backends.js';
 import { Api } from './server.js';
+import { quietPort } from './ports.js';
 
 export interface AdbResult {
   code: number;
@@ -124,7 +124,7 @@ export async function startPhoneServer(options: { log?: DeviceLogger } = {}): Pr
   );
   const server = await startServer({ backend, log: 'warn', phones: 50 });
   const { key } = server.createAccount({ billingMode: 'disabled', sessionLimit: 50 });
-  const adbServerPort = await freePort();
+  const adbServerPort = await quietPort();
   return {
     server,
     api: new Api(server.url, key),
@@ -244,7 +244,7 @@ async function startDirect(
     signal: new AbortController().signal,
     log: log ?? quietLog,
   })) as VirtualPhone;
-  const adbServerPort = await freePort();
+  const adbServerPort = await quietPort();
   const adb = await phone.adbEndpoint();
   const serial = `${adb.host}:${adb.port}`;
   const host = (args: string[], o?: AdbRunOptions) => runAdb(['-P', String(adbServerPort), ...args], o);

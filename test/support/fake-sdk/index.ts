@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { freePort } from '../../../src/util/ports.js';
+import { quietPort } from '../ports.js';
 
 const run = promisify(execFile);
 export const FAKE_EMULATOR = fileURLToPath(new URL('./emulator.mjs', import.meta.url));
@@ -103,7 +103,7 @@ export async function makeFakeSdk(options: FakeSdkOptions = {}): Promise<FakeSdk
       },
     );
   }
-  const adbPort = await freePort();
+  const adbPort = await quietPort();
   const env: Record<string, string> = {
     ANDROID_HOME: sdk,
     HOME: home,
