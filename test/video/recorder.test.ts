@@ -88,7 +88,7 @@ async function recordDrawn(threads: Pick<EncoderThreads, 'encoder'>) {
   const clock = manualClock();
   const recording = await startScreenRecording(
     { ...sourceOf(ui), displayList: () => ui.displayList!() },
-    { threads, now: clock.now, threadShare: 1 },
+    { threads, now: clock.now, threadShare: 1, encoderShare: 1 },
   );
   return { ui, clock, recording };
 }
@@ -114,7 +114,11 @@ describe('screen recorder', () => {
     ui.launch('com.phonelease.login');
     tapId(ui, 'com.phonelease.login:id/username');
     const clock = manualClock();
-    const recording = await startScreenRecording(screenOf(phone), { now: clock.now, threadShare: 1 });
+    const recording = await startScreenRecording(screenOf(phone), {
+      now: clock.now,
+      threadShare: 1,
+      encoderShare: 1,
+    });
     await framesReach(recording, 1);
     for (let typed = 1; typed <= 40; typed++) {
       clock.ms += 50;
@@ -152,6 +156,57 @@ describe('screen recorder', () => {
     expect(psnrRgb(ui.renderRgba(), last)).toBeGreaterThan(40);
   });
 
+  it('spaces frames by what encoding them costs: a screen that changes all over at 12 a second, small changes up to 30', async () => {
+    // A screen that changes every 5 ms, encoded by an encoder that says what each frame cost
+    // its thread: a whole new screen (60 ms) or a typed character (3 ms).
+    async function frameGaps(costMs: number): Promise<number[]> {
+      const listeners = new Set<() => void>();
+      let shade = 0;
+      const source: ScreenSource = {
+        width: 64,
+        height: 64,
+        renderRgba: () => new Uint8Array(64 * 64 * 4).fill(shade),
+        onChange: (listener) => {
+          listeners.add(listener);
+          return () => listeners.delete(listener);
+        },
+      };
+      const costing = (work: Promise<Awaited<ReturnType<FrameEncoder['encode']>>>) =>
+        work.then((f) => ({ ...f, encodeMs: costMs }));
+      const threads = {
+        encoder: async (config: FrameEncoderConfig): Promise<FrameEncoder> => {
+          const inner = inlineFrameEncoder(config);
+          return {
+            ...inner,
+            encode: (pixels, timeMs, caption) => costing(inner.encode(pixels, timeMs, caption)),
+            encodeDrawing: (list, timeMs, caption) => costing(inner.encodeDrawing(list, timeMs, caption)),
+          };
+        },
+      };
+      const recording = await startScreenRecording(source, { threads });
+      const changing = setInterval(() => {
+        shade = (shade + 37) % 256;
+        for (const listener of listeners) listener();
+      }, 5);
+      try {
+        await framesReach(recording, 8);
+      } finally {
+        clearInterval(changing);
+      }
+      const file = save(`paced-${costMs}.mp4`, (await recording.stop()).bytes);
+      const times = (await packets(file)).map((p) => p.pts * 1000);
+      return times.slice(1).map((t, i) => t - times[i]!);
+    }
+    // The first gap follows a frame whose cost was not known yet when the next was planned.
+    const costly = (await frameGaps(60)).slice(1, 6);
+    const cheap = (await frameGaps(3)).slice(1, 6);
+    // Timers may fire up to a millisecond early; never sooner than the pacing allows.
+    for (const gap of costly) expect(gap).toBeGreaterThanOrEqual(1000 / 12 - 2);
+    for (const gap of cheap) expect(gap).toBeGreaterThanOrEqual(1000 / 30 - 2);
+    // Cheap frames come at the frame rate's pace, sooner than costly ones ever may.
+    expect(Math.min(...cheap)).toBeLessThan(1000 / 12 - 10);
+  });
+
   it('records a still screen as one frame that lasts until the recording stops', async () => {
     const clock = manualClock();
     const recording = await startScreenRecording(screenOf(phone), { now: clock.now, encodeOn: 'main' });
@@ -181,7 +236,7 @@ describe('screen recorder', () => {
     const atStart = ui.renderRgba().slice();
     const recording = await startScreenRecording(
       { ...sourceOf(ui), displayList: () => ui.displayList!() },
-      { threads, now: clock.now, threadShare: 1 },
+      { threads, now: clock.now, threadShare: 1, encoderShare: 1 },
     );
     // Begun: its file exists (screenrecord's sign that it records), the thread not ready yet.
     expect(threadReady).toBe(false);

@@ -14,8 +14,10 @@
  * source with pixels only is drawn on the phone's thread (10-30 ms for a whole screen) and
  * its pixels are copied over. So that recording does not slow the phone (and the test
  * driving it) by more than about a tenth, frames are taken no more often than that share
- * of the thread allows; but always at 10 a second or more while the screen changes, so
- * every change is in the video within 100 ms of when it was on the screen.
+ * of the thread allows, nor than lets the encoder's thread use more than 0.3 of a core (a
+ * whole new screen costs it 30-90 ms; on two cores the test waits for that CPU); but always
+ * at 10 a second or more while the screen changes, so every change is in the video within
+ * 100 ms of when it was on the screen.
  *
  * The file is written as it is recorded (samples, then the index once recording ends):
  * `bytes()` at any moment is what the phone's file holds, and a recording that is aborted
@@ -74,6 +76,11 @@ interface Taken {
 
 /** The fewest frames a second while the screen keeps changing. */
 const MIN_FPS = 10;
+/**
+ * The longest gap between frames that the encoder's cost may bring about: 12 a second, so
+ * that timers firing late on a busy machine still leave 10 or more.
+ */
+const ENCODER_GAP_MS = 1000 / 12;
 
 /** screenrecord's defaults on Android 14 (see SCREENRECORD.md). */
 export const SCREENRECORD_DEFAULTS = { bitRate: 20_000_000, timeLimitS: 180 } as const;
@@ -92,6 +99,13 @@ export interface RecorderOptions {
    * drawing the screen, handing it over), from 0 to 1; 0.1 by default. Never fewer than 10 frames a second, whatever it costs.
    */
   threadShare?: number;
+  /**
+   * The share of a core the encoder's thread may use (drawing and encoding frames), from 0
+   * to 1 (no limit but the encoder being busy); 0.3 by default. A screen that changes all over (a new screen, a scroll) costs the
+   * encoder 30-90 ms a frame, so it is then recorded at 12 frames a second, not 30; small
+   * changes (typing, a toggle) cost a few ms and keep every frame up to `maxFps`.
+   */
+  encoderShare?: number;
   /** Where frames are encoded: a worker thread (default) or the caller's thread. */
   encodeOn?: 'worker' | 'main';
   /** Encoder threads to take one from and give it back to (the server's, kept between recordings). */
@@ -193,6 +207,7 @@ export async function startScreenRecording(
     height,
     maxFps,
     threadShare: options.threadShare ?? 0.1,
+    encoderShare: options.encoderShare ?? 0.3,
     timeLimitS: options.timeLimitS ?? SCREENRECORD_DEFAULTS.timeLimitS,
     now: options.now ?? (() => performance.now()),
     overlay: options.overlay ?? {},
@@ -204,6 +219,7 @@ interface Settings {
   height: number;
   maxFps: number;
   threadShare: number;
+  encoderShare: number;
   timeLimitS: number;
   now: () => number;
   overlay: RecordingOverlay;
@@ -224,6 +240,8 @@ export class ScreenRecording {
   private gapMs: number;
   /** What taking a frame costs the phone's thread, ms (a moving average). */
   private captureCostMs = 0;
+  /** What drawing and encoding a frame costs the encoder's thread, ms (a moving average). */
+  private encodeCostMs = 0;
   private readonly unsubscribe: () => void;
   private readonly limitTimer: NodeJS.Timeout | null;
   private captureTimer: NodeJS.Timeout | null = null;
@@ -395,11 +413,20 @@ export class ScreenRecording {
     this.captureTimer.unref();
   }
 
-  /** Spaces frames so that taking them uses at most threadShare of the thread (at 10 a second or more). */
-  private costs(ms: number): void {
-    this.captureCostMs = this.captureCostMs === 0 ? ms : (this.captureCostMs + ms) / 2;
-    const gap = Math.min(this.captureCostMs / this.settings.threadShare, 1000 / MIN_FPS);
-    this.gapMs = Math.max(this.intervalMs, gap);
+  /**
+   * Spaces frames so that taking them uses at most threadShare of the phone's thread and
+   * encoding them at most encoderShare of a core: on a machine whose cores the test wants
+   * too (a CI runner), the encoder's work slows the test down. Never fewer than 10 a second.
+   */
+  private costs(cost: { captureMs?: number; encodeMs?: number }): void {
+    const average = (was: number, ms: number | undefined) =>
+      ms === undefined ? was : was === 0 ? ms : (was + ms) / 2;
+    this.captureCostMs = average(this.captureCostMs, cost.captureMs);
+    this.encodeCostMs = average(this.encodeCostMs, cost.encodeMs);
+    const forThread = Math.min(this.captureCostMs / this.settings.threadShare, 1000 / MIN_FPS);
+    const share = this.settings.encoderShare;
+    const forEncoder = share >= 1 ? 0 : Math.min(this.encodeCostMs / share, ENCODER_GAP_MS);
+    this.gapMs = Math.max(this.intervalMs, forThread, forEncoder);
   }
 
   private capture(): void {
@@ -420,7 +447,7 @@ export class ScreenRecording {
           ? this.source.renderRgba().slice()
           : this.source.renderRgba();
       taken = { list, pixels, number: ++this.taken, timeMs };
-      this.costs(performance.now() - began);
+      this.costs({ captureMs: performance.now() - began });
     } catch (error) {
       this.fail(error);
       return;
@@ -470,6 +497,7 @@ export class ScreenRecording {
         }
         if (!frame.infoPage) this.screenEncoded = true;
         this.encodeMs += done.encodeMs;
+        this.costs({ encodeMs: done.encodeMs });
         await this.writer.addFrame({ nalUnits: done.nalUnits, timeUs: done.timeMs * 1000 });
       } catch (error) {
         this.encoding = false;
