@@ -286,10 +286,12 @@ describe('an end whose cleanup stays pending', () => {
     const id = 'ses_pending1';
     let handedBack = false;
     let deletesAfterEnd = 0;
+    let confirmationsRead = 0;
     const { url } = await scripted((req, res) => {
       if (isCreate(req)) return json(res, 202, { id, state: 'ready', provider: 'fake', created_at: 1 });
       if (req.path.startsWith('/sessions/requests/')) {
         const key = decodeURIComponent(req.path.split('/')[3]!.split('?')[0]!);
+        if (handedBack && deletesAfterEnd > 0) confirmationsRead++;
         // Cleanup is confirmed only once the lease has given up waiting for it.
         return json(res, 200, {
           id,
@@ -311,10 +313,11 @@ describe('an end whose cleanup stays pending', () => {
     handedBack = true;
     expect(ended.outcome).toBe('cleanup_pending');
     expect(ended.handedToReaper).toBe(true);
-    // The reaper, a process of its own, sends the DELETE again and reads the confirmation.
+    // The reaper, a process of its own, sends the DELETE again and reads the confirmation
+    // (until it has, it would go on asking a service this test is about to close).
     await eventually(
-      async () => deletesAfterEnd,
-      (n) => n > 0,
+      async () => [deletesAfterEnd, confirmationsRead],
+      ([deletes, confirmations]) => deletes! > 0 && confirmations! > 0,
     );
   }, 40_000);
 });
