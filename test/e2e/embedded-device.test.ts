@@ -9,6 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { testApkFile } from '../support/apk-builder.js';
 import { makeFakeSdk } from '../support/fake-sdk/index.js';
+import { embeddedServers } from '../support/processes.js';
 import { runInlineTest, type InlineRun } from '../support/playwright-inline.js';
 
 const SETTINGS_APK =
@@ -146,6 +147,9 @@ describe("the embedded server's phones", () => {
         `[phonelease] Android SDK emulators (AVD "test_phone"): phonelease doctor's checks pass on this machine`,
       );
       expect(stdout).toMatch(/device=.*[Ee]mulator/);
+      // The embedded server ends with the run, its emulators with it (and stops writing
+      // into the SDK's home, which is removed next).
+      await expect.poll(() => embeddedServers(run.dir), { timeout: 15_000 }).toEqual([]);
     } finally {
       await sdk.close();
     }

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { quietPort } from '../ports.js';
+import { processesMentioning } from '../processes.js';
 
 const run = promisify(execFile);
 export const FAKE_EMULATOR = fileURLToPath(new URL('./emulator.mjs', import.meta.url));
@@ -125,7 +126,13 @@ export async function makeFakeSdk(options: FakeSdkOptions = {}): Promise<FakeSdk
     adb,
     close: async () => {
       await adb('kill-server').catch(() => undefined);
-      rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
+      // An emulator still shutting down writes into the SDK's home while it goes: removing
+      // the folder under it fails with ENOTEMPTY. Wait for them (their command lines name it).
+      const until = Date.now() + 15_000;
+      while (processesMentioning(root).length > 0 && Date.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      rmSync(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     },
   };
 }
