@@ -12,18 +12,22 @@
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 
-/** The lowest port the kernel hands out for bind(0) and outgoing connections (Linux). */
+/**
+ * The lowest port the kernel hands out for bind(0) and outgoing connections: Linux says
+ * where; elsewhere 32768, Linux's default, below IANA's 49152 as well.
+ */
 function ephemeralFloor(): number {
   try {
     const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
     if (Number.isInteger(low) && low > 12_000) return low;
   } catch {
-    // not Linux: IANA's range begins at 49152
+    // not Linux
   }
   return 32_768;
 }
 
 const FLOOR = 10_000;
+const CEILING = ephemeralFloor();
 
 function bindable(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -36,10 +40,9 @@ function bindable(port: number): Promise<boolean> {
 
 /** A free port on 127.0.0.1 that no connection is given as its source (see the file's comment). */
 export async function quietPort(): Promise<number> {
-  const ceiling = ephemeralFloor();
   for (let attempt = 0; attempt < 100; attempt++) {
-    const port = FLOOR + Math.floor(Math.random() * (ceiling - FLOOR));
+    const port = FLOOR + Math.floor(Math.random() * (CEILING - FLOOR));
     if (await bindable(port)) return port;
   }
-  throw new Error(`no free port between ${FLOOR} and ${ceiling} after 100 tries`);
+  throw new Error(`no free port between ${FLOOR} and ${CEILING} after 100 tries`);
 }

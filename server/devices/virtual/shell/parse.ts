@@ -189,6 +189,13 @@ export class ShellSyntaxError extends Error {
     super(message);
     this.name = 'ShellSyntaxError';
   }
+
+  /** The source ended inside something it opened: further lines would complete it. */
+  static atEnd(message: string): ShellSyntaxError {
+    const error = new ShellSyntaxError(message);
+    error.incomplete = true;
+    return error;
+  }
 }
 
 type Token =
@@ -283,7 +290,7 @@ class Lexer {
     this.tokenStart = this.pos;
     if (this.pos >= s.length) {
       const unread = this.heredocs[0];
-      if (unread) throw new ShellSyntaxError(`here document '${unread.delimiter}' unclosed`);
+      if (unread) throw ShellSyntaxError.atEnd(`here document '${unread.delimiter}' unclosed`);
       return { type: 'eof' };
     }
     const c = s[this.pos]!;
@@ -313,7 +320,7 @@ class Lexer {
     for (const doc of this.heredocs.splice(0)) {
       let body = '';
       for (;;) {
-        if (this.pos >= s.length) throw new ShellSyntaxError(`here document '${doc.delimiter}' unclosed`);
+        if (this.pos >= s.length) throw ShellSyntaxError.atEnd(`here document '${doc.delimiter}' unclosed`);
         const end = s.indexOf('\n', this.pos);
         let line = s.slice(this.pos, end < 0 ? s.length : end);
         this.pos = end < 0 ? s.length : end + 1;
@@ -383,7 +390,7 @@ class Lexer {
       if (c === "'") {
         plain = false;
         const end = s.indexOf("'", this.pos + 1);
-        if (end < 0) throw new ShellSyntaxError('unterminated quoted string');
+        if (end < 0) throw ShellSyntaxError.atEnd('unterminated quoted string');
         lit(s.slice(this.pos + 1, end), true);
         // An empty '' still makes a (empty) word.
         if (end === this.pos + 1) parts.push({ type: 'lit', text: '', quoted: true });
@@ -410,7 +417,7 @@ class Lexer {
             this.pos++;
           }
         }
-        if (s[this.pos] !== '"') throw new ShellSyntaxError('unterminated quoted string');
+        if (s[this.pos] !== '"') throw ShellSyntaxError.atEnd('unterminated quoted string');
         this.pos++;
         if (!any) parts.push({ type: 'lit', text: '', quoted: true });
       } else if (c === '\\') {
@@ -464,7 +471,7 @@ class Lexer {
           i += 2;
         } else body += s[i++];
       }
-      if (s[i] !== '`') throw new ShellSyntaxError('unterminated `');
+      if (s[i] !== '`') throw ShellSyntaxError.atEnd('unterminated `');
       this.pos = i + 1;
       return { type: 'cmdsub', source: body, quoted };
     }
@@ -640,7 +647,7 @@ function matchParen(s: string, open: number): number {
       if (depth === 0) return i;
     }
   }
-  throw new ShellSyntaxError('unterminated $(');
+  throw ShellSyntaxError.atEnd('unterminated $(');
 }
 
 class Parser {
@@ -1040,11 +1047,9 @@ export function parseShell(source: string): List {
   try {
     return parser.parseProgram();
   } catch (error) {
-    if (error instanceof ShellSyntaxError) {
-      // Unclosed quotes, substitutions and here-documents are found at the end by the lexer;
-      // an unclosed if, loop or group when the parser needed a token past it.
-      error.incomplete = parser.endReached || /unterminated|unclosed/.test(error.message);
-    }
+    // The lexer says so of unclosed quotes, substitutions and here-documents; an unclosed
+    // if, loop or group is found when the parser needed a token past the end.
+    if (error instanceof ShellSyntaxError && parser.endReached) error.incomplete = true;
     throw tooDeep(error) ?? error;
   }
 }

@@ -82,6 +82,11 @@ const MIN_FPS = 10;
  */
 const ENCODER_GAP_MS = 1000 / 12;
 
+/** A cost's moving average (0: none measured yet) with the newest measurement. */
+function movingAverage(average: number, ms: number): number {
+  return average === 0 ? ms : (average + ms) / 2;
+}
+
 /** screenrecord's defaults on Android 14 (see SCREENRECORD.md). */
 export const SCREENRECORD_DEFAULTS = { bitRate: 20_000_000, timeLimitS: 180 } as const;
 
@@ -418,11 +423,7 @@ export class ScreenRecording {
    * encoding them at most encoderShare of a core: on a machine whose cores the test wants
    * too (a CI runner), the encoder's work slows the test down. Never fewer than 10 a second.
    */
-  private costs(cost: { captureMs?: number; encodeMs?: number }): void {
-    const average = (was: number, ms: number | undefined) =>
-      ms === undefined ? was : was === 0 ? ms : (was + ms) / 2;
-    this.captureCostMs = average(this.captureCostMs, cost.captureMs);
-    this.encodeCostMs = average(this.encodeCostMs, cost.encodeMs);
+  private pace(): void {
     const forThread = Math.min(this.captureCostMs / this.settings.threadShare, 1000 / MIN_FPS);
     const share = this.settings.encoderShare;
     const forEncoder = share >= 1 ? 0 : Math.min(this.encodeCostMs / share, ENCODER_GAP_MS);
@@ -447,7 +448,8 @@ export class ScreenRecording {
           ? this.source.renderRgba().slice()
           : this.source.renderRgba();
       taken = { list, pixels, number: ++this.taken, timeMs };
-      this.costs({ captureMs: performance.now() - began });
+      this.captureCostMs = movingAverage(this.captureCostMs, performance.now() - began);
+      this.pace();
     } catch (error) {
       this.fail(error);
       return;
@@ -497,7 +499,8 @@ export class ScreenRecording {
         }
         if (!frame.infoPage) this.screenEncoded = true;
         this.encodeMs += done.encodeMs;
-        this.costs({ encodeMs: done.encodeMs });
+        this.encodeCostMs = movingAverage(this.encodeCostMs, done.encodeMs);
+        this.pace();
         await this.writer.addFrame({ nalUnits: done.nalUnits, timeUs: done.timeMs * 1000 });
       } catch (error) {
         this.encoding = false;
