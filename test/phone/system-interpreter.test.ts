@@ -101,9 +101,9 @@ describe('lists, pipes and status', () => {
     expect(r.err).toBe('/system/bin/sh: frobnicate: not found\n');
   });
 
-  it('reports syntax errors with status 2', async () => {
+  it('reports syntax errors with status 1, as mksh does (its errorf)', async () => {
     const r = await sh('echo "unterminated');
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(1);
     expect(r.err).toMatch(/unterminated/);
   });
 });
@@ -152,6 +152,74 @@ describe('tests, variables and control flow', () => {
   it('exports variables to commands and runs exec', async () => {
     expect(await out("export GREETING=hi; exec sh -c 'echo $GREETING'")).toBe('hi\n');
     expect(await out('A=1 env | grep ^A=')).toBe('A=1\n');
+  });
+
+  it('passes on only exported variables, as mksh does', async () => {
+    expect(await out("x=1; sh -c 'echo [$x]'; export x; sh -c 'echo [$x]'")).toBe('[]\n[1]\n');
+    expect(await out('typeset -x z=1; env | grep ^z=')).toBe('z=1\n');
+    expect(await out("f() { local -x w=5; sh -c 'echo [$w]'; }; f; sh -c 'echo [$w]'")).toBe('[5]\n[]\n');
+    expect(await out('x="a b"; export x; export -p | grep "x="; typeset -p x')).toBe(
+      "export x='a b'\ntypeset -x x='a b'\n",
+    );
+    expect(await sh('export 1x=3; echo never')).toMatchObject({
+      code: 1,
+      out: '',
+      err: '/system/bin/sh: export: 1x=3: not an identifier\n',
+    });
+  });
+
+  it("keeps a function's local and typeset variables its own", async () => {
+    expect(await out('x=1; f() { local x=2; g; }; g() { echo "g $x"; }; f; echo "after $x"')).toBe(
+      'g 2\nafter 1\n',
+    );
+    expect(await out('f() { typeset y=3; }; f; echo "[$y]"; x=1; f() { x=2; }; f; echo $x')).toBe('[]\n2\n');
+    expect(await out('local a=1; echo $a; f() { echo f; }; unset -f f; f 2>/dev/null; echo $?')).toBe(
+      '1\n127\n',
+    );
+  });
+
+  it('refuses to change a read-only variable as mksh does', async () => {
+    expect(await sh('readonly x=1; x=2; echo never')).toMatchObject({
+      code: 2,
+      out: '',
+      err: '/system/bin/sh: read-only: x\n',
+    });
+    expect(await sh('readonly x=1; export x=2; echo never')).toMatchObject({
+      code: 2,
+      err: '/system/bin/sh: export: read-only: x\n',
+    });
+    expect(await sh('readonly r=1; (r=2); echo "sub $?"; unset r; echo "unset $? $r"')).toMatchObject({
+      out: 'sub 2\nunset 1 1\n',
+      err: '/system/bin/sh: read-only: r\n/system/bin/sh: read-only: r\n',
+    });
+    expect(await sh('readonly a=1; read a <<< "c"; echo "read $? $a"; let a=2; echo "let $?"')).toMatchObject(
+      {
+        out: 'read 2 1\nlet 2\n',
+        err: '/system/bin/sh: read: read-only: a\n/system/bin/sh: a=2: = applied to read-only variable\n',
+      },
+    );
+    expect(await out('readonly q=1; readonly -p | grep q; readonly | grep q')).toBe('readonly q=1\nq\n');
+  });
+
+  it('gives assignments what mksh gives them: +=, typeset -i, the status of $(...)', async () => {
+    expect(await out('x=1; x+=2 y+=b; echo $x $y')).toBe('12 b\n');
+    expect(await out('typeset -i n=3+4; n=n+1; echo $n; integer k=5; echo $((k*2))')).toBe('8\n10\n');
+    expect(await out('x=$(exit 3); echo $?; y=2; echo $?; x=$(false) || echo failed')).toBe('3\n0\nfailed\n');
+  });
+
+  it('runs the last stage of a pipeline in a subshell and ends on errors as mksh does', async () => {
+    expect(await out('x=0; echo 5 | read x; echo $x; echo a | exit 3; echo "after $?"')).toBe('0\nafter 3\n');
+    expect(await sh('set -- a; shift 2; echo never')).toMatchObject({
+      code: 1,
+      out: '',
+      err: '/system/bin/sh: shift: nothing to shift\n',
+    });
+    expect(await sh('echo $((1/0)); echo never')).toMatchObject({
+      code: 1,
+      out: '',
+      err: '/system/bin/sh: 1/0: zero divisor\n',
+    });
+    expect(await out('command -v ls nosuch echo; echo $?; umask')).toBe('/system/bin/ls\n1\n077\n');
   });
 
   it('expands command substitution, defaults and globs', async () => {
@@ -703,7 +771,7 @@ describe('what scripts use, as mksh and toybox do it', () => {
       },
     );
     expect(await sh('cat <<EOF\nnever closed')).toMatchObject({
-      code: 2,
+      code: 1,
       err: "/system/bin/sh: here document 'EOF' unclosed\n",
     });
   });
@@ -787,7 +855,7 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect(await out('[[ -x /system/bin/ls &&\n   -L /system/bin/ls ]] && echo multi')).toBe('multi\n');
     // mksh has no =~.
     expect(await sh('[[ a =~ b ]]; echo never')).toMatchObject({
-      code: 2,
+      code: 1,
       err: "/system/bin/sh: syntax error: '=~' unexpected operator/operand\n",
     });
   });
@@ -808,11 +876,11 @@ describe('what scripts use, as mksh and toybox do it', () => {
   it('says when nesting is too deep instead of failing, and runs (( )) as let', async () => {
     const deep = `echo $((${'('.repeat(700)}1${')'.repeat(700)}))`;
     expect(await sh(deep)).toMatchObject({
-      code: 2,
+      code: 1,
       err: expect.stringMatching(/nested too deeply for the virtual phone\n$/),
     });
     expect(await sh(`[[ ${'! '.repeat(20000)}a ]] && echo deep`)).toMatchObject({
-      code: 2,
+      code: 1,
       err: '/system/bin/sh: nested too deeply for the virtual phone\n',
     });
     // (( )) is a command (it wrote a file named 5 for `(( 1 > 5 ))`); $((a); (b)) two subshells.

@@ -13,6 +13,8 @@ import { ShellSyntaxError, tooDeep } from './parse.js';
 export interface ArithmeticVariables {
   get(name: string): string | undefined;
   set(name: string, value: string): void;
+  /** Whether an assignment to `name` is refused (`readonly`). */
+  readonly?(name: string): boolean;
 }
 
 /** An expression mksh refuses; the message is mksh's, after `sh: `. */
@@ -199,7 +201,9 @@ class Evaluator {
 
   private assign(target: Operand, op: string, value: number): number {
     if (target.name === null) this.fail(`${op} requires lvalue`);
-    if (this.skipping === 0) this.vars.set(target.name, String(value));
+    if (this.skipping !== 0) return value;
+    if (this.vars.readonly?.(target.name)) this.fail(`${op} applied to read-only variable`);
+    this.vars.set(target.name, String(value));
     return value;
   }
 

@@ -46,6 +46,12 @@ export type TrapKey = number | 'EXIT' | 'ERR';
 
 export interface ShellState {
   vars: Map<string, string>;
+  /** Variables passed on to commands in their environment (`export`, and what the shell inherited). */
+  exported: Set<string>;
+  /** Variables an assignment may not change (`readonly`, `typeset -r`). */
+  readonly: Set<string>;
+  /** Variables whose assignments are arithmetic (`typeset -i`). */
+  integer: Set<string>;
   cwd: string;
   status: number;
   positional: string[];
@@ -77,6 +83,35 @@ class ExitSignal {
     /** The untrapped signal (INT, QUIT, TERM) that ended the shell, if one did. */
     readonly interrupt: number | null = null,
   ) {}
+}
+
+/**
+ * mksh's errorf: an error that ends a non-interactive shell (an interactive one goes on with
+ * its next line) with `status`: 1, or 2 for an assignment to a read-only variable.
+ */
+class ShellError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+/** The status a shell ends with for an error it reports as mksh does, or null for any other throw. */
+function shellErrorStatus(error: unknown): number | null {
+  if (error instanceof ShellError) return error.status;
+  // mksh's parser reports with errorf too: status 1.
+  if (error instanceof ShellSyntaxError) return 1;
+  return null;
+}
+
+/** A variable as it was before a function's `local` (or `typeset`) hid it. */
+interface SavedVariable {
+  value: string | undefined;
+  exported: boolean;
+  readonly: boolean;
+  integer: boolean;
 }
 
 /** `return` from a function. */
@@ -163,6 +198,9 @@ export function initialShellState(
   void device;
   return {
     vars,
+    exported: new Set(vars.keys()),
+    readonly: new Set(),
+    integer: new Set(),
     cwd: '/',
     status: 0,
     positional: [],
@@ -179,6 +217,9 @@ export function initialShellState(
 function subshellState(state: ShellState): ShellState {
   return {
     vars: new Map(state.vars),
+    exported: new Set(state.exported),
+    readonly: new Set(state.readonly),
+    integer: new Set(state.integer),
     cwd: state.cwd,
     status: state.status,
     positional: [...state.positional],
@@ -262,12 +303,7 @@ export class Interpreter {
     try {
       list = parseShell(source);
     } catch (error) {
-      if (error instanceof ShellSyntaxError) {
-        io.stderr.write(`${SHELL_NAME}: ${error.message}\n`);
-        this.state.status = 2;
-        return 2;
-      }
-      throw error;
+      return this.reportError(error, io);
     }
     const running = this.list(list, io, signal, options.exec === true);
     // A shell that a signal terminated is gone at once, whatever it was waiting for.
@@ -276,11 +312,7 @@ export class Interpreter {
       return await Promise.race([running, this.death]);
     } catch (thrown) {
       const error = tooDeep(thrown) ?? thrown;
-      if (error instanceof ShellSyntaxError) {
-        io.stderr.write(`${SHELL_NAME}: ${error.message}\n`);
-        this.state.status = 2;
-        return 2;
-      }
+      if (shellErrorStatus(error) !== null) return this.reportError(error, io);
       if (error instanceof ExitSignal) {
         this.exited = true;
         this.state.status = error.status;
@@ -292,6 +324,15 @@ export class Interpreter {
     } finally {
       this.conditionDepth = 0;
     }
+  }
+
+  /** Says an error as mksh says it and returns the status it ends the shell with; rethrows any other. */
+  private reportError(error: unknown, io: Io): number {
+    const status = shellErrorStatus(error);
+    if (status === null) throw error;
+    io.stderr.write(`${SHELL_NAME}: ${(error as Error).message}\n`);
+    this.state.status = status;
+    return status;
   }
 
   /** Runs one command from the table in this shell's own process, as exec(2) would (abb). */
@@ -328,7 +369,7 @@ export class Interpreter {
         await Promise.race([this.evaluate(action, io, signal), this.death]);
       } catch (error) {
         if (error instanceof ExitSignal) final = error.status;
-        else if (!(error instanceof LoopSignal || error instanceof ShellSyntaxError)) throw error;
+        else if (!(error instanceof LoopSignal || shellErrorStatus(error) !== null)) throw error;
       }
       if (this.proc.termSignal !== null) return 128 + this.proc.termSignal;
     }
@@ -434,10 +475,7 @@ export class Interpreter {
         status = error.status;
         child.interruptedBy = error.interrupt;
       } else if (error instanceof LoopSignal) status = child.state.status;
-      else if (error instanceof ShellSyntaxError) {
-        io.stderr.write(`${SHELL_NAME}: ${error.message}\n`);
-        status = 2;
-      } else throw error;
+      else status = child.reportError(error, io);
     }
     try {
       return await child.finish(io, signal, status);
@@ -573,55 +611,46 @@ export class Interpreter {
     }
   }
 
-  /** `a | b | c`: each stage but the last in a forked subshell, its simple command exec'd there. */
+  /**
+   * `a | b | c`: every stage in a forked subshell, its simple command exec'd there. The last
+   * one too, as in mksh: `echo a | read x` leaves this shell's x as it was.
+   */
   private async pipe(commands: Command[], io: Io, signal: AbortSignal): Promise<number> {
     const stages = commands.length;
     const pipes = Array.from({ length: stages - 1 }, () => new Pipe());
     const runs = commands.map(async (cmd, i) => {
-      const stageIo: Io = {
-        stdin: i === 0 ? io.stdin : pipes[i - 1]!,
-        stdout: pipes[i] ?? io.stdout,
-        stderr: io.stderr,
-      };
-      if (i === stages - 1) {
-        try {
-          return await this.command(cmd, stageIo, signal, false);
-        } catch (error) {
-          if (error instanceof ExitSignal) return error.status;
-          throw error;
-        } finally {
-          if (i > 0) pipes[i - 1]!.closeReader();
-        }
-      }
       const child = this.fork();
+      const pipe = pipes[i];
       // Writing on after the next stage exited is SIGPIPE for the writer (the stage, and
       // what it runs in the foreground).
       // (A producer that checks whether anyone still reads is about to write: it gets it too.)
-      const pipe = pipes[i]!;
       const broken = () => {
         for (const p of [child.proc, ...child.foreground]) p.deliver(SIGPIPE);
       };
-      const writerIo: Io = {
-        ...stageIo,
-        stdout: {
-          get closed() {
-            if (pipe.closed) broken();
-            return pipe.closed;
-          },
-          write: (data) => {
-            if (!pipe.closed) pipe.write(data);
-            else broken();
-          },
-          drain: () => pipe.drain(),
-        },
+      const stageIo: Io = {
+        stdin: i === 0 ? io.stdin : pipes[i - 1]!,
+        stdout: pipe
+          ? {
+              get closed() {
+                if (pipe.closed) broken();
+                return pipe.closed;
+              },
+              write: (data) => {
+                if (!pipe.closed) pipe.write(data);
+                else broken();
+              },
+              drain: () => pipe.drain(),
+            }
+          : io.stdout,
+        stderr: io.stderr,
       };
-      holdOutputs(child.proc, writerIo);
+      holdOutputs(child.proc, stageIo);
       this.foreground.add(child.proc);
       try {
-        return await this.runChild(child, writerIo, signal, () => child.command(cmd, writerIo, signal, true));
+        return await this.runChild(child, stageIo, signal, () => child.command(cmd, stageIo, signal, true));
       } finally {
         this.foreground.delete(child.proc);
-        pipes[i]!.end();
+        pipe?.end();
         if (i > 0) pipes[i - 1]!.closeReader();
       }
     });
@@ -719,7 +748,7 @@ export class Interpreter {
           status = 0;
           for (const item of items) {
             if (this.stopped(signal)) break;
-            this.state.vars.set(cmd.name, item);
+            this.setVariable(cmd.name, item);
             const r = await this.loopBody(cmd.body, rio, signal);
             status = r.status;
             if (r.stop) break;
@@ -808,18 +837,24 @@ export class Interpreter {
     signal: AbortSignal,
     exec: boolean,
   ): Promise<number> {
+    const substitutions = this.substitutions;
     const argv: string[] = [];
     for (const word of cmd.words)
       for (const w of braceExpand(word)) argv.push(...(await this.expandFields(w, io, signal)));
     const assigns: [string, string][] = [];
-    for (const a of cmd.assigns) assigns.push([a.name, await this.expandString(a.value, io, signal)]);
+    for (const a of cmd.assigns) {
+      const value = await this.expandString(a.value, io, signal);
+      if (this.state.readonly.has(a.name)) throw new ShellError(`read-only: ${a.name}`, 2);
+      assigns.push([a.name, a.append ? (this.state.vars.get(a.name) ?? '') + value : value]);
+    }
     const redirected = await this.applyRedirects(cmd.redirects, io, signal);
     if (typeof redirected === 'number') return (this.state.status = redirected);
     const { io: rio, files } = redirected;
     let status: number;
     if (argv.length === 0) {
-      for (const [k, v] of assigns) this.state.vars.set(k, v);
-      status = 0;
+      for (const [k, v] of assigns) this.setVariable(k, v);
+      // `x=$(cmd)` has the status of its (last) command substitution.
+      status = this.substitutions !== substitutions ? this.state.status : 0;
     } else if (argv.length === 1 && argv[0] === 'exec' && cmd.redirects.length > 0) {
       // exec with redirections only: they stay for the rest of the shell.
       this.persistentIo = rio;
@@ -950,7 +985,7 @@ export class Interpreter {
       // NAME=value before a builtin or a function: a special builtin keeps it; for the
       // others it holds while they run (IFS=: read ...).
       if (SPECIAL_BUILTINS.has(name)) {
-        for (const [k, v] of assigns) this.state.vars.set(k, v);
+        for (const [k, v] of assigns) this.setVariable(k, v);
         return this.invoke(argv, [], io, signal, exec, search);
       }
       const saved = assigns.map(([k]) => [k, this.state.vars.get(k)] as const);
@@ -994,7 +1029,7 @@ export class Interpreter {
       this.device.log.debug('virtual shell: command not found', { command: name, args });
       return 127;
     }
-    const env = new Map(this.state.vars);
+    const env = this.environment();
     for (const [k, v] of assigns) env.set(k, v);
     const inProcess = IN_PROCESS.has(lookup) && !name.includes('/');
     // fork+exec, or exec in this very process (the shell's last command, a job, a stage).
@@ -1066,15 +1101,170 @@ export class Interpreter {
     const saved = this.state.positional;
     this.state.positional = args;
     this.functionDepth++;
+    const locals = new Map<string, SavedVariable>();
+    this.locals.push(locals);
     try {
       return await this.command(body, io, signal, false);
     } catch (error) {
       if (error instanceof ReturnSignal) return (this.state.status = error.status);
       throw error;
     } finally {
+      this.locals.pop();
+      for (const [name, was] of locals) this.restoreVariable(name, was);
       this.functionDepth--;
       this.state.positional = saved;
     }
+  }
+
+  /** How many command substitutions this shell has run (a bare assignment takes the last one's status). */
+  private substitutions = 0;
+
+  /** Per function call, the variables its `local`/`typeset` hid, to put back when it returns. */
+  private readonly locals: Map<string, SavedVariable>[] = [];
+
+  /** `local NAME` in a function: the name is the function's own (unset) until it returns. */
+  private localize(name: string): void {
+    const frame = this.locals.at(-1);
+    if (!frame || frame.has(name)) return;
+    const { vars, exported, readonly, integer } = this.state;
+    frame.set(name, {
+      value: vars.get(name),
+      exported: exported.has(name),
+      readonly: readonly.has(name),
+      integer: integer.has(name),
+    });
+    this.forgetVariable(name);
+  }
+
+  private restoreVariable(name: string, was: SavedVariable): void {
+    this.forgetVariable(name);
+    if (was.value !== undefined) this.state.vars.set(name, was.value);
+    if (was.exported) this.state.exported.add(name);
+    if (was.readonly) this.state.readonly.add(name);
+    if (was.integer) this.state.integer.add(name);
+  }
+
+  /** `unset`: the value and every attribute go. */
+  private forgetVariable(name: string): void {
+    this.state.vars.delete(name);
+    this.state.exported.delete(name);
+    this.state.readonly.delete(name);
+    this.state.integer.delete(name);
+  }
+
+  /**
+   * An assignment (`x=1`, `for x`, `read x`, `${x:=1}`, arithmetic): refused for a read-only
+   * variable as mksh refuses it (the shell ends, status 2); an integer variable's value is
+   * computed.
+   */
+  private setVariable(name: string, value: string): void {
+    if (this.state.readonly.has(name)) throw new ShellError(`read-only: ${name}`, 2);
+    const integer = this.state.integer.has(name);
+    this.state.vars.set(
+      name,
+      integer ? String(evaluateArithmetic(value, this.arithmeticVariables())) : value,
+    );
+  }
+
+  /** What a command gets as its environment: the exported variables. */
+  private environment(): Map<string, string> {
+    const env = new Map<string, string>();
+    for (const name of this.state.exported) {
+      const value = this.state.vars.get(name);
+      if (value !== undefined) env.set(name, value);
+    }
+    return env;
+  }
+
+  /**
+   * mksh's bi_errorf: a builtin's error is said; a special builtin's (export, shift, ...)
+   * also ends a non-interactive shell.
+   */
+  private builtinError(builtin: string, message: string, io: Io): number {
+    if (SPECIAL_BUILTINS.has(builtin)) throw new ShellError(`${builtin}: ${message}`, 1);
+    io.stderr.write(`${SHELL_NAME}: ${builtin}: ${message}\n`);
+    return 1;
+  }
+
+  /**
+   * export, readonly, typeset and local: set attributes (-x exported, -r read-only, -i
+   * integer) and values. In a function, typeset and local make a name the function's own.
+   * Without names they list the variables (-p: as the commands that would set them again).
+   */
+  private declare(builtin: string, args: string[], io: Io): number {
+    const declares = builtin === 'typeset' || builtin === 'local';
+    const add = new Set<string>(builtin === 'export' ? ['x'] : builtin === 'readonly' ? ['r'] : []);
+    const remove = new Set<string>();
+    let print = false;
+    let i = 0;
+    for (; i < args.length; i++) {
+      const a = args[i]!;
+      if (a === '--') {
+        i++;
+        break;
+      }
+      if (!/^[-+][A-Za-z0-9]+$/.test(a)) break;
+      for (const f of a.slice(1)) {
+        if (f === 'p' && a[0] === '-') print = true;
+        else if (declares && 'xri'.includes(f)) (a[0] === '-' ? add : remove).add(f);
+        else if (declares && 'fFLRZlutnUTa'.includes(f))
+          return this.builtinError(builtin, `-${f}: not modeled by the virtual phone`, io);
+        else return this.builtinError(builtin, `${a[0]}${f}: unknown option`, io);
+      }
+    }
+    const names = args.slice(i);
+    if (names.length === 0) {
+      const attribute = add.has('x') ? 'x' : add.has('r') ? 'r' : add.has('i') ? 'i' : null;
+      this.listVariables(builtin, attribute, print || declares, io);
+      return 0;
+    }
+    const { vars, exported, readonly, integer } = this.state;
+    for (const arg of names) {
+      const eq = arg.indexOf('=');
+      const name = eq < 0 ? arg : arg.slice(0, eq);
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+        return this.builtinError(builtin, `${arg}: not an identifier`, io);
+      if (declares && this.functionDepth > 0) this.localize(name);
+      if (print) {
+        if (vars.has(name)) io.stdout.write(`${this.declaration(builtin, name)}\n`);
+        continue;
+      }
+      // Only export and readonly may be added to a read-only variable.
+      if (readonly.has(name) && (eq >= 0 || remove.size > 0 || add.has('i')))
+        throw new ShellError(`${builtin}: read-only: ${name}`, 2);
+      if (add.has('i')) integer.add(name);
+      if (remove.has('i')) integer.delete(name);
+      if (eq >= 0) this.setVariable(name, arg.slice(eq + 1));
+      if (add.has('x')) exported.add(name);
+      if (remove.has('x')) exported.delete(name);
+      if (add.has('r')) readonly.add(name);
+    }
+    return 0;
+  }
+
+  /** The variables (with an attribute), by name: names only, or as the commands that set them. */
+  private listVariables(builtin: string, attribute: string | null, withValues: boolean, io: Io): void {
+    const { vars, exported, readonly, integer } = this.state;
+    const has = { x: exported, r: readonly, i: integer } as Record<string, Set<string>>;
+    const names = new Set([...vars.keys(), ...(attribute ? has[attribute]! : [])]);
+    for (const name of [...names].sort()) {
+      if (attribute && !has[attribute]!.has(name)) continue;
+      if (builtin === 'typeset' && !attribute && !withValues) continue;
+      io.stdout.write(withValues ? `${this.declaration(builtin, name)}\n` : `${name}\n`);
+    }
+  }
+
+  /** `export NAME=value`, `readonly NAME`, `typeset -x -r NAME=value`: how -p shows a variable. */
+  private declaration(builtin: string, name: string): string {
+    const value = this.state.vars.get(name);
+    const assigned = value === undefined ? name : `${name}=${shellQuote(value)}`;
+    if (builtin === 'export' || builtin === 'readonly') return `${builtin} ${assigned}`;
+    const flags = [
+      this.state.integer.has(name) ? '-i ' : '',
+      this.state.exported.has(name) ? '-x ' : '',
+      this.state.readonly.has(name) ? '-r ' : '',
+    ].join('');
+    return `typeset ${flags}${assigned}`;
   }
 
   /** What `exec >file` redirected for the rest of the shell. */
@@ -1122,6 +1312,9 @@ export class Interpreter {
     }
     const state: ShellState = {
       vars: new Map(env),
+      exported: new Set(env.keys()),
+      readonly: new Set(),
+      integer: new Set(),
       cwd: options.cwd ?? this.state.cwd,
       status: 0,
       positional: options.args ?? [],
@@ -1430,6 +1623,23 @@ export class Interpreter {
     return 0;
   }
 
+  /** unset [-v] NAME... / unset -f NAME...: a read-only variable stays (status 1). */
+  private unsetBuiltin(args: string[], io: Io): number {
+    let functions = false;
+    let i = 0;
+    for (; i < args.length && /^-[fv]+$/.test(args[i]!); i++) functions = args[i]!.endsWith('f');
+    if (args[i] === '--') i++;
+    let status = 0;
+    for (const name of args.slice(i)) {
+      if (functions) this.state.functions.delete(name);
+      else if (this.state.readonly.has(name)) {
+        io.stderr.write(`${SHELL_NAME}: read-only: ${name}\n`);
+        status = 1;
+      } else this.forgetVariable(name);
+    }
+    return status;
+  }
+
   /** mksh's trap builtin: set, ignore ('') or reset (-) actions; list them without arguments. */
   private trapBuiltin(args: string[], io: Io): number {
     if (args[0]?.startsWith('-') && args[0] !== '-' && args[0] !== '--') {
@@ -1529,17 +1739,13 @@ export class Interpreter {
       case 'export':
       case 'readonly':
       case 'local':
-      case 'typeset': {
-        for (const a of args) {
-          const eq = a.indexOf('=');
-          if (eq > 0) this.state.vars.set(a.slice(0, eq), a.slice(eq + 1));
-          else if (a === '-p') for (const [k, v] of this.state.vars) io.stdout.write(`export ${k}=${v}\n`);
-        }
-        return 0;
-      }
+      case 'typeset':
+        return this.declare(name === 'local' ? 'typeset' : name, args, io);
+      case 'integer':
+        // mksh's alias for typeset -i.
+        return this.declare('typeset', ['-i', ...args], io);
       case 'unset':
-        for (const a of args) if (!a.startsWith('-')) this.state.vars.delete(a);
-        return 0;
+        return this.unsetBuiltin(args, io);
       case 'exit': {
         const status = args[0] === undefined ? this.state.status : Number(args[0]) & 0xff;
         this.exited = true;
@@ -1564,11 +1770,13 @@ export class Interpreter {
       case 'builtin': {
         const rest = args[0] === '-v' ? args.slice(1) : args;
         if (args[0] === '-v') {
-          const n = rest[0] ?? '';
-          const what = this.whence(n);
-          if (!what) return 1;
-          // A reserved word, a builtin or a function is its name; a program its path.
-          io.stdout.write(`${what.startsWith('/') ? what : n}\n`);
+          // Each name found, up to the first that is not (status 1 then).
+          for (const n of rest) {
+            const what = this.whence(n);
+            if (!what) return 1;
+            // A reserved word, a builtin or a function is its name; a program its path.
+            io.stdout.write(`${what.startsWith('/') ? what : n}\n`);
+          }
           return 0;
         }
         if (rest.length === 0) return 0;
@@ -1579,7 +1787,9 @@ export class Interpreter {
       case 'set':
         return this.setBuiltin(args, io);
       case 'shift': {
-        const n = Number(args[0] ?? '1');
+        const n = args[0] === undefined ? 1 : Number(args[0]);
+        if (!Number.isInteger(n) || n < 0) return this.builtinError('shift', `${args[0]}: bad number`, io);
+        if (n > this.state.positional.length) return this.builtinError('shift', 'nothing to shift', io);
         this.state.positional = this.state.positional.slice(n);
         return 0;
       }
@@ -1622,7 +1832,8 @@ export class Interpreter {
       case 'jobs':
         return this.jobsBuiltin(args, io);
       case 'umask':
-        if (args.length === 0) io.stdout.write('0077\n');
+        // mksh prints the mask with "%#3.3o".
+        if (args.length === 0) io.stdout.write('077\n');
         return 0;
       case 'ulimit':
         return ulimitBuiltin(args, io);
@@ -1700,6 +1911,8 @@ export class Interpreter {
     if (names.length === 0) names.push('REPLY');
     const bad = names.find((n) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(n));
     if (bad !== undefined) return usage(`${bad}: is not an identifier`);
+    const fixed = names.find((n) => this.state.readonly.has(n));
+    if (fixed !== undefined) return usage(`read-only: ${fixed}`);
 
     let timedOut = false;
     const reading = readRecord(io.stdin, { delimiter, raw, count }, () => timedOut);
@@ -1726,14 +1939,18 @@ export class Interpreter {
       this.state.vars.get('IFS') ?? ' \t\n',
       names.length,
     );
-    names.forEach((n, k) => this.state.vars.set(n, fields[k] ?? ''));
+    names.forEach((n, k) => this.setVariable(n, fields[k] ?? ''));
     // A last record without its delimiter is read, but read reports the end of input.
     return record.complete ? 0 : 1;
   }
 
   /** What `$((...))` and `let` read and assign: the shell's variables. */
   private arithmeticVariables(): ArithmeticVariables {
-    return { get: (name) => this.param(name), set: (name, value) => this.state.vars.set(name, value) };
+    return {
+      get: (name) => this.param(name),
+      set: (name, value) => this.setVariable(name, value),
+      readonly: (name) => this.state.readonly.has(name),
+    };
   }
 
   /** let EXPR...: 0 when the last expression is not zero, 1 when it is, 2 when one is wrong. */
@@ -1787,8 +2004,12 @@ export class Interpreter {
     const finish = (value: string, optarg: string | null, status: number) => {
       if (optarg === null) this.state.vars.delete('OPTARG');
       else this.state.vars.set('OPTARG', optarg);
-      this.state.vars.set(name, value);
       this.state.vars.set('OPTIND', String(go.optind));
+      if (this.state.readonly.has(name)) {
+        io.stderr.write(`${SHELL_NAME}: read-only: ${name}\n`);
+        return 2;
+      }
+      this.setVariable(name, value);
       return status;
     };
     let sign = '-';
@@ -1907,6 +2128,7 @@ export class Interpreter {
     }
     if (part.type === 'cmdsub') {
       // $(...) runs in a forked subshell whose output is captured.
+      this.substitutions++;
       const out = new BufferOutput();
       const subIo: Io = { stdin: io.stdin, stdout: out, stderr: io.stderr };
       const child = this.fork();
@@ -1977,8 +2199,8 @@ export class Interpreter {
       case '=': {
         if (!unsetOrEmpty) return value ?? '';
         const v = part.arg ? await this.expandString(part.arg, io, signal) : '';
-        this.state.vars.set(part.name, v);
-        return v;
+        this.setVariable(part.name, v);
+        return this.state.vars.get(part.name) ?? v;
       }
       case ':+':
       case '+':
@@ -2364,6 +2586,7 @@ const SHELL_BUILTINS = new Set([
   'readonly',
   'local',
   'typeset',
+  'integer',
   'unset',
   'exit',
   'return',

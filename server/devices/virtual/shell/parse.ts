@@ -61,6 +61,8 @@ export interface Redirect {
 export interface Assignment {
   name: string;
   value: Word;
+  /** `NAME+=value`: appended to what NAME holds. */
+  append?: boolean;
 }
 
 export type Command =
@@ -1021,12 +1023,13 @@ class Parser {
       const t = this.peek();
       if (t.type !== 'word') break;
       if (words.length === 0) {
-        const m = /^([A-Za-z_][A-Za-z0-9_]*)=/.exec(t.raw);
+        const m = /^([A-Za-z_][A-Za-z0-9_]*)(\+?)=/.exec(t.raw);
         const first = t.word.parts[0];
         if (m && first && first.type === 'lit' && !first.quoted && first.text.startsWith(m[0])) {
           this.take();
           const rest = { ...first, text: first.text.slice(m[0].length) };
-          assigns.push({ name: m[1]!, value: { parts: [rest, ...t.word.parts.slice(1)] } });
+          const value = { parts: [rest, ...t.word.parts.slice(1)] };
+          assigns.push(m[2] ? { name: m[1]!, value, append: true } : { name: m[1]!, value });
           continue;
         }
       }
