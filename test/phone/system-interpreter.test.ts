@@ -54,6 +54,23 @@ describe('quoting', () => {
     expect(await out('printf "[%s]" a\\ b "" c\\\\d')).toBe('[a b][][c\\d]');
   });
 
+  it("reads $'...' with C's escapes, and quotes inside ${x:-word} as mksh does", async () => {
+    expect(await out("echo $'a\\'b' $'\\101\\x41\\u00e9' \"$'x'\"; echo $(echo $'a\\'b)')")).toBe(
+      "a'b AAé $'x'\na'b)\n",
+    );
+    expect(await out('x=; echo "${x:-\'a b\'}" "${x:-"q"}" ${x:-\'a  b\'} ${x:-a  b}')).toBe(
+      "'a b' q a  b a b\n",
+    );
+  });
+
+  it("echoes as mksh's echo: backslash sequences unless -E, \\c ends the output", async () => {
+    expect(await out('echo "a\\tb"; echo -E "a\\tb"; echo -n "x\\c"; echo y; echo -nq')).toBe(
+      'a\tb\na\\tb\nxy\n-nq\n',
+    );
+    // /system/bin/echo is toybox's, which does not read them without -e.
+    expect(await out("/system/bin/echo 'a\\tb'")).toBe('a\\tb\n');
+  });
+
   it('splits unquoted expansions into fields but not quoted ones', async () => {
     const r = await sh('X="1  2"; printf "<%s>" $X; printf "<%s>" "$X"');
     expect(r.out).toBe('<1><2><1  2>');
@@ -207,6 +224,17 @@ describe('tests, variables and control flow', () => {
     expect(await out('x=$(exit 3); echo $?; y=2; echo $?; x=$(false) || echo failed')).toBe('3\n0\nfailed\n');
   });
 
+  it('ends case clauses with ;; ;& and ;| as mksh does, and names itself in $KSH_VERSION', async () => {
+    expect(await out('case x in x) echo one;| y) echo two;; x) echo three;& q) echo four;; esac')).toBe(
+      'one\nthree\nfour\n',
+    );
+    expect(await sh('echo $KSH_VERSION; env | grep -c KSH_VERSION; KSH_VERSION=1')).toMatchObject({
+      code: 2,
+      out: '@(#)MIRBSD KSH R59 2020/10/31 Android\n0\n',
+      err: '/system/bin/sh: read-only: KSH_VERSION\n',
+    });
+  });
+
   it('runs the last stage of a pipeline in a subshell and ends on errors as mksh does', async () => {
     expect(await out('x=0; echo 5 | read x; echo $x; echo a | exit 3; echo "after $?"')).toBe('0\nafter 3\n');
     expect(await sh('set -- a; shift 2; echo never')).toMatchObject({
@@ -219,7 +247,9 @@ describe('tests, variables and control flow', () => {
       out: '',
       err: '/system/bin/sh: 1/0: zero divisor\n',
     });
-    expect(await out('command -v ls nosuch echo; echo $?; umask')).toBe('/system/bin/ls\n1\n077\n');
+    expect(await out('command -v ls nosuch echo; echo $?; umask; type nosuch; cd /sdcard; echo ~+ ~-')).toBe(
+      '/system/bin/ls\n1\n077\nnosuch not found\n/sdcard /\n',
+    );
   });
 
   it('expands command substitution, defaults and globs', async () => {
@@ -720,7 +750,7 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect(await out('let x=3 y=x*2; echo $? $x $y; let 0; echo $?')).toBe('0 3 6\n1\n');
     expect(await sh('let; echo $?; let 1/0; echo $?')).toMatchObject({
       out: '1\n2\n',
-      err: '/system/bin/sh: let: no arguments\n/system/bin/sh: 1/0: zero divisor\n',
+      err: '/system/bin/sh: let: missing argument\n/system/bin/sh: 1/0: zero divisor\n',
     });
     // Errors as mksh words them; the script stops there.
     expect(await sh('echo $((1+)); echo never')).toMatchObject({
@@ -868,9 +898,9 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect(r.out).toBe('4000\n4000\nnomatch\nnm\n');
     expect(await out('x=aaaa; echo ${x//*/b} ${x%a*} ${x%%a*}. ${x#*a} ${x##*a}.')).toBe('b aaa . aaa .\n');
     // 20,000 backslashes in one line are read in one pass.
-    expect(await out('x=$(printf "\\\\\\\\%.0s" $(seq 20000)); echo "$x" | { read v; echo ${#v}; }')).toBe(
-      '10000\n',
-    );
+    expect(
+      await out('x=$(printf "\\\\\\\\%.0s" $(seq 20000)); print -r -- "$x" | { read v; echo ${#v}; }'),
+    ).toBe('10000\n');
   });
 
   it('says when nesting is too deep instead of failing, and runs (( )) as let', async () => {

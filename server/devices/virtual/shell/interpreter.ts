@@ -145,6 +145,9 @@ const KEPT_ENDED_JOBS = 64;
 
 export const SHELL_NAME = '/system/bin/sh';
 
+/** Android 14's mksh (R59c, built with the vendor suffix " Android"); read-only, not exported. */
+const KSH_VERSION = '@(#)MIRBSD KSH R59 2020/10/31 Android';
+
 /** Signals mksh always catches (to clean up): their traps run, or they end the shell. */
 const SHELL_SIGNALS = [SIGHUP, SIGINT, SIGQUIT, SIGTERM];
 
@@ -196,10 +199,12 @@ export function initialShellState(
     ...Object.entries(extraEnv),
   ]);
   void device;
+  const exported = new Set(vars.keys());
+  vars.set('KSH_VERSION', KSH_VERSION);
   return {
     vars,
-    exported: new Set(vars.keys()),
-    readonly: new Set(),
+    exported,
+    readonly: new Set(['KSH_VERSION']),
     integer: new Set(),
     cwd: '/',
     status: 0,
@@ -715,12 +720,19 @@ export class Interpreter {
         case 'case': {
           const subject = await this.expandString(cmd.word, io, signal);
           status = 0;
-          outer: for (const clause of cmd.clauses) {
-            for (const p of clause.patterns) {
-              if (!Glob.compile(await this.expandPattern(p, io, signal)).matches(subject)) continue;
-              status = await this.list(clause.body, rio, signal, false);
-              break outer;
-            }
+          let run = false;
+          for (const clause of cmd.clauses) {
+            // ;& runs the next body without testing its patterns.
+            if (!run)
+              for (const p of clause.patterns)
+                if (Glob.compile(await this.expandPattern(p, io, signal)).matches(subject)) {
+                  run = true;
+                  break;
+                }
+            if (!run) continue;
+            status = await this.list(clause.body, rio, signal, false);
+            if (clause.then === ';;') break;
+            run = clause.then === ';&';
           }
           break;
         }
@@ -1311,9 +1323,9 @@ export class Interpreter {
       proc.info.user = userName(cred.uid);
     }
     const state: ShellState = {
-      vars: new Map(env),
+      vars: new Map([...env, ['KSH_VERSION', KSH_VERSION]]),
       exported: new Set(env.keys()),
-      readonly: new Set(),
+      readonly: new Set(['KSH_VERSION']),
       integer: new Set(),
       cwd: options.cwd ?? this.state.cwd,
       status: 0,
@@ -1851,6 +1863,8 @@ export class Interpreter {
         return this.getoptsBuiltin(args, io);
       case 'print':
         return printBuiltin(args, io);
+      case 'echo':
+        return echoBuiltin(args, io);
       case 'whence':
         return this.whenceBuiltin(args, io);
       case 'type':
@@ -1956,7 +1970,7 @@ export class Interpreter {
   /** let EXPR...: 0 when the last expression is not zero, 1 when it is, 2 when one is wrong. */
   private letBuiltin(args: string[], io: Io): number {
     if (args.length === 0) {
-      io.stderr.write(`${SHELL_NAME}: let: no arguments\n`);
+      io.stderr.write(`${SHELL_NAME}: let: missing argument\n`);
       return 1;
     }
     let last = 0;
@@ -2075,7 +2089,7 @@ export class Interpreter {
         what = this.programPath(name);
       }
       if (what === null) {
-        if (verbose) io.stderr.write(`${name} not found\n`);
+        if (verbose) io.stdout.write(`${name} not found\n`);
         status = 1;
       } else if (!verbose) io.stdout.write(`${what.startsWith('/') ? what : name}\n`);
       else if (what === 'builtin') io.stdout.write(`${name} is a shell builtin\n`);
@@ -2232,6 +2246,14 @@ export class Interpreter {
     return out;
   }
 
+  /** The word of `${x:-word}` or `${x:+word}` when it is what the expansion gives; else null. */
+  private chosenWord(part: Extract<Word['parts'][number], { type: 'param' }>): Word | null {
+    if (!part.arg || !['-', ':-', '+', ':+'].includes(part.op)) return null;
+    const value = this.param(part.name);
+    const unsetOrEmpty = value === undefined || (value === '' && part.op.startsWith(':'));
+    return part.op.endsWith('-') === unsetOrEmpty ? part.arg : null;
+  }
+
   /** Expands a word into fields: parameters, substitutions, splitting, globs. */
   async expandFields(word: Word, io: Io, signal: AbortSignal): Promise<string[]> {
     interface Field {
@@ -2244,7 +2266,38 @@ export class Interpreter {
     let current: Field | null = null;
     const cur = (): Field => (current ??= { text: '', pattern: '', glob: false, quoted: false });
     const ifs = this.state.vars.get('IFS') ?? ' \t\n';
-    for (const part of word.parts) {
+    const split = (value: string, glob: boolean) => {
+      const pieces = value.split(new RegExp(`[${escapeClass(ifs)}]+`));
+      pieces.forEach((piece, i) => {
+        if (i > 0) {
+          if (current) fields.push(current);
+          current = null;
+        }
+        if (piece !== '') {
+          const f = cur();
+          f.text += piece;
+          f.pattern += glob ? piece : piece.replace(/[*?[\]\\]/g, '\\$&');
+          if (glob && /[*?[]/.test(piece)) f.glob = true;
+        }
+      });
+    };
+    // The parts of an unquoted ${x:-word} that applies join the word's own parts: what the
+    // word quotes stays one field (${x:-"a  b"}), what it does not is split and globbed.
+    const parts: { part: Word['parts'][number]; inDefault: boolean }[] = word.parts.map((part) => ({
+      part,
+      inDefault: false,
+    }));
+    while (parts.length > 0) {
+      const { part, inDefault } = parts.shift()!;
+      if (part.type === 'lit' && inDefault && !part.quoted) {
+        split(part.text, true);
+        continue;
+      }
+      const chosen = part.type === 'param' && !part.quoted ? this.chosenWord(part) : null;
+      if (chosen) {
+        parts.unshift(...chosen.parts.map((p) => ({ part: p, inDefault: true })));
+        continue;
+      }
       if (part.type === 'lit') {
         const f = cur();
         f.text += part.text;
@@ -2280,18 +2333,7 @@ export class Interpreter {
         f.quoted = true;
         continue;
       }
-      const pieces = value.split(new RegExp(`[${escapeClass(ifs)}]+`));
-      pieces.forEach((piece, i) => {
-        if (i > 0) {
-          if (current) fields.push(current);
-          current = null;
-        }
-        if (piece !== '') {
-          const f = cur();
-          f.text += piece;
-          f.pattern += piece.replace(/[*?[\]\\]/g, '\\$&');
-        }
-      });
+      split(value, false);
     }
     if (current) fields.push(current);
     const out: string[] = [];
@@ -2717,6 +2759,31 @@ function printBuiltin(args: string[], io: Io): number {
     if (u.stop) newline = false;
   }
   out.write(newline ? `${text}\n` : text);
+  return 0;
+}
+
+/**
+ * mksh's echo (Android's, unlike toybox's /system/bin/echo): backslash sequences are read as
+ * print reads them unless -E; leading arguments made only of -e, -E and -n are options
+ * (`echo -nq` prints `-nq`); `\c` ends the output there.
+ */
+function echoBuiltin(args: string[], io: Io): number {
+  let newline = true;
+  let escapes = true;
+  let i = 0;
+  for (; i < args.length && /^-[eEn]+$/.test(args[i]!); i++) {
+    for (const f of args[i]!.slice(1)) {
+      if (f === 'n') newline = false;
+      else escapes = f === 'e';
+    }
+  }
+  let text = args.slice(i).join(' ');
+  if (escapes) {
+    const u = unescapeBackslashes(text);
+    text = u.text;
+    if (u.stop) newline = false;
+  }
+  io.stdout.write(newline ? `${text}\n` : text);
   return 0;
 }
 

@@ -65,6 +65,16 @@ export interface Assignment {
   append?: boolean;
 }
 
+/**
+ * A `case` clause; `then` is how it ends: `;;` (the case is done), `;&` (the next clause's
+ * body runs too) or `;|` (the next clauses' patterns are tried), as in mksh.
+ */
+export interface CaseClause {
+  patterns: Word[];
+  body: List;
+  then: ';;' | ';&' | ';|';
+}
+
 export type Command =
   | { type: 'simple'; assigns: Assignment[]; words: Word[]; redirects: Redirect[] }
   | { type: 'subshell'; body: List; redirects: Redirect[] }
@@ -73,7 +83,7 @@ export type Command =
   | { type: 'while' | 'until'; cond: List; body: List; redirects: Redirect[] }
   | { type: 'for'; name: string; items: Word[] | null; body: List; redirects: Redirect[] }
   | { type: 'function'; name: string; body: Command; redirects: Redirect[] }
-  | { type: 'case'; word: Word; clauses: { patterns: Word[]; body: List }[]; redirects: Redirect[] }
+  | { type: 'case'; word: Word; clauses: CaseClause[]; redirects: Redirect[] }
   | { type: 'cond'; expr: CondExpr; redirects: Redirect[] }
   /** `(( expression ))`: true (0) when the expression is not zero, as `let`. */
   | { type: 'arith'; expression: Word; redirects: Redirect[] };
@@ -213,6 +223,8 @@ const OPERATORS = [
   '&&',
   '||',
   ';;',
+  ';&',
+  ';|',
   '>>',
   '>&',
   '<&',
@@ -339,8 +351,9 @@ class Lexer {
   /**
    * This lexer's whole source as an unquoted here-document's body: `$` expansions and
    * backticks, a backslash quoting only `$`, `` ` ``, `\` and a newline; no splitting.
+   * `doubleQuoted`: the word of `"${x:-word}"`, where `"` groups and `\"` is a quote.
    */
-  hereDocumentWord(): Word {
+  hereDocumentWord(options: { doubleQuoted?: boolean } = {}): Word {
     const s = this.src;
     const parts: WordPart[] = [];
     const lit = (text: string) => {
@@ -350,9 +363,13 @@ class Lexer {
     };
     while (this.pos < s.length) {
       const c = s[this.pos]!;
-      if (c === '\\' && this.pos + 1 < s.length && '$`\\\n'.includes(s[this.pos + 1]!)) {
+      if (c === '\\' && this.pos + 1 < s.length && '$`\\\n"'.includes(s[this.pos + 1]!)) {
+        if (s[this.pos + 1] === '"' && !options.doubleQuoted) lit('\\');
         if (s[this.pos + 1] !== '\n') lit(s[this.pos + 1]!);
         this.pos += 2;
+      } else if (c === '"' && options.doubleQuoted) {
+        // Inside "${x:-...}", double quotes group (and go); single quotes are characters.
+        this.pos++;
       } else if (c === '$' || c === '`') {
         const part = this.dollar(true);
         if (part) parts.push(part);
@@ -382,12 +399,15 @@ class Lexer {
     while (this.pos < s.length) {
       const c = s[this.pos]!;
       if (delimiters.includes(c)) break;
-      if (c === '~' && this.atTilde(start)) {
-        // ~ at a word's start (or an assignment's value's): $HOME, never split.
-        plain = false;
-        parts.push({ type: 'param', name: 'HOME', op: '', arg: null, quoted: true });
-        this.pos++;
-        continue;
+      if (c === '~') {
+        // ~ at a word's start (or an assignment's value's): $HOME (~+ $PWD, ~- $OLDPWD), never split.
+        const tilde = this.tildePrefix(start);
+        if (tilde) {
+          plain = false;
+          parts.push({ type: 'param', name: tilde.name, op: '', arg: null, quoted: true });
+          this.pos += tilde.length;
+          continue;
+        }
       }
       if (c === "'") {
         plain = false;
@@ -426,6 +446,13 @@ class Lexer {
         plain = false;
         if (this.pos + 1 < s.length) lit(s[this.pos + 1]!, true);
         this.pos += 2;
+      } else if (c === '$' && s[this.pos + 1] === "'") {
+        // $'...': a quoted string with C's backslash sequences.
+        plain = false;
+        const quoted = cString(s, this.pos + 2);
+        lit(quoted.text, true);
+        if (quoted.text === '') parts.push({ type: 'lit', text: '', quoted: true });
+        this.pos = quoted.end;
       } else if (c === '$' || c === '`') {
         const part = this.dollar(false);
         if (part) {
@@ -444,21 +471,29 @@ class Lexer {
   }
 
   /**
-   * Whether the `~` at pos is a tilde prefix: first in the word, or after `NAME=` or a `:`
-   * in an assignment; followed by `/`, the word's end (or a `:` in an assignment).
+   * The tilde prefix at pos (`~`, `~+`, `~-`) and the variable it stands for, if it is one:
+   * first in the word, or after `NAME=` or a `:` in an assignment; followed by `/`, the
+   * word's end (or a `:` in an assignment).
    */
-  private atTilde(wordStart: number): boolean {
+  private tildePrefix(wordStart: number): { name: string; length: number } | null {
     const before = this.src.slice(wordStart, this.pos);
     const assignment = /^[A-Za-z_][A-Za-z0-9_]*=/.test(before);
     // In an assignment's value, each :-separated part may begin with ~ (PATH=$PATH:~/bin).
-    if (before !== '' && !(assignment && (before.endsWith('=') || before.endsWith(':')))) return false;
-    const after = this.src[this.pos + 1];
-    return (
-      after === undefined ||
-      after === '/' ||
-      (assignment && after === ':') ||
-      ' \t\r\n;&|()<>'.includes(after)
-    );
+    if (before !== '' && !(assignment && (before.endsWith('=') || before.endsWith(':')))) return null;
+    const ends = (at: number) => {
+      const after = this.src[at];
+      return (
+        after === undefined ||
+        after === '/' ||
+        (assignment && after === ':') ||
+        ' \t\r\n;&|()<>'.includes(after)
+      );
+    };
+    if (ends(this.pos + 1)) return { name: 'HOME', length: 1 };
+    const which = this.src[this.pos + 1];
+    if ((which === '+' || which === '-') && ends(this.pos + 2))
+      return { name: which === '+' ? 'PWD' : 'OLDPWD', length: 2 };
+    return null;
   }
 
   /** Parses `$name`, `${...}`, `$(...)` or a backtick substitution at pos; null if just a `$`. */
@@ -531,7 +566,8 @@ class Lexer {
         };
       }
       let arg: Word | null = null;
-      if (op) arg = new Lexer(rest).wordOnly();
+      if (op)
+        arg = quoted ? new Lexer(rest).hereDocumentWord({ doubleQuoted: true }) : new Lexer(rest).wordOnly();
       return { type: 'param', name: m[1]!, op, arg, quoted };
     }
     if (isNameStart(next)) {
@@ -574,9 +610,65 @@ function arithmeticEnd(s: string, from: number): number {
 }
 
 /** Skips a quoted string or an escaped character at `i`; returns the index of its last character. */
+/** Single-character sequences of `$'...'`. */
+const C_ESCAPES: Record<string, string> = {
+  a: '\x07',
+  b: '\b',
+  e: '\x1b',
+  E: '\x1b',
+  f: '\f',
+  n: '\n',
+  r: '\r',
+  t: '\t',
+  v: '\v',
+  '\\': '\\',
+  "'": "'",
+  '"': '"',
+  '?': '?',
+};
+
+/**
+ * The text of a `$'...'` string whose body starts at `start`: `\n` and the other C escapes,
+ * `\NNN` octal, `\xHH`, `\uHHHH`, `\UHHHHHHHH`, `\cX`; `end` is past the closing quote.
+ */
+function cString(s: string, start: number): { text: string; end: number } {
+  let text = '';
+  for (let i = start; i < s.length; i++) {
+    const c = s[i]!;
+    if (c === "'") return { text, end: i + 1 };
+    if (c !== '\\' || i + 1 >= s.length) {
+      text += c;
+      continue;
+    }
+    const n = s[++i]!;
+    const digits = (re: RegExp) => re.exec(s.slice(i + 1))?.[0] ?? '';
+    if (n in C_ESCAPES) text += C_ESCAPES[n];
+    else if (/[0-7]/.test(n)) {
+      const more = digits(/^[0-7]{0,2}/);
+      text += String.fromCharCode(parseInt(n + more, 8) & 0xff);
+      i += more.length;
+    } else if (n === 'x' || n === 'u' || n === 'U') {
+      const hex = digits(
+        n === 'x' ? /^[0-9a-fA-F]{1,2}/ : n === 'u' ? /^[0-9a-fA-F]{1,4}/ : /^[0-9a-fA-F]{1,8}/,
+      );
+      if (hex === '') text += `\\${n}`;
+      else
+        text += n === 'x' ? String.fromCharCode(parseInt(hex, 16)) : String.fromCodePoint(parseInt(hex, 16));
+      i += hex.length;
+    } else if (n === 'c' && i + 1 < s.length) text += String.fromCharCode(s.charCodeAt(++i) & 0x1f);
+    else text += `\\${n}`;
+  }
+  throw ShellSyntaxError.atEnd('unterminated quoted string');
+}
+
 function skipQuoted(s: string, i: number): number {
   const c = s[i];
   if (c === '\\') return i + 1;
+  if (c === "'" && s[i - 1] === '$' && s[i - 2] !== '\\') {
+    // $'...': a backslash quotes the next character, a quote too.
+    for (i++; i < s.length && s[i] !== "'"; i++) if (s[i] === '\\') i++;
+    return i;
+  }
   if (c === "'") {
     const end = s.indexOf("'", i + 1);
     return end < 0 ? s.length : end;
@@ -695,9 +787,9 @@ class Parser {
     return end;
   }
 
-  private isOp(op: string): boolean {
+  private isOp(...ops: string[]): boolean {
     const t = this.peek();
-    return t.type === 'op' && t.op === op;
+    return t.type === 'op' && ops.includes(t.op);
   }
 
   private isReserved(word: string): boolean {
@@ -735,7 +827,7 @@ class Parser {
     for (;;) {
       const t = this.peek();
       if (t.type === 'eof') break;
-      if (t.type === 'op' && (t.op === ')' || t.op === ';;')) break;
+      if (t.type === 'op' && (t.op === ')' || t.op === ';;' || t.op === ';&' || t.op === ';|')) break;
       if (t.type === 'word' && t.plain && stop.has(t.raw)) break;
       const andOr = this.andOr();
       let background = false;
@@ -919,7 +1011,7 @@ class Parser {
     this.skipNewlines();
     this.expectReserved('in');
     this.skipNewlines();
-    const clauses: { patterns: Word[]; body: List }[] = [];
+    const clauses: CaseClause[] = [];
     while (!this.isReserved('esac')) {
       if (this.isOp('(')) this.take();
       const patterns: Word[] = [];
@@ -933,8 +1025,10 @@ class Parser {
       if (!this.isOp(')')) throw new ShellSyntaxError(`syntax error: expected ')'${this.near()}`);
       this.take();
       const body = this.list(new Set(['esac']));
-      clauses.push({ patterns, body });
-      if (this.isOp(';;')) this.take();
+      const end = this.peek();
+      const then = end.type === 'op' && (end.op === ';&' || end.op === ';|') ? end.op : ';;';
+      clauses.push({ patterns, body, then });
+      if (this.isOp(';;', ';&', ';|')) this.take();
       this.skipNewlines();
       if (this.peek().type === 'eof')
         throw new ShellSyntaxError("syntax error: expected 'esac': unexpected end of file");
