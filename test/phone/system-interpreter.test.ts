@@ -235,6 +235,28 @@ describe('tests, variables and control flow', () => {
     });
   });
 
+  it("tests with mksh's test builtin: POSIX's argument rules, arithmetic operands and its errors", async () => {
+    expect(await out('[ "1+1" -eq 2 ]; echo $?; x=3; [ x -gt 2 ]; echo $?; [ ! a = b -a c ]; echo $?')).toBe(
+      '0\n0\n0\n',
+    );
+    expect(await out('[ \\( a = a \\) -a \\( b = c -o d \\) ]; echo $?; test -f = -f; echo $?')).toBe(
+      '0\n0\n',
+    );
+    expect(
+      await sh('test 2 -gt; echo $?; [ a b ]; echo $?; [ 1 -eq 1; echo $?; [ 1 -eq 1.0 ]; echo $?'),
+    ).toMatchObject({
+      out: '2\n2\n2\n2\n',
+      err:
+        '/system/bin/sh: test: -gt: missing second argument\n/system/bin/sh: [: b: unexpected operator/operand\n' +
+        "/system/bin/sh: [: missing ]\n/system/bin/sh: 1.0: unexpected '.'\n",
+    });
+    expect(
+      await out("set -e; [ -o errexit ]; echo $?; [ -o '!errexit' ] || echo 'not off'; [ -v HOME ]; echo $?"),
+    ).toBe('0\nnot off\n0\n');
+    // /system/bin/test is toybox's.
+    expect(await sh('/system/bin/[ 1 -eq 1')).toMatchObject({ code: 2, err: "[: missing ']'\n" });
+  });
+
   it('runs the last stage of a pipeline in a subshell and ends on errors as mksh does', async () => {
     expect(await out('x=0; echo 5 | read x; echo $x; echo a | exit 3; echo "after $?"')).toBe('0\nafter 3\n');
     expect(await sh('set -- a; shift 2; echo never')).toMatchObject({

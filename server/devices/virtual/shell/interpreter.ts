@@ -39,6 +39,8 @@ import { evaluateArithmetic } from './arith.js';
 import { Glob, removePattern, substitutePattern } from './glob.js';
 import type { ArithmeticVariables } from './arith.js';
 import { ShellSyntaxError, parseShell, tooDeep } from './parse.js';
+import { mkshTest } from './test-builtin.js';
+import type { TestShell } from './test-builtin.js';
 import type { AndOr, Command, CondExpr, List, Pipeline, Redirect, Word } from './parse.js';
 
 /** A trap's condition: a signal number, or the shell's own EXIT and ERR. */
@@ -161,7 +163,7 @@ const LONG_OPTIONS: Record<string, string> = {
 };
 
 /** Builtins of mksh that the command table also has: they run in the shell's own process. */
-const IN_PROCESS = new Set(['echo', 'test', '[', 'true', 'false']);
+const IN_PROCESS = new Set(['true', 'false']);
 
 /**
  * mksh execs the command of `sh -c` in the shell's own process when the source is a single
@@ -1800,7 +1802,7 @@ export class Interpreter {
         return this.setBuiltin(args, io);
       case 'shift': {
         const n = args[0] === undefined ? 1 : Number(args[0]);
-        if (!Number.isInteger(n) || n < 0) return this.builtinError('shift', `${args[0]}: bad number`, io);
+        if (!Number.isInteger(n) || n < 0) return this.builtinError('shift', `bad number: ${args[0]}`, io);
         if (n > this.state.positional.length) return this.builtinError('shift', 'nothing to shift', io);
         this.state.positional = this.state.positional.slice(n);
         return 0;
@@ -1865,6 +1867,11 @@ export class Interpreter {
         return printBuiltin(args, io);
       case 'echo':
         return echoBuiltin(args, io);
+      case 'test':
+      case '[':
+        return mkshTest(name, args, this.testShell(io), (message) =>
+          io.stderr.write(`${SHELL_NAME}: ${message}\n`),
+        );
       case 'whence':
         return this.whenceBuiltin(args, io);
       case 'type':
@@ -1956,6 +1963,23 @@ export class Interpreter {
     names.forEach((n, k) => this.setVariable(n, fields[k] ?? ''));
     // A last record without its delimiter is read, but read reports the end of input.
     return record.complete ? 0 : 1;
+  }
+
+  /** What `test` and `[` read of this shell. */
+  private testShell(io: Io): TestShell {
+    return {
+      fs: this.fs,
+      cwd: this.state.cwd,
+      uid: this.state.cred.uid,
+      gid: this.state.cred.gid,
+      isSet: (name) => this.param(name) !== undefined,
+      option: (name) => {
+        const flag = LONG_OPTIONS[name];
+        return flag === undefined ? null : this.state.options.has(flag);
+      },
+      arithmetic: (expression) => evaluateArithmetic(expression, this.arithmeticVariables()),
+      isTerminal: (fd) => [io.stdin, io.stdout, io.stderr][fd]?.terminal !== undefined,
+    };
   }
 
   /** What `$((...))` and `let` read and assign: the shell's variables. */
@@ -2629,6 +2653,9 @@ const SHELL_BUILTINS = new Set([
   'local',
   'typeset',
   'integer',
+  'echo',
+  'test',
+  '[',
   'unset',
   'exit',
   'return',
