@@ -116,6 +116,23 @@ describe('shell protocol', () => {
     expect(r.stderr).toContain("syntax error: unexpected 'fi'");
   });
 
+  it('takes a long here-document piped into adb shell line by line, with <<- and a quoted EOF inside', async () => {
+    // 30,000 body lines: parsing the growing script again for each line would take minutes.
+    const body = Array.from({ length: 30_000 }, (_, i) => `\tline ${i} $((1 + 1)) EOF`);
+    const script = [
+      'cat <<-EOF | wc -l',
+      ...body,
+      '\tEOF',
+      'cat <<-EOF | tail -1',
+      ...body,
+      'EOF',
+      'echo end',
+      '',
+    ];
+    const r = await v.adb(['shell'], { input: script.join('\n') });
+    expect(r.stdout).toBe('30000\nline 29999 2 EOF\nend\n');
+  });
+
   it('runs a pty session with a prompt and CRLF line ends', async () => {
     const r = await v.adb(['shell', '-tt'], { input: 'echo ping\nexit 6\n' });
     expect(r.stdout).toContain('shiba:/ $ ');

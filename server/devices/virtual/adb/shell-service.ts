@@ -8,7 +8,8 @@ import type { CommandTable, Io } from '../shell/command.js';
 import { Interpreter, SHELL_NAME, initialShellState, mkshMayExec } from '../shell/interpreter.js';
 import type { Input, Output, Terminal } from '../shell/io.js';
 import { WritableOutput } from '../shell/io.js';
-import { incompleteShell } from '../shell/parse.js';
+import { endsHeredoc, incompleteShell } from '../shell/parse.js';
+import type { HeredocEnd } from '../shell/parse.js';
 import type { Device } from '../device.js';
 import { ROOT_CREDENTIALS, SHELL_CREDENTIALS } from '../fs.js';
 import { ADBD } from '../processes.js';
@@ -362,6 +363,8 @@ export function runShellService(stream: AdbStream, options: ShellServiceOptions,
  */
 async function interactive(shell: Interpreter, io: Io, pty: boolean, signal: AbortSignal): Promise<number> {
   let pending = '';
+  /** Inside a here-document's body, the line that ends it: no other line needs a parse. */
+  let heredoc: HeredocEnd | null = null;
   const prompt = () => {
     if (pty) io.stdout.write(pending === '' ? `shiba:/ $ ` : '> ');
   };
@@ -382,6 +385,7 @@ async function interactive(shell: Interpreter, io: Io, pty: boolean, signal: Abo
       if (pty && ch === '\x03') {
         line = '';
         pending = '';
+        heredoc = null;
         io.stdout.write('^C\n');
         prompt();
         continue;
@@ -397,9 +401,19 @@ async function interactive(shell: Interpreter, io: Io, pty: boolean, signal: Abo
       if (ch === '\r' || ch === '\n') {
         echo('\n');
         const source = pending === '' ? line : `${pending}\n${line}`;
+        if (heredoc && !endsHeredoc(line, heredoc)) {
+          // A body line: the source stays as incomplete as it was (a long here-document
+          // piped in is not parsed again for each of its lines).
+          pending = source;
+          line = '';
+          prompt();
+          continue;
+        }
         line = '';
         // A command that goes on over the next lines waits for them.
-        pending = source.trim().length > 0 && incompleteShell(source) ? source : '';
+        const waiting = source.trim().length > 0 ? incompleteShell(source) : false;
+        pending = waiting ? source : '';
+        heredoc = waiting ? waiting.heredoc : null;
         if (pending === '' && source.trim().length > 0) {
           await shell.run(source, commandIo, signal);
           if (shell.exited || shell.proc.terminated.aborted || signal.aborted) return shell.status;

@@ -194,9 +194,17 @@ export interface ListItem {
 
 export type List = ListItem[];
 
+/** The line that ends a here-document: its delimiter (after leading tabs, for `<<-`). */
+export interface HeredocEnd {
+  delimiter: string;
+  stripTabs: boolean;
+}
+
 export class ShellSyntaxError extends Error {
   /** The source ended before what it began (a quote, a here-document, an `if`) was closed. */
   incomplete = false;
+  /** The source ended inside a here-document's body: only this line can end it. */
+  heredoc: HeredocEnd | null = null;
   constructor(message: string) {
     super(message);
     this.name = 'ShellSyntaxError';
@@ -304,7 +312,7 @@ class Lexer {
     this.tokenStart = this.pos;
     if (this.pos >= s.length) {
       const unread = this.heredocs[0];
-      if (unread) throw ShellSyntaxError.atEnd(`here document '${unread.delimiter}' unclosed`);
+      if (unread) throw unclosedHeredoc(unread);
       return { type: 'eof' };
     }
     const c = s[this.pos]!;
@@ -334,7 +342,7 @@ class Lexer {
     for (const doc of this.heredocs.splice(0)) {
       let body = '';
       for (;;) {
-        if (this.pos >= s.length) throw ShellSyntaxError.atEnd(`here document '${doc.delimiter}' unclosed`);
+        if (this.pos >= s.length) throw unclosedHeredoc(doc);
         const end = s.indexOf('\n', this.pos);
         let line = s.slice(this.pos, end < 0 ? s.length : end);
         this.pos = end < 0 ? s.length : end + 1;
@@ -1151,14 +1159,28 @@ export function parseShell(source: string): List {
   }
 }
 
-/** Whether `source` is the beginning of a command that further lines would complete. */
-export function incompleteShell(source: string): boolean {
+function unclosedHeredoc(doc: HeredocEnd): ShellSyntaxError {
+  const error = ShellSyntaxError.atEnd(`here document '${doc.delimiter}' unclosed`);
+  error.heredoc = { delimiter: doc.delimiter, stripTabs: doc.stripTabs };
+  return error;
+}
+
+/**
+ * Whether `source` is the beginning of a command that further lines would complete: false,
+ * or what it waits for (inside a here-document, the one line that can end it).
+ */
+export function incompleteShell(source: string): false | { heredoc: HeredocEnd | null } {
   try {
     parseShell(source);
     return false;
   } catch (error) {
-    return error instanceof ShellSyntaxError && error.incomplete;
+    return error instanceof ShellSyntaxError && error.incomplete ? { heredoc: error.heredoc } : false;
   }
+}
+
+/** Whether `line` ends the here-document `end` (any other line is part of its body). */
+export function endsHeredoc(line: string, end: HeredocEnd): boolean {
+  return (end.stripTabs ? line.replace(/^\t+/, '') : line) === end.delimiter;
 }
 
 /**
