@@ -216,6 +216,10 @@ describe('tests, variables and control flow', () => {
       },
     );
     expect(await out('readonly q=1; readonly -p | grep q; readonly | grep q')).toBe('readonly q=1\nq\n');
+    // set prints values as mksh quotes them, so that its output can be read back.
+    expect(await out('x="it\'s"; y=$\'a\\tb\'; z=""; t="a=b"; set | grep -E "^(x|y|z|t)="')).toBe(
+      "t='a=b'\nx='it'\\''s'\ny=$'a\\tb'\nz=''\n",
+    );
   });
 
   it('gives assignments what mksh gives them: +=, typeset -i, the status of $(...)', async () => {

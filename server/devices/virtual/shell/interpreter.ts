@@ -1602,7 +1602,7 @@ export class Interpreter {
   /** set: positional parameters, and the options the shell models (-e -u -x -f, -o pipefail). */
   private setBuiltin(args: string[], io: Io): number {
     if (args.length === 0) {
-      for (const [k, v] of [...this.state.vars].sort()) io.stdout.write(`${k}=${v}\n`);
+      for (const [k, v] of [...this.state.vars].sort()) io.stdout.write(`${k}=${shellQuote(v)}\n`);
       return 0;
     }
     const refuse = (option: string) => {
@@ -2473,9 +2473,55 @@ function untilAborted(input: Io['stdin'], signal: AbortSignal): Io['stdin'] {
   };
 }
 
-/** A value quoted for the shell, as `trap` prints actions. */
+/**
+ * A value quoted as mksh prints it (`set`, `export -p`, `trap`): bare unless it holds a blank
+ * or a character the shell reads (`=`, `$`, quotes, `*`, ...); `'...'` then, with `\'` for a
+ * quote; `$'...'` when it holds a control character.
+ */
 function shellQuote(value: string): string {
-  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+  if (value === '') return "''";
+  if (/[\x00-\x1f]/.test(value)) return cQuote(value);
+  if (!/[ \t\n<>[\]=`#"'&();|*\\?$]/.test(value)) return value;
+  let out = '';
+  let open = false;
+  for (const c of value) {
+    if (c === "'") {
+      if (open) out += "'";
+      open = false;
+      out += "\\'";
+      continue;
+    }
+    if (!open) out += "'";
+    open = true;
+    out += c;
+  }
+  return open ? `${out}'` : out;
+}
+
+const C_QUOTED: Record<string, string> = {
+  '\x07': '\\a',
+  '\b': '\\b',
+  '\f': '\\f',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+  '\v': '\\v',
+  '\x1b': '\\E',
+  '\\': '\\\\',
+  "'": '\\047',
+};
+
+/** mksh's `$'...'` form: C escapes, octal for other control characters, \uXXXX past ASCII. */
+function cQuote(value: string): string {
+  let out = "$'";
+  for (const c of value) {
+    const code = c.codePointAt(0)!;
+    if (c in C_QUOTED) out += C_QUOTED[c];
+    else if (code < 0x20 || code === 0x7f) out += `\\${code.toString(8).padStart(3, '0')}`;
+    else if (code >= 0x80) out += `\\u${code.toString(16).toUpperCase().padStart(4, '0')}`;
+    else out += c;
+  }
+  return `${out}'`;
 }
 
 /** A trap condition: EXIT (or 0), ERR, or a signal by number or name in any case. */
