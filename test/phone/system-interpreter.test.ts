@@ -174,6 +174,17 @@ describe('tests, variables and control flow', () => {
   it('passes on only exported variables, as mksh does', async () => {
     expect(await out("x=1; sh -c 'echo [$x]'; export x; sh -c 'echo [$x]'")).toBe('[]\n[1]\n');
     expect(await out('typeset -x z=1; env | grep ^z=')).toBe('z=1\n');
+    // env -i and -u change what the command gets; printenv prints values; IFS and PS1 stay home.
+    expect(
+      await out(
+        "env -u HOME -i A=1 env; env -i B=2 sh -c 'echo [$B][$HOME]'; env | grep -c -E '^(IFS|PS1)='",
+      ),
+    ).toBe('A=1\n[2][]\n0\n');
+    expect(await sh('env A=1 B=2 printenv A NOPE B; echo $?; env -u')).toMatchObject({
+      code: 125,
+      out: '1\n2\n1\n',
+      err: 'env: Missing argument to -u (see "env --help")\n',
+    });
     expect(await out("f() { local -x w=5; sh -c 'echo [$w]'; }; f; sh -c 'echo [$w]'")).toBe('[5]\n[]\n');
     expect(await out('x="a b"; export x; export -p | grep "x="; typeset -p x')).toBe(
       "export x='a b'\ntypeset -x x='a b'\n",

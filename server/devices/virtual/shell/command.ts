@@ -23,6 +23,8 @@ export interface RunShellOptions {
   exec?: boolean;
   /** Runs as someone else (run-as: the app's uid). */
   cred?: Credentials;
+  /** The environment, instead of the caller's (`env -i`, `env -u NAME`). */
+  env?: ReadonlyMap<string, string>;
 }
 
 export interface CommandContext extends Io {

@@ -201,7 +201,8 @@ export function initialShellState(
     ...Object.entries(extraEnv),
   ]);
   void device;
-  const exported = new Set(vars.keys());
+  // The shell's own IFS and PS1 are not passed on: adbd's environment has neither.
+  const exported = new Set([...vars.keys()].filter((name) => name !== 'IFS' && name !== 'PS1'));
   vars.set('KSH_VERSION', KSH_VERSION);
   return {
     vars,
@@ -1324,9 +1325,10 @@ export class Interpreter {
       proc.info.uid = cred.uid;
       proc.info.user = userName(cred.uid);
     }
+    const environment = options.env ?? env;
     const state: ShellState = {
-      vars: new Map([...env, ['KSH_VERSION', KSH_VERSION]]),
-      exported: new Set(env.keys()),
+      vars: new Map([...environment, ['KSH_VERSION', KSH_VERSION]]),
+      exported: new Set(environment.keys()),
       readonly: new Set(['KSH_VERSION']),
       integer: new Set(),
       cwd: options.cwd ?? this.state.cwd,

@@ -279,29 +279,45 @@ const uptime: CommandFn = (ctx) => {
   return 0;
 };
 
+/** toybox env [-i] [-u NAME] [NAME=VALUE...] [COMMAND...]: prints the environment, or runs COMMAND in it. */
 const env: CommandFn = async (ctx) => {
+  const vars = new Map(ctx.env);
   let i = 0;
-  const assigns: string[] = [];
   for (; i < ctx.args.length; i++) {
     const a = ctx.args[i]!;
-    if (a === '-i' || a === '-') continue;
-    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(a)) assigns.push(a);
+    if (a === '-i' || a === '-') vars.clear();
+    else if (a === '-u') {
+      const name = ctx.args[++i];
+      if (name === undefined) return fail(ctx, 'Missing argument to -u (see "env --help")', 125);
+      vars.delete(name);
+    } else if (/^-./.test(a)) return fail(ctx, `Unknown option '${a.slice(1)}' (see "env --help")`, 125);
+    else if (/^[^=]+=/.test(a)) vars.set(a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1));
     else break;
   }
   const rest = ctx.args.slice(i);
   if (rest.length === 0) {
-    const all = new Map(ctx.env);
-    for (const a of assigns) all.set(a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1));
-    for (const [k, v] of all) if (k !== 'IFS' && k !== 'PS1') ctx.stdout.write(`${k}=${v}\n`);
+    for (const [k, v] of vars) ctx.stdout.write(`${k}=${v}\n`);
     return 0;
   }
-  return ctx.runShell(
-    [
-      ...assigns.map((a) => `${a.slice(0, a.indexOf('=') + 1)}${quoteWord(a.slice(a.indexOf('=') + 1))}`),
-      ...rest.map(quoteWord),
-    ].join(' '),
-    ctx,
-  );
+  return ctx.runShell(rest.map(quoteWord).join(' '), ctx, { env: vars });
+};
+
+/** toybox printenv [-0] [NAME...]: the environment, or the values of NAMEs (status 1 if one is unset). */
+const printenv: CommandFn = (ctx) => {
+  const zero = ctx.args[0] === '-0';
+  const names = zero ? ctx.args.slice(1) : ctx.args;
+  const end = zero ? '\0' : '\n';
+  if (names.length === 0) {
+    for (const [k, v] of ctx.env) ctx.stdout.write(`${k}=${v}${end}`);
+    return 0;
+  }
+  let status = 0;
+  for (const name of names) {
+    const value = ctx.env.get(name);
+    if (value === undefined) status = 1;
+    else ctx.stdout.write(`${value}${end}`);
+  }
+  return status;
 };
 
 const sh: CommandFn = async (ctx) => {
@@ -613,7 +629,7 @@ export const SYSTEM_COMMANDS: Record<string, CommandFn> = {
   hostname,
   uptime,
   env,
-  printenv: env,
+  printenv,
   sh,
   log,
   svc,
