@@ -239,6 +239,15 @@ describe('tests, variables and control flow', () => {
     expect(await out('x=$(exit 3); echo $?; y=2; echo $?; x=$(false) || echo failed')).toBe('3\n0\nfailed\n');
   });
 
+  it('says Terminated, Killed, ... of a command or waited job a signal ended, as mksh does', async () => {
+    expect(
+      await sh(
+        "sh -c 'kill $$'; echo $?; sh -c 'kill -9 $$' 2>/dev/null; echo $?; sh -c 'kill -INT $$'; echo $?; " +
+          "sleep 5 & sleep 0.1; kill $!; wait $!; echo $?; sh -c 'kill -PIPE $$' | cat; echo $?",
+      ),
+    ).toMatchObject({ out: '143\n137\n130\n143\n0\n', err: 'Terminated \nTerminated \n' });
+  });
+
   it('ends case clauses with ;; ;& and ;| as mksh does, and names itself in $KSH_VERSION', async () => {
     expect(await out('case x in x) echo one;| y) echo two;; x) echo three;& q) echo four;; esac')).toBe(
       'one\nthree\nfour\n',

@@ -390,6 +390,8 @@ export class Interpreter {
           if (p.pgid === pgid && p.pid !== this.proc.pid)
             this.device.processes.signal(p.pid, interrupt, this.state.cred);
       }
+      // ... and then to itself, so that whoever waits for it sees it killed by that signal.
+      if (final === 128 + interrupt) this.proc.terminate(interrupt);
     }
     return final;
   }
@@ -626,8 +628,9 @@ export class Interpreter {
   private async pipe(commands: Command[], io: Io, signal: AbortSignal): Promise<number> {
     const stages = commands.length;
     const pipes = Array.from({ length: stages - 1 }, () => new Pipe());
+    const children = commands.map(() => this.fork());
     const runs = commands.map(async (cmd, i) => {
-      const child = this.fork();
+      const child = children[i]!;
       const pipe = pipes[i];
       // Writing on after the next stage exited is SIGPIPE for the writer (the stage, and
       // what it runs in the foreground).
@@ -663,6 +666,10 @@ export class Interpreter {
       }
     });
     const statuses = await Promise.all(runs);
+    this.reportSignalled(
+      children.map((c) => c.proc),
+      io,
+    );
     // set -o pipefail: the last stage that failed decides.
     if (this.state.options.has('p')) return [...statuses].reverse().find((s) => s !== 0) ?? 0;
     return statuses[statuses.length - 1]!;
@@ -880,7 +887,11 @@ export class Interpreter {
     } else {
       if (this.state.options.has('x'))
         io.stderr.write(`+ ${[...assigns.map(([k, v]) => `${k}=${v}`), ...argv].join(' ')}\n`);
+      this.killedCommand = null;
       status = await this.invoke(argv, assigns, rio, signal, exec);
+      // mksh says it where the command's own redirections are in force (2>/dev/null hides it).
+      const killed = this.killedCommand as Process | null;
+      if (killed) this.reportSignalled([killed], rio);
     }
     status = this.reportFiles(files, io, argv[0] ?? SHELL_NAME, status);
     this.state.status = status;
@@ -1108,7 +1119,29 @@ export class Interpreter {
       return await Promise.race([result, this.death]);
     } finally {
       this.foreground.delete(proc);
+      if (proc.termSignal !== null) this.killedCommand = proc;
     }
+  }
+
+  /** The last forked command a signal ended (simple() says so, on the shell's own stderr). */
+  private killedCommand: Process | null = null;
+
+  /**
+   * What mksh says of a job it waited for when a signal ended it: `Terminated `, `Killed `,
+   * ... on the shell's stderr (not for SIGINT and SIGPIPE, the normal ends of a pipeline or
+   * a ^C); a run of processes ended alike is said once.
+   */
+  private reportSignalled(processes: Process[], io: Io): void {
+    let said = '';
+    let last: number | null | undefined;
+    for (const p of processes) {
+      const sig = p.termSignal;
+      if (sig === last) continue;
+      last = sig;
+      if (sig === null || sig === SIGINT || sig === SIGPIPE) continue;
+      said += `${SIGNALS.find((s) => s.number === sig)?.description ?? 'Signalled'} `;
+    }
+    if (said !== '') io.stderr.write(`${said}\n`);
   }
 
   /** Runs a function in this shell with its own $1..., until it ends or returns. */
@@ -1496,6 +1529,7 @@ export class Interpreter {
       const r = await this.interruptible(job.done, signal);
       if ('signal' in r) return 128 + r.signal;
       status = r.value;
+      this.reportSignalled([job.process], io);
       this.forgetJob(job);
     }
     return status;
@@ -2482,7 +2516,7 @@ function untilAborted(input: Io['stdin'], signal: AbortSignal): Io['stdin'] {
  */
 function shellQuote(value: string): string {
   if (value === '') return "''";
-  if (/[\x00-\x1f]/.test(value)) return cQuote(value);
+  if ([...value].some((c) => c.charCodeAt(0) < 0x20)) return cQuote(value);
   if (!/[ \t\n<>[\]=`#"'&();|*\\?$]/.test(value)) return value;
   let out = '';
   let open = false;
