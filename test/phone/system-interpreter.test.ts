@@ -293,6 +293,12 @@ describe('tests, variables and control flow', () => {
       out: '',
       err: '/system/bin/sh: 1/0: zero divisor\n',
     });
+    expect(await sh('read -t x a; echo $?; read -n y a; echo $?; kill -l TERM')).toMatchObject({
+      out: '2\n2\n',
+      err:
+        "/system/bin/sh: read: syntax error: Invalid argument 'x'\n/system/bin/sh: read: bad number: y\n" +
+        '/system/bin/sh: kill: bad number: TERM\n',
+    });
     expect(await out('command -v ls nosuch echo; echo $?; umask; type nosuch; cd /sdcard; echo ~+ ~-')).toBe(
       '/system/bin/ls\n1\n077\nnosuch not found\n/sdcard /\n',
     );

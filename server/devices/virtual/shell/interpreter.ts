@@ -1587,7 +1587,7 @@ export class Interpreter {
       }
       for (const t of targets) {
         if (!/^-?\d+$/.test(t)) {
-          err(`${t}: bad number`);
+          err(`bad number: ${t}`);
           return 1;
         }
         let n = Number(t);
@@ -1952,11 +1952,11 @@ export class Interpreter {
               return usage(`-u: ${value}: only standard input is modeled by the virtual phone`);
           } else if (f === 't') {
             const seconds = Number(value);
-            if (!(seconds >= 0)) return usage(`-t: ${value}: bad number`);
+            if (!(seconds >= 0)) return usage(`syntax error: Invalid argument '${value}'`);
             timeoutMs = seconds * 1000;
           } else {
             const n = Number(value);
-            if (!Number.isInteger(n) || n < 0) return usage(`${value}: bad number`);
+            if (!Number.isInteger(n) || n < 0) return usage(`bad number: ${value}`);
             count = { bytes: n, exact: f === 'N' };
           }
           break;
