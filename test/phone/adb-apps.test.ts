@@ -246,32 +246,29 @@ describe('screen', () => {
     await v.adbOk(['shell', 'am start -n com.phonelease.login/.LoginActivity']);
     const field = boundsOf(await v.adbOk(['exec-out', 'uiautomator dump /dev/tty']), 'username');
     await v.adbOk(['shell', `input tap ${field.x} ${field.y}`]);
-    /** Types one letter every 300 ms, until `done` settles if given. */
-    const type = async (letters: string, done?: Promise<unknown>) => {
-      let finished = false;
-      void done?.finally(() => (finished = true));
-      for (const c of letters) {
-        if (finished) break;
-        await v.adbOk(['shell', `input text ${c}`]);
-        await new Promise((r) => setTimeout(r, 300));
-      }
-    };
     // Typing starts after the dump did and goes on for over a second: the dump shows it all.
     const settled = v.adbOk(['exec-out', 'uiautomator dump /dev/tty']);
-    await type('abcde');
+    await v.adbOk(['shell', 'for c in a b c d e; do input text $c; sleep 0.3; done']);
     expect(await settled).toMatch(/<node [^>]*text="abcde"[^>]*resource-id="[^"]*username"/);
     // A screen that changes more often than once a second for ten seconds cannot be dumped:
     // the message goes to stderr, the exit code is 0 (as AOSP's DumpCommand), and no file.
-    await v.adbOk(['shell', 'rm -f /sdcard/window_dump.xml']);
-    const restless = v.adb(['shell', 'uiautomator dump']);
-    await type('g'.repeat(60), restless);
-    const r = await restless;
+    // The typing runs on the phone (no adb round trip per letter), so a busy host does not
+    // leave the screen quiet for a second, until the dump has answered.
+    await v.adbOk(['shell', 'rm -f /sdcard/window_dump.xml /data/local/tmp/stop-typing']);
+    const typing = v.adb([
+      'shell',
+      'while [ ! -e /data/local/tmp/stop-typing ]; do input text g; sleep 0.25; done',
+    ]);
+    const r = await v.adb(['shell', 'uiautomator dump']);
+    await v.adbOk(['shell', 'touch /data/local/tmp/stop-typing']);
+    await typing;
     expect([r.code, r.stderr + r.stdout]).toEqual([0, 'ERROR: could not get idle state.\n']);
     expect((await v.adb(['shell', 'ls /sdcard/window_dump.xml'])).code).not.toBe(0);
     await v.adbOk(['shell', 'am force-stop com.phonelease.login']);
   }, 30_000);
 
   it('types into the login form with input tap and input text', async () => {
+    await v.adbOk(['shell', 'am force-stop com.phonelease.login']);
     await v.adbOk(['shell', 'am start -n com.phonelease.login/.LoginActivity']);
     const before = await v.adbOk(['exec-out', 'uiautomator dump /dev/tty']);
     const field = boundsOf(before, 'username');
