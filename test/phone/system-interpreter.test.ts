@@ -239,6 +239,14 @@ describe('tests, variables and control flow', () => {
     expect(await out('x=$(exit 3); echo $?; y=2; echo $?; x=$(false) || echo failed')).toBe('3\n0\nfailed\n');
   });
 
+  it("refuses cat's options as toybox's cat does (it has no -n)", async () => {
+    expect(await sh('echo a | cat -u -; echo a | cat -n')).toMatchObject({
+      code: 1,
+      out: 'a\n',
+      err: 'cat: Unknown option \'n\' (see "cat --help")\n',
+    });
+  });
+
   it('says Terminated, Killed, ... of a command or waited job a signal ended, as mksh does', async () => {
     expect(
       await sh(

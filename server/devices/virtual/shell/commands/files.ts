@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { FsError, basename, dirname, normalizePath } from '../../fs.js';
 import type { FsNode, Stat } from '../../fs.js';
-import { fail, getopt, openOperand, resolvePath } from '../command.js';
+import { fail, getopt, openOperand, resolvePath, unknownOption } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { humanReadable } from './dd.js';
 import { fileType, lsDate, modeString, statDate, userName } from './format.js';
@@ -13,8 +13,13 @@ export function errText(error: unknown): string {
 }
 
 /** Copies stdin or each file to stdout, in chunks with flow control (big pulls via cat). */
+/** toybox cat [-u] [FILE...]: -u is what it does anyway; -e, -t and -v are refused. */
 const cat: CommandFn = async (ctx) => {
-  const { operands } = getopt(ctx.args);
+  const { flags, operands } = getopt(ctx.args);
+  const refused = unknownOption(ctx, flags, 'uetv');
+  if (refused !== null) return refused;
+  const marks = [...flags].find((f) => f !== 'u');
+  if (marks) return fail(ctx, `-${marks}: not modeled by the virtual phone`);
   if (operands.length === 0) operands.push('-');
   let status = 0;
   for (const f of operands) {
