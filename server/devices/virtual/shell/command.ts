@@ -83,16 +83,6 @@ export function fail(ctx: CommandContext, message: string, status = 1): number {
 }
 
 /**
- * toybox's refusal of an option its applet does not have (`cat: Unknown option 'n' (see
- * "cat --help")`, status 1): the first of `flags` not in `known`, or null when all are.
- */
-export function unknownOption(ctx: CommandContext, flags: Iterable<string>, known: string): number | null {
-  for (const f of flags)
-    if (!known.includes(f)) return fail(ctx, `Unknown option '${f}' (see "${ctx.name} --help")`);
-  return null;
-}
-
-/**
  * Minimal getopt for toybox-style applets: single-letter flags that may be grouped (`-la`),
  * options listed in `withValue` take the next argument (or the rest of the group).
  * `--` ends options; `-` alone is an operand.

@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { FsError, basename, dirname, normalizePath } from '../../fs.js';
 import type { FsNode, Stat } from '../../fs.js';
-import { fail, getopt, openOperand, resolvePath, unknownOption } from '../command.js';
+import { fail, getopt, openOperand, resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { humanReadable } from './dd.js';
 import { fileType, lsDate, modeString, statDate, userName } from './format.js';
@@ -16,8 +16,6 @@ export function errText(error: unknown): string {
 /** toybox cat [-u] [FILE...]: -u is what it does anyway; -e, -t and -v are refused. */
 const cat: CommandFn = async (ctx) => {
   const { flags, operands } = getopt(ctx.args);
-  const refused = unknownOption(ctx, flags, 'uetv');
-  if (refused !== null) return refused;
   const marks = [...flags].find((f) => f !== 'u');
   if (marks) return fail(ctx, `-${marks}: not modeled by the virtual phone`);
   if (operands.length === 0) operands.push('-');
@@ -170,7 +168,7 @@ const ls: CommandFn = (ctx) => {
 
 const mkdir: CommandFn = (ctx) => {
   const { flags, values, operands } = getopt(ctx.args, 'm');
-  if (operands.length === 0) return fail(ctx, 'Needs 1 argument');
+  if (operands.length === 0) return fail(ctx, `Needs 1 argument (see "${ctx.name} --help")`);
   let status = 0;
   const mode = values.has('m') ? parseInt(values.get('m')!, 8) : undefined;
   for (const op of operands) {
@@ -188,7 +186,7 @@ const rm: CommandFn = (ctx) => {
   const { flags, operands } = getopt(ctx.args);
   const force = flags.has('f');
   const recursive = flags.has('r') || flags.has('R');
-  if (operands.length === 0 && !force) return fail(ctx, 'Needs 1 argument');
+  if (operands.length === 0 && !force) return fail(ctx, `Needs 1 argument (see "${ctx.name} --help")`);
   let status = 0;
   for (const op of operands) {
     const path = resolvePath(ctx, op);
@@ -701,18 +699,20 @@ function digest(algorithm: 'md5' | 'sha1' | 'sha224' | 'sha256' | 'sha384' | 'sh
 
 const basenameCmd: CommandFn = (ctx) => {
   const [path, suffix] = ctx.args;
-  if (path === undefined) return fail(ctx, 'Needs 1 argument');
+  if (path === undefined) return fail(ctx, `Needs 1 argument (see "${ctx.name} --help")`);
   let b = basename(path);
   if (suffix && b.endsWith(suffix) && b !== suffix) b = b.slice(0, -suffix.length);
   ctx.stdout.write(`${b}\n`);
   return 0;
 };
 
+/** toybox dirname PATH...: each one's directory. */
 const dirnameCmd: CommandFn = (ctx) => {
-  const path = ctx.args[0];
-  if (path === undefined) return fail(ctx, 'Needs 1 argument');
-  const trimmed = path.replace(/\/+$/, '') || '/';
-  ctx.stdout.write(`${trimmed.includes('/') ? dirname(trimmed) : '.'}\n`);
+  if (ctx.args.length === 0) return fail(ctx, `Needs 1 argument (see "${ctx.name} --help")`);
+  for (const path of ctx.args) {
+    const trimmed = path.replace(/\/+$/, '') || '/';
+    ctx.stdout.write(`${trimmed.includes('/') ? dirname(trimmed) : '.'}\n`);
+  }
   return 0;
 };
 

@@ -17,6 +17,7 @@ import { PROCESS_COMMANDS } from './procs.js';
 import { SYSTEM_COMMANDS } from './system.js';
 import { TEXT_COMMANDS } from './text.js';
 import { UTILITY_COMMANDS } from './utils.js';
+import { withToyboxOptions } from '../toybox-options.js';
 
 export function createCommandTable(): CommandTable {
   const table = new Map<string, CommandFn>();
@@ -30,7 +31,7 @@ export function createCommandTable(): CommandTable {
     DISPLAY_COMMANDS,
     APPLET_COMMANDS,
   ]) {
-    for (const [name, fn] of Object.entries(group)) table.set(name, fn);
+    for (const [name, fn] of Object.entries(group)) table.set(name, withToyboxOptions(name, fn));
   }
   table.set('am', am);
   table.set('monkey', monkey);
