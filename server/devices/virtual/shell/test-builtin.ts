@@ -71,6 +71,58 @@ const BINARY = new Set([
   '-ot',
 ]);
 
+/**
+ * A file test (`-e`, `-f`, `-d`, `-h`/`-L`, `-s`, `-r`, `-w`, `-x`, `-c`, `-u`, `-g`, `-k`,
+ * `-O`, `-G`) as test(1) answers it, mksh's and toybox's alike: false for a missing file.
+ * The phone's files hold no block devices, FIFOs or sockets (`-b`, `-p`, `-S` are false).
+ */
+export function fileTest(
+  fs: FsView,
+  cwd: string,
+  op: string,
+  operand: string,
+  owner: { uid: number; gid: number },
+): boolean {
+  const path = normalizePath(operand, cwd);
+  try {
+    if (op === '-h' || op === '-L') return fs.lstat(path).kind === 'link';
+    const st = fs.stat(path);
+    switch (op) {
+      case '-e':
+        return true;
+      case '-f':
+        return st.kind === 'file';
+      case '-d':
+        return st.kind === 'dir';
+      case '-c':
+        return st.kind === 'chr';
+      case '-s':
+        return st.size > 0;
+      case '-r':
+        return fs.canAccess(path, { read: true });
+      case '-w':
+        return fs.isWritable(path);
+      case '-x':
+        return fs.canAccess(path, { exec: true });
+      case '-u':
+        return (st.mode & 0o4000) !== 0;
+      case '-g':
+        return (st.mode & 0o2000) !== 0;
+      case '-k':
+        return (st.mode & 0o1000) !== 0;
+      case '-O':
+        return st.uid === owner.uid;
+      case '-G':
+        return st.gid === owner.gid;
+      default:
+        return false;
+    }
+  } catch (error) {
+    if (error instanceof FsError) return false;
+    throw error;
+  }
+}
+
 /** An error the test reports (mksh's bi_errorf): the status is 2. */
 class TestError extends Error {}
 
@@ -233,7 +285,6 @@ class TestParser {
   }
 
   private unary(op: string, operand: string): boolean {
-    const { fs, cwd } = this.shell;
     switch (op) {
       case '-n':
         return operand !== '';
@@ -252,46 +303,9 @@ class TestParser {
         if (!/^\d+$/.test(operand)) throw new TestError(`bad number: ${operand}`);
         return this.shell.isTerminal(fd);
       }
-      case '-h':
-      case '-L':
-        return this.stat(operand, false)?.kind === 'link';
     }
-    const st = this.stat(operand);
-    if (!st) return false;
-    const path = normalizePath(operand, cwd);
-    switch (op) {
-      case '-a':
-      case '-e':
-        return true;
-      case '-f':
-        return st.kind === 'file';
-      case '-d':
-        return st.kind === 'dir';
-      case '-c':
-        return st.kind === 'chr';
-      case '-s':
-        return st.size > 0;
-      case '-r':
-        return fs.canAccess(path, { read: true });
-      case '-w':
-        return fs.isWritable(path);
-      case '-x':
-        return fs.canAccess(path, { exec: true });
-      case '-u':
-        return (st.mode & 0o4000) !== 0;
-      case '-g':
-        return (st.mode & 0o2000) !== 0;
-      case '-k':
-        return (st.mode & 0o1000) !== 0;
-      case '-O':
-        return st.uid === this.shell.uid;
-      case '-G':
-        return st.gid === this.shell.gid;
-      default:
-        // -b, -p, -S: the phone's files hold no block devices, FIFOs or sockets; -H is
-        // HP-UX's context-dependent files.
-        return false;
-    }
+    const { fs, cwd, uid, gid } = this.shell;
+    return fileTest(fs, cwd, op === '-a' ? '-e' : op, operand, { uid, gid });
   }
 
   private binary(left: string, op: string, right: string): boolean {

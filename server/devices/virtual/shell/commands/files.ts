@@ -1,11 +1,12 @@
 /** File applets, toybox style: ls, cat, mkdir, rm, mv, cp, touch, chmod, stat, ... */
 import { createHash } from 'node:crypto';
-import { FsError, basename, dirname, normalizePath } from '../../fs.js';
+import { FsError, basename, dirname } from '../../fs.js';
 import type { FsNode, Stat } from '../../fs.js';
 import { fail, getopt, openOperand, resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { humanReadable } from './dd.js';
 import { fileType, lsDate, modeString, statDate, userName } from './format.js';
+import { fileTest as fileTestOf } from '../test-builtin.js';
 
 /** The system's reason for a failed file operation (`No such file or directory`, ...). */
 export function errText(error: unknown): string {
@@ -723,46 +724,7 @@ const test: CommandFn = (ctx) => {
     if (args[args.length - 1] !== ']') return fail(ctx, "missing ']'", 2);
     args = args.slice(0, -1);
   }
-  const fs = ctx.fs;
-  const fileTest = (op: string, operand: string): boolean => {
-    const path = normalizePath(operand, ctx.cwd);
-    try {
-      if (op === '-h' || op === '-L') return fs.lstat(path).kind === 'link';
-      const st = fs.stat(path);
-      switch (op) {
-        case '-e':
-          return true;
-        case '-f':
-          return st.kind === 'file';
-        case '-d':
-          return st.kind === 'dir';
-        case '-s':
-          return st.size > 0;
-        case '-r':
-          return fs.canAccess(path, { read: true });
-        case '-w':
-          return fs.isWritable(path);
-        case '-x':
-          return fs.canAccess(path, { exec: true });
-        case '-c':
-          return st.kind === 'chr';
-        case '-u':
-          return (st.mode & 0o4000) !== 0;
-        case '-g':
-          return (st.mode & 0o2000) !== 0;
-        case '-k':
-          return (st.mode & 0o1000) !== 0;
-        case '-O':
-          return st.uid === ctx.cred.uid;
-        case '-G':
-          return st.gid === ctx.cred.gid;
-        default:
-          return false;
-      }
-    } catch {
-      return false;
-    }
-  };
+  const fileTest = (op: string, operand: string) => fileTestOf(ctx.fs, ctx.cwd, op, operand, ctx.cred);
   const unary = new Set([
     '-e',
     '-f',
