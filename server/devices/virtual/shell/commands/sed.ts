@@ -9,6 +9,29 @@ import type { CommandContext, CommandFn } from '../command.js';
 import { readAll } from '../io.js';
 
 /** A POSIX basic (or, with extended, ERE) regex as a JavaScript one. */
+/**
+ * A replacement as `$1`..`$9`, `$&` and `$$` say it: `\\1`..`\\9` and `&` are the groups and
+ * the match, `\\n` a newline, `\\t` a tab, `\\&` and `\\\\` themselves, `\\` before any
+ * other character that character.
+ */
+function sedReplacement(text: string): string {
+  let out = '';
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '$') out += '$$';
+    else if (c === '&') out += '$&';
+    else if (c !== '\\' || i + 1 >= text.length) out += c;
+    else {
+      const n = text[++i]!;
+      if (/\d/.test(n)) out += `$${n}`;
+      else if (n === 'n') out += '\n';
+      else if (n === 't') out += '\t';
+      else out += n === '$' ? '$$' : n;
+    }
+  }
+  return out;
+}
+
 export function regexSource(pattern: string, extended: boolean): string {
   if (extended) return pattern;
   // BRE: \| \( \) \{ \} \+ \? are operators; bare ( ) { } + ? | are literals.
@@ -115,12 +138,7 @@ function parseScript(script: string, extended: boolean): SedCommand[] {
       command.print = flags.includes('p');
       command.occurrence = Number(/\d+/.exec(flags)?.[0] ?? '1');
       command.re = new RegExp(regexSource(pattern, extended), `g${/[Ii]/.test(flags) ? 'i' : ''}`);
-      // \1..\9 and & become JavaScript's $1..$9 and $&; a literal $ stays one.
-      command.replacement = replacement
-        .replace(/\$/g, '$$$$')
-        .replace(/\\(\d)/g, '$$$1')
-        .replace(/(?<!\\)&/g, '$$&')
-        .replace(/\\&/g, '&');
+      command.replacement = sedReplacement(replacement);
     } else if (name === 'y') {
       const delim = script[i]!;
       const [a, afterA] = delimited(script, i + 1, delim);

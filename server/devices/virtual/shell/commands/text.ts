@@ -263,18 +263,61 @@ export function splitLines(text: string): string[] {
   return lines;
 }
 
+/** grep's options: those that take a value, and the flags it models. */
+const GREP_VALUES = 'efmABC';
+const GREP_FLAGS = 'EFHIchilLnoqsvwxz';
+
+/**
+ * toybox grep [-EFHIchilLnoqsvwxz] [-e PATTERN]... [-f FILE]... [-m MAX] [-A N] [-B N]
+ * [-C N] [PATTERN] [FILE...]: every -e and -f pattern counts; context lines with `-` and
+ * groups parted by `--`; a missing file is said (unless -s) and makes the status 2.
+ */
 const grep: CommandFn = async (ctx) => {
-  const { flags, values, operands } = getopt(ctx.args, 'efmABC');
+  const flags = new Set<string>();
+  const values = new Map<string, string>();
   const patterns: string[] = [];
-  if (values.has('e')) patterns.push(values.get('e')!);
-  else if (operands.length > 0) patterns.push(operands.shift()!);
-  else return fail(ctx, 'no pattern', 2);
+  let patternGiven = false;
+  const operands: string[] = [];
+  for (let i = 0; i < ctx.args.length; i++) {
+    const a = ctx.args[i]!;
+    if (a === '--') {
+      operands.push(...ctx.args.slice(i + 1));
+      break;
+    }
+    if (!a.startsWith('-') || a === '-') {
+      operands.push(a);
+      continue;
+    }
+    for (let k = 1; k < a.length; k++) {
+      const f = a[k]!;
+      if (GREP_VALUES.includes(f)) {
+        const value = k < a.length - 1 ? a.slice(k + 1) : ctx.args[++i];
+        if (value === undefined) return fail(ctx, `Missing argument to -${f} (see "grep --help")`, 2);
+        if (f === 'e' || f === 'f') patternGiven = true;
+        if (f === 'e') patterns.push(value);
+        else if (f === 'f') {
+          const input = openOperand(ctx, value);
+          if (!input) return 2;
+          patterns.push(...splitLines((await readAll(input)).toString('utf8')));
+        } else values.set(f, value);
+        break;
+      }
+      if (!GREP_FLAGS.includes(f)) return fail(ctx, `-${f}: not modeled by the virtual phone`, 2);
+      flags.add(f);
+    }
+  }
+  if (!patternGiven) {
+    const first = operands.shift();
+    if (first === undefined) return fail(ctx, 'no REGEX', 2);
+    patterns.push(first);
+  }
   const fixed = flags.has('F') || ctx.name === 'fgrep';
   const extended = flags.has('E') || ctx.name === 'egrep';
   let re: RegExp;
   try {
     const source = patterns
       .map((p) => (fixed ? p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : regexSource(p, extended)))
+      .map((p) => `(?:${p})`)
       .join('|');
     re = new RegExp(
       flags.has('x') ? `^(?:${source})$` : flags.has('w') ? `\\b(?:${source})\\b` : source,
@@ -283,31 +326,73 @@ const grep: CommandFn = async (ctx) => {
   } catch {
     return fail(ctx, `bad regex '${patterns.join('')}'`, 2);
   }
-  const inputs = await inputText(ctx, operands);
-  if (typeof inputs === 'number') return inputs;
+  const number = (f: string, fallback: number) => {
+    const n = Number(values.get(f) ?? values.get('C') ?? fallback);
+    return Number.isInteger(n) && n >= 0 ? n : fallback;
+  };
+  const after = number('A', 0);
+  const before = number('B', 0);
   const max = values.has('m') ? Number(values.get('m')) : Infinity;
-  const showName = operands.length > 1 && !flags.has('h');
+  const files = operands.length > 0 ? operands : ['-'];
+  const showName = (files.length > 1 || flags.has('H')) && !flags.has('h');
   let matched = 0;
-  for (const { name, text } of inputs) {
-    let count = 0;
+  let status = 0;
+  for (const file of files) {
+    let text: string;
+    if (file === '-') text = (await readAll(ctx.stdin)).toString('utf8');
+    else {
+      try {
+        text = ctx.fs.readFile(resolvePath(ctx, file)).toString('utf8');
+      } catch (error) {
+        if (!flags.has('s'))
+          ctx.stderr.write(`grep: ${file}: ${error instanceof FsError ? error.reason : String(error)}\n`);
+        status = 2;
+        continue;
+      }
+    }
+    const name = file === '-' ? '(standard input)' : file;
     const lines = splitLines(text);
-    for (let n = 0; n < lines.length && count < max; n++) {
+    let count = 0;
+    /** The last line printed (for context and the `--` between groups), -1 before any. */
+    let printed = -1;
+    let afterLeft = 0;
+    const print = (n: number, mark: ':' | '-', body: string) => {
+      if (printed >= 0 && n > printed + 1 && (after > 0 || before > 0)) ctx.stdout.write('--\n');
+      ctx.stdout.write(
+        `${showName ? `${name}${mark}` : ''}${flags.has('n') ? `${n + 1}${mark}` : ''}${body}\n`,
+      );
+      printed = n;
+    };
+    for (let n = 0; n < lines.length; n++) {
       const line = lines[n]!;
+      re.lastIndex = 0;
       const hit = re.test(line) !== flags.has('v');
-      if (!hit) continue;
+      if (!hit) {
+        if (afterLeft > 0) {
+          afterLeft--;
+          if (!flags.has('c') && !flags.has('l') && !flags.has('L') && !flags.has('q')) print(n, '-', line);
+        }
+        continue;
+      }
+      if (count >= max) break;
       count++;
       if (flags.has('q')) return 0;
-      if (flags.has('c') || flags.has('l')) continue;
-      const prefix = `${showName ? `${name}:` : ''}${flags.has('n') ? `${n + 1}:` : ''}`;
-      if (flags.has('o')) {
-        const g = new RegExp(re.source, re.flags + 'g');
-        for (const m of line.matchAll(g)) ctx.stdout.write(`${prefix}${m[0]}\n`);
-      } else ctx.stdout.write(`${prefix}${line}\n`);
+      if (flags.has('c') || flags.has('l') || flags.has('L')) continue;
+      for (let b = Math.max(printed + 1, n - before); b < n; b++) print(b, '-', lines[b]!);
+      if (flags.has('o') && !flags.has('v')) {
+        const g = new RegExp(re.source, `${re.flags}g`);
+        // Empty matches print nothing.
+        for (const m of line.matchAll(g)) if (m[0] !== '') print(n, ':', m[0]);
+        printed = n;
+      } else print(n, ':', line);
+      afterLeft = count >= max ? 0 : after;
     }
     if (flags.has('c')) ctx.stdout.write(`${showName ? `${name}:` : ''}${count}\n`);
     if (flags.has('l') && count > 0) ctx.stdout.write(`${name}\n`);
+    if (flags.has('L') && count === 0) ctx.stdout.write(`${name}\n`);
     matched += count;
   }
+  if (status !== 0) return status;
   return matched > 0 ? 0 : 1;
 };
 
@@ -455,16 +540,155 @@ const wc: CommandFn = async (ctx) => {
   return status;
 };
 
+/** A sort key (-k F1[.C1][flags][,F2[.C2][flags]]): fields and characters count from 1. */
+interface SortKey {
+  startField: number;
+  startChar: number;
+  endField: number;
+  endChar: number;
+  flags: string;
+}
+
+function parseSortKey(spec: string): SortKey | null {
+  const m = /^(\d+)(?:\.(\d+))?([bdfinr]*)(?:,(\d+)(?:\.(\d+))?([bdfinr]*))?$/.exec(spec);
+  if (!m || Number(m[1]) < 1) return null;
+  return {
+    startField: Number(m[1]),
+    startChar: Number(m[2] ?? 1),
+    endField: m[4] === undefined ? 0 : Number(m[4]),
+    endChar: Number(m[5] ?? 0),
+    flags: `${m[3]}${m[6] ?? ''}`,
+  };
+}
+
+/** Where each field of `line` starts and ends: at `separator`, or at blank-to-text changes (a field keeps its leading blanks). */
+function sortFields(line: string, separator: string | null): [number, number][] {
+  const fields: [number, number][] = [];
+  if (separator !== null) {
+    let from = 0;
+    for (;;) {
+      const at = line.indexOf(separator, from);
+      fields.push([from, at < 0 ? line.length : at]);
+      if (at < 0) return fields;
+      from = at + separator.length;
+    }
+  }
+  let i = 0;
+  while (i < line.length) {
+    const start = i;
+    while (i < line.length && /[ \t]/.test(line[i]!)) i++;
+    while (i < line.length && !/[ \t]/.test(line[i]!)) i++;
+    fields.push([start, i]);
+  }
+  return fields;
+}
+
+function sortKeyText(line: string, key: SortKey, separator: string | null): string {
+  const fields = sortFields(line, separator);
+  const first = fields[key.startField - 1];
+  if (!first) return '';
+  let from = first[0];
+  if (key.flags.includes('b')) while (from < first[1] && /[ \t]/.test(line[from]!)) from++;
+  from = Math.min(from + key.startChar - 1, first[1]);
+  let to = line.length;
+  if (key.endField > 0) {
+    const last = fields[key.endField - 1];
+    if (last) to = key.endChar > 0 ? Math.min(last[0] + key.endChar, last[1]) : last[1];
+  }
+  return line.slice(from, Math.max(from, to));
+}
+
+/** strtold's reading of a number at the start of the text (0 when there is none), as sort -n reads. */
+function leadingNumber(text: string): number {
+  const m = /^\s*[-+]?(\d+\.?\d*|\.\d+)/.exec(text);
+  return m ? Number(m[0]) : 0;
+}
+
+function compareSortText(a: string, b: string, flags: string): number {
+  let r: number;
+  if (flags.includes('n')) r = leadingNumber(a) - leadingNumber(b);
+  else {
+    const x = flags.includes('f') ? a.toUpperCase() : a;
+    const y = flags.includes('f') ? b.toUpperCase() : b;
+    r = x < y ? -1 : x > y ? 1 : 0;
+  }
+  return flags.includes('r') ? -r : r;
+}
+
+/**
+ * toybox sort [-bcfnrsu] [-k KEY]... [-t SEP] [-o FILE] [FILE...]: keys compare first, the
+ * whole line last (unless -s); -c checks instead of sorting (`sort: -: Check line N`).
+ */
 const sort: CommandFn = async (ctx) => {
-  const { flags, operands } = getopt(ctx.args, 'tk');
+  const flags = new Set<string>();
+  const keys: SortKey[] = [];
+  let separator: string | null = null;
+  let output: string | null = null;
+  const operands: string[] = [];
+  for (let i = 0; i < ctx.args.length; i++) {
+    const a = ctx.args[i]!;
+    if (a === '--') {
+      operands.push(...ctx.args.slice(i + 1));
+      break;
+    }
+    if (!a.startsWith('-') || a === '-') {
+      operands.push(a);
+      continue;
+    }
+    for (let k = 1; k < a.length; k++) {
+      const f = a[k]!;
+      if ('kto'.includes(f)) {
+        const value = k < a.length - 1 ? a.slice(k + 1) : ctx.args[++i];
+        if (value === undefined) return fail(ctx, `Missing argument to -${f} (see "sort --help")`, 2);
+        if (f === 'k') {
+          const key = parseSortKey(value);
+          if (!key) return fail(ctx, `bad -k '${value}'`, 2);
+          keys.push(key);
+        } else if (f === 't') separator = value;
+        else output = value;
+        break;
+      }
+      if (!'bcfnrsu'.includes(f)) return fail(ctx, `-${f}: not modeled by the virtual phone`, 2);
+      flags.add(f);
+    }
+  }
+  const global = [...flags].filter((f) => 'bfnr'.includes(f)).join('');
+  const compare = (a: string, b: string): number => {
+    for (const key of keys) {
+      const r = compareSortText(
+        sortKeyText(a, key, separator),
+        sortKeyText(b, key, separator),
+        key.flags === '' ? global : key.flags,
+      );
+      if (r !== 0) return r;
+    }
+    if (keys.length === 0) return compareSortText(a, b, global);
+    if (flags.has('s')) return 0;
+    // The whole line decides last, in plain byte order (reversed by -r).
+    const r = a < b ? -1 : a > b ? 1 : 0;
+    return flags.has('r') ? -r : r;
+  };
   const inputs = await inputText(ctx, operands);
   if (typeof inputs === 'number') return 1;
+  if (flags.has('c')) {
+    for (const { name, text } of inputs) {
+      const lines = splitLines(text);
+      for (let n = 1; n < lines.length; n++) {
+        const r = compare(lines[n - 1]!, lines[n]!);
+        if (r > 0 || (r === 0 && flags.has('u'))) {
+          ctx.stderr.write(`sort: ${name === '(standard input)' ? '-' : name}: Check line ${n + 1}\n`);
+          return 1;
+        }
+      }
+    }
+    return 0;
+  }
   let lines = inputs.flatMap((i) => splitLines(i.text));
-  if (flags.has('n')) lines.sort((a, b) => parseFloat(a) - parseFloat(b) || (a < b ? -1 : a > b ? 1 : 0));
-  else lines.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  if (flags.has('r')) lines.reverse();
-  if (flags.has('u')) lines = lines.filter((l, i) => i === 0 || l !== lines[i - 1]);
-  for (const l of lines) ctx.stdout.write(`${l}\n`);
+  lines.sort(compare);
+  if (flags.has('u')) lines = lines.filter((l, i) => i === 0 || compare(lines[i - 1]!, l) !== 0);
+  const text = lines.map((l) => `${l}\n`).join('');
+  if (output === null) ctx.stdout.write(text);
+  else ctx.fs.writeFile(resolvePath(ctx, output), Buffer.from(text));
   return 0;
 };
 
