@@ -263,20 +263,19 @@ export function splitLines(text: string): string[] {
   return lines;
 }
 
-/** grep's options: those that take a value, and the flags it models. */
-const GREP_VALUES = 'efmABC';
-const GREP_FLAGS = 'EFHIchilLnoqsvwxz';
-
 /**
- * toybox grep [-EFHIchilLnoqsvwxz] [-e PATTERN]... [-f FILE]... [-m MAX] [-A N] [-B N]
- * [-C N] [PATTERN] [FILE...]: every -e and -f pattern counts; context lines with `-` and
- * groups parted by `--`; a missing file is said (unless -s) and makes the status 2.
+ * An applet's arguments as toybox reads them: grouped flags (`-nv`), options that take a
+ * value joined or next (`-k2`, `-k 2`), operands anywhere, `--` ending the options. Each
+ * value option keeps every value given, in order. A missing value or a flag outside `flags`
+ * is said (status 2) and gives a number.
  */
-const grep: CommandFn = async (ctx) => {
+function toyboxArgs(
+  ctx: CommandContext,
+  valued: string,
+  modeled: string,
+): { flags: Set<string>; values: Map<string, string[]>; operands: string[] } | number {
   const flags = new Set<string>();
-  const values = new Map<string, string>();
-  const patterns: string[] = [];
-  let patternGiven = false;
+  const values = new Map<string, string[]>();
   const operands: string[] = [];
   for (let i = 0; i < ctx.args.length; i++) {
     const a = ctx.args[i]!;
@@ -290,22 +289,40 @@ const grep: CommandFn = async (ctx) => {
     }
     for (let k = 1; k < a.length; k++) {
       const f = a[k]!;
-      if (GREP_VALUES.includes(f)) {
+      if (valued.includes(f)) {
         const value = k < a.length - 1 ? a.slice(k + 1) : ctx.args[++i];
-        if (value === undefined) return fail(ctx, `Missing argument to -${f} (see "grep --help")`, 2);
-        if (f === 'e' || f === 'f') patternGiven = true;
-        if (f === 'e') patterns.push(value);
-        else if (f === 'f') {
-          const input = openOperand(ctx, value);
-          if (!input) return 2;
-          patterns.push(...splitLines((await readAll(input)).toString('utf8')));
-        } else values.set(f, value);
+        if (value === undefined) return fail(ctx, `Missing argument to -${f} (see "${ctx.name} --help")`, 2);
+        values.set(f, [...(values.get(f) ?? []), value]);
         break;
       }
-      if (!GREP_FLAGS.includes(f)) return fail(ctx, `-${f}: not modeled by the virtual phone`, 2);
+      if (!modeled.includes(f)) return fail(ctx, `-${f}: not modeled by the virtual phone`, 2);
       flags.add(f);
     }
   }
+  return { flags, values, operands };
+}
+
+/** grep's options: those that take a value, and the flags it models. */
+const GREP_VALUES = 'efmABC';
+const GREP_FLAGS = 'EFHIchilLnoqsvwxz';
+
+/**
+ * toybox grep [-EFHIchilLnoqsvwxz] [-e PATTERN]... [-f FILE]... [-m MAX] [-A N] [-B N]
+ * [-C N] [PATTERN] [FILE...]: every -e and -f pattern counts; context lines with `-` and
+ * groups parted by `--`; a missing file is said (unless -s) and makes the status 2.
+ */
+const grep: CommandFn = async (ctx) => {
+  const parsed = toyboxArgs(ctx, GREP_VALUES, GREP_FLAGS);
+  if (typeof parsed === 'number') return parsed;
+  const { flags, operands } = parsed;
+  const values = new Map([...parsed.values].map(([f, v]) => [f, v[v.length - 1]!]));
+  const patterns = [...(parsed.values.get('e') ?? [])];
+  for (const file of parsed.values.get('f') ?? []) {
+    const input = openOperand(ctx, file);
+    if (!input) return 2;
+    patterns.push(...splitLines((await readAll(input)).toString('utf8')));
+  }
+  const patternGiven = parsed.values.has('e') || parsed.values.has('f');
   if (!patternGiven) {
     const first = operands.shift();
     if (first === undefined) return fail(ctx, 'no REGEX', 2);
@@ -620,38 +637,17 @@ function compareSortText(a: string, b: string, flags: string): number {
  * whole line last (unless -s); -c checks instead of sorting (`sort: -: Check line N`).
  */
 const sort: CommandFn = async (ctx) => {
-  const flags = new Set<string>();
+  const parsed = toyboxArgs(ctx, 'kto', 'bcfnrsu');
+  if (typeof parsed === 'number') return parsed;
+  const { flags, operands } = parsed;
   const keys: SortKey[] = [];
-  let separator: string | null = null;
-  let output: string | null = null;
-  const operands: string[] = [];
-  for (let i = 0; i < ctx.args.length; i++) {
-    const a = ctx.args[i]!;
-    if (a === '--') {
-      operands.push(...ctx.args.slice(i + 1));
-      break;
-    }
-    if (!a.startsWith('-') || a === '-') {
-      operands.push(a);
-      continue;
-    }
-    for (let k = 1; k < a.length; k++) {
-      const f = a[k]!;
-      if ('kto'.includes(f)) {
-        const value = k < a.length - 1 ? a.slice(k + 1) : ctx.args[++i];
-        if (value === undefined) return fail(ctx, `Missing argument to -${f} (see "sort --help")`, 2);
-        if (f === 'k') {
-          const key = parseSortKey(value);
-          if (!key) return fail(ctx, `bad -k '${value}'`, 2);
-          keys.push(key);
-        } else if (f === 't') separator = value;
-        else output = value;
-        break;
-      }
-      if (!'bcfnrsu'.includes(f)) return fail(ctx, `-${f}: not modeled by the virtual phone`, 2);
-      flags.add(f);
-    }
+  for (const spec of parsed.values.get('k') ?? []) {
+    const key = parseSortKey(spec);
+    if (!key) return fail(ctx, `bad -k '${spec}'`, 2);
+    keys.push(key);
   }
+  const separator = parsed.values.get('t')?.at(-1) ?? null;
+  const output = parsed.values.get('o')?.at(-1) ?? null;
   const global = [...flags].filter((f) => 'bfnr'.includes(f)).join('');
   const compare = (a: string, b: string): number => {
     for (const key of keys) {
