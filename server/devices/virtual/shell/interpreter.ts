@@ -32,7 +32,7 @@ import {
 } from '../signals.js';
 import type { CommandContext, CommandTable, Io, RunShellOptions } from './command.js';
 import { userName } from './commands/format.js';
-import { unescapeBackslashes } from './commands/text.js';
+import { echoText, unescapeBackslashes } from './commands/text.js';
 import { BufferInput, BufferOutput, EMPTY_INPUT, FileOutput, NULL_OUTPUT, Pipe, openInput } from './io.js';
 import type { Output } from './io.js';
 import { evaluateArithmetic } from './arith.js';
@@ -2877,22 +2877,7 @@ function printBuiltin(args: string[], io: Io): number {
  * (`echo -nq` prints `-nq`); `\c` ends the output there.
  */
 function echoBuiltin(args: string[], io: Io): number {
-  let newline = true;
-  let escapes = true;
-  let i = 0;
-  for (; i < args.length && /^-[eEn]+$/.test(args[i]!); i++) {
-    for (const f of args[i]!.slice(1)) {
-      if (f === 'n') newline = false;
-      else escapes = f === 'e';
-    }
-  }
-  let text = args.slice(i).join(' ');
-  if (escapes) {
-    const u = unescapeBackslashes(text);
-    text = u.text;
-    if (u.stop) newline = false;
-  }
-  io.stdout.write(newline ? `${text}\n` : text);
+  io.stdout.write(echoText(args, true));
   return 0;
 }
 

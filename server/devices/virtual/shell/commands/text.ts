@@ -68,26 +68,31 @@ export function unescapeBackslashes(s: string): { text: string; stop: boolean } 
   return { text: out, stop: false };
 }
 
-const echo: CommandFn = (ctx) => {
+/**
+ * What echo prints: leading arguments made only of -e, -E and -n are options, backslash
+ * sequences are read when `escapes` (toybox's echo: after -e; mksh's: unless -E), and `\\c`
+ * ends the output there.
+ */
+export function echoText(args: readonly string[], escapes: boolean): string {
   let newline = true;
-  let escapes = false;
   let i = 0;
-  for (; i < ctx.args.length; i++) {
-    const a = ctx.args[i]!;
-    if (!/^-[neE]+$/.test(a)) break;
-    for (const f of a.slice(1)) {
+  for (; i < args.length && /^-[neE]+$/.test(args[i]!); i++) {
+    for (const f of args[i]!.slice(1)) {
       if (f === 'n') newline = false;
-      else if (f === 'e') escapes = true;
-      else escapes = false;
+      else escapes = f === 'e';
     }
   }
-  let text = ctx.args.slice(i).join(' ');
+  let text = args.slice(i).join(' ');
   if (escapes) {
     const u = unescapeBackslashes(text);
     text = u.text;
     if (u.stop) newline = false;
   }
-  ctx.stdout.write(newline ? `${text}\n` : text);
+  return newline ? `${text}\n` : text;
+}
+
+const echo: CommandFn = (ctx) => {
+  ctx.stdout.write(echoText(ctx.args, false));
   return 0;
 };
 
