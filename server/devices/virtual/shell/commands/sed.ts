@@ -62,6 +62,8 @@ interface SedCommand {
   print?: boolean;
   from2?: string;
   to2?: string;
+  /** q: the exit status it ends sed with. */
+  exit?: number;
   /** Range state: inside the range now. */
   active?: boolean;
 }
@@ -73,14 +75,12 @@ function delimited(text: string, i: number, delim: string): [string, number] {
   let out = '';
   for (; i < text.length; i++) {
     const c = text[i]!;
-    if (c === '\\' && text[i + 1] === delim) {
-      out += delim;
+    if (c === '\\' && i + 1 < text.length) {
+      // An escaped delimiter is the character itself; any other escape (\\, \n, \1) stays whole.
+      out += text[i + 1] === delim ? delim : c + text[i + 1]!;
       i++;
     } else if (c === delim) return [out, i + 1];
-    else if (c === '\\' && text[i + 1] === 'n') {
-      out += '\\n';
-      i++;
-    } else out += c;
+    else out += c;
   }
   throw new SedError(`unmatched '${delim}'`);
 }
@@ -147,7 +147,11 @@ function parseScript(script: string, extended: boolean): SedCommand[] {
       if ([...a].length !== [...b].length) throw new SedError('y/// strings differ in length');
       command.from2 = a;
       command.to2 = b;
-    } else if (!'pdq='.includes(name)) {
+    } else if (name === 'q') {
+      const digits = /^\s*(\d*)/.exec(script.slice(i))!;
+      i += digits[0].length;
+      command.exit = Number(digits[1] || '0');
+    } else if (!'pd='.includes(name)) {
       throw new SedError(`the virtual phone's sed does not model the '${name}' command`);
     }
     commands.push(command);
@@ -176,12 +180,13 @@ function selected(c: SedCommand, line: string, n: number, last: boolean): boolea
   return hit !== c.negate;
 }
 
-/** Runs the script over text; the output, and whether a `q` ended it. */
-function run(commands: SedCommand[], text: string, quiet: boolean): string {
+/** Runs the script over text; the output, and the exit status a `q` ended it with. */
+function run(commands: SedCommand[], text: string, quiet: boolean): [string, number] {
   const lines = text === '' ? [] : text.split('\n');
   const trailingNewline = lines.length > 0 && lines[lines.length - 1] === '';
   if (trailingNewline) lines.pop();
   let out = '';
+  let status = 0;
   for (let idx = 0; idx < lines.length; idx++) {
     let line = lines[idx]!;
     const n = idx + 1;
@@ -214,13 +219,14 @@ function run(commands: SedCommand[], text: string, quiet: boolean): string {
         break;
       } else if (c.name === 'q') {
         quit = true;
+        status = c.exit ?? 0;
         break;
       }
     }
     if (!deleted && !quiet) out += last && !trailingNewline ? line : `${line}\n`;
     if (quit) break;
   }
-  return out;
+  return [out, status];
 }
 
 export const sed: CommandFn = async (ctx) => {
@@ -277,7 +283,7 @@ export const sed: CommandFn = async (ctx) => {
         const data = ctx.fs.readFile(path);
         if (inPlace) ctx.fs.writeFile(path + inPlace, data);
         for (const c of commands) c.active = false;
-        ctx.fs.writeFile(path, Buffer.from(run(commands, data.toString('utf8'), quiet)));
+        ctx.fs.writeFile(path, Buffer.from(run(commands, data.toString('utf8'), quiet)[0]));
       } catch (error) {
         ctx.stderr.write(`sed: ${f}: ${error instanceof FsError ? error.reason : String(error)}\n`);
         status = 1;
@@ -287,8 +293,9 @@ export const sed: CommandFn = async (ctx) => {
   }
   const text = files.length === 0 ? (await readAll(ctx.stdin)).toString('utf8') : await joinFiles(ctx, files);
   if (text === null) return 1;
-  ctx.stdout.write(run(commands, text, quiet));
-  return 0;
+  const [output, status] = run(commands, text, quiet);
+  ctx.stdout.write(output);
+  return status;
 };
 
 async function joinFiles(ctx: CommandContext, files: string[]): Promise<string | null> {
