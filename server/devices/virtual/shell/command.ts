@@ -90,11 +90,23 @@ export function fail(ctx: CommandContext, message: string, status = 1): number {
 export function getopt(
   args: string[],
   withValue = '',
-): { flags: Set<string>; values: Map<string, string>; operands: string[]; unknown: string[] } {
+): {
+  flags: Set<string>;
+  /** Each option's last value. */
+  values: Map<string, string>;
+  /** Each option's values, in order (`grep -e a -e b`). */
+  lists: Map<string, string[]>;
+  operands: string[];
+  unknown: string[];
+  /** The first option that wanted a value and had none left. */
+  missing: string | null;
+} {
   const flags = new Set<string>();
   const values = new Map<string, string>();
+  const lists = new Map<string, string[]>();
   const operands: string[] = [];
   const unknown: string[] = [];
+  let missing: string | null = null;
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a === '--') {
@@ -110,7 +122,10 @@ export function getopt(
         const f = a[j]!;
         if (withValue.includes(f)) {
           const rest = a.slice(j + 1);
-          values.set(f, rest.length > 0 ? rest : (args[++i] ?? ''));
+          const value = rest.length > 0 ? rest : args[++i];
+          if (value === undefined) missing ??= f;
+          values.set(f, value ?? '');
+          lists.set(f, [...(lists.get(f) ?? []), value ?? '']);
           break;
         }
         flags.add(f);
@@ -119,7 +134,7 @@ export function getopt(
     }
     operands.push(a);
   }
-  return { flags, values, operands, unknown };
+  return { flags, values, lists, operands, unknown, missing };
 }
 
 /**

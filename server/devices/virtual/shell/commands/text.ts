@@ -269,42 +269,20 @@ export function splitLines(text: string): string[] {
 }
 
 /**
- * An applet's arguments as toybox reads them: grouped flags (`-nv`), options that take a
- * value joined or next (`-k2`, `-k 2`), operands anywhere, `--` ending the options. Each
- * value option keeps every value given, in order. A missing value or a flag outside `flags`
- * is said (status 2) and gives a number.
+ * getopt's reading of an applet's arguments, each value option keeping every value given;
+ * a missing value or an option outside `modeled` is said (status 2) and gives a number.
  */
 function toyboxArgs(
   ctx: CommandContext,
   valued: string,
   modeled: string,
 ): { flags: Set<string>; values: Map<string, string[]>; operands: string[] } | number {
-  const flags = new Set<string>();
-  const values = new Map<string, string[]>();
-  const operands: string[] = [];
-  for (let i = 0; i < ctx.args.length; i++) {
-    const a = ctx.args[i]!;
-    if (a === '--') {
-      operands.push(...ctx.args.slice(i + 1));
-      break;
-    }
-    if (!a.startsWith('-') || a === '-') {
-      operands.push(a);
-      continue;
-    }
-    for (let k = 1; k < a.length; k++) {
-      const f = a[k]!;
-      if (valued.includes(f)) {
-        const value = k < a.length - 1 ? a.slice(k + 1) : ctx.args[++i];
-        if (value === undefined) return fail(ctx, `Missing argument to -${f} (see "${ctx.name} --help")`, 2);
-        values.set(f, [...(values.get(f) ?? []), value]);
-        break;
-      }
-      if (!modeled.includes(f)) return fail(ctx, `-${f}: not modeled by the virtual phone`, 2);
-      flags.add(f);
-    }
-  }
-  return { flags, values, operands };
+  const { flags, lists, operands, unknown, missing } = getopt(ctx.args, valued);
+  if (missing !== null) return fail(ctx, `Missing argument to -${missing} (see "${ctx.name} --help")`, 2);
+  const other = [...flags].find((f) => !modeled.includes(f));
+  if (other !== undefined) return fail(ctx, `-${other}: not modeled by the virtual phone`, 2);
+  if (unknown[0] !== undefined) return fail(ctx, `${unknown[0]}: not modeled by the virtual phone`, 2);
+  return { flags, values: lists, operands };
 }
 
 /** grep's options: those that take a value, and the flags it models. */
