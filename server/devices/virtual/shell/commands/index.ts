@@ -7,6 +7,7 @@ import { dd } from './dd.js';
 import { screenrecord } from './screenrecord.js';
 import { sed } from './sed.js';
 import { find } from './find.js';
+import { HEXDUMP_COMMANDS } from './hexdump.js';
 import { DISPLAY_COMMANDS } from './display.js';
 import { dumpsys } from './dumpsys.js';
 import { FILE_COMMANDS } from './files.js';
@@ -30,6 +31,7 @@ export function createCommandTable(): CommandTable {
     UTILITY_COMMANDS,
     DISPLAY_COMMANDS,
     APPLET_COMMANDS,
+    HEXDUMP_COMMANDS,
   ]) {
     for (const [name, fn] of Object.entries(group)) table.set(name, withToyboxOptions(name, fn));
   }

@@ -1,10 +1,9 @@
 /** Text applets for pipes: echo, printf, grep, head, tail, wc, sort, uniq, tr, cut, tee, ... */
-import { StringDecoder } from 'node:string_decoder';
 import { FsError } from '../../fs.js';
 import { commandSource, fail, getopt, openOperand, resolvePath, usageError } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { readAll } from '../io.js';
-import { regexSource } from './sed.js';
+import { abortableSleep } from '../../timers.js';
 import type { Input } from '../io.js';
 
 /** Backslash escapes of echo -e, printf formats and the shell's print. */
@@ -96,152 +95,378 @@ const echo: CommandFn = (ctx) => {
   return 0;
 };
 
-/** How strtoll/strtold read a printf argument: the number, and whether text is left over. */
-interface ParsedNumber {
-  value: number;
-  bad: boolean;
+/**
+ * A long double as Android's (IEEE quad: 113-bit significand) holds it, exactly:
+ * `mant * 2^exp2`, or infinity or NaN.
+ */
+interface LongDouble {
+  negative: boolean;
+  kind: 'finite' | 'inf' | 'nan';
+  mant: bigint;
+  exp2: number;
 }
 
-/** strtoll(arg, &end, 0), or a quoted character's code (`'A` is 65), as toybox printf reads. */
-function parseInteger(arg: string): ParsedNumber {
-  if (arg.startsWith("'") || arg.startsWith('"')) return { value: arg.codePointAt(1) ?? 0, bad: false };
-  const m = /^\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9]\d*)/.exec(arg);
-  if (!m) return { value: 0, bad: arg !== '' };
-  const digits = m[2]!;
-  const magnitude = /^0[xX]/.test(digits)
-    ? parseInt(digits.slice(2), 16)
-    : digits.startsWith('0')
-      ? parseInt(digits, 8)
-      : Number(digits);
-  return { value: m[1] === '-' ? -magnitude : magnitude, bad: m[0].length < arg.length };
+const QUAD_BITS = 113;
+
+function bitLength(n: bigint): number {
+  return n === 0n ? 0 : n.toString(2).length;
 }
 
-/** strtold(arg, &end). */
-function parseFloating(arg: string): ParsedNumber {
-  const m = /^\s*[+-]?(?:inf(?:inity)?|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)/i.exec(arg);
-  if (!m) return { value: 0, bad: arg !== '' };
-  const text = m[0].trim().toLowerCase();
-  const value = text.includes('inf') ? (text.startsWith('-') ? -Infinity : Infinity) : Number(text);
-  return { value, bad: m[0].length < arg.length };
+/** num/den rounded to an integer, ties to even. */
+function divRound(num: bigint, den: bigint): bigint {
+  const q = num / den;
+  const r2 = (num % den) * 2n;
+  return r2 > den || (r2 === den && q % 2n === 1n) ? q + 1n : q;
+}
+
+/** The quad nearest num/den (both positive), as mant * 2^exp2. */
+function quadOf(num: bigint, den: bigint): { mant: bigint; exp2: number } {
+  if (num === 0n) return { mant: 0n, exp2: 0 };
+  // Scale so the quotient has QUAD_BITS bits (or one more), then round.
+  let shift = QUAD_BITS - (bitLength(num) - bitLength(den)) + 1;
+  // Quad's smallest exponent: below it the significand gets shorter (subnormals).
+  const scaled = (s: number) => (s >= 0 ? divRound(num << BigInt(s), den) : divRound(num, den << BigInt(-s)));
+  let mant = scaled(shift);
+  while (bitLength(mant) > QUAD_BITS) {
+    shift--;
+    mant = scaled(shift);
+  }
+  if (-shift < -16494) {
+    shift = 16494;
+    mant = scaled(shift);
+  }
+  return { mant, exp2: -shift };
 }
 
 /**
- * printf(1)'s format as toybox runs it: the format repeats while arguments remain, and an
- * argument that is not wholly a number still prints what its leading part is worth, then
- * `onBad` hears of it (toybox's `printf: bad %d x`, status 1).
+ * strtold: the number at the start of `arg` (decimal or hex, inf, nan), how much of `arg`
+ * it took (0 for none) and whether it is out of range.
+ */
+function strtold(arg: string): { value: LongDouble; length: number; range: boolean } {
+  const none = {
+    value: { negative: false, kind: 'finite' as const, mant: 0n, exp2: 0 },
+    length: 0,
+    range: false,
+  };
+  const m =
+    /^(\s*)([+-]?)(?:(inf(?:inity)?|nan)|0[xX]([0-9a-fA-F]*)(?:\.([0-9a-fA-F]*))?(?:[pP]([+-]?\d+))?|(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?)/i.exec(
+      arg,
+    );
+  if (!m) return none;
+  const negative = m[2] === '-';
+  if (m[3]) {
+    const kind = m[3].toLowerCase().startsWith('inf') ? 'inf' : 'nan';
+    return { value: { negative, kind, mant: 0n, exp2: 0 }, length: m[0].length, range: false };
+  }
+  let digits: string;
+  let exp: number;
+  let base: bigint;
+  let length = m[0].length;
+  if (m[4] !== undefined) {
+    digits = `${m[4]}${m[5] ?? ''}`;
+    if (digits === '') {
+      // "0x" alone is the 0 before the x.
+      length = m[1]!.length + m[2]!.length + 1;
+      digits = '0';
+    }
+    base = 16n;
+    exp = Number(m[6] ?? 0) - 4 * (m[5] ?? '').length;
+  } else {
+    digits = `${m[7] ?? ''}${m[8] ?? ''}`;
+    if (digits === '') return none;
+    if (m[9] !== undefined && !/\d/.test(m[9])) length -= m[9].length + 1;
+    base = 10n;
+    exp = Number(m[9] ?? 0) - (m[8] ?? '').length;
+  }
+  let num = BigInt(base === 16n ? `0x${digits}` : digits);
+  let den = 1n;
+  if (base === 10n) {
+    if (exp > 6000) return { value: { negative, kind: 'inf', mant: 0n, exp2: 0 }, length, range: num !== 0n };
+    if (exp < -6000)
+      return { value: { negative, kind: 'finite', mant: 0n, exp2: 0 }, length, range: num !== 0n };
+    if (exp >= 0) num *= 10n ** BigInt(exp);
+    else den = 10n ** BigInt(-exp);
+  } else if (exp >= 0) num <<= BigInt(Math.min(exp, 20000));
+  else den <<= BigInt(Math.min(-exp, 20000));
+  const q = quadOf(num, den);
+  if (q.mant !== 0n && q.exp2 + bitLength(q.mant) > 16384)
+    return { value: { negative, kind: 'inf', mant: 0n, exp2: 0 }, length, range: true };
+  return { value: { negative, kind: 'finite', ...q }, length, range: num !== 0n && q.mant === 0n };
+}
+
+/** round(v * 10^scale), ties to even, for a finite v. */
+function scaledRound(v: LongDouble, scale: number): bigint {
+  let num = v.mant;
+  let den = 1n;
+  if (v.exp2 >= 0) num <<= BigInt(v.exp2);
+  else den <<= BigInt(-v.exp2);
+  if (scale >= 0) num *= 10n ** BigInt(scale);
+  else den *= 10n ** BigInt(-scale);
+  return divRound(num, den);
+}
+
+/** %e's digits: the significand (precision+1 digits) and the exponent. */
+function exponentForm(v: LongDouble, precision: number): { digits: string; exponent: number } {
+  if (v.mant === 0n) return { digits: '0'.repeat(precision + 1), exponent: 0 };
+  // 2^e2 <= v < 2^(e2+1), so the decimal exponent is one of two.
+  const e2 = bitLength(v.mant) - 1 + v.exp2;
+  let exponent = Math.floor(e2 * Math.log10(2));
+  const atLeast = (x: number): boolean => {
+    // v >= 10^x ?
+    let num = v.mant;
+    let den = 1n;
+    if (v.exp2 >= 0) num <<= BigInt(v.exp2);
+    else den <<= BigInt(-v.exp2);
+    return x >= 0 ? num >= den * 10n ** BigInt(x) : num * 10n ** BigInt(-x) >= den;
+  };
+  while (atLeast(exponent + 1)) exponent++;
+  while (!atLeast(exponent)) exponent--;
+  let n = scaledRound(v, precision - exponent);
+  if (n >= 10n ** BigInt(precision + 1)) {
+    exponent++;
+    n = scaledRound(v, precision - exponent);
+  }
+  return { digits: n.toString(), exponent };
+}
+
+/** A long double as %f, %e, %g (and capitals) print it, without sign or padding. */
+function formatFloat(v: LongDouble, conv: string, precision: number, alternate: boolean): string {
+  const upper = conv === 'E' || conv === 'G' || conv === 'F';
+  if (v.kind !== 'finite') return v.kind === 'inf' ? (upper ? 'INF' : 'inf') : upper ? 'NAN' : 'nan';
+  const point = (int: string, frac: string) => (frac !== '' || alternate ? `${int}.${frac}` : int);
+  const fixed = (p: number) => {
+    const s = scaledRound(v, p)
+      .toString()
+      .padStart(p + 1, '0');
+    return point(s.slice(0, s.length - p), s.slice(s.length - p));
+  };
+  const exponential = (p: number) => {
+    const { digits, exponent } = exponentForm(v, p);
+    const e = `${exponent < 0 ? '-' : '+'}${String(Math.abs(exponent)).padStart(2, '0')}`;
+    return `${point(digits[0]!, digits.slice(1))}${upper ? 'E' : 'e'}${e}`;
+  };
+  const lower = conv.toLowerCase();
+  if (lower === 'f') return fixed(precision);
+  if (lower === 'e') return exponential(precision);
+  const p = precision === 0 ? 1 : precision;
+  const x = exponentForm(v, p - 1).exponent;
+  const s = p > x && x >= -4 ? fixed(p - 1 - x) : exponential(p - 1);
+  if (alternate) return s;
+  // Without #, trailing zeros of the fraction go, and a point left alone.
+  const e = s.search(/[eE]/);
+  const mantissa = e < 0 ? s : s.slice(0, e);
+  const tail = e < 0 ? '' : s.slice(e);
+  return (mantissa.includes('.') ? mantissa.replace(/\.?0+$/, '') : mantissa) + tail;
+}
+
+/** strtoll(arg, &end, 0): the number, clamped to 64 bits, how much it took, whether it was clamped. */
+function strtoll(arg: string): { value: bigint; length: number; range: boolean } {
+  const m = /^(\s*[+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9]\d*)/.exec(arg);
+  if (!m) return { value: 0n, length: 0, range: false };
+  let value = BigInt(m[2]!.startsWith('0') && !/^0[xX]/.test(m[2]!) ? `0o${m[2]!.slice(1) || '0'}` : m[2]!);
+  if (m[1]!.includes('-')) value = -value;
+  const max = (1n << 63n) - 1n;
+  const min = -(1n << 63n);
+  if (value > max) return { value: max, length: m[0].length, range: true };
+  if (value < min) return { value: min, length: m[0].length, range: true };
+  return { value, length: m[0].length, range: false };
+}
+
+/**
+ * A format's escape at `s[i]` (just after the backslash), as toybox printf reads it: \\c
+ * stops everything, \\xHH (one or two digits), \\NNN octal (with `posix`, as %b reads, a
+ * 0 may lead: \\0NNN), and the letters of C. Gives the byte(s) and where reading goes on.
+ */
+function printfEscape(s: string, i: number, posix: boolean): { text: string; next: number; stop?: true } {
+  if (s[i] === 'c') return { text: '', next: i + 1, stop: true };
+  let p = i;
+  let base = 0;
+  if (s[p] === 'x') {
+    base = 16;
+    p++;
+  } else {
+    if (posix && s[p] === '0') p++;
+    if (s[p] !== undefined && s[p]! >= '0' && s[p]! <= '7') base = 8;
+  }
+  if (base === 0) {
+    const named: Record<string, string> = {
+      '\\': '\\',
+      a: '\x07',
+      b: '\b',
+      e: '\x1b',
+      f: '\f',
+      n: '\n',
+      r: '\r',
+      t: '\t',
+      v: '\v',
+    };
+    const c = named[s[i] ?? ''];
+    return c === undefined ? { text: '\\', next: i } : { text: c, next: i + 1 };
+  }
+  let length = base === 16 ? 2 : 3;
+  let result = 0;
+  while (length > 0) {
+    const d = parseInt(s[p] ?? '', base);
+    if (Number.isNaN(d)) break;
+    result = result * base + d;
+    p++;
+    length--;
+  }
+  return { text: String.fromCharCode(result & 0xff), next: p };
+}
+
+/**
+ * printf(1)'s format as toybox runs it, on bytes (each char of the strings is one byte, as
+ * latin1 holds them): the format repeats while arguments remain and a conversion took one.
+ * `onBad` hears of an argument that is not wholly a number (it still prints what its
+ * leading part is worth); a conversion toybox does not know throws (`bad %q@2`).
+ */
+function formatBytes(
+  format: string,
+  args: string[],
+  onBad: (conversion: string, arg: string, reason?: string) => void,
+): { text: string; error?: string } {
+  let out = '';
+  let argIndex = 0;
+  for (;;) {
+    let seen = false;
+    let i = 0;
+    while (i < format.length) {
+      const ch = format[i]!;
+      if (ch === '\\') {
+        const e = printfEscape(format, i + 1, false);
+        out += e.text;
+        if (e.stop) return { text: out };
+        i = e.next;
+        continue;
+      }
+      if (ch !== '%' || format[i + 1] === '%') {
+        out += ch;
+        i += ch === '%' ? 2 : 1;
+        continue;
+      }
+      i++;
+      let flags = '';
+      while (i < format.length && "-+# '0".includes(format[i]!) && flags.length < 9) flags += format[i++];
+      const wp: [number, number] = [0, -1];
+      for (let k = 0; ; k++) {
+        if (format[i] === '*') {
+          i++;
+          const a = args[argIndex];
+          if (a !== undefined) {
+            argIndex++;
+            const n = atolx(a);
+            if (n === null) return { text: out, error: `not integer: ${a}` };
+            wp[k] = n;
+          }
+        } else
+          while (i < format.length && format[i]! >= '0' && format[i]! <= '9')
+            wp[k] = wp[k]! * 10 + Number(format[i++]);
+        if (k > 0 || format[i] !== '.') break;
+        i++;
+        wp[1] = 0;
+      }
+      const conv = format[i++] ?? '';
+      seen = true;
+      const arg = args[argIndex] !== undefined ? args[argIndex++]! : '';
+      let width = wp[0];
+      let left = flags.includes('-');
+      if (width < 0) {
+        left = true;
+        width = -width;
+      }
+      const precision = wp[1] >= 0 ? wp[1] : undefined;
+      let body: string;
+      let sign = '';
+      let zeroPad = false;
+      if (conv === 'b') {
+        for (let k = 0; k < arg.length;) {
+          if (arg[k] === '\\') {
+            const e = printfEscape(arg, k + 1, true);
+            out += e.text;
+            if (e.stop) return { text: out };
+            k = e.next;
+          } else out += arg[k++];
+        }
+        continue;
+      } else if (conv === 'c') body = arg === '' ? '\0' : arg[0]!;
+      else if (conv === 's') body = precision === undefined ? arg : arg.slice(0, precision);
+      else if ('diouxX'.includes(conv) && conv !== '') {
+        let value: bigint;
+        if (arg.startsWith("'") || arg.startsWith('"')) value = BigInt(arg.charCodeAt(1) || 0);
+        else {
+          const n = strtoll(arg);
+          value = n.value;
+          if (n.range) onBad(conv, arg, 'Numerical result out of range');
+          else if (n.length < arg.length) onBad(conv, arg);
+        }
+        if (conv === 'd' || conv === 'i') {
+          if (value < 0n) sign = '-';
+          else if (flags.includes('+')) sign = '+';
+          else if (flags.includes(' ')) sign = ' ';
+          body = (value < 0n ? -value : value).toString();
+        } else {
+          const u = BigInt.asUintN(64, value);
+          body = u.toString(conv === 'o' ? 8 : conv === 'u' ? 10 : 16);
+          if (conv === 'X') body = body.toUpperCase();
+          if (flags.includes('#') && u !== 0n && (conv === 'x' || conv === 'X')) sign = `0${conv}`;
+        }
+        if (precision !== undefined)
+          body = precision === 0 && body === '0' ? '' : body.padStart(precision, '0');
+        if (conv === 'o' && flags.includes('#') && !body.startsWith('0')) body = `0${body}`;
+        zeroPad = flags.includes('0') && precision === undefined;
+      } else if ('feEgG'.includes(conv) && conv !== '') {
+        const n = strtold(arg);
+        if (n.range) onBad(conv, arg, 'Numerical result out of range');
+        else if (n.length < arg.length || (n.length === 0 && arg !== '')) onBad(conv, arg);
+        const v = n.value;
+        if (v.negative) sign = '-';
+        else if (flags.includes('+')) sign = '+';
+        else if (flags.includes(' ')) sign = ' ';
+        body = formatFloat(v, conv, precision ?? 6, flags.includes('#'));
+        zeroPad = flags.includes('0') && v.kind === 'finite';
+      } else {
+        return { text: out, error: `bad %${conv}@${i}` };
+      }
+      const length = sign.length + body.length;
+      if (length >= width) out += sign + body;
+      else if (left) out += sign + body + ' '.repeat(width - length);
+      else if (zeroPad) out += sign + '0'.repeat(width - length) + body;
+      else out += ' '.repeat(width - length) + sign + body;
+    }
+    if (!seen || argIndex >= args.length) break;
+  }
+  return { text: out };
+}
+
+const latin1 = (s: string) => Buffer.from(s, 'utf8').toString('latin1');
+
+/**
+ * printf(1)'s format as toybox runs it (see formatBytes), as text: `onBad` hears of an
+ * argument that is not wholly a number (toybox's `printf: bad %d x`, status 1).
  */
 export function formatPrintf(
   format: string,
   args: string[],
   onBad: (conversion: string, arg: string) => void = () => undefined,
 ): string {
-  let out = '';
-  let argIndex = 0;
-  const next = () => args[argIndex++] ?? '';
-  const integer = (conv: string): number => {
-    const arg = next();
-    const n = parseInteger(arg);
-    if (n.bad) onBad(conv, arg);
-    return Math.trunc(n.value);
-  };
-  do {
-    const re = /%([-+ 0#]*)(\d+|\*)?(?:\.(\d+|\*))?([sdiouxXcfeEgGb%])/g;
-    let last = 0;
-    let m: RegExpExecArray | null;
-    while ((m = re.exec(format))) {
-      out += unescapeBackslashes(format.slice(last, m.index)).text;
-      last = re.lastIndex;
-      const [, flags = '', widthSpec, precisionSpec, conv = 's'] = m;
-      if (conv === '%') {
-        out += '%';
-        continue;
-      }
-      const width = widthSpec === '*' ? parseInteger(next()).value : Number(widthSpec ?? 0);
-      const precision =
-        precisionSpec === '*'
-          ? parseInteger(next()).value
-          : precisionSpec === undefined
-            ? undefined
-            : Number(precisionSpec);
-      let v: string;
-      let numeric = true;
-      switch (conv) {
-        case 'd':
-        case 'i': {
-          const n = integer(conv);
-          v = String(Math.abs(n));
-          if (precision !== undefined) v = v.padStart(precision, '0');
-          v = (n < 0 ? '-' : flags.includes('+') ? '+' : flags.includes(' ') ? ' ' : '') + v;
-          break;
-        }
-        case 'u':
-        case 'o':
-        case 'x':
-        case 'X': {
-          const n = integer(conv);
-          // A negative number prints as its 64-bit two's complement, as C's unsigned formats do.
-          const unsigned = n < 0 ? BigInt.asUintN(64, BigInt(n)) : BigInt(n);
-          v = unsigned.toString(conv === 'u' ? 10 : conv === 'o' ? 8 : 16);
-          if (conv === 'X') v = v.toUpperCase();
-          if (precision !== undefined) v = v.padStart(precision, '0');
-          if (flags.includes('#') && unsigned !== 0n && conv !== 'u')
-            v = (conv === 'o' ? '0' : `0${conv}`) + v;
-          break;
-        }
-        case 'c':
-          numeric = false;
-          v = next().slice(0, 1);
-          break;
-        case 'f':
-        case 'e':
-        case 'E':
-        case 'g':
-        case 'G': {
-          const arg = next();
-          const parsed = parseFloating(arg);
-          if (parsed.bad) onBad(conv, arg);
-          const num = parsed.value;
-          const p = precision ?? 6;
-          if (!Number.isFinite(num)) v = Number.isNaN(num) ? 'nan' : num < 0 ? '-inf' : 'inf';
-          else if (conv === 'f') v = num.toFixed(p);
-          else if (conv === 'e' || conv === 'E') v = num.toExponential(p).replace(/e([+-])(\d)$/, 'e$10$2');
-          else v = String(Number(num.toPrecision(p || 1)));
-          if (conv === 'E' || conv === 'G') v = v.toUpperCase();
-          if (num >= 0 && flags.includes('+')) v = `+${v}`;
-          break;
-        }
-        case 'b':
-          numeric = false;
-          v = unescapeBackslashes(next()).text;
-          break;
-        default: {
-          numeric = false;
-          v = next();
-          if (precision !== undefined) v = v.slice(0, precision);
-        }
-      }
-      if (v.length < width) {
-        if (flags.includes('-')) v = v.padEnd(width);
-        else if (flags.includes('0') && numeric && precision === undefined) {
-          const sign = /^[+\- ]/.test(v) ? v[0]! : '';
-          v = sign + v.slice(sign.length).padStart(width - sign.length, '0');
-        } else v = v.padStart(width);
-      }
-      out += v;
-    }
-    out += unescapeBackslashes(format.slice(last)).text;
-  } while (argIndex > 0 && argIndex < args.length);
-  return out;
+  const r = formatBytes(latin1(format), args.map(latin1), (conv, arg) =>
+    onBad(conv, Buffer.from(arg, 'latin1').toString('utf8')),
+  );
+  return Buffer.from(r.text, 'latin1').toString('utf8');
 }
 
+/** toybox printf FORMAT [ARGUMENT...]. */
 const printf: CommandFn = (ctx) => {
-  if (ctx.args.length === 0) return fail(ctx, 'Needs 1 argument');
+  if (ctx.args.length === 0) return usageError(ctx, 'Needs 1 argument');
   let status = 0;
-  const text = formatPrintf(ctx.args[0]!, ctx.args.slice(1), (conv, arg) => {
-    ctx.stderr.write(`printf: bad %${conv} ${arg}\n`);
+  const r = formatBytes(latin1(ctx.args[0]!), ctx.args.slice(1).map(latin1), (conv, arg, reason) => {
+    const shown = Buffer.from(arg, 'latin1').toString('utf8');
+    ctx.stderr.write(`printf: bad %${conv} ${shown}${reason ? `: ${reason}` : ''}\n`);
     status = 1;
   });
-  ctx.stdout.write(text);
+  ctx.stdout.write(Buffer.from(r.text, 'latin1'));
+  if (r.error !== undefined) return fail(ctx, r.error);
   return status;
 };
 
@@ -285,20 +510,114 @@ function toyboxArgs(
   return { flags, values: lists, operands };
 }
 
-/** grep's options: those that take a value, and the flags it models. */
-const GREP_VALUES = 'efmABC';
-const GREP_FLAGS = 'EFHIchilLnoqsvwxz';
+/** What each POSIX character class holds, inside a JS bracket expression. */
+const POSIX_CLASSES: Record<string, string> = {
+  alpha: 'A-Za-z',
+  digit: '0-9',
+  alnum: '0-9A-Za-z',
+  upper: 'A-Z',
+  lower: 'a-z',
+  space: ' \\t\\n\\r\\f\\v',
+  blank: ' \\t',
+  punct: '!-\\/:-@\\[-`{-~',
+  xdigit: '0-9A-Fa-f',
+  cntrl: '\\x00-\\x1f\\x7f',
+  print: ' -~',
+  graph: '!-~',
+};
 
 /**
- * toybox grep [-EFHIchilLnoqsvwxz] [-e PATTERN]... [-f FILE]... [-m MAX] [-A N] [-B N]
+ * A POSIX regex (basic, or extended) as a JS regex source, as toybox's grep and Android's
+ * regcomp read it: [:class:] in brackets, a backslash literal in brackets, `\<` and `\>`
+ * at word edges; in a basic one \( \) \{ \} group and count while ( ) { } + ? | are
+ * literal, and so are \+ \? \| (toybox matches those patterns as literal text). Null when
+ * a bracket is not closed.
+ */
+export function posixRegexSource(pattern: string, extended: boolean): string | null {
+  let out = '';
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i]!;
+    if (c === '[') {
+      let j = i + 1;
+      let body = '';
+      if (pattern[j] === '^') {
+        body += '^';
+        j++;
+      }
+      if (pattern[j] === ']') {
+        body += '\\]';
+        j++;
+      }
+      for (; j < pattern.length && pattern[j] !== ']'; j++) {
+        const cls = /^\[:([a-z]+):\]/.exec(pattern.slice(j));
+        if (cls && POSIX_CLASSES[cls[1]!] !== undefined) {
+          body += POSIX_CLASSES[cls[1]!];
+          j += cls[0].length - 1;
+        } else if ('\\[]'.includes(pattern[j]!)) body += `\\${pattern[j]}`;
+        else body += pattern[j];
+      }
+      if (j >= pattern.length) return null;
+      out += `[${body}]`;
+      i = j;
+    } else if (c === '\\' && i + 1 < pattern.length) {
+      const n = pattern[++i]!;
+      if (n === '<') out += '\\b(?=\\w)';
+      else if (n === '>') out += '\\b(?<=\\w)';
+      else if (!extended && '(){}'.includes(n)) out += n;
+      else if (/[A-Za-z0-9]/.test(n) && !'wWsSbB'.includes(n)) out += n;
+      else out += `\\${n}`;
+    } else if (!extended && '(){}+?|'.includes(c)) out += `\\${c}`;
+    else if (!extended && c === '*' && (out === '' || out.endsWith('(') || out === '^')) out += '\\*';
+    else out += c;
+  }
+  return out;
+}
+
+/** grep's options: those that take a value, and the flags it models. */
+const GREP_VALUES = 'efmABC';
+const GREP_FLAGS = 'EFHIbchilLnoqsvwxzZ';
+/** grep's long options that are one of its letters. */
+const GREP_LONG: Record<string, string> = {
+  'byte-offset': 'b',
+  'no-filename': 'h',
+  'only-matching': 'o',
+  count: 'c',
+  'files-without-match': 'L',
+  'files-with-matches': 'l',
+  quiet: 'q',
+  silent: 'q',
+};
+
+/**
+ * toybox grep [-EFHIbchilLnoqsvwxzZ] [-e PATTERN]... [-f FILE]... [-m MAX] [-A N] [-B N]
  * [-C N] [PATTERN] [FILE...]: every -e and -f pattern counts; context lines with `-` and
- * groups parted by `--`; a missing file is said (unless -s) and makes the status 2.
+ * groups parted by `--`; -b the byte offset, -z lines that end in NUL, -Z a NUL after -l's
+ * names; a missing file is said (unless -s) and makes the status 2. -r, -R, -a, --color,
+ * --include and --exclude are refused as not modeled.
  */
 const grep: CommandFn = async (ctx) => {
-  const parsed = toyboxArgs(ctx, GREP_VALUES, GREP_FLAGS);
+  const args: string[] = [];
+  for (const [i, a] of ctx.args.entries()) {
+    if (a === '--') {
+      args.push(...ctx.args.slice(i));
+      break;
+    }
+    const long = /^--([a-z-]+)(=.*)?$/.exec(a);
+    if (!long) args.push(a);
+    else if (GREP_LONG[long[1]!] && long[2] === undefined) args.push(`-${GREP_LONG[long[1]!]}`);
+    else if (long[1] !== 'line-buffered')
+      return fail(ctx, `--${long[1]}: not modeled by the virtual phone`, 2);
+  }
+  const parsed = toyboxArgs({ ...ctx, args }, GREP_VALUES, GREP_FLAGS);
   if (typeof parsed === 'number') return parsed;
   const { flags, operands } = parsed;
-  const values = new Map([...parsed.values].map(([f, v]) => [f, v[v.length - 1]!]));
+  const numbers = new Map<string, number>();
+  for (const [f, v] of parsed.values) {
+    if (!'ABCm'.includes(f)) continue;
+    const n = atolx(v[v.length - 1]!);
+    if (n === null) return fail(ctx, `not integer: ${v[v.length - 1]}`, 2);
+    numbers.set(f, n);
+  }
   const patterns = [...(parsed.values.get('e') ?? [])];
   for (const file of parsed.values.get('f') ?? []) {
     const input = openOperand(ctx, file);
@@ -309,30 +628,32 @@ const grep: CommandFn = async (ctx) => {
   if (!patternGiven) {
     const first = operands.shift();
     if (first === undefined) return fail(ctx, 'no REGEX', 2);
-    patterns.push(first);
+    patterns.push(...first.split('\n'));
   }
   const fixed = flags.has('F') || ctx.name === 'fgrep';
   const extended = flags.has('E') || ctx.name === 'egrep';
   let re: RegExp;
   try {
-    const source = patterns
-      .map((p) => (fixed ? p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : regexSource(p, extended)))
-      .map((p) => `(?:${p})`)
-      .join('|');
+    const sources = patterns.map((p) =>
+      fixed ? p.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&') : posixRegexSource(p, extended),
+    );
+    if (sources.includes(null)) throw new Error('bracket');
+    const source = sources.map((p) => `(?:${p})`).join('|');
     re = new RegExp(
-      flags.has('x') ? `^(?:${source})$` : flags.has('w') ? `\\b(?:${source})\\b` : source,
-      flags.has('i') ? 'i' : '',
+      flags.has('x')
+        ? `^(?:${source})$`
+        : flags.has('w')
+          ? `(?<![A-Za-z0-9_])(?:${source})(?![A-Za-z0-9_])`
+          : source,
+      flags.has('i') ? 'gi' : 'g',
     );
   } catch {
     return fail(ctx, `bad regex '${patterns.join('')}'`, 2);
   }
-  const number = (f: string, fallback: number) => {
-    const n = Number(values.get(f) ?? values.get('C') ?? fallback);
-    return Number.isInteger(n) && n >= 0 ? n : fallback;
-  };
-  const after = number('A', 0);
-  const before = number('B', 0);
-  const max = values.has('m') ? Number(values.get('m')) : Infinity;
+  const after = numbers.get('A') ?? numbers.get('C') ?? 0;
+  const before = numbers.get('B') ?? numbers.get('C') ?? 0;
+  const max = numbers.get('m') ?? Infinity;
+  const delim = flags.has('z') ? '\0' : '\n';
   const files = operands.length > 0 ? operands : ['-'];
   const showName = (files.length > 1 || flags.has('H')) && !flags.has('h');
   let matched = 0;
@@ -351,140 +672,321 @@ const grep: CommandFn = async (ctx) => {
       }
     }
     const name = file === '-' ? '(standard input)' : file;
-    const lines = splitLines(text);
+    const lines = text === '' ? [] : text.split(delim);
+    if (lines[lines.length - 1] === '') lines.pop();
+    // Where each line starts, in bytes (for -b).
+    const starts: number[] = [];
+    for (let n = 0, at = 0; n < lines.length; n++) {
+      starts.push(at);
+      at += Buffer.byteLength(lines[n]!) + 1;
+    }
     let count = 0;
     /** The last line printed (for context and the `--` between groups), -1 before any. */
     let printed = -1;
     let afterLeft = 0;
-    const print = (n: number, mark: ':' | '-', body: string) => {
+    const print = (n: number, mark: ':' | '-', body: string, offset = 0) => {
       if (printed >= 0 && n > printed + 1 && (after > 0 || before > 0)) ctx.stdout.write('--\n');
       ctx.stdout.write(
-        `${showName ? `${name}${mark}` : ''}${flags.has('n') ? `${n + 1}${mark}` : ''}${body}\n`,
+        `${showName ? `${name}${mark}` : ''}${flags.has('n') ? `${n + 1}${mark}` : ''}${
+          flags.has('b') ? `${starts[n]! + offset}${mark}` : ''
+        }${body}${delim}`,
       );
       printed = n;
     };
+    const quiet = flags.has('c') || flags.has('l') || flags.has('L') || flags.has('q');
     for (let n = 0; n < lines.length; n++) {
       const line = lines[n]!;
-      re.lastIndex = 0;
-      const hit = re.test(line) !== flags.has('v');
+      // With -o only a match with text in it counts.
+      const matches = [...line.matchAll(re)].filter((m) => !flags.has('o') || flags.has('v') || m[0] !== '');
+      const hit = matches.length > 0 !== flags.has('v');
       if (!hit) {
         if (afterLeft > 0) {
           afterLeft--;
-          if (!flags.has('c') && !flags.has('l') && !flags.has('L') && !flags.has('q')) print(n, '-', line);
+          if (!quiet) print(n, '-', line);
         }
         continue;
       }
       if (count >= max) break;
       count++;
       if (flags.has('q')) return 0;
-      if (flags.has('c') || flags.has('l') || flags.has('L')) continue;
+      if (quiet) continue;
       for (let b = Math.max(printed + 1, n - before); b < n; b++) print(b, '-', lines[b]!);
       if (flags.has('o') && !flags.has('v')) {
-        const g = new RegExp(re.source, `${re.flags}g`);
-        // Empty matches print nothing.
-        for (const m of line.matchAll(g)) if (m[0] !== '') print(n, ':', m[0]);
+        for (const m of matches) print(n, ':', m[0], Buffer.byteLength(line.slice(0, m.index)));
         printed = n;
       } else print(n, ':', line);
       afterLeft = count >= max ? 0 : after;
     }
-    if (flags.has('c')) ctx.stdout.write(`${showName ? `${name}:` : ''}${count}\n`);
-    if (flags.has('l') && count > 0) ctx.stdout.write(`${name}\n`);
-    if (flags.has('L') && count === 0) ctx.stdout.write(`${name}\n`);
+    if (flags.has('c')) ctx.stdout.write(`${showName ? `${name}:` : ''}${count}${delim}`);
+    if (flags.has('l') && count > 0) ctx.stdout.write(`${name}${flags.has('Z') ? '\0' : '\n'}`);
+    if (flags.has('L') && count === 0) ctx.stdout.write(`${name}${delim}`);
     matched += count;
   }
   if (status !== 0) return status;
   return matched > 0 ? 0 : 1;
 };
 
-function countArg(ctx: CommandContext): { n: number; files: string[]; bytes: boolean; fromStart: boolean } {
-  let n = 10;
-  let bytes = false;
-  let fromStart = false;
-  const files: string[] = [];
-  for (let i = 0; i < ctx.args.length; i++) {
-    const a = ctx.args[i]!;
-    let value: string | undefined;
-    if (a === '-n' || a === '-c') {
-      bytes = a === '-c';
-      value = ctx.args[++i];
-    } else if (/^-[nc].+/.test(a)) {
-      bytes = a[1] === 'c';
-      value = a.slice(2);
-    } else if (/^-\d+$/.test(a)) value = a.slice(1);
-    else if (a === '-f' || a === '-F') continue;
-    else {
-      files.push(a);
-      continue;
-    }
-    if (value !== undefined) {
-      if (value.startsWith('+')) fromStart = true;
-      n = Math.abs(parseInt(value, 10) || 0);
+/**
+ * toybox's atolx: strtoll in base 0 (`0x1f`, `017`), then an optional c, w, b, k, m, g, t,
+ * p or e suffix (`2k` is 2048, `2kd` 2000), then blanks; null when that is not all there is.
+ */
+export function atolx(text: string): number | null {
+  const m = /^\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9]\d*)/.exec(text);
+  if (!m) return null;
+  const digits = m[2]!;
+  let value = /^0[xX]/.test(digits)
+    ? parseInt(digits.slice(2), 16)
+    : digits.startsWith('0')
+      ? parseInt(digits, 8)
+      : Number(digits);
+  if (m[1] === '-') value = -value;
+  let rest = text.slice(m[0].length);
+  const suffix = 'cwbkmgtpe'.indexOf(rest[0]?.toLowerCase() ?? '');
+  if (rest !== '' && suffix >= 0) {
+    const shift = suffix - 2;
+    rest = rest.slice(1);
+    if (shift === -1) value *= 2;
+    else if (shift === 0) value *= 512;
+    else if (shift > 0) {
+      if (rest[0]?.toLowerCase() === 'd') {
+        rest = rest.slice(1);
+        value *= 1000 ** shift;
+      } else value *= 1024 ** shift;
     }
   }
-  return { n, files, bytes, fromStart };
+  return /^\s*$/.test(rest) ? value : null;
+}
+
+/**
+ * head's and tail's arguments as toybox reads them (`?` in the declaration: an argument
+ * with an option toybox does not know is an operand). `signed`: tail's `-` numbers, which
+ * count from the end unless they start with `+`. Gives the options and operands, or the
+ * status after saying what is wrong.
+ */
+function countOptions(
+  ctx: CommandContext,
+  flagLetters: string,
+  valueLetters: string,
+  signed: boolean,
+):
+  | {
+      n: number | null;
+      c: number | null;
+      last: 'n' | 'c' | null;
+      flags: Set<string>;
+      values: Map<string, string>;
+      operands: string[];
+    }
+  | number {
+  const result = {
+    n: null as number | null,
+    c: null as number | null,
+    last: null as 'n' | 'c' | null,
+    flags: new Set<string>(),
+    values: new Map<string, string>(),
+    operands: [] as string[],
+  };
+  const number = (letter: string, value: string): number | null => {
+    const n = atolx(value);
+    if (n === null) {
+      fail(ctx, `not integer: ${value}`);
+      return null;
+    }
+    if (signed) return /^[!-/:-@[-`{-~]/.test(value) ? n : -n;
+    if (n < 0) {
+      usageError(ctx, `-${letter} < 0`);
+      return null;
+    }
+    return n;
+  };
+  const args = ctx.args;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '--') {
+      result.operands.push(...args.slice(i + 1));
+      break;
+    }
+    const long = /^--(lines|bytes)(?:=(.*))?$/.exec(a);
+    if (long) {
+      const letter = long[1] === 'lines' ? 'n' : 'c';
+      const value = long[2] ?? args[++i];
+      if (value === undefined) return usageError(ctx, `Missing argument to --${long[1]}`);
+      const n = number(letter, value);
+      if (n === null) return 1;
+      result[letter as 'n' | 'c'] = n;
+      result.last = letter as 'n' | 'c';
+      continue;
+    }
+    if (!a.startsWith('-') || a === '-' || a.startsWith('--')) {
+      result.operands.push(a);
+      continue;
+    }
+    // An unknown letter makes the whole argument an operand (`-5`, `-x`).
+    const letters = [...a.slice(1)];
+    const known = (() => {
+      for (const f of letters) {
+        if (valueLetters.includes(f)) return true;
+        if (!flagLetters.includes(f)) return false;
+      }
+      return true;
+    })();
+    if (!known) {
+      result.operands.push(a);
+      continue;
+    }
+    for (let k = 1; k < a.length; k++) {
+      const f = a[k]!;
+      if (!valueLetters.includes(f)) {
+        result.flags.add(f);
+        continue;
+      }
+      const value = k < a.length - 1 ? a.slice(k + 1) : args[++i];
+      if (value === undefined) return usageError(ctx, `Missing argument to -${f}`);
+      if (f === 'n' || f === 'c') {
+        const n = number(f, value);
+        if (n === null) return 1;
+        result[f] = n;
+        result.last = f;
+      } else result.values.set(f, value);
+      break;
+    }
+  }
+  return result;
 }
 
 /** The first lines (or bytes) of an input, read only as far as needed (`logcat | head -1` ends). */
 async function headOf(ctx: CommandContext, input: Input, n: number, bytes: boolean): Promise<void> {
-  let taken = 0;
-  let pending = '';
-  // A character may be split between chunks: decode across them.
-  const decoder = new StringDecoder('utf8');
-  while (taken < n || n === 0) {
-    if (n === 0) return;
+  let left = n;
+  while (left > 0) {
     const chunk = await input.read();
     if (chunk === null) break;
-    if (bytes) {
-      const part = chunk.subarray(0, n - taken);
-      ctx.stdout.write(part);
-      taken += part.length;
-      continue;
-    }
-    pending += decoder.write(chunk);
-    let i: number;
-    while (taken < n && (i = pending.indexOf('\n')) >= 0) {
-      ctx.stdout.write(pending.slice(0, i + 1));
-      pending = pending.slice(i + 1);
-      taken++;
-    }
+    let take = 0;
+    if (bytes) take = Math.min(left, chunk.length);
+    else
+      while (take < chunk.length && left > 0) {
+        if (chunk[take++] === 0x0a) left--;
+      }
+    if (bytes) left -= take;
+    ctx.stdout.write(chunk.subarray(0, take));
   }
-  if (bytes || taken >= n) return;
-  pending += decoder.end();
-  if (pending) ctx.stdout.write(pending);
 }
 
+/**
+ * toybox head [-n N] [-c N] [-qv] [FILE...]: `-N` as the first operand is `-n N`; headers
+ * (`==> NAME <==`, a blank line between) when more than one operand, or with -v.
+ */
 const head: CommandFn = async (ctx) => {
-  const { n, files, bytes } = countArg(ctx);
-  if (files.length === 0) files.push('-');
+  const parsed = countOptions(ctx, 'qv', 'nc', false);
+  if (typeof parsed === 'number') return parsed;
+  const { flags, operands } = parsed;
+  let lines = parsed.n ?? 10;
+  const first = operands[0];
+  if (first !== undefined && first.startsWith('-') && first.length > 1) {
+    const n = atolx(first.slice(1));
+    if (n === null) return fail(ctx, `not integer: ${first.slice(1)}`);
+    lines = n;
+    operands.shift();
+  }
+  const bytes = parsed.last === 'c';
+  const count = bytes ? parsed.c! : lines;
+  const headers = (operands.length > 1 && !flags.has('q')) || flags.has('v');
+  if (operands.length === 0) operands.push('-');
   let status = 0;
-  for (const [i, f] of files.entries()) {
+  let shown = 0;
+  for (const f of operands) {
     const input = openOperand(ctx, f);
     if (!input) {
       status = 1;
       continue;
     }
-    if (files.length > 1) ctx.stdout.write(`${i > 0 ? '\n' : ''}==> ${f} <==\n`);
-    await headOf(ctx, input, n, bytes);
+    if (headers) ctx.stdout.write(`${shown > 0 ? '\n' : ''}==> ${f} <==\n`);
+    shown++;
+    await headOf(ctx, input, count, bytes);
   }
   return status;
 };
 
+/**
+ * What tail prints of `data`: a count below 0 counts from the end (the last line may lack
+ * its newline), 0 or more from the start (`+N` starts at the Nth; 0, as toybox's, is all).
+ */
+function tailOf(data: Buffer, count: number, bytes: boolean): Buffer {
+  if (bytes)
+    return count < 0
+      ? data.subarray(Math.max(0, data.length + count))
+      : data.subarray(Math.max(0, count - 1));
+  if (count < 0) {
+    let wanted = -count;
+    // The last byte never starts a line, newline or not.
+    for (let i = data.length - 2; i >= 0; i--)
+      if (data[i] === 0x0a && --wanted === 0) return data.subarray(i + 1);
+    return data;
+  }
+  let skip = count - 1;
+  let i = 0;
+  while (skip > 0 && i < data.length) if (data[i++] === 0x0a) skip--;
+  return data.subarray(i);
+}
+
+/**
+ * toybox tail [-n N] [-c N] [-fF] [-s SECONDS] [FILE...]: N counts from the end, `+N` from
+ * the start; `-N`/`+N` as the first operand is `-n`; headers when more than one operand.
+ * -f and -F follow regular files (checking every -s seconds) until the command is stopped.
+ */
 const tail: CommandFn = async (ctx) => {
-  const { n, files, bytes, fromStart } = countArg(ctx);
-  const inputs = await inputText(ctx, files);
-  if (typeof inputs === 'number') return 1;
-  for (const { name, text } of inputs) {
-    if (inputs.length > 1) ctx.stdout.write(`==> ${name} <==\n`);
-    if (bytes) {
-      const b = Buffer.from(text);
-      ctx.stdout.write(fromStart ? b.subarray(Math.max(0, n - 1)) : b.subarray(Math.max(0, b.length - n)));
-    } else {
-      const lines = splitLines(text);
-      const sel = fromStart ? lines.slice(Math.max(0, n - 1)) : n === 0 ? [] : lines.slice(-n);
-      for (const l of sel) ctx.stdout.write(`${l}\n`);
+  const parsed = countOptions(ctx, 'fF', 'scn', true);
+  if (typeof parsed === 'number') return parsed;
+  const { flags, operands } = parsed;
+  let count = parsed.last === 'c' ? parsed.c! : (parsed.n ?? -10);
+  const bytes = parsed.last === 'c';
+  if (parsed.last === null) {
+    const first = operands[0];
+    if (first !== undefined && /^[-+]./.test(first)) {
+      const n = atolx(first);
+      if (n === null) return fail(ctx, `not integer: ${first}`);
+      count = n;
+      operands.shift();
     }
   }
-  return 0;
+  const headers = operands.length > 1;
+  if (operands.length === 0) operands.push('-');
+  let status = 0;
+  let shown = 0;
+  const followed: { name: string; path: string; size: number }[] = [];
+  for (const f of operands) {
+    const input = openOperand(ctx, f);
+    if (!input) {
+      status = 1;
+      continue;
+    }
+    if (shown++ > 0) ctx.stdout.write('\n');
+    if (headers) ctx.stdout.write(`==> ${f} <==\n`);
+    const data = await readAll(input);
+    ctx.stdout.write(tailOf(data, count, bytes));
+    if (f !== '-') followed.push({ name: f, path: resolvePath(ctx, f), size: data.length });
+  }
+  if (!flags.has('f') && !flags.has('F')) return status;
+  const seconds = Number(parsed.values.get('s') ?? 1);
+  if (!(seconds >= 0)) return fail(ctx, `bad -s '${parsed.values.get('s')}'`);
+  let lastShown = followed.length > 0 ? followed[followed.length - 1]!.name : '';
+  while (!ctx.signal.aborted && followed.length > 0) {
+    await abortableSleep(seconds * 1000, ctx.signal);
+    for (const file of followed) {
+      let data: Buffer;
+      try {
+        data = ctx.fs.readFile(file.path);
+      } catch {
+        continue;
+      }
+      if (data.length === file.size) continue;
+      const fresh = data.length > file.size ? data.subarray(file.size) : data;
+      file.size = data.length;
+      if (headers && lastShown !== file.name) ctx.stdout.write(`\n==> ${file.name} <==\n`);
+      lastShown = file.name;
+      ctx.stdout.write(fresh);
+    }
+  }
+  return status;
 };
 
 /** Counts lines, words, bytes and characters of a stream as it is read. */
@@ -690,72 +1192,411 @@ const uniq: CommandFn = async (ctx) => {
   return 0;
 };
 
-function expandSet(set: string): string {
-  const named: Record<string, string> = {
-    '[:lower:]': 'abcdefghijklmnopqrstuvwxyz',
-    '[:upper:]': 'ABCDEFGHIJKLMNOPQRSTUVWXYZ',
-    '[:digit:]': '0123456789',
-    '[:space:]': ' \t\n\r\f\v',
+/** A tr set's bytes as toybox expands them: escapes, ranges, [:class:] and [=c=]. Or an error. */
+function expandSet(arg: Buffer): number[] | string {
+  const set: number[] = [];
+  const at = (i: number) => (i < arg.length ? arg[i]! : 0);
+  const range = (from: number, to: number) => {
+    for (let c = from; c <= to; c++) set.push(c);
   };
-  let s = set;
-  for (const [k, v] of Object.entries(named)) s = s.split(k).join(v);
-  s = unescapeBackslashes(s).text;
-  let out = '';
-  for (let i = 0; i < s.length; i++) {
-    if (s[i + 1] === '-' && i + 2 < s.length) {
-      for (let c = s.charCodeAt(i); c <= s.charCodeAt(i + 2); c++) out += String.fromCharCode(c);
+  let i = 0;
+  while (i < arg.length) {
+    if (at(i) === 0x5c) {
+      // \n \t \e \b \a \f \v \r \\, up to three octal digits, \x and up to two hex digits.
+      i++;
+      const c = at(i);
+      const hex = c === 0x78;
+      const base = hex ? 16 : c >= 0x30 && c <= 0x39 ? 8 : 0;
+      if (base) {
+        let p = hex ? i + 1 : i;
+        let length = hex ? 1 : 0;
+        let result = 0;
+        let literal = false;
+        while (length < 3) {
+          let num = (at(p) | 0x20) - 0x30;
+          if (num > 10) num -= 39;
+          if (num < 0 || num >= base) {
+            if (hex && --length === 0) literal = true;
+            break;
+          }
+          length++;
+          result = result * base + num;
+          p++;
+        }
+        if (literal) {
+          // `\xq` is a backslash, then x and q as they are.
+          set.push(0x5c);
+          continue;
+        }
+        set.push(result & 0xff);
+        i = p;
+        continue;
+      }
+      const named: Record<string, number> = { n: 10, t: 9, e: 27, b: 8, a: 7, f: 12, v: 11, r: 13, '\\': 92 };
+      const v = named[String.fromCharCode(c)];
+      if (v === undefined || i >= arg.length) set.push(0x5c);
+      else {
+        set.push(v);
+        i++;
+      }
+      continue;
+    }
+    if (at(i + 1) === 0x2d && i + 2 < arg.length) {
+      if (at(i) > at(i + 2)) return 'reverse colating order';
+      range(at(i), at(i + 2));
+      i += 3;
+      continue;
+    }
+    const rest = arg.subarray(i).toString('latin1');
+    const cls = /^\[:(alpha|alnum|digit|lower|upper|space|blank|punct|cntrl|xdigit):\]/.exec(rest);
+    if (cls) {
+      const name = cls[1]!;
+      if (['alpha', 'upper', 'alnum'].includes(name)) range(0x41, 0x5a);
+      if (['alpha', 'lower', 'alnum'].includes(name)) range(0x61, 0x7a);
+      if (['alnum', 'digit', 'xdigit'].includes(name)) range(0x30, 0x39);
+      if (name === 'space') set.push(9, 10, 12, 13, 11, 32);
+      if (name === 'blank') set.push(9, 32);
+      if (name === 'punct')
+        for (let c = 33; c < 127; c++) if (!/[0-9A-Za-z]/.test(String.fromCharCode(c))) set.push(c);
+      if (name === 'cntrl') {
+        range(0, 31);
+        set.push(127);
+      }
+      if (name === 'xdigit') {
+        range(0x41, 0x46);
+        range(0x61, 0x66);
+      }
+      i += cls[0].length;
+      continue;
+    }
+    if (rest.startsWith('[=')) {
+      if (rest.length > 2) set.push(at(i + 2));
+      if (rest[3] !== '=' || rest[4] !== ']') return 'bad equiv class';
       i += 2;
-    } else out += s[i];
+      continue;
+    }
+    set.push(at(i++));
   }
-  return out;
+  return set;
 }
 
+/**
+ * toybox tr [-cds] SET1 [SET2]: bytes of SET1 become SET2's at the same place (its last
+ * repeating), -d deletes SET1's, -s squeezes runs of SET1's (SET2's when translating or
+ * deleting), -c (-C) takes every byte not in SET1, in order. Only SET1 and no -d or -s
+ * copies the input as it is.
+ */
 const tr: CommandFn = async (ctx) => {
-  const { flags, operands } = getopt(ctx.args);
-  const text = (await readAll(ctx.stdin)).toString('utf8');
-  const from = expandSet(operands[0] ?? '');
-  const to = expandSet(operands[1] ?? '');
-  let out = '';
-  for (const c of text) {
-    const i = from.indexOf(c);
-    if (flags.has('d')) {
-      if (i < 0) out += c;
-    } else if (i >= 0) out += to[Math.min(i, to.length - 1)] ?? '';
-    else out += c;
+  const flags = new Set<string>();
+  let i = 0;
+  for (; i < ctx.args.length; i++) {
+    const a = ctx.args[i]!;
+    if (a === '--') {
+      i++;
+      break;
+    }
+    if (!a.startsWith('-') || a === '-') break;
+    for (const f of a.slice(1)) flags.add(f === 'C' ? 'c' : f);
   }
-  if (flags.has('s') && to)
-    out = out.replace(new RegExp(`([${to.replace(/[\]\\^-]/g, '\\$&')}])\\1+`, 'g'), '$1');
-  ctx.stdout.write(out);
+  const operands = ctx.args.slice(i);
+  if (operands.length < 1) return usageError(ctx, 'Needs 1 argument');
+  if (operands.length > 2) return usageError(ctx, 'Max 2 arguments');
+  let set1 = expandSet(Buffer.from(operands[0]!, 'utf8'));
+  if (typeof set1 === 'string') return fail(ctx, set1);
+  if (flags.has('c')) {
+    const given = new Set(set1);
+    set1 = [];
+    for (let c = 0; c < 256; c++) if (!given.has(c)) set1.push(c);
+  }
+  let set2: number[] | null = null;
+  if (operands[1] !== undefined) {
+    if (operands[1] === '') return fail(ctx, "set2 can't be empty string");
+    const s = expandSet(Buffer.from(operands[1], 'utf8'));
+    if (typeof s === 'string') return fail(ctx, s);
+    set2 = s;
+  }
+  // Each byte's map: what it becomes, 0x100 to delete it, 0x200 to squeeze it.
+  const map = Array.from({ length: 256 }, (_, c) => c);
+  if (flags.has('d')) for (const c of set1) map[c] = c | 0x100;
+  if (flags.has('s')) for (const c of [...set1, ...(set2 ?? [])]) map[c] = map[c]! | 0x200;
+  if (!flags.has('d') && set2 !== null)
+    for (const [k, c] of set1.entries()) map[c] = (map[c]! & 0xff00) | set2[Math.min(k, set2.length - 1)]!;
+  const out: number[] = [];
+  let prev = -1;
+  for (;;) {
+    const chunk = await ctx.stdin.read();
+    if (chunk === null || ctx.signal.aborted) break;
+    out.length = 0;
+    for (const b of chunk) {
+      const ch = map[b]!;
+      if (flags.has('d') && ch & 0x100) continue;
+      if (flags.has('s') && ch & 0x200 && prev === ch) continue;
+      out.push(ch & 0xff);
+      prev = ch;
+    }
+    ctx.stdout.write(Buffer.from(out));
+    await ctx.stdout.drain();
+  }
   return 0;
 };
 
+/** Each operand's bytes (stdin for none or `-`); a missing one is said and makes the status 1. */
+async function eachOperand(
+  ctx: CommandContext,
+  operands: string[],
+  fn: (data: Buffer, name: string) => void | Promise<void>,
+): Promise<number> {
+  let status = 0;
+  for (const f of operands.length > 0 ? operands : ['-']) {
+    const input = openOperand(ctx, f);
+    if (!input) {
+      status = 1;
+      continue;
+    }
+    await fn(await readAll(input), f);
+  }
+  return status;
+}
+
+/** A buffer's lines as byte strings (latin1), without their newlines; a last line without one counts. */
+function byteLines(data: Buffer): string[] {
+  const text = data.toString('latin1');
+  if (text === '') return [];
+  const lines = text.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}
+
+/** The length of the UTF-8 character at `i` of a byte string, or -1 where none starts. */
+function utf8Length(s: string, i: number): number {
+  const b = s.charCodeAt(i);
+  const n =
+    b < 0x80 ? 1 : b >= 0xc2 && b < 0xe0 ? 2 : b >= 0xe0 && b < 0xf0 ? 3 : b >= 0xf0 && b < 0xf5 ? 4 : -1;
+  if (n < 0 || i + n > s.length) return -1;
+  for (let k = 1; k < n; k++) if ((s.charCodeAt(i + k) & 0xc0) !== 0x80) return -1;
+  return n;
+}
+
+/**
+ * toybox cut -b|-c|-C|-f|-F LIST [-d DELIM] [-O DELIM] [-sD] [FILE...]: LIST is ranges
+ * (N, N-M, N-, -M) counting from 1, sorted and merged unless -D; -f splits at any byte of
+ * DELIM (TAB by default) and prints a line without one whole (none with -s); -F splits at
+ * a regex (blanks by default) and joins with a space; -d '\n' selects whole lines.
+ */
 const cut: CommandFn = async (ctx) => {
-  const { values, operands } = getopt(ctx.args, 'dfc');
-  const inputs = await inputText(ctx, operands);
-  if (typeof inputs === 'number') return 1;
-  const delim = values.get('d') ?? '\t';
-  const ranges = (values.get('f') ?? values.get('c') ?? '1').split(',').map((r) => {
-    const [a, b] = r.split('-');
-    return {
-      from: a ? Number(a) : 1,
-      to: b === undefined ? (a ? Number(a) : Infinity) : b ? Number(b) : Infinity,
-    };
-  });
-  const pick = (n: number) => ranges.some((r) => n >= r.from && n <= r.to);
-  for (const { text } of inputs) {
-    for (const line of splitLines(text)) {
-      if (values.has('c')) ctx.stdout.write(`${[...line].filter((_, i) => pick(i + 1)).join('')}\n`);
-      else if (!line.includes(delim)) ctx.stdout.write(`${line}\n`);
-      else
-        ctx.stdout.write(
-          `${line
-            .split(delim)
-            .filter((_, i) => pick(i + 1))
-            .join(delim)}\n`,
-        );
+  const flags = new Set<string>();
+  const selections: { type: string; list: string }[] = [];
+  let delim: string | undefined;
+  let outDelim: string | undefined;
+  const operands: string[] = [];
+  let kind: string | null = null;
+  const args = ctx.args;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '--') {
+      operands.push(...args.slice(i + 1));
+      break;
+    }
+    if (a.startsWith('--')) {
+      const m = /^--output-delimiter(?:=(.*))?$/.exec(a);
+      if (!m) return usageError(ctx, `Unknown option '${a.slice(2)}'`);
+      outDelim = m[1] ?? args[++i];
+      if (outDelim === undefined) return usageError(ctx, 'Missing argument to --output-delimiter');
+      continue;
+    }
+    if (!a.startsWith('-') || a === '-') {
+      operands.push(a);
+      continue;
+    }
+    for (let k = 1; k < a.length; k++) {
+      const f = a[k]!;
+      if (!'bcCfFOd'.includes(f)) {
+        flags.add(f);
+        continue;
+      }
+      const value = k < a.length - 1 ? a.slice(k + 1) : args[++i];
+      if (value === undefined) return usageError(ctx, `Missing argument to -${f}`);
+      if (f === 'd') delim = value;
+      else if (f === 'O') outDelim = value;
+      else {
+        // -b, -c, -f and -F exclude each other (-C goes with any).
+        if ('bcfF'.includes(f)) {
+          if (kind !== null && kind !== f) return usageError(ctx, `No '${f}' with '${kind}'`);
+          kind = f;
+        }
+        selections.push({ type: f, list: value });
+      }
+      break;
     }
   }
-  return 0;
+  const has = (f: string) => flags.has(f) || selections.some((s) => s.type === f);
+  if (selections.length === 0) return usageError(ctx, 'Needs -CFfcb');
+  const fields = has('f') || has('F');
+  if (flags.has('s') && !fields) return fail(ctx, '-s needs -Ff');
+  if (delim !== undefined && !fields) return fail(ctx, '-d needs -Ff');
+  // Bytes from here on: the delimiters as the line's bytes are.
+  const d = Buffer.from(delim ?? (has('F') ? '[[:space:]][[:space:]]*' : '\t'), 'utf8').toString('latin1');
+  let regex: RegExp | null = null;
+  if (has('F')) {
+    try {
+      regex = new RegExp(posixRegexSource(d, true) ?? '[', 'g');
+    } catch {
+      return fail(ctx, `bad regex '${d}'`);
+    }
+  }
+  const out =
+    outDelim !== undefined
+      ? Buffer.from(outDelim, 'utf8').toString('latin1')
+      : has('F')
+        ? ' '
+        : has('f')
+          ? d
+          : null;
+  // Ranges as toybox's get_range reads them; an error points a caret at where it stopped.
+  let pairs: [number, number][] = [];
+  const order = ['C', 'F', 'f', 'c', 'b'];
+  for (const type of order) {
+    for (const { list } of selections.filter((s) => s.type === type)) {
+      let offset = 0;
+      for (const item of list === '' ? [] : list.split(',')) {
+        const bad = (at: number) => {
+          const err = `bad -${type}`;
+          ctx.stderr.write(
+            `${ctx.name}: ${err} '${list}'\n${' '.repeat(5 + ctx.name.length + err.length + offset + at - 1)}^\n`,
+          );
+          return 1;
+        };
+        const pair: [number, number] = [0, Infinity];
+        let at = 0;
+        let n = 0;
+        for (; ; n++) {
+          if (n === 2) return bad(at);
+          const m = /^\d+/.exec(item.slice(at));
+          if (m) {
+            const v = Number(m[0]);
+            at += m[0].length;
+            if (v < 1 || v > 0xffffffff) return bad(at);
+            pair[n] = v;
+          }
+          if (item[at++] !== '-') break;
+        }
+        if (n === 0) pair[1] = pair[0];
+        if (at < item.length) return bad(at);
+        if (pair[0] > pair[1]) return bad(0);
+        pairs.push(pair);
+        offset += item.length + 1;
+      }
+    }
+  }
+  if (pairs.length === 0) return fail(ctx, 'no selections');
+  if (!flags.has('D')) {
+    pairs.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+    const merged: [number, number][] = [];
+    for (const p of pairs) {
+      const last = merged[merged.length - 1];
+      if (last && p[0] <= last[1]) last[1] = Math.max(last[1], p[1]);
+      else merged.push([...p]);
+    }
+    pairs = merged;
+  }
+  const bytesMode = has('b');
+  const charMode = !bytesMode && (has('C') || has('c'));
+  let lineNumber = 0;
+  /** One line's output (without its newline), or null for none at all. */
+  const cutLine = (line: string): string | null => {
+    lineNumber++;
+    let text = '';
+    for (const [i, [from, to]] of pairs.entries()) {
+      if (d[0] === '\n' && fields) {
+        if (lineNumber < from || lineNumber > to) {
+          if (i + 1 === pairs.length) return null;
+          continue;
+        }
+        return text + line;
+      }
+      let start = from > 0 ? from - 1 : 0;
+      if (start >= line.length) continue;
+      let end = to === 0 || to > line.length ? line.length : to;
+      const count = end - start;
+      let s: number;
+      let e: number;
+      if (bytesMode) {
+        s = start;
+        e = start + count;
+      } else if (charMode) {
+        s = 0;
+        while (start > 0 && s < line.length) {
+          const n = utf8Length(line, s);
+          if (n > 0) start--;
+          s += n < 1 ? 1 : n;
+        }
+        if (s >= line.length) continue;
+        e = s;
+        end = count;
+        while (end > 0 && e < line.length) {
+          const n = utf8Length(line, e);
+          if (n > 0) end--;
+          e += n < 1 ? 1 : n;
+        }
+      } else {
+        // Skip start-1 delimiters to the first field, then count-1 more to the last.
+        const next = (p: number): [number, number] | null => {
+          if (regex === null) {
+            for (let q = p; q < line.length; q++) if (d.includes(line[q]!)) return [q, q + 1];
+            return null;
+          }
+          regex.lastIndex = p;
+          const m = regex.exec(line);
+          return m && m[0] !== '' ? [m.index, m.index + m[0].length] : null;
+        };
+        let p = 0;
+        let skipped = 0;
+        let want = start;
+        while (want > 0 && p < line.length) {
+          const hit = next(p);
+          if (!hit) {
+            p = line.length;
+            break;
+          }
+          p = hit[1];
+          want--;
+          skipped++;
+        }
+        if (p >= line.length && (start > 0 || line === '')) {
+          // No delimiter before the field: the whole line (none with -s, an empty one with -D).
+          if (skipped === 0) {
+            if (flags.has('D')) return text;
+            if (flags.has('s')) return null;
+            return text + line;
+          }
+          continue;
+        }
+        s = p;
+        want = count;
+        e = s;
+        while (want > 0 && e < line.length) {
+          const hit = next(e);
+          if (!hit) {
+            e = line.length;
+            break;
+          }
+          if (--want === 0) e = hit[0];
+          else e = hit[1];
+        }
+      }
+      if (i > 0 && out !== null) text += out;
+      text += line.slice(s, e);
+    }
+    return text;
+  };
+  return eachOperand(ctx, operands, (data) => {
+    let result = '';
+    for (const line of byteLines(data)) {
+      const t = cutLine(line);
+      if (t !== null) result += `${t}\n`;
+    }
+    ctx.stdout.write(Buffer.from(result, 'latin1'));
+  });
 };
 
 const tee: CommandFn = async (ctx) => {
