@@ -101,6 +101,18 @@ describe('grep (more)', () => {
     expect(await sh("printf 'abc\\n' | grep -o ''")).toMatchObject({ code: 1, out: '' });
     expect((await sh("printf 'foo bar\\n' | grep -w 'o*'")).code).toBe(1);
   });
+
+  it('matches back-references, each -e pattern counting its own groups, and refuses one with no group', async () => {
+    expect((await sh("printf 'aa\\nab\\n' | grep '\\(a\\)\\1'")).out).toBe('aa\n');
+    expect((await sh("printf 'abab\\nxx\\nqrr\\n' | grep -E -e '(ab)\\1' -e '(q)(r)\\2'")).out).toBe(
+      'abab\nqrr\n',
+    );
+    expect(await sh("printf 'a1\\n' | grep 'a\\1'")).toEqual({
+      code: 2,
+      out: '',
+      err: "grep: bad regex 'a\\1'\n",
+    });
+  });
 });
 
 describe('cut', () => {

@@ -13,6 +13,8 @@ interface ToyboxOptions {
   values?: string;
   stop?: true;
   lenient?: true;
+  /** The status a refused option exits with, where the applet's declaration gives one (ARGFAIL); 1 otherwise. */
+  argfail?: number;
 }
 
 const TOYBOX_OPTIONS: Record<string, ToyboxOptions> = {
@@ -21,7 +23,7 @@ const TOYBOX_OPTIONS: Record<string, ToyboxOptions> = {
   cat: { flags: 'uvte' },
   chmod: { flags: 'vfR', lenient: true },
   chown: { flags: 'hPLHRfv' },
-  cmp: { flags: 'ls', values: 'n' },
+  cmp: { flags: 'ls', values: 'n', argfail: 2 },
   cp: { flags: 'DRHLPprudaslvnFfiT', values: 't' },
   cut: { flags: 'sDn', values: 'bcfFCOd' },
   date: { flags: 'u', values: 'dDIrs' },
@@ -29,11 +31,11 @@ const TOYBOX_OPTIONS: Record<string, ToyboxOptions> = {
   dmesg: { flags: 'wCSTtrc', values: 'sn' },
   du: { flags: 'hmlcaHkKLsxb', values: 'd' },
   echo: { flags: 'Een', stop: true, lenient: true },
-  egrep: { flags: 'ZzEFHIabhinorRsvwcLlqx', values: 'SMefCBAm' },
-  fgrep: { flags: 'ZzEFHIabhinorRsvwcLlqx', values: 'SMefCBAm' },
+  egrep: { flags: 'ZzEFHIabhinorRsvwcLlqx', values: 'SMefCBAm', argfail: 2 },
+  fgrep: { flags: 'ZzEFHIabhinorRsvwcLlqx', values: 'SMefCBAm', argfail: 2 },
   find: { flags: 'HL', stop: true, lenient: true },
   getconf: { flags: 'al' },
-  grep: { flags: 'ZzEFHIabhinorRsvwcLlqx', values: 'SMefCBAm' },
+  grep: { flags: 'ZzEFHIabhinorRsvwcLlqx', values: 'SMefCBAm', argfail: 2 },
   gunzip: { flags: 'cdfk123456789' },
   gzip: { flags: 'ncdfk123456789' },
   head: { flags: 'qv', values: 'nc', lenient: true },
@@ -64,12 +66,12 @@ const TOYBOX_OPTIONS: Record<string, ToyboxOptions> = {
   sha256sum: { flags: 'bcs' },
   sha384sum: { flags: 'bcs' },
   sha512sum: { flags: 'bcs' },
-  sort: { flags: 'mxVbMCcszdfirun', values: 'STokt' },
+  sort: { flags: 'mxVbMCcszdfirun', values: 'STokt', argfail: 2 },
   stat: { flags: 'fLt', values: 'c' },
   stty: { flags: 'ag', values: 'F', lenient: true },
   tail: { flags: 'fF', values: 'scn', lenient: true },
   tee: { flags: 'ia' },
-  timeout: { flags: 'vi', values: 'ks', stop: true },
+  timeout: { flags: 'vi', values: 'ks', stop: true, argfail: 125 },
   touch: { flags: 'acfmh', values: 'drt' },
   tr: { flags: 'Ccsd', stop: true },
   truncate: { flags: 'c', values: 's' },
@@ -110,14 +112,15 @@ function unknownShortOption(args: readonly string[], options: ToyboxOptions): st
 
 /**
  * The applet, refusing an option toybox's applet of that name does not have as toybox
- * does: `NAME: Unknown option 'X' (see "NAME --help")`, status 1.
+ * does: `NAME: Unknown option 'X' (see "NAME --help")`, status 1 (or the applet's ARGFAIL).
  */
 export function withToyboxOptions(name: string, fn: CommandFn): CommandFn {
   const options = TOYBOX_OPTIONS[name];
   if (!options || options.lenient) return fn;
   return (ctx: CommandContext) => {
     const unknown = unknownShortOption(ctx.args, options);
-    if (unknown !== null) return fail(ctx, `Unknown option '${unknown}' (see "${ctx.name} --help")`);
+    if (unknown !== null)
+      return fail(ctx, `Unknown option '${unknown}' (see "${ctx.name} --help")`, options.argfail);
     return fn(ctx);
   };
 }

@@ -530,11 +530,13 @@ const POSIX_CLASSES: Record<string, string> = {
  * A POSIX regex (basic, or extended) as a JS regex source, as toybox's grep and Android's
  * regcomp read it: [:class:] in brackets, a backslash literal in brackets, `\<` and `\>`
  * at word edges; in a basic one \( \) \{ \} group and count while ( ) { } + ? | are
- * literal, and so are \+ \? \| (toybox matches those patterns as literal text). Null when
- * a bracket is not closed.
+ * literal, and so are \+ \? \| (toybox matches those patterns as literal text); \1 to \9
+ * refer back to a group, counted after `groupBase` groups of patterns joined before this
+ * one. Null when a bracket is not closed or a back-reference has no group before it.
  */
-export function posixRegexSource(pattern: string, extended: boolean): string | null {
+export function posixRegexSource(pattern: string, extended: boolean, groupBase = 0): string | null {
   let out = '';
+  let groups = 0;
   for (let i = 0; i < pattern.length; i++) {
     const c = pattern[i]!;
     if (c === '[') {
@@ -563,11 +565,19 @@ export function posixRegexSource(pattern: string, extended: boolean): string | n
       const n = pattern[++i]!;
       if (n === '<') out += '\\b(?=\\w)';
       else if (n === '>') out += '\\b(?<=\\w)';
-      else if (!extended && '(){}'.includes(n)) out += n;
-      else if (/[A-Za-z0-9]/.test(n) && !'wWsSbB'.includes(n)) out += n;
+      else if (!extended && '(){}'.includes(n)) {
+        if (n === '(') groups++;
+        out += n;
+      } else if (/[1-9]/.test(n)) {
+        if (Number(n) > groups) return null;
+        out += `\\${Number(n) + groupBase}`;
+      } else if (/[A-Za-z0-9]/.test(n) && !'wWsSbB'.includes(n)) out += n;
       else out += `\\${n}`;
     } else if (!extended && '(){}+?|'.includes(c)) out += `\\${c}`;
-    else if (!extended && c === '*' && (out === '' || out.endsWith('(') || out === '^')) out += '\\*';
+    else if (c === '(') {
+      groups++;
+      out += c;
+    } else if (!extended && c === '*' && (out === '' || out.endsWith('(') || out === '^')) out += '\\*';
     else out += c;
   }
   return out;
@@ -634,9 +644,14 @@ const grep: CommandFn = async (ctx) => {
   const extended = flags.has('E') || ctx.name === 'egrep';
   let re: RegExp;
   try {
-    const sources = patterns.map((p) =>
-      fixed ? p.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&') : posixRegexSource(p, extended),
-    );
+    // Joined into one, each pattern's back-references count the groups of those before it.
+    let groupBase = 0;
+    const sources = patterns.map((p) => {
+      if (fixed) return p.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+      const source = posixRegexSource(p, extended, groupBase);
+      if (source !== null) groupBase += new RegExp(`${source}|`).exec('')!.length - 1;
+      return source;
+    });
     if (sources.includes(null)) throw new Error('bracket');
     const source = sources.map((p) => `(?:${p})`).join('|');
     re = new RegExp(
