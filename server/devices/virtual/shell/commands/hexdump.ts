@@ -1,47 +1,25 @@
 /** Byte dumps and line merging as toybox 0.8.9 prints them: od, xxd and paste. */
-import { fail, openOperand, resolvePath, usageError } from '../command.js';
+import { fail, getopt, openOperand, resolvePath, usageError } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { openInput, readAll } from '../io.js';
 import type { Input } from '../io.js';
-import { atolx } from './text.js';
+import { atolx, C_ESCAPES } from './text.js';
 
 /**
- * Short options toybox-style (grouped, a value joined or next, `--` ends them, `-` is an
- * operand): the flags, each value option's values in order, the operands; or the status
- * after saying what is wrong as toybox says it.
+ * getopt's reading of the arguments (each value option's values in order), with what is
+ * wrong said as toybox says it: the flags, the values, the operands; or the status.
  */
 function parseOptions(
   ctx: CommandContext,
   flagLetters: string,
   valueLetters: string,
 ): { flags: Set<string>; values: Map<string, string[]>; operands: string[] } | number {
-  const flags = new Set<string>();
-  const values = new Map<string, string[]>();
-  const operands: string[] = [];
-  for (let i = 0; i < ctx.args.length; i++) {
-    const a = ctx.args[i]!;
-    if (a === '--') {
-      operands.push(...ctx.args.slice(i + 1));
-      break;
-    }
-    if (!a.startsWith('-') || a === '-') {
-      operands.push(a);
-      continue;
-    }
-    if (a.startsWith('--')) return usageError(ctx, `Unknown option '${a.slice(2)}'`);
-    for (let k = 1; k < a.length; k++) {
-      const f = a[k]!;
-      if (valueLetters.includes(f)) {
-        const value = k < a.length - 1 ? a.slice(k + 1) : ctx.args[++i];
-        if (value === undefined) return usageError(ctx, `Missing argument to -${f}`);
-        values.set(f, [...(values.get(f) ?? []), value]);
-        break;
-      }
-      if (!flagLetters.includes(f)) return usageError(ctx, `Unknown option '${a.slice(k)}'`);
-      flags.add(f);
-    }
-  }
-  return { flags, values, operands };
+  const { flags, lists, operands, unknown, missing } = getopt(ctx.args, valueLetters);
+  if (unknown[0] !== undefined) return usageError(ctx, `Unknown option '${unknown[0].slice(2)}'`);
+  const other = [...flags].find((f) => !flagLetters.includes(f));
+  if (other !== undefined) return usageError(ctx, `Unknown option '${other}'`);
+  if (missing !== null) return usageError(ctx, `Missing argument to -${missing}`);
+  return { flags, values: lists, operands };
 }
 
 /** A numeric option's last value (atolx), checked against a lowest and highest value. */
@@ -345,25 +323,14 @@ const xxd: CommandFn = async (ctx) => {
 /** paste's -d list as delimiters, in turn: \n \t \\ and \0 (none) are escapes. */
 function pasteDelimiters(list: string): string[] {
   const out: string[] = [];
-  const named: Record<string, string> = {
-    '\\': '\\',
-    a: '\x07',
-    b: '\b',
-    e: '\x1b',
-    f: '\f',
-    n: '\n',
-    r: '\r',
-    t: '\t',
-    v: '\v',
-  };
   const chars = [...list];
   for (let i = 0; i < chars.length; i++) {
     if (chars[i] !== '\\') out.push(chars[i]!);
     else if (chars[i + 1] === '0') {
       out.push('');
       i++;
-    } else if (chars[i + 1] !== undefined && named[chars[i + 1]!] !== undefined)
-      out.push(named[chars[++i]!]!);
+    } else if (chars[i + 1] !== undefined && C_ESCAPES[chars[i + 1]!] !== undefined)
+      out.push(C_ESCAPES[chars[++i]!]!);
     else out.push('\\');
   }
   return out;

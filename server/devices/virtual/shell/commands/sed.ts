@@ -11,6 +11,7 @@ import { openOperand, resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import type { Input, Output } from '../io.js';
 import { MAX_IN_MEMORY } from '../io.js';
+import { POSIX_CLASSES } from './text.js';
 
 /** A fatal error: `sed: MESSAGE` on stderr, status 1 (toybox's error_exit). */
 class SedError extends Error {
@@ -31,21 +32,6 @@ interface Regex {
   /** How many \( \) groups it has (s///\N beyond that is an error). */
   nsub: number;
 }
-
-const CLASSES: Record<string, string> = {
-  alpha: 'a-zA-Z',
-  digit: '0-9',
-  alnum: '0-9a-zA-Z',
-  upper: 'A-Z',
-  lower: 'a-z',
-  space: ' \\t\\n\\r\\f\\v',
-  blank: ' \\t',
-  punct: '!-\\/:-@\\[-`{-~',
-  print: ' -~',
-  graph: '!-~',
-  cntrl: '\\x00-\\x1f\\x7f',
-  xdigit: '0-9A-Fa-f',
-};
 
 const escapeChar = (c: string) => (/[\\^$.|?*+()[\]{}/]/.test(c) ? `\\${c}` : c);
 const escapeInClass = (c: string) => (/[\\\]^[-]/.test(c) ? `\\${c}` : c);
@@ -68,7 +54,7 @@ function bracket(p: string, i: number): [string, number] {
       if (end < 0) throw new RegexError('Unmatched [, [^, [:, [., or [=');
       const name = p.slice(j + 2, end);
       if (kind === ':') {
-        const cls = CLASSES[name];
+        const cls = POSIX_CLASSES[name];
         if (cls === undefined) throw new RegexError('Invalid character class name');
         out += cls;
       } else out += [...name].map(escapeInClass).join('');

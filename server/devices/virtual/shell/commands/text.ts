@@ -272,6 +272,19 @@ function strtoll(arg: string): { value: bigint; length: number; range: boolean }
   return { value, length: m[0].length, range: false };
 }
 
+/** The letters C gives a backslash (`\\n`), as printf's formats and paste's -d read them. */
+export const C_ESCAPES: Readonly<Record<string, string>> = {
+  '\\': '\\',
+  a: '\x07',
+  b: '\b',
+  e: '\x1b',
+  f: '\f',
+  n: '\n',
+  r: '\r',
+  t: '\t',
+  v: '\v',
+};
+
 /**
  * A format's escape at `s[i]` (just after the backslash), as toybox printf reads it: \\c
  * stops everything, \\xHH (one or two digits), \\NNN octal (with `posix`, as %b reads, a
@@ -289,18 +302,7 @@ function printfEscape(s: string, i: number, posix: boolean): { text: string; nex
     if (s[p] !== undefined && s[p]! >= '0' && s[p]! <= '7') base = 8;
   }
   if (base === 0) {
-    const named: Record<string, string> = {
-      '\\': '\\',
-      a: '\x07',
-      b: '\b',
-      e: '\x1b',
-      f: '\f',
-      n: '\n',
-      r: '\r',
-      t: '\t',
-      v: '\v',
-    };
-    const c = named[s[i] ?? ''];
+    const c = C_ESCAPES[s[i] ?? ''];
     return c === undefined ? { text: '\\', next: i } : { text: c, next: i + 1 };
   }
   let length = base === 16 ? 2 : 3;
@@ -511,7 +513,7 @@ function toyboxArgs(
 }
 
 /** What each POSIX character class holds, inside a JS bracket expression. */
-const POSIX_CLASSES: Record<string, string> = {
+export const POSIX_CLASSES: Readonly<Record<string, string>> = {
   alpha: 'A-Za-z',
   digit: '0-9',
   alnum: '0-9A-Za-z',
