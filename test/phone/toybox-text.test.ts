@@ -110,7 +110,7 @@ describe('grep (more)', () => {
     expect(await sh("printf 'a1\\n' | grep 'a\\1'")).toEqual({
       code: 2,
       out: '',
-      err: "grep: bad regex 'a\\1'\n",
+      err: "grep: bad regex 'a\\1': invalid backreference number\n",
     });
   });
 });

@@ -3,15 +3,14 @@
  * addresses N, $, /re/ and \%re%, ranges ADDR,ADDR and ADDR,+N, `!`; every command
  * ({ } a b c d D g G h H i l n N p P q Q r s t T w x y : = #), with toybox's own quirks
  * (printf escapes in regexes and texts, `2g` meaning only the 2nd match, `0,/re/` and `//`
- * matching every line, q that moves on to the next file). Regexes follow glibc's (its error
- * messages too), by characters rather than bytes. --tarxform and --help are refused by name.
+ * matching every line, q that moves on to the next file). Regexes: see regex.ts. --tarxform and --help are refused by name.
  */
 import { FsError } from '../../fs.js';
 import { openOperand, resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import type { Input, Output } from '../io.js';
 import { MAX_IN_MEMORY } from '../io.js';
-import { POSIX_CLASSES } from './text.js';
+import { compileRegex, type Regex, RegexError } from './regex.js';
 
 /** A fatal error: `sed: MESSAGE` on stderr, status 1 (toybox's error_exit). */
 class SedError extends Error {
@@ -21,184 +20,6 @@ class SedError extends Error {
 
 /** The command was killed while it ran (a script that loops forever). */
 class Killed extends Error {}
-
-/** A regex error, reported as `bad regex 'RE': MESSAGE` with glibc's message. */
-class RegexError extends Error {}
-
-// ---------- POSIX regular expressions as JavaScript ones ----------
-
-interface Regex {
-  re: RegExp;
-  /** How many \( \) groups it has (s///\N beyond that is an error). */
-  nsub: number;
-}
-
-const escapeChar = (c: string) => (/[\\^$.|?*+()[\]{}/]/.test(c) ? `\\${c}` : c);
-const escapeInClass = (c: string) => (/[\\\]^[-]/.test(c) ? `\\${c}` : c);
-
-/** A bracket expression at p[i] (the `[`): its JavaScript class and the index after it. */
-function bracket(p: string, i: number): [string, number] {
-  let j = i + 1;
-  let out = '[';
-  if (p[j] === '^') {
-    out += '^';
-    j++;
-  }
-  for (let first = true; ; first = false) {
-    if (j >= p.length) throw new RegexError('Unmatched [, [^, [:, [., or [=');
-    const c = p[j]!;
-    if (c === ']' && !first) return [`${out}]`, j + 1];
-    if (c === '[' && ':.='.includes(p[j + 1] ?? '')) {
-      const kind = p[j + 1]!;
-      const end = p.indexOf(`${kind}]`, j + 2);
-      if (end < 0) throw new RegexError('Unmatched [, [^, [:, [., or [=');
-      const name = p.slice(j + 2, end);
-      if (kind === ':') {
-        const cls = POSIX_CLASSES[name];
-        if (cls === undefined) throw new RegexError('Invalid character class name');
-        out += cls;
-      } else out += [...name].map(escapeInClass).join('');
-      j = end + 2;
-    } else if (c === '-' && !first && p[j + 1] !== ']') {
-      out += '-';
-      j++;
-    } else {
-      out += escapeInClass(c);
-      j++;
-    }
-  }
-}
-
-/** An interval body `m`, `m,`, `,n`, `m,n` at p[i], up to `close`; the quantifier and index after. */
-function interval(p: string, i: number, close: string): [string, number] {
-  const end = p.indexOf(close, i);
-  if (end < 0) throw new RegexError('Unmatched \\{');
-  const body = /^(\d*)(,(\d*))?$/.exec(p.slice(i, end));
-  if (!body || (!body[1] && !body[2])) throw new RegexError('Invalid content of \\{\\}');
-  const min = Number(body[1] || '0');
-  if (body[3] && Number(body[3]) < min) throw new RegexError('Invalid content of \\{\\}');
-  return [`{${min}${body[2] ?? ''}}`, end + close.length];
-}
-
-/** Translates a POSIX basic (or extended) regular expression, with glibc's extensions. */
-export function compileRegex(pattern: string, ere: boolean, icase: boolean): Regex {
-  let out = '';
-  let nsub = 0;
-  const open: number[] = [];
-  let closed = 0;
-  let atStart = true; // where `*` is literal and a BRE `^` anchors
-  let atom = -1; // where the last quantifiable thing starts in out
-  let quantified = false;
-  const addAtom = (s: string) => {
-    atom = out.length;
-    out += s;
-    atStart = false;
-    quantified = false;
-  };
-  const quantify = (q: string) => {
-    if (atom < 0) return addAtom(escapeChar(q[0]!) + q.slice(1).replace(/[{}]/g, '\\$&'));
-    if (quantified) out = `${out.slice(0, atom)}(?:${out.slice(atom)})`;
-    out += q;
-    quantified = true;
-  };
-  const operator = (s: string) => {
-    out += s;
-    atom = -1;
-    atStart = true;
-    quantified = false;
-  };
-  for (let i = 0; i < pattern.length;) {
-    const c = pattern[i]!;
-    if (c === '[') {
-      const [cls, next] = bracket(pattern, i);
-      addAtom(cls);
-      i = next;
-      continue;
-    }
-    if (c === '\\') {
-      if (i + 1 >= pattern.length) throw new RegexError('Trailing backslash');
-      const n = pattern[i + 1]!;
-      i += 2;
-      if (!ere && n === '(') {
-        open.push(out.length);
-        nsub++;
-        operator('(');
-      } else if (!ere && n === ')') {
-        if (open.length === 0) throw new RegexError('Unmatched ( or \\(');
-        out += ')';
-        atom = open.pop()!;
-        closed++;
-        atStart = false;
-        quantified = false;
-      } else if (!ere && n === '{') {
-        if (atStart || quantified) throw new RegexError('Invalid preceding regular expression');
-        const [q, next] = interval(pattern, i, '\\}');
-        quantify(q);
-        i = next;
-      } else if (!ere && (n === '+' || n === '?')) {
-        if (atStart) addAtom(`\\${n}`);
-        else quantify(n);
-      } else if (!ere && n === '|') operator('|');
-      else if (/[1-9]/.test(n)) {
-        if (Number(n) > closed) throw new RegexError('Invalid back reference');
-        addAtom(`(?:\\${n})`);
-      } else if (n === '<') operator('\\b(?=\\w)');
-      else if (n === '>') operator('\\b(?<=\\w)');
-      else if ('bB'.includes(n)) operator(`\\${n}`);
-      else if ('wWsS'.includes(n)) addAtom(`\\${n}`);
-      else if (n === '`') operator('^');
-      else if (n === "'") operator('$');
-      else addAtom(escapeChar(n));
-      continue;
-    }
-    i++;
-    if (ere) {
-      if (c === '(') {
-        open.push(out.length);
-        nsub++;
-        closed++;
-        operator('(');
-      } else if (c === ')' && open.length === 0)
-        addAtom('\\)'); // glibc: an unopened ) is itself
-      else if (c === ')') {
-        out += ')';
-        atom = open.pop()!;
-        atStart = false;
-        quantified = false;
-      } else if (c === '|') operator('|');
-      else if (c === '^') operator('^');
-      else if (c === '$') operator('$');
-      else if ('*+?'.includes(c)) {
-        if (atStart) throw new RegexError('Invalid preceding regular expression');
-        quantify(c);
-      } else if (c === '{') {
-        if (atStart) throw new RegexError('Invalid preceding regular expression');
-        const [q, next] = interval(pattern, i, '}');
-        quantify(q);
-        i = next;
-      } else addAtom(c === '.' ? '.' : escapeChar(c));
-      continue;
-    }
-    if (c === '*') {
-      if (atStart) addAtom('\\*');
-      else if (quantified) throw new RegexError('Invalid preceding regular expression');
-      else quantify('*');
-    } else if (c === '^') {
-      if (atStart) operator('^');
-      else addAtom('\\^');
-    } else if (c === '$') {
-      const rest = pattern.slice(i);
-      if (rest === '' || rest.startsWith('\\)') || rest.startsWith('\\|')) operator('$');
-      else addAtom('\\$');
-    } else addAtom(c === '.' ? '.' : escapeChar(c));
-  }
-  if (open.length > 0) throw new RegexError('Unmatched ( or \\(');
-  try {
-    return { re: new RegExp(out, `gs${icase ? 'i' : ''}`), nsub };
-  } catch {
-    throw new RegexError(/Range out of order/.test(out) ? 'Invalid range end' : 'Invalid regular expression');
-  }
-}
 
 // ---------- the script ----------
 

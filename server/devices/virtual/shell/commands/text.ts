@@ -4,6 +4,7 @@ import { commandSource, fail, getopt, openOperand, resolvePath, usageError } fro
 import type { CommandContext, CommandFn } from '../command.js';
 import { readAll } from '../io.js';
 import { abortableSleep } from '../../timers.js';
+import { compileRegex, posixRegexSource, RegexError } from './regex.js';
 import type { Input } from '../io.js';
 
 /** Backslash escapes of echo -e, printf formats and the shell's print. */
@@ -512,77 +513,16 @@ function toyboxArgs(
   return { flags, values: lists, operands };
 }
 
-/** What each POSIX character class holds, inside a JS bracket expression. */
-export const POSIX_CLASSES: Readonly<Record<string, string>> = {
-  alpha: 'A-Za-z',
-  digit: '0-9',
-  alnum: '0-9A-Za-z',
-  upper: 'A-Z',
-  lower: 'a-z',
-  space: ' \\t\\n\\r\\f\\v',
-  blank: ' \\t',
-  punct: '!-\\/:-@\\[-`{-~',
-  xdigit: '0-9A-Fa-f',
-  cntrl: '\\x00-\\x1f\\x7f',
-  print: ' -~',
-  graph: '!-~',
-};
-
-/**
- * A POSIX regex (basic, or extended) as a JS regex source, as toybox's grep and Android's
- * regcomp read it: [:class:] in brackets, a backslash literal in brackets, `\<` and `\>`
- * at word edges; in a basic one \( \) \{ \} group and count while ( ) { } + ? | are
- * literal, and so are \+ \? \| (toybox matches those patterns as literal text); \1 to \9
- * refer back to a group, counted after `groupBase` groups of patterns joined before this
- * one. Null when a bracket is not closed or a back-reference has no group before it.
- */
-export function posixRegexSource(pattern: string, extended: boolean, groupBase = 0): string | null {
-  let out = '';
-  let groups = 0;
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i]!;
-    if (c === '[') {
-      let j = i + 1;
-      let body = '';
-      if (pattern[j] === '^') {
-        body += '^';
-        j++;
-      }
-      if (pattern[j] === ']') {
-        body += '\\]';
-        j++;
-      }
-      for (; j < pattern.length && pattern[j] !== ']'; j++) {
-        const cls = /^\[:([a-z]+):\]/.exec(pattern.slice(j));
-        if (cls && POSIX_CLASSES[cls[1]!] !== undefined) {
-          body += POSIX_CLASSES[cls[1]!];
-          j += cls[0].length - 1;
-        } else if ('\\[]'.includes(pattern[j]!)) body += `\\${pattern[j]}`;
-        else body += pattern[j];
-      }
-      if (j >= pattern.length) return null;
-      out += `[${body}]`;
-      i = j;
-    } else if (c === '\\' && i + 1 < pattern.length) {
-      const n = pattern[++i]!;
-      if (n === '<') out += '\\b(?=\\w)';
-      else if (n === '>') out += '\\b(?<=\\w)';
-      else if (!extended && '(){}'.includes(n)) {
-        if (n === '(') groups++;
-        out += n;
-      } else if (/[1-9]/.test(n)) {
-        if (Number(n) > groups) return null;
-        out += `\\${Number(n) + groupBase}`;
-      } else if (/[A-Za-z0-9]/.test(n) && !'wWsSbB'.includes(n)) out += n;
-      else out += `\\${n}`;
-    } else if (!extended && '(){}+?|'.includes(c)) out += `\\${c}`;
-    else if (c === '(') {
-      groups++;
-      out += c;
-    } else if (!extended && c === '*' && (out === '' || out.endsWith('(') || out === '^')) out += '\\*';
-    else out += c;
+/** What Android's regcomp says is wrong with the first bad pattern, as `: MESSAGE` ('' if none says). */
+function regexErrorOf(patterns: readonly string[], extended: boolean): string {
+  for (const p of patterns) {
+    try {
+      compileRegex(p, extended, false);
+    } catch (error) {
+      if (error instanceof RegexError) return `: ${error.message}`;
+    }
   }
-  return out;
+  return '';
 }
 
 /** grep's options: those that take a value, and the flags it models. */
@@ -665,7 +605,7 @@ const grep: CommandFn = async (ctx) => {
       flags.has('i') ? 'gi' : 'g',
     );
   } catch {
-    return fail(ctx, `bad regex '${patterns.join('')}'`, 2);
+    return fail(ctx, `bad regex '${patterns.join('')}'${regexErrorOf(patterns, extended)}`, 2);
   }
   const after = numbers.get('A') ?? numbers.get('C') ?? 0;
   const before = numbers.get('B') ?? numbers.get('C') ?? 0;
