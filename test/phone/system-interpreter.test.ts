@@ -907,14 +907,51 @@ describe('what scripts use, as mksh and toybox do it', () => {
     ).toBe('ab\nc\nd\n');
     expect(await out('printf \'a\\\\\\nb\\n\' | { read x; echo "[$x]"; }')).toBe('[ab]\n');
     expect(await out('sleep 5 | { read -t 0.1 x; echo "status $?"; pkill sleep; }')).toBe('status 1\n');
-    expect(await sh('read -A arr')).toMatchObject({
-      code: 2,
-      err: '/system/bin/sh: read: -A: not modeled by the virtual phone\n',
-    });
+    expect(await out("read -A arr <<< 'p  q r'; echo ${#arr[@]} ${arr[1]}")).toBe('3 q\n');
     // Assignments before a special builtin stay; before others, and functions, they do not.
     expect(await out('X=1 :; echo "[$X]"; f() { echo "in f $Z"; }; Z=3 f; echo "[$Z]"')).toBe(
       '[1]\nin f 3\n[]\n',
     );
+  });
+
+  it('keeps arrays as mksh does: set -A, a=(...), a[i]=x, ${a[@]}, ${#a[@]}, ${!a[@]}, PIPESTATUS', async () => {
+    // Every expected value is what mksh R59c printed for the same line.
+    expect(await out('set -A a x y z; echo ${a[1]} ${#a[@]} "${a[@]}"; set +A a p; echo ${a[@]}')).toBe(
+      'y 3 x y z\np y z\n',
+    );
+    expect(
+      await out('a=(1 2 3); echo ${a[2]}; a[5]=q; echo ${#a[*]} ${!a[@]}; unset a[1]; echo ${a[@]}'),
+    ).toBe('3\n4 0 1 2 5\n1 3 q\n');
+    expect(
+      await out(
+        'a=(x y); a+=(z w); echo ${a[@]}; b=q; b[2]=r; echo ${b[@]} $b; i=1; b[i+1]+=s; echo ${b[2]}',
+      ),
+    ).toBe('x y z w\nq r q\nrs\n');
+    expect(
+      await out(
+        'set -A a "p q" r; printf "<%s>" "${a[@]}"; printf "<%s>" "${a[*]}"; printf "<%s>" ${a[@]}; echo',
+      ),
+    ).toBe('<p q><r><p q r><p><q><r>\n');
+    expect(
+      await out('set -A a 1 2; echo $((a[1]+1)); ((a[3]=7)); echo ${a[3]} ${a[9]:-none} ${b[@]:-d}'),
+    ).toBe('3\n7 none d\n');
+    expect(
+      await out('false | true | (exit 3); echo ${PIPESTATUS[@]}; true; echo ${#PIPESTATUS[@]} $PIPESTATUS'),
+    ).toBe('1 0 3\n1 0\n');
+    // A subshell's and a function's local arrays stay theirs; set lists elements one by one.
+    expect(
+      await out(
+        'f() { typeset a; set -A a 1 2; }; set -A a q r s; f; (a[0]=9); echo ${a[@]}; set | grep "^a"',
+      ),
+    ).toBe('q r s\na[0]=q\na[1]=r\na[2]=s\n');
+    expect(await sh('set -A a x y z; echo ${a[@]#x}')).toMatchObject({
+      code: 1,
+      err: '/system/bin/sh: ${a[@]#x}: bad substitution\n',
+    });
+    expect(await sh('readonly r=1; r[1]=2; echo $?')).toMatchObject({
+      code: 2,
+      err: '/system/bin/sh: read-only: r[1]\n',
+    });
   });
 
   it('expands ${X:off:len}, ${X/pat/rep}, nested ${A:-${B}}, ~ and $PPID as mksh does', async () => {

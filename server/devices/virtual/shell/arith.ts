@@ -151,8 +151,7 @@ class Evaluator {
     const name = /^[A-Za-z_][A-Za-z0-9_]*/.exec(rest);
     if (name) {
       this.pos += name[0].length;
-      if (s[this.pos] === '[') this.fail('arrays are not modeled by the virtual phone');
-      this.token = { kind: 'var', name: name[0] };
+      this.token = { kind: 'var', name: s[this.pos] === '[' ? this.element(name[0]) : name[0] };
       return;
     }
     const number = /^[0-9][0-9A-Za-z#]*/.exec(rest);
@@ -174,6 +173,24 @@ class Evaluator {
 
   private isOp(...ops: string[]): string | null {
     return this.token.kind === 'op' && ops.includes(this.token.op) ? this.token.op : null;
+  }
+
+  /**
+   * `NAME[EXPR]`, the lexer at its `[`: the element's name for the shell's variables, its
+   * subscript evaluated (`a[i+1]` is `a[2]` when i is 1), wrapped to 32 bits unsigned as mksh's.
+   */
+  private element(name: string): string {
+    const s = this.source;
+    let depth = 0;
+    for (let i = this.pos; i < s.length; i++) {
+      if (s[i] === '[') depth++;
+      else if (s[i] === ']' && --depth === 0) {
+        const index = new Evaluator(s.slice(this.pos + 1, i), this.vars, this.evaluating).evaluate();
+        this.pos = i + 1;
+        return `${name}[${index >>> 0}]`;
+      }
+    }
+    return this.fail('missing ]');
   }
 
   /** The value of an operand: a variable's is read (0 when unset or empty). */

@@ -47,7 +47,10 @@ import type { AndOr, Command, CondExpr, List, Pipeline, Redirect, Word } from '.
 export type TrapKey = number | 'EXIT' | 'ERR';
 
 export interface ShellState {
+  /** Each variable's value: an array's element 0. */
   vars: Map<string, string>;
+  /** The elements of arrays past element 0, by index (`set -A`, `a[3]=x`, `a=(...)`). */
+  elements: Map<string, Map<number, string>>;
   /** Variables passed on to commands in their environment (`export`, and what the shell inherited). */
   exported: Set<string>;
   /** Variables an assignment may not change (`readonly`, `typeset -r`). */
@@ -111,6 +114,7 @@ function shellErrorStatus(error: unknown): number | null {
 /** A variable as it was before a function's `local` (or `typeset`) hid it. */
 interface SavedVariable {
   value: string | undefined;
+  elements: Map<number, string> | undefined;
   exported: boolean;
   readonly: boolean;
   integer: boolean;
@@ -206,6 +210,7 @@ export function initialShellState(
   vars.set('KSH_VERSION', KSH_VERSION);
   return {
     vars,
+    elements: new Map(),
     exported,
     readonly: new Set(['KSH_VERSION']),
     integer: new Set(),
@@ -225,6 +230,7 @@ export function initialShellState(
 function subshellState(state: ShellState): ShellState {
   return {
     vars: new Map(state.vars),
+    elements: new Map([...state.elements].map(([name, items]) => [name, new Map(items)])),
     exported: new Set(state.exported),
     readonly: new Set(state.readonly),
     integer: new Set(state.integer),
@@ -589,10 +595,15 @@ export class Interpreter {
     if (asCondition || p.negate) this.conditionDepth++;
     let status: number;
     try {
-      status =
+      const statuses =
         p.commands.length === 1
-          ? await this.command(p.commands[0]!, io, signal, exec)
+          ? [await this.command(p.commands[0]!, io, signal, exec)]
           : await this.pipe(p.commands, io, signal);
+      // Each stage's status, as mksh keeps them; set -o pipefail: the last stage that failed decides.
+      this.setArray('PIPESTATUS', statuses.map(String));
+      status = this.state.options.has('p')
+        ? ([...statuses].reverse().find((s) => s !== 0) ?? 0)
+        : statuses[statuses.length - 1]!;
     } finally {
       if (asCondition || p.negate) this.conditionDepth--;
     }
@@ -625,7 +636,7 @@ export class Interpreter {
    * `a | b | c`: every stage in a forked subshell, its simple command exec'd there. The last
    * one too, as in mksh: `echo a | read x` leaves this shell's x as it was.
    */
-  private async pipe(commands: Command[], io: Io, signal: AbortSignal): Promise<number> {
+  private async pipe(commands: Command[], io: Io, signal: AbortSignal): Promise<number[]> {
     const stages = commands.length;
     const pipes = Array.from({ length: stages - 1 }, () => new Pipe());
     const children = commands.map(() => this.fork());
@@ -670,9 +681,7 @@ export class Interpreter {
       children.map((c) => c.proc),
       io,
     );
-    // set -o pipefail: the last stage that failed decides.
-    if (this.state.options.has('p')) return [...statuses].reverse().find((s) => s !== 0) ?? 0;
-    return statuses[statuses.length - 1]!;
+    return statuses;
   }
 
   private async command(cmd: Command, io: Io, signal: AbortSignal, exec: boolean): Promise<number> {
@@ -865,7 +874,20 @@ export class Interpreter {
       for (const w of braceExpand(word)) argv.push(...(await this.expandFields(w, io, signal)));
     const assigns: [string, string][] = [];
     for (const a of cmd.assigns) {
+      // Arrays and their elements are the shell's own: set at once, never a command's environment.
+      if (a.elements) {
+        const values: string[] = [];
+        for (const word of a.elements)
+          for (const w of braceExpand(word)) values.push(...(await this.expandFields(w, io, signal)));
+        this.setArray(a.name, values, a.append);
+        continue;
+      }
       const value = await this.expandString(a.value, io, signal);
+      if (a.index) {
+        const index = await this.subscript(a.index, io, signal);
+        this.setElement(a.name, index, (a.append ? (this.elementValue(a.name, index) ?? '') : '') + value);
+        continue;
+      }
       if (this.state.readonly.has(a.name)) throw new ShellError(`read-only: ${a.name}`, 2);
       assigns.push([a.name, a.append ? (this.state.vars.get(a.name) ?? '') + value : value]);
     }
@@ -1177,6 +1199,7 @@ export class Interpreter {
     const { vars, exported, readonly, integer } = this.state;
     frame.set(name, {
       value: vars.get(name),
+      elements: this.state.elements.get(name),
       exported: exported.has(name),
       readonly: readonly.has(name),
       integer: integer.has(name),
@@ -1187,6 +1210,7 @@ export class Interpreter {
   private restoreVariable(name: string, was: SavedVariable): void {
     this.forgetVariable(name);
     if (was.value !== undefined) this.state.vars.set(name, was.value);
+    if (was.elements !== undefined) this.state.elements.set(name, was.elements);
     if (was.exported) this.state.exported.add(name);
     if (was.readonly) this.state.readonly.add(name);
     if (was.integer) this.state.integer.add(name);
@@ -1195,6 +1219,7 @@ export class Interpreter {
   /** `unset`: the value and every attribute go. */
   private forgetVariable(name: string): void {
     this.state.vars.delete(name);
+    this.state.elements.delete(name);
     this.state.exported.delete(name);
     this.state.readonly.delete(name);
     this.state.integer.delete(name);
@@ -1212,6 +1237,41 @@ export class Interpreter {
       name,
       integer ? String(evaluateArithmetic(value, this.arithmeticVariables())) : value,
     );
+  }
+
+  /**
+   * An array element's assignment (`a[i]=x`, `set -A`, `read -A`): element 0 is the
+   * variable's value. Indices wrap to 32 bits unsigned, as mksh's do (`a[-1]` is 4294967295).
+   */
+  private setElement(name: string, index: number, value: string): void {
+    const at = index >>> 0;
+    if (at === 0) return this.setVariable(name, value);
+    if (this.state.readonly.has(name)) throw new ShellError(`read-only: ${name}[${at}]`, 2);
+    let items = this.state.elements.get(name);
+    if (!items) this.state.elements.set(name, (items = new Map()));
+    items.set(
+      at,
+      this.state.integer.has(name) ? String(evaluateArithmetic(value, this.arithmeticVariables())) : value,
+    );
+  }
+
+  /** An array's elements, in index order: [index, value]. */
+  private arrayElements(name: string): [number, string][] {
+    const first = this.state.vars.get(name);
+    const rest = [...(this.state.elements.get(name) ?? [])].sort((a, b) => a[0] - b[0]);
+    return first === undefined ? rest : [[0, first], ...rest];
+  }
+
+  /** `NAME=(...)`, `set -A NAME ...`: the array holds these values from index 0, and nothing else. */
+  private setArray(name: string, values: string[], append = false): void {
+    if (this.state.readonly.has(name)) throw new ShellError(`read-only: ${name}`, 2);
+    let from = 0;
+    if (append) from = (this.arrayElements(name).at(-1)?.[0] ?? -1) + 1;
+    else {
+      this.state.vars.delete(name);
+      this.state.elements.delete(name);
+    }
+    values.forEach((value, k) => this.setElement(name, from + k, value));
   }
 
   /** What a command gets as its environment: the exported variables. */
@@ -1361,6 +1421,7 @@ export class Interpreter {
     const environment = options.env ?? env;
     const state: ShellState = {
       vars: new Map([...environment, ['KSH_VERSION', KSH_VERSION]]),
+      elements: new Map(),
       exported: new Set(environment.keys()),
       readonly: new Set(['KSH_VERSION']),
       integer: new Set(),
@@ -1638,7 +1699,24 @@ export class Interpreter {
   /** set: positional parameters, and the options the shell models (-e -u -x -f, -o pipefail). */
   private setBuiltin(args: string[], io: Io): number {
     if (args.length === 0) {
-      for (const [k, v] of [...this.state.vars].sort()) io.stdout.write(`${k}=${shellQuote(v)}\n`);
+      // An array's elements are listed one by one, a[0]=x a[1]=y, as mksh lists them.
+      const names = [...new Set([...this.state.vars.keys(), ...this.state.elements.keys()])].sort();
+      for (const name of names) {
+        const items = this.arrayElements(name);
+        if (!this.state.elements.get(name)?.size) io.stdout.write(`${name}=${shellQuote(items[0]![1])}\n`);
+        else for (const [i, v] of items) io.stdout.write(`${name}[${i}]=${shellQuote(v)}\n`);
+      }
+      return 0;
+    }
+    if (args[0] === '-A' || args[0] === '+A') {
+      // set -A NAME VALUE...: the array holds the values; +A: they replace its first elements.
+      const name = args[1];
+      if (name === undefined) return this.builtinError('set', `${args[0]}: requires an argument`, io);
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+        return this.builtinError('set', `${name}: not an identifier`, io);
+      const values = args.slice(args[2] === '--' ? 3 : 2);
+      if (args[0] === '-A') this.setArray(name, values);
+      else values.forEach((value, k) => this.setElement(name, k, value));
       return 0;
     }
     const refuse = (option: string) => {
@@ -1681,10 +1759,16 @@ export class Interpreter {
     if (args[i] === '--') i++;
     let status = 0;
     for (const name of args.slice(i)) {
+      const element = functions ? null : /^([A-Za-z_][A-Za-z0-9_]*)\[(.*)\]$/.exec(name);
       if (functions) this.state.functions.delete(name);
-      else if (this.state.readonly.has(name)) {
+      else if (this.state.readonly.has(element?.[1] ?? name)) {
         io.stderr.write(`${SHELL_NAME}: read-only: ${name}\n`);
         status = 1;
+      } else if (element) {
+        // unset a[i]: that element only (element 0 is the variable's value; attributes stay).
+        const at = evaluateArithmetic(element[2]!, this.arithmeticVariables()) >>> 0;
+        if (at === 0) this.state.vars.delete(element[1]!);
+        else this.state.elements.get(element[1]!)?.delete(at);
       } else this.forgetVariable(name);
     }
     return status;
@@ -1918,11 +2002,11 @@ export class Interpreter {
   }
 
   /**
-   * read [-r] [-d DELIM] [-n N | -N N] [-t SECONDS] [-u0] [NAME...]: a line (up to DELIM) of
+   * read [-r] [-A] [-d DELIM] [-n N | -N N] [-t SECONDS] [-u0] [NAME...]: a line (up to DELIM) of
    * standard input split at $IFS into the NAMEs, the last taking the rest (REPLY without
-   * names). Without -r a backslash quotes the next character (and joins lines). -n stops after
+   * names; -A: every field an element of the array NAME). Without -r a backslash quotes the next character (and joins lines). -n stops after
    * N bytes, -N reads exactly N. Status 1 at the end of input or past -t's time, 2 for a usage
-   * error; arrays, history and co-processes are refused.
+   * error; history and co-processes are refused.
    */
   private async readBuiltin(args: string[], io: Io, signal: AbortSignal): Promise<number> {
     const usage = (message: string) => {
@@ -1930,6 +2014,7 @@ export class Interpreter {
       return 2;
     };
     let raw = false;
+    let array = false;
     let delimiter = '\n';
     let count: { bytes: number; exact: boolean } | null = null;
     let timeoutMs: number | null = null;
@@ -1943,6 +2028,7 @@ export class Interpreter {
       for (let k = 1; k < a.length; k++) {
         const f = a[k]!;
         if (f === 'r') raw = true;
+        else if (f === 'A') array = true;
         else if ('dnNtu'.includes(f)) {
           const value = a.slice(k + 1) || args[++i];
           if (value === undefined) return usage(`-${f}: missing argument`);
@@ -1960,7 +2046,7 @@ export class Interpreter {
             count = { bytes: n, exact: f === 'N' };
           }
           break;
-        } else if ('aApsA'.includes(f)) return usage(`-${f}: not modeled by the virtual phone`);
+        } else if ('aps'.includes(f)) return usage(`-${f}: not modeled by the virtual phone`);
         else return usage(`-${f}: unknown option`);
       }
     }
@@ -1994,9 +2080,11 @@ export class Interpreter {
       record.text,
       record.quotedAt,
       this.state.vars.get('IFS') ?? ' \t\n',
-      names.length,
+      array ? Infinity : names.length,
     );
-    names.forEach((n, k) => this.setVariable(n, fields[k] ?? ''));
+    // read -A NAME: every field, an element each.
+    if (array) this.setArray(names[0]!, fields);
+    else names.forEach((n, k) => this.setVariable(n, fields[k] ?? ''));
     // A last record without its delimiter is read, but read reports the end of input.
     return record.complete ? 0 : 1;
   }
@@ -2020,10 +2108,19 @@ export class Interpreter {
 
   /** What `$((...))` and `let` read and assign: the shell's variables. */
   private arithmeticVariables(): ArithmeticVariables {
+    // An element is named `a[3]` here (see arith.ts).
+    const element = (name: string) => /^([A-Za-z_][A-Za-z0-9_]*)\[(\d+)\]$/.exec(name);
     return {
-      get: (name) => this.param(name),
-      set: (name, value) => this.setVariable(name, value),
-      readonly: (name) => this.state.readonly.has(name),
+      get: (name) => {
+        const e = element(name);
+        return e ? this.elementValue(e[1]!, Number(e[2])) : this.param(name);
+      },
+      set: (name, value) => {
+        const e = element(name);
+        if (e) this.setElement(e[1]!, Number(e[2]), value);
+        else this.setVariable(name, value);
+      },
+      readonly: (name) => this.state.readonly.has(element(name)?.[1] ?? name),
     };
   }
 
@@ -2191,6 +2288,35 @@ export class Interpreter {
     return this.state.vars.get(name);
   }
 
+  /** An array subscript's value: its words expanded, then evaluated as arithmetic. */
+  private async subscript(index: Word, io: Io, signal: AbortSignal): Promise<number> {
+    return evaluateArithmetic(await this.expandString(index, io, signal), this.arithmeticVariables());
+  }
+
+  /** An array's element (element 0 is the variable itself). */
+  private elementValue(name: string, index: number): string | undefined {
+    const at = index >>> 0;
+    return at === 0 ? this.param(name) : this.state.elements.get(name)?.get(at);
+  }
+
+  /**
+   * A parameter's value: `${a[i]}` an element, `${a[@]}` and `${a[*]}` every element joined
+   * (unset when there is none; `*` joins with IFS's first character).
+   */
+  private async paramValue(
+    part: Extract<Word['parts'][number], { type: 'param' }>,
+    io: Io,
+    signal: AbortSignal,
+  ): Promise<string | undefined> {
+    if (part.index === undefined) return this.param(part.name);
+    if (typeof part.index !== 'string')
+      return this.elementValue(part.name, await this.subscript(part.index, io, signal));
+    const items = this.arrayElements(part.name);
+    if (items.length === 0) return undefined;
+    const separator = part.index === '*' ? (this.state.vars.get('IFS') ?? ' ').slice(0, 1) : ' ';
+    return items.map(([, v]) => v).join(separator);
+  }
+
   private async partValue(
     part: Exclude<Word['parts'][number], { type: 'lit' }>,
     io: Io,
@@ -2217,11 +2343,16 @@ export class Interpreter {
       }
       return out.text().replace(/\n+$/, '');
     }
-    const value = this.param(part.name);
+    const value = await this.paramValue(part, io, signal);
     const unsetOrEmpty = value === undefined || (value === '' && part.op.startsWith(':'));
+    const every = typeof part.index === 'string';
     switch (part.op) {
       case 'length':
-        return String((value ?? '').length);
+        return String(every ? this.arrayElements(part.name).length : (value ?? '').length);
+      case 'keys':
+        return this.arrayElements(part.name)
+          .map(([i]) => i)
+          .join(' ');
       case ':': {
         // ${X:offset:length} (arithmetic; a negative offset counts from the end). For @ and *,
         // the positional parameters from $0 on.
@@ -2273,6 +2404,11 @@ export class Interpreter {
       case '=': {
         if (!unsetOrEmpty) return value ?? '';
         const v = part.arg ? await this.expandString(part.arg, io, signal) : '';
+        if (part.index !== undefined && typeof part.index !== 'string') {
+          const index = await this.subscript(part.index, io, signal);
+          this.setElement(part.name, index, v);
+          return this.elementValue(part.name, index) ?? v;
+        }
         this.setVariable(part.name, v);
         return this.state.vars.get(part.name) ?? v;
       }
@@ -2281,7 +2417,11 @@ export class Interpreter {
         return unsetOrEmpty ? '' : part.arg ? await this.expandString(part.arg, io, signal) : '';
       default:
         if (value === undefined && this.state.options.has('u') && !/^[@*]$/.test(part.name)) {
-          io.stderr.write(`${SHELL_NAME}: ${part.name}: parameter not set\n`);
+          const name =
+            part.index === undefined || typeof part.index === 'string'
+              ? part.name
+              : `${part.name}[${(await this.subscript(part.index, io, signal)) >>> 0}]`;
+          io.stderr.write(`${SHELL_NAME}: ${name}: parameter not set\n`);
           throw new ExitSignal(1);
         }
         return value ?? '';
@@ -2308,7 +2448,8 @@ export class Interpreter {
 
   /** The word of `${x:-word}` or `${x:+word}` when it is what the expansion gives; else null. */
   private chosenWord(part: Extract<Word['parts'][number], { type: 'param' }>): Word | null {
-    if (!part.arg || !['-', ':-', '+', ':+'].includes(part.op)) return null;
+    // (An element's default, `${a[i]:-x}`, is expanded as a string: its subscript is arithmetic.)
+    if (!part.arg || !['-', ':-', '+', ':+'].includes(part.op) || part.index !== undefined) return null;
     const value = this.param(part.name);
     const unsetOrEmpty = value === undefined || (value === '' && part.op.startsWith(':'));
     return part.op.endsWith('-') === unsetOrEmpty ? part.arg : null;
@@ -2370,9 +2511,15 @@ export class Interpreter {
         }
         continue;
       }
-      if (part.type === 'param' && part.quoted && part.name === '@' && part.op === '') {
-        // "$@": one field per positional parameter
-        const ps = this.state.positional;
+      if (
+        part.type === 'param' &&
+        part.quoted &&
+        part.op === '' &&
+        (part.index === '@' || (part.name === '@' && part.index === undefined))
+      ) {
+        // "$@": one field per positional parameter; "${a[@]}" one per element.
+        const ps =
+          part.index === '@' ? this.arrayElements(part.name).map(([, v]) => v) : this.state.positional;
         ps.forEach((p, i) => {
           const f = cur();
           f.text += p;
@@ -2702,6 +2849,7 @@ function splitRead(text: string, quotedAt: Set<number>, ifs: string, count: numb
       while (k < end && isWhite(k)) k++;
     }
   }
+  if (count === Infinity) return fields;
   // What is left goes to the last name; a single field and one separator after it (a:b: for
   // two names) drops the separator, as mksh does.
   let last = end;

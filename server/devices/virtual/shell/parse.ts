@@ -13,6 +13,8 @@ export type WordPart =
       arg: Word | null;
       /** The replacement of `${X/pat/rep}`, the length of `${X:off:len}`; null without one. */
       second?: Word | null;
+      /** An array's subscript: `${a[i]}` (arithmetic), or every element, `${a[@]}` / `${a[*]}`. */
+      index?: Word | '@' | '*';
       quoted: boolean;
     }
   | { type: 'cmdsub'; source: string; quoted: boolean }
@@ -21,8 +23,9 @@ export type WordPart =
 
 /**
  * What `${NAME OP ARG}` does: defaults (:- - := = :+ +), errors (:? ?), pattern removal
- * (% %% # ##), pattern substitution (/ // /# /%), a substring (`:`, `${X:off:len}`), or
- * `length` for `${#NAME}`.
+ * (% %% # ##), pattern substitution (/ // /# /%), a substring (`:`, `${X:off:len}`),
+ * `length` for `${#NAME}` (`${#a[@]}`: how many elements), or `keys` for an array's
+ * indices, `${!a[@]}`.
  */
 export type ParamOp =
   | ''
@@ -43,7 +46,8 @@ export type ParamOp =
   | '/#'
   | '/%'
   | ':'
-  | 'length';
+  | 'length'
+  | 'keys';
 
 export interface Word {
   parts: WordPart[];
@@ -63,6 +67,10 @@ export interface Assignment {
   value: Word;
   /** `NAME+=value`: appended to what NAME holds. */
   append?: boolean;
+  /** `NAME[i]=value`: the element's subscript (arithmetic). */
+  index?: Word;
+  /** `NAME=(a b c)`: the array's new elements, expanded as arguments are (value is empty). */
+  elements?: Word[];
 }
 
 /**
@@ -538,45 +546,7 @@ class Lexer {
       const end = matchBrace(s, this.pos + 1);
       const body = s.slice(this.pos + 2, end);
       this.pos = end + 1;
-      if (
-        body.startsWith('#') &&
-        body.length > 1 &&
-        /^#([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[?$#@*!-])$/.test(body)
-      )
-        return { type: 'param', name: body.slice(1), op: 'length', arg: null, quoted };
-      const m =
-        /^([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[?$#@*!-])(:-|-|:=|=|:\+|\+|:\?|\?|%%|%|##|#|\/\/|\/#|\/%|\/|:)?([\s\S]*)$/.exec(
-          body,
-        );
-      if (!m || (!m[2] && m[3])) throw new ShellSyntaxError(`\${${body}}: bad substitution`);
-      const op = (m[2] ?? '') as ParamOp;
-      const rest = m[3] ?? '';
-      if (op.startsWith('/')) {
-        // ${X/pattern/replacement}: the pattern ends at the first / outside quotes.
-        const slash = splitAt(rest, '/');
-        const pattern = new Lexer(slash < 0 ? rest : rest.slice(0, slash)).wordOnly();
-        const replacement = slash < 0 ? null : new Lexer(rest.slice(slash + 1)).wordOnly();
-        return { type: 'param', name: m[1]!, op, arg: pattern, second: replacement, quoted };
-      }
-      if (op === ':') {
-        // ${X:offset:length}: two arithmetic expressions.
-        const colon = splitAt(rest, ':');
-        const offset = colon < 0 ? rest : rest.slice(0, colon);
-        if (offset.trim() === '') throw new ShellSyntaxError(`\${${body}}: bad substitution`);
-        const length = colon < 0 ? null : new Lexer(rest.slice(colon + 1)).hereDocumentWord();
-        return {
-          type: 'param',
-          name: m[1]!,
-          op,
-          arg: new Lexer(offset).hereDocumentWord(),
-          second: length,
-          quoted,
-        };
-      }
-      let arg: Word | null = null;
-      if (op)
-        arg = quoted ? new Lexer(rest).hereDocumentWord({ doubleQuoted: true }) : new Lexer(rest).wordOnly();
-      return { type: 'param', name: m[1]!, op, arg, quoted };
+      return braced(body, quoted);
     }
     if (isNameStart(next)) {
       let i = this.pos + 1;
@@ -689,6 +659,80 @@ function skipQuoted(s: string, i: number): number {
     }
   }
   return i;
+}
+
+/**
+ * `${...}`'s inside: a parameter, maybe with an array subscript (`a[i]`, `a[@]`, `a[*]`),
+ * and what is done with it.
+ */
+function braced(body: string, quoted: boolean): WordPart {
+  const sub = /^([#!]?)([A-Za-z_][A-Za-z0-9_]*)\[/.exec(body);
+  if (sub) {
+    const close = matchBracket(body, sub[0].length - 1);
+    const subscript = body.slice(sub[0].length, close);
+    const index =
+      subscript === '@' || subscript === '*' ? subscript : new Lexer(subscript).hereDocumentWord();
+    const rest = body.slice(close + 1);
+    const name = sub[2]!;
+    if (sub[1] === '#' && rest === '') return { type: 'param', name, op: 'length', arg: null, index, quoted };
+    if (sub[1] === '!' && rest === '' && typeof index === 'string')
+      return { type: 'param', name, op: 'keys', arg: null, index, quoted };
+    if (sub[1] !== '') throw new ShellSyntaxError(`\${${body}}: bad substitution`);
+    const part = braced(name + rest, quoted);
+    // Of all the elements, mksh takes only defaults and checks (`${a[@]:-x}`), no patterns or substrings.
+    if (
+      part.type === 'param' &&
+      typeof index === 'string' &&
+      !['', ':-', '-', ':+', '+', ':?', '?'].includes(part.op)
+    )
+      throw new ShellSyntaxError(`\${${body}}: bad substitution`);
+    return { ...part, index } as WordPart;
+  }
+  if (body.startsWith('#') && body.length > 1 && /^#([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[?$#@*!-])$/.test(body))
+    return { type: 'param', name: body.slice(1), op: 'length', arg: null, quoted };
+  const m =
+    /^([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[?$#@*!-])(:-|-|:=|=|:\+|\+|:\?|\?|%%|%|##|#|\/\/|\/#|\/%|\/|:)?([\s\S]*)$/.exec(
+      body,
+    );
+  if (!m || (!m[2] && m[3])) throw new ShellSyntaxError(`\${${body}}: bad substitution`);
+  const op = (m[2] ?? '') as ParamOp;
+  const rest = m[3] ?? '';
+  if (op.startsWith('/')) {
+    // ${X/pattern/replacement}: the pattern ends at the first / outside quotes.
+    const slash = splitAt(rest, '/');
+    const pattern = new Lexer(slash < 0 ? rest : rest.slice(0, slash)).wordOnly();
+    const replacement = slash < 0 ? null : new Lexer(rest.slice(slash + 1)).wordOnly();
+    return { type: 'param', name: m[1]!, op, arg: pattern, second: replacement, quoted };
+  }
+  if (op === ':') {
+    // ${X:offset:length}: two arithmetic expressions.
+    const colon = splitAt(rest, ':');
+    const offset = colon < 0 ? rest : rest.slice(0, colon);
+    if (offset.trim() === '') throw new ShellSyntaxError(`\${${body}}: bad substitution`);
+    const length = colon < 0 ? null : new Lexer(rest.slice(colon + 1)).hereDocumentWord();
+    return {
+      type: 'param',
+      name: m[1]!,
+      op,
+      arg: new Lexer(offset).hereDocumentWord(),
+      second: length,
+      quoted,
+    };
+  }
+  let arg: Word | null = null;
+  if (op)
+    arg = quoted ? new Lexer(rest).hereDocumentWord({ doubleQuoted: true }) : new Lexer(rest).wordOnly();
+  return { type: 'param', name: m[1]!, op, arg, quoted };
+}
+
+/** The `]` that closes the `[` at `open` (subscripts may hold brackets); a bad substitution if none. */
+function matchBracket(s: string, open: number): number {
+  let depth = 0;
+  for (let i = open; i < s.length; i++) {
+    if (s[i] === '[') depth++;
+    else if (s[i] === ']' && --depth === 0) return i;
+  }
+  throw new ShellSyntaxError('missing ]');
 }
 
 /** The `}` that closes the `{` at `open`, past nested `${...}` and quotes. */
@@ -1112,6 +1156,43 @@ class Parser {
     return { fd: fd ?? (op === '<' || op === '<&' || op === '<<<' ? 0 : 1), op, target: target.word };
   }
 
+  /** `NAME=( words )`: the words between the parentheses (newlines may part them). */
+  private arrayElements(): Word[] {
+    this.take();
+    const elements: Word[] = [];
+    for (;;) {
+      const t = this.take();
+      if (t.type === 'op' && t.op === ')') return elements;
+      if (t.type === 'word') elements.push(t.word);
+      else if (t.type !== 'newline') {
+        if (t.type === 'eof') throw ShellSyntaxError.atEnd("syntax error: unexpected EOF: expected ')'");
+        throw new ShellSyntaxError(`syntax error: unexpected '${t.type === 'op' ? t.op : 'newline'}'`);
+      }
+    }
+  }
+
+  /** `NAME[subscript]=value` (or `+=`): an array element's assignment; null for another word. */
+  private elementAssignment(t: Token): Assignment | null {
+    if (t.type !== 'word') return null;
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)\[/.exec(t.raw);
+    if (!m) return null;
+    let depth = 0;
+    for (let i = m[0].length - 1; i < t.raw.length; i++) {
+      if (t.raw[i] === '[') depth++;
+      else if (t.raw[i] === ']' && --depth === 0) {
+        const op = /^\]\+?=/.exec(t.raw.slice(i));
+        if (!op) return null;
+        return {
+          name: m[1]!,
+          index: new Lexer(t.raw.slice(m[0].length, i)).hereDocumentWord(),
+          value: new Lexer(t.raw.slice(i + op[0].length)).wordOnly(),
+          ...(op[0].includes('+') ? { append: true } : {}),
+        };
+      }
+    }
+    return null;
+  }
+
   private simple(): Command {
     const assigns: Assignment[] = [];
     const words: Word[] = [];
@@ -1131,7 +1212,15 @@ class Parser {
           this.take();
           const rest = { ...first, text: first.text.slice(m[0].length) };
           const value = { parts: [rest, ...t.word.parts.slice(1)] };
-          assigns.push(m[2] ? { name: m[1]!, value, append: true } : { name: m[1]!, value });
+          const assignment: Assignment = m[2] ? { name: m[1]!, value, append: true } : { name: m[1]!, value };
+          if (t.raw === m[0] && this.isOp('(')) assignment.elements = this.arrayElements();
+          assigns.push(assignment);
+          continue;
+        }
+        const element = this.elementAssignment(t);
+        if (element) {
+          this.take();
+          assigns.push(element);
           continue;
         }
       }
