@@ -236,6 +236,16 @@ describe('tests, variables and control flow', () => {
   it('gives assignments what mksh gives them: +=, typeset -i, the status of $(...)', async () => {
     expect(await out('x=1; x+=2 y+=b; echo $x $y')).toBe('12 b\n');
     expect(await out('typeset -i n=3+4; n=n+1; echo $n; integer k=5; echo $((k*2))')).toBe('8\n10\n');
+    // typeset's formats, as mksh R59c printed them.
+    expect(
+      await out(
+        'x=hello; typeset -u x; echo $x; typeset -l x; x=WoRlD; echo $x; typeset -L5 l="  ab"; typeset -R2 r=abcd; ' +
+          'typeset -Z4 z=7; typeset -i -Z4 n=3+4; typeset -L k=abc; k=defgh; echo "[$l][$r][$z][$n][$k]"',
+      ),
+    ).toBe('HELLO\nworld\n[ab   ][cd][0007][0007][def]\n');
+    expect(
+      await out('typeset -x -R4 -l v=AB; typeset -p v; typeset -LZ3 w=1; typeset -p w; env | grep ^v='),
+    ).toBe("typeset -x -R4 -l v='  ab'\ntypeset -L3 -Z w='1  '\nv=  ab\n");
     expect(await out('x=$(exit 3); echo $?; y=2; echo $?; x=$(false) || echo failed')).toBe('3\n0\nfailed\n');
   });
 

@@ -57,6 +57,8 @@ export interface ShellState {
   readonly: Set<string>;
   /** Variables whose assignments are arithmetic (`typeset -i`). */
   integer: Set<string>;
+  /** How assignments to a variable are formatted (`typeset -u -l -L -R -Z`). */
+  formats: Map<string, VariableFormat>;
   cwd: string;
   status: number;
   positional: string[];
@@ -72,6 +74,35 @@ export interface ShellState {
   functions: Map<string, Command>;
   /** `set` options in force: e (errexit), u (nounset), x (xtrace), f (noglob), p (pipefail). */
   options: Set<string>;
+}
+
+/**
+ * typeset's formatting attributes: -u/-l upper or lower case, -L/-R justified in `width`
+ * columns (-Z: -R filled with zeros, or -L without leading zeros). A width of 0 is taken
+ * from the first value assigned.
+ */
+export interface VariableFormat {
+  case?: 'u' | 'l';
+  justify?: 'L' | 'R';
+  zero?: boolean;
+  width: number;
+}
+
+/** A value as a variable with `format` holds it, as mksh's typeset formats it. */
+function formatValue(value: string, format: VariableFormat): string {
+  let v = format.case === 'u' ? value.toUpperCase() : format.case === 'l' ? value.toLowerCase() : value;
+  if (format.justify === 'L') {
+    v = v.replace(/^[ \t\n]+/, '');
+    if (format.zero) v = v.replace(/^0+/, '');
+    v = v.length >= format.width ? v.slice(0, format.width) : v.padEnd(format.width, ' ');
+  } else if (format.justify === 'R') {
+    v = v.replace(/[ \t\n]+$/, '');
+    v =
+      v.length >= format.width
+        ? v.slice(v.length - format.width)
+        : v.padStart(format.width, format.zero ? '0' : ' ');
+  }
+  return v;
 }
 
 export interface InterpreterOptions {
@@ -118,6 +149,7 @@ interface SavedVariable {
   exported: boolean;
   readonly: boolean;
   integer: boolean;
+  format: VariableFormat | undefined;
 }
 
 /** `return` from a function. */
@@ -214,6 +246,7 @@ export function initialShellState(
     exported,
     readonly: new Set(['KSH_VERSION']),
     integer: new Set(),
+    formats: new Map(),
     cwd: '/',
     status: 0,
     positional: [],
@@ -234,6 +267,7 @@ function subshellState(state: ShellState): ShellState {
     exported: new Set(state.exported),
     readonly: new Set(state.readonly),
     integer: new Set(state.integer),
+    formats: new Map([...state.formats].map(([name, format]) => [name, { ...format }])),
     cwd: state.cwd,
     status: state.status,
     positional: [...state.positional],
@@ -1203,6 +1237,7 @@ export class Interpreter {
       exported: exported.has(name),
       readonly: readonly.has(name),
       integer: integer.has(name),
+      format: this.state.formats.get(name),
     });
     this.forgetVariable(name);
   }
@@ -1214,6 +1249,7 @@ export class Interpreter {
     if (was.exported) this.state.exported.add(name);
     if (was.readonly) this.state.readonly.add(name);
     if (was.integer) this.state.integer.add(name);
+    if (was.format) this.state.formats.set(name, was.format);
   }
 
   /** `unset`: the value and every attribute go. */
@@ -1223,6 +1259,7 @@ export class Interpreter {
     this.state.exported.delete(name);
     this.state.readonly.delete(name);
     this.state.integer.delete(name);
+    this.state.formats.delete(name);
   }
 
   /**
@@ -1232,11 +1269,20 @@ export class Interpreter {
    */
   private setVariable(name: string, value: string): void {
     if (this.state.readonly.has(name)) throw new ShellError(`read-only: ${name}`, 2);
-    const integer = this.state.integer.has(name);
-    this.state.vars.set(
-      name,
-      integer ? String(evaluateArithmetic(value, this.arithmeticVariables())) : value,
-    );
+    this.state.vars.set(name, this.assigned(name, value));
+  }
+
+  /** What an assignment stores: computed for an integer variable, then formatted (typeset -u -L ...). */
+  private assigned(name: string, value: string): string {
+    let v = this.state.integer.has(name)
+      ? String(evaluateArithmetic(value, this.arithmeticVariables()))
+      : value;
+    const format = this.state.formats.get(name);
+    if (format) {
+      if (format.justify && format.width === 0) format.width = v.length;
+      v = formatValue(v, format);
+    }
+    return v;
   }
 
   /**
@@ -1249,10 +1295,7 @@ export class Interpreter {
     if (this.state.readonly.has(name)) throw new ShellError(`read-only: ${name}[${at}]`, 2);
     let items = this.state.elements.get(name);
     if (!items) this.state.elements.set(name, (items = new Map()));
-    items.set(
-      at,
-      this.state.integer.has(name) ? String(evaluateArithmetic(value, this.arithmeticVariables())) : value,
-    );
+    items.set(at, this.assigned(name, value));
   }
 
   /** An array's elements, in index order: [index, value]. */
@@ -1303,6 +1346,8 @@ export class Interpreter {
     const declares = builtin === 'typeset' || builtin === 'local';
     const add = new Set<string>(builtin === 'export' ? ['x'] : builtin === 'readonly' ? ['r'] : []);
     const remove = new Set<string>();
+    /** -L -R -Z and their widths (0: none given). */
+    const widths = new Map<string, number>();
     let print = false;
     let i = 0;
     for (; i < args.length; i++) {
@@ -1312,10 +1357,19 @@ export class Interpreter {
         break;
       }
       if (!/^[-+][A-Za-z0-9]+$/.test(a)) break;
-      for (const f of a.slice(1)) {
+      for (let k = 1; k < a.length; k++) {
+        const f = a[k]!;
         if (f === 'p' && a[0] === '-') print = true;
-        else if (declares && 'xri'.includes(f)) (a[0] === '-' ? add : remove).add(f);
-        else if (declares && 'fFLRZlutnUTa'.includes(f))
+        else if (declares && 'xriul'.includes(f)) (a[0] === '-' ? add : remove).add(f);
+        else if (declares && 'LRZ'.includes(f)) {
+          // A width is the rest of the argument when a digit follows (-L3, not -L3x).
+          const rest = /^\d/.test(a[k + 1] ?? '') ? a.slice(k + 1) : '';
+          if (!/^\d*$/.test(rest))
+            return this.builtinError(builtin, `bad number: ${rest}: Invalid argument`, io);
+          (a[0] === '-' ? add : remove).add(f);
+          widths.set(f, Number(rest || 0));
+          k += rest.length;
+        } else if (declares && 'fFtnUTa'.includes(f))
           return this.builtinError(builtin, `-${f}: not modeled by the virtual phone`, io);
         else return this.builtinError(builtin, `${a[0]}${f}: unknown option`, io);
       }
@@ -1333,7 +1387,7 @@ export class Interpreter {
       if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
         return this.builtinError(builtin, `${arg}: not an identifier`, io);
       if (declares && this.functionDepth > 0) this.localize(name);
-      if (print) {
+      if (print && eq < 0) {
         if (vars.has(name)) io.stdout.write(`${this.declaration(builtin, name)}\n`);
         continue;
       }
@@ -1342,12 +1396,42 @@ export class Interpreter {
         throw new ShellError(`${builtin}: read-only: ${name}`, 2);
       if (add.has('i')) integer.add(name);
       if (remove.has('i')) integer.delete(name);
+      const reformatted = this.changeFormat(name, add, remove, widths);
       if (eq >= 0) this.setVariable(name, arg.slice(eq + 1));
+      else if (reformatted && vars.has(name)) vars.set(name, this.assigned(name, vars.get(name)!));
       if (add.has('x')) exported.add(name);
       if (remove.has('x')) exported.delete(name);
       if (add.has('r')) readonly.add(name);
     }
     return 0;
+  }
+
+  /** typeset's -u -l -L -R -Z (added) and +u ... (removed) for one variable; whether they changed anything. */
+  private changeFormat(
+    name: string,
+    add: Set<string>,
+    remove: Set<string>,
+    widths: Map<string, number>,
+  ): boolean {
+    if (![...'ulLRZ'].some((f) => add.has(f) || remove.has(f))) return false;
+    const format: VariableFormat = { ...(this.state.formats.get(name) ?? { width: 0 }) };
+    if (add.has('u') || add.has('l')) format.case = add.has('u') ? 'u' : 'l';
+    if (remove.has('u') || remove.has('l')) delete format.case;
+    for (const f of ['L', 'R', 'Z']) {
+      if (add.has(f)) {
+        if (f === 'Z') format.zero = true;
+        if (f !== 'Z' || !format.justify) format.justify = f === 'L' ? 'L' : 'R';
+        if (widths.get(f) || !format.width) format.width = widths.get(f) ?? 0;
+      }
+      if (remove.has(f)) {
+        if (f === 'Z') delete format.zero;
+        else delete format.justify;
+      }
+    }
+    if (!format.justify && !format.zero) format.width = 0;
+    if (format.case || format.justify) this.state.formats.set(name, format);
+    else this.state.formats.delete(name);
+    return true;
   }
 
   /** The variables (with an attribute), by name: names only, or as the commands that set them. */
@@ -1367,10 +1451,14 @@ export class Interpreter {
     const value = this.state.vars.get(name);
     const assigned = value === undefined ? name : `${name}=${shellQuote(value)}`;
     if (builtin === 'export' || builtin === 'readonly') return `${builtin} ${assigned}`;
+    const format = this.state.formats.get(name);
     const flags = [
       this.state.integer.has(name) ? '-i ' : '',
       this.state.exported.has(name) ? '-x ' : '',
       this.state.readonly.has(name) ? '-r ' : '',
+      format?.justify ? `-${format.justify}${format.width} ` : '',
+      format?.zero ? '-Z ' : '',
+      format?.case ? `-${format.case} ` : '',
     ].join('');
     return `typeset ${flags}${assigned}`;
   }
@@ -1425,6 +1513,7 @@ export class Interpreter {
       exported: new Set(environment.keys()),
       readonly: new Set(['KSH_VERSION']),
       integer: new Set(),
+      formats: new Map(),
       cwd: options.cwd ?? this.state.cwd,
       status: 0,
       positional: options.args ?? [],
