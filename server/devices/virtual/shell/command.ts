@@ -10,6 +10,8 @@ export interface Io {
   stdin: Input;
   stdout: Output;
   stderr: Output;
+  /** The shell's descriptors 3 to 9 (`exec 3>file`, `4<file`, `cmd 3>&1`): the shell's own, not a command's. */
+  fds?: ReadonlyMap<number, Input | Output>;
 }
 
 export interface RunShellOptions {

@@ -34,7 +34,7 @@ import type { CommandContext, CommandTable, Io, RunShellOptions } from './comman
 import { userName } from './commands/format.js';
 import { echoText, unescapeBackslashes } from './commands/text.js';
 import { BufferInput, BufferOutput, EMPTY_INPUT, FileOutput, NULL_OUTPUT, Pipe, openInput } from './io.js';
-import type { Output } from './io.js';
+import type { Input, Output } from './io.js';
 import { evaluateArithmetic } from './arith.js';
 import { Glob, removePattern, substitutePattern } from './glob.js';
 import type { ArithmeticVariables } from './arith.js';
@@ -699,6 +699,7 @@ export class Interpreter {
             }
           : io.stdout,
         stderr: io.stderr,
+        ...(io.fds ? { fds: io.fds } : {}),
       };
       holdOutputs(child.proc, stageIo);
       this.foreground.add(child.proc);
@@ -967,35 +968,35 @@ export class Interpreter {
     return status;
   }
 
+  /**
+   * A command's redirections, in order, over the descriptors it inherits (0 to 9): files,
+   * here-documents, duplicates (`2>&1`, `3>&1 1>&2 2>&3`) and closes (`3>&-`). A duplicate of
+   * a descriptor that is not open is mksh's `>&5 : bad file descriptor`, status 1.
+   */
   private async applyRedirects(
     redirects: Redirect[],
     io: Io,
     signal: AbortSignal,
   ): Promise<{ io: Io; files: FileOutput[] } | number> {
     if (redirects.length === 0) return { io, files: [] };
-    const onlyStandardDescriptors = (what: string) => {
-      io.stderr.write(
-        `${SHELL_NAME}: ${what}: only descriptors 0, 1 and 2 are modeled by the virtual phone\n`,
-      );
-      return 1;
-    };
-    const fds: [Io['stdin'], Output, Output] = [io.stdin, io.stdout, io.stderr];
-    let stdin = io.stdin;
+    const table = new Map<number, Input | Output>([
+      [0, io.stdin],
+      [1, io.stdout],
+      [2, io.stderr],
+      ...(io.fds ?? []),
+    ]);
     const files: FileOutput[] = [];
     for (const r of redirects) {
       const target = await this.expandString(r.target, io, signal);
       if (r.op === '<<' || r.op === '<<<') {
         // A here-document is its body; a here-string its word and a newline.
-        const text = r.op === '<<<' ? `${target}\n` : target;
-        if (r.fd !== 0) return onlyStandardDescriptors(`${r.fd}${r.op}`);
-        stdin = new BufferInput(Buffer.from(text));
+        table.set(r.fd, new BufferInput(Buffer.from(r.op === '<<<' ? `${target}\n` : target)));
         continue;
       }
-      if (r.fd > 2 && r.op !== '>&' && r.op !== '<&') return onlyStandardDescriptors(`${r.fd}${r.op}`);
       const path = normalizePath(target, this.state.cwd);
       if (r.op === '<') {
         try {
-          stdin = openInput(this.fs, path, io.stdin);
+          table.set(r.fd, openInput(this.fs, path, io.stdin));
         } catch (error) {
           io.stderr.write(
             `${SHELL_NAME}: can't open ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`,
@@ -1005,44 +1006,62 @@ export class Interpreter {
         continue;
       }
       if (r.op === '>&' || r.op === '<&') {
-        if (target === '-') continue;
-        const n = Number(target);
-        if (/^[0-9]+$/.test(target) && (n > 2 || r.fd > 2)) {
-          return onlyStandardDescriptors(`${r.fd}${r.op}${target}`);
+        if (target === '-') {
+          // Closing: the shell's own descriptors go; 0 to 2 stay as they are.
+          if (r.fd > 2) table.delete(r.fd);
+          continue;
         }
-        if (Number.isInteger(n) && n >= 0 && n <= 2) {
-          if (r.fd === 1 || r.fd === 2) fds[r.fd] = n === 0 ? fds[1] : fds[n as 1 | 2];
+        if (/^[0-9]$/.test(target)) {
+          const source = table.get(Number(target));
+          if (source === undefined) {
+            io.stderr.write(`${SHELL_NAME}: ${r.op}${target} : bad file descriptor\n`);
+            return 1;
+          }
+          // (>&0 writes where the shell's output goes: its stdin is a terminal or a pipe it shares.)
+          table.set(r.fd, r.op === '>&' && !('write' in source) ? table.get(1)! : source);
           continue;
         }
         if (r.op === '<&') continue;
         // `>&file` is bash for `&>file`
       }
-      if (path === '/dev/null') {
-        if (r.op === '&>' || r.op === '>&') {
-          fds[1] = NULL_OUTPUT;
-          fds[2] = NULL_OUTPUT;
-        } else if (r.fd === 1 || r.fd === 2) fds[r.fd] = NULL_OUTPUT;
-        continue;
+      let out: Output;
+      if (path === '/dev/null') out = NULL_OUTPUT;
+      else {
+        const append = r.op === '>>';
+        try {
+          const exists = this.fs.exists(path);
+          if (!append || !exists) this.fs.writeFile(path, Buffer.alloc(0));
+          else if (this.fs.stat(path).kind === 'dir') throw new FsError('EISDIR', path);
+        } catch (error) {
+          io.stderr.write(
+            `${SHELL_NAME}: can't create ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`,
+          );
+          return 1;
+        }
+        const file = new FileOutput(this.fs, path);
+        files.push(file);
+        out = file;
       }
-      const append = r.op === '>>';
-      try {
-        const exists = this.fs.exists(path);
-        if (!append || !exists) this.fs.writeFile(path, Buffer.alloc(0));
-        else if (this.fs.stat(path).kind === 'dir') throw new FsError('EISDIR', path);
-      } catch (error) {
-        io.stderr.write(
-          `${SHELL_NAME}: can't create ${target}: ${error instanceof FsError ? error.reason : String(error)}\n`,
-        );
-        return 1;
-      }
-      const out = new FileOutput(this.fs, path);
-      files.push(out);
       if (r.op === '&>' || r.op === '>&') {
-        fds[1] = out;
-        fds[2] = out;
-      } else if (r.fd === 1 || r.fd === 2) fds[r.fd] = out;
+        table.set(1, out);
+        table.set(2, out);
+      } else table.set(r.fd, out);
     }
-    return { io: { stdin, stdout: fds[1], stderr: fds[2] }, files };
+    const input = table.get(0)!;
+    const output = (fd: number) => {
+      const o = table.get(fd)!;
+      return 'write' in o ? o : NULL_OUTPUT;
+    };
+    const fds = new Map([...table].filter(([fd]) => fd > 2));
+    return {
+      io: {
+        stdin: 'read' in input ? input : EMPTY_INPUT,
+        stdout: output(1),
+        stderr: output(2),
+        ...(fds.size > 0 ? { fds } : {}),
+      },
+      files,
+    };
   }
 
   // ---------- builtins and commands ----------
@@ -2104,6 +2123,7 @@ export class Interpreter {
     };
     let raw = false;
     let array = false;
+    let input = io.stdin;
     let delimiter = '\n';
     let count: { bytes: number; exact: boolean } | null = null;
     let timeoutMs: number | null = null;
@@ -2123,8 +2143,10 @@ export class Interpreter {
           if (value === undefined) return usage(`-${f}: missing argument`);
           if (f === 'd') delimiter = value[0] ?? '\0';
           else if (f === 'u') {
-            if (value !== '0')
-              return usage(`-u: ${value}: only standard input is modeled by the virtual phone`);
+            const fd = /^[0-9]$/.test(value) ? Number(value) : -1;
+            const from = fd === 0 ? io.stdin : io.fds?.get(fd);
+            if (!from || !('read' in from)) return usage(`-u: ${value}: bad file descriptor: Bad file descriptor`);
+            input = from;
           } else if (f === 't') {
             const seconds = Number(value);
             if (!(seconds >= 0)) return usage(`syntax error: Invalid argument '${value}'`);
@@ -2147,7 +2169,7 @@ export class Interpreter {
     if (fixed !== undefined) return usage(`read-only: ${fixed}`);
 
     let timedOut = false;
-    const reading = readRecord(io.stdin, { delimiter, raw, count }, () => timedOut);
+    const reading = readRecord(input, { delimiter, raw, count }, () => timedOut);
     let timer: NodeJS.Timeout | undefined;
     const timed =
       timeoutMs === null
@@ -2419,7 +2441,7 @@ export class Interpreter {
       // $(...) runs in a forked subshell whose output is captured.
       this.substitutions++;
       const out = new BufferOutput();
-      const subIo: Io = { stdin: io.stdin, stdout: out, stderr: io.stderr };
+      const subIo: Io = { ...io, stdout: out };
       const child = this.fork();
       holdOutputs(child.proc, subIo);
       this.foreground.add(child.proc);
@@ -3089,9 +3111,9 @@ function printBuiltin(args: string[], io: Io): number {
         else if (f === 'e') escapes = true;
         else if (f === 'u') {
           const fd = a.slice(k + 1) || '1';
-          if (fd === '1') out = io.stdout;
-          else if (fd === '2') out = io.stderr;
-          else return refuse(`-u: ${fd}: bad file descriptor`);
+          const to = fd === '1' ? io.stdout : fd === '2' ? io.stderr : io.fds?.get(Number(fd));
+          if (!/^[0-9]$/.test(fd) || !to || !('write' in to)) return refuse(`-u${fd}: bad file descriptor`);
+          out = to;
           break;
         } else if ('psclA'.includes(f)) return refuse(`-${f}: not modeled by the virtual phone`);
         else return refuse(`-${f}: unknown option`);

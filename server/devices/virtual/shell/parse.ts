@@ -329,8 +329,8 @@ class Lexer {
       this.readHeredocBodies();
       return { type: 'newline' };
     }
-    // IO number: digits directly followed by < or >
-    const io = /^(\d+)(?=[<>])/.exec(s.slice(this.pos, this.pos + 12));
+    // IO number: a digit directly followed by < or > (mksh's descriptors are 0 to 9: `10>f` is a word)
+    const io = /^(\d)(?=[<>])/.exec(s.slice(this.pos, this.pos + 2));
     if (io) {
       this.pos += io[1]!.length;
       return { type: 'ionum', fd: Number(io[1]) };
