@@ -645,12 +645,42 @@ describe('what scripts use, as mksh and toybox do it', () => {
     });
   });
 
+  it('splits, reads files and sources scripts as mksh does: IFS, $(<file), . FILE ARGS, umask, command -V', async () => {
+    // Every expected value is what mksh R59c printed for the same line.
+    expect(
+      await out(
+        'IFS=": "; set -- $(echo " a : b::c "); echo $#; IFS=,; x=",a,"; set -- pre$x $x; echo $# "[$3]"',
+      ),
+    ).toBe('4\n4 []\n');
+    expect(
+      await sh('cd /data/local/tmp; echo hi > f; x=$(<f); echo "[$x]"; y=$(<nosuch); echo "[$y] $?"'),
+    ).toMatchObject({
+      out: '[hi]\n[] 1\n',
+      err: "/system/bin/sh: nosuch: can't open $(<...) file: No such file or directory\n",
+    });
+    expect(
+      await out(
+        "cd /data/local/tmp; echo 'echo sourced $# $1' > s.sh; set -- p q r; . ./s.sh; . ./s.sh a b; echo $#",
+      ),
+    ).toBe('sourced 3 p\nsourced 2 a\n3\n');
+    expect(
+      await out('umask; umask 022; umask; umask -S; umask u=rwx,g=,o=; umask; umask g+r; umask -S'),
+    ).toBe('077\n022\nu=rwx,g=rx,o=rx\n077\nu=rwx,g=r,o=\n');
+    expect(await out('command -V echo nosuch; echo $?; command -v -V echo')).toBe(
+      'echo is a shell builtin\nnosuch not found\n1\necho is a shell builtin\n',
+    );
+  });
+
   it('honours set -e, -u, -x and -o pipefail, and refuses options it does not model', async () => {
     expect(await sh('set -e; false || true; if false; then :; fi; false; echo never')).toMatchObject({
       code: 1,
       out: '',
     });
     expect((await sh('set -x; echo hi')).err).toBe('+ echo hi\n');
+    // As mksh R59c traces them: values quoted, a bare assignment with a space after it.
+    expect((await sh('set -x; x=1; y="a b"; X=1 echo z "c d" >/dev/null; a[1]=v; b=(1 2)')).err).toBe(
+      "+ x=1 \n+ y='a b' \n+ X=1 echo z 'c d'\n+ a[1]=v \n+ set -A b -- 1 2\n",
+    );
     expect((await sh('set -u; echo $nope')).code).toBe(1);
     expect(await out('false | true; echo $?; set -o pipefail; false | true; echo $?')).toBe('0\n1\n');
     expect(await out('set -o pipefail; yes | head -1 > /dev/null; echo $?')).toBe('141\n');

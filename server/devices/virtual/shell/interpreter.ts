@@ -72,6 +72,8 @@ export interface ShellState {
   cred: Credentials;
   /** Functions defined with `name() { ... }`. */
   functions: Map<string, Command>;
+  /** The file creation mask `umask` sets and prints (077, as adbd's shell starts with). */
+  umask: number;
   /** `set` options in force: e (errexit), u (nounset), x (xtrace), f (noglob), p (pipefail). */
   options: Set<string>;
 }
@@ -239,6 +241,19 @@ export function initialShellState(
   void device;
   // The shell's own IFS and PS1 are not passed on: adbd's environment has neither.
   const exported = new Set([...vars.keys()].filter((name) => name !== 'IFS' && name !== 'PS1'));
+  return startingState(vars, exported, cred);
+}
+
+/**
+ * A shell as it starts: these variables (the `exported` ones passed on to commands) and
+ * $KSH_VERSION; no arrays, attributes, functions, traps or options.
+ */
+function startingState(
+  vars: Map<string, string>,
+  exported: Set<string>,
+  cred: Credentials,
+  umask = 0o077,
+): ShellState {
   vars.set('KSH_VERSION', KSH_VERSION);
   return {
     vars,
@@ -247,6 +262,7 @@ export function initialShellState(
     readonly: new Set(['KSH_VERSION']),
     integer: new Set(),
     formats: new Map(),
+    umask,
     cwd: '/',
     status: 0,
     positional: [],
@@ -268,6 +284,7 @@ function subshellState(state: ShellState): ShellState {
     readonly: new Set(state.readonly),
     integer: new Set(state.integer),
     formats: new Map([...state.formats].map(([name, format]) => [name, { ...format }])),
+    umask: state.umask,
     cwd: state.cwd,
     status: state.status,
     positional: [...state.positional],
@@ -278,6 +295,24 @@ function subshellState(state: ShellState): ShellState {
     functions: new Map(state.functions),
     options: new Set(state.options),
   };
+}
+
+/** The file of a command substitution that is only `< FILE` (`$(<f)`); null for any other. */
+function inputRedirectOnly(source: string): Word | null {
+  let list: List;
+  try {
+    list = parseShell(source);
+  } catch {
+    return null;
+  }
+  const item = list.length === 1 && !list[0]!.background ? list[0]!.andOr : null;
+  const command = item && item.rest.length === 0 && !item.first.negate ? item.first.commands : null;
+  const simple = command?.length === 1 ? command[0]! : null;
+  if (simple?.type !== 'simple' || simple.words.length > 0 || simple.assigns.length > 0) return null;
+  const [redirect] = simple.redirects;
+  return simple.redirects.length === 1 && redirect!.op === '<' && redirect!.fd === 0
+    ? redirect!.target
+    : null;
 }
 
 /** Holds the outputs a process writes to, as its open file descriptors would. */
@@ -908,21 +943,31 @@ export class Interpreter {
     for (const word of cmd.words)
       for (const w of braceExpand(word)) argv.push(...(await this.expandFields(w, io, signal)));
     const assigns: [string, string][] = [];
+    const xtrace = this.state.options.has('x');
+    /** What set -x shows of the assignments, as mksh shows them. */
+    const traced: string[] = [];
     for (const a of cmd.assigns) {
       // Arrays and their elements are the shell's own: set at once, never a command's environment.
       if (a.elements) {
         const values: string[] = [];
         for (const word of a.elements)
           for (const w of braceExpand(word)) values.push(...(await this.expandFields(w, io, signal)));
+        if (xtrace)
+          io.stderr.write(
+            `+ set ${a.append ? '+' : '-'}A ${a.name} -- ${values.map(shellQuote).join(' ')}\n`,
+          );
         this.setArray(a.name, values, a.append);
         continue;
       }
       const value = await this.expandString(a.value, io, signal);
       if (a.index) {
         const index = await this.subscript(a.index, io, signal);
-        this.setElement(a.name, index, (a.append ? (this.elementValue(a.name, index) ?? '') : '') + value);
+        const assigned = (a.append ? (this.elementValue(a.name, index) ?? '') : '') + value;
+        traced.push(`${a.name}[${index >>> 0}]=${shellQuote(assigned)}`);
+        this.setElement(a.name, index, assigned);
         continue;
       }
+      traced.push(`${a.name}=${shellQuote(value)}`);
       if (this.state.readonly.has(a.name)) throw new ShellError(`read-only: ${a.name}`, 2);
       assigns.push([a.name, a.append ? (this.state.vars.get(a.name) ?? '') + value : value]);
     }
@@ -931,6 +976,7 @@ export class Interpreter {
     const { io: rio, files } = redirected;
     let status: number;
     if (argv.length === 0) {
+      if (xtrace && traced.length > 0) io.stderr.write(`+ ${traced.map((t) => `${t} `).join('')}\n`);
       for (const [k, v] of assigns) this.setVariable(k, v);
       // `x=$(cmd)` has the status of its (last) command substitution.
       status = this.substitutions !== substitutions ? this.state.status : 0;
@@ -942,8 +988,7 @@ export class Interpreter {
     } else if (this.stopped(signal)) {
       status = this.stoppedStatus();
     } else {
-      if (this.state.options.has('x'))
-        io.stderr.write(`+ ${[...assigns.map(([k, v]) => `${k}=${v}`), ...argv].join(' ')}\n`);
+      if (xtrace) io.stderr.write(`+ ${[...traced, ...argv.map(shellQuote)].join(' ')}\n`);
       this.killedCommand = null;
       status = await this.invoke(argv, assigns, rio, signal, exec);
       // mksh says it where the command's own redirections are in force (2>/dev/null hides it).
@@ -1526,22 +1571,12 @@ export class Interpreter {
       proc.info.user = userName(cred.uid);
     }
     const environment = options.env ?? env;
+    // A new sh: the environment it was given, and the umask of the shell that started it.
     const state: ShellState = {
-      vars: new Map([...environment, ['KSH_VERSION', KSH_VERSION]]),
-      elements: new Map(),
-      exported: new Set(environment.keys()),
-      readonly: new Set(['KSH_VERSION']),
-      integer: new Set(),
-      formats: new Map(),
+      ...startingState(new Map(environment), new Set(environment.keys()), cred, this.state.umask),
       cwd: options.cwd ?? this.state.cwd,
-      status: 0,
       positional: options.args ?? [],
       pid: proc.pid,
-      lastBackground: null,
-      traps: new Map(),
-      cred,
-      functions: new Map(),
-      options: new Set(),
     };
     const shell = new Interpreter(this.device, this.commands, state, proc, {});
     return shell.script(source, io, signal, { exec: options.exec === true });
@@ -2010,8 +2045,14 @@ export class Interpreter {
       }
       case 'command':
       case 'builtin': {
-        const rest = args[0] === '-v' ? args.slice(1) : args;
-        if (args[0] === '-v') {
+        // command [-pvV] NAME...: -V says what type says (it wins over -v); -p (the default
+        // PATH) changes nothing here, where PATH is the phone's.
+        const leading = name === 'command' ? args.findIndex((a) => !/^-[pvV]+$/.test(a)) : 0;
+        const optionCount = leading < 0 ? args.length : leading;
+        const options = args.slice(0, optionCount).join('');
+        const rest = args.slice(optionCount);
+        if (options.includes('V')) return this.whenceBuiltin(['-v', '--', ...rest], io);
+        if (options.includes('v')) {
           // Each name found, up to the first that is not (status 1 then).
           for (const n of rest) {
             const what = this.whence(n);
@@ -2052,7 +2093,15 @@ export class Interpreter {
           }
           throw error;
         }
-        return this.evaluate(text, io, signal);
+        // `. FILE ARGS...`: the script's $1... while it runs.
+        if (args.length < 2) return this.evaluate(text, io, signal);
+        const positional = this.state.positional;
+        this.state.positional = args.slice(1);
+        try {
+          return await this.evaluate(text, io, signal);
+        } finally {
+          this.state.positional = positional;
+        }
       }
       case 'wait':
         return this.waitBuiltin(args, io, signal);
@@ -2074,9 +2123,7 @@ export class Interpreter {
       case 'jobs':
         return this.jobsBuiltin(args, io);
       case 'umask':
-        // mksh prints the mask with "%#3.3o".
-        if (args.length === 0) io.stdout.write('077\n');
-        return 0;
+        return this.umaskBuiltin(args, io);
       case 'ulimit':
         return ulimitBuiltin(args, io);
       case 'alias':
@@ -2107,6 +2154,55 @@ export class Interpreter {
       default:
         return null;
     }
+  }
+
+  /**
+   * umask [-S] [MASK]: the shell's file creation mask, printed as mksh prints it (`%#3.3o`,
+   * or -S `u=rwx,g=,o=`); set in octal or symbolically (`u=rwx,go=rx`, `g-w`).
+   */
+  private umaskBuiltin(args: string[], io: Io): number {
+    const symbolic = args[0] === '-S';
+    const mask = args[symbolic ? 1 : 0];
+    if (mask === undefined) {
+      const allowed = ~this.state.umask & 0o777;
+      io.stdout.write(
+        symbolic
+          ? `${['u', 'g', 'o']
+              .map(
+                (who, k) =>
+                  `${who}=${'rwx'
+                    .split('')
+                    .filter((_, b) => allowed & (0o400 >> (k * 3 + b)))
+                    .join('')}`,
+              )
+              .join(',')}\n`
+          : `${this.state.umask.toString(8).padStart(3, '0')}\n`,
+      );
+      return 0;
+    }
+    if (/^[0-9]/.test(mask)) {
+      if (!/^[0-7]+$/.test(mask)) return this.builtinError('umask', 'bad number', io);
+      this.state.umask = Number.parseInt(mask, 8) & 0o777;
+      return 0;
+    }
+    let allowed = ~this.state.umask & 0o777;
+    for (const clause of mask.split(',')) {
+      const m = /^([ugoa]*)([=+-])([rwx]*)$/.exec(clause);
+      if (!m) return this.builtinError('umask', `bad mask`, io);
+      const who = (m[1] || 'a').replace('a', 'ugo');
+      let bits = 0;
+      for (const w of who) {
+        const shift = w === 'u' ? 6 : w === 'g' ? 3 : 0;
+        for (const p of m[3]!) bits |= (p === 'r' ? 4 : p === 'w' ? 2 : 1) << shift;
+      }
+      let whole = 0;
+      for (const w of who) whole |= 7 << (w === 'u' ? 6 : w === 'g' ? 3 : 0);
+      if (m[2] === '=') allowed = (allowed & ~whole) | bits;
+      else if (m[2] === '+') allowed |= bits;
+      else allowed &= ~bits;
+    }
+    this.state.umask = ~allowed & 0o777;
+    return 0;
   }
 
   /**
@@ -2145,7 +2241,8 @@ export class Interpreter {
           else if (f === 'u') {
             const fd = /^[0-9]$/.test(value) ? Number(value) : -1;
             const from = fd === 0 ? io.stdin : io.fds?.get(fd);
-            if (!from || !('read' in from)) return usage(`-u: ${value}: bad file descriptor: Bad file descriptor`);
+            if (!from || !('read' in from))
+              return usage(`-u: ${value}: bad file descriptor: Bad file descriptor`);
             input = from;
           } else if (f === 't') {
             const seconds = Number(value);
@@ -2438,6 +2535,21 @@ export class Interpreter {
       return String(evaluateArithmetic(expression, this.arithmeticVariables()));
     }
     if (part.type === 'cmdsub') {
+      // $(<FILE) is the file's contents, read by the shell itself, as mksh reads it.
+      const file = inputRedirectOnly(part.source);
+      if (file) {
+        this.substitutions++;
+        const target = await this.expandString(file, io, signal);
+        try {
+          this.state.status = 0;
+          return this.fs.readFile(normalizePath(target, this.state.cwd)).toString('utf8').replace(/\n+$/, '');
+        } catch (error) {
+          if (!(error instanceof FsError)) throw error;
+          io.stderr.write(`${SHELL_NAME}: ${target}: can't open $(<...) file: ${error.reason}\n`);
+          this.state.status = 1;
+          return '';
+        }
+      }
       // $(...) runs in a forked subshell whose output is captured.
       this.substitutions++;
       const out = new BufferOutput();
@@ -2578,11 +2690,22 @@ export class Interpreter {
     let current: Field | null = null;
     const cur = (): Field => (current ??= { text: '', pattern: '', glob: false, quoted: false });
     const ifs = this.state.vars.get('IFS') ?? ' \t\n';
+    // A delimiter is a run of IFS white space, or one other IFS character with the white
+    // space around it: each of those ends a field, so `a::b` with IFS=: has an empty one.
+    const white = escapeClass([...ifs].filter((c) => ' \t\n'.includes(c)).join(''));
+    const other = escapeClass([...ifs].filter((c) => !' \t\n'.includes(c)).join(''));
+    const around = white ? `[${white}]*` : '';
+    const delimiter = new RegExp(
+      `(${[other ? `${around}[${other}]${around}` : '', white ? `[${white}]+` : ''].filter(Boolean).join('|')})`,
+    );
     const split = (value: string, glob: boolean) => {
-      const pieces = value.split(new RegExp(`[${escapeClass(ifs)}]+`));
-      pieces.forEach((piece, i) => {
-        if (i > 0) {
+      const pieces = value.split(delimiter);
+      for (let k = 0; k < pieces.length; k += 2) {
+        const piece = pieces[k]!;
+        if (k > 0) {
           if (current) fields.push(current);
+          else if (other && new RegExp(`[${other}]`).test(pieces[k - 1]!))
+            fields.push({ text: '', pattern: '', glob: false, quoted: true });
           current = null;
         }
         if (piece !== '') {
@@ -2591,7 +2714,7 @@ export class Interpreter {
           f.pattern += glob ? piece : piece.replace(/[*?[\]\\]/g, '\\$&');
           if (glob && /[*?[]/.test(piece)) f.glob = true;
         }
-      });
+      }
     };
     // The parts of an unquoted ${x:-word} that applies join the word's own parts: what the
     // word quotes stays one field (${x:-"a  b"}), what it does not is split and globbed.
