@@ -834,6 +834,24 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect(started).toBe(Math.round(uptime! * 100));
   });
 
+  it('shows memory with free as toybox 0.8.9 does, from /proc/meminfo, and the load in /proc/loadavg', async () => {
+    const header = '\t\ttotal        used        free      shared     buffers\n';
+    // /proc/meminfo: MemTotal 7767864 kB, MemFree 412140, Buffers 5848, SwapTotal 4194300, SwapFree 3123456.
+    expect(await out('free -m')).toBe(
+      `${header}Mem:             7585        7183         402           0           5\n` +
+        '-/+ buffers/cache:           7177         408\nSwap:            4095        1045        3050\n',
+    );
+    expect(await out('free -h')).toBe(
+      `${header}Mem:             7.4G        7.0G        402M           0        5.7M\n` +
+        '-/+ buffers/cache:           7.0G        408M\nSwap:            4.0G        1.0G        2.9G\n',
+    );
+    expect(await sh('free -h -k; free -x')).toMatchObject({
+      code: 1,
+      err: "free: No 'k' with 'h' (see \"free --help\")\nfree: Unknown option 'x' (see \"free --help\")\n",
+    });
+    expect(await out('cut -d" " -f1-3 /proc/loadavg')).toBe('0.42 0.31 0.18\n');
+  });
+
   it('lists the phone’s listening abstract sockets in /proc/net/unix, as Appium looks for DevTools', async () => {
     const device = newDevice();
     const header = 'Num       RefCount Protocol Flags    Type St Inode Path\n';

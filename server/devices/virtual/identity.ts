@@ -54,3 +54,6 @@ export function connectBanner(): string {
     `ro.product.device=${DEVICE.device};features=${ADB_FEATURES.join(',')}`
   );
 }
+
+/** The system's load averages (1, 5 and 15 minutes), as uptime and /proc/loadavg show them. */
+export const LOAD_AVERAGES = ['0.42', '0.31', '0.18'] as const;

@@ -4,7 +4,7 @@
  */
 import { MEDIA_RW_GID, ROOT_UID, SHELL_UID, SystemImageBuilder } from './fs.js';
 import type { DirNode } from './fs.js';
-import { CPUS, DEVICE } from './identity.js';
+import { CPUS, DEVICE, LOAD_AVERAGES } from './identity.js';
 import { builtInApkPaths } from './packages.js';
 
 /** An empty zip archive: stands in for system APKs nobody reads (they exist for pm path and pull). */
@@ -428,6 +428,8 @@ export function buildSystemImage(): DirNode {
   b.dir('/proc', 0o555);
   b.file('/proc/cpuinfo', CPUINFO, 0o444);
   b.file('/proc/meminfo', MEMINFO, 0o444);
+  // The load averages uptime shows, one running of the threads, and the last pid given.
+  b.file('/proc/loadavg', `${LOAD_AVERAGES.join(' ')} 1/1094 4861\n`, 0o444);
   b.file(
     '/proc/version',
     'Linux version 5.15.110-android14-11 (build-user@build-host) (Android clang version 17.0.2) #1 SMP PREEMPT\n',

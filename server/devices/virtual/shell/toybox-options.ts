@@ -34,6 +34,7 @@ const TOYBOX_OPTIONS: Record<string, ToyboxOptions> = {
   egrep: { flags: 'ZzEFHIabhinorRsvwcLlqx', values: 'SMefCBAm', argfail: 2 },
   fgrep: { flags: 'ZzEFHIabhinorRsvwcLlqx', values: 'SMefCBAm', argfail: 2 },
   find: { flags: 'HL', stop: true, lenient: true },
+  free: { flags: 'hgmkb' },
   getconf: { flags: 'al' },
   grep: { flags: 'ZzEFHIabhinorRsvwcLlqx', values: 'SMefCBAm', argfail: 2 },
   gunzip: { flags: 'cdfk123456789' },

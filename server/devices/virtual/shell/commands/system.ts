@@ -1,5 +1,6 @@
 /** System applets: getprop, setprop, settings, id, date, which, sh, log, run-as, ... */
 import { DEFAULT_IME } from '../../device.js';
+import { LOAD_AVERAGES } from '../../identity.js';
 import { appCredentials } from '../../fs.js';
 import { SYSTEM_BIN } from '../../system-image.js';
 import { isNamespace } from '../../settings.js';
@@ -7,6 +8,7 @@ import { SYSTEM_SERVICES, publishedServices } from '../../system-services.js';
 import { commandSource, fail, getopt, quoteWord, resolvePath } from '../command.js';
 import type { CommandFn } from '../command.js';
 import { readAll } from '../io.js';
+import { humanReadable } from './dd.js';
 import { userName } from './format.js';
 
 const getprop: CommandFn = (ctx) => {
@@ -275,7 +277,43 @@ const uptime: CommandFn = (ctx) => {
     (hours > 0
       ? `${String(hours).padStart(2)}:${String(minutes % 60).padStart(2, '0')}, `
       : `${minutes % 60} min, `);
-  ctx.stdout.write(` ${strftime('%T', now)} up ${since} 0 users,  load average: 0.42, 0.31, 0.18\n`);
+  ctx.stdout.write(
+    ` ${strftime('%T', now)} up ${since} 0 users,  load average: ${LOAD_AVERAGES.join(', ')}\n`,
+  );
+  return 0;
+};
+
+/**
+ * toybox free [-bkmgh]: memory and swap from /proc/meminfo (the kernel's sysinfo), in bytes
+ * (-k -m -g: KiB, MiB, GiB; -h: toybox's human-readable sizes), in toybox 0.8.9's table.
+ */
+const free: CommandFn = (ctx) => {
+  const { operands } = getopt(ctx.args);
+  // In the order given: toybox names the later of two units as the one refused.
+  const units = [...new Set(ctx.args.filter((a) => !operands.includes(a)).flatMap((a) => [...a.slice(1)]))];
+  if (units.length > 1) return fail(ctx, `No '${units[1]}' with '${units[0]}' (see "free --help")`);
+  const meminfo = ctx.device.fs.readFile('/proc/meminfo').toString('utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(meminfo)?.[1] ?? 0);
+  const [total, freeRam, shared, buffers, swapTotal, swapFree] = [
+    'MemTotal',
+    'MemFree',
+    'Shmem',
+    'Buffers',
+    'SwapTotal',
+    'SwapFree',
+  ].map((field) => kb(field) * 1024) as [number, number, number, number, number, number];
+  const shift = { b: 0, k: 10, m: 20, g: 30 }[units[0] as 'b' | 'k' | 'm' | 'g'] ?? 0;
+  const show = (bytes: number) =>
+    units[0] === 'h'
+      ? humanReadable(bytes).replace(' ', '').replace(/B$/, '')
+      : String(Math.floor(bytes / 2 ** shift));
+  const col = (bytes: number, width: number) => show(bytes).padStart(width);
+  ctx.stdout.write(
+    '\t\ttotal        used        free      shared     buffers\n' +
+      `Mem:${col(total, 17)}${col(total - freeRam, 12)}${col(freeRam, 12)}${col(shared, 12)}${col(buffers, 12)}\n` +
+      `-/+ buffers/cache:${col(total - freeRam - buffers, 15)}${col(freeRam + buffers, 12)}\n` +
+      `Swap:${col(swapTotal, 16)}${col(swapTotal - swapFree, 12)}${col(swapFree, 12)}\n`,
+  );
   return 0;
 };
 
@@ -628,6 +666,7 @@ export const SYSTEM_COMMANDS: Record<string, CommandFn> = {
   uname,
   hostname,
   uptime,
+  free,
   env,
   printenv,
   sh,
