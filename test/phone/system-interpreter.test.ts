@@ -852,6 +852,40 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect(await out('cut -d" " -f1-3 /proc/loadavg')).toBe('0.42 0.31 0.18\n');
   });
 
+  it('shows processes with top as toybox 0.8.9 lays them out, in batch mode and on a screen', async () => {
+    let ms = Date.UTC(2026, 10, 27, 9, 0, 0);
+    const device = new Device({ systemRoot, log: quietLog, now: () => ms });
+    ms += 60_000;
+    const batch = (await sh('top -b -n 1 -p 1,$$ -u root,shell', { device })).out;
+    expect(batch.split('\n').slice(0, 5)).toEqual([
+      'Tasks: 2 total,   0 running,   2 sleeping,   0 stopped,   0 zombie',
+      '  Mem:  7767864K total,  7355724K used,   412140K free,     5848K buffers',
+      ' Swap:  4194300K total,  1070844K used,  3123456K free,  3131344K cached',
+      '900%cpu   0%user   0%nice   0%sys 900%idle   0%iow   0%irq   0%sirq   0%host',
+      '  PID USER         PR  NI VIRT  RES  SHR S[%CPU] %MEM     TIME+ ARGS',
+    ]);
+    // The longest running first: init since boot, then the shell.
+    expect(batch.split('\n').slice(5)).toEqual([
+      expect.stringMatching(
+        /^ {4}1 root {9}20 {3}0 +\S+ +\S+ +\S+ S {2}0\.0 +\d+\.\d +0:00\.00 init second_stage$/,
+      ),
+      expect.stringMatching(/^ \d{4} shell .* S {2}0\.0 .* sh$/),
+      '',
+    ]);
+    // top itself is running; without -b it draws a screen: escapes, \r\n, a reversed title line.
+    expect(await out('top -b -n 1 -q | grep top')).toMatch(/ R {2}0\.0 .* top -b -n 1 -q\n/);
+    const screen = await out('top -n 1 -m 2');
+    expect(screen.startsWith('\x1b[?25l\x1b[H\x1b[JTasks: ')).toBe(true);
+    expect(screen).toContain(
+      `\r\n\x1b[7m${'  PID USER         PR  NI VIRT  RES  SHR S[%CPU] %MEM     TIME+ ARGS'.padEnd(80)}\x1b[0m\r\n`,
+    );
+    expect(screen.endsWith('\r\x1b[?25h\x1b[0m\x1b[999H\x1b[K')).toBe(true);
+    expect(await out('top -b -n 2 -d 0.05 -q -p 1')).toMatch(/^ +1 root .*\n\n\n +1 root .*\n$/);
+    expect(await sh('top -x; top -b -n 1 -o PID')).toMatchObject({
+      err: 'top: Unknown option \'x\' (see "top --help")\ntop: -o: not modeled by the virtual phone\n',
+    });
+  });
+
   it('lists the phone’s listening abstract sockets in /proc/net/unix, as Appium looks for DevTools', async () => {
     const device = newDevice();
     const header = 'Num       RefCount Protocol Flags    Type St Inode Path\n';

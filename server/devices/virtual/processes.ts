@@ -309,18 +309,22 @@ export class ProcessTable {
   private readonly running = new Map<number, Process>();
   private readonly ptys = new Set<number>();
   private nextPid = 4000;
+  /** When the phone booted: the table is made as it boots. */
+  private readonly bootMs: number;
 
   constructor(
     private readonly now: () => number = () => Date.now(),
     /** Called when a permitted fatal signal reaches an app's process. */
     private readonly appKilled: (name: string) => void = () => undefined,
-  ) {}
+  ) {
+    this.bootMs = now();
+  }
 
   /** Every process, by pid: system services, apps, and what shells run. */
   list(): ProcessInfo[] {
-    const started = this.now();
     return [
-      ...SYSTEM_PROCESSES.map((p) => ({ ...p, startedMs: started })),
+      // The system's services have run since the phone booted.
+      ...SYSTEM_PROCESSES.map((p) => ({ ...p, startedMs: this.bootMs })),
       ...this.apps.values(),
       ...[...this.running.values()].map((p) => p.info),
     ].sort((a, b) => a.pid - b.pid);

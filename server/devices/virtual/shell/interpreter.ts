@@ -963,11 +963,11 @@ export class Interpreter {
       if (a.index) {
         const index = await this.subscript(a.index, io, signal);
         const assigned = (a.append ? (this.elementValue(a.name, index) ?? '') : '') + value;
-        traced.push(`${a.name}[${index >>> 0}]=${shellQuote(assigned)}`);
+        if (xtrace) traced.push(`${a.name}[${index >>> 0}]=${shellQuote(assigned)}`);
         this.setElement(a.name, index, assigned);
         continue;
       }
-      traced.push(`${a.name}=${shellQuote(value)}`);
+      if (xtrace) traced.push(`${a.name}=${shellQuote(value)}`);
       if (this.state.readonly.has(a.name)) throw new ShellError(`read-only: ${a.name}`, 2);
       assigns.push([a.name, a.append ? (this.state.vars.get(a.name) ?? '') + value : value]);
     }

@@ -73,6 +73,7 @@ const TOYBOX_OPTIONS: Record<string, ToyboxOptions> = {
   tail: { flags: 'fF', values: 'scn', lenient: true },
   tee: { flags: 'ia' },
   timeout: { flags: 'vi', values: 'ks', stop: true, argfail: 125 },
+  top: { flags: 'Hhbq', values: 'kopusdmnO' },
   touch: { flags: 'acfmh', values: 'drt' },
   tr: { flags: 'Ccsd', stop: true },
   truncate: { flags: 'c', values: 's' },

@@ -8,9 +8,10 @@ import { commName, uidOfUser } from '../../processes.js';
 import type { ProcessInfo, SignalResult } from '../../processes.js';
 import { SIGHUP, SIGKILL, SIGNALS, SIGTERM, signalName, signalNumber } from '../../signals.js';
 import { abortableSleep } from '../../timers.js';
-import { commandSource, usageError } from '../command.js';
+import { commandSource, fail, getopt, usageError } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { FileOutput, NULL_OUTPUT } from '../io.js';
+import { humanReadable } from './dd.js';
 
 /** toybox's xparsetime: `1.5`, `.25`, `2m`, `1d`; null with the error toybox prints. */
 export function parseDuration(spec: string): { ms: number } | { error: string } {
@@ -718,9 +719,136 @@ const stty: CommandFn = (ctx) => {
   return 0;
 };
 
+/** MemTotal of /proc/meminfo, kB (what %MEM is a share of). */
+function memTotalKb(ctx: CommandContext): number {
+  const meminfo = ctx.device.fs.readFile('/proc/meminfo').toString('utf8');
+  return Number(/^MemTotal:\s+(\d+)/m.exec(meminfo)?.[1] ?? 1);
+}
+
+/** toybox's human_readable_long(..., dgt, unit, HR_NODOT): at most `digits` digits, then a unit. */
+function unitsOf(value: number, digits: number, unit: number): string {
+  let n = Math.floor(value);
+  let u = unit;
+  while (String(n).length > digits) {
+    n = Math.floor((n + 512) / 1024);
+    u++;
+  }
+  return `${n}${u > 0 ? ' KMGTPEZY'[u] : ''}`;
+}
+
+/** The header lines of toybox top (tasks, memory, swap, CPUs), as its batch mode prints them. */
+function topHeader(ctx: CommandContext, list: ProcessInfo[]): string[] {
+  const count = (states: string) => list.filter((p) => states.includes(p.state ?? 'S')).length;
+  const meminfo = ctx.device.fs.readFile('/proc/meminfo').toString('utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(meminfo)?.[1] ?? 0);
+  // Kilobytes, or megabytes once the memory has eight digits of them (toybox's rule).
+  const k = kb('MemTotal') >= 10_000_000 ? 1 : 0;
+  const size = (n: number, digits: number) => unitsOf(n / 1024 ** k, digits, k + 1).padStart(10);
+  const line = (label: string, total: number, free: number, last: number, lastName: string) =>
+    ` ${label}:${size(total, 9)} total,${size(total - free, 8)} used,${size(free, 9)} free,${size(last, 9)} ${lastName}`;
+  const cpus = 9;
+  const percent = (name: string, value: number) => `${String(value).padStart(4)}%${name}`;
+  return [
+    `Tasks: ${list.length} total, ${String(count('R')).padStart(3)} running, ${String(count('SDI')).padStart(3)} sleeping, ${String(count('Tt')).padStart(3)} stopped, ${String(count('Z')).padStart(3)} zombie`,
+    line(' Mem', kb('MemTotal'), kb('MemFree'), kb('Buffers'), 'buffers'),
+    line('Swap', kb('SwapTotal'), kb('SwapFree'), kb('Cached'), 'cached'),
+    `${cpus * 100}%cpu${['user', 'nice', 'sys'].map((n) => percent(n, 0)).join('')}${percent('idle', cpus * 100)}${['iow', 'irq', 'sirq', 'host'].map((n) => percent(n, 0)).join('')}`,
+  ];
+}
+
+const TOP_TITLES = '  PID USER         PR  NI VIRT  RES  SHR S[%CPU] %MEM     TIME+ ARGS';
+
+/** A process as top's default columns show it (PID USER PR NI VIRT RES SHR S %CPU %MEM TIME+ ARGS). */
+function topRow(p: ProcessInfo, memTotal: number): string {
+  return [
+    String(p.pid).padStart(5),
+    p.user.padEnd(12),
+    '20',
+    '0'.padStart(3),
+    humanSize(p.vsz).padStart(4),
+    humanSize(p.rss).padStart(4),
+    // The virtual phone keeps no shared pages apart: three quarters of RES, as an app's are.
+    humanSize(Math.floor((p.rss * 3) / 4)).padStart(4),
+    (p.state ?? 'S').padEnd(1),
+    '0.0'.padStart(4),
+    ((p.rss / memTotal) * 100).toFixed(1).padStart(5),
+    '0:00.00'.padStart(9),
+    p.args.replace(/^\S*\//, ''),
+  ].join(' ');
+}
+
+/** A size in KiB as top prints it: three digits at most, one decimal under ten (`4.1M`, `10G`). */
+function humanSize(kb: number): string {
+  const text = humanReadable(kb * 1024).replace(' ', '');
+  return text.endsWith('B') ? text.slice(0, -1) : text;
+}
+
+/**
+ * toybox top [-bq] [-n N] [-d SECONDS] [-m LINES] [-p PID,] [-u USER,]: the phone's
+ * processes with the header toybox prints (tasks, memory from /proc/meminfo, CPUs), busiest
+ * first, then the longest running (the virtual phone keeps no CPU time: every process shows
+ * 0.0). -b prints plain lines; without it, as on a phone without a terminal, the screen's
+ * escape sequences and 80 columns of 20 processes. -n ends after N screens (every -d).
+ */
+const top: CommandFn = async (ctx) => {
+  const { flags, lists: values, operands } = getopt(ctx.args, 'kopusdmnO');
+  for (const f of ['H', 'h', 'k', 'o', 's', 'O'])
+    if (flags.has(f) || values.has(f)) return fail(ctx, `-${f}: not modeled by the virtual phone`);
+  if (operands.length > 0) return usageError(ctx, `Max 0 arguments`);
+  const number = (letter: string, fallback: number) => {
+    const v = values.get(letter)?.at(-1);
+    return v === undefined ? fallback : Number(v);
+  };
+  const iterations = number('n', Infinity);
+  const delay = parseDuration(values.get('d')?.at(-1) ?? '3');
+  if ('error' in delay) return fail(ctx, delay.error);
+  const maxRows = number('m', Infinity);
+  if (!(iterations >= 1) || !(maxRows >= 1)) return usageError(ctx, `-${iterations >= 1 ? 'm' : 'n'} < 1`);
+  const pids = new Set((values.get('p') ?? []).flatMap((v) => v.split(',')));
+  const users = new Set((values.get('u') ?? []).flatMap((v) => v.split(',')));
+  const batch = flags.has('b');
+  const memTotal = memTotalKb(ctx);
+  if (!batch) ctx.stdout.write('\x1b[?25l');
+  for (let i = 0; i < iterations; i++) {
+    const list = ctx.device.processes
+      .list()
+      .filter((p) => (pids.size === 0 || pids.has(String(p.pid))) && (users.size === 0 || users.has(p.user)))
+      // top itself is running (it is reading /proc as it draws).
+      .map((p) => (p.pid === ctx.process.info.pid ? { ...p, state: 'R' } : p))
+      // -%CPU (all alike here), then -ETIME (the longest running first), then -PID.
+      .sort((a, b) => a.startedMs - b.startedMs || b.pid - a.pid);
+    const header = flags.has('q') ? [] : [...topHeader(ctx, list), TOP_TITLES];
+    if (batch) {
+      const rows = list.slice(0, maxRows).map((p) => topRow(p, memTotal));
+      ctx.stdout.write([...header, ...rows].join('\n') + '\n');
+    } else {
+      // A screen of 80 columns and 25 lines: the header lines, then as many processes as fit.
+      const cut = (text: string) => (text.length > 80 ? `${text.slice(0, 79)}+` : text);
+      const lines = header.map((h, k) =>
+        k === header.length - 1 && !flags.has('q')
+          ? `\x1b[7m${cut(h).padEnd(80)}\x1b[0m\r\n`
+          : `${cut(h)}\r\n`,
+      );
+      const rows = list
+        .slice(0, Math.min(maxRows, 25 - header.length))
+        .map((p) =>
+          p.state === 'R' ? `\x1b[1m${cut(topRow(p, memTotal))}\x1b[m` : cut(topRow(p, memTotal)),
+        );
+      ctx.stdout.write(`\x1b[H\x1b[J${lines.join('')}${rows.join('\n')}\r`);
+    }
+    if (i + 1 >= iterations) break;
+    if (batch) ctx.stdout.write('\n\n');
+    await abortableSleep(delay.ms, ctx.signal);
+    if (ctx.signal.aborted) break;
+  }
+  if (!batch) ctx.stdout.write('\x1b[?25h\x1b[0m\x1b[999H\x1b[K');
+  return 0;
+};
+
 export const PROCESS_COMMANDS: Record<string, CommandFn> = {
   sleep,
   ps,
+  top,
   pidof,
   pgrep,
   pkill,
