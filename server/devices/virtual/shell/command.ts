@@ -140,6 +140,32 @@ export function getopt(
 }
 
 /**
+ * A toybox applet's arguments through getopt, each value option keeping every value given
+ * (`grep -e a -e b`), or the status after saying what is wrong as toybox says it: a missing
+ * value, a long option (`longOptions`: the applet has long options the virtual phone does
+ * not model; else toybox's `Unknown option`), a letter outside `modeled`. `status` is the
+ * applet's ARGFAIL (grep's and sort's are 2).
+ */
+export function toyboxArgs(
+  ctx: CommandContext,
+  valued: string,
+  modeled: string,
+  options: { status?: number; longOptions?: boolean } = {},
+): { flags: Set<string>; values: Map<string, string[]>; operands: string[] } | number {
+  const status = options.status ?? 1;
+  const { flags, lists, operands, unknown, missing } = getopt(ctx.args, valued);
+  const usage = (message: string) => fail(ctx, `${message} (see "${ctx.name} --help")`, status);
+  if (missing !== null) return usage(`Missing argument to -${missing}`);
+  const other = [...flags].find((f) => !modeled.includes(f));
+  if (other !== undefined) return fail(ctx, `-${other}: not modeled by the virtual phone`, status);
+  if (unknown[0] !== undefined)
+    return options.longOptions
+      ? fail(ctx, `${unknown[0]}: not modeled by the virtual phone`, status)
+      : usage(`Unknown option '${unknown[0].slice(2)}'`);
+  return { flags, values: lists, operands };
+}
+
+/**
  * Opens an operand for reading, as toybox's loopfiles does: `-` is stdin, a file its bytes,
  * a device its stream. On failure writes `NAME: OPERAND: reason` and returns null.
  */

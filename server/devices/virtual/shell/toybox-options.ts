@@ -53,6 +53,8 @@ const TOYBOX_OPTIONS: Record<string, ToyboxOptions> = {
   mv: { flags: 'vnFfiT', values: 't' },
   nc: { flags: 'tElL46uUn', values: 'wWpqsf', stop: true },
   nl: { flags: 'E', values: 'vlwbns' },
+  od: { flags: 'vxsodcb', values: 'jwNAt' },
+  paste: { flags: 's', values: 'd' },
   pgrep: { flags: 'clfnovx', values: 'duUtsPgGL', lenient: true },
   pidof: { flags: 'sx', values: 'o' },
   pkill: { flags: 'Vfnovx', values: 'uUtsPgGl', lenient: true },
@@ -85,6 +87,7 @@ const TOYBOX_OPTIONS: Record<string, ToyboxOptions> = {
   wc: { flags: 'mcwl' },
   which: { flags: 'a' },
   xargs: { flags: 'optr0', values: 'EPns', stop: true },
+  xxd: { flags: 'ipr', values: 'clogs' },
   zcat: { flags: 'cdfk123456789' },
 };
 

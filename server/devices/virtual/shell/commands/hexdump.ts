@@ -1,26 +1,9 @@
 /** Byte dumps and line merging as toybox 0.8.9 prints them: od, xxd and paste. */
-import { fail, getopt, openOperand, resolvePath, usageError } from '../command.js';
+import { fail, resolvePath, toyboxArgs, usageError } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { openInput, readAll } from '../io.js';
 import type { Input } from '../io.js';
-import { atolx, C_ESCAPES } from './text.js';
-
-/**
- * getopt's reading of the arguments (each value option's values in order), with what is
- * wrong said as toybox says it: the flags, the values, the operands; or the status.
- */
-function parseOptions(
-  ctx: CommandContext,
-  flagLetters: string,
-  valueLetters: string,
-): { flags: Set<string>; values: Map<string, string[]>; operands: string[] } | number {
-  const { flags, lists, operands, unknown, missing } = getopt(ctx.args, valueLetters);
-  if (unknown[0] !== undefined) return usageError(ctx, `Unknown option '${unknown[0].slice(2)}'`);
-  const other = [...flags].find((f) => !flagLetters.includes(f));
-  if (other !== undefined) return usageError(ctx, `Unknown option '${other}'`);
-  if (missing !== null) return usageError(ctx, `Missing argument to -${missing}`);
-  return { flags, values: lists, operands };
-}
+import { atolx, C_ESCAPES, eachOperand } from './text.js';
 
 /** A numeric option's last value (atolx), checked against a lowest and highest value. */
 function numberOption(
@@ -38,24 +21,6 @@ function numberOption(
   if (n < low) return `-${letter} < ${low}`;
   if (n > high) return `-${letter} > ${high}`;
   return n;
-}
-
-/** Every operand's bytes in turn (stdin for none or `-`); a missing one is said, status 1. */
-async function readOperands(
-  ctx: CommandContext,
-  operands: string[],
-): Promise<{ parts: { name: string; data: Buffer }[]; status: number }> {
-  const parts: { name: string; data: Buffer }[] = [];
-  let status = 0;
-  for (const f of operands.length > 0 ? operands : ['-']) {
-    const input = openOperand(ctx, f);
-    if (!input) {
-      status = 1;
-      continue;
-    }
-    parts.push({ name: f, data: await readAll(input) });
-  }
-  return { parts, status };
 }
 
 /** od's output types: a(scii name), c(har), d(ecimal), u(nsigned), o(ctal), (he)x; size in bytes. */
@@ -142,7 +107,7 @@ function odItem(t: OdType, bytes: Buffer, at: number): { text: string; pad: numb
  * as `*` (unless -v), the address in octal unless -A says otherwise. (-t f is not modeled.)
  */
 const od: CommandFn = async (ctx) => {
-  const parsed = parseOptions(ctx, 'vxsodcb', 'jwNAt');
+  const parsed = toyboxArgs(ctx, 'jwNAt', 'vxsodcb');
   if (typeof parsed === 'number') return parsed;
   const { flags, values, operands } = parsed;
   const width = numberOption(ctx, values, 'w', 16, 1);
@@ -169,7 +134,8 @@ const od: CommandFn = async (ctx) => {
     const bad = odTypes(spec, types);
     if (bad !== null) return fail(ctx, bad);
   }
-  const { parts, status } = await readOperands(ctx, operands);
+  const parts: { name: string; data: Buffer }[] = [];
+  const status = await eachOperand(ctx, operands, (data, name) => void parts.push({ name, data }));
   let data = Buffer.concat(parts.map((p) => p.data));
   data = data.subarray(Math.min(skip as number, data.length));
   if ((limit as number) < data.length) data = data.subarray(0, limit as number);
@@ -222,7 +188,7 @@ const od: CommandFn = async (ctx) => {
  * C initializer bytes, -r turns a dump (or -p's hex) back into bytes.
  */
 const xxd: CommandFn = async (ctx) => {
-  const parsed = parseOptions(ctx, 'ipr', 'clogs');
+  const parsed = toyboxArgs(ctx, 'clogs', 'ipr');
   if (typeof parsed === 'number') return parsed;
   const { flags, values, operands } = parsed;
   if (flags.has('r') && values.has('s')) return usageError(ctx, "No 's' with 'r'");
@@ -242,7 +208,8 @@ const xxd: CommandFn = async (ctx) => {
   }
   const c = numbers.c!;
   const g = plain && !values.has('g') ? c : numbers.g!;
-  const { parts, status } = await readOperands(ctx, operands);
+  const parts: { name: string; data: Buffer }[] = [];
+  const status = await eachOperand(ctx, operands, (data, name) => void parts.push({ name, data }));
   if (parts.length === 0) return status;
   let data = parts[0]!.data;
   let out = '';
@@ -342,7 +309,7 @@ function pasteDelimiters(list: string): string[] {
  * operands share stdin, a line each in turn.
  */
 const paste: CommandFn = async (ctx) => {
-  const parsed = parseOptions(ctx, 's', 'd');
+  const parsed = toyboxArgs(ctx, 'd', 's');
   if (typeof parsed === 'number') return parsed;
   const { flags, values, operands } = parsed;
   const list = values.get('d')?.at(-1) ?? '\t';

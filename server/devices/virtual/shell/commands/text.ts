@@ -1,6 +1,6 @@
 /** Text applets for pipes: echo, printf, grep, head, tail, wc, sort, uniq, tr, cut, tee, ... */
 import { FsError } from '../../fs.js';
-import { commandSource, fail, getopt, openOperand, resolvePath, usageError } from '../command.js';
+import { commandSource, fail, getopt, openOperand, resolvePath, toyboxArgs, usageError } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { readAll } from '../io.js';
 import { abortableSleep } from '../../timers.js';
@@ -496,23 +496,6 @@ export function splitLines(text: string): string[] {
   return lines;
 }
 
-/**
- * getopt's reading of an applet's arguments, each value option keeping every value given;
- * a missing value or an option outside `modeled` is said (status 2) and gives a number.
- */
-function toyboxArgs(
-  ctx: CommandContext,
-  valued: string,
-  modeled: string,
-): { flags: Set<string>; values: Map<string, string[]>; operands: string[] } | number {
-  const { flags, lists, operands, unknown, missing } = getopt(ctx.args, valued);
-  if (missing !== null) return fail(ctx, `Missing argument to -${missing} (see "${ctx.name} --help")`, 2);
-  const other = [...flags].find((f) => !modeled.includes(f));
-  if (other !== undefined) return fail(ctx, `-${other}: not modeled by the virtual phone`, 2);
-  if (unknown[0] !== undefined) return fail(ctx, `${unknown[0]}: not modeled by the virtual phone`, 2);
-  return { flags, values: lists, operands };
-}
-
 /** What Android's regcomp says is wrong with the first bad pattern, as `: MESSAGE` ('' if none says). */
 function regexErrorOf(patterns: readonly string[], extended: boolean): string {
   for (const p of patterns) {
@@ -560,7 +543,7 @@ const grep: CommandFn = async (ctx) => {
     else if (long[1] !== 'line-buffered')
       return fail(ctx, `--${long[1]}: not modeled by the virtual phone`, 2);
   }
-  const parsed = toyboxArgs({ ...ctx, args }, GREP_VALUES, GREP_FLAGS);
+  const parsed = toyboxArgs({ ...ctx, args }, GREP_VALUES, GREP_FLAGS, { status: 2, longOptions: true });
   if (typeof parsed === 'number') return parsed;
   const { flags, operands } = parsed;
   const numbers = new Map<string, number>();
@@ -1079,7 +1062,7 @@ function compareSortText(a: string, b: string, flags: string): number {
  * whole line last (unless -s); -c checks instead of sorting (`sort: -: Check line N`).
  */
 const sort: CommandFn = async (ctx) => {
-  const parsed = toyboxArgs(ctx, 'kto', 'bcfnrsu');
+  const parsed = toyboxArgs(ctx, 'kto', 'bcfnrsu', { status: 2, longOptions: true });
   if (typeof parsed === 'number') return parsed;
   const { flags, operands } = parsed;
   const keys: SortKey[] = [];
@@ -1298,7 +1281,7 @@ const tr: CommandFn = async (ctx) => {
 };
 
 /** Each operand's bytes (stdin for none or `-`); a missing one is said and makes the status 1. */
-async function eachOperand(
+export async function eachOperand(
   ctx: CommandContext,
   operands: string[],
   fn: (data: Buffer, name: string) => void | Promise<void>,
