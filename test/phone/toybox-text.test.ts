@@ -102,6 +102,15 @@ describe('grep (more)', () => {
     expect((await sh("printf 'foo bar\\n' | grep -w 'o*'")).code).toBe(1);
   });
 
+  it('reads long options as toybox grep does: its own, --color to no terminal, and an unknown one (status 2)', async () => {
+    expect(await sh("printf 'a\\nb\\n' | grep --count --color a")).toEqual({ code: 0, out: '1\n', err: '' });
+    expect(await sh('grep --foo a; echo $?; grep --count=1 a; echo $?')).toEqual({
+      code: 0,
+      out: '2\n2\n',
+      err: 'grep: Unknown option \'foo\' (see "grep --help")\ngrep: Unknown option \'count=1\' (see "grep --help")\n',
+    });
+  });
+
   it('matches back-references, each -e pattern counting its own groups, and refuses one with no group', async () => {
     expect((await sh("printf 'aa\\nab\\n' | grep '\\(a\\)\\1'")).out).toBe('aa\n');
     expect((await sh("printf 'abab\\nxx\\nqrr\\n' | grep -E -e '(ab)\\1' -e '(q)(r)\\2'")).out).toBe(

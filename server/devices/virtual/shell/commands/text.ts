@@ -511,6 +511,8 @@ function regexErrorOf(patterns: readonly string[], extended: boolean): string {
 /** grep's options: those that take a value, and the flags it models. */
 const GREP_VALUES = 'efmABC';
 const GREP_FLAGS = 'EFHIbchilLnoqsvwxzZ';
+/** toybox grep's long options that are no letter of its own (the virtual phone models only the first). */
+const GREP_OTHER_LONG = new Set(['line-buffered', 'color', 'exclude-dir', 'exclude', 'include']);
 /** grep's long options that are one of its letters. */
 const GREP_LONG: Record<string, string> = {
   'byte-offset': 'b',
@@ -537,11 +539,18 @@ const grep: CommandFn = async (ctx) => {
       args.push(...ctx.args.slice(i));
       break;
     }
-    const long = /^--([a-z-]+)(=.*)?$/.exec(a);
-    if (!long) args.push(a);
-    else if (GREP_LONG[long[1]!] && long[2] === undefined) args.push(`-${GREP_LONG[long[1]!]}`);
-    else if (long[1] !== 'line-buffered')
-      return fail(ctx, `--${long[1]}: not modeled by the virtual phone`, 2);
+    const long = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
+    if (!long) {
+      args.push(a);
+      continue;
+    }
+    const [, name, value] = long as unknown as [string, string, string | undefined];
+    if (GREP_LONG[name] && value === undefined) args.push(`-${GREP_LONG[name]}`);
+    else if (!GREP_OTHER_LONG.has(name) || (name === 'line-buffered' && value !== undefined))
+      return fail(ctx, `Unknown option '${a.slice(2)}' (see "${ctx.name} --help")`, 2);
+    // toybox colours unless --color (or =auto) goes to no terminal; =never colours too (its quirk).
+    else if (name === 'color' && (value === undefined || value === 'auto') && !ctx.stdout.terminal) continue;
+    else if (name !== 'line-buffered') return fail(ctx, `${a}: not modeled by the virtual phone`, 2);
   }
   const parsed = toyboxArgs({ ...ctx, args }, GREP_VALUES, GREP_FLAGS, { status: 2, longOptions: true });
   if (typeof parsed === 'number') return parsed;
