@@ -1456,7 +1456,7 @@ export class Interpreter {
         continue;
       }
       // Only export and readonly may be added to a read-only variable.
-      if (readonly.has(name) && (eq >= 0 || remove.size > 0 || add.has('i')))
+      if (readonly.has(name) && (eq >= 0 || remove.size > 0 || [...'iulLRZ'].some((f) => add.has(f))))
         throw new ShellError(`${builtin}: read-only: ${name}`, 2);
       if (add.has('i')) integer.add(name);
       if (remove.has('i')) integer.delete(name);
@@ -1846,6 +1846,7 @@ export class Interpreter {
       const names = [...new Set([...this.state.vars.keys(), ...this.state.elements.keys()])].sort();
       for (const name of names) {
         const items = this.arrayElements(name);
+        if (items.length === 0) continue;
         if (!this.state.elements.get(name)?.size) io.stdout.write(`${name}=${shellQuote(items[0]![1])}\n`);
         else for (const [i, v] of items) io.stdout.write(`${name}[${i}]=${shellQuote(v)}\n`);
       }
@@ -2176,7 +2177,10 @@ export class Interpreter {
                     .join('')}`,
               )
               .join(',')}\n`
-          : `${this.state.umask.toString(8).padStart(3, '0')}\n`,
+          : `${this.state.umask
+              .toString(8)
+              .padStart(3, '0')
+              .replace(/^[1-7]/, '0$&')}\n`,
       );
       return 0;
     }
