@@ -208,23 +208,26 @@ describe('bytes written before a close', () => {
     // through the reverse port and hands each chunk of the answer back asynchronously, then
     // closes right after its last write.
     const appPort = 48000 + Math.floor(Math.random() * 1000);
-    v.phone.device.ports.set(appPort, (client) =>
-      readMessage(client, (payload) => {
-        const up = v.phone.device.network.connectPort(reversePort)!;
-        up.write(framed(payload));
-        void (async () => {
-          try {
-            for await (const chunk of up) {
-              await new Promise((resolve) => setImmediate(resolve));
-              client.write(chunk as Buffer);
+    const unlisten = v.phone.device.network.listen(
+      appPort,
+      (client) =>
+        readMessage(client, (payload) => {
+          const up = v.phone.device.network.connectPort(reversePort)!;
+          up.write(framed(payload));
+          void (async () => {
+            try {
+              for await (const chunk of up) {
+                await new Promise((resolve) => setImmediate(resolve));
+                client.write(chunk as Buffer);
+              }
+              up.end();
+              client.end();
+            } catch {
+              client.destroy();
             }
-            up.end();
-            client.end();
-          } catch {
-            client.destroy();
-          }
-        })();
-      }),
+          })();
+        }),
+      { uid: 10_200, bind: 'any' },
     );
     const local = await freePort();
     await v.adbOk(['forward', `tcp:${local}`, `tcp:${appPort}`]);
@@ -242,7 +245,7 @@ describe('bytes written before a close', () => {
       });
       if (!answer.equals(payload)) short.push(`round ${round}: ${answer.length} of ${payload.length} bytes`);
     }
-    v.phone.device.ports.delete(appPort);
+    unlisten();
     await v.adbOk(['forward', '--remove', `tcp:${local}`]);
     await v.adbOk(['reverse', '--remove', `tcp:${reversePort}`]);
     await host.close();

@@ -25,7 +25,10 @@ beforeAll(async () => {
     log: quietLog,
   })) as VirtualPhone;
   // A server an app on the phone runs: the browser reaches it as localhost:8123.
-  phone.device.ports.set(8123, (socket) => pages.emit('connection', socket));
+  phone.device.network.listen(8123, (socket) => pages.emit('connection', socket), {
+    uid: 10_200,
+    bind: 'any',
+  });
 });
 
 afterAll(async () => {

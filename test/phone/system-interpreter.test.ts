@@ -583,12 +583,19 @@ describe('activity manager', () => {
       cls: 'androidx.test.runner.AndroidJUnitRunner',
     });
     if (started.kind !== 'server') throw new Error(`not started: ${started.kind}`);
-    expect(device.ports.has(UIA2_PORT)).toBe(true);
-    // Something else took the port meanwhile: stopping must leave it alone.
-    const other = () => undefined;
-    device.ports.set(UIA2_PORT, other);
+    expect(device.network.isListening(UIA2_PORT)).toBe(true);
     started.stop('test');
-    expect(device.ports.get(UIA2_PORT)).toBe(other);
+    expect(device.network.isListening(UIA2_PORT)).toBe(false);
+    // Something else listens there now (an adb reverse): the server cannot bind, as Netty's
+    // cannot, and the listener is left alone.
+    const unlisten = device.network.listen(UIA2_PORT, () => undefined, { uid: 2000, bind: 'loopback' });
+    const again = device.activity.startInstrumentation({
+      pkg: 'io.appium.uiautomator2.server.test',
+      cls: 'androidx.test.runner.AndroidJUnitRunner',
+    });
+    expect(again).toEqual({ kind: 'crashed', reason: expect.stringContaining('Address already in use') });
+    expect(device.network.isListening(UIA2_PORT)).toBe(true);
+    unlisten();
   });
 });
 

@@ -8,7 +8,7 @@ import type { LogBuffer, LogPriority } from './logcat.js';
 import type { ProcessTable } from './processes.js';
 import type { PackageManager } from './packages.js';
 import { BROWSER_PACKAGE, type BrowserApp } from './browser/browser-app.js';
-import type { PortHandler } from './network.js';
+import type { PhoneNetwork, PortHandler } from './network.js';
 import { appUserName } from './packages.js';
 import type { PackageRecord } from './packages.js';
 import { runsOnThisPhone } from './ui/phone-ui.js';
@@ -26,8 +26,8 @@ export interface ActivityHost {
   readonly ui: PhoneUi;
   readonly hasUi: boolean;
   readonly now: () => number;
-  /** Ports inside the phone that accept connections (`tcp:PORT` streams). */
-  readonly ports: Map<number, PortHandler>;
+  /** The phone's network: what listens on its ports (`tcp:PORT` streams). */
+  readonly network: PhoneNetwork;
   /** Chrome, or null when this phone has no browser to run. */
   readonly browser: BrowserApp | null;
   readonly log: DeviceLogger;
@@ -317,9 +317,18 @@ export class ActivityManager {
       this.device.processes.stopPackage(target.name);
       return { kind: 'crashed', reason: 'UiAutomator2 server is not available on this phone' };
     }
+    if (this.device.network.isListening(UIA2_PORT)) {
+      // Its server cannot bind (something else listens there: an `adb reverse`, `nc -l`).
+      this.device.processes.stopPackage(target.name);
+      return {
+        kind: 'crashed',
+        reason: `java.net.BindException: bind failed: EADDRINUSE (Address already in use)`,
+      };
+    }
     const server = factory(this.device);
     const handler: PortHandler = (socket) => server.handleConnection(socket);
-    this.device.ports.set(UIA2_PORT, handler);
+    // A Java server: it listens on the IPv6 wildcard, as the app it runs in.
+    const unlisten = this.device.network.listen(UIA2_PORT, handler, { uid: target.uid, bind: 'any' });
     this.log('I', 'AppiumUiAutomator2Server', `Starting Server on port ${UIA2_PORT}`);
     let finish: (end: InstrumentationEnd) => void = () => undefined;
     const done = new Promise<InstrumentationEnd>((resolve) => (finish = resolve));
@@ -328,8 +337,7 @@ export class ActivityManager {
       if (stopped) return;
       stopped = true;
       this.instrumentations.delete(key);
-      // Free the port only if it is still ours (nc.ts does the same).
-      if (this.device.ports.get(UIA2_PORT) === handler) this.device.ports.delete(UIA2_PORT);
+      unlisten();
       try {
         server.close();
       } catch (error) {

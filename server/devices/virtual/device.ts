@@ -102,8 +102,6 @@ export class Device {
   readonly bootMs: number;
   /** The phone's own network: its loopback ports, abstract sockets and the way out. */
   readonly network: PhoneNetwork;
-  /** Ports inside the phone that accept connections (`tcp:PORT` streams); the network's table. */
-  readonly ports: Map<number, PortHandler>;
   /** Chrome (`com.android.chrome`), or null when this phone has no browser to run. */
   readonly browser: BrowserApp | null;
   /** The screen recorder's encoder threads, kept between recordings (screenrecord). */
@@ -136,20 +134,18 @@ export class Device {
       (this.props.get('ro.product.cpu.abilist') ?? '').split(',').filter(Boolean),
     );
     this.activity = new ActivityManager(this);
-    this.network = new PhoneNetwork((target) =>
-      this.logcat.add({
-        pid: 860,
-        tid: 901,
-        priority: 'W',
-        tag: 'PhoneNetwork',
-        message: `connection to ${target} refused: nothing listens there on the phone (use adb reverse to reach the host)`,
-      }),
+    this.network = new PhoneNetwork(
+      (target) =>
+        this.logcat.add({
+          pid: 860,
+          tid: 901,
+          priority: 'W',
+          tag: 'PhoneNetwork',
+          message: `connection to ${target} refused: nothing listens there on the phone (use adb reverse to reach the host)`,
+        }),
+      this.packages.get(BROWSER_PACKAGE)?.uid,
     );
-    this.ports = this.network.ports;
-    this.fs.mount(
-      '/proc/net',
-      procNetDirectory(() => this.network.abstractSockets.keys(), this.now),
-    );
+    this.fs.mount('/proc/net', procNetDirectory(this.network, this.now));
     this.browser = options.browser ? this.createBrowser(options.browser) : null;
     if (!this.browser) this.packages.setUnavailable(BROWSER_PACKAGE);
     // A changed app set or setting redraws what shows it, but never creates the UI for that.

@@ -43,46 +43,182 @@ export interface ReverseEntry {
   remove(): void;
 }
 
+/**
+ * Who listens on a port, as the kernel lists the socket (/proc/net/tcp, netstat): adbd's
+ * `adb reverse` listeners bind IPv4 loopback (adbd listens on 127.0.0.1 only); Java servers
+ * (ServerSocket, Netty: the UiAutomator2 server) and toybox `nc -l` bind the IPv6 wildcard,
+ * which takes IPv4 connections too.
+ */
+export interface PortOwner {
+  uid: number;
+  bind: 'loopback' | 'any';
+}
+
+/** One TCP socket on the phone, as /proc/net/tcp and /proc/net/tcp6 list it. */
+export interface TcpSocket {
+  /** tcp6 for a socket of the IPv6 family (its IPv4 peers show as ::ffff:a.b.c.d). */
+  family: 4 | 6;
+  local: string;
+  localPort: number;
+  remote: string;
+  remotePort: number;
+  /** The kernel's state number: 0x0A listening, 0x01 established. */
+  state: number;
+  uid: number;
+  inode: number;
+}
+
+/** adbd's uid (`shell`): the client end of every `adb forward` connection is adbd's. */
+export const ADBD_UID = 2000;
+export const TCP_LISTEN = 0x0a;
+export const TCP_ESTABLISHED = 0x01;
+
+interface Listener {
+  handler: PortHandler;
+  owner: PortOwner;
+  inode: number;
+}
+
 export class PhoneNetwork {
-  /** Ports on the phone's loopback that accept connections. */
-  readonly ports = new Map<number, PortHandler>();
+  /** Ports on the phone's loopback that accept connections, and who listens there. */
+  private readonly listeners = new Map<number, Listener>();
+  /** Connections to those ports that are open: both ends, as the kernel lists them. */
+  private readonly connections = new Set<[TcpSocket, TcpSocket]>();
+  /** Socket inodes, as the kernel numbers them: one each, never reused while the phone runs. */
+  private inodes = 41_250;
+  /** The next client port of a loopback connection (the kernel's ephemeral range). */
+  private nextClientPort = EPHEMERAL_FIRST + 4_096;
   /** Abstract unix sockets (`localabstract:NAME`), e.g. Chrome's `chrome_devtools_remote`. */
   readonly abstractSockets = new Map<string, PortHandler>();
   /**
-   * `adb reverse` listeners by phone port (adbd keeps one table for the device). Their
-   * handlers are in `ports` too; the adb reverse service owns the entries.
+   * `adb reverse` listeners by phone port (adbd keeps one table for the device). They
+   * listen like any other server on the phone; the adb reverse service owns the entries.
    */
   readonly reverses = new Map<number, ReverseEntry>();
   private proxy: { server: Server; port: Promise<number>; sockets: Set<Socket> } | null = null;
   private closed = false;
 
-  constructor(private readonly onRefused: (what: string) => void = () => undefined) {}
+  /**
+   * @param onRefused told of each proxied connection nobody on the phone listens for.
+   * @param proxyClientUid the uid of the process whose connections come through the proxy
+   *   (Chrome's): the client end of its loopback connections is listed as its.
+   */
+  constructor(
+    private readonly onRefused: (what: string) => void = () => undefined,
+    private readonly proxyClientUid = ADBD_UID,
+  ) {}
+
+  /** True when something on the phone listens on this port. */
+  isListening(port: number): boolean {
+    return this.listeners.has(port);
+  }
+
+  /**
+   * Listens on a port of the phone's loopback (the caller has checked it is free: each
+   * server words "Address already in use" its own way). Returns what stops listening; it
+   * frees the port only while the port is still this listener's.
+   */
+  listen(port: number, handler: PortHandler, owner: PortOwner): () => void {
+    if (this.listeners.has(port)) throw new Error(`port ${port} is already in use on the phone`);
+    const listener: Listener = { handler, owner, inode: this.inodes++ };
+    this.listeners.set(port, listener);
+    return () => {
+      if (this.listeners.get(port) === listener) this.listeners.delete(port);
+    };
+  }
 
   /** A free port for `tcp:0`. */
   ephemeralPort(): number {
-    for (let p = EPHEMERAL_FIRST; p <= EPHEMERAL_LAST; p++) if (!this.ports.has(p)) return p;
+    for (let p = EPHEMERAL_FIRST; p <= EPHEMERAL_LAST; p++) if (!this.listeners.has(p)) return p;
     throw new Error('no free port on the phone');
   }
 
+  /**
+   * Hands a connection to what listens on the port (adbd's `tcp:PORT` stream, a proxied
+   * browser request): false when nothing listens there. The connection is listed as the
+   * kernel lists a loopback connection (the server's end and the client's) until it closes.
+   */
+  accept(port: number, socket: Duplex, clientUid: number): boolean {
+    const listener = this.listeners.get(port);
+    if (!listener) return false;
+    const clientPort = this.clientPort();
+    const v6 = listener.owner.bind === 'any';
+    const server: TcpSocket = {
+      family: v6 ? 6 : 4,
+      local: v6 ? '::ffff:127.0.0.1' : '127.0.0.1',
+      localPort: port,
+      remote: v6 ? '::ffff:127.0.0.1' : '127.0.0.1',
+      remotePort: clientPort,
+      state: TCP_ESTABLISHED,
+      uid: listener.owner.uid,
+      inode: this.inodes++,
+    };
+    const client: TcpSocket = {
+      family: 4,
+      local: '127.0.0.1',
+      localPort: clientPort,
+      remote: '127.0.0.1',
+      remotePort: port,
+      state: TCP_ESTABLISHED,
+      uid: clientUid,
+      inode: this.inodes++,
+    };
+    const pair: [TcpSocket, TcpSocket] = [server, client];
+    this.connections.add(pair);
+    socket.once('close', () => this.connections.delete(pair));
+    listener.handler(socket);
+    return true;
+  }
+
   /** Connects to a port on the phone's loopback; null when nothing listens there. */
-  connectPort(port: number): Duplex | null {
-    const handler = this.ports.get(port);
-    return handler ? this.attach(handler) : null;
+  connectPort(port: number, clientUid = ADBD_UID): Duplex | null {
+    if (!this.listeners.has(port)) return null;
+    const [client, server] = this.socketPair();
+    this.accept(port, server, clientUid);
+    return client;
   }
 
   /** Connects to an abstract socket; null when nothing listens on that name. */
   connectAbstract(name: string): Duplex | null {
     const handler = this.abstractSockets.get(name);
-    return handler ? this.attach(handler) : null;
+    if (!handler) return null;
+    const [client, server] = this.socketPair();
+    handler(server);
+    return client;
   }
 
-  private attach(handler: PortHandler): Duplex {
+  /** The phone's TCP sockets: listeners first (by port), then open connections. */
+  tcpSockets(): TcpSocket[] {
+    const listening = [...this.listeners.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([port, { owner, inode }]): TcpSocket => {
+        const v6 = owner.bind === 'any';
+        return {
+          family: v6 ? 6 : 4,
+          local: v6 ? '::' : '127.0.0.1',
+          localPort: port,
+          remote: v6 ? '::' : '0.0.0.0',
+          remotePort: 0,
+          state: TCP_LISTEN,
+          uid: owner.uid,
+          inode,
+        };
+      });
+    return [...listening, ...[...this.connections].flat()];
+  }
+
+  private clientPort(): number {
+    const port = this.nextClientPort;
+    this.nextClientPort = port >= EPHEMERAL_LAST ? EPHEMERAL_FIRST : port + 1;
+    return port;
+  }
+
+  private socketPair(): [Duplex, Duplex] {
     const [client, server] = socketPair();
     // Both ends are in-memory streams; an unhandled 'error' on either would crash the server.
     client.on('error', () => undefined);
     server.on('error', () => undefined);
-    handler(server);
-    return client;
+    return [client, server];
   }
 
   /**
@@ -116,7 +252,8 @@ export class PhoneNetwork {
   /** Stops the proxy and forgets every listener: nothing reaches the phone any more. */
   close(): void {
     this.closed = true;
-    this.ports.clear();
+    this.listeners.clear();
+    this.connections.clear();
     this.abstractSockets.clear();
     this.reverses.clear();
     const proxy = this.proxy;
@@ -192,7 +329,7 @@ export class PhoneNetwork {
       // first (HTTP, TLS, WebSocket), so nothing waits on the phone's side meanwhile.
       socket.write(ok);
       const decide = (first: Buffer) => {
-        const inner = this.connectPort(port);
+        const inner = this.connectPort(port, this.proxyClientUid);
         if (inner) {
           inner.write(first);
           relay(socket, inner);

@@ -769,6 +769,7 @@ function token(): string {
 }
 
 export function appUserName(uid: number): string {
+  if (uid === 0) return 'root';
   if (uid === 1000) return 'system';
   if (uid === 2000) return 'shell';
   if (uid === 1001) return 'radio';

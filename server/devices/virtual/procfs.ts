@@ -9,6 +9,8 @@ import type { Access, DirNode, DynamicDir, FileNode, FsNode, LinkNode } from './
 import { CPUS } from './identity.js';
 import { commName, uidOfUser } from './processes.js';
 import type { ProcessInfo, ProcessTable } from './processes.js';
+import { TCP_LISTEN } from './network.js';
+import type { PhoneNetwork, TcpSocket } from './network.js';
 
 const STATE_NAMES: Record<string, string> = {
   R: 'R (running)',
@@ -159,24 +161,103 @@ export function procDirectory(
   };
 }
 
+/** The kernel's hex of an address in /proc/net: each 32-bit word of it as the CPU (little-endian) reads it. */
+function kernelHex(address: string, family: 4 | 6): string {
+  const bytes = Buffer.alloc(family === 4 ? 4 : 16);
+  const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(address);
+  if (v4) bytes.set(v4.slice(1).map(Number), bytes.length - 4);
+  if (family === 6 && address.startsWith('::ffff:')) bytes.writeUInt16BE(0xffff, 10);
+  let hex = '';
+  for (let i = 0; i < bytes.length; i += 4)
+    hex += bytes.readUInt32LE(i).toString(16).toUpperCase().padStart(8, '0');
+  return hex;
+}
+
+/** One socket's line of /proc/net/tcp or tcp6, in the kernel's columns (net/ipv4/tcp_ipv4.c, net/ipv6/tcp_ipv6.c). */
+function tcpLine(slot: number, t: TcpSocket): string {
+  const end = (address: string, port: number) =>
+    `${kernelHex(address, t.family)}:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  const listening = t.state === TCP_LISTEN;
+  // refcount, the (hidden) kernel pointer, rto and ato in clock ticks, quick-ack/ping-pong,
+  // the congestion window, and the fast-open queue (listening) or ssthresh (-1: slow start).
+  const tail = listening ? '1 0000000000000000 100 0 0 10 0' : '1 0000000000000000 20 4 30 10 -1';
+  return (
+    `${String(slot).padStart(4)}: ${end(t.local, t.localPort)} ${end(t.remote, t.remotePort)} ` +
+    `${t.state.toString(16).toUpperCase().padStart(2, '0')} 00000000:00000000 00:00000000 00000000 ` +
+    `${String(t.uid).padStart(5)} ${'0'.padStart(8)} ${t.inode} ${tail}`
+  );
+}
+
+const TCP_HEADER =
+  '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode';
+const TCP6_HEADER =
+  '  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode';
+const UDP_HEADER =
+  '   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops';
+const RAW_HEADER =
+  '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops';
+/** udp6 and raw6 (the kernel's IPV6_SEQ_DGRAM_HEADER). */
+const UDP6_HEADER =
+  '  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops';
+
 /**
- * `/proc/net/unix`: the phone's listening abstract sockets (Chrome's
- * `@chrome_devtools_remote` while it runs), as the kernel lists them to an unprivileged
- * reader (addresses hidden). Appium finds Chrome's and WebViews' DevTools this way.
+ * `/proc/net`: `tcp` and `tcp6` (what listens on the phone's ports and the connections to
+ * them, as the kernel lists them: IPv4 lines padded to 149 columns, IPv6 not), `udp` and
+ * `udp`, `udp6`, `raw` and `raw6` (the phone has no such sockets of its own: headers only), and `unix`: the listening
+ * abstract sockets (Chrome's `@chrome_devtools_remote` while it runs), as the kernel lists
+ * them to an unprivileged reader (addresses hidden). appium-adb's listPorts() and netstat read
+ * these; Appium finds Chrome's and WebViews' DevTools in `unix`.
  */
-export function procNetDirectory(abstractSockets: () => Iterable<string>, now: () => number): DynamicDir {
-  const header = 'Num       RefCount Protocol Flags    Type St Inode Path\n';
-  return {
-    names: () => ['unix'],
-    lookup: (name: string) => {
-      if (name !== 'unix') return undefined;
+export function procNetDirectory(network: PhoneNetwork, now: () => number): DynamicDir {
+  const files: Record<string, () => string> = {
+    tcp: () => {
+      const lines = [
+        TCP_HEADER,
+        ...network
+          .tcpSockets()
+          .filter((t) => t.family === 4)
+          .map((t, i) => tcpLine(i, t)),
+      ];
+      return lines.map((l) => `${l.padEnd(149)}\n`).join('');
+    },
+    tcp6: () =>
+      [
+        TCP6_HEADER,
+        ...network
+          .tcpSockets()
+          .filter((t) => t.family === 6)
+          .map((t, i) => tcpLine(i, t)),
+      ]
+        .map((l) => `${l}\n`)
+        .join(''),
+    udp: () => `${UDP_HEADER.padEnd(127)}\n`,
+    udp6: () => `${UDP6_HEADER}\n`,
+    raw: () => `${RAW_HEADER}\n`,
+    raw6: () => `${UDP6_HEADER}\n`,
+    unix: () => {
       let inode = 30_000;
-      const lines = [...abstractSockets()].map(
+      const lines = [...network.abstractSockets.keys()].map(
         // Listening (__SO_ACCEPTCON), a stream socket, unconnected.
         (socket) =>
           `0000000000000000: 00000002 00000000 00010000 0001 01 ${String(inode++).padStart(5)} @${socket}\n`,
       );
-      return file(header + lines.join(''), 0, 999_997, now());
+      return 'Num       RefCount Protocol Flags    Type St Inode Path\n' + lines.join('');
+    },
+  };
+  const inodes: Record<string, number> = {
+    tcp: 999_991,
+    tcp6: 999_992,
+    udp: 999_993,
+    udp6: 999_994,
+    raw: 999_995,
+    raw6: 999_996,
+    unix: 999_997,
+  };
+  return {
+    names: () => Object.keys(files),
+    lookup: (name: string) => {
+      const build = Object.hasOwn(files, name) ? files[name] : undefined;
+      return build ? file(build(), 0, inodes[name]!, now()) : undefined;
     },
   };
 }

@@ -11,6 +11,7 @@
  */
 import type { Device } from '../device.js';
 import { relay } from '../../../../src/util/relay.js';
+import { ADBD_UID } from '../network.js';
 import type { PortHandler, ReverseEntry } from '../network.js';
 import type { AdbStream } from './stream.js';
 import type { DeviceTransport } from './connection.js';
@@ -88,7 +89,7 @@ export function runReverseService(
       return;
     }
     existing.remove();
-  } else if (device.ports.has(port)) {
+  } else if (device.network.isListening(port)) {
     // Something on the phone (a server an app runs) already listens there.
     fail(stream, `cannot bind listener: cannot bind to 127.0.0.1:${port}: Address already in use`);
     return;
@@ -106,19 +107,20 @@ export function runReverseService(
     );
   };
   let unregister: () => void = () => undefined;
+  // adbd listens on IPv4 loopback, as the shell user.
+  const unlisten = device.network.listen(port, handler, { uid: ADBD_UID, bind: 'loopback' });
   const listener: ReverseEntry = {
     port,
     target,
     serial: transport.serial,
     remove: () => {
       if (table.get(port) === listener) table.delete(port);
-      if (device.ports.get(port) === handler) device.ports.delete(port);
+      unlisten();
       unregister();
     },
   };
   table.set(port, listener);
   unregister = transport.onClose(() => listener.remove());
-  device.ports.set(port, handler);
   // Android 8+ answers with the bound port, so `tcp:0` tells the host what it got.
   stream.end(Buffer.concat([Buffer.from('OKAY', 'ascii'), protocolString(String(port))]));
 }

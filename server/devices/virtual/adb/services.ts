@@ -4,6 +4,7 @@ import { SHELL_CREDENTIALS } from '../fs.js';
 import type { CommandTable } from '../shell/command.js';
 import type { DeviceTransport, ServiceHandler, ServiceResolver } from './connection.js';
 import { relay } from '../../../../src/util/relay.js';
+import { ADBD_UID } from '../network.js';
 import { runReverseService } from './reverse.js';
 import { runBinderService, runShellService } from './shell-service.js';
 import { runSyncService } from './sync.js';
@@ -26,9 +27,12 @@ export function createServiceResolver(device: Device, commands: CommandTable): S
     }
     const tcp = /^tcp:(?:(?:localhost|127\.0\.0\.1):)?(\d+)$/.exec(destination);
     if (tcp) {
-      const handler = device.ports.get(Number(tcp[1]));
-      if (!handler) return null;
-      return (stream) => handler(stream);
+      const port = Number(tcp[1]);
+      if (!device.network.isListening(port)) return null;
+      // adbd connects as a client on the phone's loopback, as the shell user.
+      return (stream) => {
+        if (!device.network.accept(port, stream, ADBD_UID)) stream.destroy();
+      };
     }
     if (destination.startsWith('reverse:')) {
       const command = destination.slice('reverse:'.length);

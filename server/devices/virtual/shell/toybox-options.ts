@@ -52,6 +52,7 @@ const TOYBOX_OPTIONS: Record<string, ToyboxOptions> = {
   mktemp: { flags: 'uqdt', values: 'p' },
   mv: { flags: 'vnFfiT', values: 't' },
   nc: { flags: 'tElL46uUn', values: 'wWpqsf', stop: true },
+  netstat: { flags: 'pWrxwutneal' },
   nl: { flags: 'E', values: 'vlwbns' },
   od: { flags: 'vxsodcb', values: 'jwNAt' },
   paste: { flags: 's', values: 'd' },

@@ -13,6 +13,7 @@ import { dumpsys } from './dumpsys.js';
 import { FILE_COMMANDS } from './files.js';
 import { logcat } from './logcat.js';
 import { nc } from './nc.js';
+import { netstat } from './netstat.js';
 import { pm } from './pm.js';
 import { PROCESS_COMMANDS } from './procs.js';
 import { SYSTEM_COMMANDS } from './system.js';
@@ -43,6 +44,7 @@ export function createCommandTable(): CommandTable {
   table.set('dumpsys', dumpsys);
   table.set('logcat', logcat);
   table.set('nc', nc);
+  table.set('netstat', withToyboxOptions('netstat', netstat));
   table.set('dd', dd);
   table.set('sed', sed);
   table.set('screenrecord', screenrecord);

@@ -3,7 +3,6 @@
  * it with `adb forward`), relaying stdin/stdout; `nc localhost PORT` connects to such a port.
  */
 import type { Duplex } from 'node:stream';
-import { socketPair } from '../../local-socket.js';
 import type { CommandContext, CommandFn } from '../command.js';
 
 /** Relays between the command's stdio and a socket until the socket closes. */
@@ -60,30 +59,33 @@ export const nc: CommandFn = async (ctx) => {
       if (a.includes('l')) listen = true;
     } else operands.push(a);
   }
-  const ports = ctx.device.ports;
+  const network = ctx.device.network;
   if (listen) {
     if (port === null && operands.length > 0) port = Number(operands[operands.length - 1]);
     if (port === null || !Number.isInteger(port) || port <= 0 || port > 65535) {
       ctx.stderr.write('nc: listen needs -p PORT\n');
       return 1;
     }
-    if (ports.has(port)) {
+    if (network.isListening(port)) {
       ctx.stderr.write('nc: bind: Address already in use\n');
       return 1;
     }
     const listenPort = port;
     const socket = await new Promise<Duplex | null>((resolve) => {
       const onAbort = () => {
-        if (ports.get(listenPort) === handler) ports.delete(listenPort);
+        unlisten();
         resolve(null);
       };
-      const handler = (s: Duplex) => {
-        // One connection, as toybox nc -l serves.
-        ports.delete(listenPort);
-        ctx.signal.removeEventListener('abort', onAbort);
-        resolve(s);
-      };
-      ports.set(listenPort, handler);
+      // One connection, as toybox nc -l serves; it listens on the IPv6 wildcard.
+      const unlisten = network.listen(
+        listenPort,
+        (s: Duplex) => {
+          unlisten();
+          ctx.signal.removeEventListener('abort', onAbort);
+          resolve(s);
+        },
+        { uid: ctx.cred.uid, bind: 'any' },
+      );
       ctx.signal.addEventListener('abort', onAbort, { once: true });
     });
     if (!socket) return 130;
@@ -95,12 +97,12 @@ export const nc: CommandFn = async (ctx) => {
     ctx.stderr.write('usage: nc [-l] [-p PORT] [HOST PORT]\n');
     return 1;
   }
-  const handler = ['localhost', '127.0.0.1', '::1', '0.0.0.0'].includes(host) ? ports.get(target) : undefined;
-  if (!handler) {
+  const socket = ['localhost', '127.0.0.1', '::1', '0.0.0.0'].includes(host)
+    ? network.connectPort(target, ctx.cred.uid)
+    : null;
+  if (!socket) {
     ctx.stderr.write(`nc: connect to ${host} port ${target}: Connection refused\n`);
     return 1;
   }
-  const [mine, theirs] = socketPair();
-  handler(theirs);
-  return relay(ctx, mine);
+  return relay(ctx, socket);
 };
