@@ -398,4 +398,31 @@ describe('cmd and abb', () => {
     expect((await shell('service call statusbar 1')).code).toBe(1);
     expect((await shell('content query --uri content://media/external/images/media')).code).toBe(1);
   });
+
+  it('answers content as Android does: usage errors on stdout and a missing provider on stderr, status 0', async () => {
+    // What appium-adb's own tests check on a phone: the provider's error, not a failed command.
+    const missing = await shell('content read --uri content://doesnotexist');
+    expect(missing).toMatchObject({ code: 0, stdout: '' });
+    expect(missing.stderr).toBe(
+      'Error while accessing provider:doesnotexist\njava.lang.IllegalStateException: Could not find provider: doesnotexist\n',
+    );
+    const unsupported = await shell('content frob');
+    expect(unsupported).toMatchObject({ code: 0, stderr: '' });
+    expect(unsupported.stdout).toMatch(/^usage: adb shell content \[subcommand\] \[options\]\n/);
+    expect(unsupported.stdout).toMatch(/\n\[ERROR\] Unsupported operation: frob\n$/);
+    expect((await shell('content query')).stdout).toMatch(
+      /\[ERROR\] Content provider URI not specified\. Did you specify --uri argument\?\n$/,
+    );
+    expect((await shell('content insert --uri content://settings/system')).stdout).toMatch(
+      /\[ERROR\] Bindings not specified\. Did you specify --bind argument\(s\)\?\n$/,
+    );
+    expect((await shell('content insert --uri content://settings/system --bind name')).stdout).toMatch(
+      /\[ERROR\] Binding not well formed: name\n$/,
+    );
+    expect((await shell('content query --uri content://settings/system --limit 1')).stdout).toMatch(
+      /\[ERROR\] Unsupported argument: --limit\n$/,
+    );
+    // Nothing was written by the refused insert.
+    expect((await shell('settings get system name')).stdout).toBe('null\n');
+  });
 });

@@ -502,28 +502,90 @@ function whereName(where: string | undefined): string | null | undefined {
 }
 
 /**
- * `content` on the settings provider (content://settings/system|secure|global): query,
- * insert, update and delete, which read and write what `settings` does. Other providers are
- * not modeled and say so.
+ * Content providers a phone has whose data the virtual phone does not model (they answer
+ * "not modeled"); any other authority is a provider the phone does not have.
+ */
+const UNMODELED_PROVIDERS = new Set([
+  'media',
+  'downloads',
+  'contacts',
+  'com.android.contacts',
+  'call_log',
+  'sms',
+  'mms',
+  'mms-sms',
+  'telephony',
+  'icc',
+  'user_dictionary',
+  'com.android.calendar',
+  'com.android.blockednumber',
+  'com.android.voicemail',
+  'com.android.externalstorage.documents',
+  'com.android.providers.media.documents',
+  'com.android.providers.downloads.documents',
+]);
+
+/** What each of Android 14's `content` operations accepts (besides --uri and --user). */
+const CONTENT_ARGUMENTS: Record<string, string[]> = {
+  insert: ['--bind', '--extra'],
+  delete: ['--where', '--bind', '--extra'],
+  update: ['--where', '--bind', '--extra'],
+  query: ['--where', '--projection', '--sort'],
+  call: ['--method', '--arg', '--extra'],
+  read: [],
+  write: [],
+  gettype: [],
+};
+
+/**
+ * `content`, as Android's (a Java program that reports everything and exits 0): a usage
+ * mistake prints the usage and `[ERROR] ...` on stdout; a provider the phone does not have
+ * prints `Error while accessing provider:NAME` and the exception on stderr. The settings
+ * provider (content://settings/system|secure|global) answers query, insert, update and
+ * delete, which read and write what `settings` does; other providers of a phone, and the
+ * other operations, are not modeled and say so (status 1).
  */
 const content: CommandFn = (ctx) => {
   const [verb, ...rest] = ctx.args;
+  const usageError = (message: string) => {
+    ctx.stdout.write(
+      'usage: adb shell content [subcommand] [options]\n\nusage: adb shell content insert --uri <URI> [--user <USER_ID>] --bind <BINDING> [--bind <BINDING>...] [--extra <BINDING>...]\n\n',
+    );
+    ctx.stdout.write(`[ERROR] ${message}\n`);
+    return 0;
+  };
+  if (verb === undefined || !Object.hasOwn(CONTENT_ARGUMENTS, verb))
+    return usageError(`Unsupported operation: ${verb ?? 'null'}`);
+  const accepted = ['--uri', '--user', ...CONTENT_ARGUMENTS[verb]!];
   const options = new Map<string, string[]>();
   for (let i = 0; i < rest.length; i++) {
     const a = rest[i]!;
-    if (a.startsWith('--')) options.set(a, [...(options.get(a) ?? []), rest[++i] ?? '']);
+    if (!accepted.includes(a)) return usageError(`Unsupported argument: ${a}`);
+    const value = rest[++i];
+    if (a === '--bind' || a === '--extra') {
+      if (!value || value.indexOf(':', value.indexOf(':') + 1) < 0)
+        return usageError(`Binding not well formed: ${value ?? 'null'}`);
+    } else if (!value || value.startsWith('--')) return usageError(`No value for argument: ${a}`);
+    options.set(a, [...(options.get(a) ?? []), value]);
   }
   const uri = options.get('--uri')?.[0];
-  if (!verb || !['query', 'insert', 'update', 'delete'].includes(verb) || !uri) {
-    ctx.stderr.write(
-      'usage: adb shell content [subcommand] [options]\n\nusage: adb shell content insert --uri <URI> [--user <USER_ID>] --bind <BINDING> [--bind <BINDING>...]\n',
-    );
-    return verb === undefined || verb === 'help' ? 0 : 1;
-  }
+  if (uri === undefined)
+    return usageError('Content provider URI not specified. Did you specify --uri argument?');
+  if ((verb === 'insert' || verb === 'update') && !options.has('--bind') && !options.has('--extra'))
+    return usageError('Bindings not specified. Did you specify --bind argument(s)?');
+  if (verb === 'call' && !options.has('--method'))
+    return usageError('Content provider method not specified.');
+  const authority = /^content:\/\/([^/?#]*)/.exec(uri)?.[1] ?? '';
   const m = /^content:\/\/settings\/(system|secure|global)\/?$/.exec(uri);
-  if (!m) {
+  if (authority !== 'settings' && !UNMODELED_PROVIDERS.has(authority)) {
     ctx.stderr.write(
-      `content: the virtual phone models content://settings/{system,secure,global} only, not ${uri}\n`,
+      `Error while accessing provider:${authority}\njava.lang.IllegalStateException: Could not find provider: ${authority}\n`,
+    );
+    return 0;
+  }
+  if (!m || !['query', 'insert', 'update', 'delete'].includes(verb)) {
+    ctx.stderr.write(
+      `content: the virtual phone models query, insert, update and delete on content://settings/{system,secure,global} only, not ${verb} on ${uri}\n`,
     );
     return 1;
   }
