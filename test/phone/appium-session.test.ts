@@ -178,6 +178,32 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
     }
   }, 180_000);
 
+  it("locks and unlocks the phone with lock(), isLocked() and unlock() by PIN, both of Appium's ways", async () => {
+    const driver = await session(prepared, PREPARED);
+    try {
+      expect(await driver.isLocked()).toBe(false);
+      // No lock screen: lock() turns the screen off; unlock() wakes it.
+      await driver.lock();
+      expect(await driver.isLocked()).toBe(true);
+      await driver.unlock();
+      expect(await driver.isLocked()).toBe(false);
+      await prepared.adbOk(['shell', 'locksettings set-pin 2580']);
+      for (const strategy of ['locksettings', 'uiautomator']) {
+        await driver.lock();
+        expect(await driver.isLocked()).toBe(true);
+        await driver.execute('mobile: unlock', { key: '2580', type: 'pin', strategy });
+        expect(await driver.isLocked()).toBe(false);
+      }
+      // The locksettings way cleared the PIN and set it again.
+      expect(await prepared.adbOk(['shell', 'locksettings verify --old 2580'])).toBe(
+        'Lock credential verified successfully\n',
+      );
+    } finally {
+      await prepared.adb(['shell', 'locksettings clear --old 2580']);
+      await driver.deleteSession();
+    }
+  });
+
   it('lists Chrome’s DevTools as the WEBVIEW_chrome context while it runs, found as Appium finds it (/proc/net/unix)', async () => {
     const driver = await session(prepared, PREPARED);
     try {

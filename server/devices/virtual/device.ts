@@ -14,6 +14,7 @@ import { LogBuffer } from './logcat.js';
 import type { LogPriority } from './logcat.js';
 import { ProcessTable } from './processes.js';
 import { procDirectory, procNetDirectory } from './procfs.js';
+import { initialLockSettings, lockKind, type LockSettings } from './lock-settings.js';
 import { SystemProps } from './props.js';
 import { SettingsStore } from './settings.js';
 import { ActivityManager } from './activity.js';
@@ -65,6 +66,8 @@ export interface SystemServiceState {
    * booting guest (the fake SDK emulator) sets it: `service list` then shows these alone.
    */
   publishedServices: ReadonlySet<string> | null;
+  /** The lock credential and whether the lock screen is disabled (locksettings). */
+  lock: LockSettings;
 }
 
 export const DEFAULT_IME = 'com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME';
@@ -95,6 +98,7 @@ export class Device {
     motionDown: null,
     installSessions: new Map(),
     publishedServices: null,
+    lock: initialLockSettings(),
   };
   readonly log: DeviceLogger;
   readonly now: () => number;
@@ -194,6 +198,8 @@ export class Device {
         setSetting: (ns, key, value) => this.settings.put(ns, key, value),
         browser: () => this.browser,
         appCrashed: (pkg, exception) => this.appCrashed(pkg, exception),
+        lockKind: () => lockKind(this.system.lock),
+        checkCredential: (entered) => entered === this.system.lock.credential?.value,
       };
       const ui = createPhoneUi(host, {
         width: DEVICE.width,

@@ -24,6 +24,7 @@ export const SYSTEM_SERVICES: ReadonlyArray<{ name: string; iface: string }> = [
   { name: 'input', iface: 'android.hardware.input.IInputManager' },
   { name: 'input_method', iface: 'com.android.internal.view.IInputMethodManager' },
   { name: 'location', iface: 'android.location.ILocationManager' },
+  { name: 'lock_settings', iface: 'com.android.internal.widget.ILockSettings' },
   { name: 'meminfo', iface: '' },
   { name: 'netstats', iface: 'android.net.INetworkStatsService' },
   { name: 'notification', iface: 'android.app.INotificationManager' },

@@ -19,6 +19,14 @@ import {
   loginText,
   newLoginState,
 } from './screens/login.js';
+import {
+  KEYGUARD_BACKGROUND,
+  bouncerPrompt,
+  buildKeyguard,
+  wrongCredential,
+  type KeyguardState,
+  type LockKind,
+} from './screens/keyguard.js';
 import { buildNotRunnableDialog, type NotRunnableDialog } from './screens/not-runnable.js';
 import type { LauncherState, ScreenContext, ScreenState, ScreenView } from './screens/screen.js';
 import {
@@ -39,6 +47,7 @@ import type {
   PhoneUi,
   PhoneUiHost,
   PhoneUiOptions,
+  PowerState,
   UiNodeInfo,
 } from './types.js';
 import { KEYCODE, LONG_PRESS_MS } from './types.js';
@@ -139,6 +148,10 @@ export class VirtualPhoneUi implements PhoneUi {
   private dialog: NotRunnableDialog | null = null;
   /** The version the canvas holds a drawing of. */
   private drawn = -1;
+  /** The screen is on (POWER and SLEEP turn it off, POWER and WAKEUP on). */
+  private awake = true;
+  /** The lock screen, while it shows (from going to sleep with a lock until unlocked). */
+  private keyguard: KeyguardState | null = null;
   /** The current version's drawing calls, recorded once (screencap and the recorder share them). */
   private recorded: { version: number; list: DisplayList } | null = null;
 
@@ -403,6 +416,8 @@ export class VirtualPhoneUi implements PhoneUi {
         }),
         // A system dialog is a window over the app's: drawn last, it takes the touches first.
         this.dialog && buildNotRunnableDialog(this.dialog, this.ctx, () => this.dismissDialog()),
+        // The keyguard is over everything.
+        this.keyguard && this.keyguardView(this.keyguard),
       ],
     });
     this.built = { version: this.ver, view, root };
@@ -448,16 +463,22 @@ export class VirtualPhoneUi implements PhoneUi {
 
   private paint(c: Surface): void {
     const { view, root } = this.build();
+    // A screen that is off shows nothing (screencap and recordings see black, as on a phone).
+    if (!this.awake) {
+      c.fill(COLORS.black);
+      return;
+    }
     if (view.edgeToEdge)
       c.fillGradient(0, 0, this.width, this.height, COLORS.wallpaperTop, COLORS.wallpaperBottom);
     else c.fill(view.background);
     paintTree({ canvas: c, fonts: this.fonts }, root);
     const ctx = this.ctx;
+    const lockBars = { background: KEYGUARD_BACKGROUND, lightIcons: true };
     drawStatusBar(
       c,
       this.fonts,
       this.m,
-      view.statusBar,
+      this.keyguard ? lockBars : view.statusBar,
       {
         time: this.clock,
         wifi: wifiOn(ctx),
@@ -467,7 +488,7 @@ export class VirtualPhoneUi implements PhoneUi {
       },
       !!view.edgeToEdge,
     );
-    drawNavBar(c, this.m, view.navBar, !!view.edgeToEdge);
+    drawNavBar(c, this.m, this.keyguard ? lockBars : view.navBar, !!view.edgeToEdge);
   }
 
   renderRgba(): Uint8Array {
@@ -501,6 +522,7 @@ export class VirtualPhoneUi implements PhoneUi {
   // ---- input ----
 
   tap(x: number, y: number): void {
+    if (!this.awake) return;
     const nav = navButtonAt(this.m, x, y);
     if (nav) {
       this.key(nav === 'back' ? KEYCODE.BACK : nav === 'home' ? KEYCODE.HOME : KEYCODE.APP_SWITCH);
@@ -514,6 +536,7 @@ export class VirtualPhoneUi implements PhoneUi {
   }
 
   longPress(x: number, y: number): void {
+    if (!this.awake) return;
     if (navButtonAt(this.m, x, y)) {
       this.tap(x, y);
       return;
@@ -533,7 +556,13 @@ export class VirtualPhoneUi implements PhoneUi {
   }
 
   swipe(x1: number, y1: number, x2: number, y2: number, durationMs: number): void {
+    if (!this.awake) return;
     const dist = Math.hypot(x2 - x1, y2 - y1);
+    if (this.keyguard && dist >= 8 * this.m.dp) {
+      // Swiping up the lock screen unlocks it, or brings up its bouncer.
+      if (!this.keyguard.bouncer && y1 - y2 > 60 * this.m.dp) this.dismissKeyguard();
+      return;
+    }
     if (dist < 8 * this.m.dp) {
       // A swipe that does not move is a press: long once held past the long-press timeout.
       if (durationMs >= LONG_PRESS_MS) this.longPress(x1, y1);
@@ -552,11 +581,21 @@ export class VirtualPhoneUi implements PhoneUi {
   }
 
   text(value: string): void {
+    if (!this.awake) return;
+    if (this.keyguard) {
+      if (this.keyguard.bouncer) for (const ch of value) this.typeOnBouncer(ch);
+      return;
+    }
     const s = this.current();
     if (s.kind === 'login' && !this.dialog) loginText(s, value, this.ctx);
   }
 
   key(keycode: number): void {
+    if (this.powerKey(keycode)) return;
+    if (this.keyguard) {
+      this.keyguardKey(keycode, this.keyguard);
+      return;
+    }
     if (this.dialog && (keycode === KEYCODE.BACK || keycode === KEYCODE.HOME)) {
       // BACK closes the dialog; HOME closes it on the way home.
       this.dismissDialog();
@@ -577,13 +616,11 @@ export class VirtualPhoneUi implements PhoneUi {
       case KEYCODE.BACK:
         this.back();
         return;
-      case KEYCODE.WAKEUP:
-      case KEYCODE.POWER:
       case KEYCODE.MENU:
       case KEYCODE.ENTER:
       case KEYCODE.DEL:
       case KEYCODE.TAB:
-        // The screen never sleeps and these have nothing to act on here.
+        // These have nothing to act on here.
         return;
       case KEYCODE.APP_SWITCH:
         this.host.log('D', 'PhoneUi', 'recent apps are not shown on this phone; showing the launcher');
@@ -592,6 +629,112 @@ export class VirtualPhoneUi implements PhoneUi {
       default:
         this.host.log('D', 'PhoneUi', `ignored key event ${keycode}`);
     }
+  }
+
+  // ---- power and the lock screen ----
+
+  powerState(): PowerState {
+    return { awake: this.awake, keyguard: !!this.keyguard, bouncer: !!this.keyguard?.bouncer };
+  }
+
+  private lockKind(): LockKind {
+    return this.host.lockKind?.() ?? 'none';
+  }
+
+  /** POWER, SLEEP and WAKEUP; true when the key was one of them or the screen is off. */
+  private powerKey(keycode: number): boolean {
+    if (!this.awake) {
+      // A screen that is off takes only the keys that wake it.
+      if (keycode === KEYCODE.POWER || keycode === KEYCODE.WAKEUP) {
+        this.awake = true;
+        this.host.log(
+          'I',
+          'PowerManagerService',
+          'Waking up from Asleep (uid=1000, reason=WAKE_REASON_POWER_BUTTON)...',
+        );
+        this.changed();
+      }
+      return true;
+    }
+    if (keycode === KEYCODE.WAKEUP) return true;
+    if (keycode !== KEYCODE.POWER && keycode !== KEYCODE.SLEEP) return false;
+    this.awake = false;
+    // Going to sleep locks the phone, unless it has no lock screen at all.
+    if (this.lockKind() !== 'none' && !this.keyguard)
+      this.keyguard = { bouncer: false, entry: '', message: '' };
+    this.host.log('I', 'PowerManagerService', 'Going to sleep due to power_button (uid 1000)...');
+    this.changed();
+    return true;
+  }
+
+  /** A key while the lock screen shows: the bouncer takes digits, DEL and ENTER; BACK leaves it. */
+  private keyguardKey(keycode: number, kg: KeyguardState): void {
+    if (keycode === KEYCODE.MENU && !kg.bouncer) this.dismissKeyguard();
+    else if (keycode === KEYCODE.BACK && kg.bouncer) {
+      this.keyguard = { bouncer: false, entry: '', message: '' };
+      this.changed();
+    } else if (kg.bouncer && keycode >= KEYCODE.DIGIT_0 && keycode <= KEYCODE.DIGIT_0 + 9)
+      this.typeOnBouncer(String(keycode - KEYCODE.DIGIT_0));
+    else if (kg.bouncer && keycode === KEYCODE.DEL) this.eraseOnBouncer();
+    else if (kg.bouncer && (keycode === KEYCODE.ENTER || keycode === KEYCODE.NUMPAD_ENTER))
+      this.submitBouncer();
+    else this.host.log('D', 'KeyguardViewMediator', `key event ${keycode} ignored: the device is locked`);
+  }
+
+  dismissKeyguard(): void {
+    const kg = this.keyguard;
+    if (!kg) return;
+    const kind = this.lockKind();
+    if (kind === 'none' || kind === 'swipe') this.unlock();
+    else if (!kg.bouncer) {
+      this.keyguard = { bouncer: true, entry: '', message: bouncerPrompt(kind) };
+      this.changed();
+    }
+  }
+
+  private unlock(): void {
+    this.keyguard = null;
+    this.host.log('I', 'KeyguardViewMediator', 'keyguardDone: unlocked');
+    this.changed();
+  }
+
+  private typeOnBouncer(ch: string): void {
+    const kg = this.keyguard;
+    const kind = this.lockKind();
+    if (!kg?.bouncer || kind === 'pattern') return;
+    if (kind === 'pin' && !/^\d$/.test(ch)) return;
+    kg.entry += ch;
+    // A PIN unlocks as soon as it is right (what Appium's PIN unlock relies on).
+    if (kind === 'pin' && this.host.checkCredential?.(kg.entry)) this.unlock();
+    else this.changed();
+  }
+
+  private eraseOnBouncer(): void {
+    const kg = this.keyguard;
+    if (!kg?.bouncer || kg.entry === '') return;
+    kg.entry = kg.entry.slice(0, -1);
+    this.changed();
+  }
+
+  private submitBouncer(): void {
+    const kg = this.keyguard;
+    const kind = this.lockKind();
+    if (!kg?.bouncer || kind === 'none' || kind === 'swipe') return;
+    if (this.host.checkCredential?.(kg.entry)) {
+      this.unlock();
+      return;
+    }
+    this.keyguard = { bouncer: true, entry: '', message: wrongCredential(kind) };
+    this.changed();
+  }
+
+  private keyguardView(kg: KeyguardState) {
+    const kind = this.lockKind();
+    return buildKeyguard(kg, kind === 'none' ? 'swipe' : kind, this.clock, this.ctx, {
+      digit: (d) => this.typeOnBouncer(d),
+      erase: () => this.eraseOnBouncer(),
+      submit: () => this.submitBouncer(),
+    });
   }
 
   // ---- apps ----

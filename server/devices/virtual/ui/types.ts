@@ -8,6 +8,7 @@ import type { AppException } from '../app-crash.js';
 import type { Duplex } from 'node:stream';
 import type { BrowserView } from '../browser/browser-app.js';
 import type { DisplayList } from './display-list.js';
+import type { LockKind } from './screens/keyguard.js';
 
 /** What the UI needs from the rest of the phone. */
 export interface PhoneUiHost {
@@ -30,6 +31,10 @@ export interface PhoneUiHost {
    * does and ends the app's process (the UI then closes the app's screens itself).
    */
   appCrashed?(pkg: string, exception: AppException): void;
+  /** Optional: the phone's lock (locksettings); without it the phone has none. */
+  lockKind?(): LockKind;
+  /** Optional: checks a credential typed on the lock screen's bouncer. */
+  checkCredential?(entered: string): boolean;
 }
 
 export interface LauncherApp {
@@ -76,8 +81,21 @@ export const KEYCODE = {
   MENU: 82,
   APP_SWITCH: 187,
   WAKEUP: 224,
+  SLEEP: 223,
   POWER: 26,
+  NUMPAD_ENTER: 160,
+  /** KEYCODE_0; KEYCODE_9 is 16. */
+  DIGIT_0: 7,
 } as const;
+
+/** The screen's power and the lock screen, as dumpsys window and power report them. */
+export interface PowerState {
+  awake: boolean;
+  /** The keyguard is showing (over whatever runs), awake or not. */
+  keyguard: boolean;
+  /** Its bouncer asks for the PIN, password or pattern. */
+  bouncer: boolean;
+}
 
 export interface PhoneUi {
   readonly width: number;
@@ -156,6 +174,10 @@ export interface PhoneUi {
    * AccessibilityNodeInfo ACTION_SET_TEXT. False when the node is gone or not editable.
    */
   setNodeText?(key: string, text: string, mode: 'replace' | 'append'): boolean;
+  /** Optional: the screen's power and the keyguard. */
+  powerState?(): PowerState;
+  /** Optional: `wm dismiss-keyguard`: an insecure keyguard goes, a secure one asks for its credential. */
+  dismissKeyguard?(): void;
 }
 
 /** One view of the current window, as the accessibility layer sees it. */

@@ -114,6 +114,7 @@ function serviceCommands(table: () => ReadonlyMap<string, CommandFn>): Record<st
     window: delegate('wm'),
     input: delegate('input'),
     input_method: delegate('ime'),
+    lock_settings: delegate('locksettings'),
     deviceidle: delegate('dumpsys', ['deviceidle']),
     notification,
     wifi: (ctx, args) => {

@@ -51,6 +51,9 @@ const wm: CommandFn = (ctx) => {
       return 0;
     }
     case 'dismiss-keyguard':
+      // An insecure lock screen goes; a secure one brings up its bouncer, as on a phone.
+      ctx.device.ui.dismissKeyguard?.();
+      return 0;
     case 'user-rotation':
     case 'fixed-to-user-rotation':
     case 'overscan':

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { parseComponent, shortComponent } from '../../activity.js';
 import type { ComponentName } from '../../activity.js';
 import { DEVICE } from '../../identity.js';
+import { lockKind } from '../../lock-settings.js';
 import { appUserName, PackageManager, RUNTIME_PERMISSIONS } from '../../packages.js';
 import type { PackageRecord } from '../../packages.js';
 import type { CommandContext, CommandFn } from '../command.js';
@@ -36,7 +37,12 @@ function dumpWindow(ctx: CommandContext, args: string[]): string {
   const cur = sys.wmSize ?? { w: DEVICE.width, h: DEVICE.height };
   const density = sys.wmDensity ?? DEVICE.density;
   const statusBar = ctx.device.ui.statusBarHeight;
-  const windowLine = `Window{${hashId('win', f.pkg, f.cls)} u0 ${f.pkg}/${f.cls}}`;
+  const appWindow = `Window{${hashId('win', f.pkg, f.cls)} u0 ${f.pkg}/${f.cls}}`;
+  const power = ctx.device.ui.powerState?.() ?? { awake: true, keyguard: false, bouncer: false };
+  const kind = lockKind(sys.lock);
+  const secure = sys.lock.credential !== null;
+  // The lock screen lives in SystemUI's NotificationShade window, which then has the focus.
+  const windowLine = power.keyguard ? `Window{${hashId('win', 'shade')} u0 NotificationShade}` : appWindow;
   const displays = `WINDOW MANAGER DISPLAY CONTENTS (dumpsys window displays)
   Display: mDisplayId=0 rootTasks=4
     init=${DEVICE.width}x${DEVICE.height} ${DEVICE.density}dpi base=${cur.w}x${cur.h} ${density}dpi cur=${cur.w}x${cur.h} app=${cur.w}x${cur.h - statusBar} rng=${cur.w}x${cur.w - statusBar}-${cur.h}x${cur.h - statusBar}
@@ -57,29 +63,29 @@ function dumpWindow(ctx: CommandContext, args: string[]): string {
     mLidState=LID_ABSENT mLidOpenRotation=-1
     mKeyguardDrawComplete=true mWindowManagerDrawComplete=true
     mShowingDream=false mDreamingLockscreen=false
-    mShowingLockscreen=false
-    mTopFullscreenOpaqueWindowState=${windowLine}
+    mShowingLockscreen=${power.keyguard}
+    mTopFullscreenOpaqueWindowState=${appWindow}
     KeyguardServiceDelegate
-      showing=false
-      inputRestricted=false
+      showing=${power.keyguard}
+      inputRestricted=${power.keyguard}
       occluded=false
-      secure=false
+      secure=${secure}
       dreaming=false
       systemIsReady=true
-      deviceHasKeyguard=false
-      enabled=false
-      offReason=OFF_BECAUSE_OF_USER
+      deviceHasKeyguard=${kind !== 'none'}
+      enabled=${kind !== 'none'}
+      offReason=${power.awake ? 'OFF_BECAUSE_OF_USER' : 'OFF_BECAUSE_OF_POWER_BUTTON'}
       currentUser=0
       bootCompleted=true
-      screenState=SCREEN_STATE_ON
-      interactiveState=INTERACTIVE_STATE_AWAKE
+      screenState=${power.awake ? 'SCREEN_STATE_ON' : 'SCREEN_STATE_OFF'}
+      interactiveState=${power.awake ? 'INTERACTIVE_STATE_AWAKE' : 'INTERACTIVE_STATE_SLEEP'}
       KeyguardStateMonitor
-        mIsShowing=false
+        mIsShowing=${power.keyguard}
         mSimSecure=false
-        mInputRestricted=false
+        mInputRestricted=${power.keyguard}
         mTrusted=false
         mCurrentUserId=0
-    mScreenOnEarly=true mScreenOnFully=true
+    mScreenOnEarly=${power.awake} mScreenOnFully=${power.awake}
     mKeyguardDrawComplete=true mWindowManagerDrawComplete=true
 `;
   const windows = `WINDOW MANAGER WINDOWS (dumpsys window windows)
@@ -89,7 +95,7 @@ function dumpWindow(ctx: CommandContext, args: string[]): string {
   Window #1 Window{${hashId('win', 'status')} u0 StatusBar}:
     mDisplayId=0 rootTaskId=1 mSession=Session{${hashId('s', 'systemui')} 1120:u0a10201} mClient=android.os.BinderProxy@${hashId('b', 'status')}
     mOwnerUid=10201 showForAllUsers=true package=com.android.systemui appop=NONE
-  Window #2 ${windowLine}:
+  Window #2 ${appWindow}:
     mDisplayId=0 rootTaskId=${taskId(f)} mSession=Session{${hashId('s', f.pkg)}} mClient=android.os.BinderProxy@${hashId('b', f.pkg)}
     mOwnerUid=${ctx.device.packages.get(f.pkg)?.uid ?? 10153} showForAllUsers=false package=${f.pkg} appop=NONE
     mHasSurface=true isReadyForDisplay()=true mWindowRemovalAllowed=false
@@ -121,14 +127,16 @@ function dumpWindow(ctx: CommandContext, args: string[]): string {
   }
 }
 
-function dumpPower(): string {
+function dumpPower(ctx: CommandContext): string {
+  const awake = ctx.device.ui.powerState?.().awake ?? true;
+  const wakefulness = awake ? 'Awake' : 'Asleep';
   return `POWER MANAGER (dumpsys power)
 
 Power Manager State:
   Settings power_manager_constants:
     no_cached_wake_locks=true
   mDirty=0x0
-  mWakefulness=Awake
+  mWakefulness=${wakefulness}
   mWakefulnessChanging=false
   mIsPowered=true
   mPlugType=2
@@ -154,9 +162,9 @@ Power Manager State:
   mHoldingWakeLockSuspendBlocker=false
   mHoldingDisplaySuspendBlocker=true
 
-Wakefulness: Awake
-Interactive: true
-Display Power: state=ON
+Wakefulness: ${wakefulness}
+Interactive: ${awake}
+Display Power: state=${awake ? 'ON' : 'OFF'}
 `;
 }
 
@@ -480,7 +488,7 @@ export const dumpsys: CommandFn = (ctx) => {
       out.write(dumpWindow(ctx, args));
       return 0;
     case 'power':
-      out.write(dumpPower());
+      out.write(dumpPower(ctx));
       return 0;
     case 'package': {
       const name = args.find((a) => !a.startsWith('-'));
@@ -531,7 +539,7 @@ export const dumpsys: CommandFn = (ctx) => {
       return 0;
     case 'trust':
       out.write(
-        'Trust manager state:\n User "Owner" (id=0, flags=0x13) (current): trusted=false, trustManaged=false, deviceLocked=false, isActiveUnlockRunning=false, strongAuthRequired=0\n',
+        `Trust manager state:\n User "Owner" (id=0, flags=0x13) (current): trusted=false, trustManaged=false, deviceLocked=${!!ctx.device.ui.powerState?.().keyguard && ctx.device.system.lock.credential !== null}, isActiveUnlockRunning=false, strongAuthRequired=0\n`,
       );
       return 0;
     case 'location':

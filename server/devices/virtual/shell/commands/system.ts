@@ -1,6 +1,7 @@
 /** System applets: getprop, setprop, settings, id, date, which, sh, log, run-as, ... */
 import { DEFAULT_IME } from '../../device.js';
 import { LOAD_AVERAGES } from '../../identity.js';
+import { locksettings } from '../../lock-settings.js';
 import { appCredentials } from '../../fs.js';
 import { SYSTEM_BIN } from '../../system-image.js';
 import { isNamespace } from '../../settings.js';
@@ -440,31 +441,6 @@ const runAs: CommandFn = async (ctx) => {
     cred: appCredentials(pkg.uid),
     exec: true,
   });
-};
-
-const locksettings: CommandFn = (ctx) => {
-  const verb = ctx.args[0] ?? 'help';
-  switch (verb) {
-    case 'help':
-      ctx.stdout.write(
-        'locksettings service commands:\n\n  NOTE: when lock screen is set, all commands require the --old <CREDENTIAL> argument.\n\n  help\n    Prints this help text.\n\n  get-disabled [--old <CREDENTIAL>] [--user USER_ID]\n    Checks whether lock screen is disabled.\n\n  set-disabled [--old <CREDENTIAL>] [--user USER_ID] <true|false>\n    When true, disables lock screen.\n\n  set-pattern, set-pin, set-password, clear, verify\n',
-      );
-      return 0;
-    case 'get-disabled':
-      ctx.stdout.write('true\n');
-      return 0;
-    case 'verify':
-      ctx.stdout.write('Lock credential verified successfully\n');
-      return 0;
-    case 'clear':
-      ctx.stdout.write('Lock credential cleared\n');
-      return 0;
-    case 'set-disabled':
-      return 0;
-    default:
-      ctx.stderr.write(`Error while executing command: ${verb}\nUnknown command: ${verb}\n`);
-      return 255;
-  }
 };
 
 const service: CommandFn = (ctx) => {
