@@ -463,5 +463,12 @@ export function buildSystemImage(): DirNode {
   b.dir('/data/app', 0o771, 1000, 1000);
   b.dir('/data/data', 0o771, 1000, 1000);
   b.dir('/data/system', 0o775, 1000, 1000);
+  // Where bugreportz leaves zipped bug reports; /bugreports points there, as on a phone.
+  b.dir('/data/user_de', 0o711, 1000, 1000);
+  b.dir('/data/user_de/0', 0o771, 1000, 1000);
+  b.dir('/data/user_de/0/com.android.shell', 0o700, SHELL_UID, SHELL_UID);
+  b.dir('/data/user_de/0/com.android.shell/files', 0o771, SHELL_UID, SHELL_UID);
+  b.dir('/data/user_de/0/com.android.shell/files/bugreports', 0o770, SHELL_UID, SHELL_UID);
+  b.link('/bugreports', '/data/user_de/0/com.android.shell/files/bugreports');
   return b.root;
 }

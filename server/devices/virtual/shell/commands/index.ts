@@ -1,6 +1,7 @@
 /** The command table: every program the phone's shell can run. */
 import type { CommandFn, CommandTable } from '../command.js';
 import { am, monkey } from './am.js';
+import { bugreportz } from './bugreport.js';
 import { APPLET_COMMANDS } from './applets.js';
 import { appops, makeCmd } from './cmd.js';
 import { dd } from './dd.js';
@@ -45,6 +46,7 @@ export function createCommandTable(): CommandTable {
   table.set('logcat', logcat);
   table.set('nc', nc);
   table.set('netstat', withToyboxOptions('netstat', netstat));
+  table.set('bugreportz', bugreportz);
   table.set('dd', dd);
   table.set('sed', sed);
   table.set('screenrecord', screenrecord);
