@@ -25,7 +25,6 @@ import { PhoneNetwork } from './network.js';
 import { BROWSER_PACKAGE, BROWSER_TOOLBAR_DP, BrowserApp } from './browser/browser-app.js';
 import type { BrowserConfig } from './browser/browser-app.js';
 import { metrics } from './ui/theme.js';
-import type { PortHandler } from './network.js';
 import type { LauncherApp, PhoneUi, PhoneUiHost } from './ui/types.js';
 
 export interface DeviceOptions {
@@ -73,7 +72,6 @@ export interface SystemServiceState {
 export const DEFAULT_IME = 'com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME';
 
 /** Handles one connection to a port inside the phone (what `adb forward` reaches). */
-export type { PortHandler };
 
 export class Device {
   readonly fs: VirtualFs;
