@@ -71,8 +71,6 @@ export interface SystemServiceState {
 
 export const DEFAULT_IME = 'com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME';
 
-/** Handles one connection to a port inside the phone (what `adb forward` reaches). */
-
 export class Device {
   readonly fs: VirtualFs;
   readonly props = new SystemProps();
