@@ -58,6 +58,22 @@ describe('settings', () => {
     expect(unknown.stdout + unknown.stderr).toContain('unable to resolve');
   });
 
+  it('opens an inner-class activity by name: App notifications lists the apps', async () => {
+    // What appium-adb's own tests start on a phone (startApp with an inner class).
+    const out = await v.adbOk([
+      'shell',
+      "am start -W -S -n 'com.android.settings/.Settings$NotificationAppListActivity'",
+    ]);
+    expect(out).toContain('Activity: com.android.settings/.Settings$NotificationAppListActivity');
+    expect(await v.adbOk(['shell', 'dumpsys window | grep mCurrentFocus | head -1'])).toContain(
+      'com.android.settings.Settings$NotificationAppListActivity',
+    );
+    const texts = (await dump()).map((n) => n.text);
+    expect(texts).toContain('App notifications');
+    expect(texts).toContain('Login');
+    expect(texts).toContain('All notifications');
+  });
+
   it('a toggle in the Settings app writes the setting', async () => {
     await v.adbOk(['shell', 'am start -W -a android.settings.WIFI_SETTINGS']);
     expect((await v.adbOk(['shell', 'settings get global wifi_on'])).trim()).toBe('1');

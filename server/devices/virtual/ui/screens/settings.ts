@@ -241,6 +241,10 @@ export const SETTINGS_ACTIVITIES: ReadonlyArray<{ activity: string; actions: rea
     actions: ['android.settings.DEVICE_INFO_SETTINGS'],
   },
   { activity: 'com.android.settings.Settings$DeviceInfoSettingsActivity', actions: [] },
+  {
+    activity: 'com.android.settings.Settings$NotificationAppListActivity',
+    actions: ['android.settings.ALL_APPS_NOTIFICATION_SETTINGS'],
+  },
 ];
 
 /** The page an activity class opens, for `am start -n com.android.settings/<activity>`. */
@@ -253,6 +257,7 @@ export function settingsPageForActivity(activity: string): string | null {
     'com.android.settings.Settings$DeviceInfoSettingsActivity': 'about',
     'com.android.settings.Settings$ManageApplicationsActivity': 'apps',
     'com.android.settings.Settings$BluetoothSettingsActivity': 'connected',
+    'com.android.settings.Settings$NotificationAppListActivity': 'app-notifications',
   };
   return aliases[short] ?? null;
 }
@@ -302,6 +307,7 @@ function screenTimeout(ctx: ScreenContext): string {
 
 function pageTitle(page: string): string {
   if (page === 'app-info') return 'App info';
+  if (page === 'app-notifications') return 'App notifications';
   return CATEGORIES.find((c) => c.page === page)?.title ?? 'Settings';
 }
 
@@ -380,8 +386,29 @@ function pageRows(state: SettingsPageState, ctx: ScreenContext): RowSpec[] {
         { name: 'storage', title: 'Storage & cache', summary: '12.3 MB used in internal storage' },
       ];
     }
+    case 'app-notifications':
+      // Settings > Notifications > App notifications: every app may notify.
+      return ctx.apps().map((a): RowSpec => ({
+        name: `app/${a.package}`,
+        title: a.label,
+        summary: 'All notifications',
+        icon: 'android',
+        iconBadge: appColor(a.package),
+      }));
     case 'notifications':
       return [
+        {
+          name: 'app_notifications',
+          title: 'App notifications',
+          onClick: () =>
+            ctx.push({
+              kind: 'settings-page',
+              id: ctx.nextId(),
+              activity: SETTINGS_SUB_ACTIVITY,
+              page: 'app-notifications',
+              scroll: 0,
+            }),
+        },
         { name: 'history', title: 'Notification history' },
         { name: 'conversations', title: 'Conversations', summary: 'No priority conversations' },
         toggleRow(
