@@ -178,6 +178,33 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
     }
   }, 180_000);
 
+  it("reports the system bars, an app's performance data and Bluetooth as Appium reads them (dumpsys, cmd)", async () => {
+    const driver = await session(prepared, PREPARED);
+    try {
+      expect(await driver.getSystemBars()).toEqual({
+        statusBar: { visible: true, x: 0, y: 0, width: 720, height: 48 },
+        navigationBar: { visible: true, x: 0, y: 1184, width: 720, height: 96 },
+      });
+      await driver.execute('mobile: startActivity', { component: 'com.android.settings/.Settings' });
+      const [memoryKeys, memory] = (await driver.getPerformanceData(
+        'com.android.settings',
+        'memoryinfo',
+        2,
+      )) as [string[], string[]];
+      expect(Number(memory[memoryKeys.indexOf('totalPss')])).toBeGreaterThan(0);
+      expect(await driver.getPerformanceData('com.android.settings', 'cpuinfo', 2)).toEqual([
+        ['user', 'kernel'],
+        ['0', '0'],
+      ]);
+      await driver.execute('mobile: bluetooth', { action: 'enable' });
+      expect(await prepared.adbOk(['shell', 'settings get global bluetooth_on'])).toBe('1\n');
+      await driver.execute('mobile: bluetooth', { action: 'disable' });
+      expect(await prepared.adbOk(['shell', 'settings get global bluetooth_on'])).toBe('0\n');
+    } finally {
+      await driver.deleteSession();
+    }
+  });
+
   it("locks and unlocks the phone with lock(), isLocked() and unlock() by PIN, both of Appium's ways", async () => {
     const driver = await session(prepared, PREPARED);
     try {

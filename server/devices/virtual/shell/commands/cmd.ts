@@ -129,6 +129,15 @@ function serviceCommands(table: () => ReadonlyMap<string, CommandFn>): Record<st
       }
       return notModeled(ctx, 'wifi', args);
     },
+    bluetooth_manager: (ctx, args) => {
+      // Bluetooth on and off (what Appium's mobile: bluetooth does); the phone has no radio
+      // to pair anything with.
+      if (args.length === 1 && (args[0] === 'enable' || args[0] === 'disable')) {
+        ctx.device.settings.put('global', 'bluetooth_on', args[0] === 'enable' ? '1' : '0');
+        return 0;
+      }
+      return notModeled(ctx, 'bluetooth_manager', args);
+    },
     connectivity: (ctx, args) => {
       const sys = ctx.device.system;
       if (args[0] !== 'airplane-mode') return notModeled(ctx, 'connectivity', args);

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { parseComponent, shortComponent } from '../../activity.js';
 import type { ComponentName } from '../../activity.js';
 import { DEVICE } from '../../identity.js';
+import { metrics } from '../../ui/theme.js';
 import { lockKind } from '../../lock-settings.js';
 import { appUserName, PackageManager, RUNTIME_PERMISSIONS } from '../../packages.js';
 import type { PackageRecord } from '../../packages.js';
@@ -37,6 +38,10 @@ function dumpWindow(ctx: CommandContext, args: string[]): string {
   const cur = sys.wmSize ?? { w: DEVICE.width, h: DEVICE.height };
   const density = sys.wmDensity ?? DEVICE.density;
   const statusBar = ctx.device.ui.statusBarHeight;
+  const navBar = metrics(cur.w, cur.h, density).navBar;
+  // A window's frames, as Android 14 lists them (Appium's getSystemBars() reads frame=).
+  const frames = (l: number, t: number, r: number, b: number) =>
+    `Frames: parent=[${l},${t}][${r},${b}] display=[${l},${t}][${r},${b}] frame=[${l},${t}][${r},${b}] last=[${l},${t}][${r},${b}] insetsChanged=false`;
   const appWindow = `Window{${hashId('win', f.pkg, f.cls)} u0 ${f.pkg}/${f.cls}}`;
   const power = ctx.device.ui.powerState?.() ?? { awake: true, keyguard: false, bouncer: false };
   const kind = lockKind(sys.lock);
@@ -92,12 +97,21 @@ function dumpWindow(ctx: CommandContext, args: string[]): string {
   Window #0 Window{${hashId('win', 'nav')} u0 NavigationBar0}:
     mDisplayId=0 rootTaskId=1 mSession=Session{${hashId('s', 'systemui')} 1120:u0a10201} mClient=android.os.BinderProxy@${hashId('b', 'nav')}
     mOwnerUid=10201 showForAllUsers=true package=com.android.systemui appop=NONE
+    mAttrs={(0,0)(fillxfill) gr=BOTTOM CENTER_VERTICAL sim={adjust=pan} ty=NAVIGATION_BAR fmt=TRANSLUCENT}
+    mViewVisibility=0x0 mHaveFrame=true mObscured=false
+    ${frames(0, cur.h - navBar, cur.w, cur.h)}
   Window #1 Window{${hashId('win', 'status')} u0 StatusBar}:
     mDisplayId=0 rootTaskId=1 mSession=Session{${hashId('s', 'systemui')} 1120:u0a10201} mClient=android.os.BinderProxy@${hashId('b', 'status')}
     mOwnerUid=10201 showForAllUsers=true package=com.android.systemui appop=NONE
+    mAttrs={(0,0)(fillx${statusBar}) gr=TOP CENTER_VERTICAL sim={adjust=pan} ty=STATUS_BAR fmt=TRANSLUCENT}
+    mViewVisibility=0x0 mHaveFrame=true mObscured=false
+    ${frames(0, 0, cur.w, statusBar)}
   Window #2 ${appWindow}:
     mDisplayId=0 rootTaskId=${taskId(f)} mSession=Session{${hashId('s', f.pkg)}} mClient=android.os.BinderProxy@${hashId('b', f.pkg)}
     mOwnerUid=${ctx.device.packages.get(f.pkg)?.uid ?? 10153} showForAllUsers=false package=${f.pkg} appop=NONE
+    mAttrs={(0,0)(fillxfill) sim={adjust=resize} ty=BASE_APPLICATION fmt=TRANSLUCENT}
+    mViewVisibility=0x0 mHaveFrame=true mObscured=false
+    ${frames(0, 0, cur.w, cur.h)}
     mHasSurface=true isReadyForDisplay()=true mWindowRemovalAllowed=false
     isOnScreen=true
     isVisible=true
@@ -438,14 +452,20 @@ ${listeners.map((l) => `      ${l} (user 0)\n`).join('')}`;
 }
 
 function dumpCpuInfo(ctx: CommandContext): string {
-  const lines = ctx.device.processes
-    .list()
+  const all = ctx.device.processes.list();
+  const system = all
     .slice(0, 8)
     .map(
       (p, i) =>
         `  ${(1.5 - i * 0.15).toFixed(1)}% ${p.pid}/${p.name}: ${(1 - i * 0.1).toFixed(1)}% user + ${(0.5 - i * 0.05).toFixed(1)}% kernel`,
-    )
-    .join('\n');
+    );
+  // The app processes too (what Appium's getPerformanceData('cpuinfo') looks for); the phone
+  // keeps no CPU time for them, as ps and top show.
+  const apps = all
+    .slice(system.length)
+    .filter((p) => p.name.includes('.'))
+    .map((p) => `  0% ${p.pid}/${p.name}: 0% user + 0% kernel / faults: 0 minor`);
+  const lines = [...system, ...apps].join('\n');
   return `Load: 0.42 / 0.31 / 0.18\nCPU usage from 60000ms to 0ms ago (${fullDate(ctx.device.now() - 60000)} to ${fullDate(ctx.device.now())}):\n${lines}\n4.1% TOTAL: 2.4% user + 1.5% kernel + 0.1% iowait + 0.1% irq + 0% softirq\n`;
 }
 
