@@ -214,8 +214,15 @@ describe('what Appium checks before a session', () => {
     expect(await v.adbOk(['shell', 'am stopservice -n io.appium.settings/.LocationService'])).toBe(
       'Stopping service: Intent { cmp=io.appium.settings/.LocationService }\nService stopped\n',
     );
+    // Appium Settings' receiver answers RESULT_OK (-1) and switches Wi-Fi.
+    await v.adbOk(['shell', 'svc wifi disable']);
     expect(await v.adbOk(['shell', 'am broadcast -a io.appium.settings.wifi --es setstatus enable'])).toBe(
-      'Broadcasting: Intent { act=io.appium.settings.wifi flg=0x400000 }\nBroadcast completed: result=0\n',
+      'Broadcasting: Intent { act=io.appium.settings.wifi flg=0x400000 (has extras) }\nBroadcast completed: result=-1\n',
+    );
+    expect(await v.adbOk(['shell', 'settings get global wifi_on'])).toBe('1\n');
+    // A broadcast nobody on the phone receives completes with result 0.
+    expect(await v.adbOk(['shell', 'am broadcast -a com.example.NOBODY'])).toBe(
+      'Broadcasting: Intent { act=com.example.NOBODY flg=0x400000 }\nBroadcast completed: result=0\n',
     );
   });
 });

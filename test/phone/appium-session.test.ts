@@ -126,6 +126,21 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
       expect(source).toContain('com.android.settings');
       const title = driver.$('android=new UiSelector().text("Settings")');
       expect(await title.isExisting()).toBe(true);
+      // What the driver asks of Appium Settings: its receivers answer as the app's do.
+      await driver.setClipboard(Buffer.from('copied on the phone').toString('base64'), 'plaintext');
+      expect(Buffer.from(await driver.getClipboard('plaintext'), 'base64').toString()).toBe(
+        'copied on the phone',
+      );
+      await driver.setGeoLocation({ latitude: 52.52, longitude: 13.405, altitude: 34 });
+      expect(await driver.getGeoLocation()).toEqual({ latitude: 52.52, longitude: 13.405, altitude: 34 });
+      await driver.execute('mobile: refreshGpsCache', { timeoutMs: 10_000 });
+      expect(await driver.execute('mobile: listSms', {})).toEqual({ items: [], total: 0 });
+      expect(await driver.execute('mobile: getNotifications', {})).toEqual({ statusBarNotifications: [] });
+      // An action of the app the phone does not model says so.
+      const locale = await fresh.adb(['shell', 'am broadcast -a io.appium.settings.locale --es lang fr']);
+      expect(locale.stderr).toContain(
+        "am: the virtual phone does not model Appium Settings' receiver for io.appium.settings.locale",
+      );
     } finally {
       await driver.deleteSession();
     }
@@ -190,7 +205,7 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
         'com.android.settings',
         'memoryinfo',
         2,
-      )) as [string[], string[]];
+      )) as unknown as [string[], string[]];
       expect(Number(memory[memoryKeys.indexOf('totalPss')])).toBeGreaterThan(0);
       expect(await driver.getPerformanceData('com.android.settings', 'cpuinfo', 2)).toEqual([
         ['user', 'kernel'],

@@ -83,6 +83,10 @@ describe('settings', () => {
     await v.adbOk(['shell', `input tap ${Math.round((l + r) / 2)} ${Math.round((t + b) / 2)}`]);
     expect((await v.adbOk(['shell', 'settings get global wifi_on'])).trim()).toBe('0');
     expect((await switchOf('Wi-Fi')).checked).toBe(false);
+    // The Wi-Fi service agrees, and svc turns it back on for the Settings app too.
+    expect(await v.adbOk(['shell', 'cmd wifi status'])).toBe('Wifi is disabled\n');
+    await v.adbOk(['shell', 'svc wifi enable']);
+    expect((await switchOf('Wi-Fi')).checked).toBe(true);
   });
 
   it('a setting changed over adb shows in the Settings app', async () => {

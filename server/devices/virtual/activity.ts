@@ -355,7 +355,8 @@ export class ActivityManager {
   }
 }
 
-export function describeIntent(req: IntentRequest): string {
+/** Intent.toShortString(): what am prints of an intent ("(has extras)" when it carries any). */
+export function describeIntent(req: IntentRequest & { extras?: ReadonlyMap<string, string> }): string {
   const parts: string[] = [];
   if (req.action) parts.push(`act=${req.action}`);
   if (req.categories.length > 0) parts.push(`cat=[${req.categories.join(',')}]`);
@@ -363,5 +364,6 @@ export function describeIntent(req: IntentRequest): string {
   if (req.flags) parts.push(`flg=0x${req.flags.toString(16)}`);
   if (req.pkg && !req.component) parts.push(`pkg=${req.pkg}`);
   if (req.component) parts.push(`cmp=${shortComponent(req.component)}`);
+  if (req.extras && req.extras.size > 0) parts.push('(has extras)');
   return `Intent { ${parts.join(' ')} }`;
 }

@@ -15,6 +15,7 @@ import type { LogPriority } from './logcat.js';
 import { ProcessTable } from './processes.js';
 import { procDirectory, procNetDirectory } from './procfs.js';
 import { initialLockSettings, lockKind, type LockSettings } from './lock-settings.js';
+import type { MockLocation } from './appium-settings.js';
 import { SystemProps } from './props.js';
 import { SettingsStore } from './settings.js';
 import { ActivityManager } from './activity.js';
@@ -67,6 +68,10 @@ export interface SystemServiceState {
   publishedServices: ReadonlySet<string> | null;
   /** The lock credential and whether the lock screen is disabled (locksettings). */
   lock: LockSettings;
+  /** The clipboard's text (set by the UiAutomator2 server, read by Appium Settings). */
+  clipboard: string;
+  /** The location Appium Settings' LocationService was given, if any. */
+  mockLocation: MockLocation | null;
 }
 
 export const DEFAULT_IME = 'com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME';
@@ -95,6 +100,8 @@ export class Device {
     installSessions: new Map(),
     publishedServices: null,
     lock: initialLockSettings(),
+    clipboard: '',
+    mockLocation: null,
   };
   readonly log: DeviceLogger;
   readonly now: () => number;
@@ -150,7 +157,14 @@ export class Device {
     if (!this.browser) this.packages.setUnavailable(BROWSER_PACKAGE);
     // A changed app set or setting redraws what shows it, but never creates the UI for that.
     this.packages.onChange(() => this.uiInstance?.appsChanged());
-    this.closers.add(this.settings.onChange(() => this.uiInstance?.settingsChanged?.()));
+    this.closers.add(
+      this.settings.onChange((ns, key) => {
+        // The Wi-Fi service follows its setting, however it changed (svc, cmd, the Settings app).
+        if (ns === 'global' && key === 'wifi_on')
+          this.system.wifi = this.settings.get('global', 'wifi_on') !== '0';
+        this.uiInstance?.settingsChanged?.();
+      }),
+    );
     // Threads shared with other phones are their owner's to end.
     this.encoderThreads = options.encoderThreads ?? new EncoderThreads();
     if (!options.encoderThreads) this.closers.add(() => this.encoderThreads.close());
@@ -285,6 +299,11 @@ export class Device {
   }
 
   /** A log line from an app (via the UI) or the system; pid of the app when it runs. */
+  /** Wi-Fi on or off: the global setting, which the Wi-Fi service's state follows. */
+  setWifi(on: boolean): void {
+    this.settings.put('global', 'wifi_on', on ? '1' : '0');
+  }
+
   appLog(priority: LogPriority, tag: string, message: string, pid?: number): void {
     // Without an explicit pid, the foreground app's process (or system_server) logged it.
     const front = this.uiInstance

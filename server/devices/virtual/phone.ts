@@ -85,6 +85,12 @@ export class VirtualPhone implements DevicePhone {
     // The UiAutomator2 server runs while its instrumentation does (am instrument -w).
     device.activity.uiAutomator2Factory = (d) =>
       createUiAutomator2Server(d.ui, {
+        clipboard: {
+          get: () => device.system.clipboard,
+          set: (text) => {
+            device.system.clipboard = text;
+          },
+        },
         identity: {
           manufacturer: DEVICE.manufacturer,
           model: DEVICE.model,

@@ -36,6 +36,8 @@ export interface UiAutomator2ServerInfo {
    * method returns then and its instrumentation ends; the driver waits for that.
    */
   onSessionDeleted?: () => void;
+  /** The phone's clipboard (shared with Appium Settings); the server keeps its own without it. */
+  clipboard?: { get(): string; set(text: string): void };
 }
 
 /** W3C element reference key. */
@@ -828,10 +830,13 @@ class Uia2Server implements UiAutomator2Server {
       this.log('D', 'the notification shade is not available on this phone');
       return null;
     });
-    on('POST', '/appium/device/get_clipboard', () => Buffer.from(this.clipboard).toString('base64'));
+    on('POST', '/appium/device/get_clipboard', () =>
+      Buffer.from(this.info.clipboard?.get() ?? this.clipboard).toString('base64'),
+    );
     on('POST', '/appium/device/set_clipboard', (r) => {
-      const content = str(r.body.content) ?? '';
-      this.clipboard = Buffer.from(content, 'base64').toString('utf8');
+      const content = Buffer.from(str(r.body.content) ?? '', 'base64').toString('utf8');
+      if (this.info.clipboard) this.info.clipboard.set(content);
+      else this.clipboard = content;
       return null;
     });
     on('POST', '/appium/reset_ax_cache', () => null);

@@ -9,6 +9,12 @@ import {
 import { runsOnThisPhone } from '../../ui/phone-ui.js';
 import type { ComponentName, IntentRequest } from '../../activity.js';
 import type { CommandContext, CommandFn } from '../command.js';
+import {
+  APPIUM_SETTINGS_PACKAGE,
+  appiumSettingsBroadcast,
+  appiumSettingsService,
+  isForAppiumSettings,
+} from '../../appium-settings.js';
 
 /** Intent options that take no argument. */
 const NO_ARG = new Set([
@@ -91,6 +97,8 @@ const ONE_ARG = new Set([
 interface ParsedIntent extends IntentRequest {
   wait: boolean;
   stopFirst: boolean;
+  /** The extras by key, as given (`--es KEY VALUE`, `--ez KEY true`, ...). */
+  extras: Map<string, string>;
 }
 
 function parseIntent(args: string[]): ParsedIntent | string {
@@ -103,6 +111,7 @@ function parseIntent(args: string[]): ParsedIntent | string {
     flags: 0,
     wait: false,
     stopFirst: false,
+    extras: new Map(),
   };
   const positional: string[] = [];
   for (let i = 0; i < args.length; i++) {
@@ -119,8 +128,10 @@ function parseIntent(args: string[]): ParsedIntent | string {
       if (!c) return `Bad component name: ${args[i] ?? ''}`;
       intent.component = c;
     } else if (a === '--esn') i++;
-    else if (EXTRA.has(a)) i += 2;
-    else if (ONE_ARG.has(a)) i++;
+    else if (EXTRA.has(a)) {
+      intent.extras.set(args[i + 1] ?? '', args[i + 2] ?? '');
+      i += 2;
+    } else if (ONE_ARG.has(a)) i++;
     else if (NO_ARG.has(a) || a.startsWith('--activity-') || a.startsWith('--receiver-')) continue;
     else if (a.startsWith('-')) return `Unknown option: ${a}`;
     else positional.push(a);
@@ -188,6 +199,7 @@ function amService(ctx: CommandContext, args: string[], foreground: boolean): nu
     return 255;
   }
   ctx.device.activity.startService(c, foreground);
+  if (c.pkg === APPIUM_SETTINGS_PACKAGE) appiumSettingsService(ctx.device, c.cls, intent.extras);
   return 0;
 }
 
@@ -290,6 +302,23 @@ function broadcast(ctx: CommandContext, args: string[]): number {
     tag: 'ActivityManager',
     message: `Broadcast ${intent.action ?? '(no action)'} from shell`,
   });
+  if (
+    isForAppiumSettings(intent.component, intent.action) &&
+    ctx.device.packages.get(APPIUM_SETTINGS_PACKAGE)
+  ) {
+    const answer = appiumSettingsBroadcast(ctx.device, intent.action, intent.extras);
+    if ('unmodeled' in answer) {
+      ctx.stderr.write(
+        `am: the virtual phone does not model Appium Settings' receiver for ${answer.unmodeled} (see docs/virtual-phone.md)\n`,
+      );
+      ctx.stdout.write('Broadcast completed: result=0\n');
+      return 0;
+    }
+    ctx.stdout.write(
+      `Broadcast completed: result=${answer.code}${answer.data === undefined ? '' : `, data="${answer.data}"`}\n`,
+    );
+    return 0;
+  }
   ctx.stdout.write('Broadcast completed: result=0\n');
   return 0;
 }

@@ -124,7 +124,7 @@ function serviceCommands(table: () => ReadonlyMap<string, CommandFn>): Record<st
         return 0;
       }
       if (args[0] === 'set-wifi-enabled' && (args[1] === 'enabled' || args[1] === 'disabled')) {
-        sys.wifi = args[1] === 'enabled';
+        ctx.device.setWifi(args[1] === 'enabled');
         return 0;
       }
       return notModeled(ctx, 'wifi', args);

@@ -414,7 +414,7 @@ const svc: CommandFn = (ctx) => {
   const [service, action] = ctx.args;
   const sys = ctx.device.system;
   const on = action === 'enable';
-  if (service === 'wifi' && (on || action === 'disable')) sys.wifi = on;
+  if (service === 'wifi' && (on || action === 'disable')) ctx.device.setWifi(on);
   else if (service === 'data' && (on || action === 'disable')) sys.data = on;
   else if (
     !service ||
