@@ -10,13 +10,6 @@ import type { Device } from './device.js';
 
 export const APPIUM_SETTINGS_PACKAGE = 'io.appium.settings';
 
-/** The mock location Appium Settings' LocationService holds (setGeoLocation). */
-export interface MockLocation {
-  latitude: number;
-  longitude: number;
-  altitude: number;
-}
-
 /** What a broadcast to one of the app's receivers answered: its result code and data. */
 export type ReceiverAnswer = { code: number; data?: string } | { unmodeled: string };
 

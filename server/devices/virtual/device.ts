@@ -15,7 +15,6 @@ import type { LogPriority } from './logcat.js';
 import { ProcessTable } from './processes.js';
 import { procDirectory, procNetDirectory } from './procfs.js';
 import { initialLockSettings, lockKind, type LockSettings } from './lock-settings.js';
-import type { MockLocation } from './appium-settings.js';
 import { SystemProps } from './props.js';
 import { SettingsStore } from './settings.js';
 import { ActivityManager } from './activity.js';
@@ -41,6 +40,13 @@ export interface DeviceOptions {
    * backend's, which ends them); a phone of its own otherwise.
    */
   encoderThreads?: EncoderThreads;
+}
+
+/** The mock location Appium Settings' LocationService holds (setGeoLocation). */
+export interface MockLocation {
+  latitude: number;
+  longitude: number;
+  altitude: number;
 }
 
 /** Small pieces of system service state that `cmd`, `appops`, `wm` and dumpsys report. */

@@ -25,7 +25,6 @@ import {
   buildKeyguard,
   wrongCredential,
   type KeyguardState,
-  type LockKind,
 } from './screens/keyguard.js';
 import { buildNotRunnableDialog, type NotRunnableDialog } from './screens/not-runnable.js';
 import type { LauncherState, ScreenContext, ScreenState, ScreenView } from './screens/screen.js';
@@ -46,6 +45,7 @@ import type {
   LauncherApp,
   PhoneUi,
   PhoneUiHost,
+  LockKind,
   PhoneUiOptions,
   PowerState,
   UiNodeInfo,

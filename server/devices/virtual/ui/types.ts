@@ -8,7 +8,9 @@ import type { AppException } from '../app-crash.js';
 import type { Duplex } from 'node:stream';
 import type { BrowserView } from '../browser/browser-app.js';
 import type { DisplayList } from './display-list.js';
-import type { LockKind } from './screens/keyguard.js';
+
+/** What kind of lock the phone has (locksettings): `none` shows no keyguard at all. */
+export type LockKind = 'none' | 'swipe' | 'pin' | 'password' | 'pattern';
 
 /** What the UI needs from the rest of the phone. */
 export interface PhoneUiHost {

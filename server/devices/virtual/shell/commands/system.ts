@@ -1,7 +1,7 @@
 /** System applets: getprop, setprop, settings, id, date, which, sh, log, run-as, ... */
 import { DEFAULT_IME } from '../../device.js';
 import { LOAD_AVERAGES } from '../../identity.js';
-import { locksettings } from '../../lock-settings.js';
+import { locksettings } from './locksettings.js';
 import { appCredentials } from '../../fs.js';
 import { SYSTEM_BIN } from '../../system-image.js';
 import { isNamespace } from '../../settings.js';

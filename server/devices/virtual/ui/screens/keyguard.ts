@@ -10,9 +10,7 @@ import { rect } from '../raster.js';
 import { ViewFactory, type Painter, type ViewNode } from '../views.js';
 import { drawLabel, fillFrame, type LabelStyle } from '../widgets.js';
 import type { ScreenContext } from './screen.js';
-
-/** What kind of lock the phone has (locksettings): `none` shows no keyguard at all. */
-export type LockKind = 'none' | 'swipe' | 'pin' | 'password' | 'pattern';
+import type { LockKind } from '../types.js';
 
 export interface KeyguardState {
   /** The bouncer (credential entry) is up, not the lock screen's clock. */
