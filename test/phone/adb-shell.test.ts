@@ -396,6 +396,9 @@ describe('cmd and abb', () => {
       stderr: "cmd: the virtual phone does not model 'cmd audio get-volume 3' (see docs/virtual-phone.md)\n",
     });
     expect((await shell('service call statusbar 1')).code).toBe(1);
+    // No notification shade to expand; collapsing the closed one is a no-op.
+    expect((await shell('cmd statusbar expand-notifications')).code).toBe(255);
+    expect((await shell('cmd statusbar collapse')).code).toBe(0);
     expect((await shell('content query --uri content://media/external/images/media')).code).toBe(1);
   });
 

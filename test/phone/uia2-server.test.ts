@@ -518,6 +518,10 @@ describe('UiAutomator2 server over HTTP', () => {
     });
     expect((await call('GET', `/session/${sid}/orientation`)).body.value).toBe('PORTRAIT');
     expect((await call('POST', `/session/${sid}/timeouts`, { implicit: 0 })).status).toBe(200);
+    // No notification shade is drawn: opening it is refused, not pretended.
+    const shade = await call('POST', `/session/${sid}/appium/device/open_notifications`, {});
+    expect(shade.status).toBe(500);
+    expect(shade.body.value).toMatchObject({ error: 'unsupported operation' });
   });
 
   it('serves HTTP on a plain Duplex stream, as adb forwards hand it over', async () => {

@@ -827,8 +827,11 @@ class Uia2Server implements UiAutomator2Server {
     on('POST', '/appium/device/press_keycode', (r) => this.pressKey(r));
     on('POST', '/appium/device/long_press_keycode', (r) => this.pressKey(r));
     on('POST', '/appium/device/open_notifications', () => {
-      this.log('D', 'the notification shade is not available on this phone');
-      return null;
+      throw new W3CError(
+        500,
+        'unsupported operation',
+        'The virtual phone draws no notification shade to open (no notifications are posted on it)',
+      );
     });
     on('POST', '/appium/device/get_clipboard', () =>
       Buffer.from(this.info.clipboard?.get() ?? this.clipboard).toString('base64'),

@@ -173,11 +173,9 @@ function serviceCommands(table: () => ReadonlyMap<string, CommandFn>): Record<st
       return 0;
     },
     statusbar: (ctx, args) => {
-      if (
-        ['expand-notifications', 'expand-settings', 'collapse'].includes(args[0] ?? '') &&
-        args.length === 1
-      )
-        return 0;
+      // The phone draws no notification shade: collapsing it is a no-op, opening it is not
+      // modeled (it would be a silent success).
+      if (args.length === 1 && args[0] === 'collapse') return 0;
       return notModeled(ctx, 'statusbar', args);
     },
   };
