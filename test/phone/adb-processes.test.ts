@@ -59,6 +59,16 @@ async function firstLinePid(run: RunningAdb): Promise<number> {
 }
 
 describe('one process table for every session', () => {
+  it('starts with the boot in its log, from the processes that booted it (what a logcat capture waits for)', async () => {
+    const log = await v.adbOk(['logcat', '-d', '-v', 'threadtime']);
+    const systemServer = (await v.adbOk(['shell', 'pidof system_server'])).trim();
+    const init = log.split('\n').find((l) => l.endsWith('init second stage started!'));
+    expect(init).toMatch(/^\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} +1 +1 I init +: init second stage started!$/);
+    const entered = log.split('\n').find((l) => l.includes('Entered the Android system server!'));
+    expect(entered).toMatch(new RegExp(`^\\S+ \\S+ +${systemServer} +${systemServer} I SystemServer: `));
+    expect(log).toMatch(/ActivityManager: Start proc \d+:com\.android\.launcher3\/u0a153 for top-activity/);
+  });
+
   it('shows a process another adb shell started in ps -A and /proc, and kill reaches it', async () => {
     const run = startAdb(['shell', 'echo $$; sleep 30; echo after sleep']);
     try {

@@ -10,7 +10,7 @@ import type { DeviceLogger } from '../types.js';
 import { VirtualFs } from './fs.js';
 import type { DirNode } from './fs.js';
 import { DEVICE } from './identity.js';
-import { LogBuffer } from './logcat.js';
+import { LogBuffer, bootLog } from './logcat.js';
 import type { LogPriority } from './logcat.js';
 import { ProcessTable } from './processes.js';
 import { procDirectory, procNetDirectory } from './procfs.js';
@@ -138,6 +138,8 @@ export class Device {
     // An app's own process killed by a signal (run-as kill) stops the app.
     this.processes = new ProcessTable(this.now, (name) => this.activity.forceStop(name.split(':')[0]!));
     const processes = this.processes;
+    const pidOf = (name: string) => processes.list().find((x) => x.name === name)?.pid ?? 1;
+    for (const entry of bootLog(this.bootMs, pidOf)) this.logcat.add({ ...entry, tid: entry.pid });
     this.fs.mount(
       '/proc',
       procDirectory(processes, this.now, (pid) => processes.signalsOf(pid), this.bootMs),

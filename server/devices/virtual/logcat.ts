@@ -91,3 +91,63 @@ export function formatLogEntry(e: LogEntry, format: LogFormat): string {
       return `${formatLogTime(e.timeMs)} ${String(e.pid).padStart(5)} ${String(e.tid).padStart(5)} ${e.priority} ${e.tag.padEnd(8)}: ${e.message}`;
   }
 }
+
+/**
+ * What a phone's log holds once it has booted: init starting the native services, zygote,
+ * system_server coming up, and the first apps (SystemUI, the keyboard, the phone app, the
+ * launcher). A log that starts empty is not a phone's: tools that start a logcat capture wait
+ * for its first lines (appium-adb's startLogcat()). pidOf finds each process's pid.
+ */
+export function bootLog(bootMs: number, pidOf: (name: string) => number): Omit<LogEntry, 'tid'>[] {
+  const lines: [string, LogPriority, string, string][] = [
+    ['init', 'I', 'init', 'init second stage started!'],
+    ['init', 'I', 'init', "starting service 'logd'..."],
+    ['init', 'I', 'init', "starting service 'servicemanager'..."],
+    ['init', 'I', 'init', "starting service 'surfaceflinger'..."],
+    ['init', 'I', 'init', "starting service 'adbd'..."],
+    ['init', 'I', 'init', "starting service 'zygote'..."],
+    ['zygote64', 'I', 'Zygote', 'Preloading classes...'],
+    ['zygote64', 'I', 'Zygote', 'System server process ' + pidOf('system_server') + ' has been created'],
+    ['system_server', 'I', 'SystemServer', 'Entered the Android system server!'],
+    ['system_server', 'I', 'ActivityManager', 'System now ready'],
+    [
+      'system_server',
+      'I',
+      'ActivityManager',
+      `Start proc ${pidOf('com.android.systemui')}:com.android.systemui/u0a201 for service {com.android.systemui/com.android.systemui.SystemUIService}`,
+    ],
+    [
+      'system_server',
+      'I',
+      'ActivityManager',
+      `Start proc ${pidOf('com.google.android.inputmethod.latin')}:com.google.android.inputmethod.latin/u0a170 for service {com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME}`,
+    ],
+    [
+      'system_server',
+      'I',
+      'ActivityManager',
+      `Start proc ${pidOf('com.android.phone')}:com.android.phone/1001 for added application com.android.phone`,
+    ],
+    [
+      'system_server',
+      'I',
+      'ActivityManager',
+      `Start proc ${pidOf('com.android.launcher3')}:com.android.launcher3/u0a153 for top-activity {com.android.launcher3/com.android.launcher3.uioverrides.QuickstepLauncher}`,
+    ],
+    [
+      'system_server',
+      'I',
+      'ActivityTaskManager',
+      'Displayed com.android.launcher3/.uioverrides.QuickstepLauncher for user 0: +804ms',
+    ],
+    ['system_server', 'I', 'ActivityManager', 'Finished processing BOOT_COMPLETED for u0'],
+  ];
+  return lines.map(([process, priority, tag, message], i) => ({
+    // Spread over the second before the phone was ready, in order.
+    timeMs: bootMs - (lines.length - i) * 60,
+    pid: pidOf(process),
+    priority,
+    tag,
+    message,
+  }));
+}
