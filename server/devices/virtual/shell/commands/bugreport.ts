@@ -12,10 +12,11 @@
  */
 import { performance } from 'node:perf_hooks';
 import { writeZip } from '../../../../../src/apk/zip.js';
-import { ROOT_CREDENTIALS, SHELL_CREDENTIALS } from '../../fs.js';
+import { SHELL_CREDENTIALS } from '../../fs.js';
 import { DEVICE } from '../../identity.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { BufferOutput, EMPTY_INPUT } from '../io.js';
+import { fullDate } from './format.js';
 
 const VERSION = '1.2';
 const BUGREPORTS = '/data/user_de/0/com.android.shell/files/bugreports';
@@ -45,37 +46,28 @@ const SECTIONS: ReadonlyArray<[string, string]> = [
   ['DUMPSYS meminfo', 'dumpsys meminfo'],
 ];
 
-const two = (n: number) => String(n).padStart(2, '0');
-
-/** The phone's clock as dumpstate names files and headers (the phone runs on UTC). */
-function stamp(at: Date, dateSep: string, timeSep: string, between: string): string {
-  const date = [at.getUTCFullYear(), two(at.getUTCMonth() + 1), two(at.getUTCDate())].join(dateSep);
-  const time = [two(at.getUTCHours()), two(at.getUTCMinutes()), two(at.getUTCSeconds())].join(timeSep);
-  return `${date}${between}${time}`;
-}
-
 async function capture(ctx: CommandContext, command: string): Promise<string> {
   const out = new BufferOutput();
   await ctx.runShell(command, { stdin: EMPTY_INPUT, stdout: out, stderr: out });
   return out.text();
 }
 
-/** Writes the report's zip to /bugreports, calling progress after each section; returns its path. */
 /** The report's name: the product, the build and when it was taken, as dumpstate names it. */
-function reportName(at: Date): string {
-  return `bugreport-${DEVICE.product}-${DEVICE.buildId}-${stamp(at, '-', '-', '-')}`;
+function reportName(at: number): string {
+  return `bugreport-${DEVICE.product}-${DEVICE.buildId}-${fullDate(at).replace(/[ :]/g, '-')}`;
 }
 
-async function generate(
+/** The report's zip, calling progress after each section. */
+async function report(
   ctx: CommandContext,
-  at: Date,
+  at: number,
   progress: (done: number, total: number) => void,
-): Promise<string> {
+): Promise<Buffer> {
   const name = reportName(at);
   const prop = (key: string) => ctx.device.props.get(key) || '(unknown)';
   const header = [
     '========================================================',
-    `== dumpstate: ${stamp(at, '-', ':', ' ')}`,
+    `== dumpstate: ${fullDate(at)}`,
     '========================================================',
     '',
     `Build: ${prop('ro.build.display.id')}`,
@@ -99,9 +91,8 @@ async function generate(
     );
     progress(i + 1, SECTIONS.length);
   }
-  const text = body.join('\n');
   const entries = [
-    { name: `${name}.txt`, data: Buffer.from(text) },
+    { name: `${name}.txt`, data: Buffer.from(body.join('\n')) },
     { name: 'version.txt', data: Buffer.from('2.0') },
     { name: 'main_entry.txt', data: Buffer.from(`${name}.txt`) },
     {
@@ -109,16 +100,20 @@ async function generate(
       data: Buffer.from(`dumpstate id 1 finished in ${SECTIONS.length} sections\n`),
     },
   ];
+  return writeZip(entries, new Date(at));
+}
+
+/** Leaves a report in /bugreports, owned by the shell user who pulls it; returns its path there. */
+function keep(ctx: CommandContext, at: number, zip: Buffer): string {
   const fs = ctx.device.fs;
   if (!fs.exists(BUGREPORTS)) {
     fs.mkdir(BUGREPORTS, { parents: true, mode: 0o770 });
     fs.chown(BUGREPORTS, SHELL_CREDENTIALS.uid, SHELL_CREDENTIALS.gid);
   }
-  const path = `${BUGREPORTS}/${name}.zip`;
-  // dumpstate writes it for the shell user, who pulls it.
-  fs.as(ROOT_CREDENTIALS).writeFile(path, writeZip(entries, at), { mode: 0o644 });
-  fs.chown(path, SHELL_CREDENTIALS.uid, SHELL_CREDENTIALS.gid);
-  return `/bugreports/${name}.zip`;
+  const file = `${reportName(at)}.zip`;
+  fs.writeFile(`${BUGREPORTS}/${file}`, zip, { mode: 0o644 });
+  fs.chown(`${BUGREPORTS}/${file}`, SHELL_CREDENTIALS.uid, SHELL_CREDENTIALS.gid);
+  return `/bugreports/${file}`;
 }
 
 export const bugreportz: CommandFn = async (ctx) => {
@@ -138,18 +133,16 @@ export const bugreportz: CommandFn = async (ctx) => {
     ctx.stderr.write(`${VERSION}\n`);
     return 0;
   }
-  const showProgress = flags.has('p');
   if (flags.has('s')) {
-    const path = await generate(ctx, new Date(ctx.device.now()), () => undefined);
-    ctx.stdout.write(ctx.fs.readFile(path));
-    ctx.device.fs.remove(path);
+    // Streamed: the zip goes to stdout and nothing stays on the phone.
+    ctx.stdout.write(await report(ctx, ctx.device.now(), () => undefined));
     return 0;
   }
-  const at = new Date(ctx.device.now());
+  const at = ctx.device.now();
   ctx.stdout.write(`BEGIN:/bugreports/${reportName(at)}.zip\n`);
-  const path = await generate(ctx, at, (done, total) => {
-    if (showProgress) ctx.stdout.write(`PROGRESS:${done}/${total}\n`);
+  const zip = await report(ctx, at, (done, total) => {
+    if (flags.has('p')) ctx.stdout.write(`PROGRESS:${done}/${total}\n`);
   });
-  ctx.stdout.write(`OK:${path}\n`);
+  ctx.stdout.write(`OK:${keep(ctx, at, zip)}\n`);
   return 0;
 };
