@@ -93,11 +93,9 @@ function connect() {
     }
     const msg = JSON.parse(ev.data);
     if (msg.type === 'hello') {
-      screen = msg.screen;
+      setScreen(msg.screen);
       offset = msg.now - Date.now() / 1000;
       expiresAt = msg.expires_at;
-      img.style.setProperty('--ratio', screen.w + ' / ' + screen.h);
-      img.style.setProperty('--rw', String(screen.w / screen.h));
       tick();
     } else if (msg.type === 'ended') {
       showEnded(msg.reason === 'expired' ? 'This viewer link has expired' : 'This session has ended',
@@ -117,6 +115,16 @@ function connect() {
   };
 }
 connect();
+function setScreen(size) {
+  screen = size;
+  img.style.setProperty('--ratio', screen.w + ' / ' + screen.h);
+  img.style.setProperty('--rw', String(screen.w / screen.h));
+}
+// A phone turned sideways sends frames of the other shape: they set the screen's size.
+img.addEventListener('load', () => {
+  if (img.naturalWidth && (img.naturalWidth !== screen.w || img.naturalHeight !== screen.h))
+    setScreen({ w: img.naturalWidth, h: img.naturalHeight });
+});
 
 function send(msg) { if (ws && ws.readyState === 1 && cfg.mode === 'owner') ws.send(JSON.stringify(msg)); }
 function toPhone(ev) {

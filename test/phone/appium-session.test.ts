@@ -220,6 +220,51 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
     }
   });
 
+  it('turns the display with setOrientation and setRotation, and the launcher refuses as a phone’s does', async () => {
+    const driver = await session(prepared, PREPARED);
+    // The rotation endpoints of Appium's protocol, which WebdriverIO has no command for.
+    const rotation = async (body?: { x: number; y: number; z: number }) => {
+      const r = await fetch(`http://127.0.0.1:${appium.port}/session/${driver.sessionId}/rotation`, {
+        method: body ? 'POST' : 'GET',
+        headers: { 'content-type': 'application/json' },
+        ...(body && { body: JSON.stringify(body) }),
+      });
+      return { status: r.status, value: ((await r.json()) as { value: unknown }).value };
+    };
+    try {
+      await prepared.adbOk(['shell', 'am start -n com.phonelease.login/.LoginActivity']);
+      expect(await driver.getOrientation()).toBe('PORTRAIT');
+      await driver.setOrientation('LANDSCAPE');
+      expect(await driver.getOrientation()).toBe('LANDSCAPE');
+      // Appium's LANDSCAPE is ROTATION_270, kept in the rotation lock's settings.
+      expect(await rotation()).toEqual({ status: 200, value: { x: 0, y: 0, z: 270 } });
+      expect(await prepared.adbOk(['shell', 'wm user-rotation'])).toBe('lock 3\n');
+      expect(await driver.getWindowSize()).toEqual({ width: 1280, height: 720 });
+      const shot = PNG.sync.read(Buffer.from(await driver.takeScreenshot(), 'base64'));
+      expect({ width: shot.width, height: shot.height }).toEqual({ width: 1280, height: 720 });
+      // The form is usable sideways: found, typed into, submitted.
+      await driver.$(`id=${ID}/username`).setValue('demo');
+      await driver.$(`id=${ID}/password`).setValue('secret');
+      await driver.$(`id=${ID}/login`).click();
+      expect(await driver.$(`id=${ID}/result`).getText()).toBe('Welcome, demo!');
+      expect((await rotation({ x: 0, y: 0, z: 90 })).status).toBe(200);
+      expect((await rotation()).value).toEqual({ x: 0, y: 0, z: 90 });
+      const bad = await rotation({ x: 0, y: 0, z: 45 });
+      expect(bad.status).toBe(400);
+      expect(JSON.stringify(bad.value)).toContain('Rotation value of 45 degrees is not supported');
+      expect((await rotation()).value).toEqual({ x: 0, y: 0, z: 90 });
+      // The launcher keeps portrait: asked to turn, the display does not, and Appium says so.
+      await driver.setOrientation('PORTRAIT');
+      await prepared.adbOk(['shell', 'input keyevent HOME']);
+      const refused = await driver.setOrientation('LANDSCAPE').catch((e: unknown) => e);
+      expect(String(refused)).toContain('Screen rotation cannot be changed to ROTATION_270');
+      expect(await driver.getOrientation()).toBe('PORTRAIT');
+    } finally {
+      await prepared.adb(['shell', 'wm user-rotation lock 0; am force-stop com.phonelease.login']);
+      await driver.deleteSession();
+    }
+  });
+
   it("locks and unlocks the phone with lock(), isLocked() and unlock() by PIN, both of Appium's ways", async () => {
     const driver = await session(prepared, PREPARED);
     try {

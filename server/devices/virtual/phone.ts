@@ -10,6 +10,7 @@ import type { DirNode } from './fs.js';
 import { DEVICE, PHONE_LABEL, connectBanner } from './identity.js';
 import { DamagedSaveError, restoreDeviceState, saveDeviceState } from './state.js';
 import type { StateParts } from './state.js';
+import { userRotation } from './settings.js';
 import type { SavedPackage } from './packages.js';
 import type { CommandTable } from './shell/command.js';
 import { KEYCODE } from './ui/types.js';
@@ -52,7 +53,13 @@ export interface VirtualPhoneOptions {
 
 export class VirtualPhone implements DevicePhone {
   readonly label = PHONE_LABEL;
-  readonly screen: ScreenSize = { w: DEVICE.width, h: DEVICE.height };
+  /** The screen as it is now: sideways while the display is turned (a phone not yet used is upright). */
+  get screen(): ScreenSize {
+    const device = this.lazyDevice;
+    return device?.hasUi
+      ? { w: device.ui.width, h: device.ui.height }
+      : { w: DEVICE.width, h: DEVICE.height };
+  }
   private lazyDevice: Device | null = null;
   /** The phone's ADB listener, made with its first endpoint request. */
   private server: AdbServer | null = null;
@@ -85,6 +92,7 @@ export class VirtualPhone implements DevicePhone {
     // The UiAutomator2 server runs while its instrumentation does (am instrument -w).
     device.activity.uiAutomator2Factory = (d) =>
       createUiAutomator2Server(d.ui, {
+        rotate: (rotation) => userRotation.freeze(device.settings, rotation),
         clipboard: {
           get: () => device.system.clipboard,
           set: (text) => {

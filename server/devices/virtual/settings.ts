@@ -122,3 +122,19 @@ export class SettingsStore {
     }
   }
 }
+
+/**
+ * The window manager's rotation lock, kept where Android keeps it (Settings.System): frozen
+ * while `accelerometer_rotation` is 0, at `user_rotation`. What `wm user-rotation` and
+ * UiAutomation's setRotation (Appium's setOrientation) change; the display follows it.
+ */
+export const userRotation = {
+  frozen: (settings: SettingsStore): boolean => settings.get('system', 'accelerometer_rotation') !== '1',
+  freeze(settings: SettingsStore, rotation: number): void {
+    settings.put('system', 'user_rotation', String(rotation));
+    settings.put('system', 'accelerometer_rotation', '0');
+  },
+  thaw(settings: SettingsStore): void {
+    settings.put('system', 'accelerometer_rotation', '1');
+  },
+};

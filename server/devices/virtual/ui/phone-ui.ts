@@ -48,6 +48,7 @@ import type {
   LockKind,
   PhoneUiOptions,
   PowerState,
+  Rotation,
   UiNodeInfo,
 } from './types.js';
 import { KEYCODE, LONG_PRESS_MS } from './types.js';
@@ -120,14 +121,15 @@ function component(pkg: string, activity: string): string {
 }
 
 export class VirtualPhoneUi implements PhoneUi {
-  readonly width: number;
-  readonly height: number;
   readonly density: number;
   readonly statusBarHeight: number;
 
-  private readonly m: Metrics;
+  /** The display as apps see it now: the natural (portrait) size, turned with the rotation. */
+  private m: Metrics;
   private readonly fonts = new TextRenderer();
-  private readonly canvas: Canvas;
+  private canvas: Canvas;
+  /** Surface.ROTATION_* of the display: 0 natural, 1 and 3 landscape, 2 upside down. */
+  private turned: Rotation = 0;
   private readonly listeners = new Set<() => void>();
   private readonly ctx: ScreenContext;
   private readonly now: () => Date;
@@ -159,8 +161,6 @@ export class VirtualPhoneUi implements PhoneUi {
     private readonly host: PhoneUiHost,
     private readonly options: PhoneUiOptions,
   ) {
-    this.width = options.width;
-    this.height = options.height;
     this.density = options.density;
     this.m = metrics(options.width, options.height, options.density);
     this.statusBarHeight = this.m.statusBar;
@@ -175,6 +175,51 @@ export class VirtualPhoneUi implements PhoneUi {
   get version(): number {
     this.syncClock();
     return this.ver;
+  }
+
+  /** The display's width now (the natural height while it is turned sideways). */
+  get width(): number {
+    return this.m.width;
+  }
+
+  get height(): number {
+    return this.m.height;
+  }
+
+  rotation(): Rotation {
+    return this.turned;
+  }
+
+  /**
+   * The rotation the window manager gives the display (DisplayRotation): the one the user
+   * locked (`user_rotation`, while `accelerometer_rotation` is 0), or upright while the
+   * sensor decides (the virtual phone's sensor reads upright, as an emulator's does). The launcher and the lock screen
+   * of a phone ask for portrait (Launcher3 without home-screen rotation, SystemUI's
+   * keyguard), and so the display stays upright while they show; Chrome here draws its
+   * page at one size only and keeps portrait too (Appium's setOrientation says so).
+   */
+  private wantedRotation(): Rotation {
+    const locked = this.setting('system', 'accelerometer_rotation') !== '1';
+    const user = Number(this.setting('system', 'user_rotation') ?? '0');
+    const asked: Rotation = locked && (user === 1 || user === 2 || user === 3) ? user : 0;
+    const front = this.current().kind;
+    return this.keyguard || front === 'launcher' || front === 'browser' ? 0 : asked;
+  }
+
+  /** Turns the display when the rotation it should have changed; apps lay out again. */
+  private syncRotation(): void {
+    const next = this.wantedRotation();
+    if (next === this.turned) return;
+    const sideways = next % 2 === 1;
+    const w = sideways ? this.options.height : this.options.width;
+    const h = sideways ? this.options.width : this.options.height;
+    this.host.log('I', 'WindowManager', `Display rotation changed from ${this.turned} to ${next}`);
+    this.turned = next;
+    if (w !== this.m.width) {
+      this.m = metrics(w, h, this.options.density);
+      this.canvas = new Canvas(w, h);
+      this.drawn = -1;
+    }
   }
 
   // ---- state helpers ----
@@ -193,6 +238,7 @@ export class VirtualPhoneUi implements PhoneUi {
   }
 
   private changed(): void {
+    this.syncRotation();
     this.ver++;
     this.notify();
   }
@@ -237,8 +283,12 @@ export class VirtualPhoneUi implements PhoneUi {
   private makeContext(): ScreenContext {
     // Read on every use so flipping Dark theme (here or via `settings put`) restyles at once.
     const theme = () => (this.setting('secure', 'ui_night_mode') === '2' ? DARK_COLORS : COLORS);
+    // Read on every use too: turning the display lays the screens out at its new size.
+    const metricsNow = () => this.m;
     return {
-      m: this.m,
+      get m() {
+        return metricsNow();
+      },
       get colors() {
         return theme();
       },
@@ -823,7 +873,7 @@ export class VirtualPhoneUi implements PhoneUi {
   // ---- hierarchy ----
 
   dumpHierarchy(): string {
-    return dumpUiAutomator(this.build().root);
+    return dumpUiAutomator(this.build().root, this.turned);
   }
 
   viewTree(): UiNodeInfo {

@@ -9,6 +9,9 @@ import type { Duplex } from 'node:stream';
 import type { BrowserView } from '../browser/browser-app.js';
 import type { DisplayList } from './display-list.js';
 
+/** Surface.ROTATION_*: how far the display is turned from its natural (portrait) orientation, in quarter turns. */
+export type Rotation = 0 | 1 | 2 | 3;
+
 /** What kind of lock the phone has (locksettings): `none` shows no keyguard at all. */
 export type LockKind = 'none' | 'swipe' | 'pin' | 'password' | 'pattern';
 
@@ -100,6 +103,7 @@ export interface PowerState {
 }
 
 export interface PhoneUi {
+  /** The display's size as apps see it now: sideways while it is turned a quarter. */
   readonly width: number;
   readonly height: number;
   readonly density: number;
@@ -180,6 +184,12 @@ export interface PhoneUi {
   powerState?(): PowerState;
   /** Optional: `wm dismiss-keyguard`: an insecure keyguard goes, a secure one asks for its credential. */
   dismissKeyguard?(): void;
+  /**
+   * Optional: the display's rotation now. It follows the system settings
+   * `accelerometer_rotation` and `user_rotation` (what `wm user-rotation` and Appium's
+   * setOrientation write) and what the app in front allows.
+   */
+  rotation?(): Rotation;
 }
 
 /** One view of the current window, as the accessibility layer sees it. */

@@ -65,11 +65,13 @@ export function appBar(
   o: AppBarOptions,
 ): { node: ViewNode; height: number } {
   const { m } = ctx;
-  const height = (o.large ? 112 : 64) * m.dp;
+  // Sideways there is no room for a large bar: it is drawn as the plain one.
+  const large = o.large && m.height > m.width;
+  const height = (large ? 112 : 64) * m.dp;
   const frame = rect(0, m.content.top, m.width, height);
   const titleLeft = (o.onBack ? 72 : 24) * m.dp;
-  const titleStyle: LabelStyle = { scale: o.large ? m.text.display : m.text.title, color: o.foreground };
-  const titleFrame = o.large
+  const titleStyle: LabelStyle = { scale: large ? m.text.display : m.text.title, color: o.foreground };
+  const titleFrame = large
     ? rect(titleLeft, frame.top + 40 * m.dp, m.width - titleLeft - 16 * m.dp, 48 * m.dp)
     : rect(titleLeft, frame.top, m.width - titleLeft - 16 * m.dp, height);
   const back =

@@ -12,7 +12,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Duplex } from 'node:stream';
 import { PNG } from 'pngjs';
 import { formatBounds } from '../ui/hierarchy.js';
-import type { DeviceIdentity, PhoneUi, UiAutomator2Server, UiNodeInfo } from '../ui/types.js';
+import type { DeviceIdentity, PhoneUi, Rotation, UiAutomator2Server, UiNodeInfo } from '../ui/types.js';
 import { KEYCODE, LONG_PRESS_MS } from '../ui/types.js';
 import { buildSource, serializeSource } from './source.js';
 import {
@@ -36,6 +36,8 @@ export interface UiAutomator2ServerInfo {
    * method returns then and its instrumentation ends; the driver waits for that.
    */
   onSessionDeleted?: () => void;
+  /** Optional: freezes the display's rotation (UiAutomation.setRotation); without it the display cannot turn. */
+  rotate?: (rotation: Rotation) => void;
   /** The phone's clipboard (shared with Appium Settings); the server keeps its own without it. */
   clipboard?: { get(): string; set(text: string): void };
 }
@@ -306,6 +308,22 @@ class Uia2Server implements UiAutomator2Server {
       );
     }
     return node;
+  }
+
+  /**
+   * UiAutomation.setRotation: the rotation is frozen where Android keeps it, then the
+   * display must have turned (an app or the launcher that keeps portrait refuses).
+   */
+  private rotate(rotation: Rotation): void {
+    if (!this.info.rotate)
+      throw new W3CError(500, 'unsupported operation', 'This phone cannot turn its display');
+    this.info.rotate(rotation);
+    if ((this.ui.rotation?.() ?? 0) !== rotation)
+      throw new W3CError(
+        400,
+        'invalid element state',
+        `Screen rotation cannot be changed to ROTATION_${rotation * 90} after 2000ms. Is it locked programmatically?`,
+      );
   }
 
   private size(): { width: number; height: number } {
@@ -852,13 +870,33 @@ class Uia2Server implements UiAutomator2Server {
     on('GET', '/window/rect', () => ({ x: 0, y: 0, ...this.size() }));
     on('GET', '/window', () => 'NATIVE_APP');
     on('GET', '/window/handles', () => ['NATIVE_APP']);
-    on('GET', '/orientation', () => 'PORTRAIT');
+    on('GET', '/orientation', () => ((this.ui.rotation?.() ?? 0) % 2 ? 'LANDSCAPE' : 'PORTRAIT'));
     on('POST', '/orientation', (r) => {
-      if (str(r.body.orientation)?.toUpperCase() !== 'PORTRAIT')
-        throw new W3CError(500, 'unsupported operation', 'This phone only supports PORTRAIT orientation');
-      return null;
+      const value = r.body.orientation;
+      if (value === undefined)
+        throw invalidArgument("OrientationModel: The mandatory field 'orientation' is not present in JSON");
+      const name = String(value).toUpperCase();
+      if (name !== 'LANDSCAPE' && name !== 'PORTRAIT')
+        throw invalidArgument(
+          `java.lang.IllegalArgumentException: Orientation value '${String(value)}' is not supported. Only 'LANDSCAPE' and 'PORTRAIT' values could be translated into a valid screen orientation`,
+        );
+      // The server's defaults: LANDSCAPE is ROTATION_270, PORTRAIT ROTATION_0.
+      this.rotate(name === 'LANDSCAPE' ? 3 : 0);
+      return name;
     });
-    on('GET', '/rotation', () => ({ x: 0, y: 0, z: 0 }));
+    on('GET', '/rotation', () => ({ x: 0, y: 0, z: (this.ui.rotation?.() ?? 0) * 90 }));
+    on('POST', '/rotation', (r) => {
+      const z = r.body.z;
+      if (z === undefined)
+        throw invalidArgument("RotationModel: The mandatory field 'z' is not present in JSON");
+      if (z !== 0 && z !== 90 && z !== 180 && z !== 270)
+        throw invalidArgument(
+          `java.lang.IllegalArgumentException: Rotation value of ${String(z)} degrees is not supported. Only 0, 90, 180 and 270 degrees could be translated into a valid screen rotation`,
+        );
+      const rotation = (z / 90) as Rotation;
+      this.rotate(rotation);
+      return `ROTATION_${z}`;
+    });
     on('GET', '/appium/settings', () => this.settings);
     on('POST', '/appium/settings', (r) => {
       if (!isRecord(r.body.settings)) throw invalidArgument("'settings' must be an object");

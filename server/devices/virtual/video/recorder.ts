@@ -49,9 +49,9 @@ export interface ScreenSource {
   /**
    * Optional: the screen now as drawing calls (see ui/display-list.ts). When given, frames
    * are drawn on the encoder's thread, not the phone's: the recorder uses this instead of
-   * renderRgba().
+   * renderRgba(), unless it returns null (the screen cannot be drawn so now).
    */
-  displayList?(): DisplayList;
+  displayList?(): DisplayList | null;
   /** Calls `listener` after every visible change; returns unsubscribe. */
   onChange(listener: () => void): () => void;
 }

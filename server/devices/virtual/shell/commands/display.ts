@@ -3,8 +3,9 @@ import { PNG } from 'pngjs';
 import { FsError } from '../../fs.js';
 import { DEVICE } from '../../identity.js';
 import { KEYCODE } from '../../ui/types.js';
+import { userRotation } from '../../settings.js';
 import { fail, resolvePath } from '../command.js';
-import type { CommandFn } from '../command.js';
+import type { CommandContext, CommandFn } from '../command.js';
 
 const wm: CommandFn = (ctx) => {
   const args: string[] = [];
@@ -55,12 +56,11 @@ const wm: CommandFn = (ctx) => {
       ctx.device.ui.dismissKeyguard?.();
       return 0;
     case 'user-rotation':
+      return userRotationCommand(ctx, args.slice(1));
     case 'fixed-to-user-rotation':
-    case 'overscan':
     case 'scaling':
-      return 0;
     case 'folded-area':
-      return 0;
+      return fail(ctx, `${verb}: not modeled by the virtual phone`, 255);
     default:
       ctx.stdout.write(
         'Window manager (window) commands:\n  help\n      Print this help text.\n  size [reset|WxH|WdpxHdp] [-d DISPLAY_ID]\n    Return or override display size.\n  density [reset|DENSITY] [-d DISPLAY_ID]\n    Return or override display density.\n  dismiss-keyguard\n    Dismiss the keyguard, prompting user for auth if necessary.\n',
@@ -68,6 +68,40 @@ const wm: CommandFn = (ctx) => {
       return verb === undefined || verb === 'help' ? 0 : 255;
   }
 };
+
+/**
+ * `wm user-rotation [free|lock [ROTATION]]` (WindowManagerShellCommand): no mode prints
+ * `free` or `lock N`; `lock` without a rotation locks the one the display has now.
+ */
+function userRotationCommand(ctx: CommandContext, args: string[]): number {
+  const settings = ctx.device.settings;
+  const [mode, value] = args;
+  if (mode === undefined) {
+    const rotation = settings.get('system', 'user_rotation') ?? '0';
+    ctx.stdout.write(userRotation.frozen(settings) ? `lock ${rotation}\n` : 'free\n');
+    return 0;
+  }
+  if (mode === 'free') {
+    userRotation.thaw(settings);
+    return 0;
+  }
+  if (mode !== 'lock') {
+    ctx.stderr.write('Error: argument needs to be either -d, free or lock.\n');
+    return 255;
+  }
+  // Integer.parseInt's NumberFormatException, or the window manager's own check.
+  if (value !== undefined && !/^[-+]?\d+$/.test(value)) {
+    ctx.stderr.write(`Error: For input string: "${value}"\n`);
+    return 255;
+  }
+  const rotation = value === undefined ? -1 : Number(value);
+  if (rotation < -1 || rotation > 3) {
+    ctx.stderr.write('Error: Rotation argument must be -1 or a valid rotation constant.\n');
+    return 255;
+  }
+  userRotation.freeze(settings, rotation === -1 ? (ctx.device.ui.rotation?.() ?? 0) : rotation);
+  return 0;
+}
 
 const KEY_NAMES: Record<string, number> = {
   HOME: KEYCODE.HOME,

@@ -35,9 +35,14 @@ function activityRecord(c: ComponentName): string {
 function dumpWindow(ctx: CommandContext, args: string[]): string {
   const f = focus(ctx);
   const sys = ctx.device.system;
-  const cur = sys.wmSize ?? { w: DEVICE.width, h: DEVICE.height };
+  const base = sys.wmSize ?? { w: DEVICE.width, h: DEVICE.height };
+  const rotation = ctx.device.ui.rotation?.() ?? 0;
+  // The display's size now: sideways while it is turned a quarter.
+  const cur = rotation % 2 ? { w: base.h, h: base.w } : base;
   const density = sys.wmDensity ?? DEVICE.density;
   const statusBar = ctx.device.ui.statusBarHeight;
+  const settings = ctx.device.settings;
+  const userRotation = Number(settings.get('system', 'user_rotation') ?? '0');
   const navBar = metrics(cur.w, cur.h, density).navBar;
   // A window's frames, as Android 14 lists them (Appium's getSystemBars() reads frame=).
   const frames = (l: number, t: number, r: number, b: number) =>
@@ -50,8 +55,17 @@ function dumpWindow(ctx: CommandContext, args: string[]): string {
   const windowLine = power.keyguard ? `Window{${hashId('win', 'shade')} u0 NotificationShade}` : appWindow;
   const displays = `WINDOW MANAGER DISPLAY CONTENTS (dumpsys window displays)
   Display: mDisplayId=0 rootTasks=4
-    init=${DEVICE.width}x${DEVICE.height} ${DEVICE.density}dpi base=${cur.w}x${cur.h} ${density}dpi cur=${cur.w}x${cur.h} app=${cur.w}x${cur.h - statusBar} rng=${cur.w}x${cur.w - statusBar}-${cur.h}x${cur.h - statusBar}
+    init=${DEVICE.width}x${DEVICE.height} ${DEVICE.density}dpi base=${base.w}x${base.h} ${density}dpi cur=${cur.w}x${cur.h} app=${cur.w}x${cur.h - statusBar} rng=${base.w}x${base.w - statusBar}-${base.h}x${base.h - statusBar}
     deferred=false mLayoutNeeded=false mTouchExcludeRegion=SkRegion((0,0,${cur.w},${cur.h}))
+    DisplayRotation
+      mCurrentAppOrientation=SCREEN_ORIENTATION_UNSPECIFIED
+      mLastOrientation=-1
+      mRotation=${rotation} mDeferredRotationPauseCount=0
+      mLandscapeRotation=ROTATION_90 mSeascapeRotation=ROTATION_270
+      mPortraitRotation=ROTATION_0 mUpsideDownRotation=ROTATION_180
+      mSupportAutoRotation=true
+      mUserRotationMode=${settings.get('system', 'accelerometer_rotation') === '1' ? 'USER_ROTATION_FREE' : 'USER_ROTATION_LOCKED'} mUserRotation=ROTATION_${userRotation * 90} mCameraRotationMode=0 mAllowAllRotations=false
+      mFixedToUserRotation=false
 
   mLayoutSeq=210
   mCurrentFocus=${windowLine}
@@ -116,7 +130,7 @@ function dumpWindow(ctx: CommandContext, args: string[]): string {
     isOnScreen=true
     isVisible=true
 
-  mGlobalConfiguration={1.0 ?mcc?mnc [en_US] ldltr sw${Math.round((cur.w * 160) / density)}dp w${Math.round((cur.w * 160) / density)}dp h${Math.round((cur.h * 160) / density)}dp ${density}dpi nrml port finger -keyb/v/h -nav/h winConfig={ mBounds=Rect(0, 0 - ${cur.w}, ${cur.h}) mAppBounds=Rect(0, 0 - ${cur.w}, ${cur.h}) mMaxBounds=Rect(0, 0 - ${cur.w}, ${cur.h}) mDisplayRotation=ROTATION_0 mWindowingMode=fullscreen mActivityType=undefined mAlwaysOnTop=undefined mRotation=ROTATION_0} s.6 fontWeightAdjustment=0}
+  mGlobalConfiguration={1.0 ?mcc?mnc [en_US] ldltr sw${Math.round((Math.min(cur.w, cur.h) * 160) / density)}dp w${Math.round((cur.w * 160) / density)}dp h${Math.round((cur.h * 160) / density)}dp ${density}dpi nrml ${rotation % 2 ? 'land' : 'port'} finger -keyb/v/h -nav/h winConfig={ mBounds=Rect(0, 0 - ${cur.w}, ${cur.h}) mAppBounds=Rect(0, 0 - ${cur.w}, ${cur.h}) mMaxBounds=Rect(0, 0 - ${cur.w}, ${cur.h}) mDisplayRotation=ROTATION_${rotation * 90} mWindowingMode=fullscreen mActivityType=undefined mAlwaysOnTop=undefined mRotation=ROTATION_${rotation * 90}} s.6 fontWeightAdjustment=0}
   mHasPermanentDpad=false
   mTopFocusedDisplayId=0
   mInputMethodWindow=null
@@ -387,12 +401,15 @@ function dumpDeviceIdle(ctx: CommandContext, args: string[]): string {
 
 function dumpDisplay(ctx: CommandContext): string {
   const d = ctx.device.system.wmDensity ?? DEVICE.density;
-  const s = ctx.device.system.wmSize ?? { w: DEVICE.width, h: DEVICE.height };
+  const base = ctx.device.system.wmSize ?? { w: DEVICE.width, h: DEVICE.height };
+  const rotation = ctx.device.ui.rotation?.() ?? 0;
+  const s = rotation % 2 ? { w: base.h, h: base.w } : base;
+  const device = rotation % 2 ? { w: DEVICE.height, h: DEVICE.width } : { w: DEVICE.width, h: DEVICE.height };
   return `DISPLAY MANAGER (dumpsys display)
   mOnlyCode=false
   mSafeMode=false
   mPendingTraversal=false
-  mViewports=[DisplayViewport{type=INTERNAL, valid=true, isActive=true, displayId=0, uniqueId='local:4619827259835644672', physicalPort=0, orientation=0, logicalFrame=Rect(0, 0 - ${s.w}, ${s.h}), physicalFrame=Rect(0, 0 - ${DEVICE.width}, ${DEVICE.height}), deviceWidth=${DEVICE.width}, deviceHeight=${DEVICE.height}}]
+  mViewports=[DisplayViewport{type=INTERNAL, valid=true, isActive=true, displayId=0, uniqueId='local:4619827259835644672', physicalPort=0, orientation=${rotation}, logicalFrame=Rect(0, 0 - ${s.w}, ${s.h}), physicalFrame=Rect(0, 0 - ${device.w}, ${device.h}), deviceWidth=${device.w}, deviceHeight=${device.h}}]
   mDefaultDisplayDefaultColorMode=0
 
 Display Devices: size=1
@@ -401,7 +418,7 @@ Display Devices: size=1
 Logical Displays: size=1
   Display 0:
     mDisplayId=0
-    mBaseDisplayInfo=DisplayInfo{"Built-in Screen", displayId 0, displayGroupId 0, FLAG_SECURE, FLAG_SUPPORTS_PROTECTED_BUFFERS, FLAG_TRUSTED, real ${DEVICE.width} x ${DEVICE.height}, largest app ${s.w} x ${s.h}, smallest app ${s.w} x ${s.w}, appVsyncOff 1000000, presDeadline 16666666, mode 1, defaultMode 1, modes [{id=1, width=${DEVICE.width}, height=${DEVICE.height}, fps=60.0}], rotation 0, density ${d} (${d}.0 x ${d}.0) dpi, layerStack 0, type INTERNAL, address {port=0}, deviceProductInfo DeviceProductInfo{name=, manufacturerPnpId=GGL, productId=1, modelYear=null, manufactureDate=null, connectionToSinkType=0}, state ON, committedState ON}
+    mBaseDisplayInfo=DisplayInfo{"Built-in Screen", displayId 0, displayGroupId 0, FLAG_SECURE, FLAG_SUPPORTS_PROTECTED_BUFFERS, FLAG_TRUSTED, real ${DEVICE.width} x ${DEVICE.height}, largest app ${s.w} x ${s.h}, smallest app ${base.w} x ${base.w}, appVsyncOff 1000000, presDeadline 16666666, mode 1, defaultMode 1, modes [{id=1, width=${DEVICE.width}, height=${DEVICE.height}, fps=60.0}], rotation ${rotation}, density ${d} (${d}.0 x ${d}.0) dpi, layerStack 0, type INTERNAL, address {port=0}, deviceProductInfo DeviceProductInfo{name=, manufacturerPnpId=GGL, productId=1, modelYear=null, manufactureDate=null, connectionToSinkType=0}, state ON, committedState ON}
 `;
 }
 

@@ -9,7 +9,6 @@
  * The file grows on the phone while recording, as the phone's muxer writes it.
  */
 import { FsError, type FsView } from '../../fs.js';
-import { DEVICE } from '../../identity.js';
 import { SIGHUP, SIGINT } from '../../signals.js';
 import {
   SCREENRECORD_DEFAULTS,
@@ -19,6 +18,7 @@ import {
   type ScreenRecording,
   type ScreenSource,
 } from '../../video/recorder.js';
+import { ScreenScaler } from '../../video/scale.js';
 import type { Device } from '../../device.js';
 import { resolvePath, type CommandContext, type CommandFn } from '../command.js';
 import { BufferOutput } from '../io.js';
@@ -230,16 +230,28 @@ function parseValueWithUnit(text: string): number | null {
 /**
  * The phone's whole display as a recorder sees it: every visible change, whoever draws it
  * (native screens and Chrome's page frames alike; watching it makes Chrome stream frames).
+ * Its size is the display's when recording starts; a display turned since then is fitted
+ * into it, black around (screenrecord's updated display projection keeps the video's size).
  */
 function displayOf(device: Device): ScreenSource {
   const ui = device.ui;
-  // Frames are drawn on the encoder's thread when the UI can hand over its drawing.
+  const width = ui.width;
+  const height = ui.height;
+  const upright = () => ui.width === width && ui.height === height;
+  // Frames are drawn on the encoder's thread when the UI can hand over its drawing of the
+  // recording's size; a turned display's frames are fitted here.
   const drawing = ui.displayList?.bind(ui);
+  let fitting: ScreenScaler | null = null;
   return {
-    width: ui.width,
-    height: ui.height,
-    renderRgba: () => ui.renderRgba(),
-    ...(drawing && { displayList: drawing }),
+    width,
+    height,
+    renderRgba: () => {
+      if (upright()) return ui.renderRgba();
+      if (fitting?.screenWidth !== ui.width || fitting.screenHeight !== ui.height)
+        fitting = new ScreenScaler(ui.width, ui.height, width, height);
+      return fitting.scale(ui.renderRgba());
+    },
+    ...(drawing && { displayList: () => (upright() ? drawing() : null) }),
     onChange: (listener) => device.onScreenChange(listener),
   };
 }
@@ -287,7 +299,9 @@ export const screenrecord: CommandFn = async (ctx) => {
   // The default size is the display's, each side rounded down to an even number.
   const width = settings.size?.width ?? display.width - (display.width % 2);
   const height = settings.size?.height ?? display.height - (display.height % 2);
-  out(`Display is ${DEVICE.width}x${DEVICE.height} @60.00fps (orientation=ROTATION_0), layerStack=0`);
+  out(
+    `Display is ${display.width}x${display.height} @60.00fps (orientation=ROTATION_${(ctx.device.ui.rotation?.() ?? 0) * 90}), layerStack=0`,
+  );
   out(`Configuring recorder for ${width}x${height} video/avc at ${(settings.bitRate / 1e6).toFixed(2)}Mbps`);
   // The encoder is configured before the output file is opened: a size it cannot do leaves no file.
   if (!encodableSize(width, height)) {

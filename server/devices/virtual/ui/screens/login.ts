@@ -211,13 +211,19 @@ export function buildLogin(state: LoginState, ctx: ScreenContext): ScreenView {
     background: ctx.colors.primary,
     foreground: ctx.colors.onPrimary,
   });
+  // Sideways, the heading stands beside the form (layout-land), so that the whole form
+  // fits between the bars; upright, above it.
+  const wide = m.width > m.height;
   const left = 24 * dp;
-  const width = m.width - 2 * left;
-  let y = m.content.top + bar.height + 32 * dp;
+  const headingWidth = wide ? m.width * 0.4 - left : m.width - 2 * left;
+  const formLeft = wide ? m.width * 0.42 : left;
+  const width = m.width - formLeft - 24 * dp;
+  const gap = wide ? 8 * dp : 24 * dp;
+  let y = m.content.top + bar.height + (wide ? 16 : 32) * dp;
   const title = textView(
     f,
     'title',
-    rect(left, y, width, 40 * dp),
+    rect(left, y, headingWidth, 40 * dp),
     'Sign in',
     { scale: m.text.headline, color: ctx.colors.onSurface, bold: true },
     {
@@ -228,14 +234,14 @@ export function buildLogin(state: LoginState, ctx: ScreenContext): ScreenView {
   const subtitle = textView(
     f,
     'subtitle',
-    rect(left, y, width, 24 * dp),
+    rect(left, y, headingWidth, 24 * dp),
     'Use your test account to continue',
     {
       scale: m.text.body,
       color: ctx.colors.onSurfaceVariant,
     },
   );
-  y += 48 * dp;
+  y = wide ? m.content.top + bar.height + gap : y + 48 * dp;
 
   const field = (name: LoginField, label: string, frame: Rect): ViewNode | null => {
     const value = state[name];
@@ -269,22 +275,22 @@ export function buildLogin(state: LoginState, ctx: ScreenContext): ScreenView {
         drawField(p, n.frame, label, shown, password, focused, dp, m.text.body, m.text.small, ctx.colors),
     });
   };
-  const username = field('username', 'Username', rect(left, y, width, 56 * dp));
-  y += 56 * dp + 24 * dp;
-  const password = field('password', 'Password', rect(left, y, width, 56 * dp));
-  y += 56 * dp + 32 * dp;
-  const button = filledButton(f, ctx, 'login', rect(left, y, width, 48 * dp), 'Log in', {
+  const username = field('username', 'Username', rect(formLeft, y, width, 56 * dp));
+  y += 56 * dp + gap;
+  const password = field('password', 'Password', rect(formLeft, y, width, 56 * dp));
+  y += 56 * dp + (wide ? 12 : 32) * dp;
+  const button = filledButton(f, ctx, 'login', rect(formLeft, y, width, 48 * dp), 'Log in', {
     resourceId: f.id('login'),
     contentDesc: 'login',
     enabled: !state.pending,
     onClick: () => submitLogin(state, ctx),
   });
-  y += 48 * dp + 24 * dp;
+  y += 48 * dp + (wide ? 4 : 24) * dp;
   const success = state.result.startsWith('Welcome');
   const result = textView(
     f,
     'result',
-    rect(left, y, width, 32 * dp),
+    rect(formLeft, y, width, 32 * dp),
     state.result,
     {
       scale: m.text.body * 1.1,
