@@ -99,6 +99,24 @@ describe('locksettings', () => {
   });
 });
 
+describe('Settings', () => {
+  it('names the screen lock the phone has under Security & privacy', async () => {
+    const screenLock = async () => {
+      await shell('am start -a android.settings.SECURITY_SETTINGS');
+      const xml = await tree();
+      return /text="Screen lock"[\s\S]*?text="([^"]+)"/.exec(xml)?.[1];
+    };
+    expect(await screenLock()).toBe('None');
+    await shell('locksettings set-disabled false');
+    expect(await screenLock()).toBe('Swipe');
+    await shell('locksettings set-pin 2580');
+    expect(await screenLock()).toBe('PIN');
+    await shell('locksettings clear --old 2580; locksettings set-password secret1');
+    expect(await screenLock()).toBe('Password');
+    await shell('input keyevent HOME');
+  });
+});
+
 describe('the screen and the lock screen', () => {
   it('turns the screen off with POWER (black, deaf to touches) and on with WAKEUP, with no lock screen by default', async () => {
     expect(await screenLocked()).toBe(false);

@@ -4,7 +4,15 @@
  * many idle phones in one process.
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  truncateSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -153,6 +161,40 @@ describe('profiles', () => {
     } finally {
       await second.close();
       await ps.close();
+    }
+  });
+
+  it('keeps the lock, its credential saved hashed, never as typed', async () => {
+    const save = join(dir, 'locked');
+    const first = await startVirtualAdb({ restoreFrom: null });
+    try {
+      await first.adbOk(['shell', 'locksettings set-pin 739146']);
+      await first.phone.saveState(save);
+    } finally {
+      await first.close();
+    }
+    // Nothing in the save holds the PIN as typed.
+    const files = readdirSync(save, { recursive: true, withFileTypes: true }).filter((f) => f.isFile());
+    expect(files.length).toBeGreaterThan(0);
+    for (const f of files)
+      expect(readFileSync(join(f.parentPath, f.name)).includes('739146'), f.name).toBe(false);
+    const restored = await startVirtualAdb({ restoreFrom: save });
+    try {
+      expect(await restored.adb(['shell', 'locksettings verify --old 1111'])).toMatchObject({
+        code: 255,
+        stdout: "Old password '1111' didn't match\n",
+      });
+      expect(await restored.adbOk(['shell', 'locksettings verify --old 739146'])).toBe(
+        'Lock credential verified successfully\n',
+      );
+      expect(await restored.adbOk(['shell', 'locksettings get-disabled'])).toBe('false\n');
+      // Handed out awake and unlocked, as it was saved; going to sleep locks it with its PIN.
+      expect(await restored.adbOk(['shell', 'dumpsys window | grep mShowingLockscreen'])).toContain('false');
+      await restored.adbOk(['shell', 'input keyevent POWER; input keyevent WAKEUP; wm dismiss-keyguard']);
+      await restored.adbOk(['shell', 'input text 739146']);
+      expect(await restored.adbOk(['shell', 'dumpsys window | grep mShowingLockscreen'])).toContain('false');
+    } finally {
+      await restored.close();
     }
   });
 

@@ -14,7 +14,7 @@ import { LogBuffer, bootLog } from './logcat.js';
 import type { LogPriority } from './logcat.js';
 import { ProcessTable } from './processes.js';
 import { procDirectory, procNetDirectory } from './procfs.js';
-import { initialLockSettings, lockKind, type LockSettings } from './lock-settings.js';
+import { credentialMatches, initialLockSettings, lockKind, type LockSettings } from './lock-settings.js';
 import { SystemProps } from './props.js';
 import { SettingsStore } from './settings.js';
 import { ActivityManager } from './activity.js';
@@ -217,7 +217,7 @@ export class Device {
         browser: () => this.browser,
         appCrashed: (pkg, exception) => this.appCrashed(pkg, exception),
         lockKind: () => lockKind(this.system.lock),
-        checkCredential: (entered) => entered === this.system.lock.credential?.value,
+        checkCredential: (entered) => credentialMatches(this.system.lock, entered),
       };
       const ui = createPhoneUi(host, {
         width: DEVICE.width,
@@ -290,6 +290,11 @@ export class Device {
       tag: 'ActivityManager',
       message: `Process ${pkg} (pid ${pid}) has died: fg  TOP `,
     });
+  }
+
+  /** The lock changed (locksettings): what the screen shows of it (Settings' "Screen lock") follows. */
+  lockChanged(): void {
+    this.uiInstance?.settingsChanged?.();
   }
 
   get hasUi(): boolean {

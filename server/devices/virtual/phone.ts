@@ -11,6 +11,7 @@ import { DEVICE, PHONE_LABEL, connectBanner } from './identity.js';
 import { DamagedSaveError, restoreDeviceState, saveDeviceState } from './state.js';
 import type { StateParts } from './state.js';
 import { userRotation } from './settings.js';
+import { parseLockSettings, type LockSettings } from './lock-settings.js';
 import type { SavedPackage } from './packages.js';
 import type { CommandTable } from './shell/command.js';
 import { KEYCODE } from './ui/types.js';
@@ -27,6 +28,8 @@ interface SavedSystem {
   idleWhitelist: string[];
   wmSize: { w: number; h: number } | null;
   wmDensity: number | null;
+  /** The lock (locksettings): its credential hashed, never as typed. */
+  lock: LockSettings;
   enabledImes: string[];
   currentIme: string;
   /** Built-in apps the user disabled (pm disable-user); absent in older saves. */
@@ -200,6 +203,7 @@ export class VirtualPhone implements DevicePhone {
           idleWhitelist: [...sys.idleWhitelist],
           wmSize: sys.wmSize,
           wmDensity: sys.wmDensity,
+          lock: sys.lock,
           enabledImes: [...sys.enabledImes],
           currentIme: sys.currentIme,
           // The user's choices only: Chrome turned off for want of a Chromium on this
@@ -216,6 +220,9 @@ export class VirtualPhone implements DevicePhone {
         for (const w of saved.idleWhitelist ?? []) sys.idleWhitelist.add(w);
         sys.wmSize = saved.wmSize ?? null;
         sys.wmDensity = saved.wmDensity ?? null;
+        // A profile phone keeps its lock; it is handed out awake and unlocked, as it was saved.
+        const lock = parseLockSettings(saved.lock);
+        if (lock) sys.lock = lock;
         if (saved.enabledImes) sys.enabledImes = new Set(saved.enabledImes);
         if (saved.currentIme) sys.currentIme = saved.currentIme;
         for (const name of saved.disabledSystemPackages ?? []) device.packages.setEnabled(name, false);

@@ -307,6 +307,7 @@ export class VirtualPhoneUi implements PhoneUi {
         this.open(pkg, undefined, 'launcher');
       },
       forceStop: (pkg) => this.forceStop(pkg),
+      lockKind: () => this.lockKind(),
       crash: (pkg, exception) => this.crash(pkg, exception),
       showAppInfo: (pkg) => {
         // APPLICATION_DETAILS_SETTINGS: the page opens on top of Settings' task.

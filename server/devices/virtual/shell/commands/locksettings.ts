@@ -3,6 +3,7 @@
  * phone's lock (../../lock-settings.ts).
  */
 import type { CommandFn } from '../command.js';
+import { credentialMatches, storeCredential, type CredentialType } from '../../lock-settings.js';
 
 /** Android's shortest PIN, password and pattern (LockPatternUtils' minimums). */
 const MIN_LENGTH = 4;
@@ -81,7 +82,7 @@ export const locksettings: CommandFn = (ctx) => {
   }
   // The current credential first, for every other command.
   if (lock.credential) {
-    if (old !== lock.credential.value) {
+    if (!credentialMatches(lock, old)) {
       ctx.stdout.write(`Old password '${old}' didn't match\n`);
       return 255;
     }
@@ -97,17 +98,19 @@ export const locksettings: CommandFn = (ctx) => {
     case 'set-disabled': {
       const disabled = newValue?.toLowerCase() === 'true';
       lock.disabled = disabled;
+      ctx.device.lockChanged();
       ctx.stdout.write(`Lock screen disabled set to ${disabled}\n`);
       return 0;
     }
     case 'clear':
       lock.credential = null;
+      ctx.device.lockChanged();
       ctx.stdout.write('Lock credential cleared\n');
       return 0;
     case 'set-pin':
     case 'set-password':
     case 'set-pattern': {
-      const type = verb.slice(4) as 'pin' | 'password' | 'pattern';
+      const type = verb.slice(4) as CredentialType;
       if (newValue === undefined) {
         ctx.stderr.write(`Error while executing command: ${verb}\njava.lang.NullPointerException\n`);
         return 255;
@@ -126,7 +129,8 @@ export const locksettings: CommandFn = (ctx) => {
         ctx.stdout.write(`New credential doesn't satisfy admin policies: TOO_SHORT(${MIN_LENGTH})\n`);
         return 255;
       }
-      lock.credential = { type, value: newValue };
+      lock.credential = storeCredential(type, newValue);
+      ctx.device.lockChanged();
       ctx.stdout.write(
         `${{ pin: 'Pin', password: 'Password', pattern: 'Pattern' }[type]} set to '${newValue}'\n`,
       );

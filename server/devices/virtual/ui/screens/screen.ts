@@ -7,7 +7,7 @@ import type { BrowserView } from '../../browser/browser-app.js';
 import type { TextRenderer } from '../font.js';
 import type { Color } from '../raster.js';
 import type { Metrics, Palette } from '../theme.js';
-import type { DeviceIdentity, LauncherApp } from '../types.js';
+import type { DeviceIdentity, LauncherApp, LockKind } from '../types.js';
 import type { ViewNode } from '../views.js';
 
 export interface LauncherState {
@@ -69,6 +69,8 @@ export interface ScreenContext {
   label(pkg: string): string;
   setting(namespace: 'system' | 'secure' | 'global', key: string): string | null;
   putSetting(namespace: 'system' | 'secure' | 'global', key: string, value: string): void;
+  /** The phone's lock (locksettings), as Settings' "Screen lock" names it. */
+  lockKind(): LockKind;
   /** The browser app's page, when the phone runs one. */
   browser(): BrowserView | null;
   /** Opens an app the way the launcher does. */

@@ -10,7 +10,17 @@ import type { ViewNode } from '../views.js';
 import { ViewFactory } from '../views.js';
 import { appBar, drawLabel, fillFrame, listRow } from '../widgets.js';
 import { formatClock } from '../system-bars.js';
+import type { LockKind } from '../types.js';
 import type { ScreenContext, ScreenView, SettingsHomeState, SettingsPageState } from './screen.js';
+
+/** How Settings > Security & privacy names each kind of screen lock. */
+const SCREEN_LOCK_NAMES: Record<LockKind, string> = {
+  none: 'None',
+  swipe: 'Swipe',
+  pin: 'PIN',
+  password: 'Password',
+  pattern: 'Pattern',
+};
 
 export const SETTINGS_PACKAGE = 'com.android.settings';
 export const SETTINGS_ACTIVITY = 'com.android.settings.Settings';
@@ -508,7 +518,7 @@ function pageRows(state: SettingsPageState, ctx: ScreenContext): RowSpec[] {
       ];
     case 'security':
       return [
-        { name: 'screen_lock', title: 'Screen lock', summary: 'None' },
+        { name: 'screen_lock', title: 'Screen lock', summary: SCREEN_LOCK_NAMES[ctx.lockKind()] },
         { name: 'find', title: 'Find My Device', summary: 'Off' },
         { name: 'update', title: 'Security update', summary: 'Up to date' },
         { name: 'permissions', title: 'Permission manager', summary: 'Control app access to your data' },
