@@ -3,7 +3,9 @@
  * input, screencap, uiautomator dump and the app events logcat shows.
  */
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApk } from '../support/apk-builder.js';
@@ -227,6 +229,40 @@ describe('what Appium checks before a session', () => {
   });
 });
 
+/**
+ * Opens a device service through the adb server as its host protocol does: `host:transport:SERIAL`,
+ * then the service, each answered OKAY; returns what the service sent until it closed.
+ */
+async function adbService(port: number, serial: string, service: string): Promise<Buffer> {
+  const socket = connect(port, '127.0.0.1');
+  const request = (text: string) => socket.write(text.length.toString(16).padStart(4, '0') + text);
+  let buffered = Buffer.alloc(0);
+  let wake: (() => void) | null = null;
+  let ended = false;
+  socket.on('data', (chunk: Buffer) => {
+    buffered = Buffer.concat([buffered, chunk]);
+    wake?.();
+  });
+  socket.on('close', () => {
+    ended = true;
+    wake?.();
+  });
+  const take = async (n: number): Promise<Buffer> => {
+    while (buffered.length < n && !ended) await new Promise<void>((resolve) => (wake = resolve));
+    const head = buffered.subarray(0, n);
+    buffered = buffered.subarray(n);
+    return head;
+  };
+  await once(socket, 'connect');
+  for (const step of [`host:transport:${serial}`, service]) {
+    request(step);
+    const status = (await take(4)).toString();
+    if (status !== 'OKAY') throw new Error(`${step}: ${status}${buffered.toString()}`);
+  }
+  while (!ended) await new Promise<void>((resolve) => (wake = resolve));
+  return buffered;
+}
+
 describe('screen', () => {
   it('captures PNG screenshots to stdout and to files', async () => {
     const r = await v.adb(['exec-out', 'screencap', '-p']);
@@ -235,6 +271,21 @@ describe('screen', () => {
     expect(await v.adbOk(['shell', 'screencap -p /sdcard/shot.png'])).toBe('');
     const file = await v.adb(['exec-out', 'cat /sdcard/shot.png']);
     expect(PNG.sync.read(file.raw).width).toBe(720);
+  });
+
+  it('gives the screen raw, from screencap and from adbd’s framebuffer service, the same pixels as the PNG', async () => {
+    const png = PNG.sync.read((await v.adb(['exec-out', 'screencap -p'])).raw);
+    // screencap without -p: width, height, format 1 (RGBA_8888), colour space, then the pixels.
+    const raw = (await v.adb(['exec-out', 'screencap'])).raw;
+    expect([0, 4, 8, 12].map((at) => raw.readUInt32LE(at))).toEqual([720, 1280, 1, 0]);
+    expect(raw.subarray(16).equals(png.data)).toBe(true);
+    // framebuffer: through the adb server (host:transport, then the service), as ddmlib asks.
+    const fb = await adbService(v.adbServerPort, v.serial, 'framebuffer:');
+    const header = Array.from({ length: 14 }, (_, i) => fb.readUInt32LE(i * 4));
+    // version 2, 32 bpp, colour space, size, width, height; red, blue, green, alpha offset/length.
+    expect(header).toEqual([2, 32, 0, 720 * 1280 * 4, 720, 1280, 0, 8, 16, 8, 8, 8, 24, 8]);
+    expect(fb.length).toBe(56 + 720 * 1280 * 4);
+    expect(fb.subarray(56).equals(png.data)).toBe(true);
   });
 
   it('dumps the UI hierarchy like the real uiautomator', async () => {

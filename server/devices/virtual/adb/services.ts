@@ -5,6 +5,7 @@ import type { CommandTable } from '../shell/command.js';
 import type { DeviceTransport, ServiceHandler, ServiceResolver } from './connection.js';
 import { relay } from '../../../../src/util/relay.js';
 import { ADBD_UID } from '../network.js';
+import { runFramebufferService } from './framebuffer.js';
 import { runReverseService } from './reverse.js';
 import { runBinderService, runShellService } from './shell-service.js';
 import { runSyncService } from './sync.js';
@@ -22,6 +23,7 @@ export function createServiceResolver(device: Device, commands: CommandTable): S
     if (destination.startsWith('abb:') || destination.startsWith('abb_exec:')) {
       return (stream) => runBinderService(stream, shellOptions, destination);
     }
+    if (destination === 'framebuffer:') return (stream) => runFramebufferService(stream, device);
     if (destination === 'sync:') {
       return (stream) => runSyncService(stream, { fs: device.fs.as(SHELL_CREDENTIALS), log: device.log });
     }

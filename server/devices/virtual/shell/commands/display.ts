@@ -1,8 +1,7 @@
 /** Screen tools: wm, input, screencap, uiautomator dump. */
-import { PNG } from 'pngjs';
 import { FsError } from '../../fs.js';
 import { DEVICE } from '../../identity.js';
-import { KEYCODE } from '../../ui/types.js';
+import { KEYCODE, type PhoneUi } from '../../ui/types.js';
 import { userRotation } from '../../settings.js';
 import { fail, resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
@@ -260,14 +259,14 @@ const input: CommandFn = (ctx) => {
   return 1;
 };
 
-function rawScreen(png: Buffer): Buffer {
-  const decoded = PNG.sync.read(png);
+/** screencap's raw output: width, height, format (1, RGBA_8888) and colour space (0, unknown), then the pixels. */
+function rawScreen(ui: PhoneUi): Buffer {
   const header = Buffer.alloc(16);
-  header.writeUInt32LE(decoded.width, 0);
-  header.writeUInt32LE(decoded.height, 4);
-  header.writeUInt32LE(1, 8); // PIXEL_FORMAT_RGBA_8888
-  header.writeUInt32LE(0, 12); // dataspace: unknown (sRGB)
-  return Buffer.concat([header, decoded.data]);
+  header.writeUInt32LE(ui.width, 0);
+  header.writeUInt32LE(ui.height, 4);
+  header.writeUInt32LE(1, 8);
+  header.writeUInt32LE(0, 12);
+  return Buffer.concat([header, ui.renderRgba()]);
 }
 
 const screencap: CommandFn = async (ctx) => {
@@ -286,9 +285,8 @@ const screencap: CommandFn = async (ctx) => {
     else file = a;
   }
   await ctx.device.browser?.refreshFrame();
-  const png = ctx.device.ui.renderPng();
   const asPng = pngFlag || (file?.endsWith('.png') ?? false);
-  const data = asPng ? png : rawScreen(png);
+  const data = asPng ? ctx.device.ui.renderPng() : rawScreen(ctx.device.ui);
   if (file) {
     try {
       ctx.fs.writeFile(resolvePath(ctx, file), data);
