@@ -216,6 +216,28 @@ describe('properties and settings', () => {
   });
 });
 
+describe('svc', () => {
+  it('turns radios on and off, keeps the phone awake, and says what it cannot do', async () => {
+    await v.adbOk(['shell', 'svc bluetooth enable']);
+    expect(await v.adbOk(['shell', 'settings get global bluetooth_on'])).toBe('1\n');
+    await v.adbOk(['shell', 'svc bluetooth disable']);
+    expect(await v.adbOk(['shell', 'settings get global bluetooth_on'])).toBe('0\n');
+    await v.adbOk(['shell', 'svc power stayon usb']);
+    expect(await v.adbOk(['shell', 'settings get global stay_on_while_plugged_in'])).toBe('2\n');
+    await v.adbOk(['shell', 'svc power stayon true']);
+    expect(await v.adbOk(['shell', 'settings get global stay_on_while_plugged_in'])).toBe('7\n');
+    // A verb a service does not know prints its usage and changes nothing.
+    expect(await v.adbOk(['shell', 'svc wifi sideways'])).toContain('usage: svc wifi [enable|disable]');
+    expect(await v.adbOk(['shell', 'svc power stayon maybe'])).toContain('usage: svc power stayon');
+    expect(await v.adbOk(['shell', 'settings get global stay_on_while_plugged_in'])).toBe('7\n');
+    // Restarting the phone is not modeled: said, not silently done.
+    const reboot = await v.adb(['shell', 'svc power reboot']);
+    expect(reboot.code).toBe(1);
+    expect(reboot.stderr).toContain('svc: power reboot: not modeled by the virtual phone');
+    expect((await v.adb(['shell', 'svc usb setFunctions mtp'])).stderr).toContain('not modeled');
+  });
+});
+
 describe('processes and identity', () => {
   it('lists processes with ps, ps -A, ps -o and ps --help', async () => {
     // Without -A, toybox ps shows the processes on its own terminal: on a pty only the

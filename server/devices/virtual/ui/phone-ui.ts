@@ -213,7 +213,6 @@ export class VirtualPhoneUi implements PhoneUi {
     const sideways = next % 2 === 1;
     const w = sideways ? this.options.height : this.options.width;
     const h = sideways ? this.options.width : this.options.height;
-    this.host.log('I', 'WindowManager', `Display rotation changed from ${this.turned} to ${next}`);
     this.turned = next;
     if (w !== this.m.width) {
       this.m = metrics(w, h, this.options.density);

@@ -410,21 +410,62 @@ const log: CommandFn = async (ctx) => {
   return 0;
 };
 
+/** stay_on_while_plugged_in's bits for `svc power stayon` (BatteryManager's plug types). */
+const STAY_ON: Record<string, string> = { false: '0', true: '7', ac: '1', usb: '2', wireless: '4' };
+
 const svc: CommandFn = (ctx) => {
-  const [service, action] = ctx.args;
+  const [service, action, value] = ctx.args;
   const sys = ctx.device.system;
+  const onOff = action === 'enable' || action === 'disable';
   const on = action === 'enable';
-  if (service === 'wifi' && (on || action === 'disable')) ctx.device.setWifi(on);
-  else if (service === 'data' && (on || action === 'disable')) sys.data = on;
-  else if (
-    !service ||
-    !['wifi', 'data', 'power', 'usb', 'nfc', 'bluetooth', 'system-server'].includes(service)
-  ) {
-    ctx.stdout.write(
-      'Available commands:\n    help     Show information about the subcommands\n    power    Control the power manager\n    data     Control mobile data connectivity\n    wifi     Control the Wi-Fi manager\n    usb      Control Usb state\n    nfc      Control NFC functions\n    bluetooth Control Bluetooth service\n',
-    );
+  switch (service) {
+    case 'wifi':
+      if (!onOff) break;
+      ctx.device.setWifi(on);
+      return 0;
+    case 'data':
+      if (!onOff) break;
+      sys.data = on;
+      return 0;
+    case 'bluetooth':
+      if (!onOff) break;
+      ctx.device.settings.put('global', 'bluetooth_on', on ? '1' : '0');
+      return 0;
+    case 'power':
+      if (action === 'stayon' && value !== undefined && value in STAY_ON) {
+        ctx.device.settings.put('global', 'stay_on_while_plugged_in', STAY_ON[value]!);
+        return 0;
+      }
+      if (action === 'stayon') break;
+      if (action === 'reboot' || action === 'shutdown')
+        return fail(
+          ctx,
+          `power ${action}: not modeled by the virtual phone (it does not restart; end the session and lease a new phone)`,
+        );
+      break;
+    case 'usb':
+    case 'nfc':
+    case 'system-server':
+      if (action === undefined) break;
+      return fail(ctx, `${service} ${ctx.args.slice(1).join(' ')}: not modeled by the virtual phone`);
+    default:
+      ctx.stdout.write(
+        'Available commands:\n    help     Show information about the subcommands\n    power    Control the power manager\n    data     Control mobile data connectivity\n    wifi     Control the Wi-Fi manager\n    usb      Control Usb state\n    nfc      Control NFC functions\n    bluetooth Control Bluetooth service\n',
+      );
+      return 0;
   }
+  // A service without a verb it knows prints its usage, as Svc's commands do.
+  ctx.stdout.write(SVC_USAGE[service] ?? `usage: svc ${service} [enable|disable]\n`);
   return 0;
+};
+
+const SVC_USAGE: Record<string, string> = {
+  power:
+    "Control the power manager\n\nusage: svc power stayon [true|false|usb|ac|wireless]\n         Set the 'keep awake while plugged in' setting.\n       svc power reboot [reason]\n         Perform a runtime shutdown and reboot device with specified reason.\n       svc power shutdown\n         Perform a runtime shutdown and power off the device.\n",
+  wifi: 'Control the Wi-Fi manager\n\nusage: svc wifi [enable|disable]\n         Turn Wi-Fi on or off.\n\n',
+  data: 'Control mobile data connectivity\n\nusage: svc data [enable|disable]\n         Turn mobile data on or off.\n\n',
+  bluetooth:
+    'Control Bluetooth service\n\nusage: svc bluetooth [enable|disable]\n         Turn Bluetooth on or off.\n\n',
 };
 
 const runAs: CommandFn = async (ctx) => {
