@@ -58,6 +58,33 @@ describe('settings', () => {
     expect(unknown.stdout + unknown.stderr).toContain('unable to resolve');
   });
 
+  it('opens App info of a package with APPLICATION_DETAILS_SETTINGS and its package: data', async () => {
+    const out = await v.adbOk([
+      'shell',
+      'am start -W -a android.settings.APPLICATION_DETAILS_SETTINGS -d package:com.phonelease.login',
+    ]);
+    expect(out).toContain('Activity: com.android.settings/.applications.InstalledAppDetails');
+    expect(await v.adbOk(['shell', 'dumpsys window | grep mCurrentFocus | head -1'])).toContain(
+      'com.android.settings.applications.InstalledAppDetails',
+    );
+    const texts = (await dump()).map((n) => n.text);
+    expect(texts).toContain('App info');
+    expect(texts).toContain('com.phonelease.login');
+    expect(texts).toContain('Force stop');
+    // Its filter needs the package: data; without it nothing resolves.
+    const bare = await v.adb(['shell', 'am start -a android.settings.APPLICATION_DETAILS_SETTINGS']);
+    expect(bare.stdout + bare.stderr).toContain('unable to resolve');
+    // A package the phone does not have: the page starts and finishes at once.
+    await v.adbOk(['shell', 'input keyevent HOME']);
+    await v.adbOk([
+      'shell',
+      'am start -a android.settings.APPLICATION_DETAILS_SETTINGS -d package:com.example.none',
+    ]);
+    expect(await v.adbOk(['shell', 'dumpsys window | grep mCurrentFocus | head -1'])).toContain(
+      'com.android.launcher3',
+    );
+  });
+
   it('opens an inner-class activity by name: App notifications lists the apps', async () => {
     // What appium-adb's own tests start on a phone (startApp with an inner class).
     const out = await v.adbOk([

@@ -12,6 +12,7 @@ import type { PhoneNetwork, PortHandler } from './network.js';
 import { appUserName } from './packages.js';
 import type { PackageRecord } from './packages.js';
 import { runsOnThisPhone } from './ui/phone-ui.js';
+import { APP_DETAILS_ACTIVITY } from './ui/index.js';
 import type { PhoneUi, UiAutomator2Server } from './ui/types.js';
 
 /**
@@ -167,8 +168,12 @@ export class ActivityManager {
         // package) the first enabled package that handles it, as the resolver picks a sole match.
         const action = req.action;
         const candidates = pkg ? [pkg] : packages.all().filter((p) => p.enabled);
+        // A filter that names a data scheme takes only intents whose data has it.
+        const scheme = req.data ? /^([a-zA-Z][\w+.-]*):/.exec(req.data)?.[1] : undefined;
         for (const candidate of candidates) {
-          const match = candidate.activities.find((a) => a.actions.includes(action));
+          const match = candidate.activities.find(
+            (a) => a.actions.includes(action) && (a.scheme === undefined || a.scheme === scheme),
+          );
           if (match) {
             component = { pkg: candidate.name, cls: match.name };
             break;
@@ -216,8 +221,14 @@ export class ActivityManager {
       // finishes at once, leaving the screen as it was.
       this.startService({ pkg: pkg.name, cls: 'io.appium.settings.ForegroundService' }, true);
       this.log('I', 'AppiumSettings', 'Starting the foreground service', pid);
+    } else if (
+      component.cls === APP_DETAILS_ACTIVITY &&
+      !packages.get(req.data?.replace(/^package:/, '') ?? '')
+    ) {
+      // App info of a package the phone does not have finishes as soon as it starts.
+      this.log('W', 'AppInfoDashboard', `Package ${req.data ?? ''} not found, finishing`, pid);
     } else {
-      ui.launch(component.pkg, component.cls);
+      ui.launch(component.pkg, component.cls, req.data ?? undefined);
     }
     const totalMs = wasRunning ? 85 : 312;
     this.log('I', 'ActivityTaskManager', `Displayed ${shortComponent(component)} for user 0: +${totalMs}ms`);

@@ -9,13 +9,21 @@ import type { ApkInfo, ComponentInfo, InstrumentationInfo } from '../../../src/a
 import type { VirtualFs } from './fs.js';
 import type { LauncherApp } from './ui/types.js';
 
+/**
+ * An activity and its intent filter. A built-in activity may name the data scheme its filter
+ * requires (`package:` for App info); an installed app's filters are matched by action only.
+ */
+export interface ActivityRecord extends ComponentInfo {
+  scheme?: string;
+}
+
 export interface PackageRecord {
   name: string;
   versionCode: number;
   versionName: string;
   label: string;
   launcherActivity: string | null;
-  activities: ComponentInfo[];
+  activities: ActivityRecord[];
   services: ComponentInfo[];
   instrumentations: InstrumentationInfo[];
   requestedPermissions: string[];
@@ -91,6 +99,8 @@ interface BuiltIn {
   activities?: string[];
   /** Intent actions of activities (beyond MAIN for the launcher activity). */
   actions?: Record<string, readonly string[]>;
+  /** The data scheme an activity's intent filter requires, where it requires one. */
+  schemes?: Record<string, string>;
   launcher?: string;
 }
 
@@ -117,6 +127,9 @@ const BUILT_INS: readonly BuiltIn[] = [
     // `am start -a android.settings.DISPLAY_SETTINGS` reach it.
     activities: SETTINGS_ACTIVITIES.map((a) => a.activity),
     actions: Object.fromEntries(SETTINGS_ACTIVITIES.map((a) => [a.activity, a.actions])),
+    schemes: Object.fromEntries(
+      SETTINGS_ACTIVITIES.flatMap((a) => (a.scheme ? [[a.activity, a.scheme]] : [])),
+    ),
     launcher: 'com.android.settings.Settings',
   },
   {
@@ -359,6 +372,7 @@ export function builtInApkPaths(): string[] {
 function builtInRecord(b: BuiltIn): PackageRecord {
   const activities = (b.activities ?? []).map((name) => ({
     name,
+    ...(b.schemes?.[name] && { scheme: b.schemes[name] }),
     exported: true,
     actions: [...(name === b.launcher ? ['android.intent.action.MAIN'] : []), ...(b.actions?.[name] ?? [])],
     categories:

@@ -362,12 +362,14 @@ export class VirtualPhoneUi implements PhoneUi {
     }
   }
 
-  /** The first screen of an app the phone draws, or of one of its activities. */
-  private rootScreen(app: LauncherApp, activity: string | undefined): ScreenState {
+  /** The first screen of an app the phone draws, or of one of its activities (`data`: the intent's). */
+  private rootScreen(app: LauncherApp, activity: string | undefined, data?: string): ScreenState {
     const id = this.newId();
     if (app.package === SETTINGS_PACKAGE) {
       const page = activity ? settingsPageForActivity(activity) : null;
-      if (page && activity) return { kind: 'settings-page', id, activity, page, scroll: 0 };
+      const arg = page === 'app-info' ? data?.replace(/^package:/, '') : undefined;
+      if (page && activity)
+        return { kind: 'settings-page', id, activity, page, ...(arg && { arg }), scroll: 0 };
       return { kind: 'settings-home', id, activity: SETTINGS_ACTIVITY, scroll: 0 };
     }
     if (app.package === LOGIN_PACKAGE) return newLoginState(id);
@@ -387,7 +389,12 @@ export class VirtualPhoneUi implements PhoneUi {
   }
 
   /** Brings an app's task to the front, creating it (or a new activity in it) as needed. */
-  private open(pkg: string, activity: string | undefined, from: 'launcher' | 'shell'): boolean {
+  private open(
+    pkg: string,
+    activity: string | undefined,
+    from: 'launcher' | 'shell',
+    data?: string,
+  ): boolean {
     if (pkg === LAUNCHER_PACKAGE) {
       this.goHome();
       return true;
@@ -412,11 +419,11 @@ export class VirtualPhoneUi implements PhoneUi {
       // Starting the task's own root (or nothing in particular) resumes the task as it was;
       // another activity of the app opens on top of it, unless it is already on top.
       if (wanted && wanted !== rootActivity && wanted !== app.activity) {
-        const next = this.rootScreen(app, wanted);
+        const next = this.rootScreen(app, wanted, data);
         if (!top || this.activityOf(next) !== this.activityOf(top)) t.stack.push(next);
       }
     } else {
-      t = { package: pkg, stack: [this.rootScreen(app, wanted)] };
+      t = { package: pkg, stack: [this.rootScreen(app, wanted, data)] };
       this.tasks.unshift(t);
     }
     this.tasks = [t, ...this.tasks.filter((x) => x !== t)];
@@ -789,8 +796,8 @@ export class VirtualPhoneUi implements PhoneUi {
 
   // ---- apps ----
 
-  launch(pkg: string, activity?: string): boolean {
-    return this.open(pkg, activity, 'shell');
+  launch(pkg: string, activity?: string, data?: string): boolean {
+    return this.open(pkg, activity, 'shell', data);
   }
 
   /** An app threw: as on a phone, the runtime logs it, the process dies and its task is gone. */

@@ -139,7 +139,7 @@ export interface PhoneUi {
    * Brings an app to the front. Returns false when no such app is known to the UI, or when
    * it is one the phone cannot run (the launcher then shows the dialog that says so).
    */
-  launch(pkg: string, activity?: string): boolean;
+  launch(pkg: string, activity?: string, data?: string): boolean;
   /** Shows the system dialog "<label> can't run on this virtual phone" over the screen. */
   showNotRunnable(pkg: string): void;
   /** Closes an app's screens and forgets their state; shows the launcher if it was in front. */

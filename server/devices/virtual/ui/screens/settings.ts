@@ -26,6 +26,8 @@ export const SETTINGS_PACKAGE = 'com.android.settings';
 export const SETTINGS_ACTIVITY = 'com.android.settings.Settings';
 /** The activity Settings uses for every page opened from inside the app. */
 export const SETTINGS_SUB_ACTIVITY = 'com.android.settings.SubSettings';
+/** App info, what APPLICATION_DETAILS_SETTINGS with `package:NAME` opens. */
+export const APP_DETAILS_ACTIVITY = 'com.android.settings.applications.InstalledAppDetails';
 
 type Namespace = 'system' | 'secure' | 'global';
 
@@ -187,9 +189,19 @@ const CATEGORIES: readonly Category[] = [
  * system image's manifest (so `am start -n ...` and `am start -a android.settings.X`
  * resolve). Each opens its page directly; BACK from it leaves Settings.
  */
-export const SETTINGS_ACTIVITIES: ReadonlyArray<{ activity: string; actions: readonly string[] }> = [
+export const SETTINGS_ACTIVITIES: ReadonlyArray<{
+  activity: string;
+  actions: readonly string[];
+  /** The data scheme the intent must carry (App info's `package:NAME`). */
+  scheme?: string;
+}> = [
   { activity: SETTINGS_ACTIVITY, actions: ['android.settings.SETTINGS'] },
   { activity: SETTINGS_SUB_ACTIVITY, actions: [] },
+  {
+    activity: APP_DETAILS_ACTIVITY,
+    actions: ['android.settings.APPLICATION_DETAILS_SETTINGS'],
+    scheme: 'package',
+  },
   {
     activity: 'com.android.settings.Settings$NetworkDashboardActivity',
     actions: ['android.settings.WIRELESS_SETTINGS', 'android.settings.AIRPLANE_MODE_SETTINGS'],
@@ -268,6 +280,7 @@ export function settingsPageForActivity(activity: string): string | null {
     'com.android.settings.Settings$ManageApplicationsActivity': 'apps',
     'com.android.settings.Settings$BluetoothSettingsActivity': 'connected',
     'com.android.settings.Settings$NotificationAppListActivity': 'app-notifications',
+    [APP_DETAILS_ACTIVITY]: 'app-info',
   };
   return aliases[short] ?? null;
 }
