@@ -30,7 +30,13 @@ function renderTimes(): { p50: number; p95: number } {
       width: 720,
       height: 1280,
       density: 320,
-      identity: { manufacturer: 'Google', model: 'Pixel 8', release: '14', sdk: 34 },
+      identity: {
+        manufacturer: 'Google',
+        model: 'Pixel 8',
+        release: '14',
+        sdk: 34,
+        buildId: 'UQ1A.240205.004',
+      },
     },
   );
   ui.launch('com.phonelease.login');

@@ -85,6 +85,17 @@ describe('settings', () => {
     );
   });
 
+  it("shows the phone's own build in About phone", async () => {
+    await v.adbOk(['shell', 'am start -a android.settings.DEVICE_INFO_SETTINGS']);
+    const nodes = await dump();
+    const after = (title: string) => nodes[nodes.findIndex((n) => n.text === title) + 1]?.text;
+    expect(after('Build number')).toBe((await v.adbOk(['shell', 'getprop ro.build.display.id'])).trim());
+    expect(after('Model')).toBe((await v.adbOk(['shell', 'getprop ro.product.model'])).trim());
+    expect(after('Android version')).toBe(
+      (await v.adbOk(['shell', 'getprop ro.build.version.release'])).trim(),
+    );
+  });
+
   it('opens an inner-class activity by name: App notifications lists the apps', async () => {
     // What appium-adb's own tests start on a phone (startApp with an inner class).
     const out = await v.adbOk([

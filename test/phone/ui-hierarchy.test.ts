@@ -9,7 +9,13 @@ function makeUi(apps: LauncherApp[]) {
     width: 720,
     height: 1280,
     density: 320,
-    identity: { manufacturer: 'Google', model: 'Pixel 8', release: '14', sdk: 34 },
+    identity: {
+      manufacturer: 'Google',
+      model: 'Pixel 8',
+      release: '14',
+      sdk: 34,
+      buildId: 'UQ1A.240205.004',
+    },
     now: () => new Date(2025, 0, 6, 9, 41),
   });
 }

@@ -23,7 +23,13 @@ function makeUi(clock: { now: Date } = { now: new Date(2025, 0, 6, 9, 41) }) {
     width: 720,
     height: 1280,
     density: 320,
-    identity: { manufacturer: 'Google', model: 'Pixel 8', release: '14', sdk: 34 },
+    identity: {
+      manufacturer: 'Google',
+      model: 'Pixel 8',
+      release: '14',
+      sdk: 34,
+      buildId: 'UQ1A.240205.004',
+    },
     now: () => clock.now,
   });
   return { ui, settings };

@@ -7,7 +7,13 @@ import type { PhoneUi, PhoneUiHost, UiAutomator2Server } from '../../server/devi
 import { socketPair } from '../../server/devices/virtual/local-socket.js';
 import { createUiAutomator2Server, ELEMENT_KEY } from '../../server/devices/virtual/uia2/index.js';
 
-const identity = { manufacturer: 'Google', model: 'Pixel 8', release: '14', sdk: 34 };
+const identity = {
+  manufacturer: 'Google',
+  model: 'Pixel 8',
+  release: '14',
+  sdk: 34,
+  buildId: 'UQ1A.240205.004',
+};
 
 interface Harness {
   ui: PhoneUi;

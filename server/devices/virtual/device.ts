@@ -228,6 +228,7 @@ export class Device {
           model: DEVICE.model,
           release: DEVICE.release,
           sdk: DEVICE.sdk,
+          buildId: DEVICE.buildId,
         },
       });
       this.uiInstance = ui;

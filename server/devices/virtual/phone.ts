@@ -107,6 +107,7 @@ export class VirtualPhone implements DevicePhone {
           model: DEVICE.model,
           release: DEVICE.release,
           sdk: DEVICE.sdk,
+          buildId: DEVICE.buildId,
         },
         log: (priority, tag, message) => {
           d.appLog(

@@ -55,6 +55,8 @@ export interface DeviceIdentity {
   /** Android release, e.g. "14". */
   release: string;
   sdk: number;
+  /** The build's id (ro.build.display.id), Settings' "Build number". */
+  buildId: string;
 }
 
 export interface PhoneUiOptions {

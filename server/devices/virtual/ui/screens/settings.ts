@@ -564,11 +564,7 @@ function pageRows(state: SettingsPageState, ctx: ScreenContext): RowSpec[] {
         { name: 'manufacturer', title: 'Manufacturer', summary: identity.manufacturer },
         { name: 'android_version', title: 'Android version', summary: identity.release },
         { name: 'api_level', title: 'API level', summary: String(identity.sdk) },
-        {
-          name: 'build',
-          title: 'Build number',
-          summary: `phonelease virtual phone, Android ${identity.release}`,
-        },
+        { name: 'build', title: 'Build number', summary: identity.buildId },
       ];
     default:
       return [];
