@@ -240,6 +240,7 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
       expect(await rotation()).toEqual({ status: 200, value: { x: 0, y: 0, z: 270 } });
       expect(await prepared.adbOk(['shell', 'wm user-rotation'])).toBe('lock 3\n');
       expect(await driver.getWindowSize()).toEqual({ width: 1280, height: 720 });
+      expect(await driver.getPageSource()).toMatch(/<hierarchy [^>]*rotation="3" width="1280" height="720"/);
       const shot = PNG.sync.read(Buffer.from(await driver.takeScreenshot(), 'base64'));
       expect({ width: shot.width, height: shot.height }).toEqual({ width: 1280, height: 720 });
       // The form is usable sideways: found, typed into, submitted.

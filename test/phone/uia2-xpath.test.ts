@@ -29,7 +29,7 @@ const tree = view('android.widget.FrameLayout', {}, [
     view('android.widget.EditText', { hint: 'Name' }),
   ]),
 ]);
-const doc = buildSource(tree, { width: 720, height: 1280 });
+const doc = buildSource(tree, { width: 720, height: 1280, rotation: 0 });
 
 const texts = (expr: string) => selectElements(expr, doc).map((e) => e.node?.text || e.node?.className);
 
@@ -114,7 +114,7 @@ describe('XPath over the page source', () => {
   it('searches inside one element when the document is built for it', () => {
     const list = tree.children[0];
     if (!list) throw new Error('fixture');
-    const sub = buildSource(tree, { width: 720, height: 1280 }, list);
+    const sub = buildSource(tree, { width: 720, height: 1280, rotation: 0 }, list);
     expect(selectElements('//android.widget.TextView', sub).map((e) => e.node?.text)).toEqual([
       'Alpha',
       'Beta',

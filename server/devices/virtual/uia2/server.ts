@@ -326,6 +326,11 @@ class Uia2Server implements UiAutomator2Server {
       );
   }
 
+  /** The display as the page source describes it: its size now and its rotation. */
+  private display(): { width: number; height: number; rotation: number } {
+    return { ...this.size(), rotation: this.ui.rotation?.() ?? 0 };
+  }
+
   private size(): { width: number; height: number } {
     return { width: this.ui.width, height: this.ui.height };
   }
@@ -371,7 +376,7 @@ class Uia2Server implements UiAutomator2Server {
         return scope.filter((n) => n.text === selector);
       case 'xpath': {
         try {
-          const doc = buildSource(root, this.size(), context);
+          const doc = buildSource(root, this.display(), context);
           return selectElements(selector, doc).flatMap((el) => (el.node ? [el.node] : []));
         } catch (err) {
           if (err instanceof XPathError)
@@ -909,7 +914,7 @@ class Uia2Server implements UiAutomator2Server {
     on('POST', '/appium/app/strings', () => ({}));
     on('POST', '/appium/app/:name', () => null);
 
-    on('GET', '/source', () => serializeSource(buildSource(this.tree(), this.size())));
+    on('GET', '/source', () => serializeSource(buildSource(this.tree(), this.display())));
     on('GET', '/screenshot', () => this.ui.renderPng().toString('base64'));
     on('POST', '/back', () => {
       this.ui.key(KEYCODE.BACK);

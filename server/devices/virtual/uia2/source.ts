@@ -55,7 +55,7 @@ export function nodeAttributes(n: UiNodeInfo, index: number): Map<string, string
  */
 export function buildSource(
   root: UiNodeInfo,
-  size: { width: number; height: number },
+  display: { width: number; height: number; rotation: number },
   only?: UiNodeInfo,
 ): SourceElement {
   let order = 0;
@@ -88,9 +88,9 @@ export function buildSource(
     attrs: new Map([
       ['index', '0'],
       ['class', 'hierarchy'],
-      ['rotation', '0'],
-      ['width', String(size.width)],
-      ['height', String(size.height)],
+      ['rotation', String(display.rotation)],
+      ['width', String(display.width)],
+      ['height', String(display.height)],
     ]),
     children: [],
     parent: doc,
