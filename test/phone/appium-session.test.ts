@@ -266,6 +266,26 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
     }
   });
 
+  it('finds a toast as //android.widget.Toast for a few seconds after it appeared, as the server lists it', async () => {
+    const driver = await session(prepared, PREPARED);
+    try {
+      await prepared.adbOk(['shell', 'am start -a android.settings.DEVICE_INFO_SETTINGS']);
+      await driver.$('android=new UiSelector().text("Build number")').click();
+      const toast = driver.$('//android.widget.Toast');
+      expect(await toast.getText()).toBe('No need, you are already a developer.');
+      expect(await driver.getPageSource()).toMatch(
+        /<android.widget.Toast index="1" package="com.android.settings" class="android.widget.Toast" text="No need, you are already a developer."/,
+      );
+      // uiautomator dump sees the app's window only.
+      expect(await prepared.adbOk(['exec-out', 'uiautomator dump /dev/tty'])).not.toContain(
+        'already a developer',
+      );
+    } finally {
+      await prepared.adb(['shell', 'input keyevent HOME']);
+      await driver.deleteSession();
+    }
+  });
+
   it("locks and unlocks the phone with lock(), isLocked() and unlock() by PIN, both of Appium's ways", async () => {
     const driver = await session(prepared, PREPARED);
     try {

@@ -2,6 +2,7 @@
  * The phone's settings and the Settings app agree both ways, and settings pages open by
  * their intent actions, as on a device.
  */
+import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startVirtualAdb, type VirtualAdb } from '../support/virtual-adb.js';
 
@@ -94,6 +95,29 @@ describe('settings', () => {
     expect(after('Android version')).toBe(
       (await v.adbOk(['shell', 'getprop ro.build.version.release'])).trim(),
     );
+  });
+
+  it('turns developer options on after seven taps on Build number, counting down in toasts', async () => {
+    await v.adbOk(['shell', 'settings put global development_settings_enabled 0']);
+    await v.adbOk(['shell', 'am start -a android.settings.DEVICE_INFO_SETTINGS']);
+    const build = (await dump()).find((n) => n.text === 'Build number')!;
+    const [l, t, r, b] = build.bounds;
+    const tap = () => v.adbOk(['shell', `input tap ${(l + r) / 2} ${(t + b) / 2}`]);
+    const screen = async () => PNG.sync.read((await v.adb(['exec-out', 'screencap -p'])).raw);
+    const before = await screen();
+    for (let i = 0; i < 6; i++) await tap();
+    expect(await v.adbOk(['shell', 'settings get global development_settings_enabled'])).toBe('0\n');
+    // The countdown's toast is on screen, over the page, above the navigation bar.
+    const during = await screen();
+    const row = (png: PNG, y: number) => png.data.subarray(y * png.width * 4, (y + 1) * png.width * 4);
+    const toastRow = 1280 - 96 - 48 - 40;
+    expect(Buffer.compare(row(before, toastRow), row(during, toastRow))).not.toBe(0);
+    await tap();
+    expect(await v.adbOk(['shell', 'settings get global development_settings_enabled'])).toBe('1\n');
+    await v.adbOk(['shell', "am start -n 'com.android.settings/.Settings$SystemDashboardActivity'"]);
+    expect((await dump()).map((n) => n.text)).toContain('Developer options');
+    // A toast is a window of its own: uiautomator dump shows the app's window only.
+    expect((await dump()).map((n) => n.text)).not.toContain('You are now a developer!');
   });
 
   it('opens an inner-class activity by name: App notifications lists the apps', async () => {

@@ -78,6 +78,9 @@ interface Built {
 }
 
 /** Apps that exist on every phone whether or not the host lists them. */
+/** How long a Toast.LENGTH_SHORT toast stays on screen. */
+const TOAST_SHORT_MS = 2_000;
+
 const SYSTEM_APPS: readonly LauncherApp[] = [
   { package: SETTINGS_PACKAGE, label: 'Settings', activity: SETTINGS_ACTIVITY },
 ];
@@ -154,6 +157,10 @@ export class VirtualPhoneUi implements PhoneUi {
   private awake = true;
   /** The lock screen, while it shows (from going to sleep with a lock until unlocked). */
   private keyguard: KeyguardState | null = null;
+  /** The toast on screen, while it shows; `at` is when it was shown (for the UiAutomator2 server). */
+  private toastShown: { pkg: string; text: string; at: number; timer: NodeJS.Timeout } | null = null;
+  /** The last toast, kept for the UiAutomator2 server's page source. */
+  private lastToast: { pkg: string; text: string; at: number } | null = null;
   /** The current version's drawing calls, recorded once (screencap and the recorder share them). */
   private recorded: { version: number; list: DisplayList } | null = null;
 
@@ -307,6 +314,7 @@ export class VirtualPhoneUi implements PhoneUi {
       },
       forceStop: (pkg) => this.forceStop(pkg),
       lockKind: () => this.lockKind(),
+      toast: (text) => this.showToast(this.foreground().package, text),
       crash: (pkg, exception) => this.crash(pkg, exception),
       showAppInfo: (pkg) => {
         // APPLICATION_DETAILS_SETTINGS: the page opens on top of Settings' task.
@@ -546,6 +554,40 @@ export class VirtualPhoneUi implements PhoneUi {
       !!view.edgeToEdge,
     );
     drawNavBar(c, this.m, this.keyguard ? lockBars : view.navBar, !!view.edgeToEdge);
+    if (this.toastShown) this.paintToast(c, this.toastShown.text);
+  }
+
+  /** A text toast as SystemUI draws it: a dark pill above the navigation bar, centred. */
+  private paintToast(c: Surface, text: string): void {
+    const { dp, text: scales } = this.m;
+    const style = { scale: scales.body, color: 0xffffff };
+    const width = Math.min(this.fonts.measure(text, style) + 32 * dp, this.width - 48 * dp);
+    const height = 40 * dp;
+    const left = (this.width - width) / 2;
+    const top = this.height - this.m.navBar - 24 * dp - height;
+    c.fillRoundRect(left, top, width, height, height / 2, 0x303030, 0.92);
+    c.pushClip({ left: left + 16 * dp, top, right: left + width - 16 * dp, bottom: top + height });
+    c.text(this.fonts, text, left + 16 * dp, top + (height - this.fonts.capHeight(style)) / 2, style);
+    c.popClip();
+  }
+
+  /** Toast.LENGTH_SHORT: on screen for two seconds; a new toast replaces the one showing. */
+  private showToast(pkg: string, text: string): void {
+    if (this.toastShown) clearTimeout(this.toastShown.timer);
+    const at = this.now().getTime();
+    const timer = setTimeout(() => {
+      this.toastShown = null;
+      this.changed();
+    }, TOAST_SHORT_MS);
+    timer.unref();
+    this.toastShown = { pkg, text, at, timer };
+    this.lastToast = { pkg, text, at };
+    this.changed();
+  }
+
+  /** The last toast shown, for the UiAutomator2 server (which lists one for 3.5 s after it appeared). */
+  recentToast(): { pkg: string; text: string; at: number } | null {
+    return this.lastToast;
   }
 
   renderRgba(): Uint8Array {

@@ -186,6 +186,8 @@ export interface PhoneUi {
   powerState?(): PowerState;
   /** Optional: `wm dismiss-keyguard`: an insecure keyguard goes, a secure one asks for its credential. */
   dismissKeyguard?(): void;
+  /** Optional: the last toast an app showed (its text, and when, in ms since the epoch). */
+  recentToast?(): { pkg: string; text: string; at: number } | null;
   /**
    * Optional: the display's rotation now. It follows the system settings
    * `accelerometer_rotation` and `user_rotation` (what `wm user-rotation` and Appium's

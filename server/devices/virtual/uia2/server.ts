@@ -13,7 +13,7 @@ import type { Duplex } from 'node:stream';
 import { PNG } from 'pngjs';
 import { formatBounds } from '../ui/hierarchy.js';
 import type { DeviceIdentity, PhoneUi, Rotation, UiAutomator2Server, UiNodeInfo } from '../ui/types.js';
-import { KEYCODE, LONG_PRESS_MS } from '../ui/types.js';
+import { KEYCODE, LONG_PRESS_MS, PLAIN_VIEW } from '../ui/types.js';
 import { buildSource, serializeSource } from './source.js';
 import {
   matchSelector,
@@ -46,6 +46,8 @@ export interface UiAutomator2ServerInfo {
 export const ELEMENT_KEY = 'element-6066-11e4-a52e-4f735466cecf';
 const TAG = 'AppiumUiAutomator2Server';
 const MAX_BODY = 16 * 1024 * 1024;
+/** How long the server lists a toast after it appeared (NotificationListener's TOAST_CLEAR_TIMEOUT). */
+const TOAST_HEARD_MS = 3_500;
 
 export class W3CError extends Error {
   constructor(
@@ -254,6 +256,31 @@ class Uia2Server implements UiAutomator2Server {
 
   // ---- the view tree ----
 
+  /**
+   * The toast the server heard of in the last 3.5 s (its NotificationListener's
+   * TOAST_CLEAR_TIMEOUT), as the node it adds beside the window: an android.widget.Toast
+   * with the toast's text, whose package the server always gives as com.android.settings.
+   */
+  private toastNode(): UiNodeInfo | null {
+    const toast = this.ui.recentToast?.();
+    if (!toast || Date.now() - toast.at > TOAST_HEARD_MS) return null;
+    return {
+      ...PLAIN_VIEW,
+      key: `toast/${toast.at}`,
+      className: 'android.widget.Toast',
+      packageName: 'com.android.settings',
+      text: toast.text,
+      enabled: false,
+      bounds: { left: 0, top: 0, right: 0, bottom: 0 },
+      children: [],
+    };
+  }
+
+  private beside(): UiNodeInfo[] {
+    const toast = this.toastNode();
+    return toast ? [toast] : [];
+  }
+
   private tree(): UiNodeInfo {
     const t = this.ui.viewTree?.();
     if (!t) throw new W3CError(500, 'unknown error', 'This phone UI does not expose its view tree');
@@ -299,7 +326,7 @@ class Uia2Server implements UiAutomator2Server {
     const key = id !== undefined ? s?.elements.get(id) : undefined;
     if (!s || key === undefined)
       throw new W3CError(404, 'no such element', `The element '${id ?? ''}' is unknown in this session`);
-    const node = Uia2Server.findKey(this.tree(), key);
+    const node = Uia2Server.findKey(this.tree(), key) ?? this.beside().find((n) => n.key === key);
     if (!node) {
       throw new W3CError(
         404,
@@ -357,7 +384,7 @@ class Uia2Server implements UiAutomator2Server {
 
   private locate(strategy: string, selector: string, context: UiNodeInfo | undefined): UiNodeInfo[] {
     const root = this.tree();
-    const scope = context ? Uia2Server.all(context).slice(1) : Uia2Server.all(root);
+    const scope = context ? Uia2Server.all(context).slice(1) : [...Uia2Server.all(root), ...this.beside()];
     switch (strategy) {
       case 'id': {
         const pkg = this.ui.foreground().package;
@@ -376,7 +403,7 @@ class Uia2Server implements UiAutomator2Server {
         return scope.filter((n) => n.text === selector);
       case 'xpath': {
         try {
-          const doc = buildSource(root, this.display(), context);
+          const doc = buildSource(root, this.display(), context, context ? [] : this.beside());
           return selectElements(selector, doc).flatMap((el) => (el.node ? [el.node] : []));
         } catch (err) {
           if (err instanceof XPathError)
@@ -914,7 +941,9 @@ class Uia2Server implements UiAutomator2Server {
     on('POST', '/appium/app/strings', () => ({}));
     on('POST', '/appium/app/:name', () => null);
 
-    on('GET', '/source', () => serializeSource(buildSource(this.tree(), this.display())));
+    on('GET', '/source', () =>
+      serializeSource(buildSource(this.tree(), this.display(), undefined, this.beside())),
+    );
     on('GET', '/screenshot', () => this.ui.renderPng().toString('base64'));
     on('POST', '/back', () => {
       this.ui.key(KEYCODE.BACK);

@@ -51,12 +51,14 @@ export function nodeAttributes(n: UiNodeInfo, index: number): Map<string, string
 
 /**
  * Builds the document for a window. With `only`, the document holds just that subtree
- * (searches from an element: `//x` then stays inside the element, as on the real server).
+ * (searches from an element: `//x` then stays inside the element, as on the real server);
+ * `beside`: nodes the server adds after the window (the toast it heard of).
  */
 export function buildSource(
   root: UiNodeInfo,
   display: { width: number; height: number; rotation: number },
   only?: UiNodeInfo,
+  beside: readonly UiNodeInfo[] = [],
 ): SourceElement {
   let order = 0;
   const doc: SourceElement = {
@@ -97,7 +99,8 @@ export function buildSource(
     node: null,
     order: order++,
   };
-  hierarchy.children = [convert(root, 0, hierarchy)];
+  // Nodes beside the window (a toast) follow it under the hierarchy.
+  hierarchy.children = [root, ...beside].map((n, i) => convert(n, i, hierarchy));
   doc.children = [hierarchy];
   return doc;
 }

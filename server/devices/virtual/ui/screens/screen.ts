@@ -33,6 +33,8 @@ export interface SettingsPageState {
   /** For pages about one app (App info). */
   arg?: string;
   scroll: number;
+  /** About phone: taps on Build number still to go before developer options turn on. */
+  devTapsLeft?: number;
 }
 
 export type LoginField = 'username' | 'password';
@@ -71,6 +73,8 @@ export interface ScreenContext {
   putSetting(namespace: 'system' | 'secure' | 'global', key: string, value: string): void;
   /** The phone's lock (locksettings), as Settings' "Screen lock" names it. */
   lockKind(): LockKind;
+  /** Shows a toast of the app in front (Toast.LENGTH_SHORT), replacing one it shows. */
+  toast(text: string): void;
   /** The browser app's page, when the phone runs one. */
   browser(): BrowserView | null;
   /** Opens an app the way the launcher does. */

@@ -334,6 +334,33 @@ function pageTitle(page: string): string {
   return CATEGORIES.find((c) => c.page === page)?.title ?? 'Settings';
 }
 
+/** Taps on Build number that make a developer (BuildNumberPreferenceController). */
+const DEVELOPER_TAPS = 7;
+
+/** Developer options are on (Settings.Global.DEVELOPMENT_SETTINGS_ENABLED). */
+function developer(ctx: ScreenContext): boolean {
+  return ctx.setting('global', 'development_settings_enabled') === '1';
+}
+
+/**
+ * A tap on About phone's Build number, as Settings counts them: seven turn developer options
+ * on, the last four each said in a toast; once on, a tap says so.
+ */
+function tapBuildNumber(state: SettingsPageState, ctx: ScreenContext): void {
+  if (developer(ctx)) {
+    ctx.toast('No need, you are already a developer.');
+    return;
+  }
+  const left = (state.devTapsLeft ?? DEVELOPER_TAPS) - 1;
+  state.devTapsLeft = left;
+  if (left === 0) {
+    ctx.putSetting('global', 'development_settings_enabled', '1');
+    ctx.toast('You are now a developer!');
+  } else if (left < DEVELOPER_TAPS - 2) {
+    ctx.toast(`You are now ${left} ${left === 1 ? 'step' : 'steps'} away from being a developer.`);
+  }
+}
+
 function pageRows(state: SettingsPageState, ctx: ScreenContext): RowSpec[] {
   const { identity } = ctx;
   switch (state.page) {
@@ -554,6 +581,7 @@ function pageRows(state: SettingsPageState, ctx: ScreenContext): RowSpec[] {
         { name: 'time', title: 'Date & time', summary: `${formatClock(ctx.now())} (phone time)` },
         { name: 'gestures', title: 'Gestures' },
         { name: 'backup', title: 'Backup', summary: 'Off' },
+        ...(developer(ctx) ? [{ name: 'developer', title: 'Developer options' }] : []),
         { name: 'reset', title: 'Reset options' },
       ];
     case 'about':
@@ -564,7 +592,12 @@ function pageRows(state: SettingsPageState, ctx: ScreenContext): RowSpec[] {
         { name: 'manufacturer', title: 'Manufacturer', summary: identity.manufacturer },
         { name: 'android_version', title: 'Android version', summary: identity.release },
         { name: 'api_level', title: 'API level', summary: String(identity.sdk) },
-        { name: 'build', title: 'Build number', summary: identity.buildId },
+        {
+          name: 'build',
+          title: 'Build number',
+          summary: identity.buildId,
+          onClick: () => tapBuildNumber(state, ctx),
+        },
       ];
     default:
       return [];
