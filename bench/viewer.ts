@@ -12,6 +12,7 @@ import WebSocket from 'ws';
 import { createPhoneUi } from '../server/devices/virtual/ui/index.js';
 import { startServer } from '../server/main.js';
 import { Api } from '../test/support/server.js';
+import { DEVICE } from '../server/devices/virtual/identity.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' } } });
 const seconds = Number(values.seconds);
@@ -30,13 +31,7 @@ function renderTimes(): { p50: number; p95: number } {
       width: 720,
       height: 1280,
       density: 320,
-      identity: {
-        manufacturer: 'Google',
-        model: 'Pixel 8',
-        release: '14',
-        sdk: 34,
-        buildId: 'UQ1A.240205.004',
-      },
+      identity: DEVICE,
     },
   );
   ui.launch('com.phonelease.login');

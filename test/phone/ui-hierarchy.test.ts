@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { dumpUiAutomator, xmlEscape } from '../../server/devices/virtual/ui/hierarchy.js';
 import { createPhoneUi } from '../../server/devices/virtual/ui/index.js';
 import type { LauncherApp, PhoneUiHost, UiNodeInfo } from '../../server/devices/virtual/ui/types.js';
+import { DEVICE } from '../../server/devices/virtual/identity.js';
 
 function makeUi(apps: LauncherApp[]) {
   const host: PhoneUiHost = { launcherApps: () => apps, log: () => undefined, setting: () => null };
@@ -9,13 +10,7 @@ function makeUi(apps: LauncherApp[]) {
     width: 720,
     height: 1280,
     density: 320,
-    identity: {
-      manufacturer: 'Google',
-      model: 'Pixel 8',
-      release: '14',
-      sdk: 34,
-      buildId: 'UQ1A.240205.004',
-    },
+    identity: DEVICE,
     now: () => new Date(2025, 0, 6, 9, 41),
   });
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createPhoneUi, KEYCODE, SETTINGS_ACTIVITIES } from '../../server/devices/virtual/ui/index.js';
 import type { LauncherApp, PhoneUi, PhoneUiHost, UiNodeInfo } from '../../server/devices/virtual/ui/types.js';
+import { DEVICE } from '../../server/devices/virtual/identity.js';
 
 /** The host side of the interface, kept in memory: apps, logcat lines and settings. */
 function makeHost(opts: { apps?: LauncherApp[]; writableSettings?: boolean } = {}) {
@@ -27,13 +28,7 @@ function makeUi(opts: Parameters<typeof makeHost>[0] = {}) {
     width: 720,
     height: 1280,
     density: 320,
-    identity: {
-      manufacturer: 'Google',
-      model: 'Pixel 8',
-      release: '14',
-      sdk: 34,
-      buildId: 'UQ1A.240205.004',
-    },
+    identity: DEVICE,
     now: () => new Date(2025, 0, 6, 9, 41),
   });
   return { ui, ...h };

@@ -6,6 +6,7 @@ import { createPhoneUi, KEYCODE } from '../../server/devices/virtual/ui/index.js
 import { Canvas } from '../../server/devices/virtual/ui/raster.js';
 import { appColor, COLORS, DARK_COLORS } from '../../server/devices/virtual/ui/theme.js';
 import type { PhoneUi, PhoneUiHost, UiNodeInfo } from '../../server/devices/virtual/ui/types.js';
+import { DEVICE } from '../../server/devices/virtual/identity.js';
 
 function makeUi(clock: { now: Date } = { now: new Date(2025, 0, 6, 9, 41) }) {
   const settings = new Map<string, string>();
@@ -23,13 +24,7 @@ function makeUi(clock: { now: Date } = { now: new Date(2025, 0, 6, 9, 41) }) {
     width: 720,
     height: 1280,
     density: 320,
-    identity: {
-      manufacturer: 'Google',
-      model: 'Pixel 8',
-      release: '14',
-      sdk: 34,
-      buildId: 'UQ1A.240205.004',
-    },
+    identity: DEVICE,
     now: () => clock.now,
   });
   return { ui, settings };

@@ -6,14 +6,9 @@ import { createPhoneUi } from '../../server/devices/virtual/ui/index.js';
 import type { PhoneUi, PhoneUiHost, UiAutomator2Server } from '../../server/devices/virtual/ui/types.js';
 import { socketPair } from '../../server/devices/virtual/local-socket.js';
 import { createUiAutomator2Server, ELEMENT_KEY } from '../../server/devices/virtual/uia2/index.js';
+import { DEVICE } from '../../server/devices/virtual/identity.js';
 
-const identity = {
-  manufacturer: 'Google',
-  model: 'Pixel 8',
-  release: '14',
-  sdk: 34,
-  buildId: 'UQ1A.240205.004',
-};
+const identity = DEVICE;
 
 interface Harness {
   ui: PhoneUi;

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createPhoneUi } from '../../server/devices/virtual/ui/index.js';
 import type { PhoneUi, UiNodeInfo } from '../../server/devices/virtual/ui/types.js';
+import { DEVICE } from '../../server/devices/virtual/identity.js';
 
 export interface RunResult {
   code: number;
@@ -249,13 +250,7 @@ export function phoneUi(): PhoneUi {
       width: 720,
       height: 1280,
       density: 320,
-      identity: {
-        manufacturer: 'Google',
-        model: 'Pixel 8',
-        release: '14',
-        sdk: 34,
-        buildId: 'UQ1A.240205.004',
-      },
+      identity: DEVICE,
       now: () => new Date(2025, 0, 6, 9, 41),
     },
   );

@@ -223,13 +223,7 @@ export class Device {
         width: DEVICE.width,
         height: DEVICE.height,
         density: DEVICE.density,
-        identity: {
-          manufacturer: DEVICE.manufacturer,
-          model: DEVICE.model,
-          release: DEVICE.release,
-          sdk: DEVICE.sdk,
-          buildId: DEVICE.buildId,
-        },
+        identity: DEVICE,
       });
       this.uiInstance = ui;
       const off = ui.onChange(() => {

@@ -102,13 +102,7 @@ export class VirtualPhone implements DevicePhone {
             device.system.clipboard = text;
           },
         },
-        identity: {
-          manufacturer: DEVICE.manufacturer,
-          model: DEVICE.model,
-          release: DEVICE.release,
-          sdk: DEVICE.sdk,
-          buildId: DEVICE.buildId,
-        },
+        identity: DEVICE,
         log: (priority, tag, message) => {
           d.appLog(
             priority,
