@@ -12,7 +12,7 @@ import type { PhoneNetwork, PortHandler } from './network.js';
 import { appUserName } from './packages.js';
 import type { PackageRecord } from './packages.js';
 import { runsOnThisPhone } from './ui/phone-ui.js';
-import { APP_DETAILS_ACTIVITY } from './ui/index.js';
+import { APP_DETAILS_ACTIVITY, appInfoPackage } from './ui/index.js';
 import type { PhoneUi, UiAutomator2Server } from './ui/types.js';
 
 /**
@@ -221,10 +221,7 @@ export class ActivityManager {
       // finishes at once, leaving the screen as it was.
       this.startService({ pkg: pkg.name, cls: 'io.appium.settings.ForegroundService' }, true);
       this.log('I', 'AppiumSettings', 'Starting the foreground service', pid);
-    } else if (
-      component.cls === APP_DETAILS_ACTIVITY &&
-      !packages.get(req.data?.replace(/^package:/, '') ?? '')
-    ) {
+    } else if (component.cls === APP_DETAILS_ACTIVITY && !packages.get(appInfoPackage(req.data))) {
       // App info of a package the phone does not have finishes as soon as it starts.
       this.log('W', 'AppInfoDashboard', `Package ${req.data ?? ''} not found, finishing`, pid);
     } else {

@@ -10,5 +10,5 @@ export function createPhoneUi(host: PhoneUiHost, options: PhoneUiOptions): Phone
 }
 
 export { KEYCODE } from './types.js';
-export { APP_DETAILS_ACTIVITY, SETTINGS_ACTIVITIES } from './screens/settings.js';
+export { APP_DETAILS_ACTIVITY, SETTINGS_ACTIVITIES, appInfoPackage } from './screens/settings.js';
 export type * from './types.js';

@@ -31,6 +31,7 @@ import type { LauncherState, ScreenContext, ScreenState, ScreenView } from './sc
 import {
   SETTINGS_ACTIVITY,
   SETTINGS_PACKAGE,
+  appInfoPackage,
   SETTINGS_SUB_ACTIVITY,
   airplaneOn,
   buildSettingsHome,
@@ -77,10 +78,10 @@ interface Built {
   root: ViewNode;
 }
 
-/** Apps that exist on every phone whether or not the host lists them. */
 /** How long a Toast.LENGTH_SHORT toast stays on screen. */
 const TOAST_SHORT_MS = 2_000;
 
+/** Apps that exist on every phone whether or not the host lists them. */
 const SYSTEM_APPS: readonly LauncherApp[] = [
   { package: SETTINGS_PACKAGE, label: 'Settings', activity: SETTINGS_ACTIVITY },
 ];
@@ -375,7 +376,7 @@ export class VirtualPhoneUi implements PhoneUi {
     const id = this.newId();
     if (app.package === SETTINGS_PACKAGE) {
       const page = activity ? settingsPageForActivity(activity) : null;
-      const arg = page === 'app-info' ? data?.replace(/^package:/, '') : undefined;
+      const arg = page === 'app-info' ? appInfoPackage(data) : undefined;
       if (page && activity)
         return { kind: 'settings-page', id, activity, page, ...(arg && { arg }), scroll: 0 };
       return { kind: 'settings-home', id, activity: SETTINGS_ACTIVITY, scroll: 0 };

@@ -345,7 +345,7 @@ class Uia2Server implements UiAutomator2Server {
     if (!this.info.rotate)
       throw new W3CError(500, 'unsupported operation', 'This phone cannot turn its display');
     this.info.rotate(rotation);
-    if ((this.ui.rotation?.() ?? 0) !== rotation)
+    if (this.rotation() !== rotation)
       throw new W3CError(
         400,
         'invalid element state',
@@ -355,7 +355,12 @@ class Uia2Server implements UiAutomator2Server {
 
   /** The display as the page source describes it: its size now and its rotation. */
   private display(): { width: number; height: number; rotation: number } {
-    return { ...this.size(), rotation: this.ui.rotation?.() ?? 0 };
+    return { ...this.size(), rotation: this.rotation() };
+  }
+
+  /** The display's rotation now (upright on a UI that cannot turn). */
+  private rotation(): Rotation {
+    return this.ui.rotation?.() ?? 0;
   }
 
   private size(): { width: number; height: number } {
@@ -902,7 +907,7 @@ class Uia2Server implements UiAutomator2Server {
     on('GET', '/window/rect', () => ({ x: 0, y: 0, ...this.size() }));
     on('GET', '/window', () => 'NATIVE_APP');
     on('GET', '/window/handles', () => ['NATIVE_APP']);
-    on('GET', '/orientation', () => ((this.ui.rotation?.() ?? 0) % 2 ? 'LANDSCAPE' : 'PORTRAIT'));
+    on('GET', '/orientation', () => (this.rotation() % 2 ? 'LANDSCAPE' : 'PORTRAIT'));
     on('POST', '/orientation', (r) => {
       const value = r.body.orientation;
       if (value === undefined)
@@ -916,7 +921,7 @@ class Uia2Server implements UiAutomator2Server {
       this.rotate(name === 'LANDSCAPE' ? 3 : 0);
       return name;
     });
-    on('GET', '/rotation', () => ({ x: 0, y: 0, z: (this.ui.rotation?.() ?? 0) * 90 }));
+    on('GET', '/rotation', () => ({ x: 0, y: 0, z: this.rotation() * 90 }));
     on('POST', '/rotation', (r) => {
       const z = r.body.z;
       if (z === undefined)

@@ -32,13 +32,17 @@ function activityRecord(c: ComponentName): string {
   return `ActivityRecord{${hashId('ar', c.pkg, c.cls)} u0 ${shortComponent(c)} t${taskId(c)}}`;
 }
 
+/** A size as the display has it at `rotation`: sideways while it is turned a quarter. */
+function turned(size: { w: number; h: number }, rotation: number): { w: number; h: number } {
+  return rotation % 2 ? { w: size.h, h: size.w } : size;
+}
+
 function dumpWindow(ctx: CommandContext, args: string[]): string {
   const f = focus(ctx);
   const sys = ctx.device.system;
   const base = sys.wmSize ?? { w: DEVICE.width, h: DEVICE.height };
   const rotation = ctx.device.ui.rotation?.() ?? 0;
-  // The display's size now: sideways while it is turned a quarter.
-  const cur = rotation % 2 ? { w: base.h, h: base.w } : base;
+  const cur = turned(base, rotation);
   const density = sys.wmDensity ?? DEVICE.density;
   const statusBar = ctx.device.ui.statusBarHeight;
   const settings = ctx.device.settings;
@@ -403,8 +407,8 @@ function dumpDisplay(ctx: CommandContext): string {
   const d = ctx.device.system.wmDensity ?? DEVICE.density;
   const base = ctx.device.system.wmSize ?? { w: DEVICE.width, h: DEVICE.height };
   const rotation = ctx.device.ui.rotation?.() ?? 0;
-  const s = rotation % 2 ? { w: base.h, h: base.w } : base;
-  const device = rotation % 2 ? { w: DEVICE.height, h: DEVICE.width } : { w: DEVICE.width, h: DEVICE.height };
+  const s = turned(base, rotation);
+  const device = turned({ w: DEVICE.width, h: DEVICE.height }, rotation);
   return `DISPLAY MANAGER (dumpsys display)
   mOnlyCode=false
   mSafeMode=false

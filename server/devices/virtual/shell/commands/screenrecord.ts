@@ -237,7 +237,7 @@ function displayOf(device: Device): ScreenSource {
   const ui = device.ui;
   const width = ui.width;
   const height = ui.height;
-  const upright = () => ui.width === width && ui.height === height;
+  const sameShape = () => ui.width === width && ui.height === height;
   // Frames are drawn on the encoder's thread when the UI can hand over its drawing of the
   // recording's size; a turned display's frames are fitted here.
   const drawing = ui.displayList?.bind(ui);
@@ -246,12 +246,12 @@ function displayOf(device: Device): ScreenSource {
     width,
     height,
     renderRgba: () => {
-      if (upright()) return ui.renderRgba();
+      if (sameShape()) return ui.renderRgba();
       if (fitting?.screenWidth !== ui.width || fitting.screenHeight !== ui.height)
         fitting = new ScreenScaler(ui.width, ui.height, width, height);
       return fitting.scale(ui.renderRgba());
     },
-    ...(drawing && { displayList: () => (upright() ? drawing() : null) }),
+    ...(drawing && { displayList: () => (sameShape() ? drawing() : null) }),
     onChange: (listener) => device.onScreenChange(listener),
   };
 }

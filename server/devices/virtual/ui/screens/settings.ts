@@ -29,6 +29,11 @@ export const SETTINGS_SUB_ACTIVITY = 'com.android.settings.SubSettings';
 /** App info, what APPLICATION_DETAILS_SETTINGS with `package:NAME` opens. */
 export const APP_DETAILS_ACTIVITY = 'com.android.settings.applications.InstalledAppDetails';
 
+/** The package an App info intent's data (`package:NAME`) names; '' without data. */
+export function appInfoPackage(data: string | null | undefined): string {
+  return data?.replace(/^package:/, '') ?? '';
+}
+
 type Namespace = 'system' | 'secure' | 'global';
 
 interface Category {
