@@ -15,6 +15,7 @@ import type { AppiumServer } from '../support/appium.js';
 import { freePort } from '../../src/util/ports.js';
 import { decodeErrors, probe } from '../support/video.js';
 import { startVirtualAdb } from '../support/virtual-adb.js';
+import { ELEMENT_KEY } from '../../server/devices/virtual/uia2/index.js';
 import type { VirtualAdb } from '../support/virtual-adb.js';
 
 const APPIUM = 'node_modules/appium-uiautomator2-driver/node_modules';
@@ -262,6 +263,57 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
       expect(await driver.getOrientation()).toBe('PORTRAIT');
     } finally {
       await prepared.adb(['shell', 'wm user-rotation lock 0; am force-stop com.phonelease.login']);
+      await driver.deleteSession();
+    }
+  });
+
+  it('lists windows and displays, pinches, and says what it does not model, as the driver asks', async () => {
+    const driver = await session(prepared, PREPARED);
+    try {
+      await prepared.adbOk(['shell', 'am start -n com.android.settings/.Settings']);
+      const windows = (await driver.execute('mobile: listWindows', { skipScreenshots: true })) as {
+        packageName: string;
+        title: string;
+        type: number;
+        isActive: boolean;
+      }[];
+      expect(windows.map((w) => [w.packageName, w.title, w.type, w.isActive])).toEqual([
+        ['com.android.systemui', 'Navigation bar', 3, false],
+        ['com.android.systemui', 'Status bar', 3, false],
+        ['com.android.settings', 'Settings', 1, true],
+      ]);
+      const front = (await driver.execute('mobile: listWindows', {
+        filters: { packageName: 'com.android.*', isActive: true },
+      })) as { screenshot: string }[];
+      expect(front).toHaveLength(1);
+      const shot = PNG.sync.read(Buffer.from(front[0]!.screenshot, 'base64'));
+      expect([shot.width, shot.height]).toEqual([720, 1280]);
+      expect(await driver.execute('mobile: listDisplays')).toMatchObject([
+        { id: 0, isDefault: true, metrics: { widthPixels: 720, heightPixels: 1280, densityDpi: 320 } },
+      ]);
+      expect(await driver.execute('mobile: getDeclaredOrientation')).toBe('SCREEN_ORIENTATION_UNSPECIFIED');
+      const list = await driver.findElement('-android uiautomator', 'new UiSelector().scrollable(true)');
+      await driver.execute('mobile: pinchOpenGesture', { elementId: list[ELEMENT_KEY], percent: 0.5 });
+      await driver.execute('mobile: pinchCloseGesture', {
+        left: 0,
+        top: 300,
+        width: 720,
+        height: 600,
+        percent: 0.5,
+      });
+      const noArea = await driver
+        .execute('mobile: pinchOpenGesture', { percent: 0.5 })
+        .catch((e: unknown) => e);
+      expect(String(noArea)).toContain('The pinch area coordinates must be provided if element is not set');
+      const scheduled = await driver
+        .execute('mobile: scheduleAction', {
+          name: 'a',
+          steps: [{ type: 'source', name: 's', payload: 'xml' }],
+        })
+        .catch((e: unknown) => e);
+      expect(String(scheduled)).toContain('does not model scheduled actions');
+    } finally {
+      await prepared.adb(['shell', 'input keyevent HOME']);
       await driver.deleteSession();
     }
   });

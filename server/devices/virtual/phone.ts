@@ -103,6 +103,7 @@ export class VirtualPhone implements DevicePhone {
           },
         },
         identity: DEVICE,
+        appLabel: (pkg) => device.packages.get(pkg)?.label ?? null,
         log: (priority, tag, message) => {
           d.appLog(
             priority,

@@ -23,6 +23,8 @@ import {
   type Statement,
 } from './ui-selector.js';
 import { selectElements, XPathError } from './xpath.js';
+import { BROWSER_PACKAGE_NAME } from '../ui/screens/browser.js';
+import { listWindows, PHYSICAL_DISPLAY_ID, type WindowScene } from './windows.js';
 
 export interface UiAutomator2ServerInfo {
   identity: DeviceIdentity;
@@ -40,6 +42,8 @@ export interface UiAutomator2ServerInfo {
   rotate?: (rotation: Rotation) => void;
   /** The phone's clipboard (shared with Appium Settings); the server keeps its own without it. */
   clipboard?: { get(): string; set(text: string): void };
+  /** Optional: an installed package's label (the title of its window), null when unknown. */
+  appLabel?: (pkg: string) => string | null;
 }
 
 /** W3C element reference key. */
@@ -706,6 +710,68 @@ class Uia2Server implements UiAutomator2Server {
     return { left: 0, top: 0, right: this.ui.width, bottom: this.ui.height };
   }
 
+  /**
+   * A two-finger pinch (UiObject2.pinchOpen / pinchClose) on an element or an area. The
+   * virtual phone's views do not zoom, as Android's stock views do not, so a pinch changes
+   * nothing on them; the browser's page would zoom, which is not modeled.
+   */
+  private pinch(r: Request): void {
+    if (typeof r.body.percent !== 'number')
+      throw invalidArgument("PinchModel: The mandatory field 'percent' is not present in JSON");
+    const origin = r.body.origin;
+    if (!isRecord(origin) && !isRecord(r.body.area))
+      throw invalidArgument('The pinch area coordinates must be provided if element is not set');
+    this.gestureArea(r);
+    if (r.body.percent < 0 || r.body.percent > 1)
+      throw invalidArgument('Percent must be between 0.0f and 1.0f');
+    if (typeof r.body.speed === 'number' && r.body.speed < 0)
+      throw invalidArgument('Speed cannot be negative');
+    if (this.ui.foreground().package === BROWSER_PACKAGE_NAME)
+      throw new W3CError(
+        500,
+        'unsupported operation',
+        'The virtual phone does not model pinch-zoom in Chrome; zoom the page from its DevTools (the Page) instead',
+      );
+  }
+
+  /** The built-in display as DisplayManager describes it (its DisplayMetrics at the rotation now). */
+  private displayModel(): Record<string, unknown> {
+    const scale = this.ui.density / 160;
+    return {
+      id: 0,
+      name: 'Built-in Screen',
+      physicalId: PHYSICAL_DISPLAY_ID,
+      virtualId: null,
+      metrics: {
+        widthPixels: this.ui.width,
+        heightPixels: this.ui.height,
+        density: scale,
+        densityDpi: this.ui.density,
+        scaledDensity: scale,
+        xdpi: this.ui.density,
+        ydpi: this.ui.density,
+      },
+      isDefault: true,
+    };
+  }
+
+  private windowScene(skipScreenshots: boolean): WindowScene {
+    const front = this.ui.foreground().package;
+    return {
+      width: this.ui.width,
+      height: this.ui.height,
+      front: { packageName: front, title: this.info.appLabel?.(front) ?? null },
+      keyguard: this.ui.powerState?.().keyguard ?? false,
+      statusBarHeight: this.ui.statusBarHeight,
+      navigationBarHeight: this.navigationBarHeight(),
+      png: skipScreenshots ? null : () => this.ui.renderPng(),
+    };
+  }
+
+  private navigationBarHeight(): number {
+    return Math.round((48 * this.ui.density) / 160);
+  }
+
   private gestureSwipe(r: Request, scroll: boolean): boolean {
     const a = this.gestureArea(r);
     const dir = str(r.body.direction)?.toLowerCase();
@@ -873,7 +939,7 @@ class Uia2Server implements UiAutomator2Server {
     on('GET', '/appium/device/display_density', () => this.ui.density);
     on('GET', '/appium/device/system_bars', () => ({
       statusBar: this.ui.statusBarHeight,
-      navigationBar: Math.round((48 * this.ui.density) / 160),
+      navigationBar: this.navigationBarHeight(),
     }));
     on('GET', '/appium/device/info', () => this.deviceInfo());
     on('GET', '/appium/device/battery_info', () => ({ level: 1, state: 5 }));
@@ -898,10 +964,25 @@ class Uia2Server implements UiAutomator2Server {
       return null;
     });
     on('POST', '/appium/reset_ax_cache', () => null);
-    on('POST', '/appium/list_displays', () => [
-      { id: 0, displayId: 0, physicalId: null, isDefault: true, metrics: this.size() },
-    ]);
-    on('POST', '/appium/list_windows', () => []);
+    on('POST', '/appium/list_displays', () => [this.displayModel()]);
+    on('POST', '/appium/list_windows', (r) =>
+      listWindows(
+        this.windowScene(r.body.skipScreenshots === true),
+        isRecord(r.body.filters) ? r.body.filters : null,
+      ),
+    );
+    // The activity in front's android:screenOrientation: the phone runs only its built-in
+    // apps, and none of their activities declares one.
+    on('GET', '/appium/device/declared_orientation', () => 'SCREEN_ORIENTATION_UNSPECIFIED');
+    for (const path of ['/appium/schedule_action', '/appium/unschedule_action', '/appium/action_history']) {
+      on('POST', path, () => {
+        throw new W3CError(
+          500,
+          'unsupported operation',
+          'The virtual phone does not model scheduled actions (mobile: scheduleAction, unscheduleAction, getActionHistory); run the steps from the test instead',
+        );
+      });
+    }
     on('GET', '/window/current/size', () => this.size());
     on('GET', '/window/:handle/size', () => this.size());
     on('GET', '/window/rect', () => ({ x: 0, y: 0, ...this.size() }));
@@ -1049,6 +1130,8 @@ class Uia2Server implements UiAutomator2Server {
       this.gestureClick(r);
       return null;
     });
+    on('POST', '/appium/gestures/pinch_open', (r) => (this.pinch(r), null));
+    on('POST', '/appium/gestures/pinch_close', (r) => (this.pinch(r), null));
     on('POST', '/appium/gestures/swipe', (r) => (this.gestureSwipe(r, false), null));
     on('POST', '/appium/gestures/fling', (r) => this.gestureSwipe(r, false));
     // True while more content remains, which the driver uses to loop.
