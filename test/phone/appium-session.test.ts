@@ -212,6 +212,15 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
         ['user', 'kernel'],
         ['0', '0'],
       ]);
+      // The battery as a test forced it: the UiAutomator2 server's battery info and dumpsys agree.
+      await prepared.adbOk(['shell', 'dumpsys battery set level 40; dumpsys battery set status 3']);
+      expect(await driver.execute('mobile: batteryInfo')).toMatchObject({ level: 0.4, state: 3 });
+      expect(await driver.getPerformanceData('com.android.settings', 'batteryinfo', 2)).toEqual([
+        ['power'],
+        ['40'],
+      ]);
+      await prepared.adbOk(['shell', 'dumpsys battery reset']);
+      expect(await driver.execute('mobile: batteryInfo')).toMatchObject({ level: 1 });
       await driver.execute('mobile: bluetooth', { action: 'enable' });
       expect(await prepared.adbOk(['shell', 'settings get global bluetooth_on'])).toBe('1\n');
       await driver.execute('mobile: bluetooth', { action: 'disable' });

@@ -18,6 +18,7 @@ import { credentialMatches, initialLockSettings, lockKind, type LockSettings } f
 import { SystemProps } from './props.js';
 import { SettingsStore } from './settings.js';
 import { ActivityManager } from './activity.js';
+import { Battery } from './battery.js';
 import { PackageManager, appUserName } from './packages.js';
 import type { InstallSession } from './packages.js';
 import { createPhoneUi } from './ui/index.js';
@@ -90,6 +91,8 @@ export class Device {
   readonly processes: ProcessTable;
   readonly packages: PackageManager;
   readonly activity: ActivityManager;
+  /** BatteryService: the hardware's values, or those a shell forced (`dumpsys battery set`). */
+  readonly battery = new Battery();
   readonly system: SystemServiceState = {
     appOps: new Map(),
     notificationListeners: new Set(),
@@ -217,6 +220,7 @@ export class Device {
         browser: () => this.browser,
         appCrashed: (pkg, exception) => this.appCrashed(pkg, exception),
         lockKind: () => lockKind(this.system.lock),
+        batteryLevel: () => this.battery.values().level,
         checkCredential: (entered) => credentialMatches(this.system.lock, entered),
       };
       const ui = createPhoneUi(host, {
@@ -231,6 +235,8 @@ export class Device {
         for (const l of this.screenListeners) l();
       });
       this.closers.add(off);
+      // The status bar's battery follows what BatteryService broadcasts.
+      this.closers.add(this.battery.onChange(() => ui.settingsChanged?.()));
       // The status bar clock: the UI has no timers of its own. Only phones with a screen
       // in use tick, and the timer never keeps the process alive.
       const clock = setInterval(() => ui.clockTick?.(), 15_000);

@@ -104,6 +104,7 @@ export class VirtualPhone implements DevicePhone {
         },
         identity: DEVICE,
         appLabel: (pkg) => device.packages.get(pkg)?.label ?? null,
+        battery: () => device.battery.values(),
         log: (priority, tag, message) => {
           d.appLog(
             priority,

@@ -549,7 +549,7 @@ export class VirtualPhoneUi implements PhoneUi {
         time: this.clock,
         wifi: wifiOn(ctx),
         airplane: airplaneOn(ctx),
-        battery: 100,
+        battery: this.host.batteryLevel?.() ?? 100,
         batteryPercent: this.setting('system', 'status_bar_show_battery_percent') === '1',
       },
       !!view.edgeToEdge,

@@ -40,6 +40,8 @@ export interface PhoneUiHost {
   lockKind?(): LockKind;
   /** Optional: checks a credential typed on the lock screen's bouncer. */
   checkCredential?(entered: string): boolean;
+  /** Optional: the battery's level (of 100) the status bar shows; full without it. */
+  batteryLevel?(): number;
 }
 
 export interface LauncherApp {

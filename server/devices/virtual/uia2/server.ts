@@ -42,6 +42,8 @@ export interface UiAutomator2ServerInfo {
   rotate?: (rotation: Rotation) => void;
   /** The phone's clipboard (shared with Appium Settings); the server keeps its own without it. */
   clipboard?: { get(): string; set(text: string): void };
+  /** Optional: the battery's level (of 100) and BatteryManager status; full without it. */
+  battery?: () => { level: number; status: number };
   /** Optional: an installed package's label (the title of its window), null when unknown. */
   appLabel?: (pkg: string) => string | null;
 }
@@ -942,7 +944,12 @@ class Uia2Server implements UiAutomator2Server {
       navigationBar: this.navigationBarHeight(),
     }));
     on('GET', '/appium/device/info', () => this.deviceInfo());
-    on('GET', '/appium/device/battery_info', () => ({ level: 1, state: 5 }));
+    // BatteryStatusModel: the level as a fraction of the scale, and BatteryManager's status
+    // (the driver renames it `state`).
+    on('GET', '/appium/device/battery_info', () => {
+      const battery = this.info.battery?.() ?? { level: 100, status: 5 };
+      return { level: battery.level / 100, status: battery.status };
+    });
     on('GET', '/appium/device/current_activity', () => this.ui.foreground().activity);
     on('GET', '/appium/device/current_package', () => this.ui.foreground().package);
     on('POST', '/appium/device/press_keycode', (r) => this.pressKey(r));

@@ -73,10 +73,12 @@ function notification(ctx: CommandContext, args: string[]): number {
     case 'disallow_assistant':
     case 'allow_dnd':
     case 'disallow_dnd':
+      return 0;
     case 'post':
     case 'snooze':
     case 'unsnooze':
-      return 0;
+      // Posting would be a silent success: the phone has no notifications to show or list.
+      return notModeled(ctx, 'notification', args);
     default:
       ctx.stdout.write(
         'usage: cmd notification SUBCMD [args]\n\nSUBCMDs:\n  allow_listener COMPONENT [user_id (current user if not specified)]\n  disallow_listener COMPONENT [user_id (current user if not specified)]\n  allow_assistant COMPONENT [user_id (current user if not specified)]\n  allow_dnd PACKAGE [user_id (current user if not specified)]\n  post [--help | flags] TAG TEXT\n',
@@ -117,6 +119,12 @@ function serviceCommands(table: () => ReadonlyMap<string, CommandFn>): Record<st
     lock_settings: delegate('locksettings'),
     deviceidle: delegate('dumpsys', ['deviceidle']),
     notification,
+    battery: (ctx, args) => {
+      const r = ctx.device.battery.command(args);
+      ctx.stdout.write(r.out);
+      ctx.stderr.write(r.err);
+      return r.status & 0xff;
+    },
     wifi: (ctx, args) => {
       const sys = ctx.device.system;
       if (args[0] === 'status') {

@@ -426,26 +426,6 @@ Logical Displays: size=1
 `;
 }
 
-function dumpBattery(): string {
-  return `Current Battery Service state:
-  AC powered: false
-  USB powered: true
-  Wireless powered: false
-  Dock powered: false
-  Max charging current: 500000
-  Max charging voltage: 5000000
-  Charge counter: 4000000
-  status: 2
-  health: 2
-  present: true
-  level: 100
-  scale: 100
-  voltage: 4200
-  temperature: 250
-  technology: Li-ion
-`;
-}
-
 function dumpInputMethod(ctx: CommandContext): string {
   const sys = ctx.device.system;
   const f = focus(ctx);
@@ -546,14 +526,28 @@ export const dumpsys: CommandFn = (ctx) => {
       out.write(dumpActivity(ctx, args));
       return 0;
     case 'deviceidle':
+      // Doze is not modeled (no app code runs to be held back): its state is ACTIVE, and a
+      // command that would change it says so instead of printing the state as if it had.
+      if (args.length > 0 && !['-a', 'whitelist', 'tempwhitelist'].includes(args[0]!)) {
+        ctx.stderr.write(`dumpsys: the virtual phone does not model 'deviceidle ${args.join(' ')}'\n`);
+        return 1;
+      }
       out.write(dumpDeviceIdle(ctx, args));
       return 0;
     case 'display':
       out.write(dumpDisplay(ctx));
       return 0;
-    case 'battery':
-      out.write(dumpBattery());
+    case 'battery': {
+      // Arguments run BatteryService's shell command (set, unplug, reset, get), as on a phone.
+      if (args.length === 0 || args[0] === '-a') {
+        out.write(device.battery.dump());
+        return 0;
+      }
+      const r = device.battery.command(args);
+      out.write(r.out);
+      ctx.stderr.write(r.err);
       return 0;
+    }
     case 'input_method':
       out.write(dumpInputMethod(ctx));
       return 0;
