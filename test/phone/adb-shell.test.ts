@@ -214,9 +214,34 @@ describe('properties and settings', () => {
     await v.adbOk(['shell', 'wm size reset; wm density reset']);
     expect(await v.adbOk(['shell', 'wm', 'size'])).toBe('Physical size: 720x1280\n');
   });
+
+  it("prints WindowManagerShellCommand's help, user-rotation included, with ShellCommand's status -1", async () => {
+    const help = await shell('wm');
+    expect(help.code).toBe(255);
+    expect(help.stdout).toMatch(/^Window manager \(window\) commands:\n {2}help\n/);
+    expect(help.stdout).toContain(
+      '  user-rotation [-d DISPLAY_ID] [free|lock] [rotation]\n    Print or set user rotation mode and user rotation.\n',
+    );
+    expect(help.stdout).toContain("    width and height in pixels unless suffixed with 'dp'.\n");
+    expect(await shell('wm help')).toMatchObject({ code: 255, stdout: help.stdout });
+    expect(await shell('cmd window -h')).toMatchObject({ code: 255, stdout: help.stdout });
+    expect(await shell('wm frobnicate')).toMatchObject({
+      code: 255,
+      stdout: 'Unknown command: frobnicate\n',
+    });
+    // Android 14's commands the phone does not model say so, rather than that they are unknown.
+    expect((await shell('wm disable-blur true')).stderr).toBe(
+      'wm: disable-blur: not modeled by the virtual phone\n',
+    );
+  });
 });
 
 describe('svc', () => {
+  const status = async (command: string) => {
+    const r = await shell(command);
+    return { code: r.code, stdout: r.stdout, stderr: r.stderr };
+  };
+
   it('turns radios on and off, keeps the phone awake, and says what it cannot do', async () => {
     await v.adbOk(['shell', 'svc bluetooth enable']);
     expect(await v.adbOk(['shell', 'settings get global bluetooth_on'])).toBe('1\n');
@@ -226,15 +251,85 @@ describe('svc', () => {
     expect(await v.adbOk(['shell', 'settings get global stay_on_while_plugged_in'])).toBe('2\n');
     await v.adbOk(['shell', 'svc power stayon true']);
     expect(await v.adbOk(['shell', 'settings get global stay_on_while_plugged_in'])).toBe('7\n');
-    // A verb a service does not know prints its usage and changes nothing.
-    expect(await v.adbOk(['shell', 'svc wifi sideways'])).toContain('usage: svc wifi [enable|disable]');
-    expect(await v.adbOk(['shell', 'svc power stayon maybe'])).toContain('usage: svc power stayon');
-    expect(await v.adbOk(['shell', 'settings get global stay_on_while_plugged_in'])).toBe('7\n');
     // Restarting the phone is not modeled: said, not silently done.
     const reboot = await v.adb(['shell', 'svc power reboot']);
     expect(reboot.code).toBe(1);
     expect(reboot.stderr).toContain('svc: power reboot: not modeled by the virtual phone');
     expect((await v.adb(['shell', 'svc usb setFunctions mtp'])).stderr).toContain('not modeled');
+  });
+
+  it("prints the svc script's usage for wifi, data and bluetooth without enable or disable (status 1)", async () => {
+    expect(await status('svc wifi sideways')).toEqual({
+      code: 1,
+      stdout:
+        'Control the Wi-Fi manager\n\nusage: svc wifi [enable|disable]\n         Turn Wi-Fi on or off.\n\n',
+      stderr: '',
+    });
+    expect(await status('svc data')).toEqual({
+      code: 1,
+      stdout: 'Enable/Disable Mobile Data Connectivity\n\nusage: svc data [enable|disable]\n\n',
+      stderr: '',
+    });
+    expect(await status('svc bluetooth on')).toEqual({
+      code: 1,
+      stdout:
+        'Control the Bluetooth manager\n\nusage: svc bluetooth [enable|disable]\n         Turn Bluetooth on or off.\n\n',
+      stderr: '',
+    });
+    expect(await v.adbOk(['shell', 'settings get global bluetooth_on'])).toBe('0\n');
+  });
+
+  it('takes only true, false, usb, ac and wireless for power stayon, else prints its help on stderr', async () => {
+    await v.adbOk(['shell', 'svc power stayon ac']);
+    const usage =
+      "Control the power manager\n\nusage: svc power stayon [true|false|usb|ac|wireless]\n         Set the 'keep awake while plugged in' setting.\n       svc power reboot [reason]\n         Perform a runtime shutdown and reboot device with specified reason.\n       svc power shutdown\n         Perform a runtime shutdown and power off the device.\n\n";
+    // Names every object has (toString, constructor, __proto__) are not values either.
+    for (const bad of [
+      'maybe',
+      'TRUE',
+      'toString',
+      'constructor',
+      '__proto__',
+      'hasOwnProperty',
+      'true extra',
+    ])
+      expect(await status(`svc power stayon ${bad}`), bad).toEqual({ code: 0, stdout: '', stderr: usage });
+    expect(await status('svc power stayon')).toEqual({ code: 0, stdout: '', stderr: usage });
+    expect(await status('svc power')).toEqual({ code: 0, stdout: '', stderr: usage });
+    expect(await v.adbOk(['shell', 'settings get global stay_on_while_plugged_in'])).toBe('1\n');
+    await v.adbOk(['shell', 'svc power stayon wireless; svc power stayon false']);
+    expect(await v.adbOk(['shell', 'settings get global stay_on_while_plugged_in'])).toBe('0\n');
+    await v.adbOk(['shell', 'svc power stayon true']);
+  });
+
+  it("lists svc.jar's commands on stderr for none, help or an unknown one, and prints a command's help (status 0)", async () => {
+    const list =
+      'Available commands:\n' +
+      '    help             Show information about the subcommands\n' +
+      '    power            Control the power manager\n' +
+      '    usb              Control Usb state\n' +
+      '    nfc              Control NFC functions\n' +
+      '    system-server    System server process related command\n';
+    for (const command of ['svc', 'svc frobnicate', 'svc help', 'svc help wifi', 'svc toString'])
+      expect(await status(command), command).toEqual({ code: 0, stdout: '', stderr: list });
+    const usb = await status('svc usb');
+    expect(usb).toMatchObject({ code: 0, stdout: '' });
+    expect(usb.stderr).toMatch(/^Control Usb state\n\nusage: svc usb setFunctions \[function\]\n/);
+    expect(usb.stderr).toMatch(
+      /\n {7}svc usb resetUsbPort \[port number\]\n.*\n.*first connected usb port\n\n$/,
+    );
+    expect(await status('svc help usb')).toEqual(usb);
+    expect(await status('svc usb charge')).toEqual(usb);
+    expect(await status('svc nfc')).toEqual({
+      code: 0,
+      stdout: '',
+      stderr: 'Control NFC functions\n\nusage: svc nfc [enable|disable]\n         Turn NFC on or off.\n\n\n',
+    });
+    expect(await status('svc help help')).toEqual({
+      code: 0,
+      stdout: '',
+      stderr: 'Show information about the subcommands\n',
+    });
   });
 });
 

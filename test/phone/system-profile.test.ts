@@ -3,8 +3,9 @@
  * restore apps, files, settings, persist.* properties and the screen, damaged saves, and
  * many idle phones in one process.
  */
-import { createHash } from 'node:crypto';
+import { createHash, scryptSync } from 'node:crypto';
 import {
+  cpSync,
   mkdtempSync,
   readFileSync,
   readdirSync,
@@ -52,6 +53,30 @@ function refused(port: number): Promise<boolean> {
     });
     s.once('error', () => resolve(true));
   });
+}
+
+interface EditableState {
+  system: { lock?: unknown };
+}
+
+/** The lock a save holds (its state.json's system part). */
+function savedLock(save: string): unknown {
+  return (JSON.parse(readFileSync(join(save, 'state.json'), 'utf8')) as EditableState).system.lock;
+}
+
+/** Changes a save's state.json, and its manifest with it, so that the save still checks out. */
+function editState(save: string, edit: (state: EditableState) => void): void {
+  const state = JSON.parse(readFileSync(join(save, 'state.json'), 'utf8')) as EditableState;
+  edit(state);
+  const bytes = Buffer.from(JSON.stringify(state));
+  writeFileSync(join(save, 'state.json'), bytes);
+  const manifest = JSON.parse(readFileSync(join(save, 'manifest.json'), 'utf8')) as {
+    files: { name: string; size: number; sha256: string }[];
+  };
+  const entry = manifest.files.find((f) => f.name === 'state.json')!;
+  entry.size = bytes.length;
+  entry.sha256 = createHash('sha256').update(bytes).digest('hex');
+  writeFileSync(join(save, 'manifest.json'), JSON.stringify(manifest));
 }
 
 describe('booting', () => {
@@ -164,7 +189,7 @@ describe('profiles', () => {
     }
   });
 
-  it('keeps the lock, its credential saved hashed, never as typed', async () => {
+  it('keeps the lock, its credential saved as a salted scrypt hash, never as typed', async () => {
     const save = join(dir, 'locked');
     const first = await startVirtualAdb({ restoreFrom: null });
     try {
@@ -178,24 +203,133 @@ describe('profiles', () => {
     expect(files.length).toBeGreaterThan(0);
     for (const f of files)
       expect(readFileSync(join(f.parentPath, f.name)).includes('739146'), f.name).toBe(false);
+    // It holds scrypt's hash of it, with its own salt and the cost it was made with.
+    const { credential } = savedLock(save) as { credential: Record<string, string> };
+    expect(credential).toMatchObject({ type: 'pin', kdf: { name: 'scrypt', N: 2048, r: 8, p: 2 } });
+    expect(credential.salt).toMatch(/^[0-9a-f]{32}$/);
+    expect(credential.hash).toBe(
+      scryptSync('739146', Buffer.from(credential.salt!, 'hex'), 32, { N: 2048, r: 8, p: 2 }).toString('hex'),
+    );
     const restored = await startVirtualAdb({ restoreFrom: save });
+    const shell = (command: string) => restored.adbOk(['shell', command]);
+    const showing = async () => /mShowingLockscreen=true/.test(await shell('dumpsys window'));
     try {
       expect(await restored.adb(['shell', 'locksettings verify --old 1111'])).toMatchObject({
         code: 255,
         stdout: "Old password '1111' didn't match\n",
       });
-      expect(await restored.adbOk(['shell', 'locksettings verify --old 739146'])).toBe(
-        'Lock credential verified successfully\n',
+      expect(await shell('locksettings verify --old 739146')).toBe('Lock credential verified successfully\n');
+      expect(await shell('locksettings get-disabled')).toBe('false\n');
+      // Handed out awake and unlocked, as it was saved.
+      expect(await showing()).toBe(false);
+      // Going to sleep locks it: on waking, a secure keyguard that asks for the PIN.
+      await shell('input keyevent 26; input keyevent 26');
+      expect(await showing()).toBe(true);
+      expect(await shell('dumpsys window')).toMatch(/KeyguardServiceDelegate[\s\S]*?\n\s+secure=true\n/);
+      await shell('wm dismiss-keyguard');
+      expect(await shell('uiautomator dump /dev/tty')).toContain(
+        'text="Enter your PIN" resource-id="com.android.systemui:id/keyguard_message_area"',
       );
-      expect(await restored.adbOk(['shell', 'locksettings get-disabled'])).toBe('false\n');
-      // Handed out awake and unlocked, as it was saved; going to sleep locks it with its PIN.
-      expect(await restored.adbOk(['shell', 'dumpsys window | grep mShowingLockscreen'])).toContain('false');
-      await restored.adbOk(['shell', 'input keyevent POWER; input keyevent WAKEUP; wm dismiss-keyguard']);
-      await restored.adbOk(['shell', 'input text 739146']);
-      expect(await restored.adbOk(['shell', 'dumpsys window | grep mShowingLockscreen'])).toContain('false');
+      // A wrong PIN is refused, and the phone stays locked.
+      await shell('input text 111111; input keyevent ENTER');
+      expect(await shell('uiautomator dump /dev/tty')).toContain('text="Wrong PIN"');
+      expect(await showing()).toBe(true);
+      // The right one unlocks it.
+      await shell('input text 739146');
+      expect(await showing()).toBe(false);
     } finally {
       await restored.close();
     }
+  });
+
+  it('refuses a save whose lock is damaged, rather than hand out the phone with no lock', async () => {
+    const save = join(dir, 'lock-source');
+    const first = await startVirtualAdb({ restoreFrom: null });
+    try {
+      await first.adbOk(['shell', 'locksettings set-pin 2580']);
+      await first.phone.saveState(save);
+    } finally {
+      await first.close();
+    }
+    const lock = savedLock(save) as { credential: Record<string, unknown>; disabled: boolean };
+    const damaged: [string, unknown][] = [
+      ['not an object', 'locked'],
+      ['null', null],
+      ['no disabled', { credential: lock.credential }],
+      ['a credential without a hash', { ...lock, credential: { type: 'pin', salt: lock.credential.salt } }],
+      ['a credential of no known type', { ...lock, credential: { ...lock.credential, type: 'face' } }],
+      ['a short hash', { ...lock, credential: { ...lock.credential, hash: 'abcd' } }],
+      ['an unknown kdf', { ...lock, credential: { ...lock.credential, kdf: { name: 'md5' } } }],
+      // A cost too large to run (2^40 rounds) is refused, not run.
+      [
+        'a huge scrypt cost',
+        { ...lock, credential: { ...lock.credential, kdf: { name: 'scrypt', N: 2 ** 40, r: 8, p: 1 } } },
+      ],
+    ];
+    const backend = createVirtualBackend({ bootMs: 0 });
+    try {
+      for (const [what, value] of damaged) {
+        const copy = join(dir, `lock-damaged-${damaged.findIndex(([w]) => w === what)}`);
+        cpSync(save, copy, { recursive: true });
+        editState(copy, (state) => {
+          state.system.lock = value;
+        });
+        await expect(backend.boot(bootRequest(copy)), what).rejects.toMatchObject({
+          code: 'profile_damaged',
+          message: 'The saved phone cannot be restored: the saved phone is damaged (its screen lock).',
+        });
+      }
+      // The same save, its lock intact, restores (the copies differ only in the lock).
+      const intact = join(dir, 'lock-intact');
+      cpSync(save, intact, { recursive: true });
+      editState(intact, () => {});
+      const phone = (await backend.boot(bootRequest(intact))) as VirtualPhone;
+      expect(phone.device.system.lock.credential?.type).toBe('pin');
+      await phone.shutdown({ saveTo: null });
+      // A save from before phones kept their lock has none: the phone has the usual none.
+      const older = join(dir, 'lock-absent');
+      cpSync(save, older, { recursive: true });
+      editState(older, (state) => {
+        delete state.system.lock;
+      });
+      const old = (await backend.boot(bootRequest(older))) as VirtualPhone;
+      expect(old.device.system.lock).toEqual({ credential: null, disabled: true });
+      await old.shutdown({ saveTo: null });
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it('reads a lock saved with the older SHA-256 hash, and saves it again with scrypt', async () => {
+    const save = join(dir, 'lock-sha256');
+    const first = await startVirtualAdb({ restoreFrom: null });
+    try {
+      await first.adbOk(['shell', 'locksettings set-pin 2580']);
+      await first.phone.saveState(save);
+    } finally {
+      await first.close();
+    }
+    // The form saves had before scrypt: {type, salt, hash}, the hash one salted SHA-256.
+    const salt = '0123456789abcdef0123456789abcdef';
+    editState(save, (state) => {
+      const hash = createHash('sha256').update(salt).update('\0').update('1357').digest('hex');
+      state.system.lock = { credential: { type: 'pin', salt, hash }, disabled: false };
+    });
+    const restored = await startVirtualAdb({ restoreFrom: save });
+    const again = join(dir, 'lock-sha256-again');
+    try {
+      expect(await restored.adb(['shell', 'locksettings verify --old 2580'])).toMatchObject({ code: 255 });
+      expect(await restored.adbOk(['shell', 'locksettings verify --old 1357'])).toBe(
+        'Lock credential verified successfully\n',
+      );
+      await restored.phone.saveState(again);
+    } finally {
+      await restored.close();
+    }
+    expect(savedLock(again)).toMatchObject({
+      credential: { type: 'pin', kdf: { name: 'scrypt', N: 2048, r: 8, p: 2 } },
+      disabled: false,
+    });
   });
 
   it('keeps an app installed from split APKs, base and splits, with its signer', async () => {

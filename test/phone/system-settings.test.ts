@@ -160,3 +160,52 @@ describe('settings', () => {
     expect((await switchOf('Airplane mode')).checked).toBe(false);
   });
 });
+
+describe('user_rotation', () => {
+  const shell = (command: string) => v.adbOk(['shell', command]);
+
+  it('stores any text, as the settings provider does, but the display turns only by 0 to 3', async () => {
+    await shell('am start -W -n com.phonelease.login/.LoginActivity');
+    try {
+      // A rotation the window manager honours turns the app's display.
+      await shell('settings put system user_rotation 1');
+      expect(await shell('dumpsys window displays')).toContain('mRotation=1 ');
+      for (const value of ['7', '4', '-1', 'sideways']) {
+        await shell(`settings put system user_rotation ${value}`);
+        expect(await shell('settings get system user_rotation'), value).toBe(`${value}\n`);
+        // Anything else is upright (ROTATION_0), in every place that tells the rotation.
+        expect(await shell('wm user-rotation'), value).toBe('lock 0\n');
+        const window = await shell('dumpsys window displays');
+        expect(window, value).toContain('mRotation=0 ');
+        expect(window, value).toContain('mUserRotation=ROTATION_0 ');
+        expect(await shell('dumpsys display'), value).toContain(
+          'orientation=0, logicalFrame=Rect(0, 0 - 720, 1280)',
+        );
+      }
+    } finally {
+      await shell('settings put system user_rotation 0; input keyevent HOME');
+    }
+  });
+
+  it("keeps the natural size in dumpsys display's base info, the rotation in its override", async () => {
+    await shell('am start -W -n com.phonelease.login/.LoginActivity');
+    try {
+      await shell('settings put system user_rotation 1');
+      const display = await shell('dumpsys display');
+      const base = /mBaseDisplayInfo=(.*)/.exec(display)?.[1] ?? '';
+      const override = /mOverrideDisplayInfo=(.*)/.exec(display)?.[1] ?? '';
+      expect(base).toMatch(/, real 720 x 1280, largest app 720 x 1280, smallest app 720 x 1280,/);
+      expect(base).toMatch(/, rotation 0, density 320 \(/);
+      expect(override).toMatch(/, real 1280 x 720, /);
+      expect(override).toMatch(/, rotation 1, density 320 \(/);
+      expect(display).toContain('orientation=1, logicalFrame=Rect(0, 0 - 1280, 720)');
+      // wm density is the window manager's: the override has it, the base keeps the panel's.
+      await shell('wm density 480');
+      const dense = await shell('dumpsys display');
+      expect(/mBaseDisplayInfo=.*, density 320 \(/.test(dense)).toBe(true);
+      expect(/mOverrideDisplayInfo=.*, density 480 \(/.test(dense)).toBe(true);
+    } finally {
+      await shell('wm density reset; settings put system user_rotation 0; input keyevent HOME');
+    }
+  });
+});

@@ -1,4 +1,5 @@
 /** `settings` namespaces (system, secure, global) with Android 14's usual defaults. */
+import type { Rotation } from './ui/types.js';
 
 export type SettingsNamespace = 'system' | 'secure' | 'global';
 
@@ -124,12 +125,26 @@ export class SettingsStore {
 }
 
 /**
+ * The rotation a `user_rotation` value locks the display at: a Surface.ROTATION_* constant
+ * (0 to 3) as Integer.parseInt reads it. `settings put` stores any string, and the window
+ * manager honours only those four, so anything else (`7`, `-1`, `1.0`, `sideways`, none)
+ * is upright (ROTATION_0), the setting's default.
+ */
+export function parseUserRotation(value: string | null): Rotation {
+  if (value === null || !/^[-+]?\d+$/.test(value)) return 0;
+  const n = Number(value);
+  return n === 1 || n === 2 || n === 3 ? n : 0;
+}
+
+/**
  * The window manager's rotation lock, kept where Android keeps it (Settings.System): frozen
  * while `accelerometer_rotation` is 0, at `user_rotation`. What `wm user-rotation` and
  * UiAutomation's setRotation (Appium's setOrientation) change; the display follows it.
  */
 export const userRotation = {
   frozen: (settings: SettingsStore): boolean => settings.get('system', 'accelerometer_rotation') !== '1',
+  /** The rotation the lock is at (parseUserRotation: 0 for a value the window manager does not honour). */
+  rotation: (settings: SettingsStore): Rotation => parseUserRotation(settings.get('system', 'user_rotation')),
   freeze(settings: SettingsStore, rotation: number): void {
     settings.put('system', 'user_rotation', String(rotation));
     settings.put('system', 'accelerometer_rotation', '0');

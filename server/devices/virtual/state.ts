@@ -14,6 +14,7 @@ import { mkdir, open, readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FsNode } from './fs.js';
 import type { Device } from './device.js';
+import { parseLockSettings } from './lock-settings.js';
 
 export const SAVE_FORMAT = 'phonelease-virtual-phone';
 export const SAVE_VERSION = 1;
@@ -195,6 +196,7 @@ export async function restoreDeviceState(device: Device, parts: StateParts, dir:
   if (!data || !stateBytes)
     throw new DamagedSaveError('the saved phone is incomplete (its manifest names no data)');
   const state = parseJson(stateBytes, 'state.json') as SavedState;
+  checkSavedLock(state.system);
   device.settings.restore(state.settings);
   device.props.restore(state.props);
   for (const tree of SAVED_TREES) device.fs.resetDir(tree);
@@ -223,6 +225,18 @@ export async function restoreDeviceState(device: Device, parts: StateParts, dir:
   parts.restoreSystem(state.system);
   if (state.ui !== null && state.ui !== undefined) device.ui.restoreState(state.ui);
   return true;
+}
+
+/**
+ * The save's screen lock, checked before anything is restored. A lock that is there but
+ * cannot be read makes the save damaged, as a damaged file does: restoring the rest would
+ * hand out the profile's phone with no lock at all. A save from before phones kept their
+ * lock has none, and the phone starts with the usual none.
+ */
+function checkSavedLock(system: unknown): void {
+  if (typeof system !== 'object' || system === null || !('lock' in system)) return;
+  if (parseLockSettings(system.lock) === null)
+    throw new DamagedSaveError('the saved phone is damaged (its screen lock)');
 }
 
 function parseJson(bytes: Buffer, name: string): unknown {

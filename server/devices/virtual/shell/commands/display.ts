@@ -56,17 +56,51 @@ const wm: CommandFn = (ctx) => {
       return 0;
     case 'user-rotation':
       return userRotationCommand(ctx, args.slice(1));
-    case 'fixed-to-user-rotation':
-    case 'scaling':
-    case 'folded-area':
-      return fail(ctx, `${verb}: not modeled by the virtual phone`, 255);
     default:
-      ctx.stdout.write(
-        'Window manager (window) commands:\n  help\n      Print this help text.\n  size [reset|WxH|WdpxHdp] [-d DISPLAY_ID]\n    Return or override display size.\n  density [reset|DENSITY] [-d DISPLAY_ID]\n    Return or override display density.\n  dismiss-keyguard\n    Dismiss the keyguard, prompting user for auth if necessary.\n',
-      );
-      return verb === undefined || verb === 'help' ? 0 : 255;
+      if (verb !== undefined && UNMODELED_WM.has(verb))
+        return fail(ctx, `${verb}: not modeled by the virtual phone`, 255);
+      // ShellCommand's default commands: help (also none, -h) or `Unknown command`, both -1.
+      if (verb === undefined || verb === 'help' || verb === '-h') ctx.stdout.write(WM_HELP);
+      else ctx.stdout.write(`Unknown command: ${verb}\n`);
+      return 255;
   }
 };
+
+/** Android 14's other `wm` commands: they say they are not modeled, rather than `Unknown command`. */
+const UNMODELED_WM = new Set([
+  'fixed-to-user-rotation',
+  'scaling',
+  'folded-area',
+  'disable-blur',
+  'dump-visible-window-views',
+  'set-ignore-orientation-request',
+  'get-ignore-orientation-request',
+  'set-sandbox-display-apis',
+  'set-multi-window-config',
+  'get-multi-window-config',
+  'reset-multi-window-config',
+  'set-letterbox-style',
+  'get-letterbox-style',
+  'reset-letterbox-style',
+  'tracing',
+  'logging',
+  'reset',
+]);
+
+/** WindowManagerShellCommand's help (Android 14), for the commands the virtual phone has. */
+const WM_HELP = `Window manager (window) commands:
+  help
+      Print this help text.
+  size [reset|WxH|WdpxHdp] [-d DISPLAY_ID]
+    Return or override display size.
+    width and height in pixels unless suffixed with 'dp'.
+  density [reset|DENSITY] [-d DISPLAY_ID]
+    Return or override display density.
+  dismiss-keyguard
+    Dismiss the keyguard, prompting user for auth if necessary.
+  user-rotation [-d DISPLAY_ID] [free|lock] [rotation]
+    Print or set user rotation mode and user rotation.
+`;
 
 /**
  * `wm user-rotation [free|lock [ROTATION]]` (WindowManagerShellCommand): no mode prints
@@ -76,8 +110,8 @@ function userRotationCommand(ctx: CommandContext, args: string[]): number {
   const settings = ctx.device.settings;
   const [mode, value] = args;
   if (mode === undefined) {
-    const rotation = settings.get('system', 'user_rotation') ?? '0';
-    ctx.stdout.write(userRotation.frozen(settings) ? `lock ${rotation}\n` : 'free\n');
+    // The rotation the window manager keeps, not the setting's text (`settings put` takes any).
+    ctx.stdout.write(userRotation.frozen(settings) ? `lock ${userRotation.rotation(settings)}\n` : 'free\n');
     return 0;
   }
   if (mode === 'free') {

@@ -8,6 +8,7 @@ import type { ComponentName } from '../../activity.js';
 import { DEVICE } from '../../identity.js';
 import { metrics } from '../../ui/theme.js';
 import { lockKind } from '../../lock-settings.js';
+import { userRotation } from '../../settings.js';
 import { appUserName, PackageManager, RUNTIME_PERMISSIONS } from '../../packages.js';
 import type { PackageRecord } from '../../packages.js';
 import type { CommandContext, CommandFn } from '../command.js';
@@ -46,7 +47,7 @@ function dumpWindow(ctx: CommandContext, args: string[]): string {
   const density = sys.wmDensity ?? DEVICE.density;
   const statusBar = ctx.device.ui.statusBarHeight;
   const settings = ctx.device.settings;
-  const userRotation = Number(settings.get('system', 'user_rotation') ?? '0');
+  const lockedRotation = userRotation.rotation(settings);
   const navBar = metrics(cur.w, cur.h, density).navBar;
   // A window's frames, as Android 14 lists them (Appium's getSystemBars() reads frame=).
   const frames = (l: number, t: number, r: number, b: number) =>
@@ -68,7 +69,7 @@ function dumpWindow(ctx: CommandContext, args: string[]): string {
       mLandscapeRotation=ROTATION_90 mSeascapeRotation=ROTATION_270
       mPortraitRotation=ROTATION_0 mUpsideDownRotation=ROTATION_180
       mSupportAutoRotation=true
-      mUserRotationMode=${settings.get('system', 'accelerometer_rotation') === '1' ? 'USER_ROTATION_FREE' : 'USER_ROTATION_LOCKED'} mUserRotation=ROTATION_${userRotation * 90} mCameraRotationMode=0 mAllowAllRotations=false
+      mUserRotationMode=${settings.get('system', 'accelerometer_rotation') === '1' ? 'USER_ROTATION_FREE' : 'USER_ROTATION_LOCKED'} mUserRotation=ROTATION_${lockedRotation * 90} mCameraRotationMode=0 mAllowAllRotations=false
       mFixedToUserRotation=false
 
   mLayoutSeq=210
@@ -403,12 +404,33 @@ function dumpDeviceIdle(ctx: CommandContext, args: string[]): string {
   return `  Settings:\n    light_after_inactive_to=+3m0s0ms\n  mLightEnabled=true  mDeepEnabled=true\n  mForceIdle=false\n  mState=ACTIVE mLightState=ACTIVE\n  Whitelist (except idle) system apps:\n${[...list].map((p) => `    ${p}\n`).join('')}`;
 }
 
+/**
+ * DisplayManagerService's dump. A logical display's base info is the panel's own (its
+ * natural size and density, rotation 0, as LogicalDisplay takes it from the display
+ * device); what the window manager makes of it (`wm size`, `wm density`, the rotation and
+ * the size turned with it) is the override info, and the viewport input maps touches with.
+ */
 function dumpDisplay(ctx: CommandContext): string {
   const d = ctx.device.system.wmDensity ?? DEVICE.density;
   const base = ctx.device.system.wmSize ?? { w: DEVICE.width, h: DEVICE.height };
   const rotation = ctx.device.ui.rotation?.() ?? 0;
   const s = turned(base, rotation);
   const device = turned({ w: DEVICE.width, h: DEVICE.height }, rotation);
+  const statusBar = ctx.device.ui.statusBarHeight;
+  const modes = `mode 1, defaultMode 1, modes [{id=1, width=${DEVICE.width}, height=${DEVICE.height}, fps=60.0}]`;
+  const tail =
+    'layerStack 0, type INTERNAL, address {port=0}, deviceProductInfo DeviceProductInfo{name=, manufacturerPnpId=GGL, productId=1, modelYear=null, manufactureDate=null, connectionToSinkType=0}, state ON, committedState ON';
+  const info = (
+    real: { w: number; h: number },
+    largest: string,
+    smallest: string,
+    turn: number,
+    density: number,
+  ) =>
+    `DisplayInfo{"Built-in Screen", displayId 0, displayGroupId 0, FLAG_SECURE, FLAG_SUPPORTS_PROTECTED_BUFFERS, FLAG_TRUSTED, real ${real.w} x ${real.h}, largest app ${largest}, smallest app ${smallest}, appVsyncOff 1000000, presDeadline 16666666, ${modes}, rotation ${turn}, density ${density} (${DEVICE.density}.0 x ${DEVICE.density}.0) dpi, ${tail}}`;
+  const natural = `${DEVICE.width} x ${DEVICE.height}`;
+  // The app size ranges the window manager computes over the four rotations (dumpsys window's rng=).
+  const [short, long] = [Math.min(base.w, base.h), Math.max(base.w, base.h)];
   return `DISPLAY MANAGER (dumpsys display)
   mOnlyCode=false
   mSafeMode=false
@@ -422,7 +444,8 @@ Display Devices: size=1
 Logical Displays: size=1
   Display 0:
     mDisplayId=0
-    mBaseDisplayInfo=DisplayInfo{"Built-in Screen", displayId 0, displayGroupId 0, FLAG_SECURE, FLAG_SUPPORTS_PROTECTED_BUFFERS, FLAG_TRUSTED, real ${DEVICE.width} x ${DEVICE.height}, largest app ${s.w} x ${s.h}, smallest app ${base.w} x ${base.w}, appVsyncOff 1000000, presDeadline 16666666, mode 1, defaultMode 1, modes [{id=1, width=${DEVICE.width}, height=${DEVICE.height}, fps=60.0}], rotation ${rotation}, density ${d} (${d}.0 x ${d}.0) dpi, layerStack 0, type INTERNAL, address {port=0}, deviceProductInfo DeviceProductInfo{name=, manufacturerPnpId=GGL, productId=1, modelYear=null, manufactureDate=null, connectionToSinkType=0}, state ON, committedState ON}
+    mBaseDisplayInfo=${info({ w: DEVICE.width, h: DEVICE.height }, natural, natural, 0, DEVICE.density)}
+    mOverrideDisplayInfo=${info(s, `${long} x ${long - statusBar}`, `${short} x ${short - statusBar}`, rotation, d)}
 `;
 }
 

@@ -6,6 +6,7 @@ import { appCredentials } from '../../fs.js';
 import { SYSTEM_BIN } from '../../system-image.js';
 import { isNamespace } from '../../settings.js';
 import { SYSTEM_SERVICES, publishedServices } from '../../system-services.js';
+import { KEYCODE } from '../../ui/types.js';
 import { commandSource, fail, getopt, quoteWord, resolvePath } from '../command.js';
 import type { CommandFn } from '../command.js';
 import { readAll } from '../io.js';
@@ -410,62 +411,134 @@ const log: CommandFn = async (ctx) => {
   return 0;
 };
 
-/** stay_on_while_plugged_in's bits for `svc power stayon` (BatteryManager's plug types). */
-const STAY_ON: Record<string, string> = { false: '0', true: '7', ac: '1', usb: '2', wireless: '4' };
+/**
+ * stay_on_while_plugged_in's bits for `svc power stayon` (BatteryManager's plug types); a
+ * Map, so that only these five words are values (not `toString` or `__proto__`).
+ */
+const STAY_ON = new Map([
+  ['false', '0'],
+  ['true', '7'],
+  ['ac', '1'],
+  ['usb', '2'],
+  ['wireless', '4'],
+]);
 
+/**
+ * The usage the svc script prints (on stdout, status 1) for `wifi`, `data` and `bluetooth`
+ * without enable or disable: Android 14 hands those three to `cmd` before svc.jar runs.
+ */
+const SVC_SCRIPT_USAGE: Record<'wifi' | 'data' | 'bluetooth', string> = {
+  wifi: 'Control the Wi-Fi manager\n\nusage: svc wifi [enable|disable]\n         Turn Wi-Fi on or off.\n\n',
+  data: 'Enable/Disable Mobile Data Connectivity\n\nusage: svc data [enable|disable]\n\n',
+  bluetooth:
+    'Control the Bluetooth manager\n\nusage: svc bluetooth [enable|disable]\n         Turn Bluetooth on or off.\n\n',
+};
+
+/** svc.jar's commands (Android 14's Svc.COMMANDS), with their short and long help. */
+const SVC_COMMANDS: [name: string, short: string, long: string][] = [
+  ['help', 'Show information about the subcommands', ''],
+  [
+    'power',
+    'Control the power manager',
+    "usage: svc power stayon [true|false|usb|ac|wireless]\n         Set the 'keep awake while plugged in' setting.\n       svc power reboot [reason]\n         Perform a runtime shutdown and reboot device with specified reason.\n       svc power shutdown\n         Perform a runtime shutdown and power off the device.\n",
+  ],
+  [
+    'usb',
+    'Control Usb state',
+    "usage: svc usb setFunctions [function]\n         Set the current usb function. If function is blank, sets to charging.\n       svc usb setScreenUnlockedFunctions [function]\n         Sets the functions which, if the device was charging,\n         become current on screen unlock.\n         If function is blank, turn off this feature.\n       svc usb getFunctions\n         Gets the list of currently enabled functions\n         possible values of [function] are any of 'mtp', 'ptp', 'rndis',\n         'midi', 'ncm (if supporting gadget hal v1.2)'\n       svc usb resetUsbGadget\n         Reset usb gadget\n       svc usb getUsbSpeed\n         Gets current USB speed\n         possible values of USB speed are any of 'low speed', 'full speed',\n         'high speed', 'super speed', 'super speed (10G)',\n         'super speed (20G)', or higher (future extension)\n       svc usb getGadgetHalVersion\n         Gets current Gadget Hal Version\n         possible values of Hal version are any of 'unknown', 'V1_0', 'V1_1',\n         'V1_2'\n       svc usb getUsbHalVersion\n         Gets current USB Hal Version\n         possible values of Hal version are any of 'unknown', 'V1_0', 'V1_1',\n         'V1_2', 'V1_3'\n       svc usb resetUsbPort [port number]\n         Reset the specified connected usb port\n         default: the first connected usb port\n",
+  ],
+  ['nfc', 'Control NFC functions', 'usage: svc nfc [enable|disable]\n         Turn NFC on or off.\n\n'],
+  [
+    'system-server',
+    'System server process related command',
+    'usage: system-server wait-for-crash\n         Wait until the system server process crashes.\n\n',
+  ],
+];
+
+/** The verbs of svc.jar's commands that the virtual phone does not model (they say so). */
+const SVC_UNMODELED: Record<string, string[]> = {
+  power: ['reboot', 'shutdown'],
+  usb: [
+    'setFunctions',
+    'setScreenUnlockedFunctions',
+    'getFunctions',
+    'resetUsbGadget',
+    'getUsbSpeed',
+    'getGadgetHalVersion',
+    'getUsbHalVersion',
+    'resetUsbPort',
+  ],
+  nfc: ['enable', 'disable'],
+  'system-server': ['wait-for-crash'],
+};
+
+/** A command's long help, as Svc.Command.longHelp(); `help` has only its short one. */
+function svcLongHelp(name: string): string | undefined {
+  const command = SVC_COMMANDS.find(([n]) => n === name);
+  if (!command) return undefined;
+  const [, short, long] = command;
+  return long ? `${short}\n\n${long}` : short;
+}
+
+/** Svc's `Available commands:` list: names padded to the longest, as its `%-Ns` format does. */
+function svcCommandList(): string {
+  const width = Math.max(...SVC_COMMANDS.map(([n]) => n.length));
+  return `Available commands:\n${SVC_COMMANDS.map(([n, short]) => `    ${n.padEnd(width)}    ${short}\n`).join('')}`;
+}
+
+/**
+ * `svc`, as Android 14's: a script that hands `wifi`, `data` and `bluetooth` to `cmd` (their
+ * usage on stdout, status 1), then svc.jar for the rest, which prints its help on stderr and
+ * exits 0 whatever went wrong: the command list for no or an unknown command, a command's
+ * long help for a verb it does not take (PowerCommand's for a stayon value not among
+ * true|false|usb|ac|wireless).
+ */
 const svc: CommandFn = (ctx) => {
   const [service, action, value] = ctx.args;
-  const sys = ctx.device.system;
   const onOff = action === 'enable' || action === 'disable';
   const on = action === 'enable';
   switch (service) {
     case 'wifi':
-      if (!onOff) break;
-      ctx.device.setWifi(on);
-      return 0;
     case 'data':
-      if (!onOff) break;
-      sys.data = on;
-      return 0;
     case 'bluetooth':
-      if (!onOff) break;
-      ctx.device.settings.put('global', 'bluetooth_on', on ? '1' : '0');
-      return 0;
-    case 'power':
-      if (action === 'stayon' && value !== undefined && value in STAY_ON) {
-        ctx.device.settings.put('global', 'stay_on_while_plugged_in', STAY_ON[value]!);
-        return 0;
+      if (!onOff) {
+        ctx.stdout.write(SVC_SCRIPT_USAGE[service]);
+        return 1;
       }
-      if (action === 'stayon') break;
-      if (action === 'reboot' || action === 'shutdown')
-        return fail(
-          ctx,
-          `power ${action}: not modeled by the virtual phone (it does not restart; end the session and lease a new phone)`,
-        );
-      break;
-    case 'usb':
-    case 'nfc':
-    case 'system-server':
-      if (action === undefined) break;
-      return fail(ctx, `${service} ${ctx.args.slice(1).join(' ')}: not modeled by the virtual phone`);
-    default:
-      ctx.stdout.write(
-        'Available commands:\n    help     Show information about the subcommands\n    power    Control the power manager\n    data     Control mobile data connectivity\n    wifi     Control the Wi-Fi manager\n    usb      Control Usb state\n    nfc      Control NFC functions\n    bluetooth Control Bluetooth service\n',
-      );
+      if (service === 'wifi') ctx.device.setWifi(on);
+      else if (service === 'data') ctx.device.system.data = on;
+      else ctx.device.settings.put('global', 'bluetooth_on', on ? '1' : '0');
       return 0;
   }
-  // A service without a verb it knows prints its usage, as Svc's commands do.
-  ctx.stdout.write(SVC_USAGE[service] ?? `usage: svc ${service} [enable|disable]\n`);
-  return 0;
-};
-
-const SVC_USAGE: Record<string, string> = {
-  power:
-    "Control the power manager\n\nusage: svc power stayon [true|false|usb|ac|wireless]\n         Set the 'keep awake while plugged in' setting.\n       svc power reboot [reason]\n         Perform a runtime shutdown and reboot device with specified reason.\n       svc power shutdown\n         Perform a runtime shutdown and power off the device.\n",
-  wifi: 'Control the Wi-Fi manager\n\nusage: svc wifi [enable|disable]\n         Turn Wi-Fi on or off.\n\n',
-  data: 'Control mobile data connectivity\n\nusage: svc data [enable|disable]\n         Turn mobile data on or off.\n\n',
-  bluetooth:
-    'Control Bluetooth service\n\nusage: svc bluetooth [enable|disable]\n         Turn Bluetooth on or off.\n\n',
+  const longHelp = (name: string) => {
+    ctx.stderr.write(`${svcLongHelp(name)}\n`);
+    return 0;
+  };
+  if (service === undefined || svcLongHelp(service) === undefined) {
+    ctx.stderr.write(svcCommandList());
+    return 0;
+  }
+  if (service === 'help') {
+    if (ctx.args.length === 2 && svcLongHelp(action!) !== undefined) return longHelp(action!);
+    ctx.stderr.write(svcCommandList());
+    return 0;
+  }
+  if (service === 'power' && action === 'stayon' && ctx.args.length === 3) {
+    const bits = STAY_ON.get(value!);
+    if (bits === undefined) return longHelp(service);
+    // PowerCommand wakes the screen for any setting but false, so that it can stay on.
+    if (bits !== '0' && ctx.device.hasUi) ctx.device.ui.key(KEYCODE.WAKEUP);
+    ctx.device.settings.put('global', 'stay_on_while_plugged_in', bits);
+    return 0;
+  }
+  if (action !== undefined && SVC_UNMODELED[service]?.includes(action))
+    return fail(
+      ctx,
+      service === 'power'
+        ? `power ${action}: not modeled by the virtual phone (it does not restart; end the session and lease a new phone)`
+        : `${ctx.args.join(' ')}: not modeled by the virtual phone`,
+    );
+  return longHelp(service);
 };
 
 const runAs: CommandFn = async (ctx) => {
