@@ -5,11 +5,13 @@
  * turned coordinates, dumpsys window and display), the launcher and lock screen that keep
  * portrait as a phone's do, and a recording that goes on through a turn.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ADB } from '../support/adb.js';
 import { decodeErrors, decodeRgb } from '../support/video.js';
 import { startVirtualAdb } from '../support/virtual-adb.js';
 import type { VirtualAdb } from '../support/virtual-adb.js';
@@ -33,6 +35,44 @@ afterEach(async () => {
 
 const shell = (command: string) => v.adb(['shell', command]);
 const out = async (command: string) => (await shell(command)).stdout;
+
+/**
+ * Starts `adb shell COMMAND` and goes on with it running: `printed` settles once its stdout
+ * has matched `pattern` (it fails if the command ends first, or after `ms`), `done` with its
+ * exit and output.
+ */
+function startShell(command: string, pattern: RegExp, ms = 15_000) {
+  const child = spawn(ADB, ['-P', String(v.adbServerPort), '-s', v.serial, 'shell', command], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  let check: () => void = () => undefined;
+  child.stdout.on('data', (c: Buffer) => {
+    stdout += c.toString();
+    check();
+  });
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.once('close', (code) => {
+      check();
+      resolve({ code, stdout, stderr });
+    }),
+  );
+  const printed = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`no ${pattern} within ${ms} ms: ${stdout}${stderr}`)),
+      ms,
+    );
+    check = () => {
+      if (pattern.test(stdout)) resolve();
+      else if (child.exitCode === null && child.signalCode === null) return;
+      else reject(new Error(`\`${command}\` ended before printing ${pattern}: ${stdout}${stderr}`));
+      clearTimeout(timer);
+    };
+  });
+  return { child, printed, done };
+}
 
 /** The size of the PNG `screencap -p` gives now. */
 async function screenSize(): Promise<{ width: number; height: number }> {
@@ -148,11 +188,17 @@ describe('the rotation lock', () => {
 describe('a recording through a turn', () => {
   it('keeps the size it started with and fits the turned screen into it', async () => {
     await shell('am start -n com.phonelease.login/.LoginActivity');
-    const recording = v.adb(['shell', 'screenrecord --time-limit 2 --verbose /sdcard/turn.mp4']);
-    // Waits until the file exists: the recording has its first frame.
-    for (let i = 0; i < 200 && (await shell('test -e /sdcard/turn.mp4')).code !== 0; i++);
+    // It says where the screen lies in the video once it records: its first frame is taken.
+    const recording = startShell(
+      'screenrecord --time-limit 2 --verbose /sdcard/turn.mp4',
+      /^Content area is \d+x\d+ at offset /m,
+    );
+    await recording.printed.catch((error: unknown) => {
+      recording.child.kill();
+      throw error;
+    });
     await shell('settings put system user_rotation 1; input text sideways');
-    const done = await recording;
+    const done = await recording.done;
     expect(done.code).toBe(0);
     expect(done.stdout).toContain('Display is 720x1280 @60.00fps (orientation=ROTATION_0), layerStack=0');
     const file = join(work, 'turn.mp4');

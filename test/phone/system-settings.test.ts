@@ -98,26 +98,31 @@ describe('settings', () => {
   });
 
   it('turns developer options on after seven taps on Build number, counting down in toasts', async () => {
-    await v.adbOk(['shell', 'settings put global development_settings_enabled 0']);
-    await v.adbOk(['shell', 'am start -a android.settings.DEVICE_INFO_SETTINGS']);
-    const build = (await dump()).find((n) => n.text === 'Build number')!;
-    const [l, t, r, b] = build.bounds;
-    const tap = () => v.adbOk(['shell', `input tap ${(l + r) / 2} ${(t + b) / 2}`]);
-    const screen = async () => PNG.sync.read((await v.adb(['exec-out', 'screencap -p'])).raw);
-    const before = await screen();
-    for (let i = 0; i < 6; i++) await tap();
-    expect(await v.adbOk(['shell', 'settings get global development_settings_enabled'])).toBe('0\n');
-    // The countdown's toast is on screen, over the page, above the navigation bar.
-    const during = await screen();
-    const row = (png: PNG, y: number) => png.data.subarray(y * png.width * 4, (y + 1) * png.width * 4);
-    const toastRow = 1280 - 96 - 48 - 40;
-    expect(Buffer.compare(row(before, toastRow), row(during, toastRow))).not.toBe(0);
-    await tap();
-    expect(await v.adbOk(['shell', 'settings get global development_settings_enabled'])).toBe('1\n');
-    await v.adbOk(['shell', "am start -n 'com.android.settings/.Settings$SystemDashboardActivity'"]);
-    expect((await dump()).map((n) => n.text)).toContain('Developer options');
-    // A toast is a window of its own: uiautomator dump shows the app's window only.
-    expect((await dump()).map((n) => n.text)).not.toContain('You are now a developer!');
+    // The phone starts with developer options on (as ADB needs): they are on again after, whatever happens.
+    try {
+      await v.adbOk(['shell', 'settings put global development_settings_enabled 0']);
+      await v.adbOk(['shell', 'am start -a android.settings.DEVICE_INFO_SETTINGS']);
+      const build = (await dump()).find((n) => n.text === 'Build number')!;
+      const [l, t, r, b] = build.bounds;
+      const tap = () => v.adbOk(['shell', `input tap ${(l + r) / 2} ${(t + b) / 2}`]);
+      const screen = async () => PNG.sync.read((await v.adb(['exec-out', 'screencap -p'])).raw);
+      const before = await screen();
+      for (let i = 0; i < 6; i++) await tap();
+      expect(await v.adbOk(['shell', 'settings get global development_settings_enabled'])).toBe('0\n');
+      // The countdown's toast is on screen, over the page, above the navigation bar.
+      const during = await screen();
+      const row = (png: PNG, y: number) => png.data.subarray(y * png.width * 4, (y + 1) * png.width * 4);
+      const toastRow = 1280 - 96 - 48 - 40;
+      expect(Buffer.compare(row(before, toastRow), row(during, toastRow))).not.toBe(0);
+      await tap();
+      expect(await v.adbOk(['shell', 'settings get global development_settings_enabled'])).toBe('1\n');
+      await v.adbOk(['shell', "am start -n 'com.android.settings/.Settings$SystemDashboardActivity'"]);
+      expect((await dump()).map((n) => n.text)).toContain('Developer options');
+      // A toast is a window of its own: uiautomator dump shows the app's window only.
+      expect((await dump()).map((n) => n.text)).not.toContain('You are now a developer!');
+    } finally {
+      await v.adb(['shell', 'settings put global development_settings_enabled 1']);
+    }
   });
 
   it('opens an inner-class activity by name: App notifications lists the apps', async () => {
@@ -170,7 +175,7 @@ describe('user_rotation', () => {
       // A rotation the window manager honours turns the app's display.
       await shell('settings put system user_rotation 1');
       expect(await shell('dumpsys window displays')).toContain('mRotation=1 ');
-      for (const value of ['7', '4', '-1', 'sideways']) {
+      for (const value of ['7', '4', '-1', 'sideways', '1.0', '0x1']) {
         await shell(`settings put system user_rotation ${value}`);
         expect(await shell('settings get system user_rotation'), value).toBe(`${value}\n`);
         // Anything else is upright (ROTATION_0), in every place that tells the rotation.

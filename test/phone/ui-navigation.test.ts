@@ -148,6 +148,43 @@ describe('launcher and app launching', () => {
     expect(find(ui, byText('Dark theme'))).toBeDefined();
   });
 
+  it('gives App info of another package a page of its own; the same intent again stacks nothing', () => {
+    const { ui } = makeUi();
+    const details = 'com.android.settings.applications.InstalledAppDetails';
+    const appInfoOf = () =>
+      find(ui, (n) => n.text === 'com.android.settings' || n.text === 'com.phonelease.login');
+    ui.launch('com.android.settings', details, 'package:com.android.settings');
+    expect(appInfoOf()?.text).toBe('com.android.settings');
+    // Another package's App info is another intent: a new instance on top, showing that package.
+    expect(ui.isOnTop('com.android.settings', details, 'package:com.phonelease.login')).toBe(false);
+    ui.launch('com.android.settings', details, 'package:com.phonelease.login');
+    expect(appInfoOf()?.text).toBe('com.phonelease.login');
+    // The same intent again finds it on top and stacks no copy.
+    expect(ui.isOnTop('com.android.settings', details, 'package:com.phonelease.login')).toBe(true);
+    ui.launch('com.android.settings', details, 'package:com.phonelease.login');
+    ui.key(KEYCODE.BACK);
+    expect(appInfoOf()?.text).toBe('com.android.settings');
+    ui.key(KEYCODE.BACK);
+    expect(ui.foreground().package).toBe('com.android.launcher3');
+    // Starting the task's root with the intent that made it resumes the task as it was.
+    ui.launch('com.android.settings', details, 'package:com.android.settings');
+    expect(appInfoOf()?.text).toBe('com.android.settings');
+  });
+
+  it('closes a task without stopping its app with removeTask: what was behind it shows', () => {
+    const { ui, logs } = makeUi();
+    ui.launch('com.android.settings', 'com.android.settings.Settings$DisplaySettingsActivity');
+    ui.launch('com.phonelease.login');
+    ui.removeTask('com.android.settings');
+    expect(ui.foreground().package).toBe('com.phonelease.login');
+    // Settings starts afresh: its Display page went with its task.
+    ui.launch('com.android.settings');
+    expect(ui.foreground().activity).toBe('com.android.settings.Settings');
+    ui.removeTask('com.android.settings');
+    expect(ui.foreground().package).toBe('com.android.launcher3');
+    expect(logs.filter((l) => l.includes('Force stopping'))).toEqual([]);
+  });
+
   it('redraws the launcher when apps are installed or removed', () => {
     const { ui, setApps } = makeUi();
     ui.launch('com.example.notes');

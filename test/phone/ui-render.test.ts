@@ -8,9 +8,13 @@ import { appColor, COLORS, DARK_COLORS } from '../../server/devices/virtual/ui/t
 import type { PhoneUi, PhoneUiHost, UiNodeInfo } from '../../server/devices/virtual/ui/types.js';
 import { DEVICE } from '../../server/devices/virtual/identity.js';
 
-function makeUi(clock: { now: Date } = { now: new Date(2025, 0, 6, 9, 41) }) {
+function makeUi(
+  clock: { now: Date } = { now: new Date(2025, 0, 6, 9, 41) },
+  extra: Partial<PhoneUiHost> = {},
+) {
   const settings = new Map<string, string>();
   const host: PhoneUiHost = {
+    ...extra,
     launcherApps: () => [
       { package: 'com.android.settings', label: 'Settings', activity: 'com.android.settings.Settings' },
       { package: 'com.phonelease.login', label: 'Login', activity: 'com.phonelease.login.LoginActivity' },
@@ -207,6 +211,35 @@ describe('rendering', () => {
     expect(differ).toBeGreaterThan(500);
     // The app bar above the list stays put.
     for (let x = 0; x < 720; x += 8) expect(after.rgb(x, 100)).toBe(before.rgb(x, 100));
+  });
+});
+
+describe('toasts', () => {
+  /** About phone, its Build number tapped `taps` times (the third tap on shows a toast). */
+  function aboutPhone(taps: number) {
+    const made = makeUi(undefined, { lockKind: () => 'swipe' });
+    made.ui.launch('com.android.settings', 'com.android.settings.Settings$MyDeviceInfoActivity');
+    const buildNumber = () => node(made.ui, (n) => n.text === 'Build number');
+    for (let i = 0; i < taps; i++) tap(made.ui, buildNumber());
+    return made.ui;
+  }
+
+  it('draws a toast over the app, but not over the lock screen', () => {
+    const toasted = aboutPhone(3);
+    const plain = aboutPhone(2);
+    // The same screen, but for the toast above the navigation bar.
+    const band = (ui: PhoneUi) => {
+      const img = decode(ui.renderPng());
+      return Array.from({ length: 720 }, (_, x) => img.rgb(x, 1280 - 96 - 48 - 20));
+    };
+    expect(band(toasted)).not.toEqual(band(plain));
+    // Locked: the keyguard occludes the app, and its toast with it.
+    for (const ui of [toasted, plain]) {
+      ui.key(KEYCODE.POWER);
+      ui.key(KEYCODE.WAKEUP);
+      expect(ui.powerState?.()).toMatchObject({ awake: true, keyguard: true });
+    }
+    expect(toasted.renderPng().equals(plain.renderPng())).toBe(true);
   });
 });
 

@@ -3,7 +3,12 @@ import { Duplex } from 'node:stream';
 import { PNG } from 'pngjs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createPhoneUi } from '../../server/devices/virtual/ui/index.js';
-import type { PhoneUi, PhoneUiHost, UiAutomator2Server } from '../../server/devices/virtual/ui/types.js';
+import type {
+  PhoneUi,
+  PhoneUiHost,
+  Rotation,
+  UiAutomator2Server,
+} from '../../server/devices/virtual/ui/types.js';
 import { socketPair } from '../../server/devices/virtual/local-socket.js';
 import { createUiAutomator2Server, ELEMENT_KEY } from '../../server/devices/virtual/uia2/index.js';
 import { DEVICE } from '../../server/devices/virtual/identity.js';
@@ -16,36 +21,53 @@ interface Harness {
   base: string;
   logs: string[];
   tcp: net.Server;
+  /** The phone's settings (`namespace/key`), as the UI reads and writes them. */
+  settings: Map<string, string>;
+  /** The UI's clock, which a test moves on. */
+  clock: { ms: number };
+  /** The rotations the server froze (UiAutomation.setRotation), in order. */
+  rotations: Rotation[];
 }
 
 let h: Harness;
 
 beforeEach(async () => {
   const logs: string[] = [];
+  const settings = new Map<string, string>();
+  const clock = { ms: new Date(2025, 0, 6, 9, 41).getTime() };
+  const rotations: Rotation[] = [];
   const host: PhoneUiHost = {
     launcherApps: () => [
       { package: 'com.android.settings', label: 'Settings', activity: 'com.android.settings.Settings' },
       { package: 'com.phonelease.login', label: 'Login', activity: 'com.phonelease.login.LoginActivity' },
     ],
     log: (p, tag, msg) => logs.push(`${p} ${tag}: ${msg}`),
-    setting: () => null,
+    setting: (ns, key) => settings.get(`${ns}/${key}`) ?? null,
+    setSetting: (ns, key, value) => void settings.set(`${ns}/${key}`, value),
   };
   const ui = createPhoneUi(host, {
     width: 720,
     height: 1280,
     density: 320,
     identity,
-    now: () => new Date(2025, 0, 6, 9, 41),
+    now: () => new Date(clock.ms),
   });
   const uia2 = createUiAutomator2Server(ui, {
     identity,
     log: (p, tag, msg) => logs.push(`${p} ${tag}: ${msg}`),
+    // The rotation lock, as the phone keeps it in Settings.System.
+    rotate: (rotation) => {
+      rotations.push(rotation);
+      settings.set('system/user_rotation', String(rotation));
+      settings.set('system/accelerometer_rotation', '0');
+      ui.settingsChanged?.();
+    },
   });
   // The system side forwards adb tcp:6790 streams the same way: each connection goes in whole.
   const tcp = net.createServer((socket) => uia2.handleConnection(socket));
   await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
   const { port } = tcp.address() as net.AddressInfo;
-  h = { ui, uia2, base: `http://127.0.0.1:${port}`, logs, tcp };
+  h = { ui, uia2, base: `http://127.0.0.1:${port}`, logs, tcp, settings, clock, rotations };
 });
 
 afterEach(async () => {
@@ -523,6 +545,114 @@ describe('UiAutomator2 server over HTTP', () => {
     const shade = await call('POST', `/session/${sid}/appium/device/open_notifications`, {});
     expect(shade.status).toBe(500);
     expect(shade.body.value).toMatchObject({ error: 'unsupported operation' });
+  });
+
+  it('lists a toast for 3.5 s on the UI clock: the countdown to developer options, tap by tap', async () => {
+    h.ui.launch('com.android.settings', 'com.android.settings.Settings$MyDeviceInfoActivity');
+    const sid = await newSession();
+    const build = elementId(await find(sid, 'text', 'Build number'));
+    /** The text of the toast the server lists beside the window, null when it lists none. */
+    const toast = async (): Promise<unknown> => {
+      const found = await find(sid, 'class name', 'android.widget.Toast');
+      if (found.status === 404) return null;
+      return (await call('GET', `/session/${sid}/element/${elementId(found)}/text`)).body.value;
+    };
+    const said: unknown[] = [];
+    for (let i = 0; i < 7; i++) {
+      await call('POST', `/session/${sid}/element/${build}/click`, {});
+      said.push(await toast());
+    }
+    expect(said).toEqual([
+      null,
+      null,
+      'You are now 4 steps away from being a developer.',
+      'You are now 3 steps away from being a developer.',
+      'You are now 2 steps away from being a developer.',
+      'You are now 1 step away from being a developer.',
+      'You are now a developer!',
+    ]);
+    expect(h.settings.get('global/development_settings_enabled')).toBe('1');
+    // Its age is read on the clock that stamped it (the UI's, here another year than the host's).
+    h.clock.ms += 3_500;
+    expect(await toast()).toBe('You are now a developer!');
+    h.clock.ms += 1;
+    expect(await toast()).toBeNull();
+  });
+
+  it('returns at once when asked for the rotation it has, even on a screen that does not turn', async () => {
+    const sid = await newSession();
+    // Locked at 270, on the launcher, which keeps portrait.
+    h.settings.set('system/user_rotation', '3');
+    h.ui.settingsChanged?.();
+    expect((await call('GET', `/session/${sid}/orientation`)).body.value).toBe('PORTRAIT');
+    const portrait = await call('POST', `/session/${sid}/orientation`, { orientation: 'PORTRAIT' });
+    expect([portrait.status, portrait.body.value]).toEqual([200, 'PORTRAIT']);
+    const upright = await call('POST', `/session/${sid}/rotation`, { x: 0, y: 0, z: 0 });
+    expect([upright.status, upright.body.value]).toEqual([200, 'ROTATION_0']);
+    // Nothing was frozen: the lock still says 270, and an app that may turn does.
+    expect(h.rotations).toEqual([]);
+    expect(h.settings.get('system/user_rotation')).toBe('3');
+    h.ui.launch('com.phonelease.login');
+    expect((await call('GET', `/session/${sid}/rotation`)).body.value).toEqual({ x: 0, y: 0, z: 270 });
+    // Another rotation is set, and one the screen cannot take is refused.
+    h.ui.key(3);
+    const refused = await call('POST', `/session/${sid}/rotation`, { x: 0, y: 0, z: 90 });
+    expect([refused.status, refused.body.value]).toMatchObject([
+      400,
+      {
+        error: 'invalid element state',
+        message:
+          'Screen rotation cannot be changed to ROTATION_90 after 2000ms. Is it locked programmatically?',
+      },
+    ]);
+    expect(h.rotations).toEqual([1]);
+  });
+
+  it("reads the orientation and rotation bodies as the real server's Gson does", async () => {
+    h.ui.launch('com.phonelease.login');
+    const sid = await newSession();
+    const post = async (path: string, body: unknown) => {
+      const r = await call('POST', `/session/${sid}${path}`, body);
+      const value = r.body.value as { error?: string; message?: string } | string;
+      return typeof value === 'string'
+        ? { status: r.status, value }
+        : { status: r.status, error: value.error, message: value.message };
+    };
+    const invalid = (message: string) => ({ status: 400, error: 'invalid argument', message });
+    // A required field that is absent or null.
+    const noOrientation = invalid(
+      "java.lang.IllegalArgumentException: OrientationModel: The mandatory field 'orientation' is not present in JSON",
+    );
+    expect(await post('/orientation', {})).toEqual(noOrientation);
+    expect(await post('/orientation', { orientation: null })).toEqual(noOrientation);
+    const noZ = invalid(
+      "java.lang.IllegalArgumentException: RotationModel: The mandatory field 'z' is not present in JSON",
+    );
+    expect(await post('/rotation', { x: 0, y: 0 })).toEqual(noZ);
+    expect(await post('/rotation', { x: 0, y: 0, z: null })).toEqual(noZ);
+    // An int field takes a string that holds an int.
+    expect(await post('/rotation', { x: 0, y: 0, z: '90' })).toEqual({ status: 200, value: 'ROTATION_90' });
+    expect((await call('GET', `/session/${sid}/rotation`)).body.value).toEqual({ x: 0, y: 0, z: 90 });
+    expect(await post('/rotation', { z: 'ninety' })).toEqual(
+      invalid(
+        'com.google.gson.JsonSyntaxException: java.lang.NumberFormatException: For input string: "ninety"',
+      ),
+    );
+    expect(await post('/rotation', { z: 45 })).toEqual(
+      invalid(
+        'java.lang.IllegalArgumentException: Rotation value of 45 degrees is not supported. Only 0, 90, 180 and 270 degrees could be translated into a valid screen rotation',
+      ),
+    );
+    expect(await post('/orientation', { orientation: 'sideways' })).toEqual(
+      invalid(
+        "java.lang.IllegalArgumentException: Orientation value 'sideways' is not supported. Only 'LANDSCAPE' and 'PORTRAIT' values could be translated into a valid screen orientation",
+      ),
+    );
+    expect(await post('/orientation', { orientation: 'portrait' })).toEqual({
+      status: 200,
+      value: 'PORTRAIT',
+    });
+    expect(h.rotations).toEqual([1, 0]);
   });
 
   it('serves HTTP on a plain Duplex stream, as adb forwards hand it over', async () => {

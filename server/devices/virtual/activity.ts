@@ -10,7 +10,7 @@ import type { PackageManager } from './packages.js';
 import { BROWSER_PACKAGE, type BrowserApp } from './browser/browser-app.js';
 import type { PhoneNetwork, PortHandler } from './network.js';
 import { appUserName } from './packages.js';
-import type { PackageRecord } from './packages.js';
+import type { ActivityRecord, PackageRecord } from './packages.js';
 import { runsOnThisPhone } from './ui/phone-ui.js';
 import { APP_DETAILS_ACTIVITY, appInfoPackage } from './ui/index.js';
 import type { PhoneUi, UiAutomator2Server } from './ui/types.js';
@@ -141,11 +141,12 @@ export class ActivityManager {
   startActivity(req: IntentRequest): StartResult {
     const packages = this.device.packages;
     const intentText = describeIntent(req);
-    // The home intent shows the launcher.
+    // The home intent shows the launcher (its filter takes no data).
     if (
       !req.component &&
       req.action === 'android.intent.action.MAIN' &&
-      req.categories.includes('android.intent.category.HOME')
+      req.categories.includes('android.intent.category.HOME') &&
+      req.data === null
     ) {
       this.device.ui.key(3);
       return {
@@ -156,32 +157,11 @@ export class ActivityManager {
         totalMs: 12,
       };
     }
-    let component = req.component;
+    const component = req.component ?? resolveActivity(packages, req);
     if (!component) {
-      const pkg = req.pkg ? packages.get(req.pkg) : undefined;
-      const wantsLauncher =
-        req.categories.includes('android.intent.category.LAUNCHER') ||
-        req.action === 'android.intent.action.MAIN';
-      if (pkg?.launcherActivity && wantsLauncher) component = { pkg: pkg.name, cls: pkg.launcherActivity };
-      else if (req.action !== null) {
-        // An implicit intent: the named package's activity for the action, or (without a
-        // package) the first enabled package that handles it, as the resolver picks a sole match.
-        const action = req.action;
-        const candidates = pkg ? [pkg] : packages.all().filter((p) => p.enabled);
-        // A filter that names a data scheme takes only intents whose data has it.
-        const scheme = req.data ? /^([a-zA-Z][\w+.-]*):/.exec(req.data)?.[1] : undefined;
-        for (const candidate of candidates) {
-          const match = candidate.activities.find(
-            (a) => a.actions.includes(action) && (a.scheme === undefined || a.scheme === scheme),
-          );
-          if (match) {
-            component = { pkg: candidate.name, cls: match.name };
-            break;
-          }
-        }
-      }
-      if (!component)
-        return { ok: false, lines: [`Error: Activity not started, unable to resolve ${intentText}`] };
+      // am adds FLAG_ACTIVITY_NEW_TASK after printing "Starting:"; the error shows it.
+      const started = describeIntent({ ...req, flags: req.flags | FLAG_ACTIVITY_NEW_TASK });
+      return { ok: false, lines: [`Error: Activity not started, unable to resolve ${started}`] };
     }
     const pkg = packages.get(component.pkg);
     const activity = pkg?.activities.find((a) => a.name === component.cls);
@@ -201,9 +181,10 @@ export class ActivityManager {
         lines: [`Error: Activity not started, ${notRunnableError(pkg)}`],
       };
     }
-    const front = ui.foreground();
     if (pkg.name === BROWSER_PACKAGE) this.openBrowser(req.data);
-    if (front.package === component.pkg && front.activity === component.cls) {
+    // The same intent as the one of the activity on top starts nothing; the same activity with
+    // other data (App info of another package) is another intent, and a new instance.
+    if (ui.isOnTop(component.pkg, component.cls, req.data ?? undefined)) {
       return { ok: true, component, launchState: 'HOT', deliveredToTop: true, totalMs: 0 };
     }
     const wasRunning = this.device.processes.isRunning(pkg.name);
@@ -216,20 +197,45 @@ export class ActivityManager {
       );
     }
     const pid = this.startProcess(pkg, 'next-top-activity', component);
+    let drawn = true;
     if (pkg.name === 'io.appium.settings' && component.cls === 'io.appium.settings.Settings') {
       // The Appium Settings activity is transparent: it starts its foreground service and
       // finishes at once, leaving the screen as it was.
       this.startService({ pkg: pkg.name, cls: 'io.appium.settings.ForegroundService' }, true);
       this.log('I', 'AppiumSettings', 'Starting the foreground service', pid);
     } else if (component.cls === APP_DETAILS_ACTIVITY && !packages.get(appInfoPackage(req.data))) {
-      // App info of a package the phone does not have finishes as soon as it starts.
-      this.log('W', 'AppInfoDashboard', `Package ${req.data ?? ''} not found, finishing`, pid);
+      this.finishAppInfo(req, component, pid);
+      drawn = false;
     } else {
       ui.launch(component.pkg, component.cls, req.data ?? undefined);
     }
     const totalMs = wasRunning ? 85 : 312;
-    this.log('I', 'ActivityTaskManager', `Displayed ${shortComponent(component)} for user 0: +${totalMs}ms`);
+    if (drawn)
+      this.log(
+        'I',
+        'ActivityTaskManager',
+        `Displayed ${shortComponent(component)} for user 0: +${totalMs}ms`,
+      );
     return { ok: true, component, launchState: wasRunning ? 'WARM' : 'COLD', deliveredToTop: false, totalMs };
+  }
+
+  /**
+   * App info of a package the phone does not have: AppInfoDashboardFragment finds no entry
+   * for it and ends with finishAndRemoveTask(). The page joined Settings' task, so that task
+   * goes with it, and what was in front before shows again (the launcher, if Settings was).
+   * It never drew, so no "Displayed" line follows.
+   */
+  private finishAppInfo(req: IntentRequest, component: ComponentName, pid: number): void {
+    const started = describeIntent({ ...req, flags: req.flags | FLAG_ACTIVITY_NEW_TASK });
+    this.log('I', 'ActivityTaskManager', `START u0 {${started.slice('Intent { '.length, -2)}} from uid 2000`);
+    this.log('W', 'AppInfoDashboard', 'Missing AppEntry; maybe reinstalling?', pid);
+    this.log(
+      'W',
+      'AppInfoDashboard',
+      'Package info not available. Is this package already uninstalled?',
+      pid,
+    );
+    this.device.ui.removeTask(component.pkg);
   }
 
   /** Chrome shows `url` (an intent's data), starting its Chromium on first use. */
@@ -361,6 +367,51 @@ export class ActivityManager {
     this.instrumentations.set(key, { component, target: target.name, stop });
     return { kind: 'server', done, stop };
   }
+}
+
+/** Intent.FLAG_ACTIVITY_NEW_TASK, which `am start` adds to every intent it starts. */
+const FLAG_ACTIVITY_NEW_TASK = 0x10000000;
+const MAIN = 'android.intent.action.MAIN';
+
+/**
+ * The activity an implicit intent resolves to: the named package's launcher activity for a
+ * MAIN or LAUNCHER intent, else the named package's (or, without one, the first enabled
+ * package's) activity whose filter takes the action and the data, as the resolver picks a
+ * sole match. Null when none does (am: "unable to resolve").
+ */
+function resolveActivity(packages: PackageManager, req: IntentRequest): ComponentName | null {
+  const pkg = req.pkg ? packages.get(req.pkg) : undefined;
+  const wantsLauncher = req.categories.includes('android.intent.category.LAUNCHER') || req.action === MAIN;
+  const launcher = pkg?.activities.find((a) => a.name === pkg.launcherActivity);
+  if (pkg && launcher && wantsLauncher && filterTakes(launcher, MAIN, req.data))
+    return { pkg: pkg.name, cls: launcher.name };
+  const action = req.action;
+  if (action === null) return null;
+  const candidates = pkg ? [pkg] : packages.all().filter((p) => p.enabled);
+  for (const candidate of candidates) {
+    const match = candidate.activities.find((a) => filterTakes(a, action, req.data));
+    if (match) return { pkg: candidate.name, cls: match.name };
+  }
+  return null;
+}
+
+/**
+ * Whether an activity's filter for `action` takes the intent's data, as IntentFilter.match
+ * does for filters without MIME types: one that names data schemes takes only data with one
+ * of them (no data, or data without a scheme, has none); one that names none takes only
+ * intents without data, so `am start -a android.settings.SETTINGS -d package:foo` resolves to
+ * nothing. A launcher's MAIN filter names none; an activity's `schemes` are those of its
+ * other actions' filter. An installed app's <data> elements are not read (its activities have
+ * no `schemes`): its filters match by action alone.
+ */
+function filterTakes(activity: ActivityRecord, action: string, data: string | null): boolean {
+  if (!activity.actions.includes(action)) return false;
+  if (activity.schemes === undefined) return true;
+  const schemes = action === MAIN ? [] : activity.schemes;
+  if (data === null) return schemes.length === 0;
+  // Uri.parse: the scheme is all before the first colon.
+  const colon = data.indexOf(':');
+  return schemes.includes(colon < 0 ? '' : data.slice(0, colon));
 }
 
 /** Intent.toShortString(): what am prints of an intent ("(has extras)" when it carries any). */

@@ -10,11 +10,12 @@ import type { VirtualFs } from './fs.js';
 import type { LauncherApp } from './ui/types.js';
 
 /**
- * An activity and its intent filter. A built-in activity may name the data scheme its filter
- * requires (`package:` for App info); an installed app's filters are matched by action only.
+ * An activity and its intent filter. A built-in activity's filter names the data schemes it
+ * takes (`package:` for App info, Chrome's web schemes), none for one that takes no data;
+ * an installed app's <data> elements are not read (`schemes` unset: matched by action only).
  */
 export interface ActivityRecord extends ComponentInfo {
-  scheme?: string;
+  schemes?: readonly string[];
 }
 
 export interface PackageRecord {
@@ -99,8 +100,8 @@ interface BuiltIn {
   activities?: string[];
   /** Intent actions of activities (beyond MAIN for the launcher activity). */
   actions?: Record<string, readonly string[]>;
-  /** The data scheme an activity's intent filter requires, where it requires one. */
-  schemes?: Record<string, string>;
+  /** The data schemes an activity's intent filter takes, where it takes data. */
+  schemes?: Record<string, readonly string[]>;
   launcher?: string;
 }
 
@@ -128,7 +129,7 @@ const BUILT_INS: readonly BuiltIn[] = [
     activities: SETTINGS_ACTIVITIES.map((a) => a.activity),
     actions: Object.fromEntries(SETTINGS_ACTIVITIES.map((a) => [a.activity, a.actions])),
     schemes: Object.fromEntries(
-      SETTINGS_ACTIVITIES.flatMap((a) => (a.scheme ? [[a.activity, a.scheme]] : [])),
+      SETTINGS_ACTIVITIES.flatMap((a) => (a.scheme ? [[a.activity, [a.scheme]]] : [])),
     ),
     launcher: 'com.android.settings.Settings',
   },
@@ -154,6 +155,10 @@ const BUILT_INS: readonly BuiltIn[] = [
     versionName: '128.0.6613.127',
     activities: ['com.google.android.apps.chrome.Main'],
     actions: { 'com.google.android.apps.chrome.Main': ['android.intent.action.VIEW'] },
+    // Chrome's VIEW filter: web pages and its own scheme (content: and file: need a MIME type).
+    schemes: {
+      'com.google.android.apps.chrome.Main': ['googlechrome', 'http', 'https', 'about', 'javascript'],
+    },
     launcher: 'com.google.android.apps.chrome.Main',
   },
   {
@@ -372,7 +377,7 @@ export function builtInApkPaths(): string[] {
 function builtInRecord(b: BuiltIn): PackageRecord {
   const activities = (b.activities ?? []).map((name) => ({
     name,
-    ...(b.schemes?.[name] && { scheme: b.schemes[name] }),
+    schemes: b.schemes?.[name] ?? [],
     exported: true,
     actions: [...(name === b.launcher ? ['android.intent.action.MAIN'] : []), ...(b.actions?.[name] ?? [])],
     categories:

@@ -10,6 +10,7 @@ import { dumpUiAutomator } from './hierarchy.js';
 import { DisplayListRecorder, playDisplayList, type DisplayList } from './display-list.js';
 import { Canvas, type Surface } from './raster.js';
 import { BROWSER_ACTIVITY, BROWSER_PACKAGE_NAME, buildBrowser } from './screens/browser.js';
+import { parseUserRotation } from '../settings.js';
 import { LAUNCHER_ACTIVITY, LAUNCHER_PACKAGE, buildLauncher } from './screens/launcher.js';
 import {
   LOGIN_ACTIVITY,
@@ -208,8 +209,8 @@ export class VirtualPhoneUi implements PhoneUi {
    */
   private wantedRotation(): Rotation {
     const locked = this.setting('system', 'accelerometer_rotation') !== '1';
-    const user = Number(this.setting('system', 'user_rotation') ?? '0');
-    const asked: Rotation = locked && (user === 1 || user === 2 || user === 3) ? user : 0;
+    // The rotation the window manager honours (0 to 3; anything else is upright), read as wm and dumpsys read it.
+    const asked: Rotation = locked ? parseUserRotation(this.setting('system', 'user_rotation')) : 0;
     const front = this.current().kind;
     return this.keyguard || front === 'launcher' || front === 'browser' ? 0 : asked;
   }
@@ -327,6 +328,7 @@ export class VirtualPhoneUi implements PhoneUi {
           page: 'app-info',
           arg: pkg,
           scroll: 0,
+          data: `package:${pkg}`,
         });
       },
       push: (state) => {
@@ -374,15 +376,21 @@ export class VirtualPhoneUi implements PhoneUi {
   /** The first screen of an app the phone draws, or of one of its activities (`data`: the intent's). */
   private rootScreen(app: LauncherApp, activity: string | undefined, data?: string): ScreenState {
     const id = this.newId();
+    const intent = data === undefined ? {} : { data };
     if (app.package === SETTINGS_PACKAGE) {
       const page = activity ? settingsPageForActivity(activity) : null;
       const arg = page === 'app-info' ? appInfoPackage(data) : undefined;
       if (page && activity)
-        return { kind: 'settings-page', id, activity, page, ...(arg && { arg }), scroll: 0 };
-      return { kind: 'settings-home', id, activity: SETTINGS_ACTIVITY, scroll: 0 };
+        return { kind: 'settings-page', id, activity, page, ...(arg && { arg }), scroll: 0, ...intent };
+      return { kind: 'settings-home', id, activity: SETTINGS_ACTIVITY, scroll: 0, ...intent };
     }
-    if (app.package === LOGIN_PACKAGE) return newLoginState(id);
-    return { kind: 'browser', id };
+    if (app.package === LOGIN_PACKAGE) return { ...newLoginState(id), ...intent };
+    return { kind: 'browser', id, ...intent };
+  }
+
+  /** Whether `s` is `activity` started with `data` (an intent's data: none is undefined). */
+  private startedAs(s: ScreenState | undefined, activity: string, data: string | undefined): boolean {
+    return !!s && this.activityOf(s) === activity && (s.kind === 'launcher' ? undefined : s.data) === data;
   }
 
   private logStart(pkg: string, activity: string, from: 'launcher' | 'shell' | 'app'): void {
@@ -423,13 +431,12 @@ export class VirtualPhoneUi implements PhoneUi {
     const wanted = activity ? qualify(pkg, activity) : undefined;
     let t = this.task(pkg);
     if (t) {
-      const rootActivity = t.stack[0] ? this.activityOf(t.stack[0]) : app.activity;
-      const top = t.stack[t.stack.length - 1];
-      // Starting the task's own root (or nothing in particular) resumes the task as it was;
-      // another activity of the app opens on top of it, unless it is already on top.
-      if (wanted && wanted !== rootActivity && wanted !== app.activity) {
-        const next = this.rootScreen(app, wanted, data);
-        if (!top || this.activityOf(next) !== this.activityOf(top)) t.stack.push(next);
+      const root = t.stack[0];
+      if (pkg === BROWSER_PACKAGE_NAME) {
+        // Chrome opens every URL in its one window, which then shows that URL.
+        if (root?.kind === 'browser' && data !== undefined) root.data = data;
+      } else if (wanted && !this.resumes(t, app, wanted, data)) {
+        t.stack.push(this.rootScreen(app, wanted, data));
       }
     } else {
       t = { package: pkg, stack: [this.rootScreen(app, wanted, data)] };
@@ -441,6 +448,24 @@ export class VirtualPhoneUi implements PhoneUi {
     this.logStart(pkg, top ? this.activityOf(top) : app.activity, from);
     this.changed();
     return true;
+  }
+
+  /**
+   * Whether starting `wanted` with `data` into its running task starts no new activity: the
+   * task's root started by the same intent, or the app's main activity asked for without data
+   * (ActivityStarter then brings the task to the front as it was), or that same activity with
+   * the same data on top already. Any other start puts a new instance on top, as a standard
+   * activity gets one: App info of another package is a new page over the first, and BACK
+   * returns to it.
+   */
+  private resumes(t: Task, app: LauncherApp, wanted: string, data: string | undefined): boolean {
+    if (wanted === app.activity && data === undefined) return true;
+    return this.startedAs(t.stack[0], wanted, data) || this.startedAs(t.stack.at(-1), wanted, data);
+  }
+
+  isOnTop(pkg: string, activity: string, data?: string): boolean {
+    const top = this.current();
+    return this.packageOf(top) === pkg && this.startedAs(top, qualify(pkg, activity), data);
   }
 
   private goHome(): void {
@@ -555,7 +580,9 @@ export class VirtualPhoneUi implements PhoneUi {
       !!view.edgeToEdge,
     );
     drawNavBar(c, this.m, this.keyguard ? lockBars : view.navBar, !!view.edgeToEdge);
-    if (this.toastShown) this.paintToast(c, this.toastShown.text);
+    // An app's toast is not shown over the lock screen: the keyguard occludes the apps'
+    // windows, and their toasts with them.
+    if (this.toastShown && !this.keyguard) this.paintToast(c, this.toastShown.text);
   }
 
   /** A text toast as SystemUI draws it: a dark pill above the navigation bar, centred. */
@@ -589,6 +616,10 @@ export class VirtualPhoneUi implements PhoneUi {
   /** The last toast shown, for the UiAutomator2 server (which lists one for 3.5 s after it appeared). */
   recentToast(): { pkg: string; text: string; at: number } | null {
     return this.lastToast;
+  }
+
+  currentTimeMs(): number {
+    return this.now().getTime();
   }
 
   renderRgba(): Uint8Array {
@@ -871,14 +902,19 @@ export class VirtualPhoneUi implements PhoneUi {
   }
 
   forceStop(pkg: string): void {
-    const t = this.task(pkg);
-    if (!t) return;
-    this.tasks = this.tasks.filter((x) => x !== t);
+    if (!this.task(pkg)) return;
     this.host.log(
       'I',
       'ActivityManager',
       `Force stopping ${pkg} appid=${pkg === SETTINGS_PACKAGE ? 1000 : 10100} user=0: from pid 0`,
     );
+    this.removeTask(pkg);
+  }
+
+  removeTask(pkg: string): void {
+    const t = this.task(pkg);
+    if (!t) return;
+    this.tasks = this.tasks.filter((x) => x !== t);
     if (this.front === pkg) this.front = null;
     this.changed();
   }

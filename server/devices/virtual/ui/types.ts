@@ -144,6 +144,17 @@ export interface PhoneUi {
    * it is one the phone cannot run (the launcher then shows the dialog that says so).
    */
   launch(pkg: string, activity?: string, data?: string): boolean;
+  /**
+   * Whether the activity on top is `activity` of `pkg`, started with the same intent data:
+   * starting it again then starts no new instance (am says the intent was delivered to it).
+   * Another data (App info of another package) is another intent, which gets a new instance.
+   */
+  isOnTop(pkg: string, activity: string, data?: string): boolean;
+  /**
+   * Closes an app's task without stopping the app (what Activity.finishAndRemoveTask() of
+   * its activity does): the task behind it, or the launcher, shows.
+   */
+  removeTask(pkg: string): void;
   /** Shows the system dialog "<label> can't run on this virtual phone" over the screen. */
   showNotRunnable(pkg: string): void;
   /** Closes an app's screens and forgets their state; shows the launcher if it was in front. */
@@ -188,8 +199,13 @@ export interface PhoneUi {
   powerState?(): PowerState;
   /** Optional: `wm dismiss-keyguard`: an insecure keyguard goes, a secure one asks for its credential. */
   dismissKeyguard?(): void;
-  /** Optional: the last toast an app showed (its text, and when, in ms since the epoch). */
+  /** Optional: the last toast an app showed (its text, and when, on currentTimeMs()'s clock). */
   recentToast?(): { pkg: string; text: string; at: number } | null;
+  /**
+   * Optional: the time now on the UI's clock (ms since the epoch), the one its status bar
+   * and toasts go by; injected in tests (PhoneUiOptions.now), so a toast's age is read on it.
+   */
+  currentTimeMs?(): number;
   /**
    * Optional: the display's rotation now. It follows the system settings
    * `accelerometer_rotation` and `user_rotation` (what `wm user-rotation` and Appium's

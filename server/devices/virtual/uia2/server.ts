@@ -269,7 +269,9 @@ class Uia2Server implements UiAutomator2Server {
    */
   private toastNode(): UiNodeInfo | null {
     const toast = this.ui.recentToast?.();
-    if (!toast || Date.now() - toast.at > TOAST_HEARD_MS) return null;
+    // The toast's time is the UI's clock's: its age is read on that clock too.
+    const now = this.ui.currentTimeMs?.() ?? Date.now();
+    if (!toast || now - toast.at > TOAST_HEARD_MS) return null;
     return {
       ...PLAIN_VIEW,
       key: `toast/${toast.at}`,
@@ -344,10 +346,13 @@ class Uia2Server implements UiAutomator2Server {
   }
 
   /**
-   * UiAutomation.setRotation: the rotation is frozen where Android keeps it, then the
-   * display must have turned (an app or the launcher that keeps portrait refuses).
+   * CustomUiDevice.setRotationSync: a display already at the rotation is left as it is (not
+   * even frozen), at once, whatever the screen allows. Otherwise UiAutomation.setRotation
+   * freezes the rotation where Android keeps it, and the display must have turned (an app or
+   * the launcher that keeps portrait refuses).
    */
   private rotate(rotation: Rotation): void {
+    if (this.rotation() === rotation) return;
     if (!this.info.rotate)
       throw new W3CError(500, 'unsupported operation', 'This phone cannot turn its display');
     this.info.rotate(rotation);
@@ -997,13 +1002,12 @@ class Uia2Server implements UiAutomator2Server {
     on('GET', '/window/handles', () => ['NATIVE_APP']);
     on('GET', '/orientation', () => (this.rotation() % 2 ? 'LANDSCAPE' : 'PORTRAIT'));
     on('POST', '/orientation', (r) => {
-      const value = r.body.orientation;
-      if (value === undefined)
-        throw invalidArgument("OrientationModel: The mandatory field 'orientation' is not present in JSON");
-      const name = String(value).toUpperCase();
+      const value = gsonString(r.body.orientation, 'orientation');
+      if (value === null) throw missingField('OrientationModel', 'orientation');
+      const name = value.toUpperCase();
       if (name !== 'LANDSCAPE' && name !== 'PORTRAIT')
         throw invalidArgument(
-          `java.lang.IllegalArgumentException: Orientation value '${String(value)}' is not supported. Only 'LANDSCAPE' and 'PORTRAIT' values could be translated into a valid screen orientation`,
+          `java.lang.IllegalArgumentException: Orientation value '${value}' is not supported. Only 'LANDSCAPE' and 'PORTRAIT' values could be translated into a valid screen orientation`,
         );
       // The server's defaults: LANDSCAPE is ROTATION_270, PORTRAIT ROTATION_0.
       this.rotate(name === 'LANDSCAPE' ? 3 : 0);
@@ -1011,12 +1015,14 @@ class Uia2Server implements UiAutomator2Server {
     });
     on('GET', '/rotation', () => ({ x: 0, y: 0, z: this.rotation() * 90 }));
     on('POST', '/rotation', (r) => {
-      const z = r.body.z;
-      if (z === undefined)
-        throw invalidArgument("RotationModel: The mandatory field 'z' is not present in JSON");
+      // RotationModel's x and y are Integers too: Gson reads them, the handler ignores them.
+      gsonInteger(r.body.x, 'x');
+      gsonInteger(r.body.y, 'y');
+      const z = gsonInteger(r.body.z, 'z');
+      if (z === null) throw missingField('RotationModel', 'z');
       if (z !== 0 && z !== 90 && z !== 180 && z !== 270)
         throw invalidArgument(
-          `java.lang.IllegalArgumentException: Rotation value of ${String(z)} degrees is not supported. Only 0, 90, 180 and 270 degrees could be translated into a valid screen rotation`,
+          `java.lang.IllegalArgumentException: Rotation value of ${z} degrees is not supported. Only 0, 90, 180 and 270 degrees could be translated into a valid screen rotation`,
         );
       const rotation = (z / 90) as Rotation;
       this.rotate(rotation);
@@ -1168,6 +1174,77 @@ class Uia2Server implements UiAutomator2Server {
     else this.ui.key(code);
     return null;
   }
+}
+
+/**
+ * BaseModel.validate() on a @RequiredField left null (absent, or JSON null): an
+ * IllegalArgumentException, which the handler answers as an invalid argument whose message
+ * is the exception's toString().
+ */
+function missingField(model: string, field: string): W3CError {
+  return invalidArgument(
+    `java.lang.IllegalArgumentException: ${model}: The mandatory field '${field}' is not present in JSON`,
+  );
+}
+
+/**
+ * A JsonSyntaxException of Gson reading the body into the handler's model, answered as an
+ * invalid argument. Gson also says where in the body (" at line L column C path $.field");
+ * the body is parsed here before it is read, so only the path is given.
+ */
+function gsonSyntax(cause: string): W3CError {
+  return invalidArgument(`com.google.gson.JsonSyntaxException: ${cause}`);
+}
+
+/** The token Gson names when a value is not the kind it expected (JsonToken). */
+function gsonToken(value: unknown): string {
+  if (Array.isArray(value)) return 'BEGIN_ARRAY';
+  if (typeof value === 'boolean') return 'BOOLEAN';
+  return 'BEGIN_OBJECT';
+}
+
+/**
+ * Gson reading a JSON value into a String field (TypeAdapters.STRING): null for an absent
+ * or null value, numbers and booleans as their text; an object or an array is refused.
+ */
+function gsonString(value: unknown, field: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+    return String(value);
+  throw gsonSyntax(
+    `java.lang.IllegalStateException: Expected a string but was ${gsonToken(value)} path $.${field}`,
+  );
+}
+
+/** What Double.parseDouble takes (decimal only): digits, a point, an exponent, a type suffix. */
+const JAVA_DOUBLE = /^[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?)$/;
+
+/**
+ * Gson reading a JSON value into an Integer field (JsonReader.nextInt): null for an absent or
+ * null value; a number, or a string that holds one ({"z": "90"} is 90), when it is a whole
+ * int; a fraction, text that is no number, or another kind of value is refused with Gson's
+ * words.
+ */
+function gsonInteger(value: unknown, field: string): number | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'number' && typeof value !== 'string')
+    throw gsonSyntax(
+      `java.lang.IllegalStateException: Expected an int but was ${gsonToken(value)} path $.${field}`,
+    );
+  const isInt = (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31;
+  // A quoted value is tried as Integer.parseInt first, then as a double.
+  if (typeof value === 'string' && /^[+-]?\d+$/.test(value) && isInt(Number(value))) return Number(value);
+  const text = typeof value === 'string' ? value.trim() : String(value);
+  if (typeof value === 'string' && !JAVA_DOUBLE.test(text))
+    throw gsonSyntax(
+      `java.lang.NumberFormatException: ${text === '' ? 'empty String' : `For input string: "${text}"`}`,
+    );
+  const asDouble = typeof value === 'number' ? value : Number(text.replace(/[fFdD]$/, ''));
+  if (!isInt(asDouble))
+    throw gsonSyntax(
+      `java.lang.NumberFormatException: Expected an int but was ${String(value)} path $.${field}`,
+    );
+  return asDouble;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -18,14 +18,23 @@ export interface LauncherState {
   menu?: string;
 }
 
-export interface SettingsHomeState {
+/** An activity's screen: what the intent that started it carried, as the activity keeps it. */
+interface StartedByIntent {
+  /**
+   * The intent's data (`package:NAME` for App info, a URL for Chrome), when it had any. The
+   * same activity started with other data is another intent, and gets a screen of its own.
+   */
+  data?: string;
+}
+
+export interface SettingsHomeState extends StartedByIntent {
   kind: 'settings-home';
   id: number;
   activity: string;
   scroll: number;
 }
 
-export interface SettingsPageState {
+export interface SettingsPageState extends StartedByIntent {
   kind: 'settings-page';
   id: number;
   activity: string;
@@ -39,7 +48,7 @@ export interface SettingsPageState {
 
 export type LoginField = 'username' | 'password';
 
-export interface LoginState {
+export interface LoginState extends StartedByIntent {
   kind: 'login';
   id: number;
   username: string;
@@ -51,7 +60,7 @@ export interface LoginState {
 }
 
 /** Chrome's window: the toolbar and the page the phone's browser shows. */
-export interface BrowserState {
+export interface BrowserState extends StartedByIntent {
   kind: 'browser';
   id: number;
 }
