@@ -79,6 +79,19 @@ function editState(save: string, edit: (state: EditableState) => void): void {
   writeFileSync(join(save, 'manifest.json'), JSON.stringify(manifest));
 }
 
+/** A fresh phone with a PIN lock, saved under `name` in the test's directory. */
+async function savedWithPin(name: string, pin: string): Promise<string> {
+  const save = join(dir, name);
+  const first = await startVirtualAdb({ restoreFrom: null });
+  try {
+    await first.adbOk(['shell', `locksettings set-pin ${pin}`]);
+    await first.phone.saveState(save);
+  } finally {
+    await first.close();
+  }
+  return save;
+}
+
 describe('booting', () => {
   it('describes itself as the virtual backend', () => {
     const backend = createVirtualBackend({ bootMs: 1234 });
@@ -243,14 +256,7 @@ describe('profiles', () => {
   });
 
   it('refuses a save whose lock is damaged, rather than hand out the phone with no lock', async () => {
-    const save = join(dir, 'lock-source');
-    const first = await startVirtualAdb({ restoreFrom: null });
-    try {
-      await first.adbOk(['shell', 'locksettings set-pin 2580']);
-      await first.phone.saveState(save);
-    } finally {
-      await first.close();
-    }
+    const save = await savedWithPin('lock-source', '2580');
     const lock = savedLock(save) as { credential: Record<string, unknown>; disabled: boolean };
     const damaged: [string, unknown][] = [
       ['not an object', 'locked'],
@@ -301,14 +307,7 @@ describe('profiles', () => {
   });
 
   it('reads a lock saved with the older SHA-256 hash, and saves it again with scrypt', async () => {
-    const save = join(dir, 'lock-sha256');
-    const first = await startVirtualAdb({ restoreFrom: null });
-    try {
-      await first.adbOk(['shell', 'locksettings set-pin 2580']);
-      await first.phone.saveState(save);
-    } finally {
-      await first.close();
-    }
+    const save = await savedWithPin('lock-sha256', '2580');
     // The form saves had before scrypt: {type, salt, hash}, the hash one salted SHA-256.
     const salt = '0123456789abcdef0123456789abcdef';
     editState(save, (state) => {
