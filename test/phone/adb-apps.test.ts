@@ -165,7 +165,7 @@ describe('starting and stopping apps', () => {
     // The same activity with other data is another intent: am starts it without a warning.
     const other = await v.adb(['shell', `${appInfo}com.phonelease.login`]);
     expect(other.stdout + other.stderr).toBe(
-      'Starting: Intent { act=android.settings.APPLICATION_DETAILS_SETTINGS dat=package:com.phonelease.login }\n',
+      'Starting: Intent { act=android.settings.APPLICATION_DETAILS_SETTINGS dat=package: }\n',
     );
     expect(await shown()).toEqual(['com.phonelease.login']);
     // The same intent again goes to the page on top.
@@ -183,13 +183,26 @@ describe('starting and stopping apps', () => {
     // Settings' filter for its action names no data scheme: it takes no intent with data.
     const withData = await v.adb(['shell', 'am start -a android.settings.SETTINGS -d package:foo']);
     expect(withData.stdout + withData.stderr).toBe(
-      'Starting: Intent { act=android.settings.SETTINGS dat=package:foo }\n' +
-        'Error: Activity not started, unable to resolve Intent { act=android.settings.SETTINGS dat=package:foo flg=0x10000000 }\n',
+      'Starting: Intent { act=android.settings.SETTINGS dat=package: }\n' +
+        'Error: Activity not started, unable to resolve Intent { act=android.settings.SETTINGS dat=package: flg=0x10000000 }\n',
     );
     // Chrome's VIEW filter takes web schemes only.
     const view = await v.adb(['shell', 'am start -a android.intent.action.VIEW -d foo:bar']);
     expect(view.stdout + view.stderr).toContain(
-      'Error: Activity not started, unable to resolve Intent { act=android.intent.action.VIEW dat=foo:bar flg=0x10000000 }\n',
+      'Error: Activity not started, unable to resolve Intent { act=android.intent.action.VIEW dat=foo: flg=0x10000000 }\n',
+    );
+    // An intent's data is printed as Uri.toSafeString gives it: no path, query or number.
+    const web = await v.adb([
+      'shell',
+      "am start -a android.intent.action.EDIT -d 'https://example.com:8443/a/b?token=s3cret'",
+    ]);
+    expect(web.stdout + web.stderr).toBe(
+      'Starting: Intent { act=android.intent.action.EDIT dat=https://example.com:8443/... }\n' +
+        'Error: Activity not started, unable to resolve Intent { act=android.intent.action.EDIT dat=https://example.com:8443/... flg=0x10000000 }\n',
+    );
+    const dial = await v.adb(['shell', 'am start -a android.intent.action.EDIT -d tel:+1-555-0100']);
+    expect(dial.stdout.split('\n')[0]).toBe(
+      'Starting: Intent { act=android.intent.action.EDIT dat=tel:xx-xxx-xxxx }',
     );
     expect((await focus()).app).toBe('com.android.launcher3/.Launcher');
     // Without data the action resolves.
@@ -207,7 +220,7 @@ describe('starting and stopping apps', () => {
       'am start -a android.settings.APPLICATION_DETAILS_SETTINGS -d package:com.example.none',
     ]);
     expect(out.stdout + out.stderr).toBe(
-      'Starting: Intent { act=android.settings.APPLICATION_DETAILS_SETTINGS dat=package:com.example.none }\n',
+      'Starting: Intent { act=android.settings.APPLICATION_DETAILS_SETTINGS dat=package: }\n',
     );
     // The page finished at once: the app that was in front is again.
     expect(await focus()).toEqual({

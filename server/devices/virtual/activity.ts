@@ -414,12 +414,35 @@ function filterTakes(activity: ActivityRecord, action: string, data: string | nu
   return schemes.includes(colon < 0 ? '' : data.slice(0, colon));
 }
 
+/**
+ * A URI as Android prints it in an intent (Uri.toSafeString): a phone number or an address
+ * masked, any other URI cut to its scheme, host and port (`https://example.com/...`,
+ * `package:`), since paths and queries often hold what logs should not.
+ */
+export function safeUri(uri: string): string {
+  const colon = uri.indexOf(':');
+  if (colon < 0) return '';
+  const scheme = uri.slice(0, colon);
+  const rest = uri.slice(colon + 1);
+  if (/^(tel|sip|sms|smsto|mailto|nfc)$/i.test(scheme)) {
+    const ssp = rest.split('#')[0]!;
+    return `${scheme}:${ssp.replace(/[^-@.]/g, 'x')}`;
+  }
+  if (!rest.startsWith('/')) return `${scheme}:`;
+  const authority = rest.startsWith('//') ? /^\/\/([^/?#]*)/.exec(rest)![1]! : null;
+  if (authority === null) return `${scheme}:/...`;
+  const hostPort = authority.slice(authority.lastIndexOf('@') + 1);
+  const port = /:(\d+)$/.exec(hostPort);
+  const host = port ? hostPort.slice(0, port.index) : hostPort;
+  return `${scheme}://${host}${port ? `:${Number(port[1])}` : ''}/...`;
+}
+
 /** Intent.toShortString(): what am prints of an intent ("(has extras)" when it carries any). */
 export function describeIntent(req: IntentRequest & { extras?: ReadonlyMap<string, string> }): string {
   const parts: string[] = [];
   if (req.action) parts.push(`act=${req.action}`);
   if (req.categories.length > 0) parts.push(`cat=[${req.categories.join(',')}]`);
-  if (req.data) parts.push(`dat=${req.data}`);
+  if (req.data) parts.push(`dat=${safeUri(req.data)}`);
   if (req.flags) parts.push(`flg=0x${req.flags.toString(16)}`);
   if (req.pkg && !req.component) parts.push(`pkg=${req.pkg}`);
   if (req.component) parts.push(`cmp=${shortComponent(req.component)}`);
