@@ -159,9 +159,7 @@ export class ActivityManager {
     }
     const component = req.component ?? resolveActivity(packages, req);
     if (!component) {
-      // am adds FLAG_ACTIVITY_NEW_TASK after printing "Starting:"; the error shows it.
-      const started = describeIntent({ ...req, flags: req.flags | FLAG_ACTIVITY_NEW_TASK });
-      return { ok: false, lines: [`Error: Activity not started, unable to resolve ${started}`] };
+      return { ok: false, lines: [`Error: Activity not started, unable to resolve ${describeStarted(req)}`] };
     }
     const pkg = packages.get(component.pkg);
     const activity = pkg?.activities.find((a) => a.name === component.cls);
@@ -190,11 +188,7 @@ export class ActivityManager {
     const wasRunning = this.device.processes.isRunning(pkg.name);
     // The UI logs the START of apps it draws; log the others here.
     if (!pkg.launcherActivity) {
-      this.log(
-        'I',
-        'ActivityTaskManager',
-        `START u0 {${intentText.slice('Intent { '.length, -2)}} from uid 2000`,
-      );
+      this.log('I', 'ActivityTaskManager', startLine(intentText));
     }
     const pid = this.startProcess(pkg, 'next-top-activity', component);
     let drawn = true;
@@ -226,8 +220,7 @@ export class ActivityManager {
    * It never drew, so no "Displayed" line follows.
    */
   private finishAppInfo(req: IntentRequest, component: ComponentName, pid: number): void {
-    const started = describeIntent({ ...req, flags: req.flags | FLAG_ACTIVITY_NEW_TASK });
-    this.log('I', 'ActivityTaskManager', `START u0 {${started.slice('Intent { '.length, -2)}} from uid 2000`);
+    this.log('I', 'ActivityTaskManager', startLine(describeStarted(req)));
     this.log('W', 'AppInfoDashboard', 'Missing AppEntry; maybe reinstalling?', pid);
     this.log(
       'W',
@@ -371,6 +364,16 @@ export class ActivityManager {
 
 /** Intent.FLAG_ACTIVITY_NEW_TASK, which `am start` adds to every intent it starts. */
 const FLAG_ACTIVITY_NEW_TASK = 0x10000000;
+
+/** The intent as am started it: with the FLAG_ACTIVITY_NEW_TASK it adds after printing "Starting:". */
+function describeStarted(req: IntentRequest): string {
+  return describeIntent({ ...req, flags: req.flags | FLAG_ACTIVITY_NEW_TASK });
+}
+
+/** ActivityTaskManager's log line for a start from the shell (uid 2000), given describeIntent()'s text. */
+function startLine(intent: string): string {
+  return `START u0 {${intent.slice('Intent { '.length, -2)}} from uid 2000`;
+}
 const MAIN = 'android.intent.action.MAIN';
 
 /**

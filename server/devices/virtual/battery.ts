@@ -68,11 +68,6 @@ export class Battery {
     return this.forced ?? HARDWARE;
   }
 
-  /** Whether a shell froze the state (`set` or `unplug`, until `reset`). */
-  get updatesStopped(): boolean {
-    return this.forced !== null;
-  }
-
   /** Called after every change the system would broadcast (ACTION_BATTERY_CHANGED). */
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);

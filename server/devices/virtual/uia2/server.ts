@@ -771,7 +771,7 @@ class Uia2Server implements UiAutomator2Server {
       keyguard: this.ui.powerState?.().keyguard ?? false,
       statusBarHeight: this.ui.statusBarHeight,
       navigationBarHeight: this.navigationBarHeight(),
-      png: skipScreenshots ? null : () => this.ui.renderPng(),
+      rgba: skipScreenshots ? null : () => this.ui.renderRgba(),
     };
   }
 

@@ -50,8 +50,8 @@ export interface WindowScene {
   keyguard: boolean;
   statusBarHeight: number;
   navigationBarHeight: number;
-  /** The screen as a PNG, cut into each window's screenshot; null with skipScreenshots. */
-  png: (() => Buffer) | null;
+  /** The screen's RGBA pixels, cut into each window's screenshot; null with skipScreenshots. */
+  rgba: (() => Uint8Array) | null;
 }
 
 /**
@@ -62,7 +62,7 @@ export interface WindowScene {
 export function listWindows(scene: WindowScene, filters: Record<string, unknown> | null): WindowModel[] {
   const { width, height } = scene;
   const nav = scene.navigationBarHeight;
-  const full = scene.png ? PNG.sync.read(scene.png()) : null;
+  const full = scene.rgba ? screen(width, height, scene.rgba()) : null;
   const window = (
     windowId: number,
     layer: number,
@@ -180,6 +180,15 @@ function boolean(actual: boolean, value: unknown): boolean {
   if (text === 'true' || text === '1') return actual;
   if (text === 'false' || text === '0') return !actual;
   return false;
+}
+
+/** The screen's pixels as a PNG to cut windows from (no copy, no decoding). */
+function screen(width: number, height: number, rgba: Uint8Array): PNG {
+  const png = new PNG();
+  png.width = width;
+  png.height = height;
+  png.data = Buffer.from(rgba.buffer, rgba.byteOffset, rgba.byteLength);
+  return png;
 }
 
 /** The rect's pixels of the screen as a base64 PNG (what UiAutomation.takeScreenshot(window) gives). */
