@@ -104,18 +104,20 @@ export async function historyPage({ api, signal }) {
   });
 
   const drawChart = async () => {
-    const today = new Date();
+    /** @type {HistoryPage} */
+    let page = await api.get(pagePath('', CHART_PAGE_SIZE), signal);
+    // The window ends today, or on the day the latest session ended if the server's clock
+    // is ahead of this browser's (a skewed laptop, or just past midnight on one side only):
+    // minutes the server has billed are never left off the chart.
+    const today = new Date(Math.max(Date.now(), ...page.items.map((r) => r.ended * 1000)));
     const from = windowStart(today).getTime() / 1000 - CHART_OVERLAP_S;
     /** @type {HistoryRecord[]} */
     const records = [];
-    let cursor = '';
     for (;;) {
-      /** @type {HistoryPage} */
-      const page = await api.get(pagePath(cursor, CHART_PAGE_SIZE), signal);
       records.push(...page.items);
       const last = page.items[page.items.length - 1];
       if (!page.next_cursor || !last || last.created < from) break;
-      cursor = page.next_cursor;
+      page = await api.get(pagePath(page.next_cursor, CHART_PAGE_SIZE), signal);
     }
     if (signal.aborted) return;
     const days = minutesPerDay(records, today);
