@@ -216,9 +216,14 @@ describe('profiles', () => {
     expect(files.length).toBeGreaterThan(0);
     for (const f of files)
       expect(readFileSync(join(f.parentPath, f.name)).includes('739146'), f.name).toBe(false);
-    // It holds scrypt's hash of it, with its own salt and the cost it was made with.
+    // It holds scrypt's hash of it, with its own salt and the cost it was made with, and
+    // (as Android 14 keeps it for auto-confirm) the PIN's length.
     const { credential } = savedLock(save) as { credential: Record<string, string> };
-    expect(credential).toMatchObject({ type: 'pin', kdf: { name: 'scrypt', N: 2048, r: 8, p: 2 } });
+    expect(credential).toMatchObject({
+      type: 'pin',
+      kdf: { name: 'scrypt', N: 2048, r: 8, p: 2 },
+      length: 6,
+    });
     expect(credential.salt).toMatch(/^[0-9a-f]{32}$/);
     expect(credential.hash).toBe(
       scryptSync('739146', Buffer.from(credential.salt!, 'hex'), 32, { N: 2048, r: 8, p: 2 }).toString('hex'),
@@ -266,6 +271,8 @@ describe('profiles', () => {
       ['a credential of no known type', { ...lock, credential: { ...lock.credential, type: 'face' } }],
       ['a short hash', { ...lock, credential: { ...lock.credential, hash: 'abcd' } }],
       ['an unknown kdf', { ...lock, credential: { ...lock.credential, kdf: { name: 'md5' } } }],
+      ['a PIN length that counts nothing', { ...lock, credential: { ...lock.credential, length: 0 } }],
+      ['a length for a password', { ...lock, credential: { ...lock.credential, type: 'password' } }],
       // A cost too large to run (2^40 rounds) is refused, not run.
       [
         'a huge scrypt cost',
@@ -316,7 +323,13 @@ describe('profiles', () => {
     });
     const restored = await startVirtualAdb({ restoreFrom: save });
     const again = join(dir, 'lock-sha256-again');
+    const shell = (command: string) => restored.adbOk(['shell', command]);
     try {
+      // Its PIN's length is not known: the bouncer checks after every digit, and unlocks.
+      await shell('input keyevent 26; input keyevent 26; wm dismiss-keyguard; input text 135');
+      expect(await shell('dumpsys window')).toContain('mShowingLockscreen=true');
+      await shell('input text 7');
+      expect(await shell('dumpsys window')).toContain('mShowingLockscreen=false');
       expect(await restored.adb(['shell', 'locksettings verify --old 2580'])).toMatchObject({ code: 255 });
       expect(await restored.adbOk(['shell', 'locksettings verify --old 1357'])).toBe(
         'Lock credential verified successfully\n',
@@ -326,7 +339,7 @@ describe('profiles', () => {
       await restored.close();
     }
     expect(savedLock(again)).toMatchObject({
-      credential: { type: 'pin', kdf: { name: 'scrypt', N: 2048, r: 8, p: 2 } },
+      credential: { type: 'pin', kdf: { name: 'scrypt', N: 2048, r: 8, p: 2 }, length: 4 },
       disabled: false,
     });
   });

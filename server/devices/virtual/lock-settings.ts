@@ -28,6 +28,12 @@ export interface StoredCredential {
   kdf: CredentialKdf;
   salt: string;
   hash: string;
+  /**
+   * A PIN's number of digits, which Android 14 keeps beside it for auto-confirm: the
+   * bouncer checks a PIN once, when that many digits are typed. Absent in older saves (the
+   * bouncer then checks after every digit).
+   */
+  length?: number;
 }
 
 export interface LockSettings {
@@ -39,9 +45,9 @@ export interface LockSettings {
 /**
  * The cost of a new credential's scrypt: Android's own for a lock screen credential
  * (SyntheticPasswordManager's log N 11, log r 3, log p 1). A check takes a few tens of
- * milliseconds, which the bouncer pays after every PIN digit (a PIN unlocks as soon as it
- * is right), and guessing even a 4-digit PIN from a save costs a CPU minutes, not
- * microseconds.
+ * milliseconds, which the bouncer pays once, when a PIN has its length (it unlocks as soon
+ * as it is right, without ENTER, as Android 14's auto-confirm does); guessing even a
+ * 4-digit PIN from a save costs minutes of CPU, not microseconds.
  */
 const SCRYPT = { name: 'scrypt', N: 2 ** 11, r: 8, p: 2 } as const;
 const HASH_BYTES = 32;
@@ -63,7 +69,8 @@ function derive(kdf: CredentialKdf, salt: string, value: string): Buffer {
 
 export function storeCredential(type: CredentialType, value: string): StoredCredential {
   const salt = randomBytes(16).toString('hex');
-  return { type, kdf: { ...SCRYPT }, salt, hash: derive(SCRYPT, salt, value).toString('hex') };
+  const hash = derive(SCRYPT, salt, value).toString('hex');
+  return { type, kdf: { ...SCRYPT }, salt, hash, ...(type === 'pin' && { length: value.length }) };
 }
 
 /**
@@ -73,7 +80,7 @@ export function storeCredential(type: CredentialType, value: string): StoredCred
  */
 export function credentialMatches(lock: LockSettings, entered: string): boolean {
   const c = lock.credential;
-  if (!c) return false;
+  if (!c || (c.length !== undefined && entered.length !== c.length)) return false;
   const expected = Buffer.from(c.hash, 'hex');
   const actual = derive(c.kdf, c.salt, entered);
   const matches = actual.length === expected.length && timingSafeEqual(actual, expected);
@@ -117,10 +124,16 @@ export function parseLockSettings(value: unknown): LockSettings | null {
     typeof c.salt !== 'string' ||
     typeof c.hash !== 'string' ||
     !/^[0-9a-f]{64}$/.test(c.hash) ||
-    (kdf.name === 'scrypt' && !/^(?:[0-9a-f]{2}){16,}$/.test(c.salt))
+    (kdf.name === 'scrypt' && !/^(?:[0-9a-f]{2}){16,}$/.test(c.salt)) ||
+    (c.length !== undefined && (c.type !== 'pin' || !Number.isInteger(c.length) || (c.length as number) < 1))
   )
     return null;
-  return { credential: { type: c.type as CredentialType, kdf, salt: c.salt, hash: c.hash }, disabled };
+  const type = c.type as CredentialType;
+  const length = c.length as number | undefined;
+  return {
+    credential: { type, kdf, salt: c.salt, hash: c.hash, ...(length !== undefined && { length }) },
+    disabled,
+  };
 }
 
 export function initialLockSettings(): LockSettings {
