@@ -190,7 +190,7 @@ describe('mobile: pinchOpenGesture / pinchCloseGesture', () => {
       return r.value.message as string;
     };
     expect(await refused({ origin })).toBe(
-      "PinchModel: The mandatory field 'percent' is not present in JSON",
+      "java.lang.IllegalArgumentException: PinchModel: The mandatory field 'percent' is not present in JSON",
     );
     expect(await refused({ percent: 0.5 })).toBe(
       'The pinch area coordinates must be provided if element is not set',

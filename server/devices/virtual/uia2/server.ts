@@ -723,8 +723,7 @@ class Uia2Server implements UiAutomator2Server {
    * nothing on them; the browser's page would zoom, which is not modeled.
    */
   private pinch(r: Request): void {
-    if (typeof r.body.percent !== 'number')
-      throw invalidArgument("PinchModel: The mandatory field 'percent' is not present in JSON");
+    if (typeof r.body.percent !== 'number') throw missingField('PinchModel', 'percent');
     const origin = r.body.origin;
     if (!isRecord(origin) && !isRecord(r.body.area))
       throw invalidArgument('The pinch area coordinates must be provided if element is not set');
