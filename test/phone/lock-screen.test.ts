@@ -120,9 +120,15 @@ describe('Settings', () => {
 describe('the screen and the lock screen', () => {
   it('turns the screen off with POWER (black, deaf to touches) and on with WAKEUP, with no lock screen by default', async () => {
     expect(await screenLocked()).toBe(false);
+    expect(await out('dumpsys display')).toContain('\n  mScreenState=ON\n');
     await shell('input keyevent POWER');
-    expect(await out('dumpsys power')).toContain('mWakefulness=Asleep');
+    const asleep = await out('dumpsys power');
+    expect(asleep).toContain('mWakefulness=Asleep');
+    expect(asleep).toContain('mHoldingDisplaySuspendBlocker=false');
     expect(await out('dumpsys window')).toContain('screenState=SCREEN_STATE_OFF');
+    const display = await out('dumpsys display');
+    expect(display).toContain('\n  mScreenState=OFF\n');
+    expect(display).toContain(', state OFF, committedState OFF');
     expect(await screenLocked()).toBe(true);
     const shot = PNG.sync.read((await v.adb(['exec-out', 'screencap -p'])).raw);
     expect(shot.data.every((byte, i) => i % 4 === 3 || byte === 0)).toBe(true);
@@ -130,6 +136,8 @@ describe('the screen and the lock screen', () => {
     await shell('input tap 100 400');
     await shell('input keyevent WAKEUP');
     expect(await out('dumpsys power')).toContain('mWakefulness=Awake');
+    expect(await out('dumpsys power')).toContain('mHoldingDisplaySuspendBlocker=true');
+    expect(await out('dumpsys display')).toContain('\n  mScreenState=ON\n');
     // The lock screen is disabled ("None"): waking up shows what ran, not a keyguard.
     expect(await screenLocked()).toBe(false);
     expect(await tree()).not.toContain('com.android.systemui:id/keyguard');

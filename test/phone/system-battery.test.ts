@@ -45,6 +45,10 @@ describe('the battery', () => {
     expect(unplugged).toContain('\n  level: 5\n');
     expect(await v.adbOk(['shell', 'cmd battery get level'])).toBe('5\n');
     expect(await v.adbOk(['shell', 'cmd battery get usb'])).toBe('false\n');
+    // PowerManagerService sees the same battery: unplugged, at 5%, which is low.
+    expect(await v.adbOk(['shell', 'dumpsys power'])).toContain(
+      '  mIsPowered=false\n  mPlugType=0\n  mBatteryLevel=5\n  mBatteryLevelLow=true\n',
+    );
     expect(await v.adbOk(['shell', 'cmd battery set status 3; cmd battery get status'])).toBe('3\n');
     // -f forces the broadcast and prints its sequence number.
     expect(await v.adbOk(['shell', 'cmd battery set -f ac 1'])).toMatch(/^\d+\n$/);
@@ -55,6 +59,9 @@ describe('the battery', () => {
     expect(reset).not.toContain('UPDATES STOPPED');
     expect(reset).toContain('\n  level: 100\n');
     expect(reset).toContain('\n  USB powered: true\n');
+    expect(await v.adbOk(['shell', 'dumpsys power'])).toContain(
+      '  mIsPowered=true\n  mPlugType=2\n  mBatteryLevel=100\n  mBatteryLevelLow=false\n',
+    );
     expect(await batteryPixels()).toEqual(full);
   });
 

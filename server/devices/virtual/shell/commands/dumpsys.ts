@@ -160,9 +160,16 @@ function dumpWindow(ctx: CommandContext, args: string[]): string {
   }
 }
 
+/** config_lowBatteryWarningLevel: BatteryService says the level is low at 15% and below, unplugged. */
+const LOW_BATTERY_WARNING_LEVEL = 15;
+
 function dumpPower(ctx: CommandContext): string {
   const awake = ctx.device.ui.powerState?.().awake ?? true;
   const wakefulness = awake ? 'Awake' : 'Asleep';
+  // What PowerManagerService reads from BatteryService (forced values included).
+  const battery = ctx.device.battery.values();
+  const plugType =
+    (battery.ac ? 1 : 0) | (battery.usb ? 2 : 0) | (battery.wireless ? 4 : 0) | (battery.dock ? 8 : 0);
   return `POWER MANAGER (dumpsys power)
 
 Power Manager State:
@@ -171,10 +178,10 @@ Power Manager State:
   mDirty=0x0
   mWakefulness=${wakefulness}
   mWakefulnessChanging=false
-  mIsPowered=true
-  mPlugType=2
-  mBatteryLevel=100
-  mBatteryLevelLow=false
+  mIsPowered=${plugType !== 0}
+  mPlugType=${plugType}
+  mBatteryLevel=${battery.level}
+  mBatteryLevelLow=${plugType === 0 && battery.level <= LOW_BATTERY_WARNING_LEVEL}
   mStayOn=true
   mProximityPositive=false
   mBootCompleted=true
@@ -193,7 +200,7 @@ Power Manager State:
   mScreenBrightnessSetting=102
   mDisplayReady=true
   mHoldingWakeLockSuspendBlocker=false
-  mHoldingDisplaySuspendBlocker=true
+  mHoldingDisplaySuspendBlocker=${awake}
 
 Wakefulness: ${wakefulness}
 Interactive: ${awake}
@@ -411,6 +418,7 @@ function dumpDeviceIdle(ctx: CommandContext, args: string[]): string {
  * the size turned with it) is the override info, and the viewport input maps touches with.
  */
 function dumpDisplay(ctx: CommandContext): string {
+  const screen = (ctx.device.ui.powerState?.().awake ?? true) ? 'ON' : 'OFF';
   const d = ctx.device.system.wmDensity ?? DEVICE.density;
   const base = ctx.device.system.wmSize ?? { w: DEVICE.width, h: DEVICE.height };
   const rotation = ctx.device.ui.rotation?.() ?? 0;
@@ -418,8 +426,7 @@ function dumpDisplay(ctx: CommandContext): string {
   const device = turned({ w: DEVICE.width, h: DEVICE.height }, rotation);
   const statusBar = ctx.device.ui.statusBarHeight;
   const modes = `mode 1, defaultMode 1, modes [{id=1, width=${DEVICE.width}, height=${DEVICE.height}, fps=60.0}]`;
-  const tail =
-    'layerStack 0, type INTERNAL, address {port=0}, deviceProductInfo DeviceProductInfo{name=, manufacturerPnpId=GGL, productId=1, modelYear=null, manufactureDate=null, connectionToSinkType=0}, state ON, committedState ON';
+  const tail = `layerStack 0, type INTERNAL, address {port=0}, deviceProductInfo DeviceProductInfo{name=, manufacturerPnpId=GGL, productId=1, modelYear=null, manufactureDate=null, connectionToSinkType=0}, state ${screen}, committedState ${screen}`;
   const info = (
     real: { w: number; h: number },
     largest: string,
@@ -439,13 +446,24 @@ function dumpDisplay(ctx: CommandContext): string {
   mDefaultDisplayDefaultColorMode=0
 
 Display Devices: size=1
-  DisplayDeviceInfo{"Built-in Screen": uniqueId="local:4619827259835644672", ${DEVICE.width} x ${DEVICE.height}, modeId 1, renderFrameRate 60.0, defaultModeId 1, supportedModes [{id=1, width=${DEVICE.width}, height=${DEVICE.height}, fps=60.0}], density ${DEVICE.density}, ${DEVICE.density}.0 x ${DEVICE.density}.0 dpi, appVsyncOff 1000000, presDeadline 16666666, touch INTERNAL, rotation 0, type INTERNAL, address {port=0}, state ON, committedState ON, frameRateOverride , brightnessMinimum 0.0, brightnessMaximum 1.0, brightnessDefault 0.39763778, FLAG_ALLOWED_TO_BE_DEFAULT_DISPLAY, FLAG_ROTATES_WITH_CONTENT, FLAG_SECURE, FLAG_SUPPORTS_PROTECTED_BUFFERS}
+  DisplayDeviceInfo{"Built-in Screen": uniqueId="local:4619827259835644672", ${DEVICE.width} x ${DEVICE.height}, modeId 1, renderFrameRate 60.0, defaultModeId 1, supportedModes [{id=1, width=${DEVICE.width}, height=${DEVICE.height}, fps=60.0}], density ${DEVICE.density}, ${DEVICE.density}.0 x ${DEVICE.density}.0 dpi, appVsyncOff 1000000, presDeadline 16666666, touch INTERNAL, rotation 0, type INTERNAL, address {port=0}, state ${screen}, committedState ${screen}, frameRateOverride , brightnessMinimum 0.0, brightnessMaximum 1.0, brightnessDefault 0.39763778, FLAG_ALLOWED_TO_BE_DEFAULT_DISPLAY, FLAG_ROTATES_WITH_CONTENT, FLAG_SECURE, FLAG_SUPPORTS_PROTECTED_BUFFERS}
 
 Logical Displays: size=1
   Display 0:
     mDisplayId=0
     mBaseDisplayInfo=${info({ w: DEVICE.width, h: DEVICE.height }, natural, natural, 0, DEVICE.density)}
     mOverrideDisplayInfo=${info(s, `${long} x ${long - statusBar}`, `${short} x ${short - statusBar}`, rotation, d)}
+
+Display Power State:
+  mStopped=false
+  mScreenState=${screen}
+  mScreenBrightness=${screen === 'ON' ? '0.39763778' : '0.0'}
+  mScreenReady=true
+  mScreenUpdatePending=false
+  mColorFadePrepared=false
+  mColorFadeLevel=${screen === 'ON' ? '1.0' : '0.0'}
+  mColorFadeReady=true
+  mColorFadeDrawPending=false
 `;
 }
 
