@@ -423,6 +423,27 @@ describe('screen', () => {
     await v.adbOk(['shell', 'input text hello%sworld']);
     const after = await v.adbOk(['exec-out', 'uiautomator dump /dev/tty']);
     expect(after).toMatch(/<node [^>]*text="hello world"[^>]*resource-id="[^"]*username"/);
+    // CTRL+A is a chord, not CTRL then "a": it says it is not modeled and types nothing.
+    for (const command of ['input keycombination 113 29', 'input keycombination -t 100 CTRL_LEFT A'])
+      expect(await v.adb(['shell', command])).toMatchObject({
+        code: 1,
+        stderr:
+          'input: keycombination: keys held down together are not modeled by the virtual phone (press them one by one with input keyevent)\n',
+      });
+    expect(await v.adb(['shell', 'input keycombination 29'])).toMatchObject({
+      code: 1,
+      stderr: 'Error: keycombination requires at least 2 keycodes\n',
+    });
+    expect(await v.adb(['shell', 'input keycombination 113 NOPE'])).toMatchObject({
+      code: 1,
+      stderr: 'Error: Unknown keycode: NOPE\n',
+    });
+    // Every KeyEvent name is a key, as it is to Android's input: CTRL alone types nothing.
+    expect(await v.adb(['shell', 'input keyevent KEYCODE_CTRL_LEFT CTRL_RIGHT'])).toMatchObject({
+      code: 0,
+      stderr: '',
+    });
+    expect(await v.adbOk(['exec-out', 'uiautomator dump /dev/tty'])).toBe(after);
     await v.adbOk(['shell', 'input keyevent 4']);
   });
 

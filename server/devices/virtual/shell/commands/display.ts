@@ -136,42 +136,46 @@ function userRotationCommand(ctx: CommandContext, args: string[]): number {
   return 0;
 }
 
+/**
+ * KeyEvent's key codes 0-176 by name (KEYCODE_ dropped), in order: what `input keyevent`
+ * and `keycombination` take besides numbers, as KeyEvent.keyCodeFromString does. Digits
+ * and letters (7-16, 29-54) are in the list too.
+ */
+const KEY_NAMES_IN_ORDER = `UNKNOWN SOFT_LEFT SOFT_RIGHT HOME BACK CALL ENDCALL 0 1 2 3 4 5 6 7 8 9 STAR POUND
+  DPAD_UP DPAD_DOWN DPAD_LEFT DPAD_RIGHT DPAD_CENTER VOLUME_UP VOLUME_DOWN POWER CAMERA CLEAR
+  A B C D E F G H I J K L M N O P Q R S T U V W X Y Z COMMA PERIOD ALT_LEFT ALT_RIGHT SHIFT_LEFT
+  SHIFT_RIGHT TAB SPACE SYM EXPLORER ENVELOPE ENTER DEL GRAVE MINUS EQUALS LEFT_BRACKET
+  RIGHT_BRACKET BACKSLASH SEMICOLON APOSTROPHE SLASH AT NUM HEADSETHOOK FOCUS PLUS MENU
+  NOTIFICATION SEARCH MEDIA_PLAY_PAUSE MEDIA_STOP MEDIA_NEXT MEDIA_PREVIOUS MEDIA_REWIND
+  MEDIA_FAST_FORWARD MUTE PAGE_UP PAGE_DOWN PICTSYMBOLS SWITCH_CHARSET BUTTON_A BUTTON_B BUTTON_C
+  BUTTON_X BUTTON_Y BUTTON_Z BUTTON_L1 BUTTON_R1 BUTTON_L2 BUTTON_R2 BUTTON_THUMBL BUTTON_THUMBR
+  BUTTON_START BUTTON_SELECT BUTTON_MODE ESCAPE FORWARD_DEL CTRL_LEFT CTRL_RIGHT CAPS_LOCK
+  SCROLL_LOCK META_LEFT META_RIGHT FUNCTION SYSRQ BREAK MOVE_HOME MOVE_END INSERT FORWARD
+  MEDIA_PLAY MEDIA_PAUSE MEDIA_CLOSE MEDIA_EJECT MEDIA_RECORD F1 F2 F3 F4 F5 F6 F7 F8 F9 F10 F11
+  F12 NUM_LOCK NUMPAD_0 NUMPAD_1 NUMPAD_2 NUMPAD_3 NUMPAD_4 NUMPAD_5 NUMPAD_6 NUMPAD_7 NUMPAD_8
+  NUMPAD_9 NUMPAD_DIVIDE NUMPAD_MULTIPLY NUMPAD_SUBTRACT NUMPAD_ADD NUMPAD_DOT NUMPAD_COMMA
+  NUMPAD_ENTER NUMPAD_EQUALS NUMPAD_LEFT_PAREN NUMPAD_RIGHT_PAREN VOLUME_MUTE INFO CHANNEL_UP
+  CHANNEL_DOWN ZOOM_IN ZOOM_OUT TV WINDOW GUIDE DVR BOOKMARK CAPTIONS SETTINGS`.split(/\s+/);
+
 const KEY_NAMES: Record<string, number> = {
-  HOME: KEYCODE.HOME,
-  BACK: KEYCODE.BACK,
-  ENTER: KEYCODE.ENTER,
-  DEL: KEYCODE.DEL,
-  TAB: KEYCODE.TAB,
-  MENU: KEYCODE.MENU,
+  ...Object.fromEntries(KEY_NAMES_IN_ORDER.map((name, code) => [name, code])),
   APP_SWITCH: KEYCODE.APP_SWITCH,
-  WAKEUP: KEYCODE.WAKEUP,
-  POWER: KEYCODE.POWER,
-  SPACE: 62,
-  DPAD_UP: 19,
-  DPAD_DOWN: 20,
-  DPAD_LEFT: 21,
-  DPAD_RIGHT: 22,
-  DPAD_CENTER: 23,
-  VOLUME_UP: 24,
-  VOLUME_DOWN: 25,
-  CAMERA: 27,
-  SEARCH: 84,
-  ESCAPE: 111,
-  FORWARD_DEL: 112,
-  MOVE_HOME: 122,
-  MOVE_END: 123,
-  NUMPAD_ENTER: 160,
+  ASSIST: 219,
+  BRIGHTNESS_DOWN: 220,
+  BRIGHTNESS_UP: 221,
   SLEEP: 223,
-  UNKNOWN: 0,
+  WAKEUP: KEYCODE.WAKEUP,
+  VOICE_ASSIST: 231,
+  CUT: 277,
+  COPY: 278,
+  PASTE: 279,
+  ALL_APPS: 284,
 };
 
 export function keycodeOf(name: string): number | null {
   if (/^\d+$/.test(name)) return Number(name);
   const key = name.toUpperCase().replace(/^KEYCODE_/, '');
-  if (key in KEY_NAMES) return KEY_NAMES[key]!;
-  if (/^[0-9]$/.test(key)) return 7 + Number(key);
-  if (/^[A-Z]$/.test(key)) return 29 + key.charCodeAt(0) - 65;
-  return null;
+  return KEY_NAMES[key] ?? null;
 }
 
 const INPUT_USAGE = `Usage: input [<source>] [-d DISPLAY_ID] <command> [<arg>...]
@@ -249,11 +253,9 @@ const input: CommandFn = (ctx) => {
       ui.text(inputText(args.join(' ')));
       return 0;
     }
-    case 'keyevent':
-    case 'keycombination': {
+    case 'keyevent': {
       const codes = args.filter(
-        (a, i) =>
-          !a.startsWith('--') && !(i > 0 && ['--duration', '--delay'].includes(args[i - 1]!)) && a !== '-t',
+        (a, i) => !a.startsWith('--') && !(i > 0 && ['--duration', '--delay'].includes(args[i - 1]!)),
       );
       if (codes.length === 0) break;
       for (const c of codes) {
@@ -265,6 +267,25 @@ const input: CommandFn = (ctx) => {
         ui.key(code);
       }
       return 0;
+    }
+    case 'keycombination': {
+      // [-t duration] then two or more keys, held down together.
+      const keys = args[0] === '-t' ? args.slice(2) : args;
+      if (keys.length === 0 || (args[0] === '-t' && !/^\d+$/.test(args[1] ?? ''))) break;
+      const unknown = keys.find((k) => keycodeOf(k) === null);
+      if (unknown !== undefined) {
+        ctx.stderr.write(`Error: Unknown keycode: ${unknown}\n`);
+        return 1;
+      }
+      if (keys.length < 2) {
+        ctx.stderr.write('Error: keycombination requires at least 2 keycodes\n');
+        return 1;
+      }
+      // Keys held together are a chord (CTRL+A, POWER+VOLUME_DOWN), not the keys one by one.
+      return fail(
+        ctx,
+        'keycombination: keys held down together are not modeled by the virtual phone (press them one by one with input keyevent)',
+      );
     }
     case 'motionevent': {
       const [action, xs, ys] = args;
