@@ -523,6 +523,23 @@ describe('UiAutomator2 server over HTTP', () => {
     const user = elementId(await find(sid, 'id', 'username'));
     await call('POST', `/session/${sid}/element/${user}/click`, {});
     // d, e, m, o as key codes, then Enter moves to the password field.
+    // SHIFT_LEFT_ON (0x40) types a capital; Enter then moves to the password field.
+    await call('POST', `/session/${sid}/appium/device/press_keycode`, { keycode: 32, metastate: 0x41 });
+    for (const keycode of [33, 41, 43])
+      await call('POST', `/session/${sid}/appium/device/press_keycode`, { keycode });
+    expect((await call('GET', `/session/${sid}/element/${user}/text`)).body.value).toBe('Demo');
+    // CTRL+A (CTRL_ON | CTRL_LEFT_ON) is a shortcut: not modeled, and no "a" is typed.
+    const shortcut = await call('POST', `/session/${sid}/appium/device/press_keycode`, {
+      keycode: 29,
+      metastate: 0x3000,
+    });
+    expect(shortcut.status).toBe(500);
+    expect(shortcut.body.value).toMatchObject({
+      error: 'unsupported operation',
+      message: expect.stringContaining('does not model key shortcuts (metastate 0x3000'),
+    });
+    expect((await call('GET', `/session/${sid}/element/${user}/text`)).body.value).toBe('Demo');
+    await call('POST', `/session/${sid}/element/${user}/clear`, {});
     for (const keycode of [32, 33, 41, 43, 66])
       await call('POST', `/session/${sid}/appium/device/press_keycode`, { keycode });
     expect((await call('GET', `/session/${sid}/element/${user}/text`)).body.value).toBe('demo');

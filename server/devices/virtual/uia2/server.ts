@@ -1167,13 +1167,26 @@ class Uia2Server implements UiAutomator2Server {
     const code = r.body.keycode;
     if (typeof code !== 'number') throw invalidArgument("'keycode' must be a number");
     const meta = typeof r.body.metastate === 'number' ? r.body.metastate : 0;
+    // A key with CTRL, ALT, META, SYM or FUNCTION held is a shortcut (CTRL+A selects all),
+    // which the virtual phone's views do not take: typing the letter instead would be wrong.
+    if ((meta & SHORTCUT_META) !== 0)
+      throw new W3CError(
+        500,
+        'unsupported operation',
+        `The virtual phone does not model key shortcuts (metastate 0x${meta.toString(16)} holds CTRL, ALT, META, SYM or FUNCTION); press keys without them`,
+      );
     // Letters and digits arrive as key codes from pressKeyCode(); they type characters.
-    const ch = keycodeChar(code, (meta & 1) !== 0);
+    const ch = keycodeChar(code, (meta & SHIFT_META) !== 0);
     if (ch !== null) this.ui.text(ch);
     else this.ui.key(code);
     return null;
   }
 }
+
+/** KeyEvent.META_SHIFT_ON, META_SHIFT_LEFT_ON, META_SHIFT_RIGHT_ON. */
+const SHIFT_META = 0x1 | 0x40 | 0x80;
+/** KeyEvent's ALT (0x2, 0x10, 0x20), SYM 0x4, FUNCTION 0x8, CTRL (0x1000-0x4000), META (0x10000-0x40000). */
+const SHORTCUT_META = 0x2 | 0x4 | 0x8 | 0x10 | 0x20 | 0x7000 | 0x70000;
 
 /**
  * BaseModel.validate() on a @RequiredField left null (absent, or JSON null): an
