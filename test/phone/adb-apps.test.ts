@@ -268,9 +268,19 @@ describe('what Appium checks before a session', () => {
     expect(services).toContain('isForeground=true');
     // The settings activity is transparent and finishes at once.
     expect(await focus()).toEqual(before);
-    expect(
-      await v.adbOk(['shell', 'dumpsys activity services io.appium.settings/.recorder.RecorderService']),
-    ).toContain('(nothing)');
+    const recorder = 'dumpsys activity services io.appium.settings/.recorder.RecorderService';
+    expect(await v.adbOk(['shell', recorder])).toContain('(nothing)');
+    // Its media projection recording (mobile: startMediaProjectionRecording) does not start,
+    // and logcat, where Appium's error points, says why.
+    const notModeled = /E AppiumSettings: Media projection recording is not modeled by the virtual phone/;
+    expect(await v.adbOk(['logcat', '-d'])).not.toMatch(notModeled);
+    await v.adbOk([
+      'shell',
+      'am start -n io.appium.settings/io.appium.settings.Settings -a io.appium.settings.recording.ACTION_START',
+    ]);
+    expect(await v.adbOk(['logcat', '-d'])).toMatch(notModeled);
+    expect(await v.adbOk(['shell', recorder])).toContain('(nothing)');
+    expect(await focus()).toEqual(before);
   });
 
   it('accepts notification listeners, app ops and the idle whitelist', async () => {

@@ -60,6 +60,9 @@ export interface RunningService extends ComponentName {
   startedMs: number;
 }
 
+/** Appium Settings' action that starts a media projection recording. */
+const APPIUM_RECORDING_START = 'io.appium.settings.recording.ACTION_START';
+
 export interface IntentRequest {
   component: ComponentName | null;
   pkg: string | null;
@@ -197,6 +200,15 @@ export class ActivityManager {
       // finishes at once, leaving the screen as it was.
       this.startService({ pkg: pkg.name, cls: 'io.appium.settings.ForegroundService' }, true);
       this.log('I', 'AppiumSettings', 'Starting the foreground service', pid);
+      // Its media projection recording (Appium's mobile: startMediaProjectionRecording, which
+      // then waits for the recorder service and points to logcat) would need MediaProjection.
+      if (req.action === APPIUM_RECORDING_START)
+        this.log(
+          'E',
+          'AppiumSettings',
+          'Media projection recording is not modeled by the virtual phone; record the screen with screenrecord (Appium: startRecordingScreen) instead',
+          pid,
+        );
     } else if (component.cls === APP_DETAILS_ACTIVITY && !packages.get(appInfoPackage(req.data))) {
       this.finishAppInfo(req, component, pid);
       drawn = false;
