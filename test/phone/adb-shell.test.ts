@@ -154,7 +154,7 @@ describe('shell protocol', () => {
   it('reports unknown commands like mksh, with status 127', async () => {
     const r = await shell('definitely-not-a-command arg');
     expect(r.code).toBe(127);
-    expect(r.stderr).toBe('/system/bin/sh: definitely-not-a-command: not found\n');
+    expect(r.stderr).toBe('/system/bin/sh: definitely-not-a-command: inaccessible or not found\n');
   });
 });
 

@@ -115,7 +115,16 @@ describe('lists, pipes and status', () => {
   it('reports unknown commands with status 127', async () => {
     const r = await sh('frobnicate --now');
     expect(r.code).toBe(127);
-    expect(r.err).toBe('/system/bin/sh: frobnicate: not found\n');
+    expect(r.err).toBe('/system/bin/sh: frobnicate: inaccessible or not found\n');
+  });
+
+  it('answers fg and bg as mksh without a terminal does: no job control', async () => {
+    for (const name of ['fg', 'bg']) {
+      const r = await sh(`sleep 1 & ${name}; echo "status $?"; kill %1`);
+      expect(r.err).toBe(`/system/bin/sh: ${name}: job control not enabled\n`);
+      expect(r.out).toBe('status 1\n');
+    }
+    expect((await sh('type fg')).out).toBe('fg is a shell builtin\n');
   });
 
   it('reports syntax errors with status 1, as mksh does (its errorf)', async () => {

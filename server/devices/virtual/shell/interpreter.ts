@@ -1171,7 +1171,7 @@ export class Interpreter {
       return 126;
     }
     if (!fn) {
-      io.stderr.write(`${SHELL_NAME}: ${name}: not found\n`);
+      io.stderr.write(`${SHELL_NAME}: ${name}: inaccessible or not found\n`);
       this.device.log.debug('virtual shell: command not found', { command: name, args });
       return 127;
     }
@@ -2127,6 +2127,16 @@ export class Interpreter {
         return this.umaskBuiltin(args, io);
       case 'ulimit':
         return ulimitBuiltin(args, io);
+      case 'fg':
+      case 'bg':
+        // mksh without a terminal has no job control; with one (`adb shell` with a PTY) it
+        // would move jobs between foreground and background, which is not modeled.
+        io.stderr.write(
+          this.options.interactive
+            ? `${SHELL_NAME}: ${name}: job control is not modeled by the virtual phone\n`
+            : `${SHELL_NAME}: ${name}: job control not enabled\n`,
+        );
+        return 1;
       case 'alias':
       case 'unalias':
         // No aliases are defined; defining one would have to change how commands are read.
@@ -3147,6 +3157,8 @@ const SHELL_BUILTINS = new Set([
   'ulimit',
   'alias',
   'unalias',
+  'fg',
+  'bg',
   'type',
   'whence',
   'let',
