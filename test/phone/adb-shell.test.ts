@@ -441,6 +441,32 @@ describe('logcat', () => {
     expect(await v.adbOk(['logcat', '-d'])).toBe('');
   });
 
+  it('refuses an option it does not know or model instead of streaming the log', async () => {
+    // Each of these ran as a plain `logcat`, following the log until killed.
+    const refused = async (args: string) => {
+      const r = await v.adb(['shell', `logcat ${args}`], { timeoutMs: 5000 });
+      expect(r.code, args).toBe(1);
+      expect(r.stdout, args).toBe('');
+      return r.stderr;
+    };
+    expect(await refused('-S')).toBe("logcat: -S: logd's statistics are not modeled by the virtual phone\n");
+    expect(await refused('-b all -B')).toBe(
+      'logcat: -B: binary output is not modeled by the virtual phone\n',
+    );
+    expect(await refused('-L')).toBe(
+      'logcat: -L: the log of the previous boot (pstore) is not modeled by the virtual phone\n',
+    );
+    expect(await refused('--uid=1000')).toBe(
+      'logcat: --uid: filtering by uid is not modeled by the virtual phone\n',
+    );
+    expect(await refused('-Z')).toBe("logcat: Unknown option '-Z'.\n");
+    // What it models still works, with the options tools pass.
+    await v.adbOk(['shell', 'log -t PhoneleaseTest options still read']);
+    expect(
+      await v.adbOk(['shell', 'logcat -d -D -r 1024 -n 2 --wrap -v brief PhoneleaseTest:I *:S']),
+    ).toContain('I/PhoneleaseTest(');
+  });
+
   it('follows new lines while the stream stays open', async () => {
     const child = spawn(ADB, ['-P', String(v.adbServerPort), '-s', v.serial, 'logcat', '-v', 'threadtime'], {
       stdio: ['ignore', 'pipe', 'pipe'],

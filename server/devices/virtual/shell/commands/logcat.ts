@@ -68,6 +68,23 @@ function parseFilter(spec: string): Filter | null {
   return { tag: m[1]!, min: level === '*' ? 0 : PRIORITIES.indexOf(level) };
 }
 
+/** Options of Android 14's logcat whose output the virtual phone does not have. */
+const UNMODELED_OPTIONS: Record<string, string> = {
+  '-S': "logd's statistics are",
+  '--statistics': "logd's statistics are",
+  '-L': 'the log of the previous boot (pstore) is',
+  '--last': 'the log of the previous boot (pstore) is',
+  '-B': 'binary output is',
+  '--binary': 'binary output is',
+  '-p': "logd's prune list is",
+  '--prune': "logd's prune list is",
+  '-P': "logd's prune list is",
+  '-Q': "the emulator's log pipe is",
+  '--uid': 'filtering by uid is',
+  '-h': 'its help is',
+  '--help': 'its help is',
+};
+
 export const logcat: CommandFn = async (ctx) => {
   let dump = false;
   let clear = false;
@@ -109,7 +126,8 @@ export const logcat: CommandFn = async (ctx) => {
         }
         buffers.add(b);
       }
-    } else if (a === '-G' || a === '-n' || a === '-r') value();
+    } else if (/^-[Gnr]/.test(a) || /^--(rotate-kbytes|rotate-count|id|buffer-size=)/.test(a)) value();
+    else if (a === '--wrap' || a === '--print') continue;
     else if (a.startsWith('-t') || a.startsWith('-T')) {
       // A count of the latest lines, or the time to start from ('MM-DD hh:mm:ss.mmm').
       const v = value();
@@ -138,8 +156,15 @@ export const logcat: CommandFn = async (ctx) => {
         'main: ring buffer is 256 KiB (12 KiB consumed), max entry is 5120 B, max payload is 4068 B\nsystem: ring buffer is 256 KiB (4 KiB consumed), max entry is 5120 B, max payload is 4068 B\ncrash: ring buffer is 256 KiB (0 B consumed), max entry is 5120 B, max payload is 4068 B\n',
       );
       return 0;
-    } else if (a === '-L' || a === '-S' || a === '-D' || a === '-B' || a === '-Q') continue;
-    else if (!a.startsWith('-')) {
+    } else if (a === '-D' || a === '--dividers') continue;
+    else if (a.split('=')[0]! in UNMODELED_OPTIONS) {
+      const option = a.split('=')[0]!;
+      ctx.stderr.write(`logcat: ${option}: ${UNMODELED_OPTIONS[option]} not modeled by the virtual phone\n`);
+      return 1;
+    } else if (a.startsWith('-') && a !== '-') {
+      ctx.stderr.write(`logcat: Unknown option '${a}'.\n`);
+      return 1;
+    } else {
       const f = parseFilter(a);
       if (f) filters.push(f);
     }
