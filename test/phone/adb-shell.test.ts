@@ -47,6 +47,19 @@ describe('connection', () => {
     );
     expect((await v.adbOk(['get-state'])).trim()).toBe('device');
   });
+
+  it("answers adb root, verity, tcpip and usb as a user build's adbd, or says they are not modeled", async () => {
+    expect(await v.adbOk(['root'])).toBe('adbd cannot run as root in production builds\n');
+    expect(await v.adbOk(['unroot'])).toBe('adbd not running as root\n');
+    for (const verb of ['disable-verity', 'enable-verity'])
+      expect(await v.adbOk([verb])).toBe('verity cannot be disabled/enabled - USER build\n');
+    // These closed the stream (`error: closed`), saying nothing of why.
+    expect(await v.adbOk(['tcpip', '5555'])).toBe(
+      "adb tcpip is not modeled by the virtual phone: it is reached over TCP already (phonelease's ADB gateway)\n",
+    );
+    expect(await v.adbOk(['usb'])).toBe('adb usb is not modeled by the virtual phone: it has no USB\n');
+    expect((await v.adbOk(['get-state'])).trim()).toBe('device');
+  });
 });
 
 describe('shell protocol', () => {

@@ -66,7 +66,22 @@ export function createServiceResolver(device: Device, commands: CommandTable): S
         stream.end(text);
       };
     }
+    const said = ADBD_ANSWERS.find(([pattern]) => pattern.test(destination));
+    if (said) return (stream) => stream.end(said[1]);
     device.log.debug('virtual adb: unsupported service', { destination });
     return null;
   };
 }
+
+/**
+ * What adbd answers for services that change how the phone is reached or verified, which
+ * the virtual phone does not do: a user build's own words, or why it is not modeled.
+ */
+const ADBD_ANSWERS: readonly [RegExp, string][] = [
+  [/^(disable|enable)-verity:/, 'verity cannot be disabled/enabled - USER build\n'],
+  [
+    /^tcpip:/,
+    "adb tcpip is not modeled by the virtual phone: it is reached over TCP already (phonelease's ADB gateway)\n",
+  ],
+  [/^usb:/, 'adb usb is not modeled by the virtual phone: it has no USB\n'],
+];
