@@ -283,6 +283,74 @@ describe('what Appium checks before a session', () => {
     expect(await focus()).toEqual(before);
   });
 
+  it('keeps app standby as AppStandbyController does: set-inactive, standby buckets, the whitelist', async () => {
+    await v.adbOk(['install', '-g', SETTINGS_APK]);
+    const out = (command: string) => v.adbOk(['shell', command]);
+    const pkg = 'io.appium.settings';
+    const state = async () => [
+      await out(`am get-standby-bucket ${pkg}`),
+      await out(`am get-inactive ${pkg}`),
+    ];
+    expect(await state()).toEqual(['10\n', 'Idle=false\n']);
+    expect(await out(`am set-inactive ${pkg} true`)).toBe('');
+    expect(await state()).toEqual(['40\n', 'Idle=true\n']);
+    await out(`am set-standby-bucket ${pkg} frequent`);
+    expect(await state()).toEqual(['30\n', 'Idle=false\n']);
+    await out(`am set-standby-bucket --user 0 ${pkg} restricted`);
+    expect(await state()).toEqual(['45\n', 'Idle=true\n']);
+    // The idle whitelist exempts an app from standby.
+    await out(`dumpsys deviceidle whitelist +${pkg}`);
+    expect(await out(`am get-inactive ${pkg}`)).toBe('Idle=false\n');
+    await out(`dumpsys deviceidle whitelist -${pkg}`);
+    await out(`am set-inactive ${pkg} false`);
+    expect(await state()).toEqual(['10\n', 'Idle=false\n']);
+    // System apps are exempted; the list names every package.
+    const all = await out('am get-standby-bucket');
+    expect(all).toContain(`\n${pkg}: 10\n`);
+    expect(all).toMatch(/^com\.android\.settings: 5$/m);
+    expect(await v.adb(['shell', `am set-standby-bucket ${pkg} sometimes`])).toMatchObject({
+      code: 255,
+      stderr:
+        "Exception occurred while executing 'set-standby-bucket':\njava.lang.IllegalArgumentException: Cannot set the standby bucket to -1\n",
+    });
+    expect(await v.adb(['shell', 'am set-standby-bucket com.example.nope rare'])).toMatchObject({
+      code: 255,
+      stderr: expect.stringContaining(
+        'Cannot set standby bucket for non existent package (com.example.nope)',
+      ),
+    });
+    expect(await state()).toEqual(['10\n', 'Idle=false\n']);
+  });
+
+  it("says which of Android 14's am, pm and services it does not model; an unknown command is unknown", async () => {
+    const sh = (command: string) => v.adb(['shell', command]);
+    for (const [command, stderr] of [
+      ['am set-debug-app -w io.appium.settings', 'am: set-debug-app: not modeled by the virtual phone\n'],
+      [
+        'am dumpheap com.android.settings /data/local/tmp/h',
+        'am: dumpheap: not modeled by the virtual phone\n',
+      ],
+      ['am task lock 1', 'am: task lock: not modeled by the virtual phone\n'],
+      ['pm hide com.phonelease.login', 'pm: hide: not modeled by the virtual phone\n'],
+      ['pm reset-permissions', 'pm: reset-permissions: not modeled by the virtual phone\n'],
+      ['am frobnicate', 'Unknown command: frobnicate\n'],
+      ['pm frobnicate', 'Unknown command: frobnicate\n'],
+    ] as const)
+      expect(await sh(command), command).toMatchObject({ code: 255, stdout: '', stderr });
+    // Services every phone has say they are not modeled, not that they do not exist.
+    expect((await sh('dumpsys jobscheduler')).stdout + (await sh('dumpsys jobscheduler')).stderr).toContain(
+      "the virtual phone does not model 'dumpsys jobscheduler'",
+    );
+    expect(await sh('cmd jobscheduler run -f io.appium.settings 1')).toMatchObject({ code: 255 });
+    // has-feature answers from the phone's features, with its status.
+    expect(await sh('pm has-feature android.hardware.wifi')).toMatchObject({ code: 0, stdout: 'true\n' });
+    expect(await sh('pm has-feature android.hardware.nfc')).toMatchObject({ code: 1, stdout: 'false\n' });
+    expect(await sh('am idle-maintenance')).toMatchObject({
+      code: 0,
+      stdout: 'Performing idle maintenance...\n',
+    });
+  });
+
   it('accepts notification listeners, app ops and the idle whitelist', async () => {
     expect(await v.adbOk(['shell', 'cmd notification allow_listener io.appium.settings/.NLService'])).toBe(
       '',

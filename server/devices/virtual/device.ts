@@ -79,6 +79,8 @@ export interface SystemServiceState {
   clipboard: string;
   /** The location Appium Settings' LocationService was given, if any. */
   mockLocation: MockLocation | null;
+  /** App standby buckets set with `am set-standby-bucket` / `am set-inactive`, by package. */
+  standbyBuckets: Map<string, number>;
 }
 
 export const DEFAULT_IME = 'com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME';
@@ -111,6 +113,7 @@ export class Device {
     lock: initialLockSettings(),
     clipboard: '',
     mockLocation: null,
+    standbyBuckets: new Map(),
   };
   readonly log: DeviceLogger;
   readonly now: () => number;

@@ -8,7 +8,7 @@ import {
 } from '../../activity.js';
 import { runsOnThisPhone } from '../../ui/phone-ui.js';
 import type { ComponentName, IntentRequest } from '../../activity.js';
-import type { CommandContext, CommandFn } from '../command.js';
+import { fail, type CommandContext, type CommandFn } from '../command.js';
 import {
   APPIUM_SETTINGS_PACKAGE,
   appiumSettingsBroadcast,
@@ -373,17 +373,17 @@ export const am: CommandFn = async (ctx) => {
     case 'get-current-user':
       ctx.stdout.write('0\n');
       return 0;
+    case 'set-inactive':
     case 'get-inactive':
-      ctx.stdout.write('Idle=false\n');
+    case 'set-standby-bucket':
+    case 'get-standby-bucket':
+      return appStandby(ctx, verb, args);
+    case 'idle-maintenance':
+      ctx.stdout.write('Performing idle maintenance...\n');
       return 0;
     case 'send-trim-memory':
-    case 'set-inactive':
-    case 'set-standby-bucket':
-    case 'set-debug-app':
     case 'clear-debug-app':
-    case 'idle-maintenance':
     case 'make-uid-idle':
-    case 'compat':
     case 'set-stop-user-on-switch':
       return 0;
     case 'stack':
@@ -393,17 +393,128 @@ export const am: CommandFn = async (ctx) => {
         ctx.stdout.write(
           `RootTask id=1 bounds=[0,0][720,1280] displayId=0 userId=0\n  taskId=1: ${shortComponent({ pkg: f.package, cls: f.activity })} bounds=[0,0][720,1280] userId=0 visible=true\n`,
         );
+        return 0;
       }
-      return 0;
+      return fail(ctx, `${verb} ${args[0] ?? ''}: not modeled by the virtual phone`.replace(' :', ':'), 255);
     case undefined:
     case 'help':
       ctx.stdout.write(AM_USAGE);
       return 0;
     default:
+      // Android 14's am has these; the virtual phone says it does not model them.
+      if (UNMODELED_AM.has(verb)) return fail(ctx, `${verb}: not modeled by the virtual phone`, 255);
       ctx.stderr.write(`Unknown command: ${verb}\n`);
       return 255;
   }
 };
+
+/** Android 14's other am commands (debugging, profiling, users, displays). */
+const UNMODELED_AM = new Set([
+  'attach-agent',
+  'bug-report',
+  'clear-exit-info',
+  'clear-watch-heap',
+  'compat',
+  'crash',
+  'display',
+  'dumpheap',
+  'fgs-notification-rate-limit',
+  'get-config',
+  'get-isolated-pids',
+  'get-started-user-state',
+  'get-uid-state',
+  'hang',
+  'memory-factor',
+  'monitor',
+  'no-home-screen',
+  'package-importance',
+  'profile',
+  'restart',
+  'screen-compat',
+  'service-restart-backoff',
+  'set-debug-app',
+  'set-watch-heap',
+  'start-user',
+  'stop-app',
+  'stop-user',
+  'supports-multiwindow',
+  'supports-split-screen-multi-window',
+  'switch-user',
+  'to-app-uri',
+  'to-intent-uri',
+  'to-uri',
+  'trace-ipc',
+  'unlock-user',
+  'update-appinfo',
+  'wait-for-broadcast-idle',
+  'watch-uids',
+  'write',
+]);
+
+/** UsageStatsManager's standby buckets, as `am set-standby-bucket` names them. */
+const STANDBY_BUCKETS: Record<string, number> = {
+  active: 10,
+  working_set: 20,
+  frequent: 30,
+  rare: 40,
+  restricted: 45,
+};
+/** STANDBY_BUCKET_EXEMPTED: system apps are never put in standby. */
+const BUCKET_EXEMPTED = 5;
+
+/**
+ * App standby as AppStandbyController keeps it: `set-inactive` puts an app in the rare bucket
+ * (idle) or the active one, `set-standby-bucket` in any; an app is idle from the rare bucket
+ * on, unless the idle whitelist or the system exempts it. Apps start active; system apps are
+ * exempted.
+ */
+function appStandby(ctx: CommandContext, verb: string, rawArgs: string[]): number {
+  const device = ctx.device;
+  const args = rawArgs.filter((a, i) => a !== '--user' && rawArgs[i - 1] !== '--user');
+  const bucketOf = (name: string): number =>
+    device.system.standbyBuckets.get(name) ??
+    (device.packages.get(name)?.system === false ? STANDBY_BUCKETS.active! : BUCKET_EXEMPTED);
+  const exception = (message: string): number => {
+    ctx.stderr.write(
+      `Exception occurred while executing '${verb}':\njava.lang.IllegalArgumentException: ${message}\n`,
+    );
+    return 255;
+  };
+  const [name, value] = args;
+  if (verb === 'get-standby-bucket' && name === undefined) {
+    for (const p of device.packages.all()) ctx.stdout.write(`${p.name}: ${bucketOf(p.name)}\n`);
+    return 0;
+  }
+  if (name === undefined || (verb.startsWith('set-') && value === undefined)) {
+    ctx.stderr.write(
+      `Error: ${verb} needs ${verb.startsWith('set-') ? 'a package and a value' : 'a package'}\n`,
+    );
+    return 255;
+  }
+  const installed = device.packages.get(name) !== undefined;
+  switch (verb) {
+    case 'set-inactive':
+      if (installed) device.system.standbyBuckets.set(name, value === 'true' ? 40 : 10);
+      return 0;
+    case 'get-inactive': {
+      const idle = installed && bucketOf(name) >= 40 && !device.system.idleWhitelist.has(name);
+      ctx.stdout.write(`Idle=${idle}\n`);
+      return 0;
+    }
+    case 'set-standby-bucket': {
+      const bucket = STANDBY_BUCKETS[value!] ?? (/^\d+$/.test(value!) ? Number(value) : -1);
+      if (!Object.values(STANDBY_BUCKETS).includes(bucket))
+        return exception(`Cannot set the standby bucket to ${bucket}`);
+      if (!installed) return exception(`Cannot set standby bucket for non existent package (${name})`);
+      device.system.standbyBuckets.set(name, bucket);
+      return 0;
+    }
+    default:
+      if (!installed) return exception(`Cannot get standby bucket for non existent package (${name})`);
+      ctx.stdout.write(`${bucketOf(name)}\n`);
+      return 0;
+  }
+}
 
 export const monkey: CommandFn = (ctx) => {
   let pkg: string | null = null;

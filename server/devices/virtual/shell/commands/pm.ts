@@ -3,7 +3,7 @@ import { shortComponent } from '../../activity.js';
 import { FsError } from '../../fs.js';
 import { RUNTIME_PERMISSIONS } from '../../packages.js';
 import type { ApkPart, InstallOptions, PackageRecord } from '../../packages.js';
-import { resolvePath } from '../command.js';
+import { fail, resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { dumpPackage } from './dumpsys.js';
 
@@ -256,13 +256,7 @@ export const pm: CommandFn = async (ctx) => {
         return 0;
       }
       if (what === 'features') {
-        for (const f of [
-          'android.hardware.touchscreen',
-          'android.hardware.wifi',
-          'android.hardware.camera',
-          'android.software.webview',
-        ])
-          ctx.stdout.write(`feature:${f}\n`);
+        for (const f of FEATURES) ctx.stdout.write(`feature:${f}\n`);
         return 0;
       }
       if (what === 'permissions' || what === 'permission-groups' || what === 'libraries') {
@@ -379,8 +373,6 @@ export const pm: CommandFn = async (ctx) => {
     case 'grant':
     case 'revoke':
       return grantOrRevoke(ctx, verb, args);
-    case 'reset-permissions':
-      return 0;
     case 'enable':
     case 'disable':
     case 'disable-user':
@@ -429,9 +421,16 @@ export const pm: CommandFn = async (ctx) => {
     case 'get-install-location':
       ctx.stdout.write('0[auto]\n');
       return 0;
-    case 'has-feature':
-      ctx.stdout.write('true\n');
-      return 0;
+    case 'has-feature': {
+      // PackageManagerShellCommand: a feature the phone has (at any version asked) is true.
+      if (args[0] === undefined) {
+        ctx.stderr.write('Error: expected FEATURE name\n');
+        return 1;
+      }
+      const has = FEATURES.includes(args[0]);
+      ctx.stdout.write(`${has}\n`);
+      return has ? 0 : 1;
+    }
     case 'set-installer':
     case 'trim-caches':
     case 'set-permission-enforced':
@@ -445,6 +444,9 @@ export const pm: CommandFn = async (ctx) => {
       ctx.stdout.write('Users:\n\tUserInfo{0:Owner:c13} running\n');
       return 0;
     default:
+      // Android 14's pm has these; the virtual phone says it does not model them.
+      if (verb !== undefined && UNMODELED_PM.has(verb))
+        return fail(ctx, `${verb}: not modeled by the virtual phone`, 255);
       ctx.stderr.write(verb === undefined ? PM_USAGE : `Unknown command: ${verb}\n`);
       return verb === undefined ? 0 : 255;
   }
@@ -464,3 +466,47 @@ const PM_USAGE = `Package manager (package) commands:
   grant|revoke [--user USER_ID] PACKAGE PERMISSION
   resolve-activity [--brief] PACKAGE
 `;
+
+/** The features the phone declares (`pm list features`, `pm has-feature`). */
+const FEATURES = [
+  'android.hardware.touchscreen',
+  'android.hardware.wifi',
+  'android.hardware.camera',
+  'android.software.webview',
+];
+
+/** Android 14's other pm commands (users, app links, suspending, profiles, permissions' flags). */
+const UNMODELED_PM = new Set([
+  'archive',
+  'create-user',
+  'dump-profiles',
+  'get-app-links',
+  'get-harmful-app-warning',
+  'get-moduleinfo',
+  'get-oem-permissions',
+  'get-privapp-deny-permissions',
+  'get-privapp-permissions',
+  'hide',
+  'install-existing',
+  'move-package',
+  'move-primary-storage',
+  'remove-user',
+  'reset-app-links',
+  'reset-permissions',
+  'rollback-app',
+  'set-app-links',
+  'set-app-links-allowed',
+  'set-app-links-user-selection',
+  'set-harmful-app-warning',
+  'set-home-activity',
+  'set-install-location',
+  'set-permission-flags',
+  'clear-permission-flags',
+  'set-user-restriction',
+  'snapshot-profile',
+  'suspend',
+  'uninstall-system-updates',
+  'unhide',
+  'unsuspend',
+  'verify-app-links',
+]);
