@@ -322,6 +322,25 @@ describe('what Appium checks before a session', () => {
     expect(await state()).toEqual(['10\n', 'Idle=false\n']);
   });
 
+  it('sends trim-memory to a running process, and refuses an unknown level or process', async () => {
+    await v.adbOk(['shell', 'am start -W -n com.android.settings/.Settings']);
+    expect(await v.adb(['shell', 'am send-trim-memory com.android.settings RUNNING_LOW'])).toMatchObject({
+      code: 0,
+      stdout: '',
+      stderr: '',
+    });
+    expect(await v.adb(['shell', 'am send-trim-memory com.android.settings SOMETIMES'])).toMatchObject({
+      code: 255,
+      stderr: 'Error: Unknown level option: SOMETIMES\n',
+    });
+    await v.adbOk(['shell', 'am force-stop com.android.settings']);
+    expect(await v.adb(['shell', 'am send-trim-memory com.android.settings RUNNING_LOW'])).toMatchObject({
+      code: 255,
+      stderr:
+        "Exception occurred while executing 'send-trim-memory':\njava.lang.IllegalArgumentException: Unknown process: com.android.settings\n",
+    });
+  });
+
   it("says which of Android 14's am, pm and services it does not model; an unknown command is unknown", async () => {
     const sh = (command: string) => v.adb(['shell', command]);
     for (const [command, stderr] of [

@@ -382,6 +382,7 @@ export const am: CommandFn = async (ctx) => {
       ctx.stdout.write('Performing idle maintenance...\n');
       return 0;
     case 'send-trim-memory':
+      return sendTrimMemory(ctx, args);
     case 'clear-debug-app':
     case 'make-uid-idle':
     case 'set-stop-user-on-switch':
@@ -450,6 +451,41 @@ const UNMODELED_AM = new Set([
   'watch-uids',
   'write',
 ]);
+
+/** The levels `am send-trim-memory` names (ComponentCallbacks2.TRIM_MEMORY_*). */
+const TRIM_LEVELS = new Set([
+  'HIDDEN',
+  'RUNNING_MODERATE',
+  'BACKGROUND',
+  'RUNNING_LOW',
+  'MODERATE',
+  'RUNNING_CRITICAL',
+  'COMPLETE',
+]);
+
+/**
+ * `am send-trim-memory [--user U] PROCESS LEVEL`: the app's process is told to trim its
+ * memory (nothing to trim on the virtual phone), once the level and the process are checked
+ * as ActivityManagerShellCommand and setProcessMemoryTrimLevel check them.
+ */
+function sendTrimMemory(ctx: CommandContext, rawArgs: string[]): number {
+  const [process, level] = rawArgs.filter((a, i) => a !== '--user' && rawArgs[i - 1] !== '--user');
+  if (process === undefined || level === undefined) {
+    ctx.stderr.write('Error: send-trim-memory needs a process and a level\n');
+    return 255;
+  }
+  if (!TRIM_LEVELS.has(level) && !/^\d+$/.test(level)) {
+    ctx.stderr.write(`Error: Unknown level option: ${level}\n`);
+    return 255;
+  }
+  if (!ctx.device.processes.isRunning(process)) {
+    ctx.stderr.write(
+      `Exception occurred while executing 'send-trim-memory':\njava.lang.IllegalArgumentException: Unknown process: ${process}\n`,
+    );
+    return 255;
+  }
+  return 0;
+}
 
 /** UsageStatsManager's standby buckets, as `am set-standby-bucket` names them. */
 const STANDBY_BUCKETS: Record<string, number> = {
