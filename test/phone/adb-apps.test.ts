@@ -361,6 +361,14 @@ describe('what Appium checks before a session', () => {
       "the virtual phone does not model 'dumpsys jobscheduler'",
     );
     expect(await sh('cmd jobscheduler run -f io.appium.settings 1')).toMatchObject({ code: 255 });
+    expect((await sh('dumpsys accessibility')).stderr).toContain("does not model 'dumpsys accessibility'");
+    // A section of ActivityManagerService's dump it does not keep says so (the whole dump
+    // stood in for it).
+    expect(await sh('dumpsys activity exit-info com.phonelease.login')).toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr: "dumpsys: the virtual phone does not model 'activity exit-info'\n",
+    });
     // has-feature answers from the phone's features, with its status.
     expect(await sh('pm has-feature android.hardware.wifi')).toMatchObject({ code: 0, stdout: 'true\n' });
     expect(await sh('pm has-feature android.hardware.nfc')).toMatchObject({ code: 1, stdout: 'false\n' });

@@ -7,6 +7,7 @@ import type { SystemServiceState } from './device.js';
 
 export const SYSTEM_SERVICES: ReadonlyArray<{ name: string; iface: string }> = [
   { name: 'SurfaceFlinger', iface: 'android.ui.ISurfaceComposer' },
+  { name: 'accessibility', iface: 'android.view.accessibility.IAccessibilityManager' },
   { name: 'account', iface: 'android.accounts.IAccountManager' },
   { name: 'activity', iface: 'android.app.IActivityManager' },
   { name: 'alarm', iface: 'android.app.IAlarmManager' },
@@ -41,6 +42,7 @@ export const SYSTEM_SERVICES: ReadonlyArray<{ name: string; iface: string }> = [
   { name: 'role', iface: 'android.app.role.IRoleManager' },
   { name: 'settings', iface: '' },
   { name: 'statusbar', iface: 'com.android.internal.statusbar.IStatusBarService' },
+  { name: 'telephony.registry', iface: 'com.android.internal.telephony.ITelephonyRegistry' },
   { name: 'trust', iface: 'android.app.trust.ITrustManager' },
   { name: 'uimode', iface: 'android.app.IUiModeManager' },
   { name: 'usagestats', iface: 'android.app.usage.IUsageStatsManager' },

@@ -290,6 +290,31 @@ function serviceMatches(filter: string | undefined, pkg: string, cls: string): b
   return pkg === filter || cls.includes(filter);
 }
 
+/** `dumpsys activity` sections of Android 14 that the virtual phone does not model. */
+const UNMODELED_ACTIVITY_SECTIONS = new Set([
+  'allowed-associations',
+  'app-restrictions',
+  'as',
+  'associations',
+  'binder-proxies',
+  'broadcast-stats',
+  'capabilities',
+  'containers',
+  'exit-info',
+  'lmk',
+  'o',
+  'oom',
+  'perm',
+  'permissions',
+  'prov',
+  'provider',
+  'providers',
+  'settings',
+  'starter',
+  'timers',
+  'users',
+]);
+
 function dumpActivity(ctx: CommandContext, args: string[]): string {
   const device = ctx.device;
   const section = args[0] ?? '';
@@ -564,6 +589,12 @@ export const dumpsys: CommandFn = (ctx) => {
       return 0;
     }
     case 'activity':
+      // Sections ActivityManagerService dumps that the virtual phone does not keep say so,
+      // instead of the whole dump standing in for them.
+      if (args[0] !== undefined && UNMODELED_ACTIVITY_SECTIONS.has(args[0])) {
+        ctx.stderr.write(`dumpsys: the virtual phone does not model 'activity ${args[0]}'\n`);
+        return 1;
+      }
       out.write(dumpActivity(ctx, args));
       return 0;
     case 'deviceidle':
