@@ -322,6 +322,37 @@ describe('what Appium checks before a session', () => {
     expect(await state()).toEqual(['10\n', 'Idle=false\n']);
   });
 
+  it('resolves and queries intents with pm as the activity manager starts them', async () => {
+    const out = (command: string) => v.adbOk(['shell', command]);
+    // A link resolves to Chrome (it said "No activity found": only package names were read).
+    expect(
+      await out(
+        'cmd package resolve-activity --brief -a android.intent.action.VIEW -d https://example.com/a?b=c',
+      ),
+    ).toBe(
+      'priority=0 preferredOrder=0 match=0x208000 specificIndex=-1 isDefault=true\ncom.android.chrome/com.google.android.apps.chrome.Main\n',
+    );
+    // A package alone is its launcher activity, as appium-adb asks for it.
+    expect(await out('cmd package resolve-activity --brief com.phonelease.login')).toBe(
+      'priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=true\ncom.phonelease.login/.LoginActivity\n',
+    );
+    expect(await out('pm resolve-activity --brief -n com.phonelease.login/.Nope')).toBe(
+      'No activity found\n',
+    );
+    const launchers = await out(
+      'cmd package query-activities --components -a android.intent.action.MAIN -c android.intent.category.LAUNCHER',
+    );
+    expect(launchers.split('\n')).toEqual(
+      expect.arrayContaining(['com.android.settings/.Settings', 'com.phonelease.login/.LoginActivity']),
+    );
+    expect(
+      await out('pm query-activities --brief -a android.intent.action.VIEW -d https://example.com'),
+    ).toBe(
+      '1 activities found:\n  Activity #0:\n    priority=0 preferredOrder=0 match=0x208000 specificIndex=-1 isDefault=true\n    com.android.chrome/com.google.android.apps.chrome.Main\n',
+    );
+    expect(await out('pm query-activities -a com.example.NOTHING')).toBe('No activities found\n');
+  });
+
   it('sends trim-memory to a running process, and refuses an unknown level or process', async () => {
     await v.adbOk(['shell', 'am start -W -n com.android.settings/.Settings']);
     expect(await v.adb(['shell', 'am send-trim-memory com.android.settings RUNNING_LOW'])).toMatchObject({

@@ -394,7 +394,7 @@ const MAIN = 'android.intent.action.MAIN';
  * package's) activity whose filter takes the action and the data, as the resolver picks a
  * sole match. Null when none does (am: "unable to resolve").
  */
-function resolveActivity(packages: PackageManager, req: IntentRequest): ComponentName | null {
+export function resolveActivity(packages: PackageManager, req: IntentRequest): ComponentName | null {
   const pkg = req.pkg ? packages.get(req.pkg) : undefined;
   const wantsLauncher = req.categories.includes('android.intent.category.LAUNCHER') || req.action === MAIN;
   const launcher = pkg?.activities.find((a) => a.name === pkg.launcherActivity);
@@ -408,6 +408,30 @@ function resolveActivity(packages: PackageManager, req: IntentRequest): Componen
     if (match) return { pkg: candidate.name, cls: match.name };
   }
   return null;
+}
+
+/**
+ * Every activity an intent matches (PackageManager.queryIntentActivities): the named
+ * component, the launcher activities for a LAUNCHER intent, else the activities whose filter
+ * takes the action and the data, in the named package or in every enabled one.
+ */
+export function queryActivities(packages: PackageManager, req: IntentRequest): ComponentName[] {
+  if (req.component) {
+    const p = packages.get(req.component.pkg);
+    return p?.activities.some((a) => a.name === req.component!.cls) ? [req.component] : [];
+  }
+  const candidates = req.pkg
+    ? [packages.get(req.pkg)].filter((p) => p !== undefined)
+    : packages.all().filter((p) => p.enabled);
+  if (req.categories.includes('android.intent.category.LAUNCHER'))
+    return candidates
+      .filter((p) => p.launcherActivity && (req.action === null || req.action === MAIN))
+      .map((p) => ({ pkg: p.name, cls: p.launcherActivity! }));
+  const action = req.action;
+  if (action === null) return [];
+  return candidates.flatMap((p) =>
+    p.activities.filter((a) => filterTakes(a, action, req.data)).map((a) => ({ pkg: p.name, cls: a.name })),
+  );
 }
 
 /**

@@ -101,7 +101,7 @@ interface ParsedIntent extends IntentRequest {
   extras: Map<string, string>;
 }
 
-function parseIntent(args: string[]): ParsedIntent | string {
+export function parseIntent(args: string[]): ParsedIntent | string {
   const intent: ParsedIntent = {
     component: null,
     pkg: null,

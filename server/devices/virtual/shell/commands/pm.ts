@@ -1,10 +1,11 @@
 /** `pm` and `cmd package`: listing, paths, installs (files, streams, sessions), grants. */
-import { shortComponent } from '../../activity.js';
+import { queryActivities, resolveActivity, shortComponent, type ComponentName } from '../../activity.js';
 import { FsError } from '../../fs.js';
 import { RUNTIME_PERMISSIONS } from '../../packages.js';
 import type { ApkPart, InstallOptions, PackageRecord } from '../../packages.js';
 import { fail, resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
+import { parseIntent } from './am.js';
 import { dumpPackage } from './dumpsys.js';
 
 function parseInstallOptions(args: string[]): {
@@ -397,27 +398,9 @@ export const pm: CommandFn = async (ctx) => {
       ctx.stdout.write(dumpPackage(ctx, p));
       return 0;
     }
-    case 'resolve-activity': {
-      const brief = args.includes('--brief');
-      const name = args.filter(
-        (a, i) => !a.startsWith('-') && !['--user', '-a', '-c', '-n'].includes(args[i - 1] ?? ''),
-      )[0];
-      const p = name ? device.packages.get(name) : undefined;
-      if (!p?.launcherActivity) {
-        ctx.stdout.write('No activity found\n');
-        return 0;
-      }
-      const component = shortComponent({ pkg: p.name, cls: p.launcherActivity });
-      if (brief)
-        ctx.stdout.write(
-          `priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=true\n${component}\n`,
-        );
-      else
-        ctx.stdout.write(
-          `Activity #0:\n  priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=true\n  ActivityInfo:\n    name=${p.launcherActivity}\n    packageName=${p.name}\n`,
-        );
-      return 0;
-    }
+    case 'resolve-activity':
+    case 'query-activities':
+      return resolveActivities(ctx, verb, args);
     case 'get-install-location':
       ctx.stdout.write('0[auto]\n');
       return 0;
@@ -510,3 +493,60 @@ const UNMODELED_PM = new Set([
   'unsuspend',
   'verify-app-links',
 ]);
+
+/**
+ * `pm resolve-activity` and `pm query-activities` [--brief] [--components] [--user U]
+ * INTENT: the activity an intent starts, or every one it matches, printed as
+ * PackageManagerShellCommand prints a ResolveInfo (an intent naming only a package is its
+ * launcher intent).
+ */
+function resolveActivities(ctx: CommandContext, verb: string, rawArgs: string[]): number {
+  const brief = rawArgs.includes('--brief');
+  const componentsOnly = rawArgs.includes('--components');
+  const args = rawArgs.filter(
+    (a, i) =>
+      !['--brief', '--components', '--user', '--query-flags'].includes(a) &&
+      !['--user', '--query-flags'].includes(rawArgs[i - 1] ?? ''),
+  );
+  const intent = parseIntent(args);
+  if (typeof intent === 'string') {
+    ctx.stderr.write(`Error: ${intent}\n`);
+    return 255;
+  }
+  // A package alone is its launcher intent (Intent.makeMainActivity-like, as pm builds it).
+  if (intent.pkg && !intent.component && intent.action === null && intent.data === null)
+    intent.categories.push('android.intent.category.LAUNCHER');
+  const packages = ctx.device.packages;
+  const found =
+    verb === 'query-activities'
+      ? queryActivities(packages, intent)
+      : [
+          intent.component
+            ? (queryActivities(packages, intent)[0] ?? null)
+            : resolveActivity(packages, intent),
+        ].filter((c) => c !== null);
+  if (found.length === 0) {
+    ctx.stdout.write(verb === 'query-activities' ? 'No activities found\n' : 'No activity found\n');
+    return 0;
+  }
+  const info = (c: ComponentName, prefix: string): string => {
+    const match = intent.data === null ? '0x108000' : '0x208000';
+    const head = `${prefix}priority=0 preferredOrder=0 match=${match} specificIndex=-1 isDefault=true\n`;
+    if (componentsOnly) return `${prefix}${shortComponent(c)}\n`;
+    if (brief) return `${head}${prefix}${shortComponent(c)}\n`;
+    return `${head}${prefix}ActivityInfo:\n${prefix}  name=${c.cls}\n${prefix}  packageName=${c.pkg}\n`;
+  };
+  if (verb === 'resolve-activity') {
+    ctx.stdout.write(
+      brief || componentsOnly ? info(found[0]!, '') : `Activity #0:\n${info(found[0]!, '  ')}`,
+    );
+    return 0;
+  }
+  if (componentsOnly) {
+    for (const c of found) ctx.stdout.write(info(c, ''));
+    return 0;
+  }
+  ctx.stdout.write(`${found.length} activities found:\n`);
+  found.forEach((c, i) => ctx.stdout.write(`  Activity #${i}:\n${info(c, '    ')}`));
+  return 0;
+}
