@@ -351,6 +351,9 @@ describe('what Appium checks before a session', () => {
       '1 activities found:\n  Activity #0:\n    priority=0 preferredOrder=0 match=0x208000 specificIndex=-1 isDefault=true\n    com.android.chrome/com.google.android.apps.chrome.Main\n',
     );
     expect(await out('pm query-activities -a com.example.NOTHING')).toBe('No activities found\n');
+    // No APEX modules are modeled: --apex-only listed every package.
+    expect(await out('pm list packages --apex-only')).toBe('');
+    expect(await out('pm list packages --factory-only')).toContain('package:com.android.settings\n');
   });
 
   it('sends trim-memory to a running process, and refuses an unknown level or process', async () => {

@@ -180,6 +180,9 @@ function listPackages(ctx: CommandContext, args: string[]): number {
     else filter = a;
   }
   let list = ctx.device.packages.all();
+  // The phone models no APEX modules; factory packages are the system image's.
+  if (flags.has('--apex-only')) list = [];
+  if (flags.has('--factory-only')) list = list.filter((p) => p.system);
   if (flags.has('3')) list = list.filter((p) => !p.system);
   if (flags.has('s')) list = list.filter((p) => p.system);
   if (flags.has('d')) list = list.filter((p) => !p.enabled);
