@@ -68,6 +68,12 @@ export class Battery {
     return this.forced ?? HARDWARE;
   }
 
+  /** BatteryManager.BATTERY_PLUGGED_* bits of the sources powering it now (0: on battery). */
+  plugType(): number {
+    const v = this.values();
+    return (v.ac ? 1 : 0) | (v.usb ? 2 : 0) | (v.wireless ? 4 : 0) | (v.dock ? 8 : 0);
+  }
+
   /** Called after every change the system would broadcast (ACTION_BATTERY_CHANGED). */
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);

@@ -78,6 +78,20 @@ export function resolvePath(ctx: Pick<CommandContext, 'cwd'>, path: string): str
   return normalizePath(path, ctx.cwd);
 }
 
+/**
+ * What Android's ShellCommand prints when the command threw (`am`, `pm`, `cmd ...`): the
+ * exception on stderr, status 255.
+ */
+export function shellException(
+  ctx: CommandContext,
+  verb: string,
+  exception: string,
+  message: string,
+): number {
+  ctx.stderr.write(`Exception occurred while executing '${verb}':\n${exception}: ${message}\n`);
+  return 255;
+}
+
 /** Writes `name: message` to stderr and returns the exit status. */
 export function fail(ctx: CommandContext, message: string, status = 1): number {
   ctx.stderr.write(`${ctx.name}: ${message}\n`);

@@ -8,7 +8,7 @@ import {
 } from '../../activity.js';
 import { runsOnThisPhone } from '../../ui/phone-ui.js';
 import type { ComponentName, IntentRequest } from '../../activity.js';
-import { fail, type CommandContext, type CommandFn } from '../command.js';
+import { fail, shellException, type CommandContext, type CommandFn } from '../command.js';
 import {
   APPIUM_SETTINGS_PACKAGE,
   appiumSettingsBroadcast,
@@ -452,6 +452,13 @@ const UNMODELED_AM = new Set([
   'write',
 ]);
 
+const ILLEGAL_ARGUMENT = 'java.lang.IllegalArgumentException';
+
+/** The arguments without `--user U`: the virtual phone has one user. */
+function withoutUser(args: string[]): string[] {
+  return args.filter((a, i) => a !== '--user' && args[i - 1] !== '--user');
+}
+
 /** The levels `am send-trim-memory` names (ComponentCallbacks2.TRIM_MEMORY_*). */
 const TRIM_LEVELS = new Set([
   'HIDDEN',
@@ -469,7 +476,7 @@ const TRIM_LEVELS = new Set([
  * as ActivityManagerShellCommand and setProcessMemoryTrimLevel check them.
  */
 function sendTrimMemory(ctx: CommandContext, rawArgs: string[]): number {
-  const [process, level] = rawArgs.filter((a, i) => a !== '--user' && rawArgs[i - 1] !== '--user');
+  const [process, level] = withoutUser(rawArgs);
   if (process === undefined || level === undefined) {
     ctx.stderr.write('Error: send-trim-memory needs a process and a level\n');
     return 255;
@@ -478,12 +485,8 @@ function sendTrimMemory(ctx: CommandContext, rawArgs: string[]): number {
     ctx.stderr.write(`Error: Unknown level option: ${level}\n`);
     return 255;
   }
-  if (!ctx.device.processes.isRunning(process)) {
-    ctx.stderr.write(
-      `Exception occurred while executing 'send-trim-memory':\njava.lang.IllegalArgumentException: Unknown process: ${process}\n`,
-    );
-    return 255;
-  }
+  if (!ctx.device.processes.isRunning(process))
+    return shellException(ctx, 'send-trim-memory', ILLEGAL_ARGUMENT, `Unknown process: ${process}`);
   return 0;
 }
 
@@ -506,16 +509,11 @@ const BUCKET_EXEMPTED = 5;
  */
 function appStandby(ctx: CommandContext, verb: string, rawArgs: string[]): number {
   const device = ctx.device;
-  const args = rawArgs.filter((a, i) => a !== '--user' && rawArgs[i - 1] !== '--user');
+  const args = withoutUser(rawArgs);
   const bucketOf = (name: string): number =>
     device.system.standbyBuckets.get(name) ??
     (device.packages.get(name)?.system === false ? STANDBY_BUCKETS.active! : BUCKET_EXEMPTED);
-  const exception = (message: string): number => {
-    ctx.stderr.write(
-      `Exception occurred while executing '${verb}':\njava.lang.IllegalArgumentException: ${message}\n`,
-    );
-    return 255;
-  };
+  const exception = (message: string): number => shellException(ctx, verb, ILLEGAL_ARGUMENT, message);
   const [name, value] = args;
   if (verb === 'get-standby-bucket' && name === undefined) {
     for (const p of device.packages.all()) ctx.stdout.write(`${p.name}: ${bucketOf(p.name)}\n`);
@@ -530,10 +528,15 @@ function appStandby(ctx: CommandContext, verb: string, rawArgs: string[]): numbe
   const installed = device.packages.get(name) !== undefined;
   switch (verb) {
     case 'set-inactive':
-      if (installed) device.system.standbyBuckets.set(name, value === 'true' ? 40 : 10);
+      if (installed)
+        device.system.standbyBuckets.set(
+          name,
+          value === 'true' ? STANDBY_BUCKETS.rare! : STANDBY_BUCKETS.active!,
+        );
       return 0;
     case 'get-inactive': {
-      const idle = installed && bucketOf(name) >= 40 && !device.system.idleWhitelist.has(name);
+      const idle =
+        installed && bucketOf(name) >= STANDBY_BUCKETS.rare! && !device.system.idleWhitelist.has(name);
       ctx.stdout.write(`Idle=${idle}\n`);
       return 0;
     }

@@ -7,6 +7,7 @@ import { parseComponent, shortComponent } from '../../activity.js';
 import type { ComponentName } from '../../activity.js';
 import { DEVICE } from '../../identity.js';
 import { metrics } from '../../ui/theme.js';
+import type { PowerState } from '../../ui/types.js';
 import { lockKind } from '../../lock-settings.js';
 import { userRotation } from '../../settings.js';
 import { appUserName, PackageManager, RUNTIME_PERMISSIONS } from '../../packages.js';
@@ -53,7 +54,7 @@ function dumpWindow(ctx: CommandContext, args: string[]): string {
   const frames = (l: number, t: number, r: number, b: number) =>
     `Frames: parent=[${l},${t}][${r},${b}] display=[${l},${t}][${r},${b}] frame=[${l},${t}][${r},${b}] last=[${l},${t}][${r},${b}] insetsChanged=false`;
   const appWindow = `Window{${hashId('win', f.pkg, f.cls)} u0 ${f.pkg}/${f.cls}}`;
-  const power = ctx.device.ui.powerState?.() ?? { awake: true, keyguard: false, bouncer: false };
+  const power = powerOf(ctx);
   const kind = lockKind(sys.lock);
   const secure = sys.lock.credential !== null;
   // The lock screen lives in SystemUI's NotificationShade window, which then has the focus.
@@ -160,16 +161,20 @@ function dumpWindow(ctx: CommandContext, args: string[]): string {
   }
 }
 
+/** The screen's power and lock state; awake and unlocked for a UI that does not say. */
+function powerOf(ctx: CommandContext): PowerState {
+  return ctx.device.ui.powerState?.() ?? { awake: true, keyguard: false, bouncer: false };
+}
+
 /** config_lowBatteryWarningLevel: BatteryService says the level is low at 15% and below, unplugged. */
 const LOW_BATTERY_WARNING_LEVEL = 15;
 
 function dumpPower(ctx: CommandContext): string {
-  const awake = ctx.device.ui.powerState?.().awake ?? true;
+  const { awake } = powerOf(ctx);
   const wakefulness = awake ? 'Awake' : 'Asleep';
   // What PowerManagerService reads from BatteryService (forced values included).
   const battery = ctx.device.battery.values();
-  const plugType =
-    (battery.ac ? 1 : 0) | (battery.usb ? 2 : 0) | (battery.wireless ? 4 : 0) | (battery.dock ? 8 : 0);
+  const plugType = ctx.device.battery.plugType();
   return `POWER MANAGER (dumpsys power)
 
 Power Manager State:
@@ -443,7 +448,7 @@ function dumpDeviceIdle(ctx: CommandContext, args: string[]): string {
  * the size turned with it) is the override info, and the viewport input maps touches with.
  */
 function dumpDisplay(ctx: CommandContext): string {
-  const screen = (ctx.device.ui.powerState?.().awake ?? true) ? 'ON' : 'OFF';
+  const screen = powerOf(ctx).awake ? 'ON' : 'OFF';
   const d = ctx.device.system.wmDensity ?? DEVICE.density;
   const base = ctx.device.system.wmSize ?? { w: DEVICE.width, h: DEVICE.height };
   const rotation = ctx.device.ui.rotation?.() ?? 0;
@@ -646,7 +651,7 @@ export const dumpsys: CommandFn = (ctx) => {
       return 0;
     case 'trust':
       out.write(
-        `Trust manager state:\n User "Owner" (id=0, flags=0x13) (current): trusted=false, trustManaged=false, deviceLocked=${!!ctx.device.ui.powerState?.().keyguard && ctx.device.system.lock.credential !== null}, isActiveUnlockRunning=false, strongAuthRequired=0\n`,
+        `Trust manager state:\n User "Owner" (id=0, flags=0x13) (current): trusted=false, trustManaged=false, deviceLocked=${powerOf(ctx).keyguard && ctx.device.system.lock.credential !== null}, isActiveUnlockRunning=false, strongAuthRequired=0\n`,
       );
       return 0;
     case 'location':

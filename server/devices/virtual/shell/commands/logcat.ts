@@ -102,6 +102,8 @@ export const logcat: CommandFn = async (ctx) => {
   const args = ctx.args;
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
+    /** The option's name, without an `=value`. */
+    const option = a.split('=')[0]!;
     const value = (): string => {
       const eq = a.indexOf('=');
       if (a.startsWith('--') && eq > 0) return a.slice(eq + 1);
@@ -157,8 +159,7 @@ export const logcat: CommandFn = async (ctx) => {
       );
       return 0;
     } else if (a === '-D' || a === '--dividers') continue;
-    else if (a.split('=')[0]! in UNMODELED_OPTIONS) {
-      const option = a.split('=')[0]!;
+    else if (option in UNMODELED_OPTIONS) {
       ctx.stderr.write(`logcat: ${option}: ${UNMODELED_OPTIONS[option]} not modeled by the virtual phone\n`);
       return 1;
     } else if (a.startsWith('-') && a !== '-') {

@@ -3,7 +3,7 @@ import { queryActivities, resolveActivity, shortComponent, type ComponentName } 
 import { FsError } from '../../fs.js';
 import { RUNTIME_PERMISSIONS } from '../../packages.js';
 import type { ApkPart, InstallOptions, PackageRecord } from '../../packages.js';
-import { fail, resolvePath } from '../command.js';
+import { fail, resolvePath, shellException } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { parseIntent } from './am.js';
 import { dumpPackage } from './dumpsys.js';
@@ -199,14 +199,12 @@ function listPackages(ctx: CommandContext, args: string[]): number {
   return 0;
 }
 
+const ILLEGAL_ARGUMENT = 'java.lang.IllegalArgumentException';
+const SECURITY = 'java.lang.SecurityException';
+
 function requirePackage(ctx: CommandContext, verb: string, name: string | undefined): PackageRecord | number {
   const p = name ? ctx.device.packages.get(name) : undefined;
-  if (!p) {
-    ctx.stderr.write(
-      `Exception occurred while executing '${verb}':\njava.lang.IllegalArgumentException: Unknown package: ${name ?? ''}\n`,
-    );
-    return 255;
-  }
+  if (!p) return shellException(ctx, verb, ILLEGAL_ARGUMENT, `Unknown package: ${name ?? ''}`);
   return p;
 }
 
@@ -219,18 +217,20 @@ function grantOrRevoke(ctx: CommandContext, verb: 'grant' | 'revoke', args: stri
     ctx.stderr.write('Error: no permission specified\n');
     return 1;
   }
-  if (!p.requestedPermissions.includes(permission)) {
-    ctx.stderr.write(
-      `Exception occurred while executing '${verb}':\njava.lang.SecurityException: Package ${p.name} has not requested permission ${permission}\n`,
+  if (!p.requestedPermissions.includes(permission))
+    return shellException(
+      ctx,
+      verb,
+      SECURITY,
+      `Package ${p.name} has not requested permission ${permission}`,
     );
-    return 255;
-  }
-  if (!RUNTIME_PERMISSIONS.has(permission)) {
-    ctx.stderr.write(
-      `Exception occurred while executing '${verb}':\njava.lang.SecurityException: Permission ${permission} requested by ${p.name} is not a changeable permission type\n`,
+  if (!RUNTIME_PERMISSIONS.has(permission))
+    return shellException(
+      ctx,
+      verb,
+      SECURITY,
+      `Permission ${permission} requested by ${p.name} is not a changeable permission type`,
     );
-    return 255;
-  }
   if (verb === 'grant') p.granted.add(permission);
   else p.granted.delete(permission);
   return 0;
