@@ -283,6 +283,26 @@ describe('what Appium checks before a session', () => {
     expect(await focus()).toEqual(before);
   });
 
+  it("lists the debuggable apps' processes on adb jdwp, as a user build's adbd does", async () => {
+    await v.adbOk(['install', '-g', SETTINGS_APK]);
+    const pidOf = async (pkg: string) => (await v.adbOk(['shell', `pidof ${pkg}`])).trim();
+    const jdwp = async () => (await v.adbOk(['jdwp'])).split('\n').filter(Boolean);
+    await v.adbOk(['shell', 'am force-stop io.appium.settings']);
+    await v.adbOk(['shell', 'am start -W -n com.android.settings/.Settings']);
+    const system = await pidOf('com.android.settings');
+    expect(system).toMatch(/^\d+$/);
+    // Settings runs, but a user build's system apps are not debuggable; the closed stream
+    // ("error: closed") said nothing at all.
+    expect(await jdwp()).not.toContain(system);
+    await v.adbOk(['shell', 'am start-activity -n io.appium.settings/.Settings']);
+    const debuggable = await pidOf('io.appium.settings');
+    expect(debuggable).toMatch(/^\d+$/);
+    expect(await jdwp()).toContain(debuggable);
+    await v.adbOk(['shell', 'am force-stop io.appium.settings']);
+    expect(await jdwp()).not.toContain(debuggable);
+    expect(await v.adbOk(['track-jdwp'])).toMatch(/^tracking processes is not modeled by the virtual phone/);
+  });
+
   it('keeps app standby as AppStandbyController does: set-inactive, standby buckets, the whitelist', async () => {
     await v.adbOk(['install', '-g', SETTINGS_APK]);
     const out = (command: string) => v.adbOk(['shell', command]);

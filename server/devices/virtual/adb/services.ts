@@ -66,11 +66,22 @@ export function createServiceResolver(device: Device, commands: CommandTable): S
         stream.end(text);
       };
     }
+    // The pids of the debuggable apps' processes, one a line, then the end: adbd's `jdwp`
+    // service (what `adb jdwp` prints). A user build debugs only apps built debuggable.
+    if (destination === 'jdwp') return (stream) => stream.end(debuggablePids(device).join(''));
     const said = ADBD_ANSWERS.find(([pattern]) => pattern.test(destination));
     if (said) return (stream) => stream.end(said[1]);
     device.log.debug('virtual adb: unsupported service', { destination });
     return null;
   };
+}
+
+/** `PID\n` for each running process of a debuggable app, in pid order. */
+function debuggablePids(device: Device): string[] {
+  return device.processes
+    .list()
+    .filter((p) => device.packages.get(p.name.split(':')[0]!)?.debuggable === true)
+    .map((p) => `${p.pid}\n`);
 }
 
 /**
@@ -84,4 +95,9 @@ const ADBD_ANSWERS: readonly [RegExp, string][] = [
     "adb tcpip is not modeled by the virtual phone: it is reached over TCP already (phonelease's ADB gateway)\n",
   ],
   [/^usb:/, 'adb usb is not modeled by the virtual phone: it has no USB\n'],
+  // Trackers (Android Studio's process list) keep the stream open and send each change.
+  [
+    /^track-(jdwp|app)$/,
+    'tracking processes is not modeled by the virtual phone: `adb jdwp` lists the debuggable ones\n',
+  ],
 ];
