@@ -416,6 +416,28 @@ describe('what Appium checks before a session', () => {
     );
     expect(await sh('cmd jobscheduler run -f io.appium.settings 1')).toMatchObject({ code: 255 });
     expect((await sh('dumpsys accessibility')).stderr).toContain("does not model 'dumpsys accessibility'");
+    for (const service of ['procstats', 'gfxinfo', 'diskstats', 'webviewupdate', 'overlay'])
+      expect((await sh(`dumpsys ${service}`)).stderr).toBe(
+        `dumpsys: the virtual phone does not model 'dumpsys ${service}'\n`,
+      );
+    // Published with its interface, as Android 14's service manager lists it ("Can't find
+    // service: procstats" said a phone had none).
+    expect((await sh('service list')).stdout).toMatch(
+      /^\d+\tprocstats: \[com\.android\.internal\.app\.procstats\.IProcessStats\]$/m,
+    );
+    expect(await sh('cmd overlay enable com.android.internal.systemui.navbar.gestural')).toMatchObject({
+      code: 255,
+    });
+    // SurfaceFlinger's --latency is the vsync period; a layer's frame times are not kept.
+    expect(await sh('dumpsys SurfaceFlinger --latency')).toMatchObject({ code: 0, stdout: '16666666\n' });
+    expect(await sh("dumpsys SurfaceFlinger --latency 'SurfaceView[com.phonelease.login]'")).toMatchObject({
+      code: 1,
+      stdout: '16666666\n',
+      stderr:
+        "dumpsys: the virtual phone does not keep frame times of layer 'SurfaceView[com.phonelease.login]'\n",
+    });
+    expect(await sh('dumpsys SurfaceFlinger --latency-clear')).toMatchObject({ code: 0, stdout: '' });
+    expect((await sh('dumpsys SurfaceFlinger --list')).code).toBe(1);
     // A section of ActivityManagerService's dump it does not keep says so (the whole dump
     // stood in for it).
     expect(await sh('dumpsys activity exit-info com.phonelease.login')).toMatchObject({

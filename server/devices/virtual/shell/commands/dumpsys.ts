@@ -558,6 +558,53 @@ function dumpMeminfo(ctx: CommandContext, args: string[]): string {
   return `Applications Memory Usage (in Kilobytes):\nUptime: 1000000 Realtime: 1000000\n\nTotal RAM: 7,767,864K (status normal)\n Free RAM: 3,604,288K\n`;
 }
 
+const SF_DISPLAY =
+  'Display 4619827259835644672 (HWC display 0): port=0 pnpId=GGL displayName="Built-in Screen"\n';
+
+/**
+ * SurfaceFlinger's dump: `--display-id`, `--latency` (the display's vsync period in ns;
+ * a layer's frame times are not kept, and say so), `--latency-clear`, or the header.
+ */
+function dumpSurfaceFlinger(ctx: CommandContext, args: readonly string[]): number {
+  const [option, layer] = args;
+  if (option === '--display-id') {
+    ctx.stdout.write(SF_DISPLAY);
+    return 0;
+  }
+  if (option === '--latency') {
+    ctx.stdout.write('16666666\n');
+    if (layer === undefined) return 0;
+    ctx.stderr.write(`dumpsys: the virtual phone does not keep frame times of layer '${layer}'\n`);
+    return 1;
+  }
+  // Clears the layers' frame times, of which there are none.
+  if (option === '--latency-clear') return 0;
+  if (option !== undefined && SF_UNMODELED.has(option)) {
+    ctx.stderr.write(`dumpsys: the virtual phone does not model 'SurfaceFlinger ${option}'\n`);
+    return 1;
+  }
+  ctx.stdout.write(
+    `Build configuration: [sf PRESENT_TIME_OFFSET=0 FORCE_HWC_FOR_RBG_TO_YUV=1 MAX_VIRT_DISPLAY_DIM=0 RUNNING_WITHOUT_SYNC_FRAMEWORK=0 NUM_FRAMEBUFFER_SURFACE_BUFFERS=3]\n${SF_DISPLAY}`,
+  );
+  return 0;
+}
+
+/** SurfaceFlinger's dump options about layers, timings and buffers, which the phone does not keep. */
+const SF_UNMODELED = new Set([
+  '--list',
+  '--timestats',
+  '--frame-events',
+  '--planner',
+  '--frametimeline',
+  '--vsync',
+  '--dispsync',
+  '--static-screen',
+  '--edid',
+  '--hwclayers',
+  '--wide-color',
+  '--frame-composition',
+]);
+
 export const dumpsys: CommandFn = (ctx) => {
   const [service, ...args] = ctx.args;
   const out = ctx.stdout;
@@ -634,12 +681,7 @@ export const dumpsys: CommandFn = (ctx) => {
       );
       return 0;
     case 'SurfaceFlinger':
-      out.write(
-        args.includes('--display-id')
-          ? 'Display 4619827259835644672 (HWC display 0): port=0 pnpId=GGL displayName="Built-in Screen"\n'
-          : `Build configuration: [sf PRESENT_TIME_OFFSET=0 FORCE_HWC_FOR_RBG_TO_YUV=1 MAX_VIRT_DISPLAY_DIM=0 RUNNING_WITHOUT_SYNC_FRAMEWORK=0 NUM_FRAMEBUFFER_SURFACE_BUFFERS=3]\nDisplay 4619827259835644672 (HWC display 0): port=0 pnpId=GGL displayName="Built-in Screen"\n`,
-      );
-      return 0;
+      return dumpSurfaceFlinger(ctx, args);
     case 'cpuinfo':
       out.write(dumpCpuInfo(ctx));
       return 0;
