@@ -850,6 +850,64 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect(started).toBe(Math.round(uptime! * 100));
   });
 
+  it('keeps /proc/stat as the kernel does: CPU time since boot that agrees with /proc/uptime', async () => {
+    let ms = Date.UTC(2026, 10, 27, 9, 0, 0);
+    const device = new Device({ systemRoot, log: quietLog, now: () => ms });
+    ms += 100_000;
+    const first = (await sh('cat /proc/stat', { device })).out;
+    const lines = first.split('\n');
+    // "cpu " and a line per CPU: user nice system idle iowait irq softirq steal guest guest_nice.
+    expect(lines[0]).toMatch(/^cpu {2}(\d+ ){9}\d+$/);
+    expect(lines.filter((l) => /^cpu\d+ /.test(l))).toHaveLength(9);
+    const fields = (line: string) => line.split(/ +/).slice(1).map(Number);
+    const all = fields(lines[0]!);
+    // 100 s of 9 CPUs is 90,000 ticks (USER_HZ 100), the idle share the one /proc/uptime gives.
+    expect(all.reduce((a, b) => a + b, 0)).toBeGreaterThan(89_900);
+    expect(all.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(90_000);
+    const [, idleSeconds] = (await sh('cat /proc/uptime', { device })).out.trim().split(' ').map(Number);
+    expect(all[3]! / 100).toBeCloseTo(idleSeconds!, 0);
+    expect(first).toMatch(new RegExp(`^btime ${Math.floor(Date.UTC(2026, 10, 27, 9, 0, 0) / 1000)}$`, 'm'));
+    expect(first).toMatch(/^procs_running 1$/m);
+    // A tool's two readings: the busy share of the time between them is the phone's ~10%.
+    ms += 10_000;
+    const second = fields((await sh('head -1 /proc/stat', { device })).out.trim());
+    const delta = second.map((v, i) => v - all[i]!);
+    const total = delta.reduce((a, b) => a + b, 0);
+    expect(total).toBe(9_000);
+    expect((total - delta[3]! - delta[4]!) / total).toBeCloseTo(0.095, 2);
+  });
+
+  it('lists the mounts in /proc/mounts and mount, and refuses to mount for the shell', async () => {
+    const mounts = await out('cat /proc/mounts');
+    expect(mounts).toMatch(/^\/dev\/block\/dm-5 \/data f2fs rw,\S+ 0 0$/m);
+    expect(mounts).toMatch(/^proc \/proc proc \S+ 0 0$/m);
+    // mount lists the same, toybox's way; df the ones with blocks, from the same table.
+    expect(await out('mount -t f2fs')).toMatch(/^\/dev\/block\/dm-5 on \/data type f2fs \(rw,\S+\)\n$/);
+    expect((await out('mount')).split('\n').length).toBe(mounts.split('\n').length);
+    expect(await out('df /data | tail -1')).toMatch(/^\/dev\/block\/dm-5 +116892784 /);
+    // mount(2) needs root (it said "not modeled").
+    expect(await sh('mount -t tmpfs tmpfs /mnt/x')).toMatchObject({
+      code: 1,
+      err: "mount: 'tmpfs'->'/mnt/x': Operation not permitted\n",
+    });
+    expect((await sh('mount -t')).code).toBe(1);
+  });
+
+  it('publishes the battery in sysfs as its driver does, whatever dumpsys battery set forces', async () => {
+    expect(await out('ls /sys/class/power_supply')).toBe('ac\nbattery\nusb\n');
+    expect(
+      await out('cd /sys/class/power_supply; cat battery/capacity battery/status usb/online ac/online'),
+    ).toBe('100\nCharging\n1\n0\n');
+    expect(await out('grep -E "NAME|CAPACITY|VOLTAGE" /sys/class/power_supply/battery/uevent')).toBe(
+      'POWER_SUPPLY_NAME=battery\nPOWER_SUPPLY_CAPACITY=100\nPOWER_SUPPLY_VOLTAGE_NOW=4200000\n',
+    );
+    // The forced level is BatteryService's; the hardware still reports its own.
+    const device = new Device({ systemRoot, log: quietLog });
+    await sh('dumpsys battery set level 5', { device });
+    expect((await sh('dumpsys battery get level', { device })).out).toBe('5\n');
+    expect((await sh('cat /sys/class/power_supply/battery/capacity', { device })).out).toBe('100\n');
+  });
+
   it('shows memory with free as toybox 0.8.9 does, from /proc/meminfo, and the load in /proc/loadavg', async () => {
     const header = '\t\ttotal        used        free      shared     buffers\n';
     // /proc/meminfo: MemTotal 7767864 kB, MemFree 412140, Buffers 5848, SwapTotal 4194300, SwapFree 3123456.

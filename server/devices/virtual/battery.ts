@@ -43,6 +43,40 @@ const HARDWARE: Readonly<BatteryValues> = {
   invalid: 0,
 };
 
+/** The kernel's names of a BatteryManager status and health (power_supply's sysfs class). */
+const SYSFS_STATUS: Record<number, string> = {
+  2: 'Charging',
+  3: 'Discharging',
+  4: 'Not charging',
+  5: 'Full',
+};
+const SYSFS_HEALTH: Record<number, string> = { 2: 'Good', 3: 'Overheat', 4: 'Dead', 5: 'Over voltage' };
+
+/**
+ * /sys/class/power_supply as the kernel's drivers publish the hardware's state: the battery
+ * and the USB and mains chargers, each a directory of files and their `uevent`. What a shell
+ * forced with `dumpsys battery set` stays in BatteryService, as on a phone.
+ */
+export function powerSupplies(
+  hw: Readonly<BatteryValues> = HARDWARE,
+): Record<string, Record<string, string>> {
+  return {
+    ac: { type: 'Mains', online: hw.ac ? '1' : '0' },
+    usb: { type: 'USB', online: hw.usb ? '1' : '0' },
+    battery: {
+      type: 'Battery',
+      status: SYSFS_STATUS[hw.status] ?? 'Unknown',
+      health: SYSFS_HEALTH[hw.health] ?? 'Unknown',
+      present: hw.present ? '1' : '0',
+      technology: 'Li-ion',
+      capacity: String(hw.level),
+      voltage_now: String(hw.voltage * 1000),
+      temp: String(hw.temp),
+      charge_counter: String(hw.counter),
+    },
+  };
+}
+
 /** The properties `set` and `get` take, in the order the help lists them. */
 const KEYS = [
   'ac',

@@ -1,6 +1,6 @@
 /**
  * `/proc/<pid>/` for every process in the phone's table (`cmdline`, `comm`, `status`,
- * `stat`), `/proc/self` and `/proc/uptime`, built whenever they are looked up, as procfs
+ * `stat`), `/proc/self`, `/proc/uptime` and `/proc/stat`, built whenever they are looked up, as procfs
  * does. Android mounts /proc with hidepid=2 and the shell is in readproc, so the shell sees
  * every process.
  */
@@ -88,6 +88,35 @@ function statFile(p: ProcessInfo, bootMs: number): string {
   return `${fields.join(' ')}\n`;
 }
 
+/**
+ * How the CPUs spend their time, in shares of each CPU's: the phone is mostly idle (as
+ * /proc/uptime's idle seconds say). user, nice, system, idle, iowait, irq, softirq.
+ */
+const CPU_SHARES = [0.06, 0, 0.03, 0.9, 0.005, 0.002, 0.003] as const;
+
+/**
+ * /proc/stat (fs/proc/stat.c) `upMs` after boot: the time of all CPUs and of each, in
+ * USER_HZ (100 a second), as CPU_SHARES divides it, so that a tool's two readings give the
+ * usage the phone has (about 10%); then the counters since boot.
+ */
+function systemStat(upMs: number, bootMs: number, lastPid: number): string {
+  const ticks = Math.floor(upMs / 10);
+  const times = CPU_SHARES.map((share) => Math.floor(ticks * share));
+  const line = (name: string, n: number) => `${name} ${times.map((t) => t * n).join(' ')} 0 0 0\n`;
+  const interrupts = ticks * CPUS.length * 3;
+  return [
+    line('cpu ', CPUS.length),
+    ...CPUS.map((_, i) => line(`cpu${i}`, 1)),
+    `intr ${interrupts}\n`,
+    `ctxt ${interrupts * 2}\n`,
+    `btime ${Math.floor(bootMs / 1000)}\n`,
+    `processes ${lastPid}\n`,
+    'procs_running 1\n',
+    'procs_blocked 0\n',
+    `softirq ${times[6]! * CPUS.length} 0 0 0 0 0 0 0 0 0 0\n`,
+  ].join('');
+}
+
 /** A node of procfs, made when looked up (its times are then). */
 function node<T extends FsNode>(
   fields: Omit<T, 'mtimeMs' | 'atimeMs' | 'ctimeMs' | 'owner'>,
@@ -140,8 +169,12 @@ export function procDirectory(
     return node<DirNode>({ kind: 'dir', entries, mode: S_IFDIR | 0o555, uid, gid: uid, ino }, time);
   };
   return {
-    names: () => [...processes.list().map((p) => String(p.pid)), 'self', 'uptime'],
+    names: () => [...processes.list().map((p) => String(p.pid)), 'self', 'stat', 'uptime'],
     lookup: (name: string, access: Access) => {
+      if (name === 'stat') {
+        const pids = processes.list().map((p) => p.pid);
+        return file(systemStat(Math.max(0, now() - bootMs), bootMs, Math.max(...pids)), 0, 999_997, now());
+      }
       if (name === 'uptime') {
         // Seconds since boot, and the CPUs' idle seconds (summed; the phone is mostly idle).
         const up = Math.max(0, now() - bootMs) / 1000;

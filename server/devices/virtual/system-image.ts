@@ -4,8 +4,9 @@
  */
 import { MEDIA_RW_GID, ROOT_UID, SHELL_UID, SystemImageBuilder } from './fs.js';
 import type { DirNode } from './fs.js';
-import { CPUS, DEVICE, LOAD_AVERAGES } from './identity.js';
+import { CPUS, DEVICE, LOAD_AVERAGES, PROC_MOUNTS } from './identity.js';
 import { builtInApkPaths } from './packages.js';
+import { powerSupplies } from './battery.js';
 
 /** An empty zip archive: stands in for system APKs nobody reads (they exist for pm path and pull). */
 const EMPTY_ZIP = Buffer.from([0x50, 0x4b, 0x05, 0x06, ...new Array<number>(18).fill(0)]);
@@ -410,6 +411,14 @@ export function buildSystemImage(): DirNode {
   b.link('/sdcard', '/storage/self/primary');
   b.link('/d', '/sys/kernel/debug');
   b.dir('/sys/kernel/debug', 0o755);
+  // The battery and chargers as their drivers publish them (battery tools read capacity).
+  for (const [supply, files] of Object.entries(powerSupplies())) {
+    const dir = `/sys/class/power_supply/${supply}`;
+    b.dir(dir, 0o755);
+    for (const [name, value] of Object.entries(files)) b.file(`${dir}/${name}`, `${value}\n`, 0o444);
+    const uevent = Object.entries(files).map(([k, v]) => `POWER_SUPPLY_${k.toUpperCase()}=${v}\n`);
+    b.file(`${dir}/uevent`, `POWER_SUPPLY_NAME=${supply}\n${uevent.join('')}`, 0o644);
+  }
   // The CPUs as sysfs lists them (tools count cpuN or read online).
   const cpuRange = `0-${CPUS.length - 1}\n`;
   b.dir('/sys/devices/system/cpu', 0o755);
@@ -428,6 +437,7 @@ export function buildSystemImage(): DirNode {
   b.dir('/proc', 0o555);
   b.file('/proc/cpuinfo', CPUINFO, 0o444);
   b.file('/proc/meminfo', MEMINFO, 0o444);
+  b.file('/proc/mounts', PROC_MOUNTS, 0o444);
   // The load averages uptime shows, one running of the threads, and the last pid given.
   b.file('/proc/loadavg', `${LOAD_AVERAGES.join(' ')} 1/1094 4861\n`, 0o444);
   b.file(

@@ -1,10 +1,10 @@
 /**
  * Small toybox applets scripts reach for: nproc, getconf, mktemp, sync, usleep, unlink,
- * truncate, tac, rev, nl and uuidgen, with toybox's options and messages. (The rest of
+ * truncate, tac, rev, nl, uuidgen and mount (listing), with toybox's options and messages. (The rest of
  * toybox that the virtual phone does not run says so: see SYSTEM_BIN.)
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { CPUS } from '../../identity.js';
+import { CPUS, MOUNTS } from '../../identity.js';
 import { abortableSleep } from '../../timers.js';
 import { fail, getopt, resolvePath, usageError } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
@@ -226,7 +226,28 @@ const uuidgen: CommandFn = (ctx) => {
   return 0;
 };
 
+/**
+ * mount [-t TYPE]: the mounts, as toybox lists /proc/mounts. Mounting needs root, which
+ * the shell is not: mount(2) refuses, as on a phone.
+ */
+const mount: CommandFn = (ctx) => {
+  const { values, operands, unknown, missing } = getopt(ctx.args, 'tOo');
+  if (missing !== null) return usageError(ctx, `Missing argument to -${missing}`);
+  if (unknown.length > 0) return usageError(ctx, `Unknown option '${unknown[0]}'`);
+  if (operands.length === 0) {
+    const types = values.get('t')?.split(',');
+    for (const m of MOUNTS) {
+      if (!types || types.includes(m.type))
+        ctx.stdout.write(`${m.source} on ${m.target} type ${m.type} (${m.options})\n`);
+    }
+    return 0;
+  }
+  if (operands.length === 1) return fail(ctx, `'${operands[0]}' not in fstab`);
+  return fail(ctx, `'${operands[0]}'->'${operands[1]}': Operation not permitted`);
+};
+
 export const APPLET_COMMANDS: Record<string, CommandFn> = {
+  mount,
   nproc,
   getconf,
   mktemp,

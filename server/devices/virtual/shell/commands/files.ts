@@ -5,6 +5,7 @@ import type { FsNode, Stat } from '../../fs.js';
 import { fail, getopt, openOperand, resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { humanReadable } from './dd.js';
+import { MOUNTS } from '../../identity.js';
 import { fileType, lsDate, modeString, statDate, userName } from './format.js';
 import { fileTest as fileTestOf } from '../test-builtin.js';
 
@@ -576,13 +577,10 @@ function treeSize(ctx: CommandContext, path: string): number {
 const df: CommandFn = (ctx) => {
   const { flags, operands } = getopt(ctx.args);
   const used = Math.ceil(treeSize(ctx, '/storage/emulated/0') / 1024) + 5_242_880;
-  let rows: [string, number, number, string][] = [
-    ['/dev/block/dm-0', 5_799_428, 5_781_948, '/'],
-    ['tmpfs', 3_883_932, 1_508, '/dev'],
-    ['tmpfs', 3_883_932, 0, '/mnt'],
-    ['/dev/block/dm-5', 116_892_784, used, '/data'],
-    ['/dev/fuse', 116_892_784, used, '/storage/emulated'],
-  ];
+  // The mounts with blocks of their own (toybox df leaves out the ones of size 0).
+  let rows = MOUNTS.flatMap((m): [string, number, number, string][] =>
+    m.sizeKb === undefined ? [] : [[m.source, m.sizeKb, m.usedKb ?? used, m.target]],
+  );
   if (operands.length > 0) {
     // Each operand shows the filesystem it lives on (the longest mount prefix).
     const picked: typeof rows = [];

@@ -3,6 +3,7 @@
  * nohup, sleep, plus the terminal ones (tty, stty). They read and signal the phone's one
  * process table, so a process another `adb shell` started shows up and can be signalled.
  */
+import { CPUS } from '../../identity.js';
 import { basename } from '../../fs.js';
 import { commName, uidOfUser } from '../../processes.js';
 import type { ProcessInfo, SignalResult } from '../../processes.js';
@@ -746,7 +747,7 @@ function topHeader(ctx: CommandContext, list: ProcessInfo[]): string[] {
   const size = (n: number, digits: number) => unitsOf(n / 1024 ** k, digits, k + 1).padStart(10);
   const line = (label: string, total: number, free: number, last: number, lastName: string) =>
     ` ${label}:${size(total, 9)} total,${size(total - free, 8)} used,${size(free, 9)} free,${size(last, 9)} ${lastName}`;
-  const cpus = 9;
+  const cpus = CPUS.length;
   const percent = (name: string, value: number) => `${String(value).padStart(4)}%${name}`;
   return [
     `Tasks: ${list.length} total, ${String(count('R')).padStart(3)} running, ${String(count('SDI')).padStart(3)} sleeping, ${String(count('Tt')).padStart(3)} stopped, ${String(count('Z')).padStart(3)} zombie`,
