@@ -65,6 +65,21 @@ describe('push and pull', () => {
     expect(readFileSync(join(dir, 'pulled/sub/b.txt'), 'utf8')).toBe('B');
   });
 
+  it('pushes a tree of ordinary files into /data/local/tmp, its directories made 0775 as adbd makes them', async () => {
+    mkdirSync(join(dir, 'plain/sub'), { recursive: true });
+    writeFileSync(join(dir, 'plain/a.txt'), 'A', { mode: 0o644 });
+    writeFileSync(join(dir, 'plain/sub/b.txt'), 'B', { mode: 0o644 });
+    // The directories took the first file's mode (0644, no search bit), so the files in
+    // them could not be created: "remote couldn't create file: Permission denied".
+    expect(await v.adbOk(['push', join(dir, 'plain'), '/data/local/tmp/'])).toMatch(/2 files pushed/);
+    expect(
+      await v.adbOk(['shell', "stat -c '%a %U %n' /data/local/tmp/plain /data/local/tmp/plain/sub"]),
+    ).toBe('775 shell /data/local/tmp/plain\n775 shell /data/local/tmp/plain/sub\n');
+    expect(await v.adbOk(['shell', "stat -c '%a' /data/local/tmp/plain/sub/b.txt"])).toBe('644\n');
+    await v.adbOk(['pull', '/data/local/tmp/plain', join(dir, 'plain-back')]);
+    expect(readFileSync(join(dir, 'plain-back/sub/b.txt'), 'utf8')).toBe('B');
+  });
+
   it('fails clearly for read-only targets and missing sources', async () => {
     writeFileSync(join(dir, 'x.txt'), 'x');
     const ro = await v.adb(['push', join(dir, 'x.txt'), '/system/x.txt']);

@@ -868,7 +868,10 @@ export class VirtualFs {
       parent = this.resolve(dirname(norm), true, options);
     } catch (error) {
       if (options.parents && error instanceof FsError && error.code === 'ENOENT') {
-        this.mkdir(dirname(norm), { ...options, parents: true });
+        // Missing parents get a directory's mode (0775, as adbd's secure_mkdirs makes them),
+        // not the mode of the file being written.
+        const { mode: _fileMode, ...access } = options as WriteOptions;
+        this.mkdir(dirname(norm), { ...access, parents: true });
         parent = this.resolve(dirname(norm), true, options);
       } else throw error;
     }
