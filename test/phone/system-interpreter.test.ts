@@ -344,7 +344,7 @@ describe('tests, variables and control flow', () => {
         '/system/bin/sh: kill: bad number: TERM\n',
     });
     expect(await out('command -v ls nosuch echo; echo $?; umask; type nosuch; cd /sdcard; echo ~+ ~-')).toBe(
-      '/system/bin/ls\n1\n077\nnosuch not found\n/sdcard /\n',
+      '/system/bin/ls\n1\n000\nnosuch not found\n/sdcard /\n',
     );
   });
 
@@ -681,7 +681,19 @@ describe('what scripts use, as mksh and toybox do it', () => {
     ).toBe('sourced 3 p\nsourced 2 a\n3\n');
     expect(
       await out('umask; umask 022; umask; umask -S; umask u=rwx,g=,o=; umask; umask g+r; umask -S'),
-    ).toBe('077\n022\nu=rwx,g=rx,o=rx\n077\nu=rwx,g=r,o=\n');
+    ).toBe('000\n022\nu=rwx,g=rx,o=rx\n077\nu=rwx,g=r,o=\n');
+    // adbd clears its umask, so a shell makes files 0666 and directories 0777, less what
+    // umask then takes away; mkdir -m and cp -p set their mode exactly, cp keeps the source's.
+    expect(
+      await out(
+        'cd /data/local/tmp; touch u1; mkdir u2; echo > u3; stat -c "%a %n" u1 u2 u3; umask 027; touch u4; mkdir u5; mkdir -m 700 u6; (umask 077; echo > u7); stat -c "%a %n" u4 u5 u6 u7',
+      ),
+    ).toBe('666 u1\n777 u2\n666 u3\n640 u4\n750 u5\n700 u6\n600 u7\n');
+    expect(
+      await out(
+        'cd /data/local/tmp; echo x > s; chmod 755 s; umask 022; cp s c1; cp -p s c2; chmod 600 s; umask 0; cp -p s c3; stat -c "%a %n" c1 c2 c3',
+      ),
+    ).toBe('755 c1\n755 c2\n600 c3\n');
     expect(await out('command -V echo nosuch; echo $?; command -v -V echo')).toBe(
       'echo is a shell builtin\nnosuch not found\n1\necho is a shell builtin\n',
     );

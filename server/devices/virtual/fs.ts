@@ -196,6 +196,18 @@ export interface Access {
   root?: boolean;
   /** The caller's pid, which `/proc/self` names. */
   pid?: number;
+  /**
+   * The caller's file creation mask (a shell's `umask`), read when a file or directory is
+   * made: it takes its bits from the mode asked for, which is 0666 for a file and 0777 for a
+   * directory when none is. Callers without one make files 0644 and directories 0775.
+   */
+  umask?: () => number;
+}
+
+/** The permission bits of a new file or directory: `mode`, or the default, less the umask. */
+function creationMode(access: Access & { mode?: number }, kind: 'file' | 'dir'): number {
+  if (!access.umask) return (access.mode ?? (kind === 'file' ? 0o644 : 0o775)) & 0o7777;
+  return (access.mode ?? (kind === 'file' ? 0o666 : 0o777)) & ~access.umask() & 0o7777;
 }
 
 /** Mounted read-only on a phone (writes fail with EROFS whoever asks). */
@@ -401,8 +413,9 @@ export class VirtualFs {
   }
 
   /** This filesystem as seen by `cred` (a shell, run-as, adb sync): every access checked. */
-  as(cred: Credentials, pid?: number): FsView {
-    return new FsView(this, { cred, pid });
+  /** What `cred` may do, as process `pid` (for /proc/self) with its file creation mask. */
+  as(cred: Credentials, pid?: number, umask?: () => number): FsView {
+    return new FsView(this, { cred, pid, ...(umask ? { umask } : {}) });
   }
 
   // ---------- lookups ----------
@@ -539,7 +552,7 @@ export class VirtualFs {
     this.reserve(data.length, path);
     const cred = credOf(options);
     // Emulated storage (FUSE) ignores requested modes: files are always rw-rw----.
-    const perm = isEmulated(target.dirPath) && cred ? 0o660 : (options.mode ?? 0o644) & 0o7777;
+    const perm = isEmulated(target.dirPath) && cred ? 0o660 : creationMode(options, 'file');
     target.dir.entries.set(target.name, {
       kind: 'file',
       data,
@@ -895,7 +908,7 @@ export class VirtualFs {
     t.dir.entries.set(t.name, {
       kind: 'dir',
       entries: new Map(),
-      mode: S_IFDIR | (isEmulated(t.dirPath) && cred ? 0o770 : (options.mode ?? 0o775) & 0o7777),
+      mode: S_IFDIR | (isEmulated(t.dirPath) && cred ? 0o770 : creationMode(options, 'dir')),
       uid: this.defaultUid(t.dirPath, cred?.uid ?? ROOT_UID),
       gid: cred ? this.defaultGid(t.dirPath, cred.gid) : ROOT_UID,
       mtimeMs: now,

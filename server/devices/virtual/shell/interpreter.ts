@@ -72,7 +72,10 @@ export interface ShellState {
   cred: Credentials;
   /** Functions defined with `name() { ... }`. */
   functions: Map<string, Command>;
-  /** The file creation mask `umask` sets and prints (077, as adbd's shell starts with). */
+  /**
+   * The file creation mask `umask` sets and prints, which files and directories the shell
+   * and its commands make are made with: 0, as adbd (which clears its umask) starts shells.
+   */
   umask: number;
   /** `set` options in force: e (errexit), u (nounset), x (xtrace), f (noglob), p (pipefail). */
   options: Set<string>;
@@ -252,7 +255,7 @@ function startingState(
   vars: Map<string, string>,
   exported: Set<string>,
   cred: Credentials,
-  umask = 0o077,
+  umask = 0,
 ): ShellState {
   vars.set('KSH_VERSION', KSH_VERSION);
   return {
@@ -367,7 +370,7 @@ export class Interpreter {
       });
     if (state.pid === 0) state.pid = this.proc.pid;
     this.death = this.proc.whenTerminated();
-    this.fs = device.fs.as(state.cred, this.proc.pid);
+    this.fs = device.fs.as(state.cred, this.proc.pid, () => this.state.umask);
     this.proc.handle(SHELL_SIGNALS, (signal) => this.onSignal(signal));
     for (const [key, action] of state.traps) {
       if (typeof key !== 'number') continue;
@@ -1204,7 +1207,7 @@ export class Interpreter {
       signal: stop,
       process: proc,
       cred: this.state.cred,
-      fs: proc === this.proc ? this.fs : this.device.fs.as(this.state.cred, proc.pid),
+      fs: proc === this.proc ? this.fs : this.device.fs.as(this.state.cred, proc.pid, () => this.state.umask),
       // A terminated process reads nothing more: a command blocked on its input ends.
       stdin: untilAborted(io.stdin, stop),
       stdout: io.stdout,

@@ -334,7 +334,7 @@ function openSink(ctx: CommandContext, o: Options, seekBytes: number): Sink {
   const truncate = !o.conv.has('notrunc');
   if (seekBytes === 0 && truncate) {
     // The usual case: a new file, written as it grows (no copy of what is already there).
-    fs.writeFile(path, Buffer.alloc(0), { mode: 0o666 & ~0o022 });
+    fs.writeFile(path, Buffer.alloc(0), { mode: 0o666 });
     return {
       write: (data) => {
         fs.writeFile(path, data, { append: true });

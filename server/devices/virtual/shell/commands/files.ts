@@ -175,7 +175,11 @@ const mkdir: CommandFn = (ctx) => {
   const mode = values.has('m') ? parseInt(values.get('m')!, 8) : undefined;
   for (const op of operands) {
     try {
-      ctx.fs.mkdir(resolvePath(ctx, op), { parents: flags.has('p'), mode });
+      const path = resolvePath(ctx, op);
+      const made = !ctx.fs.exists(path);
+      ctx.fs.mkdir(path, { parents: flags.has('p') });
+      // -m sets the new directory's mode exactly, whatever the umask.
+      if (mode !== undefined && made) ctx.fs.chmod(path, mode);
     } catch (error) {
       ctx.stderr.write(`mkdir: '${op}': ${errText(error)}\n`);
       status = 1;
@@ -289,7 +293,15 @@ const cp: CommandFn = (ctx) => {
     }
     const keep = flags.has('p') || flags.has('a');
     try {
-      fs.writeFile(to, data, keep ? { mode: st.mode & 0o7777, mtimeMs: st.mtimeMs } : {});
+      // A new copy has the source's permissions less the umask (-p: exactly them); one
+      // written over keeps its own.
+      const created = !fs.exists(to);
+      fs.writeFile(
+        to,
+        data,
+        keep ? { mode: st.mode & 0o7777, mtimeMs: st.mtimeMs } : created ? { mode: st.mode & 0o777 } : {},
+      );
+      if (keep && created) fs.chmod(to, st.mode & 0o7777);
     } catch (error) {
       ctx.stderr.write(`cp: '${to}': ${errText(error)}\n`);
       status = 1;
