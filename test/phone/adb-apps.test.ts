@@ -438,6 +438,14 @@ describe('what Appium checks before a session', () => {
     });
     expect(await sh('dumpsys SurfaceFlinger --latency-clear')).toMatchObject({ code: 0, stdout: '' });
     expect((await sh('dumpsys SurfaceFlinger --list')).code).toBe(1);
+    // uiautomator events ended at once with status 0, as if no event had happened.
+    expect(await sh('uiautomator events')).toMatchObject({
+      code: 1,
+      stderr: 'uiautomator events: following accessibility events is not modeled by the virtual phone\n',
+    });
+    expect((await sh('uiautomator runtest Tests.jar')).stderr).toMatch(
+      /^uiautomator runtest: .* not modeled/,
+    );
     // A section of ActivityManagerService's dump it does not keep says so (the whole dump
     // stood in for it).
     expect(await sh('dumpsys activity exit-info com.phonelease.login')).toMatchObject({

@@ -308,7 +308,11 @@ const input: CommandFn = (ctx) => {
       ui.key(KEYCODE.ENTER);
       return 0;
     case 'roll':
-      return 0;
+      // A trackball's motion moves the focus; the phone has no trackball focus to move.
+      ctx.stderr.write(
+        'input: roll (a trackball) is not modeled by the virtual phone; use keyevent DPAD_*\n',
+      );
+      return 1;
   }
   ctx.stderr.write(INPUT_USAGE);
   return 1;
@@ -417,7 +421,16 @@ const uiautomator: CommandFn = async (ctx) => {
     ctx.stdout.write(`UI hierchary dumped to: ${target}\n`);
     return 0;
   }
-  if (verb === 'events') return 0;
+  // Following the accessibility events, and UiAutomator 1's test jars, are not modeled:
+  // say so rather than end at once as if nothing had happened.
+  if (verb === 'events' || verb === 'runtest') {
+    ctx.stderr.write(
+      verb === 'events'
+        ? 'uiautomator events: following accessibility events is not modeled by the virtual phone\n'
+        : "uiautomator runtest: UiAutomator 1 test jars are not modeled by the virtual phone (Appium's UiAutomator2 server is)\n",
+    );
+    return 1;
+  }
   ctx.stderr.write(
     'Usage: uiautomator <subcommand> [options]\n\nAvailable subcommands:\n\nhelp: displays help message\n\nruntest: executes UI automation tests\n\ndump: creates an XML dump of current UI hierarchy\n    dump [--verbose][file]\n      [--compressed]: dumps compressed layout information.\n      [file]: the location where the dumped XML should be stored, default is\n      /sdcard/window_dump.xml\n\nevents: prints out accessibility events until terminated\n',
   );
