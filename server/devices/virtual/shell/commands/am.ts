@@ -288,6 +288,55 @@ async function amInstrument(ctx: CommandContext, args: string[]): Promise<number
   }
 }
 
+/**
+ * Actions of the framework's <protected-broadcast>s (core/res/AndroidManifest.xml) that test
+ * scripts try to send from the shell, to fake a boot, a charger, a new package or a network.
+ */
+const PROTECTED_BROADCASTS: ReadonlySet<string> = new Set(
+  [
+    'BOOT_COMPLETED',
+    'LOCKED_BOOT_COMPLETED',
+    'PRE_BOOT_COMPLETED',
+    'ACTION_SHUTDOWN',
+    'REBOOT',
+    'SCREEN_ON',
+    'SCREEN_OFF',
+    'USER_PRESENT',
+    'TIME_TICK',
+    'TIME_SET',
+    'DATE_CHANGED',
+    'TIMEZONE_CHANGED',
+    'LOCALE_CHANGED',
+    'CONFIGURATION_CHANGED',
+    'BATTERY_CHANGED',
+    'BATTERY_LOW',
+    'BATTERY_OKAY',
+    'ACTION_POWER_CONNECTED',
+    'ACTION_POWER_DISCONNECTED',
+    'DEVICE_STORAGE_LOW',
+    'DEVICE_STORAGE_OK',
+    'AIRPLANE_MODE',
+    'PACKAGE_ADDED',
+    'PACKAGE_REMOVED',
+    'PACKAGE_REPLACED',
+    'PACKAGE_CHANGED',
+    'PACKAGE_RESTARTED',
+    'PACKAGE_DATA_CLEARED',
+    'PACKAGE_FULLY_REMOVED',
+    'MY_PACKAGE_REPLACED',
+    'UID_REMOVED',
+    'MEDIA_MOUNTED',
+    'MEDIA_UNMOUNTED',
+  ]
+    .map((name) => `android.intent.action.${name}`)
+    .concat([
+      'android.net.conn.CONNECTIVITY_CHANGE',
+      'android.net.wifi.WIFI_STATE_CHANGED',
+      'android.net.wifi.STATE_CHANGE',
+      'android.provider.Telephony.SMS_RECEIVED',
+    ]),
+);
+
 function broadcast(ctx: CommandContext, args: string[]): number {
   const intent = parseIntent(args);
   if (typeof intent === 'string') {
@@ -295,6 +344,13 @@ function broadcast(ctx: CommandContext, args: string[]): number {
     return 255;
   }
   ctx.stdout.write(`Broadcasting: ${describeIntent({ ...intent, flags: intent.flags | 0x400000 })}\n`);
+  // Only the system may send what the framework declares a <protected-broadcast>: the
+  // shell's broadcast of BOOT_COMPLETED is refused before anything receives it.
+  if (intent.action !== null && PROTECTED_BROADCASTS.has(intent.action)) {
+    const denial = `Permission Denial: not allowed to send broadcast ${intent.action} from pid=${ctx.process.pid}, uid=2000`;
+    ctx.device.logcat.add({ pid: 860, tid: 900, priority: 'W', tag: 'ActivityManager', message: denial });
+    return shellException(ctx, 'broadcast', 'java.lang.SecurityException', denial);
+  }
   ctx.device.logcat.add({
     pid: 860,
     tid: 900,
