@@ -469,15 +469,34 @@ describe('logcat', () => {
     expect(await refused('-L')).toBe(
       'logcat: -L: the log of the previous boot (pstore) is not modeled by the virtual phone\n',
     );
-    expect(await refused('--uid=1000')).toBe(
-      'logcat: --uid: filtering by uid is not modeled by the virtual phone\n',
-    );
     expect(await refused('-Z')).toBe("logcat: Unknown option '-Z'.\n");
     // What it models still works, with the options tools pass.
     await v.adbOk(['shell', 'log -t PhoneleaseTest options still read']);
     expect(
       await v.adbOk(['shell', 'logcat -d -D -r 1024 -n 2 --wrap -v brief PhoneleaseTest:I *:S']),
     ).toContain('I/PhoneleaseTest(');
+  });
+
+  it('prints the time and uid modifiers of -v as logcat does, and filters by --uid', async () => {
+    await v.adbOk(['shell', 'log -t PhoneleaseUid from the shell']);
+    const last = async (options: string) =>
+      (await v.adbOk(['shell', `logcat -d ${options} -s PhoneleaseUid`])).trim().split('\n').pop();
+    expect(await last('-v year')).toMatch(
+      /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} +\d+ +\d+ I PhoneleaseUid: from the shell$/,
+    );
+    expect(await last('-v epoch')).toMatch(/^\d{10}\.\d{3} +\d+ +\d+ I /);
+    expect(await last('-v threadtime,usec')).toMatch(/^\d\d-\d\d \d\d:\d\d:\d\d\.\d{6} /);
+    expect(await last('-v zone')).toMatch(/:\d\d\.\d{3} \+0000 /);
+    // logd keeps the writer's uid: the shell's, by name when it has five letters or fewer.
+    expect(await last('-v brief -v uid')).toMatch(/^I\/PhoneleaseUid\(shell: *\d+\): from the shell$/);
+    expect(await last('-v color')).toBe(`\x1B[38;5;40m${(await last('')) ?? ''}\x1B[0m`);
+    expect(await v.adbOk(['shell', 'logcat -d --uid=2000 -s PhoneleaseUid'])).toContain('from the shell');
+    expect(await v.adbOk(['shell', 'logcat -d --uid=1000 -s PhoneleaseUid'])).not.toContain('from the shell');
+    // system_server logs the broadcast, as uid 1000 (system: longer than five letters).
+    await v.adbOk(['shell', 'am broadcast -a com.phonelease.UID_TEST']);
+    expect(await v.adbOk(['shell', 'logcat -d --uid=1000 -v uid -s ActivityManager'])).toMatch(
+      / 1000: +\d+ +\d+ D ActivityManager: Broadcast com\.phonelease\.UID_TEST from shell/,
+    );
   });
 
   it('follows new lines while the stream stays open', async () => {

@@ -12,7 +12,7 @@ import type { DirNode } from './fs.js';
 import { DEVICE } from './identity.js';
 import { LogBuffer, bootLog } from './logcat.js';
 import type { LogPriority } from './logcat.js';
-import { ProcessTable } from './processes.js';
+import { ProcessTable, uidOfUser } from './processes.js';
 import { procDirectory, procNetDirectory } from './procfs.js';
 import { credentialMatches, initialLockSettings, lockKind, type LockSettings } from './lock-settings.js';
 import { SystemProps } from './props.js';
@@ -140,7 +140,11 @@ export class Device {
     this.log = options.log;
     this.fs = new VirtualFs(options.systemRoot, { now: this.now }, { storageBytes: options.storageBytes });
     this.settings = new SettingsStore(randomBytes(8).toString('hex'));
-    this.logcat = new LogBuffer(this.now);
+    // logd keeps each entry's uid: the writing process's, while the table has it.
+    this.logcat = new LogBuffer(this.now, (pid) => {
+      const p = this.processes?.byPid(pid);
+      return p ? (p.uid ?? uidOfUser(p.user)) : undefined;
+    });
     // An app's own process killed by a signal (run-as kill) stops the app.
     this.processes = new ProcessTable(this.now, (name) => this.activity.forceStop(name.split(':')[0]!));
     const processes = this.processes;

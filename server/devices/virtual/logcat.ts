@@ -9,6 +9,8 @@ export interface LogEntry {
   priority: LogPriority;
   tag: string;
   message: string;
+  /** The writer's uid, as logd records it (logcat's `-v uid`); undefined when unknown. */
+  uid?: number;
 }
 
 /** Ring buffer size: enough for a test's worth of events, small enough for idle phones. */
@@ -35,12 +37,23 @@ export class LogBuffer {
   private entries: LogEntry[] = [];
   private readonly followers = new Set<(entry: LogEntry) => void>();
 
-  constructor(private readonly now: () => number = () => Date.now()) {}
+  /** `uidOf` finds the uid of a writing pid, which logd keeps with each entry. */
+  constructor(
+    private readonly now: () => number = () => Date.now(),
+    private readonly uidOf: (pid: number) => number | undefined = () => undefined,
+  ) {}
 
   add(entry: Omit<LogEntry, 'timeMs'> & { timeMs?: number }): void {
     const tag = truncateUtf8(entry.tag, LOG_MAX_PAYLOAD - 3);
     const message = truncateUtf8(entry.message, LOG_MAX_PAYLOAD - 3 - Buffer.byteLength(tag));
-    const full: LogEntry = { ...entry, tag, message, timeMs: entry.timeMs ?? this.now() };
+    const uid = entry.uid ?? this.uidOf(entry.pid);
+    const full: LogEntry = {
+      ...entry,
+      tag,
+      message,
+      timeMs: entry.timeMs ?? this.now(),
+      ...(uid === undefined ? {} : { uid }),
+    };
     this.entries.push(full);
     if (this.entries.length > CAPACITY) this.entries.splice(0, this.entries.length - CAPACITY);
     for (const f of this.followers) f(full);
@@ -64,31 +77,79 @@ function pad2(n: number): string {
   return n < 10 ? `0${n}` : String(n);
 }
 
-export function formatLogTime(ms: number, withYear = false): string {
-  const d = new Date(ms);
-  const base = `${pad2(d.getUTCMonth() + 1)}-${pad2(d.getUTCDate())} ${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}:${pad2(d.getUTCSeconds())}.${String(d.getUTCMilliseconds()).padStart(3, '0')}`;
-  return withYear ? `${d.getUTCFullYear()}-${base}` : base;
+/**
+ * An entry's time as logcat prints it (logprint.cpp): `MM-DD hh:mm:ss.mmm` on the phone's
+ * clock (UTC), with the year (`year`), as seconds since the epoch (`epoch`) or since boot
+ * (`monotonic`, which needs `bootMs`), to the µs or ns (`usec`, `nsec`) and with the zone
+ * (`zone`).
+ */
+function formatLogTime(ms: number, modifiers: ReadonlySet<string> = NO_MODIFIERS, bootMs = 0): string {
+  const fraction = (millis: number) => {
+    const m = String(Math.floor(millis)).padStart(3, '0');
+    return modifiers.has('nsec') ? `${m}000000` : modifiers.has('usec') ? `${m}000` : m;
+  };
+  let time: string;
+  if (modifiers.has('epoch') || modifiers.has('monotonic')) {
+    const since = modifiers.has('epoch') ? ms : Math.max(0, ms - bootMs);
+    const seconds = String(Math.floor(since / 1000)).padStart(modifiers.has('epoch') ? 5 : 6);
+    time = `${seconds}.${fraction(since % 1000)}`;
+  } else {
+    const d = new Date(ms);
+    const day = `${pad2(d.getUTCMonth() + 1)}-${pad2(d.getUTCDate())}`;
+    const clock = `${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}:${pad2(d.getUTCSeconds())}`;
+    time = `${modifiers.has('year') ? `${d.getUTCFullYear()}-` : ''}${day} ${clock}.${fraction(d.getUTCMilliseconds())}`;
+  }
+  return modifiers.has('zone') ? `${time} +0000` : time;
 }
+
+const NO_MODIFIERS: ReadonlySet<string> = new Set();
 
 export type LogFormat = 'threadtime' | 'brief' | 'time' | 'tag' | 'process' | 'raw' | 'long';
 
-/** One entry in logcat's `-v` formats (threadtime is adb logcat's default). */
-export function formatLogEntry(e: LogEntry, format: LogFormat): string {
+/** logcat's colours by priority (`-v color`: 256-colour ANSI, as logprint.cpp picks them). */
+const COLOURS: Partial<Record<LogPriority, number>> = { D: 75, I: 40, W: 166, E: 196, F: 196 };
+
+/** How logcat prints entries besides the format: its -v modifiers, and when the phone booted (`monotonic`). */
+export interface LogStyle {
+  modifiers: ReadonlySet<string>;
+  bootMs: number;
+}
+
+/** Names of uids short enough for logcat's `uid` column (logprint.cpp prints longer ones as numbers). */
+const SHORT_UID_NAMES: Record<number, string> = { 0: 'root', 2000: 'shell', 1001: 'radio', 1007: 'log' };
+
+/**
+ * One entry in logcat's `-v` formats (threadtime is adb logcat's default), with the time
+ * modifiers of formatLogTime, `uid` (the uid before the pid) and `color`.
+ */
+export function formatLogEntry(e: LogEntry, format: LogFormat, style?: LogStyle): string {
+  const modifiers = style?.modifiers ?? NO_MODIFIERS;
+  let uid = '';
+  if (modifiers.has('uid')) {
+    uid = e.uid === undefined ? '      ' : `${(SHORT_UID_NAMES[e.uid] ?? String(e.uid)).padStart(5)}:`;
+  }
+  const line = plainLogEntry(e, format, formatLogTime(e.timeMs, modifiers, style?.bootMs), uid);
+  const colour = modifiers.has('color') ? COLOURS[e.priority] : undefined;
+  return colour === undefined ? line : `\x1B[38;5;${colour}m${line}\x1B[0m`;
+}
+
+function plainLogEntry(e: LogEntry, format: LogFormat, time: string, uid: string): string {
+  const pid = `${uid}${String(e.pid).padStart(5)}`;
   switch (format) {
     case 'brief':
-      return `${e.priority}/${e.tag.padEnd(8)}(${String(e.pid).padStart(5)}): ${e.message}`;
+      return `${e.priority}/${e.tag.padEnd(8)}(${pid}): ${e.message}`;
     case 'time':
-      return `${formatLogTime(e.timeMs)} ${e.priority}/${e.tag.padEnd(8)}(${String(e.pid).padStart(5)}): ${e.message}`;
+      return `${time} ${e.priority}/${e.tag.padEnd(8)}(${pid}): ${e.message}`;
     case 'tag':
       return `${e.priority}/${e.tag.padEnd(8)}: ${e.message}`;
     case 'process':
-      return `${e.priority}(${String(e.pid).padStart(5)}) ${e.message}  (${e.tag})`;
+      return `${e.priority}(${pid}) ${e.message}  (${e.tag})`;
     case 'raw':
       return e.message;
     case 'long':
-      return `[ ${formatLogTime(e.timeMs)} ${String(e.pid).padStart(5)}:${String(e.tid).padStart(5)} ${e.priority}/${e.tag} ]\n${e.message}\n`;
+      return `[ ${time} ${pid}:${String(e.tid).padStart(5)} ${e.priority}/${e.tag} ]\n${e.message}\n`;
     default:
-      return `${formatLogTime(e.timeMs)} ${String(e.pid).padStart(5)} ${String(e.tid).padStart(5)} ${e.priority} ${e.tag.padEnd(8)}: ${e.message}`;
+      return `${time} ${pid} ${String(e.tid).padStart(5)} ${e.priority} ${e.tag.padEnd(8)}: ${e.message}`;
   }
 }
 

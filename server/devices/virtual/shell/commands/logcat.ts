@@ -11,7 +11,11 @@ const FORMATS = new Set<LogFormat>(['threadtime', 'brief', 'time', 'tag', 'proce
 /** Entries a follower may lag behind by before the oldest are dropped (the ring buffer's size). */
 const FOLLOW_QUEUE = 4000;
 
-/** -v format modifiers logcat accepts beside the format (the phone prints them as plain). */
+/**
+ * -v format modifiers logcat accepts beside the format: the time's (year, epoch, monotonic,
+ * usec, nsec, zone; the phone's clock is UTC already), uid and color are applied;
+ * printable and descriptive change only binary and event logs, which the phone does not keep.
+ */
 const MODIFIERS = new Set([
   'color',
   'descriptive',
@@ -80,7 +84,6 @@ const UNMODELED_OPTIONS: Record<string, string> = {
   '--prune': "logd's prune list is",
   '-P': "logd's prune list is",
   '-Q': "the emulator's log pipe is",
-  '--uid': 'filtering by uid is',
   '-h': 'its help is',
   '--help': 'its help is',
 };
@@ -89,6 +92,8 @@ export const logcat: CommandFn = async (ctx) => {
   let dump = false;
   let clear = false;
   let format: LogFormat = 'threadtime';
+  const modifiers = new Set<string>();
+  let uids: Set<number> | null = null;
   let tail: number | null = null;
   let follow = true;
   let maxCount = Infinity;
@@ -114,11 +119,13 @@ export const logcat: CommandFn = async (ctx) => {
     else if (a === '-c') clear = true;
     else if (a === '-s') silent = true;
     else if (a.startsWith('-v') || a.startsWith('--format')) {
-      const v = value();
-      if (FORMATS.has(v as LogFormat)) format = v as LogFormat;
-      else if (!MODIFIERS.has(v)) {
-        ctx.stderr.write(`logcat: Invalid parameter "${v}" to -v.\n`);
-        return 1;
+      for (const v of value().split(',')) {
+        if (FORMATS.has(v as LogFormat)) format = v as LogFormat;
+        else if (MODIFIERS.has(v)) modifiers.add(v);
+        else {
+          ctx.stderr.write(`logcat: Invalid parameter "${v}" to -v.\n`);
+          return 1;
+        }
       }
     } else if (a.startsWith('-b') || a.startsWith('--buffer')) {
       for (const b of value().split(',')) {
@@ -152,7 +159,15 @@ export const logcat: CommandFn = async (ctx) => {
         return 1;
       }
     } else if (a.startsWith('--pid')) pid = Number(value());
-    else if (a.startsWith('-f') || a.startsWith('--file')) file = value();
+    else if (a.startsWith('--uid')) {
+      // Numeric uids only, as logcat takes them (no names are looked up).
+      const list = value().split(',');
+      if (list.some((u) => !/^\d+$/.test(u))) {
+        ctx.stderr.write(`logcat: Unable to parse UID '${list.find((u) => !/^\d+$/.test(u))}'\n`);
+        return 1;
+      }
+      uids = new Set(list.map(Number));
+    } else if (a.startsWith('-f') || a.startsWith('--file')) file = value();
     else if (a === '-g' || a === '--buffer-size') {
       ctx.stdout.write(
         'main: ring buffer is 256 KiB (12 KiB consumed), max entry is 5120 B, max payload is 4068 B\nsystem: ring buffer is 256 KiB (4 KiB consumed), max entry is 5120 B, max payload is 4068 B\ncrash: ring buffer is 256 KiB (0 B consumed), max entry is 5120 B, max payload is 4068 B\n',
@@ -182,6 +197,7 @@ export const logcat: CommandFn = async (ctx) => {
   const passes = (e: LogEntry): boolean => {
     if (from !== null && e.timeMs < from) return false;
     if (pid !== null && e.pid !== pid) return false;
+    if (uids !== null && (e.uid === undefined || !uids.has(e.uid))) return false;
     if (regex && !regex.test(e.message)) return false;
     const rule = filters.find((f) => f.tag === e.tag) ?? filters.find((f) => f.tag === '*');
     if (rule && PRIORITIES.indexOf(e.priority) < rule.min) return false;
@@ -196,6 +212,7 @@ export const logcat: CommandFn = async (ctx) => {
     }
     return 0;
   };
+  const style = { modifiers, bootMs: ctx.device.bootMs };
   let backlog = buffer.snapshot().filter(passes);
   if (tail !== null) backlog = backlog.slice(-tail);
   const following = follow && !dump;
@@ -226,7 +243,7 @@ export const logcat: CommandFn = async (ctx) => {
         wake = null;
         continue;
       }
-      out.write(`${formatLogEntry(e, format)}\n`);
+      out.write(`${formatLogEntry(e, format, style)}\n`);
       printed++;
       await out.drain();
     }
