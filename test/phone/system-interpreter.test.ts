@@ -920,6 +920,40 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect((await sh('cat /sys/class/power_supply/battery/capacity', { device })).out).toBe('100\n');
   });
 
+  it('reads sh -e/-x/-u, and says what it does not model where it succeeded silently', async () => {
+    // sh's set options were read and dropped: `false` did not end the script.
+    expect(await sh("sh -e -c 'false; echo after'")).toMatchObject({ code: 1, out: '' });
+    expect(await sh("sh -x -c 'echo hi'")).toMatchObject({ code: 0, out: 'hi\n', err: '+ echo hi\n' });
+    expect((await sh("sh -u -c 'echo $nosuch'")).code).toBe(1);
+    const device = new Device({ systemRoot, log: quietLog });
+    // pm clear --cache-only keeps the app's data (it cleared all of it).
+    const data = '/data/data/com.phonelease.login';
+    device.fs.mkdir(`${data}/cache`, { root: true, parents: true });
+    device.fs.writeFile(`${data}/cache/c.tmp`, Buffer.from('c'), { root: true });
+    device.fs.writeFile(`${data}/kept.txt`, Buffer.from('k'), { root: true });
+    expect(await sh('pm clear --cache-only com.phonelease.login', { device })).toMatchObject({
+      code: 0,
+      out: 'Success\n',
+    });
+    expect(device.fs.exists(`${data}/kept.txt`, { root: true })).toBe(true);
+    expect(device.fs.exists(`${data}/cache/c.tmp`, { root: true })).toBe(false);
+    // settings reset, monkey's random events and logcat -G are not modeled; they exited 0.
+    expect(await sh('settings reset global trusted_defaults', { device })).toMatchObject({ code: 255 });
+    const monkey = await sh('monkey -p com.android.settings --throttle 100 500', { device });
+    expect(monkey.code).toBe(1);
+    expect(monkey.err).toBe(
+      'monkey: 500 random events are not modeled by the virtual phone; 1 launches the app\n',
+    );
+    expect(monkey.out).not.toContain('Events injected');
+    expect(await sh('logcat -G 16M', { device })).toMatchObject({ code: 1, out: '' });
+    // -c clears the buffers named: the phone's lines are in main, which -b crash leaves.
+    await sh('log -t KeepMe still here', { device });
+    await sh('logcat -b crash -c', { device });
+    expect((await sh('logcat -d -s KeepMe', { device })).out).toContain('still here');
+    await sh('logcat -c', { device });
+    expect((await sh('logcat -d -s KeepMe', { device })).out).toBe('');
+  });
+
   it('shows memory with free as toybox 0.8.9 does, from /proc/meminfo, and the load in /proc/loadavg', async () => {
     const header = '\t\ttotal        used        free      shared     buffers\n';
     // /proc/meminfo: MemTotal 7767864 kB, MemFree 412140, Buffers 5848, SwapTotal 4194300, SwapFree 3123456.

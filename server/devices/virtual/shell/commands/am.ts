@@ -634,6 +634,14 @@ export const monkey: CommandFn = (ctx) => {
     return 252;
   }
   ctx.stdout.write(`data="${record.name}"\n${categories.map((c) => `data="${c}"`).join('\n')}\n`);
+  // One event is the app's launch (how Appium and scripts start an app); the random touches,
+  // keys and switches of a longer run are not modeled, and are not claimed as injected.
+  if (count > 1) {
+    ctx.stderr.write(
+      `monkey: ${count} random events are not modeled by the virtual phone; 1 launches the app\n`,
+    );
+    return 1;
+  }
   if (count > 0) {
     const started = ctx.device.activity.startActivity({
       component: { pkg: record.name, cls: record.launcherActivity },

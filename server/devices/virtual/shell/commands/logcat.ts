@@ -135,7 +135,11 @@ export const logcat: CommandFn = async (ctx) => {
         }
         buffers.add(b);
       }
-    } else if (/^-[Gnr]/.test(a) || /^--(rotate-kbytes|rotate-count|id|buffer-size=)/.test(a)) value();
+    } else if (a.startsWith('-G') || a.startsWith('--buffer-size=')) {
+      // Setting logd's buffer sizes (it followed the log instead).
+      ctx.stderr.write('logcat: -G: setting the buffer size is not modeled by the virtual phone\n');
+      return 1;
+    } else if (/^-[nr]/.test(a) || /^--(rotate-kbytes|rotate-count|id)/.test(a)) value();
     else if (a === '--wrap' || a === '--print') continue;
     else if (a.startsWith('-t') || a.startsWith('-T')) {
       // A count of the latest lines, or the time to start from ('MM-DD hh:mm:ss.mmm').
@@ -187,7 +191,10 @@ export const logcat: CommandFn = async (ctx) => {
   }
   const buffer = ctx.device.logcat;
   if (clear) {
-    buffer.clear();
+    // Only the buffers named (main, system and crash by default) are cleared; the phone's
+    // lines are all in main.
+    if (buffers.size === 0 || buffers.has('main') || buffers.has('all') || buffers.has('default'))
+      buffer.clear();
     return 0;
   }
   if (silent) filters.push({ tag: '*', min: 6 });

@@ -368,6 +368,17 @@ export const pm: CommandFn = async (ctx) => {
         ctx.stdout.write('Failed\n');
         return 1;
       }
+      if (args.includes('--cache-only')) {
+        // Only the app's caches go (deleteApplicationCacheFiles): its data stays, and so does it.
+        for (const dir of ['cache', 'code_cache']) {
+          const path = `/data/data/${p.name}/${dir}`;
+          if (!device.fs.exists(path, { root: true })) continue;
+          for (const e of device.fs.readdir(path, { root: true }))
+            device.fs.remove(`${path}/${e.name}`, { root: true, recursive: true });
+        }
+        ctx.stdout.write('Success\n');
+        return 0;
+      }
       device.activity.forceStop(p.name);
       device.packages.clearData(p.name);
       device.ui.clearData(p.name);

@@ -85,7 +85,9 @@ export const settings: CommandFn = (ctx) => {
       for (const [k, v] of store.list(ns)) ctx.stdout.write(`${k}=${v}\n`);
       return 0;
     case 'reset':
-      return 0;
+      // Resetting to the defaults packages set (or clearing what they set) is not modeled.
+      ctx.stderr.write('settings: reset is not modeled by the virtual phone; delete the keys you put\n');
+      return 255;
   }
   ctx.stderr.write(SETTINGS_USAGE);
   return 255;
@@ -362,11 +364,15 @@ const printenv: CommandFn = (ctx) => {
 
 const sh: CommandFn = async (ctx) => {
   const args = [...ctx.args];
-  while (args[0] && /^-[exuvi]+$/.test(args[0])) args.shift();
+  // -e, -u and -x are set options, on from the first line (set on that line, so line
+  // numbers stay the script's); -v and -i are not modeled and read as nothing.
+  let set = '';
+  while (args[0] && /^-[exuvi]+$/.test(args[0])) set += args.shift()!.slice(1).replace(/[vi]/g, '');
+  const withOptions = (source: string) => (set ? `set -${set}; ${source}` : source);
   if (args[0] === '-c') {
     const source = args[1];
     if (source === undefined) return fail(ctx, '-c: option requires an argument', 2);
-    return ctx.runShell(source, ctx, { args: args.slice(3) });
+    return ctx.runShell(withOptions(source), ctx, { args: args.slice(3) });
   }
   if (args.length > 0) {
     const path = resolvePath(ctx, args[0]!);
@@ -377,7 +383,7 @@ const sh: CommandFn = async (ctx) => {
       ctx.stderr.write(`/system/bin/sh: ${args[0]}: No such file or directory\n`);
       return 127;
     }
-    return ctx.runShell(text, ctx, { args: args.slice(1) });
+    return ctx.runShell(withOptions(text), ctx, { args: args.slice(1) });
   }
   const script = (await readAll(ctx.stdin)).toString('utf8');
   return ctx.runShell(script, { ...ctx, stdin: { read: () => Promise.resolve(null) } });
