@@ -954,6 +954,40 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect((await sh('logcat -d -s KeepMe', { device })).out).toBe('');
   });
 
+  it('answers am, pm, getprop and cmd verbs that exited 0 doing nothing as Android 14 does', async () => {
+    const device = new Device({ systemRoot, log: quietLog });
+    // getNextArgRequired(): force-stop and kill need a package.
+    expect(await sh('am force-stop', { device })).toMatchObject({
+      code: 255,
+      err: 'Exception occurred while executing \'force-stop\':\njava.lang.IllegalArgumentException: Argument expected after "force-stop"\n',
+    });
+    // kill-all kills the background apps; the one in front stays.
+    await sh(
+      'am start -W -n com.android.settings/.Settings; am start -W -n com.phonelease.login/.LoginActivity',
+      {
+        device,
+      },
+    );
+    expect((await sh('pidof com.android.settings', { device })).code).toBe(0);
+    await sh('am kill-all', { device });
+    expect((await sh('pidof com.android.settings', { device })).code).toBe(1);
+    expect((await sh('pidof com.phonelease.login', { device })).code).toBe(0);
+    // pm: trim-caches reads its size, compile answers, set-installer is not modeled.
+    expect(await sh('pm trim-caches', { device })).toMatchObject({
+      code: 1,
+      err: 'Error: no size specified\n',
+    });
+    expect(await sh('pm trim-caches 1G', { device })).toMatchObject({ code: 0, out: '' });
+    expect(await sh('pm compile -m speed -f com.android.settings', { device })).toMatchObject({
+      code: 0,
+      out: 'Success\n',
+    });
+    expect((await sh('pm compile -m speed com.nope', { device })).code).toBe(1);
+    expect((await sh('pm set-installer com.android.chrome com.android.vending', { device })).code).toBe(255);
+    expect(await sh('getprop -T ro.build.version.sdk', { device })).toMatchObject({ code: 1, out: '' });
+    expect((await sh('cmd notification allow_dnd com.phonelease.login', { device })).code).toBe(255);
+  });
+
   it('shows memory with free as toybox 0.8.9 does, from /proc/meminfo, and the load in /proc/loadavg', async () => {
     const header = '\t\ttotal        used        free      shared     buffers\n';
     // /proc/meminfo: MemTotal 7767864 kB, MemFree 412140, Buffers 5848, SwapTotal 4194300, SwapFree 3123456.

@@ -298,6 +298,20 @@ export class ActivityManager {
   }
 
   /**
+   * `am kill-all`: kills the background apps' processes, as killAllBackgroundProcesses
+   * does for cached ones. The app in front, apps running a service and an instrumented app
+   * (the UiAutomator2 server) are not cached, and stay.
+   */
+  killBackground(): void {
+    const busy = new Set([
+      ...[...this.services.values()].map((s) => s.pkg),
+      ...this.runningInstrumentations().map((c) => c.pkg),
+    ]);
+    const packages = new Set(this.device.processes.appNames().map((name) => name.split(':')[0]!));
+    for (const pkg of packages) if (!busy.has(pkg)) this.kill(pkg);
+  }
+
+  /**
    * Ends a running instrumentation the way its test finishing would (the UiAutomator2
    * server's test returns when its session is deleted).
    */

@@ -361,6 +361,11 @@ export class ProcessTable {
     return any;
   }
 
+  /** The names of the apps' running processes (`pkg` or `pkg:sub`). */
+  appNames(): string[] {
+    return [...this.apps.keys()];
+  }
+
   isRunning(name: string): boolean {
     return this.apps.has(name) || SYSTEM_PROCESSES.some((p) => p.name === name);
   }

@@ -414,17 +414,23 @@ export const am: CommandFn = async (ctx) => {
       return broadcast(ctx, args);
     case 'instrument':
       return amInstrument(ctx, args);
-    case 'force-stop': {
-      const name = pkgArg();
-      if (name) device.activity.forceStop(name);
-      return 0;
-    }
+    case 'force-stop':
     case 'kill': {
       const name = pkgArg();
-      if (name) device.activity.kill(name);
+      // getNextArgRequired(): the package is required.
+      if (!name)
+        return shellException(
+          ctx,
+          verb,
+          ILLEGAL_ARGUMENT,
+          `Argument expected after "${args.at(-1) ?? verb}"`,
+        );
+      if (verb === 'force-stop') device.activity.forceStop(name);
+      else device.activity.kill(name);
       return 0;
     }
     case 'kill-all':
+      device.activity.killBackground();
       return 0;
     case 'get-current-user':
       ctx.stdout.write('0\n');

@@ -73,11 +73,11 @@ function notification(ctx: CommandContext, args: string[]): number {
     case 'disallow_assistant':
     case 'allow_dnd':
     case 'disallow_dnd':
-      return 0;
     case 'post':
     case 'snooze':
     case 'unsnooze':
-      // Posting would be a silent success: the phone has no notifications to show or list.
+      // Posting would be a silent success: the phone has no notifications to show or list,
+      // and no Do Not Disturb or assistant access to grant.
       return notModeled(ctx, 'notification', args);
     default:
       ctx.stdout.write(

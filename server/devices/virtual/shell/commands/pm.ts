@@ -428,11 +428,38 @@ export const pm: CommandFn = async (ctx) => {
       ctx.stdout.write(`${has}\n`);
       return has ? 0 : 1;
     }
-    case 'set-installer':
-    case 'trim-caches':
-    case 'set-permission-enforced':
+    case 'trim-caches': {
+      // The phone's storage has far more free than any size asked for, so no cache needs
+      // deleting; the size is read as PackageManagerShellCommand reads it.
+      const size = args.find((a) => !a.startsWith('-') || /^-\d/.test(a));
+      if (size === undefined) {
+        ctx.stderr.write('Error: no size specified\n');
+        return 1;
+      }
+      const m = /^(\d+)([KkMmGg]?)$/.exec(size);
+      if (!m) {
+        ctx.stderr.write(`Error: expected number at: ${size}\n`);
+        return 1;
+      }
+      return 0;
+    }
     case 'compile':
-    case 'bg-dexopt-job':
+    case 'bg-dexopt-job': {
+      // ART's compilation has nothing to change in the phone's apps: it succeeds.
+      // -m MODE, -r REASON and --split NAME take a value; -a compiles every package.
+      const takesValue = new Set(['-m', '-r', '--split']);
+      const name =
+        verb === 'compile'
+          ? args.find((a, i) => !a.startsWith('-') && !takesValue.has(args[i - 1] ?? ''))
+          : undefined;
+      if (name !== undefined && !device.packages.get(name)) {
+        ctx.stderr.write(`Failure: package ${name} could not be compiled\n`);
+        return 1;
+      }
+      ctx.stdout.write('Success\n');
+      return 0;
+    }
+    case 'set-permission-enforced':
       return 0;
     case 'get-max-users':
       ctx.stdout.write('Maximum supported users: 4\n');
@@ -474,6 +501,7 @@ const FEATURES = [
 
 /** Android 14's other pm commands (users, app links, suspending, profiles, permissions' flags). */
 const UNMODELED_PM = new Set([
+  'set-installer',
   'archive',
   'create-user',
   'dump-profiles',

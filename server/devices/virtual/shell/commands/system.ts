@@ -14,7 +14,12 @@ import { humanReadable } from './dd.js';
 import { userName } from './format.js';
 
 const getprop: CommandFn = (ctx) => {
-  const args = ctx.args.filter((a) => a !== '-T' && a !== '-Z');
+  // -T (a property's type) and -Z (its SELinux context) come from property_contexts, which
+  // the phone does not keep: say so rather than print the value as if it were one.
+  const unmodeled = ctx.args.find((a) => a === '-T' || a === '-Z');
+  if (unmodeled !== undefined)
+    return fail(ctx, `${unmodeled}: property types and contexts are not modeled by the virtual phone`);
+  const args = ctx.args;
   const props = ctx.device.props;
   if (args.length === 0) {
     for (const [k, v] of props.entries()) ctx.stdout.write(`[${k}]: [${v}]\n`);
