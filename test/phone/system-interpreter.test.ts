@@ -988,6 +988,45 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect((await sh('cmd notification allow_dnd com.phonelease.login', { device })).code).toBe(255);
   });
 
+  it("applies am start's task flags: --activity-clear-top and --activity-clear-task", async () => {
+    const device = new Device({ systemRoot, log: quietLog });
+    const run = (command: string) => sh(command, { device });
+    const focus = async () =>
+      /mCurrentFocus=Window\{\S+ u0 (\S+)\}/.exec((await run('dumpsys window displays')).out)?.[1];
+    const wifi = "'com.android.settings/.Settings$WifiSettingsActivity'";
+    const settingsThenWifi = async () => {
+      await run('am force-stop com.android.settings; am start -W -n com.android.settings/.Settings');
+      await run(`am start -W -n ${wifi}`);
+      expect(await focus()).toBe('com.android.settings/com.android.settings.Settings$WifiSettingsActivity');
+    };
+    // Without a flag, Settings' main activity brings its task back as it was: Wi-Fi on top.
+    await settingsThenWifi();
+    await run('input keyevent HOME; am start -W -n com.android.settings/.Settings');
+    expect(await focus()).toBe('com.android.settings/com.android.settings.Settings$WifiSettingsActivity');
+    // CLEAR_TOP closes the screens above Settings (the flag was read and dropped).
+    const started = await run('am start -W --activity-clear-top -n com.android.settings/.Settings');
+    expect(started.out).toMatch(
+      /^Starting: Intent \{ flg=0x4000000 cmp=com\.android\.settings\/\.Settings \}$/m,
+    );
+    expect(await focus()).toBe('com.android.settings/com.android.settings.Settings');
+    await run('input keyevent BACK');
+    expect(await focus()).toMatch(/launcher3/);
+    // CLEAR_TASK: Wi-Fi alone in a new task; BACK leaves the app.
+    await settingsThenWifi();
+    await run(`am start -W --activity-clear-task -n ${wifi}`);
+    expect(await focus()).toBe('com.android.settings/com.android.settings.Settings$WifiSettingsActivity');
+    await run('input keyevent BACK');
+    expect(await focus()).toMatch(/launcher3/);
+    // A repeated launch and profiling are not modeled (-R's count was read as a component).
+    expect(await run('am start -R 3 -n com.android.settings/.Settings')).toMatchObject({
+      code: 255,
+      err: 'Error: -R 3: repeating the start is not modeled by the virtual phone\n',
+    });
+    expect((await run('am start -P /data/local/tmp/p.trace -n com.android.settings/.Settings')).code).toBe(
+      255,
+    );
+  });
+
   it('shows memory with free as toybox 0.8.9 does, from /proc/meminfo, and the load in /proc/loadavg', async () => {
     const header = '\t\ttotal        used        free      shared     buffers\n';
     // /proc/meminfo: MemTotal 7767864 kB, MemFree 412140, Buffers 5848, SwapTotal 4194300, SwapFree 3123456.

@@ -19,6 +19,12 @@ import type { PhoneUi, UiAutomator2Server } from './ui/types.js';
  * What the activity manager uses of its phone. The Device provides it; the interface lives
  * here so that the model's files do not import each other in a circle.
  */
+
+/** Intent.FLAG_ACTIVITY_* that change what a start does to the app's task. */
+const FLAG_CLEAR_TASK = 0x8000;
+const FLAG_CLEAR_TOP = 0x4000000;
+const FLAG_SINGLE_TOP = 0x20000000;
+
 export interface ActivityHost {
   readonly logcat: LogBuffer;
   readonly processes: ProcessTable;
@@ -140,7 +146,7 @@ export class ActivityManager {
     return proc.pid;
   }
 
-  /** What `am start` does. */
+  /** What `am start` does (with the flags of FLAG_* below that change the task). */
   startActivity(req: IntentRequest): StartResult {
     const packages = this.device.packages;
     const intentText = describeIntent(req);
@@ -182,6 +188,11 @@ export class ActivityManager {
         lines: [`Error: Activity not started, ${notRunnableError(pkg)}`],
       };
     }
+    // Intent flags that reshape the app's task before the start (Intent.FLAG_ACTIVITY_*).
+    // (am start always adds NEW_TASK, which CLEAR_TASK needs.)
+    if ((req.flags & FLAG_CLEAR_TASK) !== 0) ui.removeTask(pkg.name);
+    else if ((req.flags & FLAG_CLEAR_TOP) !== 0)
+      ui.clearTop(pkg.name, component.cls, (req.flags & FLAG_SINGLE_TOP) !== 0);
     if (pkg.name === BROWSER_PACKAGE) this.openBrowser(req.data);
     // The same intent as the one of the activity on top starts nothing; the same activity with
     // other data (App info of another package) is another intent, and a new instance.

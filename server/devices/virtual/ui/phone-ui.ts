@@ -463,6 +463,29 @@ export class VirtualPhoneUi implements PhoneUi {
     return this.startedAs(t.stack[0], wanted, data) || this.startedAs(t.stack.at(-1), wanted, data);
   }
 
+  /**
+   * FLAG_ACTIVITY_CLEAR_TOP: the screens above the activity's instance in its app's task
+   * close; so does the instance itself unless it is to receive the intent (SINGLE_TOP), as
+   * a standard activity is recreated. False when the task has no such instance.
+   */
+  clearTop(pkg: string, activity: string, singleTop: boolean): boolean {
+    const t = this.task(pkg);
+    const wanted = qualify(pkg, activity);
+    const at = t ? t.stack.findIndex((s) => this.activityOf(s) === wanted) : -1;
+    if (!t || at < 0) return false;
+    // The root recreated is the task started again.
+    if (at === 0 && !singleTop) {
+      this.removeTask(pkg);
+      return true;
+    }
+    const keep = singleTop ? at + 1 : at;
+    if (keep < t.stack.length) {
+      t.stack.splice(keep);
+      this.changed();
+    }
+    return true;
+  }
+
   isOnTop(pkg: string, activity: string, data?: string): boolean {
     const top = this.current();
     return this.packageOf(top) === pkg && this.startedAs(top, qualify(pkg, activity), data);

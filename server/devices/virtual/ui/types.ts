@@ -155,6 +155,11 @@ export interface PhoneUi {
    * its activity does): the task behind it, or the launcher, shows.
    */
   removeTask(pkg: string): void;
+  /**
+   * FLAG_ACTIVITY_CLEAR_TOP: closes the screens above the activity in its app's task (and
+   * the activity itself unless singleTop); false when the task has no such activity.
+   */
+  clearTop(pkg: string, activity: string, singleTop: boolean): boolean;
   /** Shows the system dialog "<label> can't run on this virtual phone" over the screen. */
   showNotRunnable(pkg: string): void;
   /** Closes an app's screens and forgets their state; shows the launcher if it was in front. */

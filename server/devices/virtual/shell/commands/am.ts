@@ -52,13 +52,9 @@ const NO_ARG = new Set([
   '--receiver-include-background',
   '--selector',
   '--track-allocation',
-  '--start-profiler',
-  '--streaming',
-  '--sampling',
   '--allow-background-activity-starts',
   '--async',
   '--esn',
-  '-R',
 ]);
 /** Extras take a key and a value. */
 const EXTRA = new Set([
@@ -82,7 +78,6 @@ const EXTRA = new Set([
 ]);
 const ONE_ARG = new Set([
   '--user',
-  '-P',
   '--windowingMode',
   '--activityType',
   '--display',
@@ -90,9 +85,27 @@ const ONE_ARG = new Set([
   '--attribution-tag',
   '-t',
   '--receiver-permission',
-  '--start-profiler',
-  '--sampling',
 ]);
+
+/** The intent options that set Intent.FLAG_ACTIVITY_* bits (Intent.parseCommandArgs). */
+const ACTIVITY_FLAGS: Record<string, number> = {
+  '--activity-brought-to-front': 0x400000,
+  '--activity-clear-top': 0x4000000,
+  '--activity-clear-when-task-reset': 0x80000,
+  '--activity-exclude-from-recents': 0x800000,
+  '--activity-launched-from-history': 0x100000,
+  '--activity-multiple-task': 0x8000000,
+  '--activity-no-animation': 0x10000,
+  '--activity-no-history': 0x40000000,
+  '--activity-no-user-action': 0x40000,
+  '--activity-previous-is-top': 0x1000000,
+  '--activity-reorder-to-front': 0x20000,
+  '--activity-reset-task-if-needed': 0x200000,
+  '--activity-single-top': 0x20000000,
+  '--activity-clear-task': 0x8000,
+  '--activity-task-on-home': 0x4000,
+  '--activity-match-external': 0x800,
+};
 
 interface ParsedIntent extends IntentRequest {
   wait: boolean;
@@ -123,6 +136,13 @@ export function parseIntent(args: string[]): ParsedIntent | string {
     else if (a === '-d') intent.data = args[++i] ?? null;
     else if (a === '-p') intent.pkg = args[++i] ?? null;
     else if (a === '-f') intent.flags = Number(args[++i]) || 0;
+    else if (a === '-R') {
+      // Repeating the launch (a start-up benchmark) is not modeled; once is a plain start.
+      const count = Number(args[++i]);
+      if (!(count <= 1))
+        return `-R ${args[i] ?? ''}: repeating the start is not modeled by the virtual phone`;
+    } else if (a === '-P' || a === '--start-profiler' || a === '--sampling' || a === '--streaming')
+      return `${a}: profiling is not modeled by the virtual phone`;
     else if (a === '-n') {
       const c = parseComponent(args[++i] ?? '');
       if (!c) return `Bad component name: ${args[i] ?? ''}`;
@@ -132,6 +152,7 @@ export function parseIntent(args: string[]): ParsedIntent | string {
       intent.extras.set(args[i + 1] ?? '', args[i + 2] ?? '');
       i += 2;
     } else if (ONE_ARG.has(a)) i++;
+    else if (ACTIVITY_FLAGS[a] !== undefined) intent.flags |= ACTIVITY_FLAGS[a];
     else if (NO_ARG.has(a) || a.startsWith('--activity-') || a.startsWith('--receiver-')) continue;
     else if (a.startsWith('-')) return `Unknown option: ${a}`;
     else positional.push(a);
