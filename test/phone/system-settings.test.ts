@@ -169,24 +169,38 @@ describe('settings', () => {
 describe('user_rotation', () => {
   const shell = (command: string) => v.adbOk(['shell', command]);
 
-  it('stores any text, as the settings provider does, but the display turns only by 0 to 3', async () => {
+  it('turns the display by user_rotation 0 to 3, and refuses other values as SettingsProvider does', async () => {
     await shell('am start -W -n com.phonelease.login/.LoginActivity');
     try {
       // A rotation the window manager honours turns the app's display.
       await shell('settings put system user_rotation 1');
       expect(await shell('dumpsys window displays')).toContain('mRotation=1 ');
       for (const value of ['7', '4', '-1', 'sideways', '1.0', '0x1']) {
-        await shell(`settings put system user_rotation ${value}`);
-        expect(await shell('settings get system user_rotation'), value).toBe(`${value}\n`);
-        // Anything else is upright (ROTATION_0), in every place that tells the rotation.
-        expect(await shell('wm user-rotation'), value).toBe('lock 0\n');
-        const window = await shell('dumpsys window displays');
-        expect(window, value).toContain('mRotation=0 ');
-        expect(window, value).toContain('mUserRotation=ROTATION_0 ');
-        expect(await shell('dumpsys display'), value).toContain(
-          'orientation=0, logicalFrame=Rect(0, 0 - 720, 1280)',
-        );
+        // SystemSettingsValidators: USER_ROTATION is an integer from 0 to 3 (the value was
+        // stored, and read back, as any text).
+        const r = await v.adb(['shell', `settings put system user_rotation ${value}`]);
+        expect(r, value).toMatchObject({
+          code: 255,
+          stderr: `Exception occurred while executing 'put':\njava.lang.IllegalArgumentException: Invalid value: ${value} for setting: user_rotation\n`,
+        });
+        expect(await shell('settings get system user_rotation'), value).toBe('1\n');
+        expect(await shell('dumpsys window displays'), value).toContain('mRotation=1 ');
       }
+      expect((await v.adb(['shell', 'settings put system accelerometer_rotation yes'])).code).toBe(255);
+      expect((await v.adb(['shell', 'settings put system screen_off_timeout -5'])).code).toBe(255);
+      // content's insert meets the same validation, and reports it as content does.
+      const insert = await v.adb([
+        'shell',
+        'content insert --uri content://settings/system --bind name:s:user_rotation --bind value:s:9',
+      ]);
+      expect(insert).toMatchObject({ code: 0 });
+      expect(insert.stderr).toContain(
+        'java.lang.IllegalArgumentException: Invalid value: 9 for setting: user_rotation',
+      );
+      expect(await shell('settings get system user_rotation')).toBe('1\n');
+      // Settings without a validator store any text.
+      await shell('settings put system phonelease_any_text sideways');
+      expect(await shell('settings get system phonelease_any_text')).toBe('sideways\n');
     } finally {
       await shell('settings put system user_rotation 0; input keyevent HOME');
     }

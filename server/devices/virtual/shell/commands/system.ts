@@ -7,7 +7,7 @@ import { SYSTEM_BIN } from '../../system-image.js';
 import { isNamespace } from '../../settings.js';
 import { SYSTEM_SERVICES, publishedServices } from '../../system-services.js';
 import { KEYCODE } from '../../ui/types.js';
-import { commandSource, fail, getopt, quoteWord, resolvePath } from '../command.js';
+import { commandSource, fail, getopt, quoteWord, resolvePath, shellException } from '../command.js';
 import type { CommandFn } from '../command.js';
 import { readAll } from '../io.js';
 import { humanReadable } from './dd.js';
@@ -59,6 +59,39 @@ const SETTINGS_USAGE = `usage:  settings [--user <USER_ID> | current] get namesp
 'namespace' is one of {system, secure, global}, case-insensitive
 `;
 
+/** Integer.parseInt's idea of an int: an optional sign and decimal digits, in 32 bits. */
+function javaInt(value: string): number | null {
+  if (!/^[+-]?\d+$/.test(value)) return null;
+  const n = Number(value);
+  return n >= -(2 ** 31) && n < 2 ** 31 ? n : null;
+}
+const inRange = (min: number, max: number) => (v: string) => {
+  const n = javaInt(v);
+  return n !== null && n >= min && n <= max;
+};
+const oneOf =
+  (...values: string[]) =>
+  (v: string) =>
+    values.includes(v);
+
+/**
+ * SystemSettingsValidators (Android 14) for the system settings the phone models and tests
+ * set: a value one refuses is never stored (SettingsProvider.validateSystemSettingValue).
+ */
+const SYSTEM_VALIDATORS: Record<string, (value: string) => boolean> = {
+  screen_brightness_mode: oneOf('0', '1'),
+  status_bar_show_battery_percent: oneOf('0', '1'),
+  screen_off_timeout: inRange(0, 2 ** 31 - 1),
+  accelerometer_rotation: oneOf('0', '1'),
+  user_rotation: inRange(0, 3),
+  show_touches: oneOf('0', '1'),
+  pointer_location: oneOf('0', '1'),
+  haptic_feedback_enabled: oneOf('0', '1'),
+  sound_effects_enabled: oneOf('0', '1'),
+  dim_screen: oneOf('0', '1'),
+  time_12_24: oneOf('12', '24'),
+};
+
 export const settings: CommandFn = (ctx) => {
   const args = [...ctx.args];
   // --user N and put's trailing [tag] [default] are accepted and ignored
@@ -80,6 +113,13 @@ export const settings: CommandFn = (ctx) => {
       return 0;
     case 'put':
       if (key === undefined || value === undefined) break;
+      if (ns === 'system' && SYSTEM_VALIDATORS[key]?.(value) === false)
+        return shellException(
+          ctx,
+          'put',
+          'java.lang.IllegalArgumentException',
+          `Invalid value: ${value} for setting: ${key}`,
+        );
       store.put(ns, key, value);
       return 0;
     case 'delete':
@@ -692,6 +732,14 @@ const content: CommandFn = (ctx) => {
   }
   const ns = m[1] as 'system' | 'secure' | 'global';
   const store = ctx.device.settings;
+  // The provider's validation refuses the value; content reports the exception, status 0.
+  const refusedValue = (table: string, key: string, value: string): boolean => {
+    if (table !== 'system' || SYSTEM_VALIDATORS[key]?.(value) !== false) return false;
+    ctx.stderr.write(
+      `Error while accessing provider:settings\njava.lang.IllegalArgumentException: Invalid value: ${value} for setting: ${key}\n`,
+    );
+    return true;
+  };
   const binds = new Map<string, string>();
   for (const b of options.get('--bind') ?? []) {
     const bind = /^([^:]+):[a-z]:(.*)$/.exec(b);
@@ -727,6 +775,7 @@ const content: CommandFn = (ctx) => {
         ctx.stderr.write('content: insert needs --bind name:s:KEY --bind value:s:VALUE\n');
         return 1;
       }
+      if (refusedValue(ns, key, binds.get('value') ?? '')) return 0;
       store.put(ns, key, binds.get('value') ?? '');
       return 0;
     }
@@ -736,6 +785,7 @@ const content: CommandFn = (ctx) => {
         ctx.stderr.write('content: update needs --bind value:s:VALUE and --where "name=\'KEY\'"\n');
         return 1;
       }
+      if (refusedValue(ns, key, binds.get('value')!)) return 0;
       store.put(ns, key, binds.get('value')!);
       return 0;
     }
