@@ -265,6 +265,8 @@ describe('dies', () => {
       // No reaper: the launcher's onComplete is what ends the phone.
       { env: { ...env, PHONELEASE_REAPER: '0' } },
     );
+    // The spec got its phone before the run was interrupted (else say what the run printed).
+    expect(existsSync(join(run.dir, 'ready')), run.output.slice(-6000)).toBe(true);
     const id = readFileSync(join(run.dir, 'ready'), 'utf8');
     expect(run.exitCode).not.toBe(0);
     expect(run.output).toContain(`[phonelease] ended 1 phone(s) left by workers that did not finish (${id})`);
