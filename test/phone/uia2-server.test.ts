@@ -564,6 +564,35 @@ describe('UiAutomator2 server over HTTP', () => {
     expect(shade.body.value).toMatchObject({ error: 'unsupported operation' });
   });
 
+  it('leaves out the views unimportant for accessibility with ignoreUnimportantViews, as uiautomator dump --compressed does', async () => {
+    h.ui.launch('com.phonelease.login');
+    const sid = await newSession();
+    const source = async () => String((await call('GET', `/session/${sid}/source`)).body.value);
+    const full = await source();
+    const layouts = (xml: string) =>
+      (xml.match(/<android\.widget\.(LinearLayout|FrameLayout)\b/g) ?? []).length;
+    expect(layouts(full)).toBeGreaterThan(1);
+    await call('POST', `/session/${sid}/appium/settings`, { settings: { ignoreUnimportantViews: true } });
+    const compressed = await source();
+    // The window's root stays; the layouts that only hold others go, their children moved up.
+    expect(layouts(compressed)).toBe(1);
+    for (const id of ['username', 'password', 'login'])
+      expect(compressed).toContain(`resource-id="com.phonelease.login:id/${id}"`);
+    expect(compressed.length).toBeLessThan(full.length);
+    // What the test finds is found the same way, and still acts.
+    const user = elementId(await find(sid, 'xpath', '/hierarchy/*/android.widget.EditText[1]'));
+    await call('POST', `/session/${sid}/element/${user}/value`, { text: 'demo' });
+    expect((await call('GET', `/session/${sid}/element/${user}/text`)).body.value).toBe('demo');
+    // The setting off again, the whole tree is back; uiautomator dump --compressed matches.
+    await call('POST', `/session/${sid}/appium/settings`, { settings: { ignoreUnimportantViews: false } });
+    expect(layouts(await source())).toBe(layouts(full));
+    const dumped = h.ui.dumpHierarchy(true);
+    expect((dumped.match(/class="android\.widget\.(LinearLayout|FrameLayout)"/g) ?? []).length).toBe(1);
+    expect((h.ui.dumpHierarchy().match(/<node /g) ?? []).length).toBeGreaterThan(
+      (dumped.match(/<node /g) ?? []).length,
+    );
+  });
+
   it('lists a toast for 3.5 s on the UI clock: the countdown to developer options, tap by tap', async () => {
     h.ui.launch('com.android.settings', 'com.android.settings.Settings$MyDeviceInfoActivity');
     const sid = await newSession();

@@ -55,3 +55,47 @@ export function dumpUiAutomator(root: UiNodeInfo, rotation = 0): string {
   out.push('</hierarchy>');
   return out.join('');
 }
+
+/** Views that are TextViews (and so important for accessibility, with or without text). */
+const TEXT_VIEWS = new Set([
+  'android.widget.TextView',
+  'android.widget.EditText',
+  'android.widget.Button',
+  'android.widget.CheckBox',
+  'android.widget.RadioButton',
+  'android.widget.Switch',
+  'android.widget.ToggleButton',
+  'android.widget.CheckedTextView',
+]);
+
+/**
+ * Whether a view is important for accessibility with the default `auto`
+ * (View.isImportantForAccessibility): one that can be acted on (clicked, long-clicked,
+ * focused, scrolled, checked), a TextView, or one with a content description. Layouts that
+ * only hold others are not.
+ */
+function importantForAccessibility(n: UiNodeInfo): boolean {
+  return (
+    n.clickable ||
+    n.longClickable ||
+    n.focusable ||
+    n.scrollable ||
+    n.checkable ||
+    n.contentDesc !== '' ||
+    n.text !== '' ||
+    TEXT_VIEWS.has(n.className)
+  );
+}
+
+/**
+ * The tree accessibility reports without FLAG_INCLUDE_NOT_IMPORTANT_VIEWS (`uiautomator dump
+ * --compressed`, the UiAutomator2 server's `ignoreUnimportantViews`): views that are not
+ * important are left out and their children take their place; the window's root stays.
+ */
+export function compressedTree(root: UiNodeInfo): UiNodeInfo {
+  const important = (n: UiNodeInfo): UiNodeInfo[] => {
+    const children = n.children.flatMap(important);
+    return importantForAccessibility(n) ? [{ ...n, children }] : children;
+  };
+  return { ...root, children: root.children.flatMap(important) };
+}

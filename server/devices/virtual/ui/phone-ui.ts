@@ -6,7 +6,7 @@
 import { fatalExceptionLines, type AppException } from '../app-crash.js';
 import { PNG } from 'pngjs';
 import { TextRenderer } from './font.js';
-import { dumpUiAutomator } from './hierarchy.js';
+import { compressedTree, dumpUiAutomator } from './hierarchy.js';
 import { DisplayListRecorder, playDisplayList, type DisplayList } from './display-list.js';
 import { Canvas, type Surface } from './raster.js';
 import { BROWSER_ACTIVITY, BROWSER_PACKAGE_NAME, buildBrowser } from './screens/browser.js';
@@ -981,8 +981,9 @@ export class VirtualPhoneUi implements PhoneUi {
 
   // ---- hierarchy ----
 
-  dumpHierarchy(): string {
-    return dumpUiAutomator(this.build().root, this.turned);
+  dumpHierarchy(compressed = false): string {
+    const root = this.build().root;
+    return dumpUiAutomator(compressed ? compressedTree(root) : root, this.turned);
   }
 
   viewTree(): UiNodeInfo {

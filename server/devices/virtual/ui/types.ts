@@ -171,7 +171,8 @@ export interface PhoneUi {
   appsChanged(): void;
 
   /** The `uiautomator dump` XML of the current screen. */
-  dumpHierarchy(): string;
+  /** `uiautomator dump` (`--compressed`: without the views unimportant for accessibility). */
+  dumpHierarchy(compressed?: boolean): string;
 
   /** Subscribe to visible changes. Returns unsubscribe. */
   onChange(listener: () => void): () => void;

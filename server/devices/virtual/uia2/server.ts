@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { PNG } from 'pngjs';
-import { formatBounds } from '../ui/hierarchy.js';
+import { compressedTree, formatBounds } from '../ui/hierarchy.js';
 import type { DeviceIdentity, PhoneUi, Rotation, UiAutomator2Server, UiNodeInfo } from '../ui/types.js';
 import { KEYCODE, LONG_PRESS_MS, PLAIN_VIEW } from '../ui/types.js';
 import { buildSource, serializeSource } from './source.js';
@@ -289,10 +289,11 @@ class Uia2Server implements UiAutomator2Server {
     return toast ? [toast] : [];
   }
 
+  /** The window's views, without the unimportant ones while `ignoreUnimportantViews` is on. */
   private tree(): UiNodeInfo {
     const t = this.ui.viewTree?.();
     if (!t) throw new W3CError(500, 'unknown error', 'This phone UI does not expose its view tree');
-    return t;
+    return this.settings.ignoreUnimportantViews === true ? compressedTree(t) : t;
   }
 
   private static findKey(root: UiNodeInfo, key: string): UiNodeInfo | undefined {

@@ -405,7 +405,7 @@ const uiautomator: CommandFn = async (ctx) => {
       if (!ctx.signal.aborted) ctx.stderr.write('ERROR: could not get idle state.\n');
       return 0;
     }
-    const xml = ctx.device.ui.dumpHierarchy();
+    const xml = ctx.device.ui.dumpHierarchy(rest.includes('--compressed'));
     if (target === '/dev/tty' || target === '/dev/stdout') {
       ctx.stdout.write(xml);
     } else {
