@@ -1027,6 +1027,26 @@ describe('what scripts use, as mksh and toybox do it', () => {
     );
   });
 
+  it("types a key's character, presses it twice for --doubletap, and says a long press of POWER is not modeled", async () => {
+    const device = new Device({ systemRoot, log: quietLog });
+    const run = (command: string) => sh(command, { device });
+    // POWER's long press opens the power menu on a phone; it turned the screen off here.
+    expect(await run('input keyevent --longpress POWER')).toMatchObject({
+      code: 1,
+      err: 'input: a long press of POWER is not modeled by the virtual phone\n',
+    });
+    expect((await run('dumpsys power')).out).toMatch(/mWakefulness=Awake/);
+    expect((await run('input keyevent --longpress 3')).code).toBe(1);
+    // A letter's key types it into the field in focus, as a hardware keyboard's does (it typed
+    // nothing); --doubletap sends the key twice (the option was dropped).
+    await run('am start -W -n com.phonelease.login/.LoginActivity; input tap 360 480');
+    await run('input keyevent KEYCODE_D 30 KEYCODE_SPACE 8');
+    await run('input keyevent --doubletap KEYCODE_A');
+    expect((await run('uiautomator dump /dev/tty')).out).toMatch(
+      /text="db 1aa" resource-id="com\.phonelease\.login:id\/username"/,
+    );
+  });
+
   it('shows memory with free as toybox 0.8.9 does, from /proc/meminfo, and the load in /proc/loadavg', async () => {
     const header = '\t\ttotal        used        free      shared     buffers\n';
     // /proc/meminfo: MemTotal 7767864 kB, MemFree 412140, Buffers 5848, SwapTotal 4194300, SwapFree 3123456.

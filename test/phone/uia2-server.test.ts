@@ -558,6 +558,9 @@ describe('UiAutomator2 server over HTTP', () => {
     });
     expect((await call('GET', `/session/${sid}/orientation`)).body.value).toBe('PORTRAIT');
     expect((await call('POST', `/session/${sid}/timeouts`, { implicit: 0 })).status).toBe(200);
+    // A long press of POWER (its menu) is not modeled; the screen stays on.
+    const power = await call('POST', `/session/${sid}/appium/device/long_press_keycode`, { keycode: 26 });
+    expect(power.body.value).toMatchObject({ error: 'unsupported operation' });
     // No notification shade is drawn: opening it is refused, not pretended.
     const shade = await call('POST', `/session/${sid}/appium/device/open_notifications`, {});
     expect(shade.status).toBe(500);

@@ -53,7 +53,7 @@ import type {
   Rotation,
   UiNodeInfo,
 } from './types.js';
-import { KEYCODE, LONG_PRESS_MS } from './types.js';
+import { KEYCODE, LONG_PRESS_MS, keycodeChar } from './types.js';
 import { ViewFactory, findByKey, hitTest, paintTree, type ViewNode } from './views.js';
 
 type Namespace = 'system' | 'secure' | 'global';
@@ -780,8 +780,13 @@ export class VirtualPhoneUi implements PhoneUi {
         this.host.log('D', 'PhoneUi', 'recent apps are not shown on this phone; showing the launcher');
         this.goHome();
         return;
-      default:
-        this.host.log('D', 'PhoneUi', `ignored key event ${keycode}`);
+      default: {
+        // A key that types a character types it into the field in focus (a hardware
+        // keyboard's key, `input keyevent KEYCODE_A`); nothing takes it elsewhere.
+        const ch = keycodeChar(keycode, false);
+        if (ch !== null) this.text(ch);
+        else this.host.log('D', 'PhoneUi', `ignored key event ${keycode}`);
+      }
     }
   }
 

@@ -80,6 +80,44 @@ export interface ForegroundActivity {
 /** ViewConfiguration.getLongPressTimeout() on Android 12+: a press held this long is a long press. */
 export const LONG_PRESS_MS = 400;
 
+/**
+ * Keys whose long press the system answers (PhoneWindowManager: POWER's menu, HOME's
+ * assistant, CAMERA, SEARCH, ASSIST, VOICE_ASSIST), which the virtual phone does not model.
+ */
+export const SYSTEM_LONG_PRESS: ReadonlySet<number> = new Set([26, 3, 27, 84, 219, 231]);
+
+/**
+ * The character a key types on the default (US) key map: letters, digits, space and the
+ * symbols with keys of their own; null for keys that type nothing.
+ */
+export function keycodeChar(code: number, shift: boolean): string | null {
+  if (code >= 29 && code <= 54) {
+    const c = String.fromCharCode(97 + code - 29);
+    return shift ? c.toUpperCase() : c;
+  }
+  if (code >= 7 && code <= 16) return String(code - 7);
+  return KEY_SYMBOLS[code] ?? null;
+}
+
+const KEY_SYMBOLS: Record<number, string> = {
+  17: '*',
+  18: '#',
+  55: ',',
+  56: '.',
+  62: ' ',
+  68: '`',
+  69: '-',
+  70: '=',
+  71: '[',
+  72: ']',
+  73: '\\',
+  74: ';',
+  75: "'",
+  76: '/',
+  77: '@',
+  81: '+',
+};
+
 /** Android key codes the UI understands (others are logged and ignored). */
 export const KEYCODE = {
   HOME: 3,

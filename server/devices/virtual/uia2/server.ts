@@ -13,7 +13,7 @@ import type { Duplex } from 'node:stream';
 import { PNG } from 'pngjs';
 import { compressedTree, formatBounds } from '../ui/hierarchy.js';
 import type { DeviceIdentity, PhoneUi, Rotation, UiAutomator2Server, UiNodeInfo } from '../ui/types.js';
-import { KEYCODE, LONG_PRESS_MS, PLAIN_VIEW } from '../ui/types.js';
+import { KEYCODE, LONG_PRESS_MS, PLAIN_VIEW, SYSTEM_LONG_PRESS, keycodeChar } from '../ui/types.js';
 import { buildSource, serializeSource } from './source.js';
 import {
   matchSelector,
@@ -100,26 +100,6 @@ interface Route {
   method: string;
   pattern: RegExp;
   handler: Handler;
-}
-
-/** Keycodes of letters, digits and a few symbols, typed as text (like a hardware keyboard). */
-function keycodeChar(code: number, shift: boolean): string | null {
-  if (code >= 29 && code <= 54) {
-    const c = String.fromCharCode(97 + code - 29);
-    return shift ? c.toUpperCase() : c;
-  }
-  if (code >= 7 && code <= 16) return String(code - 7);
-  const table: Record<number, string> = {
-    55: ',',
-    56: '.',
-    62: ' ',
-    69: '-',
-    70: '=',
-    76: '/',
-    77: '@',
-    81: '+',
-  };
-  return table[code] ?? null;
 }
 
 /** WebDriver's private-use key characters that mean a key rather than text. */
@@ -958,7 +938,16 @@ class Uia2Server implements UiAutomator2Server {
     on('GET', '/appium/device/current_activity', () => this.ui.foreground().activity);
     on('GET', '/appium/device/current_package', () => this.ui.foreground().package);
     on('POST', '/appium/device/press_keycode', (r) => this.pressKey(r));
-    on('POST', '/appium/device/long_press_keycode', (r) => this.pressKey(r));
+    on('POST', '/appium/device/long_press_keycode', (r) => {
+      // POWER's menu and HOME's assistant are not modeled; it turned the screen off.
+      if (SYSTEM_LONG_PRESS.has(Number(r.body.keycode)))
+        throw new W3CError(
+          500,
+          'unsupported operation',
+          `The virtual phone does not model a long press of keycode ${String(r.body.keycode)} (the system's menu or assistant)`,
+        );
+      return this.pressKey(r);
+    });
     on('POST', '/appium/device/open_notifications', () => {
       throw new W3CError(
         500,

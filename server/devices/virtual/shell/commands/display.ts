@@ -1,7 +1,7 @@
 /** Screen tools: wm, input, screencap, uiautomator dump. */
 import { FsError } from '../../fs.js';
 import { DEVICE } from '../../identity.js';
-import { KEYCODE, type PhoneUi } from '../../ui/types.js';
+import { KEYCODE, SYSTEM_LONG_PRESS, type PhoneUi } from '../../ui/types.js';
 import { userRotation } from '../../settings.js';
 import { fail, resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
@@ -258,13 +258,27 @@ const input: CommandFn = (ctx) => {
         (a, i) => !a.startsWith('--') && !(i > 0 && ['--duration', '--delay'].includes(args[i - 1]!)),
       );
       if (codes.length === 0) break;
+      const keys: number[] = [];
       for (const c of codes) {
         const code = keycodeOf(c);
         if (code === null) {
           ctx.stderr.write(`Error: Unknown keycode: ${c}\n`);
           return 1;
         }
+        keys.push(code);
+      }
+      // A long press of a key the system gives one to (POWER's menu, HOME's assistant) is
+      // not modeled; other keys act on their press. --doubletap presses each key twice.
+      const held = args.includes('--longpress') ? keys.find((k) => SYSTEM_LONG_PRESS.has(k)) : undefined;
+      if (held !== undefined) {
+        ctx.stderr.write(
+          `input: a long press of ${codes[keys.indexOf(held)]} is not modeled by the virtual phone\n`,
+        );
+        return 1;
+      }
+      for (const code of keys) {
         ui.key(code);
+        if (args.includes('--doubletap')) ui.key(code);
       }
       return 0;
     }
