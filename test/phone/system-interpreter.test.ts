@@ -986,6 +986,16 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect((await sh('pm set-installer com.android.chrome com.android.vending', { device })).code).toBe(255);
     expect(await sh('getprop -T ro.build.version.sdk', { device })).toMatchObject({ code: 1, out: '' });
     expect((await sh('cmd notification allow_dnd com.phonelease.login', { device })).code).toBe(255);
+    // The platform's permission list and an idle uid are not modeled (an empty list, and 0).
+    expect(await sh('pm list permissions -g -d', { device })).toMatchObject({
+      code: 255,
+      out: '',
+      err: 'pm: list permissions: not modeled by the virtual phone\n',
+    });
+    expect(await sh('am make-uid-idle com.phonelease.login', { device })).toMatchObject({
+      code: 255,
+      err: 'am: make-uid-idle: not modeled by the virtual phone\n',
+    });
   });
 
   it("applies am start's task flags: --activity-clear-top and --activity-clear-task", async () => {

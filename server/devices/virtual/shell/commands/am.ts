@@ -467,8 +467,8 @@ export const am: CommandFn = async (ctx) => {
     case 'send-trim-memory':
       return sendTrimMemory(ctx, args);
     case 'clear-debug-app':
-    case 'make-uid-idle':
     case 'set-stop-user-on-switch':
+      // No debug app is set, and there is no other user to switch to: nothing to change.
       return 0;
     case 'stack':
     case 'task':
@@ -494,6 +494,7 @@ export const am: CommandFn = async (ctx) => {
 
 /** Android 14's other am commands (debugging, profiling, users, displays). */
 const UNMODELED_AM = new Set([
+  'make-uid-idle',
   'attach-agent',
   'bug-report',
   'clear-exit-info',

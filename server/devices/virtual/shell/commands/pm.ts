@@ -264,8 +264,10 @@ export const pm: CommandFn = async (ctx) => {
         return 0;
       }
       if (what === 'permissions' || what === 'permission-groups' || what === 'libraries') {
-        ctx.stdout.write(what === 'permissions' ? 'All Permissions:\n\n' : '');
-        return 0;
+        // The platform's permissions, groups and shared libraries are not kept: an empty
+        // list would say the phone has none.
+        ctx.stderr.write(`pm: list ${what}: not modeled by the virtual phone\n`);
+        return 255;
       }
       ctx.stderr.write(`Error: unknown list type '${what ?? ''}'\n`);
       return 1;
