@@ -15,16 +15,15 @@ import { runsOnThisPhone } from './ui/phone-ui.js';
 import { APP_DETAILS_ACTIVITY, appInfoPackage } from './ui/index.js';
 import type { PhoneUi, UiAutomator2Server } from './ui/types.js';
 
-/**
- * What the activity manager uses of its phone. The Device provides it; the interface lives
- * here so that the model's files do not import each other in a circle.
- */
-
 /** Intent.FLAG_ACTIVITY_* that change what a start does to the app's task. */
 const FLAG_CLEAR_TASK = 0x8000;
 const FLAG_CLEAR_TOP = 0x4000000;
 const FLAG_SINGLE_TOP = 0x20000000;
 
+/**
+ * What the activity manager uses of its phone. The Device provides it; the interface lives
+ * here so that the model's files do not import each other in a circle.
+ */
 export interface ActivityHost {
   readonly logcat: LogBuffer;
   readonly processes: ProcessTable;
@@ -146,7 +145,7 @@ export class ActivityManager {
     return proc.pid;
   }
 
-  /** What `am start` does (with the flags of FLAG_* below that change the task). */
+  /** What `am start` does, the task flags (FLAG_CLEAR_TASK, FLAG_CLEAR_TOP) included. */
   startActivity(req: IntentRequest): StartResult {
     const packages = this.device.packages;
     const intentText = describeIntent(req);

@@ -412,8 +412,10 @@ export class VirtualFs {
     this.dynamic.set(normalizePath(path), dir);
   }
 
-  /** This filesystem as seen by `cred` (a shell, run-as, adb sync): every access checked. */
-  /** What `cred` may do, as process `pid` (for /proc/self) with its file creation mask. */
+  /**
+   * This filesystem as seen by `cred` (a shell, run-as, adb sync): every access checked, as
+   * process `pid` (for /proc/self), making files with its file creation mask.
+   */
   as(cred: Credentials, pid?: number, umask?: () => number): FsView {
     return new FsView(this, { cred, pid, ...(umask ? { umask } : {}) });
   }

@@ -370,8 +370,13 @@ export class ProcessTable {
     return this.apps.has(name) || SYSTEM_PROCESSES.some((p) => p.name === name);
   }
 
+  /** A process by pid, looked up where it lives (the log asks this for every line). */
   byPid(pid: number): ProcessInfo | undefined {
-    return this.list().find((p) => p.pid === pid);
+    const running = this.running.get(pid)?.info;
+    if (running) return running;
+    for (const app of this.apps.values()) if (app.pid === pid) return app;
+    const system = SYSTEM_PROCESSES.find((p) => p.pid === pid);
+    return system && { ...system, startedMs: this.bootMs };
   }
 
   /** A process a shell started, by pid. */

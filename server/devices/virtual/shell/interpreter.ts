@@ -348,6 +348,8 @@ export class Interpreter {
   private readonly death: Promise<number>;
   /** The filesystem as this shell's user sees it. */
   private readonly fs: FsView;
+  /** The shell's umask as it is when a file is made (the views of its files read it). */
+  private readonly umask = (): number => this.state.umask;
   /** True when the last run ended with `exit` (interactive sessions stop then). */
   exited = false;
 
@@ -370,7 +372,7 @@ export class Interpreter {
       });
     if (state.pid === 0) state.pid = this.proc.pid;
     this.death = this.proc.whenTerminated();
-    this.fs = device.fs.as(state.cred, this.proc.pid, () => this.state.umask);
+    this.fs = device.fs.as(state.cred, this.proc.pid, this.umask);
     this.proc.handle(SHELL_SIGNALS, (signal) => this.onSignal(signal));
     for (const [key, action] of state.traps) {
       if (typeof key !== 'number') continue;
@@ -1207,7 +1209,7 @@ export class Interpreter {
       signal: stop,
       process: proc,
       cred: this.state.cred,
-      fs: proc === this.proc ? this.fs : this.device.fs.as(this.state.cred, proc.pid, () => this.state.umask),
+      fs: proc === this.proc ? this.fs : this.device.fs.as(this.state.cred, proc.pid, this.umask),
       // A terminated process reads nothing more: a command blocked on its input ends.
       stdin: untilAborted(io.stdin, stop),
       stdout: io.stdout,

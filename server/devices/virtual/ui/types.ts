@@ -208,8 +208,10 @@ export interface PhoneUi {
   /** Call after the set of launcher apps changed (install, uninstall) to redraw. */
   appsChanged(): void;
 
-  /** The `uiautomator dump` XML of the current screen. */
-  /** `uiautomator dump` (`--compressed`: without the views unimportant for accessibility). */
+  /**
+   * The `uiautomator dump` XML of the current screen (`--compressed`: without the views
+   * unimportant for accessibility).
+   */
   dumpHierarchy(compressed?: boolean): string;
 
   /** Subscribe to visible changes. Returns unsubscribe. */

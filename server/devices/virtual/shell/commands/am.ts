@@ -494,7 +494,6 @@ export const am: CommandFn = async (ctx) => {
 
 /** Android 14's other am commands (debugging, profiling, users, displays). */
 const UNMODELED_AM = new Set([
-  'make-uid-idle',
   'attach-agent',
   'bug-report',
   'clear-exit-info',
@@ -509,6 +508,7 @@ const UNMODELED_AM = new Set([
   'get-started-user-state',
   'get-uid-state',
   'hang',
+  'make-uid-idle',
   'memory-factor',
   'monitor',
   'no-home-screen',

@@ -166,8 +166,9 @@ export const logcat: CommandFn = async (ctx) => {
     else if (a.startsWith('--uid')) {
       // Numeric uids only, as logcat takes them (no names are looked up).
       const list = value().split(',');
-      if (list.some((u) => !/^\d+$/.test(u))) {
-        ctx.stderr.write(`logcat: Unable to parse UID '${list.find((u) => !/^\d+$/.test(u))}'\n`);
+      const bad = list.find((u) => !/^\d+$/.test(u));
+      if (bad !== undefined) {
+        ctx.stderr.write(`logcat: Unable to parse UID '${bad}'\n`);
         return 1;
       }
       uids = new Set(list.map(Number));

@@ -503,8 +503,8 @@ const FEATURES = [
 
 /** Android 14's other pm commands (users, app links, suspending, profiles, permissions' flags). */
 const UNMODELED_PM = new Set([
-  'set-installer',
   'archive',
+  'clear-permission-flags',
   'create-user',
   'dump-profiles',
   'get-app-links',
@@ -527,13 +527,13 @@ const UNMODELED_PM = new Set([
   'set-harmful-app-warning',
   'set-home-activity',
   'set-install-location',
+  'set-installer',
   'set-permission-flags',
-  'clear-permission-flags',
   'set-user-restriction',
   'snapshot-profile',
   'suspend',
-  'uninstall-system-updates',
   'unhide',
+  'uninstall-system-updates',
   'unsuspend',
   'verify-app-links',
 ]);

@@ -92,6 +92,13 @@ const SYSTEM_VALIDATORS: Record<string, (value: string) => boolean> = {
   time_12_24: oneOf('12', '24'),
 };
 
+/** SettingsProvider's refusal of a value (its IllegalArgumentException's message), or null. */
+function invalidSetting(ns: string, key: string, value: string): string | null {
+  return ns === 'system' && SYSTEM_VALIDATORS[key]?.(value) === false
+    ? `Invalid value: ${value} for setting: ${key}`
+    : null;
+}
+
 export const settings: CommandFn = (ctx) => {
   const args = [...ctx.args];
   // --user N and put's trailing [tag] [default] are accepted and ignored
@@ -111,17 +118,13 @@ export const settings: CommandFn = (ctx) => {
       if (key === undefined) break;
       ctx.stdout.write(`${store.get(ns, key) ?? 'null'}\n`);
       return 0;
-    case 'put':
+    case 'put': {
       if (key === undefined || value === undefined) break;
-      if (ns === 'system' && SYSTEM_VALIDATORS[key]?.(value) === false)
-        return shellException(
-          ctx,
-          'put',
-          'java.lang.IllegalArgumentException',
-          `Invalid value: ${value} for setting: ${key}`,
-        );
+      const invalid = invalidSetting(ns, key, value);
+      if (invalid !== null) return shellException(ctx, 'put', 'java.lang.IllegalArgumentException', invalid);
       store.put(ns, key, value);
       return 0;
+    }
     case 'delete':
       if (key === undefined) break;
       ctx.stdout.write(`Deleted ${store.delete(ns, key)} rows\n`);
@@ -734,11 +737,12 @@ const content: CommandFn = (ctx) => {
   const store = ctx.device.settings;
   // The provider's validation refuses the value; content reports the exception, status 0.
   const refusedValue = (table: string, key: string, value: string): boolean => {
-    if (table !== 'system' || SYSTEM_VALIDATORS[key]?.(value) !== false) return false;
-    ctx.stderr.write(
-      `Error while accessing provider:settings\njava.lang.IllegalArgumentException: Invalid value: ${value} for setting: ${key}\n`,
-    );
-    return true;
+    const invalid = invalidSetting(table, key, value);
+    if (invalid !== null)
+      ctx.stderr.write(
+        `Error while accessing provider:settings\njava.lang.IllegalArgumentException: ${invalid}\n`,
+      );
+    return invalid !== null;
   };
   const binds = new Map<string, string>();
   for (const b of options.get('--bind') ?? []) {
