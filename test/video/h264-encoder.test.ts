@@ -121,7 +121,7 @@ describe('H.264 encoder', () => {
     const [launcher, login, settings] = [session[0]!, session[1]!, session.at(-1)!];
     const frames = [launcher, login, settings, login, launcher, settings];
     const encoder = new H264Encoder({ width: 720, height: 1280, bitRate: 20_000_000 });
-    expect(encoder.references).toBe(4);
+    expect(encoder.references).toBe(8);
     const back = encode('back.h264', encoder, frames);
     const once = encode(
       'back-one-reference.h264',
@@ -149,6 +149,50 @@ describe('H.264 encoder', () => {
     const rgb = await decodeRgb(back.file, 720, 1280);
     rgb.forEach((picture, i) => expect(psnrRgb(frames[i]!, picture), `frame ${i}`).toBeGreaterThan(40));
     expect(await decodeErrors(back.file)).toBe('');
+  });
+
+  it('copies from several pictures in one, row by row and within a row, and from seven pictures back', async () => {
+    const [launcher, login, settings] = [session[0]!, session[1]!, session.at(-1)!];
+    const rowBytes = 720 * 4;
+    // Top half as the launcher, bottom half as Settings: whole rows of macroblocks, each
+    // from its own reference.
+    const halves = Buffer.from(launcher);
+    halves.set(settings.subarray(640 * rowBytes), 640 * rowBytes);
+    // Left 22 macroblocks as the login screen, the rest as the launcher: two references in a row.
+    const sides = Buffer.from(launcher);
+    for (let y = 0; y < 1280; y++)
+      sides.set(login.subarray(y * rowBytes, y * rowBytes + 352 * 4), y * rowBytes);
+    // Seven screens that differ only in the text typed, then the first again.
+    const ui = phoneUi();
+    ui.launch('com.phonelease.login');
+    tapId(ui, 'com.phonelease.login:id/username');
+    const typed = [ui.renderRgba().slice()];
+    for (const c of 'abcdefg') {
+      ui.text(c);
+      typed.push(ui.renderRgba().slice());
+    }
+    const frames = [launcher, login, settings, halves, sides, ...typed, typed[0]!];
+    const encoder = new H264Encoder({ width: 720, height: 1280, bitRate: 20_000_000 });
+    const mixed = encode('mixed.h264', encoder, frames);
+    const [halvesPicture, sidesPicture] = [mixed.pictures[3]!, mixed.pictures[4]!];
+    expect(halvesPicture.copiedMacroblocks).toBe(halvesPicture.codedMacroblocks);
+    expect(halvesPicture.codedMacroblocks).toBeGreaterThan(1000);
+    expect(sidesPicture.copiedMacroblocks).toBe(sidesPicture.codedMacroblocks);
+    expect(sidesPicture.codedMacroblocks).toBeGreaterThan(500);
+    // The empty field again: what changed since "abcdefg" is copied from the picture seven
+    // before the last, which a stream of four references no longer holds.
+    const again = mixed.pictures.at(-1)!;
+    expect(again.codedMacroblocks).toBeGreaterThan(0);
+    expect(again.copiedMacroblocks).toBe(again.codedMacroblocks);
+    const decoded = await decodeYuv(mixed.file, 720, 1280);
+    expect(decoded).toHaveLength(frames.length);
+    decoded.forEach((picture, i) =>
+      expect(Buffer.compare(picture, mixed.reconstructions[i]!), `frame ${i}`).toBe(0),
+    );
+    expect(Buffer.compare(decoded.at(-1)!, decoded[5]!)).toBe(0);
+    const rgb = await decodeRgb(mixed.file, 720, 1280);
+    rgb.forEach((picture, i) => expect(psnrRgb(frames[i]!, picture), `frame ${i}`).toBeGreaterThan(40));
+    expect(await decodeErrors(mixed.file)).toBe('');
   });
 
   it('starts an IDR picture every idrIntervalMs, so a cut recording plays from the last one', async () => {
@@ -289,8 +333,14 @@ describe('H.264 encoder', () => {
 });
 
 describe('stream parameters', () => {
-  it('chooses the lowest level whose decoders take the picture size, frame rate and bit rate', () => {
+  it('chooses the lowest level whose decoders take the picture size, frame rate, bit rate and references', () => {
     expect(levelFor({ width: 720, height: 1280, maxFps: 30, bitRate: 4_000_000 })).toBe(31);
+    // Five frames of 720x1280 fit level 3.1's buffer, nine level 4.0's.
+    expect(levelFor({ width: 720, height: 1280, maxFps: 30, bitRate: 4_000_000, references: 5 })).toBe(31);
+    expect(levelFor({ width: 720, height: 1280, maxFps: 30, bitRate: 4_000_000, references: 8 })).toBe(40);
+    // No level holds eight of 4096x2304 (five at most): the lowest for the rest.
+    expect(levelFor({ width: 4096, height: 2304, maxFps: 30, bitRate: 20_000_000 })).toBe(52);
+    expect(levelFor({ width: 4096, height: 2304, maxFps: 30, bitRate: 20_000_000, references: 8 })).toBe(52);
     expect(levelFor({ width: 720, height: 1280, maxFps: 30, bitRate: 20_000_000 })).toBe(32);
     expect(levelFor({ width: 1080, height: 2400, maxFps: 30, bitRate: 20_000_000 })).toBe(50);
     expect(levelFor({ width: 176, height: 144, maxFps: 15, bitRate: 64_000 })).toBe(10);

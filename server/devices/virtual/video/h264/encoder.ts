@@ -89,8 +89,9 @@ export interface H264EncoderOptions {
   /** A fixed QP instead of rate control (tests). */
   qp?: number;
   /**
-   * How many earlier pictures a changed macroblock may be copied from; as many as the level
-   * allows, up to 4, by default (1: the last picture only).
+   * How many earlier pictures a changed macroblock may be copied from: 8 by default (fewer
+   * where no level's decoders hold as many at this size; 1: the last picture only). The
+   * level is the lowest that holds them.
    */
   references?: number;
   /**
@@ -126,8 +127,15 @@ const I4_DC = 2;
 
 type MbKind = 'skip' | 'i4' | 'i16' | 'inter';
 
-/** The most earlier pictures a P picture refers to (fewer when the level allows fewer). */
-const MAX_REFERENCES = 4;
+/**
+ * The most earlier pictures a P picture refers to (fewer where no level's decoders hold as
+ * many at the picture's size). A test goes back and forth between a few screens (an app,
+ * its next screen, Settings, the launcher): with 4, about half of its whole-screen changes
+ * were coded again (75-150 ms of a core each at 720x1280), with 8 a quarter to two fifths
+ * (bench/video.ts's login flow). A 720x1280 stream is then level 4.0 (nine frames at that
+ * size) instead of 3.1 (five).
+ */
+const MAX_REFERENCES = 8;
 
 /** The approximate header bits of each choice, weighed against residual cost in decisions. */
 const HEADER_BITS = { inter: 3, i16: 7, i4: 4 } as const;
@@ -271,11 +279,15 @@ export class H264Encoder {
     this.chromaTotals = new Uint8Array(mbs * 8);
     this.i4Modes = new Int8Array(mbs * 16);
 
-    const level = levelFor({ width, height, maxFps: options.maxFps ?? 30, bitRate: options.bitRate });
-    this.references = Math.max(
-      1,
-      Math.min(options.references ?? MAX_REFERENCES, maxReferenceFrames(level, width, height)),
-    );
+    const wanted = options.references ?? MAX_REFERENCES;
+    const level = levelFor({
+      width,
+      height,
+      maxFps: options.maxFps ?? 30,
+      bitRate: options.bitRate,
+      references: wanted,
+    });
+    this.references = Math.max(1, Math.min(wanted, maxReferenceFrames(level, width, height)));
     this.sps = sequenceParameterSet({
       width,
       height,
@@ -349,11 +361,19 @@ export class H264Encoder {
         else this.#spoiled = true;
         throw new EncodeStopped(undone);
       }
+      // A row of macroblocks copied whole from one reference (the screen went back to an
+      // earlier one) is copied as one block of memory, not macroblock by macroblock.
+      const rowFrom = this.rowCopiedFrom(mbY);
+      if (rowFrom > 0) this.copyRowFromReference(mbY, rowFrom);
       for (let mbX = 0; mbX < this.mbW; mbX++) {
         const mbAddr = mbY * this.mbW + mbX;
         const from = this.copyFrom[mbAddr]!;
         if (from > 0) {
-          this.copyReference(mbX, mbY, from);
+          if (rowFrom === 0) this.copyReference(mbX, mbY, from);
+          this.kind = 'inter';
+          this.refIdx = from;
+          this.cbpLuma = 0;
+          this.cbpChroma = 0;
           copied++;
         } else if (idr || this.changed[mbAddr] !== 0) {
           if (this.stale[mbAddr] !== 0) this.convert(rgba, mbX, mbY);
@@ -377,7 +397,8 @@ export class H264Encoder {
         if (!idr) w.ue(skipRun);
         skipRun = 0;
         this.writeMacroblock(w, mbX, mbY, idr);
-        this.commit(mbX, mbY);
+        // A copy is in the reconstruction already.
+        if (from === 0) this.commit(mbX, mbY);
         coded++;
       }
     }
@@ -601,27 +622,46 @@ export class H264Encoder {
     this.stale[mbY * this.mbW + mbX] = 0;
   }
 
-  /** An inter macroblock with no residual, from the same place in reference picture `k`. */
+  /**
+   * An inter macroblock with no residual, from the same place in reference picture `k`: its
+   * pixels go straight into the reconstruction (nothing else reads them first).
+   */
   private copyReference(mbX: number, mbY: number, k: number): void {
-    const ref = this.refPlanes[k]!;
+    const { y: refY, u: refU, v: refV } = this.refPlanes[k]!;
     const s = this.stride;
     const cs = this.cStride;
-    const { y: refY, u: refU, v: refV } = ref;
     for (let y = 0; y < 16; y++) {
       const row = (mbY * 16 + y) * s + mbX * 16;
-      for (let x = 0; x < 16; x++) this.mbRecY[y * 16 + x] = refY[row + x]!;
+      for (let x = row; x < row + 16; x++) this.recY[x] = refY[x]!;
     }
     for (let y = 0; y < 8; y++) {
       const row = (mbY * 8 + y) * cs + mbX * 8;
-      for (let x = 0; x < 8; x++) {
-        this.mbRecU[y * 8 + x] = refU[row + x]!;
-        this.mbRecV[y * 8 + x] = refV[row + x]!;
+      for (let x = row; x < row + 8; x++) {
+        this.recU[x] = refU[x]!;
+        this.recV[x] = refV[x]!;
       }
     }
-    this.kind = 'inter';
-    this.refIdx = k;
-    this.cbpLuma = 0;
-    this.cbpChroma = 0;
+  }
+
+  /** The reference every macroblock of row mbY is copied from, or 0 when they are not all copied from one. */
+  private rowCopiedFrom(mbY: number): number {
+    const first = mbY * this.mbW;
+    const k = this.copyFrom[first]!;
+    if (k === 0) return 0;
+    for (let mbAddr = first + 1; mbAddr < first + this.mbW; mbAddr++) {
+      if (this.copyFrom[mbAddr] !== k) return 0;
+    }
+    return k;
+  }
+
+  /** Copies row mbY of macroblocks from reference picture `k` into the reconstruction. */
+  private copyRowFromReference(mbY: number, k: number): void {
+    const { y, u, v } = this.refPlanes[k]!;
+    const luma = this.stride * 16;
+    const chroma = this.cStride * 8;
+    this.recY.set(y.subarray(mbY * luma, (mbY + 1) * luma), mbY * luma);
+    this.recU.set(u.subarray(mbY * chroma, (mbY + 1) * chroma), mbY * chroma);
+    this.recV.set(v.subarray(mbY * chroma, (mbY + 1) * chroma), mbY * chroma);
   }
 
   private sliceHeader(w: BitWriter, idr: boolean, qp: number): void {

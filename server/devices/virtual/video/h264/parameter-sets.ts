@@ -24,27 +24,34 @@ export interface StreamShape {
   /** The most frames per second the stream carries (for the level). */
   maxFps: number;
   bitRate: number;
+  /** The reference frames its decoder is to hold (the decoded picture buffer); 1 by default. */
+  references?: number;
 }
 
-/** The lowest level (Table A-1) whose decoders handle this picture size, frame rate and bit rate. */
+/**
+ * The lowest level (Table A-1) whose decoders handle this picture size, frame rate and bit
+ * rate and hold `references` frames; when no level holds that many at this size, the
+ * lowest that handles the rest (maxReferenceFrames says how many it holds).
+ */
 export function levelFor(shape: StreamShape): number {
   const mbW = Math.ceil(shape.width / 16);
   const mbH = Math.ceil(shape.height / 16);
   const frameMbs = mbW * mbH;
-  for (const level of LEVELS) {
+  const fits = (level: (typeof LEVELS)[number], references: number) => {
     // A.3.1: neither side may exceed sqrt(8 * MaxFS) macroblocks.
     const side = Math.sqrt(8 * level.frameMbs);
-    if (
+    return (
       frameMbs <= level.frameMbs &&
       mbW <= side &&
       mbH <= side &&
       frameMbs * shape.maxFps <= level.mbPerSecond &&
-      shape.bitRate <= level.kbps * 1000
-    ) {
-      return level.idc;
-    }
-  }
-  return LEVELS[LEVELS.length - 1]!.idc;
+      shape.bitRate <= level.kbps * 1000 &&
+      Math.floor(level.dpbMbs / frameMbs) >= references
+    );
+  };
+  const references = Math.min(16, shape.references ?? 1);
+  const level = LEVELS.find((l) => fits(l, references)) ?? LEVELS.find((l) => fits(l, 1)) ?? LEVELS.at(-1)!;
+  return level.idc;
 }
 
 /**
