@@ -732,7 +732,8 @@ export class H264Encoder {
     for (let mode = 0; mode < 4 && !exact; mode++) {
       if (!i16Available(mode, n16)) continue;
       predict16x16(mode, n16, this.pred16);
-      const satd = this.satd16(at, this.pred16, 0, 16);
+      // Counted only as far as it could still win: the choice is the same, sooner.
+      const satd = this.satd16(at, this.pred16, 0, 16, bestCost - lambda * HEADER_BITS.i16);
       const cost = satd + lambda * HEADER_BITS.i16;
       if (cost < bestCost) {
         bestCost = cost;
@@ -785,8 +786,17 @@ export class H264Encoder {
     return true;
   }
 
-  /** SATD of the source macroblock at srcAt against a 16x16 prediction at pred[predAt] (stride predStride). */
-  private satd16(srcAt: number, pred: Uint8Array | Int32Array, predAt: number, predStride: number): number {
+  /**
+   * SATD of the source macroblock at srcAt against a 16x16 prediction at pred[predAt]
+   * (stride predStride); once the sum reaches `limit`, that sum (the rest is not counted).
+   */
+  private satd16(
+    srcAt: number,
+    pred: Uint8Array | Int32Array,
+    predAt: number,
+    predStride: number,
+    limit = Infinity,
+  ): number {
     const s = this.stride;
     // Most of a phone's screen is flat, where some prediction is exact: finding that out by
     // comparing costs far less than transforming a residual of zeros.
@@ -795,6 +805,7 @@ export class H264Encoder {
     for (let by = 0; by < 16; by += 4) {
       for (let bx = 0; bx < 16; bx += 4) {
         sum += satd4x4(this.srcY, srcAt + by * s + bx, s, pred, predAt + by * predStride + bx, predStride);
+        if (sum >= limit) return sum;
       }
     }
     return sum;
@@ -988,7 +999,9 @@ export class H264Encoder {
         if (!chromaAvailable(mode, nU)) continue;
         predictChroma(mode, nU, tryU);
         predictChroma(mode, nV, tryV);
-        const cost = this.satd8(this.srcU, at, tryU) + this.satd8(this.srcV, at, tryV);
+        // As for luma: counted only as far as it could still win.
+        const u = this.satd8(this.srcU, at, tryU, best);
+        const cost = u < best ? u + this.satd8(this.srcV, at, tryV, best - u) : u;
         if (cost < best) {
           best = cost;
           this.chromaMode = mode;
@@ -1063,15 +1076,20 @@ export class H264Encoder {
     }
   }
 
-  private satd8(src: Uint8Array, at: number, pred: Int32Array): number {
+  /**
+   * SATD of the 8x8 chroma block at `at` (of `src`) against a prediction; once the sum
+   * reaches `limit`, that sum.
+   */
+  private satd8(src: Uint8Array, at: number, pred: Int32Array, limit = Infinity): number {
     const cs = this.cStride;
     if (same(src, at, cs, pred, 0, 8, 8)) return 0;
-    return (
-      satd4x4(src, at, cs, pred, 0, 8) +
-      satd4x4(src, at + 4, cs, pred, 4, 8) +
-      satd4x4(src, at + 4 * cs, cs, pred, 32, 8) +
-      satd4x4(src, at + 4 * cs + 4, cs, pred, 36, 8)
-    );
+    let sum = 0;
+    for (let i = 0; i < 4 && sum < limit; i++) {
+      const x = (i & 1) * 4;
+      const y = (i >> 1) * 4;
+      sum += satd4x4(src, at + y * cs + x, cs, pred, y * 8 + x, 8);
+    }
+    return sum;
   }
 
   /** macroblock_layer() (7.3.5) for the decided macroblock, updating the neighbour state. */
