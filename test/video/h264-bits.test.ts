@@ -1,12 +1,14 @@
 /**
  * The encoder's bit-level pieces against a reader written from the standard: Exp-Golomb and
  * fixed-length fields read back as written, NAL units never contain a start code, every
- * CAVLC code table is prefix-free, and residual blocks of any levels decode to those levels.
+ * CAVLC code table is prefix-free, residual blocks of any levels decode to those levels,
+ * and the colour conversion's one-colour shortcut gives what the per-pixel formula gives.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BitWriter, nalUnit } from '../../server/devices/virtual/video/h264/bit-writer.js';
 import { ResidualWriter } from '../../server/devices/virtual/video/h264/cavlc.js';
+import { pixelWords, rgbaMacroblockToYuv } from '../../server/devices/virtual/video/h264/color.js';
 import {
   CAVLC_TABLES_FOR_TESTS,
   CHROMA_DC_TOTAL_ZEROS,
@@ -248,5 +250,66 @@ describe('CAVLC', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('colour conversion', () => {
+  /** Y, U and V planes of a 32x32 picture (2x2 macroblocks, one padded), converted with or without words. */
+  function convert(rgba: Uint8Array, width: number, height: number, words: boolean) {
+    const planes = { y: new Uint8Array(32 * 32), u: new Uint8Array(16 * 16), v: new Uint8Array(16 * 16) };
+    for (let mbY = 0; mbY < 2; mbY++)
+      for (let mbX = 0; mbX < 2; mbX++)
+        rgbaMacroblockToYuv(
+          rgba,
+          width,
+          height,
+          mbX,
+          mbY,
+          planes.y,
+          planes.u,
+          planes.v,
+          32,
+          words ? pixelWords(rgba) : null,
+        );
+    return planes;
+  }
+
+  it('converts a block of one colour as the formula does pixel by pixel, whatever the pixels', () => {
+    // Pixels from a few colours, so that one-colour 2x2 blocks (and runs of them) are common,
+    // at sizes that pad the second column or row of macroblocks.
+    const colours = fc.array(fc.integer({ min: 0, max: 0xffffffff }), { minLength: 1, maxLength: 4 });
+    fc.assert(
+      fc.property(
+        colours,
+        fc.integer({ min: 18, max: 32 }),
+        fc.integer({ min: 18, max: 32 }),
+        fc.array(fc.nat(), { minLength: 1024, maxLength: 1024 }),
+        (palette, w, h, picks) => {
+          const width = w & ~1;
+          const height = h & ~1;
+          const rgba = new Uint8Array(width * height * 4);
+          const view = new DataView(rgba.buffer);
+          for (let i = 0; i < width * height; i++)
+            view.setUint32(i * 4, palette[picks[i]! % palette.length]!);
+          const fast = convert(rgba, width, height, true);
+          const plain = convert(rgba, width, height, false);
+          expect(Buffer.compare(fast.y, plain.y)).toBe(0);
+          expect(Buffer.compare(fast.u, plain.u)).toBe(0);
+          expect(Buffer.compare(fast.v, plain.v)).toBe(0);
+        },
+      ),
+      { numRuns: 200 },
+    );
+    // A picture whose bytes do not start at a multiple of 4 is compared byte by byte.
+    const odd = new Uint8Array(new ArrayBuffer(32 * 32 * 4 + 1), 1);
+    expect(pixelWords(odd)).toBeNull();
+  });
+
+  it('gives BT.601 limited-range values: white 235/128/128, black 16/128/128', () => {
+    const rgba = new Uint8Array(32 * 32 * 4);
+    for (let i = 0; i < 16 * 32; i++) rgba.set([255, 255, 255, 255], i * 4);
+    const { y, u, v } = convert(rgba, 32, 32, true);
+    expect([y[0], u[0], v[0]]).toEqual([235, 128, 128]);
+    expect([y[32 * 31], u[16 * 15], v[16 * 15]]).toEqual([16, 128, 128]);
   });
 });

@@ -4,7 +4,19 @@
  * chroma is sampled at the average of each 2x2 block of pixels (4:2:0).
  */
 
-/** Converts one 16x16 macroblock of `rgba` (width x height, 4 bytes a pixel) into the planes. */
+/**
+ * `rgba` as 32-bit words (a pixel each) when its bytes start at a multiple of 4, else null:
+ * what rgbaMacroblockToYuv compares pixels by.
+ */
+export function pixelWords(rgba: Uint8Array): Uint32Array | null {
+  return rgba.byteOffset % 4 === 0 ? new Uint32Array(rgba.buffer, rgba.byteOffset, rgba.length >> 2) : null;
+}
+
+/**
+ * Converts one 16x16 macroblock of `rgba` (width x height, 4 bytes a pixel) into the planes.
+ * `words` (pixelWords of it) lets a 2x2 block of one colour, most of a phone's screen, be
+ * converted once for all four pixels.
+ */
 export function rgbaMacroblockToYuv(
   rgba: Uint8Array,
   width: number,
@@ -15,8 +27,14 @@ export function rgbaMacroblockToYuv(
   u: Uint8Array,
   v: Uint8Array,
   lumaStride: number,
+  words: Uint32Array | null = null,
 ): void {
   const chromaStride = lumaStride >> 1;
+  // The last one-colour block's pixel and what it converted to.
+  let flat = -1;
+  let flatY = 0;
+  let flatU = 0;
+  let flatV = 0;
   // Rows and columns past the picture repeat its last ones: the padding a macroblock needs
   // costs no bits and is cropped away by the decoder.
   const inside = mbX * 16 + 16 <= width && mbY * 16 + 16 <= height;
@@ -33,6 +51,28 @@ export function rgbaMacroblockToYuv(
       const b = (py0 * width + px1) * 4;
       const c = (py1 * width + px0) * 4;
       const d = (py1 * width + px1) * 4;
+      if (words !== null) {
+        const word = words[a >> 2]!;
+        if (word === words[b >> 2] && word === words[c >> 2] && word === words[d >> 2]) {
+          // One colour: the same Y' four times, and the average is the colour itself.
+          if (word !== flat) {
+            const r = rgba[a]!;
+            const g = rgba[a + 1]!;
+            const bl = rgba[a + 2]!;
+            flat = word;
+            flatY = ((66 * r + 129 * g + 25 * bl + 128) >> 8) + 16;
+            flatU = ((-38 * r - 74 * g + 112 * bl + 128) >> 8) + 128;
+            flatV = ((112 * r - 94 * g - 18 * bl + 128) >> 8) + 128;
+          }
+          y[row0 + dx] = flatY;
+          y[row0 + dx + 1] = flatY;
+          y[row1 + dx] = flatY;
+          y[row1 + dx + 1] = flatY;
+          u[chromaRow + (dx >> 1)] = flatU;
+          v[chromaRow + (dx >> 1)] = flatV;
+          continue;
+        }
+      }
       const ra = rgba[a]!;
       const ga = rgba[a + 1]!;
       const ba = rgba[a + 2]!;

@@ -29,7 +29,7 @@
  */
 import { BitWriter, nalUnit } from './bit-writer.js';
 import { ResidualWriter } from './cavlc.js';
-import { rgbaMacroblockToYuv } from './color.js';
+import { pixelWords, rgbaMacroblockToYuv } from './color.js';
 import {
   chromaAvailable,
   clip,
@@ -347,7 +347,8 @@ export class H264Encoder {
     }
     this.takeChanges(current);
     this.activeRefs = this.findInReferences(current, idr) + 1;
-    this.convertChanged(rgba);
+    const words = pixelWords(rgba);
+    this.convertChanged(rgba, words);
 
     const w = new BitWriter(idr ? 64 * 1024 : 4096);
     this.sliceHeader(w, idr, qp);
@@ -376,7 +377,7 @@ export class H264Encoder {
           this.cbpChroma = 0;
           copied++;
         } else if (idr || this.changed[mbAddr] !== 0) {
-          if (this.stale[mbAddr] !== 0) this.convert(rgba, mbX, mbY);
+          if (this.stale[mbAddr] !== 0) this.convert(rgba, words, mbX, mbY);
           this.decide(mbX, mbY, idr, qp);
         } else {
           this.kind = 'skip';
@@ -595,19 +596,20 @@ export class H264Encoder {
   }
 
   /** Converts the changed macroblocks to Y'CbCr, except those copied from a reference. */
-  private convertChanged(rgba: Uint8Array): void {
+  private convertChanged(rgba: Uint8Array, words: Uint32Array | null): void {
     for (let mbY = 0; mbY < this.mbH; mbY++) {
       for (let mbX = 0; mbX < this.mbW; mbX++) {
         const mbAddr = mbY * this.mbW + mbX;
         if (this.changed[mbAddr] === 0) continue;
         // A copied macroblock is not coded from its pixels: converted only if it ever is.
         if (this.copyFrom[mbAddr] !== 0) this.stale[mbAddr] = 1;
-        else this.convert(rgba, mbX, mbY);
+        else this.convert(rgba, words, mbX, mbY);
       }
     }
   }
 
-  private convert(rgba: Uint8Array, mbX: number, mbY: number): void {
+  /** Converts one macroblock of the frame (`words`: see pixelWords) into the source planes. */
+  private convert(rgba: Uint8Array, words: Uint32Array | null, mbX: number, mbY: number): void {
     rgbaMacroblockToYuv(
       rgba,
       this.width,
@@ -618,6 +620,7 @@ export class H264Encoder {
       this.srcU,
       this.srcV,
       this.stride,
+      words,
     );
     this.stale[mbY * this.mbW + mbX] = 0;
   }
