@@ -16,9 +16,9 @@ import { APP_DETAILS_ACTIVITY, appInfoPackage } from './ui/index.js';
 import type { PhoneUi, UiAutomator2Server } from './ui/types.js';
 
 /** Intent.FLAG_ACTIVITY_* that change what a start does to the app's task. */
-const FLAG_CLEAR_TASK = 0x8000;
-const FLAG_CLEAR_TOP = 0x4000000;
-const FLAG_SINGLE_TOP = 0x20000000;
+export const FLAG_CLEAR_TASK = 0x8000;
+export const FLAG_CLEAR_TOP = 0x4000000;
+export const FLAG_SINGLE_TOP = 0x20000000;
 
 /**
  * What the activity manager uses of its phone. The Device provides it; the interface lives

@@ -7,7 +7,13 @@ import {
   shortComponent,
 } from '../../activity.js';
 import { runsOnThisPhone } from '../../ui/phone-ui.js';
-import type { ComponentName, IntentRequest } from '../../activity.js';
+import {
+  FLAG_CLEAR_TASK,
+  FLAG_CLEAR_TOP,
+  FLAG_SINGLE_TOP,
+  type ComponentName,
+  type IntentRequest,
+} from '../../activity.js';
 import { fail, shellException, type CommandContext, type CommandFn } from '../command.js';
 import {
   APPIUM_SETTINGS_PACKAGE,
@@ -90,7 +96,7 @@ const ONE_ARG = new Set([
 /** The intent options that set Intent.FLAG_ACTIVITY_* bits (Intent.parseCommandArgs). */
 const ACTIVITY_FLAGS: Record<string, number> = {
   '--activity-brought-to-front': 0x400000,
-  '--activity-clear-top': 0x4000000,
+  '--activity-clear-top': FLAG_CLEAR_TOP,
   '--activity-clear-when-task-reset': 0x80000,
   '--activity-exclude-from-recents': 0x800000,
   '--activity-launched-from-history': 0x100000,
@@ -101,8 +107,8 @@ const ACTIVITY_FLAGS: Record<string, number> = {
   '--activity-previous-is-top': 0x1000000,
   '--activity-reorder-to-front': 0x20000,
   '--activity-reset-task-if-needed': 0x200000,
-  '--activity-single-top': 0x20000000,
-  '--activity-clear-task': 0x8000,
+  '--activity-single-top': FLAG_SINGLE_TOP,
+  '--activity-clear-task': FLAG_CLEAR_TASK,
   '--activity-task-on-home': 0x4000,
   '--activity-match-external': 0x800,
 };

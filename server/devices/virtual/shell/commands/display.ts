@@ -276,10 +276,8 @@ const input: CommandFn = (ctx) => {
         );
         return 1;
       }
-      for (const code of keys) {
-        ui.key(code);
-        if (args.includes('--doubletap')) ui.key(code);
-      }
+      const presses = args.includes('--doubletap') ? 2 : 1;
+      for (const code of keys) for (let i = 0; i < presses; i++) ui.key(code);
       return 0;
     }
     case 'keycombination': {
