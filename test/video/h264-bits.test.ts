@@ -169,6 +169,49 @@ describe('bit writer', () => {
   });
 });
 
+describe('bits written again (a kept screen after a new slice header)', () => {
+  const fields = fc.array(
+    fc.record({ bits: fc.integer({ min: 1, max: 32 }), value: fc.integer({ min: 0, max: 2 ** 32 - 1 }) }),
+    { maxLength: 40 },
+  );
+  const write = (w: BitWriter, list: { bits: number; value: number }[]) => {
+    for (const f of list) w.u(f.bits, f.value % 2 ** f.bits);
+  };
+
+  it('gives back the bits from any position, and writes them after a header of any length as writing them there would', () => {
+    fc.assert(
+      fc.property(fields, fields, fields, (before, data, header) => {
+        const first = new BitWriter(4);
+        write(first, before);
+        const from = first.bitLength;
+        write(first, data);
+        const taken = first.bitsFrom(from);
+        expect(taken.bits).toBe(first.bitLength - from);
+        expect(taken.data).toHaveLength(Math.ceil(taken.bits / 8));
+
+        const again = new BitWriter(4);
+        write(again, header);
+        again.bits(taken.data, taken.bits);
+        again.trailingBits();
+        const direct = new BitWriter(4);
+        write(direct, header);
+        write(direct, data);
+        direct.trailingBits();
+        expect(Buffer.from(again.bytes())).toEqual(Buffer.from(direct.bytes()));
+      }),
+    );
+  });
+
+  it('pads the last byte with zeros, whatever the writer holds after the bits', () => {
+    const w = new BitWriter();
+    w.u(3, 0b101);
+    w.u(5, 0b11111);
+    expect([...w.bitsFrom(1).data]).toEqual([0b01111110]);
+    expect(w.bitsFrom(8)).toEqual({ data: new Uint8Array(0), bits: 0 });
+    expect(() => w.bitsFrom(9)).toThrow(RangeError);
+  });
+});
+
 describe('NAL units', () => {
   it('never contain a start code prefix, and dropping the emulation prevention bytes gives back the RBSP', () => {
     // Zeros and small bytes often; the last byte holds the stop bit, as every RBSP's does.

@@ -46,7 +46,7 @@ function yieldToThePhone(): void {
 const port = parentPort;
 if (port) {
   yieldToThePhone();
-  // What one recording leaves that serves the next: glyphs, the last screen, opening pictures.
+  // What one recording leaves that serves the next: glyphs, the last screens, coded screens.
   const keep = new ThreadKeep();
   const start = workerData as WorkerStart;
   const control = new Int32Array(start.control);
@@ -55,7 +55,9 @@ if (port) {
   port.on('message', (message: FrameMessage | ConfigMessage) => {
     const gen = message.gen;
     if ('config' in message) {
-      // A kept thread starts its next recording: a new encoder, the compiled code kept.
+      // A kept thread starts its next recording: a new encoder, the compiled code kept, and
+      // the last encoder's memory.
+      pipeline.release();
       pipeline = new FramePipeline(message.config, keep);
       port.postMessage({ gen, ready: true } satisfies WorkerReply);
       return;

@@ -17,8 +17,8 @@ import { Worker } from 'node:worker_threads';
 import { DisplayListPlayer, type DisplayList } from '../ui/display-list.js';
 import { TextRenderer } from '../ui/font.js';
 import { Canvas } from '../ui/raster.js';
-import { H264Encoder, type EncodedPicture } from './h264/encoder.js';
-import { OpeningCache, type OpeningCacheOptions } from './h264/openings.js';
+import { H264Encoder, SparePictures, type EncodedPicture } from './h264/encoder.js';
+import { ScreenCache, type ScreenCacheOptions } from './h264/screen-cache.js';
 import { drawCaption, drawInfoPage } from './overlay.js';
 import { ScreenScaler } from './scale.js';
 
@@ -74,21 +74,23 @@ export class FrameSuperseded extends Error {
  * What an encoder thread keeps from one recording to the next: glyph masks, once made, serve
  * every recording after; the canvas the last screen was drawn on, with the last few screens
  * that changed whole, so that a screen shown again (the next test's phone starts where the
- * last one's did, the app it opens is the same) is copied, not drawn; and the opening
- * pictures of the last streams (see h264/openings.ts), so that a recording that begins as
- * the last ones did is not encoded again.
+ * last one's did, the app it opens is the same) is copied, not drawn; and the screens coded
+ * whole (see h264/screen-cache.ts), so that a screen an earlier recording showed, or this
+ * one showed before, is not encoded again.
  */
 export class ThreadKeep {
   readonly fonts = new TextRenderer();
-  readonly openings: OpeningCache;
+  readonly codedScreens: ScreenCache;
+  /** Reference pictures' memory one recording's encoder leaves to the next one's. */
+  readonly spares = new SparePictures();
   /** How many whole screens the canvas keeps (4 by default: 15 MB at 720x1280). */
   readonly screens: number;
   /** Draws each screen over the last one, on a canvas of the screen's size. */
   player: DisplayListPlayer | null = null;
 
-  constructor(options: { screens?: number; openings?: OpeningCacheOptions } = {}) {
+  constructor(options: { screens?: number; codedScreens?: ScreenCacheOptions } = {}) {
     this.screens = options.screens ?? 4;
-    this.openings = new OpeningCache(options.openings);
+    this.codedScreens = new ScreenCache(options.codedScreens);
   }
 }
 
@@ -116,13 +118,19 @@ export class FramePipeline {
       bitRate: config.bitRate,
       maxFps: config.maxFps,
       idrIntervalMs: config.idrIntervalMs,
-      openings: keep.openings,
+      screenCache: keep.codedScreens,
+      spares: keep.spares,
     });
   }
 
   /** Whether a frame stopped part way is undone (see H264Encoder.undoable). */
   get undoable(): boolean {
     return this.encoder.undoable;
+  }
+
+  /** Leaves the encoder's reference pictures to the thread's next pipeline; not to be used after. */
+  release(): void {
+    this.encoder.release();
   }
 
   /**

@@ -72,6 +72,32 @@ export class BitWriter {
     this.ue(value > 0 ? 2 * value - 1 : -2 * value);
   }
 
+  /** The bits written from bit `from` on, packed from the first byte's most significant bit. */
+  bitsFrom(from: number): { data: Uint8Array; bits: number } {
+    const bits = this.bitLength - from;
+    if (!(Number.isInteger(from) && from >= 0 && bits >= 0)) throw new RangeError(`no bits from ${from}`);
+    // The bits not yet in a byte, as the byte they will begin (zeros after them).
+    const tail = this.pending > 0 ? (this.current << (8 - this.pending)) & 0xff : 0;
+    const byteAt = (i: number) => (i < this.length ? this.buffer[i]! : i === this.length ? tail : 0);
+    const data = new Uint8Array(Math.ceil(bits / 8));
+    const start = from >> 3;
+    const shift = from & 7;
+    for (let i = 0; i < data.length; i++) {
+      data[i] = ((byteAt(start + i) << shift) | (byteAt(start + i + 1) >> (8 - shift))) & 0xff;
+    }
+    // Past the last bit, zeros (the next byte's bits may be the writer's, not these).
+    if (bits % 8 !== 0) data[data.length - 1]! &= (0xff << (8 - (bits % 8))) & 0xff;
+    return { data, bits };
+  }
+
+  /** Writes `bits` bits of `data` (as bitsFrom gives them). */
+  bits(data: Uint8Array, bits: number): void {
+    const whole = bits >> 3;
+    for (let i = 0; i < whole; i++) this.u(8, data[i]!);
+    const rest = bits & 7;
+    if (rest > 0) this.u(rest, data[whole]! >> (8 - rest));
+  }
+
   /** rbsp_trailing_bits(): a stop bit, then zeros to the byte boundary. */
   trailingBits(): void {
     this.u(1, 1);

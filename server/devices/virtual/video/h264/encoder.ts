@@ -21,6 +21,10 @@
  *   Hadamard-transformed residual each leaves plus an estimate of its header bits.
  * - The deblocking filter is off in every slice, so the reconstruction kept here is exactly
  *   the decoder's picture and P pictures never drift.
+ * - A new screen (most macroblocks changed, none as in an earlier picture) is coded whole,
+ *   every macroblock intra, as an IDR picture is: then its bits depend on nothing but its
+ *   pixels and QP, and a screen coded whole before (in this stream or an earlier one on the
+ *   same thread) is written again from a ScreenCache, not coded again (see screen-cache.ts).
  * - An IDR picture every `idrIntervalMs`, so a player can seek and a piece of a recording
  *   plays from its last IDR.
  * All motion vectors are zero, which is also why the reconstruction can be updated in place:
@@ -49,8 +53,8 @@ import {
   pictureParameterSet,
   sequenceParameterSet,
 } from './parameter-sets.js';
-import type { CodingState, OpeningCache, OpeningPath } from './openings.js';
 import { MAX_QP, MIN_QP, RateControl } from './rate-control.js';
+import { ScreenCache, type CodingState } from './screen-cache.js';
 import { CBP_CODE_NUM_INTER, CBP_CODE_NUM_INTRA, CHROMA_QP, ZIGZAG } from './tables.js';
 import {
   dequantize4x4,
@@ -95,11 +99,12 @@ export interface H264EncoderOptions {
    */
   references?: number;
   /**
-   * The opening pictures of earlier streams (see openings.ts): a stream that begins as one
-   * of them did takes their bytes instead of encoding them again. Share one between the
-   * encoders a thread makes one after another.
+   * Screens coded whole before (see screen-cache.ts): one shown again is written from there,
+   * not coded again. Share one between the encoders a thread makes one after another.
    */
-  openings?: OpeningCache;
+  screenCache?: ScreenCache;
+  /** Where reference pictures' memory is taken from and left (see SparePictures); the encoder's own by default. */
+  spares?: SparePictures;
 }
 
 export interface EncodedPicture {
@@ -127,6 +132,13 @@ const I4_DC = 2;
 
 type MbKind = 'skip' | 'i4' | 'i16' | 'inter';
 
+/** A reference picture's reconstruction. */
+interface Planes {
+  y: Uint8Array;
+  u: Uint8Array;
+  v: Uint8Array;
+}
+
 /**
  * The most earlier pictures a P picture refers to (fewer where no level's decoders hold as
  * many at the picture's size). A test goes back and forth between a few screens (an app,
@@ -136,6 +148,44 @@ type MbKind = 'skip' | 'i4' | 'i16' | 'inter';
  * size) instead of 3.1 (five).
  */
 const MAX_REFERENCES = 8;
+
+/**
+ * Memory of reference pictures no picture refers to any more, for the next ones: an IDR
+ * picture empties the references, and an encoder that is done leaves its own to the next
+ * encoder on its thread (share one between them). Each new 720x1280 reference would
+ * otherwise be 5 MB of new memory, which the kernel hands over page by page (dear in a
+ * virtual machine) and the garbage collector later takes back: 40 MB in every recording.
+ */
+export class SparePictures {
+  private readonly pixels: Buffer[] = [];
+  private readonly planes: Planes[] = [];
+
+  /** `most`: how many of each are kept (the newest). */
+  constructor(private readonly most = MAX_REFERENCES) {}
+
+  takePixels(bytes: number): Buffer {
+    const i = this.pixels.findIndex((b) => b.length === bytes);
+    return i >= 0 ? this.pixels.splice(i, 1)[0]! : Buffer.allocUnsafe(bytes);
+  }
+
+  takePlanes(luma: number, chroma: number): Planes {
+    const i = this.planes.findIndex((p) => p.y.length === luma && p.u.length === chroma);
+    if (i >= 0) return this.planes.splice(i, 1)[0]!;
+    return { y: new Uint8Array(luma), u: new Uint8Array(chroma), v: new Uint8Array(chroma) };
+  }
+
+  give(pixels: Buffer[], planes: Planes[]): void {
+    this.pixels.unshift(...pixels);
+    this.planes.unshift(...planes);
+    this.pixels.length = Math.min(this.pixels.length, this.most);
+    this.planes.length = Math.min(this.planes.length, this.most);
+  }
+
+  /** How many pictures' pixels are kept (tests). */
+  get size(): number {
+    return this.pixels.length;
+  }
+}
 
 /** The approximate header bits of each choice, weighed against residual cost in decisions. */
 const HEADER_BITS = { inter: 3, i16: 7, i4: 4 } as const;
@@ -177,7 +227,8 @@ export class H264Encoder {
    * recY/U/V, where the next picture is built over it.
    */
   private readonly refPixels: Buffer[] = [];
-  private readonly refPlanes: Array<{ y: Uint8Array; u: Uint8Array; v: Uint8Array }> = [];
+  private readonly refPlanes: Planes[] = [];
+  private readonly spares: SparePictures;
   private readonly changed: Uint8Array;
   /** Per changed macroblock: the earlier picture (index into the references) it equals, or 0. */
   private readonly copyFrom: Uint8Array;
@@ -194,12 +245,12 @@ export class H264Encoder {
   private readonly chromaTotals: Uint8Array;
   private readonly i4Modes: Int8Array;
 
-  /** Where this stream stands among the kept openings (null: past them). */
-  private opening: OpeningPath | null;
-  private readonly openings: OpeningCache | null;
+  private readonly screenCache: ScreenCache | null;
 
   /** A picture was stopped and could not be undone (see undoable). */
   #spoiled = false;
+  /** The reference pictures went to the spares (see release). */
+  #released = false;
   private frameNum = 0;
   private idrPicId = 0;
   private lastIdrMs = -Infinity;
@@ -296,10 +347,8 @@ export class H264Encoder {
       references: this.references,
     });
     this.pps = pictureParameterSet();
-    this.openings = options.openings ?? null;
-    // Everything but QP and the pixels that shapes a picture's bytes: the picture's size and
-    // how many earlier pictures it may copy from.
-    this.opening = this.openings?.begin(`${width}x${height} references ${this.references}`) ?? null;
+    this.screenCache = options.screenCache ?? null;
+    this.spares = options.spares ?? new SparePictures();
   }
 
   /** The colour description the stream's VUI carries (for the MP4's colr box). */
@@ -326,6 +375,7 @@ export class H264Encoder {
       stop?: () => boolean;
     } = {},
   ): EncodedPicture {
+    if (this.#released) throw new Error('the encoder was released: its reference pictures are gone');
     if (this.#spoiled) throw new Error('the encoder cannot go on after a picture it could not undo');
     const expected = this.width * this.height * 4;
     if (rgba.length !== expected) {
@@ -339,19 +389,30 @@ export class H264Encoder {
       timeMs - this.lastIdrMs >= this.idrIntervalMs;
     const current = Buffer.from(rgba.buffer, rgba.byteOffset, rgba.length);
     const qp = this.fixedQp ?? this.rate.qp();
-    const kept = this.opening && this.openings!.find(this.opening, current, qp, idr);
-    if (kept) {
-      this.opening = this.openings!.after(this.opening!, kept);
-      this.restore(kept.state);
-      return this.finish(current, timeMs, idr, qp, kept.slice, kept.codedMacroblocks, kept.copiedMacroblocks);
-    }
     this.takeChanges(current);
     this.activeRefs = this.findInReferences(current, idr) + 1;
+    const whole = idr || this.isNewScreen();
+    const key = whole && this.screenCache ? ScreenCache.key(this.width, this.height, idr, qp, rgba) : null;
+    const kept = key === null ? null : this.screenCache!.find(key);
+    if (whole) this.activeRefs = 1;
+    const w = new BitWriter(whole ? 64 * 1024 : 4096);
+    this.sliceHeader(w, idr, qp);
+    if (kept) {
+      w.bits(kept.data, kept.bits);
+      w.trailingBits();
+      this.restore(kept.state);
+      const slice = nalUnit(idr ? 0x65 : 0x41, w.bytes());
+      return this.finish(current, timeMs, idr, qp, slice, kept.codedMacroblocks, 0);
+    }
+    const dataStart = w.bitLength;
     const words = pixelWords(rgba);
     this.convertChanged(rgba, words);
+    if (whole) {
+      // Every macroblock is coded, and coded intra (unchanged ones converted as they come).
+      this.changed.fill(1);
+      this.copyFrom.fill(0);
+    }
 
-    const w = new BitWriter(idr ? 64 * 1024 : 4096);
-    this.sliceHeader(w, idr, qp);
     let coded = 0;
     let copied = 0;
     let skipRun = 0;
@@ -378,7 +439,7 @@ export class H264Encoder {
           copied++;
         } else if (idr || this.changed[mbAddr] !== 0) {
           if (this.stale[mbAddr] !== 0) this.convert(rgba, words, mbX, mbY);
-          this.decide(mbX, mbY, idr, qp);
+          this.decide(mbX, mbY, whole, qp);
         } else {
           this.kind = 'skip';
         }
@@ -404,12 +465,12 @@ export class H264Encoder {
       }
     }
     if (skipRun > 0) w.ue(skipRun);
+    if (key !== null) {
+      const data = w.bitsFrom(dataStart);
+      this.screenCache!.keep(key, { ...data, codedMacroblocks: coded, state: this.codingState() });
+    }
     w.trailingBits();
     const slice = nalUnit(idr ? 0x65 : 0x41, w.bytes());
-    if (this.opening) {
-      const picture = { qp, idr, slice, codedMacroblocks: coded, copiedMacroblocks: copied };
-      this.opening = this.openings!.keep(this.opening, picture, current, this.codingState());
-    }
     return this.finish(current, timeMs, idr, qp, slice, coded, copied);
   }
 
@@ -440,8 +501,6 @@ export class H264Encoder {
     for (let mbAddr = 0; mbAddr < this.changed.length; mbAddr++) {
       if (this.changed[mbAddr] !== 0) this.stale[mbAddr] = 1;
     }
-    // The kept openings are followed picture by picture: this stream has left them.
-    this.opening = null;
   }
 
   /** What every picture does once its slice is made, encoded or kept: the decoder's bookkeeping. */
@@ -501,21 +560,27 @@ export class H264Encoder {
    */
   private remember(current: Buffer, idr: boolean): void {
     const keep = idr ? 0 : this.references - 1;
-    const pixels = this.refPixels.splice(keep)[0] ?? Buffer.allocUnsafe(current.length);
+    this.spares.give(this.refPixels.splice(keep), this.refPlanes.splice(keep));
+    const pixels = this.spares.takePixels(current.length);
     pixels.set(current);
     this.refPixels.unshift(pixels);
     // The last picture's planes are recY/U/V; a copy is kept only when a later picture may
     // refer to it as an earlier one (recY is coded over in place).
     if (this.references === 1) return;
-    const planes = this.refPlanes.splice(keep)[0] ?? {
-      y: new Uint8Array(this.recY.length),
-      u: new Uint8Array(this.recU.length),
-      v: new Uint8Array(this.recV.length),
-    };
+    const planes = this.spares.takePlanes(this.recY.length, this.recU.length);
     planes.y.set(this.recY);
     planes.u.set(this.recU);
     planes.v.set(this.recV);
     this.refPlanes.unshift(planes);
+  }
+
+  /**
+   * Leaves the reference pictures' memory to the spares, for the next encoder on the thread;
+   * this encoder is not to be used after.
+   */
+  release(): void {
+    this.#released = true;
+    this.spares.give(this.refPixels.splice(0), this.refPlanes.splice(0));
   }
 
   /** The decoder's picture of the last frame, as Y, Cb and Cr planes cropped to the frame (tests). */
@@ -593,6 +658,17 @@ export class H264Encoder {
       }
     }
     return farthest;
+  }
+
+  /**
+   * Whether the picture is a new screen: at least three quarters of its macroblocks changed,
+   * and none of them is as it was in an earlier picture (findInReferences found no copy).
+   */
+  private isNewScreen(): boolean {
+    if (this.activeRefs > 1) return false;
+    let changed = 0;
+    for (let mbAddr = 0; mbAddr < this.changed.length; mbAddr++) changed += this.changed[mbAddr]!;
+    return changed * 4 >= this.changed.length * 3;
   }
 
   /** Converts the changed macroblocks to Y'CbCr, except those copied from a reference. */
@@ -705,8 +781,11 @@ export class H264Encoder {
     };
   }
 
-  /** Chooses how to code a changed macroblock and computes its levels and reconstruction. */
-  private decide(mbX: number, mbY: number, idr: boolean, qp: number): void {
+  /**
+   * Chooses how to code a changed macroblock and computes its levels and reconstruction;
+   * `intraOnly` (an IDR picture, a new screen) does not try the previous picture.
+   */
+  private decide(mbX: number, mbY: number, intraOnly: boolean, qp: number): void {
     const lambda = lambdaFor(qp);
     const s = this.stride;
     const at = mbY * 16 * s + mbX * 16;
@@ -717,7 +796,7 @@ export class H264Encoder {
     let kind: MbKind = 'i16';
     // Whether the chosen prediction is the source exactly (a zero residual needs no transform).
     let exact = false;
-    if (!idr) {
+    if (!intraOnly) {
       const satd = this.satd16(at, this.recY, at, s);
       if (satd === 0 && this.chromaMatchesReference(mbX, mbY)) {
         // The decoder already shows exactly this: nothing to code.
