@@ -322,6 +322,42 @@ describe('H.264 encoder', () => {
     }
   });
 
+  it('finds changes and screens that came back alike whether the pixels start on a 32-bit word or not', () => {
+    // 100 pixels wide: the last column of macroblocks has 4 pixels of the frame.
+    const width = 100;
+    const height = 72;
+    const a = Uint8Array.from({ length: width * height * 4 }, (_, i) => (i * 7) & 0xff);
+    const b = a.map((v) => 255 - v);
+    const edge = a.slice();
+    // Inverted: four pixels in the last, partial column of macroblocks, and the first four of
+    // rows 63 and 64 (either side of a row of macroblocks' edge).
+    const invert = (x0: number, y: number) => {
+      for (let x = x0; x < x0 + 4; x++)
+        for (let c = 0; c < 3; c++) edge[(y * width + x) * 4 + c] = 255 - a[(y * width + x) * 4 + c]!;
+    };
+    invert(96, 40);
+    invert(0, 63);
+    invert(0, 64);
+    const frames = [a, b, a, edge, b];
+    const unaligned = (frame: Uint8Array) => {
+      const shifted = new Uint8Array(frame.length + 1).subarray(1);
+      shifted.set(frame);
+      return shifted;
+    };
+    const streams = [frames, frames.map(unaligned)].map((list, n) =>
+      encode(`aligned-${n}.h264`, new H264Encoder({ width, height, bitRate: 1e6, qp: 26 }), list),
+    );
+    const [words, bytes] = streams as [Encoded, Encoded];
+    expect(words.pictures.map((p) => p.nalUnits.map((u) => Buffer.from(u)))).toEqual(
+      bytes.pictures.map((p) => p.nalUnits.map((u) => Buffer.from(u))),
+    );
+    // The screen back from two pictures ago is copied; the changed pixels are in three
+    // macroblocks, and those are the ones coded.
+    expect(words.pictures[2]!.copiedMacroblocks).toBe(words.pictures[2]!.codedMacroblocks);
+    expect(words.pictures[2]!.copiedMacroblocks).toBeGreaterThan(0);
+    expect(words.pictures[3]!.codedMacroblocks).toBe(3);
+  });
+
   it('refuses sizes 4:2:0 video cannot have, saying why', () => {
     expect(() => new H264Encoder({ width: 721, height: 1280, bitRate: 1e6 })).toThrow(
       /even width and height/,

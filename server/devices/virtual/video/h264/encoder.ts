@@ -605,6 +605,8 @@ export class H264Encoder {
       this.changed.fill(1);
     } else {
       this.changed.fill(0);
+      const a = wordsOf(previous);
+      const b = wordsOf(current);
       // Whole rows first (native comparisons, no copies): on a phone screen most rows are
       // the same as before; only a changed row is looked at macroblock by macroblock.
       for (let y = 0; y < this.height; y++) {
@@ -613,9 +615,16 @@ export class H264Encoder {
         const mbRow = (y >> 4) * this.mbW;
         for (let mbX = 0; mbX < this.mbW; mbX++) {
           if (this.changed[mbRow + mbX] !== 0) continue;
-          const from = start + mbX * 64;
-          const to = Math.min(start + rowBytes, from + 64);
-          if (previous.compare(current, from, to, from, to) !== 0) this.changed[mbRow + mbX] = 1;
+          const same =
+            a && b
+              ? sameSpan(a, b, y * this.width + mbX * 16, Math.min(16, this.width - mbX * 16))
+              : sameBytes(
+                  previous,
+                  current,
+                  start + mbX * 64,
+                  Math.min(start + rowBytes, start + mbX * 64 + 64),
+                );
+          if (!same) this.changed[mbRow + mbX] = 1;
         }
       }
     }
@@ -631,6 +640,7 @@ export class H264Encoder {
     const refs = this.refPixels.length;
     if (idr || refs < 2) return 0;
     const rowBytes = this.width * 4;
+    const words = wordsOf(current);
     let farthest = 0;
     for (let mbY = 0; mbY < this.mbH; mbY++) {
       const mbRow = mbY * this.mbW;
@@ -640,6 +650,8 @@ export class H264Encoder {
       for (let mbX = 0; mbX < this.mbW; mbX++) waiting += this.changed[mbRow + mbX]!;
       for (let k = 1; k < refs && waiting > 0; k++) {
         const earlier = this.refPixels[k]!;
+        const earlierWords = words && wordsOf(earlier);
+        const pair = words && earlierWords ? { a: words, b: earlierWords } : null;
         // A whole row of macroblocks as it was (the screen went back to an earlier one):
         // whole pixel rows compare at native speed.
         let rowsSame = true;
@@ -650,7 +662,7 @@ export class H264Encoder {
         for (let mbX = 0; mbX < this.mbW; mbX++) {
           const mbAddr = mbRow + mbX;
           if (this.changed[mbAddr] === 0 || this.copyFrom[mbAddr] !== 0) continue;
-          if (!rowsSame && !sameMacroblock(current, earlier, rowBytes, mbX, top, bottom)) continue;
+          if (!rowsSame && !sameMacroblock(current, earlier, pair, this.width, mbX, top, bottom)) continue;
           this.copyFrom[mbAddr] = k;
           if (k > farthest) farthest = k;
           waiting--;
@@ -1313,18 +1325,42 @@ export class H264Encoder {
 function sameMacroblock(
   a: Buffer,
   b: Buffer,
-  rowBytes: number,
+  /** Their words (see wordsOf), when both have them. */
+  words: { a: Uint32Array; b: Uint32Array } | null,
+  width: number,
   mbX: number,
   top: number,
   bottom: number,
 ): boolean {
-  const left = mbX * 64;
-  const right = Math.min(rowBytes, left + 64);
+  const pixels = Math.min(16, width - mbX * 16);
   for (let y = top; y < bottom; y++) {
-    const start = y * rowBytes;
-    if (a.compare(b, start + left, start + right, start + left, start + right) !== 0) return false;
+    const at = y * width + mbX * 16;
+    if (words ? !sameSpan(words.a, words.b, at, pixels) : !sameBytes(a, b, at * 4, at * 4 + pixels * 4))
+      return false;
   }
   return true;
+}
+
+/**
+ * A picture's RGBA pixels as 32-bit words (a pixel each), or null when they do not start on
+ * a word. A macroblock's row of 16 pixels is compared in a loop over its words: a native
+ * comparison costs more to call than that (a new screen against eight references made
+ * hundreds of thousands of calls).
+ */
+function wordsOf(pixels: Uint8Array): Uint32Array | null {
+  return pixels.byteOffset % 4 === 0
+    ? new Uint32Array(pixels.buffer, pixels.byteOffset, pixels.length >> 2)
+    : null;
+}
+
+/** Whether `count` pixels from pixel `at` are the same in a and b. */
+function sameSpan(a: Uint32Array, b: Uint32Array, at: number, count: number): boolean {
+  for (let i = at; i < at + count; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function sameBytes(a: Buffer, b: Buffer, from: number, to: number): boolean {
+  return a.compare(b, from, to, from, to) === 0;
 }
 
 /** coded_block_pattern luma bits of 16 blocks' levels: bit n when 8x8 block n has a level. */
