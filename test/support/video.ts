@@ -49,6 +49,8 @@ export interface ProbedStream {
   color_space?: string;
   nb_read_frames: string;
   duration: string;
+  /** The lowest frame rate every timestamp is on, as a fraction ("60/1"). */
+  r_frame_rate: string;
 }
 
 /** ffprobe's view of a file's first video stream and its duration, frames counted by decoding. */

@@ -82,6 +82,22 @@ const MIN_FPS = 10;
  */
 const ENCODER_GAP_MS = 1000 / 12;
 
+/**
+ * The display's refresh rate (dumpsys display says 60.0): a frame is shown, and so timed in
+ * the video, at a vsync, as SurfaceFlinger hands screenrecord a frame per composition. On
+ * that grid a player or ffmpeg finds the video's frame rate (60) and keeps every frame's
+ * time; at times of a microsecond's precision, ffmpeg guessed a rate from the average and
+ * its decoding to a rate (`ffmpeg -i video.mp4 -f null -`) complained of frames in one slot.
+ */
+const VSYNCS_PER_SECOND = 60;
+
+/** The first vsync at or after `ms`, vsyncs counted from `originMs`. */
+function atVsync(ms: number, originMs: number): number {
+  // Multiplied first, so that a time on the grid stays on it exactly (200 ms is 12 vsyncs).
+  const vsyncs = Math.ceil(((ms - originMs) * VSYNCS_PER_SECOND) / 1000 - 1e-9);
+  return originMs + (vsyncs * 1000) / VSYNCS_PER_SECOND;
+}
+
 /** A cost's moving average (0: none measured yet) with the newest measurement. */
 function movingAverage(average: number, ms: number): number {
   return average === 0 ? ms : (average + ms) / 2;
@@ -251,6 +267,8 @@ export class ScreenRecording {
   private readonly limitTimer: NodeJS.Timeout | null;
   private captureTimer: NodeJS.Timeout | null = null;
   private lastCaptureMs = -Infinity;
+  /** When the last frame taken is shown in the video: the vsync of its capture, or the next free one. */
+  private lastShownMs = -Infinity;
   /** The screen changed since the last frame was taken. */
   private dirty = true;
   /** Frames taken and not yet written; they are written in order, one after another. */
@@ -380,7 +398,8 @@ export class ScreenRecording {
           await this.drain();
         }
         if (this.failure) throw this.failure;
-        const summary = await this.writer.finish(Math.max(stoppedMs, this.lastCaptureMs) * 1000);
+        const endMs = Math.max(atVsync(stoppedMs, this.startedMs), this.lastShownMs);
+        const summary = await this.writer.finish(endMs * 1000);
         const result: RecordingResult = {
           bytes: this.sink.bytes(),
           frames: summary.frames,
@@ -433,9 +452,12 @@ export class ScreenRecording {
   private capture(): void {
     if (this.aborted || this.pending >= MAX_PENDING) return;
     this.dirty = false;
-    // The first frame is the screen as it was when recording started.
-    const timeMs = this.lastCaptureMs === -Infinity ? this.startedMs : this.settings.now();
-    this.lastCaptureMs = timeMs;
+    // The first frame is the screen as it was when recording started; each later one is
+    // shown at the vsync of its capture, one vsync after the last at least.
+    const now = this.lastCaptureMs === -Infinity ? this.startedMs : this.settings.now();
+    const timeMs = Math.max(atVsync(now, this.startedMs), this.lastShownMs + 1000 / VSYNCS_PER_SECOND);
+    this.lastCaptureMs = now;
+    this.lastShownMs = timeMs;
     let taken: Taken;
     try {
       // Measured on the thread's own clock, whatever clock frames are timed by.
