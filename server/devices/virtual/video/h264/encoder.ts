@@ -8,8 +8,8 @@
  * no WebCodecs. Phone screens are an easy case for an encoder (large flat areas, text, few
  * changes between frames), so a small one does well: no native code, no download, offline.
  *
- * What it writes: Constrained Baseline profile, 4:2:0, progressive frames, CAVLC, one
- * reference frame, one slice per picture, BT.601 limited range colours.
+ * What it writes: Constrained Baseline profile, 4:2:0, progressive frames, CAVLC, up to 8
+ * reference frames, one slice per picture, BT.601 limited range colours.
  * - Every picture after the first IDR is a P picture whose unchanged macroblocks are P_Skip
  *   runs: a frame identical to the one before costs a few bytes.
  * - A changed macroblock that looks exactly as it did in one of the last few pictures (the
