@@ -94,6 +94,15 @@ function expectSameStream(actual: Stream, expected: Stream): void {
   });
 }
 
+/** ffmpeg decodes the stream to the encoder's reconstruction, picture after picture. */
+async function expectDecodesAsReconstructed(s: Stream): Promise<void> {
+  const decoded = await decodeYuv(s.file, 720, 1280);
+  expect(decoded).toHaveLength(s.pictures.length);
+  decoded.forEach((picture, i) =>
+    expect(Buffer.compare(picture, s.reconstructions[i]!), `frame ${i}`).toBe(0),
+  );
+}
+
 describe('screens coded whole, kept between pictures and recordings', () => {
   it('writes a screen that comes back after it left the references from the cache: the bytes coding it again writes', async () => {
     // One reference: a screen two pictures back can only be coded again, or taken from the cache.
@@ -106,11 +115,7 @@ describe('screens coded whole, kept between pictures and recordings', () => {
     expect(kept.hits).toBe(2);
     expect(kept.pictures[3]!.codedMacroblocks).toBe(3600);
     // A decoder shows what the encoder reconstructed, picture after picture.
-    const decoded = await decodeYuv(kept.file, 720, 1280);
-    expect(decoded).toHaveLength(frames.length);
-    decoded.forEach((picture, i) =>
-      expect(Buffer.compare(picture, kept.reconstructions[i]!), `frame ${i}`).toBe(0),
-    );
+    await expectDecodesAsReconstructed(kept);
     expect(await decodeErrors(kept.file)).toBe('');
   });
 
@@ -121,10 +126,7 @@ describe('screens coded whole, kept between pictures and recordings', () => {
     expectSameStream(later, stream([launcher, settings, login, typed]));
     // The launcher's IDR picture, then Settings and Login as P pictures after other screens.
     expect(later.hits).toBe(3);
-    const decoded = await decodeYuv(later.file, 720, 1280);
-    decoded.forEach((picture, i) =>
-      expect(Buffer.compare(picture, later.reconstructions[i]!), `frame ${i}`).toBe(0),
-    );
+    await expectDecodesAsReconstructed(later);
   });
 
   it('keeps a screen only for what shapes its bytes: the same pixels, QP and size', () => {
@@ -229,10 +231,7 @@ describe('reference pictures’ memory, kept for the next pictures and the next 
     const reused = stream(frames, { spares });
     expectSameStream(reused, stream(frames));
     expect(spares.size).toBe(7);
-    const decoded = await decodeYuv(reused.file, 720, 1280);
-    decoded.forEach((picture, i) =>
-      expect(Buffer.compare(picture, reused.reconstructions[i]!), `frame ${i}`).toBe(0),
-    );
+    await expectDecodesAsReconstructed(reused);
   });
 
   it('an IDR picture leaves the references it empties to the pictures after it', () => {
