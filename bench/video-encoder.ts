@@ -86,6 +86,16 @@ const nalBytes = (p: { nalUnits: Uint8Array[] }) => p.nalUnits.reduce((s, x) => 
 const runs: Record<string, Measure[]> = {};
 const record = (name: string, m: Measure) => (runs[name] ??= []).push(m);
 
+/** An encoder for the screens above with no IDR picture but the first (`references`: 8 by default). */
+const streamOf = (references?: number) =>
+  new H264Encoder({
+    width: W,
+    height: H,
+    bitRate: 20_000_000,
+    idrIntervalMs: 1e12,
+    ...(references ? { references } : {}),
+  });
+
 for (let round = 0; round < ROUNDS; round++) {
   const pngScreens = [launcher, login, settings, typed[5]!];
   record(
@@ -98,19 +108,13 @@ for (let round = 0; round < ROUNDS; round++) {
   // coded whole; then with the references a stream keeps, where each screen comes back from
   // the picture it was last in (a test going back and forth between its screens).
   const cycle = [launcher, login, settings];
-  const fresh = new H264Encoder({
-    width: W,
-    height: H,
-    bitRate: 20_000_000,
-    idrIntervalMs: 1e12,
-    references: 1,
-  });
+  const fresh = streamOf(1);
   fresh.encode(settings, 0);
   record(
     'H.264 a new screen',
     measure(FRAMES, (i) => nalBytes(fresh.encode(cycle[i % 3]!, (i + 1) * 100))),
   );
-  const whole = new H264Encoder({ width: W, height: H, bitRate: 20_000_000, idrIntervalMs: 1e12 });
+  const whole = streamOf();
   whole.encode(launcher, 0);
   whole.encode(login, 50);
   whole.encode(settings, 100);
@@ -119,14 +123,14 @@ for (let round = 0; round < ROUNDS; round++) {
     measure(FRAMES, (i) => nalBytes(whole.encode(cycle[i % 3]!, (i + 2) * 100))),
   );
 
-  const typing = new H264Encoder({ width: W, height: H, bitRate: 20_000_000, idrIntervalMs: 1e12 });
+  const typing = streamOf();
   typing.encode(login, 0);
   record(
     'H.264 a typed character',
     measure(FRAMES, (i) => nalBytes(typing.encode(typed[i % typed.length]!, (i + 1) * 100))),
   );
 
-  const still = new H264Encoder({ width: W, height: H, bitRate: 20_000_000, idrIntervalMs: 1e12 });
+  const still = streamOf();
   still.encode(login, 0);
   record(
     'H.264 unchanged screen',

@@ -15,6 +15,8 @@ export const DEVICE = {
   width: 720,
   height: 1280,
   density: 320,
+  /** Vsyncs a second: the display's one mode (dumpsys display), what screenrecord says and times frames by. */
+  refreshRate: 60,
 } as const;
 
 /**

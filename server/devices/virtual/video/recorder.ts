@@ -36,6 +36,7 @@ import {
   type FrameEncoder,
   type FrameEncoderConfig,
 } from './frame-encoder.js';
+import { DEVICE } from '../identity.js';
 import type { DisplayList } from '../ui/display-list.js';
 import { INFO_PAGE_HOLD_MS } from './overlay.js';
 import { contentArea, type ContentArea } from './scale.js';
@@ -83,13 +84,12 @@ const MIN_FPS = 10;
 const ENCODER_GAP_MS = 1000 / 12;
 
 /**
- * The display's refresh rate (dumpsys display says 60.0): a frame is shown, and so timed in
- * the video, at a vsync, as SurfaceFlinger hands screenrecord a frame per composition. On
- * that grid a player or ffmpeg finds the video's frame rate (60) and keeps every frame's
- * time; at times of a microsecond's precision, ffmpeg guessed a rate from the average and
+ * The display's refresh rate: a frame is shown, and so timed in the video, at a vsync, as
+ * SurfaceFlinger hands screenrecord a frame per composition. On that grid a player or
+ * ffmpeg finds the video's frame rate (60) and keeps every frame's time; at times of a microsecond's precision, ffmpeg guessed a rate from the average and
  * its decoding to a rate (`ffmpeg -i video.mp4 -f null -`) complained of frames in one slot.
  */
-const VSYNCS_PER_SECOND = 60;
+const VSYNCS_PER_SECOND = DEVICE.refreshRate;
 
 /** The first vsync at or after `ms`, vsyncs counted from `originMs`. */
 function atVsync(ms: number, originMs: number): number {

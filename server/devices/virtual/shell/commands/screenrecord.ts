@@ -9,6 +9,7 @@
  * The file grows on the phone while recording, as the phone's muxer writes it.
  */
 import { FsError, type FsView } from '../../fs.js';
+import { DEVICE } from '../../identity.js';
 import { SIGHUP, SIGINT } from '../../signals.js';
 import {
   SCREENRECORD_DEFAULTS,
@@ -300,7 +301,7 @@ export const screenrecord: CommandFn = async (ctx) => {
   const width = settings.size?.width ?? display.width - (display.width % 2);
   const height = settings.size?.height ?? display.height - (display.height % 2);
   out(
-    `Display is ${display.width}x${display.height} @60.00fps (orientation=ROTATION_${(ctx.device.ui.rotation?.() ?? 0) * 90}), layerStack=0`,
+    `Display is ${display.width}x${display.height} @${DEVICE.refreshRate.toFixed(2)}fps (orientation=ROTATION_${(ctx.device.ui.rotation?.() ?? 0) * 90}), layerStack=0`,
   );
   out(`Configuring recorder for ${width}x${height} video/avc at ${(settings.bitRate / 1e6).toFixed(2)}Mbps`);
   // The encoder is configured before the output file is opened: a size it cannot do leaves no file.

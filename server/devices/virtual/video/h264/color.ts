@@ -6,7 +6,7 @@
 
 /**
  * `rgba` as 32-bit words (a pixel each) when its bytes start at a multiple of 4, else null:
- * what rgbaMacroblockToYuv compares pixels by.
+ * what rgbaMacroblockToYuv and the encoder's search for changes compare pixels by.
  */
 export function pixelWords(rgba: Uint8Array): Uint32Array | null {
   return rgba.byteOffset % 4 === 0 ? new Uint32Array(rgba.buffer, rgba.byteOffset, rgba.length >> 2) : null;

@@ -389,8 +389,11 @@ export class H264Encoder {
       timeMs - this.lastIdrMs >= this.idrIntervalMs;
     const current = Buffer.from(rgba.buffer, rgba.byteOffset, rgba.length);
     const qp = this.fixedQp ?? this.rate.qp();
-    this.takeChanges(current);
-    this.activeRefs = this.findInReferences(current, idr) + 1;
+    // The frame's pixels as words, for comparisons and the colour conversion (null when they
+    // do not start on a word).
+    const words = pixelWords(rgba);
+    this.takeChanges(current, words);
+    this.activeRefs = this.findInReferences(current, words, idr) + 1;
     const whole = idr || this.isNewScreen();
     const key = whole && this.screenCache ? ScreenCache.key(this.width, this.height, idr, qp, rgba) : null;
     const kept = key === null ? null : this.screenCache!.find(key);
@@ -405,7 +408,6 @@ export class H264Encoder {
       return this.finish(current, timeMs, idr, qp, slice, kept.codedMacroblocks, 0);
     }
     const dataStart = w.bitLength;
-    const words = pixelWords(rgba);
     this.convertChanged(rgba, words);
     if (whole) {
       // Every macroblock is coded, and coded intra (unchanged ones converted as they come).
@@ -598,15 +600,14 @@ export class H264Encoder {
   }
 
   /** Marks the macroblocks whose pixels differ from the last frame's. */
-  private takeChanges(current: Buffer): void {
+  private takeChanges(current: Buffer, words: Uint32Array | null): void {
     const previous = this.refPixels[0];
     const rowBytes = this.width * 4;
     if (!previous) {
       this.changed.fill(1);
     } else {
       this.changed.fill(0);
-      const a = wordsOf(previous);
-      const b = wordsOf(current);
+      const a = words && pixelWords(previous);
       // Whole rows first (native comparisons, no copies): on a phone screen most rows are
       // the same as before; only a changed row is looked at macroblock by macroblock.
       for (let y = 0; y < this.height; y++) {
@@ -616,8 +617,8 @@ export class H264Encoder {
         for (let mbX = 0; mbX < this.mbW; mbX++) {
           if (this.changed[mbRow + mbX] !== 0) continue;
           const same =
-            a && b
-              ? sameSpan(a, b, y * this.width + mbX * 16, Math.min(16, this.width - mbX * 16))
+            a && words
+              ? sameSpan(a, words, y * this.width + mbX * 16, Math.min(16, this.width - mbX * 16))
               : sameBytes(
                   previous,
                   current,
@@ -635,12 +636,16 @@ export class H264Encoder {
    * picture (the nearest one), for copyFrom. Returns the farthest reference used (0: none),
    * which is how many the slice makes active beyond the first.
    */
-  private findInReferences(current: Buffer, idr: boolean): number {
+  private findInReferences(current: Buffer, words: Uint32Array | null, idr: boolean): number {
     this.copyFrom.fill(0);
     const refs = this.refPixels.length;
     if (idr || refs < 2) return 0;
     const rowBytes = this.width * 4;
-    const words = wordsOf(current);
+    // Each reference with the frame, as words, when both have them (see sameMacroblock).
+    const pairs = this.refPixels.map((earlier) => {
+      const b = words && pixelWords(earlier);
+      return words && b ? { a: words, b } : null;
+    });
     let farthest = 0;
     for (let mbY = 0; mbY < this.mbH; mbY++) {
       const mbRow = mbY * this.mbW;
@@ -650,8 +655,6 @@ export class H264Encoder {
       for (let mbX = 0; mbX < this.mbW; mbX++) waiting += this.changed[mbRow + mbX]!;
       for (let k = 1; k < refs && waiting > 0; k++) {
         const earlier = this.refPixels[k]!;
-        const earlierWords = words && wordsOf(earlier);
-        const pair = words && earlierWords ? { a: words, b: earlierWords } : null;
         // A whole row of macroblocks as it was (the screen went back to an earlier one):
         // whole pixel rows compare at native speed.
         let rowsSame = true;
@@ -662,7 +665,8 @@ export class H264Encoder {
         for (let mbX = 0; mbX < this.mbW; mbX++) {
           const mbAddr = mbRow + mbX;
           if (this.changed[mbAddr] === 0 || this.copyFrom[mbAddr] !== 0) continue;
-          if (!rowsSame && !sameMacroblock(current, earlier, pair, this.width, mbX, top, bottom)) continue;
+          if (!rowsSame && !sameMacroblock(current, earlier, pairs[k] ?? null, this.width, mbX, top, bottom))
+            continue;
           this.copyFrom[mbAddr] = k;
           if (k > farthest) farthest = k;
           waiting--;
@@ -1325,7 +1329,7 @@ export class H264Encoder {
 function sameMacroblock(
   a: Buffer,
   b: Buffer,
-  /** Their words (see wordsOf), when both have them. */
+  /** Their words (see pixelWords), when both have them. */
   words: { a: Uint32Array; b: Uint32Array } | null,
   width: number,
   mbX: number,
@@ -1342,18 +1346,10 @@ function sameMacroblock(
 }
 
 /**
- * A picture's RGBA pixels as 32-bit words (a pixel each), or null when they do not start on
- * a word. A macroblock's row of 16 pixels is compared in a loop over its words: a native
- * comparison costs more to call than that (a new screen against eight references made
- * hundreds of thousands of calls).
+ * Whether `count` pixels from pixel `at` are the same in a and b. A macroblock's row of 16
+ * pixels is compared in a loop over its words: a native comparison costs more to call than
+ * that (a new screen against eight references made hundreds of thousands of calls).
  */
-function wordsOf(pixels: Uint8Array): Uint32Array | null {
-  return pixels.byteOffset % 4 === 0
-    ? new Uint32Array(pixels.buffer, pixels.byteOffset, pixels.length >> 2)
-    : null;
-}
-
-/** Whether `count` pixels from pixel `at` are the same in a and b. */
 function sameSpan(a: Uint32Array, b: Uint32Array, at: number, count: number): boolean {
   for (let i = at; i < at + count; i++) if (a[i] !== b[i]) return false;
   return true;

@@ -46,7 +46,7 @@ export function levelFor(shape: StreamShape): number {
       mbH <= side &&
       frameMbs * shape.maxFps <= level.mbPerSecond &&
       shape.bitRate <= level.kbps * 1000 &&
-      Math.floor(level.dpbMbs / frameMbs) >= references
+      framesHeld(level, frameMbs) >= references
     );
   };
   const references = Math.min(16, shape.references ?? 1);
@@ -60,8 +60,12 @@ export function levelFor(shape: StreamShape): number {
  */
 export function maxReferenceFrames(level: number, width: number, height: number): number {
   const frameMbs = Math.ceil(width / 16) * Math.ceil(height / 16);
-  const dpbMbs = (LEVELS.find((l) => l.idc === level) ?? LEVELS[LEVELS.length - 1]!).dpbMbs;
-  return Math.max(1, Math.min(16, Math.floor(dpbMbs / frameMbs)));
+  return Math.max(1, framesHeld(LEVELS.find((l) => l.idc === level) ?? LEVELS.at(-1)!, frameMbs));
+}
+
+/** How many frames of `frameMbs` macroblocks a level's decoded picture buffer holds (16 at most). */
+function framesHeld(level: (typeof LEVELS)[number], frameMbs: number): number {
+  return Math.min(16, Math.floor(level.dpbMbs / frameMbs));
 }
 
 export interface SpsOptions {
