@@ -98,6 +98,22 @@ async function framesReach(recording: ScreenRecording, n: number): Promise<void>
   while (recording.stats.frames < n) await new Promise((r) => setImmediate(r));
 }
 
+/** Encoder threads whose encoder says that every frame cost its thread `costMs`. */
+function costingThreads(costMs: number): Pick<EncoderThreads, 'encoder'> {
+  const costing = (work: Promise<Awaited<ReturnType<FrameEncoder['encode']>>>) =>
+    work.then((f) => ({ ...f, encodeMs: costMs }));
+  return {
+    encoder: async (config: FrameEncoderConfig): Promise<FrameEncoder> => {
+      const inner = inlineFrameEncoder(config);
+      return {
+        ...inner,
+        encode: (pixels, timeMs, caption) => costing(inner.encode(pixels, timeMs, caption)),
+        encodeDrawing: (list, timeMs, caption) => costing(inner.encodeDrawing(list, timeMs, caption)),
+      };
+    },
+  };
+}
+
 /** A clock the test moves by hand. */
 function manualClock(startMs = 1000) {
   const clock = { ms: startMs, now: () => clock.ms };
@@ -209,19 +225,7 @@ describe('screen recorder', () => {
           return () => listeners.delete(listener);
         },
       };
-      const costing = (work: Promise<Awaited<ReturnType<FrameEncoder['encode']>>>) =>
-        work.then((f) => ({ ...f, encodeMs: costMs }));
-      const threads = {
-        encoder: async (config: FrameEncoderConfig): Promise<FrameEncoder> => {
-          const inner = inlineFrameEncoder(config);
-          return {
-            ...inner,
-            encode: (pixels, timeMs, caption) => costing(inner.encode(pixels, timeMs, caption)),
-            encodeDrawing: (list, timeMs, caption) => costing(inner.encodeDrawing(list, timeMs, caption)),
-          };
-        },
-      };
-      const recording = await startScreenRecording(source, { threads });
+      const recording = await startScreenRecording(source, { threads: costingThreads(costMs) });
       const changing = setInterval(() => {
         shade = (shade + 37) % 256;
         for (const listener of listeners) listener();
@@ -244,6 +248,30 @@ describe('screen recorder', () => {
     // Cheap frames come at the frame rate's pace, sooner than costly ones ever may (frames
     // are shown at vsyncs: 33, 50 or 67 ms apart, where costly ones are 83 or more).
     expect(Math.min(...cheap)).toBeLessThan(1000 / 12 - 1);
+  });
+
+  it('keeps a paced gap whole on the vsync grid when a frame is taken just past a vsync and the next a little early', async () => {
+    const ui = phone.device.ui;
+    ui.launch('com.phonelease.login');
+    tapId(ui, 'com.phonelease.login:id/username');
+    const clock = manualClock();
+    // Frames cost the encoder 60 ms: 12 a second, 83.3 ms (5 vsyncs) apart.
+    const recording = await startScreenRecording(screenOf(phone), {
+      now: clock.now,
+      threads: costingThreads(60),
+      threadShare: 1,
+    });
+    await framesReach(recording, 1);
+    clock.ms += 100.5; // just past the 6th vsync: shown at the 7th
+    ui.text('a');
+    await framesReach(recording, 2);
+    clock.ms += 82.8; // the next frame's timer fires 0.5 ms before its 83.3 ms are up
+    ui.text('b');
+    await framesReach(recording, 3);
+    const result = await recording.stop();
+    const shown = (await packets(save('paced-vsync.mp4', result.bytes))).map((p) => p.pts * 60);
+    // Shown at the vsync of its capture would be the 11th: 4 vsyncs, a 12th of a second short.
+    [0, 7, 12].forEach((vsyncs, i) => expect(shown[i], `frame ${i}`).toBeCloseTo(vsyncs, 3));
   });
 
   it('records a still screen as one frame that lasts until the recording stops', async () => {

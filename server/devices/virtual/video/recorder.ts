@@ -91,6 +91,9 @@ const ENCODER_GAP_MS = 1000 / 12;
  */
 const VSYNCS_PER_SECOND = DEVICE.refreshRate;
 
+/** How much sooner than asked a timer may fire: node rounds its delay down to a millisecond. */
+const TIMER_EARLY_MS = 2;
+
 /** The first vsync at or after `ms`, vsyncs counted from `originMs`. */
 function atVsync(ms: number, originMs: number): number {
   // Multiplied first, so that a time on the grid stays on it exactly (200 ms is 12 vsyncs).
@@ -267,6 +270,8 @@ export class ScreenRecording {
   private readonly limitTimer: NodeJS.Timeout | null;
   private captureTimer: NodeJS.Timeout | null = null;
   private lastCaptureMs = -Infinity;
+  /** The gap after the last frame that the frame now planned waited for. */
+  private plannedGapMs = 0;
   /** When the last frame taken is shown in the video: the vsync of its capture, or the next free one. */
   private lastShownMs = -Infinity;
   /** The screen changed since the last frame was taken. */
@@ -427,6 +432,7 @@ export class ScreenRecording {
   /** Takes the next frame as soon as the frame rate and the encoder allow. */
   private schedule(): void {
     if (this.ending || this.captureTimer || this.pending >= MAX_PENDING || !this.dirty) return;
+    this.plannedGapMs = this.gapMs;
     const wait = Math.max(0, this.lastCaptureMs + this.gapMs - this.settings.now());
     // Even with no wait, the frame is taken on the next turn of the event loop: one user
     // action often changes the screen several times in a row, and only the result counts.
@@ -455,7 +461,17 @@ export class ScreenRecording {
     // The first frame is the screen as it was when recording started; each later one is
     // shown at the vsync of its capture, one vsync after the last at least.
     const now = this.lastCaptureMs === -Infinity ? this.startedMs : this.settings.now();
-    const timeMs = Math.max(atVsync(now, this.startedMs), this.lastShownMs + 1000 / VSYNCS_PER_SECOND);
+    const vsyncMs = 1000 / VSYNCS_PER_SECOND;
+    const atCapture = atVsync(now, this.startedMs);
+    let timeMs = Math.max(atCapture, this.lastShownMs + vsyncMs);
+    // A frame taken when its pacing allowed is shown as many whole vsyncs after the last as
+    // the planned gap holds: node's timers may fire a millisecond early, and after a frame
+    // taken just past a vsync, that would show a paced gap a vsync short. Never more than a
+    // vsync after its capture's, so that frames do not drift from the clock.
+    if (now - this.lastCaptureMs >= this.plannedGapMs - TIMER_EARLY_MS) {
+      const vsyncs = Math.floor(((this.plannedGapMs + TIMER_EARLY_MS) * VSYNCS_PER_SECOND) / 1000);
+      timeMs = Math.max(timeMs, Math.min(this.lastShownMs + vsyncs * vsyncMs, atCapture + vsyncMs));
+    }
     this.lastCaptureMs = now;
     this.lastShownMs = timeMs;
     let taken: Taken;
