@@ -111,6 +111,12 @@ test('checkout works on a phone', async ({ phone, phonePage }) => {
   const widths = await Promise.all(phonePage.context().pages().map((p) => p.evaluate(() => screen.width)));
   expect(widths.length).toBeGreaterThan(1);
   expect(widths).toEqual(widths.map(() => 360));
+  // A denser display (wm density, as a tester tries the page on another phone): the page
+  // gets the viewport of the display as it is sized now, and back after the reset.
+  await phone.shell('wm density 480');
+  await expect.poll(() => phonePage.evaluate(() => [innerWidth, devicePixelRatio])).toEqual([240, 3]);
+  await phone.shell('wm density reset');
+  await expect.poll(() => phonePage.evaluate(() => [innerWidth, devicePixelRatio])).toEqual([360, 2]);
   // The phone's own screen shows the page (frame.png is what the viewer and reports show).
   await expect.poll(() => greenPixels(phone), { timeout: 15_000 }).toBeGreaterThan(100_000);
   const cdp = await phonePage.context().browser()!.newBrowserCDPSession();

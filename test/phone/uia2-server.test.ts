@@ -4,6 +4,7 @@ import { PNG } from 'pngjs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createPhoneUi } from '../../server/devices/virtual/ui/index.js';
 import type {
+  DisplaySize,
   PhoneUi,
   PhoneUiHost,
   Rotation,
@@ -27,6 +28,8 @@ interface Harness {
   clock: { ms: number };
   /** The rotations the server froze (UiAutomation.setRotation), in order. */
   rotations: Rotation[];
+  /** The display as the window manager sizes it (what `wm size` and `wm density` force). */
+  display: DisplaySize;
 }
 
 let h: Harness;
@@ -36,6 +39,7 @@ beforeEach(async () => {
   const settings = new Map<string, string>();
   const clock = { ms: new Date(2025, 0, 6, 9, 41).getTime() };
   const rotations: Rotation[] = [];
+  const display: DisplaySize = { width: 720, height: 1280, density: 320 };
   const host: PhoneUiHost = {
     launcherApps: () => [
       { package: 'com.android.settings', label: 'Settings', activity: 'com.android.settings.Settings' },
@@ -44,6 +48,7 @@ beforeEach(async () => {
     log: (p, tag, msg) => logs.push(`${p} ${tag}: ${msg}`),
     setting: (ns, key) => settings.get(`${ns}/${key}`) ?? null,
     setSetting: (ns, key, value) => void settings.set(`${ns}/${key}`, value),
+    display: () => display,
   };
   const ui = createPhoneUi(host, {
     width: 720,
@@ -67,7 +72,7 @@ beforeEach(async () => {
   const tcp = net.createServer((socket) => uia2.handleConnection(socket));
   await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
   const { port } = tcp.address() as net.AddressInfo;
-  h = { ui, uia2, base: `http://127.0.0.1:${port}`, logs, tcp, settings, clock, rotations };
+  h = { ui, uia2, base: `http://127.0.0.1:${port}`, logs, tcp, settings, clock, rotations, display };
 });
 
 afterEach(async () => {
@@ -177,6 +182,30 @@ describe('UiAutomator2 server over HTTP', () => {
       realDisplaySize: '720x1280',
       displayDensity: 320,
     });
+  });
+
+  it('reports the display as `wm size` and `wm density` force it, the panel’s dpi aside', async () => {
+    const sid = await newSession();
+    Object.assign(h.display, { width: 1080, height: 1920, density: 480 });
+    h.ui.settingsChanged?.();
+    expect((await call('GET', `/session/${sid}/appium/device/pixel_ratio`)).body.value).toBe(3);
+    expect((await call('GET', `/session/${sid}/appium/device/display_density`)).body.value).toBe(480);
+    const bars = (await call('GET', `/session/${sid}/appium/device/system_bars`)).body.value as {
+      statusBar: unknown;
+    };
+    expect(bars.statusBar).toBe(72);
+    expect((await call('GET', `/session/${sid}/window/current/size`)).body.value).toEqual({
+      width: 1080,
+      height: 1920,
+    });
+    expect((await call('GET', `/session/${sid}/appium/device/info`)).body.value).toMatchObject({
+      realDisplaySize: '1080x1920',
+      displayDensity: 480,
+    });
+    const displays = (await call('POST', `/session/${sid}/appium/list_displays`, {})).body.value as {
+      metrics: Record<string, number>;
+    }[];
+    expect(displays[0]!.metrics).toMatchObject({ widthPixels: 1080, densityDpi: 480, xdpi: 320 });
   });
 
   it('logs in through the login app: find by each strategy, send keys, click, read the result', async () => {

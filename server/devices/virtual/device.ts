@@ -26,7 +26,7 @@ import { PhoneNetwork } from './network.js';
 import { BROWSER_PACKAGE, BROWSER_TOOLBAR_DP, BrowserApp } from './browser/browser-app.js';
 import type { BrowserConfig } from './browser/browser-app.js';
 import { metrics } from './ui/theme.js';
-import type { LauncherApp, PhoneUi, PhoneUiHost } from './ui/types.js';
+import type { DisplaySize, LauncherApp, PhoneUi, PhoneUiHost } from './ui/types.js';
 
 export interface DeviceOptions {
   systemRoot: DirNode;
@@ -189,18 +189,22 @@ export class Device {
   }
 
   private createBrowser(config: BrowserConfig): BrowserApp {
-    // The page fills the app window below Chrome's toolbar.
-    const m = metrics(DEVICE.width, DEVICE.height, DEVICE.density);
-    const toolbar = Math.round(BROWSER_TOOLBAR_DP * m.dp);
     return new BrowserApp({
       config,
       network: this.network,
-      geometry: {
-        left: m.content.left,
-        top: m.content.top + toolbar,
-        width: m.content.right - m.content.left,
-        height: m.content.bottom - m.content.top - toolbar,
-        scale: m.dp,
+      // The page fills the app window below Chrome's toolbar, on the display as it is sized
+      // now (Chrome keeps portrait: the display does not turn while it is in front).
+      geometry: () => {
+        const { width, height, density } = this.display();
+        const m = metrics(width, height, density);
+        const toolbar = Math.round(BROWSER_TOOLBAR_DP * m.dp);
+        return {
+          left: m.content.left,
+          top: m.content.top + toolbar,
+          width: m.content.right - m.content.left,
+          height: m.content.bottom - m.content.top - toolbar,
+          scale: m.dp,
+        };
       },
       log: this.log,
       logcat: (priority, message) => {
@@ -209,6 +213,22 @@ export class Device {
       },
       changed: () => this.uiInstance?.contentChanged?.(),
     });
+  }
+
+  /** Apps lay out again after `wm size` or `wm density` sized the display anew. */
+  displayChanged(): void {
+    this.uiInstance?.settingsChanged?.();
+    this.browser?.resize();
+  }
+
+  /** The display as the window manager sizes it: the panel's, or what `wm size` and `wm density` force. */
+  display(): DisplaySize {
+    const { wmSize, wmDensity } = this.system;
+    return {
+      width: wmSize?.w ?? DEVICE.width,
+      height: wmSize?.h ?? DEVICE.height,
+      density: wmDensity ?? DEVICE.density,
+    };
   }
 
   launcherApps(): LauncherApp[] {
@@ -229,6 +249,7 @@ export class Device {
         lockKind: () => lockKind(this.system.lock),
         batteryLevel: () => this.battery.values().level,
         checkCredential: (entered) => credentialMatches(this.system.lock, entered),
+        display: () => this.display(),
       };
       const ui = createPhoneUi(host, {
         width: DEVICE.width,

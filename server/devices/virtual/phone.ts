@@ -59,9 +59,9 @@ export class VirtualPhone implements DevicePhone {
   /** The screen as it is now: sideways while the display is turned (a phone not yet used is upright). */
   get screen(): ScreenSize {
     const device = this.lazyDevice;
-    return device?.hasUi
-      ? { w: device.ui.width, h: device.ui.height }
-      : { w: DEVICE.width, h: DEVICE.height };
+    if (device?.hasUi) return { w: device.ui.width, h: device.ui.height };
+    const display = device?.display() ?? DEVICE;
+    return { w: display.width, h: display.height };
   }
   private lazyDevice: Device | null = null;
   /** The phone's ADB listener, made with its first endpoint request. */

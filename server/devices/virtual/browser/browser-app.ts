@@ -97,7 +97,8 @@ interface Running {
 export interface BrowserAppOptions {
   config: BrowserConfig;
   network: PhoneNetwork;
-  geometry: BrowserGeometry;
+  /** Where the page is on the screen now (the display may be sized anew: see resize()). */
+  geometry(): BrowserGeometry;
   log: DeviceLogger;
   /** A logcat line from the browser's process. */
   logcat(priority: 'I' | 'W' | 'E', message: string): void;
@@ -201,7 +202,7 @@ export class BrowserApp implements BrowserView {
     const r = this.current;
     const sessionId = r?.watched?.sessionId;
     if (!r || !sessionId) return;
-    const { scale } = this.options.geometry;
+    const { scale } = this.options.geometry();
     const point = { x: x / scale, y: y / scale, radiusX: 1, radiusY: 1, force: 1, id: 0 };
     const send = (type: 'touchStart' | 'touchEnd', touchPoints: (typeof point)[]) =>
       r.cdp.send('Input.dispatchTouchEvent', { type, touchPoints }, sessionId);
@@ -276,7 +277,8 @@ export class BrowserApp implements BrowserView {
   };
 
   private start(url: string): void {
-    const { config, network, geometry } = this.options;
+    const { config, network } = this.options;
+    const geometry = this.options.geometry();
     network.abstractSockets.set(DEVTOOLS_SOCKET, this.socketHandler);
     const starting = (async (): Promise<Running> => {
       const [userAgent, proxyPort] = await Promise.all([config.userAgent(), network.proxyPort()]);
@@ -366,24 +368,51 @@ export class BrowserApp implements BrowserView {
   /** Attaches the phone to a tab: the phone's metrics (mobile viewport, density) and touch. */
   private async attachPage(r: Running, targetId: string): Promise<string> {
     const { cdp } = r;
-    const { geometry } = this.options;
     const { sessionId } = (await cdp.send('Target.attachToTarget', { targetId, flatten: true })) as {
       sessionId: string;
     };
     await Promise.all([
-      cdp.send(
-        'Emulation.setDeviceMetricsOverride',
-        {
-          width: Math.round(geometry.width / geometry.scale),
-          height: Math.round(geometry.height / geometry.scale),
-          deviceScaleFactor: geometry.scale,
-          mobile: true,
-        },
-        sessionId,
-      ),
+      this.emulateDisplay(cdp, sessionId),
       cdp.send('Emulation.setTouchEmulationEnabled', { enabled: true, maxTouchPoints: 5 }, sessionId),
     ]);
     return sessionId;
+  }
+
+  /** Gives a tab the phone's metrics as the display is sized now: its CSS viewport and density. */
+  private emulateDisplay(cdp: CdpClient, sessionId: string): Promise<unknown> {
+    const geometry = this.options.geometry();
+    return cdp.send(
+      'Emulation.setDeviceMetricsOverride',
+      {
+        width: Math.round(geometry.width / geometry.scale),
+        height: Math.round(geometry.height / geometry.scale),
+        deviceScaleFactor: geometry.scale,
+        mobile: true,
+      },
+      sessionId,
+    );
+  }
+
+  /**
+   * The display was sized anew (`wm size`, `wm density`): every tab takes the new metrics,
+   * as a page on a phone gets a resize, and the screencast starts again at the new size.
+   */
+  resize(): void {
+    const r = this.current;
+    if (!r) return;
+    for (const page of r.pages) {
+      page.session
+        .then((sessionId) => this.emulateDisplay(r.cdp, sessionId))
+        .catch((error: unknown) =>
+          this.options.log.debug('virtual browser: a tab kept its size', { error: String(error) }),
+        );
+    }
+    const watched = r.watched;
+    if (watched?.casting) {
+      watched.casting = false;
+      r.cdp.send('Page.stopScreencast', {}, watched.sessionId).catch(() => undefined);
+      this.updateCast(r);
+    }
   }
 
   /** Follows the tab in front (the most recently opened one), as the phone's screen shows it. */
@@ -416,7 +445,7 @@ export class BrowserApp implements BrowserView {
     watched.casting = wanted;
     watched.framed = false;
     const { cdp } = r;
-    const { geometry } = this.options;
+    const geometry = this.options.geometry();
     if (!wanted) {
       // The last frame stays on the screen; the next capture starts the screencast again.
       cdp.send('Page.stopScreencast', {}, watched.sessionId).catch(() => undefined);

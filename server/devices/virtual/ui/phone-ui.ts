@@ -126,11 +126,10 @@ function component(pkg: string, activity: string): string {
 }
 
 export class VirtualPhoneUi implements PhoneUi {
-  readonly density: number;
-  readonly statusBarHeight: number;
-
   /** The display as apps see it now: the natural (portrait) size, turned with the rotation. */
   private m: Metrics;
+  /** The display's density as the window manager has it, dpi. */
+  private dpi: number;
   private readonly fonts = new TextRenderer();
   private canvas: Canvas;
   /** Surface.ROTATION_* of the display: 0 natural, 1 and 3 landscape, 2 upside down. */
@@ -170,10 +169,10 @@ export class VirtualPhoneUi implements PhoneUi {
     private readonly host: PhoneUiHost,
     private readonly options: PhoneUiOptions,
   ) {
-    this.density = options.density;
-    this.m = metrics(options.width, options.height, options.density);
-    this.statusBarHeight = this.m.statusBar;
-    this.canvas = new Canvas(options.width, options.height);
+    const base = host.display?.() ?? options;
+    this.m = metrics(base.width, base.height, base.density);
+    this.dpi = base.density;
+    this.canvas = new Canvas(base.width, base.height);
     this.now = options.now ?? (() => new Date());
     this.launcher = { kind: 'launcher', id: this.newId(), scroll: 0 };
     this.clock = formatClock(this.now());
@@ -193,6 +192,15 @@ export class VirtualPhoneUi implements PhoneUi {
 
   get height(): number {
     return this.m.height;
+  }
+
+  /** The display's density now, dpi (`wm density` overrides the panel's). */
+  get density(): number {
+    return this.dpi;
+  }
+
+  get statusBarHeight(): number {
+    return this.m.statusBar;
   }
 
   rotation(): Rotation {
@@ -215,19 +223,22 @@ export class VirtualPhoneUi implements PhoneUi {
     return this.keyguard || front === 'launcher' || front === 'browser' ? 0 : asked;
   }
 
-  /** Turns the display when the rotation it should have changed; apps lay out again. */
-  private syncRotation(): void {
+  /**
+   * Sizes the display as the window manager has it: its size and density (`wm size`,
+   * `wm density`), turned with the rotation. When that changed, apps lay out again.
+   */
+  private syncDisplay(): void {
     const next = this.wantedRotation();
-    if (next === this.turned) return;
+    const base = this.host.display?.() ?? this.options;
     const sideways = next % 2 === 1;
-    const w = sideways ? this.options.height : this.options.width;
-    const h = sideways ? this.options.width : this.options.height;
+    const w = sideways ? base.height : base.width;
+    const h = sideways ? base.width : base.height;
     this.turned = next;
-    if (w !== this.m.width) {
-      this.m = metrics(w, h, this.options.density);
-      this.canvas = new Canvas(w, h);
-      this.drawn = -1;
-    }
+    if (w === this.m.width && h === this.m.height && base.density === this.dpi) return;
+    this.m = metrics(w, h, base.density);
+    this.dpi = base.density;
+    if (w !== this.canvas.width || h !== this.canvas.height) this.canvas = new Canvas(w, h);
+    this.drawn = -1;
   }
 
   // ---- state helpers ----
@@ -246,7 +257,7 @@ export class VirtualPhoneUi implements PhoneUi {
   }
 
   private changed(): void {
-    this.syncRotation();
+    this.syncDisplay();
     this.ver++;
     this.notify();
   }

@@ -42,6 +42,18 @@ export interface PhoneUiHost {
   checkCredential?(entered: string): boolean;
   /** Optional: the battery's level (of 100) the status bar shows; full without it. */
   batteryLevel?(): number;
+  /**
+   * Optional: the display as the window manager sizes it (`wm size`, `wm density`), upright;
+   * the panel's size and density (the UI's options) without it.
+   */
+  display?(): DisplaySize;
+}
+
+/** A display's upright size in pixels and its density in dpi. */
+export interface DisplaySize {
+  width: number;
+  height: number;
+  density: number;
 }
 
 export interface LauncherApp {
@@ -59,6 +71,8 @@ export interface DeviceIdentity {
   sdk: number;
   /** The build's id (ro.build.display.id), Settings' "Build number". */
   buildId: string;
+  /** The panel's own density, dpi (its pixels per inch, whatever `wm density` forces). */
+  density: number;
 }
 
 export interface PhoneUiOptions {

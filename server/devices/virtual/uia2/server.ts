@@ -735,8 +735,9 @@ class Uia2Server implements UiAutomator2Server {
         density: scale,
         densityDpi: this.ui.density,
         scaledDensity: scale,
-        xdpi: this.ui.density,
-        ydpi: this.ui.density,
+        // The panel's own pixels per inch: `wm density` changes the density apps draw at, not these.
+        xdpi: this.info.identity.density,
+        ydpi: this.info.identity.density,
       },
       isDefault: true,
     };

@@ -21,16 +21,10 @@ const wm: CommandFn = (ctx) => {
         if (sys.wmSize) ctx.stdout.write(`Override size: ${sys.wmSize.w}x${sys.wmSize.h}\n`);
         return 0;
       }
-      if (value === 'reset') {
-        sys.wmSize = null;
-        return 0;
-      }
-      const m = /^(\d+)x(\d+)$/.exec(value);
-      if (!m) {
-        ctx.stderr.write(`Error: bad size ${value}\n`);
-        return 255;
-      }
-      sys.wmSize = { w: Number(m[1]), h: Number(m[2]) };
+      const size = value === 'reset' ? null : parseSize(ctx, value);
+      if (size === undefined) return 255;
+      sys.wmSize = size && forcedSize(size);
+      ctx.device.displayChanged();
       return 0;
     }
     case 'density': {
@@ -39,15 +33,21 @@ const wm: CommandFn = (ctx) => {
         if (sys.wmDensity !== null) ctx.stdout.write(`Override density: ${sys.wmDensity}\n`);
         return 0;
       }
-      if (value === 'reset') {
-        sys.wmDensity = null;
-        return 0;
+      let density: number | null = null;
+      if (value !== 'reset') {
+        density = javaInt(value);
+        if (density === null) {
+          ctx.stderr.write(`Error: bad number ${numberFormatError(value)}\n`);
+          return 255;
+        }
+        if (density < MIN_DENSITY) {
+          ctx.stderr.write(`Error: density must be >= ${MIN_DENSITY}\n`);
+          return 255;
+        }
       }
-      if (!/^\d+$/.test(value)) {
-        ctx.stderr.write(`Error: bad number For input string: "${value}"\n`);
-        return 255;
-      }
-      sys.wmDensity = Number(value);
+      // The panel's own density clears the override, as the window manager does.
+      sys.wmDensity = density === DEVICE.density ? null : density;
+      ctx.device.displayChanged();
       return 0;
     }
     case 'dismiss-keyguard':
@@ -65,6 +65,57 @@ const wm: CommandFn = (ctx) => {
       return 255;
   }
 };
+
+/** The window manager's smallest forced density (WindowManagerShellCommand). */
+const MIN_DENSITY = 72;
+
+/** Integer.parseInt: an optional sign and decimal digits that fit an int; null otherwise. */
+function javaInt(text: string): number | null {
+  if (!/^[-+]?\d+$/.test(text)) return null;
+  const n = Number(text);
+  return n >= -(2 ** 31) && n < 2 ** 31 ? n : null;
+}
+
+/** What `"..." + e` prints of Integer.parseInt's NumberFormatException. */
+function numberFormatError(text: string): string {
+  return `java.lang.NumberFormatException: For input string: "${text}"`;
+}
+
+/**
+ * `wm size`'s WxH, each in pixels (`px` or nothing) or dp (of the panel's density), as the
+ * window manager's shell command reads them. A negative side asks for the panel's size, as
+ * `reset` does; undefined after the error is written.
+ */
+function parseSize(ctx: CommandContext, text: string): { w: number; h: number } | null | undefined {
+  const x = text.indexOf('x');
+  if (x <= 0 || x >= text.length - 1) {
+    ctx.stderr.write(`Error: bad size ${text}\n`);
+    return undefined;
+  }
+  const sides = [text.slice(0, x), text.slice(x + 1)].map((side) => {
+    const dp = side.endsWith('dp');
+    const n = javaInt(dp || side.endsWith('px') ? side.slice(0, -2) : side);
+    return n === null ? side : dp ? Math.trunc((n * DEVICE.density) / 160) : n;
+  });
+  const bad = sides.find((side) => typeof side === 'string');
+  if (bad !== undefined) {
+    ctx.stderr.write(`Error: bad number ${numberFormatError(bad)}\n`);
+    return undefined;
+  }
+  const [w, h] = sides as number[];
+  return w! >= 0 && h! >= 0 ? { w: w!, h: h! } : null;
+}
+
+/**
+ * The size the window manager forces (DisplayContent.setForcedSize): the panel's own clears
+ * the override; any other is kept between 200 pixels and three times the panel's long side.
+ */
+function forcedSize(size: { w: number; h: number }): { w: number; h: number } | null {
+  if (size.w === DEVICE.width && size.h === DEVICE.height) return null;
+  const max = Math.max(DEVICE.width, DEVICE.height) * 3;
+  const bound = (n: number) => Math.min(Math.max(n, 200), max);
+  return { w: bound(size.w), h: bound(size.h) };
+}
 
 /** Android 14's other `wm` commands: they say they are not modeled, rather than `Unknown command`. */
 const UNMODELED_WM = new Set([

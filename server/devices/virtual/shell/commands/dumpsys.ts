@@ -42,10 +42,10 @@ function turned(size: { w: number; h: number }, rotation: number): { w: number; 
 function dumpWindow(ctx: CommandContext, args: string[]): string {
   const f = focus(ctx);
   const sys = ctx.device.system;
-  const base = sys.wmSize ?? { w: DEVICE.width, h: DEVICE.height };
+  const { width, height, density } = ctx.device.display();
+  const base = { w: width, h: height };
   const rotation = ctx.device.ui.rotation?.() ?? 0;
   const cur = turned(base, rotation);
-  const density = sys.wmDensity ?? DEVICE.density;
   const statusBar = ctx.device.ui.statusBarHeight;
   const settings = ctx.device.settings;
   const lockedRotation = userRotation.rotation(settings);
@@ -449,8 +449,8 @@ function dumpDeviceIdle(ctx: CommandContext, args: string[]): string {
  */
 function dumpDisplay(ctx: CommandContext): string {
   const screen = powerOf(ctx).awake ? 'ON' : 'OFF';
-  const d = ctx.device.system.wmDensity ?? DEVICE.density;
-  const base = ctx.device.system.wmSize ?? { w: DEVICE.width, h: DEVICE.height };
+  const { width, height, density: d } = ctx.device.display();
+  const base = { w: width, h: height };
   const rotation = ctx.device.ui.rotation?.() ?? 0;
   const s = turned(base, rotation);
   const device = turned({ w: DEVICE.width, h: DEVICE.height }, rotation);
