@@ -310,6 +310,30 @@ describe('apps on the phone', () => {
     ).toBe('MOCK_LOCATION: allow\n');
     const unknown = await v.adb(['shell', 'appops set no.such.app android:mock_location allow']);
     expect(unknown).toMatchObject({ code: 255, stderr: 'Error: No UID for no.such.app in user 0\n' });
+    // An op by its public name, its code or its debug name, each as written; appops prints
+    // the debug name, which is not always the public one's.
+    await v.adbOk([
+      'shell',
+      'appops set com.example.cam 26 ignore; appops set com.example.cam android:monitor_location_high_power deny',
+    ]);
+    expect(await v.adbOk(['shell', 'appops get com.example.cam'])).toBe(
+      'MOCK_LOCATION: allow\nCAMERA: ignore\nMONITOR_HIGH_POWER_LOCATION: deny\n',
+    );
+    expect(await v.adbOk(['shell', 'appops get com.example.cam android:camera'])).toBe('CAMERA: ignore\n');
+    // What names no op is refused before the package is looked up, and nothing changes.
+    for (const op of ['BOGUS', 'camera', 'android:CAMERA', 'MONITOR_LOCATION_HIGH_POWER', '96', '136']) {
+      expect(await v.adb(['shell', `appops set no.such.app ${op} allow`]), op).toMatchObject({
+        code: 255,
+        stderr: `Error: Unknown operation string: ${op}\n`,
+      });
+    }
+    expect(await v.adb(['shell', 'appops get com.example.cam BOGUS'])).toMatchObject({
+      code: 255,
+      stderr: 'Error: Unknown operation string: BOGUS\n',
+    });
+    expect(await v.adbOk(['shell', 'appops get com.example.cam'])).toBe(
+      'MOCK_LOCATION: allow\nCAMERA: ignore\nMONITOR_HIGH_POWER_LOCATION: deny\n',
+    );
   });
 
   it('runs as a debuggable app in its private directory with run-as, and only for debuggable apps', async () => {

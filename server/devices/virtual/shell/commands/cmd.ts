@@ -1,42 +1,39 @@
 /** `cmd SERVICE ...` (and `abb`): routes to the service tools, plus appops and notification. */
 import { parseComponent } from '../../activity.js';
+import { appOpName } from '../../app-ops.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { isPublished, publishedServices } from '../../system-services.js';
 
-function opName(op: string): string {
-  return op.replace(/^android:/, '').toUpperCase();
-}
-
 export const appops: CommandFn = (ctx) => {
   const args = ctx.args.filter((a, i) => a !== '--uid' && a !== '--user' && ctx.args[i - 1] !== '--user');
-  const [verb, pkgName, op, mode] = args;
+  const [verb, pkgName, opText, mode] = args;
   const ops = ctx.device.system.appOps;
+  // AppOpsService's shell reads the op first, then finds the package's uid.
+  const op = opText === undefined ? undefined : appOpName(opText);
+  const refused = (message: string) => {
+    ctx.stderr.write(`Error: ${message}\n`);
+    return 255;
+  };
   switch (verb) {
     case 'set': {
-      if (!pkgName || !op || !mode) break;
-      if (!ctx.device.packages.get(pkgName)) {
-        ctx.stderr.write(`Error: No UID for ${pkgName} in user 0\n`);
-        return 255;
-      }
-      if (!['allow', 'deny', 'ignore', 'default', 'foreground', 'errored'].includes(mode)) {
-        ctx.stderr.write(`Error: Mode ${mode} is not valid\n`);
-        return 255;
-      }
+      if (!pkgName || !opText || !mode) break;
+      if (!op) return refused(`Unknown operation string: ${opText}`);
+      if (!ctx.device.packages.get(pkgName)) return refused(`No UID for ${pkgName} in user 0`);
+      if (!['allow', 'deny', 'ignore', 'default', 'foreground', 'errored'].includes(mode))
+        return refused(`Mode ${mode} is not valid`);
       const map = ops.get(pkgName) ?? new Map<string, string>();
-      map.set(opName(op), mode);
+      map.set(op, mode);
       ops.set(pkgName, map);
       return 0;
     }
     case 'get': {
       if (!pkgName) break;
-      if (!ctx.device.packages.get(pkgName)) {
-        ctx.stderr.write(`Error: No UID for ${pkgName} in user 0\n`);
-        return 255;
-      }
+      if (op === null) return refused(`Unknown operation string: ${opText}`);
+      if (!ctx.device.packages.get(pkgName)) return refused(`No UID for ${pkgName} in user 0`);
       const map = ops.get(pkgName);
-      const entries = [...(map ?? new Map<string, string>())].filter(([k]) => !op || k === opName(op));
+      const entries = [...(map ?? new Map<string, string>())].filter(([k]) => !op || k === op);
       if (entries.length === 0) {
-        ctx.stdout.write(op ? `${opName(op)}: default\n` : 'No operations.\n');
+        ctx.stdout.write(op ? `${op}: default\n` : 'No operations.\n');
         return 0;
       }
       for (const [k, v] of entries) ctx.stdout.write(`${k}: ${v}\n`);
