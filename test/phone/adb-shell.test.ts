@@ -260,6 +260,11 @@ describe('svc', () => {
     expect(await v.adbOk(['shell', 'settings get global bluetooth_on'])).toBe('1\n');
     await v.adbOk(['shell', 'svc bluetooth disable']);
     expect(await v.adbOk(['shell', 'settings get global bluetooth_on'])).toBe('0\n');
+    // Mobile data is telephony's `mobile_data` (what appium-adb's isDataOn reads), by svc or cmd phone.
+    await v.adbOk(['shell', 'svc data disable']);
+    expect(await v.adbOk(['shell', 'settings get global mobile_data'])).toBe('0\n');
+    await v.adbOk(['shell', 'cmd phone data enable']);
+    expect(await v.adbOk(['shell', 'settings get global mobile_data'])).toBe('1\n');
     await v.adbOk(['shell', 'svc power stayon usb']);
     expect(await v.adbOk(['shell', 'settings get global stay_on_while_plugged_in'])).toBe('2\n');
     await v.adbOk(['shell', 'svc power stayon true']);

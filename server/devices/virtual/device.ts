@@ -62,7 +62,6 @@ export interface SystemServiceState {
   currentIme: string;
   airplaneMode: boolean;
   wifi: boolean;
-  data: boolean;
   locationEnabled: boolean;
   /** Where an `input motionevent DOWN` started, until its UP. */
   motionDown: { x: number; y: number; at: number } | null;
@@ -105,7 +104,6 @@ export class Device {
     currentIme: DEFAULT_IME,
     airplaneMode: false,
     wifi: true,
-    data: true,
     locationEnabled: true,
     motionDown: null,
     installSessions: new Map(),
@@ -344,6 +342,11 @@ export class Device {
   /** Wi-Fi on or off: the global setting, which the Wi-Fi service's state follows. */
   setWifi(on: boolean): void {
     this.settings.put('global', 'wifi_on', on ? '1' : '0');
+  }
+
+  /** Mobile data on or off, as telephony keeps it for the one SIM: in `mobile_data`. */
+  setMobileData(on: boolean): void {
+    this.settings.put('global', 'mobile_data', on ? '1' : '0');
   }
 
   appLog(priority: LogPriority, tag: string, message: string, pid?: number): void {

@@ -134,6 +134,14 @@ function serviceCommands(table: () => ReadonlyMap<string, CommandFn>): Record<st
       }
       return notModeled(ctx, 'wifi', args);
     },
+    phone: (ctx, args) => {
+      // Mobile data on and off (appium-adb's setDataState on a phone); nothing else of telephony.
+      if (args.length === 2 && args[0] === 'data' && (args[1] === 'enable' || args[1] === 'disable')) {
+        ctx.device.setMobileData(args[1] === 'enable');
+        return 0;
+      }
+      return notModeled(ctx, 'phone', args);
+    },
     bluetooth_manager: (ctx, args) => {
       // Bluetooth on and off (what Appium's mobile: bluetooth does); the phone has no radio
       // to pair anything with.

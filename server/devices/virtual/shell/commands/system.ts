@@ -560,7 +560,7 @@ const svc: CommandFn = (ctx) => {
         return 1;
       }
       if (service === 'wifi') ctx.device.setWifi(on);
-      else if (service === 'data') ctx.device.system.data = on;
+      else if (service === 'data') ctx.device.setMobileData(on);
       else ctx.device.settings.put('global', 'bluetooth_on', on ? '1' : '0');
       return 0;
   }
