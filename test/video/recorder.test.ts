@@ -15,6 +15,7 @@ import { createVirtualBackend } from '../../server/devices/virtual/index.js';
 import type { VirtualPhone } from '../../server/devices/virtual/phone.js';
 import {
   startScreenRecording,
+  type RecorderOptions,
   type ScreenRecording,
   type ScreenSource,
 } from '../../server/devices/virtual/video/recorder.js';
@@ -120,21 +121,26 @@ function manualClock(startMs = 1000) {
   return clock;
 }
 
+/**
+ * A recording of the Login app with its user name field focused, on a clock the test moves
+ * by hand (from `startMs`), with the given recording options.
+ */
+async function recordLogin(options: Omit<RecorderOptions, 'now'>, startMs?: number) {
+  const ui = phone.device.ui;
+  ui.launch('com.phonelease.login');
+  tapId(ui, 'com.phonelease.login:id/username');
+  const clock = manualClock(startMs);
+  const recording = await startScreenRecording(screenOf(phone), { ...options, now: clock.now });
+  return { ui, clock, recording };
+}
+
 describe('screen recorder', () => {
   it('records the phone while someone types into the Login app: a frame for every change, 20 a second', async () => {
     // A character every 50 ms on the recorder's clock: the screen changes 20 times a second.
     // (How fast the machine keeps up in real time is measured by bench/video-encoder.ts, and
     // how often frames are taken when drawing them costs the phone much, by bench/video.ts:
     // here the phone's thread may spend all its time on frames.)
-    const ui = phone.device.ui;
-    ui.launch('com.phonelease.login');
-    tapId(ui, 'com.phonelease.login:id/username');
-    const clock = manualClock();
-    const recording = await startScreenRecording(screenOf(phone), {
-      now: clock.now,
-      threadShare: 1,
-      encoderShare: 1,
-    });
+    const { ui, clock, recording } = await recordLogin({ threadShare: 1, encoderShare: 1 });
     await framesReach(recording, 1);
     for (let typed = 1; typed <= 40; typed++) {
       clock.ms += 50;
@@ -160,16 +166,10 @@ describe('screen recorder', () => {
 
   it('times frames at the display’s vsyncs, 60 a second, so ffmpeg decodes to its rate without a complaint', async () => {
     // Changes at times off the vsync grid, on a clock that does not start on it either.
-    const ui = phone.device.ui;
-    ui.launch('com.phonelease.login');
-    tapId(ui, 'com.phonelease.login:id/username');
-    const clock = manualClock(1003.7);
-    const recording = await startScreenRecording(screenOf(phone), {
-      now: clock.now,
-      threadShare: 1,
-      encoderShare: 1,
-      encodeOn: 'main',
-    });
+    const { ui, clock, recording } = await recordLogin(
+      { threadShare: 1, encoderShare: 1, encodeOn: 'main' },
+      1003.7,
+    );
     await framesReach(recording, 1);
     const steps = [41.3, 37.9, 52.6, 33.4, 71.05, 40.2, 34.9];
     for (const [i, ms] of steps.entries()) {
@@ -251,16 +251,8 @@ describe('screen recorder', () => {
   });
 
   it('keeps a paced gap whole on the vsync grid when a frame is taken just past a vsync and the next a little early', async () => {
-    const ui = phone.device.ui;
-    ui.launch('com.phonelease.login');
-    tapId(ui, 'com.phonelease.login:id/username');
-    const clock = manualClock();
     // Frames cost the encoder 60 ms: 12 a second, 83.3 ms (5 vsyncs) apart.
-    const recording = await startScreenRecording(screenOf(phone), {
-      now: clock.now,
-      threads: costingThreads(60),
-      threadShare: 1,
-    });
+    const { ui, clock, recording } = await recordLogin({ threads: costingThreads(60), threadShare: 1 });
     await framesReach(recording, 1);
     clock.ms += 100.5; // just past the 6th vsync: shown at the 7th
     ui.text('a');
