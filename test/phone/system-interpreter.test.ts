@@ -1055,6 +1055,14 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect((await run('uiautomator dump /dev/tty')).out).toMatch(
       /text="db 1aa" resource-id="com\.phonelease\.login:id\/username"/,
     );
+    // A long press is a key-down, a repeat and a key-up: a key that types or deletes acts on
+    // the repeat too, as a held key on a phone.
+    await run(
+      'input keyevent --longpress KEYCODE_B; input keyevent --longpress DEL; input keyevent --longpress Z',
+    );
+    expect((await run('uiautomator dump /dev/tty')).out).toMatch(
+      /text="db 1aazz" resource-id="com\.phonelease\.login:id\/username"/,
+    );
   });
 
   it('shows memory with free as toybox 0.8.9 does, from /proc/meminfo, and the load in /proc/loadavg', async () => {

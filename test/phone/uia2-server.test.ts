@@ -568,6 +568,11 @@ describe('UiAutomator2 server over HTTP', () => {
       message: expect.stringContaining('does not model key shortcuts (metastate 0x3000'),
     });
     expect((await call('GET', `/session/${sid}/element/${user}/text`)).body.value).toBe('Demo');
+    // A long press is a key-down, its repeat and a key-up: a letter is typed twice, DEL deletes twice.
+    await call('POST', `/session/${sid}/appium/device/long_press_keycode`, { keycode: 36 });
+    expect((await call('GET', `/session/${sid}/element/${user}/text`)).body.value).toBe('Demohh');
+    await call('POST', `/session/${sid}/appium/device/long_press_keycode`, { keycode: 67 });
+    expect((await call('GET', `/session/${sid}/element/${user}/text`)).body.value).toBe('Demo');
     await call('POST', `/session/${sid}/element/${user}/clear`, {});
     for (const keycode of [32, 33, 41, 43, 66])
       await call('POST', `/session/${sid}/appium/device/press_keycode`, { keycode });

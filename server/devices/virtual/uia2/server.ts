@@ -13,7 +13,14 @@ import type { Duplex } from 'node:stream';
 import { PNG } from 'pngjs';
 import { compressedTree, formatBounds } from '../ui/hierarchy.js';
 import type { DeviceIdentity, PhoneUi, Rotation, UiAutomator2Server, UiNodeInfo } from '../ui/types.js';
-import { KEYCODE, LONG_PRESS_MS, PLAIN_VIEW, SYSTEM_LONG_PRESS, keycodeChar } from '../ui/types.js';
+import {
+  KEYCODE,
+  LONG_PRESS_MS,
+  PLAIN_VIEW,
+  SYSTEM_LONG_PRESS,
+  keycodeChar,
+  repeatsWhenHeld,
+} from '../ui/types.js';
 import { buildSource, serializeSource } from './source.js';
 import {
   matchSelector,
@@ -947,7 +954,10 @@ class Uia2Server implements UiAutomator2Server {
           'unsupported operation',
           `The virtual phone does not model a long press of keycode ${String(r.body.keycode)} (the system's menu or assistant)`,
         );
-      return this.pressKey(r);
+      // The key's down, its long-press repeat and its up: a key that types or deletes acts twice.
+      this.pressKey(r);
+      if (repeatsWhenHeld(Number(r.body.keycode))) this.pressKey(r);
+      return null;
     });
     on('POST', '/appium/device/open_notifications', () => {
       throw new W3CError(

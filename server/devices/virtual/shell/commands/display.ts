@@ -1,7 +1,7 @@
 /** Screen tools: wm, input, screencap, uiautomator dump. */
 import { FsError } from '../../fs.js';
 import { DEVICE } from '../../identity.js';
-import { KEYCODE, SYSTEM_LONG_PRESS, type PhoneUi } from '../../ui/types.js';
+import { KEYCODE, SYSTEM_LONG_PRESS, repeatsWhenHeld, type PhoneUi } from '../../ui/types.js';
 import { userRotation } from '../../settings.js';
 import { fail, resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
@@ -319,7 +319,8 @@ const input: CommandFn = (ctx) => {
         keys.push(code);
       }
       // A long press of a key the system gives one to (POWER's menu, HOME's assistant) is
-      // not modeled; other keys act on their press. --doubletap presses each key twice.
+      // not modeled; a key that types or deletes acts on its repeat too, others once.
+      // --doubletap presses each key twice.
       const held = args.includes('--longpress') ? keys.find((k) => SYSTEM_LONG_PRESS.has(k)) : undefined;
       if (held !== undefined) {
         ctx.stderr.write(
@@ -328,7 +329,11 @@ const input: CommandFn = (ctx) => {
         return 1;
       }
       const presses = args.includes('--doubletap') ? 2 : 1;
-      for (const code of keys) for (let i = 0; i < presses; i++) ui.key(code);
+      const long = args.includes('--longpress');
+      for (const code of keys) {
+        const times = presses * (long && repeatsWhenHeld(code) ? 2 : 1);
+        for (let i = 0; i < times; i++) ui.key(code);
+      }
       return 0;
     }
     case 'keycombination': {
