@@ -181,8 +181,29 @@ describe('launcher and app launching', () => {
     ui.launch('com.android.settings');
     expect(ui.foreground().activity).toBe('com.android.settings.Settings');
     ui.removeTask('com.android.settings');
+    expect(ui.foreground().package).toBe('com.phonelease.login');
+    // After HOME, the launcher is what is behind an app started from it.
+    ui.key(KEYCODE.HOME);
+    ui.launch('com.android.settings');
+    ui.removeTask('com.android.settings');
     expect(ui.foreground().package).toBe('com.android.launcher3');
     expect(logs.filter((l) => l.includes('Force stopping'))).toEqual([]);
+  });
+
+  it('goes back from an app at its root to the app started before it, or home when HOME came between', () => {
+    const { ui } = makeUi();
+    ui.launch('com.android.settings');
+    ui.launch('com.phonelease.login');
+    ui.key(KEYCODE.BACK);
+    expect(ui.foreground().package).toBe('com.android.settings');
+    // The app that went back is behind the launcher now: the next BACK goes home.
+    ui.key(KEYCODE.BACK);
+    expect(ui.foreground().package).toBe('com.android.launcher3');
+    ui.launch('com.android.settings');
+    ui.key(KEYCODE.HOME);
+    ui.launch('com.phonelease.login');
+    ui.key(KEYCODE.BACK);
+    expect(ui.foreground().package).toBe('com.android.launcher3');
   });
 
   it('redraws the launcher when apps are installed or removed', () => {

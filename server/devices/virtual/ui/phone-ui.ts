@@ -144,6 +144,12 @@ export class VirtualPhoneUi implements PhoneUi {
   private notifiedClock = '';
   private tasks: Task[] = [];
   private front: string | null = null;
+  /**
+   * The apps whose tasks are over the launcher's: started since HOME last brought the
+   * launcher to the front. When the task in front goes (BACK at its root, a crash, a force
+   * stop), the most recent of the others shows, as the window manager shows the next task.
+   */
+  private overHome = new Set<string>();
   private launcher: LauncherState;
   private nextId = 1;
   /** Toggled settings kept here when the host cannot store them. */
@@ -455,6 +461,7 @@ export class VirtualPhoneUi implements PhoneUi {
     }
     this.tasks = [t, ...this.tasks.filter((x) => x !== t)];
     this.front = pkg;
+    this.overHome.add(pkg);
     const top = t.stack[t.stack.length - 1];
     this.logStart(pkg, top ? this.activityOf(top) : app.activity, from);
     this.changed();
@@ -503,19 +510,32 @@ export class VirtualPhoneUi implements PhoneUi {
   }
 
   private goHome(): void {
+    this.overHome.clear();
     if (this.front === null) return;
     this.front = null;
     this.changed();
   }
 
-  /** BACK: the previous screen of the app; at its root the task moves behind the launcher. */
+  /**
+   * The task in front leaves it (moved to the back, or gone): the most recent task still over
+   * the launcher shows, else the launcher.
+   */
+  private frontLeaves(): void {
+    if (this.front) this.overHome.delete(this.front);
+    this.front = this.tasks.find((t) => this.overHome.has(t.package))?.package ?? null;
+  }
+
+  /**
+   * BACK: the previous screen of the app; at its root the task moves to the back, and the
+   * task started before it shows (the launcher, when HOME came between).
+   */
   private back(): void {
     const t = this.front ? this.task(this.front) : undefined;
     if (!t) return;
     if (t.stack.length > 1) t.stack.pop();
     // Android 12+ keeps a launcher task's root activity alive on BACK (moved to the back),
     // so reopening the app shows it as it was.
-    else this.front = null;
+    else this.frontLeaves();
     this.changed();
   }
 
@@ -919,7 +939,7 @@ export class VirtualPhoneUi implements PhoneUi {
     else
       for (const line of fatalExceptionLines(pkg, 0, exception)) this.host.log('E', 'AndroidRuntime', line);
     this.tasks = this.tasks.filter((x) => x.package !== pkg);
-    if (this.front === pkg) this.front = null;
+    if (this.front === pkg) this.frontLeaves();
     this.changed();
   }
 
@@ -954,7 +974,8 @@ export class VirtualPhoneUi implements PhoneUi {
     const t = this.task(pkg);
     if (!t) return;
     this.tasks = this.tasks.filter((x) => x !== t);
-    if (this.front === pkg) this.front = null;
+    if (this.front === pkg) this.frontLeaves();
+    this.overHome.delete(pkg);
     this.changed();
   }
 
@@ -973,7 +994,7 @@ export class VirtualPhoneUi implements PhoneUi {
     // An uninstalled app takes its task with it.
     const installed = new Set([...this.apps().map((a) => a.package), ...SYSTEM_APPS.map((a) => a.package)]);
     this.tasks = this.tasks.filter((t) => installed.has(t.package));
-    if (this.front && !installed.has(this.front)) this.front = null;
+    if (this.front && !installed.has(this.front)) this.frontLeaves();
     if (this.dialog && !installed.has(this.dialog.package)) this.dialog = null;
     this.changed();
   }
@@ -1050,6 +1071,7 @@ export class VirtualPhoneUi implements PhoneUi {
     this.nextId = Math.max(this.nextId, s.nextId);
     this.tasks = s.tasks.filter((t) => this.findApp(t.package));
     this.front = s.front && this.task(s.front) ? s.front : null;
+    this.overHome = new Set(this.front ? [this.front] : []);
     this.launcher = { kind: 'launcher', id: this.newId(), scroll: s.launcherScroll };
     this.localSettings = new Map(Object.entries(s.settings));
     this.changed();
