@@ -438,7 +438,7 @@ export class ScreenRecording {
     // action often changes the screen several times in a row, and only the result counts.
     this.captureTimer = setTimeout(() => {
       this.captureTimer = null;
-      this.capture();
+      this.capture(true);
     }, wait);
     this.captureTimer.unref();
   }
@@ -455,7 +455,8 @@ export class ScreenRecording {
     this.gapMs = Math.max(this.intervalMs, forThread, forEncoder);
   }
 
-  private capture(): void {
+  /** Takes a frame now; `paced` when its timer, planned plannedGapMs after the last, fired. */
+  private capture(paced = false): void {
     if (this.aborted || this.pending >= MAX_PENDING) return;
     this.dirty = false;
     // The first frame is the screen as it was when recording started; each later one is
@@ -468,8 +469,8 @@ export class ScreenRecording {
     // the planned gap holds: node's timers may fire a millisecond early, and after a frame
     // taken just past a vsync, that would show a paced gap a vsync short. Never more than a
     // vsync after its capture's, so that frames do not drift from the clock.
-    if (now - this.lastCaptureMs >= this.plannedGapMs - TIMER_EARLY_MS) {
-      const vsyncs = Math.floor(((this.plannedGapMs + TIMER_EARLY_MS) * VSYNCS_PER_SECOND) / 1000);
+    if (paced && now - this.lastCaptureMs >= this.plannedGapMs - TIMER_EARLY_MS) {
+      const vsyncs = Math.floor((this.plannedGapMs * VSYNCS_PER_SECOND) / 1000 + 1e-9);
       timeMs = Math.max(timeMs, Math.min(this.lastShownMs + vsyncs * vsyncMs, atCapture + vsyncMs));
     }
     this.lastCaptureMs = now;
