@@ -320,8 +320,9 @@ describe('apps on the phone', () => {
       'MOCK_LOCATION: allow\nCAMERA: ignore\nMONITOR_HIGH_POWER_LOCATION: deny\n',
     );
     expect(await v.adbOk(['shell', 'appops get com.example.cam android:camera'])).toBe('CAMERA: ignore\n');
-    // What names no op is refused before the package is looked up, and nothing changes.
-    for (const op of ['BOGUS', 'camera', 'android:CAMERA', 'MONITOR_LOCATION_HIGH_POWER', '96', '136']) {
+    // What names no op is refused before the package is looked up, and nothing changes; an
+    // op code past Android 14's table fails as AppOpsService does, a negative one silently.
+    for (const op of ['BOGUS', 'camera', 'android:CAMERA', 'MONITOR_LOCATION_HIGH_POWER']) {
       expect(await v.adb(['shell', `appops set no.such.app ${op} allow`]), op).toMatchObject({
         code: 255,
         stderr: `Error: Unknown operation string: ${op}\n`,
@@ -330,6 +331,15 @@ describe('apps on the phone', () => {
     expect(await v.adb(['shell', 'appops get com.example.cam BOGUS'])).toMatchObject({
       code: 255,
       stderr: 'Error: Unknown operation string: BOGUS\n',
+    });
+    expect(await v.adb(['shell', 'appops set com.example.cam 136 allow'])).toMatchObject({
+      code: 255,
+      stderr:
+        "Exception occurred while executing 'set':\njava.lang.IllegalArgumentException: Bad operation #136\n",
+    });
+    expect(await v.adb(['shell', 'appops set com.example.cam -1 allow'])).toMatchObject({
+      code: 255,
+      stderr: '',
     });
     expect(await v.adbOk(['shell', 'appops get com.example.cam'])).toBe(
       'MOCK_LOCATION: allow\nCAMERA: ignore\nMONITOR_HIGH_POWER_LOCATION: deny\n',

@@ -148,6 +148,8 @@ describe('Appium UiAutomator2 on a virtual phone', () => {
   }, 180_000);
 
   it('manages apps and files through the driver (activate, current activity, terminate, push, pull)', async () => {
+    // From the home screen: a stopped app in front gives way to the task behind it.
+    await prepared.adbOk(['shell', 'input keyevent KEYCODE_HOME']);
     const driver = await session(prepared, PREPARED);
     try {
       await driver.activateApp('com.android.settings');

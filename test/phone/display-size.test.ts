@@ -93,6 +93,9 @@ describe('wm size', () => {
     // A negative side clears the override, as `reset` does.
     await shell('wm size -1x500');
     expect(await out('wm size')).toBe('Physical size: 720x1280\n');
+    // dp are of the display's base density: a forced one counts.
+    await shell('wm density 480; wm size 360dpx640dp');
+    expect(await out('wm size')).toBe('Physical size: 720x1280\nOverride size: 1080x1920\n');
   });
 
   it('refuses bad sizes with the window manager’s words and changes nothing', async () => {
@@ -103,6 +106,9 @@ describe('wm size', () => {
       ['1080x', 'Error: bad size 1080x\n'],
       ['widexhigh', 'Error: bad number java.lang.NumberFormatException: For input string: "wide"\n'],
       ['1080x19.5', 'Error: bad number java.lang.NumberFormatException: For input string: "19.5"\n'],
+      // The number is read without its unit, as parseDimension reads it.
+      ['dpx100', 'Error: bad number java.lang.NumberFormatException: For input string: ""\n'],
+      ['1.5dpx9', 'Error: bad number java.lang.NumberFormatException: For input string: "1.5"\n'],
       [
         '99999999999x1920',
         'Error: bad number java.lang.NumberFormatException: For input string: "99999999999"\n',
@@ -142,6 +148,11 @@ describe('wm density', () => {
     expect(await shell('wm density high')).toMatchObject({
       code: 255,
       stderr: 'Error: bad number java.lang.NumberFormatException: For input string: "high"\n',
+    });
+    // Android takes any density; past 1280 dpi the virtual phone would hang drawing, and says so.
+    expect(await shell('wm density 100000')).toMatchObject({
+      code: 255,
+      stderr: 'wm: density 100000: not modeled by the virtual phone (it draws at most 1280 dpi)\n',
     });
     expect(await out('wm density')).toBe('Physical density: 320\nOverride density: 240\n');
   });

@@ -25,7 +25,8 @@ import type { DevicePhone } from '../../server/devices/types.js';
 import { createVirtualBackend } from '../../server/devices/virtual/index.js';
 import type { VirtualPhone } from '../../server/devices/virtual/phone.js';
 import { buildTestApk } from '../support/apk-builder.js';
-import { quietLog, startPhoneServer, startVirtualAdb } from '../support/virtual-adb.js';
+import { quietLog, startPhoneServer, startVirtualAdb, type VirtualAdb } from '../support/virtual-adb.js';
+import { PNG } from 'pngjs';
 
 let dir: string;
 
@@ -56,7 +57,7 @@ function refused(port: number): Promise<boolean> {
 }
 
 interface EditableState {
-  system: { lock?: unknown };
+  system: { lock?: unknown; wmSize?: unknown; wmDensity?: unknown; appOps?: unknown };
 }
 
 /** The lock a save holds (its state.json's system part). */
@@ -342,6 +343,61 @@ describe('profiles', () => {
       credential: { type: 'pin', kdf: { name: 'scrypt', N: 2048, r: 8, p: 2 }, length: 4 },
       disabled: false,
     });
+  });
+
+  it('keeps the forced display size and density and the app ops, as wm and appops take them', async () => {
+    const save = join(dir, 'display');
+    const first = await startVirtualAdb({ restoreFrom: null });
+    try {
+      await first.adbOk([
+        'shell',
+        'wm size 600x1000; wm density 240; appops set com.android.settings CAMERA deny',
+      ]);
+      await first.phone.saveState(save);
+    } finally {
+      await first.close();
+    }
+    const screen = async (v: VirtualAdb) => {
+      const png = PNG.sync.read((await v.adb(['exec-out', 'screencap -p'])).raw);
+      return [png.width, png.height];
+    };
+    const kept = await startVirtualAdb({ restoreFrom: save });
+    try {
+      expect(await kept.adbOk(['shell', 'wm size; wm density'])).toBe(
+        'Physical size: 720x1280\nOverride size: 600x1000\nPhysical density: 320\nOverride density: 240\n',
+      );
+      expect(await screen(kept)).toEqual([600, 1000]);
+      expect(await kept.adbOk(['shell', 'appops get com.android.settings'])).toBe('CAMERA: deny\n');
+    } finally {
+      await kept.close();
+    }
+    // What a save from before held: any size and density, ops by any upper-cased name. They
+    // come back as wm and appops would have taken them, never as a screen the phone cannot draw.
+    editState(save, (state) => {
+      state.system.wmSize = { w: 99999, h: 99999 };
+      state.system.wmDensity = 1;
+      state.system.appOps = [
+        [
+          'com.android.settings',
+          [
+            ['MONITOR_LOCATION_HIGH_POWER', 'deny'],
+            ['BOGUS', 'allow'],
+          ],
+        ],
+      ];
+    });
+    const old = await startVirtualAdb({ restoreFrom: save });
+    try {
+      expect(await old.adbOk(['shell', 'wm size; wm density'])).toBe(
+        'Physical size: 720x1280\nOverride size: 3840x3840\nPhysical density: 320\n',
+      );
+      expect(await screen(old)).toEqual([3840, 3840]);
+      expect(await old.adbOk(['shell', 'appops get com.android.settings'])).toBe(
+        'MONITOR_HIGH_POWER_LOCATION: deny\n',
+      );
+    } finally {
+      await old.close();
+    }
   });
 
   it('keeps an app installed from split APKs, base and splits, with its signer', async () => {

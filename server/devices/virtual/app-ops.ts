@@ -1,7 +1,7 @@
 /**
  * Android 14's app ops (AppOpsManager), by op code: the debug name `appops` prints and reads
  * (`CAMERA`), and the public name it also reads (`android:camera`). Op 96 is retired: it has
- * neither.
+ * neither (`-` here).
  */
 const DEBUG_NAMES = `
   COARSE_LOCATION FINE_LOCATION GPS VIBRATE READ_CONTACTS WRITE_CONTACTS READ_CALL_LOG
@@ -53,14 +53,30 @@ function publicName(code: number): string | null {
 }
 
 /**
- * The op `text` names, by its debug name, as AppOpsService's shell reads it: a public name
- * (`android:camera`), an op code (`26`) or a debug name (`CAMERA`), each exactly as written;
- * null for none of them (the shell then says `Unknown operation string`).
+ * What AppOpsService's shell makes of an op (strOpToOp): a public name (`android:camera`),
+ * else any int (`26`; the retired op 96 has an empty name), else a debug name (`CAMERA`),
+ * each exactly as written. Its debug name, or how the shell refuses it: `unknown` (it says
+ * `Unknown operation string`), `negative` (it says nothing) or `outOfRange` (AppOpsService
+ * then throws `Bad operation #N`).
  */
+export type AppOpLookup =
+  { name: string } | { refused: 'unknown' | 'negative' } | { refused: 'outOfRange'; code: number };
+
+export function appOp(text: string): AppOpLookup {
+  const byPublic = DEBUG_NAMES.findIndex((_, i) => publicName(i) === text);
+  if (byPublic >= 0) return { name: DEBUG_NAMES[byPublic]! };
+  if (/^[-+]?\d+$/.test(text) && Math.abs(Number(text)) < 2 ** 31) {
+    const code = Number(text);
+    if (code < 0) return { refused: 'negative' };
+    if (code >= DEBUG_NAMES.length) return { refused: 'outOfRange', code };
+    const name = DEBUG_NAMES[code]!;
+    return { name: name === '-' ? '' : name };
+  }
+  return text !== '-' && DEBUG_NAMES.includes(text) ? { name: text } : { refused: 'unknown' };
+}
+
+/** An op's debug name as the shell reads `text`, or null for one it refuses. */
 export function appOpName(text: string): string | null {
-  const code = /^\d+$/.test(text)
-    ? Number(text)
-    : DEBUG_NAMES.findIndex((name, i) => name === text || publicName(i) === text);
-  const name = DEBUG_NAMES[code];
-  return name === undefined || name === '-' ? null : name;
+  const op = appOp(text);
+  return 'name' in op ? op.name : null;
 }

@@ -10,6 +10,7 @@ import type { DeviceLogger } from '../types.js';
 import { VirtualFs } from './fs.js';
 import type { DirNode } from './fs.js';
 import { DEVICE } from './identity.js';
+import type { Size } from './display-overrides.js';
 import { LogBuffer, bootLog } from './logcat.js';
 import type { LogPriority } from './logcat.js';
 import { ProcessTable, uidOfUser } from './processes.js';
@@ -23,7 +24,7 @@ import { PackageManager, appUserName } from './packages.js';
 import type { InstallSession } from './packages.js';
 import { createPhoneUi } from './ui/index.js';
 import { PhoneNetwork } from './network.js';
-import { BROWSER_PACKAGE, BROWSER_TOOLBAR_DP, BrowserApp } from './browser/browser-app.js';
+import { BROWSER_PACKAGE, BrowserApp, pageGeometry } from './browser/browser-app.js';
 import type { BrowserConfig } from './browser/browser-app.js';
 import { metrics } from './ui/theme.js';
 import type { DisplaySize, LauncherApp, PhoneUi, PhoneUiHost } from './ui/types.js';
@@ -195,14 +196,7 @@ export class Device {
       geometry: () => {
         const { width, height, density } = this.display();
         const m = metrics(width, height, density);
-        const toolbar = Math.round(BROWSER_TOOLBAR_DP * m.dp);
-        return {
-          left: m.content.left,
-          top: m.content.top + toolbar,
-          width: m.content.right - m.content.left,
-          height: m.content.bottom - m.content.top - toolbar,
-          scale: m.dp,
-        };
+        return pageGeometry(m.content, m.dp);
       },
       log: this.log,
       logcat: (priority, message) => {
@@ -213,8 +207,17 @@ export class Device {
     });
   }
 
-  /** Apps lay out again after `wm size` or `wm density` sized the display anew. */
-  displayChanged(): void {
+  /**
+   * Forces the display's size or density (`wm size`, `wm density`; null clears it), as the
+   * window manager's rules give them: when the display changed, apps lay out again.
+   */
+  forceDisplay(change: { size?: Size | null; density?: number | null }): void {
+    const before = this.display();
+    if (change.size !== undefined) this.system.wmSize = change.size;
+    if (change.density !== undefined) this.system.wmDensity = change.density;
+    const after = this.display();
+    if (after.width === before.width && after.height === before.height && after.density === before.density)
+      return;
     this.uiInstance?.settingsChanged?.();
     this.browser?.resize();
   }

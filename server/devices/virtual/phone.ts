@@ -4,6 +4,8 @@ import type { AppSummary, DeviceLogger, DevicePhone, PhoneInput, ScreenSize } fr
 import { UIA2_SERVER_PACKAGE, UIA2_TEST_PACKAGE } from './activity.js';
 import { AdbServer } from './adb/server.js';
 import { createServiceResolver } from './adb/services.js';
+import { appOpName } from './app-ops.js';
+import { forcedDensity, forcedSize } from './display-overrides.js';
 import type { BrowserConfig } from './browser/browser-app.js';
 import { Device } from './device.js';
 import type { DirNode } from './fs.js';
@@ -212,11 +214,19 @@ export class VirtualPhone implements DevicePhone {
         const saved = state as Partial<SavedSystem> | null;
         if (!saved) return;
         const sys = device.system;
-        for (const [pkg, ops] of saved.appOps ?? []) sys.appOps.set(pkg, new Map(ops));
+        // By the names appops reads now: a profile saved before may hold any upper-cased text.
+        for (const [pkg, ops] of saved.appOps ?? []) {
+          const named = ops.map(
+            ([op, mode]) => [appOpName(op) ?? appOpName(`android:${op.toLowerCase()}`), mode] as const,
+          );
+          sys.appOps.set(pkg, new Map(named.filter((e): e is [string, string] => e[0] !== null)));
+        }
         for (const l of saved.notificationListeners ?? []) sys.notificationListeners.add(l);
         for (const w of saved.idleWhitelist ?? []) sys.idleWhitelist.add(w);
-        sys.wmSize = saved.wmSize ?? null;
-        sys.wmDensity = saved.wmDensity ?? null;
+        // As `wm` would force them: a profile saved before the display followed them may
+        // hold values the window manager keeps otherwise, or the phone cannot draw.
+        sys.wmSize = saved.wmSize ? forcedSize(saved.wmSize) : null;
+        sys.wmDensity = typeof saved.wmDensity === 'number' ? forcedDensity(saved.wmDensity) : null;
         // A profile phone keeps its lock; it is handed out awake and unlocked, as it was saved.
         const lock = parseLockSettings(saved.lock);
         if (lock) sys.lock = lock;

@@ -53,6 +53,25 @@ export interface BrowserGeometry {
   scale: number;
 }
 
+/**
+ * Where Chrome draws its page on a display whose app window is `content` (pixels) and whose
+ * dp is `dp` pixels: the window below the toolbar, at that pixel ratio; at least a pixel each
+ * way, however dense the display.
+ */
+export function pageGeometry(
+  content: { left: number; top: number; right: number; bottom: number },
+  dp: number,
+): BrowserGeometry {
+  const top = content.top + Math.round(BROWSER_TOOLBAR_DP * dp);
+  return {
+    left: content.left,
+    top,
+    width: Math.max(1, content.right - content.left),
+    height: Math.max(1, content.bottom - top),
+    scale: dp,
+  };
+}
+
 /** A decoded screencast frame (RGBA). */
 export interface BrowserFrame {
   width: number;
@@ -395,24 +414,29 @@ export class BrowserApp implements BrowserView {
 
   /**
    * The display was sized anew (`wm size`, `wm density`): every tab takes the new metrics,
-   * as a page on a phone gets a resize, and the screencast starts again at the new size.
+   * as a page on a phone gets a resize. The frame of the old size goes, and the screencast
+   * starts again once the tab in front has its new size.
    */
   resize(): void {
     const r = this.current;
     if (!r) return;
-    for (const page of r.pages) {
+    const resized = r.pages.map((page) =>
       page.session
         .then((sessionId) => this.emulateDisplay(r.cdp, sessionId))
         .catch((error: unknown) =>
           this.options.log.debug('virtual browser: a tab kept its size', { error: String(error) }),
-        );
-    }
+        ),
+    );
+    this.framePng = null;
+    this.decoded = null;
     const watched = r.watched;
-    if (watched?.casting) {
-      watched.casting = false;
-      r.cdp.send('Page.stopScreencast', {}, watched.sessionId).catch(() => undefined);
-      this.updateCast(r);
-    }
+    if (!watched?.casting) return;
+    watched.casting = false;
+    watched.framed = false;
+    r.cdp.send('Page.stopScreencast', {}, watched.sessionId).catch(() => undefined);
+    void Promise.all(resized).then(() => {
+      if (this.current === r && r.watched === watched) this.updateCast(r);
+    });
   }
 
   /** Follows the tab in front (the most recently opened one), as the phone's screen shows it. */

@@ -940,6 +940,7 @@ export class VirtualPhoneUi implements PhoneUi {
       for (const line of fatalExceptionLines(pkg, 0, exception)) this.host.log('E', 'AndroidRuntime', line);
     this.tasks = this.tasks.filter((x) => x.package !== pkg);
     if (this.front === pkg) this.frontLeaves();
+    this.overHome.delete(pkg);
     this.changed();
   }
 
@@ -995,6 +996,7 @@ export class VirtualPhoneUi implements PhoneUi {
     const installed = new Set([...this.apps().map((a) => a.package), ...SYSTEM_APPS.map((a) => a.package)]);
     this.tasks = this.tasks.filter((t) => installed.has(t.package));
     if (this.front && !installed.has(this.front)) this.frontLeaves();
+    for (const pkg of this.overHome) if (!installed.has(pkg)) this.overHome.delete(pkg);
     if (this.dialog && !installed.has(this.dialog.package)) this.dialog = null;
     this.changed();
   }

@@ -101,17 +101,17 @@ export const LONG_PRESS_MS = 400;
 export const SYSTEM_LONG_PRESS: ReadonlySet<number> = new Set([26, 3, 27, 84, 219, 231]);
 
 /**
- * Whether a key acts again while it is held: one that types or deletes, whose every
- * key-down (a repeat included) edits the text. A long press (`input keyevent --longpress`,
- * UiAutomator2's long_press_keycode) sends a key-down, one repeat and a key-up, so such a key
- * acts twice; others act once.
+ * Whether a key acts again while it is held: one that types, deletes or moves the focus
+ * (TAB, the D-pad), which acts on every key-down, a repeat included. A long press
+ * (`input keyevent --longpress`, UiAutomator2's long_press_keycode) sends a key-down, one
+ * repeat and a key-up, so such a key acts twice; others act once.
  */
 export function repeatsWhenHeld(code: number): boolean {
-  return keycodeChar(code, false) !== null || code === KEYCODE.DEL || code === FORWARD_DEL;
+  return keycodeChar(code, false) !== null || code === KEYCODE.DEL || code === KEYCODE.TAB || DPAD.has(code);
 }
 
-/** KEYCODE_FORWARD_DEL. */
-const FORWARD_DEL = 112;
+/** KEYCODE_DPAD_UP, DOWN, LEFT and RIGHT. */
+const DPAD: ReadonlySet<number> = new Set([19, 20, 21, 22]);
 
 /**
  * The character a key types on the default (US) key map: letters, digits, space and the

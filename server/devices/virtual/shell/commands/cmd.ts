@@ -1,6 +1,7 @@
 /** `cmd SERVICE ...` (and `abb`): routes to the service tools, plus appops and notification. */
 import { parseComponent } from '../../activity.js';
-import { appOpName } from '../../app-ops.js';
+import { appOp } from '../../app-ops.js';
+import { shellException } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { isPublished, publishedServices } from '../../system-services.js';
 
@@ -8,32 +9,50 @@ export const appops: CommandFn = (ctx) => {
   const args = ctx.args.filter((a, i) => a !== '--uid' && a !== '--user' && ctx.args[i - 1] !== '--user');
   const [verb, pkgName, opText, mode] = args;
   const ops = ctx.device.system.appOps;
-  // AppOpsService's shell reads the op first, then finds the package's uid.
-  const op = opText === undefined ? undefined : appOpName(opText);
   const refused = (message: string) => {
     ctx.stderr.write(`Error: ${message}\n`);
     return 255;
   };
+  // AppOpsService's shell reads the op first, then finds the package's uid; an op code past
+  // the table fails when the mode is set or read.
+  const lookup = opText === undefined ? undefined : appOp(opText);
+  const opRefused = (): number | null => {
+    if (!lookup || 'name' in lookup) return null;
+    if (lookup.refused === 'unknown') return refused(`Unknown operation string: ${opText}`);
+    if (lookup.refused === 'negative') return 255;
+    return null;
+  };
+  const outOfRange = (): number | null =>
+    lookup && 'refused' in lookup && lookup.refused === 'outOfRange'
+      ? shellException(ctx, verb!, 'java.lang.IllegalArgumentException', `Bad operation #${lookup.code}`)
+      : null;
+  const op = lookup && 'name' in lookup ? lookup.name : undefined;
   switch (verb) {
     case 'set': {
       if (!pkgName || !opText || !mode) break;
-      if (!op) return refused(`Unknown operation string: ${opText}`);
+      const early = opRefused();
+      if (early !== null) return early;
       if (!ctx.device.packages.get(pkgName)) return refused(`No UID for ${pkgName} in user 0`);
       if (!['allow', 'deny', 'ignore', 'default', 'foreground', 'errored'].includes(mode))
         return refused(`Mode ${mode} is not valid`);
+      const late = outOfRange();
+      if (late !== null) return late;
       const map = ops.get(pkgName) ?? new Map<string, string>();
-      map.set(op, mode);
+      map.set(op!, mode);
       ops.set(pkgName, map);
       return 0;
     }
     case 'get': {
       if (!pkgName) break;
-      if (op === null) return refused(`Unknown operation string: ${opText}`);
+      const early = opRefused();
+      if (early !== null) return early;
       if (!ctx.device.packages.get(pkgName)) return refused(`No UID for ${pkgName} in user 0`);
+      const late = outOfRange();
+      if (late !== null) return late;
       const map = ops.get(pkgName);
-      const entries = [...(map ?? new Map<string, string>())].filter(([k]) => !op || k === op);
+      const entries = [...(map ?? new Map<string, string>())].filter(([k]) => op === undefined || k === op);
       if (entries.length === 0) {
-        ctx.stdout.write(op ? `${op}: default\n` : 'No operations.\n');
+        ctx.stdout.write(op !== undefined ? `${op}: default\n` : 'No operations.\n');
         return 0;
       }
       for (const [k, v] of entries) ctx.stdout.write(`${k}: ${v}\n`);

@@ -1,5 +1,12 @@
 /** Screen tools: wm, input, screencap, uiautomator dump. */
 import { FsError } from '../../fs.js';
+import {
+  forcedDensity,
+  forcedSize,
+  MAX_DRAWN_DENSITY,
+  MIN_DENSITY,
+  type Size,
+} from '../../display-overrides.js';
 import { DEVICE } from '../../identity.js';
 import { KEYCODE, SYSTEM_LONG_PRESS, repeatsWhenHeld, type PhoneUi } from '../../ui/types.js';
 import { userRotation } from '../../settings.js';
@@ -21,10 +28,9 @@ const wm: CommandFn = (ctx) => {
         if (sys.wmSize) ctx.stdout.write(`Override size: ${sys.wmSize.w}x${sys.wmSize.h}\n`);
         return 0;
       }
-      const size = value === 'reset' ? null : parseSize(ctx, value);
+      const size = value === 'reset' ? null : parseSize(ctx, value, ctx.device.display().density);
       if (size === undefined) return 255;
-      sys.wmSize = size && forcedSize(size);
-      ctx.device.displayChanged();
+      ctx.device.forceDisplay({ size: size && forcedSize(size) });
       return 0;
     }
     case 'density': {
@@ -44,10 +50,15 @@ const wm: CommandFn = (ctx) => {
           ctx.stderr.write(`Error: density must be >= ${MIN_DENSITY}\n`);
           return 255;
         }
+        if (density > MAX_DRAWN_DENSITY)
+          return fail(
+            ctx,
+            `density ${density}: not modeled by the virtual phone (it draws at most ${MAX_DRAWN_DENSITY} dpi)`,
+            255,
+          );
       }
       // The panel's own density clears the override, as the window manager does.
-      sys.wmDensity = density === DEVICE.density ? null : density;
-      ctx.device.displayChanged();
+      ctx.device.forceDisplay({ density: density === null ? null : forcedDensity(density) });
       return 0;
     }
     case 'dismiss-keyguard':
@@ -66,9 +77,6 @@ const wm: CommandFn = (ctx) => {
   }
 };
 
-/** The window manager's smallest forced density (WindowManagerShellCommand). */
-const MIN_DENSITY = 72;
-
 /** Integer.parseInt: an optional sign and decimal digits that fit an int; null otherwise. */
 function javaInt(text: string): number | null {
   if (!/^[-+]?\d+$/.test(text)) return null;
@@ -82,11 +90,11 @@ function numberFormatError(text: string): string {
 }
 
 /**
- * `wm size`'s WxH, each in pixels (`px` or nothing) or dp (of the panel's density), as the
- * window manager's shell command reads them. A negative side asks for the panel's size, as
+ * `wm size`'s WxH, each in pixels (`px` or nothing) or dp (of `density`, the display's base
+ * density: a forced one counts), as the window manager's shell command reads them. A negative side asks for the panel's size, as
  * `reset` does; undefined after the error is written.
  */
-function parseSize(ctx: CommandContext, text: string): { w: number; h: number } | null | undefined {
+function parseSize(ctx: CommandContext, text: string, density: number): Size | null | undefined {
   const x = text.indexOf('x');
   if (x <= 0 || x >= text.length - 1) {
     ctx.stderr.write(`Error: bad size ${text}\n`);
@@ -94,8 +102,9 @@ function parseSize(ctx: CommandContext, text: string): { w: number; h: number } 
   }
   const sides = [text.slice(0, x), text.slice(x + 1)].map((side) => {
     const dp = side.endsWith('dp');
-    const n = javaInt(dp || side.endsWith('px') ? side.slice(0, -2) : side);
-    return n === null ? side : dp ? Math.trunc((n * DEVICE.density) / 160) : n;
+    const digits = dp || side.endsWith('px') ? side.slice(0, -2) : side;
+    const n = javaInt(digits);
+    return n === null ? digits : dp ? Math.trunc((n * density) / 160) : n;
   });
   const bad = sides.find((side) => typeof side === 'string');
   if (bad !== undefined) {
@@ -104,17 +113,6 @@ function parseSize(ctx: CommandContext, text: string): { w: number; h: number } 
   }
   const [w, h] = sides as number[];
   return w! >= 0 && h! >= 0 ? { w: w!, h: h! } : null;
-}
-
-/**
- * The size the window manager forces (DisplayContent.setForcedSize): the panel's own clears
- * the override; any other is kept between 200 pixels and three times the panel's long side.
- */
-function forcedSize(size: { w: number; h: number }): { w: number; h: number } | null {
-  if (size.w === DEVICE.width && size.h === DEVICE.height) return null;
-  const max = Math.max(DEVICE.width, DEVICE.height) * 3;
-  const bound = (n: number) => Math.min(Math.max(n, 200), max);
-  return { w: bound(size.w), h: bound(size.h) };
 }
 
 /** Android 14's other `wm` commands: they say they are not modeled, rather than `Unknown command`. */
@@ -321,15 +319,16 @@ const input: CommandFn = (ctx) => {
       // A long press of a key the system gives one to (POWER's menu, HOME's assistant) is
       // not modeled; a key that types or deletes acts on its repeat too, others once.
       // --doubletap presses each key twice.
-      const held = args.includes('--longpress') ? keys.find((k) => SYSTEM_LONG_PRESS.has(k)) : undefined;
+      const held = args[0] === '--longpress' ? keys.find((k) => SYSTEM_LONG_PRESS.has(k)) : undefined;
       if (held !== undefined) {
         ctx.stderr.write(
           `input: a long press of ${codes[keys.indexOf(held)]} is not modeled by the virtual phone\n`,
         );
         return 1;
       }
-      const presses = args.includes('--doubletap') ? 2 : 1;
-      const long = args.includes('--longpress');
+      // InputShellCommand reads --longpress, or else --doubletap, as the first argument only.
+      const long = args[0] === '--longpress';
+      const presses = !long && args[0] === '--doubletap' ? 2 : 1;
       for (const code of keys) {
         const times = presses * (long && repeatsWhenHeld(code) ? 2 : 1);
         for (let i = 0; i < times; i++) ui.key(code);

@@ -3,7 +3,12 @@
  * itself, drawn from the real browser's latest screencast frame (a WebView-like node whose
  * description is the page title, so dumps and Appium see what is shown).
  */
-import { BROWSER_ACTIVITY, BROWSER_PACKAGE, BROWSER_TOOLBAR_DP } from '../../browser/browser-app.js';
+import {
+  BROWSER_ACTIVITY,
+  BROWSER_PACKAGE,
+  BROWSER_TOOLBAR_DP,
+  pageGeometry,
+} from '../../browser/browser-app.js';
 import { rect } from '../raster.js';
 import type { Surface } from '../raster.js';
 import { COLORS, isDark } from '../theme.js';
@@ -62,8 +67,8 @@ export function buildBrowser(state: BrowserState, ctx: ScreenContext): ScreenVie
       },
     },
   );
-  const pageTop = m.content.top + toolbarH;
-  const pageFrame = rect(m.content.left, pageTop, m.width, m.content.bottom - pageTop);
+  const area = pageGeometry(m.content, m.dp);
+  const pageFrame = rect(area.left, area.top, area.width, area.height);
   const page = f.node('page', 'android.webkit.WebView', pageFrame, {
     contentDesc: view?.title || displayUrl(url),
     resourceId: `${BROWSER_PACKAGE_NAME}:id/compositor_view_holder`,
