@@ -91,8 +91,9 @@ function numberFormatError(text: string): string {
 
 /**
  * `wm size`'s WxH, each in pixels (`px` or nothing) or dp (of `density`, the display's base
- * density: a forced one counts), as the window manager's shell command reads them. A negative side asks for the panel's size, as
- * `reset` does; undefined after the error is written.
+ * density: a forced one counts), as the window manager's shell command reads them. A
+ * negative side asks for the panel's size, as `reset` does; undefined after the error is
+ * written.
  */
 function parseSize(ctx: CommandContext, text: string, density: number): Size | null | undefined {
   const x = text.indexOf('x');
