@@ -1063,6 +1063,11 @@ describe('what scripts use, as mksh and toybox do it', () => {
     expect((await run('uiautomator dump /dev/tty')).out).toMatch(
       /text="db 1aazz" resource-id="com\.phonelease\.login:id\/username"/,
     );
+    // Android 14 takes its options before the keys in any order, together: two long presses.
+    await run('input keyevent --doubletap --longpress KEYCODE_C');
+    expect((await run('uiautomator dump /dev/tty')).out).toMatch(
+      /text="db 1aazzcccc" resource-id="com\.phonelease\.login:id\/username"/,
+    );
   });
 
   it('shows memory with free as toybox 0.8.9 does, from /proc/meminfo, and the load in /proc/loadavg', async () => {

@@ -268,6 +268,11 @@ const SOURCES = new Set([
   'rotaryencoder',
 ]);
 
+/** Whether `args[i]` is the value of the `input keyevent` option before it (`--delay 50`). */
+function isOptionValue(args: readonly string[], i: number): boolean {
+  return i > 0 && (args[i - 1] === '--duration' || args[i - 1] === '--delay');
+}
+
 /** Undoes `input text` escaping: %s is a space. */
 export function inputText(raw: string): string {
   return raw.replace(/%s/g, ' ');
@@ -304,9 +309,7 @@ const input: CommandFn = (ctx) => {
       return 0;
     }
     case 'keyevent': {
-      const codes = args.filter(
-        (a, i) => !a.startsWith('--') && !(i > 0 && ['--duration', '--delay'].includes(args[i - 1]!)),
-      );
+      const codes = args.filter((a, i) => !a.startsWith('--') && !isOptionValue(args, i));
       if (codes.length === 0) break;
       const keys: number[] = [];
       for (const c of codes) {
@@ -317,19 +320,23 @@ const input: CommandFn = (ctx) => {
         }
         keys.push(code);
       }
-      // A long press of a key the system gives one to (POWER's menu, HOME's assistant) is
-      // not modeled; a key that types or deletes acts on its repeat too, others once.
-      // --doubletap presses each key twice.
-      const held = args[0] === '--longpress' ? keys.find((k) => SYSTEM_LONG_PRESS.has(k)) : undefined;
+      // Android 14's InputShellCommand takes its options before the first key, in any order
+      // and together. A long press of a key the system gives one to (POWER's menu, HOME's
+      // assistant) is not modeled; a key that types, deletes or moves the focus acts on its
+      // repeat too, others once. --doubletap sends each key twice.
+      const options = args.slice(
+        0,
+        args.findIndex((a, i) => !a.startsWith('--') && !isOptionValue(args, i)),
+      );
+      const long = options.includes('--longpress');
+      const held = long ? keys.find((k) => SYSTEM_LONG_PRESS.has(k)) : undefined;
       if (held !== undefined) {
         ctx.stderr.write(
           `input: a long press of ${codes[keys.indexOf(held)]} is not modeled by the virtual phone\n`,
         );
         return 1;
       }
-      // InputShellCommand reads --longpress, or else --doubletap, as the first argument only.
-      const long = args[0] === '--longpress';
-      const presses = !long && args[0] === '--doubletap' ? 2 : 1;
+      const presses = options.includes('--doubletap') ? 2 : 1;
       for (const code of keys) {
         const times = presses * (long && repeatsWhenHeld(code) ? 2 : 1);
         for (let i = 0; i < times; i++) ui.key(code);
