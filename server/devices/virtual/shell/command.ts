@@ -92,6 +92,13 @@ export function shellException(
   return 255;
 }
 
+/** Integer.parseInt's idea of an int: an optional sign and decimal digits, in 32 bits; null otherwise. */
+export function javaInt(value: string): number | null {
+  if (!/^[+-]?\d+$/.test(value)) return null;
+  const n = Number(value);
+  return n >= -(2 ** 31) && n < 2 ** 31 ? n : null;
+}
+
 /** Writes `name: message` to stderr and returns the exit status. */
 export function fail(ctx: CommandContext, message: string, status = 1): number {
   ctx.stderr.write(`${ctx.name}: ${message}\n`);

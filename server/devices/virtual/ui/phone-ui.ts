@@ -128,8 +128,6 @@ function component(pkg: string, activity: string): string {
 export class VirtualPhoneUi implements PhoneUi {
   /** The display as apps see it now: the natural (portrait) size, turned with the rotation. */
   private m: Metrics;
-  /** The display's density as the window manager has it, dpi. */
-  private dpi: number;
   private readonly fonts = new TextRenderer();
   private canvas: Canvas;
   /** Surface.ROTATION_* of the display: 0 natural, 1 and 3 landscape, 2 upside down. */
@@ -177,7 +175,6 @@ export class VirtualPhoneUi implements PhoneUi {
   ) {
     const base = host.display?.() ?? options;
     this.m = metrics(base.width, base.height, base.density);
-    this.dpi = base.density;
     this.canvas = new Canvas(base.width, base.height);
     this.now = options.now ?? (() => new Date());
     this.launcher = { kind: 'launcher', id: this.newId(), scroll: 0 };
@@ -202,7 +199,7 @@ export class VirtualPhoneUi implements PhoneUi {
 
   /** The display's density now, dpi (`wm density` overrides the panel's). */
   get density(): number {
-    return this.dpi;
+    return this.m.density;
   }
 
   get statusBarHeight(): number {
@@ -240,9 +237,8 @@ export class VirtualPhoneUi implements PhoneUi {
     const w = sideways ? base.height : base.width;
     const h = sideways ? base.width : base.height;
     this.turned = next;
-    if (w === this.m.width && h === this.m.height && base.density === this.dpi) return;
+    if (w === this.m.width && h === this.m.height && base.density === this.m.density) return;
     this.m = metrics(w, h, base.density);
-    this.dpi = base.density;
     if (w !== this.canvas.width || h !== this.canvas.height) this.canvas = new Canvas(w, h);
     this.drawn = -1;
   }

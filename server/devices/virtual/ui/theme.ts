@@ -74,6 +74,8 @@ export function appColor(pkg: string): Color {
 export interface Metrics {
   width: number;
   height: number;
+  /** dpi. */
+  density: number;
   /** Pixels per dp. */
   dp: number;
   statusBar: number;
@@ -91,6 +93,7 @@ export function metrics(width: number, height: number, density: number): Metrics
   return {
     width,
     height,
+    density,
     dp,
     statusBar,
     navBar,

@@ -86,8 +86,9 @@ const ENCODER_GAP_MS = 1000 / 12;
 /**
  * The display's refresh rate: a frame is shown, and so timed in the video, at a vsync, as
  * SurfaceFlinger hands screenrecord a frame per composition. On that grid a player or
- * ffmpeg finds the video's frame rate (60) and keeps every frame's time; at times of a microsecond's precision, ffmpeg guessed a rate from the average and
- * its decoding to a rate (`ffmpeg -i video.mp4 -f null -`) complained of frames in one slot.
+ * ffmpeg finds the video's frame rate (60) and keeps every frame's time; at times of a
+ * microsecond's precision, ffmpeg guessed a rate from the average and its decoding to a rate
+ * (`ffmpeg -i video.mp4 -f null -`) complained of frames in one slot.
  */
 const VSYNCS_PER_SECOND = DEVICE.refreshRate;
 
@@ -270,8 +271,6 @@ export class ScreenRecording {
   private readonly limitTimer: NodeJS.Timeout | null;
   private captureTimer: NodeJS.Timeout | null = null;
   private lastCaptureMs = -Infinity;
-  /** The gap after the last frame that the frame now planned waited for. */
-  private plannedGapMs = 0;
   /** When the last frame taken is shown in the video: the vsync of its capture, or the next free one. */
   private lastShownMs = -Infinity;
   /** The screen changed since the last frame was taken. */
@@ -432,13 +431,13 @@ export class ScreenRecording {
   /** Takes the next frame as soon as the frame rate and the encoder allow. */
   private schedule(): void {
     if (this.ending || this.captureTimer || this.pending >= MAX_PENDING || !this.dirty) return;
-    this.plannedGapMs = this.gapMs;
-    const wait = Math.max(0, this.lastCaptureMs + this.gapMs - this.settings.now());
+    const plannedGapMs = this.gapMs;
+    const wait = Math.max(0, this.lastCaptureMs + plannedGapMs - this.settings.now());
     // Even with no wait, the frame is taken on the next turn of the event loop: one user
     // action often changes the screen several times in a row, and only the result counts.
     this.captureTimer = setTimeout(() => {
       this.captureTimer = null;
-      this.capture(true);
+      this.capture(plannedGapMs);
     }, wait);
     this.captureTimer.unref();
   }
@@ -455,8 +454,8 @@ export class ScreenRecording {
     this.gapMs = Math.max(this.intervalMs, forThread, forEncoder);
   }
 
-  /** Takes a frame now; `paced` when its timer, planned plannedGapMs after the last, fired. */
-  private capture(paced = false): void {
+  /** Takes a frame now: the pacing timer's, planned `plannedGapMs` after the last, or another's. */
+  private capture(plannedGapMs?: number): void {
     if (this.aborted || this.pending >= MAX_PENDING) return;
     this.dirty = false;
     // The first frame is the screen as it was when recording started; each later one is
@@ -469,8 +468,8 @@ export class ScreenRecording {
     // the planned gap holds: node's timers may fire a millisecond early, and after a frame
     // taken just past a vsync, that would show a paced gap a vsync short. Never more than a
     // vsync after its capture's, so that frames do not drift from the clock.
-    if (paced && now - this.lastCaptureMs >= this.plannedGapMs - TIMER_EARLY_MS) {
-      const vsyncs = Math.floor((this.plannedGapMs * VSYNCS_PER_SECOND) / 1000 + 1e-9);
+    if (plannedGapMs !== undefined && now - this.lastCaptureMs >= plannedGapMs - TIMER_EARLY_MS) {
+      const vsyncs = Math.floor((plannedGapMs * VSYNCS_PER_SECOND) / 1000 + 1e-9);
       timeMs = Math.max(timeMs, Math.min(this.lastShownMs + vsyncs * vsyncMs, atCapture + vsyncMs));
     }
     this.lastCaptureMs = now;

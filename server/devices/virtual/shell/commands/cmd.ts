@@ -14,28 +14,26 @@ export const appops: CommandFn = (ctx) => {
     return 255;
   };
   // AppOpsService's shell reads the op first, then finds the package's uid; an op code past
-  // the table fails when the mode is set or read.
+  // the table fails only once the mode is set or read (`used`). Null for an op it takes.
   const lookup = opText === undefined ? undefined : appOp(opText);
-  const opRefused = (): number | null => {
+  const opFailure = (used: boolean): number | null => {
     if (!lookup || 'name' in lookup) return null;
-    if (lookup.refused === 'unknown') return refused(`Unknown operation string: ${opText}`);
-    if (lookup.refused === 'negative') return 255;
-    return null;
-  };
-  const outOfRange = (): number | null =>
-    lookup && 'refused' in lookup && lookup.refused === 'outOfRange'
+    if (lookup.refused !== 'outOfRange')
+      return lookup.refused === 'unknown' ? refused(`Unknown operation string: ${opText}`) : 255;
+    return used
       ? shellException(ctx, verb!, 'java.lang.IllegalArgumentException', `Bad operation #${lookup.code}`)
       : null;
+  };
   const op = lookup && 'name' in lookup ? lookup.name : undefined;
   switch (verb) {
     case 'set': {
       if (!pkgName || !opText || !mode) break;
-      const early = opRefused();
+      const early = opFailure(false);
       if (early !== null) return early;
       if (!ctx.device.packages.get(pkgName)) return refused(`No UID for ${pkgName} in user 0`);
       if (!['allow', 'deny', 'ignore', 'default', 'foreground', 'errored'].includes(mode))
         return refused(`Mode ${mode} is not valid`);
-      const late = outOfRange();
+      const late = opFailure(true);
       if (late !== null) return late;
       const map = ops.get(pkgName) ?? new Map<string, string>();
       map.set(op!, mode);
@@ -44,10 +42,10 @@ export const appops: CommandFn = (ctx) => {
     }
     case 'get': {
       if (!pkgName) break;
-      const early = opRefused();
+      const early = opFailure(false);
       if (early !== null) return early;
       if (!ctx.device.packages.get(pkgName)) return refused(`No UID for ${pkgName} in user 0`);
-      const late = outOfRange();
+      const late = opFailure(true);
       if (late !== null) return late;
       const map = ops.get(pkgName);
       const entries = [...(map ?? new Map<string, string>())].filter(([k]) => op === undefined || k === op);

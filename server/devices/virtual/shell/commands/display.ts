@@ -10,7 +10,7 @@ import {
 import { DEVICE } from '../../identity.js';
 import { KEYCODE, SYSTEM_LONG_PRESS, repeatsWhenHeld, type PhoneUi } from '../../ui/types.js';
 import { userRotation } from '../../settings.js';
-import { fail, resolvePath } from '../command.js';
+import { fail, javaInt, resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 
 const wm: CommandFn = (ctx) => {
@@ -76,13 +76,6 @@ const wm: CommandFn = (ctx) => {
       return 255;
   }
 };
-
-/** Integer.parseInt: an optional sign and decimal digits that fit an int; null otherwise. */
-function javaInt(text: string): number | null {
-  if (!/^[-+]?\d+$/.test(text)) return null;
-  const n = Number(text);
-  return n >= -(2 ** 31) && n < 2 ** 31 ? n : null;
-}
 
 /** What `"..." + e` prints of Integer.parseInt's NumberFormatException. */
 function numberFormatError(text: string): string {

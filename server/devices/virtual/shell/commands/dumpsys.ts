@@ -34,6 +34,10 @@ function activityRecord(c: ComponentName): string {
   return `ActivityRecord{${hashId('ar', c.pkg, c.cls)} u0 ${shortComponent(c)} t${taskId(c)}}`;
 }
 
+/** The display's vsync period in ns (presDeadline, SurfaceFlinger's --latency) and its rate as dumps print it. */
+const VSYNC_PERIOD_NS = Math.floor(1e9 / DEVICE.refreshRate);
+const REFRESH_FPS = DEVICE.refreshRate.toFixed(1);
+
 /** A size as the display has it at `rotation`: sideways while it is turned a quarter. */
 function turned(size: { w: number; h: number }, rotation: number): { w: number; h: number } {
   return rotation % 2 ? { w: size.h, h: size.w } : size;
@@ -455,7 +459,7 @@ function dumpDisplay(ctx: CommandContext): string {
   const s = turned(base, rotation);
   const device = turned({ w: DEVICE.width, h: DEVICE.height }, rotation);
   const statusBar = ctx.device.ui.statusBarHeight;
-  const modes = `mode 1, defaultMode 1, modes [{id=1, width=${DEVICE.width}, height=${DEVICE.height}, fps=${DEVICE.refreshRate.toFixed(1)}}]`;
+  const modes = `mode 1, defaultMode 1, modes [{id=1, width=${DEVICE.width}, height=${DEVICE.height}, fps=${REFRESH_FPS}}]`;
   const tail = `layerStack 0, type INTERNAL, address {port=0}, deviceProductInfo DeviceProductInfo{name=, manufacturerPnpId=GGL, productId=1, modelYear=null, manufactureDate=null, connectionToSinkType=0}, state ${screen}, committedState ${screen}`;
   const info = (
     real: { w: number; h: number },
@@ -464,7 +468,7 @@ function dumpDisplay(ctx: CommandContext): string {
     turn: number,
     density: number,
   ) =>
-    `DisplayInfo{"Built-in Screen", displayId 0, displayGroupId 0, FLAG_SECURE, FLAG_SUPPORTS_PROTECTED_BUFFERS, FLAG_TRUSTED, real ${real.w} x ${real.h}, largest app ${largest}, smallest app ${smallest}, appVsyncOff 1000000, presDeadline ${Math.floor(1e9 / DEVICE.refreshRate)}, ${modes}, rotation ${turn}, density ${density} (${DEVICE.density}.0 x ${DEVICE.density}.0) dpi, ${tail}}`;
+    `DisplayInfo{"Built-in Screen", displayId 0, displayGroupId 0, FLAG_SECURE, FLAG_SUPPORTS_PROTECTED_BUFFERS, FLAG_TRUSTED, real ${real.w} x ${real.h}, largest app ${largest}, smallest app ${smallest}, appVsyncOff 1000000, presDeadline ${VSYNC_PERIOD_NS}, ${modes}, rotation ${turn}, density ${density} (${DEVICE.density}.0 x ${DEVICE.density}.0) dpi, ${tail}}`;
   const natural = `${DEVICE.width} x ${DEVICE.height}`;
   // The app size ranges the window manager computes over the four rotations (dumpsys window's rng=).
   const [short, long] = [Math.min(base.w, base.h), Math.max(base.w, base.h)];
@@ -476,7 +480,7 @@ function dumpDisplay(ctx: CommandContext): string {
   mDefaultDisplayDefaultColorMode=0
 
 Display Devices: size=1
-  DisplayDeviceInfo{"Built-in Screen": uniqueId="local:4619827259835644672", ${DEVICE.width} x ${DEVICE.height}, modeId 1, renderFrameRate ${DEVICE.refreshRate.toFixed(1)}, defaultModeId 1, supportedModes [{id=1, width=${DEVICE.width}, height=${DEVICE.height}, fps=${DEVICE.refreshRate.toFixed(1)}}], density ${DEVICE.density}, ${DEVICE.density}.0 x ${DEVICE.density}.0 dpi, appVsyncOff 1000000, presDeadline ${Math.floor(1e9 / DEVICE.refreshRate)}, touch INTERNAL, rotation 0, type INTERNAL, address {port=0}, state ${screen}, committedState ${screen}, frameRateOverride , brightnessMinimum 0.0, brightnessMaximum 1.0, brightnessDefault 0.39763778, FLAG_ALLOWED_TO_BE_DEFAULT_DISPLAY, FLAG_ROTATES_WITH_CONTENT, FLAG_SECURE, FLAG_SUPPORTS_PROTECTED_BUFFERS}
+  DisplayDeviceInfo{"Built-in Screen": uniqueId="local:4619827259835644672", ${DEVICE.width} x ${DEVICE.height}, modeId 1, renderFrameRate ${REFRESH_FPS}, defaultModeId 1, supportedModes [{id=1, width=${DEVICE.width}, height=${DEVICE.height}, fps=${REFRESH_FPS}}], density ${DEVICE.density}, ${DEVICE.density}.0 x ${DEVICE.density}.0 dpi, appVsyncOff 1000000, presDeadline ${VSYNC_PERIOD_NS}, touch INTERNAL, rotation 0, type INTERNAL, address {port=0}, state ${screen}, committedState ${screen}, frameRateOverride , brightnessMinimum 0.0, brightnessMaximum 1.0, brightnessDefault 0.39763778, FLAG_ALLOWED_TO_BE_DEFAULT_DISPLAY, FLAG_ROTATES_WITH_CONTENT, FLAG_SECURE, FLAG_SUPPORTS_PROTECTED_BUFFERS}
 
 Logical Displays: size=1
   Display 0:
@@ -572,7 +576,7 @@ function dumpSurfaceFlinger(ctx: CommandContext, args: readonly string[]): numbe
     return 0;
   }
   if (option === '--latency') {
-    ctx.stdout.write(`${Math.floor(1e9 / DEVICE.refreshRate)}\n`);
+    ctx.stdout.write(`${VSYNC_PERIOD_NS}\n`);
     if (layer === undefined) return 0;
     ctx.stderr.write(`dumpsys: the virtual phone does not keep frame times of layer '${layer}'\n`);
     return 1;

@@ -7,7 +7,7 @@ import { SYSTEM_BIN } from '../../system-image.js';
 import { isNamespace } from '../../settings.js';
 import { SYSTEM_SERVICES, publishedServices } from '../../system-services.js';
 import { KEYCODE } from '../../ui/types.js';
-import { commandSource, fail, getopt, quoteWord, resolvePath, shellException } from '../command.js';
+import { commandSource, fail, getopt, javaInt, quoteWord, resolvePath, shellException } from '../command.js';
 import type { CommandFn } from '../command.js';
 import { readAll } from '../io.js';
 import { humanReadable } from './dd.js';
@@ -59,12 +59,6 @@ const SETTINGS_USAGE = `usage:  settings [--user <USER_ID> | current] get namesp
 'namespace' is one of {system, secure, global}, case-insensitive
 `;
 
-/** Integer.parseInt's idea of an int: an optional sign and decimal digits, in 32 bits. */
-function javaInt(value: string): number | null {
-  if (!/^[+-]?\d+$/.test(value)) return null;
-  const n = Number(value);
-  return n >= -(2 ** 31) && n < 2 ** 31 ? n : null;
-}
 const inRange = (min: number, max: number) => (v: string) => {
   const n = javaInt(v);
   return n !== null && n >= min && n <= max;
