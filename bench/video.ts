@@ -25,12 +25,15 @@
  * Then, what a test on a newly leased phone pays to start recording (the fixtures lease one
  * per test), against a second start on the same phone.
  *
- * Last, the same from a user's side: a Playwright suite of SUITE_TESTS tests (each the flow
- * SUITE_FLOWS times, with the `phone` fixture: a phone per test from the zero-config
- * embedded server, in its own process as users run it) with `video` off, 'retain-on-failure'
- * (the tests pass: their videos are discarded) and 'on' (every video kept), in alternating
- * runs; figures are medians of the test durations the runner reports (its first test, which
- * starts the server's encoder threads, left out).
+ * Last, the same from a user's side: Playwright runs whose tests each do the flow
+ * SUITE_FLOWS times with the `phone` fixture (a phone per test from the zero-config
+ * embedded server, in its own process as users run it), in rounds of one test per video
+ * mode: off, 'retain-on-failure' (the tests pass: their videos are discarded) and 'on'
+ * (every video kept), set per test by phoneOptions.video, in an order that turns from round
+ * to round. Modes compared within a round share the run's processes and the moment's load:
+ * runs compared with each other differed by 10-15% with nothing changed. Figures are
+ * medians of the durations the runner reports and of each round's ratio to its test without
+ * video (each run's first round, which starts the server's encoder threads, left out).
  *
  * Goal: a recorded test at most 10% longer than the same test without recording.
  *
@@ -247,56 +250,64 @@ try {
 }
 
 /** Tests of one to two seconds each (on this project's machines), as the longer test above. */
-const SUITE_TESTS = 9;
 const SUITE_FLOWS = 60;
-const SUITE_ROUNDS = 5;
+/** Rounds of a run: in each, one test per mode, in an order that turns from round to round. */
+const SUITE_ROUNDS = 9;
+const SUITE_RUNS = 3;
 const SUITE_MODES = ['off', 'retain-on-failure', 'on'] as const;
-const suiteConfig = (video: string) => `
+const suiteConfig = `
 import { defineConfig } from '@playwright/test';
-export default defineConfig({ timeout: 60_000, reporter: 'json', workers: 1, use: { video: '${video}' } });
+export default defineConfig({ timeout: 60_000, reporter: 'json', workers: 1 });
 `;
+// Round 0 warms the run up (the server's encoder threads, the worker's code) and is left out.
 const suiteSpec = `
 import { test, expect } from 'phonelease/playwright';
-for (let i = 0; i < ${SUITE_TESTS}; i++) {
-  test('login ' + i, async ({ phone }) => {
-    for (let flow = 0; flow < ${SUITE_FLOWS}; flow++) {
-      await phone.launch('com.phonelease.login');
-      await phone.getById('username').fill('demo');
-      await phone.getById('password').fill('secret');
-      await phone.getById('login').click();
-      await expect(phone.getByText('Welcome, demo!')).toBeVisible();
-      await phone.launch('com.android.settings');
-      await phone.press('Home');
-    }
-  });
-}
-`;
-// Per mode, the test durations of each round (the runs of a round follow one another).
-const durations = new Map<string, number[][]>(SUITE_MODES.map((m) => [m, []]));
-for (let round = 0; round < SUITE_ROUNDS; round++) {
-  for (const mode of SUITE_MODES) {
-    const run = await runInlineTest(`bench-video-${mode}`, {
-      'playwright.config.ts': suiteConfig(mode),
-      'login.spec.ts': suiteSpec,
+const modes = ${JSON.stringify(SUITE_MODES)};
+for (let round = 0; round <= ${SUITE_ROUNDS}; round++) {
+  for (let k = 0; k < modes.length; k++) {
+    const mode = modes[(round + k) % modes.length];
+    test.describe(() => {
+      test.use({ phoneOptions: { video: mode } });
+      test(round + ' ' + mode, async ({ phone }) => {
+        for (let flow = 0; flow < ${SUITE_FLOWS}; flow++) {
+          await phone.launch('com.phonelease.login');
+          await phone.getById('username').fill('demo');
+          await phone.getById('password').fill('secret');
+          await phone.getById('login').click();
+          await expect(phone.getByText('Welcome, demo!')).toBeVisible();
+          await phone.launch('com.android.settings');
+          await phone.press('Home');
+        }
+      });
     });
-    if (run.exitCode !== 0)
-      throw new Error(`the suite with video '${mode}' failed:\n${run.stdout}\n${run.stderr}`);
-    durations.get(mode)!.push(run.tests.slice(1).map((t) => t.results[0]!.duration));
   }
 }
-const roundMedians = (mode: string) => durations.get(mode)!.map(median);
-const suiteBase = median(durations.get('off')!.flat());
+`;
+// Per mode, the test durations by round, over all runs; a round's tests follow one another,
+// so load from elsewhere that lasts a few seconds falls on all its modes alike.
+const durations = new Map<string, number[]>(SUITE_MODES.map((m) => [m, []]));
+for (let run = 0; run < SUITE_RUNS; run++) {
+  const result = await runInlineTest('bench-video-suite', {
+    'playwright.config.ts': suiteConfig,
+    'login.spec.ts': suiteSpec,
+  });
+  if (result.exitCode !== 0) throw new Error(`the suite failed:\n${result.stdout}\n${result.stderr}`);
+  const byTitle = new Map(result.tests.map((t) => [t.title, t.results[0]!.duration]));
+  for (let round = 1; round <= SUITE_ROUNDS; round++) {
+    for (const mode of SUITE_MODES) durations.get(mode)!.push(byTitle.get(`${round} ${mode}`)!);
+  }
+}
+const offs = durations.get('off')!;
 console.log(
-  `a Playwright suite: ${SUITE_TESTS} tests of ${SUITE_FLOWS} login flows, a phone each from the embedded server, ${SUITE_ROUNDS} runs per mode; median test duration`,
+  `a Playwright suite: ${SUITE_RUNS} runs of ${SUITE_ROUNDS} rounds, each round a test of ${SUITE_FLOWS} login flows per video mode (set by phoneOptions.video, the order turning), a phone each from the embedded server; medians`,
 );
 for (const mode of SUITE_MODES) {
-  const ms = median(durations.get(mode)!.flat());
-  // As above: the median of each round's ratio to the round's run without video.
-  const offs = roundMedians('off');
-  const ratio = median(roundMedians(mode).map((m, i) => m / offs[i]!));
+  const ms = median(durations.get(mode)!);
+  // The median of each round's ratio to the same round's test without video.
+  const ratio = median(durations.get(mode)!.map((d, i) => d / offs[i]!));
   const what =
     mode === 'off'
       ? '(baseline)'
-      : `${ratio.toFixed(2)}x duration (goal <= 1.10x; ${(ms / suiteBase).toFixed(2)}x of the medians)  ${mode === 'on' ? '(every video kept)' : '(the tests pass: videos discarded)'}`;
+      : `${ratio.toFixed(2)}x duration (goal <= 1.10x; ${(ms / median(offs)).toFixed(2)}x of the medians)  ${mode === 'on' ? '(every video kept)' : '(the tests pass: videos discarded)'}`;
   console.log(`video '${mode}'`.padEnd(28) + ` ${ms.toFixed(0).padStart(6)} ms   ${what}`);
 }
