@@ -540,6 +540,71 @@ describe('UiAutomator2 server over HTTP', () => {
     expect(h.ui.foreground().package).toBe('com.phonelease.login');
   });
 
+  it('drags as UiObject2.drag and W3C actions do: a press held past the long-press timeout, then a move', async () => {
+    h.ui.key(3);
+    const sid = await newSession();
+    const appInfo = async () =>
+      (await find(sid, 'accessibility id', 'App info', true)).body.value as unknown[];
+    const icon = elementId(await find(sid, 'accessibility id', 'Login'));
+    const at = (await call('GET', `/session/${sid}/element/${icon}/rect`)).body.value as Record<
+      string,
+      number
+    >;
+    const [cx, cy] = [at.x! + at.width! / 2, at.y! + at.height! / 2];
+    // dragGesture held in place: the icon's long click, its menu.
+    await call('POST', `/session/${sid}/appium/gestures/drag`, {
+      origin: { [ELEMENT_KEY]: icon, ELEMENT: icon },
+      end: { x: cx, y: cy },
+    });
+    expect(await appInfo()).toHaveLength(1);
+    await call('POST', `/session/${sid}/back`);
+    // Moved: Launcher3 would lift the icon; not modeled, so refused, and nothing changes.
+    const before = h.ui.renderRgba().slice();
+    const lifted = await call('POST', `/session/${sid}/appium/gestures/drag`, {
+      origin: { [ELEMENT_KEY]: icon, ELEMENT: icon },
+      end: { x: cx, y: cy - 300 },
+    });
+    expect(lifted.status).toBe(500);
+    expect(lifted.body.value).toMatchObject({
+      error: 'unsupported operation',
+      message: 'The virtual phone does not model dragging "Login" (held in place, it is a long click)',
+    });
+    const move = (holdMs: number) => ({
+      actions: [
+        {
+          type: 'pointer',
+          id: 'finger1',
+          parameters: { pointerType: 'touch' },
+          actions: [
+            { type: 'pointerMove', duration: 0, x: cx, y: cy },
+            { type: 'pointerDown', button: 0 },
+            { type: 'pause', duration: holdMs },
+            { type: 'pointerMove', duration: 300, x: cx, y: cy - 300 },
+            { type: 'pointerUp', button: 0 },
+          ],
+        },
+      ],
+    });
+    expect((await call('POST', `/session/${sid}/actions`, move(1000))).body.value).toMatchObject({
+      error: 'unsupported operation',
+    });
+    expect(Buffer.compare(h.ui.renderRgba(), before)).toBe(0);
+    // Not held first: a swipe, as before.
+    expect((await call('POST', `/session/${sid}/actions`, move(0))).status).toBe(200);
+    expect(await appInfo()).toEqual([]);
+    // Held, then moved where nothing takes the held press (Settings' list): it scrolls.
+    h.ui.launch('com.android.settings');
+    const display = async () =>
+      (await find(sid, '-android uiautomator', 'new UiSelector().text("Display")', true)).body
+        .value as unknown[];
+    expect(await display()).toEqual([]);
+    await call('POST', `/session/${sid}/appium/gestures/drag`, {
+      start: { x: 360, y: 1100 },
+      end: { x: 360, y: 300 },
+    });
+    expect(await display()).toHaveLength(1);
+  });
+
   it('presses keys, reports the current app, and keeps settings', async () => {
     h.ui.launch('com.phonelease.login');
     const sid = await newSession();

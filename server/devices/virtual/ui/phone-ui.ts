@@ -736,6 +736,30 @@ export class VirtualPhoneUi implements PhoneUi {
     else hit?.onClick?.();
   }
 
+  drag(x1: number, y1: number, x2: number, y2: number, durationMs: number): string | null {
+    if (!this.awake) return null;
+    if (Math.hypot(x2 - x1, y2 - y1) < 8 * this.m.dp) {
+      this.longPress(x1, y1);
+      return null;
+    }
+    if (!this.keyguard && y1 >= this.m.statusBar && !navButtonAt(this.m, x1, y1)) {
+      // The view the held press goes to, as longPress() finds it: one with a long-click
+      // action takes the press, and then the drag (Launcher3 lifts the icon), which the
+      // virtual phone does not model. Refused before anything happens.
+      const { root } = this.build();
+      const held = hitTest(
+        root,
+        x1,
+        y1,
+        (n) => n.enabled && ((n.longClickable && !!n.onLongClick) || (n.clickable && !!n.onClick)),
+      );
+      if (held?.longClickable && held.onLongClick) return held.text || held.contentDesc || held.className;
+    }
+    // Nothing took the held press: the move past the touch slop scrolls, as a swipe does.
+    this.swipe(x1, y1, x2, y2, durationMs);
+    return null;
+  }
+
   swipe(x1: number, y1: number, x2: number, y2: number, durationMs: number): void {
     if (!this.awake) return;
     const dist = Math.hypot(x2 - x1, y2 - y1);

@@ -200,6 +200,14 @@ export interface PhoneUi {
   longPress(x: number, y: number): void;
   /** A swipe that does not move is a tap, or a long press when held LONG_PRESS_MS or more. */
   swipe(x1: number, y1: number, x2: number, y2: number, durationMs: number): void;
+  /**
+   * A drag (`input draganddrop`, UiObject2.drag): a press held past the long-press timeout,
+   * then a move. Without a move it is a long press; where no view takes the held press, the
+   * move scrolls as a swipe. A view with a long-click action would be lifted and dragged,
+   * which is not modeled: returns that view's text or description, and nothing happens;
+   * null when done.
+   */
+  drag(x1: number, y1: number, x2: number, y2: number, durationMs: number): string | null;
   /** Types into the focused text field (ignored when none has focus). */
   text(value: string): void;
   key(keycode: number): void;

@@ -640,7 +640,9 @@ class Uia2Server implements UiAutomator2Server {
   private pointerActions(r: Request, actions: unknown[]): void {
     let x = 0;
     let y = 0;
-    let down: { x: number; y: number; ms: number } | null = null;
+    // While down: where, how long in all, how long held before it first moved away.
+    let down: { x: number; y: number; ms: number; heldMs: number; moved: boolean } | null = null;
+    const away = () => !!down && Math.hypot(x - down.x, y - down.y) >= 10;
     for (const a of actions) {
       if (!isRecord(a)) continue;
       const ms = typeof a.duration === 'number' ? a.duration : 0;
@@ -660,27 +662,41 @@ class Uia2Server implements UiAutomator2Server {
           x = ox;
           y = oy;
         }
-        if (down) down.ms += ms;
+        if (down) {
+          down.ms += ms;
+          if (away()) down.moved = true;
+          else if (!down.moved) down.heldMs += ms;
+        }
       } else if (a.type === 'pointerDown') {
-        down = { x, y, ms: 0 };
+        down = { x, y, ms: 0, heldMs: 0, moved: false };
       } else if (a.type === 'pause') {
-        if (down) down.ms += ms;
+        if (down) {
+          down.ms += ms;
+          if (!down.moved) down.heldMs += ms;
+        }
       } else if (a.type === 'pointerUp' && down) {
-        // A finger held in place past the long-press timeout is a long press.
-        if (Math.hypot(x - down.x, y - down.y) < 10) {
-          if (down.ms >= LONG_PRESS_MS) this.ui.longPress(Math.round(down.x), Math.round(down.y));
-          else this.ui.tap(Math.round(down.x), Math.round(down.y));
-        } else
-          this.ui.swipe(
-            Math.round(down.x),
-            Math.round(down.y),
-            Math.round(x),
-            Math.round(y),
-            Math.max(1, down.ms),
-          );
+        const [x1, y1, x2, y2] = [down.x, down.y, x, y].map(Math.round) as [number, number, number, number];
+        // A finger held in place past the long-press timeout is a long press; held there and
+        // then moved, a drag.
+        if (!away()) {
+          if (down.ms >= LONG_PRESS_MS) this.ui.longPress(x1, y1);
+          else this.ui.tap(x1, y1);
+        } else if (down.heldMs >= LONG_PRESS_MS) this.drag(x1, y1, x2, y2, down.ms - down.heldMs);
+        else this.ui.swipe(x1, y1, x2, y2, Math.max(1, down.ms));
         down = null;
       }
     }
+  }
+
+  /** A press held past the long-press timeout, then moved (see PhoneUi.drag). */
+  private drag(x1: number, y1: number, x2: number, y2: number, moveMs: number): void {
+    const lifted = this.ui.drag(x1, y1, x2, y2, Math.max(1, moveMs));
+    if (lifted !== null)
+      throw new W3CError(
+        500,
+        'unsupported operation',
+        `The virtual phone does not model dragging "${lifted}" (held in place, it is a long click)`,
+      );
   }
 
   /**
@@ -1158,7 +1174,8 @@ class Uia2Server implements UiAutomator2Server {
         throw invalidArgument("'end' {x, y} is required");
       const sx = typeof start.x === 'number' ? start.x : (a.left + a.right) / 2;
       const sy = typeof start.y === 'number' ? start.y : (a.top + a.bottom) / 2;
-      this.ui.swipe(Math.round(sx), Math.round(sy), Math.round(end.x), Math.round(end.y), 500);
+      // UiObject2.drag: a press held for the long-press timeout, then the move.
+      this.drag(Math.round(sx), Math.round(sy), Math.round(end.x), Math.round(end.y), 500);
       return null;
     });
     return routes;

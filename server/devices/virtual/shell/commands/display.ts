@@ -292,8 +292,21 @@ const input: CommandFn = (ctx) => {
     case 'draganddrop': {
       const v = nums(4);
       if (!v) break;
-      const duration = args[4] !== undefined ? Number(args[4]) : 300;
-      ui.swipe(v[0]!, v[1]!, v[2]!, v[3]!, Number.isFinite(duration) ? duration : 300);
+      const given = args[4] !== undefined ? Number(args[4]) : 300;
+      const duration = Number.isFinite(given) ? given : 300;
+      if (verb === 'swipe') {
+        ui.swipe(v[0]!, v[1]!, v[2]!, v[3]!, duration);
+        return 0;
+      }
+      // A press held for the long-press timeout, then the move (InputShellCommand's sendSwipe
+      // with isDragDrop).
+      const lifted = ui.drag(v[0]!, v[1]!, v[2]!, v[3]!, duration);
+      if (lifted !== null) {
+        ctx.stderr.write(
+          `input: dragging "${lifted}" is not modeled by the virtual phone (held in place, it is a long press)\n`,
+        );
+        return 1;
+      }
       return 0;
     }
     case 'text': {
