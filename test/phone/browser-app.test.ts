@@ -42,15 +42,19 @@ function coloured(name: string, color: string): string {
 
 /** Pages the browser has painted (each reports it after two animation frames). */
 const painted = new Set<string>();
+/** How far the pages were scrolled, as they report it (CSS pixels). */
+const scrolledTo: number[] = [];
 
 const pages = createServer((req, res) => {
   const url = new URL(req.url ?? '/', 'http://localhost');
   if (url.pathname.startsWith('/painted/')) painted.add(url.pathname.slice('/painted/'.length));
+  if (url.pathname.startsWith('/scrolled/')) scrolledTo.push(Number(url.pathname.slice('/scrolled/'.length)));
   res.setHeader('content-type', 'text/html');
   const name = url.pathname.slice(1);
   const color = decodeURIComponent(url.search.slice(1));
   res.end(
     `<body style="margin:0;background:${color};height:3000px" ` +
+      `onscroll="fetch('/scrolled/' + Math.round(scrollY))" ` +
       `onload="requestAnimationFrame(() => requestAnimationFrame(() => fetch('/painted/${name}')))">`,
   );
 });
@@ -101,6 +105,25 @@ describe("the phone's screen shows its browser's page", () => {
     await until('the red page', () => painted.has('red'));
     expect(await pixelsOf([0xd0, 0x1c, 0x1c])).toBeGreaterThan(100_000);
     expect(await pixelsOf([0x00, 0xa8, 0x6b])).toBe(0);
+  });
+});
+
+describe("a finger on the browser's page", () => {
+  it('scrolls the page with a swipe, as touches the page sees; a drag, which Chrome takes as a long press first, is refused', async () => {
+    startChrome(coloured('tall', '#3060c0'));
+    await until('the tall page', () => painted.has('tall'));
+    const ui = phone.device.ui;
+    scrolledTo.length = 0;
+    // The finger moves up: the page's content follows it, scrolled down.
+    ui.swipe(360, 1100, 360, 500, 300);
+    // 600 pixels of the screen: 300 CSS pixels at its 2x, less what the touch slop takes.
+    await until('the page to scroll', () => scrolledTo.some((y) => y > 200));
+    const down = Math.max(...scrolledTo);
+    // And back: the finger moves down, the page goes back towards its top.
+    scrolledTo.length = 0;
+    ui.swipe(360, 500, 360, 1100, 300);
+    await until('the page to scroll back', () => scrolledTo.some((y) => y < down));
+    expect(ui.drag(360, 1100, 360, 500, 300)).toMatch(/tall|localhost/);
   });
 });
 

@@ -86,6 +86,8 @@ export interface BrowserView {
   frame(): BrowserFrame | null;
   /** A finger tap on the page at (x, y) screen pixels from its top-left corner. */
   tap(x: number, y: number): void;
+  /** A finger moved on the page from (x1, y1) to (x2, y2) in `durationMs`, as tap() places it. */
+  swipe(x1: number, y1: number, x2: number, y2: number, durationMs: number): void;
 }
 
 interface PageTarget {
@@ -140,6 +142,9 @@ export class BrowserApp implements BrowserView {
   private lingerTimer: NodeJS.Timeout | null = null;
   /** Captures waiting for the first frame of a screencast that just started. */
   private frameWaiters: (() => void)[] = [];
+  /** The finger's gestures being sent, one after another, and when the last one ends (s). */
+  private touching: Promise<void> = Promise.resolve();
+  private touchedUntilS = 0;
 
   constructor(private readonly options: BrowserAppOptions) {}
 
@@ -218,17 +223,57 @@ export class BrowserApp implements BrowserView {
    * the page sees as touchstart/touchend and then a click (touch is on, as on a phone).
    */
   tap(x: number, y: number): void {
+    this.touch([{ x, y }], 0, 'tap');
+  }
+
+  /**
+   * A swipe on the tab in front: the touch goes down at the first point, moves along the line
+   * a frame (16 ms) at a time, and lifts at the end, time-stamped over `durationMs` as a finger
+   * makes it (sent at once: the page's scroll and fling follow from the time stamps). The page
+   * sees touchstart, touchmove and touchend, and scrolls where no script takes them.
+   */
+  swipe(x1: number, y1: number, x2: number, y2: number, durationMs: number): void {
+    const steps = Math.max(2, Math.min(60, Math.round(durationMs / 16)));
+    const path = Array.from({ length: steps + 1 }, (_, i) => ({
+      x: x1 + ((x2 - x1) * i) / steps,
+      y: y1 + ((y2 - y1) * i) / steps,
+    }));
+    this.touch(path, durationMs, 'swipe');
+  }
+
+  /** One finger down at the path's first point, moved along it over `durationMs`, and up. */
+  private touch(path: { x: number; y: number }[], durationMs: number, what: string): void {
     const r = this.current;
     const sessionId = r?.watched?.sessionId;
     if (!r || !sessionId) return;
     const { scale } = this.options.geometry();
-    const point = { x: x / scale, y: y / scale, radiusX: 1, radiusY: 1, force: 1, id: 0 };
-    const send = (type: 'touchStart' | 'touchEnd', touchPoints: (typeof point)[]) =>
-      r.cdp.send('Input.dispatchTouchEvent', { type, touchPoints }, sessionId);
-    send('touchStart', [point])
-      .then(() => send('touchEnd', []))
+    const at = (p: { x: number; y: number }) => ({
+      x: p.x / scale,
+      y: p.y / scale,
+      radiusX: 1,
+      radiusY: 1,
+      force: 1,
+      id: 0,
+    });
+    // One finger: a gesture follows the last one, in its events and in their time stamps
+    // (a swipe's run up to durationMs ahead of the clock).
+    const startS = Math.max(Date.now() / 1000, this.touchedUntilS + 0.016);
+    this.touchedUntilS = startS + durationMs / 1000;
+    const step = path.length > 1 ? durationMs / 1000 / (path.length - 1) : 0;
+    const events = [
+      ...path.map((p, i) => ({
+        type: i === 0 ? 'touchStart' : 'touchMove',
+        touchPoints: [at(p)],
+        timestamp: startS + i * step,
+      })),
+      { type: 'touchEnd', touchPoints: [], timestamp: startS + durationMs / 1000 },
+    ];
+    this.touching = this.touching
+      .then(async () => {
+        for (const event of events) await r.cdp.send('Input.dispatchTouchEvent', event, sessionId);
+      })
       .catch((error: unknown) =>
-        this.options.log.debug('virtual browser: tap not delivered', { error: String(error) }),
+        this.options.log.debug(`virtual browser: ${what} not delivered`, { error: String(error) }),
       );
   }
 

@@ -754,6 +754,10 @@ export class VirtualPhoneUi implements PhoneUi {
         (n) => n.enabled && ((n.longClickable && !!n.onLongClick) || (n.clickable && !!n.onClick)),
       );
       if (held?.longClickable && held.onLongClick) return held.text || held.contentDesc || held.className;
+      // Chrome's page takes a held press as a long press (text selection, a link's menu),
+      // and then no scroll: not modeled either.
+      const page = hitTest(root, x1, y1, (n) => !!n.onSwipeAt);
+      if (page) return page.contentDesc || page.className;
     }
     // Nothing took the held press: the move past the touch slop scrolls, as a swipe does.
     this.swipe(x1, y1, x2, y2, durationMs);
@@ -779,8 +783,16 @@ export class VirtualPhoneUi implements PhoneUi {
       this.goHome();
       return;
     }
-    if (Math.abs(y2 - y1) < Math.abs(x2 - x1) || this.dialog) return;
+    if (this.dialog) return;
     const { root } = this.build();
+    // A view that takes the touch where it lands (Chrome's page) takes the whole swipe.
+    const page = hitTest(root, x1, y1, (n) => !!n.onSwipeAt);
+    if (page?.onSwipeAt) {
+      const { left, top } = page.frame;
+      page.onSwipeAt(x1 - left, y1 - top, x2 - left, y2 - top, durationMs);
+      return;
+    }
+    if (Math.abs(y2 - y1) < Math.abs(x2 - x1)) return;
     const target = hitTest(root, x1, y1, (n) => !!n.onScroll);
     target?.onScroll?.(y1 - y2);
   }

@@ -49,6 +49,8 @@ export interface ViewNode {
    * pixels from the view's top-left corner.
    */
   onTapAt?: (x: number, y: number) => void;
+  /** The same views: a finger moved from (x1, y1) to (x2, y2) in `durationMs`, from the view's top-left. */
+  onSwipeAt?: (x1: number, y1: number, x2: number, y2: number, durationMs: number) => void;
   /** Long-clickable views: what holding a finger on the view does. */
   onLongClick?: () => void;
   /** Scroll containers: scrolls content by dy pixels (positive = towards the end). */

@@ -76,6 +76,8 @@ export function buildBrowser(state: BrowserState, ctx: ScreenContext): ScreenVie
     scrollable: true,
     // A finger on the page touches the page, at the same spot of the picture.
     onTapAt: (x, y) => view?.tap(x, y),
+    // A swipe on the page is the page's: it scrolls, or a script takes the touches.
+    onSwipeAt: (x1, y1, x2, y2, ms) => view?.swipe(x1, y1, x2, y2, ms),
     paint: (p, n) => {
       const frame = view?.frame() ?? null;
       if (!frame) {
