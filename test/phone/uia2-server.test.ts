@@ -124,6 +124,11 @@ function elementId(r: Reply): string {
   return id;
 }
 
+/** W3C actions of one finger (a touch pointer). */
+function finger(actions: Record<string, unknown>[]) {
+  return { actions: [{ type: 'pointer', id: 'finger1', parameters: { pointerType: 'touch' }, actions }] };
+}
+
 describe('UiAutomator2 server over HTTP', () => {
   it('answers status, sessions and session creation like the real server', async () => {
     expect((await call('GET', '/status')).body.value).toMatchObject({ ready: true });
@@ -396,22 +401,14 @@ describe('UiAutomator2 server over HTTP', () => {
     expect(h.ui.foreground().activity).toBe('com.android.settings.Settings');
 
     // Swipe the list back down with a W3C pointer: Network & internet comes back.
-    const drag = (y1: number, y2: number) => ({
-      actions: [
-        {
-          type: 'pointer',
-          id: 'finger1',
-          parameters: { pointerType: 'touch' },
-          actions: [
-            { type: 'pointerMove', duration: 0, x: 360, y: y1 },
-            { type: 'pointerDown', button: 0 },
-            { type: 'pointerMove', duration: 300, x: 360, y: y2 },
-            { type: 'pointerUp', button: 0 },
-          ],
-        },
-      ],
-    });
-    for (let i = 0; i < 6; i++) await call('POST', `/session/${sid}/actions`, drag(400, 1100));
+    const swipe = (y1: number, y2: number) =>
+      finger([
+        { type: 'pointerMove', duration: 0, x: 360, y: y1 },
+        { type: 'pointerDown', button: 0 },
+        { type: 'pointerMove', duration: 300, x: 360, y: y2 },
+        { type: 'pointerUp', button: 0 },
+      ]);
+    for (let i = 0; i < 6; i++) await call('POST', `/session/${sid}/actions`, swipe(400, 1100));
     const network = await find(sid, 'xpath', "//*[@text='Network & internet']");
     expect(network.status).toBe(200);
     // A pointer that goes down and up in place is a tap.
@@ -515,21 +512,13 @@ describe('UiAutomator2 server over HTTP', () => {
     expect(await appInfo()).toEqual([]);
     expect(h.ui.foreground().package).toBe('com.android.launcher3');
 
-    const hold = (ms: number) => ({
-      actions: [
-        {
-          type: 'pointer',
-          id: 'finger1',
-          parameters: { pointerType: 'touch' },
-          actions: [
-            { type: 'pointerMove', duration: 0, origin: { [ELEMENT_KEY]: icon, ELEMENT: icon }, x: 0, y: 0 },
-            { type: 'pointerDown', button: 0 },
-            { type: 'pause', duration: ms },
-            { type: 'pointerUp', button: 0 },
-          ],
-        },
-      ],
-    });
+    const hold = (ms: number) =>
+      finger([
+        { type: 'pointerMove', duration: 0, origin: { [ELEMENT_KEY]: icon, ELEMENT: icon }, x: 0, y: 0 },
+        { type: 'pointerDown', button: 0 },
+        { type: 'pause', duration: ms },
+        { type: 'pointerUp', button: 0 },
+      ]);
     await call('POST', `/session/${sid}/actions`, hold(600));
     expect(await appInfo()).toHaveLength(1);
     // A tap on the icon while its menu is open only closes the menu.
@@ -569,22 +558,14 @@ describe('UiAutomator2 server over HTTP', () => {
       error: 'unsupported operation',
       message: 'The virtual phone does not model dragging "Login" (held in place, it is a long click)',
     });
-    const move = (holdMs: number) => ({
-      actions: [
-        {
-          type: 'pointer',
-          id: 'finger1',
-          parameters: { pointerType: 'touch' },
-          actions: [
-            { type: 'pointerMove', duration: 0, x: cx, y: cy },
-            { type: 'pointerDown', button: 0 },
-            { type: 'pause', duration: holdMs },
-            { type: 'pointerMove', duration: 300, x: cx, y: cy - 300 },
-            { type: 'pointerUp', button: 0 },
-          ],
-        },
-      ],
-    });
+    const move = (holdMs: number) =>
+      finger([
+        { type: 'pointerMove', duration: 0, x: cx, y: cy },
+        { type: 'pointerDown', button: 0 },
+        { type: 'pause', duration: holdMs },
+        { type: 'pointerMove', duration: 300, x: cx, y: cy - 300 },
+        { type: 'pointerUp', button: 0 },
+      ]);
     expect((await call('POST', `/session/${sid}/actions`, move(1000))).body.value).toMatchObject({
       error: 'unsupported operation',
     });
