@@ -62,7 +62,10 @@ async function focus(): Promise<{ current: string; app: string }> {
   };
 }
 
-/** The centre of the node whose resource id ends in `resourceIdSuffix` (or `{ desc }`: whose content-desc is it). */
+/**
+ * The centre of the node whose resource id ends in `resourceIdSuffix`, or with `{ desc }`,
+ * whose content-desc is `desc`.
+ */
 function boundsOf(xml: string, resourceIdSuffix: string | { desc: string }): { x: number; y: number } {
   const attribute =
     typeof resourceIdSuffix === 'string'
@@ -660,9 +663,9 @@ describe('screen', () => {
 
   it('drags with input draganddrop as a press held past the long-press timeout, then a move', async () => {
     await v.adbOk(['shell', 'input keyevent 3']);
-    const home = await v.adbOk(['exec-out', 'uiautomator dump /dev/tty']);
-    const { x, y } = boundsOf(home, { desc: 'Login' });
     const dump = () => v.adbOk(['exec-out', 'uiautomator dump /dev/tty']);
+    const home = await dump();
+    const { x, y } = boundsOf(home, { desc: 'Login' });
     // Held in place: the icon's long press, its menu.
     await v.adbOk(['shell', `input draganddrop ${x} ${y} ${x} ${y} 100`]);
     expect(await dump()).toMatch(/text="App info"/);

@@ -202,6 +202,11 @@ export class VirtualPhoneUi implements PhoneUi {
     return this.m.density;
   }
 
+  /** How far a finger moves before a press becomes a swipe or a drag: ViewConfiguration's 8 dp. */
+  private get touchSlop(): number {
+    return 8 * this.m.dp;
+  }
+
   get statusBarHeight(): number {
     return this.m.statusBar;
   }
@@ -723,40 +728,44 @@ export class VirtualPhoneUi implements PhoneUi {
       return;
     }
     if (y < this.m.statusBar) return;
-    const { root } = this.build();
-    // The view that takes the touch is the innermost one that handles a click or a long
-    // click; one without a long-click action gets a click on release, as View does.
-    const hit = hitTest(
-      root,
-      x,
-      y,
-      (n) => n.enabled && ((n.longClickable && !!n.onLongClick) || (n.clickable && !!n.onClick)),
-    );
+    const hit = this.pressedView(x, y);
     if (hit?.longClickable && hit.onLongClick) hit.onLongClick();
     else hit?.onClick?.();
   }
 
+  /**
+   * The view a press at (x, y) goes to: the innermost one that handles a click or a long
+   * click; one without a long-click action gets a click on release, as View does.
+   */
+  private pressedView(x: number, y: number): ViewNode | undefined {
+    return hitTest(
+      this.build().root,
+      x,
+      y,
+      (n) => n.enabled && ((n.longClickable && !!n.onLongClick) || (n.clickable && !!n.onClick)),
+    );
+  }
+
+  /** A view that takes the touch where it lands (Chrome's page) under (x, y). */
+  private touchedView(x: number, y: number): ViewNode | undefined {
+    return hitTest(this.build().root, x, y, (n) => !!n.onSwipeAt);
+  }
+
   drag(x1: number, y1: number, x2: number, y2: number, durationMs: number): string | null {
     if (!this.awake) return null;
-    if (Math.hypot(x2 - x1, y2 - y1) < 8 * this.m.dp) {
+    if (Math.hypot(x2 - x1, y2 - y1) < this.touchSlop) {
       this.longPress(x1, y1);
       return null;
     }
     if (!this.keyguard && y1 >= this.m.statusBar && !navButtonAt(this.m, x1, y1)) {
-      // The view the held press goes to, as longPress() finds it: one with a long-click
-      // action takes the press, and then the drag (Launcher3 lifts the icon), which the
-      // virtual phone does not model. Refused before anything happens.
-      const { root } = this.build();
-      const held = hitTest(
-        root,
-        x1,
-        y1,
-        (n) => n.enabled && ((n.longClickable && !!n.onLongClick) || (n.clickable && !!n.onClick)),
-      );
+      // The view the held press goes to: one with a long-click action takes the press, and
+      // then the drag (Launcher3 lifts the icon), which the virtual phone does not model.
+      // Refused before anything happens.
+      const held = this.pressedView(x1, y1);
       if (held?.longClickable && held.onLongClick) return held.text || held.contentDesc || held.className;
       // Chrome's page takes a held press as a long press (text selection, a link's menu),
       // and then no scroll: not modeled either.
-      const page = hitTest(root, x1, y1, (n) => !!n.onSwipeAt);
+      const page = this.touchedView(x1, y1);
       if (page) return page.contentDesc || page.className;
     }
     // Nothing took the held press: the move past the touch slop scrolls, as a swipe does.
@@ -767,12 +776,12 @@ export class VirtualPhoneUi implements PhoneUi {
   swipe(x1: number, y1: number, x2: number, y2: number, durationMs: number): void {
     if (!this.awake) return;
     const dist = Math.hypot(x2 - x1, y2 - y1);
-    if (this.keyguard && dist >= 8 * this.m.dp) {
+    if (this.keyguard && dist >= this.touchSlop) {
       // Swiping up the lock screen unlocks it, or brings up its bouncer.
       if (!this.keyguard.bouncer && y1 - y2 > 60 * this.m.dp) this.dismissKeyguard();
       return;
     }
-    if (dist < 8 * this.m.dp) {
+    if (dist < this.touchSlop) {
       // A swipe that does not move is a press: long once held past the long-press timeout.
       if (durationMs >= LONG_PRESS_MS) this.longPress(x1, y1);
       else this.tap(x1, y1);
@@ -784,16 +793,15 @@ export class VirtualPhoneUi implements PhoneUi {
       return;
     }
     if (this.dialog) return;
-    const { root } = this.build();
     // A view that takes the touch where it lands (Chrome's page) takes the whole swipe.
-    const page = hitTest(root, x1, y1, (n) => !!n.onSwipeAt);
+    const page = this.touchedView(x1, y1);
     if (page?.onSwipeAt) {
       const { left, top } = page.frame;
       page.onSwipeAt(x1 - left, y1 - top, x2 - left, y2 - top, durationMs);
       return;
     }
     if (Math.abs(y2 - y1) < Math.abs(x2 - x1)) return;
-    const target = hitTest(root, x1, y1, (n) => !!n.onScroll);
+    const target = hitTest(this.build().root, x1, y1, (n) => !!n.onScroll);
     target?.onScroll?.(y1 - y2);
   }
 
