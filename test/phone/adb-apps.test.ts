@@ -620,6 +620,13 @@ describe('screen', () => {
     await v.adbOk(['shell', 'input text hello%sworld']);
     const after = await v.adbOk(['exec-out', 'uiautomator dump /dev/tty']);
     expect(after).toMatch(/<node [^>]*text="hello world"[^>]*resource-id="[^"]*username"/);
+    // As on a phone, only the first argument is typed: the shell split the words.
+    await v.adbOk(['shell', 'input text again and more']);
+    expect(await v.adbOk(['exec-out', 'uiautomator dump /dev/tty'])).toMatch(
+      /<node [^>]*text="hello worldagain"[^>]*resource-id="[^"]*username"/,
+    );
+    await v.adbOk(['shell', 'input keyevent DEL DEL DEL DEL DEL']);
+    expect(await v.adbOk(['exec-out', 'uiautomator dump /dev/tty'])).toBe(after);
     // CTRL+A is a chord, not CTRL then "a": it says it is not modeled and types nothing.
     for (const command of ['input keycombination 113 29', 'input keycombination -t 100 CTRL_LEFT A'])
       expect(await v.adb(['shell', command])).toMatchObject({

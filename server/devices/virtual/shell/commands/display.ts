@@ -311,7 +311,9 @@ const input: CommandFn = (ctx) => {
     }
     case 'text': {
       if (args.length === 0) break;
-      ui.text(inputText(args.join(' ')));
+      // Only the first argument is typed (InputShellCommand.runText takes one): `input text
+      // hello world` types "hello", so a space is written %s.
+      ui.text(inputText(args[0]!));
       return 0;
     }
     case 'keyevent': {
