@@ -388,6 +388,22 @@ describe('processes and identity', () => {
     expect((await v.adbOk(['shell', 'date', '+%Y-%m-%dT%T%z'])).trim()).toMatch(
       /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+0000$/,
     );
+    // toybox date's formats as on a phone (the day of 1795976641: Sunday, 29 November 2026).
+    const at = (args: string) => v.adbOk(['shell', `date -d @1795976641 ${args}`]);
+    expect(await at("'+%c|%e|%j|%-H|%^b|%k|%l|%u|%w|%R|%r|%P|%C|%G|%V|%U|%W|%A %B'")).toBe(
+      'Sun Nov 29 18:24:01 2026|29|333|18|NOV|18| 6|7|0|18:24|06:24:01 PM|pm|20|2026|48|48|47|Sunday November\n',
+    );
+    expect(await at("'+%s.%3N %:z %6N'")).toBe('1795976641.000 +00:00 000000\n');
+    expect(await at('-I')).toBe('2026-11-29\n');
+    expect(await at('-Iseconds')).toBe('2026-11-29T18:24:01+00:00\n');
+    expect(await at('--iso-8601=hours')).toBe('2026-11-29T18+00:00\n');
+    expect(await at('-Ins')).toBe('2026-11-29T18:24:01,000000000+00:00\n');
+    expect(await shell('date -Ix')).toMatchObject({
+      code: 1,
+      stderr: 'date: bad -I: x (see "date --help")\n',
+    });
+    // The milliseconds of now: three digits, and the seconds are the clock's.
+    expect((await v.adbOk(['shell', 'date +%s%3N'])).trim()).toMatch(/^\d{13}$/);
     expect(await v.adbOk(['shell', 'which', 'screencap'])).toBe('/system/bin/screencap\n');
     expect((await shell('which no-such-tool')).code).toBe(1);
     expect(await v.adbOk(['shell', 'uname', '-m'])).toBe('aarch64\n');

@@ -181,55 +181,118 @@ const whoami: CommandFn = (ctx) => {
   return 0;
 };
 
-const DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
-const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const DAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
+const MONTHS = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
 
+/** The ISO 8601 week-numbering year and week of a UTC date (%G, %V). */
+function isoWeek(d: Date): { year: number; week: number } {
+  // The week's Thursday decides its year.
+  const day = (d.getUTCDay() + 6) % 7;
+  const thursday = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() - day + 3);
+  const year = new Date(thursday).getUTCFullYear();
+  return { year, week: Math.floor((thursday - Date.UTC(year, 0, 1)) / (7 * 86_400_000)) + 1 };
+}
+
+/**
+ * toybox date's format on the phone (always UTC): strftime's conversions as bionic makes
+ * them, with its flags (`-` no padding, `_` spaces, `0` zeros, `^` upper case), and toybox's
+ * own %N (nanoseconds; `%3N` its first three digits, the milliseconds).
+ */
 export function strftime(format: string, ms: number): string {
   const d = new Date(ms);
-  const p2 = (n: number) => String(n).padStart(2, '0');
-  return format.replace(/%([a-zA-Z%])/g, (_, c: string) => {
+  const dayOfYear = Math.floor((ms - Date.UTC(d.getUTCFullYear(), 0, 1)) / 86_400_000);
+  const hour12 = d.getUTCHours() % 12 || 12;
+  // A number's digits and how strftime pads it (with zeros, or spaces for %e %k %l).
+  const num = (n: number, width: number, pad: '0' | ' ' = '0') => ({ n, width, pad });
+  type Part = string | { n: number; width: number; pad: '0' | ' ' };
+  const part = (c: string): Part | null => {
     switch (c) {
       case 'Y':
         return String(d.getUTCFullYear());
+      case 'C':
+        return num(Math.floor(d.getUTCFullYear() / 100), 2);
       case 'y':
-        return p2(d.getUTCFullYear() % 100);
+        return num(d.getUTCFullYear() % 100, 2);
+      case 'G':
+        return String(isoWeek(d).year);
+      case 'g':
+        return num(isoWeek(d).year % 100, 2);
       case 'm':
-        return p2(d.getUTCMonth() + 1);
+        return num(d.getUTCMonth() + 1, 2);
       case 'd':
-        return p2(d.getUTCDate());
+        return num(d.getUTCDate(), 2);
       case 'e':
-        return String(d.getUTCDate()).padStart(2, ' ');
+        return num(d.getUTCDate(), 2, ' ');
+      case 'j':
+        return num(dayOfYear + 1, 3);
       case 'H':
-        return p2(d.getUTCHours());
+        return num(d.getUTCHours(), 2);
+      case 'k':
+        return num(d.getUTCHours(), 2, ' ');
       case 'I':
-        return p2(d.getUTCHours() % 12 || 12);
+        return num(hour12, 2);
+      case 'l':
+        return num(hour12, 2, ' ');
       case 'M':
-        return p2(d.getUTCMinutes());
+        return num(d.getUTCMinutes(), 2);
       case 'S':
-        return p2(d.getUTCSeconds());
-      case 'N':
-        return String((ms % 1000) * 1e6).padStart(9, '0');
+        return num(d.getUTCSeconds(), 2);
       case 's':
         return String(Math.floor(ms / 1000));
+      case 'u':
+        return String(d.getUTCDay() || 7);
+      case 'w':
+        return String(d.getUTCDay());
+      case 'U':
+        return num(Math.floor((dayOfYear + 7 - d.getUTCDay()) / 7), 2);
+      case 'W':
+        return num(Math.floor((dayOfYear + 7 - ((d.getUTCDay() + 6) % 7)) / 7), 2);
+      case 'V':
+        return num(isoWeek(d).week, 2);
       case 'z':
         return '+0000';
       case 'Z':
         return 'UTC';
-      case 'T':
-        return `${p2(d.getUTCHours())}:${p2(d.getUTCMinutes())}:${p2(d.getUTCSeconds())}`;
-      case 'F':
-        return `${d.getUTCFullYear()}-${p2(d.getUTCMonth() + 1)}-${p2(d.getUTCDate())}`;
-      case 'D':
-        return `${p2(d.getUTCMonth() + 1)}/${p2(d.getUTCDate())}/${p2(d.getUTCFullYear() % 100)}`;
       case 'a':
+        return DAYS[d.getUTCDay()]!.slice(0, 3);
+      case 'A':
         return DAYS[d.getUTCDay()]!;
       case 'b':
       case 'h':
+        return MONTHS[d.getUTCMonth()]!.slice(0, 3);
+      case 'B':
         return MONTHS[d.getUTCMonth()]!;
-      case 'j':
-        return String(Math.floor((ms - Date.UTC(d.getUTCFullYear(), 0, 1)) / 86400000) + 1).padStart(3, '0');
       case 'p':
         return d.getUTCHours() < 12 ? 'AM' : 'PM';
+      case 'P':
+        return d.getUTCHours() < 12 ? 'am' : 'pm';
+      case 'T':
+      case 'X':
+        return strftime('%H:%M:%S', ms);
+      case 'R':
+        return strftime('%H:%M', ms);
+      case 'r':
+        return strftime('%I:%M:%S %p', ms);
+      case 'F':
+        return strftime('%Y-%m-%d', ms);
+      case 'D':
+      case 'x':
+        return strftime('%m/%d/%y', ms);
+      case 'c':
+        return strftime('%a %b %e %H:%M:%S %Y', ms);
       case 'n':
         return '\n';
       case 't':
@@ -237,10 +300,40 @@ export function strftime(format: string, ms: number): string {
       case '%':
         return '%';
       default:
-        return `%${c}`;
+        return null;
     }
-  });
+  };
+  return format.replace(
+    /%([-_0^]?)(?:(\d)N|(:z)|([a-zA-Z%]))/g,
+    (whole, flag: string, digits: string | undefined, colonZ: string | undefined, c: string | undefined) => {
+      if (digits !== undefined || c === 'N') {
+        // Nanoseconds: the clock's milliseconds, and as many digits as asked (1-9).
+        const nanos = String(Math.floor(((ms % 1000) + 1000) % 1000) * 1e6).padStart(9, '0');
+        return nanos.slice(0, digits === undefined || digits === '0' ? 9 : Number(digits));
+      }
+      if (colonZ !== undefined) return '+00:00';
+      const value = part(c!);
+      if (value === null) return whole;
+      let text: string;
+      if (typeof value === 'string') text = value;
+      else {
+        const digitsOf = String(value.n);
+        const pad = flag === '_' ? ' ' : flag === '0' ? '0' : value.pad;
+        text = flag === '-' ? digitsOf : digitsOf.padStart(value.width, pad);
+      }
+      return flag === '^' ? text.toUpperCase() : text;
+    },
+  );
 }
+
+/** `date -I[FMT]` / `--iso-8601[=FMT]`: the formats toybox takes, by the name's first letter. */
+const ISO_FORMATS: Record<string, string> = {
+  d: '%Y-%m-%d',
+  h: '%Y-%m-%dT%H%:z',
+  m: '%Y-%m-%dT%H:%M%:z',
+  s: '%Y-%m-%dT%H:%M:%S%:z',
+  n: '%Y-%m-%dT%H:%M:%S,%N%:z',
+};
 
 /** A date as toybox date -d takes it: @SECONDS, or YYYY-MM-DD [hh:mm[:ss]] (the phone is UTC). */
 function parseDate(text: string): number | null {
@@ -266,7 +359,15 @@ const date: CommandFn = (ctx) => {
     const a = ctx.args[i]!;
     if (a.startsWith('+')) format = a.slice(1);
     else if (a === '-u' || a === '--utc') continue;
-    else if (a === '-d' || a.startsWith('-d') || a.startsWith('--date=')) {
+    else if (a.startsWith('-I') || a === '--iso-8601' || a.startsWith('--iso-8601=')) {
+      const name = a.startsWith('-I') ? a.slice(2) : a.slice('--iso-8601='.length);
+      const iso = ISO_FORMATS[name === '' ? 'd' : name[0]!];
+      if (!iso) {
+        ctx.stderr.write(`date: bad -I: ${name} (see "date --help")\n`);
+        return 1;
+      }
+      format = iso;
+    } else if (a === '-d' || a.startsWith('-d') || a.startsWith('--date=')) {
       const text = a === '-d' ? (ctx.args[++i] ?? '') : a.replace(/^(-d|--date=)/, '');
       const parsed = parseDate(text);
       if (parsed === null) {
