@@ -166,6 +166,31 @@ describe('settings', () => {
   });
 });
 
+describe('location', () => {
+  const shell = (command: string) => v.adbOk(['shell', command]);
+
+  it('is one switch: cmd location, settings location_mode and the Settings app agree', async () => {
+    expect(await shell('cmd location is-location-enabled')).toBe('true\n');
+    // What appium-adb's toggleGPSLocationProvider runs turns the mode off, and the providers.
+    await shell('cmd location set-location-enabled false');
+    expect(await shell('settings get secure location_mode')).toBe('0\n');
+    expect(await shell('settings get secure location_providers_allowed')).toBe('\n');
+    await shell('am start -W -a android.settings.LOCATION_SOURCE_SETTINGS');
+    expect((await switchOf('Use location')).checked).toBe(false);
+    // The settings idiom turns it on again for the location service.
+    await shell('settings put secure location_mode 3');
+    expect(await shell('cmd location is-location-enabled')).toBe('true\n');
+    expect(await shell('settings get secure location_providers_allowed')).toBe('gps,network\n');
+    expect((await switchOf('Use location')).checked).toBe(true);
+    expect(await shell('dumpsys location')).toContain('Location Enabled: true');
+    await shell('settings put secure location_mode 0');
+    expect(await shell('cmd location is-location-enabled')).toBe('false\n');
+    await shell('cmd location set-location-enabled true');
+    expect(await shell('settings get secure location_mode')).toBe('3\n');
+    await shell('input keyevent HOME');
+  });
+});
+
 describe('user_rotation', () => {
   const shell = (command: string) => v.adbOk(['shell', command]);
 

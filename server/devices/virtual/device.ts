@@ -63,7 +63,6 @@ export interface SystemServiceState {
   currentIme: string;
   airplaneMode: boolean;
   wifi: boolean;
-  locationEnabled: boolean;
   /** Where an `input motionevent DOWN` started, until its UP. */
   motionDown: { x: number; y: number; at: number } | null;
   /** `pm install-create` sessions waiting for their commit. */
@@ -105,7 +104,6 @@ export class Device {
     currentIme: DEFAULT_IME,
     airplaneMode: false,
     wifi: true,
-    locationEnabled: true,
     motionDown: null,
     installSessions: new Map(),
     publishedServices: null,

@@ -3,6 +3,10 @@ import type { Rotation } from './ui/types.js';
 
 export type SettingsNamespace = 'system' | 'secure' | 'global';
 
+const PROVIDERS_ALLOWED = 'location_providers_allowed';
+/** The providers LOCATION_PROVIDERS_ALLOWED lists while location is on. */
+const LOCATION_PROVIDERS = 'gps,network';
+
 const DEFAULTS: Record<SettingsNamespace, Record<string, string>> = {
   system: {
     accelerometer_rotation: '0',
@@ -25,7 +29,7 @@ const DEFAULTS: Record<SettingsNamespace, Record<string, string>> = {
     enabled_input_methods: 'com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME',
     install_non_market_apps: '1',
     location_mode: '3',
-    location_providers_allowed: 'gps,network',
+    location_providers_allowed: LOCATION_PROVIDERS,
     lockscreen_disabled: '1',
     show_ime_with_hard_keyboard: '0',
     skip_first_use_hints: '1',
@@ -50,6 +54,22 @@ const DEFAULTS: Record<SettingsNamespace, Record<string, string>> = {
     verifier_verify_adb_installs: '0',
     window_animation_scale: '1.0',
     wifi_on: '1',
+  },
+};
+
+/** Whether a LOCATION_MODE value is on: anything but LOCATION_MODE_OFF (0), as Android reads it. */
+const locationOn = (mode: string | null): boolean => mode !== null && mode !== '0';
+
+/**
+ * The location switch, kept where Android 14 keeps it: Settings.Secure.LOCATION_MODE, which
+ * LocationManager's isLocationEnabled reads and setLocationEnabled writes (LOCATION_MODE_ON,
+ * 3, or off, 0). `cmd location`, `settings put secure location_mode` and the Settings app's
+ * toggle are one state.
+ */
+export const locationSwitch = {
+  on: (settings: SettingsStore): boolean => locationOn(settings.get('secure', 'location_mode')),
+  set(settings: SettingsStore, on: boolean): void {
+    settings.put('secure', 'location_mode', on ? '3' : '0');
   },
 };
 
@@ -89,6 +109,12 @@ export class SettingsStore {
   put(ns: SettingsNamespace, key: string, value: string): void {
     this.changed[ns].set(key, value);
     this.changedKey(ns, key);
+    // The location providers follow the location switch, as LocationManagerService keeps
+    // LOCATION_PROVIDERS_ALLOWED for older readers when LOCATION_MODE changes.
+    if (ns === 'secure' && key === 'location_mode') {
+      this.changed.secure.set(PROVIDERS_ALLOWED, locationOn(value) ? LOCATION_PROVIDERS : '');
+      this.changedKey('secure', PROVIDERS_ALLOWED);
+    }
   }
 
   /** Returns how many rows were deleted (what `settings delete` prints). */

@@ -3,6 +3,7 @@ import { parseComponent } from '../../activity.js';
 import { appOp } from '../../app-ops.js';
 import { shellException } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
+import { locationSwitch } from '../../settings.js';
 import { isPublished, publishedServices } from '../../system-services.js';
 
 export const appops: CommandFn = (ctx) => {
@@ -179,10 +180,10 @@ function serviceCommands(table: () => ReadonlyMap<string, CommandFn>): Record<st
       return 0;
     },
     location: (ctx, args) => {
-      const sys = ctx.device.system;
-      if (args[0] === 'is-location-enabled') ctx.stdout.write(`${sys.locationEnabled}\n`);
+      const settings = ctx.device.settings;
+      if (args[0] === 'is-location-enabled') ctx.stdout.write(`${locationSwitch.on(settings)}\n`);
       else if (args[0] === 'set-location-enabled' && (args[1] === 'true' || args[1] === 'false'))
-        sys.locationEnabled = args[1] === 'true';
+        locationSwitch.set(settings, args[1] === 'true');
       else return notModeled(ctx, 'location', args);
       return 0;
     },

@@ -9,7 +9,7 @@ import { DEVICE } from '../../identity.js';
 import { metrics } from '../../ui/theme.js';
 import type { PowerState } from '../../ui/types.js';
 import { lockKind } from '../../lock-settings.js';
-import { userRotation } from '../../settings.js';
+import { locationSwitch, userRotation } from '../../settings.js';
 import { appUserName, PackageManager, RUNTIME_PERMISSIONS } from '../../packages.js';
 import type { PackageRecord } from '../../packages.js';
 import type { CommandContext, CommandFn } from '../command.js';
@@ -702,7 +702,7 @@ export const dumpsys: CommandFn = (ctx) => {
       return 0;
     case 'location':
       out.write(
-        `Location Manager State:\n  User 0:\n    Location Enabled: ${device.system.locationEnabled}\n`,
+        `Location Manager State:\n  User 0:\n    Location Enabled: ${locationSwitch.on(device.settings)}\n`,
       );
       return 0;
     case 'wifi':
