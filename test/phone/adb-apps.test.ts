@@ -93,10 +93,14 @@ describe('starting and stopping apps', () => {
   });
 
   it('reports unknown activities like Android', async () => {
-    const out = await v.adbOk(['shell', 'am start -n com.android.settings/.Nope']);
-    expect(out).toBe(
-      'Starting: Intent { cmp=com.android.settings/.Nope }\nError type 3\nError: Activity class {com.android.settings/com.android.settings.Nope} does not exist.\n',
-    );
+    // Without -W the result goes to stderr (ActivityManagerShellCommand's getErrPrintWriter),
+    // and the status is 0 all the same.
+    expect(await v.adb(['shell', 'am start -n com.android.settings/.Nope'])).toMatchObject({
+      code: 0,
+      stdout: 'Starting: Intent { cmp=com.android.settings/.Nope }\n',
+      stderr:
+        'Error type 3\nError: Activity class {com.android.settings/com.android.settings.Nope} does not exist.\n',
+    });
   });
 
   it('starts launcher intents with start-activity and monkey, and force-stops', async () => {

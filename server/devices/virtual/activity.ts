@@ -10,7 +10,7 @@ import type { PackageManager } from './packages.js';
 import { BROWSER_PACKAGE, type BrowserApp } from './browser/browser-app.js';
 import type { PhoneNetwork, PortHandler } from './network.js';
 import { appUserName } from './packages.js';
-import type { ActivityRecord, PackageRecord } from './packages.js';
+import type { ActivityRecord, IntentFilterRecord, PackageRecord } from './packages.js';
 import { runsOnThisPhone } from './ui/phone-ui.js';
 import { APP_DETAILS_ACTIVITY, appInfoPackage } from './ui/index.js';
 import type { PhoneUi, UiAutomator2Server } from './ui/types.js';
@@ -90,6 +90,8 @@ export type StartResult =
       lines: string[];
       /** The app exists but cannot run on this phone (notRunnableError says so). */
       notRunnable?: true;
+      /** The start needs what the phone does not model (the chooser). */
+      notModeled?: true;
     };
 
 /**
@@ -149,26 +151,35 @@ export class ActivityManager {
   startActivity(req: IntentRequest): StartResult {
     const packages = this.device.packages;
     const intentText = describeIntent(req);
-    // The home intent shows the launcher (its filter takes no data).
-    if (
-      !req.component &&
-      req.action === 'android.intent.action.MAIN' &&
-      req.categories.includes('android.intent.category.HOME') &&
-      req.data === null
-    ) {
-      this.device.ui.key(3);
-      return {
-        ok: true,
-        component: { pkg: 'com.android.launcher3', cls: 'com.android.launcher3.Launcher' },
-        launchState: 'HOT',
-        deliveredToTop: false,
-        totalMs: 12,
-      };
+    let target = req.component;
+    if (!target) {
+      // As ActivityTaskSupervisor.resolveIntent resolves: with MATCH_DEFAULT_ONLY.
+      const resolved = resolveIntent(packages, req, true);
+      if (resolved.kind === 'none')
+        return {
+          ok: false,
+          lines: [`Error: Activity not started, unable to resolve ${describeStarted(req)}`],
+        };
+      if (resolved.kind === 'chooser') {
+        // Android would start ResolverActivity for the user to pick one; starting one of them
+        // instead would hide that the intent is ambiguous.
+        const names = resolved.matches.map((m) => shortComponent(m.component)).join(', ');
+        return {
+          ok: false,
+          notModeled: true,
+          lines: [
+            `Error: Activity not started, ${describeStarted(req)} matches ${resolved.matches.length} activities (${names}): Android would show the chooser (${shortComponent(RESOLVER_ACTIVITY)}), which the virtual phone does not model; name the activity with -n or its package with -p`,
+          ],
+        };
+      }
+      target = resolved.info.component;
+      // The home intent shows the launcher.
+      if (target.pkg === HOME_ACTIVITY.pkg && target.cls === HOME_ACTIVITY.cls) {
+        this.device.ui.key(3);
+        return { ok: true, component: target, launchState: 'HOT', deliveredToTop: false, totalMs: 12 };
+      }
     }
-    const component = req.component ?? resolveActivity(packages, req);
-    if (!component) {
-      return { ok: false, lines: [`Error: Activity not started, unable to resolve ${describeStarted(req)}`] };
-    }
+    const component = target;
     const pkg = packages.get(component.pkg);
     const activity = pkg?.activities.find((a) => a.name === component.cls);
     if (!pkg || !activity || !pkg.enabled) {
@@ -410,71 +421,153 @@ function describeStarted(req: IntentRequest): string {
 function startLine(intent: string): string {
   return `START u0 {${intent.slice('Intent { '.length, -2)}} from uid 2000`;
 }
-const MAIN = 'android.intent.action.MAIN';
+const CATEGORY_DEFAULT = 'android.intent.category.DEFAULT';
+/** IntentFilter.MATCH_ADJUSTMENT_NORMAL, MATCH_CATEGORY_EMPTY and MATCH_CATEGORY_SCHEME. */
+const MATCH_ADJUSTMENT_NORMAL = 0x8000;
+const MATCH_CATEGORY_EMPTY = 0x100000;
+const MATCH_CATEGORY_SCHEME = 0x200000;
 
-/**
- * The activity an implicit intent resolves to: the named package's launcher activity for a
- * MAIN or LAUNCHER intent, else the named package's (or, without one, the first enabled
- * package's) activity whose filter takes the action and the data, as the resolver picks a
- * sole match. Null when none does (am: "unable to resolve").
- */
-export function resolveActivity(packages: PackageManager, req: IntentRequest): ComponentName | null {
-  const pkg = req.pkg ? packages.get(req.pkg) : undefined;
-  const wantsLauncher = req.categories.includes('android.intent.category.LAUNCHER') || req.action === MAIN;
-  const launcher = pkg?.activities.find((a) => a.name === pkg.launcherActivity);
-  if (pkg && launcher && wantsLauncher && filterTakes(launcher, MAIN, req.data))
-    return { pkg: pkg.name, cls: launcher.name };
-  const action = req.action;
-  if (action === null) return null;
-  const candidates = pkg ? [pkg] : packages.all().filter((p) => p.enabled);
-  for (const candidate of candidates) {
-    const match = candidate.activities.find((a) => filterTakes(a, action, req.data));
-    if (match) return { pkg: candidate.name, cls: match.name };
-  }
-  return null;
+/** What the package manager answers for an intent (android.content.pm.ResolveInfo). */
+export interface ResolvedActivity {
+  component: ComponentName;
+  priority: number;
+  /** IntentFilter.match's result (0 for a component named explicitly). */
+  match: number;
+  /** The filter has CATEGORY_DEFAULT. */
+  isDefault: boolean;
+  system: boolean;
 }
 
-/**
- * Every activity an intent matches (PackageManager.queryIntentActivities): the named
- * component, the launcher activities for a LAUNCHER intent, else the activities whose filter
- * takes the action and the data, in the named package or in every enabled one.
- */
-export function queryActivities(packages: PackageManager, req: IntentRequest): ComponentName[] {
-  if (req.component) {
-    const p = packages.get(req.component.pkg);
-    return p?.activities.some((a) => a.name === req.component!.cls) ? [req.component] : [];
-  }
-  const candidates = req.pkg
-    ? [packages.get(req.pkg)].filter((p) => p !== undefined)
-    : packages.all().filter((p) => p.enabled);
-  if (req.categories.includes('android.intent.category.LAUNCHER'))
-    return candidates
-      .filter((p) => p.launcherActivity && (req.action === null || req.action === MAIN))
-      .map((p) => ({ pkg: p.name, cls: p.launcherActivity! }));
-  const action = req.action;
-  if (action === null) return [];
-  return candidates.flatMap((p) =>
-    p.activities.filter((a) => filterTakes(a, action, req.data)).map((a) => ({ pkg: p.name, cls: a.name })),
-  );
-}
+/** The resolver activity (the chooser) PackageManager answers when no one match is best. */
+export const RESOLVER_ACTIVITY: ComponentName = {
+  pkg: 'android',
+  cls: 'com.android.internal.app.ResolverActivity',
+};
 
-/**
- * Whether an activity's filter for `action` takes the intent's data, as IntentFilter.match
- * does for filters without MIME types: one that names data schemes takes only data with one
- * of them (no data, or data without a scheme, has none); one that names none takes only
- * intents without data, so `am start -a android.settings.SETTINGS -d package:foo` resolves to
- * nothing. A launcher's MAIN filter names none; an activity's `schemes` are those of its
- * other actions' filter. An installed app's <data> elements are not read (its activities have
- * no `schemes`): its filters match by action alone.
- */
-function filterTakes(activity: ActivityRecord, action: string, data: string | null): boolean {
-  if (!activity.actions.includes(action)) return false;
-  if (activity.schemes === undefined) return true;
-  const schemes = action === MAIN ? [] : activity.schemes;
-  if (data === null) return schemes.length === 0;
-  // Uri.parse: the scheme is all before the first colon.
+/** The launcher's home activity (what the home intent resolves to). */
+export const HOME_ACTIVITY: ComponentName = {
+  pkg: 'com.android.launcher3',
+  cls: 'com.android.launcher3.Launcher',
+};
+
+/** Uri.getScheme() of an intent's data: null for none (or data without a scheme). */
+function schemeOf(data: string | null): string | null {
+  if (data === null) return null;
   const colon = data.indexOf(':');
-  return schemes.includes(colon < 0 ? '' : data.slice(0, colon));
+  return colon > 0 ? data.slice(0, colon) : null;
+}
+
+/**
+ * An activity's filters. An installed app's activity is one filter of all the actions and
+ * categories its manifest's filters name (the APK reader joins them), its data not read.
+ */
+function filtersOf(activity: ActivityRecord): readonly IntentFilterRecord[] {
+  if (activity.filters) return activity.filters;
+  if (activity.actions.length === 0 && activity.categories.length === 0) return [];
+  return [{ actions: activity.actions, categories: activity.categories, priority: 0 }];
+}
+
+/**
+ * IntentFilter.match for a filter without MIME types: the match constant, or -1 for none.
+ * An intent's action must be one of the filter's (an intent without one passes this test,
+ * as IntentFilter.match skips matchAction for a null action in Android 14); its data must
+ * have one of the filter's schemes, or be absent when the filter names none; and every one
+ * of its categories must be in the filter.
+ */
+function filterMatch(f: IntentFilterRecord, req: IntentRequest): number {
+  if (req.action !== null && !f.actions.includes(req.action)) return -1;
+  let match = MATCH_CATEGORY_EMPTY;
+  if (req.data !== null) {
+    // An installed app's <data> is not read: it takes any data (matched by action alone).
+    if (f.schemes !== undefined && !f.schemes.includes(schemeOf(req.data) ?? '')) return -1;
+    match = MATCH_CATEGORY_SCHEME;
+  } else if (f.schemes !== undefined && f.schemes.length > 0) return -1;
+  if (!req.categories.every((c) => f.categories.includes(c))) return -1;
+  return match + MATCH_ADJUSTMENT_NORMAL;
+}
+
+/**
+ * Whether IntentResolver looks at the filter at all: an intent with a data scheme is matched
+ * against the filters that name that scheme, one without data against the filters of its
+ * action; an intent with neither an action nor data is matched against no filter.
+ */
+function isCandidate(f: IntentFilterRecord, req: IntentRequest): boolean {
+  const scheme = schemeOf(req.data);
+  if (scheme !== null) return f.schemes === undefined ? req.action !== null : f.schemes.includes(scheme);
+  return req.action !== null;
+}
+
+/** PackageManagerService's RESOLVE_PRIORITY_SORTER (preferredOrder is 0 for every app here). */
+function byPriority(a: ResolvedActivity, b: ResolvedActivity): number {
+  if (a.priority !== b.priority) return b.priority - a.priority;
+  if (a.isDefault !== b.isDefault) return a.isDefault ? -1 : 1;
+  if (a.match !== b.match) return b.match - a.match;
+  if (a.system !== b.system) return a.system ? -1 : 1;
+  return a.component.pkg < b.component.pkg ? -1 : a.component.pkg > b.component.pkg ? 1 : 0;
+}
+
+/**
+ * Every activity an intent matches (PackageManager.queryIntentActivities), best first: the
+ * named component if it exists, else one answer per matching filter of the enabled packages
+ * (of the named package only, with -p). `defaultOnly` is MATCH_DEFAULT_ONLY, which
+ * startActivity uses: only filters with CATEGORY_DEFAULT count.
+ */
+export function queryIntent(
+  packages: PackageManager,
+  req: IntentRequest,
+  defaultOnly: boolean,
+): ResolvedActivity[] {
+  if (req.component) {
+    const c = req.component;
+    const p = packages.get(c.pkg);
+    return p?.activities.some((a) => a.name === c.cls)
+      ? [{ component: c, priority: 0, match: 0, isDefault: false, system: p.system }]
+      : [];
+  }
+  const candidates = req.pkg ? [packages.get(req.pkg)].filter((p) => p !== undefined) : packages.all();
+  const found: ResolvedActivity[] = [];
+  for (const p of candidates) {
+    if (!p.enabled) continue;
+    for (const a of p.activities) {
+      for (const f of filtersOf(a)) {
+        if (!isCandidate(f, req)) continue;
+        const isDefault = f.categories.includes(CATEGORY_DEFAULT);
+        if (defaultOnly && !isDefault) continue;
+        const match = filterMatch(f, req);
+        if (match < 0) continue;
+        found.push({
+          component: { pkg: p.name, cls: a.name },
+          priority: f.priority,
+          match,
+          isDefault,
+          system: p.system,
+        });
+      }
+    }
+  }
+  return found.sort(byPriority);
+}
+
+/**
+ * What PackageManager.resolveIntent answers (chooseBestActivity): the sole match, or the
+ * first when it has a higher priority or is the only default one; when the best matches tie,
+ * the chooser (ResolverActivity), since the phone keeps no preferred activities.
+ */
+export type Resolution =
+  | { kind: 'none' }
+  | { kind: 'one'; info: ResolvedActivity }
+  | { kind: 'chooser'; matches: ResolvedActivity[] };
+
+export function resolveIntent(
+  packages: PackageManager,
+  req: IntentRequest,
+  defaultOnly: boolean,
+): Resolution {
+  const found = queryIntent(packages, req, defaultOnly);
+  const [r0, r1] = found;
+  if (!r0) return { kind: 'none' };
+  if (!r1 || r0.priority !== r1.priority || r0.isDefault !== r1.isDefault) return { kind: 'one', info: r0 };
+  return { kind: 'chooser', matches: found };
 }
 
 /**

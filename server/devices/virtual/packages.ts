@@ -10,12 +10,25 @@ import type { VirtualFs } from './fs.js';
 import type { LauncherApp } from './ui/types.js';
 
 /**
- * An activity and its intent filter. A built-in activity's filter names the data schemes it
- * takes (`package:` for App info, Chrome's web schemes), none for one that takes no data;
- * an installed app's <data> elements are not read (`schemes` unset: matched by action only).
+ * One <intent-filter> of an activity, as IntentFilter keeps it (no MIME types: none of the
+ * phone's own apps declares one). `schemes` are the data schemes it names, none for a filter
+ * that takes no data; unset for an installed app's filter, whose <data> elements are not read.
+ */
+export interface IntentFilterRecord {
+  actions: readonly string[];
+  categories: readonly string[];
+  schemes?: readonly string[];
+  /** android:priority (0 unless the manifest sets it). */
+  priority: number;
+}
+
+/**
+ * An activity and its intent filters. A built-in activity has its manifest's filters; an
+ * installed app's activity has none listed here (the APK reader joins the actions and
+ * categories of all its filters): it matches as one filter of those, its data not read.
  */
 export interface ActivityRecord extends ComponentInfo {
-  schemes?: readonly string[];
+  filters?: readonly IntentFilterRecord[];
 }
 
 export interface PackageRecord {
@@ -103,7 +116,15 @@ interface BuiltIn {
   /** The data schemes an activity's intent filter takes, where it takes data. */
   schemes?: Record<string, readonly string[]>;
   launcher?: string;
+  /** The categories of the launcher activity's MAIN filter (default: LAUNCHER alone). */
+  launcherCategories?: readonly string[];
+  /** Categories of an activity's action filter beyond DEFAULT (Chrome's BROWSABLE). */
+  actionCategories?: Record<string, readonly string[]>;
+  /** Filters given whole (the launcher's home filter). */
+  filters?: Record<string, readonly IntentFilterRecord[]>;
 }
+
+const CATEGORY = (name: string) => `android.intent.category.${name}`;
 
 /** The system packages every phone has; Settings and Login are drawn by the UI side. */
 const BUILT_INS: readonly BuiltIn[] = [
@@ -132,6 +153,8 @@ const BUILT_INS: readonly BuiltIn[] = [
       SETTINGS_ACTIVITIES.flatMap((a) => (a.scheme ? [[a.activity, [a.scheme]]] : [])),
     ),
     launcher: 'com.android.settings.Settings',
+    // Settings' launcher alias: MAIN with DEFAULT and LAUNCHER; its action filters add DEFAULT.
+    launcherCategories: [CATEGORY('DEFAULT'), CATEGORY('LAUNCHER')],
   },
   {
     name: 'com.phonelease.login',
@@ -143,6 +166,8 @@ const BUILT_INS: readonly BuiltIn[] = [
     versionName: '1.0',
     activities: ['com.phonelease.login.LoginActivity'],
     launcher: 'com.phonelease.login.LoginActivity',
+    // Its launcher filter has DEFAULT, as Settings' has: `am start -a MAIN -c LAUNCHER -p` finds it.
+    launcherCategories: [CATEGORY('LAUNCHER'), CATEGORY('DEFAULT')],
   },
   {
     // A real Chromium runs behind it (browser/browser-app.ts) when the phone has one.
@@ -160,6 +185,13 @@ const BUILT_INS: readonly BuiltIn[] = [
       'com.google.android.apps.chrome.Main': ['googlechrome', 'http', 'https', 'about', 'javascript'],
     },
     launcher: 'com.google.android.apps.chrome.Main',
+    launcherCategories: [
+      CATEGORY('LAUNCHER'),
+      CATEGORY('DEFAULT'),
+      CATEGORY('BROWSABLE'),
+      CATEGORY('APP_BROWSER'),
+    ],
+    actionCategories: { 'com.google.android.apps.chrome.Main': [CATEGORY('BROWSABLE')] },
   },
   {
     name: 'com.android.launcher3',
@@ -170,6 +202,16 @@ const BUILT_INS: readonly BuiltIn[] = [
     versionCode: 34,
     versionName: '14',
     activities: ['com.android.launcher3.Launcher'],
+    // Launcher3's home filter (quickstep/AndroidManifest-launcher.xml).
+    filters: {
+      'com.android.launcher3.Launcher': [
+        {
+          actions: ['android.intent.action.MAIN'],
+          categories: [CATEGORY('HOME'), CATEGORY('DEFAULT'), CATEGORY('MONKEY'), CATEGORY('LAUNCHER_APP')],
+          priority: 0,
+        },
+      ],
+    },
   },
   {
     name: 'com.android.systemui',
@@ -374,19 +416,40 @@ export function builtInApkPaths(): string[] {
   return BUILT_INS.map((b) => `${b.dir}/${b.apk}`);
 }
 
+/** The manifest filters of a built-in activity: its launcher filter, then its actions' filter. */
+function builtInFilters(b: BuiltIn, name: string): IntentFilterRecord[] {
+  const given = b.filters?.[name];
+  if (given) return [...given];
+  const filters: IntentFilterRecord[] = [];
+  if (name === b.launcher)
+    filters.push({
+      actions: ['android.intent.action.MAIN'],
+      categories: b.launcherCategories ?? [CATEGORY('LAUNCHER')],
+      schemes: [],
+      priority: 0,
+    });
+  const actions = b.actions?.[name] ?? [];
+  if (actions.length > 0)
+    filters.push({
+      actions,
+      categories: [CATEGORY('DEFAULT'), ...(b.actionCategories?.[name] ?? [])],
+      schemes: b.schemes?.[name] ?? [],
+      priority: 0,
+    });
+  return filters;
+}
+
 function builtInRecord(b: BuiltIn): PackageRecord {
-  const activities = (b.activities ?? []).map((name) => ({
-    name,
-    schemes: b.schemes?.[name] ?? [],
-    exported: true,
-    actions: [...(name === b.launcher ? ['android.intent.action.MAIN'] : []), ...(b.actions?.[name] ?? [])],
-    categories:
-      name === b.launcher
-        ? ['android.intent.category.LAUNCHER']
-        : name === 'com.android.launcher3.Launcher'
-          ? ['android.intent.category.HOME']
-          : [],
-  }));
+  const activities: ActivityRecord[] = (b.activities ?? []).map((name) => {
+    const filters = builtInFilters(b, name);
+    return {
+      name,
+      exported: true,
+      actions: [...new Set(filters.flatMap((f) => f.actions))],
+      categories: [...new Set(filters.flatMap((f) => f.categories))],
+      filters,
+    };
+  });
   return {
     name: b.name,
     versionCode: b.versionCode,

@@ -4,6 +4,7 @@ import {
   describeIntent,
   notRunnableError,
   parseComponent,
+  queryIntent,
   shortComponent,
 } from '../../activity.js';
 import { runsOnThisPhone } from '../../ui/phone-ui.js';
@@ -163,15 +164,33 @@ export function parseIntent(args: string[]): ParsedIntent | string {
     else if (a.startsWith('-')) return `Unknown option: ${a}`;
     else positional.push(a);
   }
+  // Intent.parseCommandArgs: the URI argument is a base intent the options fill in: a URI is
+  // VIEW of that data, a component or a package its launcher intent (MAIN, LAUNCHER). The
+  // base's categories count only when no action was given; the rest fills what is unset.
   for (const p of positional) {
     const c = p.includes('/') && !p.includes(':') ? parseComponent(p) : null;
-    if (c) intent.component = c;
-    else if (p.includes(':')) intent.data = p;
-    else intent.pkg = p;
+    const base: Partial<IntentRequest> = p.includes(':')
+      ? { action: 'android.intent.action.VIEW', data: p }
+      : { action: MAIN, categories: [LAUNCHER], ...(c ? { component: c } : { pkg: p }) };
+    if (base.categories && intent.action === null && intent.categories.length === 0)
+      intent.categories = [...base.categories];
+    intent.action ??= base.action ?? null;
+    intent.data ??= base.data ?? null;
+    intent.pkg ??= base.pkg ?? null;
+    if (base.component) intent.component = base.component;
   }
   return intent;
 }
 
+const MAIN = 'android.intent.action.MAIN';
+const LAUNCHER = 'android.intent.category.LAUNCHER';
+
+/**
+ * `am start` / `start-activity`, as ActivityManagerShellCommand.runStartActivity: with -S the
+ * app is force-stopped first (`Stopping: PKG`), `Starting: Intent {...}` is printed on stdout,
+ * and what the start answers goes to stdout with -W, else to stderr (`PrintWriter out =
+ * mWaitOption ? pw : getErrPrintWriter()`); the status is 0 whatever the start answered.
+ */
 function amStart(ctx: CommandContext, args: string[]): number {
   const intent = parseIntent(args);
   if (typeof intent === 'string') {
@@ -179,21 +198,40 @@ function amStart(ctx: CommandContext, args: string[]): number {
     return 255;
   }
   const am = ctx.device.activity;
-  if (intent.stopFirst && intent.component) am.forceStop(intent.component.pkg);
+  if (intent.stopFirst) {
+    let stopping = intent.component?.pkg;
+    if (stopping === undefined) {
+      // queryIntentActivities with flags 0: every filter counts, CATEGORY_DEFAULT or not.
+      const matches = queryIntent(ctx.device.packages, intent, false);
+      if (matches.length !== 1) {
+        ctx.stderr.write(
+          matches.length === 0
+            ? `Error: Intent does not match any activities: ${describeIntent(intent)}\n`
+            : `Error: Intent matches multiple activities; can't stop: ${describeIntent(intent)}\n`,
+        );
+        return 1;
+      }
+      stopping = matches[0]!.component.pkg;
+    }
+    ctx.stdout.write(`Stopping: ${stopping}\n`);
+    am.forceStop(stopping);
+  }
   ctx.stdout.write(`Starting: ${describeIntent(intent)}\n`);
   const result = am.startActivity(intent);
+  const out = intent.wait ? ctx.stdout : ctx.stderr;
   if (!result.ok) {
-    // An app the phone cannot run is refused as a failure (stderr, non-zero), so that scripts
-    // and tools stop there instead of waiting for a screen that will never come.
-    if (result.notRunnable) {
+    // An app the phone cannot run, or a start that needs what the phone does not model (the
+    // chooser), is refused as a failure (stderr, non-zero), so that scripts and tools stop
+    // there instead of waiting for a screen that will never come.
+    if (result.notRunnable || result.notModeled) {
       for (const l of result.lines) ctx.stderr.write(`${l}\n`);
       return 255;
     }
-    for (const l of result.lines) ctx.stdout.write(`${l}\n`);
+    for (const l of result.lines) out.write(`${l}\n`);
     return 0;
   }
   if (result.deliveredToTop) {
-    ctx.stdout.write(
+    out.write(
       'Warning: Activity not started, intent has been delivered to currently running top-most instance.\n',
     );
   }

@@ -1,5 +1,11 @@
 /** `pm` and `cmd package`: listing, paths, installs (files, streams, sessions), grants. */
-import { queryActivities, resolveActivity, shortComponent, type ComponentName } from '../../activity.js';
+import {
+  RESOLVER_ACTIVITY,
+  queryIntent,
+  resolveIntent,
+  shortComponent,
+  type ResolvedActivity,
+} from '../../activity.js';
 import { FsError } from '../../fs.js';
 import { RUNTIME_PERMISSIONS } from '../../packages.js';
 import type { ApkPart, InstallOptions, PackageRecord } from '../../packages.js';
@@ -541,8 +547,8 @@ const UNMODELED_PM = new Set([
 /**
  * `pm resolve-activity` and `pm query-activities` [--brief] [--components] [--user U]
  * INTENT: the activity an intent starts, or every one it matches, printed as
- * PackageManagerShellCommand prints a ResolveInfo (an intent naming only a package is its
- * launcher intent).
+ * PackageManagerShellCommand prints a ResolveInfo (a bare package or component argument is
+ * its launcher intent, as Intent.parseCommandArgs makes it).
  */
 function resolveActivities(ctx: CommandContext, verb: string, rawArgs: string[]): number {
   const brief = rawArgs.includes('--brief');
@@ -557,25 +563,28 @@ function resolveActivities(ctx: CommandContext, verb: string, rawArgs: string[])
     ctx.stderr.write(`Error: ${intent}\n`);
     return 255;
   }
-  // A package alone is its launcher intent (Intent.makeMainActivity-like, as pm builds it).
-  if (intent.pkg && !intent.component && intent.action === null && intent.data === null)
-    intent.categories.push('android.intent.category.LAUNCHER');
   const packages = ctx.device.packages;
-  const found =
-    verb === 'query-activities'
-      ? queryActivities(packages, intent)
-      : [
-          intent.component
-            ? (queryActivities(packages, intent)[0] ?? null)
-            : resolveActivity(packages, intent),
-        ].filter((c) => c !== null);
+  // PackageManagerShellCommand queries with its --query-flags (0 by default: no
+  // MATCH_DEFAULT_ONLY, so filters without CATEGORY_DEFAULT count too).
+  let found: ResolvedActivity[];
+  if (verb === 'query-activities') found = queryIntent(packages, intent, false);
+  else {
+    const resolved = resolveIntent(packages, intent, false);
+    found =
+      resolved.kind === 'none'
+        ? []
+        : resolved.kind === 'one'
+          ? [resolved.info]
+          : // The chooser: PackageManagerService's mResolveInfo.
+            [{ component: RESOLVER_ACTIVITY, priority: 0, match: 0, isDefault: false, system: true }];
+  }
   if (found.length === 0) {
     ctx.stdout.write(verb === 'query-activities' ? 'No activities found\n' : 'No activity found\n');
     return 0;
   }
-  const info = (c: ComponentName, prefix: string): string => {
-    const match = intent.data === null ? '0x108000' : '0x208000';
-    const head = `${prefix}priority=0 preferredOrder=0 match=${match} specificIndex=-1 isDefault=true\n`;
+  const info = (r: ResolvedActivity, prefix: string): string => {
+    const c = r.component;
+    const head = `${prefix}priority=${r.priority} preferredOrder=0 match=0x${r.match.toString(16)} specificIndex=-1 isDefault=${r.isDefault}\n`;
     if (componentsOnly) return `${prefix}${shortComponent(c)}\n`;
     if (brief) return `${head}${prefix}${shortComponent(c)}\n`;
     return `${head}${prefix}ActivityInfo:\n${prefix}  name=${c.cls}\n${prefix}  packageName=${c.pkg}\n`;
