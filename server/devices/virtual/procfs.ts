@@ -51,7 +51,7 @@ function statusFile(p: ProcessInfo, signals: { ignored: number[]; caught: number
     `VmPeak:\t${kb(p.vsz)}`,
     `VmSize:\t${kb(p.vsz)}`,
     `VmRSS:\t${kb(p.rss)}`,
-    'Threads:\t1',
+    `Threads:\t${threadIds(p).length}`,
     'SigPnd:\t0000000000000000',
     'ShdPnd:\t0000000000000000',
     'SigBlk:\t0000000000000000',
@@ -61,9 +61,22 @@ function statusFile(p: ProcessInfo, signals: { ignored: number[]; caught: number
   ].join('\n');
 }
 
+/** When a process started, in clock ticks (1/100 s) after boot: /proc/PID/stat's field 22. */
+export function startTicks(p: ProcessInfo, bootMs: number): number {
+  return Math.max(0, Math.round((p.startedMs - bootMs) / 10));
+}
+
+/**
+ * The threads of a process, as /proc/PID/task lists them. The phone runs no code of its
+ * processes, so each has its main thread only (TID = PID, `Threads: 1` in its status).
+ */
+export function threadIds(p: ProcessInfo): number[] {
+  return [p.pid];
+}
+
 /** /proc/PID/stat: the 52 fields of fs/proc/array.c, the ones the phone knows filled in. */
 function statFile(p: ProcessInfo, bootMs: number): string {
-  const ticks = Math.max(0, Math.round((p.startedMs - bootMs) / 10));
+  const ticks = startTicks(p, bootMs);
   const fields = [
     String(p.pid),
     `(${p.comm ?? commName(p.name)})`,
@@ -157,16 +170,25 @@ export function procDirectory(
     const time = p.startedMs;
     const ino = 1_000_000 + p.pid * 16;
     const argv = p.argv ?? (p.args ? p.args.split(' ') : []);
-    const entries = new Map<string, FsNode>([
-      [
-        'cmdline',
-        file(argv.length > 0 ? Buffer.from(`${argv.join('\0')}\0`) : Buffer.alloc(0), uid, ino + 1, time),
-      ],
-      ['comm', file(`${p.comm ?? commName(p.name)}\n`, uid, ino + 2, time)],
-      ['status', file(statusFile(p, signalsOf(p.pid)), uid, ino + 3, time)],
-      ['stat', file(statFile(p, bootMs), uid, ino + 4, time)],
-    ]);
-    return node<DirNode>({ kind: 'dir', entries, mode: S_IFDIR | 0o555, uid, gid: uid, ino }, time);
+    // What a process and each of its threads (task/TID) show alike.
+    const files = (base: number) =>
+      new Map<string, FsNode>([
+        [
+          'cmdline',
+          file(argv.length > 0 ? Buffer.from(`${argv.join('\0')}\0`) : Buffer.alloc(0), uid, base + 1, time),
+        ],
+        ['comm', file(`${p.comm ?? commName(p.name)}\n`, uid, base + 2, time)],
+        ['status', file(statusFile(p, signalsOf(p.pid)), uid, base + 3, time)],
+        ['stat', file(statFile(p, bootMs), uid, base + 4, time)],
+      ]);
+    const dir = (entries: Map<string, FsNode>, dirIno: number) =>
+      node<DirNode>({ kind: 'dir', entries, mode: S_IFDIR | 0o555, uid, gid: uid, ino: dirIno }, time);
+    const tasks = new Map<string, FsNode>(
+      threadIds(p).map((tid, i) => [String(tid), dir(files(ino + 8 + i * 8), ino + 7 + i * 8)]),
+    );
+    const entries = files(ino);
+    entries.set('task', dir(tasks, ino + 5));
+    return dir(entries, ino);
   };
   return {
     names: () => [...processes.list().map((p) => String(p.pid)), 'self', 'stat', 'uptime'],

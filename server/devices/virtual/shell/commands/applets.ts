@@ -7,7 +7,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { CPUS, MOUNTS } from '../../identity.js';
 import { abortableSleep } from '../../timers.js';
 import { fail, getopt, resolvePath, usageError } from '../command.js';
-import type { CommandContext, CommandFn } from '../command.js';
+import type { CommandContext, CommandFn, CommandTable } from '../command.js';
+import { basename } from '../../fs.js';
+import { SYSTEM_BIN } from '../../system-image.js';
 import { errText } from './files.js';
 import { inputText, splitLines } from './text.js';
 
@@ -260,3 +262,122 @@ export const APPLET_COMMANDS: Record<string, CommandFn> = {
   nl,
   uuidgen,
 };
+
+/** What Android 14's toybox answers to `--version` (TOYBOX_VERSION with Android's TOYBOX_VENDOR). */
+const TOYBOX_VERSION = '0.8.9-android';
+
+/**
+ * Where toybox 0.8.9 suggests installing each applet (`toybox --long`), from the
+ * TOYFLAG_USR, TOYFLAG_BIN and TOYFLAG_SBIN of its NEWTOY/OLDTOY declarations.
+ */
+const INSTALL_PATHS: Record<string, string> = {
+  'bin/':
+    '[ blkdiscard blkid cat chattr chgrp chmod chown cksum cp cpio date df dmesg dos2unix echo egrep false fgrep fsync grep help hostname kill ln ls lsattr mkdir mknod mktemp mount mountpoint mv netcat netstat nice pidof printenv ps pwd rm rmdir sed sleep stat stty sync touch true umount uname unix2dos usleep vmstat',
+  'usr/bin/':
+    'acpi base64 basename cal chcon chrt clear cmp comm cut dd diff dirname du env expand expr fallocate file find flock fmt free getconf getfattr getopt groups gunzip gzip head iconv id inotifyd install ionice iorenice iotop killall logname lsof lspci lsusb makedevs md5sum microcom mkfifo more nbd-client nc nl nohup nproc nsenter od paste patch pgrep pkill pmap printf prlimit pwdx readelf readlink realpath renice rev rtcwake seq setfattr setsid sha1sum sha224sum sha256sum sha384sum sha512sum sort split strings tac tail tar taskset tee test time timeout top tr traceroute traceroute6 truncate tty tunctl uclampset ulimit uniq unlink unshare uptime uudecode uuencode uuidgen vi watch wc which whoami xargs xxd yes zcat',
+  'sbin/':
+    'blockdev freeramdisk hwclock ifconfig insmod losetup lsmod mkswap modinfo partprobe pivot_root rmmod swapoff swapon sysctl vconfig',
+  'usr/sbin/':
+    'chroot devmem fsfreeze getenforce i2cdetect i2cdump i2cget i2cset load_policy log restorecon rfkill runcon sendevent setenforce',
+};
+const INSTALL_PATH = new Map(
+  Object.entries(INSTALL_PATHS).flatMap(([path, names]) => names.split(' ').map((n) => [n, path] as const)),
+);
+
+const TOYBOX_HELP = `Toybox ${TOYBOX_VERSION} multicall binary (see https://landley.net/toybox)
+
+usage: toybox [--long | --help | --version | [COMMAND] [ARGUMENTS...]]
+
+With no arguments, "toybox" shows available COMMAND names. Add --long
+to include suggested install path for each command, see
+https://landley.net/toybox/faq.html#install for details.
+
+First argument is name of a COMMAND to run, followed by any ARGUMENTS
+to that command. Most toybox commands also understand:
+
+--help\t\tShow command help (only)
+--version\tShow toybox version (only)
+
+The filename "-" means stdin/stdout, and "--" stops argument parsing.
+
+Numerical arguments accept a single letter suffix for
+kilo, mega, giga, tera, peta, and exabytes, plus an additional
+"d" to indicate decimal 1000's instead of 1024.
+
+Durations can be decimal fractions and accept minute ("m"), hour ("h"),
+or day ("d") suffixes (so 0.1m = 6s).
+`;
+
+/**
+ * toybox's applets: the programs of /system/bin that are links to toybox (`ls -> toybox`),
+ * in toybox's order (strcmp). am, pm, getprop and the rest of Android's own are not among them.
+ */
+function toyboxApplets(ctx: CommandContext): string[] {
+  return SYSTEM_BIN.filter((name) => {
+    try {
+      return ctx.fs.readlink(`/system/bin/${name}`) === 'toybox';
+    } catch {
+      return false;
+    }
+  }).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** The terminal's width as toybox's terminal_size finds it: stdio's terminal, then $COLUMNS; 80 without. */
+function terminalWidth(ctx: CommandContext): number {
+  let width = ctx.stdin.terminal?.cols ?? ctx.stdout.terminal?.cols ?? ctx.stderr.terminal?.cols ?? 0;
+  const columns = /^\d+/.exec(ctx.env.get('COLUMNS') ?? '');
+  if (columns) width = Number(columns[0]);
+  return width || 80;
+}
+
+/**
+ * `toybox [--long | --help | --version | COMMAND [ARGUMENTS...]]` as toybox 0.8.9's main.c:
+ * runs one of its applets (by the basename of COMMAND), prints its version or help, or,
+ * without arguments, lists the applets in lines of up to the terminal's width less 15.
+ * Anything that is not one of its applets (am, pm, getprop) is `Unknown command`, status 127.
+ */
+export function toyboxCommand(table: () => CommandTable): CommandFn {
+  return (ctx) => {
+    const [first, ...rest] = ctx.args;
+    if (first === '--version') {
+      ctx.stdout.write(`toybox ${TOYBOX_VERSION}\n`);
+      return 0;
+    }
+    const applets = toyboxApplets(ctx);
+    const unknown = (name: string) => {
+      ctx.stderr.write(`toybox: Unknown command ${name} (see "toybox --help")\n`);
+      return 127;
+    };
+    const run = (command: string, args: string[]) => {
+      const name = basename(command);
+      if (!applets.includes(name)) return unknown(command);
+      const fn = table().get(name);
+      if (!fn) {
+        ctx.stderr.write(`toybox: ${name}: not modeled by the virtual phone (see docs/virtual-phone.md)\n`);
+        return 126;
+      }
+      return fn({ ...ctx, name, args });
+    };
+    if (first === '--help') {
+      if (rest[0] === undefined) {
+        ctx.stdout.write(TOYBOX_HELP);
+        return 0;
+      }
+      // `toybox --help COMMAND` is COMMAND's own help.
+      return run(rest[0], ['--help']);
+    }
+    if (first !== undefined && first !== '--long') return run(first, rest);
+    const width = terminalWidth(ctx);
+    let out = '';
+    let len = 0;
+    for (const name of applets) {
+      const shown = first === '--long' ? `${INSTALL_PATH.get(name) ?? ''}${name}` : name;
+      out += shown;
+      len += shown.length + 1;
+      if (len > width - 15) len = 0;
+      out += len ? ' ' : '\n';
+    }
+    ctx.stdout.write(`${out}\n`);
+    return 0;
+  };
+}

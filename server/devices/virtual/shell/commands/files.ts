@@ -4,9 +4,17 @@ import { FsError, basename, dirname } from '../../fs.js';
 import type { FsNode, Stat } from '../../fs.js';
 import { fail, getopt, openOperand, resolvePath } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
-import { humanReadable } from './dd.js';
 import { MOUNTS } from '../../identity.js';
-import { fileType, lsDate, modeString, statDate, userName } from './format.js';
+import {
+  HR_1000,
+  fileType,
+  humanReadable3,
+  humanReadableLong,
+  lsDate,
+  modeString,
+  statDate,
+  userName,
+} from './format.js';
 import { fileTest as fileTestOf } from '../test-builtin.js';
 
 /** The system's reason for a failed file operation (`No such file or directory`, ...). */
@@ -98,6 +106,11 @@ const ls: CommandFn = (ctx) => {
     return list;
   };
   const render = (list: LsEntry[], withTotal: boolean) => {
+    // A directory's listing starts with its blocks with -l (and its kin) or -h, as toybox's does.
+    if (withTotal && (long || flags.has('h'))) {
+      const kb = list.reduce((n, e) => n + Math.ceil(e.st.size / 4096) * 4, 0);
+      ctx.stdout.write(`total ${flags.has('h') ? humanReadable3(kb * 1024) : kb}\n`);
+    }
     if (!long) {
       for (const e of list) ctx.stdout.write(`${e.name}${classify && e.st.kind === 'dir' ? '/' : ''}\n`);
       return;
@@ -111,14 +124,13 @@ const ls: CommandFn = (ctx) => {
         links: String(e.st.nlink),
         user,
         group,
-        size: String(e.st.size),
+        // -h: human_readable's three digits (`4.8K`), as toybox's print_with_h.
+        size: flags.has('h') ? humanReadable3(e.st.size) : String(e.st.size),
         date: lsDate(e.st.mtimeMs),
         name,
       };
     });
     const w = (k: keyof (typeof rows)[number]) => Math.max(0, ...rows.map((r) => r[k].length));
-    if (withTotal)
-      ctx.stdout.write(`total ${list.reduce((n, e) => n + Math.ceil(e.st.size / 4096) * 4, 0)}\n`);
     for (const r of rows) {
       const owner = flags.has('g') ? '' : `${r.user.padEnd(w('user'))} `;
       const group = flags.has('o') ? '' : `${r.group.padEnd(w('group'))} `;
@@ -586,51 +598,80 @@ function treeSize(ctx: CommandContext, path: string): number {
   return total;
 }
 
+/**
+ * toybox df [-HPkhia] [-t TYPE] [FILE...]: the mounts with blocks of their own (-a: all of
+ * them), or the one each FILE is on, in toybox 0.8.9's columns (each as wide as its widest
+ * entry). -h and -H are human_readable's three digits (`111G`, `5.0G`; -H in 1000s), -P
+ * counts 512-byte blocks (unless -k). The phone keeps no inode counts: -i says so.
+ */
 const df: CommandFn = (ctx) => {
-  const { flags, operands } = getopt(ctx.args);
+  const { flags, lists, operands, missing } = getopt(ctx.args, 't');
+  if (missing !== null) return fail(ctx, `Missing argument to -${missing} (see "df --help")`);
+  if (flags.has('i')) return fail(ctx, '-i: not modeled by the virtual phone (it keeps no inode counts)');
+  // [-HPh]: the last of -H, -P and -h given wins.
+  let style = '';
+  for (const a of ctx.args) {
+    if (a === '--') break;
+    if (/^-[^-]/.test(a)) for (const f of a.slice(1).replace(/t.*$/, '')) if ('HPh'.includes(f)) style = f;
+  }
+  const human = style === 'h' || style === 'H';
+  const units = human ? 1 : style === 'P' && !flags.has('k') ? 512 : 1024;
+  // Each -t names one type (toybox compares the whole argument).
+  const types = lists.get('t');
   const used = Math.ceil(treeSize(ctx, '/storage/emulated/0') / 1024) + 5_242_880;
-  // The mounts with blocks of their own (toybox df leaves out the ones of size 0).
-  let rows = MOUNTS.flatMap((m): [string, number, number, string][] =>
-    m.sizeKb === undefined ? [] : [[m.source, m.sizeKb, m.usedKb ?? used, m.target]],
+  // A mount without blocks of its own (proc, sysfs, devpts) only shows with -a.
+  const mounts = MOUNTS.filter(
+    (m) => (flags.has('a') || m.sizeKb !== undefined) && (!types || types.includes(m.type)),
   );
+  let shown: (typeof MOUNTS)[number][] = mounts;
+  let status = 0;
   if (operands.length > 0) {
-    // Each operand shows the filesystem it lives on (the longest mount prefix).
-    const picked: typeof rows = [];
+    // Each operand shows the filesystem it lives on (the longest mount prefix), once per operand.
+    shown = [];
     for (const op of operands) {
       let path: string;
       try {
         path = ctx.fs.realpath(resolvePath(ctx, op));
-      } catch {
-        ctx.stderr.write(`df: ${op}: No such file or directory\n`);
-        return 1;
+      } catch (error) {
+        ctx.stderr.write(`df: '${op}': ${errText(error)}\n`);
+        status = 1;
+        continue;
       }
-      const row = [...rows]
-        .sort((a, b) => b[3].length - a[3].length)
-        .find((r) => r[3] === '/' || path === r[3] || path.startsWith(`${r[3]}/`));
-      if (row && !picked.includes(row)) picked.push(row);
+      const m = [...MOUNTS]
+        .sort((a, b) => b.target.length - a.target.length)
+        .find((r) => r.target === '/' || path === r.target || path.startsWith(`${r.target}/`));
+      if (m && mounts.includes(m)) shown.push(m);
     }
-    rows = picked;
   }
-  const human = (kb: number) =>
-    kb > 1048576 ? `${(kb / 1048576).toFixed(1)}G` : kb > 1024 ? `${(kb / 1024).toFixed(1)}M` : `${kb}K`;
-  ctx.stdout.write(
-    flags.has('h')
-      ? 'Filesystem       Size  Used Avail Use% Mounted on\n'
-      : 'Filesystem       1K-blocks    Used Available Use% Mounted on\n',
-  );
-  for (const [fsName, size, u, mount] of rows) {
-    const avail = size - u;
-    const pct = `${Math.ceil((u / size) * 100)}%`;
-    if (flags.has('h'))
-      ctx.stdout.write(
-        `${fsName.padEnd(16)} ${human(size).padStart(5)} ${human(u).padStart(5)} ${human(avail).padStart(5)} ${pct.padStart(4)} ${mount}\n`,
-      );
-    else
-      ctx.stdout.write(
-        `${fsName.padEnd(16)} ${String(size).padStart(9)} ${String(u).padStart(7)} ${String(avail).padStart(9)} ${pct.padStart(4)} ${mount}\n`,
-      );
-  }
-  return 0;
+  const number = (n: number) =>
+    human ? humanReadableLong(n, 3, 0, style === 'H' ? HR_1000 : 0) : String(Math.floor(n));
+  const rows = shown.map((m) => {
+    const sizeKb = m.sizeKb ?? 0;
+    const usedKb = m.sizeKb === undefined ? 0 : (m.usedKb ?? used);
+    const [size, u, avail] = [sizeKb, usedKb, sizeKb - usedKb].map((kb) =>
+      Math.floor((kb * 1024) / units),
+    ) as [number, number, number];
+    // Use% rounds up: the share of used in used + available.
+    const pct = u + avail === 0 ? 0 : Math.ceil((u * 100) / (u + avail));
+    return [m.source, number(size), number(u), number(avail), `${pct}%`, m.target];
+  });
+  const header = [
+    'Filesystem',
+    human ? 'Size' : units === 512 ? '512-blocks' : style === 'P' ? '1024-blocks' : '1K-blocks',
+    'Used',
+    human ? 'Avail' : 'Available',
+    style === 'P' ? 'Capacity' : 'Use%',
+    'Mounted on',
+  ];
+  // The filesystem column is at least 14 wide (15 with -h or -H); the rest as their widest.
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  widths[0] = Math.max(widths[0]!, 14 + (human ? 1 : 0));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === 0 ? c.padEnd(widths[0]!) : i === 5 ? ` ${c}` : ` ${c.padStart(widths[i]!)}`))
+      .join('') + '\n';
+  ctx.stdout.write(line(header) + rows.map(line).join(''));
+  return status;
 };
 
 /** Disk blocks a node takes, in bytes: whole 4 KiB blocks for data, one for a directory. */
@@ -648,9 +689,7 @@ const du: CommandFn = (ctx) => {
   if (operands.length === 0) operands.push('.');
   let status = 0;
   const show = (bytes: number, name: string) =>
-    ctx.stdout.write(
-      `${flags.has('h') ? humanReadable(bytes).replace(' ', '').replace(/B$/, '') : Math.ceil(bytes / 1024)}\t${name}\n`,
-    );
+    ctx.stdout.write(`${flags.has('h') ? humanReadable3(bytes) : Math.ceil(bytes / 1024)}\t${name}\n`);
   const visit = (real: string, shown: string, node: FsNode, depth: number): number => {
     let total = allocated(node);
     if (node.kind === 'dir') {

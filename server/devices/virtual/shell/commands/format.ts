@@ -66,3 +66,43 @@ export function fileType(st: Stat): string {
       return st.size === 0 ? 'regular empty file' : 'regular file';
   }
 }
+
+/** human_readable_long's styles (toybox lib/lib.h): HR_SPACE, HR_B, HR_1000, HR_NODOT. */
+const HR_SPACE = 1;
+const HR_B = 2;
+export const HR_1000 = 4;
+const HR_NODOT = 8;
+
+/**
+ * toybox 0.8.9's human_readable_long (lib/lib.c): divides (rounding) by 1024 (1000 with
+ * HR_1000) until at most `digits` digits are left, starting from `unit` (0 bytes, 1 K...);
+ * a single digit gets one decimal (`5.0G`) unless HR_NODOT, then the unit (lower-case `k`
+ * with HR_1000), or `B` for plain bytes with HR_B.
+ */
+export function humanReadableLong(value: number, digits: number, unit: number, style: number): string {
+  const divisor = style & HR_1000 ? 1000 : 1024;
+  let num = Math.max(0, Math.floor(value));
+  let snap = 0;
+  for (; String(num).length > digits; unit++) {
+    snap = num;
+    num = Math.floor((snap + divisor / 2) / divisor);
+  }
+  let text = String(num);
+  if (!(style & HR_NODOT) && unit && text.length === 1) {
+    // Redo the rounding for the 1.2M case.
+    const whole = Math.floor(snap / divisor);
+    const tenth = Math.floor(Math.floor(((snap - whole * divisor) * 100 + 50) / divisor) / 10);
+    text = `${whole}.${tenth}`;
+  }
+  if (style & HR_SPACE) text += ' ';
+  if (unit) {
+    const letter = ' kMGTPEZY'[unit] ?? '?';
+    text += style & HR_1000 ? letter : letter.toUpperCase();
+  } else if (style & HR_B) text += 'B';
+  return text;
+}
+
+/** toybox's human_readable (three digits at most): `512`, `4.8K`, `111G`; what df, du, ls and free -h print. */
+export function humanReadable3(value: number, style = 0): string {
+  return humanReadableLong(value, 3, 0, style);
+}

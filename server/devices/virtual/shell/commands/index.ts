@@ -2,7 +2,7 @@
 import type { CommandFn, CommandTable } from '../command.js';
 import { am, monkey } from './am.js';
 import { bugreportz } from './bugreport.js';
-import { APPLET_COMMANDS } from './applets.js';
+import { APPLET_COMMANDS, toyboxCommand } from './applets.js';
 import { appops, makeCmd } from './cmd.js';
 import { dd } from './dd.js';
 import { screenrecord } from './screenrecord.js';
@@ -37,6 +37,9 @@ export function createCommandTable(): CommandTable {
   ]) {
     for (const [name, fn] of Object.entries(group)) table.set(name, withToyboxOptions(name, fn));
   }
+  // ps reads its options itself: `--sort -rss` takes the next argument, as toybox's long
+  // options do, which the generic check would take for the options -r -s -s.
+  table.set('ps', PROCESS_COMMANDS.ps!);
   table.set('am', am);
   table.set('monkey', monkey);
   table.set('pm', pm);
@@ -51,15 +54,7 @@ export function createCommandTable(): CommandTable {
   table.set('sed', sed);
   table.set('screenrecord', screenrecord);
   table.set('find', find);
-  // toybox multiplexer: `toybox ls` runs ls
-  table.set('toybox', (ctx) => {
-    const [name, ...args] = ctx.args;
-    const fn = name ? table.get(name) : undefined;
-    if (!fn) {
-      ctx.stdout.write(`${[...table.keys()].sort().join(' ')}\n`);
-      return name ? 1 : 0;
-    }
-    return fn({ ...ctx, name: name ?? 'toybox', args });
-  });
+  // toybox multiplexer: `toybox ls` runs ls; `toybox` alone lists its applets (only toybox's).
+  table.set('toybox', toyboxCommand(get));
   return table;
 }

@@ -6,6 +6,7 @@
 import { CPUS } from '../../identity.js';
 import { basename } from '../../fs.js';
 import { commName, uidOfUser } from '../../processes.js';
+import { startTicks, threadIds } from '../../procfs.js';
 import type { ProcessInfo, SignalResult } from '../../processes.js';
 import { SIGHUP, SIGKILL, SIGNALS, SIGTERM, signalName, signalNumber } from '../../signals.js';
 import { abortableSleep } from '../../timers.js';
@@ -45,6 +46,12 @@ interface Field {
   /** Negative: left-justified text; positive: right-justified number. */
   width: number;
   value(p: ProcessInfo, ctx: CommandContext): string;
+  /**
+   * What -k sorts by first, as toybox's ksort does: the number behind the field (its slot
+   * of /proc/PID/stat: ELAPSED and STIME the start time, %MEM the RSS). Fields without one
+   * (names, users, states, F) sort as the text shown, as do equal numbers.
+   */
+  key?: (p: ProcessInfo, ctx: CommandContext) => number;
 }
 
 const pad2 = (n: number) => String(n).padStart(2, '0');
@@ -56,18 +63,22 @@ function elapsed(ms: number): string {
   return days > 0 ? `${days}-${hms}` : hms.replace(/^00:/, '');
 }
 
+const uidOf = (p: ProcessInfo) => p.uid ?? uidOfUser(p.user);
+const zero = () => 0;
+const started = (p: ProcessInfo, ctx: CommandContext) => startTicks(p, ctx.device.bootMs);
+
 /** The fields of toybox's ps -o (widths from its table; PID and PPID as wide as pid_max). */
 const FIELDS: Record<string, Field> = {
-  PID: { width: 6, value: (p) => String(p.pid) },
-  PPID: { width: 6, value: (p) => String(p.ppid) },
-  PGID: { width: 5, value: (p) => String(p.pgid ?? p.pid) },
-  SID: { width: 5, value: (p) => String(p.sid ?? p.pid) },
-  PRI: { width: 3, value: () => '19' },
-  NI: { width: 3, value: () => '0' },
-  ADDR: { width: 12, value: () => '0' },
-  SZ: { width: 5, value: (p) => String(Math.floor(p.vsz / 4)) },
-  RSS: { width: 6, value: (p) => String(p.rss) },
-  VSZ: { width: 7, value: (p) => String(p.vsz) },
+  PID: { width: 6, value: (p) => String(p.pid), key: (p) => p.pid },
+  PPID: { width: 6, value: (p) => String(p.ppid), key: (p) => p.ppid },
+  PGID: { width: 5, value: (p) => String(p.pgid ?? p.pid), key: (p) => p.pgid ?? p.pid },
+  SID: { width: 5, value: (p) => String(p.sid ?? p.pid), key: (p) => p.sid ?? p.pid },
+  PRI: { width: 3, value: () => '19', key: zero },
+  NI: { width: 3, value: () => '0', key: zero },
+  ADDR: { width: 12, value: () => '0', key: zero },
+  SZ: { width: 5, value: (p) => String(Math.floor(p.vsz / 4)), key: (p) => p.vsz },
+  RSS: { width: 6, value: (p) => String(p.rss), key: (p) => p.rss },
+  VSZ: { width: 7, value: (p) => String(p.vsz), key: (p) => p.vsz },
   TTY: { width: -8, value: (p) => p.tty ?? '?' },
   WCHAN: { width: -6, value: (p) => (p.state === 'R' ? '0' : 'do_epoll_wait') },
   LABEL: { width: -30, value: (p) => (p.user === 'shell' ? 'u:r:shell:s0' : 'u:r:untrusted_app:s0') },
@@ -76,31 +87,40 @@ const FIELDS: Record<string, Field> = {
   NAME: { width: -27, value: (p) => p.name },
   CMDLINE: { width: -27, value: (p) => p.args },
   ARGS: { width: -27, value: (p) => p.args.replace(/^\S*\//, '') },
+  // The thread's name (/proc/PID/task/TID/stat's second field): the main thread's is the process's.
   CMD: { width: -15, value: (p) => p.comm ?? commName(p.name) },
-  UID: { width: 5, value: (p) => String(p.uid ?? uidOfUser(p.user)) },
+  UID: { width: 5, value: (p) => String(uidOf(p)), key: uidOf },
   USER: { width: -12, value: (p) => p.user },
-  RUID: { width: 4, value: (p) => String(p.uid ?? uidOfUser(p.user)) },
+  RUID: { width: 4, value: (p) => String(uidOf(p)), key: uidOf },
   RUSER: { width: -8, value: (p) => p.user },
-  GID: { width: 8, value: (p) => String(p.uid ?? uidOfUser(p.user)) },
+  GID: { width: 8, value: (p) => String(uidOf(p)), key: uidOf },
   GROUP: { width: -8, value: (p) => p.user },
-  TIME: { width: 8, value: () => '00:00:00' },
-  ELAPSED: { width: 11, value: (p, ctx) => elapsed(ctx.device.now() - p.startedMs) },
+  TIME: { width: 8, value: () => '00:00:00', key: zero },
+  ELAPSED: { width: 11, value: (p, ctx) => elapsed(ctx.device.now() - p.startedMs), key: started },
   STIME: {
     width: 5,
     value: (p) => {
       const d = new Date(p.startedMs);
       return `${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}`;
     },
+    key: started,
   },
   F: { width: 1, value: () => '0' },
   S: { width: -1, value: (p) => p.state ?? 'S' },
   STAT: { width: -5, value: (p) => `${p.state ?? 'S'}${p.sid === p.pid ? 's' : ''}` },
   PCY: { width: -3, value: () => 'fg' },
-  C: { width: 1, value: () => '0' },
-  '%CPU': { width: 4, value: () => '0.0' },
-  '%MEM': { width: 5, value: () => '0.0' },
-  TID: { width: 5, value: (p) => String(p.pid) },
-  TCNT: { width: 4, value: () => '1' },
+  C: { width: 1, value: () => '0', key: zero },
+  '%CPU': { width: 4, value: () => '0.0', key: zero },
+  '%MEM': { width: 5, value: () => '0.0', key: (p) => p.rss },
+  // A process's main thread has its pid for a TID; the phone's processes have no other thread.
+  TID: { width: 5, value: (p) => String(p.pid), key: (p) => p.pid },
+  TCNT: { width: 4, value: (p) => String(threadIds(p).length), key: (p) => threadIds(p).length },
+  // 64 from the ELF header of /proc/PID/exe, which only the process's own user may read ('-').
+  BIT: {
+    width: 3,
+    value: (p, ctx) => (uidOf(p) === ctx.cred.uid ? '64' : '-'),
+    key: (p, ctx) => (uidOf(p) === ctx.cred.uid ? 64 : 0),
+  },
 };
 
 const ALIASES: Record<string, string> = {
@@ -121,58 +141,101 @@ interface Column {
   title: string;
   width: number;
   field: Field;
+  /** -k: 1 ascending, -1 descending (`-FIELD`). */
+  reverse: number;
 }
 
-/** Parses `-o PID,NAME=TITLE,ARGS:40` into columns; the bad field name when one is unknown. */
-function parseColumns(spec: string): Column[] | string {
+/**
+ * Parses `-o PID,NAME=TITLE,ARGS:40` (or -k's `-RSS,+PID`) into columns, as toybox's
+ * parse_ko; the offset in `spec` of the first unknown field (after its sign) when there is one.
+ */
+function parseColumns(spec: string): Column[] | { bad: string; at: number } {
   const columns: Column[] = [];
-  for (const item of spec.split(',').filter(Boolean)) {
+  let offset = 0;
+  for (const item of spec.split(',')) {
+    const at = offset;
+    offset += item.length + 1;
+    if (item === '') continue;
+    const sign = item[0] === '-' || item[0] === '+' ? item[0] : '';
     const eq = item.indexOf('=');
-    const head = eq >= 0 ? item.slice(0, eq) : item;
+    const head = (eq >= 0 ? item.slice(0, eq) : item).slice(sign.length);
     const [rawName, size] = head.split(':') as [string, string | undefined];
     const name = rawName.toUpperCase();
     const key = ALIASES[name] ?? name;
-    const field = FIELDS[key];
-    if (!field) return item;
+    const field = Object.hasOwn(FIELDS, key) ? FIELDS[key] : undefined;
+    if (!field || (size !== undefined && !/^\d+$/.test(size))) return { bad: item, at: at + sign.length };
     let width = field.width;
-    if (size !== undefined) {
-      if (!/^\d+$/.test(size)) return item;
-      width = field.width < 0 ? -Number(size) : Number(size);
-    }
-    columns.push({ title: eq >= 0 ? item.slice(eq + 1) : key, width, field });
+    if (size !== undefined) width = field.width < 0 ? -Number(size) : Number(size);
+    columns.push({ title: eq >= 0 ? item.slice(eq + 1) : key, width, field, reverse: sign === '-' ? -1 : 1 });
   }
   return columns;
 }
 
 /**
- * Lays out rows as toybox does when its output is not a terminal (-w): one space between
- * fields, numbers right-justified, text left-justified and never cut, no padding after the
- * last field; no header when every title is empty (`-o pid=`).
+ * Lays out rows as toybox's show_ps does when its output is not a terminal (-w): one space
+ * between fields, numbers right-justified, text left-justified and never cut, no padding
+ * after the last field, and a field that overflows its width taken back from the slack of
+ * the fields after it; no header when every title is empty (`-o pid=`). -M (`measure`)
+ * widens each field to its longest value first, header included.
  */
-function renderTable(columns: Column[], rows: string[][]): string {
-  const line = (cells: string[], header: boolean) =>
-    cells
+function renderTable(columns: Column[], rows: string[][], measure: boolean): string {
+  const widths = columns.map((c, i) => {
+    if (!measure) return c.width;
+    const longest = Math.max(0, ...rows.map((r) => r[i]!.length));
+    return Math.abs(c.width) < longest ? (c.width < 0 ? -longest : longest) : c.width;
+  });
+  const padded = (text: string, width: number, size = Math.abs(width)) =>
+    width < 0 ? text.padEnd(size) : text.padStart(size);
+  const header = columns.map((c, i) => padded(c.title, widths[i]!)).join(' ');
+  const line = (cells: string[]) => {
+    let extra = 0;
+    return cells
       .map((cell, i) => {
-        const { width } = columns[i]!;
-        // Titles are all padded; a row's last text field is not.
-        if (width < 0) return !header && i === cells.length - 1 ? cell : cell.padEnd(-width);
-        return cell.padStart(width);
+        const width = widths[i]!;
+        let size = Math.abs(width);
+        if (cell.length > size) {
+          // Overflow: remember by how much, to take it back from later fields' slack.
+          extra += cell.length - size;
+          size = cell.length;
+        } else if (extra > 0 && cell.length < size) {
+          const unused = Math.min(size - cell.length, extra);
+          size -= unused;
+          extra -= unused;
+        }
+        return i === cells.length - 1 && width < 0 ? cell : padded(cell, width, size);
       })
       .join(' ');
-  // `-o PID=`: a header whose every title is empty is not printed at all.
-  const header = columns.some((c) => c.title !== '')
-    ? [
-        line(
-          columns.map((c) => c.title),
-          true,
-        ),
-      ]
-    : [];
-  const lines = [...header, ...rows.map((r) => line(r, false))];
+  };
+  const lines = [...(columns.some((c) => c.title !== '') ? [header] : []), ...rows.map(line)];
   return lines.length === 0 ? '' : lines.join('\n') + '\n';
 }
 
-const ANDROID_DEFAULT = 'USER,PID,PPID,VSIZE:10,RSS,WCHAN:16,ADDR:4,S,NAME';
+/**
+ * toybox's ksort: each -k field in turn, by its number when it has one, else (or when the
+ * numbers are equal) by the text shown (strcmp), reversed for `-FIELD`.
+ */
+function sortProcesses(list: ProcessInfo[], keys: Column[], ctx: CommandContext): ProcessInfo[] {
+  const compare = (a: ProcessInfo, b: ProcessInfo): number => {
+    for (const k of keys) {
+      let ret = 0;
+      if (k.field.key) ret = Math.sign(k.field.key(a, ctx) - k.field.key(b, ctx));
+      if (ret === 0) {
+        const [x, y] = [k.field.value(a, ctx), k.field.value(b, ctx)];
+        ret = x < y ? -1 : x > y ? 1 : 0;
+      }
+      if (ret !== 0) return ret * k.reverse;
+    }
+    return 0;
+  };
+  return [...list].sort(compare);
+}
+
+/**
+ * The default fields toybox 0.8.9 builds on Android (ps_main), Android's widths: with -T,
+ * TID after PID and the thread's name (CMD) in place of the process's (NAME).
+ */
+const androidDefault = (threads: boolean) =>
+  `USER,PID,${threads ? 'TID,' : ''}PPID,VSIZE:10,RSS,WCHAN:10,ADDR:10,S,${threads ? 'CMD' : 'NAME'}`;
 
 const PS_HELP = `usage: ps [-AadefLlnwZ] [-gG GROUP,] [-k FIELD,] [-o FIELD,] [-p PID,] [-t TTY,] [-uU USER,]
 
@@ -212,6 +275,13 @@ function userIds(list: string): number[] {
   return list.split(',').map((u) => (/^\d+$/.test(u) ? Number(u) : uidOfUser(u)));
 }
 
+/** toybox's comma_args error: `ps: bad -k 'ARG'` and a caret under the bad field, status 1. */
+function badList(ctx: CommandContext, option: string, arg: string, at: number): number {
+  const err = `bad -${option}`;
+  ctx.stderr.write(`ps: ${err} '${arg}'\n${'^'.padStart(5 + 'ps'.length + err.length + at)}\n`);
+  return 1;
+}
+
 const ps: CommandFn = (ctx) => {
   if (ctx.args.includes('--help')) {
     ctx.stdout.write(PS_HELP);
@@ -221,18 +291,19 @@ const ps: CommandFn = (ctx) => {
   const selections: { key: keyof ProcessInfo | 'uidOf'; values: Set<string> }[] = [];
   const outputs: string[] = [];
   const extra: string[] = [];
+  const sorts: string[] = [];
   const args = [...ctx.args];
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a.startsWith('--')) {
       const [long, value] = a.slice(2).split('=') as [string, string | undefined];
-      if (long === 'pid' || long === 'ppid') {
-        const v = value ?? args[++i] ?? '';
-        selections.push({ key: long === 'pid' ? 'pid' : 'ppid', values: new Set(v.split(',')) });
-        continue;
-      }
-      if (long === 'sort') {
-        i += value === undefined ? 1 : 0;
+      if (long === 'pid' || long === 'ppid' || long === 'sort') {
+        // Its value joined by `=` or the next argument, even one that starts with `-`.
+        const v = value ?? args[++i];
+        const short = long === 'pid' ? 'p' : long === 'ppid' ? 'P' : 'k';
+        if (v === undefined) return usageError(ctx, `Missing argument to -${short}`);
+        if (long === 'sort') sorts.push(v);
+        else selections.push({ key: long === 'pid' ? 'pid' : 'ppid', values: new Set(v.split(',')) });
         continue;
       }
       return usageError(ctx, `Unknown option '${long}'`);
@@ -249,9 +320,11 @@ const ps: CommandFn = (ctx) => {
     for (let j = 1; j < a.length; j++) {
       const f = a[j]!;
       if ('oOpPtsuUgGk'.includes(f)) {
-        const value = a.slice(j + 1) || args[++i] || '';
+        const value = j + 1 < a.length ? a.slice(j + 1) : args[++i];
+        if (value === undefined) return usageError(ctx, `Missing argument to -${f}`);
         if (f === 'o') outputs.push(value);
         else if (f === 'O') extra.push(value);
+        else if (f === 'k') sorts.push(value);
         else if (f === 'p') selections.push({ key: 'pid', values: new Set(value.split(',')) });
         else if (f === 'P') selections.push({ key: 'ppid', values: new Set(value.split(',')) });
         else if (f === 't') selections.push({ key: 'tty', values: new Set(value.split(',')) });
@@ -261,15 +334,26 @@ const ps: CommandFn = (ctx) => {
           selections.push({ key: 'uidOf', values: new Set(userIds(value).map(String)) });
         break;
       }
-      if (!'AadefLlMnwZT'.includes(f)) return usageError(ctx, `Unknown option '${f}'`);
+      // toybox names the rest of the group from there (`-rss` is 'rss').
+      if (!'AadeflMnwZT'.includes(f)) return usageError(ctx, `Unknown option '${a.slice(j)}'`);
       flags.add(f);
     }
   }
+  // -k's fields are read (and refused) before anything is listed, each -k in turn.
+  const keys: Column[] = [];
+  for (const spec of sorts) {
+    const parsed = parseColumns(spec);
+    if (!Array.isArray(parsed)) return badList(ctx, 'k', spec, parsed.at);
+    keys.push(...parsed);
+  }
+  const threads = flags.has('T');
+  const tid = threads ? 'TID,' : '';
   let spec: string;
   if (outputs.length > 0) spec = outputs.join(',');
-  else if (flags.has('f')) spec = 'USER:12=UID,PID,PPID,C,STIME,TTY,TIME,ARGS=CMD';
-  else if (flags.has('l')) spec = 'F,S,UID,PID,PPID,C,PRI,NI,SZ,WCHAN,TTY,TIME,CMD';
-  else spec = ANDROID_DEFAULT;
+  else if (flags.has('f'))
+    spec = `USER:12=UID,PID,${tid}PPID,${threads ? 'TCNT' : 'C'},STIME,TTY,TIME,ARGS=CMD`;
+  else if (flags.has('l')) spec = `F,S,UID,PID,${tid}PPID,C,PRI,NI,BIT,SZ,WCHAN,TTY,TIME,CMD`;
+  else spec = androidDefault(threads);
   if (extra.length > 0) spec = `${spec},${extra.join(',')}`;
   if (flags.has('Z')) spec = `LABEL,${spec}`;
   if (/^help$/i.test(spec)) {
@@ -277,41 +361,34 @@ const ps: CommandFn = (ctx) => {
     return 0;
   }
   const columns = parseColumns(spec);
-  if (typeof columns === 'string') {
-    ctx.stderr.write(`ps: bad -o ${columns}\n`);
+  if (!Array.isArray(columns)) {
+    ctx.stderr.write(`ps: bad -o ${columns.bad}\n`);
     return 1;
   }
   const all = flags.has('A') || flags.has('e');
   const tty = ownTerminal(ctx);
-  const list = ctx.device.processes.list().filter((p) => {
+  let list = ctx.device.processes.list().filter((p) => {
     if (selections.length > 0)
       return selections.some(({ key, values }) =>
-        values.has(String(key === 'uidOf' ? (p.uid ?? uidOfUser(p.user)) : (p[key] ?? ''))),
+        values.has(String(key === 'uidOf' ? uidOf(p) : (p[key] ?? ''))),
       );
     if (all) return true;
     if (flags.has('d') || flags.has('a')) return p.sid !== p.pid && (!flags.has('a') || p.tty);
     // toybox's default: the processes on ps's own terminal (without one: those without one).
     return (p.tty ?? null) === tty;
   });
+  // -T, or a TID or TCNT field: each process's threads (/proc/PID/task), the main one first.
+  // The phone's processes have their main thread only, which is the process's own row.
+  if (threads || columns.some((c) => c.field === FIELDS.TID || c.field === FIELDS.TCNT))
+    list = list.flatMap((p) => threadIds(p).map(() => p));
+  if (keys.length > 0) list = sortProcesses(list, keys, ctx);
   const numeric = flags.has('n');
   const rows = list.map((p) =>
-    columns.map((c) =>
-      numeric && c.field === FIELDS.USER ? String(p.uid ?? uidOfUser(p.user)) : c.field.value(p, ctx),
-    ),
+    columns.map((c) => (numeric && c.field === FIELDS.USER ? String(uidOf(p)) : c.field.value(p, ctx))),
   );
-  // The default layout is Android's: its first line is exactly what `ps` prints on a phone.
-  if (spec === ANDROID_DEFAULT) {
-    ctx.stdout.write(
-      'USER            PID   PPID        VSZ    RSS WCHAN            ADDR S NAME                       \n',
-    );
-    for (const p of list)
-      ctx.stdout.write(
-        `${p.user.padEnd(12)} ${String(p.pid).padStart(6)} ${String(p.ppid).padStart(6)} ${String(p.vsz).padStart(10)} ${String(p.rss).padStart(6)} ${FIELDS.WCHAN!.value(p, ctx).padEnd(16)} ${'0'.padStart(4)} ${p.state ?? 'S'} ${p.name}\n`,
-      );
-    return 0;
-  }
-  ctx.stdout.write(renderTable(columns, rows));
-  return 0;
+  ctx.stdout.write(renderTable(columns, rows, flags.has('M')));
+  // Nothing listed: status 1, as toybox's ps.
+  return rows.length > 0 ? 0 : 1;
 };
 
 // ---------- pidof, pgrep, pkill ----------
