@@ -298,6 +298,21 @@ describe('apps on the phone', () => {
     expect(await v.adbOk(['shell', 'dumpsys package com.example.cam'])).toMatch(
       /android\.permission\.CAMERA: granted=false/,
     );
+    // Chrome asks for what web pages use: a test grants it the camera and microphone before
+    // a WebRTC page asks, as on a phone; a permission it does not request is refused.
+    await v.adbOk([
+      'shell',
+      'pm grant com.android.chrome android.permission.CAMERA; pm grant com.android.chrome android.permission.RECORD_AUDIO',
+    ]);
+    const chrome = await v.adbOk(['shell', 'dumpsys package com.android.chrome']);
+    expect(chrome).toMatch(/android\.permission\.CAMERA: granted=true/);
+    expect(chrome).toMatch(/android\.permission\.RECORD_AUDIO: granted=true/);
+    expect(chrome).toMatch(/android\.permission\.ACCESS_FINE_LOCATION: granted=false/);
+    expect(chrome).toMatch(/android\.permission\.INTERNET: granted=true/);
+    await v.adbOk(['shell', 'pm revoke com.android.chrome android.permission.CAMERA']);
+    expect((await v.adb(['shell', 'pm grant com.android.chrome android.permission.READ_SMS'])).code).toBe(
+      255,
+    );
     const notRequested = await v.adb(['shell', 'pm grant com.example.cam android.permission.RECORD_AUDIO']);
     expect(notRequested.code).toBe(255);
     expect(notRequested.stderr).toContain('has not requested permission android.permission.RECORD_AUDIO');

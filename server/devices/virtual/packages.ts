@@ -122,6 +122,8 @@ interface BuiltIn {
   actionCategories?: Record<string, readonly string[]>;
   /** Filters given whole (the launcher's home filter). */
   filters?: Record<string, readonly IntentFilterRecord[]>;
+  /** Permissions its manifest requests (full names); the runtime ones are not granted. */
+  permissions?: readonly string[];
 }
 
 const CATEGORY = (name: string) => `android.intent.category.${name}`;
@@ -192,6 +194,21 @@ const BUILT_INS: readonly BuiltIn[] = [
       CATEGORY('APP_BROWSER'),
     ],
     actionCategories: { 'com.google.android.apps.chrome.Main': [CATEGORY('BROWSABLE')] },
+    // What web pages ask for (WebRTC, geolocation, notifications): tests grant them to
+    // Chrome with pm grant before a page asks.
+    permissions: [
+      'INTERNET',
+      'ACCESS_NETWORK_STATE',
+      'ACCESS_WIFI_STATE',
+      'MODIFY_AUDIO_SETTINGS',
+      'VIBRATE',
+      'WAKE_LOCK',
+      'CAMERA',
+      'RECORD_AUDIO',
+      'ACCESS_COARSE_LOCATION',
+      'ACCESS_FINE_LOCATION',
+      'POST_NOTIFICATIONS',
+    ].map((p) => `android.permission.${p}`),
   },
   {
     name: 'com.android.launcher3',
@@ -459,8 +476,9 @@ function builtInRecord(b: BuiltIn): PackageRecord {
     activities,
     services: [],
     instrumentations: [],
-    requestedPermissions: [],
-    granted: new Set(),
+    requestedPermissions: [...(b.permissions ?? [])],
+    // Normal permissions are granted at install, runtime ones when the user or pm grants them.
+    granted: new Set((b.permissions ?? []).filter((p) => !RUNTIME_PERMISSIONS.has(p))),
     system: true,
     codePath: b.dir,
     apkPath: `${b.dir}/${b.apk}`,
