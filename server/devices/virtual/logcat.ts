@@ -193,13 +193,13 @@ export function bootLog(bootMs: number, pidOf: (name: string) => number): Omit<L
       'system_server',
       'I',
       'ActivityManager',
-      `Start proc ${pidOf('com.android.launcher3')}:com.android.launcher3/u0a153 for top-activity {com.android.launcher3/com.android.launcher3.uioverrides.QuickstepLauncher}`,
+      `Start proc ${pidOf('com.android.launcher3')}:com.android.launcher3/u0a153 for top-activity {com.android.launcher3/com.android.launcher3.Launcher}`,
     ],
     [
       'system_server',
       'I',
       'ActivityTaskManager',
-      'Displayed com.android.launcher3/.uioverrides.QuickstepLauncher for user 0: +804ms',
+      'Displayed com.android.launcher3/.Launcher for user 0: +804ms',
     ],
     ['system_server', 'I', 'ActivityManager', 'Finished processing BOOT_COMPLETED for u0'],
   ];
