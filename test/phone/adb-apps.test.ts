@@ -705,6 +705,18 @@ describe('screen', () => {
     expect(log).toMatch(/ I ActivityTaskManager: START u0 \{.*cmp=com\.phonelease\.login\/\.LoginActivity/);
     expect(log).toMatch(/ I ActivityManager: Start proc \d+:com\.android\.settings\//);
     expect(log).toMatch(/ I PackageManager: Installed io\.appium\.settings versionCode=191/);
+    // system_server's lines carry its pid, whatever app is in front.
+    await v.adbOk(['shell', 'logcat -c; am start -W -n com.phonelease.login/.LoginActivity']);
+    await v.adbOk(['shell', 'am force-stop com.phonelease.login; am force-stop com.phonelease.login']);
+    const server = (await v.adbOk(['shell', 'pidof system_server'])).trim();
+    const own = await v.adbOk(['shell', `logcat -d -v brief --pid=${server}`]);
+    expect(own).toMatch(
+      /I\/ActivityTaskManager\(\s*\d+\): START u0 \{.*cmp=com\.phonelease\.login\/\.LoginActivity/,
+    );
+    // Every am force-stop is logged, running or not, for all users, with the app's id.
+    expect(
+      own.match(/Force stopping com\.phonelease\.login appid=10120 user=-1: from pid \d+/g),
+    ).toHaveLength(2);
   });
 
   it('crashes the Login app for the user "crash" as an app crashes: AndroidRuntime logs it, the process dies, the launcher shows', async () => {

@@ -86,6 +86,24 @@ describe('settings', () => {
     );
   });
 
+  it("stops an app with App info's Force stop: its process ends and ActivityManager logs it", async () => {
+    await v.adbOk(['shell', 'am start -W -n com.phonelease.login/.LoginActivity; logcat -c']);
+    expect((await v.adbOk(['shell', 'pidof com.phonelease.login'])).trim()).toMatch(/^\d+$/);
+    await v.adbOk([
+      'shell',
+      'am start -W -a android.settings.APPLICATION_DETAILS_SETTINGS -d package:com.phonelease.login',
+    ]);
+    const button = (await dump()).find((n) => n.text === 'Force stop');
+    if (!button) throw new Error('no Force stop on App info');
+    const [l, t, r, b] = button.bounds;
+    await v.adbOk(['shell', `input tap ${Math.round((l + r) / 2)} ${Math.round((t + b) / 2)}`]);
+    expect((await v.adb(['shell', 'pidof com.phonelease.login'])).code).toBe(1);
+    expect(await v.adbOk(['logcat', '-d', '-s', 'ActivityManager'])).toMatch(
+      /Force stopping com\.phonelease\.login appid=10120 user=0: from pid \d+/,
+    );
+    await v.adbOk(['shell', 'input keyevent HOME']);
+  });
+
   it("shows the phone's own build in About phone", async () => {
     await v.adbOk(['shell', 'am start -a android.settings.DEVICE_INFO_SETTINGS']);
     const nodes = await dump();

@@ -292,8 +292,12 @@ export class ActivityManager {
     return this.services.delete(`${c.pkg}/${c.cls}`);
   }
 
-  /** `am force-stop`: closes the app's screens, services, processes and instrumentation. */
-  forceStop(name: string): void {
+  /**
+   * `am force-stop`: closes the app's screens, services, processes and instrumentation.
+   * `user` is the user it is stopped for as the log says it: -1 (all) for `am force-stop`
+   * without --user, else 0.
+   */
+  forceStop(name: string, user = 0): void {
     const pkg = this.device.packages.get(name);
     if (!pkg) return;
     for (const [key, s] of this.services) if (s.pkg === name) this.services.delete(key);
@@ -302,14 +306,15 @@ export class ActivityManager {
     }
     if (this.device.hasUi) this.device.ui.forceStop(name);
     if (name === BROWSER_PACKAGE) void this.device.browser?.stop();
-    const wasRunning = this.device.processes.stopPackage(name);
+    this.device.processes.stopPackage(name);
     pkg.stopped = true;
-    if (wasRunning && !pkg.launcherActivity)
-      this.log(
-        'I',
-        'ActivityManager',
-        `Force stopping ${name} appid=${pkg.uid} user=0: from pid ${this.device.processes.transientPid()}`,
-      );
+    // ActivityManagerService.forceStopPackageLocked logs every stop, running or not, with
+    // the app's id (its uid without the user) and the caller's pid.
+    this.log(
+      'I',
+      'ActivityManager',
+      `Force stopping ${name} appid=${pkg.uid % 100_000} user=${user}: from pid ${this.device.processes.transientPid()}`,
+    );
   }
 
   /** `am kill`: ends background processes only. */

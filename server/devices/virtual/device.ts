@@ -29,6 +29,15 @@ import type { BrowserConfig } from './browser/browser-app.js';
 import { metrics } from './ui/theme.js';
 import type { DisplaySize, LauncherApp, PhoneUi, PhoneUiHost } from './ui/types.js';
 
+/** Tags of system_server's services: their lines carry its pid, whatever app is in front. */
+const SYSTEM_SERVER_TAGS = new Set([
+  'ActivityManager',
+  'ActivityTaskManager',
+  'PowerManagerService',
+  'SettingsProvider',
+  'WindowManager',
+]);
+
 export interface DeviceOptions {
   systemRoot: DirNode;
   log: DeviceLogger;
@@ -245,6 +254,7 @@ export class Device {
         setSetting: (ns, key, value) => this.settings.put(ns, key, value),
         browser: () => this.browser,
         appCrashed: (pkg, exception) => this.appCrashed(pkg, exception),
+        forceStop: (pkg) => this.activity.forceStop(pkg),
         lockKind: () => lockKind(this.system.lock),
         batteryLevel: () => this.battery.values().level,
         checkCredential: (entered) => credentialMatches(this.system.lock, entered),
@@ -351,11 +361,14 @@ export class Device {
   }
 
   appLog(priority: LogPriority, tag: string, message: string, pid?: number): void {
-    // Without an explicit pid, the foreground app's process (or system_server) logged it.
-    const front = this.uiInstance
-      ? this.processes.list().find((x) => x.name === this.uiInstance?.foreground().package)
-      : undefined;
-    const p = pid ?? front?.pid ?? 860;
+    // Without an explicit pid: the process the tag's code runs in (system_server's services,
+    // SystemUI's keyguard), else the foreground app's process (or system_server).
+    const process = SYSTEM_SERVER_TAGS.has(tag)
+      ? 'system_server'
+      : tag === 'KeyguardViewMediator'
+        ? 'com.android.systemui'
+        : this.uiInstance?.foreground().package;
+    const p = pid ?? this.processes.list().find((x) => x.name === process)?.pid ?? 860;
     this.logcat.add({ pid: p, tid: p, priority, tag, message });
   }
 

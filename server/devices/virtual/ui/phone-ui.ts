@@ -332,7 +332,8 @@ export class VirtualPhoneUi implements PhoneUi {
       launch: (pkg) => {
         this.open(pkg, undefined, 'launcher');
       },
-      forceStop: (pkg) => this.forceStop(pkg),
+      // The Settings app's Force stop goes through the phone (its processes too) when it can.
+      forceStop: (pkg) => (this.host.forceStop ? this.host.forceStop(pkg) : this.forceStop(pkg)),
       lockKind: () => this.lockKind(),
       toast: (text) => this.showToast(this.foreground().package, text),
       crash: (pkg, exception) => this.crash(pkg, exception),
@@ -1001,13 +1002,8 @@ export class VirtualPhoneUi implements PhoneUi {
     this.changed();
   }
 
+  /** Closes the app's screens (the phone's ActivityManager logs the stop and ends its processes). */
   forceStop(pkg: string): void {
-    if (!this.task(pkg)) return;
-    this.host.log(
-      'I',
-      'ActivityManager',
-      `Force stopping ${pkg} appid=${pkg === SETTINGS_PACKAGE ? 1000 : 10100} user=0: from pid 0`,
-    );
     this.removeTask(pkg);
   }
 

@@ -40,6 +40,11 @@ export interface PhoneUiHost {
   lockKind?(): LockKind;
   /** Optional: checks a credential typed on the lock screen's bouncer. */
   checkCredential?(entered: string): boolean;
+  /**
+   * Optional: force-stops an app as ActivityManager does (its processes too, and the log
+   * line), for the Settings app's Force stop; without it the UI closes the app's screens.
+   */
+  forceStop?(pkg: string): void;
   /** Optional: the battery's level (of 100) the status bar shows; full without it. */
   batteryLevel?(): number;
   /**

@@ -490,8 +490,13 @@ export const am: CommandFn = async (ctx) => {
           ILLEGAL_ARGUMENT,
           `Argument expected after "${args.at(-1) ?? verb}"`,
         );
-      if (verb === 'force-stop') device.activity.forceStop(name);
-      else device.activity.kill(name);
+      if (verb === 'force-stop') {
+        // Without --user, am force-stop stops the package for every user (USER_ALL, -1).
+        const given = args[args.indexOf('--user') + 1];
+        const user =
+          !args.includes('--user') || given === 'all' ? -1 : given === 'current' ? 0 : Number(given);
+        device.activity.forceStop(name, Number.isInteger(user) ? user : -1);
+      } else device.activity.kill(name);
       return 0;
     }
     case 'kill-all':
