@@ -9,7 +9,7 @@ import type { ProcessTable } from './processes.js';
 import type { PackageManager } from './packages.js';
 import { BROWSER_PACKAGE, type BrowserApp } from './browser/browser-app.js';
 import type { PhoneNetwork, PortHandler } from './network.js';
-import { appUserName } from './packages.js';
+import { appUserName, formatUid } from './packages.js';
 import type { ActivityRecord, IntentFilterRecord, PackageRecord } from './packages.js';
 import { runsOnThisPhone } from './ui/phone-ui.js';
 import { APP_DETAILS_ACTIVITY, appInfoPackage } from './ui/index.js';
@@ -142,7 +142,7 @@ export class ActivityManager {
       this.log(
         'I',
         'ActivityManager',
-        `Start proc ${proc.pid}:${pkg.name}/${appUserName(pkg.uid).replace('_', '')} for ${reason} {${shortComponent(component)}}`,
+        `Start proc ${proc.pid}:${pkg.name}/${formatUid(pkg.uid)} for ${reason} {${shortComponent(component)}}`,
       );
     return proc.pid;
   }

@@ -20,7 +20,7 @@ import { SystemProps } from './props.js';
 import { SettingsStore } from './settings.js';
 import { ActivityManager } from './activity.js';
 import { Battery } from './battery.js';
-import { PackageManager, appUserName } from './packages.js';
+import { PackageManager, appUserName, formatUid } from './packages.js';
 import type { InstallSession } from './packages.js';
 import { createPhoneUi } from './ui/index.js';
 import { PhoneNetwork } from './network.js';
@@ -294,7 +294,7 @@ export class Device {
       tid: 874,
       priority: 'I',
       tag: 'ActivityManager',
-      message: `Start proc ${proc.pid}:${pkg.name}/${appUserName(pkg.uid).replace('_', '')} for next-top-activity`,
+      message: `Start proc ${proc.pid}:${pkg.name}/${formatUid(pkg.uid)} for next-top-activity`,
     });
   }
 

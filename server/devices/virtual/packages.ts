@@ -868,6 +868,14 @@ function token(): string {
   return randomBytes(16).toString('base64url').slice(0, 22);
 }
 
+/**
+ * A uid as ActivityManager prints it after a process name (UserHandle.formatUid): a system
+ * uid as its number (`1000`), an app's as `u0a120`.
+ */
+export function formatUid(uid: number): string {
+  return uid < 10_000 ? String(uid) : `u0a${uid - 10_000}`;
+}
+
 export function appUserName(uid: number): string {
   if (uid === 0) return 'root';
   if (uid === 1000) return 'system';

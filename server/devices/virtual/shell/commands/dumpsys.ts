@@ -10,7 +10,7 @@ import { metrics } from '../../ui/theme.js';
 import type { PowerState } from '../../ui/types.js';
 import { lockKind } from '../../lock-settings.js';
 import { locationSwitch, userRotation } from '../../settings.js';
-import { appUserName, PackageManager, RUNTIME_PERMISSIONS } from '../../packages.js';
+import { formatUid, PackageManager, RUNTIME_PERMISSIONS } from '../../packages.js';
 import type { PackageRecord } from '../../packages.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { isPublished, publishedServices } from '../../system-services.js';
@@ -345,7 +345,7 @@ function dumpActivity(ctx: CommandContext, args: string[]): string {
     processName=${s.pkg}
     baseDir=${pkg?.apkPath ?? ''}
     dataDir=/data/user/0/${s.pkg}
-    app=ProcessRecord{${hashId('proc', s.pkg)} ${proc?.pid ?? 0}:${s.pkg}/${appUserName(pkg?.uid ?? 10000).replace('_', '')}}
+    app=ProcessRecord{${hashId('proc', s.pkg)} ${proc?.pid ?? 0}:${s.pkg}/${formatUid(pkg?.uid ?? 10000)}}
     isForeground=${s.foreground}${s.foreground ? ` foregroundId=1 foregroundNoti=Notification(channel=${s.pkg} shortcut=null contentView=null vibrate=null sound=null defaults=0x0 flags=0x62 color=0x00000000 vis=PRIVATE) types=0x00000000` : ''}
     createTime=${age} startingBgTimeout=--
     lastActivity=${age} restartTime=${age} createdFromFg=true
@@ -376,7 +376,9 @@ Display #0 (activities from top to bottom):
     for (const p of device.processes.list().filter((x) => x.ppid === 512)) {
       const pkg = device.packages.get(p.name);
       const uid = pkg?.uid ?? 1000;
-      out += `  *APP* UID ${uid} ProcessRecord{${hashId('proc', p.name)} ${p.pid}:${p.name}/${appUserName(uid).replace('_', '')}}\n    user #0 uid=${uid} gids={50${uid % 1000}, 20${uid % 1000}, 9997}\n    pid=${p.pid} starting=false\n`;
+      // system_server's ProcessRecord is named "system".
+      const name = p.name === 'system_server' ? 'system' : p.name;
+      out += `  *APP* UID ${uid} ProcessRecord{${hashId('proc', p.name)} ${p.pid}:${name}/${formatUid(uid)}}\n    user #0 uid=${uid} gids={50${uid % 1000}, 20${uid % 1000}, 9997}\n    pid=${p.pid} starting=false\n`;
     }
     return out;
   };
