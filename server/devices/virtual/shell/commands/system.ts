@@ -923,15 +923,17 @@ const ime: CommandFn = (ctx) => {
     case 'enable':
     case 'disable': {
       const id = rest[rest.length - 1] ?? '';
-      if (!available().includes(id)) {
-        ctx.stdout.write(`Unknown input method ${id} cannot be ${verb}d for user #0\n`);
+      // InputMethodManagerService's shell command: an unknown one cannot be enabled (on
+      // stderr); disabling one that is not enabled, known or not, is "already disabled".
+      if (verb === 'enable' && !available().includes(id)) {
+        ctx.stderr.write(`Unknown input method ${id} cannot be enabled for user #0\n`);
         return 0;
       }
+      const was = sys.enabledImes.has(id);
       if (verb === 'enable') sys.enabledImes.add(id);
       else sys.enabledImes.delete(id);
-      ctx.stdout.write(
-        `Input method ${id}: ${verb === 'enable' ? 'now enabled' : 'now disabled'} for user #0\n`,
-      );
+      const now = verb === 'enable';
+      ctx.stdout.write(`Input method ${id}: ${now === was ? 'already' : 'now'} ${verb}d for user #0\n`);
       return 0;
     }
     case 'set': {
