@@ -66,6 +66,15 @@ export const DEFAULT_PROPS: ReadonlyMap<string, string> = new Map(
     'ro.secure': '1',
     'ro.serialno': 'PL0000000001',
     'ro.sf.lcd_density': String(DEVICE.density),
+    'ro.system.build.date': 'Mon Jan  1 00:00:00 UTC 2024',
+    'ro.system.build.date.utc': '1704067200',
+    'ro.system.build.fingerprint': FINGERPRINT,
+    'ro.system.build.id': DEVICE.buildId,
+    'ro.system.build.tags': 'release-keys',
+    'ro.system.build.type': 'user',
+    'ro.system.build.version.incremental': DEVICE.incremental,
+    'ro.system.build.version.release': DEVICE.release,
+    'ro.system.build.version.release_or_codename': DEVICE.release,
     'ro.system.build.version.sdk': String(DEVICE.sdk),
     'ro.vendor.build.version.sdk': String(DEVICE.sdk),
     'ro.zygote': 'zygote64',
@@ -77,6 +86,26 @@ export const DEFAULT_PROPS: ReadonlyMap<string, string> = new Map(
     'dev.bootcomplete': '1',
   }),
 );
+
+/**
+ * /system/build.prop: the system partition's properties (ro.system.build.*) and the build's
+ * (ro.build.*), in the sections Android's build writes them, with the values getprop gives.
+ */
+export function systemBuildProp(): string {
+  const section = (title: string, prefix: string) =>
+    `####################################\n# ${title}\n####################################\n` +
+    [...DEFAULT_PROPS]
+      .filter(([key]) => key.startsWith(prefix))
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([key, value]) => `${key}=${value}\n`)
+      .join('');
+  return (
+    section(
+      'from generate-common-build-props\n# These properties identify this partition image.',
+      'ro.system.',
+    ) + section('from gen_build_prop.sh', 'ro.build.')
+  );
+}
 
 export class SystemProps {
   /** Only the values changed on this phone. */

@@ -4,9 +4,10 @@
  */
 import { MEDIA_RW_GID, ROOT_UID, SHELL_UID, SystemImageBuilder } from './fs.js';
 import type { DirNode } from './fs.js';
-import { CPUS, DEVICE, LOAD_AVERAGES, PROC_MOUNTS } from './identity.js';
+import { CPUS, LOAD_AVERAGES, PROC_MOUNTS } from './identity.js';
 import { builtInApkPaths } from './packages.js';
 import { powerSupplies } from './battery.js';
+import { systemBuildProp } from './props.js';
 
 /** An empty zip archive: stands in for system APKs nobody reads (they exist for pm path and pull). */
 const EMPTY_ZIP = Buffer.from([0x50, 0x4b, 0x05, 0x06, ...new Array<number>(18).fill(0)]);
@@ -399,10 +400,7 @@ export function buildSystemImage(): DirNode {
     else b.link(path, linkTarget(name), 0o755, ROOT_UID, SHELL_UID);
   }
   b.file('/system/bin/app_process64', '\x7fELF', 0o755, ROOT_UID, SHELL_UID);
-  b.file(
-    '/system/build.prop',
-    `# phonelease virtual phone\nro.build.version.sdk=${DEVICE.sdk}\nro.build.version.release=${DEVICE.release}\nro.product.model=${DEVICE.model}\n`,
-  );
+  b.file('/system/build.prop', systemBuildProp());
   b.file('/system/framework/framework.jar', 'PK');
   for (const apk of builtInApkPaths()) b.file(apk, EMPTY_ZIP);
   b.at(BOOT_IMAGE_TIME);
