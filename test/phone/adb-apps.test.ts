@@ -474,6 +474,27 @@ describe('what Appium checks before a session', () => {
     });
   });
 
+  it("enables and selects Appium Settings' input methods with ime, as InputMethodManagerService answers", async () => {
+    const ime = 'io.appium.settings/.UnicodeIME';
+    const sh = (command: string) => v.adb(['shell', command]);
+    expect(await sh(`ime enable ${ime}`)).toMatchObject({
+      code: 0,
+      stdout: `Input method ${ime}: now enabled for user #0\n`,
+    });
+    expect((await sh(`ime enable ${ime}`)).stdout).toBe(`Input method ${ime}: already enabled for user #0\n`);
+    expect((await sh('ime list -s')).stdout.split('\n')).toContain(ime);
+    expect(await sh('ime enable com.example/.NoIme')).toMatchObject({
+      code: 0,
+      stdout: '',
+      stderr: 'Unknown input method com.example/.NoIme cannot be enabled for user #0\n',
+    });
+    expect((await sh(`ime disable ${ime}`)).stdout).toBe(`Input method ${ime}: now disabled for user #0\n`);
+    expect((await sh(`ime disable ${ime}`)).stdout).toBe(
+      `Input method ${ime}: already disabled for user #0\n`,
+    );
+    expect((await sh('ime list -s')).stdout.split('\n')).not.toContain(ime);
+  });
+
   it('accepts notification listeners, app ops and the idle whitelist', async () => {
     expect(await v.adbOk(['shell', 'cmd notification allow_listener io.appium.settings/.NLService'])).toBe(
       '',
@@ -703,7 +724,9 @@ describe('screen', () => {
   it('logs app events that logcat shows', async () => {
     const log = await v.adbOk(['logcat', '-d', '-v', 'threadtime']);
     expect(log).toMatch(/ I ActivityTaskManager: START u0 \{.*cmp=com\.phonelease\.login\/\.LoginActivity/);
-    expect(log).toMatch(/ I ActivityManager: Start proc \d+:com\.android\.settings\//);
+    // A system uid as its number (UserHandle.formatUid), an app's as u0aN.
+    expect(log).toMatch(/ I ActivityManager: Start proc \d+:com\.android\.settings\/1000 /);
+    expect(await v.adbOk(['shell', 'dumpsys activity processes'])).toMatch(/ \d+:system\/1000\}/);
     expect(log).toMatch(/ I PackageManager: Installed io\.appium\.settings versionCode=191/);
     // system_server's lines carry its pid, whatever app is in front.
     await v.adbOk(['shell', 'logcat -c; am start -W -n com.phonelease.login/.LoginActivity']);

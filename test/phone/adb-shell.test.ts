@@ -184,6 +184,15 @@ describe('properties and settings', () => {
     expect(all).toContain('[ro.product.name]: [shiba]\n');
     expect(all).toContain('[ro.kernel.qemu]: [0]\n');
     expect(await v.adbOk(['shell', 'getprop', 'no.such.prop', 'fallback'])).toBe('fallback\n');
+    // /system/build.prop holds the build's properties, as getprop gives them.
+    const props = (await v.adbOk(['shell', 'grep -v "^#" /system/build.prop'])).trim().split('\n');
+    expect(props).toContain('ro.build.version.sdk=34');
+    expect(props).toContain('ro.build.id=UQ1A.240205.004');
+    expect(props.some((p) => p.startsWith('ro.system.build.fingerprint=google/shiba/shiba:14/'))).toBe(true);
+    for (const line of props) {
+      const [key, value] = line.split(/=(.*)/s);
+      expect(all, line).toContain(`[${key}]: [${value}]\n`);
+    }
   });
 
   it('sets properties, refusing read-only ones', async () => {
