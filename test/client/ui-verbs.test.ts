@@ -322,7 +322,8 @@ describe.each(['uiautomator2', 'dump'] as const)('locator verbs over %s', (engin
     expect(await mobile.getAttribute('clickable')).toBe('true');
     await mobile.locator({ checkable: true }).uncheck();
     expect(await setting(phone, 'global', 'mobile_data')).toBe('0');
-    expect(await phone.locator('xpath=//*[@checkable="true"][@checked="true"]').count()).toBe(2);
+    // Airplane mode turned Wi-Fi off, as on a phone: only its own switch is on.
+    expect(await phone.locator('xpath=//*[@checkable="true"][@checked="true"]').count()).toBe(1);
     expect(await phone.locator("xpath=//*[text()='Wi-Fi']").count()).toBe(1);
     const bad = await phone
       .locator('xpath=(//*)[1]')
@@ -351,6 +352,10 @@ describe.each(['uiautomator2', 'dump'] as const)('locator verbs over %s', (engin
     expect(await airplaneRow.count()).toBe(1);
     await airplaneRow.locator({ checkable: true }).check();
     expect(await setting(phone, 'global', 'airplane_mode_on')).toBe('1');
+    // Airplane mode turned Wi-Fi off, as on a phone; it may be turned on again in it.
+    expect(await setting(phone, 'global', 'wifi_on')).toBe('3');
+    await rows.filter({ hasText: 'Wi-Fi' }).locator({ checkable: true }).check();
+    expect(await setting(phone, 'global', 'wifi_on')).toBe('2');
     const total = await rows.count();
     expect(await rows.filter({ has: switches }).count()).toBe(3);
     expect(await rows.filter({ hasNot: switches }).count()).toBe(total - 3);

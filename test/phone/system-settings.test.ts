@@ -184,6 +184,47 @@ describe('settings', () => {
   });
 });
 
+describe('airplane mode', () => {
+  const shell = (command: string) => v.adbOk(['shell', command]);
+
+  it('turns Wi-Fi off and back on as WifiSettingsStore does, and the Settings app agrees', async () => {
+    expect(await shell('settings get global wifi_on')).toBe('1\n');
+    // What appium-adb's setAirplaneMode runs on Android 11 and later.
+    await shell('cmd connectivity airplane-mode enable');
+    expect(await shell('cmd connectivity airplane-mode')).toBe('enabled\n');
+    expect(await shell('settings get global airplane_mode_on')).toBe('1\n');
+    // Wi-Fi that was on is off for airplane mode (3), and says so.
+    expect(await shell('settings get global wifi_on')).toBe('3\n');
+    expect(await shell('cmd wifi status')).toBe('Wifi is disabled\n');
+    await shell('am start -W -a android.settings.WIFI_SETTINGS');
+    expect((await switchOf('Wi-Fi')).checked).toBe(false);
+    expect((await switchOf('Airplane mode')).checked).toBe(true);
+    // Turned on in airplane mode it is 2, and stays on when airplane mode goes.
+    await shell('svc wifi enable');
+    expect(await shell('settings get global wifi_on')).toBe('2\n');
+    expect((await switchOf('Wi-Fi')).checked).toBe(true);
+    await shell('cmd connectivity airplane-mode disable');
+    expect(await shell('settings get global wifi_on')).toBe('1\n');
+    // Off for airplane mode, it comes back on when airplane mode goes.
+    await shell('cmd connectivity airplane-mode enable');
+    await shell('cmd connectivity airplane-mode disable');
+    expect(await shell('settings get global wifi_on')).toBe('1\n');
+    expect(await shell('cmd wifi status')).toBe('Wifi is enabled\n');
+    // The Settings app's airplane toggle is the same switch.
+    const [l, t, r, b] = (await switchOf('Airplane mode')).bounds;
+    await shell(`input tap ${Math.round((l + r) / 2)} ${Math.round((t + b) / 2)}`);
+    expect(await shell('settings get global wifi_on')).toBe('3\n');
+    expect((await switchOf('Wi-Fi')).checked).toBe(false);
+    await shell('cmd connectivity airplane-mode disable');
+    // A bare settings put sends no broadcast: the radios stay as they are.
+    await shell('settings put global airplane_mode_on 1');
+    expect(await shell('settings get global wifi_on')).toBe('1\n');
+    expect(await shell('cmd connectivity airplane-mode')).toBe('enabled\n');
+    await shell('settings put global airplane_mode_on 0');
+    await shell('input keyevent HOME');
+  });
+});
+
 describe('location', () => {
   const shell = (command: string) => v.adbOk(['shell', command]);
 

@@ -17,7 +17,7 @@ import { ProcessTable, uidOfUser } from './processes.js';
 import { procDirectory, procNetDirectory } from './procfs.js';
 import { credentialMatches, initialLockSettings, lockKind, type LockSettings } from './lock-settings.js';
 import { SystemProps } from './props.js';
-import { SettingsStore } from './settings.js';
+import { airplaneMode, SettingsStore, wifiSwitch } from './settings.js';
 import { ActivityManager } from './activity.js';
 import { Battery } from './battery.js';
 import { PackageManager, appUserName, formatUid } from './packages.js';
@@ -70,7 +70,6 @@ export interface SystemServiceState {
   wmDensity: number | null;
   enabledImes: Set<string>;
   currentIme: string;
-  airplaneMode: boolean;
   wifi: boolean;
   /** Where an `input motionevent DOWN` started, until its UP. */
   motionDown: { x: number; y: number; at: number } | null;
@@ -111,7 +110,6 @@ export class Device {
     wmDensity: null,
     enabledImes: new Set([DEFAULT_IME]),
     currentIme: DEFAULT_IME,
-    airplaneMode: false,
     wifi: true,
     motionDown: null,
     installSessions: new Map(),
@@ -184,8 +182,7 @@ export class Device {
     this.closers.add(
       this.settings.onChange((ns, key) => {
         // The Wi-Fi service follows its setting, however it changed (svc, cmd, the Settings app).
-        if (ns === 'global' && key === 'wifi_on')
-          this.system.wifi = this.settings.get('global', 'wifi_on') !== '0';
+        if (ns === 'global' && key === 'wifi_on') this.system.wifi = wifiSwitch.on(this.settings);
         this.uiInstance?.settingsChanged?.();
       }),
     );
@@ -251,7 +248,13 @@ export class Device {
         log: (priority, tag, message) => this.appLog(priority, tag, message),
         setting: (ns, key) => this.settings.get(ns, key),
         // Toggles in the Settings app write through, so `settings get` sees them.
-        setSetting: (ns, key, value) => this.settings.put(ns, key, value),
+        // The Settings app's Wi-Fi and airplane toggles go through their services.
+        setSetting: (ns, key, value) => {
+          if (ns === 'global' && key === 'wifi_on') wifiSwitch.set(this.settings, value !== '0');
+          else if (ns === 'global' && key === 'airplane_mode_on')
+            airplaneMode.set(this.settings, value === '1');
+          else this.settings.put(ns, key, value);
+        },
         browser: () => this.browser,
         appCrashed: (pkg, exception) => this.appCrashed(pkg, exception),
         forceStop: (pkg) => this.activity.forceStop(pkg),
@@ -352,7 +355,7 @@ export class Device {
   /** A log line from an app (via the UI) or the system; pid of the app when it runs. */
   /** Wi-Fi on or off: the global setting, which the Wi-Fi service's state follows. */
   setWifi(on: boolean): void {
-    this.settings.put('global', 'wifi_on', on ? '1' : '0');
+    wifiSwitch.set(this.settings, on);
   }
 
   /** Mobile data on or off, as telephony keeps it for the one SIM: in `mobile_data`. */

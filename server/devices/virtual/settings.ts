@@ -73,6 +73,39 @@ export const locationSwitch = {
   },
 };
 
+/**
+ * Wi-Fi on or off, kept where WifiSettingsStore keeps it: Settings.Global.WIFI_ON, 0 off, 1
+ * on, 2 on in airplane mode (turned on after airplane mode was), 3 off for airplane mode
+ * (it was on when airplane mode came). On is 1 or 2 (isWifiToggleEnabled).
+ */
+export const wifiSwitch = {
+  on: (settings: SettingsStore): boolean => {
+    const state = settings.get('global', 'wifi_on');
+    return state === '1' || state === '2';
+  },
+  /** handleWifiToggled: in airplane mode, on is 2 (Wi-Fi is among the toggleable radios). */
+  set(settings: SettingsStore, on: boolean): void {
+    settings.put('global', 'wifi_on', on ? (airplaneMode.on(settings) ? '2' : '1') : '0');
+  },
+};
+
+/**
+ * Airplane mode, as ConnectivityManager.setAirplaneMode sets it (`cmd connectivity
+ * airplane-mode`, the Settings app's toggle): Settings.Global.AIRPLANE_MODE_ON, and the
+ * broadcast Wi-Fi answers (WifiSettingsStore.handleAirplaneModeToggled): on, Wi-Fi that was
+ * on goes off (3); off, Wi-Fi off or on for airplane mode is on again (1). A bare `settings
+ * put global airplane_mode_on` sends no broadcast: the radios stay as they are, as on a phone.
+ */
+export const airplaneMode = {
+  on: (settings: SettingsStore): boolean => settings.get('global', 'airplane_mode_on') === '1',
+  set(settings: SettingsStore, on: boolean): void {
+    settings.put('global', 'airplane_mode_on', on ? '1' : '0');
+    const wifi = settings.get('global', 'wifi_on');
+    if (on && wifi === '1') settings.put('global', 'wifi_on', '3');
+    if (!on && (wifi === '2' || wifi === '3')) settings.put('global', 'wifi_on', '1');
+  },
+};
+
 export function isNamespace(value: string): value is SettingsNamespace {
   return value === 'system' || value === 'secure' || value === 'global';
 }

@@ -3,7 +3,7 @@ import { parseComponent } from '../../activity.js';
 import { appOp } from '../../app-ops.js';
 import { shellException } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
-import { locationSwitch } from '../../settings.js';
+import { airplaneMode, locationSwitch } from '../../settings.js';
 import { isPublished, publishedServices } from '../../system-services.js';
 
 export const appops: CommandFn = (ctx) => {
@@ -170,13 +170,12 @@ function serviceCommands(table: () => ReadonlyMap<string, CommandFn>): Record<st
       return notModeled(ctx, 'bluetooth_manager', args);
     },
     connectivity: (ctx, args) => {
-      const sys = ctx.device.system;
+      const settings = ctx.device.settings;
       if (args[0] !== 'airplane-mode') return notModeled(ctx, 'connectivity', args);
-      if (args[1] === undefined) ctx.stdout.write(`${sys.airplaneMode ? 'enabled' : 'disabled'}\n`);
-      else if (args[1] === 'enable' || args[1] === 'disable') {
-        sys.airplaneMode = args[1] === 'enable';
-        ctx.device.settings.put('global', 'airplane_mode_on', sys.airplaneMode ? '1' : '0');
-      } else return notModeled(ctx, 'connectivity', args);
+      if (args[1] === undefined) ctx.stdout.write(`${airplaneMode.on(settings) ? 'enabled' : 'disabled'}\n`);
+      else if (args[1] === 'enable' || args[1] === 'disable')
+        airplaneMode.set(settings, args[1] === 'enable');
+      else return notModeled(ctx, 'connectivity', args);
       return 0;
     },
     location: (ctx, args) => {

@@ -49,8 +49,10 @@ interface Category {
 const on = (ctx: ScreenContext, ns: Namespace, key: string, fallback: string, onValue = '1') =>
   (ctx.setting(ns, key) ?? fallback) === onValue;
 
+/** Wi-Fi is on at WIFI_ON 1, or 2 (turned on in airplane mode); 0 and 3 are off. */
 export function wifiOn(ctx: Pick<ScreenContext, 'setting'>): boolean {
-  return (ctx.setting('global', 'wifi_on') ?? '1') === '1';
+  const state = ctx.setting('global', 'wifi_on') ?? '1';
+  return state === '1' || state === '2';
 }
 
 export function airplaneOn(ctx: Pick<ScreenContext, 'setting'>): boolean {
@@ -382,7 +384,20 @@ function pageRows(state: SettingsPageState, ctx: ScreenContext): RowSpec[] {
                 : 'Mobile data',
           icon: 'wifi',
         },
-        toggleRow(ctx, 'wifi', 'Wi-Fi', 'global', 'wifi_on', '1', 'Use Wi-Fi'),
+        {
+          name: 'wifi',
+          title: 'Wi-Fi',
+          summary: 'Use Wi-Fi',
+          // On at 1 or 2, so not a plain toggle of one value; the phone's Wi-Fi service
+          // writes which (setSetting).
+          toggle: {
+            value: wifiOn(ctx),
+            set: (v) => {
+              ctx.putSetting('global', 'wifi_on', v ? '1' : '0');
+              ctx.log('I', 'SettingsProvider', `global/wifi_on = ${v ? '1' : '0'} (Wi-Fi)`);
+            },
+          },
+        },
         toggleRow(ctx, 'airplane', 'Airplane mode', 'global', 'airplane_mode_on', '0'),
         toggleRow(
           ctx,
