@@ -498,6 +498,62 @@ describe('UiAutomator2 server over HTTP', () => {
     expect(bad.status).toBe(400);
   });
 
+  it('scrolls and flings an element inside its margins, in whole-area swipes, as the real server does', async () => {
+    h.ui.launch('com.android.settings');
+    const sid = await newSession();
+    const list = elementId(await find(sid, 'xpath', "//*[@scrollable='true']"));
+    const origin = { [ELEMENT_KEY]: list, ELEMENT: list };
+    const visible = async (text: string) =>
+      ((await find(sid, 'xpath', `//*[@text='${text}']`, true)).body.value as unknown[]).length > 0;
+    // percent 1 and more on the list: the swipes stay inside it (a tenth off each edge), so
+    // they never reach the navigation bar's home gesture, and loop until the end.
+    let more = true;
+    for (let i = 0; more && i < 10; i++) {
+      more = (
+        await call('POST', `/session/${sid}/appium/gestures/scroll`, {
+          origin,
+          direction: 'down',
+          percent: 3,
+        })
+      ).body.value as boolean;
+      expect(h.ui.foreground().package).toBe('com.android.settings');
+    }
+    expect(more).toBe(false);
+    expect(await visible('About phone')).toBe(true);
+    // A fling goes where its direction says (the finger the other way): back up to the top.
+    for (let i = 0; i < 10 && !(await visible('Network & internet')); i++) {
+      await call('POST', `/session/${sid}/appium/gestures/fling`, { origin, direction: 'up' });
+    }
+    expect(await visible('Network & internet')).toBe(true);
+    const atTop = await call('POST', `/session/${sid}/appium/gestures/fling`, { origin, direction: 'up' });
+    expect(atTop.body.value).toBe(false);
+    // Swipes take 0 to 1 of the area; scroll and swipe need an element or an area.
+    const far = await call('POST', `/session/${sid}/appium/gestures/swipe`, {
+      origin,
+      direction: 'up',
+      percent: 1.5,
+    });
+    expect(far.status).toBe(400);
+    expect((far.body.value as { message: string }).message).toContain(
+      'Percent must be between 0.0f and 1.0f',
+    );
+    const nowhere = await call('POST', `/session/${sid}/appium/gestures/scroll`, {
+      direction: 'down',
+      percent: 1,
+    });
+    expect(nowhere.status).toBe(400);
+    expect((nowhere.body.value as { message: string }).message).toContain(
+      'The scroll area coordinates must be provided if element is not set',
+    );
+    const noPercent = await call('POST', `/session/${sid}/appium/gestures/scroll`, {
+      origin,
+      direction: 'down',
+    });
+    expect((noPercent.body.value as { message: string }).message).toContain(
+      "ScrollModel: The mandatory field 'percent' is not present",
+    );
+  });
+
   it('long-presses with long_click and with W3C actions held in place; a short hold is a tap', async () => {
     const sid = await newSession();
     const appInfo = async () =>

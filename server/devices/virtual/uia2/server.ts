@@ -783,36 +783,90 @@ class Uia2Server implements UiAutomator2Server {
     return Math.round((48 * this.ui.density) / 160);
   }
 
-  private gestureSwipe(r: Request, scroll: boolean): boolean {
-    const a = this.gestureArea(r);
-    const dir = str(r.body.direction)?.toLowerCase();
-    const pct = typeof r.body.percent === 'number' ? r.body.percent : 0.75;
-    const cx = (a.left + a.right) / 2;
-    const cy = (a.top + a.bottom) / 2;
-    const dx = ((a.right - a.left) * pct) / 2;
-    const dy = ((a.bottom - a.top) * pct) / 2;
-    // Swipe moves the finger in `direction`; scroll moves the content, the opposite way.
-    const finger = scroll
-      ? ({ up: 'down', down: 'up', left: 'right', right: 'left' } as Record<string, string>)[dir ?? '']
-      : dir;
-    const before = this.ui.version;
-    switch (finger) {
-      case 'up':
-        this.ui.swipe(Math.round(cx), Math.round(cy + dy), Math.round(cx), Math.round(cy - dy), 300);
-        break;
-      case 'down':
-        this.ui.swipe(Math.round(cx), Math.round(cy - dy), Math.round(cx), Math.round(cy + dy), 300);
-        break;
-      case 'left':
-        this.ui.swipe(Math.round(cx + dx), Math.round(cy), Math.round(cx - dx), Math.round(cy), 300);
-        break;
-      case 'right':
-        this.ui.swipe(Math.round(cx - dx), Math.round(cy), Math.round(cx + dx), Math.round(cy), 300);
-        break;
-      default:
-        throw invalidArgument("'direction' must be up, down, left or right");
+  /**
+   * Where swipe, scroll and fling gestures work, as the server's handlers take it: an
+   * element's bounds less UiObject2's margins (a tenth of its width and height on each side:
+   * getVisibleBoundsForGestures, so a list's gesture starts inside it, never on the bar below
+   * it), or the `area` as given. Without either there is nothing to work on.
+   */
+  private gestureBounds(r: Request, gesture: 'swipe' | 'scroll' | 'fling'): Rect {
+    const origin = r.body.origin;
+    const id = str(
+      r.body.elementId ?? (isRecord(origin) ? (origin[ELEMENT_KEY] ?? origin.ELEMENT) : undefined),
+    );
+    if (id) {
+      const b = this.element(r, id).bounds;
+      const mx = Math.trunc((b.right - b.left) * GESTURE_MARGIN);
+      const my = Math.trunc((b.bottom - b.top) * GESTURE_MARGIN);
+      return { left: b.left + mx, top: b.top + my, right: b.right - mx, bottom: b.bottom - my };
     }
+    if (!isRecord(r.body.area) && typeof r.body.left !== 'number')
+      throw invalidArgument(`The ${gesture} area coordinates must be provided if element is not set`);
+    return this.gestureArea(r);
+  }
+
+  /**
+   * One swipe of `percent` of `area` with the finger going `direction` (Gestures.swipeRect):
+   * from the area's edge (its bottom for up), `percent` of its height or width. Returns
+   * whether the screen changed.
+   */
+  private swipeRect(area: Rect, direction: Direction, percent: number): boolean {
+    const cx = (area.left + area.right) >> 1;
+    const cy = (area.top + area.bottom) >> 1;
+    const w = Math.trunc((area.right - area.left) * percent);
+    const h = Math.trunc((area.bottom - area.top) * percent);
+    const ends: Record<Direction, [number, number, number, number]> = {
+      up: [cx, area.bottom, cx, area.bottom - h],
+      down: [cx, area.top, cx, area.top + h],
+      left: [area.right, cy, area.right - w, cy],
+      right: [area.left, cy, area.left + w, cy],
+    };
+    const [x1, y1, x2, y2] = ends[direction];
+    const before = this.ui.version;
+    this.ui.swipe(x1, y1, x2, y2, 300);
     return this.ui.version !== before;
+  }
+
+  /** The gesture's `direction` (required) and, unless it takes none, `percent` (required). */
+  private gestureArgs(r: Request, model: string): { direction: Direction; percent: number } {
+    if (r.body.direction === undefined) throw missingField(model, 'direction');
+    const percent = r.body.percent;
+    if (model !== 'FlingModel' && typeof percent !== 'number') throw missingField(model, 'percent');
+    const direction = str(r.body.direction)?.toLowerCase();
+    if (!isDirection(direction)) throw invalidArgument("'direction' must be up, down, left or right");
+    return { direction, percent: typeof percent === 'number' ? percent : 1 };
+  }
+
+  /** mobile: swipeGesture: the finger goes `direction` across `percent` (0 to 1) of the area. */
+  private swipeGesture(r: Request): void {
+    const { direction, percent } = this.gestureArgs(r, 'SwipeModel');
+    if (percent < 0 || percent > 1) throw invalidArgument('Percent must be between 0.0f and 1.0f');
+    this.swipeRect(this.gestureBounds(r, 'swipe'), direction, percent);
+  }
+
+  /**
+   * mobile: scrollGesture: the content goes `direction` (the finger the other way), in swipes
+   * of at most the whole area until `percent` is done (GestureController.scroll). True while
+   * more remains: false once a swipe moved nothing (the end was reached).
+   */
+  private scrollGesture(r: Request): boolean {
+    const { direction, percent } = this.gestureArgs(r, 'ScrollModel');
+    if (percent < 0) throw invalidArgument('Percent must be greater than 0.0f');
+    const area = this.gestureBounds(r, 'scroll');
+    for (let left = percent; left > 0; left -= 1) {
+      if (!this.swipeRect(area, REVERSE[direction], Math.min(left, 1))) return false;
+    }
+    return true;
+  }
+
+  /**
+   * mobile: flingGesture: "to fling, we swipe in the opposite direction" (UiObject2.fling),
+   * across the whole area; true while the content can still go `direction`. The virtual
+   * phone's lists have no momentum: a fling moves them as far as a full scroll.
+   */
+  private flingGesture(r: Request): boolean {
+    const { direction } = this.gestureArgs(r, 'FlingModel');
+    return this.swipeRect(this.gestureBounds(r, 'fling'), REVERSE[direction], 1);
   }
 
   /** appium/gestures/click and long_click: at the element (offset inside it) or at an offset on screen. */
@@ -1161,10 +1215,10 @@ class Uia2Server implements UiAutomator2Server {
     });
     on('POST', '/appium/gestures/pinch_open', (r) => (this.pinch(r), null));
     on('POST', '/appium/gestures/pinch_close', (r) => (this.pinch(r), null));
-    on('POST', '/appium/gestures/swipe', (r) => (this.gestureSwipe(r, false), null));
-    on('POST', '/appium/gestures/fling', (r) => this.gestureSwipe(r, false));
+    on('POST', '/appium/gestures/swipe', (r) => (this.swipeGesture(r), null));
+    on('POST', '/appium/gestures/fling', (r) => this.flingGesture(r));
     // True while more content remains, which the driver uses to loop.
-    on('POST', '/appium/gestures/scroll', (r) => this.gestureSwipe(r, true));
+    on('POST', '/appium/gestures/scroll', (r) => this.scrollGesture(r));
     on('POST', '/appium/gestures/drag', (r) => {
       // From `start` (or the origin element's centre) to `end`, in screen pixels.
       const a = this.gestureArea(r);
@@ -1211,6 +1265,13 @@ const SHORTCUT_META = 0x2 | 0x4 | 0x8 | 0x10 | 0x20 | 0x7000 | 0x70000;
  * IllegalArgumentException, which the handler answers as an invalid argument whose message
  * is the exception's toString().
  */
+type Direction = 'up' | 'down' | 'left' | 'right';
+type Rect = { left: number; top: number; right: number; bottom: number };
+const REVERSE: Record<Direction, Direction> = { up: 'down', down: 'up', left: 'right', right: 'left' };
+const isDirection = (d: string | undefined): d is Direction => d !== undefined && d in REVERSE;
+/** UiObject2's DEFAULT_GESTURE_MARGIN_PERCENT: gestures on an element keep off its edges. */
+const GESTURE_MARGIN = 0.1;
+
 function missingField(model: string, field: string): W3CError {
   return invalidArgument(
     `java.lang.IllegalArgumentException: ${model}: The mandatory field '${field}' is not present in JSON`,
