@@ -17,6 +17,7 @@ import {
   LOGIN_PACKAGE,
   buildLogin,
   loginKey,
+  loginEditorAction,
   loginText,
   newLoginState,
 } from './screens/login.js';
@@ -51,6 +52,9 @@ import type {
   PhoneUiOptions,
   PowerState,
   Rotation,
+  TaskActivity,
+  TaskInfo,
+  TaskList,
   UiNodeInfo,
 } from './types.js';
 import { KEYCODE, LONG_PRESS_MS, keycodeChar } from './types.js';
@@ -59,15 +63,30 @@ import { ViewFactory, findByKey, hitTest, paintTree, type ViewNode } from './vie
 type Namespace = 'system' | 'secure' | 'global';
 
 interface Task {
+  /** The task id the activity manager gave it when the task was created (see newTaskId()). */
+  id: number;
   package: string;
   stack: ScreenState[];
 }
 
-/** What saveState() returns; versioned so a later format can still read old profiles. */
+/** A task as saved: saves made before tasks kept their ids have none. */
+type SavedTask = Omit<Task, 'id'> & { id?: number };
+
+/**
+ * What saveState() returns; versioned so a later format can still read old profiles. The
+ * task fields after `tasks` came later: a save without them is read as the phone kept it then.
+ */
 interface SavedUi {
   format: 1;
   front: string | null;
-  tasks: Task[];
+  /** The app tasks top to bottom, as the display stacks them. */
+  tasks: SavedTask[];
+  /** How many of `tasks` are over the home task. */
+  aboveHome?: number;
+  /** Task ids, the most recently resumed first. */
+  recents?: number[];
+  /** The id the next new task gets. */
+  nextTaskId?: number;
   launcherScroll: number;
   nextId: number;
   settings: Record<string, string>;
@@ -78,6 +97,18 @@ interface Built {
   view: ScreenView;
   root: ViewNode;
 }
+
+/**
+ * The home root task, which the window manager creates when the display is (TaskDisplayArea's
+ * root home task): the first task id given after boot.
+ */
+const HOME_ROOT_TASK_ID = 1;
+/**
+ * The launcher's own task, inside the home root task, created next at boot. (A phone also
+ * starts Settings' FallbackHome and SystemUI's split-screen root tasks at boot, which take ids
+ * of their own; the virtual phone models neither, so its app tasks count on from 3.)
+ */
+const HOME_TASK_ID = 2;
 
 /** How long a Toast.LENGTH_SHORT toast stays on screen. */
 const TOAST_SHORT_MS = 2_000;
@@ -140,14 +171,25 @@ export class VirtualPhoneUi implements PhoneUi {
   private clock = '';
   /** The status-bar minute as of the last change notification. */
   private notifiedClock = '';
-  private tasks: Task[] = [];
-  private front: string | null = null;
   /**
-   * The apps whose tasks are over the launcher's: started since HOME last brought the
-   * launcher to the front. When the task in front goes (BACK at its root, a crash, a force
-   * stop), the most recent of the others shows, as the window manager shows the next task.
+   * The apps' tasks, top to bottom as the display stacks them; the home (launcher) task sits
+   * below the first `aboveHome` of them. Starting an app moves its task to the top; HOME moves
+   * the home task to the top, so every app task is then behind it; BACK at an app's root moves
+   * its task to the very bottom (Task.moveTaskToBack), below home. Whatever is then on top
+   * shows: the task started before it if that one is still over home, else the launcher.
    */
-  private overHome = new Set<string>();
+  private tasks: Task[] = [];
+  private aboveHome = 0;
+  /**
+   * Task ids, the most recently resumed first, the home task's included: RecentTasks' list,
+   * to which a task moves whenever one of its activities resumes.
+   */
+  private recents: number[] = [HOME_TASK_ID];
+  /**
+   * The id the next task gets. As ActivityTaskSupervisor.getNextTaskIdForUser() gives them,
+   * ids only go up: a task started later has a higher id, and an id is not given again.
+   */
+  private nextTaskId = HOME_TASK_ID + 1;
   private launcher: LauncherState;
   private nextId = 1;
   /** Toggled settings kept here when the host cannot store them. */
@@ -252,6 +294,58 @@ export class VirtualPhoneUi implements PhoneUi {
 
   private newId(): number {
     return this.nextId++;
+  }
+
+  // ---- tasks ----
+
+  /** The package whose task is in front, or null when the launcher's (home) is. */
+  private get front(): string | null {
+    return this.aboveHome > 0 ? (this.tasks[0]?.package ?? null) : null;
+  }
+
+  private newTaskId(): number {
+    return this.nextTaskId++;
+  }
+
+  /** An activity of the task resumed: RecentTasks moves the task to the front of its list. */
+  private resumed(id: number): void {
+    this.recents = [id, ...this.recents.filter((x) => x !== id)];
+  }
+
+  /** The task now on top resumes: the top app task if it is over home, else home. */
+  private topResumes(): void {
+    this.resumed(this.aboveHome > 0 ? this.tasks[0]!.id : HOME_TASK_ID);
+  }
+
+  /** Takes a task out of the display's stack; home keeps its place among the others. */
+  private unstack(t: Task): void {
+    const i = this.tasks.indexOf(t);
+    if (i < 0) return;
+    this.tasks.splice(i, 1);
+    if (i < this.aboveHome) this.aboveHome--;
+  }
+
+  /** Task.moveTaskToFront: the task goes to the top of the display, over home, and resumes. */
+  private toFront(t: Task): void {
+    this.unstack(t);
+    this.tasks.unshift(t);
+    this.aboveHome++;
+    this.resumed(t.id);
+  }
+
+  /** Task.moveTaskToBack: the task goes to the bottom of the display, below home. */
+  private toBack(t: Task): void {
+    this.unstack(t);
+    this.tasks.push(t);
+    this.topResumes();
+  }
+
+  /** A task is removed (finished, crashed, force-stopped, uninstalled): gone from recents too. */
+  private dropTask(t: Task): void {
+    const wasInFront = this.aboveHome > 0 && this.tasks[0] === t;
+    this.unstack(t);
+    this.recents = this.recents.filter((id) => id !== t.id);
+    if (wasInFront) this.topResumes();
   }
 
   /** The clock is part of the picture: a new minute is a new version (no listener call). */
@@ -458,12 +552,10 @@ export class VirtualPhoneUi implements PhoneUi {
         t.stack.push(this.rootScreen(app, wanted, data));
       }
     } else {
-      t = { package: pkg, stack: [this.rootScreen(app, wanted, data)] };
-      this.tasks.unshift(t);
+      // A new task, with a new id (ActivityStarter creates one for FLAG_ACTIVITY_NEW_TASK).
+      t = { id: this.newTaskId(), package: pkg, stack: [this.rootScreen(app, wanted, data)] };
     }
-    this.tasks = [t, ...this.tasks.filter((x) => x !== t)];
-    this.front = pkg;
-    this.overHome.add(pkg);
+    this.toFront(t);
     const top = t.stack[t.stack.length - 1];
     this.logStart(pkg, top ? this.activityOf(top) : app.activity, from);
     this.changed();
@@ -511,20 +603,12 @@ export class VirtualPhoneUi implements PhoneUi {
     return this.packageOf(top) === pkg && this.startedAs(top, qualify(pkg, activity), data);
   }
 
+  /** HOME: the home task moves to the top of the display, over every app task. */
   private goHome(): void {
-    this.overHome.clear();
-    if (this.front === null) return;
-    this.front = null;
+    if (this.aboveHome === 0) return;
+    this.aboveHome = 0;
+    this.resumed(HOME_TASK_ID);
     this.changed();
-  }
-
-  /**
-   * The task in front leaves it (moved to the back, or gone): the most recent task still over
-   * the launcher shows, else the launcher.
-   */
-  private frontLeaves(): void {
-    if (this.front) this.overHome.delete(this.front);
-    this.front = this.tasks.find((t) => this.overHome.has(t.package))?.package ?? null;
   }
 
   /**
@@ -536,8 +620,8 @@ export class VirtualPhoneUi implements PhoneUi {
     if (!t) return;
     if (t.stack.length > 1) t.stack.pop();
     // Android 12+ keeps a launcher task's root activity alive on BACK (moved to the back),
-    // so reopening the app shows it as it was.
-    else this.frontLeaves();
+    // so reopening the app shows it as it was, in the same task.
+    else this.toBack(t);
     this.changed();
   }
 
@@ -816,6 +900,12 @@ export class VirtualPhoneUi implements PhoneUi {
     if (s.kind === 'login' && !this.dialog) loginText(s, value, this.ctx);
   }
 
+  editorAction(action: number): void {
+    if (!this.awake || this.keyguard || this.dialog) return;
+    const s = this.current();
+    if (s.kind === 'login') loginEditorAction(s, action, this.ctx);
+  }
+
   key(keycode: number): void {
     if (this.powerKey(keycode)) return;
     if (this.keyguard) {
@@ -979,9 +1069,8 @@ export class VirtualPhoneUi implements PhoneUi {
     if (this.host.appCrashed) this.host.appCrashed(pkg, exception);
     else
       for (const line of fatalExceptionLines(pkg, 0, exception)) this.host.log('E', 'AndroidRuntime', line);
-    this.tasks = this.tasks.filter((x) => x.package !== pkg);
-    if (this.front === pkg) this.frontLeaves();
-    this.overHome.delete(pkg);
+    const t = this.task(pkg);
+    if (t) this.dropTask(t);
     this.changed();
   }
 
@@ -1010,9 +1099,7 @@ export class VirtualPhoneUi implements PhoneUi {
   removeTask(pkg: string): void {
     const t = this.task(pkg);
     if (!t) return;
-    this.tasks = this.tasks.filter((x) => x !== t);
-    if (this.front === pkg) this.frontLeaves();
-    this.overHome.delete(pkg);
+    this.dropTask(t);
     this.changed();
   }
 
@@ -1027,12 +1114,40 @@ export class VirtualPhoneUi implements PhoneUi {
     return { package: this.packageOf(s), activity: this.activityOf(s) };
   }
 
+  taskList(): TaskList {
+    const activities = (stack: readonly ScreenState[]): TaskActivity[] =>
+      stack.map((s) => {
+        const data = s.kind === 'launcher' ? undefined : s.data;
+        return { activity: this.activityOf(s), instance: s.id, ...(data !== undefined && { data }) };
+      });
+    const inFront = this.aboveHome > 0 ? this.tasks[0] : undefined;
+    const apps = this.tasks.map((t): TaskInfo => ({
+      id: t.id,
+      rootId: t.id,
+      type: 'standard',
+      package: t.package,
+      activities: activities(t.stack),
+      visible: t === inFront,
+    }));
+    // The launcher's task is a leaf task inside the home root task, as on a phone.
+    const home: TaskInfo = {
+      id: HOME_TASK_ID,
+      rootId: HOME_ROOT_TASK_ID,
+      type: 'home',
+      package: LAUNCHER_PACKAGE,
+      activities: activities([this.launcher]),
+      visible: !inFront,
+    };
+    return {
+      stack: [...apps.slice(0, this.aboveHome), home, ...apps.slice(this.aboveHome)],
+      recents: [...this.recents],
+    };
+  }
+
   appsChanged(): void {
     // An uninstalled app takes its task with it.
     const installed = new Set([...this.apps().map((a) => a.package), ...SYSTEM_APPS.map((a) => a.package)]);
-    this.tasks = this.tasks.filter((t) => installed.has(t.package));
-    if (this.front && !installed.has(this.front)) this.frontLeaves();
-    for (const pkg of this.overHome) if (!installed.has(pkg)) this.overHome.delete(pkg);
+    for (const t of [...this.tasks]) if (!installed.has(t.package)) this.dropTask(t);
     if (this.dialog && !installed.has(this.dialog.package)) this.dialog = null;
     this.changed();
   }
@@ -1091,9 +1206,13 @@ export class VirtualPhoneUi implements PhoneUi {
       front: this.front,
       // Passwords never leave the phone's memory: a restored login screen starts empty there.
       tasks: this.tasks.map((t) => ({
+        id: t.id,
         package: t.package,
         stack: t.stack.map((s) => (s.kind === 'login' ? { ...s, password: '', focus: s.focus } : { ...s })),
       })),
+      aboveHome: this.aboveHome,
+      recents: [...this.recents],
+      nextTaskId: this.nextTaskId,
       launcherScroll: this.launcher.scroll,
       nextId: this.nextId,
       settings: Object.fromEntries(this.localSettings),
@@ -1107,12 +1226,48 @@ export class VirtualPhoneUi implements PhoneUi {
       return;
     }
     this.nextId = Math.max(this.nextId, s.nextId);
-    this.tasks = s.tasks.filter((t) => this.findApp(t.package));
-    this.front = s.front && this.task(s.front) ? s.front : null;
-    this.overHome = new Set(this.front ? [this.front] : []);
+    this.restoreTasks(s);
     this.launcher = { kind: 'launcher', id: this.newId(), scroll: s.launcherScroll };
     this.localSettings = new Map(Object.entries(s.settings));
     this.changed();
+  }
+
+  /**
+   * The tasks of a save, with their ids, stacking and recents order. A task whose id is
+   * missing (a save from before tasks kept ids) or taken gets a new one; ids given later stay
+   * above every restored one.
+   */
+  private restoreTasks(s: SavedUi): void {
+    const taken = new Set([HOME_ROOT_TASK_ID, HOME_TASK_ID]);
+    let next = Math.max(this.nextTaskId, s.nextTaskId ?? 0, ...s.tasks.map((t) => (t.id ?? 0) + 1));
+    let tasks: Task[] = [];
+    let aboveHome = 0;
+    s.tasks.forEach((t, i) => {
+      if (!this.findApp(t.package)) return;
+      const id = t.id !== undefined && !taken.has(t.id) ? t.id : next++;
+      taken.add(id);
+      tasks.push({ id, package: t.package, stack: t.stack });
+      if (s.aboveHome !== undefined && i < s.aboveHome) aboveHome++;
+    });
+    if (s.aboveHome === undefined) {
+      // An older save names only the app in front: its task is over home, the others behind.
+      const front = tasks.find((t) => t.package === s.front);
+      if (front) tasks = [front, ...tasks.filter((t) => t !== front)];
+      aboveHome = front ? 1 : 0;
+    }
+    this.tasks = tasks;
+    this.aboveHome = aboveHome;
+    this.nextTaskId = next;
+    // Recents as saved; tasks it does not name follow in the display's order.
+    const stacked = [
+      ...tasks.slice(0, aboveHome).map((t) => t.id),
+      HOME_TASK_ID,
+      ...tasks.slice(aboveHome).map((t) => t.id),
+    ];
+    const recents: number[] = [];
+    for (const id of [...(s.recents ?? []), ...stacked])
+      if (stacked.includes(id) && !recents.includes(id)) recents.push(id);
+    this.recents = recents;
   }
 }
 
@@ -1125,9 +1280,9 @@ function parseSaved(v: unknown): SavedUi | null {
   if (!v || typeof v !== 'object') return null;
   const o = v as Partial<SavedUi>;
   if (o.format !== 1 || !Array.isArray(o.tasks)) return null;
-  const tasks: Task[] = [];
+  const tasks: SavedTask[] = [];
   for (const t of o.tasks as unknown[]) {
-    const task = t as Partial<Task> | null;
+    const task = t as Partial<SavedTask> | null;
     if (!task || typeof task.package !== 'string' || !Array.isArray(task.stack)) continue;
     const stack = task.stack.filter(
       (s): s is ScreenState =>
@@ -1136,7 +1291,8 @@ function parseSaved(v: unknown): SavedUi | null {
         KINDS.has((s as ScreenState).kind) &&
         typeof (s as ScreenState).id === 'number',
     );
-    if (stack.length) tasks.push({ package: task.package, stack: stack.map((s) => ({ ...s })) });
+    const id = isTaskId(task.id) ? { id: task.id } : {};
+    if (stack.length) tasks.push({ ...id, package: task.package, stack: stack.map((s) => ({ ...s })) });
   }
   const settings: Record<string, string> = {};
   if (o.settings && typeof o.settings === 'object')
@@ -1145,8 +1301,16 @@ function parseSaved(v: unknown): SavedUi | null {
     format: 1,
     front: typeof o.front === 'string' ? o.front : null,
     tasks,
+    ...(Number.isInteger(o.aboveHome) && o.aboveHome! >= 0 && { aboveHome: o.aboveHome }),
+    ...(Array.isArray(o.recents) && { recents: o.recents.filter(isTaskId) }),
+    ...(isTaskId(o.nextTaskId) && { nextTaskId: o.nextTaskId }),
     launcherScroll: typeof o.launcherScroll === 'number' ? o.launcherScroll : 0,
     nextId: typeof o.nextId === 'number' ? o.nextId : 1,
     settings,
   };
+}
+
+/** Whether a saved value is a task id: a positive whole number. */
+function isTaskId(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v > 0;
 }

@@ -176,6 +176,41 @@ export interface PowerState {
   bouncer: boolean;
 }
 
+/** One activity of a task, as the activity manager keeps it (an ActivityRecord). */
+export interface TaskActivity {
+  /** The activity's full class name. */
+  readonly activity: string;
+  /** The data of the intent that started it, if any. */
+  readonly data?: string;
+  /** Stable while this instance lives: two instances of one activity differ here. */
+  readonly instance: number;
+}
+
+/** One task, as `dumpsys activity` and `am stack list` list it. */
+export interface TaskInfo {
+  /**
+   * The task id: given when the task is created, from one counter that only goes up (so a
+   * new task gets a higher id than any before it), and never reused while the phone runs.
+   */
+  readonly id: number;
+  /** The root task it sits in: its own id, or for the launcher's task the home root task's. */
+  readonly rootId: number;
+  readonly type: 'home' | 'standard';
+  readonly package: string;
+  /** Its activities from the bottom (the root) to the top. */
+  readonly activities: readonly TaskActivity[];
+  /** Shown on the display now (the task in front, or home when no app is over it). */
+  readonly visible: boolean;
+}
+
+/** The phone's tasks: how the display stacks them and how recently each was in front. */
+export interface TaskList {
+  /** Every task, top to bottom as the display stacks them; the launcher's (home) task is one. */
+  readonly stack: readonly TaskInfo[];
+  /** Task ids, the most recently resumed first (RecentTasks' order). */
+  readonly recents: readonly number[];
+}
+
 export interface PhoneUi {
   /** The display's size as apps see it now: sideways while it is turned a quarter. */
   readonly width: number;
@@ -215,6 +250,12 @@ export interface PhoneUi {
   drag(x1: number, y1: number, x2: number, y2: number, durationMs: number): string | null;
   /** Types into the focused text field (ignored when none has focus). */
   text(value: string): void;
+  /**
+   * An input method's editor action on the focused field (EditorInfo.IME_ACTION_*: 2 go, 3
+   * search, 4 send, 5 next, 6 done, 7 previous), as InputConnection.performEditorAction
+   * delivers it; ignored when no field has focus.
+   */
+  editorAction(action: number): void;
   key(keycode: number): void;
 
   /**
@@ -245,6 +286,8 @@ export interface PhoneUi {
   /** Forgets an app's data (what `pm clear` does), e.g. the login app's typed fields. */
   clearData(pkg: string): void;
   foreground(): ForegroundActivity;
+  /** The tasks, with the ids the activity manager gave them (dumpsys activity, am stack list). */
+  taskList(): TaskList;
   /** Call after the set of launcher apps changed (install, uninstall) to redraw. */
   appsChanged(): void;
 

@@ -8,6 +8,8 @@ import {
   shortComponent,
 } from '../../activity.js';
 import { runsOnThisPhone } from '../../ui/phone-ui.js';
+import type { TaskInfo } from '../../ui/types.js';
+import { configuration, displayBounds } from './dumpsys.js';
 import {
   FLAG_CLEAR_TASK,
   FLAG_CLEAR_TOP,
@@ -521,14 +523,7 @@ export const am: CommandFn = async (ctx) => {
       return 0;
     case 'stack':
     case 'task':
-      if (args[0] === 'list') {
-        const f = device.ui.foreground();
-        ctx.stdout.write(
-          `RootTask id=1 bounds=[0,0][720,1280] displayId=0 userId=0\n  taskId=1: ${shortComponent({ pkg: f.package, cls: f.activity })} bounds=[0,0][720,1280] userId=0 visible=true\n`,
-        );
-        return 0;
-      }
-      return fail(ctx, `${verb} ${args[0] ?? ''}: not modeled by the virtual phone`.replace(' :', ':'), 255);
+      return amStackOrTask(ctx, verb, args);
     case undefined:
     case 'help':
       ctx.stdout.write(AM_USAGE);
@@ -540,6 +535,58 @@ export const am: CommandFn = async (ctx) => {
       return 255;
   }
 };
+
+/**
+ * The sub-commands of `am stack` and `am task` in Android 14's ActivityManagerShellCommand
+ * (runStack, runTask). `am task` has no `list`: root tasks are listed by `am stack list`.
+ */
+const STACK_COMMANDS: Record<'stack' | 'task', readonly string[]> = {
+  stack: ['move-task', 'list', 'info', 'remove'],
+  task: ['lock', 'resizeable', 'resize', 'focus'],
+};
+
+/** `am stack ...` and `am task ...`: only `am stack list` is modeled. */
+function amStackOrTask(ctx: CommandContext, verb: 'stack' | 'task', args: string[]): number {
+  const op = args[0];
+  // getNextArgRequired(): the sub-command is required.
+  if (op === undefined)
+    return shellException(ctx, verb, ILLEGAL_ARGUMENT, `Argument expected after "${verb}"`);
+  if (!STACK_COMMANDS[verb].includes(op)) {
+    ctx.stderr.write(`Error: unknown command '${op}'\n`);
+    return 255;
+  }
+  if (verb === 'task' || op !== 'list')
+    return fail(ctx, `${verb} ${op}: not modeled by the virtual phone`, 255);
+  ctx.stdout.write(rootTaskList(ctx));
+  return 0;
+}
+
+/**
+ * `am stack list`: ActivityTaskManager.getAllRootTaskInfos(), the display's root tasks top
+ * to bottom, each printed by RootTaskInfo.toString() (and println, hence the blank line after
+ * each): the root task, its configuration, then each leaf task in it with the full name of the
+ * activity that started it and the component on top. The ids are the tasks' own, the ones
+ * `dumpsys activity` shows; the launcher's task sits in the home root task.
+ */
+function rootTaskList(ctx: CommandContext): string {
+  const tasks = ctx.device.ui.taskList();
+  const { w, h } = displayBounds(ctx);
+  const bounds = `[0,0][${w},${h}]`;
+  const roots = new Map<number, TaskInfo[]>();
+  for (const t of tasks.stack) roots.set(t.rootId, [...(roots.get(t.rootId) ?? []), t]);
+  let out = '';
+  for (const [rootId, leaves] of roots) {
+    const visible = leaves.some((t) => t.visible);
+    out += `RootTask id=${rootId} bounds=${bounds} displayId=0 userId=0\n configuration=${configuration(ctx, leaves[0]!.type)}\n`;
+    for (const t of leaves) {
+      const base = t.activities[0]!.activity;
+      const top = t.activities.at(-1)!.activity;
+      out += `  taskId=${t.id}: ${t.package}/${base} bounds=${bounds} userId=0 visible=${visible} topActivity=ComponentInfo{${t.package}/${top}}\n`;
+    }
+    out += '\n';
+  }
+  return out;
+}
 
 /** Android 14's other am commands (debugging, profiling, users, displays). */
 const UNMODELED_AM = new Set([

@@ -7,7 +7,7 @@ import { parseComponent, shortComponent } from '../../activity.js';
 import type { ComponentName } from '../../activity.js';
 import { DEVICE } from '../../identity.js';
 import { metrics } from '../../ui/theme.js';
-import type { PowerState } from '../../ui/types.js';
+import type { PowerState, TaskInfo, TaskList } from '../../ui/types.js';
 import { lockKind } from '../../lock-settings.js';
 import { locationSwitch, userRotation } from '../../settings.js';
 import { formatUid, PackageManager, RUNTIME_PERMISSIONS } from '../../packages.js';
@@ -26,12 +26,69 @@ function focus(ctx: CommandContext): ComponentName {
   return { pkg: f.package, cls: f.activity };
 }
 
-function taskId(c: ComponentName): number {
-  return c.pkg === 'com.android.launcher3' ? 1 : 10 + (parseInt(hashId(c.pkg), 16) % 90);
+// ---- tasks, as the activity manager prints them ----
+// The ids come from the phone's UI, which gives each task its id when it is created
+// (PhoneUi.taskList()); every listing below (dumpsys activity, dumpsys window, am stack list)
+// reads them from there, so one task has one id everywhere.
+
+/** ActivityRecord.toString(): `ActivityRecord{hash u0 pkg/.Activity tTASKID}`. */
+export function activityRecord(t: TaskInfo, at = t.activities.length - 1): string {
+  const a = t.activities[at]!;
+  const c = { pkg: t.package, cls: a.activity };
+  return `ActivityRecord{${hashId('ar', c.pkg, c.cls, String(a.instance))} u0 ${shortComponent(c)} t${t.id}}`;
 }
 
-function activityRecord(c: ComponentName): string {
-  return `ActivityRecord{${hashId('ar', c.pkg, c.cls)} u0 ${shortComponent(c)} t${taskId(c)}}`;
+/**
+ * A task's affinity: since Android 12 ActivityRecord.computeTaskAffinity() prefixes the
+ * app's uid (`10153:com.android.chrome`). Launcher3 declares `android:taskAffinity=""`, so
+ * its task has none, and Task.toString() names its intent's component instead (`I=`).
+ */
+function affinity(ctx: CommandContext, t: TaskInfo): string | null {
+  return t.type === 'home' ? null : `${ctx.device.packages.get(t.package)?.uid ?? 10153}:${t.package}`;
+}
+
+/** Task.toString(), the short form that RecentTasks prints: `Task{hash #ID type=T A=UID:PKG}`. */
+export function taskName(ctx: CommandContext, t: TaskInfo): string {
+  const a = affinity(ctx, t);
+  const root = { pkg: t.package, cls: t.activities[0]!.activity };
+  return `Task{${hashId('task', String(t.id))} #${t.id} type=${t.type} ${a !== null ? `A=${a}` : `I=${shortComponent(root)}`}}`;
+}
+
+/**
+ * Task.toFullString(), as `dumpsys activity activities` heads each task with it: the short
+ * form, then the user, the root task when it is another (the launcher's task sits in the
+ * home root task), visibility, windowing mode and the number of children.
+ */
+function taskFullName(ctx: CommandContext, t: TaskInfo, children: number): string {
+  const root = t.rootId !== t.id ? ` rootTaskId=${t.rootId}` : '';
+  return `${taskName(ctx, t).slice(0, -1)} U=0${root} visible=${t.visible} visibleRequested=${t.visible} mode=fullscreen translucent=false sz=${children}}`;
+}
+
+/** The home root task (created with the display; it has no intent, so no A= or I=). */
+function homeRootName(home: TaskInfo): string {
+  return `Task{${hashId('task', String(home.rootId))} #${home.rootId} type=home U=0 visible=${home.visible} visibleRequested=${home.visible} mode=fullscreen translucent=false sz=1}`;
+}
+
+/** The task shown now: the one in front, or home. */
+export function frontTask(tasks: TaskList): TaskInfo {
+  return tasks.stack.find((t) => t.visible) ?? tasks.stack[0]!;
+}
+
+/** The display's size now, as a task's bounds give it: turned while the display is sideways. */
+export function displayBounds(ctx: CommandContext): { w: number; h: number } {
+  const { width, height } = ctx.device.display();
+  return turned({ w: width, h: height }, ctx.device.ui.rotation?.() ?? 0);
+}
+
+/**
+ * Configuration.toString() of a full-screen window container of `activityType` (the global
+ * configuration is `undefined`): what `dumpsys window` and `am stack list` print.
+ */
+export function configuration(ctx: CommandContext, activityType: 'undefined' | 'home' | 'standard'): string {
+  const { density } = ctx.device.display();
+  const rotation = ctx.device.ui.rotation?.() ?? 0;
+  const cur = displayBounds(ctx);
+  return `{1.0 ?mcc?mnc [en_US] ldltr sw${Math.round((Math.min(cur.w, cur.h) * 160) / density)}dp w${Math.round((cur.w * 160) / density)}dp h${Math.round((cur.h * 160) / density)}dp ${density}dpi nrml ${rotation % 2 ? 'land' : 'port'} finger -keyb/v/h -nav/h winConfig={ mBounds=Rect(0, 0 - ${cur.w}, ${cur.h}) mAppBounds=Rect(0, 0 - ${cur.w}, ${cur.h}) mMaxBounds=Rect(0, 0 - ${cur.w}, ${cur.h}) mDisplayRotation=ROTATION_${rotation * 90} mWindowingMode=fullscreen mActivityType=${activityType} mAlwaysOnTop=undefined mRotation=ROTATION_${rotation * 90}} s.6 fontWeightAdjustment=0}`;
 }
 
 /** The display's vsync period in ns (presDeadline, SurfaceFlinger's --latency) and its rate as dumps print it. */
@@ -45,6 +102,11 @@ function turned(size: { w: number; h: number }, rotation: number): { w: number; 
 
 function dumpWindow(ctx: CommandContext, args: string[]): string {
   const f = focus(ctx);
+  const tasks = ctx.device.ui.taskList();
+  const front = frontTask(tasks);
+  const focusedApp = activityRecord(front);
+  // Every app task is a root task of its own; the launcher's sits in the home root task.
+  const rootTasks = new Set(tasks.stack.map((t) => t.rootId)).size;
   const sys = ctx.device.system;
   const { width, height, density } = ctx.device.display();
   const base = { w: width, h: height };
@@ -64,7 +126,7 @@ function dumpWindow(ctx: CommandContext, args: string[]): string {
   // The lock screen lives in SystemUI's NotificationShade window, which then has the focus.
   const windowLine = power.keyguard ? `Window{${hashId('win', 'shade')} u0 NotificationShade}` : appWindow;
   const displays = `WINDOW MANAGER DISPLAY CONTENTS (dumpsys window displays)
-  Display: mDisplayId=0 rootTasks=4
+  Display: mDisplayId=0 rootTasks=${rootTasks}
     init=${DEVICE.width}x${DEVICE.height} ${DEVICE.density}dpi base=${base.w}x${base.h} ${density}dpi cur=${cur.w}x${cur.h} app=${cur.w}x${cur.h - statusBar} rng=${base.w}x${base.w - statusBar}-${base.h}x${base.h - statusBar}
     deferred=false mLayoutNeeded=false mTouchExcludeRegion=SkRegion((0,0,${cur.w},${cur.h}))
     DisplayRotation
@@ -79,7 +141,7 @@ function dumpWindow(ctx: CommandContext, args: string[]): string {
 
   mLayoutSeq=210
   mCurrentFocus=${windowLine}
-  mFocusedApp=${activityRecord(f)}
+  mFocusedApp=${focusedApp}
   mHoldScreenWindow=null
   mObscuringWindow=null
 `;
@@ -117,21 +179,22 @@ function dumpWindow(ctx: CommandContext, args: string[]): string {
     mScreenOnEarly=${power.awake} mScreenOnFully=${power.awake}
     mKeyguardDrawComplete=true mWindowManagerDrawComplete=true
 `;
+  // The status and navigation bars are in no task: WindowState.getRootTaskId() is INVALID_TASK_ID.
   const windows = `WINDOW MANAGER WINDOWS (dumpsys window windows)
   Window #0 Window{${hashId('win', 'nav')} u0 NavigationBar0}:
-    mDisplayId=0 rootTaskId=1 mSession=Session{${hashId('s', 'systemui')} 1120:u0a10201} mClient=android.os.BinderProxy@${hashId('b', 'nav')}
+    mDisplayId=0 rootTaskId=-1 mSession=Session{${hashId('s', 'systemui')} 1120:u0a10201} mClient=android.os.BinderProxy@${hashId('b', 'nav')}
     mOwnerUid=10201 showForAllUsers=true package=com.android.systemui appop=NONE
     mAttrs={(0,0)(fillxfill) gr=BOTTOM CENTER_VERTICAL sim={adjust=pan} ty=NAVIGATION_BAR fmt=TRANSLUCENT}
     mViewVisibility=0x0 mHaveFrame=true mObscured=false
     ${frames(0, cur.h - navBar, cur.w, cur.h)}
   Window #1 Window{${hashId('win', 'status')} u0 StatusBar}:
-    mDisplayId=0 rootTaskId=1 mSession=Session{${hashId('s', 'systemui')} 1120:u0a10201} mClient=android.os.BinderProxy@${hashId('b', 'status')}
+    mDisplayId=0 rootTaskId=-1 mSession=Session{${hashId('s', 'systemui')} 1120:u0a10201} mClient=android.os.BinderProxy@${hashId('b', 'status')}
     mOwnerUid=10201 showForAllUsers=true package=com.android.systemui appop=NONE
     mAttrs={(0,0)(fillx${statusBar}) gr=TOP CENTER_VERTICAL sim={adjust=pan} ty=STATUS_BAR fmt=TRANSLUCENT}
     mViewVisibility=0x0 mHaveFrame=true mObscured=false
     ${frames(0, 0, cur.w, statusBar)}
   Window #2 ${appWindow}:
-    mDisplayId=0 rootTaskId=${taskId(f)} mSession=Session{${hashId('s', f.pkg)}} mClient=android.os.BinderProxy@${hashId('b', f.pkg)}
+    mDisplayId=0 rootTaskId=${front.rootId} mSession=Session{${hashId('s', f.pkg)}} mClient=android.os.BinderProxy@${hashId('b', f.pkg)}
     mOwnerUid=${ctx.device.packages.get(f.pkg)?.uid ?? 10153} showForAllUsers=false package=${f.pkg} appop=NONE
     mAttrs={(0,0)(fillxfill) sim={adjust=resize} ty=BASE_APPLICATION fmt=TRANSLUCENT}
     mViewVisibility=0x0 mHaveFrame=true mObscured=false
@@ -140,12 +203,12 @@ function dumpWindow(ctx: CommandContext, args: string[]): string {
     isOnScreen=true
     isVisible=true
 
-  mGlobalConfiguration={1.0 ?mcc?mnc [en_US] ldltr sw${Math.round((Math.min(cur.w, cur.h) * 160) / density)}dp w${Math.round((cur.w * 160) / density)}dp h${Math.round((cur.h * 160) / density)}dp ${density}dpi nrml ${rotation % 2 ? 'land' : 'port'} finger -keyb/v/h -nav/h winConfig={ mBounds=Rect(0, 0 - ${cur.w}, ${cur.h}) mAppBounds=Rect(0, 0 - ${cur.w}, ${cur.h}) mMaxBounds=Rect(0, 0 - ${cur.w}, ${cur.h}) mDisplayRotation=ROTATION_${rotation * 90} mWindowingMode=fullscreen mActivityType=undefined mAlwaysOnTop=undefined mRotation=ROTATION_${rotation * 90}} s.6 fontWeightAdjustment=0}
+  mGlobalConfiguration=${configuration(ctx, 'undefined')}
   mHasPermanentDpad=false
   mTopFocusedDisplayId=0
   mInputMethodWindow=null
   mCurrentFocus=${windowLine}
-  mFocusedApp=${activityRecord(f)}
+  mFocusedApp=${focusedApp}
 `;
   switch (args[0]) {
     case 'displays':
@@ -355,21 +418,86 @@ function dumpActivity(ctx: CommandContext, args: string[]): string {
     }
     return out;
   };
+  const tasks = device.ui.taskList();
+  const front = frontTask(tasks);
+  // `dumpsys activity activities|recents PKG` lists only that package's tasks.
+  const dumpPackage = args[1];
+  const listed = (t: TaskInfo) => dumpPackage === undefined || t.package === dumpPackage;
   const activities = (): string => {
-    const ar = activityRecord(f);
-    return `ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)
+    const ar = activityRecord(front);
+    // RootWindowContainer.dumpActivities: every root task on the display, top to bottom (the
+    // order the display stacks them), each a Task.dump: the task's line (Task.toFullString),
+    // then its activities top to bottom as `* Hist  #N:`, N counted from the task's root. The
+    // launcher's task is a leaf task inside the home root task, so it is nested one level.
+    const blocks: string[] = [];
+    for (const t of tasks.stack.filter(listed)) {
+      const home = t.rootId !== t.id;
+      const indent = home ? '    ' : '  ';
+      let block = home
+        ? `  * ${homeRootName(t)}
+`
+        : '';
+      block += `${indent}* ${taskFullName(ctx, t, t.activities.length)}
+${indent}  isSleeping=false
+`;
+      if (t === front)
+        block += `${indent}  topResumedActivity=${ar}
+`;
+      for (let i = t.activities.length - 1; i >= 0; i--) {
+        // Only the top activity of the task in front is resumed; the others are stopped.
+        const resumed = t === front && i === t.activities.length - 1;
+        block += `${indent}  * Hist  #${i}: ${activityRecord(t, i)}
+${indent}    packageName=${t.package} processName=${t.package}
+${indent}    state=${resumed ? 'RESUMED' : 'STOPPED'} stopped=${!resumed} delayedResume=false finishing=false
+${indent}    mVisibleRequested=${resumed} mVisible=${resumed}
+`;
+      }
+      blocks.push(block);
+    }
+    const out = `ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)
 Display #0 (activities from top to bottom):
-  * Task{${hashId('task', f.pkg)} #${taskId(f)} type=${f.pkg === 'com.android.launcher3' ? 'home' : 'standard'} A=${device.packages.get(f.pkg)?.uid ?? 10153}:${f.pkg} U=0 visible=true mode=fullscreen translucent=false sz=1}
-    mLastNonFullscreenBounds=null
-    * Hist  #0: ${ar}
-      packageName=${f.pkg} processName=${f.pkg}
-      state=RESUMED visible=true
+${blocks.join('\n')}`;
+    if (!listed(front)) return out;
+    return `${out}
+  Resumed activities in task display areas (from top to bottom):
+    Resumed: ${ar}
 
   ResumedActivity: ${ar}
   topResumedActivity=${ar}
   mResumedActivity: ${ar}
   mFocusedApp=${ar}
 `;
+  };
+  /**
+   * RecentTasks.dump: the recents list, the most recently resumed task first (the home task
+   * among them), each task by its short name and the part of Task.dump the phone keeps.
+   */
+  const recents = (): string => {
+    const byId = new Map(tasks.stack.map((t) => [t.id, t]));
+    let out = `ACTIVITY MANAGER RECENT TASKS (dumpsys activity recents)
+mRecentsUid=${device.packages.get('com.android.launcher3')?.uid ?? 10040}
+mRecentsComponent=ComponentInfo{com.android.launcher3/com.android.quickstep.RecentsActivity}
+mFreezeTaskListReordering=false
+mFreezeTaskListReorderingPendingTimeout=false
+`;
+    const recent = tasks.recents.map((id, i) => [i, byId.get(id)] as const);
+    let header = false;
+    for (const [i, t] of recent) {
+      if (!t || !listed(t)) continue;
+      if (!header) out += '  Recent tasks:\n';
+      header = true;
+      const a = affinity(ctx, t);
+      const root = { pkg: t.package, cls: t.activities[0]!.activity };
+      const uid = device.packages.get(t.package)?.uid ?? 10153;
+      out += `  * Recent #${i}: ${taskName(ctx, t)}
+    userId=0 effectiveUid=${formatUid(uid)}
+${a !== null ? `    affinity=${a}\n` : ''}    mActivityComponent=${shortComponent(root)}
+    Activities=[${t.activities.map((_, n) => activityRecord(t, n)).join(', ')}]
+    askedCompatMode=false inRecents=true isAvailable=true
+    taskId=${t.id} rootTaskId=${t.rootId}
+`;
+    }
+    return header ? out : `${out}  (nothing)\n`;
   };
   const processes = (): string => {
     let out = 'ACTIVITY MANAGER RUNNING PROCESSES (dumpsys activity processes)\n  All known processes:\n';
@@ -393,10 +521,12 @@ Display #0 (activities from top to bottom):
     case 'p':
       return processes();
     case 'top':
-      return `TASK ${f.pkg} id=${taskId(f)} userId=0\n  ACTIVITY ${shortComponent(f)} ${hashId('ar', f.pkg, f.cls)} pid=${device.processes.list().find((p) => p.name === f.pkg)?.pid ?? 1421}\n`;
+      // ActivityTaskManagerService.dumpActivity: `TASK <affinity> id=<task id>` over the
+      // top activity of the visible task (the launcher's task has no affinity: `null`).
+      return `TASK ${affinity(ctx, front)} id=${front.id} userId=0\n  ACTIVITY ${shortComponent(f)} ${activityRecord(front).split(' ')[0]!.slice('ActivityRecord{'.length)} pid=${device.processes.list().find((p) => p.name === f.pkg)?.pid ?? 1421}\n`;
     case 'recents':
     case 'r':
-      return `ACTIVITY MANAGER RECENT TASKS (dumpsys activity recents)\n  Recent tasks:\n  * Recent #0: Task{${hashId('task', f.pkg)} #${taskId(f)} type=standard A=${f.pkg} U=0 visible=true}\n`;
+      return recents();
     case 'broadcasts':
     case 'b':
       return 'ACTIVITY MANAGER BROADCAST STATE (dumpsys activity broadcasts)\n  Historical broadcasts [foreground]:\n';
@@ -683,7 +813,7 @@ export const dumpsys: CommandFn = (ctx) => {
       return 0;
     case 'input':
       out.write(
-        `INPUT MANAGER (dumpsys input)\n\nInput Manager Service (Java) State:\n  Interactive: true\nInput Dispatcher State:\n  DispatchEnabled: true\n  FocusedApplications:\n    displayId=0, name='${activityRecord(focus(ctx))}'\n  FocusedWindows:\n    displayId=0, name='${focus(ctx).pkg}/${focus(ctx).cls}'\n`,
+        `INPUT MANAGER (dumpsys input)\n\nInput Manager Service (Java) State:\n  Interactive: true\nInput Dispatcher State:\n  DispatchEnabled: true\n  FocusedApplications:\n    displayId=0, name='${activityRecord(frontTask(ctx.device.ui.taskList()))}'\n  FocusedWindows:\n    displayId=0, name='${focus(ctx).pkg}/${focus(ctx).cls}'\n`,
       );
       return 0;
     case 'SurfaceFlinger':

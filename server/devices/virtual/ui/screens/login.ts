@@ -125,6 +125,22 @@ export function loginKey(state: LoginState, code: number, ctx: ScreenContext): b
   return false;
 }
 
+/**
+ * An editor action on the focused field (EditorInfo.IME_ACTION_*). The fields are what an
+ * app's login form declares: the user name's action is next (to the password), the
+ * password's is done, which the app's OnEditorActionListener takes as signing in, as it
+ * takes go and send; previous goes back. Others change nothing, as TextView does with them.
+ */
+export function loginEditorAction(state: LoginState, action: number, ctx: ScreenContext): void {
+  const field = state.focus;
+  if (!field) return;
+  if (action === 5 && field === 'username') state.focus = 'password';
+  else if (action === 7 && field === 'password') state.focus = 'username';
+  else if ([2, 4, 6].includes(action) && field === 'password') return submitLogin(state, ctx);
+  else return;
+  ctx.changed();
+}
+
 /** Types into the focused field; ignored when nothing has focus (like Android). */
 export function loginText(state: LoginState, text: string, ctx: ScreenContext): void {
   if (!state.focus) return;
