@@ -475,6 +475,7 @@ describe('what Appium checks before a session', () => {
   });
 
   it("enables and selects Appium Settings' input methods with ime, as InputMethodManagerService answers", async () => {
+    await v.adbOk(['install', '-g', SETTINGS_APK]);
     const ime = 'io.appium.settings/.UnicodeIME';
     const sh = (command: string) => v.adb(['shell', command]);
     expect(await sh(`ime enable ${ime}`)).toMatchObject({
@@ -493,6 +494,33 @@ describe('what Appium checks before a session', () => {
       `Input method ${ime}: already disabled for user #0\n`,
     );
     expect((await sh('ime list -s')).stdout.split('\n')).not.toContain(ime);
+  });
+
+  it("reads typed text as Appium Settings' IMEs do: AppiumIME's editor actions, UnicodeIME's UTF-7", async () => {
+    await v.adbOk(['install', '-g', SETTINGS_APK]);
+    await v.adbOk([
+      'shell',
+      'am force-stop com.phonelease.login; am start -W -n com.phonelease.login/.LoginActivity',
+    ]);
+    const field = boundsOf(await v.adbOk(['exec-out', 'uiautomator dump /dev/tty']), 'username');
+    await v.adbOk(['shell', `input tap ${field.x} ${field.y}`]);
+    // What appium-adb's typeUnicode and performEditorAction run.
+    const inIme = (ime: string, command: string) =>
+      v.adbOk([
+        'shell',
+        `ime enable ${ime} >/dev/null; ime set ${ime} >/dev/null; ${command}; ime set com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME`,
+      ]);
+    await inIme('io.appium.settings/.UnicodeIME', "input text 'd&AOk-mo'");
+    await inIme('io.appium.settings/.AppiumIME', 'input text /next/');
+    const dump = await v.adbOk(['exec-out', 'uiautomator dump /dev/tty']);
+    expect(dump).toMatch(/<node [^>]*text="démo"[^>]*resource-id="[^"]*username"/);
+    expect(dump).toMatch(/<node [^>]*resource-id="[^"]*password"[^>]*focused="true"/);
+    // With the phone's own keyboard the same text is typed as it is (six bullets in the password).
+    await v.adbOk(['shell', 'input text /next/']);
+    expect(await v.adbOk(['exec-out', 'uiautomator dump /dev/tty'])).toMatch(
+      /text="•{6}"[^>]*resource-id="[^"]*password"/,
+    );
+    await v.adbOk(['shell', 'am force-stop com.phonelease.login']);
   });
 
   it('accepts notification listeners, app ops and the idle whitelist', async () => {
