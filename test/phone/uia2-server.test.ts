@@ -250,6 +250,9 @@ describe('UiAutomator2 server over HTTP', () => {
     await call('POST', `/session/${sid}/element/${user}/value`, { value: ['m', 'o'] });
     expect((await call('GET', `/session/${sid}/element/${user}/text`)).body.value).toBe('demo');
     expect((await call('GET', `/session/${sid}/element/${user}/attribute/focused`)).body.value).toBe('true');
+    // Typing leaves the cursor at the end: the selection is empty there.
+    for (const name of ['selection-start', 'selection-end'])
+      expect((await call('GET', `/session/${sid}/element/${user}/attribute/${name}`)).body.value).toBe('4');
     await call('POST', `/session/${sid}/element/${user}/clear`, {});
     expect((await call('GET', `/session/${sid}/element/${user}/text`)).body.value).toBe('');
   });
@@ -292,9 +295,18 @@ describe('UiAutomator2 server over HTTP', () => {
     expect((await call('GET', `/session/${sid}/element/${button}/attribute/clickable`)).body.value).toBe(
       'true',
     );
+    // A name the server does not answer: its NoSuchAttributeException, listing those it does.
     const bad = await call('GET', `/session/${sid}/element/${button}/attribute/colour`);
-    expect(bad.status).toBe(400);
-    expect(bad.body.value).toMatchObject({ error: 'invalid argument' });
+    expect(bad.status).toBe(404);
+    expect(bad.body.value).toMatchObject({ error: 'unknown command' });
+    expect((bad.body.value as { message: string }).message).toMatch(
+      /^'colour' attribute is unknown for the element\. Only the following attributes are supported: \[checkable, .*selection-start, selection-end/,
+    );
+    // A button has no text selection; extras are empty.
+    expect(
+      (await call('GET', `/session/${sid}/element/${button}/attribute/selection-start`)).body.value,
+    ).toBeNull();
+    expect((await call('GET', `/session/${sid}/element/${button}/attribute/extras`)).body.value).toBeNull();
     const shot = (await call('GET', `/session/${sid}/element/${button}/screenshot`)).body.value as string;
     const png = PNG.sync.read(Buffer.from(shot, 'base64'));
     expect([png.width, png.height]).toEqual([rect.width, rect.height]);

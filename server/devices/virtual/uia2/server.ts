@@ -595,9 +595,20 @@ class Uia2Server implements UiAutomator2Server {
       case 'long-clickable':
       case 'longClickable':
         return String(n.longClickable);
+      case 'selection-start':
+      case 'selection-end':
+        // A text field's cursor, which typing leaves at the end of its text; other views
+        // have no selection (getTextSelectionStart is -1), which the server answers as null.
+        return n.className === 'android.widget.EditText' ? String([...n.text].length) : null;
+      case 'extras':
+        // The node's extras Bundle: the phone's views put nothing in it.
+        return null;
       default:
-        throw invalidArgument(
-          `The attribute '${name}' is not supported. Use one of text, resource-id, content-desc, class, package, bounds, hint, displayed, enabled, checked, checkable, focused, focusable, clickable, long-clickable, scrollable, selected, password`,
+        // ElementHelpers.generateNoAttributeException: the names it answers, aliases in braces.
+        throw new W3CError(
+          404,
+          'unknown command',
+          `'${name}' attribute is unknown for the element. Only the following attributes are supported: [checkable, checked, {class,className}, clickable, {content-desc,contentDescription}, enabled, focusable, focused, {long-clickable,longClickable}, package, password, {resource-id,resourceId}, scrollable, selection-start, selection-end, selected, {text,name}, hint, extras, bounds, displayed]`,
         );
     }
   }
