@@ -26,6 +26,7 @@ import {
   matchSelector,
   parseUiSelector,
   UiSelectorError,
+  UiSelectorPatternError,
   type Selector,
   type Statement,
 } from './ui-selector.js';
@@ -128,6 +129,8 @@ class Uia2Server implements UiAutomator2Server {
   private settings: Record<string, unknown> = {
     ignoreUnimportantViews: false,
     allowInvisibleElements: false,
+    // XPath 2.0 (matches(), lower-case(), ...) unless set: the real server's EnforceXpath1.
+    enforceXPath1: false,
     enableMultiWindows: false,
     waitForIdleTimeout: 10000,
     waitForSelectorTimeout: 10000,
@@ -408,7 +411,9 @@ class Uia2Server implements UiAutomator2Server {
       case 'xpath': {
         try {
           const doc = buildSource(root, this.display(), context, context ? [] : this.beside());
-          return selectElements(selector, doc).flatMap((el) => (el.node ? [el.node] : []));
+          return selectElements(selector, doc, {
+            enforceXPath1: this.settings.enforceXPath1 === true,
+          }).flatMap((el) => (el.node ? [el.node] : []));
         } catch (err) {
           if (err instanceof XPathError)
             throw new W3CError(
@@ -424,6 +429,9 @@ class Uia2Server implements UiAutomator2Server {
         try {
           statements = parseUiSelector(selector);
         } catch (err) {
+          // A *Matches() pattern Android's Pattern refuses is its PatternSyntaxException,
+          // which the server answers as an unknown error; other mistakes are the selector's.
+          if (err instanceof UiSelectorPatternError) throw new W3CError(500, 'unknown error', err.message);
           if (err instanceof UiSelectorError)
             throw new W3CError(400, 'invalid selector', `Invalid UiSelector '${selector}': ${err.message}`);
           throw err;

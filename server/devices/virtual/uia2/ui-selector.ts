@@ -5,11 +5,24 @@
  * is strict: an unknown method is an invalid selector, not a silent match-all.
  */
 import type { UiNodeInfo } from '../ui/types.js';
+import { javaFullMatcher, JavaRegexSyntaxError, JavaRegexUnsupportedError } from './java-regex.js';
 
 export class UiSelectorError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'UiSelectorError';
+  }
+}
+
+/**
+ * A *Matches() pattern that Android's Pattern.compile rejects. The real server reports it as
+ * an unknown error (UiExpressionParser.invokeMethod wraps the PatternSyntaxException thrown
+ * inside UiSelector in a UiAutomator2Exception); the message is that exception's.
+ */
+export class UiSelectorPatternError extends UiSelectorError {
+  constructor(message: string) {
+    super(`java.util.regex.PatternSyntaxException: ${message}`);
+    this.name = 'UiSelectorPatternError';
   }
 }
 
@@ -109,11 +122,22 @@ interface Entry {
   index: number;
 }
 
-const fullMatch = (re: string): RegExp => {
+/**
+ * textMatches() and the other *Matches() methods: UiSelector compiles the argument with
+ * `Pattern.compile(regex)` (no flags) and a node matches when
+ * `pattern.matcher(value).matches()`, i.e. the whole value matches. The pattern is Java's
+ * (as Android's Pattern reads it), translated by java-regex.ts. A pattern Android rejects
+ * throws UiSelectorPatternError; a pattern the virtual phone cannot model is refused as an
+ * invalid selector.
+ */
+const fullMatch = (method: string, re: string): ((value: string) => boolean) => {
   try {
-    return new RegExp(`^(?:${re})$`, 's');
+    return javaFullMatcher(re);
   } catch (err) {
-    throw new UiSelectorError(`invalid regular expression '${re}': ${String(err)}`);
+    if (err instanceof JavaRegexSyntaxError) throw new UiSelectorPatternError(err.message);
+    if (err instanceof JavaRegexUnsupportedError)
+      throw new UiSelectorError(`${method}("${re}"): ${err.message}`);
+    throw err;
   }
 };
 
@@ -268,8 +292,8 @@ class Parser {
     }
     const regexOf = REGEX_METHODS[method];
     if (regexOf) {
-      const re = fullMatch(one(isStr, 'string'));
-      sel.conditions.push({ method, test: (e) => re.test(regexOf(e)) });
+      const matches = fullMatch(method, one(isStr, 'string'));
+      sel.conditions.push({ method, test: (e) => matches(regexOf(e)) });
       return;
     }
     const flag = BOOL_METHODS[method];

@@ -1,18 +1,68 @@
 /**
- * XPath 1.0 over the page-source element tree: location paths with every axis a test
- * would use, name and `*` tests, `text()` and `node()`, predicates (positional, boolean,
- * comparisons), unions, parenthesised filter expressions like `(//x)[2]`, and the core
- * function library plus `ends-with`. Elements carry their `text` attribute as a text
- * child, so both `//*[@text='Log in']` and `//*[text()='Log in']` work.
+ * XPath over the page-source element tree: location paths with every axis a test would
+ * use, name and `*` tests, `text()` and `node()`, predicates (positional, boolean,
+ * comparisons), unions, parenthesised filter expressions like `(//x)[2]`, and the XPath 1.0
+ * core function library. Elements carry their `text` attribute as a text child, so both
+ * `//*[@text='Log in']` and `//*[text()='Log in']` work.
+ *
+ * The UiAutomator2 server evaluates XPath 2.0 (AccessibilityNodeInfoDumper.findNodes uses
+ * the Eclipse PsychoPath "xpath2" engine it bundles) unless the `enforceXPath1` setting is
+ * true, when it uses javax.xml.xpath (XPath 1.0). So by default the XPath 2.0 functions
+ * tests use are added: ends-with(), matches(), replace(), tokenize(), lower-case(),
+ * upper-case(), string-join(), abs() and `if (...) then ... else ...`; with
+ * `enforceXPath1` they are unknown functions, as in XPath 1.0. Regexes follow PsychoPath,
+ * which hands them to Android's java.util.regex.Pattern (see xpathRegex below).
+ * Comparisons and conversions keep XPath 1.0's rules.
  */
 import type { SourceElement } from './source.js';
+import {
+  JavaRegexSyntaxError,
+  JavaRegexUnsupportedError,
+  translateJavaRegex,
+  type CompiledJavaRegex,
+} from './java-regex.js';
 
+/** An expression the server refuses to compile (an invalid selector). */
 export class XPathError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'XPathError';
   }
 }
+
+/**
+ * An error while evaluating XPath 2.0 (a PsychoPath DynamicError, such as an invalid regex
+ * in matches()). The server reports these as an unknown error, not an invalid selector,
+ * with this advice appended (findNodesUsingXpath2).
+ */
+export class XPathDynamicError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(
+      `${message}. Try changing the 'enforceXPath1' driver setting to 'true' in order to workaround the problem.`,
+    );
+    this.name = 'XPathDynamicError';
+  }
+}
+
+export interface XPathOptions {
+  /** The server's `enforceXPath1` setting: XPath 1.0 only (default false: XPath 2.0). */
+  enforceXPath1?: boolean;
+}
+
+/** Functions XPath 2.0 adds that are modelled; unknown functions under `enforceXPath1`. */
+const XPATH2_FUNCTIONS = new Set([
+  'ends-with',
+  'matches',
+  'replace',
+  'tokenize',
+  'lower-case',
+  'upper-case',
+  'string-join',
+  'abs',
+]);
 
 interface AttrNode {
   kind: 'attr';
@@ -28,7 +78,14 @@ interface TextNode {
 }
 
 export type XNode = SourceElement | AttrNode | TextNode;
-type Value = XNode[] | string | number | boolean;
+type Atom = string | number | boolean;
+
+/** An XPath 2.0 sequence of atomic values, such as tokenize() returns. */
+export class AtomSequence {
+  constructor(readonly items: Atom[]) {}
+}
+
+type Value = XNode[] | Atom | AtomSequence;
 
 const isElement = (n: XNode): n is SourceElement => !('kind' in n);
 
@@ -195,13 +252,17 @@ type Expr =
   | { k: 'filter'; primary: Expr; preds: Expr[] }
   | { k: 'str'; v: string }
   | { k: 'num'; v: number }
-  | { k: 'fn'; name: string; args: Expr[] };
+  | { k: 'fn'; name: string; args: Expr[] }
+  | { k: 'if'; test: Expr; then: Expr; else: Expr };
 
 const DESCENDANT_OR_SELF: Step = { axis: 'descendant-or-self', test: { kind: 'node' }, preds: [] };
 
 class Parser {
   private i = 0;
-  constructor(private readonly toks: Token[]) {}
+  constructor(
+    private readonly toks: Token[],
+    private readonly xpath1: boolean,
+  ) {}
 
   private peek(offset = 0): Token | undefined {
     return this.toks[this.i + offset];
@@ -354,6 +415,8 @@ class Parser {
       this.expect('punct', '::');
     }
     const t = this.take();
+    if (t.type === 'name' && ['some', 'every', 'for'].includes(t.value) && this.is('punct', '$'))
+      throw new XPathError(`'${t.value} $var in ...' expressions are not supported by the virtual phone`);
     let test: NodeTest;
     if (t.type === 'name') test = { kind: 'name', name: t.value };
     else if (t.type === 'nodetype') {
@@ -386,6 +449,19 @@ class Parser {
       return e;
     }
     if (t.type === 'punct' && t.value === '$') throw new XPathError('variables are not supported');
+    if (t.type === 'fn' && this.xpath1 && (XPATH2_FUNCTIONS.has(t.value) || t.value === 'if'))
+      // javax.xml.xpath compiles XPath 1.0 only: XPath 2.0 functions are unknown there.
+      throw new XPathError(`unknown function ${t.value}() (XPath 1.0: the enforceXPath1 setting is on)`);
+    if (t.type === 'fn' && t.value === 'if') {
+      // XPath 2.0: if (test) then a else b
+      this.expect('punct', '(');
+      const test = this.or();
+      this.expect('punct', ')');
+      this.expect('name', 'then');
+      const then = this.or();
+      this.expect('name', 'else');
+      return { k: 'if', test, then, else: this.or() };
+    }
     if (t.type === 'fn') {
       this.expect('punct', '(');
       const args: Expr[] = [];
@@ -403,9 +479,9 @@ class Parser {
   }
 }
 
-export function parseXPath(src: string): Expr {
+export function parseXPath(src: string, options: XPathOptions = {}): Expr {
   if (!src.trim()) throw new XPathError('empty expression');
-  return new Parser(tokenize(src)).parse();
+  return new Parser(tokenize(src), options.enforceXPath1 === true).parse();
 }
 
 // ---- evaluation ----
@@ -415,6 +491,8 @@ interface Ctx {
   pos: number;
   size: number;
   doc: SourceElement;
+  /** enforceXPath1: XPath 2.0's functions are unknown. */
+  xpath1: boolean;
 }
 
 function textChild(el: SourceElement): TextNode | null {
@@ -526,7 +604,18 @@ function stringValue(n: XNode): string {
   return parts.join('');
 }
 
+/** A sequence's one item (XPath 2.0 refuses more than one where a single value is needed). */
+function single(v: AtomSequence): Atom | undefined {
+  if (v.items.length > 1)
+    throw new XPathDynamicError('XPTY0004', 'A sequence of more than one item is not allowed here');
+  return v.items[0];
+}
+
 function toStr(v: Value): string {
+  if (v instanceof AtomSequence) {
+    const item = single(v);
+    return item === undefined ? '' : toStr(item);
+  }
   if (Array.isArray(v)) return v[0] ? stringValue(v[0]) : '';
   if (typeof v === 'number') return Number.isInteger(v) ? String(v) : Number.isNaN(v) ? 'NaN' : String(v);
   return String(v);
@@ -540,6 +629,10 @@ function toNum(v: Value): number {
 }
 
 function toBool(v: Value): boolean {
+  if (v instanceof AtomSequence) {
+    const item = single(v);
+    return item === undefined ? false : toBool(item);
+  }
   if (Array.isArray(v)) return v.length > 0;
   if (typeof v === 'number') return v !== 0 && !Number.isNaN(v);
   if (typeof v === 'string') return v.length > 0;
@@ -569,6 +662,9 @@ function compareAtoms(op: string, a: string | number | boolean, b: string | numb
 }
 
 function compare(op: string, a: Value, b: Value): boolean {
+  // XPath 2.0 general comparisons are existential over a sequence, like node-sets in 1.0.
+  if (a instanceof AtomSequence) return a.items.some((x) => compare(op, x, b));
+  if (b instanceof AtomSequence) return b.items.some((y) => compare(op, a, y));
   if (Array.isArray(a) && Array.isArray(b))
     return a.some((x) => b.some((y) => compareAtoms(op, stringValue(x), stringValue(y))));
   if (Array.isArray(a)) return compareSet(op, a, b as string | number | boolean, false);
@@ -588,6 +684,8 @@ function compareSet(op: string, set: XNode[], other: string | number | boolean, 
 
 function evalExpr(e: Expr, ctx: Ctx): Value {
   switch (e.k) {
+    case 'if':
+      return evalExpr(toBool(evalExpr(e.test, ctx)) ? e.then : e.else, ctx);
     case 'or':
       return toBool(evalExpr(e.a, ctx)) || toBool(evalExpr(e.b, ctx));
     case 'and':
@@ -624,8 +722,9 @@ function evalExpr(e: Expr, ctx: Ctx): Value {
       return e.v;
     case 'filter': {
       const base = evalExpr(e.primary, ctx);
+      if (base instanceof AtomSequence) return filterSequence(base, e.preds, ctx);
       if (!Array.isArray(base)) throw new XPathError('a predicate needs a node-set');
-      return applyPredicates(base, e.preds, ctx.doc);
+      return applyPredicates(base, e.preds, ctx.doc, ctx.xpath1);
     }
     case 'path': {
       let nodes: XNode[];
@@ -638,7 +737,7 @@ function evalExpr(e: Expr, ctx: Ctx): Value {
         const next: XNode[] = [];
         for (const n of nodes) {
           const candidates = axisNodes(n, step.axis).filter((x) => matches(x, step.test, step.axis));
-          next.push(...applyPredicates(candidates, step.preds, ctx.doc));
+          next.push(...applyPredicates(candidates, step.preds, ctx.doc, ctx.xpath1));
         }
         nodes = sortUnique(next);
       }
@@ -649,16 +748,59 @@ function evalExpr(e: Expr, ctx: Ctx): Value {
   }
 }
 
+/** Whether an expression reads the context item (`.`, a relative path, string()...). */
+function usesContextItem(e: Expr): boolean {
+  switch (e.k) {
+    case 'path':
+      return (!e.absolute && !e.start) || (!!e.start && usesContextItem(e.start));
+    case 'fn':
+      return (
+        (e.args.length === 0 && ['string', 'string-length', 'normalize-space', 'number'].includes(e.name)) ||
+        e.args.some(usesContextItem)
+      );
+    case 'str':
+    case 'num':
+      return false;
+    case 'neg':
+      return usesContextItem(e.a);
+    case 'filter':
+      return usesContextItem(e.primary) || e.preds.some(usesContextItem);
+    case 'if':
+      return usesContextItem(e.test) || usesContextItem(e.then) || usesContextItem(e.else);
+    default:
+      return usesContextItem(e.a) || usesContextItem(e.b);
+  }
+}
+
+/**
+ * Predicates on a sequence of values, as in `tokenize(@text, ' ')[2]`: positions and
+ * position()/last() work; a predicate about the item itself (`[. = 'x']`) is refused, since
+ * items here are not context nodes.
+ */
+function filterSequence(seq: AtomSequence, preds: Expr[], ctx: Ctx): AtomSequence {
+  let items = seq.items;
+  for (const p of preds) {
+    if (usesContextItem(p))
+      throw new XPathError('a predicate on a sequence of strings may only use positions and last()');
+    const size = items.length;
+    items = items.filter((_, i) => {
+      const v = evalExpr(p, { ...ctx, pos: i + 1, size });
+      return typeof v === 'number' ? v === i + 1 : toBool(v);
+    });
+  }
+  return new AtomSequence(items);
+}
+
 /**
  * Filters nodes by each predicate in turn; a number selects by position. Positions count
  * in axis order: axisNodes() lists reverse axes (ancestor, preceding...) nearest first.
  */
-function applyPredicates(nodes: XNode[], preds: Expr[], doc: SourceElement): XNode[] {
+function applyPredicates(nodes: XNode[], preds: Expr[], doc: SourceElement, xpath1: boolean): XNode[] {
   let current = nodes;
   for (const p of preds) {
     const size = current.length;
     current = current.filter((node, i) => {
-      const v = evalExpr(p, { node, pos: i + 1, size, doc });
+      const v = evalExpr(p, { node, pos: i + 1, size, doc, xpath1 });
       return typeof v === 'number' ? v === i + 1 : toBool(v);
     });
   }
@@ -686,6 +828,7 @@ function callFunction(name: string, args: Expr[], ctx: Ctx): Value {
     case 'count': {
       arity(1);
       const v = arg(0);
+      if (v instanceof AtomSequence) return v.items.length;
       if (!Array.isArray(v)) throw new XPathError('count() needs a node-set');
       return v.length;
     }
@@ -701,9 +844,6 @@ function callFunction(name: string, args: Expr[], ctx: Ctx): Value {
     case 'starts-with':
       arity(2);
       return toStr(arg(0)).startsWith(toStr(arg(1)));
-    case 'ends-with':
-      arity(2);
-      return toStr(arg(0)).endsWith(toStr(arg(1)));
     case 'substring-before': {
       arity(2);
       const s = toStr(arg(0));
@@ -770,7 +910,168 @@ function callFunction(name: string, args: Expr[], ctx: Ctx): Value {
       return Math.ceil(toNum(arg(0)));
     case 'round':
       arity(1);
+      // XPath rounds halves up (round(-2.5) is -2), as Math.round does.
       return Math.round(toNum(arg(0)));
+    default:
+      if (!ctx.xpath1) return callXPath2Function(name, args, ctx);
+      throw new XPathError(`unknown function ${name}()`);
+  }
+}
+
+// ---- XPath 2.0 functions (PsychoPath's, as the server bundles it) ----
+
+/**
+ * A regex for matches(), tokenize() or replace(), as PsychoPath builds it
+ * (AbstractRegExFunction.compileAndExecute): the XPath pattern goes to
+ * java.util.regex.Pattern as is, with UNIX_LINES always set (only \n ends a line) and the
+ * flags s (DOTALL), m (MULTILINE), i (CASE_INSENSITIVE, dropped when the pattern has a
+ * \p{..} or \P{..}) and x (COMMENTS). So XSD-only syntax such as \i and \c is refused
+ * as Android's Pattern refuses it. replace() uses String.replaceAll: no flags at all.
+ */
+function xpathRegex(
+  fn: string,
+  pattern: string,
+  flags: string | null,
+  unixLines: boolean,
+): CompiledJavaRegex {
+  const f = flags ?? '';
+  const hasProperty = pattern.includes('\\p{') || pattern.includes('\\P{');
+  try {
+    return translateJavaRegex(pattern, {
+      d: unixLines,
+      s: f.includes('s'),
+      m: f.includes('m'),
+      i: f.includes('i') && !hasProperty,
+      x: f.includes('x'),
+    });
+  } catch (err) {
+    if (err instanceof JavaRegexSyntaxError)
+      // FORX0002; matches() adds the PatternSyntaxException's message, the others do not.
+      throw new XPathDynamicError(
+        'FORX0002',
+        fn === 'matches' ? `Invalid regular expression. ${err.message}` : 'Invalid regular expression.',
+      );
+    if (err instanceof JavaRegexUnsupportedError) throw new XPathError(`${fn}(): ${err.message}`);
+    throw err;
+  }
+}
+
+/**
+ * matches() and tokenize() accept a flags argument only if it is a substring of "smix"
+ * (PsychoPath tests validflags.indexOf(flags)): "i", "sm" and "smix" pass, "is" does not.
+ */
+function checkRegexFlags(flags: string): void {
+  if (flags !== '' && !'smix'.includes(flags))
+    throw new XPathDynamicError('FORX0001', 'Invalid regular expression flag parameter.');
+}
+
+/** A single string argument: an empty sequence is '', more than one item is an error. */
+function oneString(v: Value, fn: string, n: number): string {
+  if (Array.isArray(v) && v.length > 1)
+    throw new XPathDynamicError('XPTY0004', `argument ${n} of ${fn}() is a sequence of more than one item`);
+  return toStr(v);
+}
+
+/** String.replaceAll's replacement as Android's Matcher reads it: $n (one digit) and \x. */
+function expandReplacement(replacement: string, groups: (string | undefined)[]): string {
+  let out = '';
+  for (let i = 0; i < replacement.length; i++) {
+    const c = replacement[i] ?? '';
+    const next = replacement[i + 1];
+    if (c === '\\') {
+      if (next === undefined) throw new XPathError('replace(): a replacement ending in \\ is not supported');
+      out += next;
+      i++;
+    } else if (c === '$') {
+      if (next === undefined || !/[0-9]/.test(next))
+        throw new XPathError(
+          "replace(): '$' not followed by a group number is not supported; write \\$ for a dollar sign",
+        );
+      const n = Number(next);
+      if (n >= groups.length) throw new XPathDynamicError('FORX0003', 'invalid regex.');
+      out += groups[n] ?? '';
+      i++;
+    } else out += c;
+  }
+  return out;
+}
+
+function callXPath2Function(name: string, args: Expr[], ctx: Ctx): Value {
+  const arg = (i: number): Value => {
+    const a = args[i];
+    if (!a) throw new XPathError(`${name}() is missing argument ${i + 1}`);
+    return evalExpr(a, ctx);
+  };
+  const str = (i: number) => oneString(arg(i), name, i + 1);
+  const arity = (min: number, max = min) => {
+    if (args.length < min || args.length > max)
+      throw new XPathError(`${name}() takes ${min === max ? min : `${min} to ${max}`} arguments`);
+  };
+  switch (name) {
+    case 'ends-with':
+      arity(2);
+      return str(0).endsWith(str(1));
+    case 'lower-case':
+      arity(1);
+      return str(0).toLowerCase();
+    case 'upper-case':
+      arity(1);
+      return str(0).toUpperCase();
+    case 'abs':
+      arity(1);
+      return Math.abs(toNum(arg(0)));
+    case 'string-join': {
+      arity(2);
+      const v = arg(0);
+      const parts =
+        v instanceof AtomSequence ? v.items.map(toStr) : Array.isArray(v) ? v.map(stringValue) : [toStr(v)];
+      return parts.join(str(1));
+    }
+    case 'matches': {
+      // FnMatches: true if the pattern is found anywhere in the input (Matcher.find()).
+      arity(2, 3);
+      const input = str(0);
+      const flags = args.length > 2 ? str(2) : null;
+      if (flags !== null) checkRegexFlags(flags);
+      // PsychoPath rewrites XSD's class subtraction "-[" as Java's "&&[^" before compiling.
+      const pattern = str(1).replaceAll('-[', '&&[^');
+      const { source, flags: f } = xpathRegex(name, pattern, flags, true);
+      return new RegExp(source, f).test(input);
+    }
+    case 'tokenize': {
+      // FnTokenize: the parts between matches; a trailing empty part is dropped.
+      arity(2, 3);
+      const input = str(0);
+      const flags = args.length > 2 ? str(2) : null;
+      if (flags !== null) checkRegexFlags(flags);
+      const { source, flags: f } = xpathRegex(name, str(1), flags, true);
+      const tokens: string[] = [];
+      let start = 0;
+      for (const m of input.matchAll(new RegExp(source, `${f}g`))) {
+        if (m[0] === '') throw new XPathDynamicError('FORX0003', 'Invalid regular expression.');
+        tokens.push(input.slice(start, m.index));
+        start = m.index + m[0].length;
+      }
+      if (start < input.length) tokens.push(input.slice(start));
+      return new AtomSequence(tokens);
+    }
+    case 'replace': {
+      // FnReplace: input.replaceAll(pattern, replacement). Flags are checked (one of s, m,
+      // i, x must be there) but not applied.
+      arity(3, 4);
+      const input = str(0);
+      const flags = args.length > 3 ? str(3) : '';
+      if (flags !== '' && !/[smix]/.test(flags))
+        throw new XPathDynamicError('FORX0001', 'Invalid regular expression. flags');
+      const { source, flags: f, groups } = xpathRegex(name, str(1), null, false);
+      const replacement = str(2);
+      return input.replace(new RegExp(source, `${f}g`), (...m: unknown[]) =>
+        expandReplacement(
+          replacement,
+          groups.map((js) => m[js] as string | undefined),
+        ),
+      );
+    }
     default:
       throw new XPathError(`unknown function ${name}()`);
   }
@@ -779,10 +1080,14 @@ function callFunction(name: string, args: Expr[], ctx: Ctx): Value {
 /**
  * Evaluates an expression against a document and returns the matched elements in document
  * order. An expression that yields anything other than elements is an invalid selector
- * for finding elements.
+ * for finding elements. Pass the server's `enforceXPath1` setting in `options`.
  */
-export function selectElements(expr: string, doc: SourceElement): SourceElement[] {
-  const v = evalExpr(parseXPath(expr), { node: doc, pos: 1, size: 1, doc });
+export function selectElements(
+  expr: string,
+  doc: SourceElement,
+  options: XPathOptions = {},
+): SourceElement[] {
+  const v = evaluateXPath(expr, doc, options);
   if (!Array.isArray(v)) throw new XPathError(`the expression '${expr}' does not select elements`);
   const out: SourceElement[] = [];
   for (const n of v) {
@@ -793,7 +1098,11 @@ export function selectElements(expr: string, doc: SourceElement): SourceElement[
   return out;
 }
 
-/** Evaluates any expression (tests and debugging): a node-set, string, number or boolean. */
-export function evaluateXPath(expr: string, doc: SourceElement): Value {
-  return evalExpr(parseXPath(expr), { node: doc, pos: 1, size: 1, doc });
+/**
+ * Evaluates any expression (tests and debugging): a node-set, string, number, boolean or
+ * sequence of values.
+ */
+export function evaluateXPath(expr: string, doc: SourceElement, options: XPathOptions = {}): Value {
+  const xpath1 = options.enforceXPath1 === true;
+  return evalExpr(parseXPath(expr, options), { node: doc, pos: 1, size: 1, doc, xpath1 });
 }
