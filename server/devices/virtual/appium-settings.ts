@@ -7,8 +7,58 @@
  * modeled says so instead of pretending to succeed.
  */
 import type { Device } from './device.js';
+import { IME_ACTION } from './ui/types.js';
 
 export const APPIUM_SETTINGS_PACKAGE = 'io.appium.settings';
+
+/** The app's input methods, which read what is typed while one is selected (`ime set`). */
+export const APPIUM_IMES = {
+  unicode: `${APPIUM_SETTINGS_PACKAGE}/.UnicodeIME`,
+  appium: `${APPIUM_SETTINGS_PACKAGE}/.AppiumIME`,
+  empty: `${APPIUM_SETTINGS_PACKAGE}/.EmptyIME`,
+} as const;
+
+/** The editor actions AppiumIME takes by name (appium-adb's list): EditorInfo's codes. */
+const EDITOR_ACTIONS: Record<string, number> = {
+  normal: IME_ACTION.UNSPECIFIED,
+  unspecified: IME_ACTION.UNSPECIFIED,
+  none: IME_ACTION.NONE,
+  go: IME_ACTION.GO,
+  search: IME_ACTION.SEARCH,
+  send: IME_ACTION.SEND,
+  next: IME_ACTION.NEXT,
+  done: IME_ACTION.DONE,
+  previous: IME_ACTION.PREVIOUS,
+};
+
+/**
+ * What the selected input method makes of typed text (`input text`, whose key events reach
+ * the input method first): AppiumIME takes `/name/` (or `/code/`) as an editor action
+ * (appium-adb's performEditorAction types it); UnicodeIME decodes IMAP's modified UTF-7
+ * (`&AOk-` is é: appium-adb's typeUnicode); any other input method types it as it is.
+ */
+export function appiumImeReads(ime: string, text: string): string | number {
+  if (ime === APPIUM_IMES.appium) {
+    const name = /^\/(\w+)\/$/.exec(text)?.[1];
+    const action =
+      name === undefined
+        ? undefined
+        : (EDITOR_ACTIONS[name.toLowerCase()] ?? (/^\d+$/.test(name) ? Number(name) : undefined));
+    if (action !== undefined) return action;
+  }
+  return ime === APPIUM_IMES.unicode ? decodeModifiedUtf7(text) : text;
+}
+
+/** IMAP's modified UTF-7 (RFC 3501 5.1.3): `&-` is `&`, `&...-` is UTF-16 in base64 with `,` for `/`. */
+function decodeModifiedUtf7(text: string): string {
+  return text.replace(/&([A-Za-z0-9+,]*)-/g, (_, b64: string) => {
+    if (b64 === '') return '&';
+    const bytes = Buffer.from(b64.replace(/,/g, '/'), 'base64');
+    let out = '';
+    for (let i = 0; i + 1 < bytes.length; i += 2) out += String.fromCharCode(bytes.readUInt16BE(i));
+    return out;
+  });
+}
 
 /** What a broadcast to one of the app's receivers answered: its result code and data. */
 export type ReceiverAnswer = { code: number; data?: string } | { unmodeled: string };

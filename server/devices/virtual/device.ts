@@ -70,7 +70,6 @@ export interface SystemServiceState {
   wmDensity: number | null;
   enabledImes: Set<string>;
   currentIme: string;
-  wifi: boolean;
   /** Where an `input motionevent DOWN` started, until its UP. */
   motionDown: { x: number; y: number; at: number } | null;
   /** `pm install-create` sessions waiting for their commit. */
@@ -110,7 +109,6 @@ export class Device {
     wmDensity: null,
     enabledImes: new Set([DEFAULT_IME]),
     currentIme: DEFAULT_IME,
-    wifi: true,
     motionDown: null,
     installSessions: new Map(),
     publishedServices: null,
@@ -179,13 +177,7 @@ export class Device {
     if (!this.browser) this.packages.setUnavailable(BROWSER_PACKAGE);
     // A changed app set or setting redraws what shows it, but never creates the UI for that.
     this.packages.onChange(() => this.uiInstance?.appsChanged());
-    this.closers.add(
-      this.settings.onChange((ns, key) => {
-        // The Wi-Fi service follows its setting, however it changed (svc, cmd, the Settings app).
-        if (ns === 'global' && key === 'wifi_on') this.system.wifi = wifiSwitch.on(this.settings);
-        this.uiInstance?.settingsChanged?.();
-      }),
-    );
+    this.closers.add(this.settings.onChange(() => this.uiInstance?.settingsChanged?.()));
     // Threads shared with other phones are their owner's to end.
     this.encoderThreads = options.encoderThreads ?? new EncoderThreads();
     if (!options.encoderThreads) this.closers.add(() => this.encoderThreads.close());

@@ -150,6 +150,18 @@ const KEY_SYMBOLS: Record<number, string> = {
   81: '+',
 };
 
+/** EditorInfo's IME_ACTION_* codes: what an input method's action key asks of a field. */
+export const IME_ACTION = {
+  UNSPECIFIED: 0,
+  NONE: 1,
+  GO: 2,
+  SEARCH: 3,
+  SEND: 4,
+  NEXT: 5,
+  DONE: 6,
+  PREVIOUS: 7,
+} as const;
+
 /** Android key codes the UI understands (others are logged and ignored). */
 export const KEYCODE = {
   HOME: 3,
@@ -251,9 +263,8 @@ export interface PhoneUi {
   /** Types into the focused text field (ignored when none has focus). */
   text(value: string): void;
   /**
-   * An input method's editor action on the focused field (EditorInfo.IME_ACTION_*: 2 go, 3
-   * search, 4 send, 5 next, 6 done, 7 previous), as InputConnection.performEditorAction
-   * delivers it; ignored when no field has focus.
+   * An input method's editor action on the focused field (IME_ACTION), as
+   * InputConnection.performEditorAction delivers it; ignored when no field has focus.
    */
   editorAction(action: number): void;
   key(keycode: number): void;

@@ -722,22 +722,10 @@ class Uia2Server implements UiAutomator2Server {
    * appium/gestures/*: the element in `origin` (the driver's shape), else `area`
    * ({left, top, width, height}), else the whole screen.
    */
-  private gestureArea(r: Request): { left: number; top: number; right: number; bottom: number } {
-    const origin = r.body.origin;
-    const id = str(
-      r.body.elementId ?? (isRecord(origin) ? (origin[ELEMENT_KEY] ?? origin.ELEMENT) : undefined),
-    );
+  private gestureArea(r: Request): Rect {
+    const id = gestureElementId(r);
     if (id) return this.element(r, id).bounds;
-    const area = isRecord(r.body.area) ? r.body.area : r.body;
-    const { left, top, width, height } = area;
-    if (
-      typeof left === 'number' &&
-      typeof top === 'number' &&
-      typeof width === 'number' &&
-      typeof height === 'number'
-    )
-      return { left, top, right: left + width, bottom: top + height };
-    return { left: 0, top: 0, right: this.ui.width, bottom: this.ui.height };
+    return givenArea(r) ?? { left: 0, top: 0, right: this.ui.width, bottom: this.ui.height };
   }
 
   /**
@@ -809,19 +797,17 @@ class Uia2Server implements UiAutomator2Server {
    * it), or the `area` as given. Without either there is nothing to work on.
    */
   private gestureBounds(r: Request, gesture: 'swipe' | 'scroll' | 'fling'): Rect {
-    const origin = r.body.origin;
-    const id = str(
-      r.body.elementId ?? (isRecord(origin) ? (origin[ELEMENT_KEY] ?? origin.ELEMENT) : undefined),
-    );
+    const id = gestureElementId(r);
     if (id) {
       const b = this.element(r, id).bounds;
       const mx = Math.trunc((b.right - b.left) * GESTURE_MARGIN);
       const my = Math.trunc((b.bottom - b.top) * GESTURE_MARGIN);
       return { left: b.left + mx, top: b.top + my, right: b.right - mx, bottom: b.bottom - my };
     }
-    if (!isRecord(r.body.area) && typeof r.body.left !== 'number')
+    const area = givenArea(r);
+    if (!area)
       throw invalidArgument(`The ${gesture} area coordinates must be provided if element is not set`);
-    return this.gestureArea(r);
+    return area;
   }
 
   /**
@@ -891,11 +877,8 @@ class Uia2Server implements UiAutomator2Server {
   /** appium/gestures/click and long_click: at the element (offset inside it) or at an offset on screen. */
   private gestureClick(r: Request, long = false): void {
     const press = (x: number, y: number) => (long ? this.ui.longPress(x, y) : this.ui.tap(x, y));
-    const origin = r.body.origin;
     const offset = isRecord(r.body.offset) ? r.body.offset : null;
-    const id = str(
-      r.body.elementId ?? (isRecord(origin) ? (origin[ELEMENT_KEY] ?? origin.ELEMENT) : undefined),
-    );
+    const id = gestureElementId(r);
     if (id) {
       const b = this.element(r, id).bounds;
       const ox = typeof offset?.x === 'number' ? offset.x : (b.right - b.left) / 2;
@@ -1290,6 +1273,25 @@ const REVERSE: Record<Direction, Direction> = { up: 'down', down: 'up', left: 'r
 const isDirection = (d: string | undefined): d is Direction => d !== undefined && d in REVERSE;
 /** UiObject2's DEFAULT_GESTURE_MARGIN_PERCENT: gestures on an element keep off its edges. */
 const GESTURE_MARGIN = 0.1;
+
+/** A gesture's element: `elementId`, or the element in `origin` (the driver's shape). */
+function gestureElementId(r: Request): string | undefined {
+  const origin = r.body.origin;
+  return str(r.body.elementId ?? (isRecord(origin) ? (origin[ELEMENT_KEY] ?? origin.ELEMENT) : undefined));
+}
+
+/** A gesture's `area` ({left, top, width, height}, or those fields in the body), if given. */
+function givenArea(r: Request): Rect | null {
+  const { left, top, width, height } = isRecord(r.body.area) ? r.body.area : r.body;
+  if (
+    typeof left === 'number' &&
+    typeof top === 'number' &&
+    typeof width === 'number' &&
+    typeof height === 'number'
+  )
+    return { left, top, right: left + width, bottom: top + height };
+  return null;
+}
 
 function missingField(model: string, field: string): W3CError {
   return invalidArgument(

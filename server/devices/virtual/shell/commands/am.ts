@@ -493,10 +493,10 @@ export const am: CommandFn = async (ctx) => {
           `Argument expected after "${args.at(-1) ?? verb}"`,
         );
       if (verb === 'force-stop') {
-        // Without --user, am force-stop stops the package for every user (USER_ALL, -1).
-        const given = args[args.indexOf('--user') + 1];
-        const user =
-          !args.includes('--user') || given === 'all' ? -1 : given === 'current' ? 0 : Number(given);
+        // [--user <USER_ID> | all | current]; without it, every user (USER_ALL, -1).
+        const at = args.indexOf('--user');
+        const given = at < 0 ? 'all' : args[at + 1];
+        const user = given === 'all' ? -1 : given === 'current' ? 0 : Number(given);
         device.activity.forceStop(name, Number.isInteger(user) ? user : -1);
       } else device.activity.kill(name);
       return 0;

@@ -3,7 +3,7 @@ import { parseComponent } from '../../activity.js';
 import { appOp } from '../../app-ops.js';
 import { shellException } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
-import { airplaneMode, locationSwitch } from '../../settings.js';
+import { airplaneMode, locationSwitch, wifiSwitch } from '../../settings.js';
 import { isPublished, publishedServices } from '../../system-services.js';
 
 export const appops: CommandFn = (ctx) => {
@@ -141,9 +141,9 @@ function serviceCommands(table: () => ReadonlyMap<string, CommandFn>): Record<st
       return r.status & 0xff;
     },
     wifi: (ctx, args) => {
-      const sys = ctx.device.system;
       if (args[0] === 'status') {
-        ctx.stdout.write(`Wifi is ${sys.wifi ? 'enabled' : 'disabled'}\n`);
+        // The Wi-Fi service's state is its setting, however it changed (svc, cmd, the Settings app).
+        ctx.stdout.write(`Wifi is ${wifiSwitch.on(ctx.device.settings) ? 'enabled' : 'disabled'}\n`);
         return 0;
       }
       if (args[0] === 'set-wifi-enabled' && (args[1] === 'enabled' || args[1] === 'disabled')) {

@@ -7,6 +7,7 @@ import {
   MIN_DENSITY,
   type Size,
 } from '../../display-overrides.js';
+import { appiumImeReads } from '../../appium-settings.js';
 import { DEVICE } from '../../identity.js';
 import { KEYCODE, SYSTEM_LONG_PRESS, repeatsWhenHeld, type PhoneUi } from '../../ui/types.js';
 import { userRotation } from '../../settings.js';
@@ -267,50 +268,6 @@ function isOptionValue(args: readonly string[], i: number): boolean {
 }
 
 /** Undoes `input text` escaping: %s is a space. */
-/** Appium Settings' input methods, which read what is typed while they are selected. */
-const APPIUM_IME = 'io.appium.settings/.AppiumIME';
-const UNICODE_IME = 'io.appium.settings/.UnicodeIME';
-
-/** EditorInfo's IME_ACTION_* codes by the names AppiumIME takes (appium-adb's list). */
-const EDITOR_ACTIONS: Record<string, number> = {
-  normal: 0,
-  unspecified: 0,
-  none: 1,
-  go: 2,
-  search: 3,
-  send: 4,
-  next: 5,
-  done: 6,
-  previous: 7,
-};
-
-/**
- * What the selected input method makes of typed text: AppiumIME takes `/name/` (or
- * `/code/`) as an editor action (appium-adb's performEditorAction types it); UnicodeIME
- * decodes IMAP's modified UTF-7 (`&AOk-` is é: appium-adb's typeUnicode); others type it.
- */
-function imeReads(ime: string, text: string): string | number {
-  if (ime === APPIUM_IME) {
-    const m = /^\/(\w+)\/$/.exec(text);
-    const action = m
-      ? (EDITOR_ACTIONS[m[1]!.toLowerCase()] ?? (/^\d+$/.test(m[1]!) ? Number(m[1]) : undefined))
-      : undefined;
-    if (action !== undefined) return action;
-  }
-  return ime === UNICODE_IME ? decodeModifiedUtf7(text) : text;
-}
-
-/** IMAP's modified UTF-7 (RFC 3501 5.1.3): `&-` is `&`, `&...-` is UTF-16 in base64 with `,` for `/`. */
-function decodeModifiedUtf7(text: string): string {
-  return text.replace(/&([A-Za-z0-9+,]*)-/g, (_, b64: string) => {
-    if (b64 === '') return '&';
-    const bytes = Buffer.from(b64.replace(/,/g, '/'), 'base64');
-    let out = '';
-    for (let i = 0; i + 1 < bytes.length; i += 2) out += String.fromCharCode(bytes.readUInt16BE(i));
-    return out;
-  });
-}
-
 export function inputText(raw: string): string {
   return raw.replace(/%s/g, ' ');
 }
@@ -357,8 +314,8 @@ const input: CommandFn = (ctx) => {
       if (args.length === 0) break;
       // Only the first argument is typed (InputShellCommand.runText takes one): `input text
       // hello world` types "hello", so a space is written %s. Its key events reach the
-      // input method first: Appium Settings' IMEs read them (see imeReads).
-      const typed = imeReads(ctx.device.system.currentIme, inputText(args[0]!));
+      // input method first: Appium Settings' IMEs read them (appiumImeReads).
+      const typed = appiumImeReads(ctx.device.system.currentIme, inputText(args[0]!));
       if (typeof typed === 'number') ui.editorAction(typed);
       else ui.text(typed);
       return 0;

@@ -9,7 +9,7 @@ import { DEVICE } from '../../identity.js';
 import { metrics } from '../../ui/theme.js';
 import type { PowerState, TaskInfo, TaskList } from '../../ui/types.js';
 import { lockKind } from '../../lock-settings.js';
-import { locationSwitch, userRotation } from '../../settings.js';
+import { locationSwitch, userRotation, wifiSwitch } from '../../settings.js';
 import { formatUid, PackageManager, RUNTIME_PERMISSIONS } from '../../packages.js';
 import type { PackageRecord } from '../../packages.js';
 import type { CommandContext, CommandFn } from '../command.js';
@@ -838,10 +838,12 @@ export const dumpsys: CommandFn = (ctx) => {
       );
       return 0;
     case 'wifi':
-      out.write(`Wi-Fi is ${device.system.wifi ? 'enabled' : 'disabled'}\n`);
+      out.write(`Wi-Fi is ${wifiSwitch.on(device.settings) ? 'enabled' : 'disabled'}\n`);
       return 0;
     case 'connectivity':
-      out.write(`NetworkProviders for:\n\nActive default network: ${device.system.wifi ? '100' : 'none'}\n`);
+      out.write(
+        `NetworkProviders for:\n\nActive default network: ${wifiSwitch.on(device.settings) ? '100' : 'none'}\n`,
+      );
       return 0;
     default:
       if (isPublished(device.system, service)) {

@@ -1,5 +1,6 @@
 /** System applets: getprop, setprop, settings, id, date, which, sh, log, run-as, ... */
 import { DEFAULT_IME } from '../../device.js';
+import { APPIUM_IMES } from '../../appium-settings.js';
 import { LOAD_AVERAGES } from '../../identity.js';
 import { locksettings } from './locksettings.js';
 import { appCredentials } from '../../fs.js';
@@ -899,12 +900,7 @@ const content: CommandFn = (ctx) => {
   }
 };
 
-const IMES = [
-  DEFAULT_IME,
-  'io.appium.settings/.UnicodeIME',
-  'io.appium.settings/.AppiumIME',
-  'io.appium.settings/.EmptyIME',
-];
+const IMES = [DEFAULT_IME, APPIUM_IMES.unicode, APPIUM_IMES.appium, APPIUM_IMES.empty];
 
 const ime: CommandFn = (ctx) => {
   const [verb, ...rest] = ctx.args;

@@ -10,7 +10,7 @@ import { isDark, type Palette } from '../theme.js';
 import { ViewFactory } from '../views.js';
 import type { Painter, ViewNode } from '../views.js';
 import { appBar, drawLabel, filledButton, fillFrame, textView } from '../widgets.js';
-import { KEYCODE } from '../types.js';
+import { IME_ACTION, KEYCODE } from '../types.js';
 import type { LoginField, LoginState, ScreenContext, ScreenView } from './screen.js';
 
 export const LOGIN_PACKAGE = 'com.phonelease.login';
@@ -134,9 +134,10 @@ export function loginKey(state: LoginState, code: number, ctx: ScreenContext): b
 export function loginEditorAction(state: LoginState, action: number, ctx: ScreenContext): void {
   const field = state.focus;
   if (!field) return;
-  if (action === 5 && field === 'username') state.focus = 'password';
-  else if (action === 7 && field === 'password') state.focus = 'username';
-  else if ([2, 4, 6].includes(action) && field === 'password') return submitLogin(state, ctx);
+  const signsIn: number[] = [IME_ACTION.GO, IME_ACTION.SEND, IME_ACTION.DONE];
+  if (action === IME_ACTION.NEXT && field === 'username') state.focus = 'password';
+  else if (action === IME_ACTION.PREVIOUS && field === 'password') state.focus = 'username';
+  else if (signsIn.includes(action) && field === 'password') return submitLogin(state, ctx);
   else return;
   ctx.changed();
 }
