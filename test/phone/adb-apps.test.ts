@@ -410,7 +410,10 @@ describe('what Appium checks before a session', () => {
   it("says which of Android 14's am, pm and services it does not model; an unknown command is unknown", async () => {
     const sh = (command: string) => v.adb(['shell', command]);
     for (const [command, stderr] of [
-      ['am set-debug-app -w io.appium.settings', 'am: set-debug-app: not modeled by the virtual phone\n'],
+      [
+        'am set-debug-app -w io.appium.settings',
+        'am: set-debug-app -w: waiting for a debugger is not modeled by the virtual phone\n',
+      ],
       [
         'am dumpheap com.android.settings /data/local/tmp/h',
         'am: dumpheap: not modeled by the virtual phone\n',

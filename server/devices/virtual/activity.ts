@@ -9,6 +9,7 @@ import type { ProcessTable } from './processes.js';
 import type { PackageManager } from './packages.js';
 import { BROWSER_PACKAGE, type BrowserApp } from './browser/browser-app.js';
 import type { PhoneNetwork, PortHandler } from './network.js';
+import type { SettingsStore } from './settings.js';
 import { appUserName, formatUid } from './packages.js';
 import type { ActivityRecord, IntentFilterRecord, PackageRecord } from './packages.js';
 import { runsOnThisPhone } from './ui/phone-ui.js';
@@ -37,6 +38,7 @@ export interface ActivityHost {
   /** Chrome, or null when this phone has no browser to run. */
   readonly browser: BrowserApp | null;
   readonly log: DeviceLogger;
+  readonly settings: SettingsStore;
   onClose(closer: () => void): () => void;
   appLog(priority: LogPriority, tag: string, message: string, pid?: number): void;
 }
@@ -297,7 +299,24 @@ export class ActivityManager {
    * `user` is the user it is stopped for as the log says it: -1 (all) for `am force-stop`
    * without --user, else 0.
    */
-  forceStop(name: string, user = 0): void {
+  /**
+   * `am set-debug-app` / `clear-debug-app` (ActivityManagerService.setDebugApp): a persistent
+   * debug app is kept in Settings.Global (debug_app, wait_for_debugger), where apps such as
+   * Chrome read it. Either way the app is stopped, to start again as the debug app; what a
+   * debug app changes beyond that (a debugger attaching) is not modeled.
+   */
+  setDebugApp(pkg: string | null, persistent: boolean): void {
+    const settings = this.device.settings;
+    if (persistent) {
+      if (pkg === null) settings.delete('global', 'debug_app');
+      else settings.put('global', 'debug_app', pkg);
+      settings.put('global', 'wait_for_debugger', '0');
+    }
+    if (pkg !== null) this.forceStop(pkg, -1, 'set debug app');
+  }
+
+  /** `reason`: what the log says stopped it (default: the calling pid, as `am force-stop` gives). */
+  forceStop(name: string, user = 0, reason?: string): void {
     const pkg = this.device.packages.get(name);
     if (!pkg) return;
     for (const [key, s] of this.services) if (s.pkg === name) this.services.delete(key);
@@ -313,7 +332,7 @@ export class ActivityManager {
     this.log(
       'I',
       'ActivityManager',
-      `Force stopping ${name} appid=${pkg.uid % 100_000} user=${user}: from pid ${this.device.processes.transientPid()}`,
+      `Force stopping ${name} appid=${pkg.uid % 100_000} user=${user}: ${reason ?? `from pid ${this.device.processes.transientPid()}`}`,
     );
   }
 

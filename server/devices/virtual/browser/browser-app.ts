@@ -15,6 +15,12 @@ import type { Duplex } from 'node:stream';
 import { PNG } from 'pngjs';
 import type { DeviceLogger } from '../../types.js';
 import type { PhoneNetwork } from '../network.js';
+import {
+  DEBUG_COMMAND_LINE,
+  chromeSwitches,
+  type ChromeSwitches,
+  type CommandLineSource,
+} from './command-line.js';
 import { relayDevTools } from './devtools-relay.js';
 import { CdpClient } from './cdp.js';
 import { ChromiumProcess } from './chromium.js';
@@ -121,8 +127,10 @@ export interface BrowserAppOptions {
   /** Where the page is on the screen now (the display may be sized anew: see resize()). */
   geometry(): BrowserGeometry;
   log: DeviceLogger;
-  /** A logcat line from the browser's process. */
-  logcat(priority: 'I' | 'W' | 'E', message: string): void;
+  /** Where Chrome reads its command-line file when it starts (see command-line.ts). */
+  commandLine: CommandLineSource;
+  /** A logcat line from the browser's process (tag `chromium` unless given). */
+  logcat(priority: 'I' | 'W' | 'E', message: string, tag?: string): void;
   /** The picture changed (a new frame, another URL). */
   changed(): void;
 }
@@ -145,6 +153,8 @@ export class BrowserApp implements BrowserView {
   /** The finger's gestures being sent, one after another, and when the last one ends (s). */
   private touching: Promise<void> = Promise.resolve();
   private touchedUntilS = 0;
+  /** The DevTools socket's name while the browser runs (a command-line switch may set it). */
+  private socketName = DEVTOOLS_SOCKET;
 
   constructor(private readonly options: BrowserAppOptions) {}
 
@@ -308,8 +318,8 @@ export class BrowserApp implements BrowserView {
     this.lingerTimer = null;
     for (const done of this.frameWaiters.splice(0)) done();
     const network = this.options.network;
-    if (network.abstractSockets.get(DEVTOOLS_SOCKET) === this.socketHandler)
-      network.abstractSockets.delete(DEVTOOLS_SOCKET);
+    if (network.abstractSockets.get(this.socketName) === this.socketHandler)
+      network.abstractSockets.delete(this.socketName);
     if (!running) return this.stopping;
     this.stopping = running.then(
       async (r) => {
@@ -334,18 +344,56 @@ export class BrowserApp implements BrowserView {
         // No Nagle: every DevTools command and its answer is a small message that must not
         // wait for the previous one's ACK (what made actions on the phone's page slow).
         const devtools = netConnect({ host: '127.0.0.1', port: r.chromium.debugPort, noDelay: true });
-        relayDevTools(socket, devtools);
+        relayDevTools(socket, devtools, new URL(r.chromium.browserWsUrl).pathname);
       },
       () => socket.destroy(),
     );
   };
 
+  /** The switches in Chrome's command-line file, or why Chrome cannot start (a file over its limit). */
+  private readSwitches(): ChromeSwitches | { failed: string } {
+    try {
+      return chromeSwitches(this.options.commandLine, BROWSER_PACKAGE);
+    } catch (error) {
+      return { failed: `java.lang.RuntimeException: ${(error as Error).message}` };
+    }
+  }
+
+  /**
+   * What Chrome's process logs of its command line once it runs, and what the virtual phone
+   * adds: the switches it does not apply, and a debug file Chrome did not read.
+   */
+  private logSwitches(switches: ChromeSwitches): void {
+    // Not Chrome's own line: on a phone, a file Chrome ignores is a silent mystery.
+    if (switches.debugFileIgnored)
+      this.options.logcat(
+        'W',
+        `${DEBUG_COMMAND_LINE} not read: Chrome reads it only as the debug app on a user build (adb shell am set-debug-app --persistent ${BROWSER_PACKAGE})`,
+      );
+    if (switches.words)
+      this.options.logcat(
+        'I',
+        `COMMAND-LINE FLAGS: [${switches.words.join(', ')}] (from ${switches.file})`,
+        'cr_CommandLine',
+      );
+    if (switches.notApplied.length > 0)
+      this.options.logcat(
+        'W',
+        `not applied by the virtual phone's Chrome (its browser runs with the phone's own switches): ${switches.notApplied.join(' ')}`,
+      );
+  }
+
   private start(url: string): void {
     const { config, network } = this.options;
     const geometry = this.options.geometry();
-    network.abstractSockets.set(DEVTOOLS_SOCKET, this.socketHandler);
+    const switches = this.readSwitches();
+    this.socketName = ('socketName' in switches && switches.socketName) || DEVTOOLS_SOCKET;
+    network.abstractSockets.set(this.socketName, this.socketHandler);
     const starting = (async (): Promise<Running> => {
+      if ('failed' in switches) throw new Error(switches.failed);
       const [userAgent, proxyPort] = await Promise.all([config.userAgent(), network.proxyPort()]);
+      // Logged from Chrome's process, which the activity manager has started by now.
+      this.logSwitches(switches);
       const chromium = await ChromiumProcess.launch({
         executable: config.executable,
         cssWidth: Math.round(geometry.width / geometry.scale),
@@ -374,7 +422,7 @@ export class BrowserApp implements BrowserView {
         this.current = r;
         this.options.logcat(
           'I',
-          `Chrome started (pid ${r.chromium.pid ?? '?'}), DevTools on @${DEVTOOLS_SOCKET}`,
+          `Chrome started (pid ${r.chromium.pid ?? '?'}), DevTools on @${this.socketName}`,
         );
       },
       (error: unknown) => {

@@ -9,6 +9,11 @@
  * cross loopback and an ADB stream. The relay drops `Sec-WebSocket-Extensions` from the
  * connection's first request, so Chromium answers the upgrade without an extension and both
  * sides send plain frames, as the WebSocket protocol lets any server do.
+ *
+ * Chrome for Android's browser target is `/devtools/browser` (its browser target is
+ * discoverable, so the path carries no id), where the desktop Chromium behind the phone
+ * serves `/devtools/browser/<id>`: the relay points the first at the second. Playwright's
+ * Android support connects there.
  */
 import type { Duplex } from 'node:stream';
 import { relay } from '../../../../src/util/relay.js';
@@ -17,7 +22,11 @@ import { relay } from '../../../../src/util/relay.js';
 const MAX_HEAD = 16 * 1024;
 const HEAD_END = Buffer.from('\r\n\r\n');
 
-export function relayDevTools(client: Duplex, devtools: Duplex): void {
+/** The browser target's path on Chrome for Android. */
+const ANDROID_BROWSER_PATH = '/devtools/browser';
+
+/** `browserPath`: the browser target's path on the Chromium behind the phone. */
+export function relayDevTools(client: Duplex, devtools: Duplex, browserPath: string): void {
   let head: Buffer = Buffer.alloc(0);
   const fail = () => {
     client.destroy();
@@ -39,6 +48,8 @@ export function relayDevTools(client: Duplex, devtools: Duplex): void {
         .toString('latin1')
         .split('\r\n')
         .filter((line) => !/^sec-websocket-extensions\s*:/i.test(line));
+      const [method, target, version] = lines[0]!.split(' ');
+      if (target === ANDROID_BROWSER_PATH) lines[0] = `${method} ${browserPath} ${version}`;
       devtools.write(Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'));
       const rest = head.subarray(end + HEAD_END.length);
       if (rest.length > 0) devtools.write(rest);

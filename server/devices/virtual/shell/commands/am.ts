@@ -517,9 +517,14 @@ export const am: CommandFn = async (ctx) => {
       return 0;
     case 'send-trim-memory':
       return sendTrimMemory(ctx, args);
+    case 'set-debug-app':
+      return setDebugApp(ctx, args);
     case 'clear-debug-app':
+      // ActivityManagerService.setDebugApp(null, false, true): persistent, so the setting goes too.
+      device.activity.setDebugApp(null, true);
+      return 0;
     case 'set-stop-user-on-switch':
-      // No debug app is set, and there is no other user to switch to: nothing to change.
+      // There is no other user to switch to: nothing to change.
       return 0;
     case 'stack':
     case 'task':
@@ -588,6 +593,36 @@ function rootTaskList(ctx: CommandContext): string {
   return out;
 }
 
+/**
+ * `am set-debug-app [-w] [--persistent] PACKAGE` (runSetDebugApp): the app to debug. Chrome
+ * reads its command-line file from /data/local/tmp when it is the debug app. Waiting for a
+ * debugger (-w) is not modeled: no debugger can attach to the virtual phone's apps.
+ */
+function setDebugApp(ctx: CommandContext, args: string[]): number {
+  let persistent = false;
+  let i = 0;
+  for (; i < args.length && args[i]!.startsWith('-'); i++) {
+    const opt = args[i]!;
+    if (opt === '--persistent') persistent = true;
+    else if (opt === '-w')
+      return fail(ctx, 'set-debug-app -w: waiting for a debugger is not modeled by the virtual phone', 255);
+    else {
+      ctx.stderr.write(`Error: Unknown option: ${opt}\n`);
+      return 255;
+    }
+  }
+  const pkg = args[i];
+  if (pkg === undefined)
+    return shellException(
+      ctx,
+      'set-debug-app',
+      ILLEGAL_ARGUMENT,
+      `Argument expected after "${args.at(-1) ?? 'set-debug-app'}"`,
+    );
+  ctx.device.activity.setDebugApp(pkg, persistent);
+  return 0;
+}
+
 /** Android 14's other am commands (debugging, profiling, users, displays). */
 const UNMODELED_AM = new Set([
   'attach-agent',
@@ -613,7 +648,6 @@ const UNMODELED_AM = new Set([
   'restart',
   'screen-compat',
   'service-restart-backoff',
-  'set-debug-app',
   'set-watch-heap',
   'start-user',
   'stop-app',
