@@ -5,10 +5,14 @@
  * DevTools socket. Chrome reads /data/local/tmp/chrome-command-line only as the debug app on
  * a user build (`am set-debug-app --persistent com.android.chrome`), as on a Pixel.
  */
+import { readFileSync } from 'node:fs';
 import { PNG } from 'pngjs';
 import { _android, type AndroidDevice } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startVirtualAdb, type VirtualAdb } from '../support/virtual-adb.js';
+
+const SETTINGS_APK =
+  'node_modules/appium-uiautomator2-driver/node_modules/io.appium.settings/apks/settings_apk-debug.apk';
 
 let v: VirtualAdb;
 let device: AndroidDevice;
@@ -36,10 +40,15 @@ function pixelsOf(png: Buffer, rgb: [number, number, number]): number {
 }
 
 describe("Playwright's _android on a virtual phone", () => {
-  it('lists the phone with its model, runs shell commands and takes a screenshot', async () => {
+  it('lists the phone with its model, runs shell commands, pushes, installs and takes a screenshot', async () => {
     expect(device).toBeDefined();
     expect(device.model()).toBe('Pixel 8');
     expect((await device.shell('getprop ro.build.version.release')).toString().trim()).toBe('14');
+    await device.push(Buffer.from('pushed by _android'), '/data/local/tmp/pushed.txt');
+    expect(await shell('cat /data/local/tmp/pushed.txt')).toBe('pushed by _android');
+    // installApk streams the APK into `cmd package install -S SIZE` over a shell stream.
+    await device.installApk(readFileSync(SETTINGS_APK));
+    expect(await shell('pm path io.appium.settings')).toMatch(/^package:\/data\/app\/.*\/base\.apk$/);
     const png = PNG.sync.read(await device.screenshot());
     expect([png.width, png.height]).toEqual([720, 1280]);
   });
