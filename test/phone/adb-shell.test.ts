@@ -493,9 +493,6 @@ describe('logcat', () => {
       return r.stderr;
     };
     expect(await refused('-S')).toBe("logcat: -S: logd's statistics are not modeled by the virtual phone\n");
-    expect(await refused('-b all -B')).toBe(
-      'logcat: -B: binary output is not modeled by the virtual phone\n',
-    );
     expect(await refused('-L')).toBe(
       'logcat: -L: the log of the previous boot (pstore) is not modeled by the virtual phone\n',
     );
@@ -505,6 +502,59 @@ describe('logcat', () => {
     expect(
       await v.adbOk(['shell', 'logcat -d -D -r 1024 -n 2 --wrap -v brief PhoneleaseTest:I *:S']),
     ).toContain('I/PhoneleaseTest(');
+  });
+
+  it('writes the log in binary with -B, as logd hands entries to readers, whatever the text filters', async () => {
+    await v.adbOk(['shell', 'log -p w -t PhoneleaseBinary written in binary']);
+    // exec-out: the raw bytes, as adbkit and ya-webadb read `logcat -B`.
+    const raw = (await v.adb(['exec-out', 'logcat -B -d -s NoSuchTag *:S'])).raw;
+    const entries: {
+      pid: number;
+      tid: number;
+      sec: number;
+      nsec: number;
+      lid: number;
+      uid: number;
+      priority: number;
+      tag: string;
+      message: string;
+    }[] = [];
+    for (let at = 0; at < raw.length;) {
+      const len = raw.readUInt16LE(at);
+      const hdrSize = raw.readUInt16LE(at + 2);
+      expect(hdrSize).toBe(28);
+      const payload = raw.subarray(at + hdrSize, at + hdrSize + len);
+      const [tag, message] = payload.subarray(1).toString('utf8').split('\0');
+      entries.push({
+        pid: raw.readInt32LE(at + 4),
+        tid: raw.readUInt32LE(at + 8),
+        sec: raw.readUInt32LE(at + 12),
+        nsec: raw.readUInt32LE(at + 16),
+        lid: raw.readUInt32LE(at + 20),
+        uid: raw.readUInt32LE(at + 24),
+        priority: payload[0]!,
+        tag: tag!,
+        message: message!,
+      });
+      expect(payload.at(-1)).toBe(0);
+      at += hdrSize + len;
+    }
+    // No divider line, every entry despite `*:S`, and the shell's own line with its uid.
+    expect(raw.subarray(0, 9).toString()).not.toBe('---------');
+    expect(entries.length).toBeGreaterThan(10);
+    const mine = entries.find((e) => e.tag === 'PhoneleaseBinary')!;
+    expect(mine).toMatchObject({ priority: 5, message: 'written in binary', lid: 0, uid: 2000 });
+    expect(mine.nsec).toBeLessThan(1e9);
+    const text = await v.adbOk(['shell', 'logcat -d -v epoch -s PhoneleaseBinary']);
+    const [, sec, ms, pid, tid] = /(\d+)\.(\d{3}) +(\d+) +(\d+) W PhoneleaseBinary: written in binary/.exec(
+      text,
+    )!;
+    expect(mine).toMatchObject({ sec: Number(sec), pid: Number(pid), tid: Number(tid) });
+    expect(Math.floor(mine.nsec / 1e6)).toBe(Number(ms));
+    // --pid is logd's filter: it still applies.
+    const byPid = (await v.adb(['exec-out', `logcat -B -d --pid=${pid}`])).raw;
+    expect(byPid.length).toBeGreaterThan(0);
+    expect(byPid.readInt32LE(4)).toBe(Number(pid));
   });
 
   it('prints the time and uid modifiers of -v as logcat does, and filters by --uid', async () => {

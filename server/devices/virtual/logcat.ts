@@ -118,6 +118,34 @@ export interface LogStyle {
 /** Names of uids short enough for logcat's `uid` column (logprint.cpp prints longer ones as numbers). */
 const SHORT_UID_NAMES: Record<number, string> = { 0: 'root', 2000: 'shell', 1001: 'radio', 1007: 'log' };
 
+/** liblog's android_LogPriority numbers. */
+const PRIORITY_NUMBER: Record<LogPriority, number> = { V: 2, D: 3, I: 4, W: 5, E: 6, F: 7 };
+/** sizeof(struct logger_entry) in Android 14's liblog. */
+const LOGGER_ENTRY_SIZE = 28;
+
+/**
+ * One entry as logd hands it to readers and `logcat -B` writes it: struct logger_entry
+ * (payload length, header size, pid, tid, seconds, nanoseconds, log id, uid: little-endian)
+ * and the payload: the priority byte, then the tag and the message, each NUL-terminated.
+ * The phone's lines are all in main (log id 0); a writer logd could not name is uid 0.
+ */
+export function binaryLogEntry(e: LogEntry): Buffer {
+  const payload = Buffer.concat([
+    Buffer.from([PRIORITY_NUMBER[e.priority]]),
+    Buffer.from(`${e.tag}\0${e.message}\0`, 'utf8'),
+  ]);
+  const header = Buffer.alloc(LOGGER_ENTRY_SIZE);
+  header.writeUInt16LE(payload.length, 0);
+  header.writeUInt16LE(LOGGER_ENTRY_SIZE, 2);
+  header.writeInt32LE(e.pid, 4);
+  header.writeUInt32LE(e.tid, 8);
+  header.writeUInt32LE(Math.floor(e.timeMs / 1000), 12);
+  header.writeUInt32LE(Math.floor((e.timeMs % 1000) * 1e6), 16);
+  header.writeUInt32LE(0, 20);
+  header.writeUInt32LE(e.uid ?? 0, 24);
+  return Buffer.concat([header, payload]);
+}
+
 /**
  * One entry in logcat's `-v` formats (threadtime is adb logcat's default), with the time
  * modifiers of formatLogTime, `uid` (the uid before the pid) and `color`.

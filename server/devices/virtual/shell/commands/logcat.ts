@@ -1,5 +1,5 @@
 /** `logcat`: dump (-d), clear (-c) or follow the phone's log buffer. */
-import { formatLogEntry } from '../../logcat.js';
+import { binaryLogEntry, formatLogEntry } from '../../logcat.js';
 import type { LogEntry, LogFormat } from '../../logcat.js';
 import { resolvePath } from '../command.js';
 import type { CommandFn } from '../command.js';
@@ -78,8 +78,6 @@ const UNMODELED_OPTIONS: Record<string, string> = {
   '--statistics': "logd's statistics are",
   '-L': 'the log of the previous boot (pstore) is',
   '--last': 'the log of the previous boot (pstore) is',
-  '-B': 'binary output is',
-  '--binary': 'binary output is',
   '-p': "logd's prune list is",
   '--prune': "logd's prune list is",
   '-P': "logd's prune list is",
@@ -102,6 +100,7 @@ export const logcat: CommandFn = async (ctx) => {
   let file: string | null = null;
   const filters: Filter[] = [];
   let silent = false;
+  let binary = false;
   let from: number | null = null;
   const buffers = new Set<string>();
   const args = ctx.args;
@@ -116,6 +115,7 @@ export const logcat: CommandFn = async (ctx) => {
       return args[++i] ?? '';
     };
     if (a === '-d') dump = true;
+    else if (a === '-B' || a === '--binary') binary = true;
     else if (a === '-c') clear = true;
     else if (a === '-s') silent = true;
     else if (a.startsWith('-v') || a.startsWith('--format')) {
@@ -206,6 +206,8 @@ export const logcat: CommandFn = async (ctx) => {
     if (from !== null && e.timeMs < from) return false;
     if (pid !== null && e.pid !== pid) return false;
     if (uids !== null && (e.uid === undefined || !uids.has(e.uid))) return false;
+    // Binary output writes every entry logd sends: tags, priorities and -e filter only text.
+    if (binary) return true;
     if (regex && !regex.test(e.message)) return false;
     const rule = filters.find((f) => f.tag === e.tag) ?? filters.find((f) => f.tag === '*');
     if (rule && PRIORITIES.indexOf(e.priority) < rule.min) return false;
@@ -240,10 +242,11 @@ export const logcat: CommandFn = async (ctx) => {
   const onAbort = () => wake?.();
   ctx.signal.addEventListener('abort', onAbort, { once: true });
   try {
-    if (backlog.length > 0 && !file) out.write('--------- beginning of main\n');
+    if (backlog.length > 0 && !file && !binary) out.write('--------- beginning of main\n');
     let printed = 0;
-    // Until the caller closes the stream or the reader of our pipe went away.
-    while (!ctx.signal.aborted && !out.closed && printed < maxCount) {
+    // Until the caller closes the stream or the reader of our pipe went away. Binary output
+    // counts nothing, so -m does not end it (logcat counts lines in ProcessBuffer only).
+    while (!ctx.signal.aborted && !out.closed && (binary || printed < maxCount)) {
       const e = pending.shift();
       if (!e) {
         if (!following) break;
@@ -251,7 +254,7 @@ export const logcat: CommandFn = async (ctx) => {
         wake = null;
         continue;
       }
-      out.write(`${formatLogEntry(e, format, style)}\n`);
+      out.write(binary ? binaryLogEntry(e) : `${formatLogEntry(e, format, style)}\n`);
       printed++;
       await out.drain();
     }
