@@ -102,6 +102,17 @@ describe("Playwright's _android on a virtual phone", () => {
     );
     expect(log).toMatch(/DevTools on @playwright_\w+_devtools_remote/);
     expect(log).toMatch(/W chromium: not applied by the virtual phone's Chrome .*--disable-popup-blocking/);
+
+    // Playwright's own check: a --user-agent in launchBrowser's args, quoted either way.
+    for (const arg of ["--user-agent='I am Foo'", '--user-agent="I am Foo"']) {
+      const withAgent = await device.launchBrowser({ args: [arg] });
+      try {
+        const page = await withAgent.newPage();
+        expect(await page.evaluate(() => navigator.userAgent), arg).toBe('I am Foo');
+      } finally {
+        await withAgent.close();
+      }
+    }
   });
 
   it('set-debug-app refuses to wait for a debugger, and clear-debug-app clears the setting', async () => {

@@ -64,6 +64,7 @@ describe('chromeSwitches', () => {
       file: DEBUG_COMMAND_LINE,
       words: line.split(' '),
       socketName: 'mine',
+      userAgent: null,
       notApplied: ['--disable-popup-blocking'],
       debugFileIgnored: false,
     });
@@ -100,11 +101,23 @@ describe('chromeSwitches', () => {
     }
   });
 
+  it('applies --user-agent, quoted as Playwright writes it', () => {
+    const read = chromeSwitches(
+      phone({
+        files: { [DEBUG_COMMAND_LINE]: `_ --user-agent='I am Foo'` },
+        global: { debug_app: CHROME },
+      }),
+      CHROME,
+    );
+    expect(read).toMatchObject({ userAgent: 'I am Foo', notApplied: [] });
+  });
+
   it('reads nothing without a file', () => {
     expect(chromeSwitches(phone({ global: { debug_app: CHROME } }), CHROME)).toEqual({
       file: null,
       words: null,
       socketName: null,
+      userAgent: null,
       notApplied: [],
       debugFileIgnored: false,
     });

@@ -391,7 +391,10 @@ export class BrowserApp implements BrowserView {
     network.abstractSockets.set(this.socketName, this.socketHandler);
     const starting = (async (): Promise<Running> => {
       if ('failed' in switches) throw new Error(switches.failed);
-      const [userAgent, proxyPort] = await Promise.all([config.userAgent(), network.proxyPort()]);
+      const [userAgent, proxyPort] = await Promise.all([
+        switches.userAgent ?? config.userAgent(),
+        network.proxyPort(),
+      ]);
       // Logged from Chrome's process, which the activity manager has started by now.
       this.logSwitches(switches);
       const chromium = await ChromiumProcess.launch({

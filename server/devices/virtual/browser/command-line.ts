@@ -7,10 +7,10 @@
  * the program's name; the rest are switches.
  *
  * This is how Playwright's Android support (`_android`) starts Chrome with its own DevTools
- * socket (`--remote-debugging-socket-name`). The virtual phone's Chrome applies that switch;
- * the switches that only skip first-run screens change nothing (it has none), and every
- * other switch is named in the log as not applied: the real browser behind it runs with the
- * phone's own switches.
+ * socket (`--remote-debugging-socket-name`). The virtual phone's Chrome applies that switch
+ * and `--user-agent`; the switches that only skip first-run screens change nothing (it has
+ * none), and every other switch is named in the log as not applied: the real browser behind
+ * it runs with the phone's own switches.
  */
 export const DEBUG_COMMAND_LINE = '/data/local/tmp/chrome-command-line';
 export const ROOT_COMMAND_LINE = '/data/local/chrome-command-line';
@@ -32,6 +32,8 @@ export interface ChromeSwitches {
   words: string[] | null;
   /** `--remote-debugging-socket-name`: the DevTools socket's name instead of chrome_devtools_remote. */
   socketName: string | null;
+  /** `--user-agent`: the user agent instead of Chrome for Android's own. */
+  userAgent: string | null;
   /** The switches the virtual phone's Chrome does not apply, as written. */
   notApplied: string[];
   /** The debug file exists but Chrome may not read it (not the debug app, a user build). */
@@ -61,9 +63,17 @@ export function chromeSwitches(source: CommandLineSource, pkg: string): ChromeSw
   const file = useDebug ? DEBUG_COMMAND_LINE : ROOT_COMMAND_LINE;
   const text = useDebug ? debugFile : source.read(ROOT_COMMAND_LINE);
   const debugFileIgnored = debugFile !== null && !useDebug;
-  if (text === null) return { file: null, words: null, socketName: null, notApplied: [], debugFileIgnored };
+  const result: ChromeSwitches = {
+    file: null,
+    words: null,
+    socketName: null,
+    userAgent: null,
+    notApplied: [],
+    debugFileIgnored,
+  };
+  if (text === null) return result;
   const words = tokenizeQuotedArguments(text);
-  const result: ChromeSwitches = { file, words, socketName: null, notApplied: [], debugFileIgnored };
+  Object.assign(result, { file, words });
   // The first word is the program's name; after `--` come arguments, not switches.
   for (const word of words.slice(1)) {
     if (word === '--') break;
@@ -73,6 +83,7 @@ export function chromeSwitches(source: CommandLineSource, pkg: string): ChromeSw
     const value = eq < 0 ? '' : word.slice(eq + 1);
     // An empty value is no value (CommandLine.getSwitchValue): the default name stays.
     if (name === 'remote-debugging-socket-name') result.socketName = value || null;
+    else if (name === 'user-agent') result.userAgent = value || null;
     else if (!FIRST_RUN_SWITCHES.has(name)) result.notApplied.push(word);
   }
   return result;
