@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { fatalExceptionLines, type AppException } from './app-crash.js';
 import { EncoderThreads } from './video/frame-encoder.js';
 import type { DeviceLogger } from '../types.js';
-import { VirtualFs, appCredentials } from './fs.js';
+import { FsError, VirtualFs, appCredentials } from './fs.js';
 import type { DirNode } from './fs.js';
 import { DEVICE } from './identity.js';
 import type { Size } from './display-overrides.js';
@@ -198,22 +198,28 @@ export class Device {
       commandLine: {
         globalSetting: (key) => this.settings.get('global', key),
         prop: (key) => this.props.get(key),
-        // As Chrome's process reads it: a file the shell made unreadable to apps is not read.
         read: (path) => {
-          const uid = this.packages.get(BROWSER_PACKAGE)?.uid;
-          try {
-            return this.fs.readFile(path, uid ? { cred: appCredentials(uid) } : {}).toString('utf8');
-          } catch {
-            return null;
-          }
+          const read = this.readAsChrome(path);
+          return 'error' in read ? null : read.toString('utf8');
         },
       },
+      readPhoneFile: (path) => this.readAsChrome(path),
       logcat: (priority, message, tag = 'chromium') => {
         const pid = this.processes.list().find((p) => p.name === 'com.android.chrome')?.pid ?? 860;
         this.logcat.add({ pid, tid: pid, priority, tag, message });
       },
       changed: () => this.uiInstance?.contentChanged?.(),
     });
+  }
+
+  /** A file as Chrome's process reads it: a file the shell made unreadable to apps is not read. */
+  private readAsChrome(path: string): Buffer | { error: string } {
+    const uid = this.packages.get(BROWSER_PACKAGE)?.uid;
+    try {
+      return this.fs.readFile(path, uid ? { cred: appCredentials(uid) } : {});
+    } catch (error) {
+      return { error: error instanceof FsError ? error.reason : String(error) };
+    }
   }
 
   /**

@@ -129,6 +129,8 @@ export interface BrowserAppOptions {
   log: DeviceLogger;
   /** Where Chrome reads its command-line file when it starts (see command-line.ts). */
   commandLine: CommandLineSource;
+  /** A file on the phone as Chrome's app reads it (a file input's choice), or why it cannot. */
+  readPhoneFile(path: string): Buffer | { error: string };
   /** A logcat line from the browser's process (tag `chromium` unless given). */
   logcat(priority: 'I' | 'W' | 'E', message: string, tag?: string): void;
   /** The picture changed (a new frame, another URL). */
@@ -344,7 +346,11 @@ export class BrowserApp implements BrowserView {
         // No Nagle: every DevTools command and its answer is a small message that must not
         // wait for the previous one's ACK (what made actions on the phone's page slow).
         const devtools = netConnect({ host: '127.0.0.1', port: r.chromium.debugPort, noDelay: true });
-        relayDevTools(socket, devtools, new URL(r.chromium.browserWsUrl).pathname);
+        relayDevTools(socket, devtools, new URL(r.chromium.browserWsUrl).pathname, {
+          readPhoneFile: (path) => this.options.readPhoneFile(path),
+          stageFile: (name, data) => r.chromium.stageFile(name, data),
+          downloadDir: () => r.chromium.downloadDir(),
+        });
       },
       () => socket.destroy(),
     );

@@ -5,6 +5,7 @@
  * included), and a fresh profile that is deleted with the process.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,6 +65,7 @@ export function chromiumArgs(options: ChromiumOptions, userDataDir: string): str
 export class ChromiumProcess {
   private exited: Promise<void>;
   private stopped = false;
+  private staged = 0;
 
   private constructor(
     private readonly child: ChildProcess,
@@ -137,6 +139,25 @@ export class ChromiumProcess {
       await rm(userDataDir, { recursive: true, force: true }).catch(() => undefined);
       throw error;
     }
+  }
+
+  /**
+   * A copy of a phone's file for the browser to read (a file input's choice), inside its
+   * profile, which is deleted with it. Each copy gets its own directory, so the name stays.
+   */
+  stageFile(name: string, data: Buffer): string {
+    const dir = join(this.userDataDir, 'phone-files', String(++this.staged));
+    mkdirSync(dir, { recursive: true });
+    const path = join(dir, name);
+    writeFileSync(path, data);
+    return path;
+  }
+
+  /** Where the browser's downloads go: inside its profile, deleted with it. */
+  downloadDir(): string {
+    const dir = join(this.userDataDir, 'Download');
+    mkdirSync(dir, { recursive: true });
+    return dir;
   }
 
   /** Ends the browser and all its processes, then deletes its profile. */

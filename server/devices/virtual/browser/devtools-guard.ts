@@ -1,0 +1,135 @@
+/**
+ * What a DevTools client may ask of the phone's Chrome. The browser behind it runs on the
+ * server, so the DevTools commands that would reach the server's own files are kept on the
+ * phone, as they are on a real one:
+ *
+ * - A `file:` URL (Page.navigate, Target.createTarget, Network.loadNetworkResource, the
+ *   HTTP `/json/new`) would show the server's files: refused, as not modeled.
+ * - DOM.setFileInputFiles names files on the phone, as Chrome for Android reads them: each
+ *   is read from the phone (as Chrome's app may) and handed to the browser as a copy. A path
+ *   the phone does not have is refused, saying so.
+ * - A download directory (Browser/Page.setDownloadBehavior) is the browser's own, inside its
+ *   profile, which is deleted with it.
+ * - A browser context's own proxy (Target.createBrowserContext) would leave the phone's
+ *   network: refused, as not modeled.
+ */
+import { basename } from 'node:path';
+
+/** What the guard needs of the phone and of its browser. */
+export interface GuardHost {
+  /** A file on the phone as Chrome's app reads it, or why not (a missing file, no access). */
+  readPhoneFile(path: string): Buffer | { error: string };
+  /** Hands a copy of a phone's file to the browser: its path on the server. */
+  stageFile(name: string, data: Buffer): string;
+  /** The browser's own download directory, on the server. */
+  downloadDir(): string;
+}
+
+/** What becomes of a command: sent as it is, sent changed, or answered with an error. */
+export type Verdict =
+  { kind: 'pass' } | { kind: 'rewrite'; message: string } | { kind: 'refuse'; error: string };
+
+export const NOT_MODELED_FILE_URL =
+  "file: URLs are not modeled by the virtual phone's Chrome: its browser runs on the server, whose files it must not show";
+
+/** The command names worth a look: anything else passes without being parsed. */
+const GUARDED = [
+  'Page.navigate',
+  'Target.createTarget',
+  'Network.loadNetworkResource',
+  'DOM.setFileInputFiles',
+  'setDownloadBehavior',
+  'Target.createBrowserContext',
+];
+
+/**
+ * Whether a URL would load a file of the server: `file:`, and `view-source:` or
+ * `filesystem:` of one, as a URL parser reads it (tabs and newlines anywhere and spaces and
+ * control characters around it do not count; the scheme's case does not matter).
+ */
+export function isFileUrl(url: unknown): boolean {
+  if (typeof url !== 'string') return false;
+  let rest = url.replace(/[\t\n\r]/g, '').toLowerCase();
+  for (;;) {
+    // The URL parser drops C0 controls and spaces around a URL.
+    // eslint-disable-next-line no-control-regex
+    rest = rest.replace(/^[\u0000-\u0020]+/, '');
+    const wrapper = /^(view-source|filesystem):/.exec(rest);
+    if (!wrapper) return rest.startsWith('file:');
+    rest = rest.slice(wrapper[0].length);
+  }
+}
+
+/**
+ * Decides one client message (its JSON text). A message that names none of the guarded
+ * commands (and escapes nothing, which could spell one) passes as it is; any other is sent
+ * as the guard read it, so the browser sees exactly what was checked (a key given twice, or
+ * an escaped name, cannot read differently there).
+ */
+export function guardCommand(text: string, host: GuardHost): Verdict {
+  if (!text.includes('\\u') && !GUARDED.some((name) => text.includes(name))) return { kind: 'pass' };
+  let message: { id?: unknown; method?: unknown; params?: Record<string, unknown> };
+  try {
+    message = JSON.parse(text) as typeof message;
+    if (typeof message !== 'object' || message === null) throw new Error('not an object');
+  } catch {
+    return { kind: 'refuse', error: 'Message must be a valid JSON' };
+  }
+  const params = message.params ?? {};
+  const send = (changed: Record<string, unknown> | null): Verdict => ({
+    kind: 'rewrite',
+    message: JSON.stringify(changed ? { ...message, params: { ...params, ...changed } } : message),
+  });
+  switch (message.method) {
+    case 'Page.navigate':
+    case 'Target.createTarget':
+    case 'Network.loadNetworkResource':
+      return isFileUrl(params.url) ? { kind: 'refuse', error: NOT_MODELED_FILE_URL } : send(null);
+    case 'DOM.setFileInputFiles': {
+      const files = Array.isArray(params.files) ? params.files : [];
+      const staged: unknown[] = [];
+      for (const path of files) {
+        if (typeof path !== 'string') return send(null); // Chrome refuses it itself.
+        const read = host.readPhoneFile(path);
+        if ('error' in read)
+          return {
+            kind: 'refuse',
+            error: `${path}: ${read.error}. The paths are the phone's (adb push the file first), or set the file's contents instead (Playwright: setInputFiles({ name, mimeType, buffer }))`,
+          };
+        staged.push(host.stageFile(basename(path), read));
+      }
+      return send({ files: staged });
+    }
+    case 'Browser.setDownloadBehavior':
+    case 'Page.setDownloadBehavior':
+      return send(params.downloadPath === undefined ? null : { downloadPath: host.downloadDir() });
+    case 'Target.createBrowserContext':
+      return params.proxyServer === undefined && params.proxyBypassList === undefined
+        ? send(null)
+        : {
+            kind: 'refuse',
+            error:
+              "a browser context's own proxy is not modeled by the virtual phone's Chrome: its connections go through the phone's network",
+          };
+    default:
+      return send(null);
+  }
+}
+
+/**
+ * The error answer to a refused command, as Chrome's DevTools answer one (in its session);
+ * a message that is no JSON gets the parse error, with no id.
+ */
+export function errorAnswer(text: string, error: string): string {
+  let parsed: { id?: unknown; sessionId?: unknown } = {};
+  try {
+    parsed = (JSON.parse(text) as typeof parsed | null) ?? {};
+  } catch {
+    return JSON.stringify({ error: { code: -32700, message: error } });
+  }
+  return JSON.stringify({
+    ...(typeof parsed.id === 'number' ? { id: parsed.id } : {}),
+    error: { code: -32000, message: error },
+    ...(typeof parsed.sessionId === 'string' ? { sessionId: parsed.sessionId } : {}),
+  });
+}
