@@ -343,7 +343,7 @@ describe('what Appium checks before a session', () => {
     expect(await v.adb(['shell', `am set-standby-bucket ${pkg} sometimes`])).toMatchObject({
       code: 255,
       stderr:
-        "Exception occurred while executing 'set-standby-bucket':\njava.lang.IllegalArgumentException: Cannot set the standby bucket to -1\n",
+        "\nException occurred while executing 'set-standby-bucket':\njava.lang.IllegalArgumentException: Cannot set the standby bucket to -1\n",
     });
     expect(await v.adb(['shell', 'am set-standby-bucket com.example.nope rare'])).toMatchObject({
       code: 255,
@@ -403,7 +403,7 @@ describe('what Appium checks before a session', () => {
     expect(await v.adb(['shell', 'am send-trim-memory com.android.settings RUNNING_LOW'])).toMatchObject({
       code: 255,
       stderr:
-        "Exception occurred while executing 'send-trim-memory':\njava.lang.IllegalArgumentException: Unknown process: com.android.settings\n",
+        "\nException occurred while executing 'send-trim-memory':\njava.lang.IllegalArgumentException: Unknown process: com.android.settings\n",
     });
   });
 

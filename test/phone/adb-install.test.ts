@@ -350,7 +350,7 @@ describe('apps on the phone', () => {
     expect(await v.adb(['shell', 'appops set com.example.cam 136 allow'])).toMatchObject({
       code: 255,
       stderr:
-        "Exception occurred while executing 'set':\njava.lang.IllegalArgumentException: Bad operation #136\n",
+        "\nException occurred while executing 'set':\njava.lang.IllegalArgumentException: Bad operation #136\n",
     });
     expect(await v.adb(['shell', 'appops set com.example.cam -1 allow'])).toMatchObject({
       code: 255,

@@ -27,6 +27,36 @@ async function focus(): Promise<string> {
   return /u0 (\S+)\}/.exec(out)?.[1] ?? out;
 }
 
+describe('arguments Intent.parseCommandArgs refuses', () => {
+  it('fail as the exception the shell command prints, not as an Error: line (adbkit reads Error: as a start that failed)', async () => {
+    for (const [command, verb, message] of [
+      ['am start -n com.android.settings/.Settings --eza flags true,false', 'start', 'Unknown option: --eza'],
+      ['am start-activity -n notacomponent', 'start-activity', 'Bad component name: notacomponent'],
+      [
+        'am startservice --bogus -n io.appium.settings/.ForegroundService',
+        'startservice',
+        'Unknown option: --bogus',
+      ],
+      ['am broadcast -a x.Y --nope', 'broadcast', 'Unknown option: --nope'],
+      [
+        'pm query-activities --frob -a android.intent.action.MAIN',
+        'query-activities',
+        'Unknown option: --frob',
+      ],
+    ] as const)
+      expect(await shell(command), command).toMatchObject({
+        code: 255,
+        stdout: '',
+        stderr: `\nException occurred while executing '${verb}':\njava.lang.IllegalArgumentException: ${message}\n`,
+      });
+    // What the phone does not model still says so as an error line.
+    expect(await shell('am start -R 3 -n com.android.settings/.Settings')).toMatchObject({
+      code: 255,
+      stderr: 'Error: -R 3: repeating the start is not modeled by the virtual phone\n',
+    });
+  });
+});
+
 describe('am start writes its result as runStartActivity does', () => {
   it('puts errors on stderr without -W and on stdout with -W, status 0 either way', async () => {
     const missing = await shell('am start -n com.android.settings/.Nope');

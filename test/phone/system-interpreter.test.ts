@@ -959,7 +959,7 @@ describe('what scripts use, as mksh and toybox do it', () => {
     // getNextArgRequired(): force-stop and kill need a package.
     expect(await sh('am force-stop', { device })).toMatchObject({
       code: 255,
-      err: 'Exception occurred while executing \'force-stop\':\njava.lang.IllegalArgumentException: Argument expected after "force-stop"\n',
+      err: '\nException occurred while executing \'force-stop\':\njava.lang.IllegalArgumentException: Argument expected after "force-stop"\n',
     });
     // kill-all kills the background apps; the one in front stays.
     await sh(

@@ -265,7 +265,7 @@ describe('user_rotation', () => {
         const r = await v.adb(['shell', `settings put system user_rotation ${value}`]);
         expect(r, value).toMatchObject({
           code: 255,
-          stderr: `Exception occurred while executing 'put':\njava.lang.IllegalArgumentException: Invalid value: ${value} for setting: user_rotation\n`,
+          stderr: `\nException occurred while executing 'put':\njava.lang.IllegalArgumentException: Invalid value: ${value} for setting: user_rotation\n`,
         });
         expect(await shell('settings get system user_rotation'), value).toBe('1\n');
         expect(await shell('dumpsys window displays'), value).toContain('mRotation=1 ');

@@ -79,8 +79,9 @@ export function resolvePath(ctx: Pick<CommandContext, 'cwd'>, path: string): str
 }
 
 /**
- * What Android's ShellCommand prints when the command threw (`am`, `pm`, `cmd ...`): the
- * exception on stderr, status 255.
+ * What Android's ShellCommand prints when the command threw (`am`, `pm`, `cmd ...`): a blank
+ * line, then the exception on stderr (its first line: the stack trace's frames are not
+ * modeled), status 255.
  */
 export function shellException(
   ctx: CommandContext,
@@ -88,7 +89,7 @@ export function shellException(
   exception: string,
   message: string,
 ): number {
-  ctx.stderr.write(`Exception occurred while executing '${verb}':\n${exception}: ${message}\n`);
+  ctx.stderr.write(`\nException occurred while executing '${verb}':\n${exception}: ${message}\n`);
   return 255;
 }
 

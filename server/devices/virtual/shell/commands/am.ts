@@ -123,7 +123,24 @@ interface ParsedIntent extends IntentRequest {
   extras: Map<string, string>;
 }
 
-export function parseIntent(args: string[]): ParsedIntent | string {
+/**
+ * Why an intent's arguments were refused: what Intent.parseCommandArgs throws (an
+ * IllegalArgumentException, which the shell command prints as an exception), or an option
+ * the virtual phone does not model.
+ */
+export interface IntentError {
+  message: string;
+  notModeled?: true;
+}
+
+/** Writes an IntentError as `verb` (am start, pm query-activities ...) fails with it. */
+export function refuseIntent(ctx: CommandContext, verb: string, error: IntentError): number {
+  if (!error.notModeled) return shellException(ctx, verb, ILLEGAL_ARGUMENT, error.message);
+  ctx.stderr.write(`Error: ${error.message}\n`);
+  return 255;
+}
+
+export function parseIntent(args: string[]): ParsedIntent | IntentError {
   const intent: ParsedIntent = {
     component: null,
     pkg: null,
@@ -149,12 +166,15 @@ export function parseIntent(args: string[]): ParsedIntent | string {
       // Repeating the launch (a start-up benchmark) is not modeled; once is a plain start.
       const count = Number(args[++i]);
       if (!(count <= 1))
-        return `-R ${args[i] ?? ''}: repeating the start is not modeled by the virtual phone`;
+        return {
+          message: `-R ${args[i] ?? ''}: repeating the start is not modeled by the virtual phone`,
+          notModeled: true,
+        };
     } else if (a === '-P' || a === '--start-profiler' || a === '--sampling' || a === '--streaming')
-      return `${a}: profiling is not modeled by the virtual phone`;
+      return { message: `${a}: profiling is not modeled by the virtual phone`, notModeled: true };
     else if (a === '-n') {
       const c = parseComponent(args[++i] ?? '');
-      if (!c) return `Bad component name: ${args[i] ?? ''}`;
+      if (!c) return { message: `Bad component name: ${args[i] ?? ''}` };
       intent.component = c;
     } else if (a === '--esn') i++;
     else if (EXTRA.has(a)) {
@@ -163,7 +183,7 @@ export function parseIntent(args: string[]): ParsedIntent | string {
     } else if (ONE_ARG.has(a)) i++;
     else if (ACTIVITY_FLAGS[a] !== undefined) intent.flags |= ACTIVITY_FLAGS[a];
     else if (NO_ARG.has(a) || a.startsWith('--activity-') || a.startsWith('--receiver-')) continue;
-    else if (a.startsWith('-')) return `Unknown option: ${a}`;
+    else if (a.startsWith('-')) return { message: `Unknown option: ${a}` };
     else positional.push(a);
   }
   // Intent.parseCommandArgs: the URI argument is a base intent the options fill in: a URI is
@@ -193,12 +213,9 @@ const LAUNCHER = 'android.intent.category.LAUNCHER';
  * and what the start answers goes to stdout with -W, else to stderr (`PrintWriter out =
  * mWaitOption ? pw : getErrPrintWriter()`); the status is 0 whatever the start answered.
  */
-function amStart(ctx: CommandContext, args: string[]): number {
+function amStart(ctx: CommandContext, verb: string, args: string[]): number {
   const intent = parseIntent(args);
-  if (typeof intent === 'string') {
-    ctx.stderr.write(`Error: ${intent}\n`);
-    return 255;
-  }
+  if ('message' in intent) return refuseIntent(ctx, verb, intent);
   const am = ctx.device.activity;
   if (intent.stopFirst) {
     let stopping = intent.component?.pkg;
@@ -247,12 +264,9 @@ function amStart(ctx: CommandContext, args: string[]): number {
   return 0;
 }
 
-function amService(ctx: CommandContext, args: string[], foreground: boolean): number {
+function amService(ctx: CommandContext, verb: string, args: string[], foreground: boolean): number {
   const intent = parseIntent(args);
-  if (typeof intent === 'string') {
-    ctx.stderr.write(`Error: ${intent}\n`);
-    return 255;
-  }
+  if ('message' in intent) return refuseIntent(ctx, verb, intent);
   const c = intent.component;
   const pkg = c ? ctx.device.packages.get(c.pkg) : undefined;
   if (!c || !pkg || !pkg.services.some((s) => s.name === c.cls)) {
@@ -272,7 +286,7 @@ function amService(ctx: CommandContext, args: string[], foreground: boolean): nu
 
 function amStopService(ctx: CommandContext, args: string[]): number {
   const intent = parseIntent(args);
-  if (typeof intent === 'string' || !intent.component) {
+  if ('message' in intent || !intent.component) {
     ctx.stderr.write('Error: no service specified\n');
     return 255;
   }
@@ -406,10 +420,7 @@ const PROTECTED_BROADCASTS: ReadonlySet<string> = new Set(
 
 function broadcast(ctx: CommandContext, args: string[]): number {
   const intent = parseIntent(args);
-  if (typeof intent === 'string') {
-    ctx.stderr.write(`Error: ${intent}\n`);
-    return 255;
-  }
+  if ('message' in intent) return refuseIntent(ctx, 'broadcast', intent);
   ctx.stdout.write(`Broadcasting: ${describeIntent({ ...intent, flags: intent.flags | 0x400000 })}\n`);
   // Only the system may send what the framework declares a <protected-broadcast>: the
   // shell's broadcast of BOOT_COMPLETED is refused before anything receives it.
@@ -467,13 +478,13 @@ export const am: CommandFn = async (ctx) => {
   switch (verb) {
     case 'start':
     case 'start-activity':
-      return amStart(ctx, args);
+      return amStart(ctx, verb, args);
     case 'startservice':
     case 'start-service':
-      return amService(ctx, args, false);
+      return amService(ctx, verb, args, false);
     case 'start-foreground-service':
     case 'startforegroundservice':
-      return amService(ctx, args, true);
+      return amService(ctx, verb, args, true);
     case 'stopservice':
     case 'stop-service':
       return amStopService(ctx, args);

@@ -11,7 +11,7 @@ import { RUNTIME_PERMISSIONS } from '../../packages.js';
 import type { ApkPart, InstallOptions, PackageRecord } from '../../packages.js';
 import { fail, resolvePath, shellException } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
-import { parseIntent } from './am.js';
+import { parseIntent, refuseIntent } from './am.js';
 import { dumpPackage } from './dumpsys.js';
 
 function parseInstallOptions(args: string[]): {
@@ -559,10 +559,7 @@ function resolveActivities(ctx: CommandContext, verb: string, rawArgs: string[])
       !['--user', '--query-flags'].includes(rawArgs[i - 1] ?? ''),
   );
   const intent = parseIntent(args);
-  if (typeof intent === 'string') {
-    ctx.stderr.write(`Error: ${intent}\n`);
-    return 255;
-  }
+  if ('message' in intent) return refuseIntent(ctx, verb, intent);
   const packages = ctx.device.packages;
   // PackageManagerShellCommand queries with its --query-flags (0 by default: no
   // MATCH_DEFAULT_ONLY, so filters without CATEGORY_DEFAULT count too).
