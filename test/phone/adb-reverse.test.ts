@@ -124,6 +124,54 @@ describe('adb reverse', () => {
     expect(v.phone.device.network.connectPort(phonePort)).toBeNull();
   });
 
+  it('listens on an abstract socket of the phone (localabstract:), and refuses what adbd refuses', async () => {
+    await v.adbOk(['reverse', 'localabstract:phonelease_reverse', `tcp:${sitePort}`]);
+    expect(await v.adbOk(['reverse', '--list'])).toMatch(
+      new RegExp(`^host-\\d+ localabstract:phonelease_reverse tcp:${sitePort}$`, 'm'),
+    );
+    // An app on the phone connects to it by name, and /proc/net/unix lists it.
+    const inner = v.phone.device.network.connectAbstract('phonelease_reverse');
+    expect(inner).not.toBeNull();
+    expect(await getOver(inner!, '/abstract')).toContain('host says hi to /abstract');
+    expect(await v.adbOk(['shell', 'cat /proc/net/unix'])).toContain('@phonelease_reverse\n');
+    const again = await v.adb(['reverse', '--no-rebind', 'localabstract:phonelease_reverse', 'tcp:1']);
+    expect(again.stderr).toContain('cannot rebind existing socket');
+    await v.adbOk(['reverse', '--remove', 'localabstract:phonelease_reverse']);
+    expect(v.phone.device.network.connectAbstract('phonelease_reverse')).toBeNull();
+    // A name the phone's own software holds, an unknown spec, and socket files.
+    v.phone.device.network.abstractSockets.set('held_by_an_app', () => undefined);
+    for (const [local, error] of [
+      [
+        'localabstract:held_by_an_app',
+        "cannot bind listener: cannot bind to abstract socket 'held_by_an_app': Address already in use",
+      ],
+      ['bogus:1', 'cannot bind listener: unknown socket specification:bogus:1'],
+      [
+        'localfilesystem:/data/local/tmp/s',
+        'cannot bind listener: localfilesystem:/data/local/tmp/s: socket files are not modeled by the virtual phone (use tcp:PORT or localabstract:NAME)',
+      ],
+    ] as const) {
+      const r = await v.adb(['reverse', local, `tcp:${sitePort}`]);
+      expect(r.code, local).toBe(1);
+      expect(r.stderr, local).toBe(`adb: error: ${error}\n`);
+    }
+    v.phone.device.network.abstractSockets.delete('held_by_an_app');
+  });
+
+  it("leaves Chrome without DevTools when a reverse holds its socket's name, as a bind that fails does", async () => {
+    await v.adbOk(['shell', 'am force-stop com.android.chrome']);
+    await v.adbOk(['reverse', 'localabstract:chrome_devtools_remote', `tcp:${sitePort}`]);
+    await v.adbOk(['shell', 'am start -W -a android.intent.action.VIEW -d about:blank com.android.chrome']);
+    await expect
+      .poll(() => v.adbOk(['shell', 'logcat -d -s chromium']), { timeout: 15_000 })
+      .toContain('Cannot start http server for devtools: @chrome_devtools_remote is in use');
+    // The socket is still the reverse's: it reaches the host's server.
+    const inner = v.phone.device.network.connectAbstract('chrome_devtools_remote');
+    expect(await getOver(inner!, '/still-reversed')).toContain('host says hi to /still-reversed');
+    await v.adbOk(['reverse', '--remove', 'localabstract:chrome_devtools_remote']);
+    await v.adbOk(['shell', 'am force-stop com.android.chrome']);
+  });
+
   it('removes every listener with --remove-all', async () => {
     await v.adbOk(['reverse', 'tcp:44001', `tcp:${sitePort}`]);
     await v.adbOk(['reverse', 'tcp:44002', `tcp:${sitePort}`]);

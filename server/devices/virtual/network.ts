@@ -34,7 +34,8 @@ export function isLoopbackHost(host: string): boolean {
 
 /** One `adb reverse` listener, as `reverse:list-forward` shows it. */
 export interface ReverseEntry {
-  port: number;
+  /** Where it listens on the phone: `tcp:PORT` or `localabstract:NAME`. */
+  local: string;
   /** The host-side spec each connection opens (`tcp:L`, `localabstract:NAME` ...). */
   target: string;
   /** The transport that made it. */
@@ -94,7 +95,8 @@ export class PhoneNetwork {
    * `adb reverse` listeners by phone port (adbd keeps one table for the device). They
    * listen like any other server on the phone; the adb reverse service owns the entries.
    */
-  readonly reverses = new Map<number, ReverseEntry>();
+  /** The `adb reverse` listeners, by their phone-side spec (`tcp:PORT`, `localabstract:NAME`). */
+  readonly reverses = new Map<string, ReverseEntry>();
   private proxy: { server: Server; port: Promise<number>; sockets: Set<Socket> } | null = null;
   private closed = false;
 

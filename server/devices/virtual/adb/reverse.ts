@@ -4,10 +4,15 @@
  * transport (a device-initiated OPEN of the host-side spec, e.g. `tcp:3000`); the adb
  * server (or the in-process client) connects that stream to the host's port.
  *
- * Replies follow adbd: `OKAY` then the bound port as a hex-length string for `forward`,
- * `FAIL` + hex-length message for errors, in adbd's words ("cannot rebind existing socket",
- * "listener 'tcp:R' not found", "cannot bind listener: ..."). Listeners are the phone's
- * (one table, like adbd's) and go away with the transport that made them.
+ * The phone's side is a TCP port on its loopback or an abstract socket (`localabstract:`),
+ * as adbd's socket_spec_listen binds them; reserved and filesystem sockets need socket files
+ * the phone's filesystem does not model, and are refused saying so.
+ *
+ * Replies follow adbd: `OKAY` then the bound port as a hex-length string for `forward`
+ * (empty for an abstract socket), `FAIL` + hex-length message for errors, in adbd's words
+ * ("cannot rebind existing socket", "listener 'tcp:R' not found", "cannot bind listener:
+ * ..."). Listeners are the phone's (one table, like adbd's) and go away with the transport
+ * that made them.
  */
 import type { Device } from '../device.js';
 import { relay } from '../../../../src/util/relay.js';
@@ -35,7 +40,7 @@ export function runReverseService(
 ): void {
   const table = device.network.reverses;
   if (command === 'list-forward') {
-    const lines = [...table.values()].map((l) => `${l.serial} tcp:${l.port} ${l.target}\n`);
+    const lines = [...table.values()].map((l) => `${l.serial} ${l.local} ${l.target}\n`);
     stream.end(protocolString(lines.join('')));
     return;
   }
@@ -46,8 +51,7 @@ export function runReverseService(
   }
   if (command.startsWith('killforward:')) {
     const spec = command.slice('killforward:'.length);
-    const port = /^tcp:(\d+)$/.exec(spec);
-    const listener = port ? table.get(Number(port[1])) : undefined;
+    const listener = table.get(spec);
     if (!listener) {
       fail(stream, `listener '${spec}' not found`);
       return;
@@ -70,28 +74,13 @@ export function runReverseService(
   }
   const local = rest.slice(0, semicolon);
   const target = rest.slice(semicolon + 1);
-  const localPort = /^tcp:(\d+)$/.exec(local);
-  if (!localPort || Number(localPort[1]) > 65535) {
-    // The phone's side of a reverse is a TCP port on its loopback (what apps connect to).
-    fail(stream, `cannot bind listener: unsupported listener '${local}' (use tcp:PORT)`);
-    return;
-  }
   if (!/^(tcp:\d+|localabstract:.+|localreserved:.+|localfilesystem:.+|jdwp:\d+)$/.test(target)) {
     fail(stream, `bad forward: ${rest}`);
     return;
   }
-  let port = Number(localPort[1]);
-  if (port === 0) port = device.network.ephemeralPort();
-  const existing = table.get(port);
-  if (existing) {
-    if (noRebind) {
-      fail(stream, 'cannot rebind existing socket');
-      return;
-    }
-    existing.remove();
-  } else if (device.network.isListening(port)) {
-    // Something on the phone (a server an app runs) already listens there.
-    fail(stream, `cannot bind listener: cannot bind to 127.0.0.1:${port}: Address already in use`);
+  const bound = bindLocal(device, local, noRebind);
+  if ('error' in bound) {
+    fail(stream, bound.error);
     return;
   }
   const handler: PortHandler = (socket) => {
@@ -107,20 +96,73 @@ export function runReverseService(
     );
   };
   let unregister: () => void = () => undefined;
-  // adbd listens on IPv4 loopback, as the shell user.
-  const unlisten = device.network.listen(port, handler, { uid: ADBD_UID, bind: 'loopback' });
+  const unlisten = bound.listen(handler);
   const listener: ReverseEntry = {
-    port,
+    local: bound.local,
     target,
     serial: transport.serial,
     remove: () => {
-      if (table.get(port) === listener) table.delete(port);
+      if (table.get(bound.local) === listener) table.delete(bound.local);
       unlisten();
       unregister();
     },
   };
-  table.set(port, listener);
+  table.set(bound.local, listener);
   unregister = transport.onClose(() => listener.remove());
-  // Android 8+ answers with the bound port, so `tcp:0` tells the host what it got.
-  stream.end(Buffer.concat([Buffer.from('OKAY', 'ascii'), protocolString(String(port))]));
+  // Android 8+ answers with the bound port, so `tcp:0` tells the host what it got; an
+  // abstract socket has no port to tell.
+  const port = bound.port === null ? Buffer.alloc(0) : protocolString(String(bound.port));
+  stream.end(Buffer.concat([Buffer.from('OKAY', 'ascii'), port]));
+}
+
+/**
+ * The phone's side of a reverse, as socket_spec_listen takes it: a free TCP port on its
+ * loopback (0: any), or an abstract socket name nothing holds. An existing reverse there is
+ * replaced unless `noRebind`. Returns how to listen, or adbd's error.
+ */
+function bindLocal(
+  device: Device,
+  local: string,
+  noRebind: boolean,
+): { local: string; port: number | null; listen(handler: PortHandler): () => void } | { error: string } {
+  const network = device.network;
+  const tcp = /^tcp:(\d+)$/.exec(local);
+  const abstract = /^localabstract:(.+)$/.exec(local);
+  if (/^(localreserved|localfilesystem):./.test(local))
+    return {
+      error: `cannot bind listener: ${local}: socket files are not modeled by the virtual phone (use tcp:PORT or localabstract:NAME)`,
+    };
+  if (tcp && Number(tcp[1]) > 65535) return { error: `cannot bind listener: invalid port '${tcp[1]}'` };
+  if (!tcp && !abstract) return { error: `cannot bind listener: unknown socket specification:${local}` };
+  const port = tcp ? Number(tcp[1]) || network.ephemeralPort() : 0;
+  const key = tcp ? `tcp:${port}` : local;
+  const existing = network.reverses.get(key);
+  if (existing && noRebind) return { error: 'cannot rebind existing socket' };
+  if (existing) existing.remove();
+  else if (tcp ? network.isListening(port) : network.abstractSockets.has(abstract![1]!))
+    // Something on the phone (a server an app runs, Chrome's DevTools) already listens there.
+    return {
+      error: tcp
+        ? `cannot bind listener: cannot bind to 127.0.0.1:${port}: Address already in use`
+        : `cannot bind listener: cannot bind to abstract socket '${abstract![1]}': Address already in use`,
+    };
+  if (abstract) {
+    const name = abstract[1]!;
+    return {
+      local: key,
+      port: null,
+      listen: (handler) => {
+        network.abstractSockets.set(name, handler);
+        return () => {
+          if (network.abstractSockets.get(name) === handler) network.abstractSockets.delete(name);
+        };
+      },
+    };
+  }
+  // adbd listens on IPv4 loopback, as the shell user.
+  return {
+    local: key,
+    port,
+    listen: (handler) => network.listen(port, handler, { uid: ADBD_UID, bind: 'loopback' }),
+  };
 }

@@ -394,9 +394,17 @@ export class BrowserApp implements BrowserView {
     const geometry = this.options.geometry();
     const switches = this.readSwitches();
     this.socketName = ('socketName' in switches && switches.socketName) || DEVTOOLS_SOCKET;
-    network.abstractSockets.set(this.socketName, this.socketHandler);
+    // A name something else holds (an `adb reverse` listener): Chrome runs without DevTools,
+    // as its DevTools server fails to bind.
+    const taken = network.abstractSockets.has(this.socketName);
+    if (!taken) network.abstractSockets.set(this.socketName, this.socketHandler);
     const starting = (async (): Promise<Running> => {
       if ('failed' in switches) throw new Error(switches.failed);
+      if (taken)
+        this.options.logcat(
+          'E',
+          `Cannot start http server for devtools: @${this.socketName} is in use (Address already in use)`,
+        );
       const [userAgent, proxyPort] = await Promise.all([
         switches.userAgent ?? config.userAgent(),
         network.proxyPort(),
