@@ -312,7 +312,27 @@ describe('what Appium checks before a session', () => {
     expect(await jdwp()).toContain(debuggable);
     await v.adbOk(['shell', 'am force-stop io.appium.settings']);
     expect(await jdwp()).not.toContain(debuggable);
-    expect(await v.adbOk(['track-jdwp'])).toMatch(/^tracking processes is not modeled by the virtual phone/);
+  });
+
+  it('tracks the debuggable processes on track-jdwp: the list now, and again at each change', async () => {
+    await v.adbOk(['install', '-g', SETTINGS_APK]);
+    await v.adbOk(['shell', 'am force-stop io.appium.settings']);
+    const child = spawn(ADB, ['-P', String(v.adbServerPort), '-s', v.serial, 'track-jdwp']);
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    try {
+      // Each message is the pid list with adb's 4-hex-digit length before it.
+      await expect.poll(() => out, { timeout: 10_000 }).toBe('0000');
+      await v.adbOk(['shell', 'am start-activity -n io.appium.settings/.Settings']);
+      const pid = (await v.adbOk(['shell', 'pidof io.appium.settings'])).trim();
+      const listed = `${pid}\n`;
+      const message = `${listed.length.toString(16).padStart(4, '0')}${listed}`;
+      await expect.poll(() => out, { timeout: 10_000 }).toBe(`0000${message}`);
+      await v.adbOk(['shell', 'am force-stop io.appium.settings']);
+      await expect.poll(() => out, { timeout: 10_000 }).toBe(`0000${message}0000`);
+    } finally {
+      child.kill();
+    }
   });
 
   it('keeps app standby as AppStandbyController does: set-inactive, standby buckets, the whitelist', async () => {

@@ -1,4 +1,5 @@
 /** Maps ADB stream destinations (`shell:`, `exec:`, `sync:`, `tcp:` ...) to services. */
+import type { Duplex } from 'node:stream';
 import type { Device } from '../device.js';
 import { SHELL_CREDENTIALS } from '../fs.js';
 import type { CommandTable } from '../shell/command.js';
@@ -69,6 +70,7 @@ export function createServiceResolver(device: Device, commands: CommandTable): S
     // The pids of the debuggable apps' processes, one a line, then the end: adbd's `jdwp`
     // service (what `adb jdwp` prints). A user build debugs only apps built debuggable.
     if (destination === 'jdwp') return (stream) => stream.end(debuggablePids(device).join(''));
+    if (destination === 'track-jdwp') return (stream) => trackJdwp(stream, device);
     const said = ADBD_ANSWERS.find(([pattern]) => pattern.test(destination));
     if (said) return (stream) => stream.end(said[1]);
     device.log.debug('virtual adb: unsupported service', { destination });
@@ -84,6 +86,30 @@ function debuggablePids(device: Device): string[] {
     .map((p) => `${p.pid}\n`);
 }
 
+/** How often a `track-jdwp` stream looks for a change in the debuggable processes. */
+const TRACK_POLL_MS = 250;
+
+/**
+ * `track-jdwp` (jdwp_service's tracker, what adbkit's trackJdwp and Android Studio read): the
+ * debuggable pids as a hex-length message now, and again each time the list changes, until
+ * the client closes the stream.
+ */
+function trackJdwp(stream: Duplex, device: Device): void {
+  let sent: string | null = null;
+  const send = () => {
+    const list = debuggablePids(device).join('');
+    if (list === sent || stream.destroyed || stream.writableEnded) return;
+    sent = list;
+    stream.write(`${Buffer.byteLength(list).toString(16).padStart(4, '0')}${list}`);
+  };
+  send();
+  const timer = setInterval(send, TRACK_POLL_MS);
+  timer.unref();
+  stream.once('close', () => clearInterval(timer));
+  stream.on('error', () => clearInterval(timer));
+  stream.resume();
+}
+
 /**
  * What adbd answers for services that change how the phone is reached or verified, which
  * the virtual phone does not do: a user build's own words, or why it is not modeled.
@@ -95,9 +121,9 @@ const ADBD_ANSWERS: readonly [RegExp, string][] = [
     "adb tcpip is not modeled by the virtual phone: it is reached over TCP already (phonelease's ADB gateway)\n",
   ],
   [/^usb:/, 'adb usb is not modeled by the virtual phone: it has no USB\n'],
-  // Trackers (Android Studio's process list) keep the stream open and send each change.
+  // Android 12's app tracker sends AppProcesses protobufs (Android Studio's process list).
   [
-    /^track-(jdwp|app)$/,
-    'tracking processes is not modeled by the virtual phone: `adb jdwp` lists the debuggable ones\n',
+    /^track-app$/,
+    'track-app is not modeled by the virtual phone: track-jdwp and `adb jdwp` list the debuggable processes\n',
   ],
 ];
