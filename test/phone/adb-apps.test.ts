@@ -491,6 +491,20 @@ describe('what Appium checks before a session', () => {
     // has-feature answers from the phone's features, with its status.
     expect(await sh('pm has-feature android.hardware.wifi')).toMatchObject({ code: 0, stdout: 'true\n' });
     expect(await sh('pm has-feature android.hardware.nfc')).toMatchObject({ code: 1, stdout: 'false\n' });
+    // A versionless feature is there at version 0 only, as hasSystemFeature(name, version) reads it.
+    expect(await sh('pm has-feature android.hardware.wifi 1')).toMatchObject({ code: 1, stdout: 'false\n' });
+    expect(await sh('pm has-feature android.hardware.wifi x')).toMatchObject({
+      code: 1,
+      stderr: 'Error: illegal version number x\n',
+    });
+    // list features as runListFeatures prints them: the GL ES version first, then by name.
+    const features = (await sh('pm list features')).stdout.trim().split('\n');
+    expect(features[0]).toBe('feature:reqGlEsVersion=0x30002');
+    const names = features.slice(1);
+    expect(names).toEqual([...names].sort());
+    expect(names).toContain('feature:android.hardware.touchscreen');
+    expect(names).toContain('feature:android.hardware.location.gps');
+    expect(names.every((f) => f.startsWith('feature:android.'))).toBe(true);
     expect(await sh('am idle-maintenance')).toMatchObject({
       code: 0,
       stdout: 'Performing idle maintenance...\n',

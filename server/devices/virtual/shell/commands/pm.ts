@@ -9,7 +9,7 @@ import {
 import { FsError } from '../../fs.js';
 import { RUNTIME_PERMISSIONS } from '../../packages.js';
 import type { ApkPart, InstallOptions, PackageRecord } from '../../packages.js';
-import { fail, resolvePath, shellException } from '../command.js';
+import { fail, javaInt, resolvePath, shellException } from '../command.js';
 import type { CommandContext, CommandFn } from '../command.js';
 import { parseIntent, refuseIntent } from './am.js';
 import { dumpPackage } from './dumpsys.js';
@@ -266,7 +266,7 @@ export const pm: CommandFn = async (ctx) => {
         return 0;
       }
       if (what === 'features') {
-        for (const f of FEATURES) ctx.stdout.write(`feature:${f}\n`);
+        ctx.stdout.write(listFeatures(ctx));
         return 0;
       }
       if (what === 'permissions' || what === 'permission-groups' || what === 'libraries') {
@@ -427,12 +427,19 @@ export const pm: CommandFn = async (ctx) => {
       ctx.stdout.write('0[auto]\n');
       return 0;
     case 'has-feature': {
-      // PackageManagerShellCommand: a feature the phone has (at any version asked) is true.
+      // runHasFeature: hasSystemFeature(name, version), true when the phone's version is at
+      // least the one asked (0 when none is).
       if (args[0] === undefined) {
         ctx.stderr.write('Error: expected FEATURE name\n');
         return 1;
       }
-      const has = FEATURES.includes(args[0]);
+      const asked = args[1] === undefined ? 0 : javaInt(args[1]);
+      if (asked === null) {
+        ctx.stderr.write(`Error: illegal version number ${args[1]}\n`);
+        return 1;
+      }
+      const version = FEATURES.get(args[0]);
+      const has = version !== undefined && version >= asked;
       ctx.stdout.write(`${has}\n`);
       return has ? 0 : 1;
     }
@@ -500,12 +507,47 @@ const PM_USAGE = `Package manager (package) commands:
 `;
 
 /** The features the phone declares (`pm list features`, `pm has-feature`). */
-const FEATURES = [
-  'android.hardware.touchscreen',
-  'android.hardware.wifi',
-  'android.hardware.camera',
-  'android.software.webview',
-];
+/**
+ * The phone's system features (getSystemAvailableFeatures), the ones the virtual phone
+ * models (its screen and touch, which turns; Wi-Fi, Bluetooth, location, the lock screen,
+ * input methods, the launcher, Chrome), with the version of those that have one.
+ */
+const FEATURES: ReadonlyMap<string, number> = new Map([
+  ['android.hardware.bluetooth', 0],
+  ['android.hardware.bluetooth_le', 0],
+  ['android.hardware.camera', 0],
+  ['android.hardware.camera.any', 0],
+  ['android.hardware.faketouch', 0],
+  ['android.hardware.location', 0],
+  ['android.hardware.location.gps', 0],
+  ['android.hardware.location.network', 0],
+  ['android.hardware.ram.normal', 0],
+  ['android.hardware.screen.landscape', 0],
+  ['android.hardware.screen.portrait', 0],
+  ['android.hardware.touchscreen', 0],
+  ['android.hardware.touchscreen.multitouch', 0],
+  ['android.hardware.touchscreen.multitouch.distinct', 0],
+  ['android.hardware.wifi', 0],
+  ['android.software.app_enumeration', 0],
+  ['android.software.file_based_encryption', 0],
+  ['android.software.home_screen', 0],
+  ['android.software.input_methods', 0],
+  ['android.software.secure_lock_screen', 0],
+  ['android.software.webview', 0],
+]);
+
+/**
+ * `pm list features` as runListFeatures prints them: sorted by name, the OpenGL ES version
+ * (the feature without a name, from ro.opengles.version) first, and `=version` where a
+ * feature has one.
+ */
+function listFeatures(ctx: CommandContext): string {
+  const gles = Number(ctx.device.props.get('ro.opengles.version') ?? 0);
+  const named = [...FEATURES]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([name, version]) => `feature:${name}${version > 0 ? `=${version}` : ''}\n`);
+  return `feature:reqGlEsVersion=0x${gles.toString(16)}\n${named.join('')}`;
+}
 
 /** Android 14's other pm commands (users, app links, suspending, profiles, permissions' flags). */
 const UNMODELED_PM = new Set([
