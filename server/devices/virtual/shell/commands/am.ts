@@ -18,6 +18,7 @@ import {
   type IntentRequest,
 } from '../../activity.js';
 import { fail, shellException, type CommandContext, type CommandFn } from '../command.js';
+import { serveMonkeyNetwork } from './monkey-network.js';
 import {
   APPIUM_SETTINGS_PACKAGE,
   appiumSettingsBroadcast,
@@ -780,20 +781,26 @@ function appStandby(ctx: CommandContext, verb: string, rawArgs: string[]): numbe
   }
 }
 
-export const monkey: CommandFn = (ctx) => {
+export const monkey: CommandFn = async (ctx) => {
   let pkg: string | null = null;
   const categories: string[] = [];
   let count = 0;
+  let port: number | null = null;
   for (let i = 0; i < ctx.args.length; i++) {
     const a = ctx.args[i]!;
     if (a === '-p') pkg = ctx.args[++i] ?? null;
-    else if (a === '-c') categories.push(ctx.args[++i] ?? '');
+    else if (a === '--port') {
+      // nextOptionLong: a number is required.
+      const value = ctx.args[++i];
+      port = value !== undefined && /^\d+$/.test(value) ? Number(value) : NaN;
+    } else if (a === '-c') categories.push(ctx.args[++i] ?? '');
     else if (a === '-s' || a === '--throttle' || a.startsWith('--pct-')) i++;
     else if (/^\d+$/.test(a)) count = Number(a);
   }
   ctx.stdout.write(
     `  bash arg: ${ctx.args.join('\n  bash arg: ')}\nargs: [${ctx.args.join(', ')}]\n${ctx.args.map((a) => ` arg: "${a}"`).join('\n')}\n`,
   );
+  if (port !== null) return monkeyServer(ctx, port, pkg);
   const record = pkg ? ctx.device.packages.get(pkg) : undefined;
   if (
     !record?.launcherActivity ||
@@ -825,8 +832,33 @@ export const monkey: CommandFn = (ctx) => {
       return 255;
     }
   }
-  ctx.stdout.write(
-    `Events injected: ${count}\n## Network stats: elapsed time=18ms (0ms mobile, 0ms wifi, 18ms not connected)\n`,
-  );
+  ctx.stdout.write(monkeyFinished(count));
   return 0;
 };
+
+function monkeyFinished(events: number): string {
+  return `Events injected: ${events}\n## Network stats: elapsed time=18ms (0ms mobile, 0ms wifi, 18ms not connected)\n`;
+}
+
+/**
+ * `monkey --port N` (a server port instead of a count): Monkey's network script server until
+ * a client sends `quit` (monkey-network.ts). The apps it may drive are -p's, or every app
+ * with a launcher activity.
+ */
+async function monkeyServer(ctx: CommandContext, port: number, pkg: string | null): Promise<number> {
+  if (!Number.isInteger(port)) {
+    ctx.stderr.write('** Error: Server port to listen on for commands is not a number\n');
+    return 255;
+  }
+  if (pkg !== null && !ctx.device.packages.get(pkg)?.launcherActivity) {
+    ctx.stdout.write('** No activities found to run, monkey aborted.\n');
+    return 252;
+  }
+  const events = port <= 65535 ? await serveMonkeyNetwork(ctx, port) : null;
+  if (events === null) {
+    ctx.stdout.write('Error binding to network socket.\n');
+    return 251;
+  }
+  ctx.stdout.write(monkeyFinished(events));
+  return 0;
+}
