@@ -400,17 +400,17 @@ export class BrowserApp implements BrowserView {
     if (!taken) network.abstractSockets.set(this.socketName, this.socketHandler);
     const starting = (async (): Promise<Running> => {
       if ('failed' in switches) throw new Error(switches.failed);
-      if (taken)
-        this.options.logcat(
-          'E',
-          `Cannot start http server for devtools: @${this.socketName} is in use (Address already in use)`,
-        );
       const [userAgent, proxyPort] = await Promise.all([
         switches.userAgent ?? config.userAgent(),
         network.proxyPort(),
       ]);
       // Logged from Chrome's process, which the activity manager has started by now.
       this.logSwitches(switches);
+      if (taken)
+        this.options.logcat(
+          'E',
+          `Cannot start http server for devtools: @${this.socketName} is in use (Address already in use)`,
+        );
       const chromium = await ChromiumProcess.launch({
         executable: config.executable,
         cssWidth: Math.round(geometry.width / geometry.scale),
@@ -439,7 +439,7 @@ export class BrowserApp implements BrowserView {
         this.current = r;
         this.options.logcat(
           'I',
-          `Chrome started (pid ${r.chromium.pid ?? '?'}), DevTools on @${this.socketName}`,
+          `Chrome started (pid ${r.chromium.pid ?? '?'}), ${taken ? 'without DevTools' : `DevTools on @${this.socketName}`}`,
         );
       },
       (error: unknown) => {
