@@ -178,6 +178,25 @@ describe('guardCommand', () => {
     );
   });
 
+  it('names downloads as the page does, and keeps a refusal of downloads as it is', () => {
+    expect(
+      guardCommand(
+        '{"id":7,"method":"Browser.setDownloadBehavior","params":{"behavior":"allowAndName","downloadPath":"/tmp/x","eventsEnabled":true}}',
+        host,
+      ),
+    ).toEqual({
+      kind: 'rewrite',
+      message:
+        '{"id":7,"method":"Browser.setDownloadBehavior","params":{"behavior":"allow","downloadPath":"/profile/Download","eventsEnabled":true}}',
+    });
+    expect(
+      guardCommand('{"id":8,"method":"Browser.setDownloadBehavior","params":{"behavior":"deny"}}', host),
+    ).toEqual({
+      kind: 'rewrite',
+      message: '{"id":8,"method":"Browser.setDownloadBehavior","params":{"behavior":"deny"}}',
+    });
+  });
+
   it("points downloads at the browser's own directory", () => {
     expect(
       guardCommand(

@@ -204,12 +204,29 @@ export class Device {
         },
       },
       readPhoneFile: (path) => this.readAsChrome(path),
+      saveDownload: (name, data) => this.saveDownload(name, data),
       logcat: (priority, message, tag = 'chromium') => {
         const pid = this.processes.list().find((p) => p.name === 'com.android.chrome')?.pid ?? 860;
         this.logcat.add({ pid, tid: pid, priority, tag, message });
       },
       changed: () => this.uiInstance?.contentChanged?.(),
     });
+  }
+
+  /**
+   * A finished download in the phone's Download folder, named as Chrome names one when the
+   * name is taken there (`report (1).pdf`).
+   */
+  private saveDownload(name: string, data: Buffer): void {
+    const dot = name.lastIndexOf('.');
+    const [stem, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
+    let path = `/sdcard/Download/${name}`;
+    for (let n = 1; this.fs.exists(path); n++) path = `/sdcard/Download/${stem} (${n})${ext}`;
+    try {
+      this.fs.writeFile(path, data);
+    } catch (error) {
+      this.log.warn('virtual browser: a download could not be kept on the phone', { error: String(error) });
+    }
   }
 
   /** A file as Chrome's process reads it: a file the shell made unreadable to apps is not read. */

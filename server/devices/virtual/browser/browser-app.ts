@@ -119,6 +119,8 @@ interface Running {
    * `framed` once a frame of the current screencast arrived.
    */
   watched: { targetId: string; sessionId: string; casting: boolean; framed: boolean } | null;
+  /** Stops handing finished downloads to the phone. */
+  unwatchDownloads: () => void;
 }
 
 export interface BrowserAppOptions {
@@ -131,6 +133,8 @@ export interface BrowserAppOptions {
   commandLine: CommandLineSource;
   /** A file on the phone as Chrome's app reads it (a file input's choice), or why it cannot. */
   readPhoneFile(path: string): Buffer | { error: string };
+  /** Keeps a finished download on the phone (its Download folder), as Chrome does. */
+  saveDownload(name: string, data: Buffer): void;
   /** A logcat line from the browser's process (tag `chromium` unless given). */
   logcat(priority: 'I' | 'W' | 'E', message: string, tag?: string): void;
   /** The picture changed (a new frame, another URL). */
@@ -325,6 +329,7 @@ export class BrowserApp implements BrowserView {
     if (!running) return this.stopping;
     this.stopping = running.then(
       async (r) => {
+        r.unwatchDownloads();
         r.cdp.close();
         await r.chromium.stop();
         this.options.logcat('I', 'Chrome stopped');
@@ -427,8 +432,15 @@ export class BrowserApp implements BrowserView {
         await chromium.stop();
         throw error;
       }
-      const r: Running = { chromium, cdp, pages: [], watched: null };
+      // Downloads go where Chrome for Android puts them, the phone's Download folder, by
+      // way of the browser's own profile (never a directory of the server's choosing).
+      const unwatchDownloads = chromium.watchDownloads((name, data) => this.options.saveDownload(name, data));
+      const r: Running = { chromium, cdp, pages: [], watched: null, unwatchDownloads };
       this.watchTargets(r);
+      await cdp.send('Browser.setDownloadBehavior', {
+        behavior: 'allow',
+        downloadPath: chromium.downloadDir(),
+      });
       await cdp.send('Target.setDiscoverTargets', { discover: true });
       return r;
     })();

@@ -5,7 +5,7 @@
  * included), and a fresh profile that is deleted with the process.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, watch, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -158,6 +158,28 @@ export class ChromiumProcess {
     const dir = join(this.userDataDir, 'Download');
     mkdirSync(dir, { recursive: true });
     return dir;
+  }
+
+  /**
+   * Calls `done` with each download once it is complete: Chromium writes a download as
+   * `NAME.crdownload` and renames it when the last byte is in. Returns the unwatch.
+   */
+  watchDownloads(done: (name: string, data: Buffer) => void): () => void {
+    const dir = this.downloadDir();
+    const seen = new Map<string, number>();
+    const watcher = watch(dir, (_event, name) => {
+      if (!name || name.endsWith('.crdownload')) return;
+      try {
+        const stat = statSync(join(dir, name));
+        if (!stat.isFile() || seen.get(name) === stat.mtimeMs) return;
+        seen.set(name, stat.mtimeMs);
+        done(name, readFileSync(join(dir, name)));
+      } catch {
+        // Gone again (a cancelled download), or not there yet.
+      }
+    });
+    watcher.on('error', () => watcher.close());
+    return () => watcher.close();
   }
 
   /** Ends the browser and all its processes, then deletes its profile. */

@@ -9,7 +9,7 @@
  *   is read from the phone (as Chrome's app may) and handed to the browser as a copy. A path
  *   the phone does not have is refused, saying so.
  * - A download directory (Browser/Page.setDownloadBehavior) is the browser's own, inside its
- *   profile, which is deleted with it.
+ *   profile, from where each finished download goes to the phone's Download folder.
  * - A browser context's own proxy (Target.createBrowserContext) would leave the phone's
  *   network: refused, as not modeled.
  */
@@ -102,7 +102,12 @@ export function guardCommand(text: string, host: GuardHost): Verdict {
     }
     case 'Browser.setDownloadBehavior':
     case 'Page.setDownloadBehavior':
-      return send(params.downloadPath === undefined ? null : { downloadPath: host.downloadDir() });
+      // Chrome for Android keeps downloads on the phone: whatever directory is named, they go
+      // to the browser's own and from there to the phone's Download folder, under the name
+      // the page gave (`allowAndName` would name them by their id).
+      return params.behavior === 'deny'
+        ? send(null)
+        : send({ behavior: 'allow', downloadPath: host.downloadDir() });
     case 'Target.createBrowserContext':
       return params.proxyServer === undefined && params.proxyBypassList === undefined
         ? send(null)
