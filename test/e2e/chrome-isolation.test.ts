@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { _android, type AndroidDevice, type BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { startVirtualAdb, type VirtualAdb } from '../support/virtual-adb.js';
 
 const NOT_MODELED = "file: URLs are not modeled by the virtual phone's Chrome";
@@ -60,6 +61,30 @@ describe("the phone's Chrome keeps the server's files out of reach", () => {
     expect(page.url()).not.toContain('file:');
     expect(await page.content()).not.toContain(readFileSync('/etc/hostname', 'utf8').trim());
     await page.close();
+  });
+
+  it('reads a command sent as a binary WebSocket message too', async () => {
+    const port = Number(
+      (await v.adbOk(['forward', 'tcp:0', 'localabstract:' + (await socketName())])).trim(),
+    );
+    const socket = new WebSocket(`ws://127.0.0.1:${port}/devtools/browser`);
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    const answer = new Promise<string>((resolve) =>
+      socket.once('message', (data: Buffer) => resolve(data.toString())),
+    );
+    socket.send(
+      Buffer.from(
+        JSON.stringify({ id: 1, method: 'Target.createTarget', params: { url: 'file:///etc/hostname' } }),
+      ),
+      {
+        binary: true,
+      },
+    );
+    expect(JSON.parse(await answer)).toMatchObject({
+      id: 1,
+      error: { code: -32000, message: expect.stringContaining(NOT_MODELED) },
+    });
+    socket.close();
   });
 
   it('answers /json/new for a file: URL with 403 and opens nothing', async () => {

@@ -26,7 +26,13 @@ import {
   isFileUrl,
   type GuardHost,
 } from './devtools-guard.js';
-import { FrameBoundaries, MessageReader, OPCODE_TEXT, encodeFrame } from './websocket-frames.js';
+import {
+  FrameBoundaries,
+  MessageReader,
+  OPCODE_BINARY,
+  OPCODE_TEXT,
+  encodeFrame,
+} from './websocket-frames.js';
 
 /** A request head larger than this ends the connection (no DevTools request comes close). */
 const MAX_HEAD = 16 * 1024;
@@ -115,7 +121,9 @@ class ClientToBrowser extends Transform {
 
   private messages(chunk: Buffer): void {
     for (const message of this.reader!.push(chunk)) {
-      if (message.opcode !== OPCODE_TEXT) {
+      // Control frames pass; a binary message is read as a command too, in case the
+      // browser takes one as it takes text.
+      if (message.opcode !== OPCODE_TEXT && message.opcode !== OPCODE_BINARY) {
         this.push(message.raw);
         continue;
       }
@@ -123,7 +131,7 @@ class ClientToBrowser extends Transform {
       const verdict = guardCommand(text, this.guard);
       if (verdict.kind === 'pass') this.push(message.raw);
       else if (verdict.kind === 'rewrite')
-        this.push(encodeFrame(OPCODE_TEXT, Buffer.from(verdict.message), true));
+        this.push(encodeFrame(message.opcode, Buffer.from(verdict.message), true));
       else
         this.toClient.answer(encodeFrame(OPCODE_TEXT, Buffer.from(errorAnswer(text, verdict.error)), false));
     }

@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 
 export const OPCODE_TEXT = 0x1;
+export const OPCODE_BINARY = 0x2;
 const OPCODE_CONTINUATION = 0x0;
 
 /** One message (or control frame) as it came: its frames' bytes, and the payload unmasked. */
