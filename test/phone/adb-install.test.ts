@@ -203,6 +203,13 @@ describe("the package manager's refusals, in its own words", () => {
     expect(await failure('install', future)).toMatch(
       /^INSTALL_FAILED_OLDER_SDK: .*Requires newer sdk version #35 \(current version is #34\)$/,
     );
+    // Android 14 blocks an app that targets an SDK below 23, unless told to install it anyway.
+    const old = apkFile('old.apk', buildTestApk({ package: 'com.example.old', minSdk: 21, targetSdk: 22 }));
+    expect(await failure('install', old)).toBe(
+      'INSTALL_FAILED_DEPRECATED_SDK_VERSION: App package must target at least SDK version 23, but found 22',
+    );
+    expect(await v.adbOk(['install', '--bypass-low-target-sdk-block', old])).toContain('Success');
+    await v.adbOk(['uninstall', 'com.example.old']);
     expect(await v.adbOk(['shell', 'pm list packages com.example.x86 com.example.future'])).toBe('');
   });
 

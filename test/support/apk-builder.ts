@@ -241,6 +241,8 @@ export interface TestApkOptions {
   permissions?: string[];
   instrumentation?: { name: string; targetPackage: string };
   minSdk?: number;
+  /** targetSdkVersion (default 34). */
+  targetSdk?: number;
   debuggable?: boolean;
   /** A split APK of the package (`split="config.arm64_v8a"`) instead of its base. */
   split?: string;
@@ -281,7 +283,7 @@ export function buildTestApk(o: TestApkOptions): Buffer {
     children: [
       {
         name: 'uses-sdk',
-        attrs: { 'android:minSdkVersion': o.minSdk ?? 26, 'android:targetSdkVersion': 34 },
+        attrs: { 'android:minSdkVersion': o.minSdk ?? 26, 'android:targetSdkVersion': o.targetSdk ?? 34 },
       },
       ...(o.permissions ?? []).map((p) => ({ name: 'uses-permission', attrs: { 'android:name': p } })),
       ...(o.instrumentation

@@ -406,7 +406,12 @@ export interface InstallOptions {
   replaceExisting?: boolean;
   /** -i: the installer package recorded for the app (default com.android.shell). */
   installer?: string;
+  /** --bypass-low-target-sdk-block: install an app that targets an SDK below 23 all the same. */
+  bypassLowTargetSdk?: boolean;
 }
+
+/** Android 14's lowest target SDK an app may be installed with (ro.build.version.min_supported_target_sdk). */
+const MIN_INSTALLABLE_TARGET_SDK = 23;
 
 /** One APK of an install: its bytes, and its manifest when the caller parsed it already. */
 export interface ApkPart {
@@ -635,6 +640,17 @@ export class PackageManager {
       return {
         ok: false,
         failure: `INSTALL_FAILED_OLDER_SDK: Failed parse during installPackageLI: /data/app/vmdl.tmp/base.apk (at Binary XML file line #7): Requires newer sdk version #${info.minSdk} (current version is #34)`,
+      };
+    }
+    // InstallPackageHelper.preparePackageLI blocks apps that target a deprecated SDK.
+    if (
+      info.targetSdk !== null &&
+      info.targetSdk < MIN_INSTALLABLE_TARGET_SDK &&
+      !options.bypassLowTargetSdk
+    ) {
+      return {
+        ok: false,
+        failure: `INSTALL_FAILED_DEPRECATED_SDK_VERSION: App package must target at least SDK version ${MIN_INSTALLABLE_TARGET_SDK}, but found ${info.targetSdk}`,
       };
     }
     const existing = this.packages.get(info.package);

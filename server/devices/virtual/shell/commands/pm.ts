@@ -36,6 +36,9 @@ function parseInstallOptions(args: string[]): {
       case '-d':
         options.allowDowngrade = true;
         break;
+      case '--bypass-low-target-sdk-block':
+        options.bypassLowTargetSdk = true;
+        break;
       case '-S':
         size = Number(args[++i]);
         break;
