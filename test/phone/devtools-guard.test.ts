@@ -197,6 +197,47 @@ describe('guardCommand', () => {
     });
   });
 
+  it('guards a command sent inside Target.sendMessageToTarget as the command it is', () => {
+    const inner = JSON.stringify({ id: 1, method: 'Page.navigate', params: { url: 'file:///etc/passwd' } });
+    expect(
+      guardCommand(
+        JSON.stringify({
+          id: 9,
+          method: 'Target.sendMessageToTarget',
+          params: { message: inner, sessionId: 'S' },
+        }),
+        host,
+      ),
+    ).toMatchObject({ kind: 'refuse' });
+    // Nested twice, escaped inside the string.
+    const twice = JSON.stringify({
+      id: 2,
+      method: 'Target.sendMessageToTarget',
+      params: { message: inner.replace('navigate', 'navig\\u0061te') },
+    });
+    expect(
+      guardCommand(
+        JSON.stringify({ id: 10, method: 'Target.sendMessageToTarget', params: { message: twice } }),
+        host,
+      ),
+    ).toMatchObject({
+      kind: 'refuse',
+    });
+    const download = JSON.stringify({
+      id: 3,
+      method: 'Page.setDownloadBehavior',
+      params: { behavior: 'allow', downloadPath: '/etc' },
+    });
+    const sent = guardCommand(
+      JSON.stringify({ id: 11, method: 'Target.sendMessageToTarget', params: { message: download } }),
+      host,
+    );
+    expect(sent.kind).toBe('rewrite');
+    const message = (JSON.parse((sent as { message: string }).message) as { params: { message: string } })
+      .params.message;
+    expect(JSON.parse(message)).toMatchObject({ params: { downloadPath: '/profile/Download' } });
+  });
+
   it("points downloads at the browser's own directory", () => {
     expect(
       guardCommand(

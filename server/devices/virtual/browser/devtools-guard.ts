@@ -40,6 +40,7 @@ const GUARDED = [
   'DOM.setFileInputFiles',
   'setDownloadBehavior',
   'Target.createBrowserContext',
+  'Target.sendMessageToTarget',
 ];
 
 /**
@@ -108,6 +109,14 @@ export function guardCommand(text: string, host: GuardHost): Verdict {
       return params.behavior === 'deny'
         ? send(null)
         : send({ behavior: 'allow', downloadPath: host.downloadDir() });
+    case 'Target.sendMessageToTarget': {
+      // The old way to reach a target's session: a whole command inside a string, which is
+      // guarded as the command it is.
+      if (typeof params.message !== 'string') return send(null);
+      const inner = guardCommand(params.message, host);
+      if (inner.kind === 'refuse') return inner;
+      return send(inner.kind === 'rewrite' ? { message: inner.message } : null);
+    }
     case 'Target.createBrowserContext':
       return params.proxyServer === undefined && params.proxyBypassList === undefined
         ? send(null)
