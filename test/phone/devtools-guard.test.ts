@@ -238,6 +238,35 @@ describe('guardCommand', () => {
     expect(JSON.parse(message)).toMatchObject({ params: { downloadPath: '/profile/Download' } });
   });
 
+  it('reads dropped files on the phone, keeps intercepted requests off file:, and gives no page DevTools of its own', () => {
+    const drop = guardCommand(
+      '{"id":12,"method":"Input.dispatchDragEvent","params":{"type":"drop","x":1,"y":2,"data":{"items":[],"files":["/sdcard/Download/a.txt"],"dragOperationsMask":1}}}',
+      host,
+    );
+    expect(drop.kind).toBe('rewrite');
+    expect(JSON.parse((drop as { message: string }).message)).toMatchObject({
+      params: { data: { files: [expect.stringMatching(/^\/profile\/phone-files\/\d+\/a\.txt$/)] } },
+    });
+    expect(
+      guardCommand(
+        '{"id":13,"method":"Input.dispatchDragEvent","params":{"type":"drop","data":{"files":["/etc/hostname"]}}}',
+        host,
+      ),
+    ).toMatchObject({ kind: 'refuse' });
+    expect(
+      guardCommand(
+        '{"id":14,"method":"Fetch.continueRequest","params":{"requestId":"r","url":"file:///etc/hostname"}}',
+        host,
+      ),
+    ).toMatchObject({ kind: 'refuse' });
+    expect(
+      guardCommand('{"id":15,"method":"Target.exposeDevToolsProtocol","params":{"targetId":"T"}}', host),
+    ).toEqual({
+      kind: 'refuse',
+      error: "exposing DevTools to a page is not modeled by the virtual phone's Chrome",
+    });
+  });
+
   it("points downloads at the browser's own directory", () => {
     expect(
       guardCommand(

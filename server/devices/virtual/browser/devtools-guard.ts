@@ -12,6 +12,10 @@
  *   profile, from where each finished download goes to the phone's Download folder.
  * - A browser context's own proxy (Target.createBrowserContext) would leave the phone's
  *   network: refused, as not modeled.
+ * - Files dropped on a page (Input.dispatchDragEvent) are the phone's, as a file input's are;
+ *   an intercepted request may not be sent on to a `file:` URL; and a page may not be given
+ *   DevTools of its own (Target.exposeDevToolsProtocol), whose commands no guard would read.
+ * - A command inside Target.sendMessageToTarget is guarded as the command it is.
  */
 import { basename } from 'node:path';
 
@@ -41,6 +45,10 @@ const GUARDED = [
   'setDownloadBehavior',
   'Target.createBrowserContext',
   'Target.sendMessageToTarget',
+  'Target.exposeDevToolsProtocol',
+  'Input.dispatchDragEvent',
+  'continueRequest',
+  'continueInterceptedRequest',
 ];
 
 /**
@@ -86,21 +94,29 @@ export function guardCommand(text: string, host: GuardHost): Verdict {
     case 'Target.createTarget':
     case 'Network.loadNetworkResource':
       return isFileUrl(params.url) ? { kind: 'refuse', error: NOT_MODELED_FILE_URL } : send(null);
+    case 'Fetch.continueRequest':
+    case 'Network.continueInterceptedRequest':
+      // An intercepted request sent on to another URL.
+      return isFileUrl(params.url) ? { kind: 'refuse', error: NOT_MODELED_FILE_URL } : send(null);
     case 'DOM.setFileInputFiles': {
-      const files = Array.isArray(params.files) ? params.files : [];
-      const staged: unknown[] = [];
-      for (const path of files) {
-        if (typeof path !== 'string') return send(null); // Chrome refuses it itself.
-        const read = host.readPhoneFile(path);
-        if ('error' in read)
-          return {
-            kind: 'refuse',
-            error: `${path}: ${read.error}. The paths are the phone's (adb push the file first), or set the file's contents instead (Playwright: setInputFiles({ name, mimeType, buffer }))`,
-          };
-        staged.push(host.stageFile(basename(path), read));
-      }
-      return send({ files: staged });
+      const staged = phoneFiles(params.files, host);
+      return 'error' in staged ? { kind: 'refuse', error: staged.error } : send({ files: staged.files });
     }
+    case 'Input.dispatchDragEvent': {
+      // Files dropped on the page, by path: the phone's, as a file input's are.
+      const data = params.data as { files?: unknown } | undefined;
+      if (!data || data.files === undefined) return send(null);
+      const staged = phoneFiles(data.files, host);
+      return 'error' in staged
+        ? { kind: 'refuse', error: staged.error }
+        : send({ data: { ...data, files: staged.files } });
+    }
+    case 'Target.exposeDevToolsProtocol':
+      // A page given DevTools of its own would send commands no guard reads.
+      return {
+        kind: 'refuse',
+        error: "exposing DevTools to a page is not modeled by the virtual phone's Chrome",
+      };
     case 'Browser.setDownloadBehavior':
     case 'Page.setDownloadBehavior':
       // Chrome for Android keeps downloads on the phone: whatever directory is named, they go
@@ -128,6 +144,26 @@ export function guardCommand(text: string, host: GuardHost): Verdict {
     default:
       return send(null);
   }
+}
+
+/**
+ * Files named by path, read on the phone (as Chrome's app may) and handed to the browser as
+ * copies; a path the phone does not have is refused with what to do.
+ */
+function phoneFiles(files: unknown, host: GuardHost): { files: unknown[] } | { error: string } {
+  const list = Array.isArray(files) ? (files as unknown[]) : [];
+  const staged: unknown[] = [];
+  for (const path of list) {
+    // Not a path: Chrome refuses it itself.
+    if (typeof path !== 'string') return { files: list };
+    const read = host.readPhoneFile(path);
+    if ('error' in read)
+      return {
+        error: `${path}: ${read.error}. The paths are the phone's (adb push the file first), or set the file's contents instead (Playwright: setInputFiles({ name, mimeType, buffer }))`,
+      };
+    staged.push(host.stageFile(basename(path), read));
+  }
+  return { files: staged };
 }
 
 /**
