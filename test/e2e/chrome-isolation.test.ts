@@ -6,7 +6,8 @@
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
+import { connect } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { _android, type AndroidDevice, type BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -165,6 +166,35 @@ describe("the phone's Chrome keeps the server's files out of reach", () => {
     await page.close();
   });
 
+  it('keeps downloads on the phone after a client that set their directory has gone', async () => {
+    const port = Number(
+      (await v.adbOk(['forward', 'tcp:0', 'localabstract:' + (await socketName())])).trim(),
+    );
+    const socket = new WebSocket(`ws://127.0.0.1:${port}/devtools/browser`);
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    const answered = new Promise((resolve) => socket.once('message', resolve));
+    socket.send(
+      JSON.stringify({
+        id: 1,
+        method: 'Browser.setDownloadBehavior',
+        params: { behavior: 'allow', downloadPath: '/tmp' },
+      }),
+    );
+    await answered;
+    socket.close();
+    await new Promise((resolve) => socket.once('close', resolve));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const page = await context.newPage();
+    const name = `after-client-${process.pid}.txt`;
+    await page.setContent(`<a id="a" href="data:text/plain,after" download="${name}">get</a>`);
+    await page.click('#a');
+    await expect
+      .poll(() => v.adb(['shell', `cat /sdcard/Download/${name}`]).then((r) => r.stdout), { timeout: 10_000 })
+      .toBe('after');
+    expect(existsSync(join(homedir(), 'Downloads', name))).toBe(false);
+    await page.close();
+  });
+
   it("refuses a browser context with its own proxy: the phone's network is the way out", async () => {
     const page = await context.newPage();
     const cdp = await context.newCDPSession(page);
@@ -174,6 +204,144 @@ describe("the phone's Chrome keeps the server's files out of reach", () => {
     await page.close();
   });
 });
+
+describe('the DevTools socket reads HTTP and WebSocket strictly, as the browser would', () => {
+  /** The raw bytes the DevTools socket answers to `request`, until it closes or goes quiet. */
+  async function raw(request: Buffer | string, settleMs = 1_500): Promise<string> {
+    const port = Number(
+      (await v.adbOk(['forward', 'tcp:0', 'localabstract:' + (await socketName())])).trim(),
+    );
+    const socket = connect({ host: '127.0.0.1', port });
+    let out = '';
+    socket.on('data', (c: Buffer) => (out += c.toString('latin1')));
+    socket.on('error', () => undefined);
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(request);
+    await new Promise((resolve) => {
+      const timer = setTimeout(resolve, settleMs);
+      socket.once('close', () => {
+        clearTimeout(timer);
+        resolve(undefined);
+      });
+    });
+    socket.destroy();
+    return out;
+  }
+
+  /** A masked client frame (key 0: the bytes read as they are). */
+  function frame(opcode: number, text: string, fin = true): Buffer {
+    const body = Buffer.from(text);
+    return Buffer.concat([
+      Buffer.from([(fin ? 0x80 : 0) | opcode, 0x80 | 126, body.length >> 8, body.length & 255, 0, 0, 0, 0]),
+      body,
+    ]);
+  }
+
+  const createFileTarget = JSON.stringify({
+    id: 7,
+    method: 'Target.createTarget',
+    params: { url: 'file:///etc/hostname' },
+  });
+  const upgrade = (extra: string) =>
+    `GET /devtools/browser HTTP/1.1\r\nHost: 127.0.0.1\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n${extra}\r\n`;
+
+  /** No tab shows a file: URL, by the browser's own list. */
+  async function noFileTab(): Promise<void> {
+    const list = await raw('GET /json/list HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    expect(list).toContain('200 OK');
+    expect(list).not.toContain('file://');
+  }
+
+  it('refuses /json/new for a file: URL however the path and the URL are written', async () => {
+    for (const target of [
+      '/json/new?file:///etc/hostname',
+      '/json/new/x?file:///etc/hostname',
+      '/json/new/?file:///etc/hostname',
+      '/json/new#?file:///etc/hostname',
+      '/json/new?file%3A%2F%2F%2Fetc%2Fhostname%23%',
+    ])
+      expect(await raw(`PUT ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`), target).toMatch(
+        /^HTTP\/1\.1 403 Forbidden/,
+      );
+    await noFileTab();
+  });
+
+  it('refuses a head with a bare LF or CR, and reads every request on a connection as strictly', async () => {
+    expect(
+      await raw(
+        'GET /json/version HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: b\n\r\nPUT /json/new?file:///etc/hostname HTTP/1.1\r\n\r\n',
+      ),
+    ).toMatch(/^HTTP\/1\.1 400 Bad Request/);
+    // An upgrade without Connection: Upgrade is a plain request, and the next request on the
+    // connection is read as strictly as the first (a keep-alive client sends several).
+    const answer = await raw(
+      'GET /json/version HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n\r\nGET /json/list HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n',
+    );
+    expect(answer.match(/HTTP\/1\.1 200/g)).toHaveLength(2);
+    const smuggled = await raw(
+      'GET /json/version HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n\r\nPUT /json/new?file:///etc/hostname HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n',
+    );
+    expect(smuggled).not.toContain('file://');
+    await noFileTab();
+  });
+
+  it('reads an upgrade by its tokens, and closes on frames RFC 6455 calls errors', async () => {
+    // `Upgrade: x, websocket` upgrades for Chromium, so the guard reads what follows.
+    const listed = await raw(
+      Buffer.concat([
+        Buffer.from(upgrade('Upgrade: x, websocket\r\nConnection: keep-alive, Upgrade\r\n')),
+        frame(1, createFileTarget),
+      ]),
+    );
+    expect(listed).toMatch(/^HTTP\/1\.1 101/);
+    expect(listed).toContain("file: URLs are not modeled by the virtual phone's Chrome");
+    // A continuation that continues nothing, and a frame with the compression bit, end the connection unanswered.
+    for (const bad of [
+      frame(0, createFileTarget),
+      Buffer.concat([Buffer.from([0xc1]), frame(1, createFileTarget).subarray(1)]),
+    ]) {
+      const answer = await raw(
+        Buffer.concat([Buffer.from(upgrade('Upgrade: websocket\r\nConnection: Upgrade\r\n')), bad]),
+      );
+      expect(answer).toMatch(/^HTTP\/1\.1 101/);
+      expect(answer).not.toContain('"id":7');
+    }
+    await noFileTab();
+  });
+});
+
+describe("intents to the phone's Chrome", () => {
+  it('open web pages only, and an intent never reaches the browser as a switch', async () => {
+    const marker = join(serverDir, 'ran');
+    await v.adbOk(['shell', 'am force-stop com.android.chrome']);
+    for (const data of [`--renderer-cmd-prefix=/bin/sh -c :>${marker}`, 'file:///etc/hostname'])
+      await v.adbOk([
+        'shell',
+        `am start -W -a android.intent.action.VIEW -d '${data}' -n com.android.chrome/com.google.android.apps.chrome.Main`,
+      ]);
+    await expect
+      .poll(() => v.adbOk(['shell', 'logcat -d -s chromium']), { timeout: 10_000 })
+      .toContain(
+        "cannot open file:///etc/hostname: only web pages are modeled by the virtual phone's Chrome",
+      );
+    expect(existsSync(marker)).toBe(false);
+    await noFileTabs();
+  });
+});
+
+async function noFileTabs(): Promise<void> {
+  const port = Number((await v.adbOk(['forward', 'tcp:0', 'localabstract:chrome_devtools_remote'])).trim());
+  const list = await new Promise<string>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/json/list' }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve(body));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  expect(list).not.toContain('file://');
+}
 
 /** The DevTools socket Chrome listens on now (the name launchBrowser gave it). */
 async function socketName(): Promise<string> {

@@ -9,6 +9,7 @@ import {
   isFileUrl,
   type GuardHost,
 } from '../../server/devices/virtual/browser/devtools-guard.js';
+import { chromiumArgs } from '../../server/devices/virtual/browser/chromium.js';
 import {
   FrameBoundaries,
   MessageReader,
@@ -31,6 +32,25 @@ function fragmented(text: string, parts: number): Buffer {
   return Buffer.concat(frames);
 }
 
+describe('chromiumArgs', () => {
+  it("ends the switches before the first page, so an intent's data is never read as one", () => {
+    const args = chromiumArgs(
+      {
+        executable: 'chromium',
+        cssWidth: 360,
+        cssHeight: 640,
+        scale: 2,
+        userAgent: 'UA',
+        proxyPort: 1,
+        url: '--renderer-cmd-prefix=x',
+      },
+      '/profile',
+    );
+    expect(args.slice(-2)).toEqual(['--', '--renderer-cmd-prefix=x']);
+    expect(args).toContain('--force-webrtc-ip-handling-policy=disable_non_proxied_udp');
+  });
+});
+
 describe('MessageReader', () => {
   it('reads masked messages of every length form, one byte at a time', () => {
     const texts = ['a', 'b'.repeat(200), 'c'.repeat(70_000)];
@@ -40,6 +60,23 @@ describe('MessageReader', () => {
     for (let i = 0; i < stream.length; i += 1 + (i % 7))
       for (const m of reader.push(stream.subarray(i, i + 1 + (i % 7)))) got.push(m.payload.toString());
     expect(got).toEqual(texts);
+  });
+
+  it('refuses what RFC 6455 calls a protocol error instead of passing it on', () => {
+    const text = encodeFrame(OPCODE_TEXT, Buffer.from('{}'), true);
+    const lone = encodeFrame(0, Buffer.from('{}'), true);
+    const rsv = Buffer.from(text);
+    rsv[0]! |= 0x40;
+    const reserved = Buffer.from(text);
+    reserved[0] = 0x83;
+    const unmasked = encodeFrame(OPCODE_TEXT, Buffer.from('{}'), false);
+    for (const [bytes, error] of [
+      [lone, 'WebSocket continuation out of place'],
+      [rsv, 'WebSocket frame with reserved bits set'],
+      [reserved, 'WebSocket frame with reserved opcode 3'],
+      [unmasked, 'unmasked WebSocket frame from a client'],
+    ] as const)
+      expect(() => new MessageReader().push(bytes), error).toThrow(error);
   });
 
   it('puts a fragmented message together, passing a control frame between its fragments at once', () => {

@@ -21,6 +21,7 @@ import {
   type ChromeSwitches,
   type CommandLineSource,
 } from './command-line.js';
+import { isWebPage } from './devtools-guard.js';
 import { relayDevTools } from './devtools-relay.js';
 import { CdpClient } from './cdp.js';
 import { ChromiumProcess } from './chromium.js';
@@ -298,7 +299,15 @@ export class BrowserApp implements BrowserView {
    * in the tab in front. Returns at once; the browser comes up in the background like an
    * Android app, and its DevTools socket accepts connections meanwhile (they wait).
    */
-  open(url: string | null): void {
+  open(given: string | null): void {
+    // Chrome for Android would show a file: or content: URI from the phone's storage; the
+    // browser behind it would show the server's. Web pages only.
+    const url = given !== null && !isWebPage(given) ? null : given;
+    if (given !== null && url === null)
+      this.options.logcat(
+        'E',
+        `cannot open ${given}: only web pages are modeled by the virtual phone's Chrome`,
+      );
     if (!this.running) {
       this.start(url ?? 'about:blank');
       return;
@@ -351,6 +360,11 @@ export class BrowserApp implements BrowserView {
         // No Nagle: every DevTools command and its answer is a small message that must not
         // wait for the previous one's ACK (what made actions on the phone's page slow).
         const devtools = netConnect({ host: '127.0.0.1', port: r.chromium.debugPort, noDelay: true });
+        // A client's download behaviour ends with its connection, and Chromium's default
+        // (the server's own Downloads) would come back: the phone's is set again.
+        socket.once('close', () => {
+          if (this.current === r) this.keepDownloadsOnPhone(r).catch(() => undefined);
+        });
         relayDevTools(socket, devtools, new URL(r.chromium.browserWsUrl).pathname, {
           readPhoneFile: (path) => this.options.readPhoneFile(path),
           stageFile: (name, data) => r.chromium.stageFile(name, data),
@@ -360,6 +374,14 @@ export class BrowserApp implements BrowserView {
       () => socket.destroy(),
     );
   };
+
+  /** Downloads into the browser's own directory, from where they go to the phone. */
+  private keepDownloadsOnPhone(r: Running): Promise<unknown> {
+    return r.cdp.send('Browser.setDownloadBehavior', {
+      behavior: 'allow',
+      downloadPath: r.chromium.downloadDir(),
+    });
+  }
 
   /** The switches in Chrome's command-line file, or why Chrome cannot start (a file over its limit). */
   private readSwitches(): ChromeSwitches | { failed: string } {
@@ -437,10 +459,7 @@ export class BrowserApp implements BrowserView {
       const unwatchDownloads = chromium.watchDownloads((name, data) => this.options.saveDownload(name, data));
       const r: Running = { chromium, cdp, pages: [], watched: null, unwatchDownloads };
       this.watchTargets(r);
-      await cdp.send('Browser.setDownloadBehavior', {
-        behavior: 'allow',
-        downloadPath: chromium.downloadDir(),
-      });
+      await this.keepDownloadsOnPhone(r);
       await cdp.send('Target.setDiscoverTargets', { discover: true });
       return r;
     })();

@@ -58,6 +58,13 @@ export function chromiumArgs(options: ChromiumOptions, userDataDir: string): str
     // told not to), goes through the phone's network.
     `--proxy-server=socks5://127.0.0.1:${options.proxyPort}`,
     '--proxy-bypass-list=<-loopback>',
+    // WebRTC's UDP would go round the proxy, straight out of the server: only what the proxy
+    // carries leaves the phone.
+    '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
+    // The first page comes from an intent's data: after `--`, Chromium reads it as a URL
+    // whatever it looks like, never as a switch (`--renderer-cmd-prefix=...` would run a
+    // command on the server).
+    '--',
     options.url,
   ];
 }

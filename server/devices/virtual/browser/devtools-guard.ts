@@ -51,6 +51,11 @@ const GUARDED = [
   'continueInterceptedRequest',
 ];
 
+/** A URL the phone's Chrome opens from outside a page (an intent, a new tab): a web page. */
+export function isWebPage(url: string): boolean {
+  return /^(https?|about|data):/i.test(url.trim());
+}
+
 /**
  * Whether a URL would load a file of the server: `file:`, and `view-source:` or
  * `filesystem:` of one, as a URL parser reads it (tabs and newlines anywhere and spaces and

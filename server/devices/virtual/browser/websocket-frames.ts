@@ -8,6 +8,8 @@ import { randomBytes } from 'node:crypto';
 export const OPCODE_TEXT = 0x1;
 export const OPCODE_BINARY = 0x2;
 const OPCODE_CONTINUATION = 0x0;
+/** Continuation, text, binary, close, ping, pong. */
+const KNOWN_OPCODES = new Set([0x0, 0x1, 0x2, 0x8, 0x9, 0xa]);
 
 /** One message (or control frame) as it came: its frames' bytes, and the payload unmasked. */
 export interface WsMessage {
@@ -37,7 +39,8 @@ function header(buf: Buffer): { start: number; length: number; masked: boolean }
 
 /**
  * Reads a client's frames into messages: a fragmented message comes out once its last frame
- * is in, and a control frame (ping, pong, close) at once, even between fragments.
+ * is in, and a control frame (ping, pong, close) at once, even between fragments. Throws on
+ * a protocol error.
  */
 export class MessageReader {
   private buffered: Buffer = Buffer.alloc(0);
@@ -59,14 +62,20 @@ export class MessageReader {
       this.buffered = this.buffered.subarray(h.start + h.length);
       const fin = (raw[0]! & 0x80) !== 0;
       const opcode = raw[0]! & 0x0f;
+      // What RFC 6455 makes a protocol error, refused rather than passed on for the server
+      // to read some other way: extension bits (none was agreed), unknown opcodes, a
+      // continuation of nothing, a new message inside a fragmented one, and an unmasked
+      // client frame.
+      if ((raw[0]! & 0x70) !== 0) throw new Error('WebSocket frame with reserved bits set');
+      if (!KNOWN_OPCODES.has(opcode)) throw new Error(`WebSocket frame with reserved opcode ${opcode}`);
+      if (!h.masked) throw new Error('unmasked WebSocket frame from a client');
       if (opcode >= 0x8) {
         out.push({ opcode, raw, payload });
         continue;
       }
-      const message =
-        opcode === OPCODE_CONTINUATION && this.fragments
-          ? this.fragments
-          : { opcode, raw: [] as Buffer[], payload: [] as Buffer[] };
+      if ((opcode === OPCODE_CONTINUATION) !== (this.fragments !== null))
+        throw new Error('WebSocket continuation out of place');
+      const message = this.fragments ?? { opcode, raw: [] as Buffer[], payload: [] as Buffer[] };
       message.raw.push(raw);
       message.payload.push(payload);
       if (!fin) {
