@@ -10,6 +10,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+/** The browser's download directory, inside its profile. */
+const DOWNLOAD_DIR = 'Download';
+
 export interface ChromiumOptions {
   executable: string;
   /** The page's CSS viewport (screen pixels / scale, without the system bars). */
@@ -95,6 +98,16 @@ export class ChromiumProcess {
   /** Starts Chromium and resolves once its DevTools endpoint listens. */
   static async launch(options: ChromiumOptions): Promise<ChromiumProcess> {
     const userDataDir = await mkdtemp(join(tmpdir(), 'phonelease-chrome-'));
+    // The profile's own download directory is the browser's default, so a download goes
+    // there whatever a DevTools client set and took back when it left (never the server's
+    // ~/Downloads).
+    mkdirSync(join(userDataDir, 'Default'), { recursive: true });
+    writeFileSync(
+      join(userDataDir, 'Default', 'Preferences'),
+      JSON.stringify({
+        download: { default_directory: join(userDataDir, DOWNLOAD_DIR), prompt_for_download: false },
+      }),
+    );
     // Its own process group, so stop() ends the renderer, GPU and zygote children too.
     const child = spawn(options.executable, chromiumArgs(options, userDataDir), {
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -162,7 +175,7 @@ export class ChromiumProcess {
 
   /** Where the browser's downloads go: inside its profile, deleted with it. */
   downloadDir(): string {
-    const dir = join(this.userDataDir, 'Download');
+    const dir = join(this.userDataDir, DOWNLOAD_DIR);
     mkdirSync(dir, { recursive: true });
     return dir;
   }
