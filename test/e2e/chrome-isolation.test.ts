@@ -65,11 +65,7 @@ describe("the phone's Chrome keeps the server's files out of reach", () => {
   });
 
   it('reads a command sent as a binary WebSocket message too', async () => {
-    const port = Number(
-      (await v.adbOk(['forward', 'tcp:0', 'localabstract:' + (await socketName())])).trim(),
-    );
-    const socket = new WebSocket(`ws://127.0.0.1:${port}/devtools/browser`);
-    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    const socket = await browserTarget();
     const answer = new Promise<string>((resolve) =>
       socket.once('message', (data: Buffer) => resolve(data.toString())),
     );
@@ -167,11 +163,7 @@ describe("the phone's Chrome keeps the server's files out of reach", () => {
   });
 
   it('keeps downloads on the phone after a client that set their directory has gone', async () => {
-    const port = Number(
-      (await v.adbOk(['forward', 'tcp:0', 'localabstract:' + (await socketName())])).trim(),
-    );
-    const socket = new WebSocket(`ws://127.0.0.1:${port}/devtools/browser`);
-    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    const socket = await browserTarget();
     const answered = new Promise((resolve) => socket.once('message', resolve));
     socket.send(
       JSON.stringify({
@@ -341,6 +333,14 @@ async function noFileTabs(): Promise<void> {
     req.end();
   });
   expect(list).not.toContain('file://');
+}
+
+/** A raw DevTools client of the browser target, through adb forward, as any tool connects. */
+async function browserTarget(): Promise<WebSocket> {
+  const port = Number((await v.adbOk(['forward', 'tcp:0', 'localabstract:' + (await socketName())])).trim());
+  const socket = new WebSocket(`ws://127.0.0.1:${port}/devtools/browser`);
+  await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+  return socket;
 }
 
 /** The DevTools socket Chrome listens on now (the name launchBrowser gave it). */
