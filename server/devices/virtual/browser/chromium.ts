@@ -191,7 +191,9 @@ export class ChromiumProcess {
       if (!name || name.endsWith('.crdownload')) return;
       try {
         const stat = statSync(join(dir, name));
-        if (!stat.isFile() || seen.get(name) === stat.mtimeMs) return;
+        // A small download may be created empty and written in place within the same
+        // millisecond: it is read once it has its bytes.
+        if (!stat.isFile() || stat.size === 0 || seen.get(name) === stat.mtimeMs) return;
         seen.set(name, stat.mtimeMs);
         done(name, readFileSync(join(dir, name)));
       } catch {
