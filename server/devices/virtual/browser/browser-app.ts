@@ -360,11 +360,6 @@ export class BrowserApp implements BrowserView {
         // No Nagle: every DevTools command and its answer is a small message that must not
         // wait for the previous one's ACK (what made actions on the phone's page slow).
         const devtools = netConnect({ host: '127.0.0.1', port: r.chromium.debugPort, noDelay: true });
-        // A client's download behaviour ends with its connection, and Chromium's default
-        // (the server's own Downloads) would come back: the phone's is set again.
-        socket.once('close', () => {
-          if (this.current === r) this.keepDownloadsOnPhone(r).catch(() => undefined);
-        });
         relayDevTools(socket, devtools, new URL(r.chromium.browserWsUrl).pathname, {
           readPhoneFile: (path) => this.options.readPhoneFile(path),
           stageFile: (name, data) => r.chromium.stageFile(name, data),
@@ -374,14 +369,6 @@ export class BrowserApp implements BrowserView {
       () => socket.destroy(),
     );
   };
-
-  /** Downloads into the browser's own directory, from where they go to the phone. */
-  private keepDownloadsOnPhone(r: Running): Promise<unknown> {
-    return r.cdp.send('Browser.setDownloadBehavior', {
-      behavior: 'allow',
-      downloadPath: r.chromium.downloadDir(),
-    });
-  }
 
   /** The switches in Chrome's command-line file, or why Chrome cannot start (a file over its limit). */
   private readSwitches(): ChromeSwitches | { failed: string } {
@@ -459,7 +446,12 @@ export class BrowserApp implements BrowserView {
       const unwatchDownloads = chromium.watchDownloads((name, data) => this.options.saveDownload(name, data));
       const r: Running = { chromium, cdp, pages: [], watched: null, unwatchDownloads };
       this.watchTargets(r);
-      await this.keepDownloadsOnPhone(r);
+      // Downloads into the browser's own directory, from where they go to the phone (its
+      // profile makes that the default too, which a client that leaves gives back).
+      await cdp.send('Browser.setDownloadBehavior', {
+        behavior: 'allow',
+        downloadPath: chromium.downloadDir(),
+      });
       await cdp.send('Target.setDiscoverTargets', { discover: true });
       return r;
     })();
