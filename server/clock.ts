@@ -83,3 +83,6 @@ export class ManualClock implements Clock {
 }
 
 export const seconds = (ms: number): number => Math.floor(ms / 1000);
+
+/** Now on `clock`, in whole seconds. */
+export const nowSec = (clock: Clock): number => seconds(clock.now());

@@ -8,6 +8,7 @@
  * are fed by too), exactly rather than in buckets, without loading the metrics library: a
  * server started without --metrics still has them.
  */
+import { Type, type Static } from '@sinclair/typebox';
 import type { StartupSource } from './runtime/rows.js';
 import type { DeploymentState } from './stores/postgres/state.js';
 import type { RuntimeObserver, RuntimeStats } from './runtime/runtime.js';
@@ -16,36 +17,35 @@ const SOURCES: readonly StartupSource[] = ['cold', 'snapshot', 'pool'];
 /** Percentiles are over the latest starts of each source, at most this many. */
 const SAMPLES = 1000;
 
-export interface StartTimes {
-  /** Starts of this source since the server started (the histogram's count on /metrics). */
-  count: number;
-  /** Median and 95th percentile of admission to ready, in ms; null before the first start. */
-  p50_ms: number | null;
-  p95_ms: number | null;
-}
+const StartTimes = Type.Object({
+  count: Type.Integer(),
+  p50_ms: Type.Union([Type.Number(), Type.Null()]),
+  p95_ms: Type.Union([Type.Number(), Type.Null()]),
+});
+/** The fleet as GET /dashboard/api/fleet answers it; `phones`: live sessions' phones by state (the phonelease_sessions gauge). */
+export const Fleet = Type.Object({
+  phones: Type.Record(Type.String(), Type.Integer()),
+  capacity: Type.Integer(),
+  pool: Type.Object({ target: Type.Integer(), ready: Type.Integer(), booting: Type.Integer() }),
+  queue: Type.Object({ queued: Type.Integer(), boot_slots: Type.Integer(), booting: Type.Integer() }),
+  boot_times: Type.Object({ cold: StartTimes, snapshot: StartTimes, pool: StartTimes }),
+  hosts: Type.Union([
+    Type.Array(
+      Type.Object({
+        id: Type.String(),
+        url: Type.String(),
+        phones: Type.Integer(),
+        boot_slots: Type.Integer(),
+        sessions: Type.Integer(),
+        last_heartbeat: Type.Integer(),
+      }),
+    ),
+    Type.Null(),
+  ]),
+});
 
-export interface FleetHost {
-  id: string;
-  url: string;
-  phones: number;
-  boot_slots: number;
-  /** Live sessions it holds. */
-  sessions: number;
-  /** Unix seconds. */
-  last_heartbeat: number;
-}
-
-export interface FleetView {
-  /** Live sessions' phones by state (the phonelease_sessions gauge). */
-  phones: RuntimeStats['sessions'];
-  /** Phones the server (the deployment's live hosts) runs at most. */
-  capacity: number;
-  pool: { target: number; ready: number; booting: number };
-  queue: { queued: number; boot_slots: number; booting: number };
-  boot_times: Record<StartupSource, StartTimes>;
-  /** The device hosts of a deployment; null on the single server. */
-  hosts: FleetHost[] | null;
-}
+export type FleetView = Static<typeof Fleet>;
+type StartTimes = Static<typeof StartTimes>;
 
 /** The p-th percentile (nearest rank) of sorted values, or null for none. */
 export function percentile(sorted: readonly number[], p: number): number | null {
@@ -112,7 +112,7 @@ export function deploymentFleet(
     live.reduce((n, h) => n + Number(pick(h)), 0);
   const phones = Object.fromEntries(
     Object.entries(state.sessions).map(([k, n]) => [k, Number(n)]),
-  ) as FleetView['phones'];
+  ) as DeploymentState['sessions'];
   return {
     phones,
     capacity: sum((h) => h.phones),

@@ -19,7 +19,7 @@ import { createSignInLink, DashboardSessions } from './runtime/dashboard-session
 import { Grants } from './runtime/grants.js';
 import { LocalDirectory } from './runtime/local-directory.js';
 import { ProfileSaves } from './runtime/profile-saves.js';
-import { Runtime, type RuntimeObserver } from './runtime/runtime.js';
+import { genericDevice, Runtime, type RuntimeObserver } from './runtime/runtime.js';
 import { cryptoRandom, type RandomSource } from './secrets.js';
 import { startCheckpointer } from './stores/sqlite/checkpointer.js';
 import { SqliteDashboardStore } from './stores/sqlite/dashboard.js';
@@ -278,6 +278,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         port: adbPort,
       }),
       dashboardOrigin: options.dashboardOrigin ?? null,
+      genericDevice: genericDevice(backend.name),
       signIns,
       fleet: () => Promise.resolve(fleet.view(runtime.stats())),
       streams: new RuntimeStreams({ runtime, clock, log, authorize: viewerTokenStreams(grants) }),

@@ -12,11 +12,9 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { accessRoutes } from './access.js';
 import { accountRoutes } from './account.js';
 import { installAuth, type AuthDeps } from './auth.js';
-import { SessionViews } from './common.js';
 import { dashboardRoutes } from './dashboard.js';
 import type { AppDeps } from './deps.js';
 import { historyRoutes } from './history.js';
-import { metricsRoutes } from './metrics.js';
 import { openApiRoutes, recordRoutes } from './openapi.js';
 import { opRoutes } from './ops.js';
 import {
@@ -103,14 +101,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // Before the routes: the hook then times every one of them.
   deps.metrics?.observe?.(app);
-  await app.register(sessionRoutes, { deps, views: new SessionViews(deps) });
+  await app.register(sessionRoutes, { deps });
   await app.register(accessRoutes, { deps });
   await app.register(opRoutes, { deps });
   await app.register(accountRoutes, { deps });
   await app.register(historyRoutes, { deps });
   await app.register(viewerPages, { deps });
   await app.register(dashboardRoutes, { deps });
-  if (deps.metrics) await app.register(metricsRoutes, { metrics: deps.metrics });
+  // GET /metrics (--metrics) needs no key, as Prometheus scrapers have none: it carries counts
+  // and durations for the whole server, never an account, session id, key or code.
+  const { metrics } = deps;
+  if (metrics)
+    app.get('/metrics', { config: { auth: 'public' } }, async (_req, reply) => {
+      const { contentType, body } = await metrics.text();
+      return reply.type(contentType).send(body);
+    });
   await app.register(openApiRoutes, { routes });
 
   await app.ready();

@@ -55,20 +55,19 @@ function field(source: unknown, name: string): string | undefined {
 }
 
 export function installAuth(app: App, { directory, grants, signIns }: AuthDeps): void {
-  const keyCaller = (uid: string | null): Caller => {
-    if (!uid)
-      throw unauthenticated(
-        'The API key is not valid (unknown or revoked); send a valid key as "Authorization: Bearer pck_...".',
-      );
-    return { kind: 'owner', uid };
-  };
-  const sessionCaller = (uid: string | null): Caller => {
-    if (!uid)
-      throw unauthenticated(
-        'The dashboard session has ended (signed out or expired); sign in again, or send an API key as "Authorization: Bearer pck_...".',
-      );
-    return { kind: 'owner', uid };
-  };
+  /** The owner a credential names, or a 401 saying why it does not work. */
+  const ownerOr =
+    (why: string) =>
+    (uid: string | null): Caller => {
+      if (!uid) throw unauthenticated(why);
+      return { kind: 'owner', uid };
+    };
+  const keyCaller = ownerOr(
+    'The API key is not valid (unknown or revoked); send a valid key as "Authorization: Bearer pck_...".',
+  );
+  const sessionCaller = ownerOr(
+    'The dashboard session has ended (signed out or expired); sign in again, or send an API key as "Authorization: Bearer pck_...".',
+  );
 
   /** Owner-only endpoints: an account key, or a dashboard session (a JWT) with the same rights. */
   function owner(req: FastifyRequest): Checked {

@@ -33,11 +33,9 @@ const GRANT_CACHE_SIZE = 10_000;
  */
 export class SessionViews {
   private readonly grants = new Map<string, string>();
-  private readonly eta: ViewContext['eta'];
+  constructor(private readonly deps: AppDeps) {}
 
-  constructor(private readonly deps: AppDeps) {
-    this.eta = (s) => deps.directory.eta(s);
-  }
+  private readonly eta: ViewContext['eta'] = (s) => this.deps.directory.eta(s);
 
   context(req: FastifyRequest): ViewContext {
     const { deps } = this;

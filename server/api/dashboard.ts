@@ -19,6 +19,7 @@ import { ERROR_CODES } from '../../src/api/schemas.js';
 import { apiError, badRequest, notFound } from '../errors.js';
 import { looksLikeJwt } from '../jwt.js';
 import { bearer, ownerUid } from './auth.js';
+import { Fleet } from '../fleet.js';
 import { REFUSALS } from './common.js';
 import { partMessages } from './refusals.js';
 import type { RoutePlugin } from './types.js';
@@ -95,32 +96,6 @@ const SignedIn = Type.Object({
   }),
 });
 
-const StartTimes = Type.Object({
-  count: Type.Integer(),
-  p50_ms: Type.Union([Type.Number(), Type.Null()]),
-  p95_ms: Type.Union([Type.Number(), Type.Null()]),
-});
-const Fleet = Type.Object({
-  phones: Type.Record(Type.String(), Type.Integer()),
-  capacity: Type.Integer(),
-  pool: Type.Object({ target: Type.Integer(), ready: Type.Integer(), booting: Type.Integer() }),
-  queue: Type.Object({ queued: Type.Integer(), boot_slots: Type.Integer(), booting: Type.Integer() }),
-  boot_times: Type.Object({ cold: StartTimes, snapshot: StartTimes, pool: StartTimes }),
-  hosts: Type.Union([
-    Type.Array(
-      Type.Object({
-        id: Type.String(),
-        url: Type.String(),
-        phones: Type.Integer(),
-        boot_slots: Type.Integer(),
-        sessions: Type.Integer(),
-        last_heartbeat: Type.Integer(),
-      }),
-    ),
-    Type.Null(),
-  ]),
-});
-
 export const dashboardRoutes: RoutePlugin = async (app, { deps }) => {
   const { directory, signIns } = deps;
   const root = resolve(publicDirectory());
@@ -140,11 +115,8 @@ export const dashboardRoutes: RoutePlugin = async (app, { deps }) => {
     try {
       body = await readFile(file);
     } catch (err) {
-      if (
-        (err as NodeJS.ErrnoException).code === 'ENOENT' ||
-        (err as NodeJS.ErrnoException).code === 'EISDIR'
-      )
-        throw notFound('No such dashboard file.');
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'EISDIR') throw notFound('No such dashboard file.');
       throw err;
     }
     return reply.code(status).type(type).send(body);

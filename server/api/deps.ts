@@ -48,13 +48,10 @@ export interface AppDeps {
   fleet(): Promise<FleetView>;
   /** Takes the viewer pages' live streams (WebSocket upgrades). */
   streams: StreamHandler;
+  /** Display label of history records of sessions that never got a phone (by device backend). */
+  genericDevice: string;
   /** --metrics. */
   metrics?: ApiMetrics;
   /** Failures beyond the API's own (an API node's lost database) as the error the caller sees. */
   translate?(err: Error): ApiError | undefined;
-}
-
-/** The options every route plugin is registered with. */
-export interface RouteOptions {
-  deps: AppDeps;
 }

@@ -37,9 +37,7 @@ export const historyRoutes: RoutePlugin = async (app, { deps }) => {
     '/history',
     { config: { auth: 'owner' }, schema: { response: { 200: Type.Array(HistoryRecord), ...REFUSALS } } },
     async (req) =>
-      (await directory.history(ownerUid(req), HISTORY_LIMIT)).map((r) =>
-        historyView(r, directory.genericDevice),
-      ),
+      (await directory.history(ownerUid(req), HISTORY_LIMIT)).map((r) => historyView(r, deps.genericDevice)),
   );
 
   app.get(
@@ -62,7 +60,7 @@ export const historyRoutes: RoutePlugin = async (app, { deps }) => {
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
       return {
-        items: page.map((r) => historyView(r, directory.genericDevice)),
+        items: page.map((r) => historyView(r, deps.genericDevice)),
         next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
       };
     },

@@ -2,22 +2,13 @@
  * GET /openapi.json: an OpenAPI 3.1 document built from the same route schemas the server
  * validates and serialises with (one schema source for all three uses).
  */
+import type { FastifySchema } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { API_VERSION } from '../../src/api/schemas.js';
 import type { App } from './types.js';
 
-interface RouteSchemas {
-  method: string | string[];
-  url: string;
-  schema?: {
-    /** Not part of the API (the dashboard's pages and files). */
-    hide?: boolean;
-    body?: unknown;
-    params?: unknown;
-    querystring?: unknown;
-    response?: unknown;
-  };
-}
+/** A route as registered, with its schemas (`hide`: not part of the API, see types.ts). */
+type RouteSchemas = { method: string | string[]; url: string; schema?: FastifySchema };
 
 /** Starts recording every route registered from now on (call it on the root app first). */
 export function recordRoutes(app: App): RouteSchemas[] {

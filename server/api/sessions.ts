@@ -17,11 +17,10 @@ import {
 import { ApiError, apiError } from '../errors.js';
 import type { SessionSnapshot } from '../runtime/directory.js';
 import { ownerUid, readCaller } from './auth.js';
-import { PRIVATE_HEADERS, REFUSALS, SidParams, type SessionViews } from './common.js';
-import type { RouteOptions } from './deps.js';
+import { PRIVATE_HEADERS, REFUSALS, SessionViews, SidParams } from './common.js';
 import { partMessages } from './refusals.js';
 import { receiptView, sessionView } from './views.js';
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { RoutePlugin } from './types.js';
 
 /** A session in transition: worth waiting on (a ready or failed one answers at once). */
 const transitional = (s: SessionSnapshot) =>
@@ -34,11 +33,9 @@ function whileConnected(req: FastifyRequest): AbortSignal {
   return gone.signal;
 }
 
-export const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions & { views: SessionViews }> = async (
-  app,
-  { deps, views },
-) => {
+export const sessionRoutes: RoutePlugin = async (app, { deps }) => {
   const { directory } = deps;
+  const views = new SessionViews(deps);
 
   app.post(
     '/sessions',

@@ -12,7 +12,7 @@ import type {
 } from 'fastify';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Reader } from '../runtime/directory.js';
-import type { RouteOptions } from './deps.js';
+import type { AppDeps } from './deps.js';
 
 /**
  * The credential a route takes, checked before anything else of the request:
@@ -52,4 +52,4 @@ export type App = FastifyInstance<
 >;
 
 /** A group of routes registered on the app with its dependencies. */
-export type RoutePlugin = FastifyPluginAsyncTypebox<RouteOptions>;
+export type RoutePlugin = FastifyPluginAsyncTypebox<{ deps: AppDeps }>;

@@ -44,7 +44,7 @@ export const viewerPages: RoutePlugin = async (app, { deps }) => {
     async (req, reply) => {
       const nonce = randomBytes(16).toString('base64');
       const token = req.query.token ?? '';
-      if (!grants.isViewGrantFor(token, req.params.sid))
+      if (grants.viewGrantSession(token) !== req.params.sid)
         return send(reply, 404, goneHtml(nonce, 'invalid'), nonce);
       const live = (await directory.find(req.params.sid))?.row;
       if (!live) return send(reply, 404, goneHtml(nonce, 'ended'), nonce);

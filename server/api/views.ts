@@ -61,16 +61,20 @@ export function sessionView(live: SessionSnapshot, ctx: ViewContext, opts: { own
   // when it refuses a snapshot), `pool` for a phone handed from the warm pool.
   if (r.ready !== null) view.startup = { source: live.startupSource ?? 'cold' };
   // ADB is owner-only: a session read with a view grant never carries it.
-  const endpoint = live.adbEndpoint ?? ctx.adbEndpoint;
-  if (opts.owner && r.state === 'ready' && r.adb_enabled && r.adb_code && endpoint) {
-    view.adb = {
-      host: endpoint.host,
-      port: endpoint.port,
-      code: r.adb_code,
-      expires_at: r.expires_at,
-    };
-  }
+  const adb = opts.owner && r.state === 'ready' ? adbAccess(live, ctx.adbEndpoint) : null;
+  if (adb) view.adb = adb;
   return view;
+}
+
+/** Where and how to reach a session's ADB (its device host's gateway, else this server's), or null while it is off. */
+export function adbAccess(
+  live: SessionSnapshot,
+  serverEndpoint: { host: string; port: number } | null | undefined,
+) {
+  const r = live.row;
+  const endpoint = live.adbEndpoint ?? serverEndpoint;
+  if (!r.adb_enabled || !r.adb_code || !endpoint) return null;
+  return { host: endpoint.host, port: endpoint.port, code: r.adb_code, expires_at: r.expires_at };
 }
 
 export function receiptView(row: SessionRow, requestKey: string): CreateReceipt {

@@ -102,7 +102,6 @@ export async function buildApiNode(parts: ApiNodeParts): Promise<ApiNode> {
     changes,
     clock,
     random,
-    genericDevice: parts.genericDevice,
   });
   const app = await buildApp({
     directory,
@@ -111,6 +110,7 @@ export async function buildApiNode(parts: ApiNodeParts): Promise<ApiNode> {
     log,
     publicUrl: parts.publicUrl,
     dashboardOrigin: parts.dashboardOrigin,
+    genericDevice: parts.genericDevice,
     signIns: new DashboardSessions({
       store: new PostgresDashboardStore(db),
       secret: parts.secret,

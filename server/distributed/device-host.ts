@@ -130,10 +130,7 @@ export async function buildDeviceHost(parts: DeviceHostParts): Promise<DeviceHos
     clock,
     random,
     log,
-    phones: parts.phones,
-    bootSlots: parts.bootSlots,
     device: parts.backend.name,
-    poolTarget: parts.pool,
     lostAfterMs: parts.lostAfterMs,
     tickMs: parts.tickMs,
   });

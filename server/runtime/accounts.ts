@@ -27,13 +27,6 @@ export interface CreatedAccount {
   profile_id: string;
 }
 
-export const ACCOUNT_DEFAULTS = {
-  balanceCents: 10_000,
-  priceCentsPerMinute: 10,
-  sessionLimit: 50,
-  billingMode: 'metered' as BillingMode,
-};
-
 export const newApiKey = (random: RandomSource): string => `pck_${randomToken(random, 40)}`;
 
 /** Builds a new account's rows (each store inserts them in one transaction), and what its creator is told. */
@@ -53,10 +46,10 @@ export function newAccountRows(
       email: opts.email ?? `${uid}@localhost`,
       name: opts.name ?? 'Local account',
       created: now,
-      balance_cents: opts.balanceCents ?? ACCOUNT_DEFAULTS.balanceCents,
-      price_cents_per_minute: opts.priceCentsPerMinute ?? ACCOUNT_DEFAULTS.priceCentsPerMinute,
-      session_limit: opts.sessionLimit ?? ACCOUNT_DEFAULTS.sessionLimit,
-      billing_mode: opts.billingMode ?? ACCOUNT_DEFAULTS.billingMode,
+      balance_cents: opts.balanceCents ?? 10_000,
+      price_cents_per_minute: opts.priceCentsPerMinute ?? 10,
+      session_limit: opts.sessionLimit ?? 50,
+      billing_mode: opts.billingMode ?? 'metered',
       can_rent: canRent ? 1 : 0,
       rent_blocked_reason: canRent
         ? null

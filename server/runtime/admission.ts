@@ -5,14 +5,8 @@
  * HTTP: refusals are error codes with a message that says what to do next and the details
  * the contract gives; the API maps codes to statuses. The runtime commits an admission.
  */
-import {
-  ERROR_CODES,
-  MAX_TIMESTAMP,
-  PROVIDER,
-  type CreateSessionBody,
-  type ErrorCode,
-} from '../../src/api/schemas.js';
-import { apiError, type ErrorDetails } from '../errors.js';
+import { ERROR_CODES, MAX_TIMESTAMP, PROVIDER, type CreateSessionBody } from '../../src/api/schemas.js';
+import { apiError } from '../errors.js';
 import type { AccountRow, ProfileRow, ReceiptRow, SessionRow } from './rows.js';
 import { expiryOf } from './rules.js';
 
@@ -45,26 +39,23 @@ export interface AdmissionFacts {
   retryAfterSeconds: () => number;
 }
 
-export interface Refusal {
-  code: ErrorCode;
-  message: string;
-  details: ErrorDetails;
-}
+/** What a directory does with a create: replay the receipt's session, or insert `row` (holding `holdProfile`). */
+export type Verdict = { kind: 'replay' } | { kind: 'admit'; row: SessionRow; holdProfile: ProfileRow | null };
 
-export type AdmissionDecision =
-  | { kind: 'replay'; sid: string }
-  | { kind: 'admit'; timeoutSeconds: number; profile: ProfileRow | null }
-  | { kind: 'refuse'; refusal: Refusal };
-
-const refuse = (code: ErrorCode, message: string, details: ErrorDetails = {}): AdmissionDecision => ({
-  kind: 'refuse',
-  refusal: { code, message, details },
-});
-
-export function decideAdmission(f: AdmissionFacts): AdmissionDecision {
+/**
+ * Decides a create, as both directories act on it: a refusal is thrown as the contract's
+ * error (the API maps its code to a status), a replay names the receipt's session, and an
+ * admission is the stored row of the new session: provisioning, billed at the account's
+ * current terms, due its timeout after admission (`nowMs`: `created` is its whole second, the
+ * expiry rounds it up). `id` and `seq` are asked for only on admission.
+ */
+export function admissionVerdict(
+  f: AdmissionFacts,
+  next: { uid: string; id: () => string; seq: () => number },
+): Verdict {
   if (f.receipt && f.requestKey) {
     if (f.receipt.body_hash !== f.bodyHash) {
-      return refuse(
+      throw apiError(
         ERROR_CODES.idempotencyKeyReused,
         'This Idempotency-Key was used with a different request body; reuse a key only to retry the identical request, or use a new key for a new session.',
         { request_key: f.requestKey },
@@ -72,45 +63,45 @@ export function decideAdmission(f: AdmissionFacts): AdmissionDecision {
     }
     if (!f.receiptSession?.live) {
       const state = f.receiptSession?.state;
-      return refuse(
+      throw apiError(
         ERROR_CODES.requestCompleted,
         'The session created with this Idempotency-Key has ended and its cleanup completed; use a new key to start a new session.',
         { id: f.receipt.sid, request_key: f.requestKey, cleanup_complete: true, ...(state ? { state } : {}) },
       );
     }
-    return { kind: 'replay', sid: f.receipt.sid };
+    return { kind: 'replay' };
   }
 
   const { body, account } = f;
   if (body.provider !== undefined && body.provider !== PROVIDER) {
-    return refuse(
+    throw apiError(
       ERROR_CODES.invalidRequest,
       `provider must be "${PROVIDER}", the only provider; omit it to use the default.`,
     );
   }
   const timeout = body.timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS;
   if (expiryOf(f.nowMs, timeout) > MAX_TIMESTAMP) {
-    return refuse(
+    throw apiError(
       ERROR_CODES.invalidRequest,
       `timeout_seconds ${timeout} puts expires_at past the largest supported timestamp (${MAX_TIMESTAMP}); choose a shorter timeout.`,
     );
   }
   if (!account.can_rent) {
-    return refuse(
+    throw apiError(
       ERROR_CODES.rentalUnavailable,
       account.rent_blocked_reason ?? 'Rentals are not enabled for this account.',
     );
   }
   const twoMinutes = 2 * account.price_cents_per_minute;
   if (account.billing_mode === 'metered' && account.balance_cents < twoMinutes) {
-    return refuse(
+    throw apiError(
       ERROR_CODES.insufficientCredit,
       `Starting a session needs at least two minutes of credit (${twoMinutes} cents); the balance is ${account.balance_cents} cents. Add credit and retry.`,
       { balance_cents: account.balance_cents },
     );
   }
   if (f.activeSessions >= account.session_limit) {
-    return refuse(
+    throw apiError(
       ERROR_CODES.sessionLimit,
       `The account's ${account.session_limit} session slots are in use (sessions pending cleanup count); end a session and retry.`,
       {
@@ -121,62 +112,37 @@ export function decideAdmission(f: AdmissionFacts): AdmissionDecision {
     );
   }
   if (body.profile_id !== undefined) {
-    const profile = f.profile;
-    if (!profile || profile.id !== body.profile_id) {
-      return refuse(
+    const held = f.profile;
+    if (!held || held.id !== body.profile_id) {
+      throw apiError(
         ERROR_CODES.invalidRequest,
         "profile_id is not this account's profile; use profile.id from GET /me.",
       );
     }
-    if (profile.holder || profile.state === 'saving') {
-      return refuse(
+    if (held.holder || held.state === 'saving') {
+      throw apiError(
         ERROR_CODES.profileRunning,
         'The profile phone is held by a live session or is still being saved; end that session (or wait for the save) and retry.',
-        profile.holder ? { session: profile.holder } : {},
+        held.holder ? { session: held.holder } : {},
       );
     }
   }
   if (f.liveSessions >= f.phones) {
     const retryAfter = f.retryAfterSeconds();
-    return refuse(
+    throw apiError(
       ERROR_CODES.phonesBusy,
       `All phones are in use; no session was created. Retry after ${retryAfter} s with the same idempotency key.`,
       { retry_after_seconds: retryAfter },
     );
   }
-  return {
-    kind: 'admit',
-    timeoutSeconds: timeout,
-    profile: body.profile_id !== undefined ? (f.profile ?? null) : null,
-  };
-}
-
-/** What a directory does with a create: replay the receipt's session, or insert `row` (holding `holdProfile`). */
-export type Verdict = { kind: 'replay' } | { kind: 'admit'; row: SessionRow; holdProfile: ProfileRow | null };
-
-/**
- * decideAdmission, as both directories act on it: a refusal is thrown as the contract's
- * error, and an admission is the stored row of the new session: provisioning, billed at the
- * account's current terms, due `timeoutSeconds` after admission (`nowMs`: `created` is its
- * whole second, the expiry rounds it up). `id` and `seq` are asked for only on admission.
- */
-export function admissionVerdict(
-  f: AdmissionFacts,
-  next: { uid: string; id: () => string; seq: () => number },
-): Verdict {
-  const decision = decideAdmission(f);
-  if (decision.kind === 'refuse') {
-    const { code, message, details } = decision.refusal;
-    throw apiError(code, message, details);
-  }
-  if (decision.kind === 'replay') return { kind: 'replay' };
+  const profile = body.profile_id !== undefined ? (f.profile ?? null) : null;
   const now = Math.floor(f.nowMs / 1000);
   const row: SessionRow = {
     id: next.id(),
     uid: next.uid,
     seq: next.seq(),
     provider: PROVIDER,
-    profile_id: decision.profile?.id ?? null,
+    profile_id: profile?.id ?? null,
     request_key: f.requestKey,
     state: 'provisioning',
     done: 0,
@@ -185,9 +151,9 @@ export function admissionVerdict(
     screen_h: null,
     billing_mode: f.account.billing_mode,
     price_cents_per_minute: f.account.price_cents_per_minute,
-    timeout_seconds: decision.timeoutSeconds,
+    timeout_seconds: timeout,
     created: now,
-    expires_at: expiryOf(f.nowMs, decision.timeoutSeconds),
+    expires_at: expiryOf(f.nowMs, timeout),
     ready: null,
     close_requested: null,
     ended: null,
@@ -201,5 +167,5 @@ export function admissionVerdict(
     adb_code: null,
     adb_enabled: 1,
   };
-  return { kind: 'admit', row, holdProfile: decision.profile };
+  return { kind: 'admit', row, holdProfile: profile };
 }

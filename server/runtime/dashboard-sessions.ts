@@ -14,7 +14,7 @@
 import { hkdfSync } from 'node:crypto';
 import { ERROR_CODES } from '../../src/api/schemas.js';
 import type { Clock } from '../clock.js';
-import { seconds } from '../clock.js';
+import { nowSec, seconds } from '../clock.js';
 import { apiError } from '../errors.js';
 import { signJwt, verifyJwt } from '../jwt.js';
 import { randomToken, sha256Hex, type RandomSource } from '../secrets.js';
@@ -125,13 +125,9 @@ export class DashboardSessions {
     this.key = Buffer.from(hkdfSync('sha256', o.secret, Buffer.alloc(0), 'phonelease dashboard session', 32));
   }
 
-  private nowSec(): number {
-    return seconds(this.o.clock.now());
-  }
-
   /** Signs in with a link's token: once, within SIGN_IN_LINK_SECONDS; refusals say what to do next. */
   async signInWithLink(token: string): Promise<SignedIn> {
-    const now = this.nowSec();
+    const now = nowSec(this.o.clock);
     const link = await this.o.store.useLink(sha256Hex(token), now, now - SIGN_IN_LINK_SECONDS);
     if (!link)
       throw apiError(ERROR_CODES.unauthenticated, `This sign-in link is not valid; ${newLinkAdvice}.`);
@@ -152,7 +148,7 @@ export class DashboardSessions {
   async signIn(uid: string): Promise<SignedIn> {
     const [account] = await this.o.store.accounts({ uid });
     if (!account) throw apiError(ERROR_CODES.unauthenticated, 'This account no longer exists.');
-    const now = this.nowSec();
+    const now = nowSec(this.o.clock);
     const row: DashboardSessionRow = {
       jti: randomToken(this.o.random, 24),
       uid,
@@ -183,12 +179,12 @@ export class DashboardSessions {
   async signOut(token: string): Promise<boolean> {
     const session = await this.live(token);
     if (!session) return false;
-    await this.o.store.signOut(session.jti, this.nowSec());
+    await this.o.store.signOut(session.jti, nowSec(this.o.clock));
     return true;
   }
 
   private async live(token: string): Promise<DashboardSessionRow | null> {
-    const now = this.nowSec();
+    const now = nowSec(this.o.clock);
     const claims = verifyJwt(this.key, token, now);
     if (!claims) return null;
     const row = await this.o.store.session(claims.jti);

@@ -103,8 +103,6 @@ export interface SessionDirectory<S extends SessionSnapshot = SessionSnapshot> {
   resetProfile(uid: string): Promise<string>;
   /** Finished sessions, newest first, after a cursor. */
   history(uid: string, limit: number, after?: { created: number; id: string }): Promise<SessionRow[]>;
-  /** Display label of history records of sessions that never got a phone. */
-  readonly genericDevice: string;
   /** Settles once every write the answers so far may reflect is durable; null when none waits. */
   readonly uncommitted: Promise<void> | null;
 }
@@ -113,12 +111,6 @@ export interface SessionDirectory<S extends SessionSnapshot = SessionSnapshot> {
 export const SAFETY_POLL_MS = 1_000;
 /** While they do not, waiters look this often. */
 export const FALLBACK_POLL_MS = 150;
-
-/** Where news of changes comes from when it may be missed: notifications over a connection that can drop. */
-export interface ChangeNews {
-  /** True while notifications arrive. */
-  readonly connected: boolean;
-}
 
 /**
  * Wake-ups of waits on one session: a wait registered before a read ends when that session
@@ -131,7 +123,8 @@ export class SessionChanges {
   readonly #waiters = new Map<string, Set<() => void>>();
 
   constructor(
-    private readonly news?: ChangeNews,
+    /** News of changes that may be missed (notifications over a connection that can drop): true while they arrive. */
+    private readonly news?: { readonly connected: boolean },
     private readonly polls: { safetyPollMs?: number; fallbackPollMs?: number } = {},
   ) {}
 

@@ -57,11 +57,6 @@ export class Grants {
     return safeEqual(token, this.viewGrant(sid)) ? sid : null;
   }
 
-  /** True when token is the view grant of exactly this session. */
-  isViewGrantFor(token: string, sid: string): boolean {
-    return this.viewGrantSession(token) === sid;
-  }
-
   /** A new viewer capability token; the URL is built by the caller. */
   issueViewer(sid: string, mode: ViewerMode, expiresAt: number): string {
     if (this.signedViewers) return this.signedViewer(sid, mode, expiresAt);

@@ -22,11 +22,8 @@ export interface HostLoopOptions {
   clock: Clock;
   random: RandomSource;
   log: Logger;
-  /** What it registers: its phones, boot slots, device backend and pool. */
-  phones: number;
-  bootSlots: number;
+  /** The device backend it registers (its phones, boot slots and pool are its runtime's). */
   device: string;
-  poolTarget: number;
   /** Declared to the deployment: silent for longer than this, the host is dead. */
   lostAfterMs: number;
   /** How often it heartbeats, follows and claims. */
@@ -66,18 +63,19 @@ export class HostLoop {
   async register(advertised: { url: string; adbHost: string; adbPort: number }): Promise<void> {
     this.advertised = advertised;
     this.id = `hst_${randomToken(this.o.random, 12)}`;
+    const { phones, bootSlots, pool } = this.o.runtime.stats();
     await this.o.store.register(
       {
         id: this.id,
         url: advertised.url,
         adb_host: advertised.adbHost,
         adb_port: advertised.adbPort,
-        phones: this.o.phones,
-        boot_slots: this.o.bootSlots,
+        phones,
+        boot_slots: bootSlots,
         device: this.o.device,
         lost_after_ms: this.o.lostAfterMs,
         typical_boot_ms: this.o.runtime.typicalBootMs,
-        pool_target: Math.min(this.o.poolTarget, this.o.phones),
+        pool_target: pool.target,
       },
       this.o.clock.now(),
     );

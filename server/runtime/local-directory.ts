@@ -14,7 +14,7 @@
  */
 import type { CreateSessionBody } from '../../src/api/schemas.js';
 import type { Clock } from '../clock.js';
-import { seconds } from '../clock.js';
+import { nowSec, seconds } from '../clock.js';
 import { notFound, profileHeld } from '../errors.js';
 import type { Logger } from '../log.js';
 import { safeEqual, sha256Hex, type RandomSource } from '../secrets.js';
@@ -52,21 +52,13 @@ export class LocalDirectory implements SessionDirectory<LiveSession> {
   /** sha256 of a key -> its account: every request asks, and only revocation here changes the answer. */
   private readonly keyCache = new Map<string, string>();
   private readonly changes = new SessionChanges();
-  private readonly store: LocalStore;
-  private readonly runtime: Runtime;
   private seq: number;
   private cancelHeartbeat: (() => void) | null = null;
 
   constructor(private readonly o: LocalDirectoryOptions) {
-    this.store = o.store;
-    this.runtime = o.runtime;
     this.seq = o.store.maxSeq();
     const wake = (live: LiveSession) => this.changes.wake(live.row.id);
     for (const event of ['changed', 'closing', 'ended'] as const) o.runtime.on(event, wake);
-  }
-
-  private nowSec(): number {
-    return seconds(this.o.clock.now());
   }
 
   // ---------------------------------------------------------------------------------
@@ -74,9 +66,9 @@ export class LocalDirectory implements SessionDirectory<LiveSession> {
 
   /** Takes back what the last process left in the store, then keeps the heartbeat. */
   recover(): void {
-    const now = this.nowSec();
-    const lastAlive = Number(this.store.getMeta('last_alive') ?? now);
-    for (const row of this.store.liveSessions()) {
+    const now = nowSec(this.o.clock);
+    const lastAlive = Number(this.o.store.getMeta('last_alive') ?? now);
+    for (const row of this.o.store.liveSessions()) {
       const lostAt =
         row.state === 'ready'
           ? lostEndTime({
@@ -84,17 +76,17 @@ export class LocalDirectory implements SessionDirectory<LiveSession> {
               created: row.created,
               expiresAt: row.expires_at,
               lastAlive,
-              lastDebit: this.store.lastDebitAt(row.id),
+              lastDebit: this.o.store.lastDebitAt(row.id),
               now,
             })
           : now;
-      this.runtime.recover(row, lostAt);
+      this.o.runtime.recover(row, lostAt);
     }
     // Profiles whose save was interrupted keep their previous save, marked inexact.
-    for (const profile of this.store.profiles()) {
-      const held = profile.holder !== null && this.runtime.get(profile.holder) !== undefined;
+    for (const profile of this.o.store.profiles()) {
+      const held = profile.holder !== null && this.o.runtime.get(profile.holder) !== undefined;
       if (profile.state === 'saving' || (profile.holder && !held)) {
-        this.store.saveProfile({
+        this.o.store.saveProfile({
           ...profile,
           state: this.o.saves.current(profile.id) ? 'stored' : 'empty',
           holder: held ? profile.holder : null,
@@ -103,17 +95,17 @@ export class LocalDirectory implements SessionDirectory<LiveSession> {
       }
     }
     this.heartbeat();
-    this.runtime.start();
+    this.o.runtime.start();
   }
 
   private heartbeat(): void {
-    this.store.transaction(() => {
-      this.store.setMeta('last_alive', String(this.nowSec()));
-      for (const live of this.runtime.all()) {
+    this.o.store.transaction(() => {
+      this.o.store.setMeta('last_alive', String(nowSec(this.o.clock)));
+      for (const live of this.o.runtime.all()) {
         const last = seconds(live.activityMs);
         if (last !== live.row.last) {
           live.row.last = last;
-          this.store.updateSession(live.row.id, { last });
+          this.o.store.updateSession(live.row.id, { last });
         }
       }
     });
@@ -125,10 +117,10 @@ export class LocalDirectory implements SessionDirectory<LiveSession> {
    * runtime no longer has its phone) and is recorded in history.
    */
   async close(): Promise<void> {
-    await this.runtime.close();
+    await this.o.runtime.close();
     this.cancelHeartbeat?.();
     this.cancelHeartbeat = null;
-    this.store.setMeta('last_alive', String(this.nowSec()));
+    this.o.store.setMeta('last_alive', String(nowSec(this.o.clock)));
   }
 
   // ---------------------------------------------------------------------------------
@@ -140,7 +132,7 @@ export class LocalDirectory implements SessionDirectory<LiveSession> {
     if (cached) return cached;
     // A miss always asks the store: keys created by another process on the same data
     // directory (`phonelease accounts create`) work at once.
-    const row = this.store.key(hash);
+    const row = this.o.store.key(hash);
     // The lookup is by hash; the constant-time compare keeps the final check free of
     // content-dependent timing as well.
     if (!row || row.revoked !== null || !safeEqual(row.key_hash, hash)) return null;
@@ -159,9 +151,9 @@ export class LocalDirectory implements SessionDirectory<LiveSession> {
     const nowMs = this.o.clock.now();
     const now = seconds(nowMs);
     const bodyHash = sha256Hex(canonicalJson(body));
-    const receipt = requestKey ? this.store.receipt(uid, requestKey) : undefined;
-    const replayed = receipt ? this.runtime.get(receipt.sid) : undefined;
-    const account = this.store.account(uid);
+    const receipt = requestKey ? this.o.store.receipt(uid, requestKey) : undefined;
+    const replayed = receipt ? this.o.runtime.get(receipt.sid) : undefined;
+    const account = this.o.store.account(uid);
     if (!account) throw new Error(`account ${uid} vanished from the store`);
     const verdict = admissionVerdict(
       {
@@ -173,18 +165,18 @@ export class LocalDirectory implements SessionDirectory<LiveSession> {
         receiptSession: receipt
           ? {
               live: replayed !== undefined,
-              state: replayed ? null : (this.store.session(receipt.sid)?.state ?? null),
+              state: replayed ? null : (this.o.store.session(receipt.sid)?.state ?? null),
             }
           : null,
         account,
-        activeSessions: this.runtime.activeCount(uid),
-        profile: body.profile_id !== undefined ? this.store.profileOf(uid) : undefined,
-        liveSessions: this.runtime.size,
+        activeSessions: this.o.runtime.activeCount(uid),
+        profile: body.profile_id !== undefined ? this.o.store.profileOf(uid) : undefined,
+        liveSessions: this.o.runtime.size,
         phones: this.o.phones,
         retryAfterSeconds: () => {
           let closing = 0;
           let soonestExpiresAt: number | null = null;
-          for (const l of this.runtime.all()) {
+          for (const l of this.o.runtime.all()) {
             if (l.phase.kind === 'closing') closing++;
             soonestExpiresAt = Math.min(soonestExpiresAt ?? Infinity, l.row.expires_at);
           }
@@ -201,123 +193,119 @@ export class LocalDirectory implements SessionDirectory<LiveSession> {
     // The admission (and its receipt) is written before the runtime is asked, in the group
     // commit of this turn: the 202 answer waits for that commit (api/app.ts), and so does
     // any replay of the same key that reads the receipt in the meantime.
-    this.store.grouped(() => {
-      this.store.insertSession(row);
+    this.o.store.grouped(() => {
+      this.o.store.insertSession(row);
       if (requestKey)
-        this.store.insertReceipt({
+        this.o.store.insertReceipt({
           uid,
           request_key: requestKey,
           body_hash: bodyHash,
           sid: row.id,
           created: now,
         });
-      if (holdProfile) this.store.saveProfile({ ...holdProfile, holder: row.id });
+      if (holdProfile) this.o.store.saveProfile({ ...holdProfile, holder: row.id });
     });
-    const outcome = this.runtime.isAvailable ? 'admitted' : 'recorded';
-    return { outcome, session: this.runtime.run(row, nowMs) };
+    const outcome = this.o.runtime.isAvailable ? 'admitted' : 'recorded';
+    return { outcome, session: this.o.runtime.run(row, nowMs) };
   }
 
   /** A live session the reader may see; anything else is the same 404 as an unknown id. */
   private visible(reader: Reader, sid: string): LiveSession {
-    const live = this.runtime.get(sid);
+    const live = this.o.runtime.get(sid);
     if (!live || (reader.kind === 'owner' && live.row.uid !== reader.uid)) throw notFound();
     return live;
   }
 
   async session(reader: Reader, sid: string, opts: { touch?: boolean } = {}): Promise<LiveSession> {
     const live = this.visible(reader, sid);
-    if (opts.touch) this.runtime.touch(live);
+    if (opts.touch) this.o.runtime.touch(live);
     return live;
   }
 
   async find(sid: string): Promise<LiveSession | null> {
-    return this.runtime.get(sid) ?? null;
+    return this.o.runtime.get(sid) ?? null;
   }
 
   async list(uid: string): Promise<LiveSession[]> {
-    return this.runtime.list(uid);
+    return this.o.runtime.list(uid);
   }
 
   changed(live: LiveSession, ms: number, signal: AbortSignal): Promise<LiveSession> {
-    return this.changes.untilChanged(live, ms, signal, async (sid) => this.runtime.get(sid));
+    return this.changes.untilChanged(live, ms, signal, async (sid) => this.o.runtime.get(sid));
   }
 
   eta(live: LiveSession): number | undefined {
-    return this.runtime.eta(live);
+    return this.o.runtime.eta(live);
   }
 
   async end(uid: string, sid: string): Promise<{ released: boolean }> {
     const live = this.visible({ kind: 'owner', uid }, sid);
-    void this.runtime.finish(live, { reason: 'released', at: this.nowSec() });
-    return { released: await this.changes.untilCleanedUp(sid, () => this.runtime.get(sid) !== live) };
+    void this.o.runtime.finish(live, { reason: 'released', at: nowSec(this.o.clock) });
+    return { released: await this.changes.untilCleanedUp(sid, () => this.o.runtime.get(sid) !== live) };
   }
 
   async receipt(uid: string, requestKey: string): Promise<SessionRow | undefined> {
-    const receipt = this.store.receipt(uid, requestKey);
-    return receipt ? this.store.session(receipt.sid) : undefined;
+    const receipt = this.o.store.receipt(uid, requestKey);
+    return receipt ? this.o.store.session(receipt.sid) : undefined;
   }
 
   async revokeAdb(live: LiveSession): Promise<void> {
-    this.store.updateSession(live.row.id, { adb_enabled: 0 });
-    this.runtime.revokeAdb(live);
+    this.o.store.updateSession(live.row.id, { adb_enabled: 0 });
+    this.o.runtime.revokeAdb(live);
   }
 
   phone(live: LiveSession): PhoneAccess {
-    return this.runtime.phone(live);
+    return this.o.runtime.phone(live);
   }
 
   // ---------------------------------------------------------------------------------
   // The account
 
   async account(uid: string): Promise<AccountSummary> {
-    const account = this.store.account(uid);
-    const profile = this.store.profileOf(uid);
+    const account = this.o.store.account(uid);
+    const profile = this.o.store.profileOf(uid);
     if (!account || !profile) throw new Error(`account ${uid} has no account or profile row`);
     return {
       account,
       profile,
-      active: this.runtime.activeCount(uid),
-      billingMode: this.runtime.activeBillingMode(uid),
+      active: this.o.runtime.activeCount(uid),
+      billingMode: this.o.runtime.activeBillingMode(uid),
     };
   }
 
   async createKey(uid: string, label: string): Promise<{ key: string; row: KeyRow }> {
     const created = newKey(this.o.clock, this.o.random, uid, label);
-    this.store.insertKey(created.row);
+    this.o.store.insertKey(created.row);
     return created;
   }
 
   async keys(uid: string): Promise<KeyRow[]> {
-    return this.store.activeKeys(uid);
+    return this.o.store.activeKeys(uid);
   }
 
   async revokeKey(uid: string, keyHash: string): Promise<boolean> {
-    const done = this.store.revokeKey(uid, keyHash, this.nowSec());
+    const done = this.o.store.revokeKey(uid, keyHash, nowSec(this.o.clock));
     if (done) this.keyCache.delete(keyHash);
     return done;
   }
 
   async resetProfile(uid: string): Promise<string> {
-    const profile = this.store.profileOf(uid);
+    const profile = this.o.store.profileOf(uid);
     if (!profile) throw new Error(`account ${uid} has no profile`);
     if (profile.holder || profile.state === 'saving')
       throw profileHeld(profile.holder, 'end that session, then reset');
-    this.store.transaction(() => {
+    this.o.store.transaction(() => {
       this.o.saves.reset(profile.id);
-      this.store.saveProfile({ ...profile, state: 'empty', exact: 1, saved_at: this.nowSec() });
+      this.o.store.saveProfile({ ...profile, state: 'empty', exact: 1, saved_at: nowSec(this.o.clock) });
     });
     return profile.id;
   }
 
   async history(uid: string, limit: number, after?: { created: number; id: string }): Promise<SessionRow[]> {
-    return this.store.history(uid, limit, after);
-  }
-
-  get genericDevice(): string {
-    return this.runtime.genericDevice;
+    return this.o.store.history(uid, limit, after);
   }
 
   get uncommitted(): Promise<void> | null {
-    return this.store.uncommitted;
+    return this.o.store.uncommitted;
   }
 }

@@ -173,19 +173,7 @@ export interface RemotePhones {
 }
 
 /** A device host as it registers: what it runs, and where API nodes and clients reach it. */
-export type HostRegistration = Pick<
-  HostRow,
-  | 'id'
-  | 'url'
-  | 'adb_host'
-  | 'adb_port'
-  | 'phones'
-  | 'boot_slots'
-  | 'device'
-  | 'lost_after_ms'
-  | 'typical_boot_ms'
-  | 'pool_target'
->;
+export type HostRegistration = Omit<HostRow, 'started' | 'heartbeat_ms' | 'warm' | 'warming' | 'state'>;
 
 /** What a device host asks of the shared store, besides its ledger. */
 export interface HostStore {

@@ -29,7 +29,7 @@
 import { EventEmitter } from 'node:events';
 import { ERROR_CODES, type EndReason } from '../../src/api/schemas.js';
 import type { Clock } from '../clock.js';
-import { seconds } from '../clock.js';
+import { nowSec, seconds } from '../clock.js';
 import type { AppSummary, DeviceBackend, DeviceLogger, DevicePhone, PhoneInput } from '../devices/types.js';
 import { apiError, badRequest, notReady } from '../errors.js';
 import { sha256Hex, type RandomSource } from '../secrets.js';
@@ -95,12 +95,6 @@ export interface RuntimeStats {
   bootSlots: number;
 }
 
-/** A frame and when it was captured. */
-interface Frame {
-  png: Buffer;
-  atMs: number;
-}
-
 /** Where a live session is in its lifecycle, with what exists only there. */
 export type Phase =
   | { readonly kind: 'queued' }
@@ -115,7 +109,8 @@ export type Phase =
       readonly kind: 'ready';
       readonly phone: DevicePhone;
       cancelBilling: () => void;
-      frame: Frame | null;
+      /** The last frame, and when it was captured. */
+      frame: { png: Buffer; atMs: number } | null;
       capturing: Promise<Buffer> | null;
     }
   | { readonly kind: 'failed' }
@@ -153,16 +148,8 @@ const STATE: Record<PhaseKind, SessionRow['state']> = {
   done: 'closing',
 };
 
-/** The event each phase announces (long polls, the ADB gateway and viewers listen to them). */
-const EVENT: Record<PhaseKind, 'changed' | 'closing' | 'ended'> = {
-  queued: 'changed',
-  booting: 'changed',
-  ready: 'changed',
-  failed: 'changed',
-  orphaned: 'changed',
-  closing: 'closing',
-  done: 'ended',
-};
+/** The event a move to `kind` announces (long polls, the ADB gateway and viewers listen to them). */
+const eventOf = (kind: PhaseKind) => (kind === 'closing' ? 'closing' : kind === 'done' ? 'ended' : 'changed');
 
 let setPhase: (live: LiveSession, phase: Phase) => void;
 
@@ -233,13 +220,11 @@ export class Runtime extends EventEmitter {
   private readonly pool: WarmPool;
   private refillScheduled = false;
   private cancelRefillRetry: (() => void) | null = null;
-  private readonly ledger: SessionLedger;
 
   constructor(private readonly o: RuntimeOptions) {
     super();
     // Every waiting request, ADB connection and viewer stream may listen.
     this.setMaxListeners(0);
-    this.ledger = o.ledger;
     this.#typicalBootMs = o.backend.typicalBootMs;
     this.pool = new WarmPool({
       target: o.pool ?? 0,
@@ -256,10 +241,6 @@ export class Runtime extends EventEmitter {
     });
   }
 
-  private nowSec(): number {
-    return seconds(this.o.clock.now());
-  }
-
   private context(): Record<string, unknown> {
     return this.o.logContext?.() ?? {};
   }
@@ -273,7 +254,7 @@ export class Runtime extends EventEmitter {
       throw new Error(`session ${live.row.id}: ${from} -> ${next.kind} is not a transition of the lifecycle`);
     }
     setPhase(live, next);
-    this.emit(EVENT[next.kind], live);
+    this.emit(eventOf(next.kind), live);
   }
 
   /**
@@ -328,7 +309,8 @@ export class Runtime extends EventEmitter {
     const live = this.track(row, { kind: 'queued' }, admittedMs);
     live.activityMs = admittedMs;
     this.armDeadline(live);
-    this.enqueue(live);
+    this.queue.push(live);
+    this.pump();
     return live;
   }
 
@@ -339,26 +321,19 @@ export class Runtime extends EventEmitter {
    * completes.
    */
   recover(row: SessionRow, lostAt: number): void {
-    this.recovered(row, lostAt).startupSource = row.ready !== null ? this.o.backend.startupSource : null;
-  }
-
-  private recovered(row: SessionRow, lostAt: number): LiveSession {
     if (row.state === 'provisioning') {
       const live = this.track(row, { kind: 'queued' });
-      if (row.expires_at <= this.nowSec()) void this.finish(live, { reason: 'expired', at: row.expires_at });
+      if (row.expires_at <= nowSec(this.o.clock))
+        void this.finish(live, { reason: 'expired', at: row.expires_at });
       else {
         this.armDeadline(live);
         this.queue.push(live);
       }
-      return live;
-    }
-    if (row.state === 'ready') {
+    } else if (row.state === 'ready') {
       const live = this.track(row, { kind: 'orphaned' });
       this.o.log.warn('phone lost in restart', { session: row.id });
       void this.finish(live, { reason: 'lost', at: lostAt }, { lostProfile: true });
-      return live;
-    }
-    if (row.state === 'closing') {
+    } else if (row.state === 'closing') {
       // Its save (if any) never committed: the commit and `done` share one transaction.
       // The phone died with the old process. The cleanup starts once the session is tracked.
       const phone = Promise.resolve(null);
@@ -367,11 +342,7 @@ export class Runtime extends EventEmitter {
         phone,
         cleanup: Promise.resolve().then(() => this.cleanup(live, phone, true)),
       });
-      return live;
-    }
-    const live = this.track(row, { kind: 'failed' });
-    this.armDeadline(live);
-    return live;
+    } else this.armDeadline(this.track(row, { kind: 'failed' }));
   }
 
   /** Gives out what is free to the sessions taken back by recover(). */
@@ -381,6 +352,8 @@ export class Runtime extends EventEmitter {
 
   private track(row: SessionRow, phase: Phase, admittedMs?: number): LiveSession {
     const live = new LiveSession(row, phase, admittedMs);
+    // A row that was ready already (taken back by recover) had its phone from the backend.
+    if (row.ready !== null) live.startupSource = this.o.backend.startupSource;
     this.live.set(row.id, live);
     this.perAccount.set(row.uid, (this.perAccount.get(row.uid) ?? 0) + 1);
     return live;
@@ -423,7 +396,7 @@ export class Runtime extends EventEmitter {
     if (this.closed || this.stopping) return;
     this.available = false;
     this.stopping = true;
-    const now = this.nowSec();
+    const now = nowSec(this.o.clock);
     const lostProfile = opts.saveProfiles === false;
     await Promise.all(
       [...this.live.values()].map((l) => this.finish(l, { reason: 'lost', at: now }, { lostProfile })),
@@ -443,11 +416,6 @@ export class Runtime extends EventEmitter {
 
   // ---------------------------------------------------------------------------------
   // Boot queue
-
-  private enqueue(live: LiveSession): void {
-    this.queue.push(live);
-    this.pump();
-  }
 
   /**
    * Gives out what is free, in order of precedence: pooled phones to waiting temporary
@@ -557,7 +525,7 @@ export class Runtime extends EventEmitter {
     const restoreFrom =
       profileId === null
         ? null
-        : this.ledger
+        : this.o.ledger
             .savedHere(profileId)
             .then((here) => (here ? (this.o.saves.current(profileId) ?? '') : ''));
     this.bootSession(live, this.startBoot(id, restoreFrom, 'session'));
@@ -613,13 +581,13 @@ export class Runtime extends EventEmitter {
     const row = live.row;
     const adbCode = newAdbCode(this.o.random);
     const change = {
-      ready: this.nowSec(),
+      ready: nowSec(this.o.clock),
       device: phone.label,
       screen_w: phone.screen.w,
       screen_h: phone.screen.h,
       adb_code: adbCode,
     };
-    const recordReady = () => this.ledger.ready(row, change, source);
+    const recordReady = () => this.o.ledger.ready(row, change, source);
     const recorded = recordReady();
     const ready: Phase = {
       kind: 'ready',
@@ -633,7 +601,7 @@ export class Runtime extends EventEmitter {
     this.adbCodes.set(sha256Hex(adbCode), row.id);
     phone.onLost((reason) => {
       this.o.log.warn('phone lost', { session: row.id, reason, ...this.context() });
-      void this.finish(live, { reason: 'lost', at: this.nowSec() }, { lostProfile: true });
+      void this.finish(live, { reason: 'lost', at: nowSec(this.o.clock) }, { lostProfile: true });
     });
     const leaseToReadyMs = this.o.clock.now() - live.admittedMs;
     this.o.observer?.sessionReady({ source, leaseToReadyMs });
@@ -660,7 +628,7 @@ export class Runtime extends EventEmitter {
       error: String(err),
       ...this.context(),
     });
-    const failed = () => this.ledger.failed(live.row, failure);
+    const failed = () => this.o.ledger.failed(live.row, failure);
     const recorded = failed();
     this.transition(live, { kind: 'failed' });
     void this.record('a failed boot', live, failed, undefined, recorded);
@@ -739,7 +707,7 @@ export class Runtime extends EventEmitter {
         const exhaustedAt = await this.record(
           'a debit',
           live,
-          () => this.ledger.bill(live.row, this.nowSec()),
+          () => this.o.ledger.bill(live.row, nowSec(this.o.clock)),
           null,
         );
         if (live.phase !== ready) return;
@@ -781,7 +749,7 @@ export class Runtime extends EventEmitter {
         : this.record(
             'an end',
             live,
-            () => this.ledger.end(live.row, { ...ending, last: seconds(live.activityMs) }),
+            () => this.o.ledger.end(live.row, { ...ending, last: seconds(live.activityMs) }),
             undefined,
           );
     // The cleanup starts once the closing phase is in place: a re-entrant finish() (from an
@@ -805,7 +773,7 @@ export class Runtime extends EventEmitter {
       if (phone) {
         if (profileId !== null && !lostProfile) {
           staged = this.o.saves.stage(profileId, row.id);
-          this.note('a save', live, this.ledger.saving(row, true));
+          this.note('a save', live, this.o.ledger.saving(row, true));
         }
         await phone.shutdown({ saveTo: staged });
       }
@@ -818,11 +786,11 @@ export class Runtime extends EventEmitter {
       if (staged) {
         this.o.saves.discard(staged);
         staged = null;
-        this.note('a failed save', live, this.ledger.saving(row, false));
+        this.note('a failed save', live, this.o.ledger.saving(row, false));
       }
       this.o.log.error('cleanup failed', { session: row.id, attempt, error: String(err), ...this.context() });
       if (retry) {
-        this.note('an uncertain cleanup', live, this.ledger.uncertain(row));
+        this.note('an uncertain cleanup', live, this.o.ledger.uncertain(row));
         await retry;
         return this.cleanup(live, phonePromise, lostProfile, attempt + 1);
       }
@@ -839,7 +807,7 @@ export class Runtime extends EventEmitter {
       'a cleanup',
       live,
       () =>
-        this.ledger.cleaned(row, {
+        this.o.ledger.cleaned(row, {
           saved,
           lostProfile,
           stored: saved || (profileId !== null && this.o.saves.current(profileId) !== null),
@@ -888,14 +856,13 @@ export class Runtime extends EventEmitter {
   }
 
   activeBillingMode(uid: string): SessionRow['billing_mode'] | null {
-    for (const live of this.live.values()) if (live.row.uid === uid) return live.row.billing_mode;
-    return null;
+    return this.list(uid)[0]?.row.billing_mode ?? null;
   }
 
   /** Marks the session used now (idle_s). */
   touch(live: LiveSession): void {
     live.activityMs = this.o.clock.now();
-    this.ledger.active(live.row, seconds(live.activityMs));
+    this.o.ledger.active(live.row, seconds(live.activityMs));
   }
 
   // ---------------------------------------------------------------------------------
@@ -956,7 +923,7 @@ export class Runtime extends EventEmitter {
     const sid = this.adbCodes.get(sha256Hex(code));
     const live = sid ? this.live.get(sid) : undefined;
     if (!live || live.phase.kind !== 'ready' || !live.row.adb_enabled) return null;
-    if (live.row.expires_at <= this.nowSec()) return null;
+    if (live.row.expires_at <= nowSec(this.o.clock)) return null;
     return live;
   }
 
@@ -965,10 +932,6 @@ export class Runtime extends EventEmitter {
     if (live.row.adb_code) this.adbCodes.delete(sha256Hex(live.row.adb_code));
     live.row.adb_enabled = 0;
     this.emit('adb-revoked', live);
-  }
-
-  get genericDevice(): string {
-    return genericDevice(this.o.backend.name);
   }
 }
 

@@ -8,7 +8,7 @@
  */
 import type { CreateSessionBody } from '../../src/api/schemas.js';
 import type { Clock } from '../clock.js';
-import { seconds } from '../clock.js';
+import { nowSec } from '../clock.js';
 import { notFound, notReady, profileHeld } from '../errors.js';
 import { sha256Hex, type RandomSource } from '../secrets.js';
 import { newKey } from './accounts.js';
@@ -33,20 +33,10 @@ export interface SharedDirectoryOptions {
   changes: SessionChanges;
   clock: Clock;
   random: RandomSource;
-  /** Display label of history records of sessions that never got a phone. */
-  genericDevice: string;
 }
 
 export class SharedDirectory implements SessionDirectory<SessionSnapshot<PlacedRow>> {
-  private readonly store: SharedStore;
-
-  constructor(private readonly o: SharedDirectoryOptions) {
-    this.store = o.store;
-  }
-
-  private nowSec(): number {
-    return seconds(this.o.clock.now());
-  }
+  constructor(private readonly o: SharedDirectoryOptions) {}
 
   /** A session as read, with what a reader is shown of it. */
   private async snapshot(row: PlacedRow): Promise<SessionSnapshot<PlacedRow>> {
@@ -76,7 +66,7 @@ export class SharedDirectory implements SessionDirectory<SessionSnapshot<PlacedR
     const typicalMs = Number(row.typical_boot_ms);
     if (row.host_id !== null)
       return bootingEtaSeconds(typicalMs, row.claimed_ms === null ? 0 : nowMs - Number(row.claimed_ms));
-    const q = await this.store.queuePosition(row.seq);
+    const q = await this.o.store.queuePosition(row.seq);
     const { slots, pooled } = hostSlots(q.hosts, nowMs);
     const eta = queuedEtaSeconds({
       temporary: row.profile_id === null,
@@ -93,7 +83,7 @@ export class SharedDirectory implements SessionDirectory<SessionSnapshot<PlacedR
     sid: string,
     opts: { any?: boolean } = {},
   ): Promise<SessionSnapshot<PlacedRow> | undefined> {
-    const row = await this.store.placed(sid, opts);
+    const row = await this.o.store.placed(sid, opts);
     return row ? this.snapshot(row) : undefined;
   }
 
@@ -102,7 +92,7 @@ export class SharedDirectory implements SessionDirectory<SessionSnapshot<PlacedR
 
   authenticate(rawKey: string): Promise<string | null> {
     // Every lookup asks the store, so a revocation holds on every node at once.
-    return this.store.keyOwner(sha256Hex(rawKey));
+    return this.o.store.keyOwner(sha256Hex(rawKey));
   }
 
   // ---------------------------------------------------------------------------------
@@ -115,7 +105,7 @@ export class SharedDirectory implements SessionDirectory<SessionSnapshot<PlacedR
   ): Promise<Admission<SessionSnapshot<PlacedRow>>> {
     const nowMs = this.o.clock.now();
     const bodyHash = sha256Hex(canonicalJson(body));
-    const { outcome, id } = await this.store.admit(
+    const { outcome, id } = await this.o.store.admit(
       { uid, requestKey, bodyHash, wantsProfile: body.profile_id !== undefined },
       (facts) =>
         admissionVerdict(
@@ -143,12 +133,12 @@ export class SharedDirectory implements SessionDirectory<SessionSnapshot<PlacedR
     sid: string,
     opts: { touch?: boolean } = {},
   ): Promise<SessionSnapshot<PlacedRow>> {
-    const row = await this.store.placed(sid);
+    const row = await this.o.store.placed(sid);
     if (!row || (reader.kind === 'owner' && row.uid !== reader.uid)) throw notFound();
     // idle_s counts from the last API activity; recorded at most once a second per session.
-    const now = this.nowSec();
+    const now = nowSec(this.o.clock);
     if (opts.touch && row.last < now) {
-      await this.store.touch(row.id, now);
+      await this.o.store.touch(row.id, now);
       row.last = now;
     }
     return this.snapshot(row);
@@ -159,7 +149,7 @@ export class SharedDirectory implements SessionDirectory<SessionSnapshot<PlacedR
   }
 
   async list(uid: string): Promise<SessionSnapshot<PlacedRow>[]> {
-    return Promise.all((await this.store.placedOf(uid)).map((row) => this.snapshot(row)));
+    return Promise.all((await this.o.store.placedOf(uid)).map((row) => this.snapshot(row)));
   }
 
   changed(
@@ -177,17 +167,17 @@ export class SharedDirectory implements SessionDirectory<SessionSnapshot<PlacedR
 
   async end(uid: string, sid: string): Promise<{ released: boolean }> {
     const session = await this.session({ kind: 'owner', uid }, sid);
-    await this.store.end(session.row.id, 'released', this.nowSec());
+    await this.o.store.end(session.row.id, 'released', nowSec(this.o.clock));
     // The host confirms the cleanup; its commit announces it.
-    return { released: await this.o.changes.untilCleanedUp(sid, () => this.store.cleanedUp(sid)) };
+    return { released: await this.o.changes.untilCleanedUp(sid, () => this.o.store.cleanedUp(sid)) };
   }
 
   receipt(uid: string, requestKey: string): Promise<SessionRow | undefined> {
-    return this.store.receipt(uid, requestKey);
+    return this.o.store.receipt(uid, requestKey);
   }
 
   async revokeAdb(session: SessionSnapshot<PlacedRow>): Promise<void> {
-    await this.store.revokeAdb(session.row.id, session.row.host_id);
+    await this.o.store.revokeAdb(session.row.id, session.row.host_id);
     // Cut the open relays before answering, as the single server does. A host that does not
     // answer soon still applies the stored revocation when it hears of it, so the answer does
     // not wait out an unreachable host (RemotePhones bounds the wait).
@@ -213,35 +203,31 @@ export class SharedDirectory implements SessionDirectory<SessionSnapshot<PlacedR
   // The account
 
   account(uid: string): Promise<AccountSummary> {
-    return this.store.account(uid);
+    return this.o.store.account(uid);
   }
 
   async createKey(uid: string, label: string): Promise<{ key: string; row: KeyRow }> {
     const created = newKey(this.o.clock, this.o.random, uid, label);
-    await this.store.insertKey(created.row);
+    await this.o.store.insertKey(created.row);
     return created;
   }
 
   keys(uid: string): Promise<KeyRow[]> {
-    return this.store.activeKeys(uid);
+    return this.o.store.activeKeys(uid);
   }
 
   revokeKey(uid: string, keyHash: string): Promise<boolean> {
-    return this.store.revokeKey(uid, keyHash, this.nowSec());
+    return this.o.store.revokeKey(uid, keyHash, nowSec(this.o.clock));
   }
 
   resetProfile(uid: string): Promise<string> {
-    return this.store.resetProfile(uid, this.nowSec(), (holder) =>
+    return this.o.store.resetProfile(uid, nowSec(this.o.clock), (holder) =>
       profileHeld(holder, 'end that session, then reset'),
     );
   }
 
   history(uid: string, limit: number, after?: { created: number; id: string }): Promise<SessionRow[]> {
-    return this.store.history(uid, limit, after);
-  }
-
-  get genericDevice(): string {
-    return this.o.genericDevice;
+    return this.o.store.history(uid, limit, after);
   }
 
   /** The shared store commits each change before it answers. */

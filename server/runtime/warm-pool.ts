@@ -89,29 +89,15 @@ export class WarmPool {
     return [...this.#entries.values()];
   }
 
-  /** The phones a session would be handed, in that order: warm ones first, then warming ones (oldest first in each). */
-  handoutOrder(): PooledPhone[] {
-    const all = this.entries();
-    return [...all.filter((e) => e.kind === 'warm'), ...all.filter((e) => e.kind === 'warming')];
-  }
-
   /**
-   * Takes the phone `id` out of the pool for a session, as it is now (a warming phone may
-   * have come up since it was looked at); null when it has left the pool meanwhile.
-   */
-  take(id: string): PooledPhone | null {
-    const entry = this.#entries.get(id) ?? null;
-    if (entry) this.#entries.delete(id);
-    return entry;
-  }
-
-  /**
-   * Takes the phone a waiting temporary session gets: a warm one at once, else the boot of a
-   * warming one (that boot started earlier, so it never ends later than a boot of its own).
+   * Takes the phone a waiting temporary session gets out of the pool: a warm one at once, else
+   * the oldest warming one's boot (it started earlier, so it never ends later than a boot of its own).
    */
   takeNext(): PooledPhone | null {
-    const next = this.handoutOrder()[0];
-    return next ? this.take(next.id) : null;
+    const all = this.entries();
+    const next = all.find((e) => e.kind === 'warm') ?? all[0] ?? null;
+    if (next) this.#entries.delete(next.id);
+    return next;
   }
 
   /** Keeps the pool within `room` phones, evicting the newest (least warm) first. */
@@ -145,11 +131,6 @@ export class WarmPool {
   /** Stops every pooled phone (warming boots are aborted, and stopped if they come up) and waits for them. */
   async drain(why: string): Promise<void> {
     for (const entry of this.entries()) this.evict(entry, why);
-    await this.settled();
-  }
-
-  /** Resolves once every pooled phone being stopped is gone. */
-  async settled(): Promise<void> {
     await Promise.all([...this.#stopping]);
   }
 

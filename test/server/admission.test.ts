@@ -3,7 +3,8 @@
  * a refusal is an error code with its details, never an HTTP status.
  */
 import { describe, expect, it } from 'vitest';
-import { decideAdmission, type AdmissionFacts } from '../../server/runtime/admission.js';
+import { ApiError } from '../../server/errors.js';
+import { admissionVerdict, type AdmissionFacts } from '../../server/runtime/admission.js';
 
 const facts = (over: Partial<AdmissionFacts> = {}): AdmissionFacts => ({
   body: {},
@@ -34,20 +35,24 @@ const facts = (over: Partial<AdmissionFacts> = {}): AdmissionFacts => ({
   ...over,
 });
 const receipt = { uid: 'acc_1', request_key: 'k'.repeat(16), body_hash: 'h1', sid: 'ses_1', created: 0 };
+const decide = (f: AdmissionFacts) => admissionVerdict(f, { uid: 'acc_1', id: () => 'ses_2', seq: () => 1 });
 const codeOf = (f: AdmissionFacts) => {
-  const d = decideAdmission(f);
-  return d.kind === 'refuse' ? d.refusal.code : d.kind;
+  try {
+    return decide(f).kind;
+  } catch (err) {
+    return err instanceof ApiError ? err.code : String(err);
+  }
 };
 
-describe('decideAdmission', () => {
+describe('admissionVerdict', () => {
   it('admits with the default timeout, and replays a live receipt with the same body', () => {
-    expect(decideAdmission(facts())).toEqual({ kind: 'admit', timeoutSeconds: 300, profile: null });
+    expect(decide(facts())).toMatchObject({ kind: 'admit', row: { timeout_seconds: 300, profile_id: null } });
     const replay = facts({
       requestKey: receipt.request_key,
       receipt,
       receiptSession: { live: true, state: null },
     });
-    expect(decideAdmission(replay)).toEqual({ kind: 'replay', sid: 'ses_1' });
+    expect(decide(replay)).toEqual({ kind: 'replay' });
   });
 
   it('refuses by code, in the order the contract checks', () => {
@@ -70,11 +75,8 @@ describe('decideAdmission', () => {
   });
 
   it('says when to retry a busy server in the refusal details', () => {
-    const d = decideAdmission(facts({ liveSessions: 4 }));
-    expect(d).toMatchObject({
-      kind: 'refuse',
-      refusal: { code: 'phones_busy', details: { retry_after_seconds: 3 } },
-    });
-    expect(JSON.stringify(d)).not.toMatch(/\b503\b|status/);
+    expect(() => decide(facts({ liveSessions: 4 }))).toThrow(
+      expect.objectContaining({ code: 'phones_busy', details: { retry_after_seconds: 3 } }),
+    );
   });
 });

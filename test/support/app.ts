@@ -64,6 +64,7 @@ export async function buildTestApp(
     publicUrl: () => url,
     adbEndpoint: () => ({ host: '127.0.0.1', port: 9 }),
     dashboardOrigin: null,
+    genericDevice: 'Virtual Android phone',
     signIns: new DashboardSessions({
       store: new SqliteDashboardStore(store),
       secret,

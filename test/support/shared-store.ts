@@ -41,7 +41,6 @@ export async function admittedOn(
     changes: new SessionChanges(),
     clock: new ManualClock(nowMs),
     random: cryptoRandom,
-    genericDevice: 'Virtual Android phone',
   });
   return (await directory.admit(uid, body, null)).session.row.id;
 }
