@@ -14,16 +14,14 @@
 export type Dialect = 'sqlite' | 'postgres';
 
 export interface Migration {
-  /** What it adds, in words (errors and logs name it). */
-  readonly name: string;
   readonly sql: string;
   /** Only this store needs it (default: both). */
   readonly only?: Dialect;
 }
 
 export const MIGRATIONS: readonly Migration[] = [
+  // accounts, keys, profiles, sessions, receipts and debits
   {
-    name: 'accounts, keys, profiles, sessions, receipts and debits',
     sql: `
   CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
@@ -112,8 +110,8 @@ export const MIGRATIONS: readonly Migration[] = [
   );
   `,
   },
+  // device hosts and where each session runs
   {
-    name: 'device hosts and where each session runs',
     only: 'postgres',
     sql: `
   CREATE TABLE hosts (
@@ -141,8 +139,8 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE SEQUENCE session_seq;
   `,
   },
+  // device hosts' warm pools
   {
-    name: "device hosts' warm pools",
     only: 'postgres',
     sql: `
   -- Warm pooled phones a host holds, as of its last heartbeat: hosts that would cold-boot
@@ -150,8 +148,8 @@ export const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE hosts ADD COLUMN warm INTEGER NOT NULL DEFAULT 0;
   `,
   },
+  // the device host that holds each profile save
   {
-    name: 'the device host that holds each profile save',
     only: 'postgres',
     sql: `
   -- A profile's save is on the disk of the host that ran its last session: its next session
@@ -162,8 +160,8 @@ export const MIGRATIONS: readonly Migration[] = [
   UPDATE profiles SET state = 'empty', exact = 0 WHERE state = 'stored';
   `,
   },
+  // device hosts' whole pools, for API nodes' metrics
   {
-    name: "device hosts' whole pools, for API nodes' metrics",
     only: 'postgres',
     sql: `
   -- Pooled phones still booting, as of the last heartbeat, and the host's --pool.
@@ -171,15 +169,15 @@ export const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE hosts ADD COLUMN pool_target INTEGER NOT NULL DEFAULT 0;
   `,
   },
+  // when a host claimed each session, for eta_seconds
   {
-    name: 'when a host claimed each session, for eta_seconds',
     only: 'postgres',
     sql: `
   ALTER TABLE sessions ADD COLUMN claimed_ms INTEGER;
   `,
   },
+  // operators, and the sign-in links and sessions of the dashboard
   {
-    name: 'operators, and the sign-in links and sessions of the dashboard',
     sql: `
   -- Operators see the fleet page of the dashboard (accounts create --operator).
   ALTER TABLE accounts ADD COLUMN operator INTEGER NOT NULL DEFAULT 0;

@@ -11,30 +11,21 @@ import type {
   SignInLinkRow,
 } from '../../runtime/dashboard-sessions.js';
 import type { AccountRow } from '../../runtime/rows.js';
-import { tx, type Db } from './pool.js';
-import { one } from './sessions.js';
+import { all, insertRow, one, tx, type Db } from './pool.js';
 
 export class PostgresDashboardStore implements DashboardStore {
   constructor(private readonly db: Db) {}
 
-  async accounts(ref: AccountRef): Promise<AccountRow[]> {
-    return (
-      'uid' in ref
-        ? await this.db.query<AccountRow>('SELECT * FROM accounts WHERE uid = $1', [ref.uid])
-        : await this.db.query<AccountRow>('SELECT * FROM accounts WHERE email = $1 ORDER BY created, uid', [
-            ref.email,
-          ])
-    ).rows;
+  accounts(ref: AccountRef): Promise<AccountRow[]> {
+    return 'uid' in ref
+      ? all(this.db, 'SELECT * FROM accounts WHERE uid = $1', [ref.uid])
+      : all(this.db, 'SELECT * FROM accounts WHERE email = $1 ORDER BY created, uid', [ref.email]);
   }
 
   async insertLink(row: SignInLinkRow, forgetBefore: number): Promise<void> {
     await tx(this.db, async (c) => {
       await c.query('DELETE FROM sign_in_links WHERE created < $1', [forgetBefore]);
-      await c.query('INSERT INTO sign_in_links (token_hash, uid, created, used) VALUES ($1, $2, $3, NULL)', [
-        row.token_hash,
-        row.uid,
-        row.created,
-      ]);
+      await insertRow(c, 'sign_in_links', row);
     });
   }
 
@@ -57,10 +48,7 @@ export class PostgresDashboardStore implements DashboardStore {
   async insertSession(row: DashboardSessionRow, forgetBefore: number): Promise<void> {
     await tx(this.db, async (c) => {
       await c.query('DELETE FROM dashboard_sessions WHERE expires_at < $1', [forgetBefore]);
-      await c.query(
-        'INSERT INTO dashboard_sessions (jti, uid, created, expires_at, signed_out) VALUES ($1, $2, $3, $4, NULL)',
-        [row.jti, row.uid, row.created, row.expires_at],
-      );
+      await insertRow(c, 'dashboard_sessions', row);
     });
   }
 

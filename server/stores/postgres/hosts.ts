@@ -3,10 +3,11 @@
  * server/runtime/ports.ts): membership (register, heartbeat, leave), the sessions it holds,
  * and its claims on the shared queue.
  */
+import { seconds } from '../../clock.js';
 import type { Logger } from '../../log.js';
 import type { HostRegistration, HostStore } from '../../runtime/ports.js';
 import type { SessionRow } from '../../runtime/rows.js';
-import { tx, type Db } from './pool.js';
+import { all, insertRow, tx, type Db } from './pool.js';
 import { forgetSavesOn, notifySessions, reap } from './sessions.js';
 
 export class PostgresHosts implements HostStore {
@@ -17,24 +18,7 @@ export class PostgresHosts implements HostStore {
 
   async register(h: HostRegistration, nowMs: number): Promise<void> {
     await tx(this.db, (c) =>
-      c.query(
-        `INSERT INTO hosts (id, url, adb_host, adb_port, phones, boot_slots, device, started, heartbeat_ms, lost_after_ms, typical_boot_ms, pool_target, state)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'live')`,
-        [
-          h.id,
-          h.url,
-          h.adb_host,
-          h.adb_port,
-          h.phones,
-          h.boot_slots,
-          h.device,
-          Math.floor(nowMs / 1000),
-          nowMs,
-          h.lost_after_ms,
-          h.typical_boot_ms,
-          h.pool_target,
-        ],
-      ),
+      insertRow(c, 'hosts', { ...h, started: seconds(nowMs), heartbeat_ms: nowMs, state: 'live' }),
     );
   }
 
@@ -49,18 +33,14 @@ export class PostgresHosts implements HostStore {
     return (r.rowCount ?? 0) > 0;
   }
 
-  async held(hostId: string): Promise<Array<Pick<SessionRow, 'id' | 'state' | 'adb_enabled'>>> {
-    return (
-      await this.db.query<Pick<SessionRow, 'id' | 'state' | 'adb_enabled'>>(
-        'SELECT id, state, adb_enabled FROM sessions WHERE host_id = $1 AND done = 0',
-        [hostId],
-      )
-    ).rows;
+  held(hostId: string): Promise<Array<Pick<SessionRow, 'id' | 'state' | 'adb_enabled'>>> {
+    return all(this.db, 'SELECT id, state, adb_enabled FROM sessions WHERE host_id = $1 AND done = 0', [
+      hostId,
+    ]);
   }
 
-  async sessions(ids: readonly string[]): Promise<SessionRow[]> {
-    return (await this.db.query<SessionRow>('SELECT * FROM sessions WHERE id = ANY($1) ORDER BY seq', [ids]))
-      .rows;
+  sessions(ids: readonly string[]): Promise<SessionRow[]> {
+    return all(this.db, 'SELECT * FROM sessions WHERE id = ANY($1) ORDER BY seq', [ids]);
   }
 
   claim(
@@ -71,29 +51,27 @@ export class PostgresHosts implements HostStore {
       const fromPool =
         want.pooled <= 0
           ? []
-          : (
-              await c.query<SessionRow>(
-                "SELECT * FROM sessions WHERE done = 0 AND state = 'provisioning' AND host_id IS NULL AND profile_id IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED",
-                [Math.min(want.room, want.pooled)],
-              )
-            ).rows;
+          : await all<SessionRow>(
+              c,
+              "SELECT * FROM sessions WHERE done = 0 AND state = 'provisioning' AND host_id IS NULL AND profile_id IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED",
+              [Math.min(want.room, want.pooled)],
+            );
       const toBoot = Math.min(want.room - fromPool.length, want.boot);
       const booted =
         toBoot <= 0
           ? []
-          : (
-              await c.query<SessionRow>(
-                `SELECT * FROM sessions WHERE done = 0 AND state = 'provisioning' AND host_id IS NULL AND NOT (id = ANY($2))
-                   AND (profile_id IS NOT NULL OR created <= $3
-                        OR NOT EXISTS (SELECT 1 FROM hosts WHERE state = 'live' AND warm > 0 AND id <> $4))
-                   -- A profile whose save is on another live host waits for that host.
-                   AND NOT EXISTS (SELECT 1 FROM profiles p JOIN hosts h ON h.id = p.saved_host
-                                   WHERE p.id = sessions.profile_id AND p.state = 'stored'
-                                     AND h.state = 'live' AND h.id <> $4)
-                 ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`,
-                [toBoot, fromPool.map((r) => r.id), want.warmAfter, hostId],
-              )
-            ).rows;
+          : await all<SessionRow>(
+              c,
+              `SELECT * FROM sessions WHERE done = 0 AND state = 'provisioning' AND host_id IS NULL AND NOT (id = ANY($2))
+                 AND (profile_id IS NOT NULL OR created <= $3
+                      OR NOT EXISTS (SELECT 1 FROM hosts WHERE state = 'live' AND warm > 0 AND id <> $4))
+                 -- A profile whose save is on another live host waits for that host.
+                 AND NOT EXISTS (SELECT 1 FROM profiles p JOIN hosts h ON h.id = p.saved_host
+                                 WHERE p.id = sessions.profile_id AND p.state = 'stored'
+                                   AND h.state = 'live' AND h.id <> $4)
+               ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`,
+              [toBoot, fromPool.map((r) => r.id), want.warmAfter, hostId],
+            );
       const rows = [...fromPool, ...booted];
       if (rows.length > 0) {
         const ids = rows.map((r) => r.id);
@@ -117,7 +95,5 @@ export class PostgresHosts implements HostStore {
     });
   }
 
-  sweep(nowMs: number): Promise<void> {
-    return reap(this.db, nowMs, this.log);
-  }
+  sweep: HostStore['sweep'] = (nowMs) => reap(this.db, nowMs, this.log);
 }

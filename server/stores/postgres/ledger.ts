@@ -8,14 +8,12 @@
  * change to API nodes (notifications.ts).
  */
 import type { EndReason } from '../../../src/api/schemas.js';
+import { seconds } from '../../clock.js';
 import type { Logger } from '../../log.js';
 import type { CleanupOutcome, ReadyChange, SessionLedger } from '../../runtime/ports.js';
-import type { Placement, SessionRow, StartupSource } from '../../runtime/rows.js';
-import { tx, type Db, type Tx } from './pool.js';
-import { billUpTo, completeCleanup, endSession, notifySessions, one } from './sessions.js';
-
-/** A session row of the shared store, with where it runs. */
-type Stored = SessionRow & Placement;
+import type { SessionRow, StartupSource } from '../../runtime/rows.js';
+import { one, tx, type Db, type Tx } from './pool.js';
+import { billUpTo, completeCleanup, endSession, notifySessions, type Stored } from './sessions.js';
 
 export class PostgresLedger implements SessionLedger {
   /** When each session's activity was last stored (seconds): at most once a second. */
@@ -29,10 +27,6 @@ export class PostgresLedger implements SessionLedger {
     private readonly now: () => number,
     private readonly log: Logger,
   ) {}
-
-  private nowSec(): number {
-    return Math.floor(this.now() / 1000);
-  }
 
   /** The session's row, locked, while it is live and this host's; else undefined. */
   private async mine(c: Tx, sid: string): Promise<Stored | undefined> {
@@ -123,14 +117,13 @@ export class PostgresLedger implements SessionLedger {
       const r = await this.mine(c, row.id);
       if (!r) return false;
       // Its end not recorded yet (the host is stopping, or its phone was lost): now.
-      if (r.state !== 'closing') await endSession(c, row.id, 'lost', this.nowSec());
-      const current = (await one<Stored>(c, 'SELECT * FROM sessions WHERE id = $1', [row.id]))!;
+      const current = r.state === 'closing' ? r : (await endSession(c, row.id, 'lost', seconds(this.now())))!;
       if (current.done === 1) return false;
       if (outcome.saved) outcome.commitSave();
       await completeCleanup(c, current, {
         savedOn: outcome.saved ? this.hostId() : null,
         lostProfile: outcome.lostProfile,
-        nowSec: this.nowSec(),
+        nowSec: seconds(this.now()),
       });
       Object.assign(row, { done: 1, cleanup_status: 'complete' });
       return true;

@@ -53,10 +53,6 @@ export class Listener {
 
   /** Connects once (a failure is retried in the background; meanwhile `connected` is false). */
   async start(): Promise<void> {
-    await this.#connect();
-  }
-
-  async #connect(): Promise<void> {
     if (this.#closed || this.#connecting) return;
     this.#connecting = true;
     // Named, so an operator can tell it from the pooled connections in pg_stat_activity.
@@ -95,7 +91,7 @@ export class Listener {
     const wait = Math.min(RECONNECT_MAX_MS, RECONNECT_MS * 2 ** this.#failures++);
     this.#retry = setTimeout(() => {
       this.#retry = null;
-      void this.#connect();
+      void this.start();
     }, wait);
     this.#retry.unref();
   }

@@ -137,6 +137,28 @@ export async function tx<T>(
   }
 }
 
+export async function one<R>(c: Tx | Db, text: string, values: unknown[] = []): Promise<R | undefined> {
+  return (await c.query(text, values)).rows[0] as R | undefined;
+}
+
+export async function all<R>(c: Tx | Db, text: string, values: unknown[] = []): Promise<R[]> {
+  return (await c.query(text, values)).rows as R[];
+}
+
+export async function count(c: Tx | Db, text: string, values: unknown[] = []): Promise<number> {
+  const row = (await c.query<{ n: number | string }>(text, values)).rows[0];
+  return Number(row?.n ?? 0);
+}
+
+/** Inserts `row` into `table`: one column per key of the row, which must be the table's columns. */
+export async function insertRow(c: Tx | Db, table: string, row: object): Promise<void> {
+  const columns = Object.keys(row);
+  await c.query(
+    `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})`,
+    Object.values(row),
+  );
+}
+
 /** Brings the schema up to date (once, whichever node gets there first). */
 export async function migratePg(db: Db): Promise<void> {
   await tx(db, async (c) => {
@@ -171,34 +193,8 @@ export async function sharedSecret(db: Db, random: RandomSource): Promise<Buffer
 /** A new account with its first key and its profile (`phonelease accounts create --store URL`), as the SQLite store inserts it. */
 export async function insertAccount(db: Db, rows: AccountRows): Promise<void> {
   await tx(db, async (c) => {
-    const a = rows.account;
-    await c.query(
-      `INSERT INTO accounts (uid, email, name, created, balance_cents, price_cents_per_minute, session_limit, billing_mode, can_rent, rent_blocked_reason, environment, operator)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-      [
-        a.uid,
-        a.email,
-        a.name,
-        a.created,
-        a.balance_cents,
-        a.price_cents_per_minute,
-        a.session_limit,
-        a.billing_mode,
-        a.can_rent,
-        a.rent_blocked_reason,
-        a.environment,
-        a.operator,
-      ],
-    );
-    const k = rows.key;
-    await c.query(
-      'INSERT INTO api_keys (key_hash, uid, label, hint, created, revoked) VALUES ($1, $2, $3, $4, $5, NULL)',
-      [k.key_hash, k.uid, k.label, k.hint, k.created],
-    );
-    const p = rows.profile;
-    await c.query(
-      'INSERT INTO profiles (id, uid, state, holder, exact, saved_at) VALUES ($1, $2, $3, $4, $5, $6)',
-      [p.id, p.uid, p.state, p.holder, p.exact, p.saved_at],
-    );
+    await insertRow(c, 'accounts', rows.account);
+    await insertRow(c, 'api_keys', rows.key);
+    await insertRow(c, 'profiles', rows.profile);
   });
 }

@@ -14,6 +14,7 @@
  * end of a lost session by the rules of runtime/rules.ts); the SQL here records them.
  */
 import type { EndReason } from '../../../src/api/schemas.js';
+import { seconds } from '../../clock.js';
 import type { Logger } from '../../log.js';
 import type { Verdict } from '../../runtime/admission.js';
 import type { SharedAdmissionFacts } from '../../runtime/ports.js';
@@ -28,15 +29,13 @@ import {
 } from '../../runtime/rows.js';
 import { endingOf, lostEndTime, minutesDue, planDebits, retryAfterSeconds } from '../../runtime/rules.js';
 import { HOST_CHANNEL, QUEUE_CHANNEL, SESSION_CHANNEL } from './notifications.js';
-import { tx, type Db, type Tx } from './pool.js';
+import { all, count, insertRow, one, tx, type Db, type Tx } from './pool.js';
 
 /** A session row of the shared store, with where it runs. */
-type Stored = SessionRow & Placement;
+export type Stored = SessionRow & Placement;
 
 /** The deployment's capacity is decided under this advisory lock, one admission at a time. */
 const CAPACITY_LOCK = 7_204_119;
-
-const seconds = (ms: number) => Math.floor(ms / 1000);
 
 /** The session insert; its seq comes from the deployment's sequence, the rest from the row. */
 const INSERTED_COLUMNS = SESSION_COLUMNS.filter((c) => c !== 'seq');
@@ -130,13 +129,7 @@ export async function billUpTo(c: Tx, row: Stored, upto: number): Promise<number
   const account = await one<AccountRow>(c, 'SELECT * FROM accounts WHERE uid = $1 FOR UPDATE', [row.uid]);
   const plan = planDebits(row, account!.balance_cents, upto);
   for (const d of plan.debits) {
-    await c.query('INSERT INTO debits (sid, minute, uid, cents, at) VALUES ($1, $2, $3, $4, $5)', [
-      row.id,
-      d.minute,
-      row.uid,
-      d.cents,
-      d.at,
-    ]);
+    await insertRow(c, 'debits', { sid: row.id, minute: d.minute, uid: row.uid, cents: d.cents, at: d.at });
     row.minutes_debited = d.minute;
     row.cost_cents += d.cents;
   }
@@ -229,34 +222,30 @@ export async function completeCleanup(
  */
 export async function reap(db: Db, nowMs: number, log: Logger): Promise<void> {
   const dead = await tx(db, async (c) => {
-    const hosts = (
-      await c.query<HostRow>(
-        "UPDATE hosts SET state = 'dead' WHERE state = 'live' AND heartbeat_ms < $1 - lost_after_ms RETURNING *",
-        [nowMs],
-      )
-    ).rows;
-    const ended = hosts.length > 0 ? await endDeadHostSessions(c, hosts, nowMs) : 0;
-    if (hosts.length > 0)
-      await forgetSavesOn(
-        c,
-        hosts.map((h) => h.id),
-      );
-    return { hosts, ended };
+    const hosts = await all<HostRow>(
+      c,
+      "UPDATE hosts SET state = 'dead' WHERE state = 'live' AND heartbeat_ms < $1 - lost_after_ms RETURNING *",
+      [nowMs],
+    );
+    const ids = hosts.map((h) => h.id);
+    if (ids.length === 0) return { ids, ended: 0 };
+    const ended = await endDeadHostSessions(c, hosts, nowMs);
+    await forgetSavesOn(c, ids);
+    return { ids, ended };
   });
-  if (dead.hosts.length > 0)
+  if (dead.ids.length > 0)
     log.warn('device hosts stopped heartbeating; their sessions ended lost and their slots are free', {
-      hosts: dead.hosts.map((h) => h.id),
+      hosts: dead.ids,
       sessions_ended: dead.ended,
     });
 
   const now = seconds(nowMs);
   await tx(db, async (c) => {
-    const due = (
-      await c.query<{ id: string; expires_at: number }>(
-        "SELECT id, expires_at FROM sessions WHERE done = 0 AND state <> 'closing' AND expires_at <= $1 ORDER BY expires_at LIMIT 100 FOR UPDATE SKIP LOCKED",
-        [now],
-      )
-    ).rows;
+    const due = await all<{ id: string; expires_at: number }>(
+      c,
+      "SELECT id, expires_at FROM sessions WHERE done = 0 AND state <> 'closing' AND expires_at <= $1 ORDER BY expires_at LIMIT 100 FOR UPDATE SKIP LOCKED",
+      [now],
+    );
     // Their accounts' rows in uid order first, as the dead-host sweep takes them, so the two
     // (on any nodes) never wait on each other in a cycle.
     if (due.length > 0)
@@ -277,15 +266,6 @@ export async function forgetSavesOn(c: Tx | Db, hostIds: string[]): Promise<void
     "UPDATE profiles SET state = 'empty', exact = 0, saved_host = NULL WHERE saved_host = ANY($1)",
     [hostIds],
   );
-}
-
-export async function one<R>(c: Tx | Db, text: string, values: unknown[] = []): Promise<R | undefined> {
-  return (await c.query(text, values)).rows[0] as R | undefined;
-}
-
-export async function count(c: Tx | Db, text: string, values: unknown[] = []): Promise<number> {
-  const row = (await c.query<{ n: number | string }>(text, values)).rows[0];
-  return Number(row?.n ?? 0);
 }
 
 /** A session a dead host held, as its sweep ends it. */
@@ -314,12 +294,11 @@ interface Ended {
 async function endDeadHostSessions(c: Tx, hosts: HostRow[], nowMs: number): Promise<number> {
   const lastAlive = new Map(hosts.map((h) => [h.id, seconds(h.heartbeat_ms)]));
   // Locked in seq order, as every other path that locks sessions one at a time meets them.
-  const held = (
-    await c.query<Stored>(
-      'SELECT * FROM sessions WHERE host_id = ANY($1) AND done = 0 ORDER BY seq FOR UPDATE',
-      [hosts.map((h) => h.id)],
-    )
-  ).rows;
+  const held = await all<Stored>(
+    c,
+    'SELECT * FROM sessions WHERE host_id = ANY($1) AND done = 0 ORDER BY seq FOR UPDATE',
+    [hosts.map((h) => h.id)],
+  );
   if (held.length === 0) return 0;
 
   const requeued = held.filter((r) => r.state === 'provisioning').map((r) => r.id);
@@ -330,11 +309,12 @@ async function endDeadHostSessions(c: Tx, hosts: HostRow[], nowMs: number): Prom
   // order (the balance runs out for the later ones first), as billUpTo does one at a time.
   const lastDebit = new Map(
     (
-      await c.query<{ sid: string; at: number }>(
+      await all<{ sid: string; at: number }>(
+        c,
         'SELECT sid, max(at) AS at FROM debits WHERE sid = ANY($1) GROUP BY sid',
         [ending.map((r) => r.id)],
       )
-    ).rows.map((r) => [r.sid, Number(r.at)]),
+    ).map((r) => [r.sid, Number(r.at)]),
   );
   const endAt = (r: Stored) =>
     lostEndTime({
@@ -348,10 +328,10 @@ async function endDeadHostSessions(c: Tx, hosts: HostRow[], nowMs: number): Prom
   const billed = ending.filter((r) => r.state === 'ready' && minutesDue(r, endAt(r)) > r.minutes_debited);
   const balances = new Map(
     (
-      await c.query<AccountRow>('SELECT * FROM accounts WHERE uid = ANY($1) ORDER BY uid FOR UPDATE', [
+      await all<AccountRow>(c, 'SELECT * FROM accounts WHERE uid = ANY($1) ORDER BY uid FOR UPDATE', [
         [...new Set(billed.map((r) => r.uid))],
       ])
-    ).rows.map((a) => [a.uid, a.balance_cents]),
+    ).map((a) => [a.uid, a.balance_cents]),
   );
   const debits: Array<[sid: string, minute: number, uid: string, cents: number, at: number]> = [];
   const ended: Ended[] = ending.map((r) => {
@@ -394,13 +374,7 @@ async function endDeadHostSessions(c: Tx, hosts: HostRow[], nowMs: number): Prom
               minutes_debited = v.minutes, cost_cents = v.cost, cleanup_status = 'complete', done = 1
          FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[]) AS v(id, at, reason, minutes, cost)
         WHERE s.id = v.id`,
-      [
-        ended.map((e) => e.id),
-        ended.map((e) => e.at),
-        ended.map((e) => e.reason),
-        ended.map((e) => e.minutes),
-        ended.map((e) => e.cost),
-      ],
+      (['id', 'at', 'reason', 'minutes', 'cost'] as const).map((k) => ended.map((e) => e[k])),
     );
   }
   if (closing.length > 0)
@@ -414,9 +388,7 @@ async function endDeadHostSessions(c: Tx, hosts: HostRow[], nowMs: number): Prom
     await c.query('UPDATE sessions SET host_id = NULL, claimed_ms = NULL WHERE id = ANY($1)', [requeued]);
     await c.query(`NOTIFY ${QUEUE_CHANNEL}`);
   }
-  await notifySessions(
-    c,
-    held.map((r) => r.id),
-  );
+  const heldIds = held.map((r) => r.id);
+  await notifySessions(c, heldIds);
   return finished.length;
 }

@@ -2,24 +2,18 @@
  * The deployment's state as an API node's metrics report it (distributed/node-metrics.ts):
  * sessions by state and every host with its phones, pool and sessions, read in one scrape.
  */
+import type { HostRow } from '../../runtime/rows.js';
 import type { Db } from './pool.js';
 
 /** The deployment's state as a metrics scrape reads it. */
 export interface DeploymentState {
   sessions: Record<'queued' | 'booting' | 'ready' | 'error' | 'closing', number>;
-  hosts: Array<{
-    id: string;
-    state: 'live' | 'dead' | 'stopped';
-    phones: number;
-    warm: number;
-    warming: number;
-    pool_target: number;
-    sessions: number;
-    url: string;
-    boot_slots: number;
-    /** When it last heartbeated, in ms. */
-    heartbeat_ms: number;
-  }>;
+  /** Every host as it last heartbeated, with its live sessions. */
+  hosts: Array<
+    Omit<HostRow, 'adb_host' | 'adb_port' | 'device' | 'started' | 'lost_after_ms' | 'typical_boot_ms'> & {
+      sessions: number;
+    }
+  >;
 }
 
 export async function readDeploymentState(db: Db): Promise<DeploymentState> {

@@ -5,14 +5,13 @@
  * single statement where one row is all it touches.
  */
 import type { EndReason } from '../../../src/api/schemas.js';
-import type { Verdict } from '../../runtime/admission.js';
 import type { AccountSummary } from '../../runtime/directory.js';
-import type { PlacedRow, SharedAdmissionFacts, SharedStore } from '../../runtime/ports.js';
-import type { AccountRow, KeyRow, ProfileRow, ReceiptRow, SessionRow } from '../../runtime/rows.js';
+import type { PlacedRow, SharedStore } from '../../runtime/ports.js';
+import type { AccountRow, KeyRow, ProfileRow, SessionRow } from '../../runtime/rows.js';
 import type { HostCapacity } from '../../runtime/rules.js';
 import { HOST_CHANNEL } from './notifications.js';
-import { tx, type Db } from './pool.js';
-import { admit, count, endSession, one } from './sessions.js';
+import { all, count, insertRow, one, tx, type Db } from './pool.js';
+import { admit, endSession } from './sessions.js';
 
 /** What a boot takes on the live hosts, on average (for sessions no host has claimed yet). */
 const TYPICAL_BOOT = `coalesce((SELECT avg(typical_boot_ms) FROM hosts WHERE state = 'live'), 1000)`;
@@ -62,26 +61,20 @@ export class PostgresStore implements SharedStore {
     return row && row.revoked === null ? row.uid : null;
   }
 
-  admit(
-    a: { uid: string; requestKey: string | null; bodyHash: string; wantsProfile: boolean },
-    decide: (facts: SharedAdmissionFacts) => Verdict,
-  ): Promise<{ outcome: 'admitted' | 'replayed'; id: string }> {
-    return admit(this.db, a, decide);
-  }
+  admit: SharedStore['admit'] = (a, decide) => admit(this.db, a, decide);
 
   placed(sid: string, opts: { any?: boolean } = {}): Promise<PlacedRow | undefined> {
     return one<PlacedRow>(this.db, `${PLACED} WHERE s.id = $1${opts.any ? '' : ' AND s.done = 0'}`, [sid]);
   }
 
-  async placedOf(uid: string): Promise<PlacedRow[]> {
-    return (await this.db.query<PlacedRow>(`${PLACED} WHERE s.uid = $1 AND s.done = 0 ORDER BY s.seq`, [uid]))
-      .rows;
+  placedOf(uid: string): Promise<PlacedRow[]> {
+    return all<PlacedRow>(this.db, `${PLACED} WHERE s.uid = $1 AND s.done = 0 ORDER BY s.seq`, [uid]);
   }
 
   async queuePosition(seq: number): Promise<{ ahead: number; temporary: number; hosts: HostCapacity[] }> {
-    return (
-      await this.db.query<{ ahead: number; temporary: number; hosts: HostCapacity[] }>(QUEUE_POSITION, [seq])
-    ).rows[0]!;
+    return (await one<{ ahead: number; temporary: number; hosts: HostCapacity[] }>(this.db, QUEUE_POSITION, [
+      seq,
+    ]))!;
   }
 
   async touch(sid: string, at: number): Promise<void> {
@@ -96,15 +89,12 @@ export class PostgresStore implements SharedStore {
     return (await count(this.db, 'SELECT done AS n FROM sessions WHERE id = $1', [sid])) === 1;
   }
 
-  async receipt(uid: string, requestKey: string): Promise<SessionRow | undefined> {
-    const receipt = await one<ReceiptRow>(
+  receipt(uid: string, requestKey: string): Promise<SessionRow | undefined> {
+    return one<SessionRow>(
       this.db,
-      'SELECT * FROM receipts WHERE uid = $1 AND request_key = $2',
+      'SELECT s.* FROM receipts r JOIN sessions s ON s.id = r.sid WHERE r.uid = $1 AND r.request_key = $2',
       [uid, requestKey],
     );
-    return receipt
-      ? one<SessionRow>(this.db, 'SELECT * FROM sessions WHERE id = $1', [receipt.sid])
-      : undefined;
   }
 
   async revokeAdb(sid: string, hostId: string | null): Promise<void> {
@@ -119,29 +109,24 @@ export class PostgresStore implements SharedStore {
     const account = await one<AccountRow>(this.db, 'SELECT * FROM accounts WHERE uid = $1', [uid]);
     const profile = await one<ProfileRow>(this.db, 'SELECT * FROM profiles WHERE uid = $1', [uid]);
     if (!account || !profile) throw new Error(`account ${uid} has no account or profile row`);
-    const live = (
-      await this.db.query<{ billing_mode: SessionRow['billing_mode'] }>(
-        'SELECT billing_mode FROM sessions WHERE uid = $1 AND done = 0 ORDER BY seq',
-        [uid],
-      )
-    ).rows;
+    const live = await all<Pick<SessionRow, 'billing_mode'>>(
+      this.db,
+      'SELECT billing_mode FROM sessions WHERE uid = $1 AND done = 0 ORDER BY seq',
+      [uid],
+    );
     return { account, profile, active: live.length, billingMode: live[0]?.billing_mode ?? null };
   }
 
   async insertKey(row: Omit<KeyRow, 'revoked'>): Promise<void> {
-    await this.db.query(
-      'INSERT INTO api_keys (key_hash, uid, label, hint, created, revoked) VALUES ($1, $2, $3, $4, $5, NULL)',
-      [row.key_hash, row.uid, row.label, row.hint, row.created],
-    );
+    await insertRow(this.db, 'api_keys', row);
   }
 
-  async activeKeys(uid: string): Promise<KeyRow[]> {
-    return (
-      await this.db.query<KeyRow>(
-        'SELECT * FROM api_keys WHERE uid = $1 AND revoked IS NULL ORDER BY created, key_hash',
-        [uid],
-      )
-    ).rows;
+  activeKeys(uid: string): Promise<KeyRow[]> {
+    return all<KeyRow>(
+      this.db,
+      'SELECT * FROM api_keys WHERE uid = $1 AND revoked IS NULL ORDER BY created, key_hash',
+      [uid],
+    );
   }
 
   async revokeKey(uid: string, keyHash: string, at: number): Promise<boolean> {
@@ -166,17 +151,17 @@ export class PostgresStore implements SharedStore {
     });
   }
 
-  async history(uid: string, limit: number, after?: { created: number; id: string }): Promise<SessionRow[]> {
-    return (
-      after
-        ? await this.db.query<SessionRow>(
-            'SELECT * FROM sessions WHERE uid = $1 AND done = 1 AND (created < $2 OR (created = $2 AND id < $3)) ORDER BY created DESC, id DESC LIMIT $4',
-            [uid, after.created, after.id, limit],
-          )
-        : await this.db.query<SessionRow>(
-            'SELECT * FROM sessions WHERE uid = $1 AND done = 1 ORDER BY created DESC, id DESC LIMIT $2',
-            [uid, limit],
-          )
-    ).rows;
+  history(uid: string, limit: number, after?: { created: number; id: string }): Promise<SessionRow[]> {
+    return after
+      ? all<SessionRow>(
+          this.db,
+          'SELECT * FROM sessions WHERE uid = $1 AND done = 1 AND (created < $2 OR (created = $2 AND id < $3)) ORDER BY created DESC, id DESC LIMIT $4',
+          [uid, after.created, after.id, limit],
+        )
+      : all<SessionRow>(
+          this.db,
+          'SELECT * FROM sessions WHERE uid = $1 AND done = 1 ORDER BY created DESC, id DESC LIMIT $2',
+          [uid, limit],
+        );
   }
 }

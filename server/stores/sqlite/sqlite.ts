@@ -13,16 +13,8 @@ import type BetterSqlite3 from 'better-sqlite3';
 const require = createRequire(import.meta.url);
 const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
 
+export type { Statement, Transaction } from 'better-sqlite3';
 export type Database = BetterSqlite3.Database;
-export type Transaction<F extends (...args: never[]) => unknown> = BetterSqlite3.Transaction<F>;
-export type Statement<P extends unknown[] | object = unknown[]> = P extends unknown[]
-  ? BetterSqlite3.Statement<P>
-  : BetterSqlite3.Statement<[P]>;
-
-/** What phonelease uses of the driver: opening a database file. */
-export interface DatabaseConstructor {
-  new (filename: string, options?: BetterSqlite3.Options): Database;
-}
 
 /** The driver module to load: the Node-API build on Node 22+, where npm installed it. */
 function driverModule(): string {
@@ -41,4 +33,4 @@ function driverModule(): string {
 
 /** The resolved path of the driver this process uses; a worker thread loads the same one. */
 export const DRIVER_PATH = driverModule();
-export const Database = require(DRIVER_PATH) as DatabaseConstructor;
+export const Database = require(DRIVER_PATH) as typeof BetterSqlite3;

@@ -66,88 +66,41 @@ function migrate(db: Database): void {
   }
 }
 
-/** Prepared statements over one database; all methods are synchronous. */
+/** Statements over one database, each prepared on its first use; all methods are synchronous. */
 export class SqliteStore {
-  private readonly s;
   private readonly accounts = new Map<string, AccountRow>();
+  /** Every statement by its SQL: better-sqlite3 prepares one once, and runs it many times. */
+  private readonly statements = new Map<string, Statement<unknown[] | object, unknown>>();
   /**
    * One transaction wrapper for every call: better-sqlite3 builds a wrapper (and its
    * BEGIN/COMMIT statements' bookkeeping) per db.transaction() call, which showed as a
    * measurable share of each create under load.
    */
   private readonly tx: Transaction<(fn: () => void) => void>;
-  private readonly groupBegin;
-  private readonly groupCommit;
-  private readonly groupRollback;
   /** The open group transaction: its commit, which `uncommitted` hands out, and how to settle it. */
   private group: { committed: Promise<void>; settle: (error?: unknown) => void } | null = null;
-  /** UPDATE statements by the columns they set (a handful of shapes: one per kind of change). */
-  private readonly sessionUpdates = new Map<string, Statement<Record<string, unknown>>>();
   /** How deep inside transaction()/grouped() callbacks we are: the group commits only outside them. */
   private depth = 0;
   /** Why a group commit failed: the store then refuses writes until the server restarts. */
   private failure: Error | null = null;
 
   constructor(readonly db: Database) {
-    const placeholders = SESSION_COLUMNS.map((c) => `@${c}`).join(', ');
-    this.s = {
-      metaGet: db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?'),
-      metaSet: db.prepare(
-        'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
-      ),
-      accountInsert: db.prepare(
-        `INSERT INTO accounts (uid, email, name, created, balance_cents, price_cents_per_minute, session_limit, billing_mode, can_rent, rent_blocked_reason, environment, operator)
-         VALUES (@uid, @email, @name, @created, @balance_cents, @price_cents_per_minute, @session_limit, @billing_mode, @can_rent, @rent_blocked_reason, @environment, @operator)`,
-      ),
-      accountGet: db.prepare<[string], AccountRow>('SELECT * FROM accounts WHERE uid = ?'),
-      accountCount: db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM accounts'),
-      accountBalance: db.prepare('UPDATE accounts SET balance_cents = ? WHERE uid = ?'),
-      keyInsert: db.prepare(
-        'INSERT INTO api_keys (key_hash, uid, label, hint, created, revoked) VALUES (@key_hash, @uid, @label, @hint, @created, NULL)',
-      ),
-      keyGet: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE key_hash = ?'),
-      keyList: db.prepare<[string], KeyRow>(
-        'SELECT * FROM api_keys WHERE uid = ? AND revoked IS NULL ORDER BY created, key_hash',
-      ),
-      keyRevoke: db.prepare(
-        'UPDATE api_keys SET revoked = ? WHERE key_hash = ? AND uid = ? AND revoked IS NULL',
-      ),
-      profileInsert: db.prepare(
-        'INSERT INTO profiles (id, uid, state, holder, exact, saved_at) VALUES (@id, @uid, @state, @holder, @exact, @saved_at)',
-      ),
-      profileByUid: db.prepare<[string], ProfileRow>('SELECT * FROM profiles WHERE uid = ?'),
-      profileAll: db.prepare<[], ProfileRow>('SELECT * FROM profiles'),
-      profileSave: db.prepare(
-        'UPDATE profiles SET state = @state, holder = @holder, exact = @exact, saved_at = @saved_at WHERE id = @id',
-      ),
-      sessionInsert: db.prepare(
-        `INSERT INTO sessions (${SESSION_COLUMNS.join(', ')}) VALUES (${placeholders})`,
-      ),
-      sessionGet: db.prepare<[string], SessionRow>('SELECT * FROM sessions WHERE id = ?'),
-      sessionsLive: db.prepare<[], SessionRow>('SELECT * FROM sessions WHERE done = 0 ORDER BY seq'),
-      sessionMaxSeq: db.prepare<[], { n: number | null }>('SELECT MAX(seq) AS n FROM sessions'),
-      historyFirst: db.prepare<[string, number], SessionRow>(
-        'SELECT * FROM sessions WHERE uid = ? AND done = 1 ORDER BY created DESC, id DESC LIMIT ?',
-      ),
-      historyAfter: db.prepare<[string, number, number, string, number], SessionRow>(
-        'SELECT * FROM sessions WHERE uid = ? AND done = 1 AND (created < ? OR (created = ? AND id < ?)) ORDER BY created DESC, id DESC LIMIT ?',
-      ),
-      receiptGet: db.prepare<[string, string], ReceiptRow>(
-        'SELECT * FROM receipts WHERE uid = ? AND request_key = ?',
-      ),
-      receiptInsert: db.prepare(
-        'INSERT INTO receipts (uid, request_key, body_hash, sid, created) VALUES (@uid, @request_key, @body_hash, @sid, @created)',
-      ),
-      debitInsert: db.prepare('INSERT INTO debits (sid, minute, uid, cents, at) VALUES (?, ?, ?, ?, ?)'),
-      debitLast: db.prepare<[string], { n: number | null }>('SELECT MAX(at) AS n FROM debits WHERE sid = ?'),
-      debitSum: db.prepare<[string], { n: number | null }>(
-        'SELECT SUM(cents) AS n FROM debits WHERE sid = ?',
-      ),
-    };
     this.tx = db.transaction((fn: () => void) => fn());
-    this.groupBegin = db.prepare('BEGIN IMMEDIATE');
-    this.groupCommit = db.prepare('COMMIT');
-    this.groupRollback = db.prepare('ROLLBACK');
+  }
+
+  /** The prepared statement of `sql` (prepared on first use, then kept). */
+  query<P extends unknown[] | object = unknown[], R = unknown>(sql: string): Statement<P, R> {
+    let statement = this.statements.get(sql);
+    if (!statement) this.statements.set(sql, (statement = this.db.prepare(sql)));
+    return statement as Statement<P, R>;
+  }
+
+  /** Inserts `row` into `table`: one column per key of the row, which must be the table's columns. */
+  insertRow(table: string, row: object): void {
+    const columns = Object.keys(row);
+    this.query<object>(
+      `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((c) => `@${c}`).join(', ')})`,
+    ).run(row);
   }
 
   /**
@@ -171,7 +124,7 @@ export class SqliteStore {
   grouped(fn: () => void): void {
     if (!this.group) {
       this.writable();
-      this.groupBegin.run();
+      this.query('BEGIN IMMEDIATE').run();
       let settle!: (error?: unknown) => void;
       const committed = new Promise<void>((resolve, reject) => {
         settle = (error) => (error === undefined ? resolve() : reject(error));
@@ -200,10 +153,10 @@ export class SqliteStore {
     if (!group || this.depth > 0) return;
     this.group = null;
     try {
-      this.groupCommit.run();
+      this.query('COMMIT').run();
       group.settle();
     } catch (error) {
-      if (this.db.inTransaction) this.groupRollback.run();
+      if (this.db.inTransaction) this.query('ROLLBACK').run();
       // What the runtime holds in memory is now ahead of the store; only a restart (which
       // recovers from what was committed) makes them agree again.
       this.failure = new Error(
@@ -234,18 +187,20 @@ export class SqliteStore {
   }
 
   getMeta(key: string): string | undefined {
-    return this.s.metaGet.get(key)?.value;
+    return this.query<[string], { value: string }>('SELECT value FROM meta WHERE key = ?').get(key)?.value;
   }
   setMeta(key: string, value: string): void {
-    this.s.metaSet.run(key, value);
+    this.query(
+      'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
+    ).run(key, value);
   }
 
   /** A new account with its first key and its profile, in one transaction. */
   insertAccount(rows: AccountRows): void {
     this.transaction(() => {
-      this.s.accountInsert.run(rows.account);
-      this.s.keyInsert.run(rows.key);
-      this.s.profileInsert.run(rows.profile);
+      this.insertRow('accounts', rows.account);
+      this.insertRow('api_keys', rows.key);
+      this.insertRow('profiles', rows.profile);
     });
   }
   /**
@@ -255,45 +210,52 @@ export class SqliteStore {
   account(uid: string): AccountRow | undefined {
     let row = this.accounts.get(uid);
     if (!row) {
-      row = this.s.accountGet.get(uid);
+      row = this.query<[string], AccountRow>('SELECT * FROM accounts WHERE uid = ?').get(uid);
       if (row) this.accounts.set(uid, row);
     }
     return row;
   }
   accountCount(): number {
-    return this.s.accountCount.get()!.n;
+    return this.query<[], { n: number }>('SELECT COUNT(*) AS n FROM accounts').get()!.n;
   }
   setBalance(uid: string, balance: number): void {
-    this.s.accountBalance.run(balance, uid);
+    this.query('UPDATE accounts SET balance_cents = ? WHERE uid = ?').run(balance, uid);
     const kept = this.accounts.get(uid);
     if (kept) kept.balance_cents = balance;
   }
 
   insertKey(row: Omit<KeyRow, 'revoked'>): void {
-    this.s.keyInsert.run(row);
+    this.insertRow('api_keys', row);
   }
   key(hash: string): KeyRow | undefined {
-    return this.s.keyGet.get(hash);
+    return this.query<[string], KeyRow>('SELECT * FROM api_keys WHERE key_hash = ?').get(hash);
   }
   activeKeys(uid: string): KeyRow[] {
-    return this.s.keyList.all(uid);
+    return this.query<[string], KeyRow>(
+      'SELECT * FROM api_keys WHERE uid = ? AND revoked IS NULL ORDER BY created, key_hash',
+    ).all(uid);
   }
   revokeKey(uid: string, hash: string, at: number): boolean {
-    return this.s.keyRevoke.run(at, hash, uid).changes > 0;
+    const revoke = this.query(
+      'UPDATE api_keys SET revoked = ? WHERE key_hash = ? AND uid = ? AND revoked IS NULL',
+    );
+    return revoke.run(at, hash, uid).changes > 0;
   }
 
   profileOf(uid: string): ProfileRow | undefined {
-    return this.s.profileByUid.get(uid);
+    return this.query<[string], ProfileRow>('SELECT * FROM profiles WHERE uid = ?').get(uid);
   }
   profiles(): ProfileRow[] {
-    return this.s.profileAll.all();
+    return this.query<[], ProfileRow>('SELECT * FROM profiles').all();
   }
   saveProfile(row: ProfileRow): void {
-    this.s.profileSave.run(row);
+    this.query<ProfileRow>(
+      'UPDATE profiles SET state = @state, holder = @holder, exact = @exact, saved_at = @saved_at WHERE id = @id',
+    ).run(row);
   }
 
   insertSession(row: SessionRow): void {
-    this.s.sessionInsert.run(row);
+    this.insertRow('sessions', row);
   }
   /**
    * Writes only the given columns of a session. Most changes touch a few columns (a move to
@@ -303,46 +265,44 @@ export class SqliteStore {
   updateSession(id: string, fields: Partial<Omit<SessionRow, 'id'>>): void {
     const columns = Object.keys(fields).filter(isSessionColumn).sort();
     if (columns.length === 0) return;
-    const name = columns.join(',');
-    let statement = this.sessionUpdates.get(name);
-    if (!statement) {
-      statement = this.db.prepare<Record<string, unknown>>(
-        `UPDATE sessions SET ${columns.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`,
-      );
-      this.sessionUpdates.set(name, statement);
-    }
-    statement.run({ ...Object.fromEntries(columns.map((c) => [c, fields[c]])), id });
+    this.query<Record<string, unknown>>(
+      `UPDATE sessions SET ${columns.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`,
+    ).run({ ...Object.fromEntries(columns.map((c) => [c, fields[c]])), id });
   }
   session(id: string): SessionRow | undefined {
-    return this.s.sessionGet.get(id);
+    return this.query<[string], SessionRow>('SELECT * FROM sessions WHERE id = ?').get(id);
   }
   liveSessions(): SessionRow[] {
-    return this.s.sessionsLive.all();
+    return this.query<[], SessionRow>('SELECT * FROM sessions WHERE done = 0 ORDER BY seq').all();
   }
   maxSeq(): number {
-    return this.s.sessionMaxSeq.get()!.n ?? 0;
+    return this.query<[], { n: number | null }>('SELECT MAX(seq) AS n FROM sessions').get()!.n ?? 0;
   }
   history(uid: string, limit: number, after?: { created: number; id: string }): SessionRow[] {
     return after
-      ? this.s.historyAfter.all(uid, after.created, after.created, after.id, limit)
-      : this.s.historyFirst.all(uid, limit);
+      ? this.query<[string, number, number, string, number], SessionRow>(
+          'SELECT * FROM sessions WHERE uid = ? AND done = 1 AND (created < ? OR (created = ? AND id < ?)) ORDER BY created DESC, id DESC LIMIT ?',
+        ).all(uid, after.created, after.created, after.id, limit)
+      : this.query<[string, number], SessionRow>(
+          'SELECT * FROM sessions WHERE uid = ? AND done = 1 ORDER BY created DESC, id DESC LIMIT ?',
+        ).all(uid, limit);
   }
 
   receipt(uid: string, key: string): ReceiptRow | undefined {
-    return this.s.receiptGet.get(uid, key);
+    return this.query<[string, string], ReceiptRow>(
+      'SELECT * FROM receipts WHERE uid = ? AND request_key = ?',
+    ).get(uid, key);
   }
   insertReceipt(row: ReceiptRow): void {
-    this.s.receiptInsert.run(row);
+    this.insertRow('receipts', row);
   }
 
   insertDebit(sid: string, minute: number, uid: string, cents: number, at: number): void {
-    this.s.debitInsert.run(sid, minute, uid, cents, at);
+    this.insertRow('debits', { sid, minute, uid, cents, at });
   }
   /** The time of the session's latest debit, or null when nothing was debited. */
   lastDebitAt(sid: string): number | null {
-    return this.s.debitLast.get(sid)!.n;
-  }
-  debitedCents(sid: string): number {
-    return this.s.debitSum.get(sid)!.n ?? 0;
+    const last = this.query<[string], { n: number | null }>('SELECT MAX(at) AS n FROM debits WHERE sid = ?');
+    return last.get(sid)!.n;
   }
 }
