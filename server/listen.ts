@@ -6,6 +6,26 @@ import type { FastifyInstance } from 'fastify';
 export const isWildcard = (host: string): boolean => host === '0.0.0.0' || host === '::';
 
 /**
+ * The host name of a Host header that is a plain host[:port], or null: only such a header may
+ * name the server in a URL it hands out (anything else could point a viewer URL elsewhere).
+ */
+export function hostnameOf(header: string): string | null {
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]{1,253}))(?::\d{1,5})?$/.exec(header);
+  return m ? (m[1] ?? m[2]!) : null;
+}
+
+/**
+ * The base URL of the URLs handed out to a request: on a wildcard address the address the
+ * client used (its Host header, when it is a plain host[:port]), otherwise `url()`.
+ */
+export const publicUrlOf =
+  (listenHost: string, url: () => string) =>
+  (requestHost: string | undefined): string =>
+    isWildcard(listenHost) && requestHost !== undefined && hostnameOf(requestHost) !== null
+      ? `http://${requestHost}`
+      : url();
+
+/**
  * Listens on host:port (0 picks a free port) and returns the base URL clients reach it by:
  * `advertised` (default: the host, loopback for a wildcard), an IPv6 address in brackets.
  */

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { buildApp } from './api/app.js';
 import { systemClock, type Clock } from './clock.js';
 import { AdbGateway } from './adb-gateway.js';
-import { isWildcard, listenUrl, once } from './listen.js';
+import { hostnameOf, isWildcard, listenUrl, once, publicUrlOf } from './listen.js';
 import type { DeviceBackend } from './devices/types.js';
 import { FleetFigures, observers } from './fleet.js';
 import { createLogger, levelFromEnv, type Logger, type LogLevel } from './log.js';
@@ -119,13 +119,6 @@ export async function defaultPhones(backend: DeviceBackend, log: Logger): Promis
   return capacity.phones;
 }
 
-/** A Host header's name and authority, or null when it is not a plain host[:port]. */
-function hostHeader(value: string): { hostname: string; authority: string } | null {
-  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]{1,253}))(?::\d{1,5})?$/.exec(value);
-  if (!m) return null;
-  return { hostname: m[1] ?? m[2]!, authority: value };
-}
-
 /** A listen failure that says what to do about it; the original error is its cause. */
 function listenError(err: unknown, host: string, port: number): unknown {
   const code = (err as NodeJS.ErrnoException | null)?.code;
@@ -209,11 +202,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     store.close();
     if (ephemeral) rmSync(dataDir, { recursive: true, force: true });
   };
-  let secret = store.getMeta('secret');
-  if (!secret) {
-    secret = random(32).toString('hex');
-    store.setMeta('secret', secret);
+  let stored = store.getMeta('secret');
+  if (!stored) {
+    stored = random(32).toString('hex');
+    store.setMeta('secret', stored);
   }
+  const secret = Buffer.from(stored, 'hex');
   const phones = options.phones ?? (await defaultPhones(backend, log));
   const pool = options.pool ?? 0;
   if (pool > phones) {
@@ -234,7 +228,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     random,
     log,
     dataDir,
-    secret: Buffer.from(secret, 'hex'),
+    secret,
     phones,
     bootSlots: options.bootSlots ?? SERVER_DEFAULTS.bootSlots,
     pool: Math.min(pool, phones),
@@ -242,12 +236,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   });
   metrics?.watch(() => runtime.stats());
   const dashboardStore = new SqliteDashboardStore(store);
-  const signIns = new DashboardSessions({
-    store: dashboardStore,
-    secret: Buffer.from(secret, 'hex'),
-    clock,
-    random,
-  });
+  const signIns = new DashboardSessions({ store: dashboardStore, secret, clock, random });
 
   const gateway = new AdbGateway(runtime, log, clock);
   // WAL checkpoints leave the thread that answers requests.
@@ -261,20 +250,15 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   try {
     const adbPort = await gateway.listen(host, 0);
     const wildcard = isWildcard(host);
-    // On a wildcard address the URLs handed out name the address the client used.
-    const reached = (requestHost: string | undefined) =>
-      wildcard && requestHost !== undefined ? hostHeader(requestHost) : null;
     app = await buildApp({
       directory,
       grants,
       clock,
       log,
-      publicUrl: (requestHost) => {
-        const r = reached(requestHost);
-        return r ? `http://${r.authority}` : url;
-      },
+      // On a wildcard address the URLs handed out name the address the client used.
+      publicUrl: publicUrlOf(host, () => url),
       adbEndpoint: (requestHost) => ({
-        host: reached(requestHost)?.hostname ?? (wildcard ? '127.0.0.1' : host),
+        host: wildcard ? (hostnameOf(requestHost ?? '') ?? '127.0.0.1') : host,
         port: adbPort,
       }),
       dashboardOrigin: options.dashboardOrigin ?? null,

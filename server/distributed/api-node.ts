@@ -13,7 +13,7 @@ import { buildApp } from '../api/app.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { DeviceBackend } from '../devices/types.js';
 import { deploymentFleet } from '../fleet.js';
-import { isWildcard, listenUrl, once } from '../listen.js';
+import { listenUrl, once, publicUrlOf } from '../listen.js';
 import type { Logger } from '../log.js';
 import { SessionChanges } from '../runtime/directory.js';
 import { DashboardSessions } from '../runtime/dashboard-sessions.js';
@@ -144,7 +144,6 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
     await db.end().catch(() => undefined);
     throw err;
   }
-  const wildcard = isWildcard(listenHost);
   let url = '';
   const node = await buildApiNode({
     storeUrl: options.store,
@@ -154,7 +153,7 @@ export async function startApiNode(options: ApiNodeOptions): Promise<RunningApiN
     random,
     log,
     // Behind a load balancer the URLs handed out name the address the client used.
-    publicUrl: (requestHost) => (wildcard && requestHost ? `http://${requestHost}` : url),
+    publicUrl: publicUrlOf(listenHost, () => url),
     dashboardOrigin: options.dashboardOrigin ?? null,
     genericDevice: genericDevice(options.backend?.name ?? 'virtual'),
     metrics: options.metrics ?? false,

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectAdb } from '../support/adb.js';
 import { Deployment } from '../support/deployment.js';
-import { newKey } from '../support/server.js';
+import { Api, newKey } from '../support/server.js';
 import { postgresMissing, startPostgres, type PostgresCluster } from '../support/postgres.js';
 
 const missing = postgresMissing();
@@ -216,5 +216,21 @@ describe.skipIf(missing !== null)('API nodes and device hosts on PostgreSQL', ()
     for (const t of [...rest, { owner: first!.owner, r: again }]) {
       await d.api(0, t.owner.key).delete(`/sessions/${t.r.body.id}`);
     }
+  });
+
+  it('a node on a wildcard address names the address the client used, and only when its Host header is a plain host[:port]', async () => {
+    const wide = await d.startNode(['--host', '0.0.0.0']);
+    const owner = await d.account();
+    // 127.0.0.2 reaches 0.0.0.0 like another machine's address would.
+    const port = new URL(wide.url).port;
+    const api = new Api(`http://127.0.0.2:${port}`, owner.key);
+    const s = (await api.post('/sessions', { body: { timeout_seconds: 60 } })).body;
+    expect(s.watch_url.startsWith(`http://127.0.0.2:${port}/watch/`)).toBe(true);
+    // Any other Host header never reaches a URL handed out: the node's own URL stands there.
+    for (const host of ['under_score.example', 'evil.example:80@other', `127.0.0.2:${port}/x?`]) {
+      const odd = await new Api(wide.url, owner.key).get(`/sessions/${s.id}`, { headers: { host } });
+      expect(odd.body.watch_url.startsWith(`${wide.url}/watch/`)).toBe(true);
+    }
+    await api.delete(`/sessions/${s.id}`);
   });
 });
