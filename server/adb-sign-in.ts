@@ -32,6 +32,7 @@
  */
 import type { Socket } from 'node:net';
 import type { AdbKey, AdbKeyring } from './devices/types.js';
+import type { Logger } from './log.js';
 import { A_AUTH, A_CNXN, HEADER_SIZE, encodeHeader } from './devices/virtual/adb/protocol.js';
 
 /** AUTH's arg0. */
@@ -41,11 +42,6 @@ const AUTH_SIGNATURE = 2;
 const MAX_HANDSHAKE_PAYLOAD = 64 * 1024;
 /** A booted phone answers at once; past this the client is dropped rather than left hanging. */
 const SIGN_IN_TIMEOUT_MS = 20_000;
-
-export interface SignInLog {
-  debug(msg: string, fields?: Record<string, unknown>): void;
-  warn(msg: string, fields?: Record<string, unknown>): void;
-}
 
 interface Message {
   command: number;
@@ -88,10 +84,9 @@ export function signInForClient(o: {
   /** Client bytes the gateway read after the unlock line. */
   early: Buffer;
   keyring: AdbKeyring;
-  log: SignInLog;
+  log: Pick<Logger, 'debug' | 'warn'>;
   /** For the log. */
   session: string;
-  timeoutMs?: number;
 }): Promise<Buffer> {
   const { client, phone, log, session } = o;
   return new Promise<Buffer>((resolve, reject) => {
@@ -103,13 +98,8 @@ export function signInForClient(o: {
     let settled = false;
 
     const timer = setTimeout(
-      () =>
-        fail(
-          new Error(
-            `the phone did not answer the ADB handshake within ${o.timeoutMs ?? SIGN_IN_TIMEOUT_MS} ms`,
-          ),
-        ),
-      o.timeoutMs ?? SIGN_IN_TIMEOUT_MS,
+      () => fail(new Error(`the phone did not answer the ADB handshake within ${SIGN_IN_TIMEOUT_MS} ms`)),
+      SIGN_IN_TIMEOUT_MS,
     );
     const finish = (toClient: Buffer) => {
       if (settled) return;

@@ -17,7 +17,6 @@ export interface Logger extends DeviceLogger {
 
 export interface LoggerOptions {
   level?: LogLevel;
-  format?: 'text' | 'json';
   write?: (line: string) => void;
   now?: () => number;
 }
@@ -38,20 +37,14 @@ function formatValue(v: unknown): string {
 
 export function createLogger(opts: LoggerOptions = {}, bound: Record<string, unknown> = {}): Logger {
   const level = opts.level ?? 'info';
-  const format = opts.format ?? 'text';
   const write = opts.write ?? ((line: string) => process.stderr.write(line + '\n'));
   const now = opts.now ?? Date.now;
   const emit = (lvl: Exclude<LogLevel, 'silent'>, msg: string, fields?: Record<string, unknown>) => {
     if (RANK[lvl] < RANK[level]) return;
     const all = { ...bound, ...fields };
     const time = new Date(now()).toISOString();
-    const line =
-      format === 'json'
-        ? JSON.stringify({ time, level: lvl, msg, ...all })
-        : `${time} ${lvl.toUpperCase().padEnd(5)} ${msg}${Object.entries(all)
-            .map(([k, v]) => ` ${k}=${formatValue(v)}`)
-            .join('')}`;
-    write(redact(line));
+    const pairs = Object.entries(all).map(([k, v]) => ` ${k}=${formatValue(v)}`);
+    write(redact(`${time} ${lvl.toUpperCase().padEnd(5)} ${msg}${pairs.join('')}`));
   };
   return {
     level,

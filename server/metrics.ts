@@ -18,6 +18,15 @@ const BOOT_BUCKETS = [0.25, 0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300];
 /** Lease to ready spans a pool handout (milliseconds) to a queued cold boot (minutes). */
 const LEASE_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300];
 
+/** What the capacity gauges read: live sessions by state, pooled phones, the pool's target and the phones. */
+interface Capacity {
+  sessions: Record<string, number>;
+  warm: number;
+  warming: number;
+  target: number;
+  phones: number;
+}
+
 /**
  * What the single server's metrics and an API node's share: their own Registry, the creates
  * they answered (`help`: who answered them), and the exposition.
@@ -77,6 +86,35 @@ export class Metrics {
     });
   }
 
+  /**
+   * The four gauges of what runs and what could: sessions by state, the warm pool, its target
+   * and the capacity, from what `read` returns when scraped (`help`: whose figures they are).
+   */
+  protected capacityGauges(
+    help: Record<'sessions' | 'pool' | 'target' | 'phones', string>,
+    read: () => Capacity | null | undefined,
+  ): void {
+    this.gauge(
+      'phonelease_sessions',
+      help.sessions,
+      read,
+      (g, c) => Object.entries(c.sessions).forEach(([state, n]) => g.set({ state }, Number(n))),
+      ['state'],
+    );
+    this.gauge(
+      'phonelease_pool_phones',
+      help.pool,
+      read,
+      (g, c) => {
+        g.set({ state: 'ready' }, c.warm);
+        g.set({ state: 'booting' }, c.warming);
+      },
+      ['state'],
+    );
+    this.gauge('phonelease_pool_target', help.target, read, (g, c) => g.set(c.target));
+    this.gauge('phonelease_phones_capacity', help.phones, read, (g, c) => g.set(c.phones));
+  }
+
   /** The exposition: Prometheus text format, version 0.0.4. */
   async text(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
@@ -117,35 +155,17 @@ export class ServerMetrics extends Metrics implements RuntimeObserver {
       ['admitted', 'replayed', 'recorded', 'refused'],
     );
     // Read from the runtime when scraped (nothing before it exists).
-    const stats = () => this.#stats?.();
-    this.gauge(
-      'phonelease_sessions',
-      'Live sessions by state (queued and booting are the API state provisioning).',
-      stats,
-      (g, s) => Object.entries(s.sessions).forEach(([state, n]) => g.set({ state }, n)),
-      ['state'],
-    );
-    this.gauge(
-      'phonelease_pool_phones',
-      'Phones in the warm pool: ready (booted, waiting for a session) and booting.',
-      stats,
-      (g, s) => {
-        g.set({ state: 'ready' }, s.pool.warm);
-        g.set({ state: 'booting' }, s.pool.warming);
+    this.capacityGauges(
+      {
+        sessions: 'Live sessions by state (queued and booting are the API state provisioning).',
+        pool: 'Phones in the warm pool: ready (booted, waiting for a session) and booting.',
+        target: 'Phones the warm pool keeps booted ahead of demand (--pool).',
+        phones: 'Phones this server runs at most (--phones), sessions and pool together.',
       },
-      ['state'],
-    );
-    this.gauge(
-      'phonelease_pool_target',
-      'Phones the warm pool keeps booted ahead of demand (--pool).',
-      stats,
-      (g, s) => g.set(s.pool.target),
-    );
-    this.gauge(
-      'phonelease_phones_capacity',
-      'Phones this server runs at most (--phones), sessions and pool together.',
-      stats,
-      (g, s) => g.set(s.phones),
+      () => {
+        const s = this.#stats?.();
+        return s && { sessions: s.sessions, ...s.pool, phones: s.phones };
+      },
     );
     for (const source of ['pool', 'snapshot', 'cold']) this.#starts.inc({ source }, 0);
   }

@@ -78,7 +78,7 @@ const NOT_FOUND_PAGE = `<!doctype html>
 `;
 
 /** Pages and files are not API routes: the OpenAPI document leaves them out. */
-const PAGE = { hide: true };
+const PAGE = { config: { auth: 'public' }, schema: { hide: true } } as const;
 
 const SignInBody = Type.Union([
   Type.Object({ link: Type.String({ minLength: 1, maxLength: 256 }) }, { additionalProperties: false }),
@@ -122,17 +122,13 @@ export const dashboardRoutes: RoutePlugin = async (app, { deps }) => {
     return reply.code(status).type(type).send(body);
   };
 
-  app.get('/dashboard', { config: { auth: 'public' }, schema: PAGE }, (_req, reply) =>
-    reply.redirect('/dashboard/sessions', 302),
-  );
+  app.get('/dashboard', PAGE, (_req, reply) => reply.redirect('/dashboard/sessions', 302));
 
   for (const page of DASHBOARD_PAGES) {
-    app.get(`/dashboard/${page}`, { config: { auth: 'public' }, schema: PAGE }, (_req, reply) =>
-      sendFile(reply, 'index.html'),
-    );
+    app.get(`/dashboard/${page}`, PAGE, (_req, reply) => sendFile(reply, 'index.html'));
   }
 
-  app.get('/dashboard/assets/*', { config: { auth: 'public' }, schema: PAGE }, (req, reply) => {
+  app.get('/dashboard/assets/*', PAGE, (req, reply) => {
     const name = (req.params as { '*': string })['*'];
     if (!ASSET_PATH.test(name)) throw notFound('No such dashboard file.');
     return sendFile(reply, name);
@@ -186,7 +182,7 @@ export const dashboardRoutes: RoutePlugin = async (app, { deps }) => {
   );
 
   // Anything else under /dashboard: the API's error body under /dashboard/api/, a page otherwise.
-  app.all('/dashboard/*', { config: { auth: 'public' }, schema: PAGE }, (req, reply) => {
+  app.all('/dashboard/*', PAGE, (req, reply) => {
     if (req.url.startsWith('/dashboard/api/')) throw notFound('No such dashboard API route.');
     return reply.code(404).type('text/html; charset=utf-8').send(NOT_FOUND_PAGE);
   });

@@ -184,36 +184,29 @@ export async function buildDeviceHost(parts: DeviceHostParts): Promise<DeviceHos
     phones: runtime.size,
     pool: runtime.stats().pool,
   }));
-  app.get(
-    '/internal/sessions/:sid/frame.png',
-    { config: { auth: 'public' }, schema: { params: SidParams } },
-    async (req, reply) =>
-      reply.header('content-type', 'image/png').send(await runtime.frame(held(req.params.sid))),
+  // The signature checked above is their authentication.
+  const internal = { config: { auth: 'public' }, schema: { params: SidParams } } as const;
+  app.get('/internal/sessions/:sid/frame.png', internal, async (req, reply) =>
+    reply.header('content-type', 'image/png').send(await runtime.frame(held(req.params.sid))),
   );
   app.post(
     '/internal/sessions/:sid/input',
-    { config: { auth: 'public' }, schema: { params: SidParams, body: InputBody } },
+    { ...internal, schema: { params: SidParams, body: InputBody } },
     async (req) => {
       await runtime.input(held(req.params.sid), req.body);
       return { ok: true };
     },
   );
-  app.get(
-    '/internal/sessions/:sid/apps',
-    { config: { auth: 'public' }, schema: { params: SidParams } },
-    async (req) => runtime.phone(held(req.params.sid)).apps(),
+  app.get('/internal/sessions/:sid/apps', internal, async (req) =>
+    runtime.phone(held(req.params.sid)).apps(),
   );
-  app.post(
-    '/internal/sessions/:sid/adb/revoke',
-    { config: { auth: 'public' }, schema: { params: SidParams } },
-    async (req) => {
-      // Applied now, so that no relay outlives the API node's answer (the loop applies the
-      // stored revocation too, for a node that could not ask).
-      const live = runtime.get(req.params.sid);
-      if (live?.row.adb_enabled) runtime.revokeAdb(live);
-      return { revoked: true };
-    },
-  );
+  app.post('/internal/sessions/:sid/adb/revoke', internal, async (req) => {
+    // Applied now, so that no relay outlives the API node's answer (the loop applies the
+    // stored revocation too, for a node that could not ask).
+    const live = runtime.get(req.params.sid);
+    if (live?.row.adb_enabled) runtime.revokeAdb(live);
+    return { revoked: true };
+  });
 
   // Wake-ups: a session admitted anywhere (claim it), or a change to one of ours.
   const changes = new Listener({

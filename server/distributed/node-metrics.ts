@@ -57,40 +57,22 @@ export class ApiNodeMetrics extends Metrics {
       () => (this.#shared ? 1 : 0),
       (g, up) => g.set(up),
     );
-    this.gauge(
-      'phonelease_sessions',
-      'Live sessions of the deployment by state (queued and booting are the API state provisioning).',
-      shared,
-      (g, s) => Object.entries(s.sessions).forEach(([state, n]) => g.set({ state }, Number(n))),
-      ['state'],
-    );
-    this.gauge(
-      'phonelease_pool_phones',
-      "Phones in the live device hosts' warm pools: ready (booted, waiting for a session) and booting.",
-      shared,
-      (g) => {
-        g.set(
-          { state: 'ready' },
-          sum((h) => h.warm),
-        );
-        g.set(
-          { state: 'booting' },
-          sum((h) => h.warming),
-        );
+    this.capacityGauges(
+      {
+        sessions:
+          'Live sessions of the deployment by state (queued and booting are the API state provisioning).',
+        pool: "Phones in the live device hosts' warm pools: ready (booted, waiting for a session) and booting.",
+        target: 'Phones the live device hosts keep booted ahead of demand (the sum of their --pool).',
+        phones: "Phones the deployment runs at most: the sum of the live device hosts' --phones.",
       },
-      ['state'],
-    );
-    this.gauge(
-      'phonelease_pool_target',
-      'Phones the live device hosts keep booted ahead of demand (the sum of their --pool).',
-      shared,
-      (g) => g.set(sum((h) => h.pool_target)),
-    );
-    this.gauge(
-      'phonelease_phones_capacity',
-      "Phones the deployment runs at most: the sum of the live device hosts' --phones.",
-      shared,
-      (g) => g.set(sum((h) => h.phones)),
+      () =>
+        this.#shared && {
+          sessions: this.#shared.sessions,
+          warm: sum((h) => h.warm),
+          warming: sum((h) => h.warming),
+          target: sum((h) => h.pool_target),
+          phones: sum((h) => h.phones),
+        },
     );
     this.gauge(
       'phonelease_hosts',

@@ -32,48 +32,84 @@ export function refuseUpgrade(socket: Duplex, status: number, text: string): tru
   return true;
 }
 
-/**
- * One viewer's phone, wherever it runs: the single server's runtime's, or a device host's whose
- * stream an API node relays. Whoever builds it has already checked the credential.
- */
-export interface StreamTarget {
-  sid: string;
-  device: string | null;
-  mode: ViewerMode;
-  /** The earlier of the viewer URL's and the session's expiry, in seconds. */
-  expiresAt: number;
-  phone: Pick<DevicePhone, 'screen' | 'capture' | 'onScreenChange'>;
-  /** Applies an owner's input (and counts it as activity on the session). */
-  input(event: PhoneInput): Promise<void>;
-  /** Calls listener once the session starts closing; returns unsubscribe. */
-  onClosing(listener: () => void): () => void;
+/** Takes the viewer streams' WebSocket upgrades of an HTTP server. */
+export interface StreamHandler {
+  /** Handles an HTTP upgrade if it is a viewer stream; false when it is not one. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+  close(): void;
 }
 
-/** Serves viewer WebSockets: frames out, owner input in. */
-export class ViewerSockets {
+/** Who may open a stream: its session, mode and expiry, as its credential says. */
+export interface StreamGrant {
+  sid: string;
+  mode: ViewerMode;
+  /** The earlier of the credential's and the session's expiry, in seconds (capped again here). */
+  expiresAt: number;
+}
+
+/** What an upgrade's credential allows: a stream (its grant), not a stream at all (null), or a refusal. */
+export type StreamAuthorization = StreamGrant | null | { refuse: number; text: string };
+
+/**
+ * Streams of the phones of this process's runtime: the single server's (the viewer page's
+ * token is the credential) and a device host's (an API node's signature is). `authorize`
+ * reads the credential of an upgrade: its grant, null when the path is not a stream, or the
+ * status to refuse it with.
+ */
+export class RuntimeStreams implements StreamHandler {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE });
   private readonly open = new Set<WebSocket>();
 
-  constructor(private readonly deps: { clock: Clock; log: Logger }) {}
+  constructor(
+    private readonly deps: {
+      runtime: Runtime;
+      clock: Clock;
+      log: Logger;
+      authorize(req: IncomingMessage, path: string): StreamAuthorization;
+    },
+  ) {}
 
-  accept(req: IncomingMessage, socket: Duplex, head: Buffer, target: StreamTarget): void {
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.serve(ws, target));
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const path = (req.url ?? '').split('?')[0] ?? '';
+    const grant = this.deps.authorize(req, path);
+    if (grant === null) return false;
+    if ('refuse' in grant) return refuseUpgrade(socket, grant.refuse, grant.text);
+    const live = this.deps.runtime.get(grant.sid);
+    if (!live) return refuseUpgrade(socket, 410, 'Gone');
+    // The phone as it is now: `live.phone` reads null once the session stops being ready.
+    const phone = live.phone;
+    if (!phone) return refuseUpgrade(socket, 409, 'Conflict');
+    const expiresAt = Math.min(grant.expiresAt, live.row.expires_at);
+    this.wss.handleUpgrade(req, socket, head, (ws) =>
+      this.serve(ws, live, phone, { mode: grant.mode, expiresAt }),
+    );
+    return true;
   }
 
-  private serve(ws: WebSocket, target: StreamTarget): void {
-    const { clock, log } = this.deps;
-    const { phone } = target;
+  /**
+   * Serves one viewer's WebSocket: frames out, owner input in. `live` must be the runtime's own
+   * session (its 'closing' event is matched by identity); `expiresAt` is already the earlier of
+   * the credential's and the session's expiry.
+   */
+  private serve(
+    ws: WebSocket,
+    live: LiveSession,
+    phone: DevicePhone,
+    { mode, expiresAt }: Omit<StreamGrant, 'sid'>,
+  ): void {
+    const { runtime, clock, log } = this.deps;
+    const sid = live.row.id;
     this.open.add(ws);
     const send = (msg: Record<string, unknown>) => {
       if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(msg));
     };
     send({
       type: 'hello',
-      mode: target.mode,
-      session: target.sid,
-      device: target.device,
+      mode,
+      session: sid,
+      device: live.row.device,
       screen: phone.screen,
-      expires_at: target.expiresAt,
+      expires_at: expiresAt,
       now: seconds(clock.now()),
     });
 
@@ -103,7 +139,7 @@ export class ViewerSockets {
         },
         (err: unknown) => {
           capturing = false;
-          log.debug('viewer capture failed', { session: target.sid, error: String(err) });
+          log.debug('viewer capture failed', { session: sid, error: String(err) });
         },
       );
     };
@@ -117,11 +153,14 @@ export class ViewerSockets {
       send({ type: 'ended', reason });
       ws.close(1000, reason);
     };
-    const stopWatching = target.onClosing(() => end('closed'));
-    const cancelExpiry = clock.setTimeout(() => end('expired'), target.expiresAt * 1000 - clock.now());
+    const onClosing = (closing: LiveSession) => {
+      if (closing === live) end('closed');
+    };
+    runtime.on('closing', onClosing);
+    const cancelExpiry = clock.setTimeout(() => end('expired'), expiresAt * 1000 - clock.now());
 
     ws.on('message', (data, isBinary) => {
-      if (target.mode !== 'owner') {
+      if (mode !== 'owner') {
         send({
           type: 'error',
           code: 'read_only',
@@ -134,7 +173,9 @@ export class ViewerSockets {
         send({ type: 'error', code: 'invalid_input', message: 'Unrecognised input message.' });
         return;
       }
-      target.input(event).catch((err: unknown) => {
+      // Input is activity (idle_s), as any call of the API.
+      runtime.touch(live);
+      runtime.input(live, event).catch((err: unknown) => {
         send({
           type: 'error',
           code: 'input_failed',
@@ -145,7 +186,7 @@ export class ViewerSockets {
     ws.on('close', () => {
       this.open.delete(ws);
       unsubscribe();
-      stopWatching();
+      runtime.off('closing', onClosing);
       cancelExpiry();
       if (timer) clearTimeout(timer);
     });
@@ -155,80 +196,6 @@ export class ViewerSockets {
   close(): void {
     for (const ws of this.open) ws.terminate();
     this.wss.close();
-  }
-}
-
-/** Takes the viewer streams' WebSocket upgrades of an HTTP server. */
-export interface StreamHandler {
-  /** Handles an HTTP upgrade if it is a viewer stream; false when it is not one. */
-  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
-  close(): void;
-}
-
-/** Who may open a stream: its session, mode and expiry, as its credential says. */
-export interface StreamGrant {
-  sid: string;
-  mode: ViewerMode;
-  /** The earlier of the credential's and the session's expiry, in seconds (capped again here). */
-  expiresAt: number;
-}
-
-/** What an upgrade's credential allows: a stream (its grant), not a stream at all (null), or a refusal. */
-export type StreamAuthorization = StreamGrant | null | { refuse: number; text: string };
-
-/**
- * Streams of the phones of this process's runtime: the single server's (the viewer page's
- * token is the credential) and a device host's (an API node's signature is). `authorize`
- * reads the credential of an upgrade: its grant, null when the path is not a stream, or the
- * status to refuse it with.
- */
-export class RuntimeStreams implements StreamHandler {
-  private readonly sockets: ViewerSockets;
-
-  constructor(
-    private readonly deps: {
-      runtime: Runtime;
-      clock: Clock;
-      log: Logger;
-      authorize(req: IncomingMessage, path: string): StreamAuthorization;
-    },
-  ) {
-    this.sockets = new ViewerSockets(deps);
-  }
-
-  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
-    const path = (req.url ?? '').split('?')[0] ?? '';
-    const grant = this.deps.authorize(req, path);
-    if (grant === null) return false;
-    if ('refuse' in grant) return refuseUpgrade(socket, grant.refuse, grant.text);
-    const { runtime } = this.deps;
-    const live = runtime.get(grant.sid);
-    if (!live) return refuseUpgrade(socket, 410, 'Gone');
-    if (!live.phone) return refuseUpgrade(socket, 409, 'Conflict');
-    this.sockets.accept(req, socket, head, {
-      sid: live.row.id,
-      device: live.row.device,
-      mode: grant.mode,
-      expiresAt: Math.min(grant.expiresAt, live.row.expires_at),
-      phone: live.phone,
-      input: (event) => {
-        // Input is activity (idle_s), as any call of the API.
-        runtime.touch(live);
-        return runtime.input(live, event);
-      },
-      onClosing: (listener) => {
-        const onClosing = (closing: LiveSession) => {
-          if (closing === live) listener();
-        };
-        runtime.on('closing', onClosing);
-        return () => runtime.off('closing', onClosing);
-      },
-    });
-    return true;
-  }
-
-  close(): void {
-    this.sockets.close();
   }
 }
 
