@@ -6,14 +6,15 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { systemClock } from './clock.js';
-import { createAccount, newAccountRows, type CreatedAccount, type NewAccount } from './runtime/accounts.js';
+import { createAccount, newAccountRows, type NewAccount } from './runtime/accounts.js';
 import { createSignInLink, type AccountRef } from './runtime/dashboard-sessions.js';
 import { createLogger, levelFromEnv } from './log.js';
 import { SERVER_DEFAULTS, defaultPhones, loadBackend, startServer, type BackendChoice } from './main.js';
 import { cryptoRandom } from './secrets.js';
 import { SqliteDashboardStore } from './stores/sqlite/dashboard.js';
 import { openDatabase, SqliteStore } from './stores/sqlite/store.js';
-import { parseCommandLine, UsageError, usageHint } from '../src/util/args.js';
+import type { Db } from './stores/postgres/pool.js';
+import { parseCommandLine, UsageError, usageHint, type OptionsConfig } from '../src/util/args.js';
 
 // The command line's own usage error (exit code 2), so that both halves of `phonelease`
 // report option mistakes the same way.
@@ -21,6 +22,30 @@ export { UsageError };
 
 const defaultDataDir = () =>
   join(process.env.XDG_DATA_HOME ?? join(homedir(), '.local', 'share'), 'phonelease');
+
+/** The options every server command takes (last, so "did you mean" prefers the command's own). */
+const COMMON = {
+  json: { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+
+/**
+ * Parses a server command's options and COMMON (see args.ts): null once --help printed the
+ * usage. No server command takes positional arguments.
+ */
+function parseCommand<O extends OptionsConfig>(command: string, usage: string, argv: string[], options: O) {
+  const { values, positionals } = parseCommandLine(argv, { ...options, ...COMMON }, { command, usage });
+  // parseArgs' result type does not resolve inside this generic; callers get it typed.
+  if ((values as { help: boolean }).help) {
+    console.log(usage);
+    return null;
+  }
+  if (positionals.length > 0)
+    throw new UsageError(
+      `${command} takes no arguments (got "${positionals[0]}")\n\n${usageHint(command, usage)}`,
+    );
+  return values;
+}
 
 function int(name: string, value: string | undefined, fallback: number, min: number): number {
   if (value === undefined) return fallback;
@@ -50,36 +75,23 @@ hosts (phonelease host). --phones N (default 0 there) also runs N phones in this
 --metrics serves the deployment's state from the database and this node's own requests.`;
 
 export async function runServerCommand(argv: string[]): Promise<void> {
-  const { values, positionals } = parseCommandLine(
-    argv,
-    {
-      host: { type: 'string' },
-      port: { type: 'string' },
-      data: { type: 'string' },
-      phones: { type: 'string' },
-      'boot-slots': { type: 'string' },
-      'boot-ms': { type: 'string' },
-      pool: { type: 'string' },
-      metrics: { type: 'boolean', default: false },
-      device: { type: 'string' },
-      sdk: { type: 'string' },
-      avd: { type: 'string' },
-      preinstall: { type: 'string', multiple: true },
-      'dashboard-origin': { type: 'string' },
-      store: { type: 'string' },
-      json: { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-    { command: 'server', usage: SERVER_USAGE },
-  );
-  if (values.help) {
-    console.log(SERVER_USAGE);
-    return;
-  }
-  if (positionals.length > 0)
-    throw new UsageError(
-      `server takes no arguments (got "${positionals[0]}")\n\n${usageHint('server', SERVER_USAGE)}`,
-    );
+  const values = parseCommand('server', SERVER_USAGE, argv, {
+    host: { type: 'string' },
+    port: { type: 'string' },
+    data: { type: 'string' },
+    phones: { type: 'string' },
+    'boot-slots': { type: 'string' },
+    'boot-ms': { type: 'string' },
+    pool: { type: 'string' },
+    metrics: { type: 'boolean', default: false },
+    device: { type: 'string' },
+    sdk: { type: 'string' },
+    avd: { type: 'string' },
+    preinstall: { type: 'string', multiple: true },
+    'dashboard-origin': { type: 'string' },
+    store: { type: 'string' },
+  });
+  if (!values) return;
   const device = values.device ?? 'virtual';
   if (device !== 'virtual' && device !== 'emulator')
     throw new UsageError(`--device must be virtual or emulator (got "${device}")`);
@@ -100,6 +112,8 @@ export async function runServerCommand(argv: string[]): Promise<void> {
       `--pool ${pool} is more than --phones ${phones}: pooled phones count toward --phones; lower --pool or raise --phones`,
     );
   }
+  // Read where it is used, so that an API node without phones of its own never reads it.
+  const bootMs = () => int('boot-ms', values['boot-ms'], SERVER_DEFAULTS.bootMs, 0);
   if (values.store !== undefined) {
     if (values.data !== undefined)
       throw new UsageError(
@@ -119,16 +133,7 @@ export async function runServerCommand(argv: string[]): Promise<void> {
       phones: ownPhones,
       bootSlots: int('boot-slots', values['boot-slots'], SERVER_DEFAULTS.bootSlots, 1),
       pool,
-      ...(ownPhones > 0
-        ? {
-            backend: await loadBackend(
-              device,
-              int('boot-ms', values['boot-ms'], SERVER_DEFAULTS.bootMs, 0),
-              log,
-              choice,
-            ),
-          }
-        : {}),
+      backend: ownPhones > 0 ? await loadBackend(device, bootMs(), log, choice) : undefined,
       dashboardOrigin: values['dashboard-origin'] ?? null,
       metrics: values.metrics,
       log,
@@ -151,7 +156,7 @@ export async function runServerCommand(argv: string[]): Promise<void> {
     // Not given: the server sizes it (emulators: from the host).
     phones,
     bootSlots: int('boot-slots', values['boot-slots'], SERVER_DEFAULTS.bootSlots, 1),
-    bootMs: int('boot-ms', values['boot-ms'], SERVER_DEFAULTS.bootMs, 0),
+    bootMs: bootMs(),
     pool,
     metrics: values.metrics,
     device,
@@ -162,19 +167,18 @@ export async function runServerCommand(argv: string[]): Promise<void> {
   // First start on an empty store: create the local account once the server listens (a
   // server that fails to start must not leave an account whose key nobody ever saw).
   const first = firstStart ? server.createAccount({ name: 'Local account', billingMode: 'disabled' }) : null;
-  const firstKey = first?.key ?? null;
-  if (first && firstKey) {
+  if (first) {
     // The key is shown once, on a terminal only: a captured stderr (CI logs) must never
     // hold it. Otherwise it is written to a file only its owner can read.
     if (process.stderr.isTTY) {
       // Beside it, a one-time sign-in link to the dashboard (10 minutes; the key signs in too).
       const link = await server.signInLink(first.uid);
       process.stderr.write(
-        `\nCreated the local account. Its API key, shown only now:\n\n  ${firstKey}\n\nSign in to the dashboard (link works once, for 10 minutes):\n\n  ${link}\n\n`,
+        `\nCreated the local account. Its API key, shown only now:\n\n  ${first.key}\n\nSign in to the dashboard (link works once, for 10 minutes):\n\n  ${link}\n\n`,
       );
     } else {
       const file = join(dataDir, 'first-key.txt');
-      writeFileSync(file, firstKey + '\n', { mode: 0o600 });
+      writeFileSync(file, first.key + '\n', { mode: 0o600 });
       chmodSync(file, 0o600);
       process.stderr.write(`Created the local account; its API key is in ${file} (readable only by you).\n`);
     }
@@ -231,31 +235,18 @@ of this host before it is handed out. With --json, prints one line
 {"host":"<id>","url":"http://..."} once registered; logs go to stderr.`;
 
 export async function runHostCommand(argv: string[]): Promise<void> {
-  const { values, positionals } = parseCommandLine(
-    argv,
-    {
-      store: { type: 'string' },
-      host: { type: 'string' },
-      port: { type: 'string' },
-      phones: { type: 'string' },
-      'boot-slots': { type: 'string' },
-      'boot-ms': { type: 'string' },
-      pool: { type: 'string' },
-      device: { type: 'string' },
-      preinstall: { type: 'string', multiple: true },
-      json: { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-    { command: 'host', usage: HOST_USAGE },
-  );
-  if (values.help) {
-    console.log(HOST_USAGE);
-    return;
-  }
-  if (positionals.length > 0)
-    throw new UsageError(
-      `host takes no arguments (got "${positionals[0]}")\n\n${usageHint('host', HOST_USAGE)}`,
-    );
+  const values = parseCommand('host', HOST_USAGE, argv, {
+    store: { type: 'string' },
+    host: { type: 'string' },
+    port: { type: 'string' },
+    phones: { type: 'string' },
+    'boot-slots': { type: 'string' },
+    'boot-ms': { type: 'string' },
+    pool: { type: 'string' },
+    device: { type: 'string' },
+    preinstall: { type: 'string', multiple: true },
+  });
+  if (!values) return;
   if (values.store === undefined)
     throw new UsageError(
       `host needs --store postgres://USER@HOST:PORT/DB, the deployment's database\n\n${usageHint('host', HOST_USAGE)}`,
@@ -327,33 +318,19 @@ export async function runAccountsCommand(argv: string[]): Promise<void> {
       `${sub === undefined ? 'accounts needs a command' : sub.startsWith('-') ? `unknown option ${sub}` : `unknown accounts command "${sub}"`} (its one command is create)\n\n${usageHint('accounts create', ACCOUNTS_USAGE)}`,
     );
   }
-  const { values, positionals } = parseCommandLine(
-    rest,
-    {
-      data: { type: 'string' },
-      store: { type: 'string' },
-      email: { type: 'string' },
-      name: { type: 'string' },
-      'balance-cents': { type: 'string' },
-      'price-cents-per-minute': { type: 'string' },
-      'session-limit': { type: 'string' },
-      'billing-mode': { type: 'string' },
-      'no-rent': { type: 'boolean', default: false },
-      operator: { type: 'boolean', default: false },
-      json: { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-    { command: 'accounts create', usage: ACCOUNTS_USAGE },
-  );
-  if (values.help) {
-    console.log(ACCOUNTS_USAGE);
-    return;
-  }
-  if (positionals.length > 0) {
-    throw new UsageError(
-      `accounts create takes no arguments (got "${positionals[0]}")\n\n${usageHint('accounts create', ACCOUNTS_USAGE)}`,
-    );
-  }
+  const values = parseCommand('accounts create', ACCOUNTS_USAGE, rest, {
+    data: { type: 'string' },
+    store: { type: 'string' },
+    email: { type: 'string' },
+    name: { type: 'string' },
+    'balance-cents': { type: 'string' },
+    'price-cents-per-minute': { type: 'string' },
+    'session-limit': { type: 'string' },
+    'billing-mode': { type: 'string' },
+    'no-rent': { type: 'boolean', default: false },
+    operator: { type: 'boolean', default: false },
+  });
+  if (!values) return;
   const mode = values['billing-mode'] ?? 'metered';
   if (mode !== 'metered' && mode !== 'disabled')
     throw new UsageError('--billing-mode must be metered or disabled');
@@ -369,27 +346,15 @@ export async function runAccountsCommand(argv: string[]): Promise<void> {
     canRent: !values['no-rent'],
     operator: values.operator,
   };
-  let created: CreatedAccount;
-  if (values.store !== undefined) {
-    const url = storeUrl(values.store);
-    const { insertAccount, migratePg, openPool } = await import('./stores/postgres/pool.js');
-    const db = openPool(url, createLogger({ level: 'warn' }), 1);
-    try {
-      await migratePg(db);
+  const created = await withStore(values, {
+    async postgres(db) {
+      const { insertAccount } = await import('./stores/postgres/pool.js');
       const rows = newAccountRows(systemClock, cryptoRandom, opts);
       await insertAccount(db, rows);
-      created = rows.created;
-    } finally {
-      await db.end();
-    }
-  } else {
-    const store = new SqliteStore(openDatabase(values.data ?? defaultDataDir()));
-    try {
-      created = createAccount(store, systemClock, cryptoRandom, opts);
-    } finally {
-      store.close();
-    }
-  }
+      return rows.created;
+    },
+    sqlite: (store) => createAccount(store, systemClock, cryptoRandom, opts),
+  });
   if (values.json) process.stdout.write(JSON.stringify(created) + '\n');
   else {
     process.stdout.write(
@@ -408,57 +373,63 @@ token is in the URL's fragment, so no server log or Referer ever holds it. With 
 prints exactly one line {"url":"..."}.`;
 
 export async function runDashboardCommand(argv: string[]): Promise<void> {
-  const { values, positionals } = parseCommandLine(
-    argv,
-    {
-      data: { type: 'string' },
-      store: { type: 'string' },
-      email: { type: 'string' },
-      uid: { type: 'string' },
-      'base-url': { type: 'string' },
-      json: { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-    { command: 'dashboard', usage: DASHBOARD_USAGE },
-  );
-  if (values.help) {
-    console.log(DASHBOARD_USAGE);
-    return;
-  }
-  const hint = usageHint('dashboard', DASHBOARD_USAGE);
-  if (positionals.length > 0)
-    throw new UsageError(`dashboard takes no arguments (got "${positionals[0]}")\n\n${hint}`);
+  const values = parseCommand('dashboard', DASHBOARD_USAGE, argv, {
+    data: { type: 'string' },
+    store: { type: 'string' },
+    email: { type: 'string' },
+    uid: { type: 'string' },
+    'base-url': { type: 'string' },
+  });
+  if (!values) return;
   if (values.store !== undefined && values.data !== undefined)
     throw new UsageError('--store and --data name two different stores; give one of them');
   if ((values.email === undefined) === (values.uid === undefined))
-    throw new UsageError(`dashboard needs the account: --email E or --uid U (one of them)\n\n${hint}`);
+    throw new UsageError(
+      `dashboard needs the account: --email E or --uid U (one of them)\n\n${usageHint('dashboard', DASHBOARD_USAGE)}`,
+    );
   const base = values['base-url'] ?? `http://${SERVER_DEFAULTS.host}:8080`;
   if (!/^https?:\/\/[^\s/]+(\/[^\s#?]*)?$/.test(base))
     throw new UsageError(
       `--base-url must be the server's URL, such as https://phones.example.com (got "${base}")`,
     );
   const ref: AccountRef = values.uid !== undefined ? { uid: values.uid } : { email: values.email! };
-  let url: string;
+  const url = await withStore(values, {
+    async postgres(db) {
+      const { PostgresDashboardStore } = await import('./stores/postgres/dashboard.js');
+      return createSignInLink(new PostgresDashboardStore(db), systemClock, cryptoRandom, ref, base);
+    },
+    sqlite: (store) =>
+      createSignInLink(new SqliteDashboardStore(store), systemClock, cryptoRandom, ref, base),
+  });
+  if (values.json) process.stdout.write(JSON.stringify({ url }) + '\n');
+  else process.stdout.write(`Sign in to the dashboard (the link works once, for 10 minutes):\n  ${url}\n`);
+}
+
+/**
+ * Runs one of `use` on the store --store or --data names, then closes it: PostgreSQL (loaded
+ * only then, and migrated first) or the data directory's SQLite store.
+ */
+async function withStore<T>(
+  values: { store?: string; data?: string },
+  use: { postgres(db: Db): Promise<T>; sqlite(store: SqliteStore): T | Promise<T> },
+): Promise<T> {
   if (values.store !== undefined) {
+    const url = storeUrl(values.store);
     const { migratePg, openPool } = await import('./stores/postgres/pool.js');
-    const { PostgresDashboardStore } = await import('./stores/postgres/dashboard.js');
-    const db = openPool(storeUrl(values.store), createLogger({ level: 'warn' }), 1);
+    const db = openPool(url, createLogger({ level: 'warn' }), 1);
     try {
       await migratePg(db);
-      url = await createSignInLink(new PostgresDashboardStore(db), systemClock, cryptoRandom, ref, base);
+      return await use.postgres(db);
     } finally {
       await db.end();
     }
-  } else {
-    const store = new SqliteStore(openDatabase(values.data ?? defaultDataDir()));
-    try {
-      url = await createSignInLink(new SqliteDashboardStore(store), systemClock, cryptoRandom, ref, base);
-    } finally {
-      store.close();
-    }
   }
-  if (values.json) process.stdout.write(JSON.stringify({ url }) + '\n');
-  else process.stdout.write(`Sign in to the dashboard (the link works once, for 10 minutes):\n  ${url}\n`);
+  const store = new SqliteStore(openDatabase(values.data ?? defaultDataDir()));
+  try {
+    return await use.sqlite(store);
+  } finally {
+    store.close();
+  }
 }
 
 /** A --store value: a PostgreSQL URL (the only shared store there is). */

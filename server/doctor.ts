@@ -70,25 +70,40 @@ export interface DoctorOptions {
   freePorts?: () => Promise<number[]>;
 }
 
-function sdkmanager(root: string | null): string {
-  const inSdk = root ? join(root, 'cmdline-tools', 'latest', 'bin', 'sdkmanager') : null;
-  return inSdk && existsSync(inSdk) ? inSdk : 'sdkmanager';
+/** The SDK's own command-line tool when it is installed, else the one on PATH. */
+function cmdlineTool(root: string | null, name: 'sdkmanager' | 'avdmanager'): string {
+  const inSdk = root ? join(root, 'cmdline-tools', 'latest', 'bin', name) : null;
+  return inSdk && existsSync(inSdk) ? inSdk : name;
 }
 
-function avdmanager(root: string | null): string {
-  const inSdk = root ? join(root, 'cmdline-tools', 'latest', 'bin', 'avdmanager') : null;
-  return inSdk && existsSync(inSdk) ? inSdk : 'avdmanager';
+// The findings of each status, their keys in the order `doctor --json` prints them.
+type Check = Finding['check'];
+const ok = (check: Check, detail: string): Finding => ({ check, status: 'ok', detail, fix: [] });
+function warn(check: Check, detail: string, fix: string[]): Finding {
+  return { check, status: 'warn', detail, fix };
 }
+function fail(check: Check, detail: string, fix: string[], brief: string): Finding {
+  return { check, status: 'fail', detail, fix, brief };
+}
+
+/** Fixes for a missing KVM, whether the emulator or /dev/kvm tells (shared: read, never changed). */
+const ENABLE_KVM = [
+  'Enable virtualization (VT-x/AMD-V) in the BIOS',
+  'sudo modprobe kvm_intel  # or kvm_amd',
+  'sudo apt-get install qemu-kvm  # Debian/Ubuntu',
+];
+const JOIN_KVM_GROUP = 'sudo usermod -aG kvm $USER  # then log out and in again';
 
 export async function runDoctor(options: DoctorOptions = {}): Promise<Finding[]> {
   const env = options.env ?? process.env;
   const kvmPath = options.kvmPath ?? '/dev/kvm';
   const findings: Finding[] = [];
   const root = sdkRootOf(env);
-  const sm = sdkmanager(root);
-  const am = avdmanager(root);
+  const sm = cmdlineTool(root, 'sdkmanager');
+  const am = cmdlineTool(root, 'avdmanager');
 
   if (!root || !existsSync(root)) {
+    // Written out, not fail(): its brief comes before its fix in `doctor --json`.
     findings.push({
       check: 'sdk',
       status: 'fail',
@@ -101,65 +116,44 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<Finding[]>
         'export ANDROID_HOME=$HOME/Android/Sdk',
       ],
     });
-  } else findings.push({ check: 'sdk', status: 'ok', detail: `Android SDK at ${root}.`, fix: [] });
+  } else findings.push(ok('sdk', `Android SDK at ${root}.`));
 
   const emulator = root ? join(root, 'emulator', 'emulator') : null;
+  const installEmulator = [`${sm} --install "emulator"`];
   let emulatorRuns = false;
   if (emulator && existsSync(emulator)) {
     try {
       const out = await runTool(emulator, ['-version'], env, { timeoutMs: 20_000 });
       const version = parseEmulatorVersion(out.stdout + out.stderr) ?? 'an unknown version';
-      findings.push({ check: 'emulator', status: 'ok', detail: `Emulator ${version}.`, fix: [] });
+      findings.push(ok('emulator', `Emulator ${version}.`));
       emulatorRuns = true;
     } catch (error) {
-      findings.push({
-        check: 'emulator',
-        status: 'fail',
-        detail: `${emulator} does not run: ${String(error).split('\n')[0]}`,
-        fix: [`${sm} --install "emulator"`],
-        brief: "the Android SDK's emulator does not run",
-      });
+      const why = `${emulator} does not run: ${String(error).split('\n')[0]}`;
+      findings.push(fail('emulator', why, installEmulator, "the Android SDK's emulator does not run"));
     }
   } else {
-    findings.push({
-      check: 'emulator',
-      status: 'fail',
-      detail: root ? `No emulator in the SDK (${emulator} is missing).` : 'No emulator (no SDK).',
-      fix: [`${sm} --install "emulator"`],
-      brief: `no emulator in the Android SDK at ${root}`,
-    });
+    const why = root ? `No emulator in the SDK (${emulator} is missing).` : 'No emulator (no SDK).';
+    findings.push(fail('emulator', why, installEmulator, `no emulator in the Android SDK at ${root}`));
   }
 
   const sdkAdb = root ? join(root, 'platform-tools', 'adb') : null;
   const adb = sdkAdb && existsSync(sdkAdb) ? sdkAdb : onPath('adb', env);
+  const installAdb = `${sm} --install "platform-tools"`;
   if (adb) {
     try {
       const out = await runTool(adb, ['version'], env, { timeoutMs: 20_000 });
       const version = /Version (\S+)/.exec(out.stdout)?.[1] ?? /version (\S+)/.exec(out.stdout)?.[1] ?? '?';
-      findings.push({
-        check: 'adb',
-        status: adb === sdkAdb ? 'ok' : 'warn',
-        detail: `adb ${version} (${adb}).`,
-        fix: adb === sdkAdb ? [] : [`${sm} --install "platform-tools"  # the SDK's adb matches its emulator`],
-      });
+      const detail = `adb ${version} (${adb}).`;
+      findings.push(
+        adb === sdkAdb
+          ? ok('adb', detail)
+          : warn('adb', detail, [`${installAdb}  # the SDK's adb matches its emulator`]),
+      );
     } catch (error) {
-      findings.push({
-        check: 'adb',
-        status: 'fail',
-        detail: `${adb} does not run: ${String(error).split('\n')[0]}`,
-        fix: [`${sm} --install "platform-tools"`],
-        brief: 'adb does not run',
-      });
+      const why = `${adb} does not run: ${String(error).split('\n')[0]}`;
+      findings.push(fail('adb', why, [installAdb], 'adb does not run'));
     }
-  } else {
-    findings.push({
-      check: 'adb',
-      status: 'fail',
-      detail: 'No adb.',
-      fix: [`${sm} --install "platform-tools"`],
-      brief: 'no adb',
-    });
-  }
+  } else findings.push(fail('adb', 'No adb.', [installAdb], 'no adb'));
 
   if (adb && findings.at(-1)?.status !== 'fail') findings.push(await adbConnectionsFinding(adb, env));
 
@@ -174,14 +168,13 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<Finding[]>
   }
   findings.push(
     images.length > 0
-      ? { check: 'system-image', status: 'ok', detail: `System images: ${images.join(', ')}.`, fix: [] }
-      : {
-          check: 'system-image',
-          status: 'fail',
-          detail: 'No system image installed.',
-          fix: [`${sm} --install "${DEFAULT_SYSTEM_IMAGE}"`],
-          brief: 'no system image in the Android SDK',
-        },
+      ? ok('system-image', `System images: ${images.join(', ')}.`)
+      : fail(
+          'system-image',
+          'No system image installed.',
+          [`${sm} --install "${DEFAULT_SYSTEM_IMAGE}"`],
+          'no system image in the Android SDK',
+        ),
   );
 
   const avdHome = avdHomeOf(env);
@@ -192,35 +185,25 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<Finding[]>
   const create = `${am} create avd -n phonelease -k "${images[0] ?? DEFAULT_SYSTEM_IMAGE}" -d pixel_6`;
   const wanted = env.PHONELEASE_AVD;
   if (wanted && !avds.includes(wanted)) {
-    findings.push({
-      check: 'avd',
-      status: 'fail',
-      detail: `PHONELEASE_AVD is "${wanted}", which the emulator does not list (${avds.length ? avds.join(', ') : 'no AVDs'} in ${avdHome}).`,
-      fix: [avds.length ? `export PHONELEASE_AVD=${avds[0]}` : create],
-      brief: `no AVD named "${wanted}"`,
-    });
+    const why = `PHONELEASE_AVD is "${wanted}", which the emulator does not list (${avds.length ? avds.join(', ') : 'no AVDs'} in ${avdHome}).`;
+    const fix = [avds.length ? `export PHONELEASE_AVD=${avds[0]}` : create];
+    findings.push(fail('avd', why, fix, `no AVD named "${wanted}"`));
   } else if (avds.length === 0) {
-    findings.push({
-      check: 'avd',
-      status: 'fail',
-      detail: `No AVD in ${avdHome}.`,
-      fix: [create],
-      brief: 'no AVD to run',
-    });
+    findings.push(fail('avd', `No AVD in ${avdHome}.`, [create], 'no AVD to run'));
   } else {
     const name = wanted ?? avds[0]!;
-    const avd = readAvd(avdHome, name);
-    const sysdir = avd?.config.get('image.sysdir.1');
-    const missingImage = root && sysdir && !existsSync(join(root, sysdir));
-    findings.push({
-      check: 'avd',
-      status: missingImage ? 'fail' : 'ok',
-      detail: missingImage
-        ? `The AVD "${name}" needs ${sysdir}, which is not installed.`
-        : `The server runs the AVD "${name}"${avds.length > 1 ? ` (of ${avds.join(', ')}; PHONELEASE_AVD picks another)` : ''}.`,
-      fix: missingImage ? [`${sm} --install "${sysdir!.replace(/\/$/, '').replaceAll('/', ';')}"`] : [],
-      ...(missingImage ? { brief: `the AVD "${name}" has no system image` } : {}),
-    });
+    const sysdir = readAvd(avdHome, name)?.config.get('image.sysdir.1');
+    const others = avds.length > 1 ? ` (of ${avds.join(', ')}; PHONELEASE_AVD picks another)` : '';
+    findings.push(
+      root && sysdir && !existsSync(join(root, sysdir))
+        ? fail(
+            'avd',
+            `The AVD "${name}" needs ${sysdir}, which is not installed.`,
+            [`${sm} --install "${sysdir.replace(/\/$/, '').replaceAll('/', ';')}"`],
+            `the AVD "${name}" has no system image`,
+          )
+        : ok('avd', `The server runs the AVD "${name}"${others}.`),
+    );
   }
 
   findings.push(
@@ -230,44 +213,36 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<Finding[]>
   );
 
   const token = tokenPathOf(env);
-  if (!existsSync(token)) {
-    findings.push({
-      check: 'token',
-      status: 'ok',
-      detail: `No console token yet (${token}); the emulator creates it at its first start and the server reads it.`,
-      fix: [],
-    });
-  } else {
-    const mode = statSync(token).mode & 0o777;
-    findings.push(
-      mode & 0o077
-        ? {
-            check: 'token',
-            status: 'warn',
-            detail: `The console token ${token} is readable by other users (mode ${mode.toString(8)}): they could drive your emulators.`,
-            fix: [`chmod 600 ${token}`],
-          }
-        : { check: 'token', status: 'ok', detail: `Console token ${token} (only you can read it).`, fix: [] },
-    );
-  }
+  const mode = existsSync(token) ? statSync(token).mode & 0o777 : null;
+  findings.push(
+    mode === null
+      ? ok(
+          'token',
+          `No console token yet (${token}); the emulator creates it at its first start and the server reads it.`,
+        )
+      : mode & 0o077
+        ? warn(
+            'token',
+            `The console token ${token} is readable by other users (mode ${mode.toString(8)}): they could drive your emulators.`,
+            [`chmod 600 ${token}`],
+          )
+        : ok('token', `Console token ${token} (only you can read it).`),
+  );
 
   const free = await (options.freePorts ?? freePairs)();
   const range = `${FIRST_CONSOLE_PORT}-${LAST_CONSOLE_PORT + 1}`;
+  const ports = `${free.length} of ${PORT_PAIRS} emulator port pairs free (${range}).`;
   findings.push(
     free.length === 0
-      ? {
-          check: 'ports',
-          status: 'fail',
-          detail: `No free emulator port pair in ${range}.`,
-          fix: ['adb devices  # lists running emulators', 'adb -s emulator-5554 emu kill  # stops one'],
-          brief: `no free emulator ports in ${range}`,
-        }
-      : {
-          check: 'ports',
-          status: free.length < PORT_PAIRS ? 'warn' : 'ok',
-          detail: `${free.length} of ${PORT_PAIRS} emulator port pairs free (${range}).`,
-          fix: free.length < PORT_PAIRS ? ['adb devices  # other emulators hold the rest'] : [],
-        },
+      ? fail(
+          'ports',
+          `No free emulator port pair in ${range}.`,
+          ['adb devices  # lists running emulators', 'adb -s emulator-5554 emu kill  # stops one'],
+          `no free emulator ports in ${range}`,
+        )
+      : free.length < PORT_PAIRS
+        ? warn('ports', ports, ['adb devices  # other emulators hold the rest'])
+        : ok('ports', ports),
   );
 
   const capacity: HostCapacity = emulatorCapacity(options.host);
@@ -276,12 +251,12 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<Finding[]>
       Math.floor(capacity.cores / CORES_PER_EMULATOR),
       Math.floor(capacity.memoryBytes / BYTES_PER_EMULATOR),
     ) < 1;
-  findings.push({
-    check: 'capacity',
-    status: small ? 'warn' : 'ok',
-    detail: `This host fits ${capacity.summary}.`,
-    fix: small ? ['Use a host with at least 2 cores and 3 GB of memory per emulator'] : [],
-  });
+  const fits = `This host fits ${capacity.summary}.`;
+  findings.push(
+    small
+      ? warn('capacity', fits, ['Use a host with at least 2 cores and 3 GB of memory per emulator'])
+      : ok('capacity', fits),
+  );
   return findings;
 }
 
@@ -294,29 +269,24 @@ async function adbConnectionsFinding(adb: string, env: Environment): Promise<Fin
   const listed = await runTool(adb, ['devices'], env, { timeoutMs: 20_000 }).catch(() => ({ stdout: '' }));
   const consolePorts = [...listed.stdout.matchAll(/^emulator-(\d+)\tdevice$/gm)].map((m) => Number(m[1]));
   if (consolePorts.length === 0) {
-    return {
-      check: 'adb-connections',
-      status: 'ok',
-      detail: `${SEVERAL_CONNECTIONS_NEEDED} No emulator runs now to ask; the server asks each emulator build on its first phone and says in its log when one cannot.`,
-      fix: [],
-    };
+    return ok(
+      'adb-connections',
+      `${SEVERAL_CONNECTIONS_NEEDED} No emulator runs now to ask; the server asks each emulator build on its first phone and says in its log when one cannot.`,
+    );
   }
   const refusing: string[] = [];
   for (const port of consolePorts)
     if (!(await acceptsAnotherAdbConnection(port + 1))) refusing.push(`emulator-${port}`);
   return refusing.length > 0
-    ? {
-        check: 'adb-connections',
-        status: 'warn',
-        detail: `${refusing.join(', ')} serve${refusing.length === 1 ? 's' : ''} one ADB connection at a time (the adb server's). ${SEVERAL_CONNECTIONS_NEEDED}`,
-        fix: [ONE_CONNECTION_FIX],
-      }
-    : {
-        check: 'adb-connections',
-        status: 'ok',
-        detail: `The running emulators (${consolePorts.map((p) => `emulator-${p}`).join(', ')}) serve several ADB connections at once, as the gateway needs.`,
-        fix: [],
-      };
+    ? warn(
+        'adb-connections',
+        `${refusing.join(', ')} serve${refusing.length === 1 ? 's' : ''} one ADB connection at a time (the adb server's). ${SEVERAL_CONNECTIONS_NEEDED}`,
+        [ONE_CONNECTION_FIX],
+      )
+    : ok(
+        'adb-connections',
+        `The running emulators (${consolePorts.map((p) => `emulator-${p}`).join(', ')}) serve several ADB connections at once, as the gateway needs.`,
+      );
 }
 
 /** What `emulator -accel-check` said: the emulator's AndroidCpuAcceleration code and status. */
@@ -364,13 +334,9 @@ async function kvmFinding(emulator: string, env: Environment, cpuinfoPath: strin
   try {
     check = await accelCheck(emulator, env);
   } catch (error) {
-    return {
-      check: 'kvm',
-      status: 'fail',
-      detail: `emulator -accel-check did not answer: ${String(error).split('\n')[0]}`,
-      fix: [`${emulator} -accel-check  # run it yourself to see why`],
-      brief: 'emulator -accel-check did not answer',
-    };
+    const why = `emulator -accel-check did not answer: ${String(error).split('\n')[0]}`;
+    const fix = [`${emulator} -accel-check  # run it yourself to see why`];
+    return fail('kvm', why, fix, 'emulator -accel-check did not answer');
   }
   const said = check.status.split('\n')[0] ?? '';
   if (check.code === 0) {
@@ -378,35 +344,29 @@ async function kvmFinding(emulator: string, env: Environment, cpuinfoPath: strin
     // CPU shows no vmx or svm) answers that too, and may still not run the emulator.
     const flags = cpuFlags(cpuinfoPath);
     return flags && !flags.has('vmx') && !flags.has('svm')
-      ? {
-          check: 'kvm',
-          status: 'warn',
-          detail: `emulator -accel-check: "${said}", but the CPU shows no vmx or svm flag (a VM without nested virtualisation?): emulators may not boot here.`,
-          fix: ['Use a machine (or a CI runner) with hardware virtualisation if emulators do not boot'],
-        }
-      : { check: 'kvm', status: 'ok', detail: `emulator -accel-check: "${said}"`, fix: [] };
+      ? warn(
+          'kvm',
+          `emulator -accel-check: "${said}", but the CPU shows no vmx or svm flag (a VM without nested virtualisation?): emulators may not boot here.`,
+          ['Use a machine (or a CI runner) with hardware virtualisation if emulators do not boot'],
+        )
+      : ok('kvm', `emulator -accel-check: "${said}"`);
   }
   const fixes: Record<number, string[]> = {
     3: [
       'This CPU (or the VM it runs in) has no hardware virtualisation (vmx/svm): use a machine or CI runner that has it, or virtual phones here',
     ],
-    8: [
-      'Enable virtualization (VT-x/AMD-V) in the BIOS',
-      'sudo modprobe kvm_intel  # or kvm_amd',
-      'sudo apt-get install qemu-kvm  # Debian/Ubuntu',
-    ],
+    8: ENABLE_KVM,
     11: [
-      'sudo usermod -aG kvm $USER  # then log out and in again',
+      JOIN_KVM_GROUP,
       `echo 'KERNEL=="kvm", GROUP="kvm", MODE="0666", OPTIONS+="static_node=kvm"' | sudo tee /etc/udev/rules.d/99-kvm.rules  # CI runners`,
     ],
   };
-  return {
-    check: 'kvm',
-    status: 'fail',
-    detail: `emulator -accel-check says KVM is not usable (code ${check.code}): ${said}`,
-    fix: fixes[check.code] ?? [`${emulator} -accel-check  # the emulator's whole answer`],
-    brief: `KVM not usable (${said.replace(/\.$/, '')})`,
-  };
+  return fail(
+    'kvm',
+    `emulator -accel-check says KVM is not usable (code ${check.code}): ${said}`,
+    fixes[check.code] ?? [`${emulator} -accel-check  # the emulator's whole answer`],
+    `KVM not usable (${said.replace(/\.$/, '')})`,
+  );
 }
 
 /** The CPU's flags from /proc/cpuinfo, or null where there is none to read (macOS). */
@@ -422,35 +382,19 @@ function cpuFlags(path: string): Set<string> | null {
 /** Without an emulator to ask: /dev/kvm exists and this user may open it, at least. */
 function kvmDeviceFinding(kvmPath: string): Finding {
   if (!existsSync(kvmPath)) {
-    return {
-      check: 'kvm',
-      status: 'fail',
-      detail: `${kvmPath} is not found: no hardware acceleration, so x86_64 images will not start (and others boot in minutes).`,
-      fix: [
-        'Enable virtualization (VT-x/AMD-V) in the BIOS',
-        'sudo modprobe kvm_intel  # or kvm_amd',
-        'sudo apt-get install qemu-kvm  # Debian/Ubuntu',
-      ],
-      brief: `no KVM (${kvmPath} not found)`,
-    };
+    const why = `${kvmPath} is not found: no hardware acceleration, so x86_64 images will not start (and others boot in minutes).`;
+    return fail('kvm', why, ENABLE_KVM, `no KVM (${kvmPath} not found)`);
   }
   try {
     accessSync(kvmPath, constants.R_OK | constants.W_OK);
   } catch {
-    return {
-      check: 'kvm',
-      status: 'fail',
-      detail: `This user doesn't have permissions to use KVM (${kvmPath}).`,
-      fix: ['sudo usermod -aG kvm $USER  # then log out and in again'],
-      brief: `no permission to use KVM (${kvmPath})`,
-    };
+    const why = `This user doesn't have permissions to use KVM (${kvmPath}).`;
+    return fail('kvm', why, [JOIN_KVM_GROUP], `no permission to use KVM (${kvmPath})`);
   }
-  return {
-    check: 'kvm',
-    status: 'ok',
-    detail: `${kvmPath} is usable (the emulator's own check, -accel-check, runs once the emulator is installed).`,
-    fix: [],
-  };
+  return ok(
+    'kvm',
+    `${kvmPath} is usable (the emulator's own check, -accel-check, runs once the emulator is installed).`,
+  );
 }
 
 /** The first failure in a few words, or null when every check passed. */
