@@ -6,7 +6,7 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { systemClock } from './clock.js';
-import { createAccount, newAccountRows, type NewAccount } from './runtime/accounts.js';
+import { ACCOUNT_DEFAULTS, createAccount, newAccountRows, type NewAccount } from './runtime/accounts.js';
 import { createSignInLink, type AccountRef } from './runtime/dashboard-sessions.js';
 import { createLogger, levelFromEnv } from './log.js';
 import { SERVER_DEFAULTS, defaultPhones, loadBackend, startServer, type BackendChoice } from './main.js';
@@ -331,7 +331,7 @@ export async function runAccountsCommand(argv: string[]): Promise<void> {
     operator: { type: 'boolean', default: false },
   });
   if (!values) return;
-  const mode = values['billing-mode'] ?? 'metered';
+  const mode = values['billing-mode'] ?? ACCOUNT_DEFAULTS.billingMode;
   if (mode !== 'metered' && mode !== 'disabled')
     throw new UsageError('--billing-mode must be metered or disabled');
   if (values.store !== undefined && values.data !== undefined)
@@ -339,9 +339,14 @@ export async function runAccountsCommand(argv: string[]): Promise<void> {
   const opts: NewAccount = {
     ...(values.email !== undefined ? { email: values.email } : {}),
     ...(values.name !== undefined ? { name: values.name } : {}),
-    balanceCents: int('balance-cents', values['balance-cents'], 10_000, 0),
-    priceCentsPerMinute: int('price-cents-per-minute', values['price-cents-per-minute'], 10, 0),
-    sessionLimit: int('session-limit', values['session-limit'], 50, 0),
+    balanceCents: int('balance-cents', values['balance-cents'], ACCOUNT_DEFAULTS.balanceCents, 0),
+    priceCentsPerMinute: int(
+      'price-cents-per-minute',
+      values['price-cents-per-minute'],
+      ACCOUNT_DEFAULTS.priceCentsPerMinute,
+      0,
+    ),
+    sessionLimit: int('session-limit', values['session-limit'], ACCOUNT_DEFAULTS.sessionLimit, 0),
     billingMode: mode,
     canRent: !values['no-rent'],
     operator: values.operator,

@@ -18,17 +18,21 @@ const SOURCES: readonly StartupSource[] = ['cold', 'snapshot', 'pool'];
 const SAMPLES = 1000;
 
 const StartTimes = Type.Object({
+  /** Starts of this source since the server started (the histogram's count on /metrics). */
   count: Type.Integer(),
+  /** Median and 95th percentile of admission to ready, in ms; null before the first start. */
   p50_ms: Type.Union([Type.Number(), Type.Null()]),
   p95_ms: Type.Union([Type.Number(), Type.Null()]),
 });
 /** The fleet as GET /dashboard/api/fleet answers it; `phones`: live sessions' phones by state (the phonelease_sessions gauge). */
 export const Fleet = Type.Object({
   phones: Type.Record(Type.String(), Type.Integer()),
+  /** Phones the server (the deployment's live hosts) runs at most. */
   capacity: Type.Integer(),
   pool: Type.Object({ target: Type.Integer(), ready: Type.Integer(), booting: Type.Integer() }),
   queue: Type.Object({ queued: Type.Integer(), boot_slots: Type.Integer(), booting: Type.Integer() }),
   boot_times: Type.Object({ cold: StartTimes, snapshot: StartTimes, pool: StartTimes }),
+  /** The device hosts of a deployment; null on the single server. */
   hosts: Type.Union([
     Type.Array(
       Type.Object({
@@ -36,7 +40,9 @@ export const Fleet = Type.Object({
         url: Type.String(),
         phones: Type.Integer(),
         boot_slots: Type.Integer(),
+        /** Live sessions it holds. */
         sessions: Type.Integer(),
+        /** Unix seconds. */
         last_heartbeat: Type.Integer(),
       }),
     ),

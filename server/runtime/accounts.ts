@@ -27,6 +27,16 @@ export interface CreatedAccount {
   profile_id: string;
 }
 
+/** What a new account gets unless told otherwise (`phonelease accounts create` and the first start). */
+export const ACCOUNT_DEFAULTS = {
+  balanceCents: 10_000,
+  priceCentsPerMinute: 10,
+  sessionLimit: 50,
+  billingMode: 'metered',
+} as const satisfies Required<
+  Pick<NewAccount, 'balanceCents' | 'priceCentsPerMinute' | 'sessionLimit' | 'billingMode'>
+>;
+
 export const newApiKey = (random: RandomSource): string => `pck_${randomToken(random, 40)}`;
 
 /** Builds a new account's rows (each store inserts them in one transaction), and what its creator is told. */
@@ -46,10 +56,10 @@ export function newAccountRows(
       email: opts.email ?? `${uid}@localhost`,
       name: opts.name ?? 'Local account',
       created: now,
-      balance_cents: opts.balanceCents ?? 10_000,
-      price_cents_per_minute: opts.priceCentsPerMinute ?? 10,
-      session_limit: opts.sessionLimit ?? 50,
-      billing_mode: opts.billingMode ?? 'metered',
+      balance_cents: opts.balanceCents ?? ACCOUNT_DEFAULTS.balanceCents,
+      price_cents_per_minute: opts.priceCentsPerMinute ?? ACCOUNT_DEFAULTS.priceCentsPerMinute,
+      session_limit: opts.sessionLimit ?? ACCOUNT_DEFAULTS.sessionLimit,
+      billing_mode: opts.billingMode ?? ACCOUNT_DEFAULTS.billingMode,
       can_rent: canRent ? 1 : 0,
       rent_blocked_reason: canRent
         ? null
